@@ -1,0 +1,101 @@
+"""The exact script a trial runs as its tmux pane's own process; pure text rendering.
+
+Why a script and not keystrokes: keys sent to a fresh shell before it is ready are lost. The
+script is the pane's process from the start and waits for a `go` file, so the daemon can set
+`remain-on-exit` and arm `pipe-pane` before the program prints its first byte. It traps INT and
+TERM (handlers, not ignores, so the program itself still gets default dispositions) so that a
+user's Ctrl-C or ajetd's stop signals end the program while the script survives to record the
+exact exit status. SIGHUP is not trapped: a session killed behind ajetd's back leaves no exit
+file, which is how a `lost` run is told from a failed one.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a trial's script needs; all paths absolute."""
+
+    run_id: str
+    trial: int
+    command: str  # the user's launch command, run by bash as written (on purpose)
+    codebase_dir: str
+    venv_dir: str
+    result_dir: str
+    go_file: str
+    exit_file: str
+    env: tuple[tuple[str, str], ...] = ()
+
+
+_AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
+
+
+def protect_autokill(command: str) -> tuple[str, bool]:
+    """Drop AgentJet's `--autokill`, which kills every python/ray/vllm process of every user
+    (this daemon and other runs included); ajetd cleans up the run's own processes instead."""
+    cleaned = _AUTOKILL.sub("", command)
+    if cleaned == command:
+        return command, False
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
+
+
+def render_trial_script(spec: TrialSpec) -> str:
+    """Return the bash script for one trial. Every value but the command is shell-quoted."""
+    q = shlex.quote
+    exports = [
+        f"export VIRTUAL_ENV={q(spec.venv_dir)}",
+        'export PATH="$VIRTUAL_ENV/bin:$PATH"',
+        "unset PYTHONHOME",
+        f"export AJETD_RUN_ID={q(spec.run_id)}",
+        f"export AJETD_RESULT_DIR={q(spec.result_dir)}",
+        f"export AJETD_TRIAL={spec.trial}",
+        "export PYTHONUNBUFFERED=1",
+    ]
+    exports += [f"export {name}={q(value)}" for name, value in spec.env]
+    banner = f"[ajetd] run {spec.run_id} trial {spec.trial}: {spec.command}"
+    return "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
+            "trap ':' INT TERM",
+            f"go={q(spec.go_file)}",
+            f"exit_file={q(spec.exit_file)}",
+            "n=0",
+            'until [ -e "$go" ]; do',
+            '  if [ "$n" -lt 600 ]; then sleep 0.02; else sleep 1; fi; n=$((n + 1))',
+            "done",
+            *exports,
+            f"printf '%s\\n' {q(banner)}",
+            f"if cd -- {q(spec.codebase_dir)}; then",
+            f"  bash -c {q(spec.command)}",
+            "  rc=$?",
+            "else",
+            "  rc=126",
+            "fi",
+            "printf '[ajetd] trial %s exited with code %s\\n' " + f"{spec.trial} " + '"$rc"',
+            'printf \'%s %s\\n\' "$rc" "$(date +%s.%N)" > "$exit_file.tmp" && '
+            'mv -f "$exit_file.tmp" "$exit_file"',
+            'exit "$rc"',
+            "",
+        ]
+    )
+
+
+def parse_exit_file(text: str) -> tuple[int, float | None] | None:
+    """`"<rc> <epoch>"` as the script writes it; None while it is incomplete or garbled."""
+    fields = text.split()
+    if not fields:
+        return None
+    try:
+        code = int(fields[0])
+    except ValueError:
+        return None
+    try:
+        ended = float(fields[1]) if len(fields) > 1 else None
+    except ValueError:
+        ended = None
+    return code, ended

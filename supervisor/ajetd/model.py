@@ -1,0 +1,194 @@
+"""Runs and trials as frozen records, and the transitions between their states.
+
+The transition table lives here and nowhere else; each function says why its edge exists.
+Times are UTC epoch seconds passed in by the caller (never read here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+
+class State(str, Enum):
+    """Where a run is in its life; values go straight into JSON."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    STOPPING = "stopping"
+    DONE = "done"
+
+
+class Status(str, Enum):
+    """How a finished run ended (DESIGN §3)."""
+
+    SUCCEEDED = "succeeded"
+    TIME_LIMIT = "time_limit"
+    PLATEAU = "plateau"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    REJECTED = "rejected"
+    LOST = "lost"
+
+
+# `ajetd wait` exit codes per terminal status (DESIGN §3).
+WAIT_EXIT = {
+    Status.SUCCEEDED: 0,
+    Status.TIME_LIMIT: 0,
+    Status.PLATEAU: 0,
+    Status.FAILED: 1,
+    Status.STOPPED: 1,
+    Status.REJECTED: 1,
+    Status.LOST: 1,
+}
+
+
+class StopCause(str, Enum):
+    """Why ajetd is stopping a live trial; decides the terminal status once it exits."""
+
+    TIME_LIMIT = "time_limit"
+    USER = "stopped"
+    HANG = "hang"
+
+
+class Signal(str, Enum):
+    """Escalation steps of a graceful stop."""
+
+    INT = "INT"
+    TERM = "TERM"
+    KILL = "KILL"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One launch of the command. `started_at` is set once the program was let go."""
+
+    number: int
+    command: str
+    session: str
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    problem: str = ""  # what went wrong, as read from the output
+    next_step: str = ""  # what ajetd did about it
+
+
+@dataclass(frozen=True)
+class Run:
+    """One blueprint's life in ajetd. Saved as JSON after every change."""
+
+    run_id: str
+    source: str  # the inbox file name it came from
+    submitted_at: float
+    purpose: str = ""
+    session: str = ""
+    state: State = State.QUEUED
+    status: Status | None = None
+    reason: str = ""
+    attention: str | None = None
+    result_dir: str = ""
+    max_time_s: float | None = None
+    codebase_dir: str = ""
+    launch_command: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    trials: tuple[Trial, ...] = ()
+    val_path: str | None = None
+    val_offset: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    history: tuple[dict[str, Any], ...] = ()
+    stop_cause: StopCause | None = None
+    stop_began_at: float | None = None
+    signals_sent: tuple[str, ...] = ()
+    keep_session_s: float = 3600.0
+    session_closed: bool = False
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def trial(self) -> Trial | None:
+        return self.trials[-1] if self.trials else None
+
+    @property
+    def deadline(self) -> float | None:
+        """When the time limit falls: first launch + exp_max_time, across relaunches."""
+        if self.started_at is None or self.max_time_s is None:
+            return None
+        return self.started_at + self.max_time_s
+
+    @property
+    def active(self) -> bool:
+        return self.state is not State.DONE
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        data = dict(data)
+        data["state"] = State(data["state"])
+        data["status"] = Status(data["status"]) if data.get("status") else None
+        data["stop_cause"] = StopCause(data["stop_cause"]) if data.get("stop_cause") else None
+        data["trials"] = tuple(Trial(**t) for t in data.get("trials", ()))
+        data["history"] = tuple(data.get("history", ()))
+        data["signals_sent"] = tuple(data.get("signals_sent", ()))
+        data["warnings"] = tuple(data.get("warnings", ()))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def reject(run: Run, reason: str, now: float) -> Run:
+    """An invalid blueprint never runs; the reason names the part and the problem."""
+    return replace(run, state=State.DONE, status=Status.REJECTED, reason=reason, ended_at=now)
+
+
+def add_trial(run: Run, trial: Trial) -> Run:
+    """A new launch is prepared (not yet let go): recorded first so a crash cannot launch twice."""
+    return replace(run, state=State.RUNNING, session=trial.session, trials=(*run.trials, trial))
+
+
+def _update_trial(run: Run, **changes: Any) -> Run:
+    trial = run.trial
+    assert trial is not None
+    return replace(run, trials=(*run.trials[:-1], replace(trial, **changes)))
+
+
+def trial_started(run: Run, now: float) -> Run:
+    """The program was let go: the time limit counts from the first trial's start."""
+    started = run.started_at if run.started_at is not None else now
+    return replace(_update_trial(run, started_at=now), started_at=started)
+
+
+def trial_ended(run: Run, exit_code: int | None, ended_at: float, problem: str = "") -> Run:
+    """The trial's program exited (or vanished, exit_code None)."""
+    return _update_trial(run, ended_at=ended_at, exit_code=exit_code, problem=problem)
+
+
+def begin_stop(run: Run, cause: StopCause, now: float) -> Run:
+    """A live trial is asked to end; the first cause wins (a user stop after the limit is moot)."""
+    if run.stop_cause is not None:
+        return run
+    return replace(run, state=State.STOPPING, stop_cause=cause, stop_began_at=now, signals_sent=())
+
+
+def signal_sent(run: Run, sig: str) -> Run:
+    return replace(run, signals_sent=(*run.signals_sent, sig))
+
+
+def set_attention(run: Run, reason: str | None) -> Run:
+    return run if run.attention == reason else replace(run, attention=reason)
+
+
+def finish(run: Run, status: Status, reason: str, exit_code: int | None, now: float) -> Run:
+    """The run is over; `exit_code` is the program's own (None where there is none)."""
+    return replace(
+        run,
+        state=State.DONE,
+        status=status,
+        reason=reason,
+        exit_code=exit_code,
+        ended_at=now,
+        attention=None,
+    )

@@ -1,0 +1,53 @@
+"""Run ids and tmux session names (DESIGN §3): short, unique, `[a-z0-9_]`."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+from collections.abc import Callable, Collection
+
+RUN_ID = re.compile(r"^[a-z0-9]{6}$")
+SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.md$")
+MAX_SESSION = 48
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def new_run_id(taken: Callable[[str], bool]) -> str:
+    """A fresh six-character id for which `taken` is False."""
+    while True:
+        candidate = "".join(secrets.choice(_ALPHABET) for _ in range(6))
+        if not candidate.isdigit() and not taken(candidate):
+            return candidate
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def session_base(purpose: str, file_stem: str, run_id: str) -> str:
+    """`ajet_<slug>` from the purpose's ASCII words, else the file name, else the run id."""
+    for source in (purpose, file_stem):
+        words = [w for w in _words(source) if w != "ajet"]
+        if words:
+            break
+    else:
+        words = [run_id]
+    name = "ajet"
+    for word in words:
+        if len(name) + 1 + len(word) > MAX_SESSION - 3:  # room for a `_N` suffix
+            break
+        name += "_" + word
+    if name == "ajet":  # the first word alone is too long
+        name = "ajet_" + words[0][: MAX_SESSION - 8]
+    return name
+
+
+def unique_session(base: str, taken: Collection[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ... : the first name not in `taken`."""
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"

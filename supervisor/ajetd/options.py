@@ -1,0 +1,172 @@
+"""The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
+
+Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
+error that names it. Keys whose feature this version does not carry out are reported, never
+silently dropped: those that would change how a run is launched are errors (running without them
+would run the wrong experiment), the others are warnings kept on the run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ajetd.durations import parse_duration
+from ajetd.errors import BlueprintError, DurationError
+
+KNOWN_KEYS = (
+    "gpus", "env", "max_trials", "allow_fixes", "plateau", "hang", "autokill", "keep_session",
+    "swarm", "ssh", "pull", "stages", "on_finish", "on_attention",
+)
+# Not carried out yet: launching without them would run something else than asked.
+UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
+# Not carried out yet: the run is still the one asked for, so it runs, with a warning.
+UNSUPPORTED_WARNINGS = ("allow_fixes", "plateau", "on_finish", "on_attention")
+HANG_ACTIONS = ("attention", "stop")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Validated `[ajetd]` settings with their defaults."""
+
+    gpus: str = "all"  # "all", "0" (CPU only), a count "4", or a list "0,1"
+    env: dict[str, str] = field(default_factory=dict)
+    max_trials: int = 3
+    hang_window_s: float | None = None  # None: auto
+    hang_action: str = "attention"
+    autokill: str = "protect"
+    keep_session_s: float = 3600.0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def cuda_visible_devices(self) -> str | None:
+        """What CUDA_VISIBLE_DEVICES a trial gets, or None to leave it as it is."""
+        if self.gpus == "0":
+            return ""
+        if "," in self.gpus or self.gpus.startswith("["):
+            return self.gpus.strip("[]")
+        return None
+
+
+def _load(text: str) -> dict[str, Any]:
+    body = text.strip()
+    fenced = re.search(r"^\s*(`{3,}|~{3,})[^\n]*\n(.*?)^\s*\1\s*$", body, re.DOTALL | re.MULTILINE)
+    if fenced:
+        body = fenced.group(2)
+    if not body.strip():
+        return {}
+    try:
+        data = yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise BlueprintError([f"not valid YAML: {str(exc).splitlines()[0]}"]) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BlueprintError([f"must be a YAML mapping of keys, got {type(data).__name__}"])
+    return {str(k): v for k, v in data.items()}
+
+
+def _duration(key: str, value: Any, problems: list[str]) -> float | None:
+    if isinstance(value, bool):
+        problems.append(f"{key}: expected a duration such as 30m, got {value!r}")
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) * 3600.0 if value > 0 else 0.0
+    try:
+        return parse_duration(str(value))
+    except DurationError as exc:
+        problems.append(f"{key}: {exc}")
+        return None
+
+
+def _gpus(value: Any, problems: list[str]) -> str:
+    if value == "all" or value is None:
+        return "all"
+    if isinstance(value, bool):
+        problems.append(f"gpus: expected a count, `all` or a list of indices, got {value!r}")
+        return "all"
+    if isinstance(value, int) and value >= 0:
+        return str(value)
+    if isinstance(value, list) and value and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+    ):
+        if len(set(value)) != len(value):
+            problems.append(f"gpus: repeated index in {value}")
+        return ",".join(str(i) for i in value)
+    problems.append(f"gpus: expected a count, `all` or a list of indices, got {value!r}")
+    return "all"
+
+
+def _env(value: Any, problems: list[str]) -> dict[str, str]:
+    if not isinstance(value, dict):
+        problems.append(f"env: expected a mapping NAME: value, got {type(value).__name__}")
+        return {}
+    env: dict[str, str] = {}
+    for name, val in value.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            problems.append(f"env: {name!r} is not a valid environment variable name")
+        elif name in _RESERVED_ENV:
+            problems.append(f"env: {name} is set by ajetd and cannot be overridden")
+        elif isinstance(val, (dict, list)) or val is None:
+            problems.append(f"env: {name} must be a string or number")
+        else:
+            env[name] = str(val).lower() if isinstance(val, bool) else str(val)
+    return env
+
+
+def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
+    if not isinstance(value, dict):
+        problems.append("hang: expected {window: auto | DURATION, action: attention | stop}")
+        return None, "attention"
+    unknown = sorted(set(map(str, value)) - {"window", "action"})
+    if unknown:
+        problems.append(f"hang: unknown key {unknown[0]!r} (known: window, action)")
+    window = value.get("window", "auto")
+    seconds = None if window == "auto" else _duration("hang.window", window, problems)
+    action = str(value.get("action", "attention"))
+    if action == "relaunch":
+        problems.append("hang.action: relaunch is not supported by this version (use attention or stop)")
+    elif action not in HANG_ACTIONS:
+        problems.append(f"hang.action: expected attention or stop, got {action!r}")
+    return seconds, action
+
+
+def parse_options(text: str) -> Options:
+    """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
+    data = _load(text)
+    problems: list[str] = []
+    warnings: list[str] = []
+    for key in data:
+        if key not in KNOWN_KEYS:
+            problems.append(f"unknown key {key!r} (known: {', '.join(KNOWN_KEYS)})")
+        elif key in UNSUPPORTED_ERRORS:
+            problems.append(f"{key}: not supported by this version of ajetd yet")
+        elif key in UNSUPPORTED_WARNINGS:
+            warnings.append(f"{key}: accepted but not acted on by this version of ajetd")
+    max_trials = data.get("max_trials", 3)
+    if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
+        problems.append(f"max_trials: expected a whole number >= 1, got {max_trials!r}")
+        max_trials = 3
+    autokill = str(data.get("autokill", "protect"))
+    if autokill not in ("protect", "allow"):
+        problems.append(f"autokill: expected protect or allow, got {autokill!r}")
+    keep = _duration("keep_session", data.get("keep_session", "1h"), problems)
+    hang_window, hang_action = _hang(data.get("hang", {}), problems)
+    options = Options(
+        gpus=_gpus(data.get("gpus", "all"), problems),
+        env=_env(data.get("env", {}), problems),
+        max_trials=max_trials,
+        hang_window_s=hang_window,
+        hang_action=hang_action,
+        autokill=autokill,
+        keep_session_s=3600.0 if keep is None else keep,
+        warnings=tuple(warnings),
+    )
+    if problems:
+        raise BlueprintError(problems)
+    return options

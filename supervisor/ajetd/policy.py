@@ -1,0 +1,158 @@
+"""The one place that turns observations of a live run into decisions; pure.
+
+The daemon observes (exit file, pane, output growth, the clock it passes in), calls `decide`,
+and carries out the actions in order. Nothing here touches tmux, processes or files.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+
+from ajetd.durations import format_duration
+from ajetd.timefmt import iso
+from ajetd.model import Run, Signal, Status, StopCause
+
+HANG_PREFIX = "no output for "
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Daemon-wide timing knobs (tests shrink them)."""
+
+    grace_int_s: float = 30.0  # after SIGINT, before SIGTERM
+    grace_term_s: float = 15.0  # after SIGTERM, before SIGKILL
+    hang_auto_s: float = 1800.0  # `hang: {window: auto}`
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the daemon saw of one run this tick."""
+
+    now: float
+    exit: tuple[int, float | None] | None = None  # the trial's exit file, if written
+    gone: bool = False  # tmux says the session or its pane no longer exists
+    dead_status: int | None = None  # a dead pane's status when the script died unrecorded
+    stop_requested: bool = False  # `ajetd stop` asked for this run
+    last_output_at: float | None = None  # when the trial's log last grew
+
+
+@dataclass(frozen=True)
+class Finish:
+    status: Status
+    reason: str
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class BeginStop:
+    cause: StopCause
+
+
+@dataclass(frozen=True)
+class Send:
+    signal: Signal
+
+
+@dataclass(frozen=True)
+class Attention:
+    reason: str | None
+
+
+Action = Finish | BeginStop | Send | Attention
+
+
+def describe_exit(code: int) -> str:
+    """`the program exited with code 130 (SIGINT: interrupted, as by Ctrl-C)`."""
+    text = f"the program exited with code {code}"
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            return text
+        hint = {"SIGINT": ": interrupted, as by Ctrl-C", "SIGKILL": ": killed"}.get(name, "")
+        text += f" ({name}{hint})"
+    return text
+
+
+def outcome(run: Run, code: int, hang_window_s: float) -> Finish:
+    """The terminal status of a run whose trial exited with `code`."""
+    if run.stop_cause is StopCause.TIME_LIMIT:
+        limit = format_duration(run.max_time_s or 0)
+        return Finish(Status.TIME_LIMIT, f"stopped at exp_max_time ({limit}); data kept", code)
+    if run.stop_cause is StopCause.USER:
+        return Finish(Status.STOPPED, "stopped by `ajetd stop`", code)
+    if run.stop_cause is StopCause.HANG:
+        quiet = format_duration(hang_window_s)
+        return Finish(Status.FAILED, f"stopped after {quiet} without output (hang rule)", code)
+    if code == 0:
+        return Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
+    return Finish(Status.FAILED, describe_exit(code), code)
+
+
+def hang_window(run_window: float | None, timing: Timing) -> float:
+    return timing.hang_auto_s if run_window is None else run_window
+
+
+def decide(
+    run: Run, obs: Observation, timing: Timing, window_s: float, hang_action: str
+) -> list[Action]:
+    """Actions for a live trial, in the order they must be carried out."""
+    if obs.exit is not None:
+        return [outcome(run, obs.exit[0], window_s)]
+    if obs.gone:
+        if obs.dead_status is not None:
+            return [outcome(run, obs.dead_status, window_s)]
+        return [
+            Finish(
+                Status.LOST,
+                f"tmux session {run.session} vanished outside ajetd's control (no exit recorded)",
+                None,
+            )
+        ]
+    actions: list[Action] = []
+    cause = run.stop_cause
+    silence = obs.now - obs.last_output_at if obs.last_output_at is not None else 0.0
+    if cause is None:
+        if obs.stop_requested:
+            cause = StopCause.USER
+        elif run.deadline is not None and obs.now >= run.deadline:
+            cause = StopCause.TIME_LIMIT
+        elif silence >= window_s and hang_action == "stop":
+            cause = StopCause.HANG
+        if cause is not None:
+            actions.append(BeginStop(cause))
+    if cause is not None:
+        began = run.stop_began_at if run.stop_began_at is not None else obs.now
+        sent = run.signals_sent
+        if Signal.INT.value not in sent:
+            actions.append(Send(Signal.INT))
+        elif Signal.TERM.value not in sent and obs.now >= began + timing.grace_int_s:
+            actions.append(Send(Signal.TERM))
+        elif (
+            Signal.KILL.value not in sent
+            and obs.now >= began + timing.grace_int_s + timing.grace_term_s
+        ):
+            actions.append(Send(Signal.KILL))
+    if silence >= window_s and cause is None:
+        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more (since {iso(obs.last_output_at)})"
+        if run.attention is None or run.attention.startswith(HANG_PREFIX):
+            actions.append(Attention(reason))
+    elif run.attention is not None and run.attention.startswith(HANG_PREFIX):
+        actions.append(Attention(None))
+    return actions
+
+
+def next_wake(
+    run: Run, timing: Timing, window_s: float, last_output_at: float | None
+) -> float | None:
+    """The next moment a decision about `run` can change without any event (epoch seconds)."""
+    times: list[float] = []
+    if run.stop_cause is None and run.deadline is not None:
+        times.append(run.deadline)
+    if run.stop_cause is not None and run.stop_began_at is not None:
+        times.append(run.stop_began_at + timing.grace_int_s)
+        times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
+    if last_output_at is not None:
+        times.append(last_output_at + window_s)
+    return min(times) if times else None

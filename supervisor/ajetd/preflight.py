@@ -1,0 +1,124 @@
+"""Checks of a parsed blueprint against the filesystem: read-only, one message per problem.
+
+Used by `ajetd lint` and by the daemon before a run is accepted, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ajetd.blueprint import Blueprint
+
+EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A blueprint's paths made absolute, plus what the YAML says that ajetd needs."""
+
+    codebase_dir: str
+    venv_exe: str
+    venv_dir: str
+    yaml_path: str
+    result_dir: str
+    val_path: str | None
+
+
+def _abs(path: str) -> str:
+    return os.path.normpath(os.path.expanduser(path))
+
+
+def _inside(path: str, folder: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, base]) == base
+
+
+def _val_path(config: Any, codebase: str) -> str | None:
+    try:
+        value = config["ajet"]["trainer_common"]["val_print_to_markdown_file_path"]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return os.path.normpath(os.path.join(codebase, os.path.expanduser(value.strip())))
+
+
+def result_dir_problem(result_dir: str) -> str | None:
+    """Why `result_dir` cannot receive this run's results, or None if it can."""
+    path = Path(result_dir)
+    if not path.is_absolute():
+        return f"exp_result_dir: {result_dir} is not an absolute path"
+    if path.exists():
+        if not path.is_dir():
+            return f"exp_result_dir: {result_dir} exists and is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"exp_result_dir: {result_dir} is not writable"
+        earlier = [name for name in EARLIER_RESULTS if (path / name).exists()]
+        if earlier:
+            return (
+                f"exp_result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
+                "run; ajetd never overwrites results (choose a new result dir)"
+            )
+        return None
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"exp_result_dir: cannot create {result_dir} ({parent} is not a writable directory)"
+    return None
+
+
+def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
+    """Resolve and check every path; return the resolution (None if unusable) and problems."""
+    problems: list[str] = []
+    codebase = _abs(bp.codebase_dir)
+    if not os.path.isabs(codebase):
+        problems.append(f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path")
+    elif not os.path.isdir(codebase):
+        problems.append(f"exp_codebase_dir: {codebase} does not exist or is not a directory")
+    venv_exe = _abs(bp.venv_exe)
+    if not os.path.isabs(venv_exe):
+        problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
+    elif not os.path.exists(venv_exe):
+        problems.append(f"exp_venv_exe: {venv_exe} does not exist")
+    elif os.path.isdir(venv_exe) or not os.access(venv_exe, os.X_OK):
+        problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
+    yaml_path = _abs(os.path.join(codebase, os.path.expanduser(bp.yaml_path)))
+    config: Any = None
+    if os.path.isdir(codebase):
+        if not _inside(yaml_path, codebase):
+            problems.append(f"exp_yaml_path: {yaml_path} lies outside exp_codebase_dir {codebase}")
+        elif not os.path.isfile(yaml_path):
+            problems.append(f"exp_yaml_path: {yaml_path} does not exist")
+        else:
+            try:
+                with open(yaml_path, encoding="utf-8") as handle:
+                    config = yaml.safe_load(handle)
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
+            except OSError as exc:
+                problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror}")
+            else:
+                if not isinstance(config, dict):
+                    problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
+    result_dir = _abs(bp.result_dir)
+    problem = result_dir_problem(result_dir)
+    if problem:
+        problems.append(problem)
+    if problems:
+        return None, problems
+    resolved = Resolved(
+        codebase_dir=codebase,
+        venv_exe=venv_exe,
+        venv_dir=os.path.dirname(os.path.dirname(venv_exe)),
+        yaml_path=yaml_path,
+        result_dir=result_dir,
+        val_path=_val_path(config, codebase),
+    )
+    return resolved, []

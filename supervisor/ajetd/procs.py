@@ -1,0 +1,92 @@
+"""The only module that touches processes (psutil, signals).
+
+A run's processes are the trial script's descendants plus anything that carries the run's
+`AJETD_RUN_ID` in its environment: Ray and vLLM daemonise and leave the tree, but keep the
+environment they were started with. Only the current user's processes are ever signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+SIGNALS = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
+
+
+def _descendants(root_pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(root_pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _marked(run_id: str) -> list[psutil.Process]:
+    """This user's processes started with AJETD_RUN_ID=<run_id>."""
+    me = os.getuid()
+    found = []
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            uids = proc.info["uids"]
+            if uids is None or uids.real != me or proc.pid == os.getpid():
+                continue
+            if proc.environ().get("AJETD_RUN_ID") == run_id:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def run_processes(run_id: str, root_pid: int | None) -> list[psutil.Process]:
+    """The run's live processes, the trial script itself excluded."""
+    procs = {p.pid: p for p in _marked(run_id)}
+    if root_pid:
+        procs.update({p.pid: p for p in _descendants(root_pid)})
+        procs.pop(root_pid, None)
+    return list(procs.values())
+
+
+def signal_run(run_id: str, root_pid: int | None, name: str) -> int:
+    """Send INT, TERM or KILL to the run's processes; return how many were signalled.
+
+    INT goes to the pane's foreground process group first, exactly as Ctrl-C would, then to
+    any run process outside it. The trial script traps INT and TERM and survives to record the
+    exit status.
+    """
+    sig = SIGNALS[name]
+    count = 0
+    group = None
+    if root_pid and sig == signal.SIGINT:
+        with contextlib.suppress(OSError):
+            group = os.getpgid(root_pid)
+            os.killpg(group, sig)
+            count += 1
+    for proc in run_processes(run_id, root_pid):
+        try:
+            if group is not None and os.getpgid(proc.pid) == group:
+                continue
+            proc.send_signal(sig)
+            count += 1
+        except (psutil.Error, OSError):
+            continue
+    return count
+
+
+def reap_run(run_id: str, root_pid: int | None, grace_s: float = 2.0) -> list[int]:
+    """After a trial ended: TERM what is left of the run, KILL it after `grace_s`."""
+    left = run_processes(run_id, root_pid)
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(left, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    if left:
+        log.info("run %s: ended %d leftover process(es)", run_id, len(left))
+    return [p.pid for p in left]

@@ -1,0 +1,182 @@
+"""results.md, trials.md and finish.flag, rendered from records; pure.
+
+`results.md` must let a reader who was not there understand the run: what was asked, what ran,
+what happened when, the metrics, why it ended and how the output ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ajetd.durations import format_duration
+from ajetd.model import Run, Trial
+from ajetd.timefmt import iso
+from ajetd.valresults import TABLE_KEYS, metric_series
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a report needs beyond the run record, gathered by the daemon."""
+
+    host: str
+    blueprint_parts: dict[str, str] = field(default_factory=dict)
+    events: list[tuple[float, str]] = field(default_factory=list)
+    log_tail: list[str] = field(default_factory=list)
+    trial_tails: dict[int, list[str]] = field(default_factory=dict)
+    gpu_summary: str = "No GPU was visible to ajetd (no NVML driver): no GPU figures recorded."
+
+
+def finish_flag(run: Run) -> dict[str, Any]:
+    """The JSON object of `finish.flag` (DESIGN §3)."""
+    return {
+        "run_id": run.run_id,
+        "status": run.status.value if run.status else None,
+        "reason": run.reason,
+        "exit_code": run.exit_code,
+        "trials": len(run.trials),
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "metrics": run.metrics,
+    }
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def sparkline(values: list[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    return "".join(_SPARK[int((v - lo) / span * (len(_SPARK) - 1))] for v in values)
+
+
+def _metrics_section(run: Run) -> list[str]:
+    history = list(run.history)
+    if not history:
+        return ["No validation results were written during this run."]
+    keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    lines = [
+        "| step | " + " | ".join(keys) + " |",
+        "|---:|" + "---:|" * len(keys),
+    ]
+    for record in history:
+        step = record.get("global_steps", "")
+        lines.append(f"| {step} | " + " | ".join(_fmt(record.get(k)) for k in keys) + " |")
+    lines.append("")
+    for key in ("mean_reward", "task_pass_rate@1"):
+        series = metric_series(history, key)
+        if not series:
+            continue
+        best = max(series)
+        best_step = next(r.get("global_steps") for r in history if r.get(key) == best)
+        lines.append(
+            f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {best_step}), "
+            f"last {series[-1]:.4f}  `{sparkline(series)}`"
+        )
+    return lines
+
+
+def _trial_row(trial: Trial) -> str:
+    duration = (
+        format_duration(trial.ended_at - trial.started_at)
+        if trial.started_at is not None and trial.ended_at is not None
+        else ""
+    )
+    code = "" if trial.exit_code is None else str(trial.exit_code)
+    return (
+        f"| {trial.number} | {iso(trial.started_at) or 'not started'} | {iso(trial.ended_at) or ''}"
+        f" | {duration} | {code} | {trial.problem or ''} |"
+    )
+
+
+def render_results(run: Run, ctx: ReportContext) -> str:
+    """The results document of a finished (or rejected) run."""
+    status = run.status.value if run.status else run.state.value
+    elapsed = (
+        format_duration(run.ended_at - run.started_at)
+        if run.started_at is not None and run.ended_at is not None
+        else "not started"
+    )
+    lines = [
+        f"# Results of run {run.run_id}",
+        "",
+        f"**Status: {status}**: {run.reason}",
+        "",
+        "## Purpose",
+        "",
+        run.purpose or "(none given)",
+        "",
+        "## Settings",
+        "",
+        f"- run id: `{run.run_id}` (blueprint file `{run.source}`)",
+        f"- tmux session: `{run.session or '(none)'}` on host `{ctx.host}`",
+        f"- result dir: `{run.result_dir}`",
+        f"- max time: {format_duration(run.max_time_s) if run.max_time_s else '(none)'}",
+        f"- command run: `{run.launch_command}`" if run.launch_command else "- command run: (none)",
+    ]
+    for part, value in ctx.blueprint_parts.items():
+        shown = value if "\n" not in value else value.replace("\n", " ⏎ ")
+        lines.append(f"- {part}: {shown}")
+    lines += [f"- warning: {w}" for w in run.warnings]
+    lines += [
+        "",
+        "## Timeline",
+        "",
+        f"- submitted: {iso(run.submitted_at)}",
+        f"- started: {iso(run.started_at) or 'never'}",
+        f"- ended: {iso(run.ended_at) or ''} (elapsed {elapsed})",
+    ]
+    lines += [f"- {iso(at)}: {text}" for at, text in ctx.events]
+    lines += ["", "## Trials", ""]
+    if run.trials:
+        lines += ["| trial | start | end | duration | exit code | what went wrong |"]
+        lines += ["|---:|---|---|---|---:|---|"]
+        lines += [_trial_row(t) for t in run.trials]
+    else:
+        lines.append("No trial was launched.")
+    lines += ["", "## Validation metrics", "", *_metrics_section(run)]
+    if run.metrics:
+        lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
+    lines += ["", "## GPU summary", "", ctx.gpu_summary]
+    lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
+    lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```", ""]
+    return "\n".join(lines)
+
+
+def render_trials(run: Run, ctx: ReportContext) -> str:
+    """The trial-and-error log: one section per launch."""
+    lines = [f"# Trials of run {run.run_id}", ""]
+    if not run.trials:
+        lines += [f"No trial was launched: {run.reason}", ""]
+    for trial in run.trials:
+        duration = (
+            format_duration(trial.ended_at - trial.started_at)
+            if trial.started_at is not None and trial.ended_at is not None
+            else ""
+        )
+        code = "none recorded" if trial.exit_code is None else str(trial.exit_code)
+        lines += [
+            f"## Trial {trial.number}",
+            "",
+            f"- command: `{trial.command}`",
+            f"- session: `{trial.session}`",
+            f"- start: {iso(trial.started_at) or 'not started'}",
+            f"- end: {iso(trial.ended_at) or ''}",
+            f"- duration: {duration}",
+            f"- exit code: {code}",
+            f"- log: `logs/trial-{trial.number}.log`",
+            f"- what went wrong: {trial.problem or 'nothing (exit 0)'}",
+            f"- what was done next: {trial.next_step or 'nothing'}",
+        ]
+        tail = ctx.trial_tails.get(trial.number, [])
+        if tail and trial.exit_code not in (0, None):
+            lines += ["", "Last lines of its output:", "", "```text", *tail, "```"]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""The daemon's home on disk: layout, atomic writes, run records, event journals, the lock.
+
+Every file another process reads is written whole (temp file, fsync, rename), so a reader or a
+`kill -9` at any moment sees the old or the new content, never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ajetd.errors import StoreError, UnknownRunError
+from ajetd.model import Run
+from ajetd.naming import RUN_ID
+
+OWNER_DIR = 0o700
+OWNER_FILE = 0o600
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Replace `path` with `data` in one rename; the file gets `mode`."""
+    raw = data.encode() if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+
+
+def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode)
+
+
+class Home:
+    """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, daemon.json, daemon.lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.inbox = root / "inbox"
+        self.runs = root / "runs"
+        self.rejected = root / "rejected"
+        self.control = root / "control"
+        self.daemon_file = root / "daemon.json"
+        self.lock_file = root / "daemon.lock"
+        self.log_file = root / "daemon.log"
+
+    def ensure(self) -> None:
+        """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
+        for folder in (self.root, self.inbox, self.runs, self.rejected, self.control):
+            try:
+                folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create {folder}: {exc.strerror}") from exc
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs / run_id
+
+    def state_file(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "state.json"
+
+    def trial_file(self, run_id: str, trial: int, suffix: str) -> Path:
+        return self.run_dir(run_id) / f"trial-{trial}.{suffix}"
+
+    def save_run(self, run: Run) -> None:
+        write_json(self.state_file(run.run_id), run.to_dict(), OWNER_FILE)
+
+    def load_run(self, run_id: str) -> Run:
+        if not RUN_ID.match(run_id):
+            raise UnknownRunError(f"no run {run_id!r} (run ids are six letters and digits)")
+        path = self.state_file(run_id)
+        try:
+            return Run.from_dict(json.loads(path.read_text()))
+        except FileNotFoundError as exc:
+            raise UnknownRunError(f"no run {run_id!r} in {self.root}") from exc
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(f"corrupt run record {path}: {exc}") from exc
+
+    def run_ids(self) -> list[str]:
+        if not self.runs.is_dir():
+            return []
+        return sorted(p.name for p in self.runs.iterdir() if RUN_ID.match(p.name))
+
+    def load_runs(self) -> Iterator[Run]:
+        """Every run with a readable record, oldest submission first."""
+        runs = []
+        for run_id in self.run_ids():
+            with contextlib.suppress(UnknownRunError, StoreError):
+                runs.append(self.load_run(run_id))
+        yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
+
+    def append_event(self, run_id: str, at: float, text: str) -> None:
+        line = json.dumps({"at": at, "event": text}, ensure_ascii=False) + "\n"
+        path = self.run_dir(run_id) / "events.jsonl"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, OWNER_FILE)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+    def events(self, run_id: str) -> list[tuple[float, str]]:
+        path = self.run_dir(run_id) / "events.jsonl"
+        out: list[tuple[float, str]] = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in path.read_text().splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    item = json.loads(line)
+                    out.append((float(item["at"]), str(item["event"])))
+        return out
+
+    def acquire_lock(self) -> int:
+        """Hold the one-daemon-per-home lock for the life of the process; return its fd."""
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, OWNER_FILE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreError(
+                f"another ajetd daemon (pid {holder}) is running on {self.root}"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return fd
+
+    def daemon_running(self) -> bool:
+        """True while some process holds the lock (checked without taking it for long)."""
+        try:
+            fd = os.open(self.lock_file, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def daemon_info(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.daemon_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}

@@ -1,0 +1,152 @@
+"""The only module that talks to tmux; every call goes through `Tmux._run`.
+
+One choke point gives every call a timeout (libtmux's calls have none, DESIGN §5), strips
+`$TMUX` so a daemon started inside tmux still drives the right server, honours
+`AJETD_TMUX_SOCKET`, and turns failures into `TmuxError` (with `gone` set when the server or
+session is simply not there). libtmux supplies the tmux binary lookup and version check.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from libtmux.common import get_version
+
+from ajetd.errors import TmuxError
+
+_GONE_MARKERS = (
+    "no server running",
+    "error connecting to",
+    "can't find session",
+    "can't find pane",
+    "can't find window",
+    "no such file or directory",
+    "server exited",
+)
+
+
+@dataclass(frozen=True)
+class Pane:
+    """A pane as tmux lists it."""
+
+    session: str
+    pane_id: str
+    pid: int
+    dead: bool
+    dead_status: int | None
+    start_command: str
+
+
+def socket_from_env() -> str | None:
+    return os.environ.get("AJETD_TMUX_SOCKET") or None
+
+
+class Tmux:
+    """A tmux server: the user's default one, or `tmux -L <socket>`."""
+
+    def __init__(self, socket_name: str | None = None, timeout: float = 10.0) -> None:
+        self.socket_name = socket_name
+        self.timeout = timeout
+
+    @staticmethod
+    def version() -> str:
+        return str(get_version())
+
+    def argv(self, *args: str) -> list[str]:
+        base = ["tmux"] if self.socket_name is None else ["tmux", "-L", self.socket_name]
+        return [*base, *args]
+
+    def _run(self, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+        try:
+            proc = subprocess.run(
+                self.argv(*args),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env=env,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TmuxError(f"tmux {args[0]} timed out after {self.timeout:.0f}s") from exc
+        except OSError as exc:
+            raise TmuxError(f"cannot run tmux: {exc}") from exc
+        if proc.returncode != 0:
+            message = proc.stderr.strip() or f"exit {proc.returncode}"
+            gone = any(marker in message.lower() for marker in _GONE_MARKERS)
+            raise TmuxError(f"tmux {args[0]}: {message}", gone=gone)
+        return proc.stdout
+
+    def session_names(self) -> set[str]:
+        """Every session on the server (empty when no server runs)."""
+        try:
+            out = self._run("list-sessions", "-F", "#{session_name}")
+        except TmuxError as exc:
+            if exc.gone:
+                return set()
+            raise
+        return {line for line in out.splitlines() if line}
+
+    def panes(self) -> list[Pane]:
+        """Every pane on the server; raises TmuxError(gone=True) when no server runs."""
+        fmt = "\t".join(
+            (
+                "#{session_name}",
+                "#{pane_id}",
+                "#{pane_pid}",
+                "#{pane_dead}",
+                "#{pane_dead_status}",
+                "#{pane_start_command}",
+            )
+        )
+        out = self._run("list-panes", "-a", "-F", fmt)
+        panes = []
+        for line in out.splitlines():
+            fields = line.split("\t", 5)
+            if len(fields) != 6:
+                continue
+            session, pane_id, pid, dead, status, start = fields
+            panes.append(
+                Pane(
+                    session=session,
+                    pane_id=pane_id,
+                    pid=int(pid) if pid.isdigit() else 0,
+                    dead=dead == "1",
+                    dead_status=int(status) if status.lstrip("-").isdigit() else None,
+                    start_command=start,
+                )
+            )
+        return panes
+
+    def new_session(self, name: str, cwd: str, script: str) -> Pane:
+        """A detached session whose only pane runs `bash <script>` as its own process."""
+        command = f"exec bash {shlex.quote(script)}"
+        fmt = "#{pane_id}\t#{pane_pid}"
+        out = self._run(
+            "new-session", "-d", "-P", "-F", fmt, "-s", name, "-c", cwd, "-x", "220", "-y", "50",
+            command,
+        )
+        pane_id, _, pid = out.strip().partition("\t")
+        return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+
+    def keep_dead_pane(self, pane_id: str) -> None:
+        """Set remain-on-exit before the program can end, so its status can be read."""
+        self._run("set-option", "-p", "-t", pane_id, "remain-on-exit", "on")
+
+    def pipe_to_file(self, pane_id: str, path: str) -> None:
+        """Append everything the pane prints to `path`, whatever the history limit."""
+        self._run("pipe-pane", "-t", pane_id, f"cat >> {shlex.quote(path)}")
+
+    def kill_session(self, name: str) -> None:
+        try:
+            self._run("kill-session", "-t", f"={name}")
+        except TmuxError as exc:
+            if not exc.gone:
+                raise
+
+    def attach_argv(self, name: str) -> list[str]:
+        return self.argv("attach-session", "-t", f"={name}")

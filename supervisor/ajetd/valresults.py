@@ -1,0 +1,101 @@
+"""AgentJet validation results: the file named by `val_print_to_markdown_file_path`.
+
+Two layouts (`../shared/fixtures/agentjet/`): the classic one appends `str(dict)` per
+validation pass, with numpy scalars printed as `np.float64(...)` under numpy>=2; the swarm
+client tutorial appends `## Step N` headings followed by `- key: value` bullets, percentages with
+a `%` sign. Both become a list of dicts keyed as the framework names them; percentages become
+fractions (as the classic layout writes them) and the step heading becomes `global_steps`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from typing import Any
+
+_NUMPY = re.compile(r"\b(?:np|numpy)\.[a-z_]+\d*\(\s*([^()]*?)\s*\)")
+_NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
+_STEP = re.compile(r"^#{1,6}\s*step\s+(\d+)\s*$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*[-*]\s*([^:]+?)\s*:\s*(.*?)\s*$")
+TABLE_KEYS = (
+    "mean_reward", "task_pass_rate@1", "task_pass_rate@2", "task_pass_rate@4",
+    "task_pass_rate@8", "std_reward", "num_all_success_tasks",
+)
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN; a missing value reads the same in reports
+    return value
+
+
+def parse_dict_line(line: str) -> dict[str, Any] | None:
+    """One classic-layout line as a dict, or None if the line is not a complete dict."""
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    text = _NUMPY.sub(r"\1", text)
+    text = _NONFINITE.sub(lambda m: f"float('{m.group(1)}{m.group(2)}')", text)
+    text = text.replace("float('nan')", "None").replace("float('-nan')", "None")
+    text = text.replace("float('inf')", "None").replace("float('-inf')", "None")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    return {str(k): _number(v) for k, v in value.items()}
+
+
+def _scalar(text: str) -> Any:
+    raw = text.strip()
+    pct = raw.endswith("%")
+    body = raw[:-1].strip() if pct else raw
+    try:
+        number = float(body)
+    except ValueError:
+        return raw
+    if pct:
+        return round(number / 100.0, 10)
+    return int(number) if re.fullmatch(r"-?\d+", body) else _number(number)
+
+
+def parse_val_text(text: str) -> list[dict[str, Any]]:
+    """Every complete record in `text`, in file order, whichever layout it uses.
+
+    A classic line counts only once its newline is written; a `## Step` block counts once it
+    holds at least one bullet (later bullets of the same block update it in place).
+    """
+    records: list[dict[str, Any]] = []
+    block: dict[str, Any] | None = None
+    lines = text.split("\n")
+    complete = lines[:-1]  # the last piece has no newline yet
+    for line in complete:
+        step = _STEP.match(line.strip())
+        if step:
+            block = {"global_steps": int(step.group(1))}
+            continue
+        if block is not None:
+            bullet = _BULLET.match(line)
+            if bullet:
+                if len(block) == 1:
+                    records.append(block)
+                block[bullet.group(1)] = _scalar(bullet.group(2))
+                continue
+            if line.strip():
+                block = None
+        record = parse_dict_line(line)
+        if record is not None:
+            records.append(record)
+            block = None
+    return records
+
+
+def metric_series(history: list[dict[str, Any]], key: str) -> list[float]:
+    """The numeric values of `key` across records, skipping records without it."""
+    return [
+        float(r[key])
+        for r in history
+        if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)
+    ]
