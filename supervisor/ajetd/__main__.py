@@ -1,5 +1,5 @@
 """`python -m ajetd` is the same program as the `ajetd` console script."""
 
-from ajetd.cli import main
+from ajetd.cli import entry
 
-main()
+entry()

@@ -35,7 +35,11 @@ LABELS: dict[str, tuple[str, ...]] = {
     "exp_result_dir": ("exp_result_dir", "结果数据存储路径", "结果存储路径"),
     "exp_max_time": ("exp_max_time", "运行时间不超过", "运行时间", "最长运行时间"),
     "exp_notes": (
-        "exp_notes", "exp_other", "exp_other_info", "other_notes", "其他实验相关信息",
+        "exp_notes",
+        "exp_other",
+        "exp_other_info",
+        "other_notes",
+        "其他实验相关信息",
         "其他实验信息",
     ),
     "ajetd": ("ajetd",),
@@ -171,9 +175,7 @@ def extract_parts(text: str) -> dict[str, str]:
     for line in text.splitlines():
         fence_match = _FENCE.match(line)
         if fence is not None:
-            if fence_match and fence_match.group(1)[0] == fence[0] and len(
-                fence_match.group(1)
-            ) >= len(fence):
+            if fence_match and _closes(fence_match.group(1), fence):
                 fence = None
             if current is not None:
                 current.append(line)
@@ -199,6 +201,11 @@ def extract_parts(text: str) -> dict[str, str]:
     return {part: "\n".join(lines).strip() for part, lines in parts.items()}
 
 
+def _closes(candidate: str, opening: str) -> bool:
+    """A fence closes with the same character, at least as long as the opening one."""
+    return candidate[0] == opening[0] and len(candidate) >= len(opening)
+
+
 def _fenced_body(raw: str) -> str | None:
     lines = raw.splitlines()
     for i, line in enumerate(lines):
@@ -209,7 +216,7 @@ def _fenced_body(raw: str) -> str | None:
         body: list[str] = []
         for inner in lines[i + 1 :]:
             closing = _FENCE.match(inner)
-            if closing and closing.group(1)[0] == marker[0] and len(closing.group(1)) >= len(marker):
+            if closing and _closes(closing.group(1), marker):
                 break
             body.append(inner)
         return "\n".join(body).strip()
@@ -225,9 +232,9 @@ def clean_value(raw: str) -> str:
     if ticks:
         return ticks.group(2).strip()
     for line in raw.splitlines():
-        line = re.sub(r"^\s*(?:[-*+]|>)\s+", "", line).strip()
-        if line:
-            return line.strip("\"'")
+        text = re.sub(r"^\s*(?:[-*+]|>)\s+", "", line).strip()
+        if text:
+            return text.strip("\"'")
     return ""
 
 

@@ -43,7 +43,9 @@ def parse_duration(text: str) -> float:
         h, m, s = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
         return _positive(float(h * 3600 + m * 60 + s), text)
     if first is None:
-        raise DurationError(f"no duration found in {text.strip()!r} (write e.g. 90s, 30m, 2h, 1h30m)")
+        raise DurationError(
+            f"no duration found in {text.strip()!r} (write e.g. 90s, 30m, 2h, 1h30m)"
+        )
     total = 0.0
     pos = first.start()
     while True:
@@ -69,7 +71,7 @@ def _positive(seconds: float, text: str) -> float:
 
 def format_duration(seconds: float) -> str:
     """`5400` -> `1h30m`; `42.5` -> `42s`: short, for tables and reports."""
-    total = int(round(max(seconds, 0.0)))
+    total = round(max(seconds, 0.0))
     h, rem = divmod(total, 3600)
     m, s = divmod(rem, 60)
     if h:

@@ -83,5 +83,5 @@ def open_probe() -> GpuProbe:
 
         pynvml.nvmlInit()
         return NvmlProbe(pynvml)
-    except Exception as exc:  # noqa: BLE001 - any NVML/driver failure means "no GPU"
+    except Exception as exc:
         return NoGpu(str(exc) or type(exc).__name__)

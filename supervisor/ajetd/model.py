@@ -91,6 +91,7 @@ class Run:
     result_dir: str = ""
     max_time_s: float | None = None
     codebase_dir: str = ""
+    venv_dir: str = ""
     launch_command: str = ""
     started_at: float | None = None
     ended_at: float | None = None

@@ -18,8 +18,20 @@ from ajetd.durations import parse_duration
 from ajetd.errors import BlueprintError, DurationError
 
 KNOWN_KEYS = (
-    "gpus", "env", "max_trials", "allow_fixes", "plateau", "hang", "autokill", "keep_session",
-    "swarm", "ssh", "pull", "stages", "on_finish", "on_attention",
+    "gpus",
+    "env",
+    "max_trials",
+    "allow_fixes",
+    "plateau",
+    "hang",
+    "autokill",
+    "keep_session",
+    "swarm",
+    "ssh",
+    "pull",
+    "stages",
+    "on_finish",
+    "on_attention",
 )
 # Not carried out yet: launching without them would run something else than asked.
 UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
@@ -92,8 +104,10 @@ def _gpus(value: Any, problems: list[str]) -> str:
         return "all"
     if isinstance(value, int) and value >= 0:
         return str(value)
-    if isinstance(value, list) and value and all(
-        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
     ):
         if len(set(value)) != len(value):
             problems.append(f"gpus: repeated index in {value}")
@@ -130,7 +144,9 @@ def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
     seconds = None if window == "auto" else _duration("hang.window", window, problems)
     action = str(value.get("action", "attention"))
     if action == "relaunch":
-        problems.append("hang.action: relaunch is not supported by this version (use attention or stop)")
+        problems.append(
+            "hang.action: relaunch is not supported by this version (use attention or stop)"
+        )
     elif action not in HANG_ACTIONS:
         problems.append(f"hang.action: expected attention or stop, got {action!r}")
     return seconds, action

@@ -10,8 +10,8 @@ import signal
 from dataclasses import dataclass
 
 from ajetd.durations import format_duration
-from ajetd.timefmt import iso
 from ajetd.model import Run, Signal, Status, StopCause
+from ajetd.timefmt import iso
 
 HANG_PREFIX = "no output for "
 
@@ -135,7 +135,8 @@ def decide(
         ):
             actions.append(Send(Signal.KILL))
     if silence >= window_s and cause is None:
-        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more (since {iso(obs.last_output_at)})"
+        since = iso(obs.last_output_at)
+        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more (since {since})"
         if run.attention is None or run.attention.startswith(HANG_PREFIX):
             actions.append(Attention(reason))
     elif run.attention is not None and run.attention.startswith(HANG_PREFIX):

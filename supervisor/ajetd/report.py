@@ -22,7 +22,7 @@ class ReportContext:
     """What a report needs beyond the run record, gathered by the daemon."""
 
     host: str
-    blueprint_parts: dict[str, str] = field(default_factory=dict)
+    blueprint_text: str = ""
     events: list[tuple[float, str]] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
@@ -119,11 +119,16 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         f"- tmux session: `{run.session or '(none)'}` on host `{ctx.host}`",
         f"- result dir: `{run.result_dir}`",
         f"- max time: {format_duration(run.max_time_s) if run.max_time_s else '(none)'}",
-        f"- command run: `{run.launch_command}`" if run.launch_command else "- command run: (none)",
+        f"- codebase dir: `{run.codebase_dir}`" if run.codebase_dir else "- codebase dir: (none)",
+        f"- venv: `{run.venv_dir}`" if run.venv_dir else "- venv: (none)",
+        f"- launch command (blueprint): `{run.launch_command}`"
+        if run.launch_command
+        else "- launch command: (none)",
+        f"- command run: `{run.trial.command}`" if run.trial else "- command run: (none)",
+        f"- validation results file: `{run.val_path}`"
+        if run.val_path
+        else "- validation results file: (none named in the YAML)",
     ]
-    for part, value in ctx.blueprint_parts.items():
-        shown = value if "\n" not in value else value.replace("\n", " ⏎ ")
-        lines.append(f"- {part}: {shown}")
     lines += [f"- warning: {w}" for w in run.warnings]
     lines += [
         "",
@@ -146,7 +151,17 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
     lines += ["", "## GPU summary", "", ctx.gpu_summary]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
-    lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```", ""]
+    lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
+    if ctx.blueprint_text:
+        lines += [
+            "",
+            "## Blueprint as submitted",
+            "",
+            "~~~~markdown",
+            ctx.blueprint_text.rstrip(),
+            "~~~~",
+        ]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -122,12 +122,33 @@ class Tmux:
             )
         return panes
 
+    def panes_or_empty(self) -> list[Pane]:
+        """Every pane, or none when no server runs (other failures still raise)."""
+        try:
+            return self.panes()
+        except TmuxError as exc:
+            if exc.gone:
+                return []
+            raise
+
     def new_session(self, name: str, cwd: str, script: str) -> Pane:
         """A detached session whose only pane runs `bash <script>` as its own process."""
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
         out = self._run(
-            "new-session", "-d", "-P", "-F", fmt, "-s", name, "-c", cwd, "-x", "220", "-y", "50",
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            fmt,
+            "-s",
+            name,
+            "-c",
+            cwd,
+            "-x",
+            "220",
+            "-y",
+            "50",
             command,
         )
         pane_id, _, pid = out.strip().partition("\t")

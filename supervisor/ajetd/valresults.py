@@ -19,8 +19,13 @@ _NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
 _STEP = re.compile(r"^#{1,6}\s*step\s+(\d+)\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*[-*]\s*([^:]+?)\s*:\s*(.*?)\s*$")
 TABLE_KEYS = (
-    "mean_reward", "task_pass_rate@1", "task_pass_rate@2", "task_pass_rate@4",
-    "task_pass_rate@8", "std_reward", "num_all_success_tasks",
+    "mean_reward",
+    "task_pass_rate@1",
+    "task_pass_rate@2",
+    "task_pass_rate@4",
+    "task_pass_rate@8",
+    "std_reward",
+    "num_all_success_tasks",
 )
 
 

@@ -1,0 +1,315 @@
+"""`ajetd` command line. Reads the daemon's home directly; talks to the daemon only by files.
+
+Exit codes: 0 ok, 1 failure, 2 usage error / unknown run / lint problems; `wait` adds 2 for a
+run that needs attention and 124 for its own timeout (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ajetd import status as status_view
+from ajetd.blueprint import parse_blueprint
+from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
+from ajetd.model import WAIT_EXIT, Run, State
+from ajetd.naming import new_run_id
+from ajetd.policy import Timing
+from ajetd.preflight import check_blueprint
+from ajetd.store import OWNER_FILE, Home, default_home, write_atomic
+from ajetd.tmux import Tmux, socket_from_env
+
+F = TypeVar("F", bound=Callable[..., Any])
+POLL_S = 0.1
+
+
+def json_option(fn: F) -> F:
+    """Every command that shows data takes --json."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(fn)
+
+
+def _home() -> Home:
+    return Home(default_home())
+
+
+def _load(home: Home, run_id: str) -> Run:
+    try:
+        return home.load_run(run_id)
+    except UnknownRunError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ajetd")
+def main() -> None:
+    """ajetd: supervise RL training runs in tmux. Home: $AJETD_HOME (default ~/.ajetd)."""
+
+
+@main.command()
+@click.option(
+    "--backoff-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Multiply the deep-check schedule (30 s .. 16 min); tests use 0.001.",
+)
+@click.option(
+    "--grace-int",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds after SIGINT before SIGTERM when stopping a run.",
+)
+@click.option(
+    "--grace-term",
+    type=float,
+    default=15.0,
+    show_default=True,
+    help="Seconds after SIGTERM before SIGKILL.",
+)
+@click.option(
+    "--hang-auto",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="Seconds without output that count as a hang when `hang.window` is auto.",
+)
+@click.option(
+    "--liveness",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="Seconds between checks that each run's tmux pane still exists.",
+)
+@click.option("--log-level", default="INFO", show_default=True)
+def daemon(
+    backoff_scale: float,
+    grace_int: float,
+    grace_term: float,
+    hang_auto: float,
+    liveness: float,
+    log_level: str,
+) -> None:
+    """Run the supervisor in the foreground (what systemd starts)."""
+    from ajetd.daemon import Daemon, DaemonConfig
+
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    cfg = DaemonConfig(
+        home=default_home(),
+        tmux_socket=socket_from_env(),
+        backoff_scale=backoff_scale,
+        timing=Timing(grace_int_s=grace_int, grace_term_s=grace_term, hang_auto_s=hang_auto),
+        liveness_s=liveness,
+    )
+    try:
+        Daemon(cfg).serve()
+    except StoreError as exc:
+        click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def submit(file: Path) -> None:
+    """Copy a blueprint into the inbox atomically; print the run id."""
+    home = _home()
+    home.ensure()
+    run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
+    write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
+    click.echo(run_id)
+    if not home.daemon_running():
+        click.echo(
+            f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox",
+            err=True,
+        )
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def lint(file: Path, as_json: bool) -> None:
+    """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
+    problems: list[str]
+    summary: dict[str, Any] = {}
+    try:
+        bp = parse_blueprint(file.read_text(errors="replace"))
+    except BlueprintError as exc:
+        problems = exc.problems
+    else:
+        resolved, problems = check_blueprint(bp)
+        summary = {
+            "purpose": bp.purpose,
+            "codebase_dir": bp.codebase_dir,
+            "venv_exe": bp.venv_exe,
+            "yaml_path": resolved.yaml_path if resolved else bp.yaml_path,
+            "launch_command": bp.launch_command,
+            "result_dir": bp.result_dir,
+            "max_time_s": bp.max_time_s,
+            "val_path": resolved.val_path if resolved else None,
+            "options": {
+                "gpus": bp.options.gpus,
+                "env": bp.options.env,
+                "max_trials": bp.options.max_trials,
+                "autokill": bp.options.autokill,
+                "keep_session_s": bp.options.keep_session_s,
+            },
+            "warnings": list(bp.options.warnings),
+        }
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"ok": not problems, "problems": problems, "blueprint": summary},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    elif problems:
+        click.echo(f"{file}: {len(problems)} problem(s):", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+    else:
+        click.echo(status_view.render_lint_summary(file, summary))
+    sys.exit(2 if problems else 0)
+
+
+@main.command()
+@click.argument("run_id", required=False)
+@json_option
+def status(run_id: str | None, as_json: bool) -> None:
+    """Every run (or one) at a glance."""
+    home = _home()
+    now = time.time()
+    if run_id is not None:
+        run = _load(home, run_id)
+        if as_json:
+            click.echo(json.dumps(status_view.run_json(run, now), indent=2, ensure_ascii=False))
+        else:
+            click.echo(status_view.render_one(run, now))
+        return
+    runs = list(home.load_runs())
+    if as_json:
+        click.echo(
+            json.dumps([status_view.run_json(r, now) for r in runs], indent=2, ensure_ascii=False)
+        )
+        return
+    click.echo(status_view.render_table(runs, now, home.daemon_running(), home.daemon_info()))
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--timeout", type=float, default=None, help="Give up after S seconds (exit 124).")
+@json_option
+def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
+    """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
+    2 needs attention, 124 timeout."""
+    home = _home()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        run = _load(home, run_id)
+        if run.state is State.DONE and run.status is not None:
+            code = WAIT_EXIT[run.status]
+            break
+        if run.attention:
+            code = 2
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            code = 124
+            break
+        time.sleep(POLL_S)
+    if as_json:
+        click.echo(json.dumps(status_view.run_json(run, time.time()), ensure_ascii=False))
+    else:
+        click.echo(status_view.wait_line(run, code))
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
+@click.option("--timeout", type=float, default=120.0, show_default=True)
+def stop(run_id: str, no_wait: bool, timeout: float) -> None:
+    """Stop a run cleanly; results and finish.flag are still written."""
+    home = _home()
+    run = _load(home, run_id)
+    if not run.active:
+        click.echo(f"run {run_id} already ended: {run.status.value if run.status else ''}")
+        return
+    write_atomic(home.control / f"{run_id}.stop", f"{time.time()}\n", OWNER_FILE)
+    if not home.daemon_running():
+        click.echo(
+            f"ajetd: no daemon is running on {home.root}; the run stops when one starts", err=True
+        )
+        sys.exit(1)
+    if no_wait:
+        click.echo(f"stop requested for run {run_id}")
+        return
+    deadline = time.monotonic() + timeout
+    while _load(home, run_id).active:
+        if time.monotonic() >= deadline:
+            click.echo(f"run {run_id} is still stopping after {timeout:.0f}s", err=True)
+            sys.exit(124)
+        time.sleep(POLL_S)
+    run = _load(home, run_id)
+    click.echo(f"run {run_id} {run.status.value if run.status else ''}: {run.reason}")
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
+def logs(run_id: str, follow: bool) -> None:
+    """The run's full output, every trial in order."""
+    home = _home()
+    run = _load(home, run_id)
+    out = sys.stdout.buffer
+    for trial in run.trials:
+        path = Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"
+        if path.exists():
+            out.write(path.read_bytes())
+    out.flush()
+    if not follow or not run.trials:
+        return
+    number = run.trials[-1].number
+    path = Path(run.result_dir) / "logs" / f"trial-{number}.log"
+    offset = path.stat().st_size if path.exists() else 0
+    while True:
+        if path.exists() and path.stat().st_size > offset:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+            offset += len(chunk)
+            out.write(chunk)
+            out.flush()
+        elif not _load(home, run_id).active:
+            return
+        time.sleep(0.25)
+
+
+@main.command()
+@click.argument("run_id")
+def attach(run_id: str) -> None:
+    """`tmux attach` to the run's session (Ctrl-b d to detach)."""
+    run = _load(_home(), run_id)
+    if not run.session:
+        raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
+    argv = Tmux(socket_from_env()).attach_argv(run.session)
+    os.execvp(argv[0], argv)  # noqa: S606 - argv is built by the tmux module, not a shell
+
+
+def entry() -> None:
+    """Entry point that turns stray AjetdErrors into one clear line."""
+    try:
+        main()
+    except AjetdError as exc:
+        click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(1)

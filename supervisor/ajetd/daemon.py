@@ -1,0 +1,433 @@
+"""The supervisor loop: one `while` whose body is a tick of named steps.
+
+admit (inbox -> accepted or rejected runs), control (stop requests), launch (queued -> running),
+observe + decide + act (each live run), housekeep (sessions past their keep time), publish
+(daemon.json). Watchers only wake the loop; timers come from the policy's `next_wake`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+
+from ajetd import intake, model, procs, trialrun
+from ajetd.backoff import Backoff
+from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
+from ajetd.errors import AjetdError, BlueprintError, TmuxError
+from ajetd.gpu import open_probe
+from ajetd.model import Run, State, Status
+from ajetd.naming import RUN_ID, new_run_id
+from ajetd.options import Options
+from ajetd.policy import Attention, BeginStop, Finish, Observation, Send, Timing, decide, next_wake
+from ajetd.policy import hang_window as policy_hang_window
+from ajetd.preflight import check_blueprint, result_dir_problem
+from ajetd.store import Home, write_json
+from ajetd.tmux import Pane, Tmux
+from ajetd.watch import Watcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    home: Path
+    tmux_socket: str | None = None
+    timing: Timing = field(default_factory=Timing)
+    backoff_scale: float = 1.0  # tests shrink the seed's 30 s ... 16 min schedule
+    liveness_s: float = 2.0  # how often tmux is asked whether panes still exist
+    max_sleep_s: float = 1.0  # the rescan safety net under the watchers
+
+
+class Daemon:
+    def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.home = Home(cfg.home)
+        self.tmux = Tmux(cfg.tmux_socket)
+        self.wake = threading.Event()
+        self.watcher = Watcher(self.wake)
+        self.runs: dict[str, Run] = {}
+        self.options: dict[str, Options] = {}
+        self.backoffs: dict[str, Backoff] = {}
+        self.panes: dict[str, Pane] = {}  # script path -> pane, refreshed every liveness_s
+        self.panes_gone = False
+        self.last_liveness = 0.0
+        self.problems: list[str] = []
+        self.stopping = False
+
+    # -- life cycle -------------------------------------------------------------------------
+    def serve(self) -> None:
+        """Run until SIGTERM/SIGINT. Runs keep going in tmux after the daemon exits."""
+        self.home.ensure()
+        lock_fd = self.home.acquire_lock()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
+        log.info("GPUs: %s", open_probe().description)
+        try:
+            self.reconcile(self.clock())
+            self.watcher.start(self.home.inbox, self.home.control, self.home.runs)
+            while not self.stopping:
+                now = self.clock()
+                self.tick(now)
+                self.wake.wait(self._sleep_for(self.clock()))
+                self.wake.clear()
+        finally:
+            self.watcher.stop()
+            write_json(self.home.daemon_file, {"pid": None, "stopped_at": self.clock()}, 0o600)
+            os.close(lock_fd)
+            log.info("ajetd daemon stopped; runs go on in tmux")
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+        self.wake.set()
+
+    def _sleep_for(self, now: float) -> float:
+        wake_at = [now + self.cfg.max_sleep_s, self.last_liveness + self.cfg.liveness_s]
+        for run in self.runs.values():
+            if run.state is State.RUNNING or run.state is State.STOPPING:
+                opts = self.options[run.run_id]
+                window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
+                t = next_wake(run, self.cfg.timing, window, self._last_output(run))
+                if t is not None:
+                    wake_at.append(t)
+                if run.run_id in self.backoffs:
+                    wake_at.append(self.backoffs[run.run_id].next_at)
+        return min(max(min(wake_at) - now, 0.005), self.cfg.max_sleep_s)
+
+    # -- the tick ---------------------------------------------------------------------------
+    def tick(self, now: float) -> None:
+        self.admit(now)
+        self.control(now)
+        self.launch(now)
+        self.refresh_panes(now)
+        for run_id in [r for r, run in self.runs.items() if run.active]:
+            try:
+                self.supervise(run_id, now)
+            except (AjetdError, OSError) as exc:  # one run's trouble never stops the loop
+                log.exception("run %s: supervision step failed: %s", run_id, type(exc).__name__)
+        self.housekeep(now)
+        self.publish(now)
+
+    def admit(self, now: float) -> None:
+        problems = intake.security_problems(self.home)
+        refused: list[str] = []
+        if not problems:
+            found, refused = intake.scan(self.home, self.watcher.take_ready(), now)
+            for candidate in found:
+                run_id = candidate.run_id
+                if run_id is None or (self.home.run_dir(run_id)).exists():
+                    run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
+                claimed = intake.claim(self.home, candidate, run_id)
+                if claimed is not None:
+                    self.accept(run_id, claimed, candidate.path.name, now)
+        self._set_problems(problems + refused)
+
+    def _set_problems(self, problems: list[str]) -> None:
+        if problems != self.problems:
+            for line in problems:
+                log.warning("inbox: %s", line)
+            if self.problems and not problems:
+                log.info("inbox: problems resolved; taking blueprints again")
+            self.problems = problems
+
+    def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
+        """Validate a claimed blueprint: queue it as a run, or reject it with a report."""
+        text = claimed.read_text(errors="replace")
+        run = Run(run_id=run_id, source=source, submitted_at=now)
+        self.home.append_event(run_id, now, f"blueprint {source} claimed")
+        try:
+            bp = parse_blueprint(text)
+        except BlueprintError as exc:
+            self._reject(run, text, exc.problems, extract_parts(text), now)
+            return
+        resolved, problems = check_blueprint(bp)
+        if resolved is not None:
+            busy = [
+                r.run_id
+                for r in self.runs.values()
+                if r.active and r.result_dir == resolved.result_dir
+            ]
+            if busy:
+                problems = [f"exp_result_dir: {resolved.result_dir} is in use by run {busy[0]}"]
+        if resolved is None or problems:
+            self._reject(run, text, problems, extract_parts(text), now, bp)
+            return
+        offset = 0
+        if resolved.val_path:
+            with contextlib.suppress(OSError):
+                offset = os.path.getsize(resolved.val_path)
+        run = replace(
+            run,
+            purpose=bp.purpose,
+            result_dir=resolved.result_dir,
+            max_time_s=bp.max_time_s,
+            codebase_dir=resolved.codebase_dir,
+            venv_dir=resolved.venv_dir,
+            launch_command=bp.launch_command,
+            val_path=resolved.val_path,
+            val_offset=offset,
+            keep_session_s=bp.options.keep_session_s,
+            warnings=bp.options.warnings,
+        )
+        Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+        self.home.save_run(run)
+        self.runs[run_id] = run
+        self.options[run_id] = bp.options
+        log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
+
+    def _reject(
+        self,
+        run: Run,
+        text: str,
+        problems: list[str],
+        parts: dict[str, str],
+        now: float,
+        bp: Blueprint | None = None,
+    ) -> None:
+        reason = "; ".join(problems)
+        run = model.reject(
+            replace(run, purpose=bp.purpose if bp else parts.get("exp_purpose", "")), reason, now
+        )
+        raw_dir = bp.result_dir if bp else parts.get("exp_result_dir", "")
+        cleaned = raw_dir.strip().strip("`")
+        result_dir = os.path.normpath(os.path.expanduser(cleaned)) if cleaned else ""
+        run = replace(run, result_dir=result_dir)
+        self.home.save_run(run)
+        self.runs[run.run_id] = run
+        intake.set_aside(self.home, run.run_id, run.source, text, reason)
+        self.home.append_event(run.run_id, now, f"rejected: {reason}")
+        log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
+        if result_dir and result_dir_problem(result_dir) is None:
+            try:
+                trialrun.write_reports(self.home, run)
+            except OSError as exc:
+                log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+
+    def control(self, now: float) -> None:
+        """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.home.control):
+                run_id, _, kind = entry.name.partition(".")
+                if kind != "stop" or not RUN_ID.match(run_id):
+                    continue
+                run = self.runs.get(run_id)
+                if run is not None and run.state is State.QUEUED:
+                    self._store(
+                        trialrun.finish_run(
+                            self.home,
+                            self.tmux,
+                            run,
+                            Status.STOPPED,
+                            "stopped by `ajetd stop` before it started",
+                            None,
+                            now,
+                            None,
+                        )
+                    )
+                    Path(entry.path).unlink(missing_ok=True)
+                elif run is None or not run.active:
+                    Path(entry.path).unlink(missing_ok=True)
+
+    def launch(self, now: float) -> None:
+        for queued in [r for r in self.runs.values() if r.state is State.QUEUED]:
+            run = queued
+            try:
+                run = trialrun.prepare_trial(
+                    self.home,
+                    self.tmux,
+                    run,
+                    self.options[run.run_id],
+                    trialrun.active_sessions(list(self.runs.values())),
+                )
+                self._store(run)
+                self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock()))
+                self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
+                log.info(
+                    "run %s: trial %d started in session %s",
+                    run.run_id,
+                    len(run.trials),
+                    run.session,
+                )
+            except (TmuxError, OSError) as exc:
+                log.error("run %s: launch failed: %s", run.run_id, exc)
+                self._store(
+                    trialrun.finish_run(
+                        self.home,
+                        self.tmux,
+                        run,
+                        Status.FAILED,
+                        f"launch failed: {exc}",
+                        None,
+                        now,
+                        None,
+                    )
+                )
+
+    def refresh_panes(self, now: float) -> None:
+        if now - self.last_liveness < self.cfg.liveness_s:
+            return
+        self.last_liveness = now
+        try:
+            panes = self.tmux.panes()
+            self.panes_gone = False
+        except TmuxError as exc:
+            if not exc.gone:
+                log.warning("tmux did not answer: %s", exc)
+                return
+            panes, self.panes_gone = [], True
+        self.panes = {}
+        for run in self.runs.values():
+            if run.active and run.trial is not None:
+                script = trialrun.paths(self.home, run, run.trial.number).script
+                pane = trialrun.find_pane(panes, script)
+                if pane is not None:
+                    self.panes[str(script)] = pane
+
+    def _pane(self, run: Run) -> Pane | None:
+        assert run.trial is not None
+        return self.panes.get(str(trialrun.paths(self.home, run, run.trial.number).script))
+
+    def _last_output(self, run: Run) -> float | None:
+        if run.trial is None:
+            return None
+        try:
+            mtime = trialrun.paths(self.home, run, run.trial.number).log.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return max(mtime, run.trial.started_at or 0.0) or None
+
+    def supervise(self, run_id: str, now: float) -> None:
+        """observe -> decide -> act for one live run."""
+        run = self.runs[run_id]
+        if run.trial is None or run.trial.started_at is None:
+            return
+        p = trialrun.paths(self.home, run, run.trial.number)
+        exit_info = trialrun.read_exit(p.exit)
+        pane = self._pane(run)
+        gone, dead_status = False, None
+        if exit_info is None and self.last_liveness == now and (pane is None or pane.dead):
+            exit_info = trialrun.read_exit(p.exit)  # written just before the pane died?
+            gone = exit_info is None
+            dead_status = pane.dead_status if pane is not None and pane.dead else None
+        stop_file = self.home.control / f"{run_id}.stop"
+        obs = Observation(
+            now=now,
+            exit=exit_info,
+            gone=gone,
+            dead_status=dead_status,
+            stop_requested=stop_file.exists(),
+            last_output_at=self._last_output(run),
+        )
+        self._deep_check(run_id, now)
+        run = self.runs[run_id]
+        opts = self.options[run_id]
+        window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
+        for action in decide(run, obs, self.cfg.timing, window, opts.hang_action):
+            run = self._act(run, action, now, pane)
+        stop_file.unlink(missing_ok=True) if obs.stop_requested else None
+        self._store(run)
+
+    def _deep_check(self, run_id: str, now: float) -> None:
+        backoff = self.backoffs.get(run_id)
+        if backoff is None or not backoff.due(now):
+            return
+        run = self.runs[run_id]
+        updated = trialrun.read_metrics(run)
+        if updated is not run:
+            self._store(updated)
+            self.backoffs[run_id] = backoff.reset(now)
+            self.home.append_event(run_id, now, f"validation: {len(updated.history)} record(s)")
+        else:
+            self.backoffs[run_id] = backoff.advance(now)
+
+    def _act(self, run: Run, action: object, now: float, pane: Pane | None) -> Run:
+        pid = pane.pid if pane is not None else None
+        if isinstance(action, Finish):
+            self.backoffs.pop(run.run_id, None)
+            return trialrun.finish_run(
+                self.home, self.tmux, run, action.status, action.reason, action.exit_code, now, pid
+            )
+        if isinstance(action, BeginStop):
+            self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}")
+            return model.begin_stop(run, action.cause, now)
+        if isinstance(action, Send):
+            count = procs.signal_run(run.run_id, pid, action.signal.value)
+            self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
+            return model.signal_sent(run, action.signal.value)
+        if isinstance(action, Attention):
+            text = action.reason or "cleared"
+            self.home.append_event(run.run_id, now, f"attention: {text}")
+            return model.set_attention(run, action.reason)
+        raise AssertionError(action)
+
+    def _store(self, run: Run) -> None:
+        if self.runs.get(run.run_id) != run:
+            self.home.save_run(run)
+        self.runs[run.run_id] = run
+
+    def housekeep(self, now: float) -> None:
+        """Close sessions of ended runs once their keep time is over."""
+        for run in self.runs.values():
+            if (
+                not run.active
+                and not run.session_closed
+                and run.session
+                and run.ended_at
+                and now >= run.ended_at + run.keep_session_s
+            ):
+                trialrun.close_session(self.tmux, run)
+                self._store(replace(run, session_closed=True))
+
+    def publish(self, now: float) -> None:
+        info = {"pid": os.getpid(), "heartbeat": now, "problems": self.problems}
+        if (
+            info["problems"] != self.home.daemon_info().get("problems")
+            or now - float(self.home.daemon_info().get("heartbeat") or 0) > 10
+        ):
+            write_json(self.home.daemon_file, info, 0o600)
+
+    # -- restart ----------------------------------------------------------------------------
+    def reconcile(self, now: float) -> None:
+        """Take up where a previous daemon left off; never launch a started trial again."""
+        for run_id, claimed, source in intake.unfinished_claims(self.home):
+            self.accept(run_id, claimed, source, now)
+        for run in self.home.load_runs():
+            self.runs[run.run_id] = run
+            if not run.active:
+                continue
+            try:
+                bp = parse_blueprint((self.home.run_dir(run.run_id) / "blueprint.md").read_text())
+                self.options[run.run_id] = bp.options
+            except (OSError, BlueprintError):
+                self.options[run.run_id] = Options()
+            trial = run.trial
+            if trial is not None and trial.started_at is None:
+                try:
+                    self._store(trialrun.start_trial(self.home, self.tmux, run, now))
+                except (TmuxError, OSError) as exc:
+                    self._store(
+                        trialrun.finish_run(
+                            self.home,
+                            self.tmux,
+                            run,
+                            Status.FAILED,
+                            f"launch failed: {exc}",
+                            None,
+                            now,
+                            None,
+                        )
+                    )
+                    continue
+            if self.runs[run.run_id].state in (State.RUNNING, State.STOPPING):
+                self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale).reset(now)
+                log.info("run %s: watching again (session %s)", run.run_id, run.session)
+        self.last_liveness = 0.0

@@ -1,0 +1,128 @@
+"""What `ajetd status`, `wait` and `lint` show: run records as JSON and as text; pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ajetd.durations import format_duration
+from ajetd.model import Run, State
+from ajetd.timefmt import iso
+
+
+def _elapsed(run: Run, now: float) -> float | None:
+    if run.started_at is None:
+        return None
+    return (run.ended_at or now) - run.started_at
+
+
+def run_json(run: Run, now: float) -> dict[str, Any]:
+    """The contract's status object (DESIGN §3) plus the finish data."""
+    elapsed = _elapsed(run, now)
+    trial = run.trial
+    return {
+        "run_id": run.run_id,
+        "purpose": run.purpose,
+        "session": run.session or None,
+        "state": run.state.value,
+        "status": run.status.value if run.status else None,
+        "reason": run.reason or None,
+        "trial": trial.number if trial else 0,
+        "trials": len(run.trials),
+        "attention": run.attention,
+        "submitted_at": iso(run.submitted_at),
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "elapsed_s": None if elapsed is None else round(elapsed, 3),
+        "max_time_s": run.max_time_s,
+        "result_dir": run.result_dir or None,
+        "exit_code": run.exit_code,
+        "metrics": run.metrics,
+        "blueprint": run.source,
+        "command": trial.command if trial else None,
+        "warnings": list(run.warnings),
+    }
+
+
+def _state_word(run: Run) -> str:
+    if run.state is State.DONE and run.status is not None:
+        return run.status.value
+    return run.state.value + (" (!)" if run.attention else "")
+
+
+def _reward(run: Run) -> str:
+    value = run.metrics.get("mean_reward")
+    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+
+
+def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, Any]) -> str:
+    """One line per run, newest last; the daemon's own trouble on top."""
+    lines = []
+    if not daemon_up:
+        lines.append("daemon: not running (start it with `ajetd daemon`)")
+    for problem in info.get("problems") or []:
+        lines.append(f"daemon: NOT TAKING BLUEPRINTS: {problem}")
+    header = ("RUN", "SESSION", "STATE", "TRIAL", "ELAPSED/MAX", "MEAN_REWARD", "RESULT_DIR")
+    rows = [header]
+    for run in runs:
+        elapsed = _elapsed(run, now)
+        timing = (
+            f"{format_duration(elapsed) if elapsed is not None else '-'}/"
+            f"{format_duration(run.max_time_s) if run.max_time_s else '-'}"
+        )
+        rows.append(
+            (
+                run.run_id,
+                run.session or "-",
+                _state_word(run),
+                str(len(run.trials)),
+                timing,
+                _reward(run),
+                run.result_dir or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    if len(rows) == 1:
+        lines.append("(no runs yet: drop a blueprint.md into the inbox or run `ajetd submit FILE`)")
+    attention = [r for r in runs if r.attention]
+    lines += [f"attention {r.run_id}: {r.attention}" for r in attention]
+    return "\n".join(lines)
+
+
+def render_one(run: Run, now: float) -> str:
+    data = run_json(run, now)
+    lines = [f"{k}: {v}" for k, v in data.items() if k not in ("metrics", "warnings")]
+    if run.metrics:
+        lines.append("metrics: " + ", ".join(f"{k}={v}" for k, v in run.metrics.items()))
+    lines += [f"warning: {w}" for w in run.warnings]
+    return "\n".join(lines)
+
+
+def wait_line(run: Run, code: int) -> str:
+    if code == 124:
+        return f"run {run.run_id}: still {run.state.value} (wait timed out)"
+    if code == 2 and run.state is not State.DONE:
+        return f"run {run.run_id} needs attention: {run.attention}"
+    return f"run {run.run_id} {_state_word(run)}: {run.reason}"
+
+
+def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
+    lines = [f"{file}: ok"]
+    for key in (
+        "purpose",
+        "codebase_dir",
+        "venv_exe",
+        "yaml_path",
+        "launch_command",
+        "result_dir",
+        "val_path",
+    ):
+        value = summary.get(key)
+        shown = str(value).splitlines()[0] if value else "-"
+        lines.append(f"  {key}: {shown}")
+    lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
+    lines.append(f"  options: {summary['options']}")
+    lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
+    return "\n".join(lines)

@@ -1,0 +1,241 @@
+"""Carrying out one run's trials: launch a trial, observe it, finish the run.
+
+The imperative shell around `policy`: each function gathers observations or performs actions
+and returns the new record; it decides nothing itself. Every record change is saved before the
+action that depends on it, so a `kill -9` between any two lines launches nothing twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ajetd import model, procs, report
+from ajetd.errors import TmuxError
+from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.logtext import tail_lines
+from ajetd.model import Run, State, Trial
+from ajetd.naming import session_base, unique_session
+from ajetd.options import Options
+from ajetd.store import OWNER_FILE, Home, write_atomic, write_json
+from ajetd.tmux import Pane, Tmux
+from ajetd.valresults import parse_val_text
+
+log = logging.getLogger(__name__)
+TAIL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one trial's files live."""
+
+    script: Path
+    go: Path
+    exit: Path
+    log: Path
+
+
+def paths(home: Home, run: Run, number: int) -> RunPaths:
+    return RunPaths(
+        script=home.trial_file(run.run_id, number, "sh"),
+        go=home.trial_file(run.run_id, number, "go"),
+        exit=home.trial_file(run.run_id, number, "exit"),
+        log=Path(run.result_dir) / "logs" / f"trial-{number}.log",
+    )
+
+
+def find_pane(panes: list[Pane], script: Path) -> Pane | None:
+    """The pane whose own process is this trial's script (names can be reused; paths not)."""
+    for pane in panes:
+        if str(script) in pane.start_command:
+            return pane
+    return None
+
+
+def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
+    try:
+        return parse_exit_file(exit_file.read_text())
+    except OSError:
+        return None
+
+
+def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set[str]) -> Run:
+    """Record trial N+1 with its session name and write its script; nothing runs yet."""
+    number = len(run.trials) + 1
+    command, dropped = protect_autokill(run.launch_command)
+    if options.autokill == "allow":
+        command, dropped = run.launch_command, False
+    if run.session and number > 1:
+        session = run.session
+    else:
+        base = session_base(run.purpose, Path(run.source).stem, run.run_id)
+        session = unique_session(base, taken | tmux.session_names())
+    run = model.add_trial(run, Trial(number=number, command=command, session=session))
+    if dropped:
+        run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
+    home.save_run(run)
+    p = paths(home, run, number)
+    env = dict(options.env)
+    devices = options.cuda_visible_devices
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = devices
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    spec = TrialSpec(
+        run_id=run.run_id,
+        trial=number,
+        command=command,
+        codebase_dir=run.codebase_dir,
+        venv_dir=run.venv_dir,
+        result_dir=run.result_dir,
+        go_file=str(p.go),
+        exit_file=str(p.exit),
+        env=tuple(sorted(env.items())),
+    )
+    write_atomic(p.script, render_trial_script(spec), 0o700)
+    return run
+
+
+def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:
+    """Create (or find again) the trial's session, arm it, and let the program go."""
+    trial = run.trial
+    assert trial is not None
+    p = paths(home, run, trial.number)
+    if p.go.exists():  # let go before a crash: only the record was missing
+        return _started(home, run, p.go.stat().st_mtime)
+    pane = find_pane(tmux.panes_or_empty(), p.script)
+    if pane is None:
+        pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script))
+    p.log.parent.mkdir(parents=True, exist_ok=True)
+    tmux.keep_dead_pane(pane.pane_id)
+    tmux.pipe_to_file(pane.pane_id, str(p.log))
+    write_atomic(p.go, f"{now}\n", OWNER_FILE)
+    return _started(home, run, now)
+
+
+def _started(home: Home, run: Run, at: float) -> Run:
+    run = model.trial_started(run, at)
+    home.save_run(run)
+    trial = run.trial
+    assert trial is not None
+    text = f"trial {trial.number} started in tmux session {trial.session}"
+    home.append_event(run.run_id, at, text)
+    return run
+
+
+def read_metrics(run: Run) -> Run:
+    """Re-read this run's part of the val-results file; unchanged record if nothing is new."""
+    if not run.val_path:
+        return run
+    try:
+        with open(run.val_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            offset = run.val_offset if size >= run.val_offset else 0  # truncated: start over
+            handle.seek(offset)
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return run
+    history = tuple(parse_val_text(text))
+    if history == run.history and offset == run.val_offset:
+        return run
+    return replace(
+        run, history=history, metrics=dict(history[-1]) if history else {}, val_offset=offset
+    )
+
+
+def write_reports(home: Home, run: Run) -> None:
+    """results.md, trials.md, then finish.flag last and atomically (DESIGN §3)."""
+    result_dir = Path(run.result_dir)
+    blueprint_file = home.run_dir(run.run_id) / "blueprint.md"
+    try:
+        blueprint_text = blueprint_file.read_text(errors="replace")
+    except OSError:
+        blueprint_text = ""
+    trial_tails = {}
+    for trial in run.trials:
+        log_file = paths(home, run, trial.number).log
+        trial_tails[trial.number] = _tail(log_file, 20)
+    last = run.trial
+    ctx = report.ReportContext(
+        host=socket.gethostname(),
+        blueprint_text=blueprint_text,
+        events=home.events(run.run_id),
+        log_tail=_tail(paths(home, run, last.number).log, 50) if last else [],
+        trial_tails=trial_tails,
+    )
+    result_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(result_dir / "results.md", report.render_results(run, ctx))
+    write_atomic(result_dir / "trials.md", report.render_trials(run, ctx))
+    write_json(result_dir / "finish.flag", report.finish_flag(run))
+
+
+def _tail(log_file: Path, count: int) -> list[str]:
+    try:
+        with open(log_file, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - TAIL_BYTES))
+            return tail_lines(handle.read(), count)
+    except OSError:
+        return []
+
+
+def finish_run(
+    home: Home,
+    tmux: Tmux,
+    run: Run,
+    outcome: model.Status,
+    reason: str,
+    exit_code: int | None,
+    now: float,
+    pane_pid: int | None,
+) -> Run:
+    """End the run: clean up its leftover processes, final metrics, record, reports."""
+    trial = run.trial
+    if trial is not None and trial.started_at is not None and trial.ended_at is None:
+        ended = now
+        if trial.exit_code is None and exit_code is not None:
+            recorded = read_exit(paths(home, run, trial.number).exit)
+            if recorded and recorded[1]:
+                ended = recorded[1]
+        problem = "" if exit_code == 0 else reason
+        run = model.trial_ended(run, exit_code, ended, problem)
+        run = _note_next(run, outcome)
+    if trial is not None:
+        procs.reap_run(run.run_id, pane_pid)
+    run = read_metrics(run)
+    run = model.finish(run, outcome, reason, exit_code, now)
+    home.save_run(run)
+    home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
+    try:
+        write_reports(home, run)
+    except OSError as exc:
+        log.error("run %s: cannot write results to %s: %s", run.run_id, run.result_dir, exc)
+    if run.keep_session_s <= 0:
+        close_session(tmux, run)
+    return run
+
+
+def _note_next(run: Run, outcome: model.Status) -> Run:
+    trial = run.trial
+    assert trial is not None
+    note = {
+        model.Status.FAILED: "no known fix applies in this version: the run ends",
+        model.Status.TIME_LIMIT: "time limit reached: the run ends with its data kept",
+        model.Status.STOPPED: "stopped by the user: the run ends",
+        model.Status.LOST: "the session vanished: the run ends as lost",
+    }.get(outcome, "the run ends")
+    updated = replace(trial, next_step=note)
+    return replace(run, trials=(*run.trials[:-1], updated))
+
+
+def close_session(tmux: Tmux, run: Run) -> None:
+    if run.session:
+        with contextlib.suppress(TmuxError):
+            tmux.kill_session(run.session)
+
+
+def active_sessions(runs: list[Run]) -> set[str]:
+    return {r.session for r in runs if r.session and r.state is not State.DONE}

@@ -1,0 +1,79 @@
+"""watchdog observers that only wake the daemon loop; they decide nothing.
+
+The inbox watch also records which files were completed by a rename or a close, so intake can
+take them at once instead of waiting for them to settle.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from watchdog.events import (
+    FileClosedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+
+class _Waker(FileSystemEventHandler):
+    def __init__(
+        self,
+        wake: threading.Event,
+        ready: set[str] | None,
+        lock: threading.Lock,
+        suffix: str = "",
+    ) -> None:
+        self._wake = wake
+        self._ready = ready
+        self._lock = lock
+        self._suffix = suffix
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if self._suffix:
+            paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", b""))]
+            if not any(p.endswith(self._suffix) for p in paths):
+                return
+        if self._ready is not None:
+            name: str | None = None
+            if isinstance(event, FileMovedEvent):
+                name = os.path.basename(os.fsdecode(event.dest_path))
+            elif isinstance(event, FileClosedEvent):
+                name = os.path.basename(os.fsdecode(event.src_path))
+            if name:
+                with self._lock:
+                    self._ready.add(name)
+        self._wake.set()
+
+
+class Watcher:
+    """Wakes `wake` on any change in the inbox or control folder, and on trial exit files."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self.wake = wake
+        self.ready: set[str] = set()
+        self.lock = threading.Lock()
+        self._observer = Observer()
+
+    def start(self, inbox: Path, control: Path, runs: Path) -> None:
+        self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
+        self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
+        # Only exit files: the daemon's own record writes must not wake it.
+        self._observer.schedule(
+            _Waker(self.wake, None, self.lock, suffix=".exit"), str(runs), recursive=True
+        )
+        self._observer.daemon = True
+        self._observer.start()
+
+    def take_ready(self) -> set[str]:
+        with self.lock:
+            names = set(self.ready)
+            self.ready.clear()
+        return names
+
+    def stop(self) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=5)
