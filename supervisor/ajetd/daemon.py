@@ -128,7 +128,7 @@ class Daemon:
                     run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
                 claimed = intake.claim(self.home, candidate, run_id)
                 if claimed is not None:
-                    self.accept(run_id, claimed, candidate.path.name, now)
+                    self.accept(run_id, claimed, f"{candidate.stem}.md", now)
         self._set_problems(problems + refused)
 
     def _set_problems(self, problems: list[str]) -> None:

@@ -87,7 +87,7 @@ def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
         candidate.path.rename(target)
     except FileNotFoundError:
         return None
-    (folder / "source-name").write_text(candidate.path.name + "\n")
+    (folder / "source-name").write_text(f"{candidate.stem}.md\n")
     return target
 
 

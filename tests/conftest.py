@@ -1,0 +1,205 @@
+"""Shared fixtures: real tmux on a private socket, a real daemon process, real files.
+
+Nothing here sleeps to wait: `wait_for` polls a condition until a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+FAKEJET = Path(__file__).parent / "fakejet"
+PYTHON = sys.executable
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll `cond` until it returns something truthy; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@dataclass
+class Env:
+    """One test's world: a home for ajetd, a tmux socket, a fake codebase."""
+
+    tmp: Path
+    home: Path
+    socket: str
+    codebase: Path
+    vars: dict[str, str] = field(default_factory=dict)
+    daemons: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def cli(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "-m", "ajetd", *args],
+            env=self.vars,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            env=self.vars,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+
+    def start_daemon(self, *extra: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / f"daemon-{len(self.daemons)}.log", "ab")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "ajetd",
+                "daemon",
+                "--backoff-scale",
+                "0.001",
+                "--grace-int",
+                "1",
+                "--grace-term",
+                "1",
+                "--liveness",
+                "0.2",
+                "--hang-auto",
+                "600",
+                *extra,
+            ],
+            env=self.vars,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.daemons.append(proc)
+        wait_for(
+            lambda: (self.home / "daemon.json").exists() or proc.poll() is not None,
+            what="daemon start",
+        )
+        return proc
+
+    def daemon_log(self) -> str:
+        return "".join(p.read_text() for p in sorted(self.tmp.glob("daemon-*.log")))
+
+    def config(self, name: str = "run", **fake: Any) -> str:
+        """Write configs/<name>.yaml with `fakejet:` settings; return its relative path."""
+        conf = {
+            "ajet": {
+                "execute_test": False,
+                "trainer_common": {
+                    "test_freq": 2,
+                    "val_print_to_markdown_file_path": f"./saved_val_result/{name}.md",
+                },
+            },
+            "fakejet": {"steps": 4, "step_time": 0.02, **fake},
+        }
+        path = self.codebase / "configs" / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(conf))
+        return f"configs/{name}.yaml"
+
+    def blueprint(
+        self,
+        name: str = "bp",
+        *,
+        config: str | None = None,
+        max_time: str = "2m",
+        purpose: str = "test run",
+        result: str | None = None,
+        ajetd: str = "",
+        command: str | None = None,
+    ) -> Path:
+        config = config or self.config(name)
+        result_dir = result or str(self.tmp / "results" / name)
+        cmd = command or f"python -m fakejet.launcher --conf {config} --autokill"
+        text = (
+            f"# {name}\n\n"
+            f"- [exp_purpose] 实验目的: {purpose}\n"
+            f"- [exp_codebase_dir] 主实验代码路径: {self.codebase}\n"
+            f"- [exp_venv_exe] python虚拟环境路径: {PYTHON}\n"
+            f"- [exp_yaml_path] 实验配置文件路径: {config}\n"
+            f"- [exp_launch_command] 执行训练的命令: `{cmd}`\n"
+            f"- [exp_result_dir] 结果数据存储路径: {result_dir}\n"
+            f"- [exp_max_time] 运行时间不超过 {max_time}\n"
+        )
+        if ajetd:
+            text += f"\n## [ajetd]\n```yaml\n{ajetd}\n```\n"
+        path = self.tmp / f"{name}.md"
+        path.write_text(text)
+        return path
+
+    def submit(self, path: Path) -> str:
+        out = self.cli("submit", str(path))
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def status(self, run_id: str) -> dict[str, Any]:
+        out = self.cli("status", run_id, "--json")
+        assert out.returncode == 0, out.stderr
+        return dict(json.loads(out.stdout))
+
+    def record(self, run_id: str) -> dict[str, Any]:
+        """The run's state file, read directly (cheaper than a CLI process in a poll loop)."""
+        try:
+            return dict(json.loads((self.home / "runs" / run_id / "state.json").read_text()))
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def wait_done(self, run_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        wait_for(
+            lambda: self.record(run_id).get("state") == "done", timeout, what=f"run {run_id} to end"
+        )
+        return self.status(run_id)
+
+    def launches(self) -> list[str]:
+        path = self.codebase / "launches.log"
+        return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    home = tmp_path / "ajetd-home"
+    socket = f"ajetd-test-{uuid.uuid4().hex[:10]}"
+    codebase = tmp_path / "codebase"
+    shutil.copytree(
+        FAKEJET, codebase, ignore=shutil.ignore_patterns("__pycache__", "saved_*", "launches.log")
+    )
+    (tmp_path / "results").mkdir()
+    variables = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
+    e = Env(tmp=tmp_path, home=home, socket=socket, codebase=codebase, vars=variables)
+    yield e
+    for proc in e.daemons:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    e.tmux("kill-server")
+
+
+@pytest.fixture
+def daemon_env(env: Env) -> Env:
+    env.start_daemon()
+    return env

@@ -1,0 +1,348 @@
+"""The supervision loop end to end: a real daemon, real tmux, the fake launcher, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import psutil
+from conftest import Env, wait_for
+
+
+def _flag(env: Env, name: str) -> dict[str, object]:
+    return dict(json.loads((env.tmp / "results" / name / "finish.flag").read_text()))
+
+
+def test_success_writes_results_and_flag_last(daemon_env: Env) -> None:
+    env = daemon_env
+    run_id = env.submit(env.blueprint("ok", purpose="Math top-k ablation k=4"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded"
+    assert status["exit_code"] == 0
+    assert status["session"] == "ajet_math_top_k_ablation_k_4"
+    assert status["metrics"]["global_steps"] == 4
+    result = env.tmp / "results" / "ok"
+    flag = _flag(env, "ok")
+    assert flag["status"] == "succeeded" and flag["run_id"] == run_id and flag["trials"] == 1
+    assert set(flag) >= {
+        "run_id",
+        "status",
+        "reason",
+        "exit_code",
+        "trials",
+        "started_at",
+        "ended_at",
+        "metrics",
+    }
+    # finish.flag is written after the reports it announces
+    assert (result / "finish.flag").stat().st_mtime_ns >= (result / "results.md").stat().st_mtime_ns
+    results = (result / "results.md").read_text()
+    for section in (
+        "## Purpose",
+        "## Settings",
+        "## Timeline",
+        "## Trials",
+        "## Validation metrics",
+        "## GPU summary",
+        "## Why it ended",
+        "## Last 50 lines of output",
+    ):
+        assert section in results
+    assert "| 4 |" in results  # the metrics table has the step-4 row
+    log = (result / "logs" / "trial-1.log").read_text()
+    assert "tty=True" in log  # the program saw a real terminal
+    assert f"run={run_id}" in log and f"cwd={env.codebase}" in log
+    assert "autokill=False" in log  # --autokill was removed (protect is the default)
+    assert "Training finished." in log
+    trials = (result / "trials.md").read_text()
+    assert "## Trial 1" in trials and "exit code: 0" in trials
+    assert env.launches() == [f"{run_id} 1"]
+
+
+def test_venv_is_active_in_the_trial(daemon_env: Env, tmp_path: object) -> None:
+    env = daemon_env
+    venv = env.tmp / "venv"
+    subprocess.run(
+        [
+            env.vars.get("PYTHON", "python3"),
+            "-m",
+            "venv",
+            "--without-pip",
+            "--system-site-packages",
+            str(venv),
+        ],
+        check=True,
+        env=env.vars,
+    )
+    bp = env.blueprint(
+        "venv",
+        command='python -c \'import sys,os; print("PFX", sys.prefix, '
+        'os.environ["VIRTUAL_ENV"], os.environ["PYTHONUNBUFFERED"], '
+        'os.environ["AJETD_RESULT_DIR"])\'',
+    )
+    text = bp.read_text().replace(f"python虚拟环境路径: {env.vars.get('X', '')}", "")
+    lines = [
+        ln
+        if "exp_venv_exe" not in ln
+        else f"- [exp_venv_exe] python虚拟环境路径: {venv}/bin/python"
+        for ln in text.splitlines()
+    ]
+    bp.write_text("\n".join(lines) + "\n")
+    run_id = env.submit(bp)
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    log = (env.tmp / "results" / "venv" / "logs" / "trial-1.log").read_text()
+    assert f"PFX {venv} {venv} 1 {env.tmp / 'results' / 'venv'}" in log
+
+
+def test_crash_records_exit_code_and_traceback(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("crash", crash_at=3, exit_code=3)
+    run_id = env.submit(env.blueprint("crash", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed"
+    assert status["exit_code"] == 3
+    assert "code 3" in status["reason"]
+    assert env.cli("wait", run_id).returncode == 1
+    trials = (env.tmp / "results" / "crash" / "trials.md").read_text()
+    assert "torch.OutOfMemoryError: CUDA out of memory" in trials
+    assert _flag(env, "crash")["exit_code"] == 3
+
+
+def test_ctrl_c_from_attached_user_is_an_exit(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("ctrlc", forever=True, step_time=0.05)
+    run_id = env.submit(env.blueprint("ctrlc", config=config, purpose="ctrl c"))
+    wait_for(
+        lambda: (
+            "step:2" in (env.tmp / "results/ctrlc/logs/trial-1.log").read_text()
+            if (env.tmp / "results/ctrlc/logs/trial-1.log").exists()
+            else False
+        )
+    )
+    session = env.status(run_id)["session"]
+    assert env.tmux("send-keys", "-t", f"={session}:", "C-c").returncode == 0
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed"
+    assert status["exit_code"] == 130
+    assert "SIGINT" in status["reason"]
+
+
+def test_time_limit_stops_everything_and_keeps_data(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("limit", forever=True, step_time=0.05, ignore_sigint=True, orphan=True)
+    run_id = env.submit(env.blueprint("limit", config=config, max_time="3s"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    status = env.wait_done(run_id, timeout=30)
+    assert status["status"] == "time_limit"
+    assert status["exit_code"] == 143  # SIGINT ignored, so SIGTERM after the grace period
+    assert status["metrics"]  # data kept
+    events = [
+        json.loads(line)
+        for line in (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
+    ]
+    started = env.record(run_id)["started_at"]
+    stop_at = next(e["at"] for e in events if e["event"] == "stopping: time_limit")
+    assert 3.0 <= stop_at - started < 4.0  # enforced within a second of exp_max_time
+    survivors = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("AJETD_RUN_ID") == run_id:
+                survivors.append(proc)
+        except psutil.Error:
+            continue
+    assert survivors == []
+    assert env.cli("wait", run_id).returncode == 0
+    assert _flag(env, "limit")["status"] == "time_limit"
+
+
+def test_stop_command_ends_run_with_results(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("stop", forever=True, step_time=0.05)
+    run_id = env.submit(env.blueprint("stop", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    out = env.cli("stop", run_id)
+    assert out.returncode == 0, out.stderr
+    status = env.status(run_id)
+    assert status["status"] == "stopped"
+    assert _flag(env, "stop")["status"] == "stopped"
+    assert env.cli("wait", run_id).returncode == 1
+
+
+def test_kill_9_and_restart_mid_run_launches_once(env: Env) -> None:
+    daemon = env.start_daemon()
+    config = env.config("restart", steps=40, step_time=0.05)
+    run_id = env.submit(env.blueprint("restart", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    assert env.record(run_id)["state"] == "running"
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded"
+    assert env.launches() == [f"{run_id} 1"]
+    assert "watching again" in env.daemon_log()
+
+
+def test_trial_that_ended_while_daemon_was_down_is_finished(env: Env) -> None:
+    daemon = env.start_daemon()
+    config = env.config("away", steps=10, step_time=0.05, exit_code=5)
+    run_id = env.submit(env.blueprint("away", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    wait_for(lambda: (env.home / "runs" / run_id / "trial-1.exit").exists(), what="trial end")
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["exit_code"] == 5
+    assert env.launches() == [f"{run_id} 1"]
+
+
+def test_blueprint_dropped_while_daemon_down_is_taken_on_start(env: Env) -> None:
+    env.cli("status")  # nothing to show, creates nothing
+    env.home.mkdir(mode=0o700)
+    (env.home / "inbox").mkdir(mode=0o700)
+    bp = env.blueprint("early")
+    (env.home / "inbox" / "early.md").write_text(bp.read_text())
+    os.utime(env.home / "inbox" / "early.md", (1, 1))  # settled long ago
+    env.start_daemon()
+    runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
+    assert len(runs) == 1
+    assert env.wait_done(runs[0]["run_id"])["status"] == "succeeded"
+    assert not (env.home / "inbox" / "early.md").exists()
+
+
+def test_second_daemon_on_same_home_refuses(daemon_env: Env) -> None:
+    env = daemon_env
+    second = env.start_daemon()
+    assert second.wait(timeout=20) == 1
+    assert "another ajetd daemon" in env.daemon_log()
+    assert env.daemons[0].poll() is None
+
+
+def test_tmux_server_killed_marks_runs_lost_and_daemon_survives(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("lost", forever=True, step_time=0.05, orphan=True)
+    run_id = env.submit(env.blueprint("lost", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    env.tmux("kill-server")
+    status = env.wait_done(run_id)
+    assert status["status"] == "lost"
+    assert status["exit_code"] is None
+    assert _flag(env, "lost")["status"] == "lost"
+    assert env.daemons[0].poll() is None
+    # the daemon keeps working: a new run starts a new tmux server
+    again = env.submit(env.blueprint("after"))
+    assert env.wait_done(again)["status"] == "succeeded"
+
+
+def test_result_dir_reuse_is_refused(daemon_env: Env) -> None:
+    env = daemon_env
+    first = env.submit(env.blueprint("reuse", result=str(env.tmp / "results" / "same")))
+    env.wait_done(first)
+    before = (env.tmp / "results" / "same" / "finish.flag").read_text()
+    second = env.submit(env.blueprint("reuse2", result=str(env.tmp / "results" / "same")))
+    status = env.wait_done(second)
+    assert status["status"] == "rejected"
+    assert "already holds" in status["reason"]
+    assert (env.tmp / "results" / "same" / "finish.flag").read_text() == before
+
+
+def test_rejected_blueprint_gets_results_and_flag(daemon_env: Env) -> None:
+    env = daemon_env
+    bp = env.blueprint("bad")
+    bp.write_text(bp.read_text().replace(str(env.codebase), str(env.tmp / "nowhere"), 1))
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id)
+    assert status["status"] == "rejected"
+    assert "exp_codebase_dir" in status["reason"]
+    flag = _flag(env, "bad")
+    assert flag["status"] == "rejected" and flag["exit_code"] is None
+    assert "exp_codebase_dir" in (env.tmp / "results" / "bad" / "results.md").read_text()
+    assert list((env.home / "rejected").glob(f"{run_id}__*.why.txt"))
+    assert env.cli("wait", run_id).returncode == 1
+    garbage = env.tmp / "garbage.md"
+    garbage.write_bytes(b"\xff\xfe not a blueprint \x00")
+    assert env.wait_done(env.submit(garbage))["status"] == "rejected"
+    assert env.daemons[0].poll() is None
+
+
+def test_insecure_inbox_is_refused_until_fixed(daemon_env: Env) -> None:
+    env = daemon_env
+    os.chmod(env.home / "inbox", 0o777)
+    run_id = env.submit(env.blueprint("insecure"))
+    wait_for(lambda: "writable by others" in env.cli("status").stdout, what="the refusal")
+    assert env.record(run_id) == {}
+    os.chmod(env.home / "inbox", 0o700)
+    assert env.wait_done(run_id)["status"] == "succeeded"
+
+
+def test_foreign_blueprint_is_not_taken(daemon_env: Env) -> None:
+    env = daemon_env
+    if os.getuid() != 0:
+        import pytest
+
+        pytest.skip("needs root to give a file to another user")
+    path = env.home / "inbox" / "foreign.md"
+    path.write_text(env.blueprint("foreign").read_text())
+    os.chown(path, 65534, 65534)
+    wait_for(lambda: "owned by uid 65534" in env.cli("status").stdout, what="the refusal")
+    assert path.exists()
+
+
+def test_wait_exit_codes_attention_and_timeout(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("hang", steps=1, hang=True)
+    run_id = env.submit(env.blueprint("hang", config=config, ajetd="hang: {window: 1s}"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    out = env.cli("wait", run_id, "--timeout", "20")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert env.status(run_id)["attention"].startswith("no output for")
+    config2 = env.config("long", forever=True)
+    long_id = env.submit(env.blueprint("long", config=config2))
+    out = env.cli("wait", long_id, "--timeout", "0.5")
+    assert out.returncode == 124
+    assert env.cli("wait", "zzzzzz").returncode == 2
+    assert env.cli("status", "nope").returncode == 2
+    env.cli("stop", run_id)
+    env.cli("stop", long_id)
+
+
+def test_status_json_fields_and_table(daemon_env: Env) -> None:
+    env = daemon_env
+    run_id = env.submit(env.blueprint("fields"))
+    env.wait_done(run_id)
+    runs = json.loads(env.cli("status", "--json").stdout)
+    assert isinstance(runs, list) and runs[0]["run_id"] == run_id
+    for key in (
+        "run_id",
+        "purpose",
+        "session",
+        "state",
+        "status",
+        "trial",
+        "attention",
+        "started_at",
+        "ended_at",
+        "max_time_s",
+        "result_dir",
+        "exit_code",
+        "metrics",
+    ):
+        assert key in runs[0]
+    assert runs[0]["max_time_s"] == 120.0
+    assert runs[0]["started_at"].endswith("Z")
+    table = env.cli("status").stdout
+    assert run_id in table and "succeeded" in table and "MEAN_REWARD" in table
+    logs = env.cli("logs", run_id)
+    assert "Training finished." in logs.stdout
+
+
+def test_session_names_are_unique(daemon_env: Env) -> None:
+    env = daemon_env
+    env.tmux("new-session", "-d", "-s", "ajet_same_purpose", "sleep 60")
+    a = env.submit(env.blueprint("a", purpose="same purpose"))
+    assert env.wait_done(a)["session"] == "ajet_same_purpose_2"
+    b = env.submit(env.blueprint("b", purpose="同样的目的"))
+    assert env.wait_done(b)["session"] == "ajet_b"
