@@ -8,6 +8,7 @@ import signal
 import subprocess
 
 import psutil
+
 from conftest import Env, wait_for
 
 
@@ -192,7 +193,7 @@ def test_trial_that_ended_while_daemon_was_down_is_finished(env: Env) -> None:
     wait_for(lambda: env.record(run_id).get("started_at"), what="start")
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
-    wait_for(lambda: (env.home / "runs" / run_id / "trial-1.exit").exists(), what="trial end")
+    wait_for((env.home / "runs" / run_id / "trial-1.exit").exists, what="trial end")
     env.start_daemon()
     status = env.wait_done(run_id)
     assert status["status"] == "failed" and status["exit_code"] == 5

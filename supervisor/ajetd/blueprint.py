@@ -252,6 +252,9 @@ def clean_text(raw: str) -> str:
     fenced = _fenced_body(raw)
     if fenced is not None and raw.lstrip().startswith(("```", "~~~")):
         return fenced
+    whole = re.fullmatch(r"\s*(`+)([^`]+)\1\s*", raw)
+    if whole:
+        return whole.group(2).strip()
     return raw.strip()
 
 

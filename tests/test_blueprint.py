@@ -1,0 +1,186 @@
+"""Blueprint parsing: every writing style of DESIGN §3, and no other exception than ours."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.blueprint import Blueprint, parse_blueprint
+from ajetd.errors import BlueprintError
+
+VALUES = {
+    "exp_purpose": "Math top-k ablation: k=4 instead of k=8",
+    "exp_codebase_dir": "/mnt/data/agentjet",
+    "exp_venv_exe": "/mnt/data/agentjet/.venv/bin/python",
+    "exp_yaml_path": "tests/bench/benchmark_math/benchmark_math.yaml",
+    "exp_launch_command": (
+        "python -m ajet.launcher --conf tests/bench/benchmark_math/benchmark_math.yaml --autokill"
+    ),
+    "exp_result_dir": "/mnt/data/results/exp01",
+    "exp_max_time": "2h",
+}
+CHINESE = {
+    "exp_purpose": "实验目的",
+    "exp_codebase_dir": "主实验代码路径",
+    "exp_venv_exe": "python虚拟环境路径",
+    "exp_yaml_path": "实验配置文件路径",
+    "exp_launch_command": "执行训练的命令",
+    "exp_result_dir": "结果数据存储路径",
+    "exp_max_time": "运行时间",
+}
+
+
+def _check(bp: Blueprint) -> None:
+    assert bp.purpose == VALUES["exp_purpose"]
+    assert bp.codebase_dir == VALUES["exp_codebase_dir"]
+    assert bp.venv_exe == VALUES["exp_venv_exe"]
+    assert bp.yaml_path == VALUES["exp_yaml_path"]
+    assert bp.launch_command == VALUES["exp_launch_command"]
+    assert bp.result_dir == VALUES["exp_result_dir"]
+    assert bp.max_time_s == 7200
+
+
+def _doc(render: object) -> str:
+    assert callable(render)
+    return "# Blueprint\n\nSome intro text.\n\n" + "\n".join(
+        render(key, CHINESE[key], value) for key, value in VALUES.items()
+    )
+
+
+STYLES = {
+    "bracket_heading_next_line": lambda k, zh, v: f"## [{k}]\n{v}\n",
+    "plain_heading": lambda k, zh, v: f"## {k}\n\n{v}\n",
+    "chinese_heading": lambda k, zh, v: f"## {zh}\n{v}\n",
+    "bracket_and_chinese_heading": lambda k, zh, v: f"### [{k}] {zh}\n\n`{v}`\n",
+    "numbered_heading": lambda k, zh, v: f"## 1. [{k}]\n{v}\n",
+    "seed_bullet": lambda k, zh, v: f"- [{k}] {zh}（说明文字）： {v}",
+    "bullet_ascii_colon": lambda k, zh, v: f"- [{k}] {zh}: {v}",
+    "bullet_key_colon": lambda k, zh, v: f"* {k}: {v}",
+    "bullet_chinese_only": lambda k, zh, v: f"- {zh}：{v}",
+    "bold": lambda k, zh, v: f"**{k}**: {v}",
+    "bold_colon_inside": lambda k, zh, v: f"**{k}:** {v}",
+    "bold_chinese": lambda k, zh, v: f"**{zh}**：`{v}`",
+    "plain_key_colon": lambda k, zh, v: f"{k}: {v}",
+    "backticks_next_line": lambda k, zh, v: f"- [{k}]\n  `{v}`",
+    "fenced": lambda k, zh, v: f"## [{k}]\n```\n{v}\n```\n",
+    "fenced_lang": lambda k, zh, v: f"## {zh}\n~~~bash\n{v}\n~~~\n",
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_every_writing_style(style: str) -> None:
+    _check(parse_blueprint(_doc(STYLES[style])))
+
+
+def test_seed_001_verbatim_layout() -> None:
+    text = """实验蓝图：
+- [exp_purpose] 实验目的（一段文本）： Math top-k ablation: k=4 instead of k=8
+- [exp_codebase_dir] 主实验代码路径（绝对路径）： /mnt/data/agentjet
+- [exp_venv_exe] python虚拟环境路径（python的绝对路径）: /mnt/data/agentjet/.venv/bin/python
+- [exp_yaml_path] 实验配置文件路径（相对路径，相对于主实验代码路径）： tests/bench/benchmark_math/benchmark_math.yaml
+- [exp_launch_command] 执行训练的命令（字符串）： python -m ajet.launcher --conf tests/bench/benchmark_math/benchmark_math.yaml --autokill
+- [exp_result_dir] 结果数据存储路径（绝对路径）： /mnt/data/results/exp01
+- [exp_max_time] 运行时间不超过 2 小时，每个实验强制在 2 小时 后终止
+- 其他实验相关信息（可选）： 上一次实验 mean_reward 0.61
+"""
+    bp = parse_blueprint(text)
+    _check(bp)
+    assert bp.notes == "上一次实验 mean_reward 0.61"
+
+
+def test_multiline_command_and_notes_and_ajetd_part() -> None:
+    text = _doc(STYLES["bracket_heading_next_line"]).replace(
+        VALUES["exp_launch_command"], "```bash\nsource x\npython train.py \\\n  --lr 1e-6\n```"
+    )
+    text += "\n## 其他实验相关信息\nline one\n\n- a bullet: with colon\n\n## [ajetd]\n"
+    text += "```yaml\ngpus: [0, 1]\nenv: {NCCL_DEBUG: WARN, X: 1}\nkeep_session: 30m\n```\n"
+    bp = parse_blueprint(text)
+    assert bp.launch_command == "source x\npython train.py \\\n  --lr 1e-6"
+    assert bp.notes.startswith("line one") and "a bullet: with colon" in bp.notes
+    assert bp.options.gpus == "0,1" and bp.options.cuda_visible_devices == "0,1"
+    assert bp.options.env == {"NCCL_DEBUG": "WARN", "X": "1"}
+    assert bp.options.keep_session_s == 1800
+
+
+def test_plain_yaml_ajetd_part_and_an_unrelated_heading_ends_a_part() -> None:
+    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\ngpus: 0\nmax_trials: 2\n\n# Appendix\nx\n"
+    bp = parse_blueprint(text)
+    assert bp.options.gpus == "0" and bp.options.cuda_visible_devices == ""
+    assert bp.options.max_trials == 2
+
+
+def test_missing_parts_are_all_named() -> None:
+    with pytest.raises(BlueprintError) as err:
+        parse_blueprint("## [exp_purpose]\nonly a purpose\n")
+    missing = " ".join(err.value.problems)
+    for part in (
+        "exp_codebase_dir",
+        "exp_venv_exe",
+        "exp_yaml_path",
+        "exp_launch_command",
+        "exp_result_dir",
+        "exp_max_time",
+    ):
+        assert f"{part}: missing" in missing
+    assert "exp_purpose" not in missing
+
+
+@pytest.mark.parametrize(
+    ("ajetd", "needle"),
+    [
+        ("colour: red", "unknown key 'colour'"),
+        ("gpus: lots", "gpus:"),
+        ("max_trials: 0", "max_trials"),
+        ("hang: {window: soon}", "hang.window"),
+        ("hang: {action: explode}", "hang.action"),
+        ("autokill: sometimes", "autokill"),
+        ("env: {1BAD: x}", "env:"),
+        ("env: {AJETD_RUN_ID: x}", "set by ajetd"),
+        ("swarm: {port: 10086}", "swarm: not supported"),
+        ("[1, 2", "not valid YAML"),
+        ("- a\n- b", "mapping"),
+    ],
+)
+def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
+    text = _doc(STYLES["plain_heading"]) + f"\n## [ajetd]\n```yaml\n{ajetd}\n```\n"
+    with pytest.raises(BlueprintError) as err:
+        parse_blueprint(text)
+    assert any(needle in p and p.startswith("[ajetd]") for p in err.value.problems), err.value
+
+
+def test_unsupported_soft_keys_warn() -> None:
+    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\nplateau: {metric: mean_reward}\n"
+    assert parse_blueprint(text).options.warnings == (
+        "plateau: accepted but not acted on by this version of ajetd",
+    )
+
+
+def test_unparseable_max_time() -> None:
+    text = _doc(STYLES["plain_heading"]).replace("\n2h\n", "\n${MaxTime}\n")
+    with pytest.raises(BlueprintError) as err:
+        parse_blueprint(text)
+    assert any(p.startswith("exp_max_time: no duration") for p in err.value.problems)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_any_text_gives_blueprint_or_blueprint_error(text: str) -> None:
+    with contextlib.suppress(BlueprintError):
+        parse_blueprint(text)
+
+
+LABEL_LINES = st.sampled_from(
+    [f"## [{k}]" for k in VALUES]
+    + [f"- [{k}] {CHINESE[k]}：" for k in VALUES]
+    + ["```", "~~~", "## [ajetd]", "gpus: [0", "**exp_max_time**: 1h", "`", "- ", "# x"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LABEL_LINES, st.text(max_size=30)), max_size=30))
+def test_structured_noise_gives_blueprint_or_blueprint_error(lines: list[str]) -> None:
+    with contextlib.suppress(BlueprintError):
+        parse_blueprint("\n".join(lines))

@@ -1,0 +1,109 @@
+"""`ajetd lint`: every rejection reason with a specific message, and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import Env
+
+
+def _lint(env: Env, text: str) -> tuple[int, str]:
+    path = env.tmp / "lint.md"
+    path.write_text(text)
+    out = env.cli("lint", str(path))
+    return out.returncode, out.stdout + out.stderr
+
+
+def test_good_blueprint_passes_with_summary(env: Env) -> None:
+    code, out = _lint(env, env.blueprint("good").read_text())
+    assert code == 0, out
+    assert "ok" in out and "val_path" in out and "saved_val_result/good.md" in out
+    data = json.loads(env.cli("lint", str(env.blueprint("good")), "--json").stdout)
+    assert data["ok"] is True and data["blueprint"]["max_time_s"] == 120
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda e, t: t.replace("- [exp_result_dir]", "- [nothing]"), "exp_result_dir: missing"),
+        (lambda e, t: t.replace(str(e.codebase), str(e.tmp / "nope"), 1), "exp_codebase_dir: "),
+        (
+            lambda e, t: t.replace("python虚拟环境路径: ", "python虚拟环境路径: /no/such"),
+            "exp_venv_exe: /no/such",
+        ),
+        (lambda e, t: t.replace("configs/good.yaml", "configs/absent.yaml", 1), "does not exist"),
+        (
+            lambda e, t: t.replace(
+                "实验配置文件路径: configs/good.yaml", "实验配置文件路径: /etc/hostname"
+            ),
+            "lies outside exp_codebase_dir",
+        ),
+        (
+            lambda e, t: t.replace(
+                "实验配置文件路径: configs/good.yaml", "实验配置文件路径: configs/bad.yaml"
+            ),
+            "is not valid YAML",
+        ),
+        (
+            lambda e, t: t.replace(str(e.tmp / "results" / "good"), "/proc/1/nope"),
+            "cannot create /proc/1/nope",
+        ),
+        (
+            lambda e, t: t.replace(str(e.tmp / "results" / "good"), "relative/dir"),
+            "not an absolute path",
+        ),
+        (
+            lambda e, t: t.replace("运行时间不超过 2m", "运行时间不超过 a while"),
+            "exp_max_time: no duration",
+        ),
+    ],
+)
+def test_each_problem_is_named(env: Env, mutate: object, needle: str) -> None:
+    (env.codebase / "configs" / "bad.yaml").write_text("model: {{MODEL_PATH}}\n  bad: [\n")
+    text = env.blueprint("good").read_text()
+    assert callable(mutate)
+    code, out = _lint(env, mutate(env, text))
+    assert code == 2
+    assert needle in out, out
+
+
+def test_venv_not_executable(env: Env) -> None:
+    fake = env.tmp / "python"
+    fake.write_text("")
+    os.chmod(fake, 0o644)
+    text = (
+        env.blueprint("good")
+        .read_text()
+        .replace("python虚拟环境路径: ", f"python虚拟环境路径: {fake}#")
+    )
+    text = "\n".join(
+        ln if "exp_venv_exe" not in ln else f"- [exp_venv_exe] python虚拟环境路径: {fake}"
+        for ln in text.splitlines()
+    )
+    code, out = _lint(env, text)
+    assert code == 2 and "not an executable file" in out
+
+
+def test_result_dir_with_earlier_flag(env: Env) -> None:
+    result = env.tmp / "results" / "good"
+    result.mkdir()
+    (result / "finish.flag").write_text("{}")
+    code, out = _lint(env, env.blueprint("good").read_text())
+    assert code == 2 and "already holds finish.flag" in out
+
+
+def test_real_agentjet_template_is_invalid_yaml(env: Env) -> None:
+    """The deep_finance templates hold `{{MODEL_PATH}}` placeholders: not YAML until filled."""
+    (env.codebase / "configs" / "tpl.yaml").write_text(
+        "ajet:\n  model:\n    path: {{MODEL_PATH}}\n"
+    )
+    text = env.blueprint("good").read_text().replace("configs/good.yaml", "configs/tpl.yaml")
+    code, out = _lint(env, text)
+    assert code == 2 and "is not valid YAML" in out
+
+
+def test_missing_file_is_a_usage_error(env: Env) -> None:
+    assert env.cli("lint", str(env.tmp / "absent.md")).returncode == 2

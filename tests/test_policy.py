@@ -1,0 +1,130 @@
+"""Decisions over a passed-in clock: no tmux, no processes, no sleeping."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ajetd import model
+from ajetd.backoff import Backoff
+from ajetd.model import Run, Signal, Status, StopCause, Trial
+from ajetd.policy import (
+    Attention,
+    BeginStop,
+    Finish,
+    Observation,
+    Send,
+    Timing,
+    decide,
+    next_wake,
+)
+
+T0 = 1_800_000_000.0
+TIMING = Timing(grace_int_s=10, grace_term_s=5, hang_auto_s=600)
+
+
+def _run(max_time: float = 100.0) -> Run:
+    run = Run(
+        run_id="abc123", source="bp.md", submitted_at=T0, max_time_s=max_time, session="ajet_x"
+    )
+    run = model.add_trial(run, Trial(number=1, command="python x.py", session="ajet_x"))
+    return model.trial_started(run, T0)
+
+
+def _decide(run: Run, **obs: object) -> list[object]:
+    now = obs.pop("now", T0 + 1)
+    observation = Observation(now=now, last_output_at=obs.pop("last", now), **obs)  # type: ignore[arg-type]
+    return list(decide(run, observation, TIMING, 600.0, "attention"))
+
+
+def test_exit_zero_succeeds_and_nonzero_fails() -> None:
+    assert _decide(_run(), exit=(0, None)) == [
+        Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
+    ]
+    [fin] = _decide(_run(), exit=(137, None))
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED and "SIGKILL" in fin.reason
+
+
+def test_running_quietly_within_limits_does_nothing() -> None:
+    assert _decide(_run(), now=T0 + 50) == []
+
+
+def test_time_limit_begins_stop_at_the_second() -> None:
+    run = _run(100)
+    assert _decide(run, now=T0 + 99.9) == []
+    assert _decide(run, now=T0 + 100) == [BeginStop(StopCause.TIME_LIMIT), Send(Signal.INT)]
+
+
+def test_escalation_int_term_kill_after_grace() -> None:
+    run = model.signal_sent(model.begin_stop(_run(100), StopCause.TIME_LIMIT, T0 + 100), "INT")
+    assert _decide(run, now=T0 + 109) == []
+    assert _decide(run, now=T0 + 110) == [Send(Signal.TERM)]
+    run = model.signal_sent(run, "TERM")
+    assert _decide(run, now=T0 + 114) == []
+    assert _decide(run, now=T0 + 115) == [Send(Signal.KILL)]
+    [fin] = _decide(run, exit=(143, None), now=T0 + 116)
+    assert isinstance(fin, Finish) and fin.status is Status.TIME_LIMIT and fin.exit_code == 143
+
+
+def test_user_stop_and_first_cause_wins() -> None:
+    run = _run(100)
+    assert _decide(run, stop_requested=True) == [BeginStop(StopCause.USER), Send(Signal.INT)]
+    stopping = model.begin_stop(run, StopCause.USER, T0 + 1)
+    assert model.begin_stop(stopping, StopCause.TIME_LIMIT, T0 + 2) is stopping
+    [fin] = _decide(stopping, exit=(130, None))
+    assert isinstance(fin, Finish) and fin.status is Status.STOPPED
+
+
+def test_vanished_session_is_lost_but_a_dead_pane_has_a_status() -> None:
+    [fin] = _decide(_run(), gone=True)
+    assert isinstance(fin, Finish) and fin.status is Status.LOST and fin.exit_code is None
+    [fin] = _decide(_run(), gone=True, dead_status=9)
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED and fin.exit_code == 9
+
+
+def test_hang_raises_and_clears_attention() -> None:
+    run = _run(10_000)
+    [att] = _decide(run, now=T0 + 700, last=T0 + 50)
+    assert isinstance(att, Attention) and att.reason and att.reason.startswith("no output for 10m")
+    flagged = model.set_attention(run, att.reason)
+    assert _decide(flagged, now=T0 + 701, last=T0 + 50) == [att]  # same text: no churn
+    assert _decide(flagged, now=T0 + 702, last=T0 + 701) == [Attention(None)]
+
+
+def test_hang_stop_action() -> None:
+    run = _run(10_000)
+    obs = Observation(now=T0 + 700, last_output_at=T0)
+    assert decide(run, obs, TIMING, 600.0, "stop") == [BeginStop(StopCause.HANG), Send(Signal.INT)]
+
+
+def test_next_wake_is_the_earliest_timer() -> None:
+    run = _run(100)
+    assert next_wake(run, TIMING, 600.0, T0 + 50) == T0 + 100
+    stopping = model.begin_stop(run, StopCause.USER, T0 + 20)
+    assert next_wake(stopping, TIMING, 600.0, T0 + 50) == T0 + 30
+
+
+def test_deadline_counts_from_first_trial_across_relaunch() -> None:
+    run = _run(100)
+    run = model.trial_ended(run, 1, T0 + 10)
+    run = model.add_trial(run, Trial(number=2, command="c", session="ajet_x"))
+    run = model.trial_started(run, T0 + 20)
+    assert run.deadline == T0 + 100
+
+
+def test_backoff_follows_seed_schedule_and_resets() -> None:
+    b = Backoff.start(T0)
+    gaps = []
+    now = T0
+    for _ in range(8):
+        gaps.append(b.next_at - now)
+        now = b.next_at
+        b = b.advance(now)
+    assert gaps == [30, 60, 120, 240, 480, 960, 960, 960]
+    assert b.reset(now).next_at == now + 30
+    assert Backoff.start(T0, scale=0.001).next_at == T0 + 0.03
+
+
+def test_record_round_trips_through_json() -> None:
+    run = replace(_run(), metrics={"mean_reward": 0.5}, history=({"a": 1},))
+    run = model.begin_stop(run, StopCause.TIME_LIMIT, T0)
+    assert Run.from_dict(run.to_dict()) == run

@@ -1,0 +1,96 @@
+"""Small pure pieces: names, the trial script, log text, reports."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ajetd import model, report
+from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.logtext import clean_line, tail_lines
+from ajetd.model import Run, Status, Trial
+from ajetd.naming import MAX_SESSION, session_base, unique_session
+
+
+def test_session_names() -> None:
+    assert (
+        session_base("Math top-k ablation, k=4", "bp", "abc123") == "ajet_math_top_k_ablation_k_4"
+    )
+    assert session_base("数学实验", "my-exp", "abc123") == "ajet_my_exp"
+    assert session_base("数学实验", "实验", "abc123") == "ajet_abc123"
+    assert session_base("AJET math", "x", "abc123") == "ajet_math"
+    long = session_base(" ".join(["word"] * 40), "x", "abc123")
+    assert len(long) <= MAX_SESSION - 3 and long.startswith("ajet_word_word")
+    assert unique_session("ajet_x", {"ajet_x", "ajet_x_2"}) == "ajet_x_3"
+    assert unique_session("ajet_x", set()) == "ajet_x"
+
+
+def test_autokill_is_removed_as_a_whole_word() -> None:
+    assert protect_autokill("python -m ajet.launcher --conf a.yaml --autokill") == (
+        "python -m ajet.launcher --conf a.yaml",
+        True,
+    )
+    assert protect_autokill("x --autokill-later") == ("x --autokill-later", False)
+
+
+def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
+    spec = TrialSpec(
+        run_id="abc123",
+        trial=2,
+        command='echo "$AJETD_RUN_ID $AJETD_TRIAL $MY_VAR"; exit 7',
+        codebase_dir=str(tmp_path),
+        venv_dir=str(tmp_path / "v e n v"),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(tmp_path / "exit"),
+        env=(("MY_VAR", "it's $HOME; rm -rf /"),),
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    (tmp_path / "go").touch()
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 7
+    assert "abc123 2 it's $HOME; rm -rf /" in out
+    parsed = parse_exit_file((tmp_path / "exit").read_text())
+    assert parsed is not None and parsed[0] == 7 and parsed[1] is not None
+
+
+def test_exit_file_parsing() -> None:
+    assert parse_exit_file("") is None
+    assert parse_exit_file("x 1") is None
+    assert parse_exit_file("130 1700000000.5\n") == (130, 1700000000.5)
+
+
+def test_log_lines_are_cleaned() -> None:
+    assert clean_line("\x1b[32mgreen\x1b[0m\r\n") == "green"
+    assert clean_line("10%|█ \r50%|███ \r") == "50%|███ "
+    assert tail_lines(b"a\nb\xff\nc\n\n", 2) == ["b\ufffd", "c"]
+
+
+def test_finish_flag_and_results() -> None:
+    run = Run(
+        run_id="abc123",
+        source="bp.md",
+        submitted_at=0.0,
+        purpose="p",
+        result_dir="/r",
+        max_time_s=60,
+    )
+    run = model.trial_started(model.add_trial(run, Trial(1, "cmd", "ajet_p")), 10.0)
+    run = model.trial_ended(run, 0, 20.0)
+    run = model.finish(run, Status.SUCCEEDED, "ok", 0, 20.0)
+    flag = report.finish_flag(run)
+    assert flag == {
+        "run_id": "abc123",
+        "status": "succeeded",
+        "reason": "ok",
+        "exit_code": 0,
+        "trials": 1,
+        "started_at": "1970-01-01T00:00:10Z",
+        "ended_at": "1970-01-01T00:00:20Z",
+        "metrics": {},
+    }
+    text = report.render_results(run, report.ReportContext(host="h", log_tail=["bye"]))
+    assert "**Status: succeeded**" in text and "bye" in text
+    assert report.sparkline([0.0, 0.5, 1.0]) == "▁▄█"

@@ -1,0 +1,54 @@
+"""AgentJet val-result files in both layouts (samples from ../shared/fixtures/agentjet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ajetd.valresults import metric_series, parse_dict_line, parse_val_text
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_classic_layout() -> None:
+    records = parse_val_text((DATA / "val_result_sample.md").read_text())
+    assert [r["global_steps"] for r in records] == [0, 20, 40, 60]
+    assert records[-1]["task_pass_rate@4"] == 1.0
+    assert metric_series(records, "mean_reward")[0] == 0.6186504927975739
+
+
+def test_pass8_keys_kept_as_named() -> None:
+    records = parse_val_text((DATA / "val_result_sample_pass8.md").read_text())
+    assert "num_pass_n_tasks(pass@8)" in records[0]
+    assert "task_pass_rate@8-all-pass" in records[0]
+
+
+def test_swarm_client_layout() -> None:
+    records = parse_val_text((DATA / "val_result_sample_swarm_client.md").read_text())
+    assert records[0]["global_steps"] == 0
+    assert records[0]["task_pass_rate@1"] == 0.3333
+    assert records[0]["mean_reward"] == 0.4386
+    assert records[0]["total_tasks"] == 57
+    assert [r["global_steps"] for r in records][:3] == [0, 10, 20]
+
+
+def test_numpy2_scalars_nan_and_legacy_keys() -> None:
+    line = (
+        "{'target dataset name': 'main_val_dataset', 'mean_reward': np.float64(0.5), "
+        "'std_reward': np.float64(nan), 'n': np.int64(3), 'x': numpy.float32(1.5)}"
+    )
+    assert parse_dict_line(line) == {
+        "target dataset name": "main_val_dataset",
+        "mean_reward": 0.5,
+        "std_reward": None,
+        "n": 3,
+        "x": 1.5,
+    }
+
+
+def test_partial_last_line_is_not_counted() -> None:
+    text = "{'global_steps': 1, 'mean_reward': 0.1}\n{'global_steps': 2, 'mean_"
+    assert [r["global_steps"] for r in parse_val_text(text)] == [1]
+
+
+def test_garbage_is_ignored() -> None:
+    assert parse_val_text("hello\n{not a dict}\n[1, 2]\n\x00\n{'a': __import__('os')}\n") == []
