@@ -128,6 +128,7 @@ class Env:
         result: str | None = None,
         ajetd: str = "",
         command: str | None = None,
+        python: str = PYTHON,
     ) -> Path:
         config = config or self.config(name)
         result_dir = result or str(self.tmp / "results" / name)
@@ -136,7 +137,7 @@ class Env:
             f"# {name}\n\n"
             f"- [exp_purpose] 实验目的: {purpose}\n"
             f"- [exp_codebase_dir] 主实验代码路径: {self.codebase}\n"
-            f"- [exp_venv_exe] python虚拟环境路径: {PYTHON}\n"
+            f"- [exp_venv_exe] python虚拟环境路径: {python}\n"
             f"- [exp_yaml_path] 实验配置文件路径: {config}\n"
             f"- [exp_launch_command] 执行训练的命令: `{cmd}`\n"
             f"- [exp_result_dir] 结果数据存储路径: {result_dir}\n"

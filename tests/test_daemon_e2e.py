@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import psutil
 
@@ -62,39 +63,22 @@ def test_success_writes_results_and_flag_last(daemon_env: Env) -> None:
     assert env.launches() == [f"{run_id} 1"]
 
 
-def test_venv_is_active_in_the_trial(daemon_env: Env, tmp_path: object) -> None:
+def test_venv_is_active_in_the_trial(daemon_env: Env) -> None:
     env = daemon_env
     venv = env.tmp / "venv"
     subprocess.run(
-        [
-            env.vars.get("PYTHON", "python3"),
-            "-m",
-            "venv",
-            "--without-pip",
-            "--system-site-packages",
-            str(venv),
-        ],
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
         check=True,
-        env=env.vars,
     )
-    bp = env.blueprint(
-        "venv",
-        command='python -c \'import sys,os; print("PFX", sys.prefix, '
-        'os.environ["VIRTUAL_ENV"], os.environ["PYTHONUNBUFFERED"], '
-        'os.environ["AJETD_RESULT_DIR"])\'',
+    probe = (
+        'python -c \'import os, sys; e = os.environ; print("PFX", sys.prefix, e["VIRTUAL_ENV"],'
+        ' e["PYTHONUNBUFFERED"], e["AJETD_RESULT_DIR"], e["CUDA_VISIBLE_DEVICES"] == "")\''
     )
-    text = bp.read_text().replace(f"python虚拟环境路径: {env.vars.get('X', '')}", "")
-    lines = [
-        ln
-        if "exp_venv_exe" not in ln
-        else f"- [exp_venv_exe] python虚拟环境路径: {venv}/bin/python"
-        for ln in text.splitlines()
-    ]
-    bp.write_text("\n".join(lines) + "\n")
+    bp = env.blueprint("venv", command=probe, python=f"{venv}/bin/python", ajetd="gpus: 0")
     run_id = env.submit(bp)
     assert env.wait_done(run_id)["status"] == "succeeded"
     log = (env.tmp / "results" / "venv" / "logs" / "trial-1.log").read_text()
-    assert f"PFX {venv} {venv} 1 {env.tmp / 'results' / 'venv'}" in log
+    assert f"PFX {venv} {venv} 1 {env.tmp / 'results' / 'venv'} True" in log
 
 
 def test_crash_records_exit_code_and_traceback(daemon_env: Env) -> None:
@@ -347,3 +331,49 @@ def test_session_names_are_unique(daemon_env: Env) -> None:
     assert env.wait_done(a)["session"] == "ajet_same_purpose_2"
     b = env.submit(env.blueprint("b", purpose="同样的目的"))
     assert env.wait_done(b)["session"] == "ajet_b"
+
+
+def test_attach_gives_a_real_client_and_logs_follow(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("attach", steps=60, step_time=0.05)
+    run_id = env.submit(env.blueprint("attach", config=config, purpose="attach me"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    # a user's terminal: `ajetd attach` on a pseudo-terminal, outside tmux
+    cmd = f"{sys.executable} -m ajetd attach {run_id}"
+    terminal = subprocess.Popen(
+        ["script", "-qfec", cmd, "/dev/null"],
+        env=env.vars,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(
+        lambda: "ajet_attach_me" in env.tmux("list-clients", "-F", "#{client_session}").stdout,
+        what="an attached client",
+    )
+    follow = env.cli("logs", run_id, "-f", timeout=60)  # returns once the run has ended
+    assert follow.returncode == 0
+    assert follow.stdout.count("Training finished.") == 1
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    env.tmux("detach-client", "-s", "=ajet_attach_me")
+    assert terminal.wait(timeout=20) == 0
+
+
+def test_session_closed_after_keep_time(daemon_env: Env) -> None:
+    env = daemon_env
+    run_id = env.submit(env.blueprint("keep", purpose="keep short", ajetd="keep_session: 1s"))
+    env.wait_done(run_id)
+    assert "ajet_keep_short" in env.tmux("ls").stdout or True  # may already be closed
+    wait_for(lambda: "ajet_keep_short" not in env.tmux("ls").stdout, what="session closed")
+
+
+def test_file_closed_after_writing_is_taken_at_once(daemon_env: Env) -> None:
+    env = daemon_env
+    text = env.blueprint("closed").read_text()
+    with open(env.home / "inbox" / "closed.md", "w") as handle:
+        handle.write(text[:40])
+        handle.flush()
+        handle.write(text[40:])
+    runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
+    assert env.wait_done(runs[0]["run_id"])["status"] == "succeeded"
+    assert runs[0]["blueprint"] == "closed.md"

@@ -94,3 +94,15 @@ def test_finish_flag_and_results() -> None:
     text = report.render_results(run, report.ReportContext(host="h", log_tail=["bye"]))
     assert "**Status: succeeded**" in text and "bye" in text
     assert report.sparkline([0.0, 0.5, 1.0]) == "▁▄█"
+
+
+def test_attach_switches_inside_same_server_and_nests_elsewhere(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ajetd.tmux import Tmux
+
+    tmux = Tmux("sock")
+    monkeypatch.setenv("TMUX", f"{tmux.socket_path()},123,0")
+    argv, env = tmux.attach("ajet_x")
+    assert argv == ["tmux", "-L", "sock", "switch-client", "-t", "=ajet_x"]
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/other,1,0")
+    argv, env = tmux.attach("ajet_x")
+    assert argv[-3:] == ["attach-session", "-t", "=ajet_x"] and "TMUX" not in env

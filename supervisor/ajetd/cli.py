@@ -302,8 +302,8 @@ def attach(run_id: str) -> None:
     run = _load(_home(), run_id)
     if not run.session:
         raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
-    argv = Tmux(socket_from_env()).attach_argv(run.session)
-    os.execvp(argv[0], argv)  # noqa: S606 - argv is built by the tmux module, not a shell
+    argv, env = Tmux(socket_from_env()).attach(run.session)
+    os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell
 
 
 def entry() -> None:

@@ -169,5 +169,20 @@ class Tmux:
             if not exc.gone:
                 raise
 
-    def attach_argv(self, name: str) -> list[str]:
-        return self.argv("attach-session", "-t", f"={name}")
+    def socket_path(self) -> str:
+        """Where this server's socket lives (as tmux computes it, without asking it)."""
+        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        return os.path.join(folder, f"tmux-{os.getuid()}", self.socket_name or "default")
+
+    def attach(self, name: str) -> tuple[list[str], dict[str, str]]:
+        """argv and environment that put the user's terminal on session `name`.
+
+        Inside a client of this same server, switch that client (nesting a server in itself
+        is unusable); inside another tmux, nest a client by clearing $TMUX as tmux asks.
+        """
+        env = dict(os.environ)
+        inside = env.get("TMUX", "").split(",")[0]
+        if inside and os.path.realpath(inside) == os.path.realpath(self.socket_path()):
+            return self.argv("switch-client", "-t", f"={name}"), env
+        env.pop("TMUX", None)
+        return self.argv("attach-session", "-t", f"={name}"), env
