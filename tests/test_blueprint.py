@@ -184,3 +184,10 @@ LABEL_LINES = st.sampled_from(
 def test_structured_noise_gives_blueprint_or_blueprint_error(lines: list[str]) -> None:
     with contextlib.suppress(BlueprintError):
         parse_blueprint("\n".join(lines))
+
+
+def test_html_comments_are_not_values() -> None:
+    text = _doc(STYLES["plain_heading"]).replace(
+        "## exp_max_time\n\n2h", "## exp_max_time\n<!-- e.g. 90s or 30m,\n also 3 -->\n2h"
+    )
+    assert parse_blueprint(text).max_time_s == 7200

@@ -377,3 +377,27 @@ def test_file_closed_after_writing_is_taken_at_once(daemon_env: Env) -> None:
     runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
     assert env.wait_done(runs[0]["run_id"])["status"] == "succeeded"
     assert runs[0]["blueprint"] == "closed.md"
+
+
+def test_fixed_blueprint_may_reuse_the_dir_of_its_rejection(daemon_env: Env) -> None:
+    env = daemon_env
+    result = str(env.tmp / "results" / "fixme")
+    bad = env.blueprint("fixme", result=result, max_time="whenever")
+    first = env.submit(bad)
+    assert env.wait_done(first)["status"] == "rejected"
+    assert _flag(env, "fixme")["status"] == "rejected"
+    second = env.submit(env.blueprint("fixme", result=result))
+    assert env.wait_done(second)["status"] == "succeeded"
+    assert _flag(env, "fixme")["run_id"] == second
+    kept = env.tmp / "results" / "fixme" / f"rejected-{first}" / "finish.flag"
+    assert json.loads(kept.read_text())["run_id"] == first  # moved aside, never lost
+
+
+def test_markdown_extension_and_other_files_ignored(daemon_env: Env) -> None:
+    env = daemon_env
+    (env.home / "inbox" / "notes.txt").write_text("not a blueprint")
+    (env.home / "inbox" / "exp.Markdown").write_text(env.blueprint("ext").read_text())
+    runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
+    assert len(runs) == 1 and runs[0]["blueprint"] == "exp.md"
+    assert env.wait_done(runs[0]["run_id"])["status"] == "succeeded"
+    assert (env.home / "inbox" / "notes.txt").exists()

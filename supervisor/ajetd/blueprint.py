@@ -62,6 +62,7 @@ _BRACKET = re.compile(r"\[\s*([^\]\n]{1,40}?)\s*\]")
 _PAREN = re.compile(r"^\s*(?:\([^)\n]*\)|（[^）\n]*）)")
 _COLON = re.compile(r"^\s*(?:\*\*|__)?\s*[:：]")
 _WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,12 @@ def _strip_label_words(part: str, tail: str) -> str:
 
 
 def extract_parts(text: str) -> dict[str, str]:
-    """Return each labelled part's raw text (first occurrence wins), uncleaned."""
+    """Return each labelled part's raw text (first occurrence wins), uncleaned.
+
+    HTML comments are dropped first: they do not show when the Markdown is rendered, so they
+    are never part of what the author wrote as a value.
+    """
+    text = _COMMENT.sub("", text)
     parts: dict[str, list[str]] = {}
     current: list[str] | None = None
     fence: str | None = None

@@ -85,9 +85,10 @@ def main() -> None:
 @click.option(
     "--liveness",
     type=float,
-    default=2.0,
+    default=5.0,
     show_default=True,
-    help="Seconds between checks that each run's tmux pane still exists.",
+    help="Seconds between checks that each run's tmux pane still exists; also the loop's "
+    "longest sleep (exits, stops and inbox drops wake it at once).",
 )
 @click.option("--log-level", default="INFO", show_default=True)
 def daemon(

@@ -42,8 +42,9 @@ class DaemonConfig:
     tmux_socket: str | None = None
     timing: Timing = field(default_factory=Timing)
     backoff_scale: float = 1.0  # tests shrink the seed's 30 s ... 16 min schedule
-    liveness_s: float = 2.0  # how often tmux is asked whether panes still exist
-    max_sleep_s: float = 1.0  # the rescan safety net under the watchers
+    # How often tmux is asked whether panes still exist, and the longest sleep: the safety net
+    # under the watchers (exits, stops and inbox drops wake the loop at once).
+    liveness_s: float = 5.0
 
 
 class Daemon:
@@ -61,6 +62,8 @@ class Daemon:
         self.panes_gone = False
         self.last_liveness = 0.0
         self.problems: list[str] = []
+        self.published: list[str] | None = None
+        self.published_at = 0.0
         self.stopping = False
 
     # -- life cycle -------------------------------------------------------------------------
@@ -91,7 +94,7 @@ class Daemon:
         self.wake.set()
 
     def _sleep_for(self, now: float) -> float:
-        wake_at = [now + self.cfg.max_sleep_s, self.last_liveness + self.cfg.liveness_s]
+        wake_at = [self.last_liveness + self.cfg.liveness_s]
         for run in self.runs.values():
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 opts = self.options[run.run_id]
@@ -101,7 +104,7 @@ class Daemon:
                     wake_at.append(t)
                 if run.run_id in self.backoffs:
                     wake_at.append(self.backoffs[run.run_id].next_at)
-        return min(max(min(wake_at) - now, 0.005), self.cfg.max_sleep_s)
+        return min(max(min(wake_at) - now, 0.005), self.cfg.liveness_s)
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
@@ -178,6 +181,9 @@ class Daemon:
             keep_session_s=bp.options.keep_session_s,
             warnings=bp.options.warnings,
         )
+        moved = trialrun.move_rejection_aside(Path(run.result_dir))
+        if moved is not None:
+            self.home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
         Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
         self.home.save_run(run)
         self.runs[run_id] = run
@@ -208,6 +214,7 @@ class Daemon:
         log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
         if result_dir and result_dir_problem(result_dir) is None:
             try:
+                trialrun.move_rejection_aside(Path(result_dir))
                 trialrun.write_reports(self.home, run)
             except OSError as exc:
                 log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
@@ -350,7 +357,7 @@ class Daemon:
             self.backoffs[run_id] = backoff.advance(now)
 
     def _act(self, run: Run, action: object, now: float, pane: Pane | None) -> Run:
-        pid = pane.pid if pane is not None else None
+        pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
             return trialrun.finish_run(
@@ -388,12 +395,11 @@ class Daemon:
                 self._store(replace(run, session_closed=True))
 
     def publish(self, now: float) -> None:
-        info = {"pid": os.getpid(), "heartbeat": now, "problems": self.problems}
-        if (
-            info["problems"] != self.home.daemon_info().get("problems")
-            or now - float(self.home.daemon_info().get("heartbeat") or 0) > 10
-        ):
+        """daemon.json for `status`: on any change of problems, else every minute."""
+        if self.problems != self.published or now - self.published_at >= 60:
+            info = {"pid": os.getpid(), "heartbeat": now, "problems": self.problems}
             write_json(self.home.daemon_file, info, 0o600)
+            self.published, self.published_at = list(self.problems), now
 
     # -- restart ----------------------------------------------------------------------------
     def reconcile(self, now: float) -> None:

@@ -17,6 +17,7 @@ from ajetd.naming import SUBMITTED
 from ajetd.store import OWNER_DIR, Home
 
 SETTLE_S = 1.0
+BLUEPRINT_EXTENSIONS = (".md", ".markdown")
 CLAIMED_NAME = "blueprint.md"
 
 
@@ -55,7 +56,8 @@ def scan(home: Home, ready: set[str], now: float) -> tuple[list[Candidate], list
     except OSError:
         return [], []
     for entry in entries:
-        if entry.name.startswith(".") or not entry.name.endswith(".md"):
+        stem, ext = os.path.splitext(entry.name)
+        if entry.name.startswith(".") or ext.lower() not in BLUEPRINT_EXTENSIONS:
             continue
         try:
             info = entry.stat()
@@ -74,7 +76,7 @@ def scan(home: Home, ready: set[str], now: float) -> tuple[list[Candidate], list
         if submitted:
             found.append(Candidate(Path(entry.path), submitted["run_id"], submitted["stem"]))
         else:
-            found.append(Candidate(Path(entry.path), None, entry.name[: -len(".md")]))
+            found.append(Candidate(Path(entry.path), None, stem))
     return found, refused
 
 

@@ -71,6 +71,7 @@ class Trial:
     started_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None
+    pane_pid: int | None = None  # the trial script's pid (the pane's own process)
     problem: str = ""  # what went wrong, as read from the output
     next_step: str = ""  # what ajetd did about it
 
@@ -156,10 +157,10 @@ def _update_trial(run: Run, **changes: Any) -> Run:
     return replace(run, trials=(*run.trials[:-1], replace(trial, **changes)))
 
 
-def trial_started(run: Run, now: float) -> Run:
+def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
     """The program was let go: the time limit counts from the first trial's start."""
     started = run.started_at if run.started_at is not None else now
-    return replace(_update_trial(run, started_at=now), started_at=started)
+    return replace(_update_trial(run, started_at=now, pane_pid=pane_pid), started_at=started)
 
 
 def trial_ended(run: Run, exit_code: int | None, ended_at: float, problem: str = "") -> Run:

@@ -8,7 +8,7 @@ import string
 from collections.abc import Callable, Collection
 
 RUN_ID = re.compile(r"^[a-z0-9]{6}$")
-SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.md$")
+SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.(?i:md|markdown)$")
 MAX_SESSION = 48
 _ALPHABET = string.ascii_lowercase + string.digits
 

@@ -83,7 +83,9 @@ def _load(text: str) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
-def _duration(key: str, value: Any, problems: list[str]) -> float | None:
+def _duration(key: str, value: Any, problems: list[str], *, zero_ok: bool = False) -> float | None:
+    if zero_ok and re.fullmatch(r"\s*0+(?:\.0*)?\s*[a-z]*\s*", str(value)):
+        return 0.0
     if isinstance(value, bool):
         problems.append(f"{key}: expected a duration such as 30m, got {value!r}")
         return None
@@ -171,7 +173,7 @@ def parse_options(text: str) -> Options:
     autokill = str(data.get("autokill", "protect"))
     if autokill not in ("protect", "allow"):
         problems.append(f"autokill: expected protect or allow, got {autokill!r}")
-    keep = _duration("keep_session", data.get("keep_session", "1h"), problems)
+    keep = _duration("keep_session", data.get("keep_session", "1h"), problems, zero_ok=True)
     hang_window, hang_action = _hang(data.get("hang", {}), problems)
     options = Options(
         gpus=_gpus(data.get("gpus", "all"), problems),

@@ -5,6 +5,7 @@ Used by `ajetd lint` and by the daemon before a run is accepted, so both say the
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +14,27 @@ from typing import Any
 import yaml
 
 from ajetd.blueprint import Blueprint
+from ajetd.naming import RUN_ID
 
 EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
+
+
+def earlier_rejection(result_dir: Path) -> str | None:
+    """The run id of a rejection report that is all `result_dir` holds of earlier runs.
+
+    Such a report only says a blueprint was invalid; a fixed blueprint may use the same dir,
+    and the report is moved aside (never deleted) rather than blocking it.
+    """
+    try:
+        flag = json.loads((result_dir / "finish.flag").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(flag, dict) or flag.get("status") != "rejected":
+        return None
+    if any((result_dir / "logs").glob("trial-*.log")):
+        return None
+    run_id = str(flag.get("run_id") or "")
+    return run_id if RUN_ID.match(run_id) else None
 
 
 @dataclass(frozen=True)
@@ -59,7 +79,7 @@ def result_dir_problem(result_dir: str) -> str | None:
         if not os.access(path, os.W_OK | os.X_OK):
             return f"exp_result_dir: {result_dir} is not writable"
         earlier = [name for name in EARLIER_RESULTS if (path / name).exists()]
-        if earlier:
+        if earlier and earlier_rejection(path) is None:
             return (
                 f"exp_result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
                 "run; ajetd never overwrites results (choose a new result dir)"

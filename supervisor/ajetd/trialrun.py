@@ -21,6 +21,7 @@ from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
 from ajetd.naming import session_base, unique_session
 from ajetd.options import Options
+from ajetd.preflight import EARLIER_RESULTS, earlier_rejection
 from ajetd.store import OWNER_FILE, Home, write_atomic, write_json
 from ajetd.tmux import Pane, Tmux
 from ajetd.valresults import parse_val_text
@@ -104,20 +105,20 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:
     trial = run.trial
     assert trial is not None
     p = paths(home, run, trial.number)
-    if p.go.exists():  # let go before a crash: only the record was missing
-        return _started(home, run, p.go.stat().st_mtime)
     pane = find_pane(tmux.panes_or_empty(), p.script)
+    if p.go.exists():  # let go before a crash: only the record was missing
+        return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
     if pane is None:
         pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script))
     p.log.parent.mkdir(parents=True, exist_ok=True)
     tmux.keep_dead_pane(pane.pane_id)
     tmux.pipe_to_file(pane.pane_id, str(p.log))
     write_atomic(p.go, f"{now}\n", OWNER_FILE)
-    return _started(home, run, now)
+    return _started(home, run, now, pane.pid)
 
 
-def _started(home: Home, run: Run, at: float) -> Run:
-    run = model.trial_started(run, at)
+def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
+    run = model.trial_started(run, at, pane_pid)
     home.save_run(run)
     trial = run.trial
     assert trial is not None
@@ -172,6 +173,19 @@ def write_reports(home: Home, run: Run) -> None:
     write_json(result_dir / "finish.flag", report.finish_flag(run))
 
 
+def move_rejection_aside(result_dir: Path) -> Path | None:
+    """Move an earlier run's rejection report into `rejected-<run_id>/` of the same dir."""
+    run_id = earlier_rejection(result_dir)
+    if run_id is None:
+        return None
+    target = result_dir / f"rejected-{run_id}"
+    target.mkdir(exist_ok=True)
+    for name in EARLIER_RESULTS:
+        with contextlib.suppress(FileNotFoundError):
+            (result_dir / name).rename(target / name)
+    return target
+
+
 def _tail(log_file: Path, count: int) -> list[str]:
     try:
         with open(log_file, "rb") as handle:
@@ -207,8 +221,8 @@ def finish_run(
         procs.reap_run(run.run_id, pane_pid)
     run = read_metrics(run)
     run = model.finish(run, outcome, reason, exit_code, now)
-    home.save_run(run)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
+    home.save_run(run)
     try:
         write_reports(home, run)
     except OSError as exc:
