@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.blueprint import Blueprint, parse_blueprint
+from ajetd.blueprint import REQUIRED, Blueprint, parse_blueprint
 from ajetd.errors import BlueprintError
 
 VALUES = {
@@ -116,14 +116,7 @@ def test_missing_parts_are_all_named() -> None:
     with pytest.raises(BlueprintError) as err:
         parse_blueprint("## [exp_purpose]\nonly a purpose\n")
     missing = " ".join(err.value.problems)
-    for part in (
-        "exp_codebase_dir",
-        "exp_venv_exe",
-        "exp_yaml_path",
-        "exp_launch_command",
-        "exp_result_dir",
-        "exp_max_time",
-    ):
+    for part in REQUIRED[1:]:
         assert f"{part}: missing" in missing
     assert "exp_purpose" not in missing
 

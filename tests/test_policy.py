@@ -98,9 +98,9 @@ def test_hang_stop_action() -> None:
 
 def test_next_wake_is_the_earliest_timer() -> None:
     run = _run(100)
-    assert next_wake(run, TIMING, 600.0, T0 + 50) == T0 + 100
+    assert next_wake(run, TIMING, 600.0, T0 + 50, T0 + 60) == T0 + 100
     stopping = model.begin_stop(run, StopCause.USER, T0 + 20)
-    assert next_wake(stopping, TIMING, 600.0, T0 + 50) == T0 + 30
+    assert next_wake(stopping, TIMING, 600.0, T0 + 50, T0 + 21) == T0 + 30
 
 
 def test_deadline_counts_from_first_trial_across_relaunch() -> None:
@@ -128,3 +128,11 @@ def test_record_round_trips_through_json() -> None:
     run = replace(_run(), metrics={"mean_reward": 0.5}, history=({"a": 1},))
     run = model.begin_stop(run, StopCause.TIME_LIMIT, T0)
     assert Run.from_dict(run.to_dict()) == run
+
+
+def test_next_wake_ignores_moments_already_past() -> None:
+    run = _run(10_000)
+    hung = model.set_attention(run, "no output for 10m or more")
+    assert next_wake(hung, TIMING, 600.0, T0, T0 + 650) == T0 + 10_000  # not T0 + 600
+    stopping = model.begin_stop(run, StopCause.USER, T0)
+    assert next_wake(stopping, TIMING, 600.0, T0, T0 + 1000) is None

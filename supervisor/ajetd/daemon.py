@@ -18,17 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
-from ajetd import intake, model, procs, trialrun
+from ajetd import admission, intake, model, procs, trialrun
 from ajetd.backoff import Backoff
-from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
-from ajetd.errors import AjetdError, BlueprintError, TmuxError
+from ajetd.blueprint import parse_blueprint
+from ajetd.errors import BlueprintError, TmuxError
 from ajetd.gpu import open_probe
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
 from ajetd.options import Options
 from ajetd.policy import Attention, BeginStop, Finish, Observation, Send, Timing, decide, next_wake
 from ajetd.policy import hang_window as policy_hang_window
-from ajetd.preflight import check_blueprint, result_dir_problem
 from ajetd.store import Home, write_json
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
@@ -59,7 +58,6 @@ class Daemon:
         self.options: dict[str, Options] = {}
         self.backoffs: dict[str, Backoff] = {}
         self.panes: dict[str, Pane] = {}  # script path -> pane, refreshed every liveness_s
-        self.panes_gone = False
         self.last_liveness = 0.0
         self.problems: list[str] = []
         self.published: list[str] | None = None
@@ -99,7 +97,7 @@ class Daemon:
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 opts = self.options[run.run_id]
                 window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
-                t = next_wake(run, self.cfg.timing, window, self._last_output(run))
+                t = next_wake(run, self.cfg.timing, window, self._last_output(run), now)
                 if t is not None:
                     wake_at.append(t)
                 if run.run_id in self.backoffs:
@@ -111,12 +109,12 @@ class Daemon:
         self.admit(now)
         self.control(now)
         self.launch(now)
-        self.refresh_panes(now)
+        fresh = self.refresh_panes(now)
         for run_id in [r for r, run in self.runs.items() if run.active]:
             try:
-                self.supervise(run_id, now)
-            except (AjetdError, OSError) as exc:  # one run's trouble never stops the loop
-                log.exception("run %s: supervision step failed: %s", run_id, type(exc).__name__)
+                self.supervise(run_id, now, fresh)
+            except Exception:  # one run's trouble never stops the loop; it is logged in full
+                log.exception("run %s: supervision step failed", run_id)
         self.housekeep(now)
         self.publish(now)
 
@@ -143,81 +141,18 @@ class Daemon:
             self.problems = problems
 
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
-        """Validate a claimed blueprint: queue it as a run, or reject it with a report."""
-        text = claimed.read_text(errors="replace")
-        run = Run(run_id=run_id, source=source, submitted_at=now)
-        self.home.append_event(run_id, now, f"blueprint {source} claimed")
+        busy = {r.result_dir for r in self.runs.values() if r.active}
         try:
-            bp = parse_blueprint(text)
-        except BlueprintError as exc:
-            self._reject(run, text, exc.problems, extract_parts(text), now)
-            return
-        resolved, problems = check_blueprint(bp)
-        if resolved is not None:
-            busy = [
-                r.run_id
-                for r in self.runs.values()
-                if r.active and r.result_dir == resolved.result_dir
-            ]
-            if busy:
-                problems = [f"exp_result_dir: {resolved.result_dir} is in use by run {busy[0]}"]
-        if resolved is None or problems:
-            self._reject(run, text, problems, extract_parts(text), now, bp)
-            return
-        offset = 0
-        if resolved.val_path:
-            with contextlib.suppress(OSError):
-                offset = os.path.getsize(resolved.val_path)
-        run = replace(
-            run,
-            purpose=bp.purpose,
-            result_dir=resolved.result_dir,
-            max_time_s=bp.max_time_s,
-            codebase_dir=resolved.codebase_dir,
-            venv_dir=resolved.venv_dir,
-            launch_command=bp.launch_command,
-            val_path=resolved.val_path,
-            val_offset=offset,
-            keep_session_s=bp.options.keep_session_s,
-            warnings=bp.options.warnings,
-        )
-        moved = trialrun.move_rejection_aside(Path(run.result_dir))
-        if moved is not None:
-            self.home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
-        Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
-        self.home.save_run(run)
+            run, options = admission.admit(self.home, run_id, claimed, source, now, busy)
+        except Exception as exc:  # never die on input; never retry it forever either
+            log.exception("run %s: admission failed", run_id)
+            reason = f"internal error while admitting the blueprint: {exc!r}"
+            run = model.reject(Run(run_id=run_id, source=source, submitted_at=now), reason, now)
+            self.home.save_run(run)
+            options = None
         self.runs[run_id] = run
-        self.options[run_id] = bp.options
-        log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
-
-    def _reject(
-        self,
-        run: Run,
-        text: str,
-        problems: list[str],
-        parts: dict[str, str],
-        now: float,
-        bp: Blueprint | None = None,
-    ) -> None:
-        reason = "; ".join(problems)
-        run = model.reject(
-            replace(run, purpose=bp.purpose if bp else parts.get("exp_purpose", "")), reason, now
-        )
-        raw_dir = bp.result_dir if bp else parts.get("exp_result_dir", "")
-        cleaned = raw_dir.strip().strip("`")
-        result_dir = os.path.normpath(os.path.expanduser(cleaned)) if cleaned else ""
-        run = replace(run, result_dir=result_dir)
-        self.home.save_run(run)
-        self.runs[run.run_id] = run
-        intake.set_aside(self.home, run.run_id, run.source, text, reason)
-        self.home.append_event(run.run_id, now, f"rejected: {reason}")
-        log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
-        if result_dir and result_dir_problem(result_dir) is None:
-            try:
-                trialrun.move_rejection_aside(Path(result_dir))
-                trialrun.write_reports(self.home, run)
-            except OSError as exc:
-                log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+        if options is not None:
+            self.options[run_id] = options
 
     def control(self, now: float) -> None:
         """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
@@ -246,51 +181,55 @@ class Daemon:
 
     def launch(self, now: float) -> None:
         for queued in [r for r in self.runs.values() if r.state is State.QUEUED]:
-            run = queued
             try:
                 run = trialrun.prepare_trial(
                     self.home,
                     self.tmux,
-                    run,
-                    self.options[run.run_id],
+                    queued,
+                    self.options[queued.run_id],
                     trialrun.active_sessions(list(self.runs.values())),
                 )
-                self._store(run)
-                self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock()))
-                self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
+            except (TmuxError, OSError) as exc:
+                self._launch_failed(queued, exc, now)
+                continue
+            self._store(run)
+            if self._start(run, now):
                 log.info(
                     "run %s: trial %d started in session %s",
                     run.run_id,
                     len(run.trials),
                     run.session,
                 )
-            except (TmuxError, OSError) as exc:
-                log.error("run %s: launch failed: %s", run.run_id, exc)
-                self._store(
-                    trialrun.finish_run(
-                        self.home,
-                        self.tmux,
-                        run,
-                        Status.FAILED,
-                        f"launch failed: {exc}",
-                        None,
-                        now,
-                        None,
-                    )
-                )
 
-    def refresh_panes(self, now: float) -> None:
+    def _start(self, run: Run, now: float) -> bool:
+        """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
+        try:
+            self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock()))
+        except (TmuxError, OSError) as exc:
+            self._launch_failed(run, exc, now)
+            return False
+        self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
+        return True
+
+    def _launch_failed(self, run: Run, exc: Exception, now: float) -> None:
+        log.error("run %s: launch failed: %s", run.run_id, exc)
+        reason = f"launch failed: {exc}"
+        self._store(
+            trialrun.finish_run(self.home, self.tmux, run, Status.FAILED, reason, None, now, None)
+        )
+
+    def refresh_panes(self, now: float) -> bool:
+        """Ask tmux for every pane once per liveness period; True when this tick did."""
         if now - self.last_liveness < self.cfg.liveness_s:
-            return
+            return False
         self.last_liveness = now
         try:
             panes = self.tmux.panes()
-            self.panes_gone = False
         except TmuxError as exc:
-            if not exc.gone:
+            if not exc.gone:  # a slow or failing tmux proves nothing about the runs
                 log.warning("tmux did not answer: %s", exc)
-                return
-            panes, self.panes_gone = [], True
+                return False
+            panes = []
         self.panes = {}
         for run in self.runs.values():
             if run.active and run.trial is not None:
@@ -298,6 +237,7 @@ class Daemon:
                 pane = trialrun.find_pane(panes, script)
                 if pane is not None:
                     self.panes[str(script)] = pane
+        return True
 
     def _pane(self, run: Run) -> Pane | None:
         assert run.trial is not None
@@ -312,8 +252,8 @@ class Daemon:
             mtime = 0.0
         return max(mtime, run.trial.started_at or 0.0) or None
 
-    def supervise(self, run_id: str, now: float) -> None:
-        """observe -> decide -> act for one live run."""
+    def supervise(self, run_id: str, now: float, panes_fresh: bool) -> None:
+        """observe -> decide -> act for one live run (pane facts only when `panes_fresh`)."""
         run = self.runs[run_id]
         if run.trial is None or run.trial.started_at is None:
             return
@@ -321,7 +261,7 @@ class Daemon:
         exit_info = trialrun.read_exit(p.exit)
         pane = self._pane(run)
         gone, dead_status = False, None
-        if exit_info is None and self.last_liveness == now and (pane is None or pane.dead):
+        if exit_info is None and panes_fresh and (pane is None or pane.dead):
             exit_info = trialrun.read_exit(p.exit)  # written just before the pane died?
             gone = exit_info is None
             dead_status = pane.dead_status if pane is not None and pane.dead else None
@@ -340,7 +280,8 @@ class Daemon:
         window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
         for action in decide(run, obs, self.cfg.timing, window, opts.hang_action):
             run = self._act(run, action, now, pane)
-        stop_file.unlink(missing_ok=True) if obs.stop_requested else None
+        if obs.stop_requested:
+            stop_file.unlink(missing_ok=True)
         self._store(run)
 
     def _deep_check(self, run_id: str, now: float) -> None:
@@ -417,23 +358,8 @@ class Daemon:
                 self.options[run.run_id] = Options()
             trial = run.trial
             if trial is not None and trial.started_at is None:
-                try:
-                    self._store(trialrun.start_trial(self.home, self.tmux, run, now))
-                except (TmuxError, OSError) as exc:
-                    self._store(
-                        trialrun.finish_run(
-                            self.home,
-                            self.tmux,
-                            run,
-                            Status.FAILED,
-                            f"launch failed: {exc}",
-                            None,
-                            now,
-                            None,
-                        )
-                    )
-                    continue
-            if self.runs[run.run_id].state in (State.RUNNING, State.STOPPING):
-                self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale).reset(now)
+                self._start(run, now)
+            elif run.state in (State.RUNNING, State.STOPPING):
+                self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
                 log.info("run %s: watching again (session %s)", run.run_id, run.session)
         self.last_liveness = 0.0

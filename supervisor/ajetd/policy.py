@@ -145,9 +145,13 @@ def decide(
 
 
 def next_wake(
-    run: Run, timing: Timing, window_s: float, last_output_at: float | None
+    run: Run, timing: Timing, window_s: float, last_output_at: float | None, now: float
 ) -> float | None:
-    """The next moment a decision about `run` can change without any event (epoch seconds)."""
+    """The next moment after `now` at which a decision about `run` can change by itself.
+
+    Moments already past are left out: their decision was taken at this tick (a hang already
+    flagged, a signal already sent), and waking for them again would spin the loop.
+    """
     times: list[float] = []
     if run.stop_cause is None and run.deadline is not None:
         times.append(run.deadline)
@@ -156,4 +160,5 @@ def next_wake(
         times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
     if last_output_at is not None:
         times.append(last_output_at + window_s)
-    return min(times) if times else None
+    future = [t for t in times if t > now]
+    return min(future) if future else None

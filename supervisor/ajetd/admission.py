@@ -1,0 +1,91 @@
+"""Admission of a claimed blueprint: an accepted, queued run, or a rejected one with its report.
+
+Every blueprint ends in one of the two; a rejected one is set aside with a note, and where its
+result dir can be written it gets results.md and a `rejected` finish.flag (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Collection
+from dataclasses import replace
+from pathlib import Path
+
+from ajetd import intake, model, trialrun
+from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
+from ajetd.errors import BlueprintError
+from ajetd.model import Run
+from ajetd.options import Options
+from ajetd.preflight import check_blueprint, result_dir_problem
+from ajetd.store import Home
+
+log = logging.getLogger(__name__)
+
+
+def admit(
+    home: Home, run_id: str, claimed: Path, source: str, now: float, busy_dirs: Collection[str]
+) -> tuple[Run, Options | None]:
+    """Validate a claimed blueprint; return the saved run and, if accepted, its options.
+
+    `busy_dirs` are the result dirs of live runs: two runs never share one.
+    """
+    text = claimed.read_text(errors="replace")
+    run = Run(run_id=run_id, source=source, submitted_at=now)
+    home.append_event(run_id, now, f"blueprint {source} claimed")
+    try:
+        bp = parse_blueprint(text)
+    except BlueprintError as exc:
+        return _reject(home, run, text, exc.problems, now, None), None
+    resolved, problems = check_blueprint(bp)
+    if resolved is not None and resolved.result_dir in busy_dirs:
+        problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
+    if resolved is None or problems:
+        return _reject(home, run, text, problems, now, bp), None
+    offset = 0
+    if resolved.val_path:  # count only validation lines written during this run
+        with contextlib.suppress(OSError):
+            offset = os.path.getsize(resolved.val_path)
+    run = replace(
+        run,
+        purpose=bp.purpose,
+        result_dir=resolved.result_dir,
+        max_time_s=bp.max_time_s,
+        codebase_dir=resolved.codebase_dir,
+        venv_dir=resolved.venv_dir,
+        launch_command=bp.launch_command,
+        val_path=resolved.val_path,
+        val_offset=offset,
+        keep_session_s=bp.options.keep_session_s,
+        warnings=bp.options.warnings,
+    )
+    moved = trialrun.move_rejection_aside(Path(run.result_dir))
+    if moved is not None:
+        home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
+    Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+    home.save_run(run)
+    log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
+    return run, bp.options
+
+
+def _reject(
+    home: Home, run: Run, text: str, problems: list[str], now: float, bp: Blueprint | None
+) -> Run:
+    reason = "; ".join(problems)
+    parts = extract_parts(text)
+    purpose = bp.purpose if bp else clean_text(parts.get("exp_purpose", ""))
+    raw_dir = bp.result_dir if bp else clean_path(parts.get("exp_result_dir", ""))
+    result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
+    run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
+    home.save_run(run)
+    intake.set_aside(home, run.run_id, run.source, text, reason)
+    home.append_event(run.run_id, now, f"rejected: {reason}")
+    log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
+    if result_dir and result_dir_problem(result_dir) is None:
+        try:
+            trialrun.move_rejection_aside(Path(result_dir))
+            trialrun.write_reports(home, run)
+        except OSError as exc:
+            log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+    return run
