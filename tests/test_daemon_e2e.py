@@ -401,3 +401,37 @@ def test_markdown_extension_and_other_files_ignored(daemon_env: Env) -> None:
     assert len(runs) == 1 and runs[0]["blueprint"] == "exp.md"
     assert env.wait_done(runs[0]["run_id"])["status"] == "succeeded"
     assert (env.home / "inbox" / "notes.txt").exists()
+
+
+def test_submitted_run_is_queued_before_the_daemon_takes_it(env: Env) -> None:
+    run_id = env.submit(env.blueprint("pending"))  # no daemon yet
+    status = env.status(run_id)
+    assert status["state"] == "queued" and status["status"] is None
+    assert "inbox" in status["reason"]
+    assert [r["run_id"] for r in json.loads(env.cli("status", "--json").stdout)] == [run_id]
+    assert env.cli("wait", run_id, "--timeout", "0.3").returncode == 124
+    env.start_daemon()
+    assert env.cli("wait", run_id, "--timeout", "30").returncode == 0
+
+
+def test_submit_then_wait_at_once(daemon_env: Env) -> None:
+    env = daemon_env
+    for name in ("race1", "race2", "race3"):
+        run_id = env.submit(env.blueprint(name))
+        assert env.cli("wait", run_id, "--timeout", "30").returncode == 0
+
+
+def test_stop_before_admission_is_honoured(env: Env) -> None:
+    run_id = env.submit(env.blueprint("early_stop"))
+    assert env.cli("stop", run_id, "--no-wait").returncode == 1  # no daemon: filed, says so
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert status["status"] == "stopped" and env.launches() == []
+
+
+def test_huge_file_is_rejected_not_read(daemon_env: Env) -> None:
+    env = daemon_env
+    huge = env.tmp / "huge.md"
+    huge.write_bytes(b"x" * (2 * 1024 * 1024))
+    status = env.wait_done(env.submit(huge))
+    assert status["status"] == "rejected" and "larger than" in status["reason"]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import Env
+from conftest import PYTHON, Env
 
 
 def _lint(env: Env, text: str) -> tuple[int, str]:
@@ -107,3 +107,17 @@ def test_real_agentjet_template_is_invalid_yaml(env: Env) -> None:
 
 def test_missing_file_is_a_usage_error(env: Env) -> None:
     assert env.cli("lint", str(env.tmp / "absent.md")).returncode == 2
+
+
+def test_venv_folder_is_accepted_for_its_python(env: Env) -> None:
+    venv = env.tmp / "v"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(PYTHON)
+    text = "\n".join(
+        ln if "exp_venv_exe" not in ln else f"- [exp_venv_exe] python虚拟环境路径: {venv}"
+        for ln in env.blueprint("good").read_text().splitlines()
+    )
+    path = env.tmp / "v.md"
+    path.write_text(text)
+    data = json.loads(env.cli("lint", str(path), "--json").stdout)
+    assert data["ok"] is True, data

@@ -22,6 +22,7 @@ from ajetd.preflight import check_blueprint, result_dir_problem
 from ajetd.store import Home
 
 log = logging.getLogger(__name__)
+MAX_BLUEPRINT_BYTES = 1024 * 1024
 
 
 def admit(
@@ -31,9 +32,16 @@ def admit(
 
     `busy_dirs` are the result dirs of live runs: two runs never share one.
     """
-    text = claimed.read_text(errors="replace")
+    with open(claimed, "rb") as handle:
+        raw = handle.read(MAX_BLUEPRINT_BYTES + 1)
+    text = raw[:MAX_BLUEPRINT_BYTES].decode("utf-8", errors="replace")
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
+    if len(raw) > MAX_BLUEPRINT_BYTES:
+        problem = (
+            f"blueprint: larger than {MAX_BLUEPRINT_BYTES // 1024} KiB; is this the right file?"
+        )
+        return _reject(home, run, text, [problem], now, None), None
     try:
         bp = parse_blueprint(text)
     except BlueprintError as exc:

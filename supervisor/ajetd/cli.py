@@ -198,7 +198,7 @@ def status(run_id: str | None, as_json: bool) -> None:
         else:
             click.echo(status_view.render_one(run, now))
         return
-    runs = list(home.load_runs())
+    runs = home.listing()
     if as_json:
         click.echo(
             json.dumps([status_view.run_json(r, now) for r in runs], indent=2, ensure_ascii=False)

@@ -176,7 +176,9 @@ class Daemon:
                         )
                     )
                     Path(entry.path).unlink(missing_ok=True)
-                elif run is None or not run.active:
+                elif (run is None and self.home.pending(run_id) is None) or (
+                    run is not None and not run.active
+                ):
                     Path(entry.path).unlink(missing_ok=True)
 
     def launch(self, now: float) -> None:

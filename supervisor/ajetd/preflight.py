@@ -102,6 +102,8 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
     elif not os.path.isdir(codebase):
         problems.append(f"exp_codebase_dir: {codebase} does not exist or is not a directory")
     venv_exe = _abs(bp.venv_exe)
+    if os.path.isdir(venv_exe) and os.path.isfile(os.path.join(venv_exe, "bin", "python")):
+        venv_exe = os.path.join(venv_exe, "bin", "python")  # the venv folder itself was given
     if not os.path.isabs(venv_exe):
         problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
     elif not os.path.exists(venv_exe):

@@ -17,7 +17,7 @@ from typing import Any
 
 from ajetd.errors import StoreError, UnknownRunError
 from ajetd.model import Run
-from ajetd.naming import RUN_ID
+from ajetd.naming import RUN_ID, SUBMITTED
 
 OWNER_DIR = 0o700
 OWNER_FILE = 0o600
@@ -82,15 +82,56 @@ class Home:
         write_json(self.state_file(run.run_id), run.to_dict(), OWNER_FILE)
 
     def load_run(self, run_id: str) -> Run:
+        """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
         if not RUN_ID.match(run_id):
             raise UnknownRunError(f"no run {run_id!r} (run ids are six letters and digits)")
+        for _ in range(2):  # the daemon may be admitting it right now: look twice
+            try:
+                return self._read_state(run_id)
+            except FileNotFoundError:
+                pending = self.pending(run_id)
+                if pending is not None:
+                    return pending
+        raise UnknownRunError(f"no run {run_id!r} in {self.root}")
+
+    def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)
         try:
             return Run.from_dict(json.loads(path.read_text()))
-        except FileNotFoundError as exc:
-            raise UnknownRunError(f"no run {run_id!r} in {self.root}") from exc
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"corrupt run record {path}: {exc}") from exc
+
+    def pending(self, run_id: str) -> Run | None:
+        """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`)."""
+        for path in self.inbox.glob(f"{run_id}__*"):
+            match = SUBMITTED.match(path.name)
+            if match and match["run_id"] == run_id:
+                with contextlib.suppress(OSError):
+                    return Run(
+                        run_id=run_id,
+                        source=f"{match['stem']}.md",
+                        submitted_at=path.stat().st_mtime,
+                        reason="waiting in the inbox for the daemon to take it",
+                    )
+        claimed = self.run_dir(run_id) / "blueprint.md"
+        if claimed.exists() and not self.state_file(run_id).exists():
+            return Run(
+                run_id=run_id,
+                source="blueprint.md",
+                submitted_at=claimed.stat().st_mtime,
+                reason="being admitted by the daemon",
+            )
+        return None
+
+    def pending_runs(self) -> list[Run]:
+        out = []
+        with contextlib.suppress(OSError):
+            for path in self.inbox.iterdir():
+                match = SUBMITTED.match(path.name)
+                if match:
+                    with contextlib.suppress(UnknownRunError, StoreError):
+                        out.append(self.load_run(match["run_id"]))
+        return out
 
     def run_ids(self) -> list[str]:
         if not self.runs.is_dir():
@@ -98,12 +139,20 @@ class Home:
         return sorted(p.name for p in self.runs.iterdir() if RUN_ID.match(p.name))
 
     def load_runs(self) -> Iterator[Run]:
-        """Every run with a readable record, oldest submission first."""
+        """Every run with a saved, readable record, oldest submission first (what the daemon
+        owns; submissions still in the inbox are not records)."""
         runs = []
         for run_id in self.run_ids():
-            with contextlib.suppress(UnknownRunError, StoreError):
-                runs.append(self.load_run(run_id))
+            with contextlib.suppress(FileNotFoundError, StoreError):
+                runs.append(self._read_state(run_id))
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
+
+    def listing(self) -> list[Run]:
+        """What `ajetd status` shows: every saved run, plus submissions not admitted yet."""
+        runs = {run.run_id: run for run in self.load_runs()}
+        for run in self.pending_runs():
+            runs.setdefault(run.run_id, run)
+        return sorted(runs.values(), key=lambda r: (r.submitted_at, r.run_id))
 
     def append_event(self, run_id: str, at: float, text: str) -> None:
         line = json.dumps({"at": at, "event": text}, ensure_ascii=False) + "\n"
