@@ -82,8 +82,6 @@ class Env:
                 "1",
                 "--grace-term",
                 "1",
-                "--liveness",
-                "0.2",
                 "--hang-auto",
                 "600",
                 *extra,

@@ -435,3 +435,13 @@ def test_huge_file_is_rejected_not_read(daemon_env: Env) -> None:
     huge.write_bytes(b"x" * (2 * 1024 * 1024))
     status = env.wait_done(env.submit(huge))
     assert status["status"] == "rejected" and "larger than" in status["reason"]
+
+
+def test_session_killed_by_hand_is_lost_at_once(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("killed", forever=True, step_time=0.05)
+    run_id = env.submit(env.blueprint("killed", config=config, purpose="killed by hand"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    env.tmux("kill-session", "-t", "=ajet_killed_by_hand")
+    status = env.wait_done(run_id, timeout=3)  # event-driven, not the 5 s liveness poll
+    assert status["status"] == "lost" and status["exit_code"] is None

@@ -38,7 +38,7 @@ def test_readme_walkthrough_runs(env: Env) -> None:
         .replace("/tmp/ajetd-demo-result", str(demo_result))
         .replace("/tmp/ajetd-demo", str(demo_home))
         .replace("/tmp/smoke.md", str(env.tmp / "smoke.md"))
-        .replace("ajetd daemon &", "ajetd daemon --liveness 0.2 & DAEMON=$!")
+        .replace("ajetd daemon &", "ajetd daemon & DAEMON=$!")
         .replace('ajetd attach "$RUN"', "true  # attach: see test_attach_gives_a_real_client")
     )
     script = f"set -e\ncd {ROOT}\n{script}\nkill $DAEMON; wait $DAEMON || true\n"

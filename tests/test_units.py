@@ -43,6 +43,7 @@ def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
         result_dir=str(tmp_path / "r"),
         go_file=str(tmp_path / "go"),
         exit_file=str(tmp_path / "exit"),
+        hup_file=str(tmp_path / "hup"),
         env=(("MY_VAR", "it's $HOME; rm -rf /"),),
     )
     script = tmp_path / "t.sh"

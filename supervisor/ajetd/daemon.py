@@ -109,7 +109,9 @@ class Daemon:
         self.admit(now)
         self.control(now)
         self.launch(now)
-        fresh = self.refresh_panes(now)
+        ended = self.watcher.trial_end.is_set()
+        self.watcher.trial_end.clear()
+        fresh = self.refresh_panes(now, force=ended)
         for run_id in [r for r, run in self.runs.items() if run.active]:
             try:
                 self.supervise(run_id, now, fresh)
@@ -220,9 +222,10 @@ class Daemon:
             trialrun.finish_run(self.home, self.tmux, run, Status.FAILED, reason, None, now, None)
         )
 
-    def refresh_panes(self, now: float) -> bool:
-        """Ask tmux for every pane once per liveness period; True when this tick did."""
-        if now - self.last_liveness < self.cfg.liveness_s:
+    def refresh_panes(self, now: float, force: bool = False) -> bool:
+        """Ask tmux for every pane once per liveness period (or at once after a trial ended);
+        True when this tick did."""
+        if not force and now - self.last_liveness < self.cfg.liveness_s:
             return False
         self.last_liveness = now
         try:

@@ -5,8 +5,9 @@ script is the pane's process from the start and waits for a `go` file, so the da
 `remain-on-exit` and arm `pipe-pane` before the program prints its first byte. It traps INT and
 TERM (handlers, not ignores, so the program itself still gets default dispositions) so that a
 user's Ctrl-C or ajetd's stop signals end the program while the script survives to record the
-exact exit status. SIGHUP is not trapped: a session killed behind ajetd's back leaves no exit
-file, which is how a `lost` run is told from a failed one.
+exact exit status. SIGHUP (the session or server killed behind ajetd's back) writes a `hup`
+marker instead of an exit file: no exit is recorded, which is how a `lost` run is told from a
+failed one, and the marker wakes the daemon at once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class TrialSpec:
     result_dir: str
     go_file: str
     exit_file: str
+    hup_file: str
     env: tuple[tuple[str, str], ...] = ()
 
 
@@ -62,6 +64,8 @@ def render_trial_script(spec: TrialSpec) -> str:
             "#!/usr/bin/env bash",
             f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
             "trap ':' INT TERM",
+            f"hup_file={q(spec.hup_file)}",
+            """trap 'printf "%s\\n" "$(date +%s.%N)" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
             "n=0",

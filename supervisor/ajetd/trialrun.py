@@ -37,6 +37,7 @@ class RunPaths:
     script: Path
     go: Path
     exit: Path
+    hup: Path
     log: Path
 
 
@@ -45,6 +46,7 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
         script=home.trial_file(run.run_id, number, "sh"),
         go=home.trial_file(run.run_id, number, "go"),
         exit=home.trial_file(run.run_id, number, "exit"),
+        hup=home.trial_file(run.run_id, number, "hup"),
         log=Path(run.result_dir) / "logs" / f"trial-{number}.log",
     )
 
@@ -94,6 +96,7 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         result_dir=run.result_dir,
         go_file=str(p.go),
         exit_file=str(p.exit),
+        hup_file=str(p.hup),
         env=tuple(sorted(env.items())),
     )
     write_atomic(p.script, render_trial_script(spec), 0o700)

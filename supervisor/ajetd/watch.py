@@ -25,18 +25,22 @@ class _Waker(FileSystemEventHandler):
         wake: threading.Event,
         ready: set[str] | None,
         lock: threading.Lock,
-        suffix: str = "",
+        suffixes: tuple[str, ...] = (),
+        flag: threading.Event | None = None,
     ) -> None:
         self._wake = wake
         self._ready = ready
         self._lock = lock
-        self._suffix = suffix
+        self._suffixes = suffixes
+        self._flag = flag
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if self._suffix:
+        if self._suffixes:
             paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", b""))]
-            if not any(p.endswith(self._suffix) for p in paths):
+            if not any(p.endswith(self._suffixes) for p in paths):
                 return
+        if self._flag is not None:
+            self._flag.set()
         if self._ready is not None:
             name: str | None = None
             if isinstance(event, FileMovedEvent):
@@ -55,16 +59,16 @@ class Watcher:
     def __init__(self, wake: threading.Event) -> None:
         self.wake = wake
         self.ready: set[str] = set()
+        self.trial_end = threading.Event()  # set when a trial ended: look at tmux at once
         self.lock = threading.Lock()
         self._observer = Observer()
 
     def start(self, inbox: Path, control: Path, runs: Path) -> None:
         self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
-        # Only exit files: the daemon's own record writes must not wake it.
-        self._observer.schedule(
-            _Waker(self.wake, None, self.lock, suffix=".exit"), str(runs), recursive=True
-        )
+        # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
+        ends = _Waker(self.wake, None, self.lock, suffixes=(".exit", ".hup"), flag=self.trial_end)
+        self._observer.schedule(ends, str(runs), recursive=True)
         self._observer.daemon = True
         self._observer.start()
 
