@@ -445,3 +445,16 @@ def test_session_killed_by_hand_is_lost_at_once(daemon_env: Env) -> None:
     env.tmux("kill-session", "-t", "=ajet_killed_by_hand")
     status = env.wait_done(run_id, timeout=3)  # event-driven, not the 5 s liveness poll
     assert status["status"] == "lost" and status["exit_code"] is None
+
+
+def test_failed_trial_is_diagnosed(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("oom", crash_at=2, exit_code=1)
+    run_id = env.submit(env.blueprint("oom", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed"
+    assert status["diagnosis"][0]["kind"] == "cuda_oom"
+    trials = (env.tmp / "results" / "oom" / "trials.md").read_text()
+    assert "`cuda_oom` (retryable" in trials
+    out = env.cli("diagnose", str(env.tmp / "results" / "oom" / "logs" / "trial-1.log"), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["kind"] == "cuda_oom"

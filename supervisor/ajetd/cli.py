@@ -19,7 +19,9 @@ import click
 
 from ajetd import status as status_view
 from ajetd.blueprint import parse_blueprint
+from ajetd.diagnosis import diagnose_lines
 from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
+from ajetd.logscan import read_lines
 from ajetd.model import WAIT_EXIT, Run, State
 from ajetd.naming import new_run_id
 from ajetd.policy import Timing
@@ -294,6 +296,24 @@ def logs(run_id: str, follow: bool) -> None:
         elif not _load(home, run_id).active:
             return
         time.sleep(0.25)
+
+
+@main.command()
+@click.argument("logfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def diagnose(logfile: Path, as_json: bool) -> None:
+    """Classify a log offline: each finding's kind, line, evidence and fix, root cause first."""
+    findings = diagnose_lines(read_lines(str(logfile)))
+    if as_json:
+        click.echo(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+        return
+    if not findings:
+        click.echo(f"{logfile}: no known failure found")
+    for f in findings:
+        click.echo(f"{f.kind} [{f.severity}] line {f.line} (seen {f.count}x)")
+        click.echo(f"  evidence: {f.evidence}")
+        click.echo(f"  why: {f.explanation}")
+        click.echo(f"  fix: {f.fix}")
 
 
 @main.command()

@@ -73,6 +73,7 @@ class Trial:
     exit_code: int | None = None
     pane_pid: int | None = None  # the trial script's pid (the pane's own process)
     problem: str = ""  # what went wrong, as read from the output
+    findings: tuple[dict[str, Any], ...] = ()  # diagnosis of its output, root cause first
     next_step: str = ""  # what ajetd did about it
 
 
@@ -133,7 +134,9 @@ class Run:
         data["state"] = State(data["state"])
         data["status"] = Status(data["status"]) if data.get("status") else None
         data["stop_cause"] = StopCause(data["stop_cause"]) if data.get("stop_cause") else None
-        data["trials"] = tuple(Trial(**t) for t in data.get("trials", ()))
+        data["trials"] = tuple(
+            Trial(**{**t, "findings": tuple(t.get("findings", ()))}) for t in data.get("trials", ())
+        )
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
@@ -163,9 +166,17 @@ def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
     return replace(_update_trial(run, started_at=now, pane_pid=pane_pid), started_at=started)
 
 
-def trial_ended(run: Run, exit_code: int | None, ended_at: float, problem: str = "") -> Run:
+def trial_ended(
+    run: Run,
+    exit_code: int | None,
+    ended_at: float,
+    problem: str = "",
+    findings: tuple[dict[str, Any], ...] = (),
+) -> Run:
     """The trial's program exited (or vanished, exit_code None)."""
-    return _update_trial(run, ended_at=ended_at, exit_code=exit_code, problem=problem)
+    return _update_trial(
+        run, ended_at=ended_at, exit_code=exit_code, problem=problem, findings=findings
+    )
 
 
 def begin_stop(run: Run, cause: StopCause, now: float) -> Run:

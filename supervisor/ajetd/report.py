@@ -90,9 +90,10 @@ def _trial_row(trial: Trial) -> str:
         else ""
     )
     code = "" if trial.exit_code is None else str(trial.exit_code)
+    wrong = trial.findings[0]["kind"] if trial.findings else (trial.problem or "")
     return (
         f"| {trial.number} | {iso(trial.started_at) or 'not started'} | {iso(trial.ended_at) or ''}"
-        f" | {duration} | {code} | {trial.problem or ''} |"
+        f" | {duration} | {code} | {wrong} |"
     )
 
 
@@ -190,6 +191,13 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             f"- what went wrong: {trial.problem or 'nothing (exit 0)'}",
             f"- what was done next: {trial.next_step or 'nothing'}",
         ]
+        if trial.findings:
+            lines += ["", "Diagnosis (root cause first):", ""]
+            for f in trial.findings:
+                lines.append(
+                    f"- `{f['kind']}` ({f['severity']}, line {f['line']}, seen {f['count']}x): "
+                    f"{f['explanation']} Fix: {f['fix']}  \n  evidence: `{f['evidence']}`"
+                )
         tail = ctx.trial_tails.get(trial.number, [])
         if tail and trial.exit_code not in (0, None):
             lines += ["", "Last lines of its output:", "", "```text", *tail, "```"]

@@ -41,6 +41,10 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "blueprint": run.source,
         "command": trial.command if trial else None,
         "warnings": list(run.warnings),
+        "diagnosis": [
+            {k: f[k] for k in ("kind", "severity", "line", "evidence")}
+            for f in (trial.findings if trial else ())
+        ],
     }
 
 

@@ -13,10 +13,13 @@ import os
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ajetd import model, procs, report
+from ajetd.diagnosis import Finding, diagnose_lines
 from ajetd.errors import TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.logscan import read_lines
 from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
 from ajetd.naming import session_base, unique_session
@@ -189,6 +192,14 @@ def move_rejection_aside(result_dir: Path) -> Path | None:
     return target
 
 
+def diagnose_file(log_file: Path) -> list[Finding]:
+    """The findings in a trial's whole log (read in chunks; memory stays flat)."""
+    try:
+        return diagnose_lines(read_lines(str(log_file)))
+    except OSError:
+        return []
+
+
 def _tail(log_file: Path, count: int) -> list[str]:
     try:
         with open(log_file, "rb") as handle:
@@ -217,8 +228,13 @@ def finish_run(
             recorded = read_exit(paths(home, run, trial.number).exit)
             if recorded and recorded[1]:
                 ended = recorded[1]
-        problem = "" if exit_code == 0 else reason
-        run = model.trial_ended(run, exit_code, ended, problem)
+        problem = ""
+        findings: tuple[dict[str, Any], ...] = ()
+        if exit_code != 0:
+            found = diagnose_file(paths(home, run, trial.number).log)
+            findings = tuple(f.to_dict() for f in found)
+            problem = f"{reason}; {found[0].summary()}" if found else reason
+        run = model.trial_ended(run, exit_code, ended, problem, findings)
         run = _note_next(run, outcome)
     if trial is not None:
         procs.reap_run(run.run_id, pane_pid)

@@ -1,0 +1,413 @@
+"""The failure kinds ajetd recognises, as data: how each reads, how bad it is, what to do.
+
+Kind names are contract (`ajetd diagnose --json`, trials.md, status). Order matters: a line is
+given the first kind whose pattern matches it, so the more specific kinds come first (a
+connection refused before a generic network error, a logger's missing key before auth, a
+missing repository before a 401). Patterns are written for the phenomenon across PyTorch,
+vLLM, Ray, NCCL, Hugging Face Hub, requests/httpx/urllib3, uvicorn, uv/pip and
+omegaconf/Hydra versions, not for one phrasing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    FATAL = "fatal"  # retrying cannot help until a person changes something
+    RETRYABLE = "retryable"  # a relaunch (maybe with a fix) can succeed
+    WARNING = "warning"  # worth reporting; does not end a run by itself
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    severity: Severity
+    explanation: str
+    fix: str
+    patterns: tuple[re.Pattern[str], ...]
+    consequence: bool = False  # usually the cascade of another failure, not its root
+
+
+def _p(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+F, R, W = Severity.FATAL, Severity.RETRYABLE, Severity.WARNING
+
+CATALOGUE: tuple[Kind, ...] = (
+    Kind(
+        "disk_full",
+        F,
+        "The disk (or quota) is full: files, checkpoints or logs cannot be written.",
+        "Free space or point checkpoints/logs at a larger volume, then relaunch.",
+        _p(
+            r"no space left on device",
+            r"\[errno 28\]",
+            r"\benospc\b",
+            r"disk quota exceeded",
+            r"\[errno 122\]",
+            r"not enough (free )?disk space",
+        ),
+    ),
+    Kind(
+        "vllm_memory",
+        R,
+        "vLLM cannot reserve its share of GPU memory (other processes hold it, or "
+        "gpu_memory_utilization / max_model_len ask for more than is free).",
+        "Wait for foreign GPU memory to drain, or lower gpu_memory_utilization / max_model_len.",
+        _p(
+            r"free memory on device .* is less than desired gpu memory utilization",
+            r"no available memory for the cache blocks",
+            r"max seq len .* is larger than the maximum number of tokens .* in kv cache",
+            r"(insufficient|not enough) (gpu )?memory .*(kv cache|gpu_memory_utilization)",
+            r"gpu_memory_utilization.*(too (low|small|high)|insufficient|increase|decrease)",
+            r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
+        ),
+    ),
+    Kind(
+        "host_oom",
+        R,
+        "The machine ran out of host (CPU) memory and a process was killed.",
+        "Use fewer rollout workers or a smaller batch, free host memory, or raise Ray's "
+        "memory threshold; then relaunch.",
+        _p(
+            r"ray\.exceptions\.outofmemoryerror",
+            r"node (is )?running low on memory",
+            r"memory on the node .* exceeds the memory usage threshold",
+            r"out of memory: kill(ed)? process",
+            r"\boom[- ]kill",
+            r"^\s*killed\s*$",
+            r"line \d+:\s+\d+ killed\s",
+            r"\bmemoryerror\b",
+            r"std::bad_alloc",
+            r"cannot allocate memory",
+            r"signal 9 \(sigkill\) received",
+            r"exitcode\s*:\s*-9\b",
+        ),
+    ),
+    Kind(
+        "cuda_oom",
+        R,
+        "A GPU ran out of memory during computation.",
+        "Lower the micro batch size (ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size), "
+        "the sequence lengths, or vLLM's gpu_memory_utilization; enable offload or "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+        _p(
+            r"cuda out of memory",
+            r"(torch\.)?(cuda\.)?outofmemoryerror",
+            r"cuda error: out of memory",
+            r"cudaerrormemoryallocation",
+            r"cublas_status_alloc_failed",
+            r"hip out of memory",
+            r"resource_exhausted: out of memory",
+            r"cuda_error_out_of_memory",
+            r"out of memory on device",
+        ),
+    ),
+    Kind(
+        "nccl_timeout",
+        R,
+        "A collective (NCCL) operation timed out: a rank stalled or died, or the network "
+        "between GPUs is blocked.",
+        "Look for the first rank that failed; check the interconnect, raise the timeout, or "
+        "relaunch after stale processes are gone.",
+        _p(
+            r"watchdog caught collective operation timeout",
+            r"ran for \d+ milliseconds before timing out",
+            r"processgroupnccl.*time(d)? ?out",
+            r"nccl (operation|communicator)?.*timed? ?out",
+            r"collective operation timeout",
+        ),
+    ),
+    Kind(
+        "nccl_error",
+        R,
+        "NCCL failed (driver, topology or NVLS/NVLink-SHARP trouble).",
+        "Relaunch with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix); set NCCL_DEBUG=INFO "
+        "to see the transport that fails.",
+        _p(
+            r"nccl error",
+            r"\bnccl(internal|unhandledcuda|system|invalidusage|remote)error\b",
+            r"unhandled (system|cuda) error.*nccl",
+            r"distbackenderror.*nccl",
+            r"nccl communicator was aborted",
+            r"transport/nvls",
+            r"ncclcommInitRank failed",
+        ),
+    ),
+    Kind(
+        "port_in_use",
+        R,
+        "A server could not bind its port: something else already listens there.",
+        "End the leftover holder of the port if it is this run's, else choose another port.",
+        _p(
+            r"address already in use",
+            r"\[errno (98|48)\]",
+            r"\beaddrinuse\b",
+            r"port \d+ is (already )?in use",
+            r"only one usage of each socket address",
+        ),
+    ),
+    Kind(
+        "connection_refused",
+        R,
+        "A server the run needs is not up: the connection was refused.",
+        "Start the server first (swarm server, Ray head, vLLM endpoint) or wait until its "
+        "health check passes; then relaunch.",
+        _p(
+            r"connection refused",
+            r"\beconnrefused\b",
+            r"\[errno 111\]",
+            r"connectionrefusederror",
+            r"actively refused",
+        ),
+    ),
+    Kind(
+        "ray_cluster",
+        R,
+        "Ray could not reach its cluster (GCS unreachable, stale or not started).",
+        "Stop this run's stale Ray (`ray stop` for this user) and relaunch; check the head's "
+        "address and port.",
+        _p(
+            r"failed to connect to gcs",
+            r"failed to get cluster id from gcs",
+            r"timed out while waiting for gcs",
+            r"unable to connect to gcs",
+            r"gcs (server )?has failed",
+            r"could not find any running ray instance",
+            r"ray has not been started",
+            r"raysystemerror",
+            r"can't find a `?node_ip_address\.json",
+            r"ray is trying to start at .* but is already running",
+            r"failed to register worker .* to raylet",
+            r"gcs_client.*(failed|timed out)",
+        ),
+    ),
+    Kind(
+        "ray_worker_died",
+        R,
+        "A Ray worker or actor died (often the echo of an earlier error).",
+        "Read the first error before this one; relaunch once it is fixed.",
+        _p(
+            r"actordiederror",
+            r"the actor died unexpectedly",
+            r"rayactorerror",
+            r"worker exit type: (system_error|unexpected_system_exit)",
+            r"a worker died or was killed while executing",
+            r"workercrashederror",
+            r"the actor is dead because its worker process has died",
+            r"ray\.exceptions\.raytaskerror",
+        ),
+        consequence=True,
+    ),
+    Kind(
+        "vllm_engine_dead",
+        R,
+        "The vLLM engine process died or stopped answering.",
+        "Read the error that killed the engine (memory, CUDA, config) and relaunch.",
+        _p(
+            r"enginedeaderror",
+            r"engine loop is not running",
+            r"engine core initialization failed",
+            r"engine process failed to start",
+            r"enginecore.*(died|encountered an issue)",
+            r"vllm engine (died|is dead)",
+            r"background loop has errored already",
+        ),
+        consequence=True,
+    ),
+    Kind(
+        "logger_error",
+        R,
+        "The experiment logger (SwanLab, wandb, MLflow) failed.",
+        "Relaunch with a local logger (tensorboard/console) or provide its API key.",
+        _p(
+            r"\bwandb\b.*(error|failed|api[_ ]key|login|not logged in|permission denied|401)",
+            r"wandb\.errors",
+            r"\bswanlab\b.*(error|failed|api[_ ]?key|login|401)",
+            r"swanlab\.error",
+            r"mlflowexception",
+            r"mlflow\.exceptions",
+            r"api_key not configured \(no-tty\)",
+        ),
+    ),
+    Kind(
+        "missing_model",
+        F,
+        "The model path or Hugging Face repo id does not exist or is invalid.",
+        "Fix the model path (must exist locally) or the repo id, then relaunch.",
+        _p(
+            r"repositorynotfounderror",
+            r"repository not found for url",
+            r"is not a local folder and is not a valid model identifier",
+            r"can't load (the configuration|tokenizer|the model) (of|for)",
+            r"does not appear to have a file named",
+            r"hfvalidationerror",
+            r"repo id must (be|use) ",
+            r"incorrect path_or_model_id",
+            r"entrynotfounderror",
+            r"no such file or directory: .*(config\.json|\.safetensors|pytorch_model|tokenizer)",
+        ),
+    ),
+    Kind(
+        "auth",
+        F,
+        "Access was refused: missing or invalid token, API key, or a gated model.",
+        "Provide the token / API key in the environment or accept the model's licence; relaunch.",
+        _p(
+            r"\b401 client error\b",
+            r"\bunauthorized\b",
+            r"gatedrepoerror",
+            r"(gated repo|access to model .* is restricted|cannot access gated repo)",
+            r"invalid (user )?token",
+            r"invalid ?api[-_ ]?key",
+            r"incorrect api key provided",
+            r"authenticationerror",
+            r"authentication (failed|required)",
+            r"http error 40[13]\b",
+            r"status code:? 40[13]\b",
+            r"\b403 client error\b",
+            r"api[_ ]key (is )?(not set|missing|required|not found)",
+        ),
+    ),
+    Kind(
+        "network",
+        R,
+        "The network failed: DNS, proxy, TLS, timeout or unreachable host.",
+        "Relaunch under proxychains4 (if installed and configured) or fix the proxy / DNS; "
+        "use a local model copy.",
+        _p(
+            r"proxyerror",
+            r"couldn't reach",
+            r"name or service not known",
+            r"temporary failure in name resolution",
+            r"nodename nor servname",
+            r"getaddrinfo failed",
+            r"network is unreachable",
+            r"no route to host",
+            r"connecttimeout(error)?",
+            r"readtimeout(error)?",
+            r"\bsslerror\b",
+            r"certificate_verify_failed",
+            r"could not resolve host",
+            r"failed to establish a new connection",
+            r"max retries exceeded with url",
+            r"we couldn't connect to '?https?://",
+            r"connection reset by peer",
+            r"httpx\.connecterror",
+            r"remotedisconnected",
+            r"connection (timed out|aborted)",
+            r"\[errno -[23]\]",
+            r"\[errno 101\]",
+        ),
+    ),
+    Kind(
+        "insufficient_gpus",
+        R,
+        "The run asked for more GPUs than it can get.",
+        "Ask for fewer GPUs (n_gpus_per_node × nnodes) or wait until they are free.",
+        _p(
+            r"total available gpus \d+ is less than total desired gpus",
+            r"no cuda gpus are available",
+            r"found no nvidia driver",
+            r"invalid device ordinal",
+            r"requested \d+ gpus? but only \d+",
+            r"resource request cannot be scheduled right now.*gpu",
+            r"no available node types can fulfill resource request.*gpu",
+            r"(not enough|insufficient) (gpus|gpu resources)",
+            r"cuda_visible_devices.*(invalid|no devices)",
+        ),
+    ),
+    Kind(
+        "config_error",
+        F,
+        "The configuration is wrong (YAML, Hydra override, incompatible setting).",
+        "Fix the named key in the YAML or the override, then relaunch.",
+        _p(
+            r"omegaconf\.errors",
+            r"configkeyerror",
+            r"configattributeerror",
+            r"is not in struct",
+            r"could not override '",
+            r"hydra\.errors",
+            r"missingmandatoryvalue",
+            r"missing mandatory value",
+            r"interpolationresolutionerror",
+            r"error merging (override|'|config)",
+            r"yaml\.(scanner|parser|constructor)\.",
+            r"error in call to target",
+            r"instantiationexception",
+            r"error: unrecognized arguments",
+            r"error: the following arguments are required",
+            r"(must|should) be divisible by",
+            r"is not divisible by",
+            r"validation errors? for \w+",
+            r"key '[^']+' is not in struct",
+            r"unsupported (config|configuration|value)",
+            r"invalid (config|configuration)",
+        ),
+    ),
+    Kind(
+        "import_error",
+        F,
+        "A Python module or native library could not be imported.",
+        "Install the missing package in the run's venv (or fix the version mismatch); relaunch.",
+        _p(
+            r"modulenotfounderror",
+            r"\bimporterror\b",
+            r"no module named",
+            r"cannot import name",
+            r"undefined symbol",
+            r"cannot open shared object file",
+            r"dll load failed",
+            r"version `glibc_[\d.]+' not found",
+        ),
+    ),
+    Kind(
+        "build_error",
+        F,
+        "Building or installing the environment failed (uv, pip, compilers).",
+        "Fix the dependency or build error in the venv, then relaunch.",
+        _p(
+            r"failed to build\b",
+            r"failed building wheel for",
+            r"subprocess-exited-with-error",
+            r"building wheel for .* (error|did not run successfully)",
+            r"no solution found when resolving dependencies",
+            r"resolutionimpossible",
+            r"could not find a version that satisfies the requirement",
+            r"no matching distribution found",
+            r"error: could not compile",
+            r"cmake error",
+            r"nvcc fatal",
+            r"failed to (download|prepare|install) (distribution|package|`)",
+            r"^\s*error: failed to (build|install|prepare)",
+        ),
+    ),
+    Kind(
+        "nan_loss",
+        W,
+        "The loss or gradients became NaN/Inf: training diverged.",
+        "Lower the learning rate, check the reward function for NaN, enable gradient clipping.",
+        _p(
+            r"\b(loss|grad_norm|pg_loss|kl)\w*\s*[:=]\s*[-+]?(nan|inf)\b",
+            r"loss (is|became) (nan|inf)",
+            r"nan (loss|detected|values? (found|detected))",
+            r"detected (nan|inf)",
+            r"nan or inf found in",
+            r"non-finite (loss|values)",
+        ),
+    ),
+)
+UNKNOWN = Kind(
+    "unknown_traceback",
+    R,
+    "A Python exception ajetd does not recognise ended the program.",
+    "Read the exception and the frames above it in the log.",
+    (),
+    consequence=False,
+)
+BY_NAME = {kind.name: kind for kind in (*CATALOGUE, UNKNOWN)}

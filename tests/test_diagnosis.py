@@ -1,0 +1,279 @@
+"""Diagnosis over a corpus: several real-world phrasings per kind, from many library versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ajetd.catalogue import BY_NAME
+from ajetd.diagnosis import diagnose_lines
+from ajetd.logscan import LineScanner, read_lines
+
+FIXTURES = Path(__file__).parent / "data" / "logs"
+
+CORPUS: dict[str, list[str]] = {
+    "cuda_oom": [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB",
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.21 GiB already allocated)",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB",
+        "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.00GiB.",
+    ],
+    "host_oom": [
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        "(raylet) [2024-05-01 10:00:00] Memory on the node (IP: 10.0.0.1) where the task was running was 240.1GB / 251.7GB (0.95), which exceeds the memory usage threshold of 0.95.",
+        "Killed",
+        "run.sh: line 12: 48213 Killed                  python -m ajet.launcher --conf x.yaml",
+        "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 123)",
+        "MemoryError: Unable to allocate 37.3 GiB for an array with shape (100000, 50000)",
+    ],
+    "vllm_memory": [
+        "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory utilization (0.9, 125.75 GiB).",
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (21984). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    ],
+    "vllm_engine_dead": [
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ],
+    "ray_cluster": [
+        "[2025-03-13 09:40:40,475 W 1760803 1760803] gcs_rpc_client.h:148: Failed to connect to GCS at address 192.168.12.104:6379 within 5 seconds.",
+        "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or `RAY_ADDRESS` environment variable.",
+        "RuntimeError: Failed to get cluster ID from GCS server: TimedOut",
+        "ConnectionError: Ray is trying to start at 10.0.0.1:6379, but is already running at 10.0.0.1:6379.",
+    ],
+    "ray_worker_died": [
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+        "ray.exceptions.RayActorError: The actor died because of an error raised in its creation task",
+        "A worker died or was killed while executing a task by an unexpected system error.",
+        "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
+    ],
+    "nccl_timeout": [
+        "[rank1]:[E314 14:33:45.172185860 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600009 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800472 milliseconds before timing out.",
+        "RuntimeError: NCCL communicator timed out after 600 seconds",
+    ],
+    "nccl_error": [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+        "RuntimeError: NCCL Error 3: internal error",
+        "ncclInternalError: Internal check failed.",
+        "misc/nvmlwrap.cc:183 NCCL WARN nvmlDeviceGetHandleByPciBusId() failed; transport/nvls.cc:598 NCCL WARN Cuda failure 'out of memory'",
+    ],
+    "port_in_use": [
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 10086): address already in use",
+        "OSError: [Errno 98] Address already in use",
+        "RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+        "OSError: [Errno 48] Address already in use",
+    ],
+    "network": [
+        "ConnectionError: Couldn't reach 'nielsr/funsd' on the Hub (ProxyError)",
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: /api/models (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution'))",
+        "httpx.ConnectError: [Errno -2] Name or service not known",
+        "requests.exceptions.SSLError: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded (Caused by SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED]')))",
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files",
+        "urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='cdn-lfs.hf.co', port=443): Read timed out.",
+        "OSError: [Errno 101] Network is unreachable",
+    ],
+    "connection_refused": [
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=10086): Max retries exceeded with url: /health (Caused by NewConnectionError(': Failed to establish a new connection: [Errno 111] Connection refused'))",
+        "httpx.ConnectError: [Errno 111] Connection refused",
+        "ConnectionRefusedError: [Errno 111] Connection refused",
+        "openai.APIConnectionError: Connection error. ... connect ECONNREFUSED 127.0.0.1:8000",
+    ],
+    "auth": [
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/whoami-v2",
+        "openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided: sk-xxxx'}}",
+        "ValueError: Invalid token passed!",
+        "dashscope: InvalidApiKey: Invalid API-key provided.",
+    ],
+    "logger_error": [
+        "wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+        "wandb.errors.UsageError: api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+        "swanlab.error.KeyFileError: api key not configured (no-tty), call `swanlab.login(api_key=[your_api_key])`",
+        "mlflow.exceptions.MlflowException: API request to endpoint /api/2.0/mlflow/runs/create failed with error code 403",
+        "wandb: Network error (ConnectionError), entering retry loop.",
+    ],
+    "missing_model": [
+        "OSError: /mnt/models/Qwen2.5-7B-Instruct is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'",
+        "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. Repository Not Found for url: https://huggingface.co/Qwen/Qwen9-7B/resolve/main/config.json.",
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/mnt/data/model/'. Use `repo_type` argument if needed.",
+        "OSError: /data/ckpt does not appear to have a file named config.json.",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/mnt/models/qwen/config.json'",
+        "OSError: Can't load tokenizer for '/models/llama'. If you were trying to load it from 'https://huggingface.co/models', make sure you don't have a local directory with the same name.",
+    ],
+    "config_error": [
+        "omegaconf.errors.ConfigAttributeError: Key 'rollout_n' is not in struct",
+        "hydra.errors.ConfigCompositionException: Could not override 'actor_rollout_ref.rollout.gpu_memory_utilisation'.",
+        "omegaconf.errors.MissingMandatoryValue: Missing mandatory value: data.train_files",
+        "AssertionError: real_train_batch_size (256) must be divisible by minimal possible batch size (6)",
+        "yaml.scanner.ScannerError: mapping values are not allowed here",
+        "launcher.py: error: unrecognized arguments: --config x.yaml",
+        "omegaconf.errors.InterpolationResolutionError: Interpolation key 'trainer.n_gpus' not found",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for MasterConfig",
+    ],
+    "import_error": [
+        "ModuleNotFoundError: No module named 'ajet'",
+        "ImportError: cannot import name 'LLM' from 'vllm' (unknown location)",
+        "ImportError: /venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "OSError: libcudart.so.12: cannot open shared object file: No such file or directory",
+    ],
+    "build_error": [
+        "error: subprocess-exited-with-error",
+        "× Failed to build `flash-attn==2.7.4.post1`",
+        "  × No solution found when resolving dependencies:",
+        "ERROR: Could not find a version that satisfies the requirement vllm==0.99.0 (from versions: 0.8.5)",
+        "ERROR: No matching distribution found for torch==2.99",
+        "ERROR: Failed building wheel for deepspeed",
+    ],
+    "insufficient_gpus": [
+        "ValueError: Total available GPUs 4 is less than total desired GPUs 8.",
+        "RuntimeError: No CUDA GPUs are available",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver",
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0, 'CPU': 1.0}.",
+    ],
+    "disk_full": [
+        "OSError: [Errno 28] No space left on device: '/ckpt/global_step_100'",
+        "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 123 vs 456 ... No space left on device",
+        "OSError: [Errno 122] Disk quota exceeded",
+    ],
+    "nan_loss": [
+        "(TaskRunner pid=123) step:12 - actor/pg_loss:nan - actor/grad_norm:nan - critic/score/mean:0.1",
+        "ValueError: Loss is NaN, stopping training",
+        "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output. detected NaN",
+        "train loss: nan at step 40",
+    ],
+}
+
+
+@pytest.mark.parametrize(("kind", "text"), [(k, t) for k, ts in CORPUS.items() for t in ts])
+def test_each_phrasing_is_recognised(kind: str, text: str) -> None:
+    lines = list(enumerate(text.split("\n"), start=1))
+    findings = diagnose_lines(lines)
+    assert findings, text
+    assert findings[0].kind == kind, [f.kind for f in findings]
+
+
+def test_every_kind_is_in_the_corpus() -> None:
+    assert set(CORPUS) | {"unknown_traceback"} == set(BY_NAME)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("cuda_oom_torch_compute_log_prob.log", "cuda_oom"),
+        ("nccl_watchdog_timeout.log", "nccl_timeout"),
+        ("network_proxy_error.log", "network"),
+        ("port_in_use_uvicorn_bind.log", "port_in_use"),
+        ("ray_gcs_connect_failed.log", "ray_cluster"),
+        ("vllm_gpu_memory_insufficient_at_startup.log", "vllm_memory"),
+    ],
+)
+def test_real_logs(name: str, kind: str) -> None:
+    text = (FIXTURES / name).read_text().split("\n", 1)[1]  # line 1 names the source thread
+    path = Path(f"/tmp/ajetd-diag-{name}")
+    path.write_text(text)
+    findings = diagnose_lines(read_lines(str(path)))
+    assert findings[0].kind == kind
+
+
+def test_root_cause_comes_before_the_cascade() -> None:
+    text = """(WorkerDict pid=1) Traceback (most recent call last):
+(WorkerDict pid=1)   File "/verl/workers/fsdp_workers.py", line 782, in compute_log_prob
+(WorkerDict pid=1)     output = self.actor.compute_log_prob(data=data)
+(WorkerDict pid=1) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB.
+ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+Traceback (most recent call last):
+  File "main.py", line 3, in <module>
+RuntimeError: something unrecognised happened"""
+    findings = diagnose_lines(enumerate(text.split("\n"), start=1))
+    assert [f.kind for f in findings] == ["cuda_oom", "unknown_traceback", "ray_worker_died"]
+    assert findings[0].line == 4 and findings[1].evidence.startswith("RuntimeError")
+
+
+def test_unknown_traceback_and_benign_exits() -> None:
+    tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\n'
+    assert [
+        f.kind
+        for f in diagnose_lines(
+            enumerate((tb + "ZeroDivisionError: division by zero").split("\n"), 1)
+        )
+    ] == ["unknown_traceback"]
+    assert diagnose_lines(enumerate((tb + "KeyboardInterrupt").split("\n"), 1)) == []
+
+
+def test_vllm_prefixed_traceback_is_followed() -> None:
+    text = """(EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712] Traceback (most recent call last):
+(EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712]   File "/x/gpu_worker.py", line 180, in init_device
+(EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712] KeyError: 'weird'"""
+    [finding] = diagnose_lines(enumerate(text.split("\n"), 1))
+    assert finding.kind == "unknown_traceback" and finding.evidence == "KeyError: 'weird'"
+
+
+def test_noise_is_not_a_finding() -> None:
+    text = """Training Progress:  45%|████▌     | 45/100 [10:00<12:13, 13.3s/it]
+(TaskRunner pid=5) step:45 - actor/pg_loss:0.012 - critic/score/mean:0.61 - response_length/mean:512
+INFO 09-03 11:03:37 [gpu_model_runner.py:1200] Model loading took 14.99 GiB and 5.1 seconds
+(raylet) WARNING: 4 PYTHON worker processes have been started on node ... [repeated 3x across cluster]
+wandb: Tracking run with wandb version 0.17.0
+NCCL INFO Channel 00/24 : 0 1 2 3
+Saving checkpoint to /ckpt/global_step_40"""
+    assert diagnose_lines(enumerate(text.split("\n"), 1)) == []
+
+
+def test_scanner_handles_terminal_bytes_across_chunks() -> None:
+    scanner = LineScanner()
+    data = (
+        b"\x1b[31mred\x1b[0m line\r\n10%|\xe2\x96\x88 \r50%|\xe2\x96\x88\xe2\x96\x88 \r\n"
+        b"(VllmGenerationWorker pid=331005, ip=10.0.0.2) CUDA out of memory [repeated 7x across cluster]\n"
+        b"bad \xff byte\npartial"
+    )
+    lines = []
+    for i in range(0, len(data), 7):  # cut anywhere, even inside a UTF-8 sequence
+        lines += scanner.feed(data[i : i + 7])
+    lines += scanner.flush()
+    texts = [t for _, t in lines]
+    assert texts[0] == "red line" and texts[1].startswith("50%")
+    assert texts[2] == "CUDA out of memory"
+    assert texts[3] == "bad \ufffd byte" and texts[4] == "partial"
+    assert [n for n, _ in lines] == [1, 2, 3, 4, 5]
+
+
+def test_diagnose_command(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "x.log"
+    log.write_text((FIXTURES / "ray_gcs_connect_failed.log").read_text())
+    out = subprocess.run(
+        [sys.executable, "-m", "ajetd", "diagnose", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    data = json.loads(out.stdout)
+    assert out.returncode == 0 and data[0]["kind"] == "ray_cluster"
+    assert set(data[0]) == {"kind", "severity", "line", "evidence", "explanation", "fix", "count"}
+    text = subprocess.run(
+        [sys.executable, "-m", "ajetd", "diagnose", str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert text.startswith("ray_cluster [retryable] line 2")
+    clean = tmp_path / "clean.log"
+    clean.write_text("all good\n")
+    assert (
+        "no known failure"
+        in subprocess.run(
+            [sys.executable, "-m", "ajetd", "diagnose", str(clean)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    )
