@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.catalogue import BY_NAME
-from ajetd.diagnosis import diagnose_lines
-from ajetd.logscan import LineScanner, read_lines
+from ajetd.catalogue import BY_NAME, TRIGGER_WORDS
+from ajetd.diagnosis import StreamDiagnoser, diagnose_chunks, diagnose_text
+from ajetd.logscan import read_chunks
 
 FIXTURES = Path(__file__).parent / "data" / "logs"
 
@@ -152,14 +152,18 @@ CORPUS: dict[str, list[str]] = {
 
 @pytest.mark.parametrize(("kind", "text"), [(k, t) for k, ts in CORPUS.items() for t in ts])
 def test_each_phrasing_is_recognised(kind: str, text: str) -> None:
-    lines = list(enumerate(text.split("\n"), start=1))
-    findings = diagnose_lines(lines)
+    findings = diagnose_text(text)
     assert findings, text
     assert findings[0].kind == kind, [f.kind for f in findings]
 
 
 def test_every_kind_is_in_the_corpus() -> None:
-    assert set(CORPUS) | {"unknown_traceback"} == set(BY_NAME)
+    assert set(CORPUS) | {"unknown_traceback"} == set(BY_NAME) == set(TRIGGER_WORDS)
+
+
+@pytest.mark.parametrize(("kind", "text"), [(k, t) for k, ts in CORPUS.items() for t in ts])
+def test_each_phrasing_holds_a_trigger_word_of_its_kind(kind: str, text: str) -> None:
+    assert any(word in text.lower() for word in TRIGGER_WORDS[kind])
 
 
 @pytest.mark.parametrize(
@@ -177,7 +181,7 @@ def test_real_logs(name: str, kind: str) -> None:
     text = (FIXTURES / name).read_text().split("\n", 1)[1]  # line 1 names the source thread
     path = Path(f"/tmp/ajetd-diag-{name}")
     path.write_text(text)
-    findings = diagnose_lines(read_lines(str(path)))
+    findings = diagnose_chunks(read_chunks(str(path)))
     assert findings[0].kind == kind
 
 
@@ -190,27 +194,23 @@ ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this
 Traceback (most recent call last):
   File "main.py", line 3, in <module>
 RuntimeError: something unrecognised happened"""
-    findings = diagnose_lines(enumerate(text.split("\n"), start=1))
+    findings = diagnose_text(text)
     assert [f.kind for f in findings] == ["cuda_oom", "unknown_traceback", "ray_worker_died"]
     assert findings[0].line == 4 and findings[1].evidence.startswith("RuntimeError")
 
 
 def test_unknown_traceback_and_benign_exits() -> None:
     tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\n'
-    assert [
-        f.kind
-        for f in diagnose_lines(
-            enumerate((tb + "ZeroDivisionError: division by zero").split("\n"), 1)
-        )
-    ] == ["unknown_traceback"]
-    assert diagnose_lines(enumerate((tb + "KeyboardInterrupt").split("\n"), 1)) == []
+    found = diagnose_text(tb + "ZeroDivisionError: division by zero")
+    assert [f.kind for f in found] == ["unknown_traceback"]
+    assert diagnose_text(tb + "KeyboardInterrupt") == []
 
 
 def test_vllm_prefixed_traceback_is_followed() -> None:
     text = """(EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712] Traceback (most recent call last):
 (EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712]   File "/x/gpu_worker.py", line 180, in init_device
 (EngineCore_0 pid=9) ERROR 09-03 11:03:37 [core.py:712] KeyError: 'weird'"""
-    [finding] = diagnose_lines(enumerate(text.split("\n"), 1))
+    [finding] = diagnose_text(text)
     assert finding.kind == "unknown_traceback" and finding.evidence == "KeyError: 'weird'"
 
 
@@ -222,25 +222,39 @@ INFO 09-03 11:03:37 [gpu_model_runner.py:1200] Model loading took 14.99 GiB and 
 wandb: Tracking run with wandb version 0.17.0
 NCCL INFO Channel 00/24 : 0 1 2 3
 Saving checkpoint to /ckpt/global_step_40"""
-    assert diagnose_lines(enumerate(text.split("\n"), 1)) == []
+    assert diagnose_text(text) == []
 
 
-def test_scanner_handles_terminal_bytes_across_chunks() -> None:
-    scanner = LineScanner()
+def test_stream_handles_terminal_bytes_cut_anywhere() -> None:
     data = (
         b"\x1b[31mred\x1b[0m line\r\n10%|\xe2\x96\x88 \r50%|\xe2\x96\x88\xe2\x96\x88 \r\n"
-        b"(VllmGenerationWorker pid=331005, ip=10.0.0.2) CUDA out of memory [repeated 7x across cluster]\n"
-        b"bad \xff byte\npartial"
+        b"bad \xff byte\n"
+        b"(VllmGenerationWorker pid=331005, ip=10.0.0.2) \x1b[1mCUDA out of memory\x1b[0m"
+        b" [repeated 7x across cluster]\n"
+        b'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        b"Zero\xc3\xa9Error: partial"
     )
-    lines = []
-    for i in range(0, len(data), 7):  # cut anywhere, even inside a UTF-8 sequence
-        lines += scanner.feed(data[i : i + 7])
-    lines += scanner.flush()
-    texts = [t for _, t in lines]
-    assert texts[0] == "red line" and texts[1].startswith("50%")
-    assert texts[2] == "CUDA out of memory"
-    assert texts[3] == "bad \ufffd byte" and texts[4] == "partial"
-    assert [n for n, _ in lines] == [1, 2, 3, 4, 5]
+    for step in (1, 7, 64, len(data)):
+        stream = StreamDiagnoser()
+        for i in range(0, len(data), step):  # cut anywhere, even inside a UTF-8 sequence
+            stream.feed(data[i : i + step])
+        findings = stream.close()
+        assert [(f.kind, f.line) for f in findings] == [("cuda_oom", 4), ("unknown_traceback", 7)]
+        assert findings[0].evidence == "CUDA out of memory"
+        assert findings[1].evidence == "Zero\u00e9Error: partial"
+
+
+def test_traceback_followed_across_chunks() -> None:
+    stream = StreamDiagnoser()
+    stream.feed(b'noise\nTraceback (most recent call last):\n  File "a.py"')
+    stream.feed(b", line 2\n    boom()\n")
+    stream.feed(b"ValueError: odd\nmore noise\n")
+    [finding] = stream.close()
+    assert (finding.kind, finding.line, finding.evidence) == (
+        "unknown_traceback",
+        5,
+        "ValueError: odd",
+    )
 
 
 def test_diagnose_command(tmp_path: Path) -> None:
@@ -277,3 +291,20 @@ def test_diagnose_command(tmp_path: Path) -> None:
             check=False,
         ).stdout
     )
+
+
+def test_trial_log_tail_diagnosis_keeps_true_line_numbers(tmp_path: Path) -> None:
+    from ajetd.trialrun import diagnose_file
+
+    log = tmp_path / "trial-1.log"
+    head = b"".join(b"step %d ok\n" % i for i in range(5000))
+    log.write_bytes(
+        head
+        + b"CUDA out of memory early\n"
+        + head
+        + b"OSError: [Errno 28] No space left on device\n"
+    )
+    [finding] = diagnose_file(log, tail_bytes=len(head) + 50)  # starts inside the OOM line
+    assert (finding.kind, finding.line) == ("disk_full", 10002)
+    kinds = [f.kind for f in diagnose_file(log)]
+    assert kinds == ["cuda_oom", "disk_full"]

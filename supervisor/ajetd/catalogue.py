@@ -225,9 +225,11 @@ CATALOGUE: tuple[Kind, ...] = (
         "The experiment logger (SwanLab, wandb, MLflow) failed.",
         "Relaunch with a local logger (tensorboard/console) or provide its API key.",
         _p(
-            r"\bwandb\b.*(error|failed|api[_ ]key|login|not logged in|permission denied|401)",
+            r"\bwandb\b.*(\berror\b|\bfailed\b|api[_ ]key|not logged in|permission denied"
+            r"|unauthorized|\b40[13]\b.{0,3}(client error|unauthorized|forbidden))",
             r"wandb\.errors",
-            r"\bswanlab\b.*(error|failed|api[_ ]?key|login|401)",
+            r"\bswanlab\b.*(\berror\b|\bfailed\b|api[_ ]?key|not logged in|unauthorized"
+            r"|\b40[13]\b.{0,3}(client error|unauthorized|forbidden))",
             r"swanlab\.error",
             r"mlflowexception",
             r"mlflow\.exceptions",
@@ -411,3 +413,195 @@ UNKNOWN = Kind(
     consequence=False,
 )
 BY_NAME = {kind.name: kind for kind in (*CATALOGUE, UNKNOWN)}
+
+# Lower-case words of which every line that a kind's patterns match holds at least one. The
+# scan finds these in whole chunks at C speed and runs the patterns only on those lines, so a
+# new pattern must come with its trigger word here (tests check the corpus against both).
+TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
+    "disk_full": (
+        "no space left",
+        "errno 28",
+        "enospc",
+        "quota exceeded",
+        "errno 122",
+        "disk space",
+    ),
+    "vllm_memory": (
+        "free memory on device",
+        "no available memory",
+        "kv cache",
+        "gpu_memory_utilization",
+    ),
+    "host_oom": (
+        "outofmemoryerror",
+        "low on memory",
+        "memory usage threshold",
+        "out of memory",
+        "oom",
+        "killed",
+        "memoryerror",
+        "bad_alloc",
+        "cannot allocate memory",
+        "sigkill",
+        "exitcode",
+    ),
+    "cuda_oom": (
+        "out of memory",
+        "outofmemoryerror",
+        "cudaerrormemoryallocation",
+        "cublas_status_alloc_failed",
+        "cuda_error_out_of_memory",
+    ),
+    "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
+    "nccl_error": ("nccl", "nvls"),
+    "port_in_use": ("in use", "errno 98", "errno 48", "eaddrinuse", "only one usage"),
+    "connection_refused": ("refused", "errno 111"),
+    "ray_cluster": (
+        "gcs",
+        "running ray",
+        "ray has not been started",
+        "raysystemerror",
+        "node_ip_address",
+        "already running",
+        "failed to register worker",
+    ),
+    "ray_worker_died": (
+        "actordiederror",
+        "actor died",
+        "rayactorerror",
+        "worker exit type",
+        "worker died",
+        "workercrashederror",
+        "process has died",
+        "raytaskerror",
+    ),
+    "vllm_engine_dead": (
+        "enginedeaderror",
+        "engine loop",
+        "engine core initialization",
+        "engine process failed",
+        "enginecore",
+        "vllm engine",
+        "background loop has errored",
+    ),
+    "logger_error": ("wandb", "swanlab", "mlflow", "api_key not configured"),
+    "missing_model": (
+        "repositorynotfounderror",
+        "repository not found",
+        "not a valid model identifier",
+        "can't load",
+        "does not appear to have a file named",
+        "hfvalidationerror",
+        "repo id must",
+        "path_or_model_id",
+        "entrynotfounderror",
+        "no such file or directory",
+    ),
+    "auth": (
+        "401",
+        "403",
+        "unauthorized",
+        "gated",
+        "restricted",
+        "invalid",
+        "incorrect api key",
+        "authentication",
+        "api key",
+        "api_key",
+    ),
+    "network": (
+        "proxyerror",
+        "couldn't reach",
+        "name or service not known",
+        "name resolution",
+        "nodename nor servname",
+        "getaddrinfo failed",
+        "network is unreachable",
+        "no route to host",
+        "connecttimeout",
+        "readtimeout",
+        "sslerror",
+        "certificate_verify_failed",
+        "could not resolve host",
+        "failed to establish a new connection",
+        "max retries exceeded",
+        "couldn't connect to",
+        "connection reset by peer",
+        "connecterror",
+        "remotedisconnected",
+        "connection timed out",
+        "connection aborted",
+        "errno -2",
+        "errno -3",
+        "errno 101",
+    ),
+    "insufficient_gpus": ("gpu", "nvidia driver", "invalid device ordinal", "cuda_visible_devices"),
+    "config_error": (
+        "omegaconf",
+        "configkeyerror",
+        "configattributeerror",
+        "not in struct",
+        "could not override",
+        "hydra",
+        "missingmandatoryvalue",
+        "missing mandatory value",
+        "interpolationresolutionerror",
+        "error merging",
+        "yaml.",
+        "error in call to target",
+        "instantiationexception",
+        "unrecognized arguments",
+        "arguments are required",
+        "divisible by",
+        "validation error",
+        "unsupported",
+        "invalid",
+    ),
+    "import_error": (
+        "modulenotfounderror",
+        "importerror",
+        "no module named",
+        "cannot import name",
+        "undefined symbol",
+        "cannot open shared object",
+        "dll load failed",
+        "glibc",
+    ),
+    "build_error": (
+        "failed to build",
+        "failed building wheel",
+        "subprocess-exited-with-error",
+        "building wheel",
+        "no solution found",
+        "resolutionimpossible",
+        "could not find a version",
+        "no matching distribution",
+        "could not compile",
+        "cmake error",
+        "nvcc fatal",
+        "failed to",
+    ),
+    "nan_loss": ("nan", "non-finite", ":inf", "= inf", ": inf", "=inf"),
+    "unknown_traceback": ("traceback (most recent call last)",),
+}
+TRIGGERS: tuple[bytes, ...] = tuple(
+    sorted({w.encode() for ws in TRIGGER_WORDS.values() for w in ws})
+)
+
+
+_WORD_KINDS: dict[bytes, frozenset[int]] = {
+    word: frozenset(i for i, k in enumerate(CATALOGUE) if word.decode() in TRIGGER_WORDS[k.name])
+    for word in TRIGGERS
+}
+
+
+def candidates(lowered: str, words: frozenset[bytes] | None = None) -> list[Kind]:
+    """The kinds, in catalogue order, whose trigger words occur in a lower-cased line: the only
+    ones whose patterns can match it. `words`, when the caller already found them, saves the
+    search."""
+    if words is None:
+        return [k for k in CATALOGUE if any(w in lowered for w in TRIGGER_WORDS[k.name])]
+    found: set[int] = set()
+    for word in words:
+        found |= _WORD_KINDS.get(word, frozenset())
+    return [CATALOGUE[i] for i in sorted(found)]

@@ -19,9 +19,9 @@ import click
 
 from ajetd import status as status_view
 from ajetd.blueprint import parse_blueprint
-from ajetd.diagnosis import diagnose_lines
+from ajetd.diagnosis import diagnose_chunks
 from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
-from ajetd.logscan import read_lines
+from ajetd.logscan import read_chunks
 from ajetd.model import WAIT_EXIT, Run, State
 from ajetd.naming import new_run_id
 from ajetd.policy import Timing
@@ -303,7 +303,7 @@ def logs(run_id: str, follow: bool) -> None:
 @json_option
 def diagnose(logfile: Path, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first."""
-    findings = diagnose_lines(read_lines(str(logfile)))
+    findings = diagnose_chunks(read_chunks(str(logfile)))
     if as_json:
         click.echo(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
         return

@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = {c: None for c in [*range(32), 127] if c != 9}
 
 
 def clean_line(line: str) -> str:
     """What a person saw last on that line: after the final `\\r`, without colour codes."""
-    line = _ANSI.sub("", line.rstrip("\r\n"))
+    line = line.rstrip("\r\n")
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
     if "\r" in line:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    return "".join(ch for ch in line if ch == "\t" or ch >= " ")
+    return line.translate(_CONTROL)
 
 
 def tail_lines(data: bytes, count: int) -> list[str]:

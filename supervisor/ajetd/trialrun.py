@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ajetd import model, procs, report
-from ajetd.diagnosis import Finding, diagnose_lines
+from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
-from ajetd.logscan import read_lines
+from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks
 from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
 from ajetd.naming import session_base, unique_session
@@ -31,6 +31,7 @@ from ajetd.valresults import parse_val_text
 
 log = logging.getLogger(__name__)
 TAIL_BYTES = 256 * 1024
+DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -192,10 +193,20 @@ def move_rejection_aside(result_dir: Path) -> Path | None:
     return target
 
 
-def diagnose_file(log_file: Path) -> list[Finding]:
-    """The findings in a trial's whole log (read in chunks; memory stays flat)."""
+def diagnose_file(log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES) -> list[Finding]:
+    """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
+    with true line numbers; bounded so that a huge log never stalls the daemon."""
     try:
-        return diagnose_lines(read_lines(str(log_file)))
+        size = log_file.stat().st_size
+        start = max(0, size - tail_bytes)
+        if start:  # begin on a line boundary
+            with open(log_file, "rb") as handle:
+                handle.seek(start)
+                start += len(handle.readline(MAX_LINE_BYTES))
+        stream = StreamDiagnoser(lines_done=count_lines(str(log_file), start))
+        for chunk in read_chunks(str(log_file), start):
+            stream.feed(chunk)
+        return stream.close()
     except OSError:
         return []
 

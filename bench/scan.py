@@ -1,0 +1,59 @@
+"""Diagnosis scanning throughput and peak memory on a synthetic log with realistic noise.
+
+Usage: python bench/scan.py [MEGABYTES]   (issue 3's target: >= 100 MB/s on one core, flat memory)
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
+from ajetd.diagnosis import diagnose_chunks  # noqa: E402
+from ajetd.logscan import read_chunks  # noqa: E402
+
+NOISE = [
+    "(TaskRunner pid=4242) step:{i} - actor/pg_loss:0.0123 - actor/grad_norm:0.88 - critic/score/mean:0.61 - response_length/mean:512.3 - timing_s/gen:12.1",
+    "\rTraining Progress:  45%|\u2588\u2588\u2588\u2588\u258c     | {i}/1000 [10:00<12:13, 13.3s/it]",
+    "(VllmGenerationWorker pid=331005, ip=10.0.0.2) INFO 09-03 11:03:37 [metrics.py:455] Avg prompt throughput: 1520.3 tokens/s, Running: 64 reqs [repeated 7x across cluster]",
+    "\x1b[36m(WorkerDict pid=231421)\x1b[0m [rank1]: NCCL INFO Channel 00/24 : 0 1 2 3",
+    "wandb: Syncing run exp-{i}",
+    "Saving checkpoint to /ckpt/global_step_{i} ...",
+]
+
+
+def make_log(path: Path, megabytes: int) -> None:
+    rng = random.Random(0)
+    target = megabytes * 1024 * 1024
+    with open(path, "w") as handle:
+        size, i = 0, 0
+        while size < target:
+            line = rng.choice(NOISE).format(i=i) + "\n"
+            if i % 200_000 == 199_999:
+                line += "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+            handle.write(line)
+            size += len(line)
+            i += 1
+
+
+def main(megabytes: int) -> None:
+    path = Path(tempfile.mkdtemp()) / "synthetic.log"
+    make_log(path, megabytes)
+    size = path.stat().st_size
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    findings = diagnose_chunks(read_chunks(str(path)))
+    elapsed = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"scan: {size / 2**20:.0f} MiB in {elapsed:.1f} s = {size / 2**20 / elapsed:.1f} MiB/s; "
+          f"peak RSS {peak / 1024:.0f} MiB (before scan {before / 1024:.0f} MiB); "
+          f"findings: {[(f.kind, f.count) for f in findings]}")
+    path.unlink()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
