@@ -12,9 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "supervisor"))
-from ajetd.diagnosis import diagnose_chunks  # noqa: E402
-from ajetd.logscan import read_chunks  # noqa: E402
+from ajetd.diagnosis import diagnose_chunks
+from ajetd.logscan import read_chunks
 
 NOISE = [
     "(TaskRunner pid=4242) step:{i} - actor/pg_loss:0.0123 - actor/grad_norm:0.88 - critic/score/mean:0.61 - response_length/mean:512.3 - timing_s/gen:12.1",
@@ -49,9 +48,11 @@ def main(megabytes: int) -> None:
     findings = diagnose_chunks(read_chunks(str(path)))
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"scan: {size / 2**20:.0f} MiB in {elapsed:.1f} s = {size / 2**20 / elapsed:.1f} MiB/s; "
-          f"peak RSS {peak / 1024:.0f} MiB (before scan {before / 1024:.0f} MiB); "
-          f"findings: {[(f.kind, f.count) for f in findings]}")
+    print(
+        f"scan: {size / 2**20:.0f} MiB in {elapsed:.1f} s = {size / 2**20 / elapsed:.1f} MiB/s; "
+        f"peak RSS {peak / 1024:.0f} MiB (before scan {before / 1024:.0f} MiB); "
+        f"findings: {[(f.kind, f.count) for f in findings]}"
+    )
     path.unlink()
 
 
