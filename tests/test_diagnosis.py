@@ -37,6 +37,7 @@ CORPUS: dict[str, list[str]] = {
     "vllm_engine_dead": [
         "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
         "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+        "[2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] EngineCore hit an exception: Traceback (most recent call last):",
         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     ],
     "ray_cluster": [
@@ -50,6 +51,8 @@ CORPUS: dict[str, list[str]] = {
         "ray.exceptions.RayActorError: The actor died because of an error raised in its creation task",
         "A worker died or was killed while executing a task by an unexpected system error.",
         "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.",
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. Some common causes include: (1) the process was killed by the OOM killer due to high memory usage, (2) ray stop --force was called",
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.",
     ],
     "nccl_timeout": [
         "[rank1]:[E314 14:33:45.172185860 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600009 milliseconds before timing out.",
@@ -60,6 +63,8 @@ CORPUS: dict[str, list[str]] = {
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
         "RuntimeError: NCCL Error 3: internal error",
         "ncclInternalError: Internal check failed.",
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclUnhandledCudaError: Call to CUDA function failed.",
+        "(RayWorkerWrapper pid=67451, ip=10.1.0.7) ERROR 06-25 15:28:30 worker_base.py:148] RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)",
         "misc/nvmlwrap.cc:183 NCCL WARN nvmlDeviceGetHandleByPciBusId() failed; transport/nvls.cc:598 NCCL WARN Cuda failure 'out of memory'",
     ],
     "port_in_use": [
@@ -76,6 +81,7 @@ CORPUS: dict[str, list[str]] = {
         "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files",
         "urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='cdn-lfs.hf.co', port=443): Read timed out.",
         "OSError: [Errno 101] Network is unreachable",
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.swanlab.cn', port=443): Max retries exceeded with url: /api/login/api_key (Caused by NameResolutionError(\"<urllib3.connection.HTTPSConnection object at 0x7fb389d70d60>: Failed to resolve 'api.swanlab.cn' ([Errno -3] Temporary failure in name resolution)\"))",
     ],
     "connection_refused": [
         "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=10086): Max retries exceeded with url: /health (Caused by NewConnectionError(': Failed to establish a new connection: [Errno 111] Connection refused'))",
@@ -96,6 +102,9 @@ CORPUS: dict[str, list[str]] = {
         "swanlab.error.KeyFileError: api key not configured (no-tty), call `swanlab.login(api_key=[your_api_key])`",
         "mlflow.exceptions.MlflowException: API request to endpoint /api/2.0/mlflow/runs/create failed with error code 403",
         "wandb: Network error (ConnectionError), entering retry loop.",
+        "(TaskRunner pid=1962988) swanlab: swanlab api error, status code: 401, reason: Unauthorized",
+        "swanlab: swanlab api error ('Trace id: mh0g73vh1nlvdo4r', 'POST https://api.swanlab.cn/api/house/metrics', '401 Authorization Required')",
+        '  File "/usr/local/lib/python3.11/site-packages/swift/arguments/sft_args.py", line 76, in _init_swanlab\n    swanlab.login(self.swanlab_token)\nswanlab.error.AuthenticationError: invalid api key',
     ],
     "missing_model": [
         "OSError: /mnt/models/Qwen2.5-7B-Instruct is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'",
@@ -114,6 +123,8 @@ CORPUS: dict[str, list[str]] = {
         "launcher.py: error: unrecognized arguments: --config x.yaml",
         "omegaconf.errors.InterpolationResolutionError: Interpolation key 'trainer.n_gpus' not found",
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for MasterConfig",
+        "Error executing job with overrides: ['train.batch_size=128']\nTraceback (most recent call last):\n  File \"/x/main.py\", line 130, in main\n    pred = int(cfg.train.pred_delta)\nomegaconf.errors.ConfigAttributeError: Key 'pred_delta' is not in struct\n    full_key: train.pred_delta\n    object_type=dict\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+        "Could not override 'reward_model.reward_kwargs.n_samples_per_prompt'.\nTo append to your config use +reward_model.reward_kwargs.n_samples_per_prompt=32\nKey 'reward_kwargs' is not in struct",
     ],
     "import_error": [
         "ModuleNotFoundError: No module named 'ajet'",
@@ -220,6 +231,10 @@ def test_noise_is_not_a_finding() -> None:
 INFO 09-03 11:03:37 [gpu_model_runner.py:1200] Model loading took 14.99 GiB and 5.1 seconds
 (raylet) WARNING: 4 PYTHON worker processes have been started on node ... [repeated 3x across cluster]
 wandb: Tracking run with wandb version 0.17.0
+wandb: Syncing run exp-401
+swanlab: Tracking run with swanlab version 0.5.6
+wandb: Currently logged in as: coolrr (coolrr-team). Use `wandb login --relogin` to force relogin
+Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
 NCCL INFO Channel 00/24 : 0 1 2 3
 Saving checkpoint to /ckpt/global_step_40"""
     assert diagnose_text(text) == []

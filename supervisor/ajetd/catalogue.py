@@ -78,7 +78,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"node (is )?running low on memory",
             r"memory on the node .* exceeds the memory usage threshold",
             r"out of memory: kill(ed)? process",
-            r"\boom[- ]kill",
+            r"\boom-kill",
             r"^\s*killed\s*$",
             r"line \d+:\s+\d+ killed\s",
             r"\bmemoryerror\b",
@@ -213,7 +213,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"engine loop is not running",
             r"engine core initialization failed",
             r"engine process failed to start",
-            r"enginecore.*(died|encountered an issue)",
+            r"enginecore.*(died|encountered an issue|hit an exception|failed to start)",
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
         ),
@@ -225,12 +225,13 @@ CATALOGUE: tuple[Kind, ...] = (
         "The experiment logger (SwanLab, wandb, MLflow) failed.",
         "Relaunch with a local logger (tensorboard/console) or provide its API key.",
         _p(
-            r"\bwandb\b.*(\berror\b|\bfailed\b|api[_ ]key|not logged in|permission denied"
-            r"|unauthorized|\b40[13]\b.{0,3}(client error|unauthorized|forbidden))",
-            r"wandb\.errors",
-            r"\bswanlab\b.*(\berror\b|\bfailed\b|api[_ ]?key|not logged in|unauthorized"
-            r"|\b40[13]\b.{0,3}(client error|unauthorized|forbidden))",
-            r"swanlab\.error",
+            # the logger's own messages (`wandb: ERROR ...`, `swanlab: swanlab api error ...`),
+            # not any line whose URL happens to name its host
+            r"^\s*(wandb|swanlab)\s*:.*\b(error|failed|unauthorized|forbidden|not logged in"
+            r"|permission denied)\b",
+            r"\b(wandb|swanlab)\.(errors?|exceptions?)\b",
+            r"\b(wandb|swanlab)\b.*\b(invalid|missing|no|wrong) api[_ -]?key",
+            r"\b(wandb|swanlab)\.login\(",
             r"mlflowexception",
             r"mlflow\.exceptions",
             r"api_key not configured \(no-tty\)",
