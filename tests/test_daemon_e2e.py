@@ -458,3 +458,70 @@ def test_failed_trial_is_diagnosed(daemon_env: Env) -> None:
     assert "`cuda_oom` (retryable" in trials
     out = env.cli("diagnose", str(env.tmp / "results" / "oom" / "logs" / "trial-1.log"), "--json")
     assert out.returncode == 0 and json.loads(out.stdout)[0]["kind"] == "cuda_oom"
+
+
+NETWORK = (
+    "requests.exceptions.ProxyError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+    "Max retries exceeded with url: /api/models (Caused by ProxyError('Unable to connect to proxy'))"
+)
+NCCL = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
+)
+
+
+def _proxychains_shim(env: Env) -> None:
+    """A stand-in for proxychains4 on the daemon's PATH: marks the environment, runs the rest."""
+    bin_dir = env.tmp / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "proxychains4"
+    shim.write_text('#!/bin/sh\n[ "$1" = "-q" ] && shift\nexport PROXIED=1\nexec "$@"\n')
+    shim.chmod(0o755)
+    env.vars["PATH"] = f"{bin_dir}:{env.vars['PATH']}"
+
+
+def test_network_failure_is_relaunched_under_proxychains(env: Env) -> None:
+    _proxychains_shim(env)
+    env.start_daemon()
+    config = env.config("net", fail={"text": NETWORK, "unless_env": {"PROXIED": 1}})
+    run_id = env.submit(env.blueprint("net", config=config, purpose="net fix"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    assert status["command"].endswith(
+        "proxychains4 -q python -m fakejet.launcher --conf configs/net.yaml"
+    )
+    trials = (env.tmp / "results" / "net" / "trials.md").read_text()
+    assert "`network` (retryable" in trials and "relaunched under proxychains4 -q" in trials
+    assert "## Fixes applied" in (env.tmp / "results" / "net" / "results.md").read_text()
+    assert env.launches() == [f"{run_id} 1", f"{run_id} 2"]
+    assert [s for s in env.tmux("ls", "-F", "#{session_name}").stdout.split() if "net" in s] == [
+        "ajet_net_fix"
+    ]  # the relaunch reused the session's pane
+
+
+def test_nccl_error_is_relaunched_with_nvls_off(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("nccl", fail={"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}})
+    run_id = env.submit(env.blueprint("nccl", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2
+
+
+def test_fatal_kind_is_not_retried_and_budget_is_kept(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config(
+        "fatal",
+        fail={"text": "ModuleNotFoundError: No module named 'vllm'", "unless_env": {"NEVER": 1}},
+    )
+    run_id = env.submit(env.blueprint("fatal", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["trials"] == 1
+    assert "import_error" in status["reason"] and "fatal" in status["reason"]
+    config2 = env.config("budget", fail={"text": NCCL, "unless_env": {"NEVER": 1}})
+    budget = env.submit(env.blueprint("budget", config=config2, ajetd="max_trials: 1"))
+    status = env.wait_done(budget)
+    assert status["trials"] == 1 and "retry budget spent" in status["reason"]
+    config3 = env.config("twice", fail={"text": NCCL, "unless_env": {"NEVER": 1}})
+    twice = env.submit(env.blueprint("twice", config=config3))
+    status = env.wait_done(twice)
+    assert status["trials"] == 2 and "again with NCCL_NVLS_ENABLE=0" in status["reason"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from ajetd import admission, intake, model, procs, trialrun
 from ajetd.backoff import Backoff
@@ -26,7 +28,18 @@ from ajetd.gpu import open_probe
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
 from ajetd.options import Options
-from ajetd.policy import Attention, BeginStop, Finish, Observation, Send, Timing, decide, next_wake
+from ajetd.policy import (
+    Attention,
+    BeginStop,
+    Finish,
+    Observation,
+    Restart,
+    Send,
+    Timing,
+    decide,
+    describe_exit,
+    next_wake,
+)
 from ajetd.policy import hang_window as policy_hang_window
 from ajetd.store import Home, write_json
 from ajetd.tmux import Pane, Tmux
@@ -184,7 +197,8 @@ class Daemon:
                     Path(entry.path).unlink(missing_ok=True)
 
     def launch(self, now: float) -> None:
-        for queued in [r for r in self.runs.values() if r.state is State.QUEUED]:
+        waiting = (State.QUEUED, State.RESTARTING)
+        for queued in [r for r in self.runs.values() if r.state in waiting]:
             try:
                 run = trialrun.prepare_trial(
                     self.home,
@@ -271,6 +285,9 @@ class Daemon:
             gone = exit_info is None
             dead_status = pane.dead_status if pane is not None and pane.dead else None
         stop_file = self.home.control / f"{run_id}.stop"
+        findings: tuple[dict[str, Any], ...] = ()
+        if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
+            findings = tuple(f.to_dict() for f in trialrun.diagnose_file(p.log))
         obs = Observation(
             now=now,
             exit=exit_info,
@@ -278,13 +295,16 @@ class Daemon:
             dead_status=dead_status,
             stop_requested=stop_file.exists(),
             last_output_at=self._last_output(run),
+            findings=findings,
+            proxychains=shutil.which("proxychains4"),
         )
         self._deep_check(run_id, now)
         run = self.runs[run_id]
         opts = self.options[run_id]
         window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
-        for action in decide(run, obs, self.cfg.timing, window, opts.hang_action):
-            run = self._act(run, action, now, pane)
+        actions = decide(run, obs, self.cfg.timing, window, opts.hang_action, opts.max_trials)
+        for action in actions:
+            run = self._act(run, action, now, pane, obs.findings)
         if obs.stop_requested:
             stop_file.unlink(missing_ok=True)
         self._store(run)
@@ -302,13 +322,30 @@ class Daemon:
         else:
             self.backoffs[run_id] = backoff.advance(now)
 
-    def _act(self, run: Run, action: object, now: float, pane: Pane | None) -> Run:
+    def _act(
+        self,
+        run: Run,
+        action: object,
+        now: float,
+        pane: Pane | None,
+        findings: tuple[dict[str, Any], ...] = (),
+    ) -> Run:
         pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
             return trialrun.finish_run(
-                self.home, self.tmux, run, action.status, action.reason, action.exit_code, now, pid
+                self.home,
+                self.tmux,
+                run,
+                action.status,
+                action.reason,
+                action.exit_code,
+                now,
+                pid,
+                findings or None,
             )
+        if isinstance(action, Restart):
+            return self._restart(run, action, now, pid, findings)
         if isinstance(action, BeginStop):
             self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}")
             return model.begin_stop(run, action.cause, now)
@@ -321,6 +358,25 @@ class Daemon:
             self.home.append_event(run.run_id, now, f"attention: {text}")
             return model.set_attention(run, action.reason)
         raise AssertionError(action)
+
+    def _restart(
+        self,
+        run: Run,
+        action: Restart,
+        now: float,
+        pid: int | None,
+        findings: tuple[dict[str, Any], ...],
+    ) -> Run:
+        """End the failed trial, record the fix, and launch the next trial at once."""
+        fix = action.remedy
+        reason = describe_exit(action.exit_code)
+        run = trialrun.end_trial(self.home, run, reason, action.exit_code, now, pid, findings)
+        run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix)
+        self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")
+        self._store(run)
+        log.info("run %s: %s", run.run_id, fix.why)
+        self.launch(now)
+        return self.runs[run.run_id]
 
     def _store(self, run: Run) -> None:
         if self.runs.get(run.run_id) != run:

@@ -31,6 +31,7 @@ class TrialSpec:
     exit_file: str
     hup_file: str
     env: tuple[tuple[str, str], ...] = ()
+    prefix: tuple[str, ...] = ()  # argv put before `bash -c COMMAND` (e.g. proxychains4 -q)
 
 
 _AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
@@ -75,7 +76,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             *exports,
             f"printf '%s\\n' {q(banner)}",
             f"if cd -- {q(spec.codebase_dir)}; then",
-            f"  bash -c {q(spec.command)}",
+            f"  {' '.join(q(w) for w in (*spec.prefix, 'bash', '-c', spec.command))}",
             "  rc=$?",
             "else",
             "  rc=126",

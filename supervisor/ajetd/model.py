@@ -109,6 +109,9 @@ class Run:
     keep_session_s: float = 3600.0
     session_closed: bool = False
     warnings: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()  # fixes applied so far, in order (they accumulate)
+    fix_env: tuple[tuple[str, str], ...] = ()
+    fix_prefix: tuple[str, ...] = ()
 
     @property
     def trial(self) -> Trial | None:
@@ -140,6 +143,9 @@ class Run:
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
+        data["fixes"] = tuple(data.get("fixes", ()))
+        data["fix_env"] = tuple(tuple(pair) for pair in data.get("fix_env", ()))
+        data["fix_prefix"] = tuple(data.get("fix_prefix", ()))
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -176,6 +182,23 @@ def trial_ended(
     """The trial's program exited (or vanished, exit_code None)."""
     return _update_trial(
         run, ended_at=ended_at, exit_code=exit_code, problem=problem, findings=findings
+    )
+
+
+def restart(
+    run: Run, fix: str, why: str, env: tuple[tuple[str, str], ...], prefix: tuple[str, ...]
+) -> Run:
+    """A failed trial has a fix to try: the run waits for its next trial with every fix so far."""
+    trial = run.trial
+    assert trial is not None
+    updated = replace(trial, next_step=why)
+    return replace(
+        run,
+        state=State.RESTARTING,
+        trials=(*run.trials[:-1], updated),
+        fixes=(*run.fixes, fix),
+        fix_env=(*run.fix_env, *env),
+        fix_prefix=prefix or run.fix_prefix,
     )
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
+from typing import Any
 
+from ajetd import remedy
 from ajetd.durations import format_duration
 from ajetd.model import Run, Signal, Status, StopCause
+from ajetd.remedy import Relaunch
 from ajetd.timefmt import iso
 
 HANG_PREFIX = "no output for "
@@ -35,6 +38,8 @@ class Observation:
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
     stop_requested: bool = False  # `ajetd stop` asked for this run
     last_output_at: float | None = None  # when the trial's log last grew
+    findings: tuple[dict[str, Any], ...] = ()  # diagnosis of a trial that exited non-zero
+    proxychains: str | None = None  # an installed proxychains4, if any
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,15 @@ class Attention:
     reason: str | None
 
 
-Action = Finish | BeginStop | Send | Attention
+@dataclass(frozen=True)
+class Restart:
+    """End the failed trial and launch the next one with `remedy`'s fix."""
+
+    exit_code: int
+    remedy: Relaunch
+
+
+Action = Finish | BeginStop | Send | Attention | Restart
 
 
 def describe_exit(code: int) -> str:
@@ -94,12 +107,29 @@ def hang_window(run_window: float | None, timing: Timing) -> float:
     return timing.hang_auto_s if run_window is None else run_window
 
 
+def after_failure(run: Run, code: int, obs: Observation, max_trials: int) -> Action:
+    """A trial ajetd did not stop exited non-zero: relaunch with a fix, or end the run."""
+    choice = remedy.choose(run, list(obs.findings), max_trials, obs.proxychains, obs.now)
+    if isinstance(choice, Relaunch):
+        return Restart(code, choice)
+    root = f" ({obs.findings[0]['kind']})" if obs.findings else ""
+    return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
+
+
 def decide(
-    run: Run, obs: Observation, timing: Timing, window_s: float, hang_action: str
+    run: Run,
+    obs: Observation,
+    timing: Timing,
+    window_s: float,
+    hang_action: str,
+    max_trials: int = 1,
 ) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
     if obs.exit is not None:
-        return [outcome(run, obs.exit[0], window_s)]
+        code = obs.exit[0]
+        if code != 0 and run.stop_cause is None:
+            return [after_failure(run, code, obs, max_trials)]
+        return [outcome(run, code, window_s)]
     if obs.gone:
         if obs.dead_status is not None:
             return [outcome(run, obs.dead_status, window_s)]

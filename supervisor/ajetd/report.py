@@ -147,6 +147,13 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         lines += [_trial_row(t) for t in run.trials]
     else:
         lines.append("No trial was launched.")
+    if run.fixes:
+        lines += ["", "## Fixes applied", ""]
+        lines += [
+            f"- after trial {t.number}: {t.next_step}"
+            for t in run.trials
+            if t.next_step and t.number < len(run.trials)
+        ]
     lines += ["", "## Validation metrics", "", *_metrics_section(run)]
     if run.metrics:
         lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]

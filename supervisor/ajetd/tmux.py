@@ -154,6 +154,14 @@ class Tmux:
         pane_id, _, pid = out.strip().partition("\t")
         return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
 
+    def respawn(self, pane_id: str, script: str) -> Pane:
+        """Run `bash <script>` in an existing (dead) pane: same session, same attached users."""
+        command = f"exec bash {shlex.quote(script)}"
+        self._run("respawn-pane", "-k", "-t", pane_id, command)
+        out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
+        pid = out.strip()
+        return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+
     def keep_dead_pane(self, pane_id: str) -> None:
         """Set remain-on-exit before the program can end, so its status can be read."""
         self._run("set-option", "-p", "-t", pane_id, "remain-on-exit", "on")

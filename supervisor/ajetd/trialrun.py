@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,12 +82,14 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
     else:
         base = session_base(run.purpose, Path(run.source).stem, run.run_id)
         session = unique_session(base, taken | tmux.session_names())
-    run = model.add_trial(run, Trial(number=number, command=command, session=session))
+    shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
+    run = model.add_trial(run, Trial(number=number, command=shown, session=session))
     if dropped:
         run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
     home.save_run(run)
     p = paths(home, run, number)
     env = dict(options.env)
+    env.update(dict(run.fix_env))
     devices = options.cuda_visible_devices
     if devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = devices
@@ -102,6 +105,7 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         exit_file=str(p.exit),
         hup_file=str(p.hup),
         env=tuple(sorted(env.items())),
+        prefix=run.fix_prefix,
     )
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
@@ -112,10 +116,16 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:
     trial = run.trial
     assert trial is not None
     p = paths(home, run, trial.number)
-    pane = find_pane(tmux.panes_or_empty(), p.script)
+    panes = tmux.panes_or_empty()
+    pane = find_pane(panes, p.script)
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
-    if pane is None:
+    previous = (
+        find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
+    )
+    if pane is None and previous is not None:  # a relaunch: same pane, attached users stay
+        pane = tmux.respawn(previous.pane_id, str(p.script))
+    elif pane is None:
         pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script))
     p.log.parent.mkdir(parents=True, exist_ok=True)
     tmux.keep_dead_pane(pane.pane_id)
@@ -221,6 +231,35 @@ def _tail(log_file: Path, count: int) -> list[str]:
         return []
 
 
+def end_trial(
+    home: Home,
+    run: Run,
+    reason: str,
+    exit_code: int | None,
+    now: float,
+    pane_pid: int | None,
+    findings: tuple[dict[str, Any], ...] | None = None,
+) -> Run:
+    """Record the last trial's end (with its diagnosis) and end what is left of its processes."""
+    trial = run.trial
+    if trial is not None and trial.started_at is not None and trial.ended_at is None:
+        ended = now
+        recorded = read_exit(paths(home, run, trial.number).exit)
+        if recorded and recorded[1]:
+            ended = recorded[1]
+        problem = ""
+        if exit_code != 0:
+            if findings is None:
+                log_file = paths(home, run, trial.number).log
+                findings = tuple(f.to_dict() for f in diagnose_file(log_file))
+            root = findings[0] if findings else None
+            problem = f"{reason}; {root['kind']}: {root['evidence']}" if root else reason
+        run = model.trial_ended(run, exit_code, ended, problem, findings or ())
+    if trial is not None:
+        procs.reap_run(run.run_id, pane_pid)
+    return run
+
+
 def finish_run(
     home: Home,
     tmux: Tmux,
@@ -230,25 +269,13 @@ def finish_run(
     exit_code: int | None,
     now: float,
     pane_pid: int | None,
+    findings: tuple[dict[str, Any], ...] | None = None,
 ) -> Run:
-    """End the run: clean up its leftover processes, final metrics, record, reports."""
-    trial = run.trial
-    if trial is not None and trial.started_at is not None and trial.ended_at is None:
-        ended = now
-        if trial.exit_code is None and exit_code is not None:
-            recorded = read_exit(paths(home, run, trial.number).exit)
-            if recorded and recorded[1]:
-                ended = recorded[1]
-        problem = ""
-        findings: tuple[dict[str, Any], ...] = ()
-        if exit_code != 0:
-            found = diagnose_file(paths(home, run, trial.number).log)
-            findings = tuple(f.to_dict() for f in found)
-            problem = f"{reason}; {found[0].summary()}" if found else reason
-        run = model.trial_ended(run, exit_code, ended, problem, findings)
+    """End the run: its last trial, leftover processes, final metrics, record, reports."""
+    open_trial = run.trial is not None and run.trial.ended_at is None
+    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings)
+    if open_trial:
         run = _note_next(run, outcome)
-    if trial is not None:
-        procs.reap_run(run.run_id, pane_pid)
     run = read_metrics(run)
     run = model.finish(run, outcome, reason, exit_code, now)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
@@ -266,7 +293,7 @@ def _note_next(run: Run, outcome: model.Status) -> Run:
     trial = run.trial
     assert trial is not None
     note = {
-        model.Status.FAILED: "no known fix applies in this version: the run ends",
+        model.Status.FAILED: "no fix left to try: the run ends",
         model.Status.TIME_LIMIT: "time limit reached: the run ends with its data kept",
         model.Status.STOPPED: "stopped by the user: the run ends",
         model.Status.LOST: "the session vanished: the run ends as lost",

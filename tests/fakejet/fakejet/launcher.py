@@ -2,8 +2,9 @@
 
 Prints verl-style step lines and a tqdm bar redrawn with `\\r`, appends one `str(dict)` line per
 validation pass to `ajet.trainer_common.val_print_to_markdown_file_path` (relative to the cwd,
-numpy>=2 style `np.float64(...)` values), and can crash with a real traceback, hang, ignore
-SIGINT, leave a detached child behind, or exit with a chosen code. Behaviour comes from the
+numpy>=2 style `np.float64(...)` values), and can crash with a real traceback, fail with a given error
+text unless an environment variable is set (as a fix would set it), hang, ignore SIGINT, leave
+a detached child behind, or exit with a chosen code. Behaviour comes from the
 YAML's `fakejet:` section, so a blueprint's command line stays exactly like a real one.
 """
 
@@ -40,6 +41,12 @@ def main() -> int:
     steps = int(fake.get("steps", 6))
     step_time = float(fake.get("step_time", 0.05))
     test_freq = int(common.get("test_freq", 2))
+    with open("launches.log", "a") as launches:  # lets tests count launches exactly
+        launches.write(f"{os.environ.get('AJETD_RUN_ID')} {os.environ.get('AJETD_TRIAL')}\n")
+    fail = fake.get("fail")
+    if fail and any(os.environ.get(k) != str(v) for k, v in fail.get("unless_env", {}).items()):
+        print(fail["text"], flush=True)  # a real failure's text, e.g. from ../shared/fixtures
+        return int(fail.get("exit_code", 1))
     if fake.get("ignore_sigint"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if fake.get("ignore_sigterm"):
@@ -48,8 +55,6 @@ def main() -> int:
         subprocess.Popen(  # a detached helper, as Ray's raylet is
             [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
         )
-    with open("launches.log", "a") as launches:  # lets tests count launches exactly
-        launches.write(f"{os.environ.get('AJETD_RUN_ID')} {os.environ.get('AJETD_TRIAL')}\n")
     print(
         f"(TaskRunner pid={os.getpid()}) ajet launcher: conf={args.conf} autokill={args.autokill}"
     )

@@ -1,0 +1,108 @@
+"""What to do after a trial failed: relaunch with a fix, or give up and say why; pure.
+
+A bounded, recorded remedy per failure kind. Environment fixes apply by themselves, each at
+most once per run (`network` → run under proxychains4 when it is installed; `nccl_error` →
+NCCL_NVLS_ENABLE=0, AgentJet's documented fix). Kinds that are often transient (a timed-out
+collective, a dead Ray actor or vLLM engine, a refused connection, a stale Ray, a port still
+held) get one plain relaunch after this run's leftover processes were ended. Fatal kinds end
+the run at once: no blind retries. Every path is bounded by the retry budget (`max_trials`)
+and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ajetd.model import Run
+
+THRASH_FAILURES = 4
+THRASH_WINDOW_S = 600.0
+PLAIN_RETRY = (
+    "nccl_timeout",
+    "ray_worker_died",
+    "vllm_engine_dead",
+    "connection_refused",
+    "ray_cluster",
+    "port_in_use",
+)
+
+
+@dataclass(frozen=True)
+class Relaunch:
+    """Launch the next trial with this fix on top of the earlier ones."""
+
+    fix: str  # a short name, recorded on the run: proxychains, nccl_nvls_off, retry_<kind>
+    why: str
+    env: tuple[tuple[str, str], ...] = ()
+    prefix: tuple[str, ...] = ()  # argv words put before the command
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    reason: str
+
+
+def _failures_since(run: Run, since: float) -> int:
+    return sum(
+        1
+        for t in run.trials
+        if t.exit_code not in (0, None) and t.ended_at is not None and t.ended_at >= since
+    )
+
+
+def choose(
+    run: Run,
+    findings: list[dict[str, Any]],
+    max_trials: int,
+    proxychains: str | None,
+    now: float,
+) -> Relaunch | GiveUp:
+    """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
+
+    `proxychains` is the path of an installed proxychains4, or None.
+    """
+    if not findings:
+        return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
+    root = findings[0]
+    kind = str(root["kind"])
+    applied = set(run.fixes)
+    if root["severity"] == "fatal":
+        return GiveUp(f"{kind} is fatal, not retried: {root['fix']}")
+    if len(run.trials) >= max_trials:
+        return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
+    if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
+        return GiveUp(
+            f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
+        )
+    if kind == "network":
+        if "proxychains" in applied:
+            return GiveUp("network error again under proxychains4: check the proxy configuration")
+        if proxychains is None:
+            return GiveUp(
+                "network error; proxychains4 is not installed, so it cannot be retried "
+                "through a proxy (install and configure proxychains4, or fix DNS/proxy)"
+            )
+        return Relaunch(
+            "proxychains",
+            "network error: relaunched under proxychains4 -q",
+            prefix=(proxychains, "-q"),
+        )
+    if kind == "nccl_error":
+        if "nccl_nvls_off" in applied:
+            return GiveUp("NCCL failed again with NCCL_NVLS_ENABLE=0: " + str(root["fix"]))
+        return Relaunch(
+            "nccl_nvls_off",
+            "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
+            env=(("NCCL_NVLS_ENABLE", "0"),),
+        )
+    if kind in PLAIN_RETRY:
+        name = f"retry_{kind}"
+        if name in applied:
+            return GiveUp(f"{kind} again after a relaunch: {root['fix']}")
+        return Relaunch(
+            name,
+            f"{kind} is often transient: relaunched once after ending this "
+            "run's leftover processes",
+        )
+    return GiveUp(f"{kind}: no automatic fix in this version: {root['fix']}")

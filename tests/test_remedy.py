@@ -1,0 +1,69 @@
+"""The remedy policy after a failed trial: pure, with the clock passed in."""
+
+from __future__ import annotations
+
+from ajetd import model
+from ajetd.model import Run, Trial
+from ajetd.remedy import GiveUp, Relaunch, choose
+
+T0 = 1_800_000_000.0
+
+
+def _failed_run(n: int = 1, gap: float = 300.0) -> Run:
+    run = Run(run_id="abc123", source="bp.md", submitted_at=T0, max_time_s=36000)
+    for i in range(n):
+        run = model.add_trial(run, Trial(number=i + 1, command="c", session="ajet_x"))
+        run = model.trial_started(run, T0 + i * gap)
+        run = model.trial_ended(run, 1, T0 + i * gap + 10)
+    return run
+
+
+def _finding(kind: str, severity: str = "retryable") -> list[dict[str, object]]:
+    return [{"kind": kind, "severity": severity, "fix": "do X", "line": 1, "evidence": "e"}]
+
+
+def test_network_goes_under_proxychains_once() -> None:
+    choice = choose(_failed_run(), _finding("network"), 3, "/usr/bin/proxychains4", T0 + 20)
+    assert isinstance(choice, Relaunch) and choice.prefix == ("/usr/bin/proxychains4", "-q")
+    run = model.restart(_failed_run(), choice.fix, choice.why, choice.env, choice.prefix)
+    again = choose(run, _finding("network"), 3, "/usr/bin/proxychains4", T0 + 30)
+    assert isinstance(again, GiveUp) and "proxy" in again.reason
+
+
+def test_network_without_proxychains_says_so() -> None:
+    choice = choose(_failed_run(), _finding("network"), 3, None, T0 + 20)
+    assert isinstance(choice, GiveUp) and "not installed" in choice.reason
+
+
+def test_nccl_error_sets_nvls_off() -> None:
+    choice = choose(_failed_run(), _finding("nccl_error"), 3, None, T0 + 20)
+    assert isinstance(choice, Relaunch) and choice.env == (("NCCL_NVLS_ENABLE", "0"),)
+
+
+def test_fatal_kinds_are_never_retried() -> None:
+    for kind in ("missing_model", "config_error", "import_error", "build_error"):
+        choice = choose(_failed_run(), _finding(kind, "fatal"), 3, None, T0 + 20)
+        assert isinstance(choice, GiveUp) and "fatal" in choice.reason
+
+
+def test_budget_thrashing_and_no_blind_retry() -> None:
+    assert isinstance(choose(_failed_run(3), _finding("nccl_error"), 3, None, T0 + 999), GiveUp)
+    thrash = choose(_failed_run(4, gap=60), _finding("nccl_error"), 10, None, T0 + 250)
+    assert isinstance(thrash, GiveUp) and "thrashing" in thrash.reason
+    assert isinstance(choose(_failed_run(), [], 3, None, T0 + 20), GiveUp)
+    assert isinstance(choose(_failed_run(), _finding("cuda_oom"), 3, None, T0 + 20), GiveUp)
+
+
+def test_transient_kinds_get_one_plain_retry() -> None:
+    choice = choose(_failed_run(), _finding("ray_worker_died"), 3, None, T0 + 20)
+    assert isinstance(choice, Relaunch) and choice.env == () and choice.prefix == ()
+    run = model.restart(_failed_run(), choice.fix, choice.why, choice.env, choice.prefix)
+    assert isinstance(choose(run, _finding("ray_worker_died"), 3, None, T0 + 30), GiveUp)
+
+
+def test_fixes_accumulate_and_round_trip() -> None:
+    run = model.restart(_failed_run(), "nccl_nvls_off", "w", (("NCCL_NVLS_ENABLE", "0"),), ())
+    run = model.restart(run, "proxychains", "w", (), ("/p", "-q"))
+    assert run.fixes == ("nccl_nvls_off", "proxychains")
+    assert run.fix_env == (("NCCL_NVLS_ENABLE", "0"),) and run.fix_prefix == ("/p", "-q")
+    assert Run.from_dict(run.to_dict()) == run
