@@ -145,10 +145,29 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
 
 
 def test_unsupported_soft_keys_warn() -> None:
-    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\nplateau: {metric: mean_reward}\n"
+    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\nallow_fixes: {lr: {min: 1e-7}}\n"
     assert parse_blueprint(text).options.warnings == (
-        "plateau: accepted but not acted on by this version of ajetd",
+        "allow_fixes: accepted but not acted on by this version of ajetd",
     )
+
+
+def test_plateau_options() -> None:
+    base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
+    rule = parse_blueprint(
+        base + "plateau: {metric: task_pass_rate@1, patience: 2}\n"
+    ).options.plateau
+    assert rule is not None and rule.metric == "task_pass_rate@1" and rule.patience == 2
+    assert rule.after == 0.5 and rule.maximise
+    assert parse_blueprint(base + "plateau: true\n").options.plateau is not None
+    for bad in (
+        "plateau: {patience: 0}",
+        "plateau: {after: 2}",
+        "plateau: {mode: up}",
+        "plateau: {speed: 1}",
+    ):
+        with pytest.raises(BlueprintError) as err:
+            parse_blueprint(base + bad + "\n")
+        assert any(p.startswith("[ajetd]: plateau") for p in err.value.problems), bad
 
 
 def test_unparseable_max_time() -> None:

@@ -525,3 +525,19 @@ def test_fatal_kind_is_not_retried_and_budget_is_kept(daemon_env: Env) -> None:
     twice = env.submit(env.blueprint("twice", config=config3))
     status = env.wait_done(twice)
     assert status["trials"] == 2 and "again with NCCL_NVLS_ENABLE=0" in status["reason"]
+
+
+def test_plateau_stops_a_flat_run(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("flat", forever=True, flat=True, step_time=0.05)
+    rule = "plateau: {metric: mean_reward, patience: 2, min_delta: 0.001, after: 0.25}"
+    run_id = env.submit(env.blueprint("flat", config=config, max_time="8s", ajetd=rule))
+    status = env.wait_done(run_id, timeout=30)
+    assert status["status"] == "plateau", status
+    assert "mean_reward has not improved" in status["reason"]
+    assert 2.0 <= status["elapsed_s"] < 8.0  # after a quarter of the budget, before the limit
+    assert env.cli("wait", run_id).returncode == 0
+    assert (
+        json.loads((env.tmp / "results" / "flat" / "finish.flag").read_text())["status"]
+        == "plateau"
+    )

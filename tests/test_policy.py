@@ -7,6 +7,7 @@ from dataclasses import replace
 from ajetd import model
 from ajetd.backoff import Backoff
 from ajetd.model import Run, Signal, Status, StopCause, Trial
+from ajetd.options import Options
 from ajetd.policy import (
     Attention,
     BeginStop,
@@ -17,9 +18,11 @@ from ajetd.policy import (
     decide,
     next_wake,
 )
+from ajetd.stoprules import PlateauRule, plateau_reason
 
 T0 = 1_800_000_000.0
 TIMING = Timing(grace_int_s=10, grace_term_s=5, hang_auto_s=600)
+OPTIONS = Options(max_trials=1)
 
 
 def _run(max_time: float = 100.0) -> Run:
@@ -33,7 +36,7 @@ def _run(max_time: float = 100.0) -> Run:
 def _decide(run: Run, **obs: object) -> list[object]:
     now = obs.pop("now", T0 + 1)
     observation = Observation(now=now, last_output_at=obs.pop("last", now), **obs)  # type: ignore[arg-type]
-    return list(decide(run, observation, TIMING, 600.0, "attention"))
+    return list(decide(run, observation, TIMING, OPTIONS))
 
 
 def test_exit_zero_succeeds_and_nonzero_fails() -> None:
@@ -93,7 +96,8 @@ def test_hang_raises_and_clears_attention() -> None:
 def test_hang_stop_action() -> None:
     run = _run(10_000)
     obs = Observation(now=T0 + 700, last_output_at=T0)
-    assert decide(run, obs, TIMING, 600.0, "stop") == [BeginStop(StopCause.HANG), Send(Signal.INT)]
+    stop = replace(OPTIONS, hang_action="stop")
+    assert decide(run, obs, TIMING, stop) == [BeginStop(StopCause.HANG), Send(Signal.INT)]
 
 
 def test_next_wake_is_the_earliest_timer() -> None:
@@ -136,3 +140,35 @@ def test_next_wake_ignores_moments_already_past() -> None:
     assert next_wake(hung, TIMING, 600.0, T0, T0 + 650) == T0 + 10_000  # not T0 + 600
     stopping = model.begin_stop(run, StopCause.USER, T0)
     assert next_wake(stopping, TIMING, 600.0, T0, T0 + 1000) is None
+
+
+def _history(*values: float) -> tuple[dict[str, object], ...]:
+    return tuple({"global_steps": i * 10, "mean_reward": v} for i, v in enumerate(values))
+
+
+def test_plateau_rule() -> None:
+    rule = PlateauRule(patience=3, min_delta=0.005, after=0.5)
+    flat = list(_history(0.5, 0.6, 0.7, 0.702, 0.698, 0.704))
+    assert plateau_reason(rule, flat, 40, 100) is None  # too early in the run
+    reason = plateau_reason(rule, flat, 60, 100)
+    assert reason is not None and "mean_reward" in reason and "0.7000" in reason
+    rising = list(_history(0.5, 0.6, 0.7, 0.72, 0.74, 0.76))
+    assert plateau_reason(rule, rising, 90, 100) is None
+    assert plateau_reason(rule, flat[:3], 90, 100) is None  # not enough validations
+    loss = [{"val_loss": v} for v in (2.0, 1.5, 1.2, 1.21, 1.198, 1.2)]
+    assert plateau_reason(PlateauRule(metric="val_loss"), loss, 90, 100) is not None
+
+
+def test_plateau_stops_gracefully_with_its_status() -> None:
+    run = replace(_run(100), history=_history(0.5, 0.7, 0.7, 0.7, 0.7))
+    options = replace(OPTIONS, plateau=PlateauRule())
+    obs = Observation(now=T0 + 60, last_output_at=T0 + 60)
+    [begin, send] = decide(run, obs, TIMING, options)
+    assert (
+        isinstance(begin, BeginStop)
+        and begin.cause is StopCause.PLATEAU
+        and send == Send(Signal.INT)
+    )
+    stopping = model.begin_stop(run, begin.cause, T0 + 60, begin.why)
+    [fin] = decide(stopping, replace(obs, exit=(130, None)), TIMING, options)
+    assert isinstance(fin, Finish) and fin.status is Status.PLATEAU and "mean_reward" in fin.reason

@@ -301,8 +301,7 @@ class Daemon:
         self._deep_check(run_id, now)
         run = self.runs[run_id]
         opts = self.options[run_id]
-        window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
-        actions = decide(run, obs, self.cfg.timing, window, opts.hang_action, opts.max_trials)
+        actions = decide(run, obs, self.cfg.timing, opts)
         for action in actions:
             run = self._act(run, action, now, pane, obs.findings)
         if obs.stop_requested:
@@ -347,8 +346,9 @@ class Daemon:
         if isinstance(action, Restart):
             return self._restart(run, action, now, pid, findings)
         if isinstance(action, BeginStop):
-            self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}")
-            return model.begin_stop(run, action.cause, now)
+            why = f" ({action.why})" if action.why else ""
+            self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")
+            return model.begin_stop(run, action.cause, now, action.why)
         if isinstance(action, Send):
             count = procs.signal_run(run.run_id, pid, action.signal.value)
             self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")

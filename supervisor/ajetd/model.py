@@ -51,6 +51,7 @@ class StopCause(str, Enum):
     TIME_LIMIT = "time_limit"
     USER = "stopped"
     HANG = "hang"
+    PLATEAU = "plateau"
 
 
 class Signal(str, Enum):
@@ -105,6 +106,7 @@ class Run:
     history: tuple[dict[str, Any], ...] = ()
     stop_cause: StopCause | None = None
     stop_began_at: float | None = None
+    stop_reason: str = ""  # why ajetd began to stop it (shown in the final reason)
     signals_sent: tuple[str, ...] = ()
     keep_session_s: float = 3600.0
     session_closed: bool = False
@@ -202,11 +204,18 @@ def restart(
     )
 
 
-def begin_stop(run: Run, cause: StopCause, now: float) -> Run:
+def begin_stop(run: Run, cause: StopCause, now: float, why: str = "") -> Run:
     """A live trial is asked to end; the first cause wins (a user stop after the limit is moot)."""
     if run.stop_cause is not None:
         return run
-    return replace(run, state=State.STOPPING, stop_cause=cause, stop_began_at=now, signals_sent=())
+    return replace(
+        run,
+        state=State.STOPPING,
+        stop_cause=cause,
+        stop_began_at=now,
+        signals_sent=(),
+        stop_reason=why,
+    )
 
 
 def signal_sent(run: Run, sig: str) -> Run:

@@ -16,6 +16,7 @@ import yaml
 
 from ajetd.durations import parse_duration
 from ajetd.errors import BlueprintError, DurationError
+from ajetd.stoprules import PlateauRule
 
 KNOWN_KEYS = (
     "gpus",
@@ -36,7 +37,7 @@ KNOWN_KEYS = (
 # Not carried out yet: launching without them would run something else than asked.
 UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
-UNSUPPORTED_WARNINGS = ("allow_fixes", "plateau", "on_finish", "on_attention")
+UNSUPPORTED_WARNINGS = ("allow_fixes", "on_finish", "on_attention")
 HANG_ACTIONS = ("attention", "stop")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
@@ -53,6 +54,7 @@ class Options:
     hang_action: str = "attention"
     autokill: str = "protect"
     keep_session_s: float = 3600.0
+    plateau: PlateauRule | None = None
     warnings: tuple[str, ...] = ()
 
     @property
@@ -154,6 +156,44 @@ def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
     return seconds, action
 
 
+def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return PlateauRule()
+    if not isinstance(value, dict):
+        problems.append("plateau: expected {metric, patience, min_delta, after, mode} or true")
+        return None
+    unknown = sorted(set(map(str, value)) - {"metric", "patience", "min_delta", "after", "mode"})
+    if unknown:
+        problems.append(
+            f"plateau: unknown key {unknown[0]!r} (known: metric, patience, min_delta, after, mode)"
+        )
+    rule = PlateauRule()
+    metric = value.get("metric", rule.metric)
+    patience = value.get("patience", rule.patience)
+    min_delta = value.get("min_delta", rule.min_delta)
+    after = value.get("after", rule.after)
+    mode = value.get("mode", rule.mode)
+    if not isinstance(metric, str) or not metric:
+        problems.append(
+            f"plateau.metric: expected a validation key such as mean_reward, got {metric!r}"
+        )
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+        problems.append(f"plateau.patience: expected a whole number >= 1, got {patience!r}")
+    if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
+        problems.append(f"plateau.min_delta: expected a number >= 0, got {min_delta!r}")
+    if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 <= after <= 1:
+        problems.append(
+            f"plateau.after: expected a fraction of exp_max_time in [0, 1], got {after!r}"
+        )
+    if mode not in ("auto", "max", "min"):
+        problems.append(f"plateau.mode: expected auto, max or min, got {mode!r}")
+    if any(p.startswith("plateau") for p in problems):
+        return None
+    return PlateauRule(str(metric), int(patience), float(min_delta), float(after), str(mode))
+
+
 def parse_options(text: str) -> Options:
     """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
     data = _load(text)
@@ -183,6 +223,7 @@ def parse_options(text: str) -> Options:
         hang_action=hang_action,
         autokill=autokill,
         keep_session_s=3600.0 if keep is None else keep,
+        plateau=_plateau(data.get("plateau"), problems),
         warnings=tuple(warnings),
     )
     if problems:

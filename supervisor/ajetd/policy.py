@@ -13,7 +13,9 @@ from typing import Any
 from ajetd import remedy
 from ajetd.durations import format_duration
 from ajetd.model import Run, Signal, Status, StopCause
+from ajetd.options import Options
 from ajetd.remedy import Relaunch
+from ajetd.stoprules import plateau_reason
 from ajetd.timefmt import iso
 
 HANG_PREFIX = "no output for "
@@ -52,6 +54,7 @@ class Finish:
 @dataclass(frozen=True)
 class BeginStop:
     cause: StopCause
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ def outcome(run: Run, code: int, hang_window_s: float) -> Finish:
         return Finish(Status.TIME_LIMIT, f"stopped at exp_max_time ({limit}); data kept", code)
     if run.stop_cause is StopCause.USER:
         return Finish(Status.STOPPED, "stopped by `ajetd stop`", code)
+    if run.stop_cause is StopCause.PLATEAU:
+        return Finish(Status.PLATEAU, f"stopped early on a plateau: {run.stop_reason}", code)
     if run.stop_cause is StopCause.HANG:
         quiet = format_duration(hang_window_s)
         return Finish(Status.FAILED, f"stopped after {quiet} without output (hang rule)", code)
@@ -116,19 +121,19 @@ def after_failure(run: Run, code: int, obs: Observation, max_trials: int) -> Act
     return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
 
 
-def decide(
-    run: Run,
-    obs: Observation,
-    timing: Timing,
-    window_s: float,
-    hang_action: str,
-    max_trials: int = 1,
-) -> list[Action]:
+def _plateau(run: Run, options: Options, now: float) -> str | None:
+    if options.plateau is None or run.max_time_s is None or run.started_at is None:
+        return None
+    return plateau_reason(options.plateau, list(run.history), now - run.started_at, run.max_time_s)
+
+
+def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
+    window_s = hang_window(options.hang_window_s, timing)
     if obs.exit is not None:
         code = obs.exit[0]
         if code != 0 and run.stop_cause is None:
-            return [after_failure(run, code, obs, max_trials)]
+            return [after_failure(run, code, obs, options.max_trials)]
         return [outcome(run, code, window_s)]
     if obs.gone:
         if obs.dead_status is not None:
@@ -144,14 +149,17 @@ def decide(
     cause = run.stop_cause
     silence = obs.now - obs.last_output_at if obs.last_output_at is not None else 0.0
     if cause is None:
+        why = ""
         if obs.stop_requested:
             cause = StopCause.USER
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
-        elif silence >= window_s and hang_action == "stop":
+        elif silence >= window_s and options.hang_action == "stop":
             cause = StopCause.HANG
+        elif (plateau := _plateau(run, options, obs.now)) is not None:
+            cause, why = StopCause.PLATEAU, plateau
         if cause is not None:
-            actions.append(BeginStop(cause))
+            actions.append(BeginStop(cause, why))
     if cause is not None:
         began = run.stop_began_at if run.stop_began_at is not None else obs.now
         sent = run.signals_sent

@@ -72,7 +72,8 @@ def main() -> int:
         sys.stdout.write(f"\rTraining Progress: {bar:<20}| {step}/{steps} [00:0{step % 10}<00:10]")
         sys.stdout.flush()
         time.sleep(step_time)
-        reward = min(1.0, reward + rng.uniform(0.0, 0.05))
+        if not fake.get("flat"):
+            reward = min(1.0, reward + rng.uniform(0.0, 0.05))
         print(
             f"\n(TaskRunner pid={os.getpid()}) step:{step}"
             f" - actor/pg_loss:{rng.uniform(-0.1, 0.1):.4f}"

@@ -1,0 +1,51 @@
+"""When a healthy run should stop early: the validation metric has stopped moving; pure.
+
+Seed 001 allows an early stop only "in the middle-to-late stage" of a run whose
+`mean_reward` / `task_pass_rate` has not changed for a long time. Here: the chosen metric has
+not improved by more than `min_delta` over its last `patience` validations, and at least the
+fraction `after` of `exp_max_time` has passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ajetd.valresults import metric_series
+
+
+@dataclass(frozen=True)
+class PlateauRule:
+    metric: str = "mean_reward"
+    patience: int = 3
+    min_delta: float = 0.005
+    after: float = 0.5  # fraction of exp_max_time
+    mode: str = "auto"  # max, min, or auto (min for names with "loss", else max)
+
+    @property
+    def maximise(self) -> bool:
+        if self.mode == "auto":
+            return "loss" not in self.metric.lower()
+        return self.mode == "max"
+
+
+def plateau_reason(
+    rule: PlateauRule, history: list[dict[str, Any]], elapsed_s: float, max_time_s: float
+) -> str | None:
+    """Why the run has plateaued, or None while it has not."""
+    if elapsed_s < rule.after * max_time_s:
+        return None
+    values = metric_series(history, rule.metric)
+    if len(values) <= rule.patience:
+        return None
+    sign = 1.0 if rule.maximise else -1.0
+    before = max(sign * v for v in values[: -rule.patience])
+    recent = max(sign * v for v in values[-rule.patience :])
+    if recent > before + rule.min_delta:
+        return None
+    best = sign * before
+    return (
+        f"{rule.metric} has not improved by more than {rule.min_delta} over the last "
+        f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}) after "
+        f"{elapsed_s / max_time_s:.0%} of exp_max_time"
+    )
