@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 
@@ -541,3 +542,31 @@ def test_plateau_stops_a_flat_run(daemon_env: Env) -> None:
         json.loads((env.tmp / "results" / "flat" / "finish.flag").read_text())["status"]
         == "plateau"
     )
+
+
+def test_signature_of_a_running_program_is_noticed_within_2s(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("live", steps=1, hang=True)  # prints, then stays alive and silent
+    run_id = env.submit(env.blueprint("live", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    log = env.tmp / "results" / "live" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "waiting for rollout workers" in log.read_text())
+    # a worker's traceback lands in the log while the driver still runs (as under Ray)
+    with open(log, "a") as handle:
+        handle.write(
+            "(WorkerDict pid=7) torch.OutOfMemoryError: CUDA out of memory. Tried to "
+            "allocate 2.00 GiB.\n"
+        )
+    written = time.monotonic()
+    wait_for(
+        lambda: any(
+            f["kind"] == "cuda_oom"
+            for t in env.record(run_id).get("trials", [])
+            for f in t.get("live_findings", [])
+        ),
+        timeout=5,
+        what="a live finding",
+    )
+    assert time.monotonic() - written < 2.0
+    assert env.status(run_id)["diagnosis"][0]["kind"] == "cuda_oom"
+    env.cli("stop", run_id)

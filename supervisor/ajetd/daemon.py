@@ -25,6 +25,7 @@ from ajetd.backoff import Backoff
 from ajetd.blueprint import parse_blueprint
 from ajetd.errors import BlueprintError, TmuxError
 from ajetd.gpu import open_probe
+from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
 from ajetd.options import Options
@@ -76,6 +77,8 @@ class Daemon:
         self.published: list[str] | None = None
         self.published_at = 0.0
         self.stopping = False
+        self.live = LiveScans()
+        self.live_growing = False  # some running trial printed during the last tick
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -115,10 +118,13 @@ class Daemon:
                     wake_at.append(t)
                 if run.run_id in self.backoffs:
                     wake_at.append(self.backoffs[run.run_id].next_at)
+        if self.live_growing:  # read new output again soon: signatures are noticed in time
+            wake_at.append(now + LIVE_SCAN_S)
         return min(max(min(wake_at) - now, 0.005), self.cfg.liveness_s)
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
+        self.live_growing = False
         self.admit(now)
         self.control(now)
         self.launch(now)
@@ -299,6 +305,8 @@ class Daemon:
             proxychains=shutil.which("proxychains4"),
         )
         self._deep_check(run_id, now)
+        if exit_info is None:
+            self._live_scan(run_id, now, p.log)
         run = self.runs[run_id]
         opts = self.options[run_id]
         actions = decide(run, obs, self.cfg.timing, opts)
@@ -307,6 +315,24 @@ class Daemon:
         if obs.stop_requested:
             stop_file.unlink(missing_ok=True)
         self._store(run)
+
+    def _live_scan(self, run_id: str, now: float, log_file: Path) -> None:
+        """Read what a running trial printed since the last tick; record new kinds."""
+        run = self.runs[run_id]
+        assert run.trial is not None
+        key = (run_id, run.trial.number)
+        try:
+            size = log_file.stat().st_size
+        except OSError:
+            return
+        if not self.live.pending(key, size):
+            return
+        self.live_growing = True
+        new = self.live.scan(key, log_file)
+        if new:
+            for f in new:
+                self.home.append_event(run_id, now, f"seen while running: {f.kind} (line {f.line})")
+            self._store(model.found_live(run, tuple(f.to_dict() for f in new)))
 
     def _deep_check(self, run_id: str, now: float) -> None:
         backoff = self.backoffs.get(run_id)
@@ -332,6 +358,7 @@ class Daemon:
         pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
+            self.live.forget(run.run_id)
             return trialrun.finish_run(
                 self.home,
                 self.tmux,

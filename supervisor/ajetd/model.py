@@ -75,6 +75,7 @@ class Trial:
     pane_pid: int | None = None  # the trial script's pid (the pane's own process)
     problem: str = ""  # what went wrong, as read from the output
     findings: tuple[dict[str, Any], ...] = ()  # diagnosis of its output, root cause first
+    live_findings: tuple[dict[str, Any], ...] = ()  # seen while it still ran, in order seen
     next_step: str = ""  # what ajetd did about it
 
 
@@ -140,7 +141,14 @@ class Run:
         data["status"] = Status(data["status"]) if data.get("status") else None
         data["stop_cause"] = StopCause(data["stop_cause"]) if data.get("stop_cause") else None
         data["trials"] = tuple(
-            Trial(**{**t, "findings": tuple(t.get("findings", ()))}) for t in data.get("trials", ())
+            Trial(
+                **{
+                    **t,
+                    "findings": tuple(t.get("findings", ())),
+                    "live_findings": tuple(t.get("live_findings", ())),
+                }
+            )
+            for t in data.get("trials", ())
         )
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
@@ -172,6 +180,13 @@ def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
     """The program was let go: the time limit counts from the first trial's start."""
     started = run.started_at if run.started_at is not None else now
     return replace(_update_trial(run, started_at=now, pane_pid=pane_pid), started_at=started)
+
+
+def found_live(run: Run, findings: tuple[dict[str, Any], ...]) -> Run:
+    """New kinds seen in a running trial's output (kept in the order they appeared)."""
+    trial = run.trial
+    assert trial is not None
+    return _update_trial(run, live_findings=(*trial.live_findings, *findings))
 
 
 def trial_ended(

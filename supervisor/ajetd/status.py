@@ -43,7 +43,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "diagnosis": [
             {k: f[k] for k in ("kind", "severity", "line", "evidence")}
-            for f in (trial.findings if trial else ())
+            for f in ((trial.findings or trial.live_findings) if trial else ())
         ],
     }
 

@@ -203,17 +203,23 @@ def move_rejection_aside(result_dir: Path) -> Path | None:
     return target
 
 
+def tail_stream(log_file: Path, tail_bytes: int) -> tuple[int, StreamDiagnoser]:
+    """Where to start reading the last `tail_bytes` of a log (on a line boundary), and a
+    diagnoser that numbers lines from there as the whole file would."""
+    size = log_file.stat().st_size
+    start = max(0, size - tail_bytes)
+    if start:
+        with open(log_file, "rb") as handle:
+            handle.seek(start)
+            start += len(handle.readline(MAX_LINE_BYTES))
+    return start, StreamDiagnoser(lines_done=count_lines(str(log_file), start))
+
+
 def diagnose_file(log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES) -> list[Finding]:
     """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
     with true line numbers; bounded so that a huge log never stalls the daemon."""
     try:
-        size = log_file.stat().st_size
-        start = max(0, size - tail_bytes)
-        if start:  # begin on a line boundary
-            with open(log_file, "rb") as handle:
-                handle.seek(start)
-                start += len(handle.readline(MAX_LINE_BYTES))
-        stream = StreamDiagnoser(lines_done=count_lines(str(log_file), start))
+        start, stream = tail_stream(log_file, tail_bytes)
         for chunk in read_chunks(str(log_file), start):
             stream.feed(chunk)
         return stream.close()

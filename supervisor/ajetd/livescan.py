@@ -1,0 +1,55 @@
+"""Diagnosis of running trials as they print: only new bytes, bounded work per call.
+
+A signature a still-running program prints (a traceback in a Ray worker while the driver
+hangs, a NaN loss) is noticed at the next tick, not when the trial ends. Each trial keeps one
+`StreamDiagnoser` and the offset it has read to; memory stays bounded whatever the log size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ajetd.diagnosis import Finding, StreamDiagnoser
+from ajetd.trialrun import DIAGNOSE_TAIL_BYTES, tail_stream
+
+MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks
+LIVE_SCAN_S = 1.0  # how soon new output is read while a log grows
+
+
+@dataclass
+class _Cursor:
+    offset: int
+    stream: StreamDiagnoser
+
+
+@dataclass
+class LiveScans:
+    """One cursor per (run, trial); `scan` returns the kinds seen for the first time."""
+
+    _cursors: dict[tuple[str, int], _Cursor] = field(default_factory=dict)
+
+    def pending(self, key: tuple[str, int], size: int) -> bool:
+        """Whether the log of `key` holds bytes not read yet."""
+        cursor = self._cursors.get(key)
+        return cursor is None or size > cursor.offset
+
+    def scan(self, key: tuple[str, int], log_file: Path) -> list[Finding]:
+        cursor = self._cursors.get(key)
+        try:
+            if cursor is None:  # first look (or after a daemon restart): the log's tail
+                start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES)
+                cursor = self._cursors[key] = _Cursor(start, stream)
+            before = {f.kind for f in cursor.stream.findings()}
+            with open(log_file, "rb") as handle:
+                handle.seek(cursor.offset)
+                data = handle.read(MAX_BYTES_PER_SCAN)
+        except OSError:
+            return []
+        cursor.offset += len(data)
+        cursor.stream.feed(data)
+        return [f for f in cursor.stream.findings() if f.kind not in before]
+
+    def forget(self, run_id: str) -> None:
+        for key in [k for k in self._cursors if k[0] == run_id]:
+            del self._cursors[key]
