@@ -107,6 +107,8 @@ class Env:
                 "execute_test": False,
                 "trainer_common": {
                     "test_freq": 2,
+                    "val_before_train": True,
+                    "logger": "console",
                     "val_print_to_markdown_file_path": f"./saved_val_result/{name}.md",
                 },
             },

@@ -10,6 +10,7 @@ import sys
 import time
 
 import psutil
+import yaml
 
 from conftest import Env, wait_for
 
@@ -570,3 +571,31 @@ def test_signature_of_a_running_program_is_noticed_within_2s(daemon_env: Env) ->
     assert time.monotonic() - written < 2.0
     assert env.status(run_id)["diagnosis"][0]["kind"] == "cuda_oom"
     env.cli("stop", run_id)
+
+
+def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("patch")
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["ajet"]["execute_test"] = True
+    data["ajet"]["trainer_common"]["val_before_train"] = False
+    del data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"]
+    path.write_text(yaml.safe_dump(data))
+    before = path.read_text()
+    lint = json.loads(env.cli("lint", str(env.blueprint("patch", config=config)), "--json").stdout)
+    assert lint["ok"] and lint["blueprint"]["config_verdict"] == "patched"
+    run_id = env.submit(env.blueprint("patch", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded"
+    assert status["command"].endswith(f"--conf configs/patch.ajetd-{run_id}.yaml")
+    assert path.read_text() == before  # the user's file is never edited
+    copy = yaml.safe_load((env.codebase / "configs" / f"patch.ajetd-{run_id}.yaml").read_text())
+    assert copy["ajet"]["execute_test"] is False
+    result = env.tmp / "results" / "patch"
+    assert copy["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] == str(
+        result / "val_results.md"
+    )
+    assert status["metrics"]["global_steps"] == 4  # read from the new val file
+    text = (result / "results.md").read_text()
+    assert "## Config changes (preflight)" in text and "execute_test: True → False" in text

@@ -13,13 +13,16 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
 from ajetd import intake, model, trialrun
+from ajetd.agentjet import apply_patches, conf_argument, point_conf_at
 from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
 from ajetd.errors import BlueprintError
 from ajetd.model import Run
 from ajetd.options import Options
-from ajetd.preflight import check_blueprint, result_dir_problem
-from ajetd.store import Home
+from ajetd.preflight import Resolved, check_blueprint, result_dir_problem
+from ajetd.store import Home, write_atomic
 
 log = logging.getLogger(__name__)
 MAX_BLUEPRINT_BYTES = 1024 * 1024
@@ -51,6 +54,10 @@ def admit(
         problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp), None
+    command, changes = bp.launch_command, list(resolved.review.changes)
+    if resolved.review.patches:
+        command, note = _patched_copy(resolved, command, run_id)
+        changes.append(note)
     offset = 0
     if resolved.val_path:  # count only validation lines written during this run
         with contextlib.suppress(OSError):
@@ -62,11 +69,12 @@ def admit(
         max_time_s=bp.max_time_s,
         codebase_dir=resolved.codebase_dir,
         venv_dir=resolved.venv_dir,
-        launch_command=bp.launch_command,
+        launch_command=command,
         val_path=resolved.val_path,
         val_offset=offset,
         keep_session_s=bp.options.keep_session_s,
-        warnings=bp.options.warnings,
+        warnings=(*bp.options.warnings, *resolved.review.warnings),
+        config_changes=tuple(changes),
     )
     moved = trialrun.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
@@ -75,6 +83,24 @@ def admit(
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
+
+
+def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str]:
+    """Write the fixed config beside the original (so `defaults:` and hydra search paths still
+    resolve) and point the command's `--conf` at it. The user's file is never edited."""
+    original = Path(resolved.yaml_path)
+    copy = original.with_name(f"{original.stem}.ajetd-{run_id}{original.suffix}")
+    patched = apply_patches(resolved.config, resolved.review.patches)
+    write_atomic(copy, yaml.safe_dump(patched, sort_keys=False, allow_unicode=True))
+    conf = conf_argument(command) or ""
+    conf_abs = os.path.normpath(os.path.join(resolved.codebase_dir, conf))
+    if os.path.realpath(conf_abs) != os.path.realpath(resolved.yaml_path):
+        return command, (
+            f"config fixes written to {copy}, but --conf {conf} is not "
+            "exp_yaml_path, so the command was left as it is"
+        )
+    new_conf = os.path.join(os.path.dirname(conf), copy.name)
+    return point_conf_at(command, new_conf), f"launched with the fixed copy {copy}"
 
 
 def _reject(

@@ -112,6 +112,7 @@ class Run:
     keep_session_s: float = 3600.0
     session_closed: bool = False
     warnings: tuple[str, ...] = ()
+    config_changes: tuple[str, ...] = ()  # what the YAML preflight fixed in a copy
     fixes: tuple[str, ...] = ()  # fixes applied so far, in order (they accumulate)
     fix_env: tuple[tuple[str, str], ...] = ()
     fix_prefix: tuple[str, ...] = ()
@@ -154,6 +155,7 @@ class Run:
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
         data["fixes"] = tuple(data.get("fixes", ()))
+        data["config_changes"] = tuple(data.get("config_changes", ()))
         data["fix_env"] = tuple(tuple(pair) for pair in data.get("fix_env", ()))
         data["fix_prefix"] = tuple(data.get("fix_prefix", ()))
         known = set(cls.__dataclass_fields__)

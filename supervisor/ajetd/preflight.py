@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ajetd.agentjet import ConfigReview, apply_patches, review
 from ajetd.blueprint import Blueprint
 from ajetd.naming import RUN_ID
 
@@ -47,6 +48,8 @@ class Resolved:
     yaml_path: str
     result_dir: str
     val_path: str | None
+    config: dict[str, Any] = field(default_factory=dict)
+    review: ConfigReview = field(default_factory=ConfigReview)
 
 
 def _abs(path: str) -> str:
@@ -66,6 +69,20 @@ def _val_path(config: Any, codebase: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     return os.path.normpath(os.path.join(codebase, os.path.expanduser(value.strip())))
+
+
+def _logged_in() -> frozenset[str]:
+    """Loggers with a stored login (`swanlab login`, `wandb login`): they need no key in env."""
+    home = Path.home()
+    found = set()
+    if (home / ".swanlab" / ".netrc").exists():
+        found.add("swanlab")
+    try:
+        if "api.wandb.ai" in (home / ".netrc").read_text(errors="replace"):
+            found.add("wandb")
+    except OSError:
+        pass
+    return frozenset(found)
 
 
 def result_dir_problem(result_dir: str) -> str | None:
@@ -133,6 +150,18 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
     problem = result_dir_problem(result_dir)
     if problem:
         problems.append(problem)
+    found = ConfigReview()
+    if isinstance(config, dict):
+        found = review(
+            config,
+            command=bp.launch_command,
+            result_dir=result_dir,
+            gpus=bp.options.gpus,
+            env={**os.environ, **bp.options.env},
+            exists=os.path.exists,
+            logged_in=_logged_in(),
+        )
+        problems.extend(found.problems)
     if problems:
         return None, problems
     resolved = Resolved(
@@ -141,6 +170,8 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         venv_dir=os.path.dirname(os.path.dirname(venv_exe)),
         yaml_path=yaml_path,
         result_dir=result_dir,
-        val_path=_val_path(config, codebase),
+        val_path=_val_path(apply_patches(config, found.patches), codebase),
+        config=config,
+        review=found,
     )
     return resolved, []

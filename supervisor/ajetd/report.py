@@ -147,6 +147,9 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         lines += [_trial_row(t) for t in run.trials]
     else:
         lines.append("No trial was launched.")
+    if run.config_changes:
+        lines += ["", "## Config changes (preflight)", ""]
+        lines += [f"- {c}" for c in run.config_changes]
     if run.fixes:
         lines += ["", "## Fixes applied", ""]
         lines += [

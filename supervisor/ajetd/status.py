@@ -129,4 +129,6 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
     lines.append(f"  options: {summary['options']}")
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
+    for change in summary.get("config_changes", []):
+        lines.append(f"  config fix (in a copy beside the original): {change}")
     return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""Preflight of an AgentJet config (`ajet:` YAML) before a GPU is spent; pure.
+
+Checks what seed 001 and AgentJet's own behaviour require (DESIGN §5) and says, per finding,
+whether it blocks the run or can be fixed mechanically in a copy of the config: `execute_test`
+must be False (True ends a run early by design), validation results must go to a file with a
+directory part (default: `val_results.md` in the result dir), `val_before_train` should be true,
+and a logger that needs an API key must find one (else a local logger is used). The user's file
+is never edited; patches go into a copy beside it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LOCAL_LOGGER = "tensorboard"
+DEFAULT_LOGGER = "swanlab"  # ajet_default.yaml's trainer_common.logger
+_KEYED_LOGGERS = {"swanlab": "SWANLAB_API_KEY", "wandb": "WANDB_API_KEY"}
+_OFFLINE_MODES = {
+    "swanlab": ("SWANLAB_MODE", ("local", "offline", "disabled")),
+    "wandb": ("WANDB_MODE", ("offline", "disabled", "dryrun")),
+}
+_CONF = re.compile(r"(--conf(?:=|\s+))(['\"]?)([^\s'\"]+)\2")
+
+
+@dataclass(frozen=True)
+class ConfigReview:
+    """What the preflight found: blocking problems, warnings, and patches for a copy."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    patches: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    changes: list[str] = field(default_factory=list)  # one line per patch, for results.md
+
+    @property
+    def verdict(self) -> str:
+        if self.problems:
+            return "rejected"
+        return "patched" if self.patches else "passes"
+
+
+def _get(config: Mapping[str, Any], *keys: str) -> Any:
+    node: Any = config
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def conf_argument(command: str) -> str | None:
+    """The value of `--conf` in a launch command, if it has one."""
+    match = _CONF.search(command)
+    return match.group(3) if match else None
+
+
+def point_conf_at(command: str, path: str) -> str:
+    """The command with its `--conf` value replaced by `path` (quoted for the shell)."""
+    return _CONF.sub(lambda m: m.group(1) + shlex.quote(path), command, count=1)
+
+
+def review(
+    config: Mapping[str, Any],
+    *,
+    command: str,
+    result_dir: str,
+    gpus: str,
+    env: Mapping[str, str],
+    exists: Callable[[str], bool],
+    logged_in: frozenset[str] = frozenset(),
+) -> ConfigReview:
+    """Review an AgentJet config. A config without an `ajet:` section is not AgentJet's."""
+    out = ConfigReview()
+    if "ajet" not in config:
+        if "astuner" in config:
+            out.problems.append(
+                "exp_yaml_path: legacy `astuner:` config; AgentJet's launcher "
+                "needs an `ajet:` section"
+            )
+        return out
+    ajet = config["ajet"]
+    if not isinstance(ajet, Mapping):
+        out.problems.append("exp_yaml_path: `ajet:` must be a mapping")
+        return out
+    conf = conf_argument(command)
+    if conf is not None and not os.path.dirname(conf):
+        out.problems.append(
+            f"exp_launch_command: --conf {conf} needs a directory part "
+            f"(AgentJet requires it): write --conf ./{conf}"
+        )
+    if _get(ajet, "execute_test") is True:
+        out.patches[("ajet", "execute_test")] = False
+        out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
+    val_key = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
+    before_key = ("ajet", "trainer_common", "val_before_train")
+    val = _get(ajet, "trainer_common", "val_print_to_markdown_file_path")
+    if not isinstance(val, str) or not val.strip() or not os.path.dirname(val.strip()):
+        target = os.path.join(result_dir, "val_results.md")
+        out.patches[val_key] = target
+        out.changes.append(
+            f"ajet.trainer_common.val_print_to_markdown_file_path: {val!r} → "
+            f"{target} (validation results need a file with a directory part)"
+        )
+    if _get(ajet, "trainer_common", "val_before_train") is not True:
+        out.patches[before_key] = True
+        out.changes.append(
+            "ajet.trainer_common.val_before_train → true (measure the initial "
+            "model, as seed 001 asks)"
+        )
+    _review_gpus(ajet, gpus, out)
+    model = _get(ajet, "model", "path")
+    if isinstance(model, str) and model.startswith("/") and not exists(model):
+        out.problems.append(f"exp_yaml_path: ajet.model.path {model} does not exist")
+    _review_logger(ajet, env, logged_in, out)
+    if out.patches and conf is None:
+        out.warnings.append(
+            "the launch command passes no --conf, so the config fixes above "
+            "cannot be applied to what runs"
+        )
+        if ("ajet", "execute_test") in out.patches:
+            out.problems.append(
+                "exp_yaml_path: ajet.execute_test is True and the command has "
+                "no --conf to point at a fixed copy"
+            )
+    return out
+
+
+def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
+    per_node = _get(ajet, "trainer_common", "n_gpus_per_node")
+    nodes = _get(ajet, "trainer_common", "nnodes") or 1
+    if not isinstance(per_node, int) or not isinstance(nodes, int):
+        return
+    wanted = per_node * nodes
+    if gpus == "all":
+        return  # known once GPUs are probed and placed
+    given = len(gpus.split(",")) if "," in gpus else int(gpus)
+    if wanted != given:
+        out.problems.append(
+            f"exp_yaml_path: n_gpus_per_node × nnodes = {per_node} × {nodes} = {wanted} GPUs, "
+            f"but [ajetd] gpus gives the run {given}"
+        )
+
+
+def _review_logger(
+    ajet: Mapping[str, Any], env: Mapping[str, str], logged_in: frozenset[str], out: ConfigReview
+) -> None:
+    logger = _get(ajet, "trainer_common", "logger")
+    if logger is None:
+        logger = DEFAULT_LOGGER
+    names = [logger] if isinstance(logger, str) else list(logger or [])
+    missing = []
+    for name in names:
+        key = _KEYED_LOGGERS.get(str(name))
+        if key is None or env.get(key) or str(name) in logged_in:
+            continue
+        mode_var, offline = _OFFLINE_MODES[str(name)]
+        if env.get(mode_var, "").lower() in offline:
+            continue
+        missing.append((str(name), key))
+    if not missing:
+        return
+    kept = [n for n in names if str(n) not in {m for m, _ in missing}] or [LOCAL_LOGGER]
+    out.patches[("ajet", "trainer_common", "logger")] = kept[0] if len(kept) == 1 else kept
+    for name, key in missing:
+        out.changes.append(
+            f"ajet.trainer_common.logger: {name} → {LOCAL_LOGGER} ({key} is not "
+            f"set; {name} would exit or block without it)"
+        )
+
+
+def apply_patches(
+    config: Mapping[str, Any], patches: Mapping[tuple[str, ...], Any]
+) -> dict[str, Any]:
+    """A deep copy of `config` with each key path set to its patched value."""
+    patched: dict[str, Any] = copy.deepcopy(dict(config))
+    for path, value in patches.items():
+        node = patched
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return patched

@@ -1,0 +1,93 @@
+"""YAML preflight over every real AgentJet config in the fixtures: a definite verdict each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ajetd.agentjet import apply_patches, conf_argument, point_conf_at, review
+
+CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
+ALL = sorted(p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml"))
+EXPECTED = {
+    "tests/data/config.yaml": ("rejected", "legacy `astuner:`"),
+    "tests/bench/benchmark_math/benchmark_math.yaml": ("patched", "execute_test: True → False"),
+    "ajet/default_config/verl/verl_default.yaml": ("passes", ""),  # not an `ajet:` config
+    "ajet/default_config/ajet_default.yaml": ("patched", "val_before_train → true"),
+    "tutorial/example_countdown/countdown.yaml": ("patched", "logger: swanlab → tensorboard"),
+}
+
+
+def _review(rel: str, **kw: object):  # type: ignore[no-untyped-def]
+    config = yaml.safe_load((CONFIGS / rel).read_text())
+    args = {
+        "command": f"python -m ajet.launcher --conf {rel} --autokill",
+        "result_dir": "/r",
+        "gpus": "all",
+        "env": {},
+        "exists": lambda p: True,
+        **kw,
+    }
+    return review(config, **args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rel", ALL)
+def test_every_fixture_config_gets_a_definite_verdict(rel: str) -> None:
+    try:
+        found = _review(rel)
+    except yaml.YAMLError:
+        assert "yaml_template" in rel  # the `{{MODEL_PATH}}` templates: not YAML until filled
+        return
+    assert found.verdict in ("passes", "patched", "rejected")
+    assert (found.verdict == "rejected") == bool(found.problems)
+    assert len(found.changes) >= len(found.patches)
+    if rel in EXPECTED:
+        verdict, text = EXPECTED[rel]
+        assert found.verdict == verdict
+        assert text in " ".join(found.problems + found.changes)
+    if found.verdict == "patched":
+        fixed = apply_patches(yaml.safe_load((CONFIGS / rel).read_text()), found.patches)
+        assert (
+            review(
+                fixed,
+                command="x --conf a/b.yaml",
+                result_dir="/r",
+                gpus="all",
+                env={},
+                exists=lambda p: True,
+            ).verdict
+            == "passes"
+        )
+
+
+def test_missing_model_path_and_gpu_count_are_rejected() -> None:
+    found = _review("tests/bench/benchmark_math/benchmark_math.yaml", exists=lambda p: False)
+    assert any("ajet.model.path" in p and "does not exist" in p for p in found.problems)
+    found = _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="0,1")
+    assert any("4 GPUs" in p and "gives the run 2" in p for p in found.problems)
+    assert not _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="4").problems
+
+
+def test_logger_with_key_or_login_is_kept() -> None:
+    rel = "tutorial/example_countdown/countdown.yaml"
+    assert ("ajet", "trainer_common", "logger") not in _review(
+        rel, env={"SWANLAB_API_KEY": "k"}
+    ).patches
+    assert ("ajet", "trainer_common", "logger") not in _review(
+        rel, logged_in=frozenset({"swanlab"})
+    ).patches
+
+
+def test_conf_without_directory_part_and_command_rewrite() -> None:
+    found = _review(
+        "tests/bench/benchmark_math/benchmark_math.yaml",
+        command="python -m ajet.launcher --conf benchmark_math.yaml",
+    )
+    assert any("needs a directory part" in p for p in found.problems)
+    cmd = "python -m ajet.launcher --conf=tests/x.yaml --autokill"
+    assert conf_argument(cmd) == "tests/x.yaml"
+    assert point_conf_at(cmd, "tests/x.ajetd-abc123.yaml") == (
+        "python -m ajet.launcher --conf=tests/x.ajetd-abc123.yaml --autokill"
+    )
