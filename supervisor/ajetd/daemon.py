@@ -79,6 +79,7 @@ class Daemon:
         self.stopping = False
         self.live = LiveScans()
         self.live_growing = False  # some running trial printed during the last tick
+        self.next_full_at = 0.0
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -92,10 +93,15 @@ class Daemon:
         try:
             self.reconcile(self.clock())
             self.watcher.start(self.home.inbox, self.home.control, self.home.runs)
+            woken = True
             while not self.stopping:
                 now = self.clock()
-                self.tick(now)
-                self.wake.wait(self._sleep_for(self.clock()))
+                full = woken or now >= self.next_full_at
+                if full:
+                    self.tick(now)
+                else:  # only the live-scan timer is due: read new output, nothing else
+                    self.scan_output(now)
+                woken = self.wake.wait(self._sleep_for(self.clock(), full))
                 self.wake.clear()
         finally:
             self.watcher.stop()
@@ -107,7 +113,17 @@ class Daemon:
         self.stopping = True
         self.wake.set()
 
-    def _sleep_for(self, now: float) -> float:
+    def _sleep_for(self, now: float, full: bool) -> float:
+        """Seconds until the next tick: the earliest timer (recomputed after full ticks only),
+        or the live-scan period while some running trial keeps printing."""
+        if full:
+            self.next_full_at = self._next_full_tick(now)
+        wake_at = self.next_full_at
+        if self.live_growing:  # read new output again soon: signatures are noticed in time
+            wake_at = min(wake_at, now + LIVE_SCAN_S)
+        return min(max(wake_at - now, 0.005), self.cfg.liveness_s)
+
+    def _next_full_tick(self, now: float) -> float:
         wake_at = [self.last_liveness + self.cfg.liveness_s]
         for run in self.runs.values():
             if run.state is State.RUNNING or run.state is State.STOPPING:
@@ -118,9 +134,16 @@ class Daemon:
                     wake_at.append(t)
                 if run.run_id in self.backoffs:
                     wake_at.append(self.backoffs[run.run_id].next_at)
-        if self.live_growing:  # read new output again soon: signatures are noticed in time
-            wake_at.append(now + LIVE_SCAN_S)
-        return min(max(min(wake_at) - now, 0.005), self.cfg.liveness_s)
+        return min(wake_at)
+
+    def scan_output(self, now: float) -> None:
+        """The light tick: new output of running trials is diagnosed, nothing else is done."""
+        self.live_growing = False
+        for run in list(self.runs.values()):
+            trial = run.trial
+            if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
+                log_file = trialrun.paths(self.home, run, trial.number).log
+                self._live_scan(run.run_id, now, log_file)
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
