@@ -14,7 +14,7 @@ from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.trialrun import DIAGNOSE_TAIL_BYTES, tail_stream
 
 MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks
-LIVE_SCAN_S = 1.0  # how soon new output is read while a log grows
+LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed within 2 s)
 
 
 @dataclass
