@@ -72,6 +72,16 @@ class Bench:
                 continue
         return out
 
+    def done_run(self, timeout: float) -> dict:  # type: ignore[type-arg]
+        """The record of the latest blueprint's run once it has ended."""
+        purpose = f"bench {self.n}"
+        return self.wait(  # type: ignore[no-any-return]
+            lambda: next(
+                (r for r in self.runs() if r["purpose"] == purpose and r["state"] == "done"), None
+            ),
+            timeout,
+        )
+
     def close(self) -> None:
         self.daemon.terminate()
         self.daemon.wait(timeout=30)

@@ -26,17 +26,7 @@ def main(n: int) -> None:
             _, t0 = bench.drop(text)
             bench.wait(lambda m=marker: m.exists() and m.read_text().strip(), 30)  # type: ignore[misc]
             intake_lat.append(float(marker.read_text()) - t0)
-            run = bench.wait(
-                lambda: next(
-                    (
-                        r
-                        for r in bench.runs()
-                        if r["purpose"] == f"bench {bench.n}" and r["state"] == "done"
-                    ),
-                    None,
-                ),
-                30,
-            )
+            run = bench.done_run(30)
             home = Path(bench.home) / "runs" / run["run_id"]
             exited = float((home / "trial-1.exit").read_text().split()[1])
             recorded = (home / "state.json").stat().st_mtime_ns / 1e9

@@ -22,17 +22,7 @@ def main(n: int) -> None:
         command = f'if [ "$NCCL_NVLS_ENABLE" != 0 ]; then echo "{NCCL}"; exit 1; fi; sleep 0.2'
         for _ in range(n):
             bench.drop(bench.blueprint(command))
-            run = bench.wait(
-                lambda: next(
-                    (
-                        r
-                        for r in bench.runs()
-                        if r["purpose"] == f"bench {bench.n}" and r["state"] == "done"
-                    ),
-                    None,
-                ),
-                60,
-            )
+            run = bench.done_run(60)
             assert run["status"] == "succeeded" and len(run["trials"]) == 2, run
             home = Path(bench.home) / "runs" / run["run_id"]
             exited = float((home / "trial-1.exit").read_text().split()[1])
