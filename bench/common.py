@@ -12,6 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
 PYTHON = sys.executable
 
 
@@ -83,9 +85,18 @@ class Bench:
         )
 
     def close(self) -> None:
+        """Stop the daemon, the runs' tmux server, and whatever the runs left (a run's processes
+        outlive the daemon by design, so a benchmark must end them itself)."""
         self.daemon.terminate()
         self.daemon.wait(timeout=30)
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
+        mine = str(self.tmp)
+        for proc in psutil.process_iter():
+            try:
+                if proc.environ().get("AJETD_RESULT_DIR", "").startswith(mine):
+                    proc.kill()
+            except psutil.Error:
+                continue
 
 
 def summary(name: str, samples: list[float]) -> str:
