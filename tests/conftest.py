@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 
@@ -198,6 +199,12 @@ def env(tmp_path: Path) -> Iterator[Env]:
             except subprocess.TimeoutExpired:
                 proc.kill()
     e.tmux("kill-server")
+    for leftover in psutil.process_iter():  # runs outlive the daemon by design: end them here
+        try:
+            if leftover.environ().get("AJETD_RESULT_DIR", "").startswith(str(tmp_path)):
+                leftover.kill()
+        except psutil.Error:
+            continue
 
 
 @pytest.fixture
