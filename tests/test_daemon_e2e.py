@@ -599,3 +599,29 @@ def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> Non
     assert status["metrics"]["global_steps"] == 4  # read from the new val file
     text = (result / "results.md").read_text()
     assert "## Config changes (preflight)" in text and "execute_test: True → False" in text
+
+
+def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
+    env = daemon_env
+    runs = {}
+    for name, ajetd in (
+        ("allowed", "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"),
+        ("refused", ""),
+    ):
+        config = env.config(name, oom_above_micro_batch=2)
+        path = env.codebase / config
+        data = yaml.safe_load(path.read_text())
+        data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+        path.write_text(yaml.safe_dump(data))
+        runs[name] = env.submit(env.blueprint(name, config=config, ajetd=ajetd))
+    allowed = env.wait_done(runs["allowed"])
+    assert allowed["status"] == "succeeded" and allowed["trials"] == 3, allowed  # 8 → 4 → 2
+    last = yaml.safe_load(
+        (env.codebase / "configs" / f"allowed.ajetd-{runs['allowed']}-t3.yaml").read_text()
+    )
+    assert last["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] == 2
+    trials = (env.tmp / "results" / "allowed" / "trials.md").read_text()
+    assert "ppo_micro_batch_size_per_gpu 8 → 4" in trials and "4 → 2" in trials
+    refused = env.wait_done(runs["refused"])
+    assert refused["status"] == "failed" and refused["trials"] == 1
+    assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]

@@ -67,3 +67,53 @@ def test_fixes_accumulate_and_round_trip() -> None:
     assert run.fixes == ("nccl_nvls_off", "proxychains")
     assert run.fix_env == (("NCCL_NVLS_ENABLE", "0"),) and run.fix_prefix == ("/p", "-q")
     assert Run.from_dict(run.to_dict()) == run
+
+
+CONFIG = {
+    "ajet": {"trainer_common": {"logger": "swanlab"}, "rollout": {"gpu_memory_utilization": 0.9}},
+    "actor_rollout_ref": {"actor": {"ppo_micro_batch_size_per_gpu": 8, "optim": {"lr": 1e-6}}},
+}
+
+
+def test_cuda_oom_halves_the_allowed_micro_batch_within_bounds() -> None:
+    allow = {"ppo_micro_batch_size_per_gpu": (2.0, None)}
+    choice = choose(_failed_run(), _finding("cuda_oom"), 3, None, T0 + 20, CONFIG, allow)
+    assert isinstance(choice, Relaunch)
+    assert choice.config_patches == (
+        (("actor_rollout_ref", "actor", "ppo_micro_batch_size_per_gpu"), 4),
+    )
+    at_bound = {"actor_rollout_ref": {"actor": {"ppo_micro_batch_size_per_gpu": 2}}}
+    stuck = choose(_failed_run(), _finding("cuda_oom"), 3, None, T0 + 20, at_bound, allow)
+    assert isinstance(stuck, GiveUp) and "bounds" in stuck.reason
+
+
+def test_cuda_oom_without_permission_is_refused_with_a_hint() -> None:
+    choice = choose(_failed_run(), _finding("cuda_oom"), 3, None, T0 + 20, CONFIG, {})
+    assert isinstance(choice, GiveUp) and "allow_fixes" in choice.reason
+
+
+def test_vllm_memory_nan_and_logger_fixes() -> None:
+    vllm = choose(
+        _failed_run(),
+        _finding("vllm_memory"),
+        3,
+        None,
+        T0 + 20,
+        CONFIG,
+        {"gpu_memory_utilization": (0.5, None)},
+    )
+    assert isinstance(vllm, Relaunch)
+    assert vllm.config_patches == ((("ajet", "rollout", "gpu_memory_utilization"), 0.85),)
+    nan = choose(
+        _failed_run(),
+        _finding("nan_loss", "warning"),
+        3,
+        None,
+        T0 + 20,
+        CONFIG,
+        {"lr": (1e-8, None)},
+    )
+    assert isinstance(nan, Relaunch) and nan.config_patches[0][1] == 5e-7
+    logger = choose(_failed_run(), _finding("logger_error"), 3, None, T0 + 20, CONFIG)
+    assert isinstance(logger, Relaunch)
+    assert logger.config_patches == ((("ajet", "trainer_common", "logger"), "tensorboard"),)

@@ -13,16 +13,14 @@ from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
 from ajetd import intake, model, trialrun
-from ajetd.agentjet import apply_patches, conf_argument, point_conf_at
 from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
+from ajetd.configcopy import repoint, write_copy
 from ajetd.errors import BlueprintError
 from ajetd.model import Run
 from ajetd.options import Options
 from ajetd.preflight import Resolved, check_blueprint, result_dir_problem
-from ajetd.store import Home, write_atomic
+from ajetd.store import Home
 
 log = logging.getLogger(__name__)
 MAX_BLUEPRINT_BYTES = 1024 * 1024
@@ -55,8 +53,9 @@ def admit(
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp), None
     command, changes = bp.launch_command, list(resolved.review.changes)
+    config_path = resolved.yaml_path
     if resolved.review.patches:
-        command, note = _patched_copy(resolved, command, run_id)
+        command, config_path, note = _patched_copy(resolved, command, run_id)
         changes.append(note)
     offset = 0
     if resolved.val_path:  # count only validation lines written during this run
@@ -75,6 +74,7 @@ def admit(
         keep_session_s=bp.options.keep_session_s,
         warnings=(*bp.options.warnings, *resolved.review.warnings),
         config_changes=tuple(changes),
+        config_path=config_path,
     )
     moved = trialrun.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
@@ -85,22 +85,22 @@ def admit(
     return run, bp.options
 
 
-def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str]:
-    """Write the fixed config beside the original (so `defaults:` and hydra search paths still
-    resolve) and point the command's `--conf` at it. The user's file is never edited."""
+def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str, str]:
+    """Write the preflight's fixed config beside the original and point `--conf` at it.
+    Returns the command, the config that will run, and a line for results.md."""
     original = Path(resolved.yaml_path)
-    copy = original.with_name(f"{original.stem}.ajetd-{run_id}{original.suffix}")
-    patched = apply_patches(resolved.config, resolved.review.patches)
-    write_atomic(copy, yaml.safe_dump(patched, sort_keys=False, allow_unicode=True))
-    conf = conf_argument(command) or ""
-    conf_abs = os.path.normpath(os.path.join(resolved.codebase_dir, conf))
-    if os.path.realpath(conf_abs) != os.path.realpath(resolved.yaml_path):
-        return command, (
-            f"config fixes written to {copy}, but --conf {conf} is not "
-            "exp_yaml_path, so the command was left as it is"
+    copy = write_copy(original, resolved.config, resolved.review.patches, run_id)
+    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy)
+    if moved is None:
+        return (
+            command,
+            resolved.yaml_path,
+            (
+                f"config fixes written to {copy}, but the command's --conf is not exp_yaml_path, "
+                "so the command was left as it is"
+            ),
         )
-    new_conf = os.path.join(os.path.dirname(conf), copy.name)
-    return point_conf_at(command, new_conf), f"launched with the fixed copy {copy}"
+    return moved, str(copy), f"launched with the fixed copy {copy}"
 
 
 def _reject(

@@ -173,6 +173,33 @@ def _review_logger(
         )
 
 
+def find_paths(config: Any, key: str, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every key path in `config` that ends in `key` (a leaf name such as `lr`)."""
+    found: list[tuple[str, ...]] = []
+    if isinstance(config, Mapping):
+        for name, value in config.items():
+            path = (*prefix, str(name))
+            if name == key and not isinstance(value, Mapping):
+                found.append(path)
+            found.extend(find_paths(value, key, path))
+    return found
+
+
+def get_path(config: Any, path: tuple[str, ...]) -> Any:
+    return _get(config, *path)
+
+
+def local_logger_patch(config: Mapping[str, Any]) -> dict[tuple[str, ...], Any] | None:
+    """Switch an AgentJet config's logger to a local one; None if it is local already."""
+    if "ajet" not in config:
+        return None
+    current = _get(config, "ajet", "trainer_common", "logger")
+    names = [current] if isinstance(current, str) else list(current or [DEFAULT_LOGGER])
+    if not any(str(n) in _KEYED_LOGGERS for n in names):
+        return None
+    return {("ajet", "trainer_common", "logger"): LOCAL_LOGGER}
+
+
 def apply_patches(
     config: Mapping[str, Any], patches: Mapping[tuple[str, ...], Any]
 ) -> dict[str, Any]:

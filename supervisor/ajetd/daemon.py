@@ -315,8 +315,10 @@ class Daemon:
             dead_status = pane.dead_status if pane is not None and pane.dead else None
         stop_file = self.home.control / f"{run_id}.stop"
         findings: tuple[dict[str, Any], ...] = ()
+        config = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
             findings = tuple(f.to_dict() for f in trialrun.diagnose_file(p.log))
+            config = trialrun.load_config(run.config_path)
         obs = Observation(
             now=now,
             exit=exit_info,
@@ -326,6 +328,7 @@ class Daemon:
             last_output_at=self._last_output(run),
             findings=findings,
             proxychains=shutil.which("proxychains4"),
+            config=config,
         )
         self._deep_check(run_id, now)
         if exit_info is None:
@@ -420,8 +423,26 @@ class Daemon:
         """End the failed trial, record the fix, and launch the next trial at once."""
         fix = action.remedy
         reason = describe_exit(action.exit_code)
+        command = config_path = None
+        if fix.config_patches:
+            moved = trialrun.config_fix(run, dict(fix.config_patches))
+            if moved is None:
+                why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
+                why += "run's config)"
+                return trialrun.finish_run(
+                    self.home,
+                    self.tmux,
+                    run,
+                    Status.FAILED,
+                    why,
+                    action.exit_code,
+                    now,
+                    pid,
+                    findings,
+                )
+            command, config_path = moved
         run = trialrun.end_trial(self.home, run, reason, action.exit_code, now, pid, findings)
-        run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix)
+        run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")
         self._store(run)
         log.info("run %s: %s", run.run_id, fix.why)

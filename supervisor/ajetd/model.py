@@ -113,6 +113,7 @@ class Run:
     session_closed: bool = False
     warnings: tuple[str, ...] = ()
     config_changes: tuple[str, ...] = ()  # what the YAML preflight fixed in a copy
+    config_path: str = ""  # the YAML the command's --conf runs (original or a fixed copy)
     fixes: tuple[str, ...] = ()  # fixes applied so far, in order (they accumulate)
     fix_env: tuple[tuple[str, str], ...] = ()
     fix_prefix: tuple[str, ...] = ()
@@ -205,14 +206,23 @@ def trial_ended(
 
 
 def restart(
-    run: Run, fix: str, why: str, env: tuple[tuple[str, str], ...], prefix: tuple[str, ...]
+    run: Run,
+    fix: str,
+    why: str,
+    env: tuple[tuple[str, str], ...],
+    prefix: tuple[str, ...],
+    command: str | None = None,
+    config_path: str | None = None,
 ) -> Run:
-    """A failed trial has a fix to try: the run waits for its next trial with every fix so far."""
+    """A failed trial has a fix to try: the run waits for its next trial with every fix so far
+    (a config fix also brings the command pointed at the fixed copy)."""
     trial = run.trial
     assert trial is not None
     updated = replace(trial, next_step=why)
     return replace(
         run,
+        launch_command=command if command is not None else run.launch_command,
+        config_path=config_path if config_path is not None else run.config_path,
         state=State.RESTARTING,
         trials=(*run.trials[:-1], updated),
         fixes=(*run.fixes, fix),

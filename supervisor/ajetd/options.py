@@ -37,7 +37,15 @@ KNOWN_KEYS = (
 # Not carried out yet: launching without them would run something else than asked.
 UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
-UNSUPPORTED_WARNINGS = ("allow_fixes", "on_finish", "on_attention")
+UNSUPPORTED_WARNINGS = ("on_finish", "on_attention")
+SCIENCE_KEYS = (
+    "ppo_micro_batch_size_per_gpu",
+    "log_prob_micro_batch_size_per_gpu",
+    "micro_batch_size_per_gpu",
+    "gpu_memory_utilization",
+    "max_response_length",
+    "lr",
+)
 HANG_ACTIONS = ("attention", "stop")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
@@ -55,6 +63,8 @@ class Options:
     autokill: str = "protect"
     keep_session_s: float = 3600.0
     plateau: PlateauRule | None = None
+    # science fixes the blueprint permits: key -> (min, max); None means unbounded that way
+    allow_fixes: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
     @property
@@ -194,6 +204,35 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
     return PlateauRule(str(metric), int(patience), float(min_delta), float(after), str(mode))
 
 
+def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append("allow_fixes: expected {key: {min: N, max: N}}")
+        return {}
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for key, given in value.items():
+        if key not in SCIENCE_KEYS:
+            problems.append(
+                f"allow_fixes: {key!r} is not a key ajetd can fix "
+                f"(known: {', '.join(SCIENCE_KEYS)})"
+            )
+            continue
+        bounds = {} if given is None else given
+        if not isinstance(bounds, dict) or set(map(str, bounds)) - {"min", "max"}:
+            problems.append(f"allow_fixes.{key}: expected {{min: N, max: N}}")
+            continue
+        low, high = bounds.get("min"), bounds.get("max")
+        if any(
+            v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))
+            for v in (low, high)
+        ):
+            problems.append(f"allow_fixes.{key}: min and max must be numbers")
+            continue
+        out[str(key)] = (low, high)
+    return out
+
+
 def parse_options(text: str) -> Options:
     """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
     data = _load(text)
@@ -224,6 +263,7 @@ def parse_options(text: str) -> Options:
         autokill=autokill,
         keep_session_s=3600.0 if keep is None else keep,
         plateau=_plateau(data.get("plateau"), problems),
+        allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
         warnings=tuple(warnings),
     )
     if problems:

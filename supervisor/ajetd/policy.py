@@ -42,6 +42,7 @@ class Observation:
     last_output_at: float | None = None  # when the trial's log last grew
     findings: tuple[dict[str, Any], ...] = ()  # diagnosis of a trial that exited non-zero
     proxychains: str | None = None  # an installed proxychains4, if any
+    config: dict[str, Any] | None = None  # the YAML a failed trial ran with
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,17 @@ def hang_window(run_window: float | None, timing: Timing) -> float:
     return timing.hang_auto_s if run_window is None else run_window
 
 
-def after_failure(run: Run, code: int, obs: Observation, max_trials: int) -> Action:
+def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
     """A trial ajetd did not stop exited non-zero: relaunch with a fix, or end the run."""
-    choice = remedy.choose(run, list(obs.findings), max_trials, obs.proxychains, obs.now)
+    choice = remedy.choose(
+        run,
+        list(obs.findings),
+        options.max_trials,
+        obs.proxychains,
+        obs.now,
+        obs.config,
+        options.allow_fixes,
+    )
     if isinstance(choice, Relaunch):
         return Restart(code, choice)
     root = f" ({obs.findings[0]['kind']})" if obs.findings else ""
@@ -133,7 +142,7 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
     if obs.exit is not None:
         code = obs.exit[0]
         if code != 0 and run.stop_cause is None:
-            return [after_failure(run, code, obs, options.max_trials)]
+            return [after_failure(run, code, obs, options)]
         return [outcome(run, code, window_s)]
     if obs.gone:
         if obs.dead_status is not None:

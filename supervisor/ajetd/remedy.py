@@ -11,9 +11,11 @@ and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ajetd.agentjet import find_paths, get_path, local_logger_patch
 from ajetd.model import Run
 
 THRASH_FAILURES = 4
@@ -36,6 +38,7 @@ class Relaunch:
     why: str
     env: tuple[tuple[str, str], ...] = ()
     prefix: tuple[str, ...] = ()  # argv words put before the command
+    config_patches: tuple[tuple[tuple[str, ...], Any], ...] = ()  # into a new config copy
 
 
 @dataclass(frozen=True)
@@ -51,16 +54,87 @@ def _failures_since(run: Run, since: float) -> int:
     )
 
 
+SCIENCE_STEPS = {  # what to lower, in order, for each kind a science fix can help
+    "cuda_oom": (
+        "ppo_micro_batch_size_per_gpu",
+        "log_prob_micro_batch_size_per_gpu",
+        "micro_batch_size_per_gpu",
+        "gpu_memory_utilization",
+        "max_response_length",
+    ),
+    "vllm_memory": ("gpu_memory_utilization",),
+    "nan_loss": ("lr",),
+}
+
+
+def _lowered(key: str, value: float, low: float | None) -> float | None:
+    """The next, smaller value for `key` within its lower bound; None when none is left."""
+    if key == "gpu_memory_utilization":
+        new: float = round(value - 0.05, 2)
+    elif key == "max_response_length":
+        new = int(value * 0.75)
+    elif key == "lr":
+        new = value / 2
+    else:
+        new = int(value) // 2
+    if low is not None and new < low:
+        new = low
+    return new if new < value else None
+
+
+def _science(
+    kind: str,
+    config: Mapping[str, Any] | None,
+    allow: Mapping[str, tuple[float | None, float | None]],
+) -> Relaunch | str:
+    """A science fix the blueprint allows for `kind`, or why there is none."""
+    steps = SCIENCE_STEPS[kind]
+    allowed = [k for k in steps if k in allow]
+    if not allowed:
+        return (
+            f"{kind}: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes "
+            f"for one of: {', '.join(steps)}"
+        )
+    if config is None:
+        return f"{kind}: the run's config cannot be read, so no science fix can be applied"
+    for key in allowed:
+        paths = find_paths(config, key)
+        values = [get_path(config, p) for p in paths]
+        numeric = [
+            (p, v)
+            for p, v in zip(paths, values, strict=True)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if not numeric:
+            continue
+        low = allow[key][0]
+        patches = [
+            (p, new) for p, v in numeric if (new := _lowered(key, float(v), low)) is not None
+        ]
+        if patches:
+            old = numeric[0][1]
+            return Relaunch(
+                f"science_{key}",
+                f"{kind}: {key} {old} → {patches[0][1]} (allowed by [ajetd] allow_fixes, "
+                f"min {low})",
+                config_patches=tuple(patches),
+            )
+    return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
+
+
 def choose(
     run: Run,
     findings: list[dict[str, Any]],
     max_trials: int,
     proxychains: str | None,
     now: float,
+    config: Mapping[str, Any] | None = None,
+    allow_fixes: Mapping[str, tuple[float | None, float | None]] | None = None,
 ) -> Relaunch | GiveUp:
     """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
 
-    `proxychains` is the path of an installed proxychains4, or None.
+    `proxychains` is the path of an installed proxychains4, or None; `config` is the YAML the
+    trial ran with, and `allow_fixes` the science fixes its blueprint permits.
     """
     if not findings:
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
@@ -96,6 +170,18 @@ def choose(
             "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
             env=(("NCCL_NVLS_ENABLE", "0"),),
         )
+    if kind == "logger_error":
+        patch = local_logger_patch(config) if config is not None else None
+        if patch is None or "local_logger" in applied:
+            return GiveUp(f"logger_error: {root['fix']}")
+        return Relaunch(
+            "local_logger",
+            "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
+            config_patches=tuple(patch.items()),
+        )
+    if kind in SCIENCE_STEPS:
+        science = _science(kind, config, allow_fixes or {})
+        return science if isinstance(science, Relaunch) else GiveUp(science)
     if kind in PLAIN_RETRY:
         name = f"retry_{kind}"
         if name in applied:

@@ -16,7 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ajetd import model, procs, report
+from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
@@ -201,6 +204,31 @@ def move_rejection_aside(result_dir: Path) -> Path | None:
         with contextlib.suppress(FileNotFoundError):
             (result_dir / name).rename(target / name)
     return target
+
+
+def load_config(path: str) -> dict[str, Any] | None:
+    """The YAML a run launches with, or None if it cannot be read as a mapping."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def config_fix(run: Run, patches: dict[tuple[str, ...], Any]) -> tuple[str, str] | None:
+    """Write the next trial's fixed config copy and point the command at it: (command, path);
+    None when the command's --conf is not the run's config."""
+    config = load_config(run.config_path)
+    if config is None:
+        return None
+    copy = write_copy(
+        Path(run.config_path), config, patches, f"{run.run_id}-t{len(run.trials) + 1}"
+    )
+    command = repoint(run.launch_command, run.codebase_dir, run.config_path, copy)
+    return None if command is None else (command, str(copy))
 
 
 def tail_stream(log_file: Path, tail_bytes: int) -> tuple[int, StreamDiagnoser]:

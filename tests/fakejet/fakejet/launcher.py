@@ -43,6 +43,10 @@ def main() -> int:
     test_freq = int(common.get("test_freq", 2))
     with open("launches.log", "a") as launches:  # lets tests count launches exactly
         launches.write(f"{os.environ.get('AJETD_RUN_ID')} {os.environ.get('AJETD_TRIAL')}\n")
+    micro = conf.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size_per_gpu")
+    if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
+        print(OOM, flush=True)  # as a too-large micro batch does on a real GPU
+        return 1
     fail = fake.get("fail")
     if fail and any(os.environ.get(k) != str(v) for k, v in fail.get("unless_env", {}).items()):
         print(fail["text"], flush=True)  # a real failure's text, e.g. from ../shared/fixtures
