@@ -145,10 +145,25 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
 
 
 def test_unsupported_soft_keys_warn() -> None:
-    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\nallow_fixes: {lr: {min: 1e-7}}\n"
+    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\non_finish: echo done\n"
     assert parse_blueprint(text).options.warnings == (
-        "allow_fixes: accepted but not acted on by this version of ajetd",
+        "on_finish: accepted but not acted on by this version of ajetd",
     )
+
+
+def test_allow_fixes_bounds() -> None:
+    base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
+    allow = parse_blueprint(base + "allow_fixes: {lr: {min: 1e-7}, max_response_length: {}}\n")
+    assert allow.options.allow_fixes == {"lr": (1e-7, None), "max_response_length": (None, None)}
+    for bad in (
+        "allow_fixes: {batch: {min: 1}}",
+        "allow_fixes: {lr: {min: small}}",
+        "allow_fixes: {lr: {low: 1}}",
+        "allow_fixes: [lr]",
+    ):
+        with pytest.raises(BlueprintError) as err:
+            parse_blueprint(base + bad + "\n")
+        assert any(p.startswith("[ajetd]: allow_fixes") for p in err.value.problems), bad
 
 
 def test_plateau_options() -> None:

@@ -204,6 +204,14 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
     return PlateauRule(str(metric), int(patience), float(min_delta), float(after), str(mode))
 
 
+def _number_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(value)
+    return float(value)
+
+
 def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:
     if value is None:
         return {}
@@ -222,11 +230,9 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
         if not isinstance(bounds, dict) or set(map(str, bounds)) - {"min", "max"}:
             problems.append(f"allow_fixes.{key}: expected {{min: N, max: N}}")
             continue
-        low, high = bounds.get("min"), bounds.get("max")
-        if any(
-            v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))
-            for v in (low, high)
-        ):
+        try:  # YAML reads `1e-7` (no dot) as a string: take numbers in either form
+            low, high = (_number_or_none(bounds.get(side)) for side in ("min", "max"))
+        except (TypeError, ValueError):
             problems.append(f"allow_fixes.{key}: min and max must be numbers")
             continue
         out[str(key)] = (low, high)
