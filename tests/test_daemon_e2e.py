@@ -625,3 +625,31 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     refused = env.wait_done(runs["refused"])
     assert refused["status"] == "failed" and refused["trials"] == 1
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]
+
+
+def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:
+    env = daemon_env
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, time; s = socket.socket(); "
+            "s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); "
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        port = int(holder.stdout.readline())
+        text = (
+            f"ERROR:    [Errno 98] error while attempting to bind on address "
+            f"('127.0.0.1', {port}): address already in use"
+        )
+        config = env.config("port", fail={"text": text, "unless_env": {"NEVER": 1}})
+        status = env.wait_done(env.submit(env.blueprint("port", config=config)))
+        assert status["status"] == "failed" and status["trials"] == 1  # no pointless retry
+        assert f"pid {holder.pid}" in status["reason"]
+    finally:
+        holder.kill()

@@ -117,3 +117,27 @@ def test_vllm_memory_nan_and_logger_fixes() -> None:
     logger = choose(_failed_run(), _finding("logger_error"), 3, None, T0 + 20, CONFIG)
     assert isinstance(logger, Relaunch)
     assert logger.config_patches == ((("ajet", "trainer_common", "logger"), "tensorboard"),)
+
+
+def test_port_parsing_and_foreign_holder() -> None:
+    from ajetd.remedy import port_from_text
+
+    assert (
+        port_from_text(
+            "error while attempting to bind on address ('0.0.0.0', 7878): address already in use"
+        )
+        == 7878
+    )
+    assert port_from_text("server socket has failed to listen ... port: 29500, useIpv6: 0") == 29500
+    assert port_from_text("bind tcp 127.0.0.1:8000: address already in use") == 8000
+    assert port_from_text("OSError: [Errno 98] Address already in use") is None
+    held = choose(
+        _failed_run(),
+        _finding("port_in_use"),
+        3,
+        None,
+        T0 + 20,
+        port_holder="port 10086 is held by pid 7 (python serve.py)",
+    )
+    assert isinstance(held, GiveUp) and "pid 7" in held.reason
+    assert isinstance(choose(_failed_run(), _finding("port_in_use"), 3, None, T0 + 20), Relaunch)

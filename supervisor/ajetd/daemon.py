@@ -42,6 +42,7 @@ from ajetd.policy import (
     next_wake,
 )
 from ajetd.policy import hang_window as policy_hang_window
+from ajetd.remedy import port_from_text
 from ajetd.store import Home, write_json
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
@@ -58,6 +59,14 @@ class DaemonConfig:
     # How often tmux is asked whether panes still exist, and the longest sleep: the safety net
     # under the watchers (exits, stops and inbox drops wake the loop at once).
     liveness_s: float = 5.0
+
+
+def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
+    """For a root `port_in_use` naming its port: who holds it, if not this run."""
+    if not findings or findings[0]["kind"] != "port_in_use":
+        return None
+    port = port_from_text(str(findings[0]["evidence"]))
+    return None if port is None else procs.port_holder(port, run_id)
 
 
 class Daemon:
@@ -316,9 +325,11 @@ class Daemon:
         stop_file = self.home.control / f"{run_id}.stop"
         findings: tuple[dict[str, Any], ...] = ()
         config = None
+        holder = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
             findings = tuple(f.to_dict() for f in trialrun.diagnose_file(p.log))
             config = trialrun.load_config(run.config_path)
+            holder = _port_holder(findings, run_id)
         obs = Observation(
             now=now,
             exit=exit_info,
@@ -329,6 +340,7 @@ class Daemon:
             findings=findings,
             proxychains=shutil.which("proxychains4"),
             config=config,
+            port_holder=holder,
         )
         self._deep_check(run_id, now)
         if exit_info is None:

@@ -43,6 +43,7 @@ class Observation:
     findings: tuple[dict[str, Any], ...] = ()  # diagnosis of a trial that exited non-zero
     proxychains: str | None = None  # an installed proxychains4, if any
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
+    port_holder: str | None = None  # a foreign holder of the port a bind error names
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
         obs.now,
         obs.config,
         options.allow_fixes,
+        obs.port_holder,
     )
     if isinstance(choice, Relaunch):
         return Restart(code, choice)

@@ -77,6 +77,29 @@ def signal_run(run_id: str, root_pid: int | None, name: str) -> int:
     return count
 
 
+def port_holder(port: int, run_id: str) -> str | None:
+    """Who listens on `port`, when it is not a process of this run: `port 10086 is held by pid
+    123 (python serve.py)`; None when free, held by this run, or not visible to this user."""
+    try:
+        connections = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return None
+    for conn in connections:
+        if conn.status != psutil.CONN_LISTEN or not conn.laddr or conn.laddr.port != port:
+            continue
+        if conn.pid is None:
+            return f"port {port} is held by a process of another user"
+        try:
+            proc = psutil.Process(conn.pid)
+            if proc.environ().get("AJETD_RUN_ID") == run_id:
+                return None
+            command = " ".join(proc.cmdline())[:120]
+        except psutil.Error:
+            command = "?"
+        return f"port {port} is held by pid {conn.pid} ({command})"
+    return None
+
+
 def reap_run(run_id: str, root_pid: int | None, grace_s: float = 2.0) -> list[int]:
     """After a trial ended: TERM what is left of the run, KILL it after `grace_s`."""
     left = run_processes(run_id, root_pid)

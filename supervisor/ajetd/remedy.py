@@ -11,6 +11,7 @@ and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,22 @@ class Relaunch:
 @dataclass(frozen=True)
 class GiveUp:
     reason: str
+
+
+_PORT = (
+    re.compile(r"\(\s*'[^']*'\s*,\s*(\d{2,5})\s*\)"),  # uvicorn: ('0.0.0.0', 10086)
+    re.compile(r"\bport\b\s*[=:]?\s*(\d{2,5})", re.IGNORECASE),
+    re.compile(r":(\d{2,5})\b"),
+)
+
+
+def port_from_text(text: str) -> int | None:
+    """The port a bind error names, if it names one."""
+    for pattern in _PORT:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def _failures_since(run: Run, since: float) -> int:
@@ -130,11 +147,13 @@ def choose(
     now: float,
     config: Mapping[str, Any] | None = None,
     allow_fixes: Mapping[str, tuple[float | None, float | None]] | None = None,
+    port_holder: str | None = None,
 ) -> Relaunch | GiveUp:
     """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
 
     `proxychains` is the path of an installed proxychains4, or None; `config` is the YAML the
-    trial ran with, and `allow_fixes` the science fixes its blueprint permits.
+    trial ran with, and `allow_fixes` the science fixes its blueprint permits; `port_holder`
+    describes a process outside this run that holds the port a bind error names.
     """
     if not findings:
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
@@ -182,6 +201,11 @@ def choose(
     if kind in SCIENCE_STEPS:
         science = _science(kind, config, allow_fixes or {})
         return science if isinstance(science, Relaunch) else GiveUp(science)
+    if kind == "port_in_use" and port_holder is not None:
+        return GiveUp(
+            f"port_in_use: {port_holder}; it is not this run's, so ajetd leaves it: "
+            "end it or choose another port"
+        )
     if kind in PLAIN_RETRY:
         name = f"retry_{kind}"
         if name in applied:
