@@ -653,3 +653,17 @@ def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:
         assert f"pid {holder.pid}" in status["reason"]
     finally:
         holder.kill()
+
+
+def test_hang_is_flagged_then_relaunched_after_a_grace(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("hangs", steps=1, hang=True)  # prints, then hangs silently, every trial
+    rule = "hang: {window: 1s, action: relaunch}\nmax_trials: 2"
+    run_id = env.submit(env.blueprint("hangs", config=config, ajetd=rule))
+    status = env.wait_done(run_id, timeout=30)
+    assert status["status"] == "failed" and status["trials"] == 2, status
+    assert "hang rule" in status["reason"]
+    trials = (env.tmp / "results" / "hangs" / "trials.md").read_text()
+    assert "hang: relaunched after no output for" in trials
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "attention: no output for" in events and "stopping: hang" in events

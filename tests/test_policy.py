@@ -13,12 +13,13 @@ from ajetd.policy import (
     BeginStop,
     Finish,
     Observation,
+    Restart,
     Send,
     Timing,
     decide,
     next_wake,
 )
-from ajetd.stoprules import PlateauRule, plateau_reason
+from ajetd.stoprules import PlateauRule, learned_window, plateau_reason
 
 T0 = 1_800_000_000.0
 TIMING = Timing(grace_int_s=10, grace_term_s=5, hang_auto_s=600)
@@ -97,7 +98,29 @@ def test_hang_stop_action() -> None:
     run = _run(10_000)
     obs = Observation(now=T0 + 700, last_output_at=T0)
     stop = replace(OPTIONS, hang_action="stop")
-    assert decide(run, obs, TIMING, stop) == [BeginStop(StopCause.HANG), Send(Signal.INT)]
+    [attention] = decide(run, obs, TIMING, stop)  # one window: flagged
+    assert isinstance(attention, Attention) and attention.reason
+    later = Observation(now=T0 + 1300, last_output_at=T0)  # a further grace: stopped
+    [begin, send] = decide(run, later, TIMING, stop)
+    assert (
+        isinstance(begin, BeginStop) and begin.cause is StopCause.HANG and send == Send(Signal.INT)
+    )
+    assert "no output for 21m40s" in begin.why
+    stopping = model.begin_stop(run, StopCause.HANG, T0 + 1300, begin.why)
+    [fin] = decide(stopping, replace(later, exit=(143, None)), TIMING, stop)
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED and "hang rule" in fin.reason
+    relaunch = replace(OPTIONS, hang_action="relaunch", max_trials=2)
+    [again] = decide(stopping, replace(later, exit=(143, None)), TIMING, relaunch)
+    assert isinstance(again, Restart) and again.remedy.fix == "retry_hang"
+    restarted = model.restart(stopping, "retry_hang", "w", (), ())
+    assert restarted.stop_cause is None and restarted.signals_sent == ()
+
+
+def test_hang_window_is_learned_from_the_step_interval() -> None:
+    assert learned_window([], 1800, 600, 7200) == 1800
+    assert learned_window([0, 300, 600, 900], 1800, 600, 7200) == 900  # 3 x 5 min
+    assert learned_window([0, 10, 20], 1800, 600, 7200) == 600  # floor
+    assert learned_window([0, 5000, 10000], 1800, 600, 7200) == 7200  # ceiling
 
 
 def test_next_wake_is_the_earliest_timer() -> None:
@@ -137,7 +160,7 @@ def test_record_round_trips_through_json() -> None:
 def test_next_wake_ignores_moments_already_past() -> None:
     run = _run(10_000)
     hung = model.set_attention(run, "no output for 10m or more")
-    assert next_wake(hung, TIMING, 600.0, T0, T0 + 650) == T0 + 10_000  # not T0 + 600
+    assert next_wake(hung, TIMING, 600.0, T0, T0 + 650) == T0 + 1200  # the grace, not T0 + 600
     stopping = model.begin_stop(run, StopCause.USER, T0)
     assert next_wake(stopping, TIMING, 600.0, T0, T0 + 1000) is None
 

@@ -137,7 +137,9 @@ class Daemon:
         for run in self.runs.values():
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 opts = self.options[run.run_id]
-                window = policy_hang_window(opts.hang_window_s, self.cfg.timing)
+                window = policy_hang_window(
+                    opts.hang_window_s, self.cfg.timing, self._step_times(run)
+                )
                 t = next_wake(run, self.cfg.timing, window, self._last_output(run), now)
                 if t is not None:
                     wake_at.append(t)
@@ -341,6 +343,7 @@ class Daemon:
             proxychains=shutil.which("proxychains4"),
             config=config,
             port_holder=holder,
+            step_times=self._step_times(run),
         )
         self._deep_check(run_id, now)
         if exit_info is None:
@@ -354,6 +357,9 @@ class Daemon:
             stop_file.unlink(missing_ok=True)
         self._store(run)
 
+    def _step_times(self, run: Run) -> tuple[float, ...]:
+        return self.live.step_times((run.run_id, run.trial.number)) if run.trial else ()
+
     def _live_scan(self, run_id: str, now: float, log_file: Path) -> None:
         """Read what a running trial printed since the last tick; record new kinds."""
         run = self.runs[run_id]
@@ -366,7 +372,7 @@ class Daemon:
         if not self.live.pending(key, size):
             return
         self.live_growing = True
-        new = self.live.scan(key, log_file)
+        new = self.live.scan(key, log_file, now)
         if new:
             for f in new:
                 self.home.append_event(run_id, now, f"seen while running: {f.kind} (line {f.line})")

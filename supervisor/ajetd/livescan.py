@@ -7,6 +7,7 @@ hangs, a NaN loss) is noticed at the next tick, not when the trial ends. Each tr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,10 +18,16 @@ MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several t
 LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed within 2 s)
 
 
+_STEP = re.compile(rb"\bstep[\s:=]+(\d+)|\bStep (\d+)/\d+", re.IGNORECASE)
+KEEP_STEPS = 20
+
+
 @dataclass
 class _Cursor:
     offset: int
     stream: StreamDiagnoser
+    last_step: int = -1
+    step_times: list[float] = field(default_factory=list)  # when each new step was first seen
 
 
 @dataclass
@@ -34,7 +41,11 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return cursor is None or size > cursor.offset
 
-    def scan(self, key: tuple[str, int], log_file: Path) -> list[Finding]:
+    def step_times(self, key: tuple[str, int]) -> tuple[float, ...]:
+        cursor = self._cursors.get(key)
+        return tuple(cursor.step_times) if cursor else ()
+
+    def scan(self, key: tuple[str, int], log_file: Path, now: float) -> list[Finding]:
         cursor = self._cursors.get(key)
         try:
             if cursor is None:  # first look (or after a daemon restart): the log's tail
@@ -48,6 +59,10 @@ class LiveScans:
             return []
         cursor.offset += len(data)
         cursor.stream.feed(data)
+        steps = [int(a or b) for a, b in _STEP.findall(data)]
+        if steps and max(steps) > cursor.last_step:  # training moved on: learn its pace
+            cursor.last_step = max(steps)
+            cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
         return [f for f in cursor.stream.findings() if f.kind not in before]
 
     def forget(self, run_id: str) -> None:

@@ -221,6 +221,11 @@ def restart(
     updated = replace(trial, next_step=why)
     return replace(
         run,
+        stop_cause=None,
+        stop_began_at=None,
+        signals_sent=(),
+        stop_reason="",
+        attention=None,
         launch_command=command if command is not None else run.launch_command,
         config_path=config_path if config_path is not None else run.config_path,
         state=State.RESTARTING,

@@ -46,7 +46,7 @@ SCIENCE_KEYS = (
     "max_response_length",
     "lr",
 )
-HANG_ACTIONS = ("attention", "stop")
+HANG_ACTIONS = ("attention", "stop", "relaunch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
 
@@ -149,7 +149,9 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
 
 def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
     if not isinstance(value, dict):
-        problems.append("hang: expected {window: auto | DURATION, action: attention | stop}")
+        problems.append(
+            "hang: expected {window: auto | DURATION, action: attention | stop | relaunch}"
+        )
         return None, "attention"
     unknown = sorted(set(map(str, value)) - {"window", "action"})
     if unknown:
@@ -157,12 +159,8 @@ def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
     window = value.get("window", "auto")
     seconds = None if window == "auto" else _duration("hang.window", window, problems)
     action = str(value.get("action", "attention"))
-    if action == "relaunch":
-        problems.append(
-            "hang.action: relaunch is not supported by this version (use attention or stop)"
-        )
-    elif action not in HANG_ACTIONS:
-        problems.append(f"hang.action: expected attention or stop, got {action!r}")
+    if action not in HANG_ACTIONS:
+        problems.append(f"hang.action: expected attention, stop or relaunch, got {action!r}")
     return seconds, action
 
 

@@ -15,7 +15,7 @@ from ajetd.durations import format_duration
 from ajetd.model import Run, Signal, Status, StopCause
 from ajetd.options import Options
 from ajetd.remedy import Relaunch
-from ajetd.stoprules import plateau_reason
+from ajetd.stoprules import learned_window, plateau_reason
 from ajetd.timefmt import iso
 
 HANG_PREFIX = "no output for "
@@ -27,7 +27,9 @@ class Timing:
 
     grace_int_s: float = 30.0  # after SIGINT, before SIGTERM
     grace_term_s: float = 15.0  # after SIGTERM, before SIGKILL
-    hang_auto_s: float = 1800.0  # `hang: {window: auto}`
+    hang_auto_s: float = 1800.0  # `hang: {window: auto}` until steps are seen
+    hang_floor_s: float = 600.0  # the learned window's bounds
+    hang_ceiling_s: float = 7200.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Observation:
     proxychains: str | None = None  # an installed proxychains4, if any
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
     port_holder: str | None = None  # a foreign holder of the port a bind error names
+    step_times: tuple[float, ...] = ()  # when each new training step was first seen
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,29 @@ def outcome(run: Run, code: int, hang_window_s: float) -> Finish:
     if run.stop_cause is StopCause.PLATEAU:
         return Finish(Status.PLATEAU, f"stopped early on a plateau: {run.stop_reason}", code)
     if run.stop_cause is StopCause.HANG:
-        quiet = format_duration(hang_window_s)
-        return Finish(Status.FAILED, f"stopped after {quiet} without output (hang rule)", code)
+        return Finish(Status.FAILED, f"stopped by the hang rule: {run.stop_reason}", code)
     if code == 0:
         return Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
     return Finish(Status.FAILED, describe_exit(code), code)
 
 
-def hang_window(run_window: float | None, timing: Timing) -> float:
-    return timing.hang_auto_s if run_window is None else run_window
+def hang_window(
+    run_window: float | None, timing: Timing, step_times: tuple[float, ...] = ()
+) -> float:
+    """The blueprint's window, or one learned from the step interval (`hang: {window: auto}`)."""
+    if run_window is not None:
+        return run_window
+    return learned_window(
+        list(step_times), timing.hang_auto_s, timing.hang_floor_s, timing.hang_ceiling_s
+    )
+
+
+def _after_hang(run: Run, code: int, options: Options) -> Action:
+    """A trial stopped by the hang rule ended: relaunch it if the blueprint says so."""
+    if options.hang_action == "relaunch" and len(run.trials) < options.max_trials:
+        why = f"hang: relaunched after {run.stop_reason}"
+        return Restart(code, Relaunch("retry_hang", why))
+    return outcome(run, code, 0.0)
 
 
 def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
@@ -140,11 +157,13 @@ def _plateau(run: Run, options: Options, now: float) -> str | None:
 
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
-    window_s = hang_window(options.hang_window_s, timing)
+    window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
         code = obs.exit[0]
         if code != 0 and run.stop_cause is None:
             return [after_failure(run, code, obs, options)]
+        if run.stop_cause is StopCause.HANG:
+            return [_after_hang(run, code, options)]
         return [outcome(run, code, window_s)]
     if obs.gone:
         if obs.dead_status is not None:
@@ -165,8 +184,12 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
             cause = StopCause.USER
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
-        elif silence >= window_s and options.hang_action == "stop":
-            cause = StopCause.HANG
+        elif silence >= 2 * window_s and options.hang_action in ("stop", "relaunch"):
+            cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
+            why = (
+                f"no output for {format_duration(silence)} (hang window "
+                f"{format_duration(window_s)}, then a grace of the same)"
+            )
         elif (plateau := _plateau(run, options, obs.now)) is not None:
             cause, why = StopCause.PLATEAU, plateau
         if cause is not None:
@@ -207,7 +230,7 @@ def next_wake(
     if run.stop_cause is not None and run.stop_began_at is not None:
         times.append(run.stop_began_at + timing.grace_int_s)
         times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
-    if last_output_at is not None:
-        times.append(last_output_at + window_s)
+    if last_output_at is not None and run.stop_cause is None:
+        times += [last_output_at + window_s, last_output_at + 2 * window_s]
     future = [t for t in times if t > now]
     return min(future) if future else None

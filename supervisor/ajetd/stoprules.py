@@ -1,4 +1,4 @@
-"""When a healthy run should stop early: the validation metric has stopped moving; pure.
+"""When a run should stop early or be flagged: a metric plateau, or a hang; pure.
 
 Seed 001 allows an early stop only "in the middle-to-late stage" of a run whose
 `mean_reward` / `task_pass_rate` has not changed for a long time. Here: the chosen metric has
@@ -8,6 +8,7 @@ fraction `after` of `exp_max_time` has passed.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,3 +50,18 @@ def plateau_reason(
         f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}) after "
         f"{elapsed_s / max_time_s:.0%} of exp_max_time"
     )
+
+
+HANG_FACTOR = 3.0  # a hang is this many typical step intervals without output
+
+
+def learned_window(
+    step_times: list[float], initial_s: float, floor_s: float, ceiling_s: float
+) -> float:
+    """The hang window: `HANG_FACTOR` times the median interval between the steps seen so far,
+    clamped to [floor_s, ceiling_s]; `initial_s` until two steps have been seen."""
+    if len(step_times) < 2:
+        return initial_s
+    gaps = sorted(b - a for a, b in itertools.pairwise(step_times))
+    median = gaps[len(gaps) // 2]
+    return min(max(HANG_FACTOR * median, floor_s), ceiling_s)
