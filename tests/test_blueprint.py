@@ -144,11 +144,13 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
     assert any(needle in p and p.startswith("[ajetd]") for p in err.value.problems), err.value
 
 
-def test_unsupported_soft_keys_warn() -> None:
-    text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\non_finish: echo done\n"
-    assert parse_blueprint(text).options.warnings == (
-        "on_finish: accepted but not acted on by this version of ajetd",
-    )
+def test_hook_options() -> None:
+    base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
+    opts = parse_blueprint(base + "on_finish: notify-send done\non_attention: echo hi\n").options
+    assert (opts.on_finish, opts.on_attention) == ("notify-send done", "echo hi")
+    with pytest.raises(BlueprintError) as err:
+        parse_blueprint(base + "on_finish: [1, 2]\n")
+    assert any("on_finish: expected a shell command" in p for p in err.value.problems)
 
 
 def test_allow_fixes_bounds() -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import yaml
@@ -667,3 +668,25 @@ def test_hang_is_flagged_then_relaunched_after_a_grace(daemon_env: Env) -> None:
     assert "hang: relaunched after no output for" in trials
     events = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert "attention: no output for" in events and "stopping: hang" in events
+
+
+def test_hooks_get_the_run_json_on_stdin(daemon_env: Env) -> None:
+    env = daemon_env
+    sink = env.tmp / "hook-out"
+    ajetd = f"on_finish: 'cat > {sink}.finish'\non_attention: 'cat > {sink}.attention'"
+    config = env.config("hooked", steps=1, hang=True)
+    run_id = env.submit(
+        env.blueprint("hooked", config=config, ajetd=ajetd + "\nhang: {window: 1s}")
+    )
+    attention = wait_for(
+        lambda: Path(f"{sink}.attention").exists() and Path(f"{sink}.attention").read_text(),
+        what="on_attention",
+    )
+    assert json.loads(attention)["attention"].startswith("no output for")
+    env.cli("stop", run_id)
+    finish = wait_for(
+        lambda: Path(f"{sink}.finish").exists() and Path(f"{sink}.finish").read_text(),
+        what="on_finish",
+    )
+    data = json.loads(finish)
+    assert data["run_id"] == run_id and data["status"] == "stopped"

@@ -72,7 +72,7 @@ def admit(
         val_path=resolved.val_path,
         val_offset=offset,
         keep_session_s=bp.options.keep_session_s,
-        warnings=(*bp.options.warnings, *resolved.review.warnings),
+        warnings=tuple(resolved.review.warnings),
         config_changes=tuple(changes),
         config_path=config_path,
     )

@@ -167,7 +167,7 @@ def lint(file: Path, as_json: bool) -> None:
                 "autokill": bp.options.autokill,
                 "keep_session_s": bp.options.keep_session_s,
             },
-            "warnings": list(bp.options.warnings) + (resolved.review.warnings if resolved else []),
+            "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
             "config_changes": resolved.review.changes if resolved else [],
         }

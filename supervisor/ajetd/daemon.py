@@ -25,6 +25,7 @@ from ajetd.backoff import Backoff
 from ajetd.blueprint import parse_blueprint
 from ajetd.errors import BlueprintError, TmuxError
 from ajetd.gpu import open_probe
+from ajetd.hooks import Hooks
 from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
@@ -43,6 +44,7 @@ from ajetd.policy import (
 )
 from ajetd.policy import hang_window as policy_hang_window
 from ajetd.remedy import port_from_text
+from ajetd.status import run_json
 from ajetd.store import Home, write_json
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
@@ -87,6 +89,7 @@ class Daemon:
         self.published_at = 0.0
         self.stopping = False
         self.live = LiveScans()
+        self.hooks = Hooks()
         self.live_growing = False  # some running trial printed during the last tick
         self.next_full_at = 0.0
 
@@ -171,6 +174,7 @@ class Daemon:
             except Exception:  # one run's trouble never stops the loop; it is logged in full
                 log.exception("run %s: supervision step failed", run_id)
         self.housekeep(now)
+        self.hooks.reap()
         self.publish(now)
 
     def admit(self, now: float) -> None:
@@ -403,7 +407,7 @@ class Daemon:
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
             self.live.forget(run.run_id)
-            return trialrun.finish_run(
+            run = trialrun.finish_run(
                 self.home,
                 self.tmux,
                 run,
@@ -414,6 +418,8 @@ class Daemon:
                 pid,
                 findings or None,
             )
+            self._hook(run, "on_finish", now)
+            return run
         if isinstance(action, Restart):
             return self._restart(run, action, now, pid, findings)
         if isinstance(action, BeginStop):
@@ -427,7 +433,10 @@ class Daemon:
         if isinstance(action, Attention):
             text = action.reason or "cleared"
             self.home.append_event(run.run_id, now, f"attention: {text}")
-            return model.set_attention(run, action.reason)
+            run = model.set_attention(run, action.reason)
+            if action.reason:
+                self._hook(run, "on_attention", now)
+            return run
         raise AssertionError(action)
 
     def _restart(
@@ -466,6 +475,12 @@ class Daemon:
         log.info("run %s: %s", run.run_id, fix.why)
         self.launch(now)
         return self.runs[run.run_id]
+
+    def _hook(self, run: Run, name: str, now: float) -> None:
+        command = getattr(self.options.get(run.run_id, Options()), name)
+        if command:
+            self.home.append_event(run.run_id, now, f"hook {name} started")
+            self.hooks.fire(self.home.run_dir(run.run_id), name, command, run_json(run, now))
 
     def _store(self, run: Run) -> None:
         if self.runs.get(run.run_id) != run:

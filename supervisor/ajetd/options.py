@@ -1,9 +1,8 @@
 """The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
 
 Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
-error that names it. Keys whose feature this version does not carry out are reported, never
-silently dropped: those that would change how a run is launched are errors (running without them
-would run the wrong experiment), the others are warnings kept on the run.
+error that names it. Keys whose feature this version does not carry out yet (swarm, ssh, pull,
+stages) are errors, never silently dropped: a run without them would be another experiment.
 """
 
 from __future__ import annotations
@@ -34,10 +33,8 @@ KNOWN_KEYS = (
     "on_finish",
     "on_attention",
 )
-# Not carried out yet: launching without them would run something else than asked.
 UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
-UNSUPPORTED_WARNINGS = ("on_finish", "on_attention")
 SCIENCE_KEYS = (
     "ppo_micro_batch_size_per_gpu",
     "log_prob_micro_batch_size_per_gpu",
@@ -65,7 +62,8 @@ class Options:
     plateau: PlateauRule | None = None
     # science fixes the blueprint permits: key -> (min, max); None means unbounded that way
     allow_fixes: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    on_finish: str = ""  # hook commands, run with the run's JSON on stdin
+    on_attention: str = ""
 
     @property
     def cuda_visible_devices(self) -> str | None:
@@ -237,18 +235,24 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
     return out
 
 
+def _hook(key: str, value: Any, problems: list[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"{key}: expected a shell command (a string), got {type(value).__name__}")
+        return ""
+    return value.strip()
+
+
 def parse_options(text: str) -> Options:
     """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
     data = _load(text)
     problems: list[str] = []
-    warnings: list[str] = []
     for key in data:
         if key not in KNOWN_KEYS:
             problems.append(f"unknown key {key!r} (known: {', '.join(KNOWN_KEYS)})")
         elif key in UNSUPPORTED_ERRORS:
             problems.append(f"{key}: not supported by this version of ajetd yet")
-        elif key in UNSUPPORTED_WARNINGS:
-            warnings.append(f"{key}: accepted but not acted on by this version of ajetd")
     max_trials = data.get("max_trials", 3)
     if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
         problems.append(f"max_trials: expected a whole number >= 1, got {max_trials!r}")
@@ -268,7 +272,8 @@ def parse_options(text: str) -> Options:
         keep_session_s=3600.0 if keep is None else keep,
         plateau=_plateau(data.get("plateau"), problems),
         allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
-        warnings=tuple(warnings),
+        on_finish=_hook("on_finish", data.get("on_finish"), problems),
+        on_attention=_hook("on_attention", data.get("on_attention"), problems),
     )
     if problems:
         raise BlueprintError(problems)
