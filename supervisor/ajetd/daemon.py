@@ -89,6 +89,7 @@ class Daemon:
         self.published_at = 0.0
         self.stopping = False
         self.live = LiveScans()
+        self.log_files: dict[tuple[str, int], Path] = {}  # light ticks need only this path
         self.hooks = Hooks()
         self.live_growing = False  # some running trial printed during the last tick
         self.next_full_at = 0.0
@@ -156,7 +157,12 @@ class Daemon:
         for run in list(self.runs.values()):
             trial = run.trial
             if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
-                log_file = trialrun.paths(self.home, run, trial.number).log
+                key = (run.run_id, trial.number)
+                log_file = self.log_files.get(key)
+                if log_file is None:
+                    log_file = self.log_files[key] = trialrun.paths(
+                        self.home, run, trial.number
+                    ).log
                 self._live_scan(run.run_id, now, log_file)
 
     # -- the tick ---------------------------------------------------------------------------
@@ -407,6 +413,8 @@ class Daemon:
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
             self.live.forget(run.run_id)
+            for key in [k for k in self.log_files if k[0] == run.run_id]:
+                del self.log_files[key]
             run = trialrun.finish_run(
                 self.home,
                 self.tmux,
