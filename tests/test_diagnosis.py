@@ -323,3 +323,19 @@ def test_trial_log_tail_diagnosis_keeps_true_line_numbers(tmp_path: Path) -> Non
     assert (finding.kind, finding.line) == ("disk_full", 10002)
     kinds = [f.kind for f in diagnose_file(log)]
     assert kinds == ["cuda_oom", "disk_full"]
+
+
+def test_live_cursor_finishes_with_the_same_findings_as_a_full_read(tmp_path: Path) -> None:
+    from ajetd.livescan import LiveScans
+    from ajetd.trialrun import diagnose_file
+
+    log = tmp_path / "trial-1.log"
+    log.write_bytes(b"step:1 ok\n(WorkerDict pid=3) CUDA out of memory\n")
+    live = LiveScans()
+    assert [f.kind for f in live.scan(("r", 1), log, 0.0)] == ["cuda_oom"]
+    with open(log, "ab") as handle:  # printed after the last live scan
+        handle.write(b'Traceback (most recent call last):\n  File "x.py"\nValueError: odd')
+    finished = live.finish(("r", 1), log)
+    assert finished == diagnose_file(log)
+    assert [f.kind for f in finished or []] == ["cuda_oom", "unknown_traceback"]
+    assert live.finish(("r", 1), log) is None  # one-shot: the cursor is gone

@@ -339,7 +339,10 @@ class Daemon:
         config = None
         holder = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
-            findings = tuple(f.to_dict() for f in trialrun.diagnose_file(p.log))
+            found = self.live.finish((run_id, run.trial.number), p.log)
+            if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
+                found = trialrun.diagnose_file(p.log)
+            findings = tuple(f.to_dict() for f in found)
             config = trialrun.load_config(run.config_path)
             holder = _port_holder(findings, run_id)
         obs = Observation(

@@ -65,6 +65,23 @@ class LiveScans:
             cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
         return [f for f in cursor.stream.findings() if f.kind not in before]
 
+    def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
+        """The whole diagnosis of an ended trial from its live cursor (only unread bytes are
+        read); None when there is no cursor or too much is left unread (then read the tail)."""
+        cursor = self._cursors.pop(key, None)
+        if cursor is None:
+            return None
+        try:
+            if log_file.stat().st_size - cursor.offset > DIAGNOSE_TAIL_BYTES:
+                return None
+            with open(log_file, "rb") as handle:
+                handle.seek(cursor.offset)
+                while chunk := handle.read(MAX_BYTES_PER_SCAN):
+                    cursor.stream.feed(chunk)
+        except OSError:
+            return None
+        return cursor.stream.close()
+
     def forget(self, run_id: str) -> None:
         for key in [k for k in self._cursors if k[0] == run_id]:
             del self._cursors[key]

@@ -96,7 +96,7 @@ def describe_exit(code: int) -> str:
     return text
 
 
-def outcome(run: Run, code: int, hang_window_s: float) -> Finish:
+def outcome(run: Run, code: int) -> Finish:
     """The terminal status of a run whose trial exited with `code`."""
     if run.stop_cause is StopCause.TIME_LIMIT:
         limit = format_duration(run.max_time_s or 0)
@@ -128,7 +128,7 @@ def _after_hang(run: Run, code: int, options: Options) -> Action:
     if options.hang_action == "relaunch" and len(run.trials) < options.max_trials:
         why = f"hang: relaunched after {run.stop_reason}"
         return Restart(code, Relaunch("retry_hang", why))
-    return outcome(run, code, 0.0)
+    return outcome(run, code)
 
 
 def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
@@ -164,10 +164,10 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
             return [after_failure(run, code, obs, options)]
         if run.stop_cause is StopCause.HANG:
             return [_after_hang(run, code, options)]
-        return [outcome(run, code, window_s)]
+        return [outcome(run, code)]
     if obs.gone:
         if obs.dead_status is not None:
-            return [outcome(run, obs.dead_status, window_s)]
+            return [outcome(run, obs.dead_status)]
         return [
             Finish(
                 Status.LOST,
