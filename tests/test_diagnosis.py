@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ajetd.catalogue import BY_NAME, TRIGGER_WORDS
-from ajetd.diagnosis import StreamDiagnoser, diagnose_chunks, diagnose_text
-from ajetd.logscan import read_chunks
+from ajetd.diagnosis import Diagnoser, StreamDiagnoser, diagnose_chunks, diagnose_text
+from ajetd.logscan import decode_line, read_chunks
 
 FIXTURES = Path(__file__).parent / "data" / "logs"
 
@@ -257,6 +257,41 @@ def test_stream_handles_terminal_bytes_cut_anywhere() -> None:
         assert [(f.kind, f.line) for f in findings] == [("cuda_oom", 4), ("unknown_traceback", 7)]
         assert findings[0].evidence == "CUDA out of memory"
         assert findings[1].evidence == "Zero\u00e9Error: partial"
+
+
+def test_a_line_remembered_as_quiet_never_hides_a_finding() -> None:
+    """Lines equal to a quiet one but for digits are skipped only where no candidate kind
+    reads digits: `exitcode: -9` after `exitcode: 1`, HTTP 401 after HTTP 500, and a
+    repeated finding still count; repeated NCCL chatter does not."""
+    quiet_then_loud = [
+        ("worker exitcode: 1", "worker exitcode: -9", "host_oom"),
+        (
+            "HTTPError: HTTP Error 500: api_key check",
+            "HTTPError: HTTP Error 401: api_key check",
+            "auth",
+        ),
+        ("OSError: [Errno 27] File too large", "OSError: [Errno 28] No space left", "disk_full"),
+    ]
+    for quiet, loud, kind in quiet_then_loud:
+        text = "\n".join([quiet] * 3 + [loud, quiet, loud])
+        found = {f.kind: f for f in diagnose_text(text)}
+        assert kind in found and found[kind].line == 4, (quiet, loud, found)
+    chatter = "\n".join(f"NCCL INFO Channel {i:02d}/24 : 0 1 2 3" for i in range(50))
+    found = diagnose_text(
+        chatter + "\nNCCL error: unhandled system error (run with NCCL_DEBUG=INFO)"
+    )
+    assert [(f.kind, f.line, f.count) for f in found] == [("nccl_error", 51, 1)]
+
+
+@pytest.mark.parametrize("text", [t for ts in CORPUS.values() for t in ts])
+def test_remembering_quiet_lines_changes_no_finding(text: str) -> None:
+    """Each corpus phrasing between its digit twins (digits all 0, or all 7) gives the
+    same findings through the scan, which remembers quiet lines, as line by line."""
+    twins = [text.translate(str.maketrans("0123456789", d * 10)) for d in "07"]
+    whole = "\n".join([twins[0], text, twins[1], text, twins[0]])
+    reference = Diagnoser()
+    reference.feed(enumerate((decode_line(x.encode()) for x in whole.split("\n")), 1))
+    assert diagnose_text(whole) == reference.findings()
 
 
 def test_traceback_followed_across_chunks() -> None:

@@ -595,6 +595,15 @@ _WORD_KINDS: dict[bytes, frozenset[int]] = {
     for word in TRIGGERS
 }
 
+# Trigger words whose kinds never name a digit: a line holding only these says the same with
+# any digits in it, so the scan may remember it by its digit-blind form (all digits as `0`).
+DIGIT_BLIND: frozenset[bytes] = frozenset(
+    word
+    for word, kinds in _WORD_KINDS.items()
+    if not any(c.isdigit() for c in word.decode())
+    and not any(re.search("[0-9]", p.pattern) for i in kinds for p in CATALOGUE[i].patterns)
+)
+
 
 def candidates(lowered: str, words: frozenset[bytes] | None = None) -> list[Kind]:
     """The kinds, in catalogue order, whose trigger words occur in a lower-cased line: the only
