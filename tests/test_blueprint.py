@@ -132,7 +132,12 @@ def test_missing_parts_are_all_named() -> None:
         ("autokill: sometimes", "autokill"),
         ("env: {1BAD: x}", "env:"),
         ("env: {AJETD_RUN_ID: x}", "set by ajetd"),
-        ("swarm: {port: 10086}", "swarm: not supported"),
+        ("ssh: {host: gpu-node-3}", "ssh: not supported"),
+        ("swarm: {port: 99999}", "swarm.port"),
+        ("swarm: {port: 10086, health_timeout: soon}", "swarm.health_timeout"),
+        ("swarm: {server_command: [ajet-swarm]}", "swarm.server_command"),
+        ("swarm: {colour: red}", "swarm: unknown key 'colour'"),
+        ("swarm: maybe", "swarm: expected"),
         ("[1, 2", "not valid YAML"),
         ("- a\n- b", "mapping"),
     ],
@@ -142,6 +147,19 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
     with pytest.raises(BlueprintError) as err:
         parse_blueprint(text)
     assert any(needle in p and p.startswith("[ajetd]") for p in err.value.problems), err.value
+
+
+def test_swarm_options() -> None:
+    from ajetd.options import SwarmSpec
+
+    base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
+    assert parse_blueprint(base + "swarm: true\n").options.swarm == SwarmSpec()
+    spec = parse_blueprint(base + "swarm: 10090\n").options.swarm
+    assert spec is not None and spec.command == "ajet-swarm start --swarm-port=10090"
+    given = "swarm: {port: 9000, server_command: 'ajet-swarm start --swarm-port=9000 --x',"
+    spec = parse_blueprint(base + given + " health_timeout: 5m, keep: 0}\n").options.swarm
+    assert spec == SwarmSpec(9000, "ajet-swarm start --swarm-port=9000 --x", 300.0, 0.0)
+    assert parse_blueprint(base + "swarm: false\n").options.swarm is None
 
 
 def test_hook_options() -> None:

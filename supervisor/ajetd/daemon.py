@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ajetd import admission, intake, model, procs, trialrun
+from ajetd import admission, intake, model, procs, swarm, trialrun
 from ajetd.backoff import Backoff
 from ajetd.blueprint import parse_blueprint
 from ajetd.errors import BlueprintError, TmuxError
@@ -50,6 +50,7 @@ from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
 
 log = logging.getLogger(__name__)
+SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,8 @@ class Daemon:
         self.hooks = Hooks()
         self.live_growing = False  # some running trial printed during the last tick
         self.next_full_at = 0.0
+        self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
+        self.swarm_waiting = False  # some run waits for its swarm server's /health
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -105,7 +108,9 @@ class Daemon:
         log.info("GPUs: %s", open_probe().description)
         try:
             self.reconcile(self.clock())
-            self.watcher.start(self.home.inbox, self.home.control, self.home.runs)
+            self.watcher.start(
+                self.home.inbox, self.home.control, (self.home.runs, self.home.swarm)
+            )
             woken = True
             while not self.stopping:
                 now = self.clock()
@@ -138,6 +143,8 @@ class Daemon:
 
     def _next_full_tick(self, now: float) -> float:
         wake_at = [self.last_liveness + self.cfg.liveness_s]
+        if self.swarm_waiting:
+            wake_at.append(now + SWARM_POLL_S)
         for run in self.runs.values():
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 opts = self.options[run.run_id]
@@ -174,7 +181,8 @@ class Daemon:
         ended = self.watcher.trial_end.is_set()
         self.watcher.trial_end.clear()
         fresh = self.refresh_panes(now, force=ended)
-        for run_id in [r for r, run in self.runs.items() if run.active]:
+        live = (State.RUNNING, State.STOPPING)
+        for run_id in [r for r, run in self.runs.items() if run.state in live]:
             try:
                 self.supervise(run_id, now, fresh)
             except Exception:  # one run's trouble never stops the loop; it is logged in full
@@ -248,7 +256,10 @@ class Daemon:
 
     def launch(self, now: float) -> None:
         waiting = (State.QUEUED, State.RESTARTING)
+        self.swarm_waiting = False
         for queued in [r for r in self.runs.values() if r.state in waiting]:
+            if not self._may_start(queued, now):
+                continue
             try:
                 run = trialrun.prepare_trial(
                     self.home,
@@ -269,6 +280,32 @@ class Daemon:
                     run.session,
                 )
 
+    def _may_start(self, run: Run, now: float) -> bool:
+        """Whatever a run needs before its trial starts is there (its swarm server answers);
+        if not, the run keeps waiting with the reason in status, or fails with it."""
+        opts = self.options[run.run_id]
+        if opts.swarm is None:
+            return True
+        if run.deadline is not None and now >= run.deadline:  # a relaunch waited too long
+            why = f"stopped at exp_max_time while waiting: {run.reason}; data kept"
+            self._store(
+                trialrun.finish_run(
+                    self.home, self.tmux, run, Status.TIME_LIMIT, why, None, now, None
+                )
+            )
+            return False
+        gate = self.swarm.gate(opts.swarm, run, trialrun.trial_env(run, opts), now)
+        if isinstance(gate, swarm.Wait):
+            self.swarm_waiting = True
+            if gate.reason != run.reason:
+                self.home.append_event(run.run_id, now, gate.reason)
+            self._store(model.waiting(run, gate.reason))
+            return False
+        if isinstance(gate, swarm.Fail):
+            self._launch_failed(run, gate.reason, now)
+            return False
+        return True
+
     def _start(self, run: Run, now: float) -> bool:
         """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
         try:
@@ -279,7 +316,7 @@ class Daemon:
         self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
         return True
 
-    def _launch_failed(self, run: Run, exc: Exception, now: float) -> None:
+    def _launch_failed(self, run: Run, exc: Exception | str, now: float) -> None:
         log.error("run %s: launch failed: %s", run.run_id, exc)
         reason = f"launch failed: {exc}"
         self._store(
@@ -299,6 +336,8 @@ class Daemon:
                 log.warning("tmux did not answer: %s", exc)
                 return False
             panes = []
+        for port, why in self.swarm.check(panes).items():
+            self._server_died(port, why, now)
         self.panes = {}
         for run in self.runs.values():
             if run.active and run.trial is not None:
@@ -307,6 +346,21 @@ class Daemon:
                 if pane is not None:
                     self.panes[str(script)] = pane
         return True
+
+    def _server_died(self, port: int, why: str, now: float) -> None:
+        """A swarm server died under running clients: each gets the finding and is
+        interrupted; its relaunch waits for the server to answer again."""
+        finding = self.swarm.died_finding(port, why)
+        log.warning("swarm: %s", finding["evidence"])
+        for run in list(self.runs.values()):
+            opts = self.options.get(run.run_id)
+            if run.state is not State.RUNNING or opts is None or opts.swarm is None:
+                continue
+            if opts.swarm.port != port or run.trial is None:
+                continue
+            self.home.append_event(run.run_id, now, f"{swarm.SERVER_DIED}: {finding['evidence']}")
+            self._store(model.found_live(run, (finding,)))
+            procs.signal_run(run.run_id, run.trial.pane_pid, "INT")
 
     def _pane(self, run: Run) -> Pane | None:
         assert run.trial is not None
@@ -342,7 +396,7 @@ class Daemon:
             found = self.live.finish((run_id, run.trial.number), p.log)
             if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
                 found = trialrun.diagnose_file(p.log)
-            findings = tuple(f.to_dict() for f in found)
+            findings = (*self._swarm_findings(run), *(f.to_dict() for f in found))
             config = trialrun.load_config(run.config_path)
             holder = _port_holder(findings, run_id)
         obs = Observation(
@@ -369,6 +423,17 @@ class Daemon:
         if obs.stop_requested:
             stop_file.unlink(missing_ok=True)
         self._store(run)
+
+    def _swarm_findings(self, run: Run) -> list[dict[str, Any]]:
+        """For a failed swarm client: its server's death, the root cause, when the server died
+        while it ran or does not answer now (the client may notice first)."""
+        spec = self.options[run.run_id].swarm
+        if spec is None or run.trial is None:
+            return []
+        died = [f for f in run.trial.live_findings if f["kind"] == swarm.SERVER_DIED]
+        if not died and not self.swarm.probe(spec.port):
+            died = [self.swarm.died_finding(spec.port, "stopped answering /health")]
+        return died[:1]
 
     def _step_times(self, run: Run) -> tuple[float, ...]:
         return self.live.step_times((run.run_id, run.trial.number)) if run.trial else ()
@@ -499,7 +564,14 @@ class Daemon:
         self.runs[run.run_id] = run
 
     def housekeep(self, now: float) -> None:
-        """Close sessions of ended runs once their keep time is over."""
+        """Close sessions of ended runs once their keep time is over; stop swarm servers
+        that no run has needed for their keep time."""
+        in_use = {
+            opts.swarm.port
+            for run_id, opts in self.options.items()
+            if opts.swarm is not None and self.runs[run_id].active
+        }
+        self.swarm.housekeep(in_use, now)
         for run in self.runs.values():
             if (
                 not run.active

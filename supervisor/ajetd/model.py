@@ -170,7 +170,14 @@ def reject(run: Run, reason: str, now: float) -> Run:
 
 def add_trial(run: Run, trial: Trial) -> Run:
     """A new launch is prepared (not yet let go): recorded first so a crash cannot launch twice."""
-    return replace(run, state=State.RUNNING, session=trial.session, trials=(*run.trials, trial))
+    return replace(
+        run, state=State.RUNNING, session=trial.session, trials=(*run.trials, trial), reason=""
+    )
+
+
+def waiting(run: Run, reason: str) -> Run:
+    """A queued (or restarting) run cannot start yet: why, for `status`."""
+    return run if run.reason == reason else replace(run, reason=reason)
 
 
 def _update_trial(run: Run, **changes: Any) -> Run:

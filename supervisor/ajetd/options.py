@@ -1,7 +1,7 @@
 """The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
 
 Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
-error that names it. Keys whose feature this version does not carry out yet (swarm, ssh, pull,
+error that names it. Keys whose feature this version does not carry out yet (ssh, pull,
 stages) are errors, never silently dropped: a run without them would be another experiment.
 """
 
@@ -33,7 +33,7 @@ KNOWN_KEYS = (
     "on_finish",
     "on_attention",
 )
-UNSUPPORTED_ERRORS = ("swarm", "ssh", "pull", "stages")
+UNSUPPORTED_ERRORS = ("ssh", "pull", "stages")
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
 SCIENCE_KEYS = (
     "ppo_micro_batch_size_per_gpu",
@@ -46,6 +46,23 @@ SCIENCE_KEYS = (
 HANG_ACTIONS = ("attention", "stop", "relaunch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
+
+
+SWARM_PORT = 10086  # AgentJet's default swarm port
+
+
+@dataclass(frozen=True)
+class SwarmSpec:
+    """AgentJet swarm mode: a shared server on `port`, then the blueprint's command as client."""
+
+    port: int = SWARM_PORT
+    server_command: str = ""  # empty: `ajet-swarm start --swarm-port=<port>`
+    health_timeout_s: float = 120.0
+    keep_s: float = 600.0  # how long an idle server ajetd started stays up after its last run
+
+    @property
+    def command(self) -> str:
+        return self.server_command or f"ajet-swarm start --swarm-port={self.port}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,7 @@ class Options:
     allow_fixes: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     on_finish: str = ""  # hook commands, run with the run's JSON on stdin
     on_attention: str = ""
+    swarm: SwarmSpec | None = None
 
     @property
     def cuda_visible_devices(self) -> str | None:
@@ -235,6 +253,33 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
     return out
 
 
+def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return SwarmSpec()
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = {"port": value}
+    if not isinstance(value, dict):
+        problems.append("swarm: expected {port, server_command, health_timeout, keep} or true")
+        return None
+    known = ("port", "server_command", "health_timeout", "keep")
+    unknown = sorted(set(map(str, value)) - set(known))
+    if unknown:
+        problems.append(f"swarm: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    port = value.get("port", SWARM_PORT)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        problems.append(f"swarm.port: expected a TCP port number 1-65535, got {port!r}")
+        port = SWARM_PORT
+    command = value.get("server_command", "")
+    if command is None or not isinstance(command, str):
+        problems.append("swarm.server_command: expected a shell command (a string)")
+        command = ""
+    timeout = _duration("swarm.health_timeout", value.get("health_timeout", "120s"), problems)
+    keep = _duration("swarm.keep", value.get("keep", "10m"), problems, zero_ok=True)
+    return SwarmSpec(port, command.strip(), timeout or 120.0, 600.0 if keep is None else keep)
+
+
 def _hook(key: str, value: Any, problems: list[str]) -> str:
     if value is None:
         return ""
@@ -274,6 +319,7 @@ def parse_options(text: str) -> Options:
         allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
         on_finish=_hook("on_finish", data.get("on_finish"), problems),
         on_attention=_hook("on_attention", data.get("on_attention"), problems),
+        swarm=_swarm(data.get("swarm"), problems),
     )
     if problems:
         raise BlueprintError(problems)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from ajetd.agentjet import ConfigReview, apply_patches, review
+from ajetd.agentjet import ConfigReview, apply_patches, conf_argument, review
 from ajetd.blueprint import Blueprint
 from ajetd.naming import RUN_ID
 
@@ -164,13 +164,18 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         problems.extend(found.problems)
     if problems:
         return None, problems
+    val_path = _val_path(apply_patches(config, found.patches), codebase)
+    if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
+        # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
+        # client: `<RESULT_DIR>/val_results.md`)
+        val_path = os.path.join(result_dir, "val_results.md")
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,
         venv_dir=os.path.dirname(os.path.dirname(venv_exe)),
         yaml_path=yaml_path,
         result_dir=result_dir,
-        val_path=_val_path(apply_patches(config, found.patches), codebase),
+        val_path=val_path,
         config=config,
         review=found,
     )

@@ -28,6 +28,7 @@ PLAIN_RETRY = (
     "connection_refused",
     "ray_cluster",
     "port_in_use",
+    "swarm_server_died",
 )
 
 

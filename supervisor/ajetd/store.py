@@ -49,7 +49,8 @@ def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
 
 
 class Home:
-    """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, daemon.json, daemon.lock."""
+    """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
+    daemon.lock."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -57,13 +58,14 @@ class Home:
         self.runs = root / "runs"
         self.rejected = root / "rejected"
         self.control = root / "control"
+        self.swarm = root / "swarm"
         self.daemon_file = root / "daemon.json"
         self.lock_file = root / "daemon.lock"
         self.log_file = root / "daemon.log"
 
     def ensure(self) -> None:
         """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
-        for folder in (self.root, self.inbox, self.runs, self.rejected, self.control):
+        for folder in (self.root, self.inbox, self.runs, self.rejected, self.control, self.swarm):
             try:
                 folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
             except OSError as exc:

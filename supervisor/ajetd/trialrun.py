@@ -91,12 +91,7 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
     home.save_run(run)
     p = paths(home, run, number)
-    env = dict(options.env)
-    env.update(dict(run.fix_env))
-    devices = options.cuda_visible_devices
-    if devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = devices
-        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env = trial_env(run, options)
     spec = TrialSpec(
         run_id=run.run_id,
         trial=number,
@@ -112,6 +107,17 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
     )
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
+
+
+def trial_env(run: Run, options: Options) -> dict[str, str]:
+    """The environment a trial gets on top of the venv's: the blueprint's, the fixes', GPUs."""
+    env = dict(options.env)
+    env.update(dict(run.fix_env))
+    devices = options.cuda_visible_devices
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = devices
+        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    return env
 
 
 def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:

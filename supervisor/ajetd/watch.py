@@ -63,12 +63,15 @@ class Watcher:
         self.lock = threading.Lock()
         self._observer = Observer()
 
-    def start(self, inbox: Path, control: Path, runs: Path) -> None:
+    def start(self, inbox: Path, control: Path, ends: tuple[Path, ...]) -> None:
+        """Watch `inbox`, `control`, and the folders under which trials (`runs/`) and swarm
+        servers (`swarm/`) write their exit files."""
         self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
-        ends = _Waker(self.wake, None, self.lock, suffixes=(".exit", ".hup"), flag=self.trial_end)
-        self._observer.schedule(ends, str(runs), recursive=True)
+        waker = _Waker(self.wake, None, self.lock, suffixes=(".exit", ".hup"), flag=self.trial_end)
+        for folder in ends:
+            self._observer.schedule(waker, str(folder), recursive=True)
         self._observer.daemon = True
         self._observer.start()
 

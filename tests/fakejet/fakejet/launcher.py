@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -26,6 +27,23 @@ OOM = """Traceback (most recent call last):
     output = self.actor.compute_log_prob(data=data)
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
 GPU 0 has a total capacity of 79.19 GiB of which 1.05 GiB is free."""
+
+SWARM_DOWN = """Traceback (most recent call last):
+  File "/app/tutorial/example_appworld_swarm/agent_roll.py", line 88, in main
+    swarm_client.begin_episode()
+requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port={port}): \
+Max retries exceeded with url: /begin_episode (Caused by NewConnectionError('<urllib3.connection.\
+HTTPConnection object>: Failed to establish a new connection: [Errno 111] Connection refused'))"""
+
+
+def _swarm_up(port: int) -> bool:
+    """A swarm client talks to its server at every step; a dead server fails it."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"http://127.0.0.1:{port}/health", timeout=2) as got:
+            return b"ok" in got.read()
+    except OSError:
+        return False
 
 
 def main() -> int:
@@ -70,8 +88,12 @@ def main() -> int:
     reward = 0.4
     step = 0
     forever = bool(fake.get("forever"))
+    swarm_port = fake.get("swarm_port")
     while forever or step < steps:
         step += 1
+        if swarm_port and not _swarm_up(int(swarm_port)):
+            print(SWARM_DOWN.format(port=swarm_port), flush=True)
+            return 1
         bar = "█" * min(step, 20)
         sys.stdout.write(f"\rTraining Progress: {bar:<20}| {step}/{steps} [00:0{step % 10}<00:10]")
         sys.stdout.flush()
