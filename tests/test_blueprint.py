@@ -100,7 +100,7 @@ def test_multiline_command_and_notes_and_ajetd_part() -> None:
     bp = parse_blueprint(text)
     assert bp.launch_command == "source x\npython train.py \\\n  --lr 1e-6"
     assert bp.notes.startswith("line one") and "a bullet: with colon" in bp.notes
-    assert bp.options.gpus == "0,1" and bp.options.cuda_visible_devices == "0,1"
+    assert bp.options.gpus == "0,1"
     assert bp.options.env == {"NCCL_DEBUG": "WARN", "X": "1"}
     assert bp.options.keep_session_s == 1800
 
@@ -108,7 +108,7 @@ def test_multiline_command_and_notes_and_ajetd_part() -> None:
 def test_plain_yaml_ajetd_part_and_an_unrelated_heading_ends_a_part() -> None:
     text = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\ngpus: 0\nmax_trials: 2\n\n# Appendix\nx\n"
     bp = parse_blueprint(text)
-    assert bp.options.gpus == "0" and bp.options.cuda_visible_devices == ""
+    assert bp.options.gpus == "0"
     assert bp.options.max_trials == 2
 
 

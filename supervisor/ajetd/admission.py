@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd import intake, model, trialrun
+from ajetd.agentjet import yaml_gpu_count
 from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
 from ajetd.configcopy import repoint, write_copy
 from ajetd.errors import BlueprintError
@@ -75,6 +76,7 @@ def admit(
         warnings=tuple(resolved.review.warnings),
         config_changes=tuple(changes),
         config_path=config_path,
+        yaml_gpus=yaml_gpu_count(resolved.config),
     )
     moved = trialrun.move_rejection_aside(Path(run.result_dir))
     if moved is not None:

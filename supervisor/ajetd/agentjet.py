@@ -130,18 +130,26 @@ def review(
     return out
 
 
-def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
+def yaml_gpu_count(config: Any) -> int | None:
+    """`n_gpus_per_node × nnodes` of an AgentJet config, where it says."""
+    ajet = config.get("ajet") if isinstance(config, Mapping) else None
+    if not isinstance(ajet, Mapping):
+        return None
     per_node = _get(ajet, "trainer_common", "n_gpus_per_node")
     nodes = _get(ajet, "trainer_common", "nnodes") or 1
     if not isinstance(per_node, int) or not isinstance(nodes, int):
-        return
-    wanted = per_node * nodes
-    if gpus == "all":
-        return  # known once GPUs are probed and placed
+        return None
+    return per_node * nodes
+
+
+def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
+    wanted = yaml_gpu_count({"ajet": ajet})
+    if wanted is None or gpus == "all":
+        return  # `all`: checked when the run is placed on the GPUs it gets
     given = len(gpus.split(",")) if "," in gpus else int(gpus)
     if wanted != given:
         out.problems.append(
-            f"exp_yaml_path: n_gpus_per_node × nnodes = {per_node} × {nodes} = {wanted} GPUs, "
+            f"exp_yaml_path: n_gpus_per_node × nnodes = {wanted} GPUs, "
             f"but [ajetd] gpus gives the run {given}"
         )
 

@@ -21,6 +21,7 @@ from ajetd import status as status_view
 from ajetd.blueprint import parse_blueprint
 from ajetd.diagnosis import diagnose_chunks
 from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
+from ajetd.gpu import FakeGpuError
 from ajetd.logscan import read_chunks
 from ajetd.model import WAIT_EXIT, Run, State
 from ajetd.naming import new_run_id
@@ -92,6 +93,22 @@ def main() -> None:
     help="Seconds between checks that each run's tmux pane still exists; also the loop's "
     "longest sleep (exits, stops and inbox drops wake it at once).",
 )
+@click.option(
+    "--gpu-period",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds between GPU samples (utilisation, memory per run); every --gpu-young-period "
+    "while some run is in its first 10 minutes.",
+)
+@click.option("--gpu-young-period", type=float, default=10.0, show_default=True)
+@click.option(
+    "--gpu-free-threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.05,
+    show_default=True,
+    help="A GPU is free for a run when other processes use at most this share of its memory.",
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def daemon(
     backoff_scale: float,
@@ -99,6 +116,9 @@ def daemon(
     grace_term: float,
     hang_auto: float,
     liveness: float,
+    gpu_period: float,
+    gpu_young_period: float,
+    gpu_free_threshold: float,
     log_level: str,
 ) -> None:
     """Run the supervisor in the foreground (what systemd starts)."""
@@ -113,10 +133,13 @@ def daemon(
         backoff_scale=backoff_scale,
         timing=Timing(grace_int_s=grace_int, grace_term_s=grace_term, hang_auto_s=hang_auto),
         liveness_s=liveness,
+        gpu_period_s=gpu_period,
+        gpu_young_period_s=gpu_young_period,
+        gpu_free_threshold=gpu_free_threshold,
     )
     try:
         Daemon(cfg).serve()
-    except StoreError as exc:
+    except (StoreError, FakeGpuError) as exc:
         click.echo(f"ajetd: {exc}", err=True)
         sys.exit(1)
 

@@ -20,11 +20,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ajetd import admission, intake, model, procs, swarm, trialrun
+from ajetd import admission, gpustats, intake, model, placement, procs, swarm, trialrun
 from ajetd.backoff import Backoff
 from ajetd.blueprint import parse_blueprint
 from ajetd.errors import BlueprintError, TmuxError
-from ajetd.gpu import open_probe
+from ajetd.gpu import NoGpu, open_probe
+from ajetd.gpuwatch import GPU_LOST, GpuWatch, lost_finding
 from ajetd.hooks import Hooks
 from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
@@ -62,6 +63,9 @@ class DaemonConfig:
     # How often tmux is asked whether panes still exist, and the longest sleep: the safety net
     # under the watchers (exits, stops and inbox drops wake the loop at once).
     liveness_s: float = 5.0
+    gpu_period_s: float = 60.0  # GPU sampling for attribution and the GPU summary
+    gpu_young_period_s: float = 10.0  # ... while some run is in its first 10 minutes
+    gpu_free_threshold: float = placement.DEFAULT_THRESHOLD  # foreign memory share allowed
 
 
 def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
@@ -96,6 +100,8 @@ class Daemon:
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health
+        self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
+        self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -105,7 +111,8 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
-        log.info("GPUs: %s", open_probe().description)
+        self.gpus.probe = open_probe()
+        log.info("GPUs: %s", self.gpus.probe.description)
         try:
             self.reconcile(self.clock())
             self.watcher.start(
@@ -145,13 +152,18 @@ class Daemon:
         wake_at = [self.last_liveness + self.cfg.liveness_s]
         if self.swarm_waiting:
             wake_at.append(now + SWARM_POLL_S)
+        gpu_at = self.gpus.next_at([r for r in self.runs.values() if r.state is State.RUNNING], now)
+        if gpu_at is not None:
+            wake_at.append(gpu_at)
         for run in self.runs.values():
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 opts = self.options[run.run_id]
                 window = policy_hang_window(
                     opts.hang_window_s, self.cfg.timing, self._step_times(run)
                 )
-                t = next_wake(run, self.cfg.timing, window, self._last_output(run), now)
+                quiet = [self._last_output(run), self.gpu_busy_at.get(run.run_id)]
+                since = max((t for t in quiet if t is not None), default=None)
+                t = next_wake(run, self.cfg.timing, window, since, now)
                 if t is not None:
                     wake_at.append(t)
                 if run.run_id in self.backoffs:
@@ -187,9 +199,33 @@ class Daemon:
                 self.supervise(run_id, now, fresh)
             except Exception:  # one run's trouble never stops the loop; it is logged in full
                 log.exception("run %s: supervision step failed", run_id)
+        self.sample_gpus(now)
         self.housekeep(now)
         self.hooks.reap()
         self.publish(now)
+
+    def sample_gpus(self, now: float) -> None:
+        """On its timer: fold each running run's GPU use into its record; a lost GPU is a
+        finding on the runs that use it."""
+        running = [r for r in self.runs.values() if r.state is State.RUNNING]
+        due = self.gpus.next_at(running, now)
+        if due is None or now < due:
+            return
+        self.gpus.take(now)
+        for sampled in running:
+            seen = self.gpus.of_run(sampled)
+            if not seen and not sampled.gpu_ids:
+                continue
+            if gpustats.busy(seen):
+                self.gpu_busy_at[sampled.run_id] = now
+            run = replace(sampled, gpu_stats=gpustats.fold(sampled.gpu_stats, seen, now))
+            lost = self.gpus.lost_evidence(run)
+            known = run.trial.live_findings if run.trial else ()
+            if lost and run.trial and not any(f["kind"] == GPU_LOST for f in known):
+                log.error("run %s: %s", run.run_id, lost)
+                self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
+                run = model.found_live(run, (lost_finding(lost),))
+            self._store(run)
 
     def admit(self, now: float) -> None:
         problems = intake.security_problems(self.home)
@@ -257,7 +293,14 @@ class Daemon:
     def launch(self, now: float) -> None:
         waiting = (State.QUEUED, State.RESTARTING)
         self.swarm_waiting = False
-        for queued in [r for r in self.runs.values() if r.state in waiting]:
+        queue = sorted(
+            (r for r in self.runs.values() if r.state in waiting), key=lambda r: r.submitted_at
+        )
+        places = self._place(queue, now)
+        for run_id in [r.run_id for r in queue]:
+            if not self._placed(self.runs[run_id], places[run_id], now):
+                continue
+            queued = self.runs[run_id]
             if not self._may_start(queued, now):
                 continue
             try:
@@ -279,6 +322,44 @@ class Daemon:
                     len(run.trials),
                     run.session,
                 )
+
+    def _place(self, queue: list[Run], now: float) -> dict[str, placement.Decision]:
+        """GPUs for every waiting run at once (the queue order matters), from a fresh sample."""
+        if not queue:
+            return {}
+        asks = [
+            placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
+            for r in queue
+        ]
+        if all(a.gpus == "0" for a in asks):
+            return {a.run_id: placement.Place(()) for a in asks}
+        gpus = self.gpus.take(now)
+        active = [r for r in self.runs.values() if r.active]
+        assigned = {r.run_id: r.gpu_ids for r in active if r.gpu_ids}
+        servers = {
+            f"swarm_{o.swarm.port}"
+            for r in active
+            if (o := self.options.get(r.run_id)) is not None and o.swarm is not None
+        }
+        own = self.gpus.own_pids({r.run_id for r in active} | servers)
+        return placement.plan(asks, gpus, assigned, own, self.cfg.gpu_free_threshold)
+
+    def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
+        """Record where a waiting run goes, or why it waits or can never start."""
+        if isinstance(decision, placement.Never):
+            self._launch_failed(run, decision.reason, now)
+            return False
+        if isinstance(decision, placement.Wait):
+            if decision.reason != run.reason:
+                self.home.append_event(run.run_id, now, decision.reason)
+            self._store(model.waiting(run, decision.reason))
+            return False
+        if decision.gpus != run.gpu_ids:
+            if decision.gpus:
+                where = ", ".join(map(str, decision.gpus))
+                self.home.append_event(run.run_id, now, f"placed on GPU(s) {where}")
+            self._store(replace(run, gpu_ids=decision.gpus))
+        return True
 
     def _may_start(self, run: Run, now: float) -> bool:
         """Whatever a run needs before its trial starts is there (its swarm server answers);
@@ -396,7 +477,7 @@ class Daemon:
             found = self.live.finish((run_id, run.trial.number), p.log)
             if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
                 found = trialrun.diagnose_file(p.log)
-            findings = (*self._swarm_findings(run), *(f.to_dict() for f in found))
+            findings = (*self._observed_findings(run), *(f.to_dict() for f in found))
             config = trialrun.load_config(run.config_path)
             holder = _port_holder(findings, run_id)
         obs = Observation(
@@ -411,6 +492,8 @@ class Daemon:
             config=config,
             port_holder=holder,
             step_times=self._step_times(run),
+            gpu_busy_at=self.gpu_busy_at.get(run_id),
+            gpus_taken=self._gpus_taken(run) if findings else None,
         )
         self._deep_check(run_id, now)
         if exit_info is None:
@@ -424,16 +507,34 @@ class Daemon:
             stop_file.unlink(missing_ok=True)
         self._store(run)
 
-    def _swarm_findings(self, run: Run) -> list[dict[str, Any]]:
-        """For a failed swarm client: its server's death, the root cause, when the server died
-        while it ran or does not answer now (the client may notice first)."""
-        spec = self.options[run.run_id].swarm
-        if spec is None or run.trial is None:
+    def _observed_findings(self, run: Run) -> list[dict[str, Any]]:
+        """For a failed trial, what ajetd saw outside its output, the root cause before the
+        output's own findings: a lost GPU; a swarm server that died while it ran or does
+        not answer now (its client may notice first)."""
+        if run.trial is None:
             return []
-        died = [f for f in run.trial.live_findings if f["kind"] == swarm.SERVER_DIED]
-        if not died and not self.swarm.probe(spec.port):
-            died = [self.swarm.died_finding(spec.port, "stopped answering /health")]
-        return died[:1]
+        seen = {f["kind"]: f for f in run.trial.live_findings}
+        found = [seen[GPU_LOST]] if GPU_LOST in seen else []
+        spec = self.options[run.run_id].swarm
+        if swarm.SERVER_DIED in seen:
+            found.append(seen[swarm.SERVER_DIED])
+        elif spec is not None and not self.swarm.probe(spec.port):
+            found.append(self.swarm.died_finding(spec.port, "stopped answering /health"))
+        return found
+
+    def _gpus_taken(self, run: Run) -> str | None:
+        """Why the failed run's own GPUs are not free now (other processes' memory)."""
+        if not run.gpu_ids:
+            return None
+        gpus = self.gpus.take(self.clock())
+        own = self.gpus.own_pids({r.run_id for r in self.runs.values() if r.active})
+        reasons = [
+            why
+            for g in gpus
+            if g.index in run.gpu_ids
+            and (why := placement.busy_reason(g, own, self.cfg.gpu_free_threshold))
+        ]
+        return "; ".join(reasons) or None
 
     def _step_times(self, run: Run) -> tuple[float, ...]:
         return self.live.step_times((run.run_id, run.trial.number)) if run.trial else ()
@@ -480,6 +581,7 @@ class Daemon:
         pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
+            self.gpu_busy_at.pop(run.run_id, None)
             self.live.forget(run.run_id)
             for key in [k for k in self.log_files if k[0] == run.run_id]:
                 del self.log_files[key]

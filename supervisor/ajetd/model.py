@@ -117,6 +117,9 @@ class Run:
     fixes: tuple[str, ...] = ()  # fixes applied so far, in order (they accumulate)
     fix_env: tuple[tuple[str, str], ...] = ()
     fix_prefix: tuple[str, ...] = ()
+    gpu_ids: tuple[int, ...] | None = None  # placed GPUs (None: not placed, env left as is)
+    yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML
+    gpu_stats: dict[str, Any] = field(default_factory=dict)  # gpustats.fold, per GPU index
 
     @property
     def trial(self) -> Trial | None:
@@ -159,6 +162,8 @@ class Run:
         data["config_changes"] = tuple(data.get("config_changes", ()))
         data["fix_env"] = tuple(tuple(pair) for pair in data.get("fix_env", ()))
         data["fix_prefix"] = tuple(data.get("fix_prefix", ()))
+        if data.get("gpu_ids") is not None:
+            data["gpu_ids"] = tuple(data["gpu_ids"])
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 

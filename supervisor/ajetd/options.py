@@ -83,15 +83,6 @@ class Options:
     on_attention: str = ""
     swarm: SwarmSpec | None = None
 
-    @property
-    def cuda_visible_devices(self) -> str | None:
-        """What CUDA_VISIBLE_DEVICES a trial gets, or None to leave it as it is."""
-        if self.gpus == "0":
-            return ""
-        if "," in self.gpus or self.gpus.startswith("["):
-            return self.gpus.strip("[]")
-        return None
-
 
 def _load(text: str) -> dict[str, Any]:
     body = text.strip()

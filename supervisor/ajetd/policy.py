@@ -47,6 +47,8 @@ class Observation:
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
     port_holder: str | None = None  # a foreign holder of the port a bind error names
     step_times: tuple[float, ...] = ()  # when each new training step was first seen
+    gpu_busy_at: float | None = None  # the last sample in which a GPU of the run worked
+    gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
         obs.config,
         options.allow_fixes,
         obs.port_holder,
+        obs.gpus_taken,
     )
     if isinstance(choice, Relaunch):
         return Restart(code, choice)
@@ -153,6 +156,13 @@ def _plateau(run: Run, options: Options, now: float) -> str | None:
     if options.plateau is None or run.max_time_s is None or run.started_at is None:
         return None
     return plateau_reason(options.plateau, list(run.history), now - run.started_at, run.max_time_s)
+
+
+def _quiet_since(obs: Observation) -> float | None:
+    """Since when the run has done nothing visible: no output, and no GPU of it busy (a
+    silent run whose GPUs work is computing, not hung)."""
+    times = [t for t in (obs.last_output_at, obs.gpu_busy_at) if t is not None]
+    return max(times) if times else None
 
 
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
@@ -177,7 +187,8 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
         ]
     actions: list[Action] = []
     cause = run.stop_cause
-    silence = obs.now - obs.last_output_at if obs.last_output_at is not None else 0.0
+    quiet_since = _quiet_since(obs)
+    silence = obs.now - quiet_since if quiet_since is not None else 0.0
     if cause is None:
         why = ""
         if obs.stop_requested:
@@ -207,8 +218,9 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
         ):
             actions.append(Send(Signal.KILL))
     if silence >= window_s and cause is None:
-        since = iso(obs.last_output_at)
-        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more (since {since})"
+        since = iso(quiet_since)
+        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
+        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more{idle} (since {since})"
         if run.attention is None or run.attention.startswith(HANG_PREFIX):
             actions.append(Attention(reason))
     elif run.attention is not None and run.attention.startswith(HANG_PREFIX):

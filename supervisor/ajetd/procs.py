@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Iterable
 
 import psutil
 
@@ -39,6 +40,20 @@ def _marked(run_id: str) -> list[psutil.Process]:
                 found.append(proc)
         except psutil.Error:
             continue
+    return found
+
+
+def owners(pids: Iterable[int]) -> dict[int, str]:
+    """For GPU processes: the `AJETD_RUN_ID` each was started with (run id, or `swarm_<port>`
+    for a swarm server); processes of other users, or outside ajetd, are left out."""
+    found = {}
+    for pid in pids:
+        try:
+            run_id = psutil.Process(pid).environ().get("AJETD_RUN_ID")
+        except psutil.Error:
+            continue
+        if run_id:
+            found[pid] = run_id
     return found
 
 

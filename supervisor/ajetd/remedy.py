@@ -149,12 +149,14 @@ def choose(
     config: Mapping[str, Any] | None = None,
     allow_fixes: Mapping[str, tuple[float | None, float | None]] | None = None,
     port_holder: str | None = None,
+    gpus_taken: str | None = None,
 ) -> Relaunch | GiveUp:
     """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
 
     `proxychains` is the path of an installed proxychains4, or None; `config` is the YAML the
     trial ran with, and `allow_fixes` the science fixes its blueprint permits; `port_holder`
-    describes a process outside this run that holds the port a bind error names.
+    describes a process outside this run that holds the port a bind error names;
+    `gpus_taken` says which other processes hold memory on the run's GPUs now.
     """
     if not findings:
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
@@ -198,6 +200,12 @@ def choose(
             "local_logger",
             "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
             config_patches=tuple(patch.items()),
+        )
+    if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:
+        return Relaunch(
+            "wait_gpu_drain",
+            f"vllm_memory while other processes hold its GPUs ({gpus_taken}): the relaunch "
+            "waits until that memory drains",
         )
     if kind in SCIENCE_STEPS:
         science = _science(kind, config, allow_fixes or {})

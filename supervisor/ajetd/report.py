@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ajetd import gpustats
 from ajetd.durations import format_duration
 from ajetd.model import Run, Trial
 from ajetd.timefmt import iso
@@ -26,7 +27,19 @@ class ReportContext:
     events: list[tuple[float, str]] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
-    gpu_summary: str = "No GPU was visible to ajetd (no NVML driver): no GPU figures recorded."
+
+
+def _gpu_section(run: Run) -> str:
+    placed = ""
+    if run.gpu_ids:
+        placed = f"Placed on GPU(s) {', '.join(map(str, run.gpu_ids))} (CUDA_VISIBLE_DEVICES).\n\n"
+    if run.gpu_stats:
+        return placed + gpustats.summary(run.gpu_stats, run.ended_at)
+    if run.gpu_ids == ():
+        return "CPU-only run (`gpus: 0`): no GPU was given to it."
+    if run.gpu_ids:
+        return placed + "No GPU sample was taken while it ran (it ended before the first one)."
+    return "No GPU was visible to ajetd (no NVML driver): no GPU figures recorded."
 
 
 def finish_flag(run: Run) -> dict[str, Any]:
@@ -160,7 +173,7 @@ def render_results(run: Run, ctx: ReportContext) -> str:
     lines += ["", "## Validation metrics", "", *_metrics_section(run)]
     if run.metrics:
         lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
-    lines += ["", "## GPU summary", "", ctx.gpu_summary]
+    lines += ["", "## GPU summary", "", _gpu_section(run)]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
     lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
     if ctx.blueprint_text:

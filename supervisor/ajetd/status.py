@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ajetd import gpustats
 from ajetd.durations import format_duration
 from ajetd.model import Run, State
 from ajetd.timefmt import iso
@@ -41,6 +42,8 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "blueprint": run.source,
         "command": trial.command if trial else None,
         "warnings": list(run.warnings),
+        "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
+        "gpu": gpustats.now_view(run.gpu_stats),
         "diagnosis": [
             {k: f[k] for k in ("kind", "severity", "line", "evidence")}
             for f in ((trial.findings or trial.live_findings) if trial else ())
@@ -59,6 +62,15 @@ def _reward(run: Run) -> str:
     return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
 
 
+def _gpu_cell(run: Run) -> str:
+    """Latest utilisation and memory per GPU while it runs; else where it was placed."""
+    if run.state is State.RUNNING and run.gpu_stats:
+        return gpustats.short(run.gpu_stats)
+    if run.gpu_ids == ():
+        return "cpu"
+    return ",".join(map(str, run.gpu_ids)) if run.gpu_ids else "-"
+
+
 def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, Any]) -> str:
     """One line per run, newest last; the daemon's own trouble on top."""
     lines = []
@@ -66,7 +78,7 @@ def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, A
         lines.append("daemon: not running (start it with `ajetd daemon`)")
     for problem in info.get("problems") or []:
         lines.append(f"daemon: NOT TAKING BLUEPRINTS: {problem}")
-    header = ("RUN", "SESSION", "STATE", "TRIAL", "ELAPSED/MAX", "MEAN_REWARD", "RESULT_DIR")
+    header = ("RUN", "SESSION", "STATE", "TRIAL", "ELAPSED/MAX", "MEAN_REWARD", "GPU", "RESULT_DIR")
     rows = [header]
     for run in runs:
         elapsed = _elapsed(run, now)
@@ -82,6 +94,7 @@ def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, A
                 str(len(run.trials)),
                 timing,
                 _reward(run),
+                _gpu_cell(run),
                 run.result_dir or "-",
             )
         )
@@ -90,6 +103,9 @@ def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, A
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     if len(rows) == 1:
         lines.append("(no runs yet: drop a blueprint.md into the inbox or run `ajetd submit FILE`)")
+    lines += [
+        f"queued {r.run_id}: {r.reason}" for r in runs if r.state.value == "queued" and r.reason
+    ]
     attention = [r for r in runs if r.attention]
     lines += [f"attention {r.run_id}: {r.attention}" for r in attention]
     return "\n".join(lines)

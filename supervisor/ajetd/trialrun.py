@@ -110,13 +110,13 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
 
 
 def trial_env(run: Run, options: Options) -> dict[str, str]:
-    """The environment a trial gets on top of the venv's: the blueprint's, the fixes', GPUs."""
+    """The environment a trial gets on top of the venv's: the blueprint's, the fixes', and
+    the GPUs it was placed on (indices in NVML's, i.e. PCI bus, order)."""
     env = dict(options.env)
     env.update(dict(run.fix_env))
-    devices = options.cuda_visible_devices
-    if devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = devices
-        env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    if run.gpu_ids is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, run.gpu_ids))
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     return env
 
 
