@@ -8,6 +8,7 @@ is taken once even across a `kill -9`: a run folder without a record is finished
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -48,21 +49,23 @@ def security_problems(home: Home) -> list[str]:
 
 
 def scan(home: Home, ready: set[str], now: float) -> tuple[list[Candidate], list[str]]:
-    """Complete, safe blueprints in the inbox, and a line for each file refused."""
+    """Complete, safe blueprints in the inbox, oldest first (the GPU queue is first come, first
+    served), and a line for each file refused."""
     found: list[Candidate] = []
     refused: list[str] = []
+    entries = []
     try:
-        entries = sorted(os.scandir(home.inbox), key=lambda e: e.name)
+        for entry in os.scandir(home.inbox):
+            stem, ext = os.path.splitext(entry.name)
+            if entry.name.startswith(".") or ext.lower() not in BLUEPRINT_EXTENSIONS:
+                continue
+            with contextlib.suppress(OSError):
+                entries.append((entry.stat(), entry))
     except OSError:
         return [], []
-    for entry in entries:
-        stem, ext = os.path.splitext(entry.name)
-        if entry.name.startswith(".") or ext.lower() not in BLUEPRINT_EXTENSIONS:
-            continue
-        try:
-            info = entry.stat()
-        except OSError:
-            continue
+    entries.sort(key=lambda pair: (pair[0].st_mtime_ns, pair[1].name))
+    for info, entry in entries:
+        stem, _ = os.path.splitext(entry.name)
         if not stat.S_ISREG(info.st_mode):
             continue
         if info.st_uid != os.getuid():

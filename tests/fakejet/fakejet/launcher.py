@@ -11,6 +11,9 @@ YAML's `fakejet:` section, so a blueprint's command line stays exactly like a re
 from __future__ import annotations
 
 import argparse
+import atexit
+import fcntl
+import json
 import os
 import random
 import signal
@@ -18,7 +21,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,6 +39,41 @@ SWARM_DOWN = """Traceback (most recent call last):
 requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port={port}): \
 Max retries exceeded with url: /begin_episode (Caused by NewConnectionError('<urllib3.connection.\
 HTTPConnection object>: Failed to establish a new connection: [Errno 111] Connection refused'))"""
+
+
+VLLM_MEMORY = (
+    "(EngineCore_0 pid={pid}) ERROR 09-03 11:03:37 [core.py:712] ValueError: Free memory on "
+    "device (7.34/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, "
+    "71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+)
+
+
+def _edit_fake_gpus(path: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change the `AJETD_FAKE_GPUS` file as a driver's state would change (locked, atomic)."""
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        doc = json.loads(Path(path).read_text())
+        change(doc)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        Path(tmp).write_text(json.dumps(doc))
+        os.replace(tmp, path)
+
+
+def _hold_gpus(path: str, pid: int, memory_mib: float, utilization: float) -> None:
+    """Appear on the GPUs of CUDA_VISIBLE_DEVICES with `memory_mib` each (0: let go)."""
+    mine = {int(i) for i in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if i}
+
+    def change(doc: dict[str, Any]) -> None:
+        for gpu in doc["gpus"]:
+            procs = [p for p in gpu.get("processes", []) if p["pid"] != pid]
+            if gpu["index"] in mine and memory_mib:
+                procs.append({"pid": pid, "memory_mib": memory_mib})
+            gpu["processes"] = procs
+            gpu["memory_used_mib"] = sum(p["memory_mib"] for p in procs)
+            if gpu["index"] in mine:
+                gpu["utilization"] = utilization if memory_mib else 0
+
+    _edit_fake_gpus(path, change)
 
 
 def _swarm_up(port: int) -> bool:
@@ -61,6 +101,19 @@ def main() -> int:
     test_freq = int(common.get("test_freq", 2))
     with open("launches.log", "a") as launches:  # lets tests count launches exactly
         launches.write(f"{os.environ.get('AJETD_RUN_ID')} {os.environ.get('AJETD_TRIAL')}\n")
+    gpu = fake.get("fake_gpu")  # {file, memory_mib, utilization}: appear on the fake GPUs
+    if gpu:
+        _hold_gpus(
+            gpu["file"], os.getpid(), gpu.get("memory_mib", 1000), gpu.get("utilization", 90)
+        )
+        atexit.register(_hold_gpus, gpu["file"], os.getpid(), 0, 0)
+        signal.signal(signal.SIGINT, lambda *_: sys.exit(130))  # let atexit run on Ctrl-C
+        grab = gpu.get("grabbed_once")  # another user takes the GPU, vLLM then cannot start
+        if grab and not Path(grab).exists():
+            Path(grab).touch()
+            _hold_gpus(gpu["file"], 1, 60000, 0)  # pid 1: surely not ours
+            print(VLLM_MEMORY.format(pid=os.getpid()), flush=True)
+            return 1
     micro = conf.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size_per_gpu")
     if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
         print(OOM, flush=True)  # as a too-large micro batch does on a real GPU

@@ -1,0 +1,313 @@
+"""GPU probing, placement, attribution and the GPU-aware rules, without a GPU: NVML behind a
+recorded fake module, the `AJETD_FAKE_GPUS` file backend, and the pure planners."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ajetd import gpustats, placement
+from ajetd.gpu import FakeGpuError, FakeProbe, GpuProcess, GpuSample, NvmlProbe, open_probe
+from ajetd.gpustats import RunGpu
+from ajetd.model import Run, State, Trial
+from ajetd.options import Options
+from ajetd.policy import Attention, Observation, Timing, decide
+from ajetd.remedy import Relaunch, choose
+
+GIB = 1024.0
+
+
+def gpu(index: int, used: float = 0.0, util: float = 0.0, procs: Any = (), lost: bool = False):
+    processes = tuple(GpuProcess(pid, mem) for pid, mem in procs)
+    return GpuSample(
+        index, "H100", f"GPU-{index}", util, used, 80 * GIB, processes=processes, lost=lost
+    )
+
+
+# -- placement -------------------------------------------------------------------------------
+def test_counts_lists_all_and_cpu_only_are_placed_disjointly() -> None:
+    gpus = [gpu(i) for i in range(4)]
+    asks = [
+        placement.Ask("a", "2"),
+        placement.Ask("b", "3,1"),
+        placement.Ask("c", "0"),
+        placement.Ask("d", "1"),
+    ]
+    out = placement.plan(asks, gpus, {}, frozenset())
+    assert out["a"] == placement.Place((0, 1))
+    assert isinstance(out["b"], placement.Wait) and "GPU 1 is held by run a" in out["b"].reason
+    assert out["c"] == placement.Place(())  # CPU only never waits
+    assert out["d"] == placement.Place((2,))  # b's list reserves only 1 and 3; 2 is free
+
+
+def test_a_large_request_is_not_starved_by_later_small_ones() -> None:
+    gpus = [gpu(i) for i in range(4)]
+    held = {"old": (0, 1)}
+    asks = [placement.Ask("big", "all"), placement.Ask("small", "1")]
+    out = placement.plan(asks, gpus, held, frozenset())
+    assert isinstance(out["big"], placement.Wait)
+    assert isinstance(out["small"], placement.Wait)  # 2 and 3 are reserved for `big`
+    assert "reserved for an earlier run" in out["small"].reason
+
+
+def test_foreign_memory_and_lost_gpus_are_not_free() -> None:
+    gpus = [gpu(0, used=40 * GIB, procs=[(999, 40 * GIB)]), gpu(1, lost=True), gpu(2)]
+    out = placement.plan([placement.Ask("a", "all")], gpus, {}, frozenset())
+    reason = out["a"].reason  # type: ignore[union-attr]
+    assert "GPU 0 has 40.0 GiB of 80 GiB used by other processes (pids 999)" in reason
+    assert "GPU 1 is lost" in reason
+    # a run's own processes are not foreign; a little foreign memory is under the threshold
+    gpus = [gpu(0, used=41 * GIB, procs=[(7, 40 * GIB), (999, 1 * GIB)])]
+    assert placement.plan([placement.Ask("a", "1")], gpus, {}, frozenset({7}))["a"] == (
+        placement.Place((0,))
+    )
+
+
+def test_requests_that_can_never_be_met_say_why() -> None:
+    gpus = [gpu(0), gpu(1)]
+    out = placement.plan(
+        [placement.Ask("a", "4"), placement.Ask("b", "1,5"), placement.Ask("c", "all", None, 8)],
+        gpus,
+        {},
+        frozenset(),
+    )
+    assert "more GPUs than this machine has (2 visible)" in out["a"].reason  # type: ignore[union-attr]
+    assert "names GPU 5" in out["b"].reason  # type: ignore[union-attr]
+    assert "n_gpus_per_node x nnodes = 8, but the run gets 2" in out["c"].reason  # type: ignore[union-attr]
+    # without any GPU, `all` leaves CUDA_VISIBLE_DEVICES alone; a count cannot be met
+    none = placement.plan([placement.Ask("a", "all"), placement.Ask("b", "1")], [], {}, frozenset())
+    assert none["a"] == placement.Place(None) and isinstance(none["b"], placement.Never)
+
+
+def test_a_relaunch_waits_for_its_own_gpus() -> None:
+    gpus = [gpu(0, used=30 * GIB, procs=[(999, 30 * GIB)]), gpu(1)]
+    out = placement.plan([placement.Ask("a", "1", held=(0,))], gpus, {"a": (0,)}, frozenset())
+    assert isinstance(out["a"], placement.Wait) and "GPU 0 has 30.0 GiB" in out["a"].reason
+    gpus[0] = gpu(0)
+    out = placement.plan([placement.Ask("a", "1", held=(0,))], gpus, {"a": (0,)}, frozenset())
+    assert out["a"] == placement.Place((0,))
+
+
+# -- attribution and summaries ----------------------------------------------------------------
+def test_stats_fold_mean_peak_and_idle_stretches() -> None:
+    stats: dict[str, Any] = {}
+    for t, util in [(0, 90), (60, 80), (120, 0), (200, 0), (300, 70), (400, 0)]:
+        stats = gpustats.fold(stats, [RunGpu(0, util, 60 * GIB)], 1000.0 + t)
+    rec = stats["0"]
+    assert rec["n"] == 6 and rec["util_peak"] == 90 and rec["mem_peak"] == 60 * GIB
+    assert rec["idle"] == [[1120.0, 1300.0]]
+    text = gpustats.summary(stats, ended_at=1500.0)
+    assert "| 0 | 6 | 40 % | 90 % | 60.0 GiB | 60.0 GiB |" in text
+    assert "GPU 0 idle (≤ 5 %) for 3m" in text and "for 1m40s" in text
+    assert gpustats.short(stats) == "0:0% 60.0G"
+    assert gpustats.busy([RunGpu(0, 30, 0)]) and not gpustats.busy([RunGpu(0, 2, 0)])
+
+
+# -- NVML behind a recorded fake module -------------------------------------------------------
+class NVMLError(Exception):
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+class RecordedNvml:
+    """Answers NVML calls from a recording: per GPU, a dict of call -> value (an int error
+    code raises NVMLError with it), as nvidia-ml-py's objects would carry them."""
+
+    NVMLError = NVMLError
+
+    def __init__(self, gpus: list[dict[str, Any]], events: list[tuple[int, int]]) -> None:
+        self.gpus, self.events = gpus, list(events)
+
+    def _get(self, handle: int, call: str) -> Any:
+        value = self.gpus[handle].get(call)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise NVMLError(-value)
+        return value
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802 (NVML's names)
+        return len(self.gpus)
+
+    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
+        return "550.54"
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:  # noqa: N802
+        return i
+
+    def nvmlEventSetCreate(self) -> str:  # noqa: N802
+        return "set"
+
+    def nvmlDeviceRegisterEvents(self, h: int, kind: int, s: str) -> None:  # noqa: N802
+        assert kind == 8
+
+    def nvmlEventSetWait_v2(self, s: str, timeout: int) -> Any:  # noqa: N802
+        if not self.events:
+            raise NVMLError(10)  # NVML_ERROR_TIMEOUT
+        index, xid = self.events.pop(0)
+        return SimpleNamespace(device=index, eventData=xid)
+
+    def nvmlDeviceGetIndex(self, h: int) -> int:  # noqa: N802
+        return h
+
+    def nvmlDeviceGetName(self, h: int) -> Any:  # noqa: N802
+        return self._get(h, "name")
+
+    def nvmlDeviceGetUUID(self, h: int) -> Any:  # noqa: N802
+        return self._get(h, "uuid")
+
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:  # noqa: N802
+        value = self._get(h, "util")
+        return None if value is None else SimpleNamespace(gpu=value, memory=0)
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:  # noqa: N802
+        used, total = self._get(h, "mem")
+        return SimpleNamespace(used=used * 2**20, total=total * 2**20, free=0)
+
+    def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> Any:  # noqa: N802
+        return self._get(h, "temp")
+
+    def nvmlDeviceGetPowerUsage(self, h: int) -> Any:  # noqa: N802
+        return self._get(h, "power_mw")
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> Any:  # noqa: N802
+        return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in self._get(h, "procs") or []]
+
+
+def test_nvml_probe_reads_every_figure_and_survives_errors() -> None:
+    recording = [
+        {
+            "name": b"NVIDIA H200",
+            "uuid": "GPU-aa",
+            "util": 87,
+            "mem": (70000, 143771),
+            "temp": 61,
+            "power_mw": 512000,
+            "procs": [(4242, 69000 * 2**20), (4243, None)],
+        },
+        {
+            "name": "NVIDIA H200",
+            "uuid": "GPU-bb",
+            "util": -3,
+            "mem": (0, 143771),
+            "temp": -3,
+            "power_mw": -3,
+            "procs": -3,
+        },  # NVML_ERROR_NOT_SUPPORTED on most calls
+        {"name": -15, "util": -15, "mem": (0, 1), "procs": []},  # GPU_IS_LOST
+    ]
+    probe = NvmlProbe(RecordedNvml(recording, [(2, 79), (0, 48)]))
+    assert probe.description == "3 GPU(s) via NVML, driver 550.54"
+    first, second, third = probe.sample()
+    assert (first.name, first.utilization, first.temperature_c, first.power_w) == (
+        "NVIDIA H200",
+        87.0,
+        61.0,
+        512.0,
+    )
+    assert first.memory_used_mib == 70000 and first.memory_total_mib == 143771
+    assert first.processes == (GpuProcess(4242, 69000.0), GpuProcess(4243, None))
+    assert second.utilization is None and second.processes == () and not second.lost
+    assert third.lost
+    assert probe.xid_events() == [(2, 79), (0, 48)] and probe.xid_events() == []
+
+
+def test_real_nvml_where_a_gpu_exists() -> None:
+    pynvml = pytest.importorskip("pynvml")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pytest.skip("no NVML driver on this machine")
+    probe = NvmlProbe(pynvml)
+    samples = probe.sample()
+    assert samples and all(s.memory_total_mib for s in samples)
+    assert [s.index for s in samples] == list(range(len(samples)))
+    probe.xid_events()
+
+
+# -- the fake backend ---------------------------------------------------------------------------
+def test_fake_file_timeline_reload_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "gpus.json"
+    now = [0.0]
+    doc = {
+        "gpus": [
+            {
+                "index": 0,
+                "name": "H100",
+                "memory_total_mib": 81920,
+                "memory_used_mib": 0,
+                "utilization": 0,
+            }
+        ],
+        "samples": [
+            {"after_s": 30, "gpus": [{"index": 0, "utilization": 95, "memory_used_mib": 60000}]}
+        ],
+        "xid": [{"index": 0, "xid": 13}],
+    }
+    path.write_text(json.dumps(doc))
+    probe = FakeProbe(path, clock=lambda: now[0])
+    assert probe.description.startswith("1 fake GPU(s)")
+    assert probe.sample()[0].utilization == 0
+    now[0] = 31.0
+    assert probe.sample()[0].utilization == 95
+    assert probe.xid_events() == [(0, 13)] and probe.xid_events() == []
+    doc["gpus"][0]["lost"] = True  # type: ignore[index]
+    doc["samples"] = []
+    path.write_text(json.dumps(doc) + " ")  # a new size: re-read
+    assert probe.sample()[0].lost
+    path.write_text("{not json")
+    assert probe.sample()[0].lost  # unreadable now: the last good sample stays
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"gpus": [{"name": "no index"}]}))
+    with pytest.raises(FakeGpuError, match="integer `index`"):
+        FakeProbe(bad)
+
+
+def test_open_probe_prefers_the_fake_and_names_a_bad_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"gpus": [{"index": 0}, {"index": 1}]}))
+    monkeypatch.setenv("AJETD_FAKE_GPUS", str(path))
+    assert len(open_probe().sample()) == 2
+    monkeypatch.setenv("AJETD_FAKE_GPUS", str(tmp_path / "missing.json"))
+    with pytest.raises(FakeGpuError, match="AJETD_FAKE_GPUS="):
+        open_probe()
+
+
+# -- rules that look at GPUs ----------------------------------------------------------------------
+def _running(now: float) -> Run:
+    trial = Trial(number=1, command="x", session="s", started_at=now - 5000)
+    return Run(
+        "r1",
+        "b.md",
+        now - 5000,
+        state=State.RUNNING,
+        trials=(trial,),
+        started_at=now - 5000,
+        max_time_s=86400,
+    )
+
+
+def test_a_silent_run_whose_gpus_work_is_not_hung() -> None:
+    now = 100_000.0
+    run, opts, timing = _running(now), Options(hang_window_s=600.0), Timing()
+    busy = Observation(now=now, last_output_at=now - 3000, gpu_busy_at=now - 10)
+    assert not [a for a in decide(run, busy, timing, opts) if isinstance(a, Attention)]
+    idle = Observation(now=now, last_output_at=now - 3000, gpu_busy_at=now - 900)
+    [flag] = [a for a in decide(run, idle, timing, opts) if isinstance(a, Attention)]
+    assert flag.reason is not None and "GPUs idle" in flag.reason
+
+
+def test_vllm_memory_waits_for_foreign_memory_to_drain() -> None:
+    run = _running(1000.0)
+    finding = {"kind": "vllm_memory", "severity": "retryable", "fix": "lower it"}
+    taken = "GPU 0 has 60.0 GiB of 80 GiB used by other processes (pids 999)"
+    choice = choose(run, [finding], 3, None, 1000.0, gpus_taken=taken)
+    assert isinstance(choice, Relaunch) and choice.fix == "wait_gpu_drain"
+    assert "drains" in choice.why and "pids 999" in choice.why
+    # no foreign memory: the science fix path, refused here since the blueprint allows none
+    assert not isinstance(choose(run, [finding], 3, None, 1000.0), Relaunch)

@@ -1,0 +1,168 @@
+"""GPU placement, attribution and GPU rules end to end, on GPUs described by an
+`AJETD_FAKE_GPUS` file that the fake launcher updates as a driver would (its pid and memory
+appear on the GPUs it was given, and go when it exits)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import Env, wait_for
+
+
+def _gpus(env: Env, count: int, **extra: Any) -> Path:
+    path = env.tmp / "gpus.json"
+    gpus = [
+        {
+            "index": i,
+            "name": "H100",
+            "memory_total_mib": 81920,
+            "memory_used_mib": 0,
+            "utilization": 0,
+            **extra,
+        }
+        for i in range(count)
+    ]
+    path.write_text(json.dumps({"gpus": gpus}))
+    env.vars["AJETD_FAKE_GPUS"] = str(path)
+    return path
+
+
+def _edit(path: Path, change: Any) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc))
+    tmp.replace(path)
+
+
+def _start(env: Env) -> None:
+    env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+
+
+def _run(env: Env, name: str, gpus: str, file: Path, **fake: Any) -> str:
+    config = env.config(name, fake_gpu={"file": str(file), "memory_mib": 30000}, **fake)
+    return env.submit(env.blueprint(name, config=config, ajetd=f"gpus: {gpus}"))
+
+
+def test_runs_get_disjoint_gpus_and_queue_in_order(env: Env) -> None:
+    file = _gpus(env, 2)
+    _start(env)
+    first = _run(env, "first", "1", file, forever=True)
+    second = _run(env, "second", "1", file, steps=4)
+    third = _run(env, "third", "1", file, steps=4)
+    wait_for(lambda: env.record(second).get("state") == "done", what="second run")
+    assert env.status(second)["status"] == "succeeded"
+    wait_for(lambda: env.record(third).get("state") == "done", what="third run")
+    assert env.record(first)["state"] == "running"
+    assert env.record(first)["gpu_ids"] == [0]
+    assert env.record(second)["gpu_ids"] == [1] and env.record(third)["gpu_ids"] == [1]
+    events = (env.home / "runs" / third / "events.jsonl").read_text()
+    assert f"waiting for 1 GPU(s): GPU 0 is held by run {first}; GPU 1 is held by run" in events
+    log = (env.tmp / "results" / "first" / "logs" / "trial-1.log").read_text()
+    assert "launcher" in log
+    status = env.status(first)
+    assert status["gpus"] == [0]
+    wait_for(lambda: env.status(first)["gpu"], what="a GPU sample of the first run")
+    [view] = env.status(first)["gpu"]
+    assert view["index"] == 0 and view["memory_mib"] == 30000 and view["utilization"] == 90
+    table = env.cli("status").stdout
+    assert "0:90% 29.3G" in table
+    env.cli("stop", first)
+    results = (env.tmp / "results" / "first" / "results.md").read_text()
+    assert "Placed on GPU(s) 0" in results and "| 0 |" in results and "29.3 GiB |" in results
+
+
+def test_foreign_memory_makes_a_run_wait_until_it_drains(env: Env) -> None:
+    file = _gpus(env, 2)
+    _edit(
+        file,
+        lambda d: d["gpus"][1].update(
+            memory_used_mib=40000, processes=[{"pid": 1, "memory_mib": 40000}]
+        ),
+    )
+    _start(env)
+    run_id = _run(env, "all", "all", file, steps=4)
+    wait_for(
+        lambda: "GPU 1 has 39.1 GiB" in env.record(run_id).get("reason", ""),
+        what="the run to wait for GPU 1",
+    )
+    assert env.status(run_id)["state"] == "queued"
+    assert f"queued {run_id}: waiting for 2 GPU(s)" in env.cli("status").stdout
+    cpu = env.submit(env.blueprint("cpu", ajetd="gpus: 0"))  # CPU only never waits
+    assert env.wait_done(cpu)["status"] == "succeeded"
+    _edit(file, lambda d: d["gpus"][1].update(memory_used_mib=0, processes=[]))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["gpus"] == [0, 1]
+
+
+def test_impossible_requests_fail_with_the_reason(env: Env) -> None:
+    file = _gpus(env, 2)
+    _start(env)
+    many = _run(env, "many", "4", file)
+    status = env.wait_done(many)
+    assert status["status"] == "failed"
+    assert "gpus: 4 asks for more GPUs than this machine has (2 visible)" in status["reason"]
+    config = env.config("yaml8")
+    text = (
+        Path(env.codebase / config)
+        .read_text()
+        .replace("test_freq: 2", "test_freq: 2\n    n_gpus_per_node: 8")
+    )
+    Path(env.codebase / config).write_text(text)
+    mismatch = env.submit(env.blueprint("yaml8", config=config))
+    status = env.wait_done(mismatch)
+    assert "n_gpus_per_node x nnodes = 8, but the run gets 2" in status["reason"]
+
+
+def test_vllm_memory_relaunch_waits_for_the_gpu_to_drain(env: Env) -> None:
+    file = _gpus(env, 1)
+    _start(env)
+    marker = env.tmp / "grabbed"
+    config = env.config(
+        "vllm", fake_gpu={"file": str(file), "memory_mib": 20000, "grabbed_once": str(marker)}
+    )
+    run_id = env.submit(env.blueprint("vllm", config=config, ajetd="gpus: 1"))
+    wait_for(
+        lambda: "GPU 0 has 58.6 GiB" in env.record(run_id).get("reason", ""),
+        what="the relaunch to wait for the foreign memory",
+    )
+    assert env.record(run_id)["state"] == "restarting" and len(env.launches()) == 1
+    _edit(file, lambda d: d["gpus"][0].update(memory_used_mib=0, processes=[]))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2
+    trials = (env.tmp / "results" / "vllm" / "trials.md").read_text()
+    assert "`vllm_memory`" in trials and "waits until that memory drains" in trials
+
+
+def test_lost_gpu_is_a_finding_and_the_root_cause(env: Env) -> None:
+    file = _gpus(env, 1)
+    _start(env)
+    run_id = _run(env, "lost", "1", file, forever=True, step_time=0.2)
+    wait_for(lambda: env.record(run_id).get("gpu_stats"), what="a first GPU sample")
+    _edit(file, lambda d: (d["gpus"][0].update(lost=True), d.update(xid=[{"index": 0, "xid": 79}])))
+    wait_for(
+        lambda: any(f["kind"] == "gpu_lost" for f in env.status(run_id)["diagnosis"]),
+        what="the gpu_lost finding",
+    )
+    [finding] = [f for f in env.status(run_id)["diagnosis"] if f["kind"] == "gpu_lost"]
+    assert "GPU 0 (H100 GPU-fake-0) fell off the bus; Xid 79" in finding["evidence"]
+
+
+def test_gpu_aware_hang(env: Env) -> None:
+    file = _gpus(env, 1)
+    _start(env)
+    config = env.config("hang", hang=True, fake_gpu={"file": str(file), "memory_mib": 1000})
+    run_id = env.submit(env.blueprint("hang", config=config, ajetd="gpus: 1\nhang: {window: 2s}"))
+    wait_for(lambda: env.record(run_id).get("gpu_stats"), what="a first GPU sample")
+    # silent, but its GPU works (90 %): not a hang however long it lasts
+    busy_since = env.record(run_id)["trials"][0]["started_at"]
+    wait_for(
+        lambda: env.record(run_id)["gpu_stats"]["0"]["last_at"] > busy_since + 4,
+        what="4 s of busy GPU samples",
+    )
+    assert env.record(run_id)["attention"] is None
+    _edit(file, lambda d: d["gpus"][0].update(utilization=0))
+    wait_for(lambda: env.record(run_id).get("attention"), what="hang attention")
+    assert "GPUs idle" in env.record(run_id)["attention"]
