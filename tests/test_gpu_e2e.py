@@ -166,3 +166,33 @@ def test_gpu_aware_hang(env: Env) -> None:
     _edit(file, lambda d: d["gpus"][0].update(utilization=0))
     wait_for(lambda: env.record(run_id).get("attention"), what="hang attention")
     assert "GPUs idle" in env.record(run_id)["attention"]
+
+
+def test_gpus_command_shows_who_holds_what(env: Env) -> None:
+    file = _gpus(env, 2, temperature_c=55, power_w=300)
+    _edit(
+        file,
+        lambda d: d["gpus"][1].update(
+            memory_used_mib=5000, processes=[{"pid": 1, "memory_mib": 5000}]
+        ),
+    )
+    _start(env)
+    run_id = _run(env, "held", "1", file, forever=True)
+    wait_for(lambda: env.record(run_id).get("gpu_stats"), what="the run on its GPU")
+    table = env.cli("gpus").stdout
+    assert "2 fake GPU(s)" in table and "55C" in table and "300W" in table
+    assert f"run {run_id} (placed)" in table and "pid 1 (not ajetd's, 5000 MiB)" in table
+    rows = json.loads(env.cli("gpus", "--json").stdout)
+    assert [g["index"] for g in rows] == [0, 1]
+    assert any(f"run {run_id}" in h and "30000 MiB" in h for h in rows[0]["held_by"])
+    env.cli("stop", run_id)
+
+
+def test_a_bad_fake_gpu_file_stops_the_daemon_with_the_reason(env: Env) -> None:
+    path = env.tmp / "gpus.json"
+    path.write_text('{"gpus": [{"name": "no index"}]}')
+    env.vars["AJETD_FAKE_GPUS"] = str(path)
+    proc = env.start_daemon()
+    assert proc.wait(timeout=20) == 1
+    assert "needs an integer `index`" in env.daemon_log()
+    assert "AJETD_FAKE_GPUS" in env.cli("gpus").stderr

@@ -342,6 +342,33 @@ def diagnose(logfile: Path, as_json: bool) -> None:
 
 
 @main.command()
+@json_option
+def gpus(as_json: bool) -> None:
+    """This machine's GPUs: utilisation, memory, temperature, power, and which run holds what."""
+    from ajetd import procs
+    from ajetd.gpu import open_probe
+
+    probe = open_probe()
+    samples = probe.sample()
+    holders: dict[int, list[str]] = {}
+    for run in _home().listing():
+        if run.active and run.gpu_ids:
+            for index in run.gpu_ids:
+                holders.setdefault(index, []).append(f"run {run.run_id} (placed)")
+    owners = procs.owners({p.pid for g in samples for p in g.processes})
+    for g in samples:
+        for p in g.processes:
+            who = owners.get(p.pid)
+            mem = "" if p.memory_mib is None else f", {p.memory_mib:.0f} MiB"
+            label = f"run {who}" if who and not who.startswith("swarm_") else who or "not ajetd's"
+            holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
+    if as_json:
+        click.echo(json.dumps(status_view.gpus_json(samples, holders), indent=2))
+    else:
+        click.echo(status_view.render_gpus(probe.description, samples, holders))
+
+
+@main.command()
 @click.argument("run_id")
 def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach)."""

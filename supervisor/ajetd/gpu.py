@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ajetd.errors import AjetdError
+
 log = logging.getLogger(__name__)
 FAKE_ENV = "AJETD_FAKE_GPUS"
 _GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
@@ -154,7 +156,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class FakeGpuError(ValueError):
+class FakeGpuError(AjetdError, ValueError):
     """The fake GPU file is not what the documented format says."""
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ajetd import gpustats
 from ajetd.durations import format_duration
+from ajetd.gpu import GpuSample
 from ajetd.model import Run, State
 from ajetd.timefmt import iso
 
@@ -108,6 +109,55 @@ def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, A
     ]
     attention = [r for r in runs if r.attention]
     lines += [f"attention {r.run_id}: {r.attention}" for r in attention]
+    return "\n".join(lines)
+
+
+def gpus_json(samples: list[GpuSample], holders: dict[int, list[str]]) -> list[dict[str, Any]]:
+    """`ajetd gpus --json`: every figure of each GPU, and who holds it."""
+    return [
+        {
+            "index": g.index,
+            "name": g.name,
+            "uuid": g.uuid,
+            "utilization": g.utilization,
+            "memory_used_mib": g.memory_used_mib,
+            "memory_total_mib": g.memory_total_mib,
+            "temperature_c": g.temperature_c,
+            "power_w": g.power_w,
+            "lost": g.lost,
+            "processes": [{"pid": p.pid, "memory_mib": p.memory_mib} for p in g.processes],
+            "held_by": holders.get(g.index, []),
+        }
+        for g in samples
+    ]
+
+
+def render_gpus(description: str, samples: list[GpuSample], holders: dict[int, list[str]]) -> str:
+    """`ajetd gpus`: one line per GPU."""
+    lines = [f"GPUs: {description}"]
+    if not samples:
+        return "\n".join(lines)
+    rows = [("GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HELD BY")]
+
+    def fig(value: float | None, fmt: str) -> str:
+        return "-" if value is None else fmt.format(value)
+
+    for g in samples:
+        memory = f"{fig(g.memory_used_mib, '{:.0f}')}/{fig(g.memory_total_mib, '{:.0f}')} MiB"
+        rows.append(
+            (
+                str(g.index),
+                g.name,
+                "LOST" if g.lost else fig(g.utilization, "{:.0f}%"),
+                memory,
+                fig(g.temperature_c, "{:.0f}C"),
+                fig(g.power_w, "{:.0f}W"),
+                "; ".join(holders.get(g.index, [])) or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 
