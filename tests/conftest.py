@@ -211,3 +211,67 @@ def env(tmp_path: Path) -> Iterator[Env]:
 def daemon_env(env: Env) -> Env:
     env.start_daemon()
     return env
+
+
+@dataclass(frozen=True)
+class Sshd:
+    """An OpenSSH server on localhost for this test session, with a throw-away key."""
+
+    port: int
+    key: Path
+    known_hosts: Path
+    user: str
+
+    def ajetd_part(self) -> str:
+        """The blueprint's `ssh:` key that reaches it."""
+        return (
+            f"ssh: {{host: 127.0.0.1, port: {self.port}, user: {self.user}, "
+            f"identity_file: {self.key}, options: {{StrictHostKeyChecking: accept-new, "
+            f"UserKnownHostsFile: {self.known_hosts}}}}}"
+        )
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    binary = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(binary):
+        pytest.skip("no OpenSSH server here: apt-get install openssh-server (.ci/run does)")
+    tmp = tmp_path_factory.mktemp("sshd")
+    for name in ("host", "client"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / name)], check=True
+        )
+    (tmp / "authorized_keys").write_text((tmp / "client.pub").read_text())
+    import getpass
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    user = getpass.getuser()
+    config = tmp / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {tmp / 'host'}\n"
+        f"PidFile {tmp / 'sshd.pid'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
+        "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
+        f"AllowUsers {user}\nLogLevel ERROR\nMaxSessions 50\nMaxStartups 50\n"
+    )
+    if os.getuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    log = open(tmp / "sshd.log", "ab")  # noqa: SIM115
+    server = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stderr=log, stdout=log)
+
+    def up() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return server.poll() is not None
+
+    wait_for(up, what="sshd to listen")
+    assert server.poll() is None, (tmp / "sshd.log").read_text()
+    yield Sshd(port, tmp / "client", tmp / "known_hosts", user)
+    server.terminate()
+    server.wait(timeout=10)
+    log.close()

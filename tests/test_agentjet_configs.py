@@ -65,7 +65,7 @@ def test_every_fixture_config_gets_a_definite_verdict(rel: str) -> None:
 def test_missing_model_path_and_gpu_count_are_rejected() -> None:
     found = _review("tests/bench/benchmark_math/benchmark_math.yaml", exists=lambda p: False)
     assert any("ajet.model.path" in p and "does not exist" in p for p in found.problems)
-    found = _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="0,1")
+    found = _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="[0,1]")
     assert any("4 GPUs" in p and "gives the run 2" in p for p in found.problems)
     assert not _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="4").problems
 

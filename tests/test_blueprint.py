@@ -100,7 +100,7 @@ def test_multiline_command_and_notes_and_ajetd_part() -> None:
     bp = parse_blueprint(text)
     assert bp.launch_command == "source x\npython train.py \\\n  --lr 1e-6"
     assert bp.notes.startswith("line one") and "a bullet: with colon" in bp.notes
-    assert bp.options.gpus == "0,1"
+    assert bp.options.gpus == "[0,1]"
     assert bp.options.env == {"NCCL_DEBUG": "WARN", "X": "1"}
     assert bp.options.keep_session_s == 1800
 
@@ -132,7 +132,13 @@ def test_missing_parts_are_all_named() -> None:
         ("autokill: sometimes", "autokill"),
         ("env: {1BAD: x}", "env:"),
         ("env: {AJETD_RUN_ID: x}", "set by ajetd"),
-        ("ssh: {host: gpu-node-3}", "ssh: not supported"),
+        ("stages: []", "stages: not supported"),
+        ("ssh: {host: -oProxyCommand=x}", "ssh.host"),
+        ("ssh: {host: h, port: 0}", "ssh.port"),
+        ("ssh: {host: h, options: {Bad Key: 1}}", "ssh.options"),
+        ("ssh: {host: h, colour: red}", "ssh: unknown key 'colour'"),
+        ("pull: [x]", "pull: only for runs on a remote host"),
+        ("ssh: h\npull: 3", "pull: expected a list"),
         ("swarm: {port: 99999}", "swarm.port"),
         ("swarm: {port: 10086, health_timeout: soon}", "swarm.health_timeout"),
         ("swarm: {server_command: [ajet-swarm]}", "swarm.server_command"),
@@ -160,6 +166,21 @@ def test_swarm_options() -> None:
     spec = parse_blueprint(base + given + " health_timeout: 5m, keep: 0}\n").options.swarm
     assert spec == SwarmSpec(9000, "ajet-swarm start --swarm-port=9000 --x", 300.0, 0.0)
     assert parse_blueprint(base + "swarm: false\n").options.swarm is None
+
+
+def test_ssh_options() -> None:
+    from ajetd.options import SshSpec
+
+    base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
+    opts = parse_blueprint(base + "ssh: gpu-node-3\npull: saved_experiments/\n").options
+    assert opts.ssh == SshSpec("gpu-node-3") and opts.pull == ("saved_experiments/",)
+    text = "ssh: {host: 10.0.0.3, user: me, port: 2222, identity_file: ~/.ssh/id, "
+    text += "options: {StrictHostKeyChecking: accept-new}}\n"
+    spec = parse_blueprint(base + text).options.ssh
+    assert spec == SshSpec(
+        "10.0.0.3", "me", 2222, "~/.ssh/id", (("StrictHostKeyChecking", "accept-new"),)
+    )
+    assert spec.target == "me@10.0.0.3"
 
 
 def test_hook_options() -> None:

@@ -33,7 +33,7 @@ def test_counts_lists_all_and_cpu_only_are_placed_disjointly() -> None:
     gpus = [gpu(i) for i in range(4)]
     asks = [
         placement.Ask("a", "2"),
-        placement.Ask("b", "3,1"),
+        placement.Ask("b", "[3,1]"),
         placement.Ask("c", "0"),
         placement.Ask("d", "1"),
     ]
@@ -70,7 +70,7 @@ def test_foreign_memory_and_lost_gpus_are_not_free() -> None:
 def test_requests_that_can_never_be_met_say_why() -> None:
     gpus = [gpu(0), gpu(1)]
     out = placement.plan(
-        [placement.Ask("a", "4"), placement.Ask("b", "1,5"), placement.Ask("c", "all", None, 8)],
+        [placement.Ask("a", "4"), placement.Ask("b", "[1,5]"), placement.Ask("c", "all", None, 8)],
         gpus,
         {},
         frozenset(),

@@ -6,7 +6,6 @@ result dir can be written it gets results.md and a `rejected` finish.flag (DESIG
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Collection
@@ -58,10 +57,6 @@ def admit(
     if resolved.review.patches:
         command, config_path, note = _patched_copy(resolved, command, run_id)
         changes.append(note)
-    offset = 0
-    if resolved.val_path:  # count only validation lines written during this run
-        with contextlib.suppress(OSError):
-            offset = os.path.getsize(resolved.val_path)
     run = replace(
         run,
         purpose=bp.purpose,
@@ -71,7 +66,7 @@ def admit(
         venv_dir=resolved.venv_dir,
         launch_command=command,
         val_path=resolved.val_path,
-        val_offset=offset,
+        val_offset=resolved.val_size,  # count only validation lines written during this run
         keep_session_s=bp.options.keep_session_s,
         warnings=tuple(resolved.review.warnings),
         config_changes=tuple(changes),

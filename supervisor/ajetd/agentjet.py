@@ -146,7 +146,7 @@ def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
     wanted = yaml_gpu_count({"ajet": ajet})
     if wanted is None or gpus == "all":
         return  # `all`: checked when the run is placed on the GPUs it gets
-    given = len(gpus.split(",")) if "," in gpus else int(gpus)
+    given = len(gpus.split(",")) if gpus.startswith("[") else int(gpus)
     if wanted != given:
         out.problems.append(
             f"exp_yaml_path: n_gpus_per_node × nnodes = {wanted} GPUs, "

@@ -20,10 +20,20 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ajetd import admission, gpustats, intake, model, placement, procs, swarm, trialrun
+from ajetd import (
+    admission,
+    gpustats,
+    intake,
+    model,
+    placement,
+    procs,
+    sshrun,
+    swarm,
+    trialrun,
+)
 from ajetd.backoff import Backoff
 from ajetd.blueprint import parse_blueprint
-from ajetd.errors import BlueprintError, TmuxError
+from ajetd.errors import AjetdError, BlueprintError, TmuxError
 from ajetd.gpu import NoGpu, open_probe
 from ajetd.gpuwatch import GPU_LOST, GpuWatch, lost_finding
 from ajetd.hooks import Hooks
@@ -47,6 +57,7 @@ from ajetd.policy import hang_window as policy_hang_window
 from ajetd.remedy import port_from_text
 from ajetd.status import run_json
 from ajetd.store import Home, write_json
+from ajetd.timefmt import iso
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
 
@@ -66,6 +77,37 @@ class DaemonConfig:
     gpu_period_s: float = 60.0  # GPU sampling for attribution and the GPU summary
     gpu_young_period_s: float = 10.0  # ... while some run is in its first 10 minutes
     gpu_free_threshold: float = placement.DEFAULT_THRESHOLD  # foreign memory share allowed
+
+
+SSH_LOST = "ssh_lost"
+
+
+def _ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
+    return {
+        "kind": SSH_LOST,
+        "severity": "warning",
+        "line": 0,
+        "evidence": f"the ssh connection to {host} dropped at {iso(at)}",
+        "explanation": "The connection to the remote host dropped; the remote trial runs on, "
+        "detached, and ajetd reattaches to it.",
+        "fix": "Nothing while it reconnects; if it does not, check the network and the host "
+        "(`ssh` by hand with the same options).",
+        "count": 1,
+    }
+
+
+def _remote_place(gpus: str) -> placement.Decision:
+    """A run on a remote host: its GPUs are the host's, which this version does not probe."""
+    if gpus == "all":
+        return placement.Place(None)
+    if gpus == "0":
+        return placement.Place(())
+    if gpus.startswith("["):
+        return placement.Place(tuple(int(i) for i in gpus.strip("[]").split(",")))
+    return placement.Never(
+        f"gpus: {gpus} on a remote host: this version does not probe remote GPUs, so it cannot "
+        "choose them; name them (gpus: [0, 1]) or take them all (gpus: all)"
+    )
 
 
 def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
@@ -102,6 +144,7 @@ class Daemon:
         self.swarm_waiting = False  # some run waits for its swarm server's /health
         self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
+        self.ssh_notes: dict[tuple[str, int], int] = {}  # (run, trial) -> lines of .sshlost read
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -311,7 +354,7 @@ class Daemon:
                     self.options[queued.run_id],
                     trialrun.active_sessions(list(self.runs.values())),
                 )
-            except (TmuxError, OSError) as exc:
+            except (AjetdError, OSError) as exc:
                 self._launch_failed(queued, exc, now)
                 continue
             self._store(run)
@@ -327,12 +370,18 @@ class Daemon:
         """GPUs for every waiting run at once (the queue order matters), from a fresh sample."""
         if not queue:
             return {}
+        decided = {
+            r.run_id: _remote_place(self.options[r.run_id].gpus)
+            for r in queue
+            if self.options[r.run_id].ssh is not None
+        }
         asks = [
             placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
             for r in queue
+            if r.run_id not in decided
         ]
         if all(a.gpus == "0" for a in asks):
-            return {a.run_id: placement.Place(()) for a in asks}
+            return {**decided, **{a.run_id: placement.Place(()) for a in asks}}
         gpus = self.gpus.take(now)
         active = [r for r in self.runs.values() if r.active]
         assigned = {r.run_id: r.gpu_ids for r in active if r.gpu_ids}
@@ -342,7 +391,7 @@ class Daemon:
             if (o := self.options.get(r.run_id)) is not None and o.swarm is not None
         }
         own = self.gpus.own_pids({r.run_id for r in active} | servers)
-        return placement.plan(asks, gpus, assigned, own, self.cfg.gpu_free_threshold)
+        return {**decided, **placement.plan(asks, gpus, assigned, own, self.cfg.gpu_free_threshold)}
 
     def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
         """Record where a waiting run goes, or why it waits or can never start."""
@@ -389,9 +438,10 @@ class Daemon:
 
     def _start(self, run: Run, now: float) -> bool:
         """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
+        ssh = self.options[run.run_id].ssh if run.run_id in self.options else None
         try:
-            self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock()))
-        except (TmuxError, OSError) as exc:
+            self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock(), ssh))
+        except (AjetdError, OSError) as exc:
             self._launch_failed(run, exc, now)
             return False
         self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
@@ -498,6 +548,7 @@ class Daemon:
         self._deep_check(run_id, now)
         if exit_info is None:
             self._live_scan(run_id, now, p.log)
+        self._ssh_notes(run_id, now)
         run = self.runs[run_id]
         opts = self.options[run_id]
         actions = decide(run, obs, self.cfg.timing, opts)
@@ -557,12 +608,44 @@ class Daemon:
                 self.home.append_event(run_id, now, f"seen while running: {f.kind} (line {f.line})")
             self._store(model.found_live(run, tuple(f.to_dict() for f in new)))
 
+    def _ssh_notes(self, run_id: str, now: float) -> None:
+        """The follower's record of dropped and restored connections: each is an event; the
+        first drop of a trial is the finding `ssh_lost` (training goes on over there)."""
+        run = self.runs[run_id]
+        if run.trial is None or self.options[run_id].ssh is None:
+            return
+        key = (run_id, run.trial.number)
+        try:
+            lines = self.home.trial_file(run_id, run.trial.number, "sshlost").read_text()
+        except OSError:
+            return
+        notes = lines.splitlines()
+        for line in notes[self.ssh_notes.get(key, 0) :]:
+            at, _, rest = line.partition(" ")
+            word, _, host = rest.partition(" ")
+            text = f"ssh connection to {host} lost" if word == "lost" else f"reconnected to {host}"
+            self.home.append_event(run_id, now, f"{text} (at {at})")
+            if word == "lost" and not any(f["kind"] == SSH_LOST for f in run.trial.live_findings):
+                found = _ssh_lost_finding(host, float(at or now))
+                run = model.found_live(run, (found,))
+                self._store(run)
+        self.ssh_notes[key] = len(notes)
+
     def _deep_check(self, run_id: str, now: float) -> None:
         backoff = self.backoffs.get(run_id)
         if backoff is None or not backoff.due(now):
             return
         run = self.runs[run_id]
-        updated = trialrun.read_metrics(run)
+        ssh = self.options[run_id].ssh
+        try:
+            updated = (
+                trialrun.read_metrics(run)
+                if ssh is None
+                else trialrun.read_metrics(run, lambda path, at: sshrun.read_from(ssh, path, at))
+            )
+        except AjetdError as exc:
+            log.warning("run %s: validation file not read: %s", run_id, exc)
+            updated = run
         if updated is not run:
             self._store(updated)
             self.backoffs[run_id] = backoff.reset(now)
@@ -585,6 +668,7 @@ class Daemon:
             self.live.forget(run.run_id)
             for key in [k for k in self.log_files if k[0] == run.run_id]:
                 del self.log_files[key]
+            self._remote_end(run, now, final=True)
             run = trialrun.finish_run(
                 self.home,
                 self.tmux,
@@ -605,7 +689,7 @@ class Daemon:
             self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")
             return model.begin_stop(run, action.cause, now, action.why)
         if isinstance(action, Send):
-            count = procs.signal_run(run.run_id, pid, action.signal.value)
+            count = self._signal(run, pid, action.signal.value)
             self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
             return model.signal_sent(run, action.signal.value)
         if isinstance(action, Attention):
@@ -616,6 +700,41 @@ class Daemon:
                 self._hook(run, "on_attention", now)
             return run
         raise AssertionError(action)
+
+    def _signal(self, run: Run, pid: int | None, name: str) -> int:
+        """INT, TERM or KILL to the run's program, here or on its remote host."""
+        ssh = self.options[run.run_id].ssh
+        if ssh is None or run.trial is None:
+            return procs.signal_run(run.run_id, pid, name)
+        try:
+            return sshrun.signal(ssh, run.remote_dir, run.trial.number, run.run_id, name)
+        except AjetdError as exc:
+            log.warning("run %s: SIG%s to %s failed: %s", run.run_id, name, ssh.target, exc)
+            return 0
+
+    def _remote_end(self, run: Run, now: float, final: bool) -> None:
+        """A remote trial ended: end what is left of it there; at the run's end, copy back
+        `pull:` artifacts and the remote result dir, unless it is the same folder here."""
+        ssh = self.options[run.run_id].ssh
+        if ssh is None or not run.remote_dir:
+            return
+        try:
+            left = sshrun.reap(ssh, run.run_id)
+            if left:
+                self.home.append_event(
+                    run.run_id, now, f"ended {left} leftover process(es) on {ssh.target}"
+                )
+            if not final or sshrun.same_dir(ssh, Path(run.result_dir), run.run_id):
+                return
+            pulls = [*self.options[run.run_id].pull]
+            notes = sshrun.pull(ssh, run.codebase_dir, pulls, Path(run.result_dir)) if pulls else ""
+            notes += sshrun.pull(ssh, run.result_dir, ["."], Path(run.result_dir))
+            what = ", ".join([*pulls, "the remote result dir"])
+            text = f"copied back from {ssh.target}: {what}" + (f" ({notes})" if notes else "")
+            self.home.append_event(run.run_id, now, text)
+        except AjetdError as exc:
+            log.warning("run %s: cleanup on %s failed: %s", run.run_id, ssh.target, exc)
+            self.home.append_event(run.run_id, now, f"cleanup on {ssh.target} failed: {exc}")
 
     def _restart(
         self,
@@ -647,6 +766,7 @@ class Daemon:
                 )
             command, config_path = moved
         run = trialrun.end_trial(self.home, run, reason, action.exit_code, now, pid, findings)
+        self._remote_end(run, now, final=False)
         run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")
         self._store(run)

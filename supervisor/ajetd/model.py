@@ -120,6 +120,7 @@ class Run:
     gpu_ids: tuple[int, ...] | None = None  # placed GPUs (None: not placed, env left as is)
     yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML
     gpu_stats: dict[str, Any] = field(default_factory=dict)  # gpustats.fold, per GPU index
+    remote_dir: str = ""  # on a remote host (`ssh`): the run's folder there
 
     @property
     def trial(self) -> Trial | None:

@@ -1,8 +1,8 @@
 """The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
 
 Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
-error that names it. Keys whose feature this version does not carry out yet (ssh, pull,
-stages) are errors, never silently dropped: a run without them would be another experiment.
+error that names it. Keys whose feature this version does not carry out yet (stages) are
+errors, never silently dropped: a run without them would be another experiment.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ KNOWN_KEYS = (
     "on_finish",
     "on_attention",
 )
-UNSUPPORTED_ERRORS = ("ssh", "pull", "stages")
+UNSUPPORTED_ERRORS = ("stages",)
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
 SCIENCE_KEYS = (
     "ppo_micro_batch_size_per_gpu",
@@ -66,10 +66,25 @@ class SwarmSpec:
 
 
 @dataclass(frozen=True)
+class SshSpec:
+    """A remote host: the session stays local, its pane runs `ssh` to the host."""
+
+    host: str
+    user: str = ""
+    port: int = 22
+    identity_file: str = ""
+    options: tuple[tuple[str, str], ...] = ()  # extra `ssh -o Key=value`
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+
+@dataclass(frozen=True)
 class Options:
     """Validated `[ajetd]` settings with their defaults."""
 
-    gpus: str = "all"  # "all", "0" (CPU only), a count "4", or a list "0,1"
+    gpus: str = "all"  # "all", "0" (CPU only), a count "4", or a list "[0,1]"
     env: dict[str, str] = field(default_factory=dict)
     max_trials: int = 3
     hang_window_s: float | None = None  # None: auto
@@ -82,6 +97,8 @@ class Options:
     on_finish: str = ""  # hook commands, run with the run's JSON on stdin
     on_attention: str = ""
     swarm: SwarmSpec | None = None
+    ssh: SshSpec | None = None
+    pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -132,7 +149,7 @@ def _gpus(value: Any, problems: list[str]) -> str:
     ):
         if len(set(value)) != len(value):
             problems.append(f"gpus: repeated index in {value}")
-        return ",".join(str(i) for i in value)
+        return "[" + ",".join(str(i) for i in value) + "]"
     problems.append(f"gpus: expected a count, `all` or a list of indices, got {value!r}")
     return "all"
 
@@ -271,6 +288,53 @@ def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
     return SwarmSpec(port, command.strip(), timeout or 120.0, 600.0 if keep is None else keep)
 
 
+_SSH_WORD = re.compile(r"^[A-Za-z0-9_.@:%+\[\]-]+$")
+
+
+def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"host": value}
+    if not isinstance(value, dict):
+        problems.append("ssh: expected {host, user, port, identity_file, options}")
+        return None
+    known = ("host", "user", "port", "identity_file", "options")
+    unknown = sorted(set(map(str, value)) - set(known))
+    if unknown:
+        problems.append(f"ssh: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    host, user = str(value.get("host") or ""), str(value.get("user") or "")
+    if not host or not _SSH_WORD.match(host) or host.startswith("-"):
+        problems.append(f"ssh.host: expected a host name or address, got {value.get('host')!r}")
+    if user and (not _SSH_WORD.match(user) or user.startswith("-")):
+        problems.append(f"ssh.user: not a user name: {user!r}")
+    port = value.get("port", 22)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        problems.append(f"ssh.port: expected a TCP port number 1-65535, got {port!r}")
+        port = 22
+    identity = str(value.get("identity_file") or "")
+    extra = value.get("options") or {}
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and _SSH_WORD.match(k) and not isinstance(v, (dict, list))
+        for k, v in extra.items()
+    ):
+        problems.append("ssh.options: expected {OptionName: value} (as `ssh -o` takes them)")
+        extra = {}
+    pairs = tuple((str(k), str(v)) for k, v in extra.items())
+    return SshSpec(host, user, port, identity, pairs)
+
+
+def _pull(value: Any, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        problems.append("pull: expected a list of remote paths (relative to exp_codebase_dir)")
+        return ()
+    return tuple(v.strip() for v in value)
+
+
 def _hook(key: str, value: Any, problems: list[str]) -> str:
     if value is None:
         return ""
@@ -311,7 +375,11 @@ def parse_options(text: str) -> Options:
         on_finish=_hook("on_finish", data.get("on_finish"), problems),
         on_attention=_hook("on_attention", data.get("on_attention"), problems),
         swarm=_swarm(data.get("swarm"), problems),
+        ssh=_ssh(data.get("ssh"), problems),
+        pull=_pull(data.get("pull"), problems),
     )
+    if options.pull and options.ssh is None:
+        problems.append("pull: only for runs on a remote host (`ssh:`)")
     if problems:
         raise BlueprintError(problems)
     return options

@@ -27,7 +27,7 @@ class Ask:
     """One waiting run's request, in queue order."""
 
     run_id: str
-    gpus: str  # Options.gpus: "all", "0", a count "4", or a list "0,1"
+    gpus: str  # Options.gpus: "all", "0", a count "4", or a list "[0,1]"
     held: tuple[int, ...] | None = None  # GPUs it already holds (a relaunch keeps them)
     yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML, if any
 
@@ -88,7 +88,7 @@ def _need(ask: Ask, visible: Sequence[int]) -> tuple[int, tuple[int, ...] | None
     """How many GPUs, and which if named; or why never."""
     if ask.gpus == "all":
         return len(visible), None
-    if "," in ask.gpus or not ask.gpus.isdigit():
+    if ask.gpus.startswith("["):
         named = tuple(int(i) for i in ask.gpus.strip("[]").split(",") if i.strip())
         missing = [i for i in named if i not in visible]
         if missing:

@@ -9,13 +9,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from ajetd.agentjet import ConfigReview, apply_patches, conf_argument, review
 from ajetd.blueprint import Blueprint
 from ajetd.naming import RUN_ID
+from ajetd.sshrun import RemoteFs, SshError
 
 EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
 
@@ -50,14 +51,61 @@ class Resolved:
     val_path: str | None
     config: dict[str, Any] = field(default_factory=dict)
     review: ConfigReview = field(default_factory=ConfigReview)
+    val_size: int = 0  # the val file's size now: only lines written after it are this run's
 
 
-def _abs(path: str) -> str:
-    return os.path.normpath(os.path.expanduser(path))
+class Fs(Protocol):
+    """Where the codebase, venv and YAML live: this machine, or a remote host (`ssh`)."""
+
+    def expand(self, path: str) -> str: ...
+    def isdir(self, path: str) -> bool: ...
+    def isfile(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool: ...
+    def executable(self, path: str) -> bool: ...
+    def realpath(self, path: str) -> str: ...
+    def read_text(self, path: str) -> str: ...
+    def size(self, path: str) -> int | None: ...
 
 
-def _inside(path: str, folder: str) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(folder)
+class LocalFs:
+    def expand(self, path: str) -> str:
+        return os.path.expanduser(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def executable(self, path: str) -> bool:
+        return os.access(path, os.X_OK)
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def size(self, path: str) -> int | None:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return None
+
+
+LOCAL = LocalFs()
+
+
+def _abs(path: str, fs: Fs = LOCAL) -> str:
+    return os.path.normpath(fs.expand(path))
+
+
+def _inside(path: str, folder: str, fs: Fs) -> bool:
+    real, base = fs.realpath(path), fs.realpath(folder)
     return os.path.commonpath([real, base]) == base
 
 
@@ -110,42 +158,65 @@ def result_dir_problem(result_dir: str) -> str | None:
     return None
 
 
+def remote_fs(bp: Blueprint) -> Fs | str:
+    """The blueprint's filesystem: this machine's, or its SSH host's once it answers (else
+    the problem, naming the host)."""
+    if bp.options.ssh is None:
+        return LOCAL
+    try:
+        return RemoteFs(bp.options.ssh)
+    except SshError as exc:
+        return f"ssh: {exc}"
+
+
+def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list[str]) -> Any:
+    """The config as a mapping, or None with the reason added to `problems`."""
+    if not os.path.isabs(codebase) or not fs.isdir(codebase):
+        return None
+    if not _inside(yaml_path, codebase, fs):
+        problems.append(f"exp_yaml_path: {yaml_path} lies outside exp_codebase_dir {codebase}")
+        return None
+    if not fs.isfile(yaml_path):
+        problems.append(f"exp_yaml_path: {yaml_path} does not exist{where}")
+        return None
+    try:
+        config = yaml.safe_load(fs.read_text(yaml_path))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
+        return None
+    except OSError as exc:
+        problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror or exc}")
+        return None
+    if not isinstance(config, dict):
+        problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
+        return None
+    return config
+
+
 def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
     """Resolve and check every path; return the resolution (None if unusable) and problems."""
     problems: list[str] = []
-    codebase = _abs(bp.codebase_dir)
+    fs = remote_fs(bp)
+    if isinstance(fs, str):
+        return None, [fs]
+    codebase = _abs(bp.codebase_dir, fs)
+    where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
     if not os.path.isabs(codebase):
         problems.append(f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path")
-    elif not os.path.isdir(codebase):
-        problems.append(f"exp_codebase_dir: {codebase} does not exist or is not a directory")
-    venv_exe = _abs(bp.venv_exe)
-    if os.path.isdir(venv_exe) and os.path.isfile(os.path.join(venv_exe, "bin", "python")):
+    elif not fs.isdir(codebase):
+        problems.append(f"exp_codebase_dir: {codebase} does not exist{where} or is not a directory")
+    venv_exe = _abs(bp.venv_exe, fs)
+    if fs.isdir(venv_exe) and fs.isfile(os.path.join(venv_exe, "bin", "python")):
         venv_exe = os.path.join(venv_exe, "bin", "python")  # the venv folder itself was given
     if not os.path.isabs(venv_exe):
         problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
-    elif not os.path.exists(venv_exe):
-        problems.append(f"exp_venv_exe: {venv_exe} does not exist")
-    elif os.path.isdir(venv_exe) or not os.access(venv_exe, os.X_OK):
+    elif not fs.exists(venv_exe):
+        problems.append(f"exp_venv_exe: {venv_exe} does not exist{where}")
+    elif fs.isdir(venv_exe) or not fs.executable(venv_exe):
         problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
-    yaml_path = _abs(os.path.join(codebase, os.path.expanduser(bp.yaml_path)))
-    config: Any = None
-    if os.path.isdir(codebase):
-        if not _inside(yaml_path, codebase):
-            problems.append(f"exp_yaml_path: {yaml_path} lies outside exp_codebase_dir {codebase}")
-        elif not os.path.isfile(yaml_path):
-            problems.append(f"exp_yaml_path: {yaml_path} does not exist")
-        else:
-            try:
-                with open(yaml_path, encoding="utf-8") as handle:
-                    config = yaml.safe_load(handle)
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
-            except OSError as exc:
-                problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror}")
-            else:
-                if not isinstance(config, dict):
-                    problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
+    yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
+    config = _load_yaml(yaml_path, codebase, fs, where, problems)
     result_dir = _abs(bp.result_dir)
     problem = result_dir_problem(result_dir)
     if problem:
@@ -158,7 +229,7 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
             result_dir=result_dir,
             gpus=bp.options.gpus,
             env={**os.environ, **bp.options.env},
-            exists=os.path.exists,
+            exists=fs.exists,
             logged_in=_logged_in(),
         )
         problems.extend(found.problems)
@@ -176,6 +247,7 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         yaml_path=yaml_path,
         result_dir=result_dir,
         val_path=val_path,
+        val_size=(fs.size(val_path) or 0) if val_path else 0,
         config=config,
         review=found,
     )

@@ -12,13 +12,15 @@ import logging
 import os
 import shlex
 import socket
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ajetd import model, procs, report
+from ajetd import model, procs, report, sshrun
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
@@ -27,7 +29,7 @@ from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks
 from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
 from ajetd.naming import session_base, unique_session
-from ajetd.options import Options
+from ajetd.options import Options, SshSpec
 from ajetd.preflight import EARLIER_RESULTS, earlier_rejection
 from ajetd.store import OWNER_FILE, Home, write_atomic, write_json
 from ajetd.tmux import Pane, Tmux
@@ -91,7 +93,6 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
     home.save_run(run)
     p = paths(home, run, number)
-    env = trial_env(run, options)
     spec = TrialSpec(
         run_id=run.run_id,
         trial=number,
@@ -102,11 +103,40 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         go_file=str(p.go),
         exit_file=str(p.exit),
         hup_file=str(p.hup),
-        env=tuple(sorted(env.items())),
+        env=tuple(sorted(trial_env(run, options).items())),
         prefix=run.fix_prefix,
     )
+    if options.ssh is not None:
+        run, spec = _remote_trial(home, run, options.ssh, spec)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
+
+
+def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[Run, TrialSpec]:
+    """For a run on a remote host: its trial script goes to the host (written here as
+    `trial-N.remote.sh`, sent at start); the local pane runs the follower instead."""
+    rdir = run.remote_dir or sshrun.remote_dir(ssh, run.run_id)
+    if rdir != run.remote_dir:
+        run = replace(run, remote_dir=rdir)
+        home.save_run(run)
+    n = spec.trial
+    remote = replace(
+        spec,
+        env=(*spec.env, sshrun.REMOTE_MARK),
+        go_file=f"{rdir}/trial-{n}.go",
+        exit_file=f"{rdir}/trial-{n}.exit",
+        hup_file=f"{rdir}/trial-{n}.hup",
+    )
+    write_atomic(home.trial_file(run.run_id, n, "remote.sh"), render_trial_script(remote), 0o600)
+    q = shlex.quote
+    follow = (
+        f"{q(sys.executable)} -m ajetd.sshfollow --spec {q(sshrun.spec_json(ssh))} "
+        f"--rdir {q(rdir)} --trial {n} --run-id {q(run.run_id)} "
+        f"--lost {q(str(home.trial_file(run.run_id, n, 'sshlost')))}"
+    )
+    local = replace(spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=())
+    Path(run.result_dir).mkdir(parents=True, exist_ok=True)
+    return run, local
 
 
 def trial_env(run: Run, options: Options) -> dict[str, str]:
@@ -120,8 +150,9 @@ def trial_env(run: Run, options: Options) -> dict[str, str]:
     return env
 
 
-def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:
-    """Create (or find again) the trial's session, arm it, and let the program go."""
+def start_trial(home: Home, tmux: Tmux, run: Run, now: float, ssh: SshSpec | None = None) -> Run:
+    """Create (or find again) the trial's session, arm it, and let the program go (on a
+    remote host: start it there first; the pane then follows it)."""
     trial = run.trial
     assert trial is not None
     p = paths(home, run, trial.number)
@@ -129,6 +160,12 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float) -> Run:
     pane = find_pane(panes, p.script)
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
+    if ssh is not None:  # idempotent: a trial already started there is not started again
+        script = home.trial_file(run.run_id, trial.number, "remote.sh").read_text()
+        pid = sshrun.launch(ssh, run.remote_dir, trial.number, script, run.result_dir)
+        home.append_event(
+            run.run_id, now, f"trial {trial.number} started on {ssh.target} (pid {pid})"
+        )
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
     )
@@ -153,18 +190,31 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     return run
 
 
-def read_metrics(run: Run) -> Run:
-    """Re-read this run's part of the val-results file; unchanged record if nothing is new."""
+def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
+    """A file's size and its bytes after `offset` (all of them if it shrank)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(offset if size >= offset else 0)
+            return size, handle.read()
+    except OSError:
+        return None
+
+
+Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
+
+
+def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:
+    """Re-read this run's part of the val-results file (`fetch`: here, or over SSH);
+    unchanged record if nothing is new."""
     if not run.val_path:
         return run
-    try:
-        with open(run.val_path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            offset = run.val_offset if size >= run.val_offset else 0  # truncated: start over
-            handle.seek(offset)
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
+    got = fetch(run.val_path, run.val_offset)
+    if got is None:
         return run
+    size, data = got
+    offset = run.val_offset if size >= run.val_offset else 0  # truncated: start over
+    text = data.decode("utf-8", errors="replace")
     history = tuple(parse_val_text(text))
     if history == run.history and offset == run.val_offset:
         return run

@@ -69,7 +69,9 @@ class Watcher:
         self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
-        waker = _Waker(self.wake, None, self.lock, suffixes=(".exit", ".hup"), flag=self.trial_end)
+        waker = _Waker(
+            self.wake, None, self.lock, suffixes=(".exit", ".hup", ".sshlost"), flag=self.trial_end
+        )
         for folder in ends:
             self._observer.schedule(waker, str(folder), recursive=True)
         self._observer.daemon = True

@@ -1,0 +1,149 @@
+"""Runs on a remote host, end to end against a real OpenSSH server on localhost: the session
+stays local and follows the remote trial; exit codes, logs, val results, the time limit and
+`ajetd stop` reach across; a dropped connection is `ssh_lost` and training goes on."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ajetd import sshrun
+from ajetd.options import SshSpec
+from conftest import Env, Sshd, wait_for
+
+
+@pytest.fixture
+def remote(env: Env, sshd: Sshd) -> Iterator[Env]:
+    env.start_daemon()
+    yield env
+    for run_dir in (env.home / "runs").glob("*"):  # the runs' folders on the "host"
+        shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)
+        shutil.rmtree(
+            Path(os.path.expanduser("~" + sshd.user)) / ".ajetd-remote" / run_dir.name,
+            ignore_errors=True,
+        )
+
+
+def _ssh_run(env: Env, sshd: Sshd, name: str, extra: str = "", **fake: object) -> str:
+    config = env.config(name, **fake)
+    return env.submit(env.blueprint(name, config=config, ajetd=sshd.ajetd_part() + "\n" + extra))
+
+
+def _marked(run_id: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("AJETD_RUN_ID") == run_id:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_remote_run_succeeds_with_log_metrics_and_exit_code(remote: Env, sshd: Sshd) -> None:
+    env = remote
+    run_id = _ssh_run(env, sshd, "ok")
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["exit_code"] == 0, status
+    assert status["metrics"]["global_steps"] == 4  # read over the connection
+    log = (env.tmp / "results" / "ok" / "logs" / "trial-1.log").read_text()
+    assert "Training finished." in log and f"run={run_id}" in log
+    assert "tty=False" in log  # detached on the host: output goes to a file there
+    assert env.launches() == [f"{run_id} 1"]
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert f"trial 1 started on {sshd.user}@127.0.0.1" in events
+
+
+def test_remote_crash_gives_its_exact_code_and_diagnosis(remote: Env, sshd: Sshd) -> None:
+    env = remote
+    run_id = _ssh_run(env, sshd, "crash", "max_trials: 1", crash_at=2, exit_code=3)
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["exit_code"] == 3
+    assert status["diagnosis"][0]["kind"] == "cuda_oom"
+
+
+def test_time_limit_ends_the_remote_tree(remote: Env, sshd: Sshd) -> None:
+    env = remote
+    run_id = _ssh_run(env, sshd, "limit", forever=True, orphan=True)
+    bp = env.tmp / "limit.md"
+    assert bp.exists()
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the remote run")
+    wait_for(lambda: len(_marked(run_id)) >= 2, what="the remote program and its orphan")
+    env.cli("stop", run_id, "--no-wait")
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "stopped" and status["exit_code"] == 130, status
+    wait_for(
+        lambda: not [p for p in _marked(run_id) if "sshfollow" not in " ".join(p.cmdline())],
+        what="no process of the run left on the host",
+    )
+
+
+def test_a_dropped_connection_is_ssh_lost_and_training_goes_on(remote: Env, sshd: Sshd) -> None:
+    env = remote
+    run_id = _ssh_run(env, sshd, "drop", forever=True, step_time=0.1)
+    log = env.tmp / "results" / "drop" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:3 " in log.read_text(), what="remote output")
+    pid = int(re.findall(r"TaskRunner pid=(\d+)", log.read_text())[0])
+    masters = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(sshrun.control_dir()) in a and "[mux]" in a for a in p.info["cmdline"] or [])
+    ]
+    assert masters, "no shared ssh connection found"
+    for master in masters:
+        master.kill()
+    wait_for(
+        lambda: any(f["kind"] == "ssh_lost" for f in env.status(run_id)["diagnosis"]),
+        what="the ssh_lost finding",
+    )
+    size = len(log.read_text())
+    wait_for(lambda: len(log.read_text()) > size + 200, what="output after reattaching")
+    assert psutil.pid_exists(pid)  # the same training process, never relaunched
+    assert env.launches() == [f"{run_id} 1"]
+    assert env.record(run_id)["state"] == "running"
+    events = env.home / "runs" / run_id / "events.jsonl"
+    wait_for(lambda: "reconnected to" in events.read_text(), what="the reconnection event")
+    assert "ssh connection to" in events.read_text()
+    env.cli("stop", run_id)
+    assert env.wait_done(run_id, timeout=60)["status"] == "stopped"
+
+
+def test_lint_checks_paths_on_the_host(env: Env, sshd: Sshd) -> None:
+    bp = env.blueprint("lint", ajetd=sshd.ajetd_part())
+    text = bp.read_text().replace(str(env.codebase), "/nonexistent/codebase", 1)
+    bp.write_text(text)
+    out = env.cli("lint", str(bp))
+    assert out.returncode == 2
+    assert f"/nonexistent/codebase does not exist on {sshd.user}@127.0.0.1" in out.stderr
+    closed = env.blueprint("closed", ajetd=sshd.ajetd_part().replace(str(sshd.port), "1", 1))
+    out = env.cli("lint", str(closed))
+    assert out.returncode == 2 and "ssh: ssh to" in out.stderr and "port 1 failed" in out.stderr
+
+
+def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> None:
+    spec = SshSpec(
+        "127.0.0.1",
+        sshd.user,
+        sshd.port,
+        str(sshd.key),
+        (("StrictHostKeyChecking", "accept-new"), ("UserKnownHostsFile", str(sshd.known_hosts))),
+    )
+    there = tmp_path / "there"
+    (there / "saved_experiments" / "ckpt").mkdir(parents=True)
+    (there / "saved_experiments" / "ckpt" / "model.bin").write_text("weights")
+    (there / "notes.txt").write_text("remote notes")
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "notes.txt").write_text("local notes")
+    assert sshrun.pull(spec, str(there), ["saved_experiments/", "notes.txt"], here) == ""
+    assert (here / "saved_experiments" / "ckpt" / "model.bin").read_text() == "weights"
+    assert (here / "notes.txt").read_text() == "local notes"
+    assert sshrun.same_dir(spec, there, "x1") and sshrun.read_from(
+        spec, str(there / "notes.txt"), 7
+    ) == (12, b"notes")
