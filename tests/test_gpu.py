@@ -228,6 +228,28 @@ def test_real_nvml_where_a_gpu_exists() -> None:
     probe.xid_events()
 
 
+def test_nvidia_smi_csv_as_samples() -> None:
+    from ajetd.gpu import parse_nvidia_smi
+
+    gpus_csv = (
+        "0, NVIDIA H100 80GB HBM3, GPU-5d8c, 98, 70123, 81559, 64, 512.43\n"
+        "1, NVIDIA H100 80GB HBM3, GPU-77ab, [N/A], 0, 81559, [Not Supported], [N/A]\n"
+        "2, [Unknown Error], [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost], "
+        "[GPU is lost], [GPU is lost]\n"
+    )
+    apps_csv = "GPU-5d8c, 4242, 70000\nGPU-5d8c, 4243, [N/A]\n"
+    first, second, third = parse_nvidia_smi(gpus_csv, apps_csv)
+    assert (first.index, first.utilization, first.memory_used_mib, first.power_w) == (
+        0,
+        98.0,
+        70123.0,
+        512.43,
+    )
+    assert first.processes == (GpuProcess(4242, 70000.0), GpuProcess(4243, None))
+    assert second.utilization is None and second.temperature_c is None and not second.lost
+    assert third.lost and third.memory_total_mib is None
+
+
 # -- the fake backend ---------------------------------------------------------------------------
 def test_fake_file_timeline_reload_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "gpus.json"

@@ -182,7 +182,7 @@ def test_gpus_command_shows_who_holds_what(env: Env) -> None:
     table = env.cli("gpus").stdout
     assert "2 fake GPU(s)" in table and "55C" in table and "300W" in table
     assert f"run {run_id} (placed)" in table and "pid 1 (not ajetd's, 5000 MiB)" in table
-    rows = json.loads(env.cli("gpus", "--json").stdout)
+    rows = json.loads(env.cli("gpus", "--json").stdout)["local"]
     assert [g["index"] for g in rows] == [0, 1]
     assert any(f"run {run_id}" in h and "30000 MiB" in h for h in rows[0]["held_by"])
     env.cli("stop", run_id)

@@ -75,6 +75,8 @@ def test_time_limit_ends_the_remote_tree(remote: Env, sshd: Sshd) -> None:
     assert bp.exists()
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the remote run")
     wait_for(lambda: len(_marked(run_id)) >= 2, what="the remote program and its orphan")
+    table = env.cli("gpus").stdout
+    assert f"{sshd.user}@127.0.0.1: no nvidia-smi there" in table
     env.cli("stop", run_id, "--no-wait")
     status = env.wait_done(run_id, timeout=60)
     assert status["status"] == "stopped" and status["exit_code"] == 130, status

@@ -21,7 +21,7 @@ from ajetd import status as status_view
 from ajetd.blueprint import parse_blueprint
 from ajetd.diagnosis import diagnose_chunks
 from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
-from ajetd.gpu import FakeGpuError
+from ajetd.gpu import FakeGpuError, GpuSample
 from ajetd.logscan import read_chunks
 from ajetd.model import WAIT_EXIT, Run, State
 from ajetd.naming import new_run_id
@@ -362,10 +362,53 @@ def gpus(as_json: bool) -> None:
             mem = "" if p.memory_mib is None else f", {p.memory_mib:.0f} MiB"
             label = f"run {who}" if who and not who.startswith("swarm_") else who or "not ajetd's"
             holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
+    hosts = _remote_gpus(_home())
     if as_json:
-        click.echo(json.dumps(status_view.gpus_json(samples, holders), indent=2))
-    else:
-        click.echo(status_view.render_gpus(probe.description, samples, holders))
+        out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders)}
+        out.update(
+            {
+                host: None if got is None else status_view.gpus_json(got, held)
+                for host, (got, held, _) in hosts.items()
+            }
+        )
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(status_view.render_gpus(probe.description, samples, holders))
+    for host, (got, held, why) in hosts.items():
+        click.echo("")
+        click.echo(status_view.render_gpus(f"{host}: {why}", got or [], held))
+
+
+def _remote_gpus(
+    home: Home,
+) -> dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]]:
+    """Each remote host of a live run: its GPUs (nvidia-smi over SSH), who holds them, and a
+    word on how they were read."""
+    from ajetd import sshrun
+    from ajetd.blueprint import parse_blueprint
+
+    found: dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]] = {}
+    for run in home.listing():
+        if not run.active:
+            continue
+        try:
+            spec = parse_blueprint(
+                (home.run_dir(run.run_id) / "blueprint.md").read_text()
+            ).options.ssh
+        except (OSError, AjetdError):
+            continue
+        if spec is None:
+            continue
+        if spec.target not in found:
+            try:
+                got = sshrun.gpus(spec)
+                why = "nvidia-smi over SSH" if got is not None else "no nvidia-smi there"
+            except AjetdError as exc:
+                got, why = None, f"not reachable ({exc})"
+            found[spec.target] = (got, {}, why)
+        for index in run.gpu_ids or ():
+            found[spec.target][1].setdefault(index, []).append(f"run {run.run_id} (placed)")
+    return found
 
 
 @main.command()

@@ -40,7 +40,7 @@ from ajetd.hooks import Hooks
 from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
-from ajetd.options import Options
+from ajetd.options import Options, SshSpec
 from ajetd.policy import (
     Attention,
     BeginStop,
@@ -96,8 +96,8 @@ def _ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
     }
 
 
-def _remote_place(gpus: str) -> placement.Decision:
-    """A run on a remote host: its GPUs are the host's, which this version does not probe."""
+def _remote_place(gpus: str, host: str) -> placement.Decision:
+    """A run on a host without `nvidia-smi`: names and `all` as given; a count cannot be met."""
     if gpus == "all":
         return placement.Place(None)
     if gpus == "0":
@@ -105,8 +105,8 @@ def _remote_place(gpus: str) -> placement.Decision:
     if gpus.startswith("["):
         return placement.Place(tuple(int(i) for i in gpus.strip("[]").split(",")))
     return placement.Never(
-        f"gpus: {gpus} on a remote host: this version does not probe remote GPUs, so it cannot "
-        "choose them; name them (gpus: [0, 1]) or take them all (gpus: all)"
+        f"gpus: {gpus}: {host} has no nvidia-smi, so ajetd cannot see or choose its GPUs; "
+        "name them (gpus: [0, 1]) or take them all (gpus: all)"
     )
 
 
@@ -370,11 +370,7 @@ class Daemon:
         """GPUs for every waiting run at once (the queue order matters), from a fresh sample."""
         if not queue:
             return {}
-        decided = {
-            r.run_id: _remote_place(self.options[r.run_id].gpus)
-            for r in queue
-            if self.options[r.run_id].ssh is not None
-        }
+        decided = self._place_remote([r for r in queue if self.options[r.run_id].ssh])
         asks = [
             placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
             for r in queue
@@ -392,6 +388,47 @@ class Daemon:
         }
         own = self.gpus.own_pids({r.run_id for r in active} | servers)
         return {**decided, **placement.plan(asks, gpus, assigned, own, self.cfg.gpu_free_threshold)}
+
+    def _place_remote(self, queue: list[Run]) -> dict[str, placement.Decision]:
+        """Runs on remote hosts, per host, from its `nvidia-smi` (one call per host)."""
+        hosts: dict[SshSpec, list[Run]] = {}
+        for run in queue:
+            spec = self.options[run.run_id].ssh
+            assert spec is not None
+            hosts.setdefault(spec, []).append(run)
+        out: dict[str, placement.Decision] = {}
+        for spec, runs in hosts.items():
+            try:
+                gpus = sshrun.gpus(spec)
+            except AjetdError as exc:
+                out.update(
+                    {
+                        r.run_id: placement.Wait(f"{spec.target} does not answer: {exc}")
+                        for r in runs
+                    }
+                )
+                continue
+            if gpus is None:  # no nvidia-smi there: names and `all` are taken as given
+                out.update(
+                    {
+                        r.run_id: _remote_place(self.options[r.run_id].gpus, spec.target)
+                        for r in runs
+                    }
+                )
+                continue
+            asks = [
+                placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
+                for r in runs
+            ]
+            assigned = {
+                r.run_id: r.gpu_ids
+                for r in self.runs.values()
+                if r.active and r.gpu_ids and self.options[r.run_id].ssh == spec
+            }
+            out.update(
+                placement.plan(asks, gpus, assigned, frozenset(), self.cfg.gpu_free_threshold)
+            )
+        return out
 
     def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
         """Record where a waiting run goes, or why it waits or can never start."""

@@ -253,6 +253,51 @@ def _fake_gpu(entry: Any, path: Path) -> GpuSample:
     )
 
 
+SMI_GPU_FIELDS = (
+    "index,name,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
+)
+SMI_APP_FIELDS = "gpu_uuid,pid,used_memory"
+
+
+def parse_nvidia_smi(gpus_csv: str, apps_csv: str = "") -> list[GpuSample]:
+    """`nvidia-smi --query-gpu=SMI_GPU_FIELDS --format=csv,noheader,nounits` (and the
+    compute apps) as samples; `[N/A]`, `[Not Supported]` and unparsable figures are None, and
+    a GPU that fell off the bus (`Unable to determine ...`, `[GPU is lost]`) is `lost`."""
+
+    def num(text: str) -> float | None:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+    apps: dict[str, list[GpuProcess]] = {}
+    for line in apps_csv.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 3 and cells[1].isdigit():
+            apps.setdefault(cells[0], []).append(GpuProcess(int(cells[1]), num(cells[2])))
+    out = []
+    for line in gpus_csv.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 8 or not cells[0].isdigit():
+            continue
+        index, name, uuid, util, used, total, temp, power = cells
+        out.append(
+            GpuSample(
+                index=int(index),
+                name=name,
+                uuid=uuid,
+                utilization=num(util),
+                memory_used_mib=num(used),
+                memory_total_mib=num(total),
+                temperature_c=num(temp),
+                power_w=num(power),
+                processes=tuple(apps.get(uuid, ())),
+                lost="lost" in line.lower() or "unable to determine" in line.lower(),
+            )
+        )
+    return out
+
+
 def open_probe() -> GpuProbe:
     """The fake when `AJETD_FAKE_GPUS` names a file (errors raise: the user asked for it),
     else NVML when a driver answers, else `NoGpu` saying why."""

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from ajetd.errors import AjetdError
+from ajetd.gpu import SMI_APP_FIELDS, SMI_GPU_FIELDS, GpuSample, parse_nvidia_smi
 from ajetd.options import SshSpec
 
 SSH_TIMEOUT_S = 30.0
@@ -253,6 +254,21 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
         )
         _, err = sender.communicate(timeout=600)
     return (err + untar.stderr).decode(errors="replace").strip()
+
+
+def gpus(spec: SshSpec) -> list[GpuSample] | None:
+    """The host's GPUs from `nvidia-smi` over the shared connection; None when it has none."""
+    done = run(
+        spec,
+        "command -v nvidia-smi >/dev/null || exit 9\n"
+        f"nvidia-smi --query-gpu={SMI_GPU_FIELDS} --format=csv,noheader,nounits\n"
+        "echo '--apps--'\n"
+        f"nvidia-smi --query-compute-apps={SMI_APP_FIELDS} --format=csv,noheader,nounits\n",
+    )
+    if done.returncode == 9:
+        return None
+    gpus_csv, _, apps_csv = done.stdout.decode(errors="replace").partition("--apps--")
+    return parse_nvidia_smi(gpus_csv, apps_csv)
 
 
 class RemoteFs:
