@@ -38,6 +38,18 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(0.02)
 
 
+def marked_processes(run_id: str) -> list[psutil.Process]:
+    """This machine's processes started with the run's AJETD_RUN_ID."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("AJETD_RUN_ID") == run_id:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 @dataclass
 class Env:
     """One test's world: a home for ajetd, a tmux socket, a fake codebase."""

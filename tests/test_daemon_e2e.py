@@ -10,10 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import yaml
 
-from conftest import Env, wait_for
+from conftest import Env, marked_processes, wait_for
 
 
 def _flag(env: Env, name: str) -> dict[str, object]:
@@ -133,14 +132,7 @@ def test_time_limit_stops_everything_and_keeps_data(daemon_env: Env) -> None:
     started = env.record(run_id)["started_at"]
     stop_at = next(e["at"] for e in events if e["event"] == "stopping: time_limit")
     assert 3.0 <= stop_at - started < 4.0  # enforced within a second of exp_max_time
-    survivors = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get("AJETD_RUN_ID") == run_id:
-                survivors.append(proc)
-        except psutil.Error:
-            continue
-    assert survivors == []
+    assert marked_processes(run_id) == []
     assert env.cli("wait", run_id).returncode == 0
     assert _flag(env, "limit")["status"] == "time_limit"
 

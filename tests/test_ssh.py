@@ -15,7 +15,7 @@ import pytest
 
 from ajetd import sshrun
 from ajetd.options import SshSpec
-from conftest import Env, Sshd, wait_for
+from conftest import Env, Sshd, marked_processes, wait_for
 
 
 @pytest.fixture
@@ -33,17 +33,6 @@ def remote(env: Env, sshd: Sshd) -> Iterator[Env]:
 def _ssh_run(env: Env, sshd: Sshd, name: str, extra: str = "", **fake: object) -> str:
     config = env.config(name, **fake)
     return env.submit(env.blueprint(name, config=config, ajetd=sshd.ajetd_part() + "\n" + extra))
-
-
-def _marked(run_id: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get("AJETD_RUN_ID") == run_id:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
 
 
 def test_remote_run_succeeds_with_log_metrics_and_exit_code(remote: Env, sshd: Sshd) -> None:
@@ -74,14 +63,16 @@ def test_time_limit_ends_the_remote_tree(remote: Env, sshd: Sshd) -> None:
     bp = env.tmp / "limit.md"
     assert bp.exists()
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the remote run")
-    wait_for(lambda: len(_marked(run_id)) >= 2, what="the remote program and its orphan")
+    wait_for(lambda: len(marked_processes(run_id)) >= 2, what="the remote program and its orphan")
     table = env.cli("gpus").stdout
     assert f"{sshd.user}@127.0.0.1: no nvidia-smi there" in table
     env.cli("stop", run_id, "--no-wait")
     status = env.wait_done(run_id, timeout=60)
     assert status["status"] == "stopped" and status["exit_code"] == 130, status
     wait_for(
-        lambda: not [p for p in _marked(run_id) if "sshfollow" not in " ".join(p.cmdline())],
+        lambda: (
+            not [p for p in marked_processes(run_id) if "sshfollow" not in " ".join(p.cmdline())]
+        ),
         what="no process of the run left on the host",
     )
 
