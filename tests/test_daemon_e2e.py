@@ -682,3 +682,35 @@ def test_hooks_get_the_run_json_on_stdin(daemon_env: Env) -> None:
     )
     data = json.loads(finish)
     assert data["run_id"] == run_id and data["status"] == "stopped"
+
+
+def test_daemon_hooks_run_once_per_event_fail_softly_and_time_out(env: Env) -> None:
+    count = env.tmp / "finished"
+    env.start_daemon(
+        "--on-finish",
+        f"cat >/dev/null; echo x >> {count}; exit 3",
+        "--on-attention",
+        "sleep 600",
+        "--hook-timeout",
+        "1",
+    )
+    config = env.config("silent", steps=1, hang=True)
+    run_id = env.submit(env.blueprint("silent", config=config, ajetd="hang: {window: 1s}"))
+    hooks_log = env.home / "runs" / run_id / "hooks.log"
+    wait_for(
+        lambda: (
+            hooks_log.exists()
+            and "on_attention timed out after 1 s: killed" in hooks_log.read_text()
+        ),
+        what="the slow hook killed",
+    )
+    env.cli("stop", run_id)
+    wait_for(
+        lambda: "on_finish failed with exit code 3" in hooks_log.read_text(),
+        what="the failing hook logged",
+    )
+    other = env.submit(env.blueprint("other"))
+    assert env.wait_done(other)["status"] == "succeeded"  # the daemon went on
+    wait_for(lambda: count.exists() and len(count.read_text().split()) == 2, what="2 finishes")
+    assert count.read_text().split() == ["x", "x"]  # once per run's end, never twice
+    assert "hook on_finish" in env.daemon_log()

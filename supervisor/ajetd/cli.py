@@ -109,6 +109,17 @@ def main() -> None:
     show_default=True,
     help="A GPU is free for a run when other processes use at most this share of its memory.",
 )
+@click.option(
+    "--on-finish", default="", help="A command run when any run ends (its JSON on stdin)."
+)
+@click.option("--on-attention", default="", help="A command run when any run needs attention.")
+@click.option(
+    "--hook-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds a hook may run before it is killed.",
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def daemon(
     backoff_scale: float,
@@ -119,6 +130,9 @@ def daemon(
     gpu_period: float,
     gpu_young_period: float,
     gpu_free_threshold: float,
+    on_finish: str,
+    on_attention: str,
+    hook_timeout: float,
     log_level: str,
 ) -> None:
     """Run the supervisor in the foreground (what systemd starts)."""
@@ -136,6 +150,9 @@ def daemon(
         gpu_period_s=gpu_period,
         gpu_young_period_s=gpu_young_period,
         gpu_free_threshold=gpu_free_threshold,
+        on_finish=on_finish,
+        on_attention=on_attention,
+        hook_timeout_s=hook_timeout,
     )
     try:
         Daemon(cfg).serve()

@@ -77,6 +77,9 @@ class DaemonConfig:
     gpu_period_s: float = 60.0  # GPU sampling for attribution and the GPU summary
     gpu_young_period_s: float = 10.0  # ... while some run is in its first 10 minutes
     gpu_free_threshold: float = placement.DEFAULT_THRESHOLD  # foreign memory share allowed
+    on_finish: str = ""  # the daemon's own hooks, for every run (before the blueprint's)
+    on_attention: str = ""
+    hook_timeout_s: float = 60.0
 
 
 SSH_LOST = "ssh_lost"
@@ -137,7 +140,7 @@ class Daemon:
         self.stopping = False
         self.live = LiveScans()
         self.log_files: dict[tuple[str, int], Path] = {}  # light ticks need only this path
-        self.hooks = Hooks()
+        self.hooks = Hooks(cfg.hook_timeout_s)
         self.live_growing = False  # some running trial printed during the last tick
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
@@ -812,10 +815,12 @@ class Daemon:
         return self.runs[run.run_id]
 
     def _hook(self, run: Run, name: str, now: float) -> None:
-        command = getattr(self.options.get(run.run_id, Options()), name)
-        if command:
-            self.home.append_event(run.run_id, now, f"hook {name} started")
-            self.hooks.fire(self.home.run_dir(run.run_id), name, command, run_json(run, now))
+        """The daemon's hook for this event, then the blueprint's; each once."""
+        own = getattr(self.options.get(run.run_id, Options()), name)
+        for command in (getattr(self.cfg, name), own):
+            if command:
+                self.home.append_event(run.run_id, now, f"hook {name} started: {command}")
+                self.hooks.fire(self.home.run_dir(run.run_id), name, command, run_json(run, now))
 
     def _store(self, run: Run) -> None:
         if self.runs.get(run.run_id) != run:
