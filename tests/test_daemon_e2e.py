@@ -714,3 +714,43 @@ def test_daemon_hooks_run_once_per_event_fail_softly_and_time_out(env: Env) -> N
     wait_for(lambda: count.exists() and len(count.read_text().split()) == 2, what="2 finishes")
     assert count.read_text().split() == ["x", "x"]  # once per run's end, never twice
     assert "hook on_finish" in env.daemon_log()
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_provenance_of_a_dirty_git_codebase_and_of_a_plain_folder(daemon_env: Env) -> None:
+    env = daemon_env
+    plain = env.submit(env.blueprint("plain"))
+    assert env.wait_done(plain)["status"] == "succeeded"
+    record = json.loads((env.tmp / "results" / "plain" / "run.json").read_text())
+    assert record["provenance"]["git"] is False
+    assert "not a git repository" in (env.tmp / "results" / "plain" / "results.md").read_text()
+    _git(env.codebase, "init", "-q", "-b", "main")
+    _git(env.codebase, "add", "-A")
+    _git(env.codebase, "commit", "-q", "-m", "base")
+    commit = _git(env.codebase, "rev-parse", "HEAD")
+    launcher = env.codebase / "fakejet" / "launcher.py"
+    launcher.write_text(launcher.read_text() + "\n# hypothesis: a tweak\n")
+    (env.codebase / "scratch.txt").write_text("new")
+    run_id = env.submit(env.blueprint("dirty"))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    result = env.tmp / "results" / "dirty"
+    record = json.loads((result / "run.json").read_text())
+    prov = record["provenance"]
+    assert prov["git"] and prov["commit"] == commit and prov["branch"] == "main"
+    assert prov["dirty"] and "scratch.txt" in prov["untracked"]
+    assert len(prov["blueprint_sha256"]) == 64
+    assert "+# hypothesis: a tweak" in (result / "provenance.diff").read_text()
+    assert (result / "config-used.yaml").read_text().startswith("ajet:")
+    text = (result / "results.md").read_text()
+    assert f"commit `{commit}` on branch `main` (dirty)" in text
+    assert record["commands"] == [record["command"]] and record["status"] == "succeeded"

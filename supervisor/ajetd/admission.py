@@ -11,16 +11,17 @@ import os
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from ajetd import intake, model, trialrun
+from ajetd import intake, model, provenance, sshrun, trialrun
 from ajetd.agentjet import yaml_gpu_count
 from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
 from ajetd.configcopy import repoint, write_copy
-from ajetd.errors import BlueprintError
+from ajetd.errors import AjetdError, BlueprintError
 from ajetd.model import Run
 from ajetd.options import Options
 from ajetd.preflight import Resolved, check_blueprint, result_dir_problem
-from ajetd.store import Home
+from ajetd.store import Home, write_atomic
 
 log = logging.getLogger(__name__)
 MAX_BLUEPRINT_BYTES = 1024 * 1024
@@ -77,9 +78,32 @@ def admit(
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
     Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+    run = replace(run, provenance=_provenance(run, bp.options, text))
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
+
+
+def _provenance(run: Run, options: Options, text: str) -> dict[str, Any]:
+    """The codebase's git state now (here or on the SSH host); a dirty tree's diff goes to
+    `provenance.diff` in the result dir."""
+    ssh = options.ssh
+    if ssh is None:
+        found, diff = provenance.collect(run.codebase_dir)
+    else:
+
+        def remote(script: str) -> tuple[int, bytes]:
+            done = sshrun.run(ssh, script, timeout=120)
+            return done.returncode, done.stdout
+
+        try:
+            found, diff = provenance.collect(run.codebase_dir, remote)
+        except AjetdError as exc:
+            found, diff = {"git": False, "note": f"not read over SSH: {exc}"}, b""
+    if diff:
+        write_atomic(Path(run.result_dir) / "provenance.diff", diff)
+    found["blueprint_sha256"] = provenance.blueprint_hash(text)
+    return found
 
 
 def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str, str]:

@@ -121,6 +121,7 @@ class Run:
     yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML
     gpu_stats: dict[str, Any] = field(default_factory=dict)  # gpustats.fold, per GPU index
     remote_dir: str = ""  # on a remote host (`ssh`): the run's folder there
+    provenance: dict[str, Any] = field(default_factory=dict)  # git state, blueprint hash
 
     @property
     def trial(self) -> Trial | None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd import gpustats
+from ajetd import gpustats, provenance
 from ajetd.durations import format_duration
 from ajetd.model import Run, Trial
+from ajetd.status import run_json
 from ajetd.timefmt import iso
 from ajetd.valresults import TABLE_KEYS, metric_series
 
@@ -40,6 +41,23 @@ def _gpu_section(run: Run) -> str:
     if run.gpu_ids:
         return placed + "No GPU sample was taken while it ran (it ended before the first one)."
     return "No GPU was visible to ajetd (no NVML driver): no GPU figures recorded."
+
+
+def run_record(run: Run) -> dict[str, Any]:
+    """`run.json`: the status object plus provenance and what exactly ran."""
+    return {
+        **run_json(run, run.ended_at or run.submitted_at),
+        "provenance": run.provenance,
+        "launch_command": run.launch_command,
+        "commands": [t.command for t in run.trials],
+        "config_path": run.config_path,
+        "config_changes": list(run.config_changes),
+        "fixes": list(run.fixes),
+        "codebase_dir": run.codebase_dir,
+        "venv_dir": run.venv_dir,
+        "gpu_ids": None if run.gpu_ids is None else list(run.gpu_ids),
+        "history": list(run.history),
+    }
 
 
 def finish_flag(run: Run) -> dict[str, Any]:
@@ -144,6 +162,14 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         else "- validation results file: (none named in the YAML)",
     ]
     lines += [f"- warning: {w}" for w in run.warnings]
+    lines += ["", "## Provenance", "", *provenance.describe(run.provenance)]
+    lines += [
+        f"- config used: `{run.config_path}`"
+        + (" (on the remote host)" if run.remote_dir else " (copied as `config-used.yaml`)")
+        if run.config_path
+        else "- config used: (none)",
+        "- machine-readable: `run.json`",
+    ]
     lines += [
         "",
         "## Timeline",

@@ -246,6 +246,10 @@ def write_reports(home: Home, run: Run) -> None:
     result_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(result_dir / "results.md", report.render_results(run, ctx))
     write_atomic(result_dir / "trials.md", report.render_trials(run, ctx))
+    write_json(result_dir / "run.json", report.run_record(run))
+    if run.config_path and not run.remote_dir:
+        with contextlib.suppress(OSError):
+            write_atomic(result_dir / "config-used.yaml", Path(run.config_path).read_bytes())
     write_json(result_dir / "finish.flag", report.finish_flag(run))
 
 

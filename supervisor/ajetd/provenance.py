@@ -1,0 +1,97 @@
+"""Where a run's code came from: git commit, branch, dirty state and the uncommitted diff.
+
+Collected once, when the run is admitted (what launches is the codebase as it is then), by one
+bash script run here or on the run's SSH host; `parse` is pure. A dirty tree's diff (tracked
+changes against HEAD, binary-safe) is saved as `provenance.diff` in the result dir; untracked
+files are listed, not copied. A codebase that is not a git repository is recorded as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+Runner = Callable[[str], "tuple[int, bytes]"]  # a bash script -> (exit code, stdout)
+_NOT_GIT = 4
+_DIFF = b"\n--ajetd-diff--\n"
+
+
+def script(codebase: str) -> str:
+    q = shlex.quote(codebase)
+    return (
+        f"cd {q} || exit 3\n"
+        f"git rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit {_NOT_GIT}\n"
+        'echo "commit=$(git rev-parse HEAD 2>/dev/null)"\n'
+        'echo "branch=$(git rev-parse --abbrev-ref HEAD 2>/dev/null)"\n'
+        'echo "toplevel=$(git rev-parse --show-toplevel 2>/dev/null)"\n'
+        "git status --porcelain=v1 --untracked-files=normal 2>/dev/null | sed 's/^/status=/'\n"
+        "printf '\\n--ajetd-diff--\\n'\n"
+        "git diff HEAD --binary 2>/dev/null\n"
+    )
+
+
+def local_runner(text: str) -> tuple[int, bytes]:
+    done = subprocess.run(["bash", "-c", text], capture_output=True, timeout=60, check=False)
+    return done.returncode, done.stdout
+
+
+def parse(code: int, out: bytes) -> tuple[dict[str, Any], bytes]:
+    """The provenance record and the diff bytes (empty when clean or not git)."""
+    if code == _NOT_GIT:
+        return {"git": False, "note": "the codebase is not a git repository"}, b""
+    if code != 0:
+        return {"git": False, "note": f"git information could not be read (exit {code})"}, b""
+    head, _, diff = out.partition(_DIFF)
+    fields: dict[str, str] = {}
+    status: list[str] = []
+    for line in head.decode(errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key == "status":
+            status.append(value)
+        elif key:
+            fields[key] = value
+    untracked = [s[3:] for s in status if s.startswith("??")]
+    return {
+        "git": True,
+        "commit": fields.get("commit", "") or "(no commit yet)",
+        "branch": fields.get("branch", ""),
+        "toplevel": fields.get("toplevel", ""),
+        "dirty": bool(status),
+        "changed": len(status) - len(untracked),
+        "untracked": untracked[:50],
+    }, diff
+
+
+def collect(codebase: str, runner: Runner = local_runner) -> tuple[dict[str, Any], bytes]:
+    try:
+        code, out = runner(script(codebase))
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"git": False, "note": f"git information could not be read: {exc}"}, b""
+    return parse(code, out)
+
+
+def blueprint_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def describe(p: dict[str, Any]) -> list[str]:
+    """results.md's provenance lines."""
+    if not p:
+        return ["- not recorded"]
+    lines = []
+    if p.get("git"):
+        state = "dirty" if p.get("dirty") else "clean"
+        lines.append(f"- git: commit `{p['commit']}` on branch `{p['branch']}` ({state})")
+        if p.get("dirty"):
+            lines.append(
+                f"- uncommitted changes: {p.get('changed', 0)} tracked file(s) "
+                f"(diff in `provenance.diff`), {len(p.get('untracked', []))} untracked"
+            )
+    else:
+        lines.append(f"- git: {p.get('note', 'not a git repository')}")
+    if p.get("blueprint_sha256"):
+        lines.append(f"- blueprint sha256: `{p['blueprint_sha256']}`")
+    return lines
