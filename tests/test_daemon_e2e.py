@@ -754,3 +754,22 @@ def test_provenance_of_a_dirty_git_codebase_and_of_a_plain_folder(daemon_env: En
     text = (result / "results.md").read_text()
     assert f"commit `{commit}` on branch `main` (dirty)" in text
     assert record["commands"] == [record["command"]] and record["status"] == "succeeded"
+
+
+def test_diag_snapshots_a_live_run_without_touching_it(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("diag", forever=True, step_time=0.1)
+    run_id = env.submit(env.blueprint("diag", config=config))
+    log = env.tmp / "results" / "diag" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:2 " in log.read_text(), what="output")
+    out = env.cli("diag", run_id)
+    assert out.returncode == 0, out.stderr
+    for section in ("## Pane", "## Processes", "## GPUs", "## Findings", "## Last 50 lines"):
+        assert section in out.stdout
+    assert "fakejet.launcher" in out.stdout and "Training Progress" in out.stdout
+    saved = list((env.tmp / "results" / "diag" / "diag").glob("diag-*.md"))
+    assert len(saved) == 1 and "## Processes" in saved[0].read_text()
+    assert env.record(run_id)["state"] == "running" and len(env.record(run_id)["trials"]) == 1
+    size = len(log.read_text())
+    wait_for(lambda: len(log.read_text()) > size, what="the run to go on")
+    env.cli("stop", run_id)

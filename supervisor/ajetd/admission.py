@@ -84,6 +84,14 @@ def admit(
     return run, bp.options
 
 
+def stored_options(home: Home, run_id: str) -> Options:
+    """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
+    try:
+        return parse_blueprint((home.run_dir(run_id) / "blueprint.md").read_text()).options
+    except (OSError, AjetdError):
+        return Options()
+
+
 def _provenance(run: Run, options: Options, text: str) -> dict[str, Any]:
     """The codebase's git state now (here or on the SSH host); a dirty tree's diff goes to
     `provenance.diff` in the result dir."""

@@ -359,6 +359,19 @@ def diagnose(logfile: Path, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("run_id")
+def diag(run_id: str) -> None:
+    """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
+    its result dir; the run is never touched."""
+    from ajetd import diagsnap
+
+    home = _home()
+    text, saved = diagsnap.take(home, Tmux(socket_from_env()), _load(home, run_id))
+    click.echo(text)
+    click.echo(f"saved to {saved}" if saved else "not saved: the result dir is not writable")
+
+
+@main.command()
 @json_option
 def gpus(as_json: bool) -> None:
     """This machine's GPUs: utilisation, memory, temperature, power, and which run holds what."""

@@ -32,8 +32,7 @@ from ajetd import (
     trialrun,
 )
 from ajetd.backoff import Backoff
-from ajetd.blueprint import parse_blueprint
-from ajetd.errors import AjetdError, BlueprintError, TmuxError
+from ajetd.errors import AjetdError, TmuxError
 from ajetd.gpu import NoGpu, open_probe
 from ajetd.gpuwatch import GPU_LOST, GpuWatch, lost_finding
 from ajetd.hooks import Hooks
@@ -863,11 +862,7 @@ class Daemon:
             self.runs[run.run_id] = run
             if not run.active:
                 continue
-            try:
-                bp = parse_blueprint((self.home.run_dir(run.run_id) / "blueprint.md").read_text())
-                self.options[run.run_id] = bp.options
-            except (OSError, BlueprintError):
-                self.options[run.run_id] = Options()
+            self.options[run.run_id] = admission.stored_options(self.home, run.run_id)
             trial = run.trial
             if trial is not None and trial.started_at is None:
                 self._start(run, now)

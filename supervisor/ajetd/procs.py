@@ -66,6 +66,35 @@ def run_processes(run_id: str, root_pid: int | None) -> list[psutil.Process]:
     return list(procs.values())
 
 
+def snapshot(run_id: str, root_pid: int | None) -> list[dict[str, object]]:
+    """The run's processes with CPU (over 0.2 s) and RSS, for `ajetd diag`; touches nothing."""
+    found = run_processes(run_id, root_pid)
+    if root_pid:
+        with contextlib.suppress(psutil.Error):
+            found.insert(0, psutil.Process(root_pid))
+    for proc in found:
+        with contextlib.suppress(psutil.Error):
+            proc.cpu_percent(None)
+    psutil.cpu_percent(0.2)
+    rows: list[dict[str, object]] = []
+    for proc in found:
+        try:
+            with proc.oneshot():
+                rows.append(
+                    {
+                        "pid": proc.pid,
+                        "ppid": proc.ppid(),
+                        "cpu_percent": proc.cpu_percent(None),
+                        "rss_mib": round(proc.memory_info().rss / 2**20, 1),
+                        "status": proc.status(),
+                        "command": " ".join(proc.cmdline())[:160] or proc.name(),
+                    }
+                )
+        except psutil.Error:
+            continue
+    return rows
+
+
 def signal_run(run_id: str, root_pid: int | None, name: str) -> int:
     """Send INT, TERM or KILL to the run's processes; return how many were signalled.
 

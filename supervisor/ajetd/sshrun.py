@@ -191,6 +191,17 @@ def signal(spec: SshSpec, rdir: str, trial: int, run_id: str, name: str) -> int:
     return int(out) if out.isdigit() else 0
 
 
+def processes(spec: SshSpec, run_id: str) -> str:
+    """`ps` lines of the run's processes on the host (for `ajetd diag`)."""
+    marker = shlex.quote(f"AJETD_RUN_ID={run_id}")
+    script = (
+        f"pids=$({_MARKED.format(marker=marker)} | paste -sd, -)\n"
+        '[ -z "$pids" ] && exit 0\n'
+        'ps -o pid,ppid,pcpu,rss,stat,args -p "$pids"\n'
+    )
+    return run(spec, script).stdout.decode(errors="replace")
+
+
 def reap(spec: SshSpec, run_id: str, grace_s: float = 2.0) -> int:
     """After a trial ended: TERM what is left of the run on the host, KILL it after
     `grace_s`; returns how many were left."""

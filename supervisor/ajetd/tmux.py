@@ -177,6 +177,10 @@ class Tmux:
             if not exc.gone:
                 raise
 
+    def capture(self, pane_id: str) -> str:
+        """What the pane shows now (its visible screen, as text)."""
+        return self._run("capture-pane", "-p", "-t", pane_id)
+
     def socket_path(self) -> str:
         """Where this server's socket lives (as tmux computes it, without asking it)."""
         folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default

@@ -1,0 +1,125 @@
+"""`ajetd diag RUN`: a snapshot of a live run, gathered without touching it.
+
+The pane's screen, the process tree with CPU and RSS (on the SSH host for a remote run), GPU
+use, recent findings and the log tail; rendered as markdown, printed, and saved as
+`diag/diag-<time>.md` in the result dir so it stays with the run's results.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ajetd import gpustats, procs, sshrun, trialrun
+from ajetd.admission import stored_options
+from ajetd.errors import AjetdError
+from ajetd.gpu import open_probe
+from ajetd.logtext import tail_lines
+from ajetd.model import Run
+from ajetd.store import Home, write_atomic
+from ajetd.timefmt import iso
+from ajetd.tmux import Tmux
+
+
+def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None]:
+    """The snapshot as markdown, and where it was saved (None when it could not be)."""
+    now = time.time()
+    lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
+    lines += [f"- state: {run.state.value}" + (f" ({run.status.value})" if run.status else "")]
+    lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
+    lines += [f"- attention: {run.attention}"] if run.attention else []
+    trial = run.trial
+    lines += ["", "## Pane", "", "```text", *_screen(home, tmux, run), "```"]
+    lines += ["", "## Processes", "", *_processes(home, run)]
+    lines += ["", "## GPUs", "", *_gpus(run)]
+    findings = (trial.findings or trial.live_findings) if trial else ()
+    lines += ["", "## Findings", ""]
+    lines += [
+        f"- {f['kind']} ({f['severity']}, line {f['line']}): {f['evidence']}" for f in findings
+    ] or ["- none"]
+    log_file = trialrun.paths(home, run, trial.number).log if trial else None
+    tail = _tail(log_file) if log_file else []
+    lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
+    text = "\n".join(lines)
+    saved = None
+    if run.result_dir:
+        target = Path(run.result_dir) / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, text)
+            saved = target
+        except OSError:
+            saved = None
+    return text, saved
+
+
+def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:
+    if run.trial is None:
+        return ["(no trial yet)"]
+    pane = trialrun.find_pane(
+        tmux.panes_or_empty(), trialrun.paths(home, run, run.trial.number).script
+    )
+    if pane is None:
+        return ["(the pane is gone)"]
+    try:
+        return tmux.capture(pane.pane_id).rstrip("\n").splitlines()
+    except AjetdError as exc:
+        return [f"(could not capture it: {exc})"]
+
+
+def _processes(home: Home, run: Run) -> list[str]:
+    ssh = stored_options(home, run.run_id).ssh
+    if ssh is not None:
+        try:
+            return [
+                "On " + ssh.target + ":",
+                "",
+                "```text",
+                *sshrun.processes(ssh, run.run_id).rstrip("\n").splitlines(),
+                "```",
+            ]
+        except AjetdError as exc:
+            return [f"(not read on {ssh.target}: {exc})"]
+    pid = run.trial.pane_pid if run.trial else None
+    rows = procs.snapshot(run.run_id, pid) if run.active else []
+    if not rows:
+        return ["- none alive"]
+    out = [
+        "| pid | ppid | CPU % | RSS MiB | state | command |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        f"| {r['pid']} | {r['ppid']} | {r['cpu_percent']} | {r['rss_mib']} | {r['status']} | "
+        f"`{str(r['command']).replace('|', '/')}` |"
+        for r in rows
+    ]
+    return out
+
+
+def _gpus(run: Run) -> list[str]:
+    out = [f"- placed on: {list(run.gpu_ids) if run.gpu_ids is not None else 'not placed'}"]
+    if run.gpu_stats:
+        out.append(f"- latest sample: {gpustats.short(run.gpu_stats)}")
+    try:
+        probe = open_probe()
+    except AjetdError as exc:
+        return [*out, f"- probe: {exc}"]
+    out.append(f"- probe: {probe.description}")
+    for g in probe.sample():
+        if run.gpu_ids is None or g.index in run.gpu_ids:
+            used = "?" if g.memory_used_mib is None else f"{g.memory_used_mib:.0f}"
+            util = "?" if g.utilization is None else f"{g.utilization:.0f}"
+            out.append(
+                f"- GPU {g.index} {g.name}: {util} % busy, {used} MiB used, "
+                f"{len(g.processes)} process(es)"
+            )
+    return out
+
+
+def _tail(log_file: Path) -> list[str]:
+    try:
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, log_file.stat().st_size - 256 * 1024))
+            return tail_lines(handle.read(), 50)
+    except OSError:
+        return ["(no log)"]
