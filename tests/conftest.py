@@ -199,7 +199,8 @@ def env(tmp_path: Path) -> Iterator[Env]:
         FAKEJET, codebase, ignore=shutil.ignore_patterns("__pycache__", "saved_*", "launches.log")
     )
     (tmp_path / "results").mkdir()
-    variables = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    private = ("TMUX", "TMUX_PANE", "WANDB_API_KEY", "SWANLAB_API_KEY")  # no test needs a key
+    variables = {k: v for k, v in os.environ.items() if k not in private}
     variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
     e = Env(tmp=tmp_path, home=home, socket=socket, codebase=codebase, vars=variables)
     yield e

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd import intake, model, provenance, sshrun, trialrun
+from ajetd import intake, model, nemorl, provenance, sshrun, trialrun
 from ajetd.agentjet import yaml_gpu_count
 from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
 from ajetd.configcopy import repoint, write_copy
@@ -58,6 +58,11 @@ def admit(
     if resolved.review.patches:
         command, config_path, note = _patched_copy(resolved, command, run_id)
         changes.append(note)
+    nemo = nemorl.is_nemo_launch(command)
+    if nemo:
+        env = {**os.environ, **bp.options.env}
+        command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
+        changes += [f"NeMo-RL override {n}" for n in notes]
     run = replace(
         run,
         purpose=bp.purpose,
@@ -73,7 +78,11 @@ def admit(
         config_changes=tuple(changes),
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(resolved.config),
+        kind="nemo_rl" if nemo else "agentjet",
+        metric=nemorl.primary_metric(resolved.config)[0] if nemo else "mean_reward",
     )
+    if nemo:  # its metrics come from its output, not from a val file
+        run = replace(run, val_path=None, val_offset=0)
     moved = trialrun.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")

@@ -583,6 +583,7 @@ class Daemon:
             step_times=self._step_times(run),
             gpu_busy_at=self.gpu_busy_at.get(run_id),
             gpus_taken=self._gpus_taken(run) if findings else None,
+            program_end=trialrun.program_end(run) if exit_info and exit_info[0] == 0 else None,
         )
         self._deep_check(run_id, now)
         if exit_info is None:
@@ -675,16 +676,7 @@ class Daemon:
         if backoff is None or not backoff.due(now):
             return
         run = self.runs[run_id]
-        ssh = self.options[run_id].ssh
-        try:
-            updated = (
-                trialrun.read_metrics(run)
-                if ssh is None
-                else trialrun.read_metrics(run, lambda path, at: sshrun.read_from(ssh, path, at))
-            )
-        except AjetdError as exc:
-            log.warning("run %s: validation file not read: %s", run_id, exc)
-            updated = run
+        updated = trialrun.read_metrics(run, self._fetch(run))
         if updated is not run:
             self._store(updated)
             self.backoffs[run_id] = backoff.reset(now)
@@ -718,6 +710,7 @@ class Daemon:
                 now,
                 pid,
                 findings or None,
+                self._fetch(run),
             )
             self._hook(run, "on_finish", now)
             return run
@@ -739,6 +732,22 @@ class Daemon:
                 self._hook(run, "on_attention", now)
             return run
         raise AssertionError(action)
+
+    def _fetch(self, run: Run) -> trialrun.Fetch:
+        """How the run's val file is read: here, or over SSH from its host."""
+        ssh = self.options[run.run_id].ssh if run.run_id in self.options else None
+        if ssh is None:
+            return trialrun.read_local
+        host = ssh
+
+        def remote(path: str, offset: int) -> tuple[int, bytes] | None:
+            try:
+                return sshrun.read_from(host, path, offset)
+            except AjetdError as exc:
+                log.warning("run %s: val file not read on %s: %s", run.run_id, host.target, exc)
+                return None
+
+        return remote
 
     def _signal(self, run: Run, pid: int | None, name: str) -> int:
         """INT, TERM or KILL to the run's program, here or on its remote host."""

@@ -122,6 +122,9 @@ class Run:
     gpu_stats: dict[str, Any] = field(default_factory=dict)  # gpustats.fold, per GPU index
     remote_dir: str = ""  # on a remote host (`ssh`): the run's folder there
     provenance: dict[str, Any] = field(default_factory=dict)  # git state, blueprint hash
+    kind: str = "agentjet"  # or "nemo_rl": where the metrics come from, how it ends
+    metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
+    nemo: dict[str, Any] = field(default_factory=dict)  # nemorl.feed's state over the log
 
     @property
     def trial(self) -> Trial | None:

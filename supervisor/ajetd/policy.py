@@ -7,7 +7,7 @@ and carries out the actions in order. Nothing here touches tmux, processes or fi
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ajetd import remedy
@@ -15,7 +15,7 @@ from ajetd.durations import format_duration
 from ajetd.model import Run, Signal, Status, StopCause
 from ajetd.options import Options
 from ajetd.remedy import Relaunch
-from ajetd.stoprules import learned_window, plateau_reason
+from ajetd.stoprules import PlateauRule, learned_window, plateau_reason
 from ajetd.timefmt import iso
 
 HANG_PREFIX = "no output for "
@@ -49,6 +49,7 @@ class Observation:
     step_times: tuple[float, ...] = ()  # when each new training step was first seen
     gpu_busy_at: float | None = None  # the last sample in which a GPU of the run worked
     gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
+    program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,12 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
 
 
 def _plateau(run: Run, options: Options, now: float) -> str | None:
-    if options.plateau is None or run.max_time_s is None or run.started_at is None:
+    rule = options.plateau
+    if rule is None or run.max_time_s is None or run.started_at is None:
         return None
-    return plateau_reason(options.plateau, list(run.history), now - run.started_at, run.max_time_s)
+    if rule.metric == PlateauRule().metric and run.metric != rule.metric:
+        rule = replace(rule, metric=run.metric)  # the default follows the run's own metric
+    return plateau_reason(rule, list(run.history), now - run.started_at, run.max_time_s)
 
 
 def _quiet_since(obs: Observation) -> float | None:
@@ -174,6 +178,13 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
             return [after_failure(run, code, obs, options)]
         if run.stop_cause is StopCause.HANG:
             return [_after_hang(run, code, options)]
+        if code == 0 and run.stop_cause is None and obs.program_end == "timeout":
+            why = (
+                "NeMo-RL stopped at its own save-by timeout (checkpointing."
+                "checkpoint_must_save_by: 'Timeout has been reached'), before its last step; "
+                "data kept"
+            )
+            return [Finish(Status.TIME_LIMIT, why, 0)]
         return [outcome(run, code)]
     if obs.gone:
         if obs.dead_status is not None:

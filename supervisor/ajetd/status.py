@@ -59,8 +59,10 @@ def _state_word(run: Run) -> str:
 
 
 def _reward(run: Run) -> str:
-    value = run.metrics.get("mean_reward")
-    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+    value = run.metrics.get(run.metric)
+    if not isinstance(value, (int, float)):
+        return "-"
+    return f"{value:.4f}" if run.metric == "mean_reward" else f"{run.metric}={value:.4f}"
 
 
 def _gpu_cell(run: Run) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from ajetd import model, procs, report, sshrun
+from ajetd import model, nemorl, procs, report, sshrun
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
@@ -206,7 +206,9 @@ Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
 
 def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:
     """Re-read this run's part of the val-results file (`fetch`: here, or over SSH);
-    unchanged record if nothing is new."""
+    unchanged record if nothing is new. A NeMo-RL run's metrics come from its output."""
+    if run.kind == "nemo_rl":
+        return _read_nemo(run)
     if not run.val_path:
         return run
     got = fetch(run.val_path, run.val_offset)
@@ -221,6 +223,43 @@ def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:
     return replace(
         run, history=history, metrics=dict(history[-1]) if history else {}, val_offset=offset
     )
+
+
+def _read_nemo(run: Run) -> Run:
+    """New validation records in the current trial's output (complete lines only)."""
+    trial = run.trial
+    if trial is None or trial.started_at is None:
+        return run
+    state = dict(run.nemo) or nemorl.new_state()
+    if state.get("trial") != trial.number:
+        state.update(trial=trial.number, offset=0, block=None)
+    got = read_local(
+        str(Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"), state["offset"]
+    )
+    if got is None:
+        return run
+    _, data = got
+    complete = data[: data.rfind(b"\n") + 1]
+    if not complete:
+        return run
+    state, records = nemorl.feed(state, complete.decode("utf-8", errors="replace"))
+    state["offset"] += len(complete)
+    history = (*run.history, *records)
+    metrics = dict(history[-1]) if history else run.metrics
+    return replace(run, nemo=state, history=history, metrics=metrics)
+
+
+def program_end(run: Run) -> str | None:
+    """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
+    if run.kind != "nemo_rl" or run.trial is None:
+        return None
+    log_file = Path(run.result_dir) / "logs" / f"trial-{run.trial.number}.log"
+    try:
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, log_file.stat().st_size - TAIL_BYTES))
+            return nemorl.ending(handle.read().decode("utf-8", errors="replace"))
+    except OSError:
+        return None
 
 
 def write_reports(home: Home, run: Run) -> None:
@@ -364,13 +403,15 @@ def finish_run(
     now: float,
     pane_pid: int | None,
     findings: tuple[dict[str, Any], ...] | None = None,
+    fetch: Fetch = read_local,
 ) -> Run:
-    """End the run: its last trial, leftover processes, final metrics, record, reports."""
+    """End the run: its last trial, leftover processes, final metrics (`fetch`: how the val
+    file is read), record, reports."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     run = end_trial(home, run, reason, exit_code, now, pane_pid, findings)
     if open_trial:
         run = _note_next(run, outcome)
-    run = read_metrics(run)
+    run = read_metrics(run, fetch)
     run = model.finish(run, outcome, reason, exit_code, now)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
     home.save_run(run)

@@ -1,0 +1,66 @@
+"""`python examples/run_grpo.py --config X.yaml [key=value ...]`: prints NeMo-RL's formats.
+
+Follows the print formats of NeMo-RL's `examples/run_grpo.py` and `grpo_train` (see
+../shared/fixtures/nemo_rl/sample_grpo_stdout.log): the log and checkpoint directories, a
+`Step N/M` header per step, `📊 Validation Results:` with `• Accuracy:` every `grpo.val_period`
+steps, a checkpoint folder per step, and the normal end or the save-by timeout
+(`checkpointing.checkpoint_must_save_by`, here the step at which it fires). Resumes from the
+last `step_N` in its checkpoint dir, as NeMo-RL does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    conf_path = args[args.index("--config") + 1]
+    overrides = [a for a in args if "=" in a and not a.startswith("--")]
+    values = {a.lstrip("+").split("=", 1)[0]: a.split("=", 1)[1] for a in overrides}
+    conf = yaml.safe_load(Path(conf_path).read_text())
+    with open("launches.log", "a") as launches:
+        launches.write(f"{os.environ.get('AJETD_RUN_ID')} {os.environ.get('AJETD_TRIAL')}\n")
+    steps = int(values.get("grpo.max_num_steps", conf["grpo"]["max_num_steps"]))
+    period = int(values.get("grpo.val_period", conf["grpo"]["val_period"]))
+    timeout_at = int(values.get("checkpointing.checkpoint_must_save_by", "0") or 0)
+    log_dir = values.get("logger.log_dir", conf["logger"]["log_dir"])
+    ckpt = Path(values.get("checkpointing.checkpoint_dir", conf["checkpointing"]["checkpoint_dir"]))
+    print(f"Loaded configuration from: {conf_path}")
+    print(f"Overrides: {overrides}")
+    print(f"📊 Using log directory: {log_dir}/exp_001")
+    print(f"📊 Using checkpoint directory: {ckpt}")
+    print(f"wandb_enabled={values.get('logger.wandb_enabled', 'default')}")
+    done = [int(p.name.split("_")[1]) for p in ckpt.glob("step_*")] if ckpt.exists() else []
+    start = max(done, default=0)
+    if start:
+        print(f"Resuming from checkpoint step {start}")
+    print("========================= Epoch 1/1 =========================")
+    for step in range(start + 1, steps + 1):
+        print(f"\n========================= Step {step}/{steps} =========================")
+        print("▶ Preparing batch...", flush=True)
+        time.sleep(0.05)
+        if step % period == 0:
+            print(f"▶ Starting validation at step {step}...\n")
+            print("📊 Validation Results:")
+            print(f"    • Accuracy: {0.30 + 0.02 * step:.4f}")
+            print("    • Average response length: 231.4 tokens")
+            print("    • Samples processed: 256\n")
+            print("  ⏱️  Validation Timing:")
+            print("    • Total validation time: 14.87s", flush=True)
+        (ckpt / f"step_{step}").mkdir(parents=True, exist_ok=True)
+        if step == timeout_at:
+            print("Timeout has been reached, stopping training early", flush=True)
+            return 0
+    print("Max number of steps has been reached, stopping training early")
+    print("🛑 Shutting down environment OpenMathInstruct-2...", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
