@@ -773,3 +773,39 @@ def test_diag_snapshots_a_live_run_without_touching_it(daemon_env: Env) -> None:
     size = len(log.read_text())
     wait_for(lambda: len(log.read_text()) > size, what="the run to go on")
     env.cli("stop", run_id)
+
+
+def _pipeline(env: Env, name: str, train_outputs: str, eval_requires: str) -> Path:
+    evaluate = "cp saved_val_result/*.md eval.json"  # reads the "checkpoint", writes a result
+    ajetd = (
+        "stages:\n"
+        f"  - {{name: train, outputs: [{train_outputs}]}}\n"
+        f"  - {{name: eval, command: '{evaluate}', requires: [{eval_requires}], "
+        "outputs: [eval.json]}"
+    )
+    return env.blueprint(name, ajetd=ajetd)
+
+
+def test_a_pipeline_runs_eval_after_train_left_its_checkpoint(daemon_env: Env) -> None:
+    env = daemon_env
+    val = "saved_val_result/pipe.md"  # what the fake trainer writes: its "checkpoint"
+    run_id = env.submit(_pipeline(env, "pipe", val, val))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    assert (env.codebase / "eval.json").exists()
+    trials = (env.tmp / "results" / "pipe" / "trials.md").read_text()
+    assert "## Trial 1 (stage train)" in trials and "## Trial 2 (stage eval)" in trials
+    assert "stage eval next" in trials
+
+
+def test_a_stage_never_runs_on_a_missing_checkpoint(daemon_env: Env) -> None:
+    env = daemon_env
+    run_id = env.submit(_pipeline(env, "nockpt", "ckpt/final.pt", "ckpt/final.pt"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["trials"] == 1
+    assert "stage train exited with code 0 but did not leave ckpt/final.pt" in status["reason"]
+    assert not (env.codebase / "eval.json").exists()
+    early = env.submit(_pipeline(env, "noreq", "saved_val_result/noreq.md", "ckpt/other.pt"))
+    status = env.wait_done(early)
+    assert status["status"] == "failed" and status["trials"] == 1
+    assert "stage eval requires ckpt/other.pt, which does not exist" in status["reason"]

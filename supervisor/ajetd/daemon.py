@@ -44,6 +44,7 @@ from ajetd.policy import (
     Attention,
     BeginStop,
     Finish,
+    NextStage,
     Observation,
     Restart,
     Send,
@@ -53,6 +54,7 @@ from ajetd.policy import (
     next_wake,
 )
 from ajetd.policy import hang_window as policy_hang_window
+from ajetd.preflight import LOCAL, Fs
 from ajetd.remedy import port_from_text
 from ajetd.status import run_json
 from ajetd.store import Home, write_json
@@ -449,10 +451,36 @@ class Daemon:
             self._store(replace(run, gpu_ids=decision.gpus))
         return True
 
+    def _missing(self, run: Run, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """Which of `paths` (relative to the codebase) do not exist, here or on its host."""
+        if not paths:
+            return ()
+        ssh = self.options[run.run_id].ssh
+        try:
+            fs: Fs = LOCAL if ssh is None else sshrun.RemoteFs(ssh)
+            return tuple(p for p in paths if not fs.exists(os.path.join(run.codebase_dir, p)))
+        except AjetdError as exc:
+            log.warning("run %s: cannot check %s: %s", run.run_id, ", ".join(paths), exc)
+            return paths
+
+    def _stage_outputs_missing(self, run: Run) -> tuple[str, ...]:
+        stages = self.options[run.run_id].stages
+        if not stages or run.stage >= len(stages):
+            return ()
+        return self._missing(run, stages[run.stage].outputs)
+
     def _may_start(self, run: Run, now: float) -> bool:
-        """Whatever a run needs before its trial starts is there (its swarm server answers);
-        if not, the run keeps waiting with the reason in status, or fails with it."""
+        """Whatever a run needs before its trial starts is there (the files its pipeline stage
+        requires, its swarm server answering); if not, the run keeps waiting with the reason
+        in status, or fails with it."""
         opts = self.options[run.run_id]
+        if opts.stages and run.stage < len(opts.stages):
+            stage = opts.stages[run.stage]
+            missing = self._missing(run, stage.requires)
+            if missing:
+                why = f"stage {stage.name} requires {', '.join(missing)}, which does not exist"
+                self._launch_failed(run, why + ": not started", now)
+                return False
         if opts.swarm is None:
             return True
         if run.deadline is not None and now >= run.deadline:  # a relaunch waited too long
@@ -584,6 +612,7 @@ class Daemon:
             gpu_busy_at=self.gpu_busy_at.get(run_id),
             gpus_taken=self._gpus_taken(run) if findings else None,
             program_end=trialrun.program_end(run) if exit_info and exit_info[0] == 0 else None,
+            missing_outputs=self._stage_outputs_missing(run) if exit_info else (),
         )
         self._deep_check(run_id, now)
         if exit_info is None:
@@ -716,6 +745,15 @@ class Daemon:
             return run
         if isinstance(action, Restart):
             return self._restart(run, action, now, pid, findings)
+        if isinstance(action, NextStage):
+            reason = f"stage done; next: stage {action.name}"
+            run = trialrun.end_trial(self.home, run, reason, 0, now, pid, ())
+            self._remote_end(run, now, final=False)
+            run = model.next_stage(run, action.command, f"stage {action.name} next")
+            self.home.append_event(run.run_id, now, f"stage {action.name} next: {action.command}")
+            self._store(run)
+            self.launch(now)
+            return self.runs[run.run_id]
         if isinstance(action, BeginStop):
             why = f" ({action.why})" if action.why else ""
             self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")

@@ -77,6 +77,7 @@ class Trial:
     findings: tuple[dict[str, Any], ...] = ()  # diagnosis of its output, root cause first
     live_findings: tuple[dict[str, Any], ...] = ()  # seen while it still ran, in order seen
     next_step: str = ""  # what ajetd did about it
+    stage: str = ""  # the pipeline stage it ran (`[ajetd] stages`), if any
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ class Run:
     kind: str = "agentjet"  # or "nemo_rl": where the metrics come from, how it ends
     metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
     nemo: dict[str, Any] = field(default_factory=dict)  # nemorl.feed's state over the log
+    stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
 
     @property
     def trial(self) -> Trial | None:
@@ -250,6 +252,20 @@ def restart(
         fixes=(*run.fixes, fix),
         fix_env=(*run.fix_env, *env),
         fix_prefix=prefix or run.fix_prefix,
+    )
+
+
+def next_stage(run: Run, command: str, why: str) -> Run:
+    """A stage succeeded and left its outputs: the run waits for the next stage's trial."""
+    trial = run.trial
+    assert trial is not None
+    return replace(
+        run,
+        state=State.RESTARTING,
+        launch_command=command,
+        stage=run.stage + 1,
+        attention=None,
+        trials=(*run.trials[:-1], replace(trial, next_step=why)),
     )
 
 

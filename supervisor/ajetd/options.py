@@ -1,8 +1,7 @@
 """The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
 
 Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
-error that names it. Keys whose feature this version does not carry out yet (stages) are
-errors, never silently dropped: a run without them would be another experiment.
+error that names it.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ KNOWN_KEYS = (
     "on_finish",
     "on_attention",
 )
-UNSUPPORTED_ERRORS = ("stages",)
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
 SCIENCE_KEYS = (
     "ppo_micro_batch_size_per_gpu",
@@ -81,6 +79,17 @@ class SshSpec:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One step of a pipeline (seed 000): its command (empty: the blueprint's launch
+    command), the files that must exist before it starts, and those it must leave."""
+
+    name: str
+    command: str = ""
+    requires: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Options:
     """Validated `[ajetd]` settings with their defaults."""
 
@@ -99,6 +108,7 @@ class Options:
     swarm: SwarmSpec | None = None
     ssh: SshSpec | None = None
     pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
+    stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -324,15 +334,47 @@ def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
     return SshSpec(host, user, port, identity, pairs)
 
 
-def _pull(value: Any, problems: list[str]) -> tuple[str, ...]:
+def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        problems.append("pull: expected a list of remote paths (relative to exp_codebase_dir)")
+        problems.append(f"{key}: expected a list of paths (relative to exp_codebase_dir)")
         return ()
     return tuple(v.strip() for v in value)
+
+
+def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
+    if value is None or value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        problems.append("stages: expected a list of {name, command, requires, outputs}")
+        return ()
+    known = ("name", "command", "requires", "outputs")
+    out: list[Stage] = []
+    for i, raw in enumerate(value, 1):
+        unknown = sorted(set(map(str, raw)) - set(known))
+        if unknown:
+            problems.append(f"stages[{i}]: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+        name = str(raw.get("name") or f"stage{i}")
+        command = raw.get("command") or ""
+        if not isinstance(command, str):
+            problems.append(f"stages[{i}] ({name}): command must be a shell command (a string)")
+            command = ""
+        if i == 1 and command.strip():
+            problems.append(
+                f"stages[1] ({name}): the first stage runs exp_launch_command; give its command "
+                "there, not here"
+            )
+        if i > 1 and not command.strip():
+            problems.append(f"stages[{i}] ({name}): needs a command")
+        requires = _paths(f"stages[{i}].requires", raw.get("requires"), problems)
+        outputs = _paths(f"stages[{i}].outputs", raw.get("outputs"), problems)
+        out.append(Stage(name, command.strip(), requires, outputs))
+    if len({s.name for s in out}) != len(out):
+        problems.append("stages: two stages have the same name")
+    return tuple(out)
 
 
 def _hook(key: str, value: Any, problems: list[str]) -> str:
@@ -351,8 +393,6 @@ def parse_options(text: str) -> Options:
     for key in data:
         if key not in KNOWN_KEYS:
             problems.append(f"unknown key {key!r} (known: {', '.join(KNOWN_KEYS)})")
-        elif key in UNSUPPORTED_ERRORS:
-            problems.append(f"{key}: not supported by this version of ajetd yet")
     max_trials = data.get("max_trials", 3)
     if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
         problems.append(f"max_trials: expected a whole number >= 1, got {max_trials!r}")
@@ -376,7 +416,8 @@ def parse_options(text: str) -> Options:
         on_attention=_hook("on_attention", data.get("on_attention"), problems),
         swarm=_swarm(data.get("swarm"), problems),
         ssh=_ssh(data.get("ssh"), problems),
-        pull=_pull(data.get("pull"), problems),
+        pull=_paths("pull", data.get("pull"), problems),
+        stages=_stages(data.get("stages"), problems),
     )
     if options.pull and options.ssh is None:
         problems.append("pull: only for runs on a remote host (`ssh:`)")

@@ -50,6 +50,7 @@ class Observation:
     gpu_busy_at: float | None = None  # the last sample in which a GPU of the run worked
     gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
     program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
+    missing_outputs: tuple[str, ...] = ()  # a pipeline stage's outputs absent after exit 0
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,15 @@ class Restart:
     remedy: Relaunch
 
 
-Action = Finish | BeginStop | Send | Attention | Restart
+@dataclass(frozen=True)
+class NextStage:
+    """A pipeline stage succeeded and left its outputs: start the next stage."""
+
+    name: str
+    command: str
+
+
+Action = Finish | BeginStop | Send | Attention | Restart | NextStage
 
 
 def describe_exit(code: int) -> str:
@@ -169,23 +178,36 @@ def _quiet_since(obs: Observation) -> float | None:
     return max(times) if times else None
 
 
+def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Action:
+    """The trial's program exited with `code`: what now."""
+    if code != 0 and run.stop_cause is None:
+        return after_failure(run, code, obs, options)
+    if run.stop_cause is StopCause.HANG:
+        return _after_hang(run, code, options)
+    if code == 0 and run.stop_cause is None and options.stages:
+        stage = options.stages[min(run.stage, len(options.stages) - 1)]
+        if obs.missing_outputs:
+            missing = ", ".join(obs.missing_outputs)
+            why = f"stage {stage.name} exited with code 0 but did not leave {missing}"
+            return Finish(Status.FAILED, why, 0)
+        if run.stage + 1 < len(options.stages):
+            following = options.stages[run.stage + 1]
+            return NextStage(following.name, following.command)
+    if code == 0 and run.stop_cause is None and obs.program_end == "timeout":
+        why = (
+            "NeMo-RL stopped at its own save-by timeout (checkpointing."
+            "checkpoint_must_save_by: 'Timeout has been reached'), before its last step; "
+            "data kept"
+        )
+        return Finish(Status.TIME_LIMIT, why, 0)
+    return outcome(run, code)
+
+
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
     window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
-        code = obs.exit[0]
-        if code != 0 and run.stop_cause is None:
-            return [after_failure(run, code, obs, options)]
-        if run.stop_cause is StopCause.HANG:
-            return [_after_hang(run, code, options)]
-        if code == 0 and run.stop_cause is None and obs.program_end == "timeout":
-            why = (
-                "NeMo-RL stopped at its own save-by timeout (checkpointing."
-                "checkpoint_must_save_by: 'Timeout has been reached'), before its last step; "
-                "data kept"
-            )
-            return [Finish(Status.TIME_LIMIT, why, 0)]
-        return [outcome(run, code)]
+        return [_after_exit(run, obs.exit[0], obs, options)]
     if obs.gone:
         if obs.dead_status is not None:
             return [outcome(run, obs.dead_status)]

@@ -228,7 +228,7 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
         )
         code = "none recorded" if trial.exit_code is None else str(trial.exit_code)
         lines += [
-            f"## Trial {trial.number}",
+            f"## Trial {trial.number}" + (f" (stage {trial.stage})" if trial.stage else ""),
             "",
             f"- command: `{trial.command}`",
             f"- session: `{trial.session}`",

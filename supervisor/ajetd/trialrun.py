@@ -88,7 +88,8 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         base = session_base(run.purpose, Path(run.source).stem, run.run_id)
         session = unique_session(base, taken | tmux.session_names())
     shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
-    run = model.add_trial(run, Trial(number=number, command=shown, session=session))
+    stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
+    run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
     if dropped:
         run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
     home.save_run(run)
