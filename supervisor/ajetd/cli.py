@@ -249,6 +249,10 @@ def status(run_id: str | None, as_json: bool) -> None:
         )
         return
     click.echo(status_view.render_table(runs, now, home.daemon_running(), home.daemon_info()))
+    from ajetd.campaignrun import status_lines
+
+    for line in status_lines(home):
+        click.echo(line)
 
 
 @main.command()
@@ -356,6 +360,26 @@ def diagnose(logfile: Path, as_json: bool) -> None:
         click.echo(f"  evidence: {f.evidence}")
         click.echo(f"  why: {f.explanation}")
         click.echo(f"  fix: {f.fix}")
+
+
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def campaign(folder: Path) -> None:
+    """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
+    from ajetd.campaignrun import submit_folder
+
+    home = _home()
+    try:
+        campaign_id = submit_folder(home, folder)
+    except AjetdError as exc:
+        problems = getattr(exc, "problems", [str(exc)])
+        click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+        sys.exit(2)
+    click.echo(campaign_id)
+    if not home.daemon_running():
+        click.echo(f"ajetd: no daemon is running on {home.root}; it waits in the inbox", err=True)
 
 
 @main.command()

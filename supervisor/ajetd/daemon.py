@@ -32,6 +32,7 @@ from ajetd import (
     trialrun,
 )
 from ajetd.backoff import Backoff
+from ajetd.campaignrun import Campaigns
 from ajetd.errors import AjetdError, TmuxError
 from ajetd.gpu import NoGpu, open_probe
 from ajetd.gpuwatch import GPU_LOST, GpuWatch, lost_finding
@@ -148,6 +149,7 @@ class Daemon:
         self.swarm_waiting = False  # some run waits for its swarm server's /health
         self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
+        self.campaigns = Campaigns(self.home)
         self.ssh_notes: dict[tuple[str, int], int] = {}  # (run, trial) -> lines of .sshlost read
 
     # -- life cycle -------------------------------------------------------------------------
@@ -159,6 +161,7 @@ class Daemon:
             signal.signal(sig, self._on_signal)
         log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
         self.gpus.probe = open_probe()
+        self.campaigns.load()
         log.info("GPUs: %s", self.gpus.probe.description)
         try:
             self.reconcile(self.clock())
@@ -235,6 +238,8 @@ class Daemon:
     def tick(self, now: float) -> None:
         self.live_growing = False
         self.admit(now)
+        self.campaigns.claim(now)
+        self.campaigns.tick(now, self.runs)
         self.control(now)
         self.launch(now)
         ended = self.watcher.trial_end.is_set()

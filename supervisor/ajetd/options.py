@@ -111,7 +111,7 @@ class Options:
     stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
 
 
-def _load(text: str) -> dict[str, Any]:
+def load_yaml_part(text: str) -> dict[str, Any]:
     body = text.strip()
     fenced = re.search(r"^\s*(`{3,}|~{3,})[^\n]*\n(.*?)^\s*\1\s*$", body, re.DOTALL | re.MULTILINE)
     if fenced:
@@ -388,7 +388,7 @@ def _hook(key: str, value: Any, problems: list[str]) -> str:
 
 def parse_options(text: str) -> Options:
     """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
-    data = _load(text)
+    data = load_yaml_part(text)
     problems: list[str] = []
     for key in data:
         if key not in KNOWN_KEYS:

@@ -1,0 +1,219 @@
+"""Campaigns (seed 002): stop rules, verdicts, the ledger, and git branches, end to end with
+the fake NeMo-RL launcher (its accuracy grows with the number of steps)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ajetd import campaign as cp
+from conftest import Env, wait_for
+
+COMMAND = (
+    "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+    "grpo.max_num_steps=2 grpo.val_period=2"
+)
+
+
+def test_spec_problems_are_named_together() -> None:
+    text = "name: 'bad name'\ndirection: up\nstop: {max_experiments: 0, colour: red}\n"
+    text += "experiments: [{name: baseline}, {name: x, patch: p.diff}]\n"
+    with pytest.raises(cp.CampaignError) as err:
+        cp.parse_campaign(text, {"campaign.yaml"})
+    joined = "\n".join(err.value.problems)
+    for needle in (
+        "name: 'bad name'",
+        "direction",
+        "base:",
+        "result_dir",
+        "max_experiments",
+        "unknown rule 'colour'",
+        "not baseline",
+        "patch p.diff is not in the folder",
+        "a patch needs branch_prefix",
+    ):
+        assert needle in joined, needle
+
+
+def test_every_stop_rule_fires_in_turn() -> None:
+    spec = cp.parse_campaign(
+        "name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n"
+        "stop: {max_experiments: 24, deadline: 10h, per_experiment_timeout: 1h, target_metric: 0.6}\n"
+        "experiments: [{name: a}]\n",
+        {"b.md"},
+    )
+    t0 = 1000.0
+    p = cp.progress(spec, 17, 5, t0, t0 + 3 * 3600 + 48 * 60, 0.42)
+    assert not p.met
+    assert p.text == (
+        "stop condition not yet met: 17/24 attempted, 6h12m remaining, "
+        "best accuracy 0.42 (target 0.6)"
+    )
+    assert cp.progress(spec, 24, 5, t0, t0 + 60, 0.4).text == "stop condition met: 24/24 attempted"
+    assert cp.progress(spec, 3, 5, t0, t0 + 10 * 3600, None).text == (
+        "stop condition met: deadline reached"
+    )
+    late = cp.progress(spec, 3, 5, t0, t0 + 9.5 * 3600, None)
+    assert late.met and "less than one experiment (1h)" in late.text
+    assert cp.progress(spec, 3, 5, t0, t0 + 60, 0.61).text == (
+        "stop condition met: accuracy 0.61 reached the target 0.6"
+    )
+    assert cp.progress(spec, 3, 0, t0, t0 + 60, 0.1).met
+
+
+def test_verdicts_and_the_ledger_row() -> None:
+    assert cp.verdict("succeeded", 0.5, None, True) == "keep"
+    assert cp.verdict("succeeded", 0.5, 0.6, True) == "discard"
+    assert cp.verdict("succeeded", 0.5, 0.6, False) == "keep"
+    assert cp.verdict("time_limit", 0.9, 0.1, True) == "crash"  # a timeout is a failure
+    assert cp.verdict("succeeded", None, None, True) == "crash"  # no metric
+    row = cp.ledger_row({"index": 1, "metric_value": 0.42, "command": "a\tb\nc", "status": "keep"})
+    assert row.count("\t") == len(cp.LEDGER_COLUMNS) - 1 and "a b c" in row
+    assert cp.ledger_header().split("\t")[0] == "index"
+
+
+def _folder(env: Env, name: str, campaign: str, files: dict[str, str] | None = None) -> Path:
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(
+        f"{name}-base",
+        config="examples/configs/grpo_fake.yaml",
+        command=COMMAND,
+        ajetd="max_trials: 1",
+    )
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
+    )
+    for file, text in (files or {}).items():
+        (folder / file).write_text(text)
+    return folder
+
+
+def _ledger(env: Env, name: str) -> list[dict[str, str]]:
+    path = env.tmp / "campaigns" / name / "ledger.tsv"
+    lines = path.read_text().splitlines() if path.exists() else []
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def _done(env: Env, name: str, rows: int) -> list[dict[str, str]]:
+    wait_for(lambda: len(_ledger(env, name)) >= rows, timeout=60, what=f"{rows} ledger rows")
+    md = env.tmp / "campaigns" / name / "campaign.md"
+    wait_for(lambda: md.exists() and "stop condition met" in md.read_text(), what="the stop")
+    return _ledger(env, name)
+
+
+def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) -> None:
+    env = daemon_env
+    folder = _folder(
+        env,
+        "count",
+        (
+            "stop: {max_experiments: 3}\nexperiments:\n"
+            "  - {name: longer, description: more steps, overrides: [grpo.max_num_steps=4]}\n"
+            "  - {name: same, description: no change}\n"
+            "  - {name: never, description: past the limit}\n"
+        ),
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    rows = _done(env, "count", 3)
+    assert [(r["index"], r["status"], r["metric_value"]) for r in rows] == [
+        ("0", "keep", "0.34"),
+        ("1", "keep", "0.38"),
+        ("2", "discard", "0.34"),
+    ]
+    assert list(rows[0]) == list(cp.LEDGER_COLUMNS)
+    assert all(r["metric_name"] == "accuracy" and r["job_id"] for r in rows)
+    assert "grpo.max_num_steps=4" in rows[1]["command"]
+    assert rows[1]["description"] == "more steps"
+    text = (env.tmp / "campaigns" / "count" / "campaign.md").read_text()
+    assert "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38 (longer)" in text
+    assert "campaign " in env.cli("status").stdout and "3/3 attempted" in env.cli("status").stdout
+
+
+def test_target_metric_and_a_crash(daemon_env: Env) -> None:
+    env = daemon_env
+    folder = _folder(
+        env,
+        "target",
+        (
+            "stop: {target_metric: 0.38}\nexperiments:\n"
+            "  - {name: broken, overrides: [grpo.val_period=0]}\n"
+            "  - {name: longer, overrides: [grpo.max_num_steps=4]}\n"
+            "  - {name: after, overrides: [grpo.max_num_steps=6]}\n"
+        ),
+    )
+    assert env.cli("campaign", str(folder)).returncode == 0
+    rows = _done(env, "target", 3)
+    assert [(r["status"], r["metric_value"]) for r in rows] == [
+        ("keep", "0.34"),
+        ("crash", ""),
+        ("keep", "0.38"),
+    ]  # the target is reached: `after` never runs
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+PATCH = """--- a/examples/configs/grpo_fake.yaml
++++ b/examples/configs/grpo_fake.yaml
+@@ -1,2 +1,3 @@
+ # A GRPO config with the keys of NeMo-RL's grpo_math_1B.yaml that matter to ajetd.
++# hypothesis: a comment is all it takes
+ grpo:
+"""
+
+
+def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
+    env = daemon_env
+    _git(env.codebase, "init", "-q", "-b", "main")
+    _git(env.codebase, "add", "-A")
+    _git(env.codebase, "commit", "-q", "-m", "base")
+    head = _git(env.codebase, "rev-parse", "HEAD")
+    campaign = (
+        "branch_prefix: ar/t\nstop: {max_experiments: 2}\nexperiments:\n"
+        "  - {name: tweak, description: a comment, patch: tweak.patch}\n"
+    )
+    (env.codebase / "untracked.txt").write_text("the user's own work")
+    dirty_file = env.codebase / "examples" / "configs" / "grpo_fake.yaml"
+    original = dirty_file.read_text()
+    dirty_file.write_text(original + "# uncommitted\n")
+    refused = _folder(env, "dirty", campaign, {"tweak.patch": PATCH})
+    assert env.cli("campaign", str(refused)).returncode == 0
+    wait_for(lambda: "refused" in env.cli("status").stdout, what="the refusal")
+    assert "uncommitted changes" in env.cli("status").stdout
+    dirty_file.write_text(original)
+    folder = _folder(env, "clean", campaign, {"tweak.patch": PATCH})
+    assert env.cli("campaign", str(folder)).returncode == 0
+    rows = _done(env, "clean", 2)
+    assert [(r["branch"], r["status"]) for r in rows] == [
+        ("ar/t/baseline", "keep"),
+        ("ar/t/tweak", "discard"),
+    ]
+    assert rows[1]["parent_commit"] == head and rows[1]["commit"] != head
+    message = _git(env.codebase, "log", "-1", "--format=%s", "ar/t/tweak")
+    assert message.startswith("hypothesis: a comment")
+    changed = _git(env.codebase, "show", "ar/t/tweak", "--format=", "--name-only")
+    assert changed == "examples/configs/grpo_fake.yaml"
+    tree = env.tmp / "campaigns" / "clean" / "worktrees" / "tweak"
+    assert "a comment is all it takes" in (tree / "examples/configs/grpo_fake.yaml").read_text()
+    # the user's checkout is untouched: same branch, same commit, their file still there
+    assert _git(env.codebase, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert _git(env.codebase, "rev-parse", "HEAD") == head
+    assert (env.codebase / "untracked.txt").read_text() == "the user's own work"
+    assert _git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
