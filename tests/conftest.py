@@ -38,6 +38,18 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(0.02)
 
 
+def git(cwd: Path, *args: str) -> str:
+    """A git command in `cwd` with a throw-away identity; its output."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
 def marked_processes(run_id: str) -> list[psutil.Process]:
     """This machine's processes started with the run's AJETD_RUN_ID."""
     found = []

@@ -3,13 +3,12 @@ the fake NeMo-RL launcher (its accuracy grows with the number of steps)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ajetd import campaign as cp
-from conftest import Env, wait_for
+from conftest import Env, git, wait_for
 
 COMMAND = (
     "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
@@ -159,17 +158,6 @@ def test_target_metric_and_a_crash(daemon_env: Env) -> None:
     ]  # the target is reached: `after` never runs
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 PATCH = """--- a/examples/configs/grpo_fake.yaml
 +++ b/examples/configs/grpo_fake.yaml
 @@ -1,2 +1,3 @@
@@ -181,10 +169,10 @@ PATCH = """--- a/examples/configs/grpo_fake.yaml
 
 def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
     env = daemon_env
-    _git(env.codebase, "init", "-q", "-b", "main")
-    _git(env.codebase, "add", "-A")
-    _git(env.codebase, "commit", "-q", "-m", "base")
-    head = _git(env.codebase, "rev-parse", "HEAD")
+    git(env.codebase, "init", "-q", "-b", "main")
+    git(env.codebase, "add", "-A")
+    git(env.codebase, "commit", "-q", "-m", "base")
+    head = git(env.codebase, "rev-parse", "HEAD")
     campaign = (
         "branch_prefix: ar/t\nstop: {max_experiments: 2}\nexperiments:\n"
         "  - {name: tweak, description: a comment, patch: tweak.patch}\n"
@@ -206,14 +194,14 @@ def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
         ("ar/t/tweak", "discard"),
     ]
     assert rows[1]["parent_commit"] == head and rows[1]["commit"] != head
-    message = _git(env.codebase, "log", "-1", "--format=%s", "ar/t/tweak")
+    message = git(env.codebase, "log", "-1", "--format=%s", "ar/t/tweak")
     assert message.startswith("hypothesis: a comment")
-    changed = _git(env.codebase, "show", "ar/t/tweak", "--format=", "--name-only")
+    changed = git(env.codebase, "show", "ar/t/tweak", "--format=", "--name-only")
     assert changed == "examples/configs/grpo_fake.yaml"
     tree = env.tmp / "campaigns" / "clean" / "worktrees" / "tweak"
     assert "a comment is all it takes" in (tree / "examples/configs/grpo_fake.yaml").read_text()
     # the user's checkout is untouched: same branch, same commit, their file still there
-    assert _git(env.codebase, "rev-parse", "--abbrev-ref", "HEAD") == "main"
-    assert _git(env.codebase, "rev-parse", "HEAD") == head
+    assert git(env.codebase, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert git(env.codebase, "rev-parse", "HEAD") == head
     assert (env.codebase / "untracked.txt").read_text() == "the user's own work"
-    assert _git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import Env, marked_processes, wait_for
+from conftest import Env, git, marked_processes, wait_for
 
 
 def _flag(env: Env, name: str) -> dict[str, object]:
@@ -716,17 +716,6 @@ def test_daemon_hooks_run_once_per_event_fail_softly_and_time_out(env: Env) -> N
     assert "hook on_finish" in env.daemon_log()
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def test_provenance_of_a_dirty_git_codebase_and_of_a_plain_folder(daemon_env: Env) -> None:
     env = daemon_env
     plain = env.submit(env.blueprint("plain"))
@@ -734,10 +723,10 @@ def test_provenance_of_a_dirty_git_codebase_and_of_a_plain_folder(daemon_env: En
     record = json.loads((env.tmp / "results" / "plain" / "run.json").read_text())
     assert record["provenance"]["git"] is False
     assert "not a git repository" in (env.tmp / "results" / "plain" / "results.md").read_text()
-    _git(env.codebase, "init", "-q", "-b", "main")
-    _git(env.codebase, "add", "-A")
-    _git(env.codebase, "commit", "-q", "-m", "base")
-    commit = _git(env.codebase, "rev-parse", "HEAD")
+    git(env.codebase, "init", "-q", "-b", "main")
+    git(env.codebase, "add", "-A")
+    git(env.codebase, "commit", "-q", "-m", "base")
+    commit = git(env.codebase, "rev-parse", "HEAD")
     launcher = env.codebase / "fakejet" / "launcher.py"
     launcher.write_text(launcher.read_text() + "\n# hypothesis: a tweak\n")
     (env.codebase / "scratch.txt").write_text("new")

@@ -27,6 +27,7 @@ from ajetd import (
     model,
     placement,
     procs,
+    remote,
     sshrun,
     swarm,
     trialrun,
@@ -40,7 +41,8 @@ from ajetd.hooks import Hooks
 from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
-from ajetd.options import Options, SshSpec
+from ajetd.options import Options
+from ajetd.placer import GpuPlacer
 from ajetd.policy import (
     Attention,
     BeginStop,
@@ -59,7 +61,6 @@ from ajetd.preflight import LOCAL, Fs
 from ajetd.remedy import port_from_text
 from ajetd.status import run_json
 from ajetd.store import Home, write_json
-from ajetd.timefmt import iso
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
 
@@ -82,37 +83,6 @@ class DaemonConfig:
     on_finish: str = ""  # the daemon's own hooks, for every run (before the blueprint's)
     on_attention: str = ""
     hook_timeout_s: float = 60.0
-
-
-SSH_LOST = "ssh_lost"
-
-
-def _ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
-    return {
-        "kind": SSH_LOST,
-        "severity": "warning",
-        "line": 0,
-        "evidence": f"the ssh connection to {host} dropped at {iso(at)}",
-        "explanation": "The connection to the remote host dropped; the remote trial runs on, "
-        "detached, and ajetd reattaches to it.",
-        "fix": "Nothing while it reconnects; if it does not, check the network and the host "
-        "(`ssh` by hand with the same options).",
-        "count": 1,
-    }
-
-
-def _remote_place(gpus: str, host: str) -> placement.Decision:
-    """A run on a host without `nvidia-smi`: names and `all` as given; a count cannot be met."""
-    if gpus == "all":
-        return placement.Place(None)
-    if gpus == "0":
-        return placement.Place(())
-    if gpus.startswith("["):
-        return placement.Place(tuple(int(i) for i in gpus.strip("[]").split(",")))
-    return placement.Never(
-        f"gpus: {gpus}: {host} has no nvidia-smi, so ajetd cannot see or choose its GPUs; "
-        "name them (gpus: [0, 1]) or take them all (gpus: all)"
-    )
 
 
 def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
@@ -148,6 +118,7 @@ class Daemon:
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health
         self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
+        self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
         self.campaigns = Campaigns(self.home)
         self.ssh_notes: dict[tuple[str, int], int] = {}  # (run, trial) -> lines of .sshlost read
@@ -348,7 +319,7 @@ class Daemon:
         queue = sorted(
             (r for r in self.runs.values() if r.state in waiting), key=lambda r: r.submitted_at
         )
-        places = self._place(queue, now)
+        places = self.placer.decide(queue, self.runs, self.options, now)
         for run_id in [r.run_id for r in queue]:
             if not self._placed(self.runs[run_id], places[run_id], now):
                 continue
@@ -374,70 +345,6 @@ class Daemon:
                     len(run.trials),
                     run.session,
                 )
-
-    def _place(self, queue: list[Run], now: float) -> dict[str, placement.Decision]:
-        """GPUs for every waiting run at once (the queue order matters), from a fresh sample."""
-        if not queue:
-            return {}
-        decided = self._place_remote([r for r in queue if self.options[r.run_id].ssh])
-        asks = [
-            placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
-            for r in queue
-            if r.run_id not in decided
-        ]
-        if all(a.gpus == "0" for a in asks):
-            return {**decided, **{a.run_id: placement.Place(()) for a in asks}}
-        gpus = self.gpus.take(now)
-        active = [r for r in self.runs.values() if r.active]
-        assigned = {r.run_id: r.gpu_ids for r in active if r.gpu_ids}
-        servers = {
-            f"swarm_{o.swarm.port}"
-            for r in active
-            if (o := self.options.get(r.run_id)) is not None and o.swarm is not None
-        }
-        own = self.gpus.own_pids({r.run_id for r in active} | servers)
-        return {**decided, **placement.plan(asks, gpus, assigned, own, self.cfg.gpu_free_threshold)}
-
-    def _place_remote(self, queue: list[Run]) -> dict[str, placement.Decision]:
-        """Runs on remote hosts, per host, from its `nvidia-smi` (one call per host)."""
-        hosts: dict[SshSpec, list[Run]] = {}
-        for run in queue:
-            spec = self.options[run.run_id].ssh
-            assert spec is not None
-            hosts.setdefault(spec, []).append(run)
-        out: dict[str, placement.Decision] = {}
-        for spec, runs in hosts.items():
-            try:
-                gpus = sshrun.gpus(spec)
-            except AjetdError as exc:
-                out.update(
-                    {
-                        r.run_id: placement.Wait(f"{spec.target} does not answer: {exc}")
-                        for r in runs
-                    }
-                )
-                continue
-            if gpus is None:  # no nvidia-smi there: names and `all` are taken as given
-                out.update(
-                    {
-                        r.run_id: _remote_place(self.options[r.run_id].gpus, spec.target)
-                        for r in runs
-                    }
-                )
-                continue
-            asks = [
-                placement.Ask(r.run_id, self.options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
-                for r in runs
-            ]
-            assigned = {
-                r.run_id: r.gpu_ids
-                for r in self.runs.values()
-                if r.active and r.gpu_ids and self.options[r.run_id].ssh == spec
-            }
-            out.update(
-                placement.plan(asks, gpus, assigned, frozenset(), self.cfg.gpu_free_threshold)
-            )
-        return out
 
     def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
         """Record where a waiting run goes, or why it waits or can never start."""
@@ -615,7 +522,7 @@ class Daemon:
             port_holder=holder,
             step_times=self._step_times(run),
             gpu_busy_at=self.gpu_busy_at.get(run_id),
-            gpus_taken=self._gpus_taken(run) if findings else None,
+            gpus_taken=self.placer.taken(run, self.runs, now) if findings else None,
             program_end=trialrun.program_end(run) if exit_info and exit_info[0] == 0 else None,
             missing_outputs=self._stage_outputs_missing(run) if exit_info else (),
         )
@@ -647,20 +554,6 @@ class Daemon:
             found.append(self.swarm.died_finding(spec.port, "stopped answering /health"))
         return found
 
-    def _gpus_taken(self, run: Run) -> str | None:
-        """Why the failed run's own GPUs are not free now (other processes' memory)."""
-        if not run.gpu_ids:
-            return None
-        gpus = self.gpus.take(self.clock())
-        own = self.gpus.own_pids({r.run_id for r in self.runs.values() if r.active})
-        reasons = [
-            why
-            for g in gpus
-            if g.index in run.gpu_ids
-            and (why := placement.busy_reason(g, own, self.cfg.gpu_free_threshold))
-        ]
-        return "; ".join(reasons) or None
-
     def _step_times(self, run: Run) -> tuple[float, ...]:
         return self.live.step_times((run.run_id, run.trial.number)) if run.trial else ()
 
@@ -683,27 +576,15 @@ class Daemon:
             self._store(model.found_live(run, tuple(f.to_dict() for f in new)))
 
     def _ssh_notes(self, run_id: str, now: float) -> None:
-        """The follower's record of dropped and restored connections: each is an event; the
-        first drop of a trial is the finding `ssh_lost` (training goes on over there)."""
+        """Connection drops and reattachments the follower of a remote trial noted."""
         run = self.runs[run_id]
         if run.trial is None or self.options[run_id].ssh is None:
             return
         key = (run_id, run.trial.number)
-        try:
-            lines = self.home.trial_file(run_id, run.trial.number, "sshlost").read_text()
-        except OSError:
-            return
-        notes = lines.splitlines()
-        for line in notes[self.ssh_notes.get(key, 0) :]:
-            at, _, rest = line.partition(" ")
-            word, _, host = rest.partition(" ")
-            text = f"ssh connection to {host} lost" if word == "lost" else f"reconnected to {host}"
-            self.home.append_event(run_id, now, f"{text} (at {at})")
-            if word == "lost" and not any(f["kind"] == SSH_LOST for f in run.trial.live_findings):
-                found = _ssh_lost_finding(host, float(at or now))
-                run = model.found_live(run, (found,))
-                self._store(run)
-        self.ssh_notes[key] = len(notes)
+        run, self.ssh_notes[key] = remote.connection_notes(
+            self.home, run, self.ssh_notes.get(key, 0), now
+        )
+        self._store(run)
 
     def _deep_check(self, run_id: str, now: float) -> None:
         backoff = self.backoffs.get(run_id)
@@ -779,53 +660,21 @@ class Daemon:
     def _fetch(self, run: Run) -> trialrun.Fetch:
         """How the run's val file is read: here, or over SSH from its host."""
         ssh = self.options[run.run_id].ssh if run.run_id in self.options else None
-        if ssh is None:
-            return trialrun.read_local
-        host = ssh
-
-        def remote(path: str, offset: int) -> tuple[int, bytes] | None:
-            try:
-                return sshrun.read_from(host, path, offset)
-            except AjetdError as exc:
-                log.warning("run %s: val file not read on %s: %s", run.run_id, host.target, exc)
-                return None
-
-        return remote
+        return trialrun.read_local if ssh is None else remote.fetch(ssh, run.run_id)
 
     def _signal(self, run: Run, pid: int | None, name: str) -> int:
         """INT, TERM or KILL to the run's program, here or on its remote host."""
         ssh = self.options[run.run_id].ssh
-        if ssh is None or run.trial is None:
-            return procs.signal_run(run.run_id, pid, name)
-        try:
-            return sshrun.signal(ssh, run.remote_dir, run.trial.number, run.run_id, name)
-        except AjetdError as exc:
-            log.warning("run %s: SIG%s to %s failed: %s", run.run_id, name, ssh.target, exc)
-            return 0
+        return (
+            procs.signal_run(run.run_id, pid, name)
+            if ssh is None
+            else remote.signal(ssh, run, name)
+        )
 
     def _remote_end(self, run: Run, now: float, final: bool) -> None:
-        """A remote trial ended: end what is left of it there; at the run's end, copy back
-        `pull:` artifacts and the remote result dir, unless it is the same folder here."""
-        ssh = self.options[run.run_id].ssh
-        if ssh is None or not run.remote_dir:
-            return
-        try:
-            left = sshrun.reap(ssh, run.run_id)
-            if left:
-                self.home.append_event(
-                    run.run_id, now, f"ended {left} leftover process(es) on {ssh.target}"
-                )
-            if not final or sshrun.same_dir(ssh, Path(run.result_dir), run.run_id):
-                return
-            pulls = [*self.options[run.run_id].pull]
-            notes = sshrun.pull(ssh, run.codebase_dir, pulls, Path(run.result_dir)) if pulls else ""
-            notes += sshrun.pull(ssh, run.result_dir, ["."], Path(run.result_dir))
-            what = ", ".join([*pulls, "the remote result dir"])
-            text = f"copied back from {ssh.target}: {what}" + (f" ({notes})" if notes else "")
-            self.home.append_event(run.run_id, now, text)
-        except AjetdError as exc:
-            log.warning("run %s: cleanup on %s failed: %s", run.run_id, ssh.target, exc)
-            self.home.append_event(run.run_id, now, f"cleanup on {ssh.target} failed: {exc}")
+        opts = self.options[run.run_id]
+        if opts.ssh is not None:
+            remote.end(self.home, opts.ssh, opts.pull, run, now, final)
 
     def _restart(
         self,
