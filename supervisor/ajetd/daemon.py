@@ -28,6 +28,7 @@ from ajetd import (
     placement,
     procs,
     remote,
+    slurm,
     sshrun,
     swarm,
     trialrun,
@@ -60,7 +61,7 @@ from ajetd.policy import hang_window as policy_hang_window
 from ajetd.preflight import LOCAL, Fs
 from ajetd.remedy import port_from_text
 from ajetd.status import run_json
-from ajetd.store import Home, write_json
+from ajetd.store import Home, write_atomic, write_json
 from ajetd.tmux import Pane, Tmux
 from ajetd.watch import Watcher
 
@@ -83,6 +84,16 @@ class DaemonConfig:
     on_finish: str = ""  # the daemon's own hooks, for every run (before the blueprint's)
     on_attention: str = ""
     hook_timeout_s: float = 60.0
+
+
+def _slurm_seen(run: Run, job: slurm.Job) -> Run:
+    """What squeue says of a live job: its id, state, nodes, and a pending job's reason."""
+    info = {**run.slurm, "job_id": job.job_id, "state": job.state, "nodes": job.nodes}
+    info["reason"] = job.reason
+    reason = f"pending in Slurm ({job.reason})" if job.state == "PENDING" else ""
+    if info == run.slurm and reason == run.reason:
+        return run
+    return replace(run, slurm=info, reason=reason)
 
 
 def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
@@ -448,6 +459,7 @@ class Daemon:
             panes = []
         for port, why in self.swarm.check(panes).items():
             self._server_died(port, why, now)
+        self._poll_slurm(now)
         self.panes = {}
         for run in self.runs.values():
             if run.active and run.trial is not None:
@@ -456,6 +468,55 @@ class Daemon:
                 if pane is not None:
                     self.panes[str(script)] = pane
         return True
+
+    def _poll_slurm(self, now: float) -> None:
+        """One `squeue` for every Slurm run: pending reasons, nodes, and how ended jobs
+        ended (a batch job Slurm ended without its script's exit file gets a done file)."""
+        live = {
+            slurm.job_name(r.run_id, r.trial.number): r
+            for r in self.runs.values()
+            if r.state in (State.RUNNING, State.STOPPING)
+            and r.trial is not None
+            and r.trial.started_at is not None
+            and self.options[r.run_id].slurm is not None
+        }
+        if not live:
+            return
+        try:
+            seen = slurm.jobs(set(live))
+        except AjetdError as exc:
+            log.warning("slurm: squeue failed: %s", exc)
+            return
+        for name, run in live.items():
+            job = seen.get(name)
+            if job is not None:
+                self._store(_slurm_seen(run, job))
+            else:
+                self._store(self._slurm_ended(run, now))
+
+    def _slurm_ended(self, run: Run, now: float) -> Run:
+        """A job squeue no longer lists: its final state from scontrol, once."""
+        info = dict(run.slurm)
+        assert run.trial is not None
+        job_file = self.home.trial_file(run.run_id, run.trial.number, "job.id")
+        job_id = info.get("job_id") or (job_file.read_text().strip() if job_file.exists() else "")
+        if not job_id or info.get("final") == run.trial.number:
+            return run
+        done = slurm.finished(job_id)
+        if done is None:
+            return run
+        n = run.trial.number
+        info.update(job_id=job_id, state=done.state, reason=done.reason, final=n)
+        found = slurm.finding(done)
+        if found is not None:
+            self.home.append_event(run.run_id, now, f"{found['kind']}: {found['evidence']}")
+            run = model.found_live(run, (found,))
+            if found["kind"] == "node_failure" and done.nodes:
+                info["exclude"] = done.nodes
+        if not self.home.trial_file(run.run_id, n, "job.exit").exists():
+            code = done.exit_code if done.exit_code else 1
+            write_atomic(self.home.trial_file(run.run_id, n, "job.done"), f"{code} {now}\n")
+        return replace(run, slurm=info)
 
     def _server_died(self, port: int, why: str, now: float) -> None:
         """A swarm server died under running clients: each gets the finding and is
@@ -545,8 +606,13 @@ class Daemon:
         not answer now (its client may notice first)."""
         if run.trial is None:
             return []
+        if self.options[run.run_id].slurm is not None:
+            run = self._slurm_ended(run, self.clock())  # Slurm may know more than the output
+            self._store(run)
+        assert run.trial is not None
         seen = {f["kind"]: f for f in run.trial.live_findings}
         found = [seen[GPU_LOST]] if GPU_LOST in seen else []
+        found += [seen[k] for k in ("node_failure", "preempted", "slurm_timeout") if k in seen]
         spec = self.options[run.run_id].swarm
         if swarm.SERVER_DIED in seen:
             found.append(seen[swarm.SERVER_DIED])
@@ -665,11 +731,20 @@ class Daemon:
     def _signal(self, run: Run, pid: int | None, name: str) -> int:
         """INT, TERM or KILL to the run's program, here or on its remote host."""
         ssh = self.options[run.run_id].ssh
-        return (
-            procs.signal_run(run.run_id, pid, name)
-            if ssh is None
-            else remote.signal(ssh, run, name)
-        )
+        batch = self.options[run.run_id].slurm
+        job_id = str(run.slurm.get("job_id", ""))
+        if batch is not None and job_id:
+            # a job still pending has nothing to save: it is cancelled outright
+            pending = run.slurm.get("state") == "PENDING"
+            sig = None if name == "KILL" or pending else name
+            try:
+                slurm.cancel(job_id, sig, batch.mode == "batch")
+                return 1
+            except AjetdError as exc:
+                log.warning("run %s: scancel %s failed: %s", run.run_id, job_id, exc)
+        if ssh is None:
+            return procs.signal_run(run.run_id, pid, name)
+        return remote.signal(ssh, run, name)
 
     def _remote_end(self, run: Run, now: float, final: bool) -> None:
         opts = self.options[run.run_id]

@@ -32,6 +32,9 @@ class TrialSpec:
     hup_file: str
     env: tuple[tuple[str, str], ...] = ()
     prefix: tuple[str, ...] = ()  # argv put before `bash -c COMMAND` (e.g. proxychains4 -q)
+    # A Slurm batch job: INT and TERM reach only this script (`--signal=B:`, `scancel
+    # --batch`), so it passes them on to the program's own process group.
+    forward_signals: bool = False
 
 
 _AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
@@ -76,8 +79,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             *exports,
             f"printf '%s\\n' {q(banner)}",
             f"if cd -- {q(spec.codebase_dir)}; then",
-            f"  {' '.join(q(w) for w in (*spec.prefix, 'bash', '-c', spec.command))}",
-            "  rc=$?",
+            *_run_lines(spec),
             "else",
             "  rc=126",
             "fi",
@@ -88,6 +90,23 @@ def render_trial_script(spec: TrialSpec) -> str:
             "",
         ]
     )
+
+
+def _run_lines(spec: TrialSpec) -> list[str]:
+    run = " ".join(shlex.quote(w) for w in (*spec.prefix, "bash", "-c", spec.command))
+    if not spec.forward_signals:
+        return [f"  {run}", "  rc=$?"]
+    # job control gives the program its own group, with SIGINT not ignored (a background job
+    # of a non-interactive shell would ignore it); `wait` returns early on each passed signal
+    return [
+        "  set -m",
+        f"  {run} &",
+        "  child=$!",
+        """  trap 'kill -INT -- "-$child" 2>/dev/null' INT""",
+        """  trap 'kill -TERM -- "-$child" 2>/dev/null' TERM""",
+        '  while kill -0 "$child" 2>/dev/null; do wait "$child"; done',
+        '  wait "$child"; rc=$?',
+    ]
 
 
 def parse_exit_file(text: str) -> tuple[int, float | None] | None:

@@ -127,6 +127,7 @@ class Run:
     metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
     nemo: dict[str, Any] = field(default_factory=dict)  # nemorl.feed's state over the log
     stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
+    slurm: dict[str, Any] = field(default_factory=dict)  # job id, state, reason, nodes, exclude
 
     @property
     def trial(self) -> Trial | None:

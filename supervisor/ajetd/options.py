@@ -31,6 +31,7 @@ KNOWN_KEYS = (
     "stages",
     "on_finish",
     "on_attention",
+    "slurm",
 )
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
 SCIENCE_KEYS = (
@@ -79,6 +80,24 @@ class SshSpec:
 
 
 @dataclass(frozen=True)
+class SlurmSpec:
+    """Run through Slurm (`[ajetd] slurm`): the allocation asked for, and how."""
+
+    partition: str = ""
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    mem: str = ""
+    time: str = ""  # a Slurm time limit; default exp_max_time plus a margin
+    account: str = ""
+    qos: str = ""
+    constraint: str = ""
+    exclude: str = ""
+    extra: tuple[str, ...] = ()  # more sbatch/srun options, as given
+    mode: str = "interactive"  # interactive (srun --pty in the pane) or batch (sbatch)
+
+
+@dataclass(frozen=True)
 class Stage:
     """One step of a pipeline (seed 000): its command (empty: the blueprint's launch
     command), the files that must exist before it starts, and those it must leave."""
@@ -109,6 +128,7 @@ class Options:
     ssh: SshSpec | None = None
     pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
     stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
+    slurm: SlurmSpec | None = None
 
 
 def load_yaml_part(text: str) -> dict[str, Any]:
@@ -334,6 +354,51 @@ def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
     return SshSpec(host, user, port, identity, pairs)
 
 
+_SLURM_WORD = re.compile(r"^[A-Za-z0-9_.,:=@\[\]-]*$")
+
+
+def _slurm(value: Any, problems: list[str]) -> SlurmSpec | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        problems.append("slurm: expected {partition, nodes, gpus_per_node, time, mode, ...}")
+        return None
+    known = set(SlurmSpec.__dataclass_fields__)
+    unknown = sorted(set(map(str, value)) - known)
+    if unknown:
+        problems.append(f"slurm: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    words = {}
+    for key in ("partition", "mem", "time", "account", "qos", "constraint", "exclude"):
+        text = str(value.get(key) or "")
+        if not _SLURM_WORD.match(text):
+            problems.append(f"slurm.{key}: {text!r} is not a Slurm value")
+        words[key] = text
+    counts: dict[str, int | None] = {}
+    for key in ("nodes", "gpus_per_node", "cpus_per_task"):
+        raw = value.get(key)
+        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int) or raw < 0):
+            problems.append(f"slurm.{key}: expected a whole number, got {raw!r}")
+            raw = None
+        counts[key] = raw
+    extra = value.get("extra") or []
+    if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
+        problems.append("slurm.extra: expected a list of options such as --exclusive")
+        extra = []
+    mode = str(value.get("mode") or "interactive")
+    if mode not in ("interactive", "batch"):
+        problems.append(f"slurm.mode: expected interactive or batch, got {mode!r}")
+    return SlurmSpec(
+        nodes=counts["nodes"] or 1,
+        gpus_per_node=counts["gpus_per_node"],
+        cpus_per_task=counts["cpus_per_task"],
+        extra=tuple(extra),
+        mode=mode,
+        **words,
+    )
+
+
 def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -418,7 +483,10 @@ def parse_options(text: str) -> Options:
         ssh=_ssh(data.get("ssh"), problems),
         pull=_paths("pull", data.get("pull"), problems),
         stages=_stages(data.get("stages"), problems),
+        slurm=_slurm(data.get("slurm"), problems),
     )
+    if options.slurm is not None and options.ssh is not None:
+        problems.append("slurm and ssh: one or the other (ajetd submits to Slurm from here)")
     if options.pull and options.ssh is None:
         problems.append("pull: only for runs on a remote host (`ssh:`)")
     if problems:

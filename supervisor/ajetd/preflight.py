@@ -13,8 +13,10 @@ from typing import Any, Protocol
 
 import yaml
 
+from ajetd import slurm
 from ajetd.agentjet import ConfigReview, apply_patches, conf_argument, review
 from ajetd.blueprint import Blueprint
+from ajetd.errors import AjetdError
 from ajetd.naming import RUN_ID
 from ajetd.sshrun import RemoteFs, SshError
 
@@ -217,6 +219,11 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
+    if bp.options.slurm is not None:
+        try:
+            problems.extend(slurm.check(bp.options.slurm, slurm.partitions(), bp.max_time_s))
+        except AjetdError as exc:
+            problems.append(f"slurm: cannot ask the cluster: {exc}")
     result_dir = _abs(bp.result_dir)
     problem = result_dir_problem(result_dir)
     if problem:

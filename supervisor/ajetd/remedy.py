@@ -29,6 +29,8 @@ PLAIN_RETRY = (
     "ray_cluster",
     "port_in_use",
     "swarm_server_died",
+    "node_failure",
+    "preempted",
 )
 
 

@@ -26,7 +26,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "run_id": run.run_id,
         "purpose": run.purpose,
         "session": run.session or None,
-        "state": run.state.value,
+        "state": shown_state(run),
         "status": run.status.value if run.status else None,
         "reason": run.reason or None,
         "trial": trial.number if trial else 0,
@@ -52,10 +52,17 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
     }
 
 
+def shown_state(run: Run) -> str:
+    """The state as users see it: a trial whose Slurm job still waits is `queued`."""
+    if run.state is State.RUNNING and run.slurm.get("state") == "PENDING":
+        return State.QUEUED.value
+    return run.state.value
+
+
 def _state_word(run: Run) -> str:
     if run.state is State.DONE and run.status is not None:
         return run.status.value
-    return run.state.value + (" (!)" if run.attention else "")
+    return shown_state(run) + (" (!)" if run.attention else "")
 
 
 def _reward(run: Run) -> str:

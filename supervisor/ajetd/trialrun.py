@@ -8,6 +8,7 @@ action that depends on it, so a `kill -9` between any two lines launches nothing
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shlex
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ajetd import model, nemorl, procs, report, sshrun
+from ajetd import model, nemorl, procs, report, slurm, sshrun
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
@@ -109,6 +110,8 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
     )
     if options.ssh is not None:
         run, spec = _remote_trial(home, run, options.ssh, spec)
+    if options.slurm is not None:
+        spec = _slurm_trial(home, run, options, spec)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
 
@@ -138,6 +141,41 @@ def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[
     local = replace(spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=())
     Path(run.result_dir).mkdir(parents=True, exist_ok=True)
     return run, local
+
+
+def _slurm_trial(home: Home, run: Run, options: Options, spec: TrialSpec) -> TrialSpec:
+    """For a run through Slurm: the trial script becomes the job's (`trial-N.job.sh`, its go
+    file already there); the pane runs `srun --pty` on it, or the batch follower."""
+    assert options.slurm is not None
+    n = spec.trial
+    batch = options.slurm.mode == "batch"
+    job = replace(
+        spec,
+        go_file=str(home.trial_file(run.run_id, n, "job.go")),
+        exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
+        forward_signals=batch,
+    )
+    script = home.trial_file(run.run_id, n, "job.sh")
+    write_atomic(script, render_trial_script(job), 0o700)
+    write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
+    wanted = options.slurm
+    if run.slurm.get("exclude"):
+        exclude = ",".join(x for x in (wanted.exclude, run.slurm["exclude"]) if x)
+        wanted = replace(wanted, exclude=exclude)
+    name = slurm.job_name(run.run_id, n)
+    if not batch:
+        command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
+        return replace(spec, command=command, env=(), prefix=())
+    log_file = Path(run.result_dir) / "logs" / f"trial-{n}.job.log"
+    argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
+    q = shlex.quote
+    follow = (
+        f"{q(sys.executable)} -m ajetd.slurmfollow --argv {q(json.dumps(argv))} "
+        f"--log {q(str(log_file))} --job-file {q(str(home.trial_file(run.run_id, n, 'job.id')))} "
+        f"--exit-file {q(job.exit_file)} "
+        f"--done-file {q(str(home.trial_file(run.run_id, n, 'job.done')))}"
+    )
+    return replace(spec, command=follow, env=(), prefix=())
 
 
 def trial_env(run: Run, options: Options) -> dict[str, str]:

@@ -1,0 +1,143 @@
+"""Runs through a real one-node Slurm: interactive (srun --pty in the pane) and batch (sbatch
+and a follower), exact exit codes, a pending job shown as queued with Slurm's reason,
+`ajetd stop` reaching the job, and a daemon restart mid-job."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from conftest import Env, SlurmCluster, wait_for
+
+
+@pytest.fixture
+def cluster_env(env: Env, slurm_cluster: SlurmCluster) -> Env:
+    env.vars["SLURM_CONF"] = str(slurm_cluster.conf)
+    env.start_daemon()
+    return env
+
+
+def _submit(env: Env, name: str, slurm: str, **fake: object) -> str:
+    config = env.config(name, **fake)
+    return env.submit(env.blueprint(name, config=config, ajetd=f"slurm: {slurm}\nmax_trials: 1"))
+
+
+def test_interactive_run_keeps_a_terminal(cluster_env: Env) -> None:
+    env = cluster_env
+    run_id = _submit(env, "inter", "{mode: interactive}")
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded" and status["exit_code"] == 0, status
+    log = (env.tmp / "results" / "inter" / "logs" / "trial-1.log").read_text()
+    assert "tty=True" in log and "Training finished." in log  # srun --pty kept the terminal
+    script = (env.home / "runs" / run_id / "trial-1.sh").read_text()
+    assert "srun --pty" in script and f"--job-name=ajet_{run_id}_t1" in script
+
+
+def test_batch_runs_and_a_failing_job_gives_its_code(cluster_env: Env) -> None:
+    env = cluster_env
+    ok = _submit(env, "batch", "{mode: batch}")
+    bad = _submit(env, "batchbad", "{mode: batch}", crash_at=2, exit_code=3)
+    status = env.wait_done(ok, timeout=60)
+    assert status["status"] == "succeeded" and status["exit_code"] == 0, status
+    log = (env.tmp / "results" / "batch" / "logs" / "trial-1.log").read_text()
+    assert "submitted batch job" in log and "Training finished." in log
+    status = env.wait_done(bad, timeout=60)
+    assert status["status"] == "failed" and status["exit_code"] == 3
+    assert status["diagnosis"][0]["kind"] == "cuda_oom"
+
+
+def test_a_pending_job_is_queued_with_slurms_reason(cluster_env: Env) -> None:
+    env = cluster_env
+    big = _submit(env, "big", "{mode: batch, cpus_per_task: 512}")
+    wait_for(lambda: env.status(big)["state"] == "queued", timeout=30, what="queued in Slurm")
+    assert "pending in Slurm" in env.status(big)["reason"]
+    small = _submit(env, "small", "{mode: batch}")
+    assert env.wait_done(small, timeout=60)["status"] == "succeeded"  # not stuck behind it
+    env.cli("stop", big)
+    assert env.wait_done(big, timeout=60)["status"] == "stopped"
+
+
+def test_stop_reaches_the_batch_job_gracefully(cluster_env: Env) -> None:
+    env = cluster_env
+    run_id = _submit(env, "stopme", "{mode: batch}", forever=True)
+    log = env.tmp / "results" / "stopme" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:2 " in log.read_text(), timeout=60, what="output")
+    env.cli("stop", run_id)
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "stopped" and status["exit_code"] == 130, status
+
+
+def test_daemon_restart_mid_job_never_resubmits(cluster_env: Env) -> None:
+    env = cluster_env
+    run_id = _submit(env, "restart", "{mode: batch}", steps=40, step_time=0.1)
+    log = env.tmp / "results" / "restart" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:2 " in log.read_text(), timeout=60, what="output")
+    env.daemons[0].send_signal(signal.SIGKILL)
+    env.daemons[0].wait()
+    env.start_daemon()
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded" and status["trials"] == 1
+    assert log.read_text().count("submitted batch job") == 1
+    assert env.launches() == [f"{run_id} 1"]
+
+
+def test_the_time_limit_stops_the_job_gracefully(cluster_env: Env) -> None:
+    env = cluster_env
+    config = env.config("slimit", forever=True)
+    bp = env.blueprint("slimit", config=config, max_time="3s", ajetd="slurm: {mode: batch}")
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "time_limit" and status["exit_code"] == 130, status
+    assert "--time=6" in (env.home / "runs" / run_id / "trial-1.sh").read_text()  # 3 s + margin
+
+
+def test_node_failure_is_found_and_resubmitted_without_that_node(
+    cluster_env: Env, slurm_cluster: SlurmCluster
+) -> None:
+    env = cluster_env
+    config = env.config("nodefail", forever=True)
+    bp = env.blueprint("nodefail", config=config, ajetd="slurm: {mode: batch}\nmax_trials: 2")
+    run_id = env.submit(bp)
+    log = env.tmp / "results" / "nodefail" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:2 " in log.read_text(), timeout=60, what="output")
+    node = slurm_cluster.node
+    try:
+        slurm_cluster.run("scontrol", "update", f"nodename={node}", "state=down", "reason=test")
+        wait_for(
+            lambda: len(env.record(run_id).get("trials", [])) == 2,
+            timeout=60,
+            what="the resubmission",
+        )
+        first = env.record(run_id)["trials"][0]
+        assert first["findings"][0]["kind"] == "node_failure", first["findings"]
+        assert f"--exclude={node}" in (env.home / "runs" / run_id / "trial-2.sh").read_text()
+    finally:
+        slurm_cluster.run("scontrol", "update", f"nodename={node}", "state=resume")
+    # on a one-node cluster no other node is left: Slurm refuses the resubmission, and says so
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "failed" and status["trials"] == 2
+    second = (env.tmp / "results" / "nodefail" / "logs" / "trial-2.log").read_text()
+    assert "Requested node configuration is not available" in second
+
+
+def test_lint_checks_the_request_against_the_cluster(env: Env, slurm_cluster: SlurmCluster) -> None:
+    env.vars["SLURM_CONF"] = str(slurm_cluster.conf)
+    cases = {
+        "slurm: {partition: gpu-h100}": "unknown partition 'gpu-h100' (the cluster has debug)",
+        "slurm: {gpus_per_node: 8}": "8 asked, partition debug has 0 per node",
+        "slurm: {time: '2:00:00'}": "above partition debug's MaxTime of 60 min",
+        "slurm: {nodes: 4}": "slurm.nodes: 4 asked, partition debug has 1",
+    }
+    for ajetd, needle in cases.items():
+        out = env.cli("lint", str(env.blueprint("slint", ajetd=ajetd)))
+        assert out.returncode == 2 and needle in out.stderr, (ajetd, out.stderr)
+    assert env.cli("lint", str(env.blueprint("sok", ajetd="slurm: {mode: batch}"))).returncode == 0
+
+
+def test_slurm_times() -> None:
+    from ajetd.slurm import _minutes
+
+    assert [
+        _minutes(t) for t in ("60", "30:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED")
+    ] == [60.0, 30.0, 60.0, 2880.0, 2160.0, None]
