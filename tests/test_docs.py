@@ -73,3 +73,16 @@ def test_skill_commands_run(daemon_env: Env) -> None:
     assert "wait exit 0" in out.stdout
     assert '"status": "succeeded"' in out.stdout
     wait_for((result / "results.md").exists)
+
+
+def test_the_templates_run_modes_parse_once_uncommented() -> None:
+    text = (ROOT / "blueprints" / "TEMPLATE.md").read_text()
+    for key in ("swarm", "ssh", "slurm"):
+        line = next(x for x in text.splitlines() if x.startswith(f"# {key}: "))
+        options = parse_blueprint(text.replace(line, line[2:])).options
+        assert getattr(options, key) is not None, key
+    stages = [x for x in text.splitlines() if x.startswith(("# stages:", "#   - {name"))]
+    uncommented = text
+    for line in stages:
+        uncommented = uncommented.replace(line, line[2:])
+    assert [s.name for s in parse_blueprint(uncommented).options.stages] == ["train", "eval"]
