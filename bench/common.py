@@ -18,7 +18,7 @@ PYTHON = sys.executable
 
 
 class Bench:
-    def __init__(self, *daemon_args: str) -> None:
+    def __init__(self, *daemon_args: str, extra_env: dict[str, str] | None = None) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="ajetd-bench-"))
         self.home = self.tmp / "home"
         self.codebase = self.tmp / "codebase"
@@ -27,6 +27,7 @@ class Bench:
         self.socket = f"ajetd-bench-{uuid.uuid4().hex[:8]}"
         self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
         self.env.update(AJETD_HOME=str(self.home), AJETD_TMUX_SOCKET=self.socket)
+        self.env.update(extra_env or {})
         self.daemon = subprocess.Popen(
             [PYTHON, "-m", "ajetd", "daemon", "--log-level", "WARNING", *daemon_args],
             env=self.env,

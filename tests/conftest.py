@@ -20,7 +20,9 @@ from typing import Any
 
 import psutil
 import pytest
+import slurmcluster
 import yaml
+from slurmcluster import SlurmCluster
 
 FAKEJET = Path(__file__).parent / "fakejet"
 PYTHON = sys.executable
@@ -302,88 +304,11 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     log.close()
 
 
-@dataclass(frozen=True)
-class SlurmCluster:
-    """A one-node Slurm (munged, slurmctld, slurmd) on private ports for this test session."""
-
-    conf: Path
-    node: str
-
-    def run(self, *argv: str) -> str:
-        env = {**os.environ, "SLURM_CONF": str(self.conf)}
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        return done.stdout + done.stderr
-
-
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    daemons = [shutil.which(b) for b in ("munged", "slurmctld", "slurmd", "sbatch")]
-    if not all(daemons):
-        pytest.skip("no Slurm here: apt-get install slurm-wlm munge (.ci/run does)")
-    if os.getuid() != 0:
-        pytest.skip("the test cluster's slurmd runs as root (as .ci/run does)")
-    import socket
-
-    tmp = tmp_path_factory.mktemp("slurm")
-    for sub in ("state", "spool", "munge"):
-        (tmp / sub).mkdir(mode=0o700)
-    (tmp / "munge.key").write_bytes(os.urandom(1024))
-    (tmp / "munge.key").chmod(0o400)
-    sock = tmp / "munge" / "munge.socket"
-    subprocess.run(
-        [
-            "munged",
-            f"--key-file={tmp / 'munge.key'}",
-            f"--socket={sock}",
-            "--force",
-            f"--pid-file={tmp / 'munge' / 'munged.pid'}",
-            f"--log-file={tmp / 'munge' / 'log'}",
-            f"--seed-file={tmp / 'munge' / 'seed'}",
-        ],
-        check=True,
-    )
-    ports = []
-    for _ in range(2):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-    node = socket.gethostname()
-    conf = tmp / "slurm.conf"
-    conf.write_text(
-        f"ClusterName=ajetdtest\nSlurmctldHost={node}\nSlurmctldPort={ports[0]}\n"
-        f"SlurmdPort={ports[1]}\nAuthType=auth/munge\nAuthInfo=socket={sock}\n"
-        f"CredType=cred/munge\nStateSaveLocation={tmp / 'state'}\nSlurmdSpoolDir={tmp / 'spool'}\n"
-        f"SlurmctldPidFile={tmp / 'ctld.pid'}\nSlurmdPidFile={tmp / 'd.pid'}\n"
-        f"SlurmctldLogFile={tmp / 'ctld.log'}\nSlurmdLogFile={tmp / 'd.log'}\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSchedulerType=sched/backfill\n"
-        "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSlurmUser=root\n"
-        "MpiDefault=none\nReturnToService=2\nJobCompType=jobcomp/none\n"
-        "AccountingStorageType=accounting_storage/none\nMinJobAge=600\nKillWait=5\n"
-        "SchedulerParameters=bf_interval=1\n"
-        f"NodeName={node} CPUs={os.cpu_count() or 2} RealMemory=1000 State=UNKNOWN\n"
-        "PartitionName=debug Nodes=ALL Default=YES MaxTime=60 State=UP\n"
-    )
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    procs = [
-        subprocess.Popen(
-            [binary, "-D", "-f", str(conf)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for binary in ("slurmctld", "slurmd")
-    ]
-    cluster = SlurmCluster(conf, node)
-    wait_for(
-        lambda: "idle" in cluster.run("sinfo", "-h", "-o", "%T"),
-        timeout=30,
-        what="the Slurm node to be idle",
-    )
+    why = slurmcluster.missing()
+    if why:
+        pytest.skip(why)
+    cluster = slurmcluster.start(tmp_path_factory.mktemp("slurm"))
     yield cluster
-    cluster.run("scancel", "--user", str(os.getuid()))
-    for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=20)
-    pid = (tmp / "munge" / "munged.pid").read_text().strip()
-    if pid.isdigit():
-        os.kill(int(pid), signal.SIGTERM)
+    slurmcluster.stop(cluster)

@@ -132,7 +132,8 @@ class Daemon:
         self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
         self.campaigns = Campaigns(self.home)
-        self.ssh_notes: dict[tuple[str, int], int] = {}  # (run, trial) -> lines of .sshlost read
+        self.ssh_notes: dict[tuple[str, int], int] = {}
+        self.slurm_polled_at = float("-inf")  # (run, trial) -> lines of .sshlost read
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -480,33 +481,42 @@ class Daemon:
             and r.trial.started_at is not None
             and self.options[r.run_id].slurm is not None
         }
-        if not live:
-            return
+        if not live or now - self.slurm_polled_at < self.cfg.liveness_s:
+            return  # one squeue per liveness period, however many runs and trial ends
+        self.slurm_polled_at = now
         try:
             seen = slurm.jobs(set(live))
         except AjetdError as exc:
             log.warning("slurm: squeue failed: %s", exc)
             return
+        gone = {}
         for name, run in live.items():
             job = seen.get(name)
             if job is not None:
                 self._store(_slurm_seen(run, job))
-            else:
-                self._store(self._slurm_ended(run, now))
+                continue
+            number = run.trial.number if run.trial else 0
+            if (job_id := self._job_id(run)) and run.slurm.get("final") != number:
+                gone[job_id] = run
+        ended = slurm.finished(set(gone))  # one scontrol for all of them
+        for job_id, run in gone.items():
+            if job_id in ended:
+                self._store(self._slurm_ended(run, ended[job_id], now))
 
-    def _slurm_ended(self, run: Run, now: float) -> Run:
-        """A job squeue no longer lists: its final state from scontrol, once."""
-        info = dict(run.slurm)
+    def _job_id(self, run: Run) -> str:
+        """The trial's job id: seen in squeue, or written by the batch follower."""
         assert run.trial is not None
         job_file = self.home.trial_file(run.run_id, run.trial.number, "job.id")
-        job_id = info.get("job_id") or (job_file.read_text().strip() if job_file.exists() else "")
-        if not job_id or info.get("final") == run.trial.number:
-            return run
-        done = slurm.finished(job_id)
-        if done is None:
-            return run
+        known = str(run.slurm.get("job_id") or "")
+        return known or (job_file.read_text().strip() if job_file.exists() else "")
+
+    def _slurm_ended(self, run: Run, done: slurm.Job, now: float) -> Run:
+        """How Slurm says the trial's job ended, recorded once (a finding where it says more
+        than the output; a done file where its script could not write the exit code)."""
+        info = dict(run.slurm)
+        assert run.trial is not None
         n = run.trial.number
-        info.update(job_id=job_id, state=done.state, reason=done.reason, final=n)
+        info.update(job_id=done.job_id, state=done.state, reason=done.reason, final=n)
         found = slurm.finding(done)
         if found is not None:
             self.home.append_event(run.run_id, now, f"{found['kind']}: {found['evidence']}")
@@ -602,13 +612,17 @@ class Daemon:
 
     def _observed_findings(self, run: Run) -> list[dict[str, Any]]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
-        output's own findings: a lost GPU; a swarm server that died while it ran or does
-        not answer now (its client may notice first)."""
+        output's own findings: a lost GPU; how Slurm ended its job (node failure,
+        preemption, Slurm's time limit); a swarm server that died while it ran or does not
+        answer now (its client may notice first)."""
         if run.trial is None:
             return []
-        if self.options[run.run_id].slurm is not None:
-            run = self._slurm_ended(run, self.clock())  # Slurm may know more than the output
-            self._store(run)
+        job_id = self._job_id(run) if self.options[run.run_id].slurm is not None else ""
+        if job_id and run.slurm.get("final") != run.trial.number:
+            ended = slurm.finished({job_id})  # Slurm may know more than the output
+            if job_id in ended:
+                run = self._slurm_ended(run, ended[job_id], self.clock())
+                self._store(run)
         assert run.trial is not None
         seen = {f["kind"]: f for f in run.trial.live_findings}
         found = [seen[GPU_LOST]] if GPU_LOST in seen else []

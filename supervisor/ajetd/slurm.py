@@ -16,6 +16,7 @@ import math
 import re
 import shlex
 import subprocess
+import time
 from dataclasses import dataclass
 
 from ajetd.errors import AjetdError
@@ -141,22 +142,32 @@ def jobs(names: set[str]) -> dict[str, Job]:
     return found
 
 
-def finished(job_id: str) -> Job | None:
-    """A job squeue no longer lists, from `scontrol show job` (None once Slurm forgot it)."""
+LIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED")
+
+
+def finished(job_ids: set[str]) -> dict[str, Job]:
+    """Jobs squeue no longer lists that have ended, from one `scontrol show job` for all
+    (Slurm keeps a finished job for `MinJobAge`); a job it still calls live is left out."""
+    if not job_ids:
+        return {}
     try:
-        out = _run(["scontrol", "show", "job", "-o", job_id])
+        out = _run(["scontrol", "show", "job", "-o"])
     except SlurmError:
-        return None
-    fields = dict(re.findall(r"(\w+)=(\S*)", out))
-    if "JobState" not in fields:
-        return None
-    return Job(
-        job_id,
-        fields["JobState"],
-        fields.get("Reason", ""),
-        _exit(fields.get("ExitCode", "")),
-        fields.get("NodeList", ""),
-    )
+        return {}
+    found = {}
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        job_id = fields.get("JobId", "")
+        state = fields.get("JobState", "")
+        if job_id in job_ids and state and state not in LIVE_STATES:
+            found[job_id] = Job(
+                job_id,
+                state,
+                fields.get("Reason", ""),
+                _exit(fields.get("ExitCode", "")),
+                fields.get("NodeList", ""),
+            )
+    return found
 
 
 def cancel(job_id: str, signal: str | None = None, batch: bool = False) -> None:
@@ -169,14 +180,24 @@ def cancel(job_id: str, signal: str | None = None, batch: bool = False) -> None:
     _run([*argv, job_id])
 
 
+_CACHE: dict[str, tuple[float, dict[str, dict[str, str]]]] = {}
+PARTITIONS_TTL_S = 60.0
+
+
 def partitions() -> dict[str, dict[str, str]]:
-    """`scontrol show partition`: name -> its fields (for lint)."""
+    """`scontrol show partition`: name -> its fields (for the admission check; asked once a
+    minute at most, so a burst of blueprints is not a burst of controller calls)."""
+    now = time.monotonic()
+    cached = _CACHE.get("partitions")
+    if cached is not None and now - cached[0] < PARTITIONS_TTL_S:
+        return cached[1]
     out = _run(["scontrol", "show", "partition", "-o"])
     parts = {}
     for line in out.splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
         if "PartitionName" in fields:
             parts[fields["PartitionName"]] = fields
+    _CACHE["partitions"] = (now, parts)
     return parts
 
 
