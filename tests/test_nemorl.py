@@ -79,6 +79,14 @@ def test_recipes_name_their_metric_and_launch_lines_are_recognised() -> None:
     assert len(notes) == 1
 
 
+def test_overrides_only_where_they_reach_the_program() -> None:
+    assert nemorl.overridable("uv run examples/run_grpo.py --config c.yaml a=b")
+    assert nemorl.overridable("cd RL && uv run examples/run_sft.py --config c.yaml")
+    assert not nemorl.overridable('COMMAND="uv run ./examples/run_grpo.py --config c" bash ray.sub')
+    assert not nemorl.overridable("python examples/run_grpo.py --config c.yaml; echo done")
+    assert not nemorl.overridable("python examples/run_grpo.py 'unbalanced")
+
+
 def _nemo_blueprint(env: Env, name: str, extra: str) -> Path:
     command = (
         "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "

@@ -4,11 +4,15 @@ and a follower), exact exit codes, a pending job shown as queued with Slurm's re
 
 from __future__ import annotations
 
+import re
 import signal
+from pathlib import Path
 
 import pytest
 
 from conftest import Env, SlurmCluster, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -111,7 +115,9 @@ def test_node_failure_is_found_and_resubmitted_without_that_node(
         )
         first = env.record(run_id)["trials"][0]
         assert first["findings"][0]["kind"] == "node_failure", first["findings"]
-        assert f"--exclude={node}" in (env.home / "runs" / run_id / "trial-2.sh").read_text()
+        script = env.home / "runs" / run_id / "trial-2.sh"
+        wait_for(script.exists, what="trial 2's script")  # written just after its record
+        assert f"--exclude={node}" in script.read_text()
     finally:
         slurm_cluster.run("scontrol", "update", f"nodename={node}", "state=resume")
     # on a one-node cluster no other node is left: Slurm refuses the resubmission, and says so
@@ -141,3 +147,55 @@ def test_slurm_times() -> None:
     assert [
         _minutes(t) for t in ("60", "30:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED")
     ] == [60.0, 30.0, 60.0, 2880.0, 2160.0, None]
+
+
+def test_nemo_rl_through_ray_sub_makes_the_driver_log_the_runs_log(cluster_env: Env) -> None:
+    """The documented ray.sub pattern (blueprints/examples/slurm_nemo_rl_ray_sub.md), with a
+    one-node stand-in for ray.sub: the driver's output, read from ray-driver.log, is the run's
+    log, so NeMo-RL's metrics and normal end are read from it."""
+    env = cluster_env
+    example = (ROOT / "blueprints" / "examples" / "slurm_nemo_rl_ray_sub.md").read_text()
+    command = re.search(r"```bash\n(.*?)\n```", example, re.DOTALL)
+    assert command is not None
+    run_grpo = (
+        "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+        "grpo.max_num_steps=4 grpo.val_period=2"
+    )
+    line = re.sub(r'COMMAND="[^"]*"', f'COMMAND="{run_grpo}"', command.group(1))
+    line = line.replace("/lustre/containers/nemo-rl.sqsh", "none").replace(
+        "/lustre:/lustre", "none"
+    )
+    bp = env.blueprint(
+        "raysub",
+        config="examples/configs/grpo_fake.yaml",
+        command=line,
+        ajetd="slurm: {mode: batch}\ngpus: all",
+    )
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id, timeout=90)
+    assert status["status"] == "succeeded", status
+    assert status["metrics"]["accuracy"] == 0.38  # read from the driver's log
+    log = (env.tmp / "results" / "raysub" / "logs" / "trial-1.log").read_text()
+    assert "[ray.sub] Ray head started" in log and "Max number of steps has been reached" in log
+    assert any("compound shell line" in w for w in status["warnings"])
+
+
+def test_agentjet_with_ray_cluster_gets_the_head_node(
+    cluster_env: Env, slurm_cluster: SlurmCluster
+) -> None:
+    env = cluster_env
+    example = (ROOT / "blueprints" / "examples" / "slurm_agentjet_ray_cluster.md").read_text()
+    command = re.search(r"```bash\n(.*?)\n```", example, re.DOTALL)
+    assert command is not None
+    config = env.config("raycl")
+    line = (
+        command.group(1)
+        .replace("ajet.launcher", "fakejet.launcher")
+        .replace("./tutorial/example_math_agent/math_agent.yaml", config)
+    )
+    run_id = env.submit(
+        env.blueprint("raycl", config=config, command=line, ajetd="slurm: {mode: batch}")
+    )
+    assert env.wait_done(run_id, timeout=60)["status"] == "succeeded"
+    log = (env.tmp / "results" / "raycl" / "logs" / "trial-1.log").read_text()
+    assert f"ray_cluster=True master={slurm_cluster.node}" in log

@@ -54,6 +54,7 @@ def admit(
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp), None
     command, changes = bp.launch_command, list(resolved.review.changes)
+    warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
     if resolved.review.patches:
         command, config_path, note = _patched_copy(resolved, command, run_id)
@@ -61,8 +62,16 @@ def admit(
     nemo = nemorl.is_nemo_launch(command)
     if nemo:
         env = {**os.environ, **bp.options.env}
-        command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
-        changes += [f"NeMo-RL override {n}" for n in notes]
+        if nemorl.overridable(command):
+            command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
+            changes += [f"NeMo-RL override {n}" for n in notes]
+        else:
+            warnings.append(
+                "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub): "
+                "ajetd added no overrides; give it its own logger.log_dir and "
+                "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
+                "a WANDB_API_KEY is set"
+            )
     run = replace(
         run,
         purpose=bp.purpose,
@@ -74,7 +83,7 @@ def admit(
         val_path=resolved.val_path,
         val_offset=resolved.val_size,  # count only validation lines written during this run
         keep_session_s=bp.options.keep_session_s,
-        warnings=tuple(resolved.review.warnings),
+        warnings=tuple(warnings),
         config_changes=tuple(changes),
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(resolved.config),

@@ -56,6 +56,23 @@ def _given(command: str, key: str) -> bool:
     return re.search(rf"(?:^|\s)\+{{0,2}}{re.escape(key)}=", command) is not None
 
 
+_OPERATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}
+
+
+def overridable(command: str) -> bool:
+    """Whether overrides appended to the command reach `run_*.py`: it is a word of its own
+    and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor a
+    `COMMAND="uv run ... run_grpo.py"` handed to ray.sub)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return False
+    at = next((i for i, t in enumerate(tokens) if re.search(r"run_[a-z0-9_]+\.py$", t)), None)
+    return at is not None and not _OPERATORS.intersection(tokens[at:])
+
+
 def launch_overrides(
     command: str, result_dir: str, env: Mapping[str, str]
 ) -> tuple[str, list[str]]:

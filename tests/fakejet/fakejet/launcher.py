@@ -90,6 +90,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conf", required=True)
     parser.add_argument("--autokill", action="store_true")
+    parser.add_argument("--with-ray-cluster", action="store_true")
     args = parser.parse_args()
     conf = yaml.safe_load(Path(args.conf).read_text())
     fake = conf.get("fakejet", {})
@@ -134,6 +135,7 @@ def main() -> int:
         f"(TaskRunner pid={os.getpid()}) ajet launcher: conf={args.conf} autokill={args.autokill}"
     )
     print(
+        f"ray_cluster={args.with_ray_cluster} master={os.environ.get('MASTER_ADDR')} "
         f"tty={sys.stdout.isatty()} venv={os.environ.get('VIRTUAL_ENV')} "
         f"run={os.environ.get('AJETD_RUN_ID')} cwd={os.getcwd()}"
     )
