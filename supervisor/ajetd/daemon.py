@@ -67,6 +67,7 @@ from ajetd.watch import Watcher
 
 log = logging.getLogger(__name__)
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
+SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,9 @@ class Daemon:
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
         self.campaigns = Campaigns(self.home)
         self.ssh_notes: dict[tuple[str, int], int] = {}
-        self.slurm_polled_at = float("-inf")  # (run, trial) -> lines of .sshlost read
+        self.slurm_polled_at = float("-inf")
+        self.slurm_every = cfg.liveness_s  # grows while nothing changes (SLURM_POLL_MAX_S)
+        self.slurm_seen: set[tuple[str, str]] = set()  # (job name, state) at the last poll
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -481,14 +484,21 @@ class Daemon:
             and r.trial.started_at is not None
             and self.options[r.run_id].slurm is not None
         }
-        if not live or now - self.slurm_polled_at < self.cfg.liveness_s:
-            return  # one squeue per liveness period, however many runs and trial ends
+        if not live or now - self.slurm_polled_at < self.slurm_every:
+            return  # one squeue for all runs, however many trial ends came meanwhile
         self.slurm_polled_at = now
         try:
             seen = slurm.jobs(set(live))
         except AjetdError as exc:
             log.warning("slurm: squeue failed: %s", exc)
             return
+        states = {(name, seen[name].state if name in seen else "gone") for name in live}
+        # the seed's backoff: poll less often while nothing changes, at once again on a change
+        same = states == self.slurm_seen
+        self.slurm_every = (
+            min(self.slurm_every * 2, SLURM_POLL_MAX_S) if same else (self.cfg.liveness_s)
+        )
+        self.slurm_seen = states
         gone = {}
         for name, run in live.items():
             job = seen.get(name)
