@@ -199,3 +199,42 @@ def test_agentjet_with_ray_cluster_gets_the_head_node(
     assert env.wait_done(run_id, timeout=60)["status"] == "succeeded"
     log = (env.tmp / "results" / "raycl" / "logs" / "trial-1.log").read_text()
     assert f"ray_cluster=True master={slurm_cluster.node}" in log
+
+
+def test_slurms_own_time_limit_signal_is_a_time_limit(cluster_env: Env) -> None:
+    """With slurm.time below exp_max_time Slurm's `--signal=B:INT@...` warning comes first:
+    the program gets SIGINT as from ajetd, and the run ends `time_limit` with its data."""
+    env = cluster_env
+    config = env.config("slurmlimit", forever=True)
+    ajetd = "slurm: {mode: batch, time: '1', extra: ['--signal=B:INT@58']}"
+    run_id = env.submit(env.blueprint("slurmlimit", config=config, max_time="10m", ajetd=ajetd))
+    status = env.wait_done(run_id, timeout=90)
+    assert status["status"] == "time_limit" and status["exit_code"] == 130, status
+    assert "Slurm's time limit" in status["reason"]
+    assert "step:1 " in (env.tmp / "results" / "slurmlimit" / "logs" / "trial-1.log").read_text()
+
+
+def test_sacct_and_scontrol_answers_as_jobs() -> None:
+    """Recorded answers of both sources; the sacct path runs where accounting is on (the test
+    cluster has none, as the issue's test plan asks)."""
+    from ajetd.slurm import parse_sacct, parse_scontrol
+
+    sacct = (
+        "101|COMPLETED|0:0|0:0|gpu-3|None\n"
+        "102|CANCELLED by 1000|0:15|0:0|gpu-4|None\n"
+        "103|NODE_FAIL|0:0|1:0|gpu-5|None\n"
+        "104|RUNNING|0:0|0:0|gpu-6|None\n"
+        "999|FAILED|1:0|0:0|gpu-7|None\n"
+    )
+    jobs = parse_sacct(sacct, {"101", "102", "103", "104"})
+    assert [(j.job_id, j.state, j.exit_code, j.nodes) for j in jobs.values()] == [
+        ("101", "COMPLETED", 0, "gpu-3"),
+        ("102", "CANCELLED", 143, "gpu-4"),
+        ("103", "NODE_FAIL", 1, "gpu-5"),
+    ]
+    scontrol = (
+        "JobId=7 JobName=ajet_x_t1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 NodeList=n1\n"
+        "JobId=8 JobName=ajet_y_t1 JobState=PENDING Reason=Resources ExitCode=0:0 NodeList=\n"
+    )
+    [job] = parse_scontrol(scontrol, {"7", "8"}).values()
+    assert (job.state, job.reason, job.exit_code, job.nodes) == ("TIMEOUT", "TimeLimit", 143, "n1")

@@ -102,7 +102,8 @@ def _run_lines(spec: TrialSpec) -> list[str]:
         "  set -m",
         f"  {run} &",
         "  child=$!",
-        """  trap 'kill -INT -- "-$child" 2>/dev/null' INT""",
+        # the INT is Slurm's warning before its time limit unless ajetd sent it: noted
+        """  trap 'date +%s > "$exit_file.sigint"; kill -INT -- "-$child" 2>/dev/null' INT""",
         """  trap 'kill -TERM -- "-$child" 2>/dev/null' TERM""",
         '  while kill -0 "$child" 2>/dev/null; do wait "$child"; done',
         '  wait "$child"; rc=$?',

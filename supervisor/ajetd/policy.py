@@ -51,6 +51,7 @@ class Observation:
     gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
     program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
     missing_outputs: tuple[str, ...] = ()  # a pipeline stage's outputs absent after exit 0
+    slurm_signalled: bool = False  # the job got SIGINT that ajetd did not send: --signal
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,12 @@ def _quiet_since(obs: Observation) -> float | None:
 
 def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Action:
     """The trial's program exited with `code`: what now."""
+    slurm_limit = obs.slurm_signalled or (
+        bool(obs.findings) and obs.findings[0]["kind"] == "slurm_timeout"
+    )
+    if code != 0 and run.stop_cause is None and slurm_limit:
+        why = "Slurm's time limit (--time, with its --signal warning) ended the job; data kept"
+        return Finish(Status.TIME_LIMIT, why, code)
     if code != 0 and run.stop_cause is None:
         return after_failure(run, code, obs, options)
     if run.stop_cause is StopCause.HANG:

@@ -146,14 +146,36 @@ LIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "
 
 
 def finished(job_ids: set[str]) -> dict[str, Job]:
-    """Jobs squeue no longer lists that have ended, from one `scontrol show job` for all
-    (Slurm keeps a finished job for `MinJobAge`); a job it still calls live is left out."""
+    """Jobs squeue no longer lists that have ended, in one call for all of them: `sacct`
+    where accounting is on (it keeps every job), else `scontrol show job` (which keeps a
+    finished job for `MinJobAge`). A job still called live is left out."""
     if not job_ids:
         return {}
     try:
-        out = _run(["scontrol", "show", "job", "-o"])
+        if accounting():
+            fields = "JobID,State,ExitCode,DerivedExitCode,NodeList,Reason"
+            out = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(sorted(job_ids)), "-o", fields])
+            return parse_sacct(out, job_ids)
+        return parse_scontrol(_run(["scontrol", "show", "job", "-o"]), job_ids)
     except SlurmError:
         return {}
+
+
+def accounting() -> bool:
+    """Whether the cluster keeps job accounting (asked once a minute at most)."""
+    now = time.monotonic()
+    cached = _CACHE.get("accounting")
+    if cached is not None and now - cached[0] < PARTITIONS_TTL_S:
+        return bool(cached[1])
+    out = _run(["scontrol", "show", "config"])
+    kind = re.search(r"AccountingStorageType\s*=\s*(\S+)", out)
+    enabled = kind is not None and "none" not in kind.group(1)
+    _CACHE["accounting"] = (now, {"on": {}} if enabled else {})
+    return enabled
+
+
+def parse_scontrol(out: str, job_ids: set[str]) -> dict[str, Job]:
+    """`scontrol show job -o` lines of ended jobs among `job_ids`."""
     found = {}
     for line in out.splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
@@ -167,6 +189,29 @@ def finished(job_ids: set[str]) -> dict[str, Job]:
                 _exit(fields.get("ExitCode", "")),
                 fields.get("NodeList", ""),
             )
+    return found
+
+
+def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:
+    """`sacct -n -P -X -o JobID,State,ExitCode,DerivedExitCode,NodeList,Reason` lines of ended
+    jobs among `job_ids`; `CANCELLED by 1000` reads as CANCELLED; a zero exit code with a
+    non-zero derived one (a failed step) gives the derived one."""
+    found = {}
+    for line in out.splitlines():
+        cells = line.split("|")
+        if len(cells) < 5 or cells[0] not in job_ids:
+            continue
+        state = cells[1].split()[0] if cells[1] else ""
+        if not state or state in LIVE_STATES:
+            continue
+        code, derived = _exit(cells[2]), _exit(cells[3])
+        found[cells[0]] = Job(
+            cells[0],
+            state,
+            cells[5] if len(cells) > 5 else "",
+            derived if not code and derived else code,
+            cells[4],
+        )
     return found
 
 
