@@ -238,3 +238,17 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
     )
     [job] = parse_scontrol(scontrol, {"7", "8"}).values()
     assert (job.state, job.reason, job.exit_code, job.nodes) == ("TIMEOUT", "TimeLimit", 143, "n1")
+
+
+def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env) -> None:
+    env = cluster_env
+    run_id = _submit(env, "away", "{mode: batch}", steps=6, step_time=0.2)
+    job_exit = env.home / "runs" / run_id / "trial-1.job.exit"
+    wait_for(lambda: env.record(run_id).get("state") == "running", timeout=60, what="running")
+    env.daemons[0].send_signal(signal.SIGKILL)
+    env.daemons[0].wait()
+    wait_for(job_exit.exists, timeout=60, what="the job to end while no daemon runs")
+    env.start_daemon()
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded" and status["trials"] == 1
+    assert (env.tmp / "results" / "away" / "finish.flag").exists()
