@@ -798,3 +798,28 @@ def test_a_stage_never_runs_on_a_missing_checkpoint(daemon_env: Env) -> None:
     status = env.wait_done(early)
     assert status["status"] == "failed" and status["trials"] == 1
     assert "stage eval requires ckpt/other.pt, which does not exist" in status["reason"]
+
+
+def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None:
+    """A daemon killed between a trial's record and its script: on restart the trial is
+    prepared again and launched once (never twice: it had not been let go)."""
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("cut"))
+    env.wait_done(run_id)
+    env.daemons[0].send_signal(signal.SIGTERM)
+    env.daemons[0].wait()
+    state_file = env.home / "runs" / run_id / "state.json"
+    record = json.loads(state_file.read_text())
+    trial = {**record["trials"][0], "started_at": None, "ended_at": None, "exit_code": None}
+    record.update(state="running", status=None, trials=[trial], started_at=None, ended_at=None)
+    state_file.write_text(json.dumps(record))
+    for leftover in (env.home / "runs" / run_id).glob("trial-1.*"):
+        leftover.unlink()
+    for name in ("finish.flag", "results.md", "trials.md", "run.json"):
+        (env.tmp / "results" / "cut" / name).unlink()
+    (env.codebase / "launches.log").unlink()
+    env.tmux("kill-server")  # the first life's session: a trial never let go has none
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 1
+    assert env.launches() == [f"{run_id} 1"]

@@ -244,7 +244,8 @@ def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env
     env = cluster_env
     run_id = _submit(env, "away", "{mode: batch}", steps=6, step_time=0.2)
     job_exit = env.home / "runs" / run_id / "trial-1.job.exit"
-    wait_for(lambda: env.record(run_id).get("state") == "running", timeout=60, what="running")
+    job_id = env.home / "runs" / run_id / "trial-1.job.id"
+    wait_for(job_id.exists, timeout=60, what="the job submitted")
     env.daemons[0].send_signal(signal.SIGKILL)
     env.daemons[0].wait()
     wait_for(job_exit.exists, timeout=60, what="the job to end while no daemon runs")

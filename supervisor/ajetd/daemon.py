@@ -868,6 +868,11 @@ class Daemon:
             self.options[run.run_id] = admission.stored_options(self.home, run.run_id)
             trial = run.trial
             if trial is not None and trial.started_at is None:
+                script = trialrun.paths(self.home, run, trial.number).script
+                if not script.exists():  # cut between its record and its script: prepare again
+                    self._store(model.unprepare(run))
+                    log.info("run %s: trial %d was never prepared; again", run.run_id, trial.number)
+                    continue
                 self._start(run, now)
             elif run.state in (State.RUNNING, State.STOPPING):
                 self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)

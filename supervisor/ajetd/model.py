@@ -188,6 +188,15 @@ def add_trial(run: Run, trial: Trial) -> Run:
     )
 
 
+def unprepare(run: Run) -> Run:
+    """Forget a trial recorded but never prepared nor let go (a crash between the two): the
+    run waits for it again, as it did before."""
+    trial = run.trial
+    assert trial is not None and trial.started_at is None
+    state = State.RESTARTING if len(run.trials) > 1 else State.QUEUED
+    return replace(run, trials=run.trials[:-1], state=state)
+
+
 def waiting(run: Run, reason: str) -> Run:
     """A queued (or restarting) run cannot start yet: why, for `status`."""
     return run if run.reason == reason else replace(run, reason=reason)
