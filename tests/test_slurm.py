@@ -253,3 +253,28 @@ def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env
     status = env.wait_done(run_id, timeout=60)
     assert status["status"] == "succeeded" and status["trials"] == 1
     assert (env.tmp / "results" / "away" / "finish.flag").exists()
+
+
+def test_slurm_end_states_become_findings_and_fixes() -> None:
+    """How each final Slurm state reads, and what ajetd does about it (preemption cannot be
+    staged on the one-node test cluster: its path is checked here, without a cluster)."""
+    from ajetd.model import Run, State, Trial
+    from ajetd.remedy import Relaunch, choose
+    from ajetd.slurm import Job, finding
+
+    run = Run("r1", "b.md", 0.0, state=State.RUNNING, trials=(Trial(1, "x", "s", 1.0),))
+    expected = {
+        "PREEMPTED": ("preempted", Relaunch),
+        "NODE_FAIL": ("node_failure", Relaunch),
+        "BOOT_FAIL": ("node_failure", Relaunch),
+        "OUT_OF_MEMORY": ("host_oom", None),
+        "TIMEOUT": ("slurm_timeout", None),
+        "DEADLINE": ("slurm_timeout", None),
+    }
+    for state, (kind, remedy) in expected.items():
+        found = finding(Job("7", state, "x", 0, "n1"))
+        assert found is not None and found["kind"] == kind, state
+        choice = choose(run, [found], 3, None, 10.0)
+        assert isinstance(choice, Relaunch) == (remedy is Relaunch), (state, choice)
+    for state in ("COMPLETED", "FAILED", "CANCELLED"):
+        assert finding(Job("7", state, "", 1, "n1")) is None
