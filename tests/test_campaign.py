@@ -3,6 +3,7 @@ the fake NeMo-RL launcher (its accuracy grows with the number of steps)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,12 @@ def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
     assert git(env.codebase, "rev-parse", "HEAD") == head
     assert (env.codebase / "untracked.txt").read_text() == "the user's own work"
     assert git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_folder_dropped_into_the_inbox_is_a_campaign(daemon_env: Env) -> None:
+    env = daemon_env
+    folder = _folder(env, "dropped", "stop: {max_experiments: 1}\nexperiments: []\n")
+    shutil.copytree(folder, env.home / "inbox" / "my-campaign")
+    rows = _done(env, "dropped", 1)
+    assert [(r["index"], r["status"]) for r in rows] == [("0", "keep")]
+    assert not (env.home / "inbox" / "my-campaign").exists()

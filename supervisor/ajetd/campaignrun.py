@@ -26,6 +26,7 @@ import yaml
 from ajetd import campaign as cp
 from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.errors import AjetdError
+from ajetd.intake import SETTLE_S
 from ajetd.model import Run, State
 from ajetd.naming import new_run_id
 from ajetd.options import load_yaml_part
@@ -77,6 +78,15 @@ def load_folder(folder: Path) -> tuple[cp.CampaignSpec, Blueprint, str]:
         raise cp.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
 
 
+def _settled(folder: Path, now: float) -> bool:
+    """Nothing in the folder changed for SETTLE_S: a copy into the inbox is complete."""
+    try:
+        newest = max(p.stat().st_mtime for p in [folder, *folder.rglob("*")])
+    except (OSError, ValueError):
+        return False
+    return now - newest >= SETTLE_S
+
+
 def git(repo: str, *args: str) -> tuple[int, str]:
     """One git command, no shell; (exit code, stdout or stderr)."""
     done = subprocess.run(
@@ -115,6 +125,8 @@ class Campaigns:
                 continue
             if not (entry / "campaign.yaml").is_file():
                 continue
+            if not entry.name.endswith(SUFFIX) and not _settled(entry, now):
+                continue  # still being copied in (`ajetd campaign` renames it in whole)
             head, _, _ = entry.name.partition("__")
             campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
             if not campaign_id or (self.root / campaign_id).exists():
