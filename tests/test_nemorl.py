@@ -111,6 +111,8 @@ def test_a_nemo_run_through_the_loop(daemon_env: Env) -> None:
     assert "accuracy=0.4200" in env.cli("status").stdout
     results = (result / "results.md").read_text()
     assert "NeMo-RL override ++checkpointing.checkpoint_dir=" in results
+    assert "| step | accuracy |" in results and "| 6 | 0.4200 |" in results
+    assert "- **accuracy**: first 0.3400, best 0.4200 (step 6), last 0.4200" in results
 
 
 def test_a_nemo_save_by_timeout_is_a_time_limit(daemon_env: Env) -> None:

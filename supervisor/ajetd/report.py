@@ -93,6 +93,8 @@ def _metrics_section(run: Run) -> list[str]:
     if not history:
         return ["No validation results were written during this run."]
     keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    if run.metric not in keys and any(run.metric in r for r in history):
+        keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
     lines = [
         "| step | " + " | ".join(keys) + " |",
         "|---:|" + "---:|" * len(keys),
@@ -101,11 +103,11 @@ def _metrics_section(run: Run) -> list[str]:
         step = record.get("global_steps", "")
         lines.append(f"| {step} | " + " | ".join(_fmt(record.get(k)) for k in keys) + " |")
     lines.append("")
-    for key in ("mean_reward", "task_pass_rate@1"):
+    for key in dict.fromkeys((run.metric, "mean_reward", "task_pass_rate@1")):
         series = metric_series(history, key)
         if not series:
             continue
-        best = max(series)
+        best = min(series) if "loss" in key else max(series)
         best_step = next(r.get("global_steps") for r in history if r.get(key) == best)
         lines.append(
             f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {best_step}), "
