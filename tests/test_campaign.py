@@ -131,6 +131,8 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
     ]
     assert list(rows[0]) == list(cp.LEDGER_COLUMNS)
     assert all(r["metric_name"] == "accuracy" and r["job_id"] for r in rows)
+    assert {r["launcher"] for r in rows} == {"ajetd"}
+    assert rows[0]["recipe"].endswith("examples/configs/grpo_fake.yaml")
     assert "grpo.max_num_steps=4" in rows[1]["command"]
     assert rows[1]["description"] == "more steps"
     text = (env.tmp / "campaigns" / "count" / "campaign.md").read_text()

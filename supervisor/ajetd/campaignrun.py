@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from ajetd import campaign as cp
+from ajetd.admission import stored_options
 from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.errors import AjetdError
 from ajetd.intake import SETTLE_S
@@ -250,8 +251,8 @@ class Campaigns:
             "metric_value": exp.value,
             "memory_gb": memory,
             "elapsed_min": elapsed,
-            "launcher": "ajetd",
-            "job_id": exp.run_id,
+            "launcher": self._launcher(exp.run_id),
+            "job_id": (run.slurm.get("job_id") if run else None) or exp.run_id,
             "command": trial.command if trial else "",
             "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
             "status": exp.status,
@@ -259,6 +260,17 @@ class Campaigns:
         }
         with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
             ledger.write(cp.ledger_row(row))
+
+    def _launcher(self, run_id: str) -> str:
+        """How the experiment ran: `ajetd` here, `ajetd+ssh:<host>`, or `ajetd+slurm`."""
+        if not run_id:
+            return "ajetd"
+        opts = stored_options(self.home, run_id)
+        if opts.slurm is not None:
+            return f"ajetd+slurm ({opts.slurm.mode})"
+        if opts.ssh is not None:
+            return f"ajetd+ssh:{opts.ssh.target}"
+        return "ajetd"
 
     # -- one experiment ---------------------------------------------------------------------
     def _launch(
