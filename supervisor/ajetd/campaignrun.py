@@ -101,6 +101,7 @@ class Campaigns:
         self.home = home
         self.root = home.root / "campaigns"
         self.states: dict[str, CampaignState] = {}
+        self.loaded: dict[str, tuple[cp.CampaignSpec, Blueprint, str]] = {}  # read once
 
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
@@ -112,6 +113,12 @@ class Campaigns:
 
     def folder(self, campaign_id: str) -> Path:
         return self.root / campaign_id / "folder"
+
+    def _load(self, campaign_id: str) -> tuple[cp.CampaignSpec, Blueprint, str]:
+        """The campaign's folder, read and checked once (it does not change once claimed)."""
+        if campaign_id not in self.loaded:
+            self.loaded[campaign_id] = load_folder(self.folder(campaign_id))
+        return self.loaded[campaign_id]
 
     def _save(self, state: CampaignState) -> None:
         write_json(self.root / state.campaign_id / "state.json", asdict(state), OWNER_FILE)
@@ -141,7 +148,7 @@ class Campaigns:
     def _start(self, state: CampaignState, now: float) -> None:
         """Check the folder and the git state once, at the campaign's start."""
         try:
-            spec, base, _ = load_folder(self.folder(state.campaign_id))
+            spec, base, _ = self._load(state.campaign_id)
         except (cp.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
             return
@@ -187,7 +194,7 @@ class Campaigns:
                 self._save(state)
 
     def _step(self, state: CampaignState, now: float, runs: dict[str, Run]) -> None:
-        spec, base, base_text = load_folder(self.folder(state.campaign_id))
+        spec, base, base_text = self._load(state.campaign_id)
         changed = self._record(state, spec, runs)
         plan = cp.planned(spec)
         while True:

@@ -29,6 +29,7 @@ from ajetd.policy import Timing
 from ajetd.preflight import check_blueprint
 from ajetd.store import OWNER_FILE, Home, default_home, write_atomic
 from ajetd.tmux import Tmux, socket_from_env
+from ajetd.trialrun import trial_log
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
@@ -322,14 +323,14 @@ def logs(run_id: str, follow: bool) -> None:
     run = _load(home, run_id)
     out = sys.stdout.buffer
     for trial in run.trials:
-        path = Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"
+        path = trial_log(run, trial.number)
         if path.exists():
             out.write(path.read_bytes())
     out.flush()
     if not follow or not run.trials:
         return
     number = run.trials[-1].number
-    path = Path(run.result_dir) / "logs" / f"trial-{number}.log"
+    path = trial_log(run, number)
     offset = path.stat().st_size if path.exists() else 0
     while True:
         if path.exists() and path.stat().st_size > offset:

@@ -606,9 +606,9 @@ class Daemon:
             gpus_taken=self.placer.taken(run, self.runs, now) if findings else None,
             program_end=trialrun.program_end(run) if exit_info and exit_info[0] == 0 else None,
             missing_outputs=self._stage_outputs_missing(run) if exit_info else (),
-            slurm_signalled=self.home.trial_file(
-                run_id, run.trial.number, "job.exit.sigint"
-            ).exists(),
+            slurm_signalled=bool(exit_info)
+            and self.options[run_id].slurm is not None
+            and self.home.trial_file(run_id, run.trial.number, "job.exit.sigint").exists(),
         )
         self._deep_check(run_id, now)
         if exit_info is None:

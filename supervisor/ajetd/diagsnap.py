@@ -14,7 +14,6 @@ from ajetd import gpustats, procs, sshrun, trialrun
 from ajetd.admission import stored_options
 from ajetd.errors import AjetdError
 from ajetd.gpu import open_probe
-from ajetd.logtext import tail_lines
 from ajetd.model import Run
 from ajetd.store import Home, write_atomic
 from ajetd.timefmt import iso
@@ -38,7 +37,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None]:
         f"- {f['kind']} ({f['severity']}, line {f['line']}): {f['evidence']}" for f in findings
     ] or ["- none"]
     log_file = trialrun.paths(home, run, trial.number).log if trial else None
-    tail = _tail(log_file) if log_file else []
+    tail = (trialrun.log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
     text = "\n".join(lines)
     saved = None
@@ -114,12 +113,3 @@ def _gpus(run: Run) -> list[str]:
                 f"{len(g.processes)} process(es)"
             )
     return out
-
-
-def _tail(log_file: Path) -> list[str]:
-    try:
-        with open(log_file, "rb") as handle:
-            handle.seek(max(0, log_file.stat().st_size - 256 * 1024))
-            return tail_lines(handle.read(), 50)
-    except OSError:
-        return ["(no log)"]

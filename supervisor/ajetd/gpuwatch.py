@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 from ajetd import procs
+from ajetd.diagnosis import Finding
 from ajetd.gpu import GpuProbe, GpuSample
 from ajetd.gpustats import RunGpu
 from ajetd.model import Run
@@ -23,16 +24,15 @@ XID_FALLEN_OFF_BUS = 79
 
 
 def lost_finding(evidence: str) -> dict[str, object]:
-    return {
-        "kind": GPU_LOST,
-        "severity": "fatal",
-        "line": 0,
-        "evidence": evidence,
-        "explanation": "A GPU of this run fell off the bus or reported a critical Xid error.",
-        "fix": "Check `nvidia-smi` and the kernel log (dmesg | grep -i xid); the GPU usually "
-        "needs a reset or the node a reboot. Relaunch on other GPUs (`[ajetd] gpus`).",
-        "count": 1,
-    }
+    return Finding(
+        GPU_LOST,
+        "fatal",
+        0,
+        evidence,
+        "A GPU of this run fell off the bus or reported a critical Xid error.",
+        "Check `nvidia-smi` and the kernel log (dmesg | grep -i xid); the GPU usually needs a "
+        "reset or the node a reboot. Relaunch on other GPUs (`[ajetd] gpus`).",
+    ).to_dict()
 
 
 @dataclass

@@ -7,8 +7,10 @@ ip=10.0.0.1)` and may end in `[repeated 7x across cluster]`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from ajetd.logtext import clean_line
 
@@ -39,6 +41,16 @@ def count_lines(path: str, upto: int, chunk_size: int = CHUNK_BYTES) -> int:
         if upto <= 0:
             break
     return count
+
+
+def tail_bytes(path: Path, count: int) -> bytes:
+    """The last `count` bytes of a file (b"" when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - count))
+            return handle.read()
+    except OSError:
+        return b""
 
 
 def read_chunks(path: str, offset: int = 0, chunk_size: int = CHUNK_BYTES) -> Iterator[bytes]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd import model, sshrun
+from ajetd.diagnosis import Finding
 from ajetd.errors import AjetdError
 from ajetd.model import Run
 from ajetd.options import SshSpec
@@ -20,17 +21,16 @@ SSH_LOST = "ssh_lost"
 
 
 def ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
-    return {
-        "kind": SSH_LOST,
-        "severity": "warning",
-        "line": 0,
-        "evidence": f"the ssh connection to {host} dropped at {iso(at)}",
-        "explanation": "The connection to the remote host dropped; the remote trial runs on, "
-        "detached, and ajetd reattaches to it.",
-        "fix": "Nothing while it reconnects; if it does not, check the network and the host "
-        "(`ssh` by hand with the same options).",
-        "count": 1,
-    }
+    return Finding(
+        SSH_LOST,
+        "warning",
+        0,
+        f"the ssh connection to {host} dropped at {iso(at)}",
+        "The connection to the remote host dropped; the remote trial runs on, detached, and "
+        "ajetd reattaches to it.",
+        "Nothing while it reconnects; if it does not, check the network and the host (`ssh` "
+        "by hand with the same options).",
+    ).to_dict()
 
 
 def fetch(ssh: SshSpec, run_id: str) -> Fetch:

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from ajetd.diagnosis import Finding
 from ajetd.errors import AjetdError
 from ajetd.options import SlurmSpec
 
@@ -312,13 +313,7 @@ def finding(job: Job) -> dict[str, object] | None:
         "host_oom": "Ask for more memory (`slurm: {mem: ...}`) or reduce the batch size.",
         "slurm_timeout": "Raise `slurm: {time: ...}` or lower exp_max_time.",
     }
-    return {
-        "kind": kind,
-        "severity": severity,
-        "line": 0,
-        "evidence": f"Slurm job {job.job_id} ended {job.state} on {job.nodes or '?'} "
-        f"({job.reason or 'no reason given'})",
-        "explanation": f"Slurm says the job ended {job.state}.",
-        "fix": fixes[kind],
-        "count": 1,
-    }
+    evidence = f"Slurm job {job.job_id} ended {job.state} on {job.nodes or '?'} "
+    evidence += f"({job.reason or 'no reason given'})"
+    explanation = f"Slurm says the job ended {job.state}."
+    return Finding(kind, severity, 0, evidence, explanation, fixes[kind]).to_dict()

@@ -28,13 +28,12 @@ from ajetd import procs
 from ajetd.diagnosis import Finding
 from ajetd.errors import TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, render_trial_script
-from ajetd.logtext import tail_lines
 from ajetd.model import Run
 from ajetd.options import SwarmSpec
 from ajetd.policy import describe_exit
 from ajetd.store import OWNER_FILE, write_atomic
 from ajetd.tmux import Pane, Tmux
-from ajetd.trialrun import diagnose_file, find_pane
+from ajetd.trialrun import diagnose_file, find_pane, log_tail
 
 log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 0.5  # one probe; a refused connection answers at once
@@ -63,15 +62,14 @@ def died_finding(port: int, why: str, server_log: Path, root: Finding | None) ->
     if root is not None:
         evidence += f"; its log ({server_log}) shows {root.kind} at line {root.line}: "
         evidence += root.evidence
-    return {
-        "kind": SERVER_DIED,
-        "severity": "retryable",
-        "line": 0,
-        "evidence": evidence,
-        "explanation": "The swarm server this client trains against exited.",
-        "fix": "ajetd starts the server again, waits for /health, then relaunches the client.",
-        "count": 1,
-    }
+    return Finding(
+        SERVER_DIED,
+        "retryable",
+        0,
+        evidence,
+        "The swarm server this client trains against exited.",
+        "ajetd starts the server again, waits for /health, then relaunches the client.",
+    ).to_dict()
 
 
 @dataclass(frozen=True)
@@ -297,11 +295,7 @@ class SwarmServers:
         return "vanished (its tmux session or process is gone)"
 
     def _tail_note(self, port: int, start: int) -> str:
-        try:
-            data = self.files(port, start)["log"].read_bytes()[-16384:]
-        except OSError:
-            return ""
-        lines = [line for line in tail_lines(data, 5) if line.strip()]
+        lines = [line for line in log_tail(self.files(port, start)["log"], 5) if line.strip()]
         if not lines:
             return ""
         return "; its last output: " + " | ".join(shlex.quote(x)[:200] for x in lines[-3:])

@@ -26,7 +26,7 @@ from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
-from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks
+from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
 from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
 from ajetd.naming import session_base, unique_session
@@ -52,13 +52,18 @@ class RunPaths:
     log: Path
 
 
+def trial_log(run: Run, number: int) -> Path:
+    """Trial `number`'s full output, in the run's result dir."""
+    return Path(run.result_dir) / "logs" / f"trial-{number}.log"
+
+
 def paths(home: Home, run: Run, number: int) -> RunPaths:
     return RunPaths(
         script=home.trial_file(run.run_id, number, "sh"),
         go=home.trial_file(run.run_id, number, "go"),
         exit=home.trial_file(run.run_id, number, "exit"),
         hup=home.trial_file(run.run_id, number, "hup"),
-        log=Path(run.result_dir) / "logs" / f"trial-{number}.log",
+        log=trial_log(run, number),
     )
 
 
@@ -166,7 +171,7 @@ def _slurm_trial(home: Home, run: Run, options: Options, spec: TrialSpec) -> Tri
     if not batch:
         command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
         return replace(spec, command=command, env=(), prefix=())
-    log_file = Path(run.result_dir) / "logs" / f"trial-{n}.job.log"
+    log_file = trial_log(run, n).with_suffix(".job.log")  # trial-N.job.log, shown in the pane
     argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
     q = shlex.quote
     follow = (
@@ -272,9 +277,7 @@ def _read_nemo(run: Run) -> Run:
     state = dict(run.nemo) or nemorl.new_state()
     if state.get("trial") != trial.number:
         state.update(trial=trial.number, offset=0, block=None)
-    got = read_local(
-        str(Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"), state["offset"]
-    )
+    got = read_local(str(trial_log(run, trial.number)), state["offset"])
     if got is None:
         return run
     _, data = got
@@ -292,13 +295,8 @@ def program_end(run: Run) -> str | None:
     """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
     if run.kind != "nemo_rl" or run.trial is None:
         return None
-    log_file = Path(run.result_dir) / "logs" / f"trial-{run.trial.number}.log"
-    try:
-        with open(log_file, "rb") as handle:
-            handle.seek(max(0, log_file.stat().st_size - TAIL_BYTES))
-            return nemorl.ending(handle.read().decode("utf-8", errors="replace"))
-    except OSError:
-        return None
+    data = tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
+    return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
 def write_reports(home: Home, run: Run) -> None:
@@ -312,13 +310,13 @@ def write_reports(home: Home, run: Run) -> None:
     trial_tails = {}
     for trial in run.trials:
         log_file = paths(home, run, trial.number).log
-        trial_tails[trial.number] = _tail(log_file, 20)
+        trial_tails[trial.number] = log_tail(log_file, 20)
     last = run.trial
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=blueprint_text,
         events=home.events(run.run_id),
-        log_tail=_tail(paths(home, run, last.number).log, 50) if last else [],
+        log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
@@ -393,14 +391,9 @@ def diagnose_file(log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES) -> list
         return []
 
 
-def _tail(log_file: Path, count: int) -> list[str]:
-    try:
-        with open(log_file, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            handle.seek(max(0, size - TAIL_BYTES))
-            return tail_lines(handle.read(), count)
-    except OSError:
-        return []
+def log_tail(log_file: Path, count: int) -> list[str]:
+    """The last `count` lines of a log, cleaned as a person saw them."""
+    return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
 
 
 def end_trial(
