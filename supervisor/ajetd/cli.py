@@ -13,23 +13,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ajetd import status as status_view
-from ajetd.blueprint import parse_blueprint
-from ajetd.diagnosis import diagnose_chunks
-from ajetd.errors import AjetdError, BlueprintError, StoreError, UnknownRunError
-from ajetd.gpu import FakeGpuError, GpuSample
-from ajetd.logscan import read_chunks
-from ajetd.model import WAIT_EXIT, Run, State
-from ajetd.naming import new_run_id
-from ajetd.policy import Timing
-from ajetd.preflight import check_blueprint
+from ajetd.errors import AjetdError, UnknownRunError
 from ajetd.store import OWNER_FILE, Home, default_home, write_atomic
-from ajetd.tmux import Tmux, socket_from_env
-from ajetd.trialrun import trial_log
+
+if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
+    from ajetd.gpu import GpuSample
+    from ajetd.model import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
@@ -138,6 +131,10 @@ def daemon(
 ) -> None:
     """Run the supervisor in the foreground (what systemd starts)."""
     from ajetd.daemon import Daemon, DaemonConfig
+    from ajetd.errors import StoreError
+    from ajetd.gpu import FakeGpuError
+    from ajetd.policy import Timing
+    from ajetd.tmux import socket_from_env
 
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -166,6 +163,8 @@ def daemon(
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def submit(file: Path) -> None:
     """Copy a blueprint into the inbox atomically; print the run id."""
+    from ajetd.naming import new_run_id
+
     home = _home()
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
@@ -184,6 +183,11 @@ def submit(file: Path) -> None:
 @json_option
 def lint(file: Path, as_json: bool) -> None:
     """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
+    from ajetd import status as status_view
+    from ajetd.blueprint import parse_blueprint
+    from ajetd.errors import BlueprintError
+    from ajetd.preflight import check_blueprint
+
     problems: list[str]
     summary: dict[str, Any] = {}
     try:
@@ -234,6 +238,8 @@ def lint(file: Path, as_json: bool) -> None:
 @json_option
 def status(run_id: str | None, as_json: bool) -> None:
     """Every run (or one) at a glance."""
+    from ajetd import status as status_view
+
     home = _home()
     now = time.time()
     if run_id is not None:
@@ -250,10 +256,11 @@ def status(run_id: str | None, as_json: bool) -> None:
         )
         return
     click.echo(status_view.render_table(runs, now, home.daemon_running(), home.daemon_info()))
-    from ajetd.campaignrun import status_lines
+    if any((home.root / "campaigns").glob("*/state.json")):  # the daemon's modules only then
+        from ajetd.campaignrun import status_lines
 
-    for line in status_lines(home):
-        click.echo(line)
+        for line in status_lines(home):
+            click.echo(line)
 
 
 @main.command()
@@ -263,6 +270,9 @@ def status(run_id: str | None, as_json: bool) -> None:
 def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
     2 needs attention, 124 timeout."""
+    from ajetd import status as status_view
+    from ajetd.model import WAIT_EXIT, State
+
     home = _home()
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -319,6 +329,8 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
 def logs(run_id: str, follow: bool) -> None:
     """The run's full output, every trial in order."""
+    from ajetd.trialrun import trial_log
+
     home = _home()
     run = _load(home, run_id)
     out = sys.stdout.buffer
@@ -350,6 +362,9 @@ def logs(run_id: str, follow: bool) -> None:
 @json_option
 def diagnose(logfile: Path, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first."""
+    from ajetd.diagnosis import diagnose_chunks
+    from ajetd.logscan import read_chunks
+
     findings = diagnose_chunks(read_chunks(str(logfile)))
     if as_json:
         click.echo(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
@@ -389,6 +404,7 @@ def diag(run_id: str) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
     its result dir; the run is never touched."""
     from ajetd import diagsnap
+    from ajetd.tmux import Tmux, socket_from_env
 
     home = _home()
     text, saved = diagsnap.take(home, Tmux(socket_from_env()), _load(home, run_id))
@@ -401,6 +417,7 @@ def diag(run_id: str) -> None:
 def gpus(as_json: bool) -> None:
     """This machine's GPUs: utilisation, memory, temperature, power, and which run holds what."""
     from ajetd import procs
+    from ajetd import status as status_view
     from ajetd.gpu import open_probe
 
     probe = open_probe()
@@ -470,6 +487,8 @@ def _remote_gpus(
 @click.argument("run_id")
 def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach)."""
+    from ajetd.tmux import Tmux, socket_from_env
+
     run = _load(_home(), run_id)
     if not run.session:
         raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")

@@ -1,0 +1,100 @@
+"""The client commands start fast: `submit`, `status` and `wait` import only what they use.
+
+Checked by the import set (`python -X importtime`), not by timing: what a command imports is
+stable, its start-up time on a shared 2-core machine is not. The figures are in
+docs/benchmarks.md (`bench/peers.py`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ajetd.model import Run, State, Status
+from ajetd.store import Home
+from conftest import PYTHON, Env
+
+# What only the daemon needs: tmux and process handling, file watching, GPUs, YAML, the
+# diagnosis catalogue and the daemon's own modules.
+HEAVY = (
+    "libtmux",
+    "watchdog",
+    "psutil",
+    "pynvml",
+    "yaml",
+    "ahocorasick_rs",
+    "ajetd.daemon",
+    "ajetd.tmux",
+    "ajetd.procs",
+    "ajetd.trialrun",
+    "ajetd.diagnosis",
+    "ajetd.catalogue",
+    "ajetd.admission",
+    "ajetd.policy",
+)
+
+
+def imported(env: Env, *args: str) -> set[str]:
+    """The modules `ajetd ARGS` imports, as `-X importtime` lists them."""
+    out = subprocess.run(
+        [PYTHON, "-X", "importtime", "-m", "ajetd", *args],
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.fixture
+def ended_run(env: Env) -> str:
+    """A finished run on record, written as the daemon would."""
+    home = Home(env.home)
+    home.ensure()
+    now = time.time()
+    run = Run(
+        run_id="imp001",
+        source="bp.md",
+        submitted_at=now,
+        purpose="imports",
+        state=State.DONE,
+        status=Status.SUCCEEDED,
+        ended_at=now,
+    )
+    home.run_dir(run.run_id).mkdir(parents=True)
+    home.save_run(run)
+    return run.run_id
+
+
+def test_client_commands_import_nothing_heavy(env: Env, ended_run: str, tmp_path: Path) -> None:
+    blueprint = tmp_path / "bp.md"
+    blueprint.write_text("## [exp_purpose]\nx\n")
+    for args in (
+        ("submit", str(blueprint)),
+        ("status",),
+        ("status", "--json"),
+        ("status", ended_run),
+        ("wait", ended_run),
+        ("wait", ended_run, "--json"),
+    ):
+        modules = imported(env, *args)
+        assert "ajetd.cli" in modules, args  # the listing is real
+        assert heavy_in(modules) == [], (args, heavy_in(modules))
+
+
+def test_the_import_check_sees_heavy_modules(env: Env) -> None:
+    """The check above would notice: a daemon-side command's imports show up in it."""
+    assert "psutil" in heavy_in(imported(env, "gpus", "--json"))
