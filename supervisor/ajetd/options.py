@@ -15,6 +15,7 @@ import yaml
 from ajetd.durations import parse_duration
 from ajetd.errors import BlueprintError, DurationError
 from ajetd.stoprules import PlateauRule
+from ajetd.userkinds import UserKind, parse_kinds
 
 KNOWN_KEYS = (
     "gpus",
@@ -32,6 +33,7 @@ KNOWN_KEYS = (
     "on_finish",
     "on_attention",
     "slurm",
+    "kinds",
 )
 # Not carried out yet: the run is still the one asked for, so it runs, with a warning.
 SCIENCE_KEYS = (
@@ -129,6 +131,7 @@ class Options:
     pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
     stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
     slurm: SlurmSpec | None = None
+    kinds: tuple[UserKind, ...] = ()  # user-defined failure kinds (userkinds.py)
 
 
 def load_yaml_part(text: str) -> dict[str, Any]:
@@ -484,6 +487,7 @@ def parse_options(text: str) -> Options:
         pull=_paths("pull", data.get("pull"), problems),
         stages=_stages(data.get("stages"), problems),
         slurm=_slurm(data.get("slurm"), problems),
+        kinds=parse_kinds(data.get("kinds"), problems),
     )
     if options.slurm is not None and options.ssh is not None:
         problems.append("slurm and ssh: one or the other (ajetd submits to Slurm from here)")

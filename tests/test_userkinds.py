@@ -1,0 +1,123 @@
+"""User-defined failure kinds: parsing, the `[ajetd] kinds:` key, linear-time matching."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ajetd.errors import BlueprintError
+from ajetd.options import parse_options
+from ajetd.userkinds import KindSet, load_kinds_file, parse_kinds
+
+GOOD = """
+kinds:
+  - name: quota_hit
+    patterns: ['QuotaExceeded: project \\w+', 'over quota']
+    severity: retryable
+    explanation: The cluster's job quota was hit.
+    fix: Wait for other jobs to end.
+    remedy: relaunch
+  - name: bad_shard
+    patterns: ['shard \\d+ is corrupt']
+    severity: fatal
+    explanation: A data shard is corrupt.
+    fix: Regenerate the shard.
+    remedy: {env: {SKIP_BAD_SHARDS: "1"}}
+"""
+
+
+def test_a_good_file_parses_with_remedies(tmp_path: Path) -> None:
+    path = tmp_path / "kinds.yaml"
+    path.write_text(GOOD)
+    kinds, problems = load_kinds_file(path)
+    assert problems == []
+    assert [(k.name, k.severity, k.remedy) for k in kinds] == [
+        ("quota_hit", "retryable", "relaunch"),
+        ("bad_shard", "fatal", "env:SKIP_BAD_SHARDS=1"),
+    ]
+    found = KindSet(kinds)
+    assert found.match("sbatch: QuotaExceeded: project abc") is kinds[0]
+    assert found.match("SHARD 12 IS CORRUPT") is kinds[1]
+    assert found.match("all fine") is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "needle"),
+    [
+        ("{name: Bad-Name, patterns: [x], severity: fatal, explanation: e, fix: f}", "name must"),
+        (
+            "{name: k1, patterns: ['(a'], severity: fatal, explanation: e, fix: f}",
+            "k1: bad pattern",
+        ),
+        ("{name: k2, patterns: ['(a)\\1'], severity: fatal, explanation: e, fix: f}", "k2: bad"),
+        ("{name: k3, patterns: ['x*'], severity: fatal, explanation: e, fix: f}", "every line"),
+        ("{name: k4, patterns: [x], severity: sometimes, explanation: e, fix: f}", "k4: severity"),
+        ("{name: k5, patterns: [x], severity: fatal, fix: f}", "k5: explanation"),
+        (
+            "{name: k6, patterns: [x], severity: fatal, explanation: e, fix: f, remedy: reboot}",
+            "k6: remedy",
+        ),
+        ("{name: k7, patterns: [], severity: fatal, explanation: e, fix: f}", "k7: patterns"),
+        (
+            "{name: k8, patterns: [x], severity: fatal, explanation: e, fix: f, colour: red}",
+            "k8: unknown key 'colour'",
+        ),
+    ],
+)
+def test_a_bad_kind_is_an_error_naming_it(entry: str, needle: str) -> None:
+    with pytest.raises(BlueprintError) as info:
+        parse_options(f"kinds:\n  - {entry}\n")
+    assert any(needle in p for p in info.value.problems), info.value.problems
+
+
+def test_bounds_on_count_and_length() -> None:
+    problems: list[str] = []
+    parse_kinds(
+        [
+            {
+                "name": "k",
+                "patterns": ["a" * 501],
+                "severity": "fatal",
+                "explanation": "e",
+                "fix": "f",
+            }
+        ],
+        problems,
+    )
+    assert "longer than 500" in problems[0]
+    problems = []
+    many = [
+        {"name": f"k{i}", "patterns": ["a"], "severity": "fatal", "explanation": "e", "fix": "f"}
+        for i in range(65)
+    ]
+    parse_kinds(many, problems)
+    assert "more than 64 kinds" in problems[0]
+
+
+def test_blueprint_kinds_key() -> None:
+    options = parse_options(GOOD)
+    assert [k.name for k in options.kinds] == ["quota_hit", "bad_shard"]
+    assert parse_options("max_trials: 2").kinds == ()
+
+
+def test_matching_stays_linear_on_a_catastrophic_pattern() -> None:
+    """(a+)+$ backtracks exponentially in Python's re; RE2 answers at once."""
+    problems: list[str] = []
+    kinds = parse_kinds(
+        [
+            {
+                "name": "evil",
+                "patterns": ["(a+)+$"],
+                "severity": "fatal",
+                "explanation": "e",
+                "fix": "f",
+            }
+        ],
+        problems,
+    )
+    assert problems == []
+    start = time.perf_counter()
+    assert KindSet(kinds).match("a" * 50_000 + "!") is None
+    assert time.perf_counter() - start < 1.0
