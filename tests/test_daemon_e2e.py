@@ -450,7 +450,10 @@ def test_failed_trial_is_diagnosed(daemon_env: Env) -> None:
     assert status["status"] == "failed"
     assert status["diagnosis"][0]["kind"] == "cuda_oom"
     trials = (env.tmp / "results" / "oom" / "trials.md").read_text()
-    assert "`cuda_oom` (retryable" in trials
+    assert "`cuda_oom` (science, no fix allowed" in trials  # nothing retries it here
+    assert "no fix allowed ([ajetd] allow_fixes): the run ends" in trials
+    finding = status["diagnosis"][0]
+    assert finding["severity"] == "science" and finding["explanation"] and finding["fix"]
     out = env.cli("diagnose", str(env.tmp / "results" / "oom" / "logs" / "trial-1.log"), "--json")
     assert out.returncode == 0 and json.loads(out.stdout)[0]["kind"] == "cuda_oom"
 
@@ -615,6 +618,7 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     assert last["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] == 2
     trials = (env.tmp / "results" / "allowed" / "trials.md").read_text()
     assert "ppo_micro_batch_size_per_gpu 8 → 4" in trials and "4 → 2" in trials
+    assert "`cuda_oom` (science fix allowed" in trials
     refused = env.wait_done(runs["refused"])
     assert refused["status"] == "failed" and refused["trials"] == 1
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]

@@ -18,6 +18,7 @@ from enum import Enum
 class Severity(str, Enum):
     FATAL = "fatal"  # retrying cannot help until a person changes something
     RETRYABLE = "retryable"  # a relaunch (maybe with a fix) can succeed
+    SCIENCE = "science"  # only a change to the experiment helps: tried where allow_fixes permits
     WARNING = "warning"  # worth reporting; does not end a run by itself
 
 
@@ -35,7 +36,7 @@ def _p(*patterns: str) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
 
 
-F, R, W = Severity.FATAL, Severity.RETRYABLE, Severity.WARNING
+F, R, W, S = Severity.FATAL, Severity.RETRYABLE, Severity.WARNING, Severity.SCIENCE
 
 CATALOGUE: tuple[Kind, ...] = (
     Kind(
@@ -54,7 +55,7 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     Kind(
         "vllm_memory",
-        R,
+        S,
         "vLLM cannot reserve its share of GPU memory (other processes hold it, or "
         "gpu_memory_utilization / max_model_len ask for more than is free).",
         "Wait for foreign GPU memory to drain, or lower gpu_memory_utilization / max_model_len.",
@@ -90,7 +91,7 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     Kind(
         "cuda_oom",
-        R,
+        S,
         "A GPU ran out of memory during computation.",
         "Lower the micro batch size (ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size), "
         "the sequence lengths, or vLLM's gpu_memory_utilization; enable offload or "
@@ -392,7 +393,7 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     Kind(
         "nan_loss",
-        W,
+        S,
         "The loss or gradients became NaN/Inf: training diverged.",
         "Lower the learning rate, check the reward function for NaN, enable gradient clipping.",
         _p(

@@ -15,6 +15,7 @@ from ajetd.model import Run, Trial
 from ajetd.status import run_json
 from ajetd.timefmt import iso
 from ajetd.valresults import TABLE_KEYS, metric_series
+from ajetd.words import action_label
 
 _SPARK = "▁▂▃▄▅▆▇█"
 
@@ -28,6 +29,7 @@ class ReportContext:
     events: list[tuple[float, str]] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
+    allowed_fixes: tuple[str, ...] = ()  # the blueprint's `[ajetd] allow_fixes` keys
 
 
 def _gpu_section(run: Run) -> str:
@@ -245,8 +247,9 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
         if trial.findings:
             lines += ["", "Diagnosis (root cause first):", ""]
             for f in trial.findings:
+                label = action_label(f, ctx.allowed_fixes)
                 lines.append(
-                    f"- `{f['kind']}` ({f['severity']}, line {f['line']}, seen {f['count']}x): "
+                    f"- `{f['kind']}` ({label}, line {f['line']}, seen {f.get('count', 1)}x): "
                     f"{f['explanation']} Fix: {f['fix']}  \n  evidence: `{f['evidence']}`"
                 )
         tail = ctx.trial_tails.get(trial.number, [])

@@ -46,7 +46,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
         "gpu": gpustats.now_view(run.gpu_stats),
         "diagnosis": [
-            {k: f[k] for k in ("kind", "severity", "line", "evidence")}
+            {k: f.get(k) for k in ("kind", "severity", "line", "evidence", "explanation", "fix")}
             for f in ((trial.findings or trial.live_findings) if trial else ())
         ],
     }

@@ -21,10 +21,11 @@ from typing import Any
 
 import yaml
 
-from ajetd import model, nemorl, procs, report, slurm, sshrun
+from ajetd import model, nemorl, procs, report, slurm, sshrun, words
+from ajetd.blueprint import parse_blueprint
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
-from ajetd.errors import TmuxError
+from ajetd.errors import AjetdError, TmuxError
 from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
 from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
 from ajetd.logtext import tail_lines
@@ -312,12 +313,17 @@ def write_reports(home: Home, run: Run) -> None:
         log_file = paths(home, run, trial.number).log
         trial_tails[trial.number] = log_tail(log_file, 20)
     last = run.trial
+    try:
+        allowed = tuple(parse_blueprint(blueprint_text).options.allow_fixes)
+    except AjetdError:
+        allowed = ()
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=blueprint_text,
         events=home.events(run.run_id),
         log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,
+        allowed_fixes=allowed,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(result_dir / "results.md", report.render_results(run, ctx))
@@ -442,7 +448,7 @@ def finish_run(
     open_trial = run.trial is not None and run.trial.ended_at is None
     run = end_trial(home, run, reason, exit_code, now, pane_pid, findings)
     if open_trial:
-        run = _note_next(run, outcome)
+        run = _note_next(run, outcome, reason)
     run = read_metrics(run, fetch)
     run = model.finish(run, outcome, reason, exit_code, now)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
@@ -456,16 +462,10 @@ def finish_run(
     return run
 
 
-def _note_next(run: Run, outcome: model.Status) -> Run:
+def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
     trial = run.trial
     assert trial is not None
-    note = {
-        model.Status.FAILED: "no fix left to try: the run ends",
-        model.Status.TIME_LIMIT: "time limit reached: the run ends with its data kept",
-        model.Status.STOPPED: "stopped by the user: the run ends",
-        model.Status.LOST: "the session vanished: the run ends as lost",
-    }.get(outcome, "the run ends")
-    updated = replace(trial, next_step=note)
+    updated = replace(trial, next_step=words.ending_note(outcome, reason))
     return replace(run, trials=(*run.trials[:-1], updated))
 
 
