@@ -115,6 +115,12 @@ def main() -> None:
     help="Seconds a hook may run before it is killed.",
 )
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Start in the background (output appended to $AJETD_HOME/daemon.log); print its pid. "
+    "Stop it with `ajetd shutdown`.",
+)
 def daemon(
     backoff_scale: float,
     grace_int: float,
@@ -128,8 +134,12 @@ def daemon(
     on_attention: str,
     hook_timeout: float,
     log_level: str,
+    detach: bool,
 ) -> None:
-    """Run the supervisor in the foreground (what systemd starts)."""
+    """Run the supervisor in the foreground (what systemd starts), or in the background."""
+    if detach:
+        _detach(click.get_current_context().params)
+        return
     from ajetd.daemon import Daemon, DaemonConfig
     from ajetd.errors import StoreError
     from ajetd.gpu import FakeGpuError
@@ -494,6 +504,43 @@ def attach(run_id: str) -> None:
         raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
     argv, env = Tmux(socket_from_env()).attach(run.session)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell
+
+
+def _detach(params: dict[str, Any]) -> None:
+    """`ajetd daemon --detach`: the same daemon with the same options, in the background."""
+    from ajetd import daemonctl
+
+    args: list[str] = []
+    for name, value in params.items():
+        if name != "detach":
+            args += [f"--{name.replace('_', '-')}", str(value)]
+    try:
+        started = daemonctl.detach(_home(), args)
+    except daemonctl.DaemonCtlError as exc:
+        click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"ajetd daemon started: pid {started.pid}, log {started.log_file}")
+
+
+@main.command()
+@click.option(
+    "--timeout", type=float, default=60.0, show_default=True, help="Seconds to wait for it."
+)
+def shutdown(timeout: float) -> None:
+    """Stop the daemon cleanly (SIGTERM, then wait); runs go on in tmux and the next daemon
+    takes them up again."""
+    from ajetd import daemonctl
+
+    home = _home()
+    try:
+        pid = daemonctl.shutdown(home, timeout)
+    except daemonctl.DaemonCtlError as exc:
+        click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(1)
+    if pid is None:
+        click.echo(f"no daemon is running on {home.root}")
+    else:
+        click.echo(f"ajetd daemon (pid {pid}) stopped; runs go on in tmux")
 
 
 def entry() -> None:

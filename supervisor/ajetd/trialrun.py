@@ -452,6 +452,7 @@ def finish_run(
     run = read_metrics(run, fetch)
     run = model.finish(run, outcome, reason, exit_code, now)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
+    log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     home.save_run(run)
     try:
         write_reports(home, run)

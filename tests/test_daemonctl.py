@@ -1,0 +1,82 @@
+"""`ajetd daemon --detach` and `ajetd shutdown`: a daemon without systemd; runs outlive it."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from ajetd.store import Home
+from conftest import Env, wait_for
+
+FAST = ("--backoff-scale", "0.001", "--grace-int", "1", "--grace-term", "1")
+
+
+@pytest.fixture
+def detached(env: Env) -> Iterator[Env]:
+    """The env, with whatever daemon a test detached shut down at the end."""
+    yield env
+    if Home(env.home).daemon_running():
+        env.cli("shutdown")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _detach(env: Env) -> int:
+    out = env.cli("daemon", "--detach", *FAST)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"log {env.home / 'daemon.log'}" in out.stdout
+    return int(out.stdout.split("pid ")[1].split(",")[0])
+
+
+def test_detach_shutdown_detach_readopts_a_live_run(detached: Env) -> None:
+    env = detached
+    pid = _detach(env)
+    assert Home(env.home).daemon_running()
+    log_mode = stat.S_IMODE((env.home / "daemon.log").stat().st_mode)
+    assert log_mode == 0o600
+    again = env.cli("daemon", "--detach")
+    assert again.returncode == 1 and f"already running on {env.home} (pid {pid})" in again.stderr
+
+    run_id = env.submit(env.blueprint("live", config=env.config("live", forever=True)))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    session = env.record(run_id)["session"]
+
+    out = env.cli("shutdown")
+    assert out.returncode == 0 and f"pid {pid}) stopped" in out.stdout, out.stderr
+    assert not Home(env.home).daemon_running()
+    wait_for(lambda: _gone(pid), what="the daemon process to exit")
+    assert env.tmux("has-session", "-t", f"={session}").returncode == 0  # the run goes on
+    assert env.record(run_id)["state"] == "running"
+    assert "no daemon is running" in env.cli("shutdown").stdout
+
+    second = _detach(env)
+    assert second != pid
+    wait_for(
+        lambda: f"run {run_id}: watching again" in (env.home / "daemon.log").read_text(),
+        what="the new daemon to take the run up again",
+    )
+    stopped = env.cli("stop", run_id)
+    assert stopped.returncode == 0, stopped.stderr
+    assert env.status(run_id)["status"] == "stopped" and len(env.launches()) == 1
+    log = (env.home / "daemon.log").read_text()
+    assert f"run {run_id}: ended stopped: stopped by `ajetd stop`" in log
+    assert env.cli("shutdown").returncode == 0
+
+
+def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
+    env = detached
+    env.home.mkdir()
+    (env.home / "daemon.log").symlink_to(env.tmp / "elsewhere.log")
+    out = env.cli("daemon", "--detach")
+    assert out.returncode == 1 and "cannot open the daemon log" in out.stderr
+    (env.home / "daemon.log").unlink()
+    out = env.cli("daemon", "--detach", "--gpu-period", "-1x")
+    assert out.returncode == 2  # a usage error is caught before anything starts
