@@ -45,22 +45,60 @@ def test_every_stop_rule_fires_in_turn() -> None:
         {"b.md"},
     )
     t0 = 1000.0
-    p = cp.progress(spec, 17, 5, t0, t0 + 3 * 3600 + 48 * 60, 0.42)
+    p = cp.progress(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)
     assert not p.met
     assert p.text == (
         "stop condition not yet met: 17/24 attempted, 6h12m remaining, "
         "best accuracy 0.42 (target 0.6)"
     )
-    assert cp.progress(spec, 24, 5, t0, t0 + 60, 0.4).text == "stop condition met: 24/24 attempted"
-    assert cp.progress(spec, 3, 5, t0, t0 + 10 * 3600, None).text == (
+    assert cp.progress(spec, 24, t0, t0 + 60, 0.4).text == "stop condition met: 24/24 attempted"
+    assert cp.progress(spec, 3, t0, t0 + 10 * 3600, None).text == (
         "stop condition met: deadline reached"
     )
-    late = cp.progress(spec, 3, 5, t0, t0 + 9.5 * 3600, None)
+    late = cp.progress(spec, 3, t0, t0 + 9.5 * 3600, None)
     assert late.met and "less than one experiment (1h)" in late.text
-    assert cp.progress(spec, 3, 5, t0, t0 + 60, 0.61).text == (
+    assert cp.progress(spec, 3, t0, t0 + 60, 0.61).text == (
         "stop condition met: accuracy 0.61 reached the target 0.6"
     )
-    assert cp.progress(spec, 3, 0, t0, t0 + 60, 0.1).met
+    # running out of experiments is no stop rule: the campaign waits for the next one
+    assert not cp.progress(spec, 3, t0, t0 + 60, 0.1).met
+    rules = {r.rule: r for r in cp.rules(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)}
+    assert rules["max_experiments"].remaining == 7 and not rules["max_experiments"].met
+    assert rules["deadline"].remaining == 6 * 3600 + 12 * 60
+    assert rules["target_metric"].current == 0.42 and rules["target_metric"].limit == 0.6
+
+
+def test_the_default_rule_is_the_baseline_and_three_experiments() -> None:
+    spec = cp.parse_campaign("name: c\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    assert spec.default_rule and spec.experiments == ()
+    assert cp.progress(spec, 3, 0.0, 1.0, None).text == (
+        "stop condition not yet met: 3/4 attempted"
+    )
+    met = cp.progress(spec, 4, 0.0, 1.0, 0.4)
+    assert met.met and met.needs_decision and "needs a decision" in met.text
+    assert not cp.progress(spec, 4, 0.0, 1.0, 0.4, rounds=2).met  # --continue: three more
+    assert cp.progress(spec, 7, 0.0, 1.0, 0.4, rounds=2).needs_decision
+    timed = cp.parse_campaign(
+        "name: c\nbase: b.md\nresult_dir: /r\nstop: {per_experiment_timeout: 1h}\n", {"b.md"}
+    )
+    assert timed.default_rule  # a per-experiment limit alone ends nothing
+
+
+def test_live_entries_are_validated_as_campaign_yaml_entries() -> None:
+    text = "name: c\nbase: b.md\nresult_dir: /r\nbranch_prefix: ar/c\nexperiments:\n"
+    smoke = cp.entry("quick", "does it run", ["a=1"], smoke=True)
+    spec = cp.parse_campaign(cp.merged(text, [smoke], {"max_experiments": 5}), {"b.md"})
+    assert spec.experiments[0].smoke and spec.experiments[0].overrides == ("a=1",)
+    assert spec.max_experiments == 5
+    bad = [cp.entry("quick", "x"), cp.entry("quick", "y", patch="p.diff"), {"name": "z", "x": 1}]
+    with pytest.raises(cp.CampaignError) as err:
+        cp.parse_campaign(cp.merged(text, bad, {"deadline": "soon"}), {"b.md"})
+    joined = "\n".join(err.value.problems)
+    for needle in ("same name", "patch p.diff is not in the folder", "unknown key 'x'", "deadline"):
+        assert needle in joined, needle
+    assert cp.verdict("failed", None, 0.5, True, smoke=True) == "smoke"
+    assert cp.verdict("succeeded", 0.1, 0.5, True, smoke=True) == "smoke"  # never a discard
+    assert cp.verdict("stopped", 0.9, 0.5, True) == "stopped"
 
 
 def test_verdicts_and_the_ledger_row() -> None:
@@ -136,7 +174,7 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
     assert "grpo.max_num_steps=4" in rows[1]["command"]
     assert rows[1]["description"] == "more steps"
     text = (env.tmp / "campaigns" / "count" / "campaign.md").read_text()
-    assert "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38 (longer)" in text
+    assert "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38: longer (run " in text
     assert "campaign " in env.cli("status").stdout and "3/3 attempted" in env.cli("status").stdout
 
 

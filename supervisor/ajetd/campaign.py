@@ -4,10 +4,15 @@ A campaign is a folder holding `campaign.yaml` and a base blueprint. ajetd runs 
 first (unless told there is one), then each experiment as an ordinary run, in order, as many
 at once as `parallel` allows, until a stop rule is met: `max_experiments` (attempts, baseline
 included, crashes included), `deadline` (from the campaign's start; also met when what is left
-cannot hold one more `per_experiment_timeout`), `target_metric` (the best value reaches it),
-or no experiment left. Each ended experiment appends one row to `ledger.tsv` with the columns
+cannot hold one more `per_experiment_timeout`) or `target_metric` (the best value reaches it).
+With none of these given, seed 002's default holds: the baseline and at most three
+experiments, then a decision is needed (`--continue` grants another three). A campaign that
+runs out of experiments waits for `ajetd campaign add`; it never ends on its own while its
+stop rules are unmet. Each ended experiment appends one row to `ledger.tsv` with the columns
 of NeMo-RL's experiment-log template and a verdict: `keep` (better than the best so far),
-`discard`, or `crash` (failed, timed out, or no metric: seed 002 treats a timeout as a failure).
+`discard`, `crash` (failed, timed out, or no metric: seed 002 treats a timeout as a failure),
+`smoke` (a pipeline check: counts against no stop rule, never judges the idea) or `stopped`
+(ended by `ajetd stop` / `ajetd campaign stop`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ LEDGER_COLUMNS = (
     "status",
     "description",
 )
+ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
+STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_metric")
+DEFAULT_EXPERIMENTS = 3  # seed 002: no stop rule given -> the baseline and at most three
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
 
@@ -59,6 +67,7 @@ class Experiment:
     patch: str = ""  # a patch file in the folder, applied and committed (branch_prefix only)
     start: str = ""  # the branch or commit it starts from (default: the baseline commit)
     blueprint: str = ""  # its own blueprint in the folder instead of the base
+    smoke: bool = False  # a pipeline check: ledger status `smoke`, counts against no stop rule
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,11 @@ class CampaignSpec:
     parallel: int = 1
     branch_prefix: str = ""
     baseline: bool = True  # run the base unchanged first
+
+    @property
+    def default_rule(self) -> bool:
+        """No campaign-level stop rule given: seed 002's baseline + three experiments holds."""
+        return self.max_experiments is None and self.deadline_s is None and self.target is None
 
 
 def _duration(key: str, value: Any, problems: list[str]) -> float | None:
@@ -106,18 +120,24 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
         value = raw.get(key)
         if value and str(value) not in files:
             problems.append(f"experiments[{i}] ({name}): {key} {value} is not in the folder")
-    unknown = sorted(
-        set(map(str, raw)) - {"name", "description", "overrides", "patch", "from", "blueprint"}
-    )
+    unknown = sorted(set(map(str, raw)) - set(ENTRY_KEYS))
     if unknown:
-        problems.append(f"experiments[{i}] ({name}): unknown key {unknown[0]!r}")
+        known = ", ".join(ENTRY_KEYS)
+        problems.append(f"experiments[{i}] ({name}): unknown key {unknown[0]!r} (known: {known})")
+    smoke = raw.get("smoke", False)
+    if not isinstance(smoke, bool):
+        problems.append(f"experiments[{i}] ({name}): smoke must be true or false, got {smoke!r}")
+    start = str(raw.get("from") or "")
+    if start and not _BRANCH.match(start):
+        problems.append(f"experiments[{i}] ({name}): from {start!r} is not a branch or commit")
     return Experiment(
         name,
         str(raw.get("description") or ""),
         tuple(overrides),
         str(raw.get("patch") or ""),
-        str(raw.get("from") or ""),
+        start,
         str(raw.get("blueprint") or ""),
+        smoke is True,
     )
 
 
@@ -129,8 +149,7 @@ def _stop_rules(
             "stop: expected {max_experiments, deadline, per_experiment_timeout, target_metric}"
         )
         return None, None, None, None
-    known = {"max_experiments", "deadline", "per_experiment_timeout", "target_metric"}
-    bad = sorted(set(map(str, stop)) - known)
+    bad = sorted(set(map(str, stop)) - set(STOP_KEYS))
     if bad:
         problems.append(f"stop: unknown rule {bad[0]!r}")
     count = stop.get("max_experiments")
@@ -206,6 +225,8 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     experiments = _experiments(data.get("experiments") or [], files, problems)
     if any(e.patch for e in experiments) and not prefix:
         problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")
+    if any(e.start for e in experiments) and not prefix:
+        problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
     spec = CampaignSpec(
         name=name,
         metric=str(data.get("metric") or "mean_reward"),
@@ -245,58 +266,163 @@ def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool
     return max(values) if maximise else min(values)
 
 
-def verdict(status: str, value: float | None, best: float | None, maximise: bool) -> str:
-    """keep (better than the best so far), discard, or crash (failed, timed out, no metric)."""
+def verdict(
+    status: str, value: float | None, best: float | None, maximise: bool, smoke: bool = False
+) -> str:
+    """keep (better than the best so far), discard, crash (failed, timed out, no metric),
+    stopped (by the user), or smoke (a pipeline check never judges the idea)."""
+    if smoke:
+        return "smoke"
+    if status == "stopped":
+        return "stopped"
     if status not in ("succeeded", "plateau") or value is None:
         return "crash"
     return "keep" if better(value, best, maximise) else "discard"
 
 
 @dataclass(frozen=True)
+class Rule:
+    """One stop rule against where the campaign stands (what `campaign status` shows)."""
+
+    rule: str  # max_experiments, deadline, target_metric, or default (no rule given)
+    met: bool
+    text: str  # the seed's words: `17/24 attempted`, `6h12m remaining`, ...
+    limit: float | None = None  # the count, the seconds from the start, the target
+    current: float | None = None  # attempted, seconds elapsed, the best value
+    remaining: float | None = None  # experiments or seconds left; None for a target
+
+
+def rules(
+    spec: CampaignSpec,
+    attempted: int,
+    started_at: float,
+    now: float,
+    best: float | None,
+    rounds: int = 1,
+) -> list[Rule]:
+    """Every stop rule, how far it is from being met. `attempted` counts launched experiments
+    that are not smoke runs (crashes included); `rounds` of the default rule granted so far."""
+    out: list[Rule] = []
+    if spec.default_rule:
+        limit = int(spec.baseline) + DEFAULT_EXPERIMENTS * max(rounds, 1)
+        met = attempted >= limit
+        out.append(
+            Rule(
+                "default",
+                met,
+                f"{attempted}/{limit} attempted",
+                limit,
+                attempted,
+                max(limit - attempted, 0),
+            )
+        )
+    if spec.max_experiments is not None:
+        count = spec.max_experiments
+        out.append(
+            Rule(
+                "max_experiments",
+                attempted >= count,
+                f"{attempted}/{count} attempted",
+                count,
+                attempted,
+                max(count - attempted, 0),
+            )
+        )
+    if spec.deadline_s is not None:
+        remaining = started_at + spec.deadline_s - now
+        per = spec.per_experiment_s
+        if remaining <= 0:
+            met, text = True, "deadline reached"
+        elif per is not None and remaining < per:
+            met = True
+            text = (
+                f"{format_duration(remaining)} remaining, less than one experiment "
+                f"({format_duration(per)})"
+            )
+        else:
+            met, text = False, f"{format_duration(remaining)} remaining"
+        out.append(
+            Rule("deadline", met, text, spec.deadline_s, now - started_at, max(remaining, 0.0))
+        )
+    if spec.target is not None:
+        reached = best is not None and not better(spec.target, best, spec.maximise)
+        if reached and best is not None:
+            text = f"{spec.metric} {best:g} reached the target {spec.target:g}"
+        else:
+            shown = "none yet" if best is None else f"{best:g}"
+            text = f"best {spec.metric} {shown} (target {spec.target:g})"
+        out.append(Rule("target_metric", reached, text, spec.target, best))
+    return out
+
+
+@dataclass(frozen=True)
 class Progress:
     met: bool
     text: str
+    needs_decision: bool = False  # only the default rule is met: ask before going on
 
 
 def progress(
     spec: CampaignSpec,
     attempted: int,
-    left: int,
     started_at: float,
     now: float,
     best: float | None,
+    rounds: int = 1,
 ) -> Progress:
     """Every stop rule against where the campaign stands, in the seed's words."""
-    met: list[str] = []
-    parts: list[str] = []
-    if spec.max_experiments is not None:
-        parts.append(f"{attempted}/{spec.max_experiments} attempted")
-        if attempted >= spec.max_experiments:
-            met.append(f"{attempted}/{spec.max_experiments} attempted")
-    else:
-        parts.append(f"{attempted} attempted")
-    if spec.deadline_s is not None:
-        remaining = started_at + spec.deadline_s - now
-        if remaining <= 0:
-            met.append("deadline reached")
-        elif spec.per_experiment_s is not None and remaining < spec.per_experiment_s:
-            met.append(
-                f"{format_duration(remaining)} remaining, less than one experiment "
-                f"({format_duration(spec.per_experiment_s)})"
-            )
-        else:
-            parts.append(f"{format_duration(remaining)} remaining")
-    if spec.target is not None:
-        if best is not None and not better(spec.target, best, spec.maximise):
-            met.append(f"{spec.metric} {best:g} reached the target {spec.target:g}")
-        else:
-            shown = "none yet" if best is None else f"{best:g}"
-            parts.append(f"best {spec.metric} {shown} (target {spec.target:g})")
-    if left <= 0:
-        met.append("every planned experiment attempted")
+    found = rules(spec, attempted, started_at, now, best, rounds)
+    met = [r.text for r in found if r.met]
+    if spec.default_rule and met:
+        return Progress(
+            True,
+            f"stop condition met: {met[0]} (no stop rule given: the baseline and at most "
+            f"{DEFAULT_EXPERIMENTS} experiments); needs a decision: `ajetd campaign add "
+            "--continue` or `ajetd campaign set`",
+            needs_decision=True,
+        )
     if met:
         return Progress(True, "stop condition met: " + "; ".join(met))
+    parts = [r.text for r in found]
+    if spec.max_experiments is None and not spec.default_rule:
+        parts.insert(0, f"{attempted} attempted")
     return Progress(False, "stop condition not yet met: " + ", ".join(parts))
+
+
+def merged(text: str, added: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> str:
+    """campaign.yaml with the experiments added live and the stop rules set live: what is
+    parsed (and so validated) exactly as if the user had written it that way."""
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        return text  # parse_campaign says what is wrong
+    if added:
+        listed = data.get("experiments") or []
+        data["experiments"] = [*listed, *added] if isinstance(listed, list) else listed
+    if stop:
+        rules_now = data.get("stop") or {}
+        data["stop"] = {**rules_now, **stop} if isinstance(rules_now, dict) else rules_now
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def entry(
+    name: str,
+    description: str,
+    overrides: Sequence[str] = (),
+    patch: str = "",
+    start: str = "",
+    blueprint: str = "",
+    smoke: bool = False,
+) -> dict[str, Any]:
+    """A campaign.yaml experiment entry, as `ajetd campaign add`'s options give it."""
+    raw: dict[str, Any] = {"name": name, "description": description}
+    if overrides:
+        raw["overrides"] = list(overrides)
+    for key, value in (("patch", patch), ("from", start), ("blueprint", blueprint)):
+        if value:
+            raw[key] = value
+    if smoke:
+        raw["smoke"] = True
+    return raw
 
 
 def ledger_header() -> str:

@@ -18,15 +18,26 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from ajetd import campaign as cp
 from ajetd.admission import stored_options
 from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
-from ajetd.errors import AjetdError
+from ajetd.campaignreq import (
+    SUFFIX,
+    is_campaign_id,
+    new_campaign_id,
+    pending_requests,
+    read_request,
+    write_answer,
+)
+from ajetd.durations import parse_duration
+from ajetd.errors import AjetdError, DurationError
 from ajetd.intake import SETTLE_S
 from ajetd.model import Run, State
 from ajetd.naming import new_run_id
@@ -34,7 +45,7 @@ from ajetd.options import load_yaml_part
 from ajetd.store import OWNER_DIR, OWNER_FILE, Home, write_atomic, write_json
 
 log = logging.getLogger(__name__)
-SUFFIX = ".campaign"
+MAX_HANDLED = 200  # answers kept in state.json, so a request seen again is not applied twice
 
 
 @dataclass
@@ -50,6 +61,8 @@ class ExpState:
     recorded: bool = False
     status: str = ""
     value: float | None = None
+    smoke: bool = False
+    row: dict[str, Any] = field(default_factory=dict)  # its ledger row, typed (status --json)
 
 
 @dataclass
@@ -64,17 +77,38 @@ class CampaignState:
     done: bool = False
     progress: str = ""
     refused: str = ""  # why the whole campaign cannot run
+    name: str = ""
+    best_index: int | None = None
+    phase: str = "running"  # running, waiting (for `campaign add`), done
+    status: str = ""  # once done: completed, needs_decision, stopped, refused
+    reason: str = ""  # why it waits, or why it ended
+    ended_at: float | None = None
+    stopping: bool = False  # `ajetd campaign stop` asked; done once nothing runs
+    rounds: int = 1  # rounds of the default stop rule granted (`--continue` adds one)
+    added: list[dict[str, Any]] = field(default_factory=list)  # campaign.yaml entries, live
+    stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
+    handled: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer
+    revision: int = 0  # bumped by every live change of the spec
 
 
-def load_folder(folder: Path) -> tuple[cp.CampaignSpec, Blueprint, str]:
-    """The spec, its base blueprint (parsed), and the base's text; CampaignError if unusable."""
-    files = {p.name for p in folder.iterdir() if p.is_file()}
+def load_folder(
+    folder: Path,
+    added: list[dict[str, Any]] | None = None,
+    stop: dict[str, Any] | None = None,
+    extra_files: frozenset[str] = frozenset(),
+) -> tuple[cp.CampaignSpec, Blueprint, str]:
+    """The spec (with what was added and set live), its base blueprint (parsed), and the
+    base's text; CampaignError if unusable."""
+    files = {p.name for p in folder.iterdir() if p.is_file()} | extra_files
     if "campaign.yaml" not in files:
         raise cp.CampaignError([f"{folder}: no campaign.yaml"])
-    spec = cp.parse_campaign((folder / "campaign.yaml").read_text(), files)
-    text = (folder / spec.base).read_text()
+    text = (folder / "campaign.yaml").read_text()
+    if added or stop:
+        text = cp.merged(text, added or [], stop or {})
+    spec = cp.parse_campaign(text, files)
+    base_text = (folder / spec.base).read_text()
     try:
-        return spec, parse_blueprint(text), text
+        return spec, parse_blueprint(base_text), base_text
     except AjetdError as exc:
         raise cp.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
 
@@ -96,29 +130,47 @@ def git(repo: str, *args: str) -> tuple[int, str]:
     return done.returncode, (done.stdout if done.returncode == 0 else done.stderr).strip()
 
 
+def load_state(path: Path) -> CampaignState:
+    data = json.loads(path.read_text())
+    data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
+    return CampaignState(**data)
+
+
+def attempted(state: CampaignState) -> int:
+    """What the count rules count: launched (or refused) experiments, crashes included,
+    smoke runs not."""
+    return sum(1 for e in state.experiments if not e.smoke)
+
+
+def progress_of(state: CampaignState, spec: cp.CampaignSpec, now: float) -> cp.Progress:
+    return cp.progress(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+
+
 class Campaigns:
     def __init__(self, home: Home) -> None:
         self.home = home
         self.root = home.root / "campaigns"
         self.states: dict[str, CampaignState] = {}
-        self.loaded: dict[str, tuple[cp.CampaignSpec, Blueprint, str]] = {}  # read once
+        # read once per live change (revision), not every tick
+        self.loaded: dict[str, tuple[int, cp.CampaignSpec, Blueprint, str]] = {}
+        self.plots = Plotter()
 
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         for state_file in sorted(self.root.glob("*/state.json")):
-            data = json.loads(state_file.read_text())
-            data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
-            state = CampaignState(**data)
+            state = load_state(state_file)
             self.states[state.campaign_id] = state
 
     def folder(self, campaign_id: str) -> Path:
         return self.root / campaign_id / "folder"
 
-    def _load(self, campaign_id: str) -> tuple[cp.CampaignSpec, Blueprint, str]:
-        """The campaign's folder, read and checked once (it does not change once claimed)."""
-        if campaign_id not in self.loaded:
-            self.loaded[campaign_id] = load_folder(self.folder(campaign_id))
-        return self.loaded[campaign_id]
+    def _load(self, state: CampaignState) -> tuple[cp.CampaignSpec, Blueprint, str]:
+        """The campaign's folder with its live changes, read and checked once per change."""
+        cached = self.loaded.get(state.campaign_id)
+        if cached is None or cached[0] != state.revision:
+            found = load_folder(self.folder(state.campaign_id), state.added, state.stop_set)
+            cached = self.loaded[state.campaign_id] = (state.revision, *found)
+        return cached[1], cached[2], cached[3]
 
     def _save(self, state: CampaignState) -> None:
         write_json(self.root / state.campaign_id / "state.json", asdict(state), OWNER_FILE)
@@ -129,7 +181,7 @@ class Campaigns:
         campaign`, or any folder holding campaign.yaml)."""
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         for entry in sorted(self.home.inbox.iterdir()):
-            if not entry.is_dir() or entry.name.startswith("."):
+            if not entry.is_dir() or entry.name.startswith(".") or entry.is_symlink():
                 continue
             if not (entry / "campaign.yaml").is_file():
                 continue
@@ -137,8 +189,8 @@ class Campaigns:
                 continue  # still being copied in (`ajetd campaign` renames it in whole)
             head, _, _ = entry.name.partition("__")
             campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
-            if not campaign_id or (self.root / campaign_id).exists():
-                campaign_id = new_run_id(lambda i: (self.root / i).exists())
+            if not is_campaign_id(campaign_id) or (self.root / campaign_id).exists():
+                campaign_id = new_campaign_id(self.home)
             (self.root / campaign_id).mkdir(mode=OWNER_DIR)
             entry.rename(self.folder(campaign_id))
             state = CampaignState(campaign_id, now)
@@ -148,10 +200,11 @@ class Campaigns:
     def _start(self, state: CampaignState, now: float) -> None:
         """Check the folder and the git state once, at the campaign's start."""
         try:
-            spec, base, _ = self._load(state.campaign_id)
+            spec, base, _ = self._load(state)
         except (cp.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
             return
+        state.name = spec.name
         if spec.branch_prefix:
             code, top = git(base.codebase_dir, "rev-parse", "--show-toplevel")
             if code != 0:
@@ -179,44 +232,99 @@ class Campaigns:
     def _refuse(self, state: CampaignState, why: str, now: float) -> None:
         log.warning("campaign %s refused: %s", state.campaign_id, why)
         state.refused, state.done, state.progress = why, True, f"refused: {why}"
+        state.phase, state.status, state.reason, state.ended_at = "done", "refused", why, now
         self._save(state)
 
     # -- each tick --------------------------------------------------------------------------
     def tick(self, now: float, runs: dict[str, Run]) -> None:
+        """Record ended experiments, apply the requests filed, launch what the stop rules
+        allow, and say where each campaign stands."""
+        requests = pending_requests(self.home)
         for state in self.states.values():
-            if state.done:
+            filed = requests.pop(state.campaign_id, [])
+            if state.done and not filed:
                 continue
             try:
-                self._step(state, now, runs)
+                self._step(state, now, runs, filed)
             except (OSError, AjetdError, subprocess.SubprocessError) as exc:
                 log.exception("campaign %s: step failed", state.campaign_id)
                 state.progress = f"error: {exc}"
                 self._save(state)
+        for campaign_id, filed in requests.items():
+            if any(self.home.inbox.glob(f"{campaign_id}__*{SUFFIX}")):
+                continue  # filed before the campaign was claimed: taken next tick
+            for req_id, path in filed:
+                log.warning("campaign request %s for unknown campaign %s", req_id, campaign_id)
+                path.unlink(missing_ok=True)
+        self.plots.reap()
 
-    def _step(self, state: CampaignState, now: float, runs: dict[str, Run]) -> None:
-        spec, base, base_text = self._load(state.campaign_id)
+    def _step(
+        self, state: CampaignState, now: float, runs: dict[str, Run], filed: list[tuple[str, Path]]
+    ) -> None:
+        spec, base, base_text = self._load(state)
         changed = self._record(state, spec, runs)
+        for req_id, path in filed:
+            changed = self._handle(state, req_id, path, now) or changed
+        if state.status in ("stopped", "refused"):
+            return
+        spec, base, base_text = self._load(state)
         plan = cp.planned(spec)
-        while True:
-            prog = cp.progress(
-                spec,
-                len(state.experiments),
-                len(plan) - len(state.experiments),
-                state.started_at,
-                now,
-                state.best,
-            )
+        while not state.stopping:
             active = [e for e in state.experiments if e.run_id and not e.recorded]
-            if prog.met or len(active) >= spec.parallel:
+            if (
+                progress_of(state, spec, now).met
+                or len(active) >= spec.parallel
+                or len(state.experiments) >= len(plan)
+            ):
                 break
             self._launch(state, spec, base, base_text, plan[len(state.experiments)], now)
             changed = True
-        done = prog.met and not [e for e in state.experiments if not e.recorded]
-        if changed or prog.text != state.progress or done != state.done:
-            state.progress, state.done = prog.text, done
-            self._record(state, spec, runs)
+        changed = self._record(state, spec, runs) or changed
+        before = (state.progress, state.phase, state.status, state.reason)
+        self._evaluate(state, spec, len(plan), now)
+        if changed or before != (state.progress, state.phase, state.status, state.reason):
             self._save(state)
             self._report(state, spec)
+        if changed:
+            self._plot(state, spec)
+
+    def _evaluate(
+        self, state: CampaignState, spec: cp.CampaignSpec, planned: int, now: float
+    ) -> None:
+        """running, waiting (with the reason) or done (with its status), from the stop rules
+        and what is still running or planned."""
+        prog = progress_of(state, spec, now)
+        running = [e for e in state.experiments if not e.recorded]
+        phase, status, reason = "running", "", ""
+        if state.stopping:
+            if running:
+                reason = f"stopping: {len(running)} experiment(s) still ending"
+            else:
+                phase, status, reason = "done", "stopped", "stopped by `ajetd campaign stop`"
+        elif prog.met:
+            if running:
+                reason = f"{prog.text}; {len(running)} running experiment(s) end first"
+            elif prog.needs_decision:
+                phase, status, reason = "done", "needs_decision", prog.text
+                if state.best is not None:
+                    reason += f"; best {spec.metric} {state.best:g} ({state.best_name})"
+            else:
+                phase, status, reason = "done", "completed", prog.text
+        elif not running and len(state.experiments) >= planned:
+            phase = "waiting"
+            reason = (
+                "no experiment left to run: add the next one with `ajetd campaign add "
+                f"{state.campaign_id} --name N --description D ...` (or stop it: `ajetd "
+                f"campaign stop {state.campaign_id}`)"
+            )
+        if phase == "done" and state.phase != "done":
+            state.ended_at = now
+            log.info("campaign %s ended (%s): %s", state.campaign_id, status, reason)
+        elif phase != "done":
+            state.ended_at = None
+        state.phase, state.status, state.reason = phase, status, reason
+        state.done = phase == "done"
+        state.progress = prog.text
 
     def _record(self, state: CampaignState, spec: cp.CampaignSpec, runs: dict[str, Run]) -> bool:
         """A ledger row for each experiment that ended (or was refused) since last time."""
@@ -233,14 +341,19 @@ class Campaigns:
                 value = cp.best_value(run.history, spec.metric, spec.maximise)
                 status = run.status.value
             exp.value = value
-            exp.status = cp.verdict(status, value, state.best, spec.maximise)
+            exp.status = cp.verdict(status, value, state.best, spec.maximise, exp.smoke)
             if exp.status == "keep" and value is not None:
-                state.best, state.best_name = value, exp.name
-            self._append_row(spec, exp, run)
+                state.best, state.best_name, state.best_index = value, exp.name, exp.index
+            note = f" (smoke run: {status})" if exp.smoke else ""
+            exp.row = self._row(spec, exp, run, note)
+            with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
+                ledger.write(cp.ledger_row(exp.row))
             exp.recorded, changed = True, True
         return changed
 
-    def _append_row(self, spec: cp.CampaignSpec, exp: ExpState, run: Run | None) -> None:
+    def _row(
+        self, spec: cp.CampaignSpec, exp: ExpState, run: Run | None, note: str
+    ) -> dict[str, Any]:
         elapsed = None
         memory = None
         if run is not None and run.started_at and run.ended_at:
@@ -248,7 +361,8 @@ class Campaigns:
         if run is not None and run.gpu_stats:
             memory = round(sum(r.get("mem_peak", 0.0) for r in run.gpu_stats.values()) / 1024, 2)
         trial = run.trial if run else None
-        row = {
+        refused = f" (refused: {exp.refused})" if exp.refused else ""
+        return {
             "index": exp.index,
             "branch": exp.branch,
             "parent_commit": exp.parent_commit,
@@ -263,10 +377,8 @@ class Campaigns:
             "command": trial.command if trial else "",
             "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
             "status": exp.status,
-            "description": exp.description + (f" (refused: {exp.refused})" if exp.refused else ""),
+            "description": exp.description + refused + note,
         }
-        with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
-            ledger.write(cp.ledger_row(row))
 
     def _launcher(self, run_id: str) -> str:
         """How the experiment ran: `ajetd` here, `ajetd+ssh:<host>`, or `ajetd+slurm`."""
@@ -279,6 +391,161 @@ class Campaigns:
             return f"ajetd+ssh:{opts.ssh.target}"
         return "ajetd"
 
+    # -- requests (`ajetd campaign add / set / stop`) ------------------------------------------
+    def _handle(self, state: CampaignState, req_id: str, path: Path, now: float) -> bool:
+        """Apply one request once: its answer is saved with the change, then written out."""
+        answer = state.handled.get(req_id)
+        applied = answer is None
+        if answer is None:
+            try:
+                answer = self._apply(state, read_request(path), now)
+            except (OSError, ValueError, TypeError) as exc:
+                answer = {"ok": False, "error": f"unreadable request: {exc}"}
+            log.info("campaign %s: request %s: %s", state.campaign_id, req_id, answer)
+            state.handled[req_id] = answer
+            for old in list(state.handled)[:-MAX_HANDLED]:
+                del state.handled[old]
+            self._save(state)
+        write_answer(self.home, state.campaign_id, req_id, answer)
+        path.unlink(missing_ok=True)
+        return applied
+
+    def _apply(self, state: CampaignState, request: dict[str, Any], now: float) -> dict[str, Any]:
+        op = request.get("op")
+        if state.status in ("stopped", "refused"):
+            return {
+                "ok": False,
+                "error": f"campaign {state.campaign_id} {state.status}: {state.reason}",
+            }
+        if op == "stop":
+            return self._stop(state)
+        if state.stopping:
+            return {"ok": False, "error": f"campaign {state.campaign_id} is stopping"}
+        if op == "add":
+            return self._add(state, request, now)
+        if op == "set":
+            return self._set(state, request, now)
+        return {"ok": False, "error": f"unknown request {op!r}"}
+
+    def _continue(self, state: CampaignState, spec: cp.CampaignSpec, now: float) -> None:
+        """`--continue`: one more round of the default rule, where it is what stopped."""
+        if progress_of(state, spec, now).needs_decision:
+            state.rounds += 1
+
+    def _add(self, state: CampaignState, request: dict[str, Any], now: float) -> dict[str, Any]:
+        spec, _, _ = self._load(state)
+        raw = request.get("entry")
+        if not isinstance(raw, dict):
+            return {"ok": False, "error": "the request holds no experiment"}
+        rounds = state.rounds
+        if request.get("continue"):
+            self._continue(state, spec, now)
+        prog = progress_of(state, spec, now)
+        if prog.met:
+            state.rounds = rounds
+            hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"
+            return {"ok": False, "error": f"campaign {state.campaign_id}: {prog.text}{hint}"}
+        index = len(cp.planned(spec))
+        files: dict[str, str] = {}
+        for key in ("patch", "blueprint"):
+            text = request.get(f"{key}_text")
+            if isinstance(text, str):
+                ext = "patch" if key == "patch" else "md"
+                files[key] = f"added-{index:02d}-{str(raw.get('name'))[:64]}.{ext}"
+                raw = {**raw, key: files[key]}
+        folder = self.folder(state.campaign_id)
+        if any((folder / f).exists() for f in files.values()):
+            state.rounds = rounds
+            return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
+        try:
+            load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files.values()))
+        except cp.CampaignError as exc:
+            state.rounds = rounds
+            return {"ok": False, "error": "; ".join(exc.problems)}
+        start = str(raw.get("from") or "")
+        if start and state.repo:
+            code, _ = git(state.repo, "rev-parse", "--verify", "-q", f"{start}^{{commit}}")
+            if code != 0:
+                state.rounds = rounds
+                return {"ok": False, "error": f"from {start!r}: no such branch or commit"}
+        for key, file_name in files.items():
+            write_atomic(folder / file_name, str(request[f"{key}_text"]), OWNER_FILE)
+        state.added.append(raw)
+        state.revision += 1
+        state.done = False  # a needs_decision campaign goes on
+        name = raw.get("name")
+        return {
+            "ok": True,
+            "index": index,
+            "name": name,
+            "message": f"experiment {index} ({name}) added to campaign {state.campaign_id}",
+        }
+
+    def _set(self, state: CampaignState, request: dict[str, Any], now: float) -> dict[str, Any]:
+        spec, _, _ = self._load(state)
+        rules = request.get("stop") or {}
+        if not isinstance(rules, dict):
+            return {"ok": False, "error": "the request holds no stop rules"}
+        rules = dict(rules)
+        if "deadline" in rules:  # from now, as the user means it; stored from the start
+            try:
+                seconds = parse_duration(str(rules["deadline"]))
+            except DurationError as exc:
+                return {"ok": False, "error": f"deadline: {exc}"}
+            rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
+        try:
+            load_folder(self.folder(state.campaign_id), state.added, {**state.stop_set, **rules})
+        except cp.CampaignError as exc:
+            return {"ok": False, "error": "; ".join(exc.problems)}
+        if request.get("continue"):
+            self._continue(state, spec, now)
+        state.stop_set.update(rules)
+        state.revision += 1
+        state.done = False  # re-evaluated at once: goes on if no rule is met any more
+        spec, _, _ = self._load(state)
+        return {"ok": True, "message": progress_of(state, spec, now).text}
+
+    def _stop(self, state: CampaignState) -> dict[str, Any]:
+        if state.done:
+            return {
+                "ok": True,
+                "message": f"campaign {state.campaign_id} already ended ({state.status})",
+            }
+        state.stopping = True
+        running = [e for e in state.experiments if e.run_id and not e.recorded]
+        for exp in running:
+            write_atomic(self.home.control / f"{exp.run_id}.stop", "campaign stop\n", OWNER_FILE)
+        return {
+            "ok": True,
+            "message": f"stopping campaign {state.campaign_id} "
+            f"({len(running)} running experiment(s))",
+        }
+
+    # -- reports ----------------------------------------------------------------------------
+    def _report(self, state: CampaignState, spec: cp.CampaignSpec) -> None:
+        write_atomic(Path(spec.result_dir) / "campaign.md", render_report(spec, state))
+
+    def _plot(self, state: CampaignState, spec: cp.CampaignSpec) -> None:
+        """progress.png, drawn by a child process (matplotlib never enters the daemon)."""
+        points = [
+            {"index": e.index, "name": e.name, "status": e.status, "value": e.value}
+            for e in state.experiments
+            if e.recorded
+        ]
+        if not points:
+            return
+        baseline = next((e.value for e in state.experiments if e.name == "baseline"), None)
+        data = {
+            "title": f"campaign {spec.name} ({state.campaign_id}): {state.progress}",
+            "metric": spec.metric,
+            "maximise": spec.maximise,
+            "baseline": baseline,
+            "points": points,
+        }
+        source = self.root / state.campaign_id / "plot.json"
+        write_json(source, data, OWNER_FILE)
+        self.plots.request(state.campaign_id, source, Path(spec.result_dir) / "progress.png")
+
     # -- one experiment ---------------------------------------------------------------------
     def _launch(
         self,
@@ -290,7 +557,7 @@ class Campaigns:
         now: float,
     ) -> None:
         index = len(state.experiments)
-        record = ExpState(index, exp.name, exp.description)
+        record = ExpState(index, exp.name, exp.description, smoke=exp.smoke)
         state.experiments.append(record)
         codebase = base.codebase_dir
         if spec.branch_prefix:
@@ -361,9 +628,6 @@ class Campaigns:
         relative = os.path.relpath(os.path.realpath(codebase), os.path.realpath(state.repo))
         return str(path / relative) if relative != "." else str(path)
 
-    def _report(self, state: CampaignState, spec: cp.CampaignSpec) -> None:
-        write_atomic(Path(spec.result_dir) / "campaign.md", render_report(spec, state))
-
 
 def _identity(repo: str) -> list[str]:
     """An author for the hypothesis commit when the repository has none configured."""
@@ -413,12 +677,25 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def best_line(spec: cp.CampaignSpec, state: CampaignState) -> str:
+    """`accuracy 0.42: longer (branch ar/longer, commit 1a2b3c4d5e6f)`, or `none yet`."""
+    if state.best is None or state.best_index is None:
+        return "none yet"
+    exp = state.experiments[state.best_index]
+    where = [f"run {exp.run_id}"] if exp.run_id else []
+    if exp.branch:
+        where += [f"branch {exp.branch}", f"commit {exp.commit[:12]}"]
+    return f"{spec.metric} {state.best:g}: {exp.name} ({', '.join(where)})"
+
+
 def render_report(spec: cp.CampaignSpec, state: CampaignState) -> str:
+    """campaign.md: the handoff a reader (or an agent that lost its context) resumes from."""
     lines = [f"# Campaign {spec.name}", "", f"- id: `{state.campaign_id}`"]
-    lines += [f"- metric: `{spec.metric}` ({'higher' if spec.maximise else 'lower'} is better)"]
+    lines += [f"- goal: `{spec.metric}` ({'higher' if spec.maximise else 'lower'} is better)"]
+    shown = state.phase + (f" ({state.status})" if state.status else "")
+    lines += [f"- state: {shown}" + (f": {state.reason}" if state.reason else "")]
     lines += [f"- {state.progress}"]
-    if state.best is not None:
-        lines += [f"- best: {spec.metric} {state.best:g} ({state.best_name})"]
+    lines += [f"- best: {best_line(spec, state)}"]
     if state.baseline_commit:
         lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
     lines += [
@@ -432,7 +709,12 @@ def render_report(spec: cp.CampaignSpec, state: CampaignState) -> str:
         lines.append(
             f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value} |"
         )
-    lines += ["", "Ledger: `ledger.tsv` (NeMo-RL's experiment-log columns).", ""]
+    lines += [
+        "",
+        "Ledger: `ledger.tsv` (NeMo-RL's experiment-log columns); plot: `progress.png`; "
+        f"live: `ajetd campaign status {state.campaign_id} --json`.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -440,7 +722,7 @@ def submit_folder(home: Home, folder: Path) -> str:
     """`ajetd campaign FOLDER`: checked, then copied into the inbox atomically; its id."""
     spec, _, _ = load_folder(folder)
     home.ensure()
-    campaign_id = new_run_id(lambda i: (home.root / "campaigns" / i).exists())
+    campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"
     shutil.copytree(folder, tmp)
     tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
@@ -448,15 +730,68 @@ def submit_folder(home: Home, folder: Path) -> str:
 
 
 def status_lines(home: Home) -> list[str]:
-    """`campaign NAME (id): progress; best ...` for `ajetd status`."""
+    """`campaign ID (name) STATE: progress; best ...` for `ajetd status`."""
     out = []
     for state_file in sorted((home.root / "campaigns").glob("*/state.json")):
         try:
             data = json.loads(state_file.read_text())
         except (OSError, ValueError):
             continue
-        line = f"campaign {data['campaign_id']}: {data.get('progress', '')}"
+        phase = data.get("phase", "running") + (
+            f" ({data['status']})" if data.get("status") else ""
+        )
+        line = f"campaign {data['campaign_id']} ({data.get('name') or '?'}) {phase}: "
+        line += str(data.get("progress", ""))
         if data.get("best") is not None:
             line += f"; best {data['best']:g} ({data.get('best_name')})"
         out.append(line + (" [done]" if data.get("done") else ""))
     return out
+
+
+class Plotter:
+    """Draws progress.png in a child process, one at a time per campaign, never waiting for
+    it: the daemon's loop goes on, and a failed plot is logged, never the campaign's failure."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        self.due: dict[str, tuple[Path, Path]] = {}  # campaign id -> (plot.json, png)
+
+    def request(self, campaign_id: str, source: Path, png: Path) -> None:
+        self.due[campaign_id] = (source, png)
+        self._start()
+
+    def reap(self) -> None:
+        for campaign_id, (proc, errors) in list(self.running.items()):
+            if proc.poll() is None:
+                continue
+            del self.running[campaign_id]
+            if proc.returncode != 0:
+                try:
+                    tail = errors.read_text(errors="replace")[-2000:].strip()
+                except OSError as exc:
+                    tail = f"(its output is unreadable: {exc})"
+                log.warning(
+                    "campaign %s: progress.png not drawn (exit %s): %s",
+                    campaign_id,
+                    proc.returncode,
+                    tail,
+                )
+        self._start()
+
+    def _start(self) -> None:
+        for campaign_id in [c for c in self.due if c not in self.running]:
+            source, png = self.due.pop(campaign_id)
+            errors = source.with_name("plot.log")
+            try:
+                with open(errors, "wb") as out:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "ajetd.progressplot", str(source), str(png)],
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env={**os.environ, "MPLBACKEND": "Agg"},
+                    )
+            except OSError as exc:
+                log.warning("campaign %s: cannot start the plotter: %s", campaign_id, exc)
+                continue
+            self.running[campaign_id] = (proc, errors)

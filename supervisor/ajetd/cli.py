@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ajetd.campaigncli import campaign
+from ajetd.campaignreq import is_campaign_id
 from ajetd.errors import AjetdError, UnknownRunError
 from ajetd.store import OWNER_FILE, Home, default_home, write_atomic
 
@@ -247,7 +249,12 @@ def lint(file: Path, as_json: bool) -> None:
 @click.argument("run_id", required=False)
 @json_option
 def status(run_id: str | None, as_json: bool) -> None:
-    """Every run (or one) at a glance."""
+    """Every run (or one, or a campaign by its id) at a glance."""
+    if run_id is not None and is_campaign_id(run_id):
+        from ajetd.campaigncli import show_status
+
+        show_status(run_id, as_json)
+        return
     from ajetd import status as status_view
 
     home = _home()
@@ -279,7 +286,11 @@ def status(run_id: str | None, as_json: bool) -> None:
 @json_option
 def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
-    2 needs attention, 124 timeout."""
+    2 needs attention, 124 timeout. A campaign id waits for the campaign (`campaign wait`)."""
+    if is_campaign_id(run_id):
+        from ajetd.campaigncli import wait_campaign
+
+        wait_campaign(run_id, False, timeout, as_json)
     from ajetd import status as status_view
     from ajetd.model import WAIT_EXIT, State
 
@@ -309,7 +320,13 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
 @click.option("--timeout", type=float, default=120.0, show_default=True)
 def stop(run_id: str, no_wait: bool, timeout: float) -> None:
-    """Stop a run cleanly; results and finish.flag are still written."""
+    """Stop a run (or a campaign, by its id) cleanly; results and finish.flag are still
+    written."""
+    if is_campaign_id(run_id):
+        from ajetd.campaigncli import stop_campaign
+
+        stop_campaign(run_id, no_wait, timeout)
+        return
     home = _home()
     run = _load(home, run_id)
     if not run.active:
@@ -388,24 +405,7 @@ def diagnose(logfile: Path, as_json: bool) -> None:
         click.echo(f"  fix: {f.fix}")
 
 
-@main.command()
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def campaign(folder: Path) -> None:
-    """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
-    from ajetd.campaignrun import submit_folder
-
-    home = _home()
-    try:
-        campaign_id = submit_folder(home, folder)
-    except AjetdError as exc:
-        problems = getattr(exc, "problems", [str(exc)])
-        click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
-        for problem in problems:
-            click.echo(f"  - {problem}", err=True)
-        sys.exit(2)
-    click.echo(campaign_id)
-    if not home.daemon_running():
-        click.echo(f"ajetd: no daemon is running on {home.root}; it waits in the inbox", err=True)
+main.add_command(campaign)
 
 
 @main.command()

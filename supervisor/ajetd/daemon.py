@@ -225,7 +225,6 @@ class Daemon:
         self.live_growing = False
         self.admit(now)
         self.campaigns.claim(now)
-        self.campaigns.tick(now, self.runs)
         self.control(now)
         self.launch(now)
         ended = self.watcher.trial_end.is_set()
@@ -237,6 +236,7 @@ class Daemon:
                 self.supervise(run_id, now, fresh)
             except Exception:  # one run's trouble never stops the loop; it is logged in full
                 log.exception("run %s: supervision step failed", run_id)
+        self.campaigns.tick(now, self.runs)  # after supervision: a row as soon as a run ends
         self.sample_gpus(now)
         self.housekeep(now)
         self.hooks.reap()
