@@ -342,28 +342,48 @@ def list_cmd(as_json: bool) -> None:
         click.echo(f"{item['campaign_id']}  {item['name']:<20} {phase:<24} {item['progress']}")
 
 
+def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
+    """Some experiment runs, or is planned and not yet launched."""
+    from ajetd import campaign as cp
+
+    if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
+        return True
+    spec = read_campaign(home, cid)[0]
+    return spec is not None and len(cp.planned(spec)) > len(state.experiments) and not (
+        state.done or state.stopping
+    )
+
+
+def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
+    from ajetd.campaignview import ROW_EXIT, row_line
+
+    click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
+    sys.exit(ROW_EXIT.get(row["status"], 1))
+
+
 def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
     """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
-    from ajetd import campaign as cp
-    from ajetd.campaignview import ROW_EXIT, WAIT_EXIT, row_json, row_line
+    from ajetd.campaignview import WAIT_EXIT, row_json
 
     home = _home()
     cid = resolve_or_fail(home, text)
     deadline = None if timeout is None else time.monotonic() + timeout
     _, state, _ = read_campaign(home, cid, with_spec=False)
     seen = {e.index for e in state.experiments if e.recorded}
+    if next_one and seen and not _in_flight(home, cid, state):
+        # it ended before this wait began (or nothing was added since): its row at once
+        last = max((e for e in state.experiments if e.recorded), key=lambda e: e.index)
+        _row_exit(row_json(last), as_json)
     while True:
         _, state, _ = read_campaign(home, cid, with_spec=False)  # cheap: one JSON file
         if next_one:
             ended = [e for e in state.experiments if e.recorded and e.index not in seen]
             if ended:
-                row = row_json(ended[0])
-                click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
-                sys.exit(ROW_EXIT.get(row["status"], 1))
-            idle = state.phase == "waiting" and all(e.recorded for e in state.experiments)
-            spec = read_campaign(home, cid)[0] if idle else None
-            if idle and (len(cp.planned(spec)) if spec else 0) <= len(state.experiments):
-                click.echo(f"campaign {cid} waiting: nothing to wait for: {state.reason}", err=True)
+                _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
+            if not seen and not _in_flight(home, cid, state):
+                click.echo(
+                    f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
+                )
                 sys.exit(2)
         if state.done:
             code = WAIT_EXIT.get(state.status, 1)

@@ -1,0 +1,312 @@
+"""Live campaigns end to end, through the CLI only, as an agent runs seed 002's loop: start a
+campaign with no experiments, read where it stands, add one hypothesis at a time, wait for
+its row, decide the next from it; default stop rules, smoke runs, stop, deadline, restart.
+The fake NeMo-RL launcher's accuracy is 0.30 + 0.02 x step at each validation."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import signal
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from conftest import Env, git, wait_for
+
+CONFIG = "examples/configs/grpo_fake.yaml"
+ROOT = Path(__file__).parent.parent
+
+
+def _json(env: Env, *args: str) -> Any:
+    out = env.cli(*args)
+    assert out.returncode == 0, (args, out.stdout, out.stderr)
+    return json.loads(out.stdout)
+
+
+def _folder(env: Env, name: str, campaign: str, command: str) -> Path:
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(f"{name}-base", config=CONFIG, command=command, ajetd="max_trials: 1")
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
+    )
+    return folder
+
+
+def _patch(env: Env, ref: str, old: str, new: str) -> Path:
+    """A patch against the config as it is at `ref` (what an agent writes with git diff)."""
+    before = git(env.codebase, "show", f"{ref}:{CONFIG}") + "\n"
+    after = before.replace(old, new)
+    assert after != before
+    diff = difflib.unified_diff(
+        before.splitlines(True), after.splitlines(True), f"a/{CONFIG}", f"b/{CONFIG}"
+    )
+    path = env.tmp / f"patch-{len(list(env.tmp.glob('patch-*')))}.diff"
+    path.write_text("".join(diff))
+    return path
+
+
+def _ledger(env: Env, name: str) -> list[dict[str, str]]:
+    lines = (env.tmp / "campaigns" / name / "ledger.tsv").read_text().splitlines()
+    return [dict(zip(lines[0].split("\t"), line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk; fails on anything else."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def _add(env: Env, cid: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return env.cli("campaign", "add", cid, *args)
+
+
+def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.codebase / CONFIG
+    config.write_text(
+        config.read_text()
+        .replace("max_num_steps: 1000000", "max_num_steps: 4")
+        .replace("val_period: 10", "val_period: 2")
+    )
+    git(env.codebase, "init", "-q", "-b", "main")
+    git(env.codebase, "add", "-A")
+    git(env.codebase, "commit", "-q", "-m", "base")
+    head = git(env.codebase, "rev-parse", "HEAD")
+    (env.codebase / "notes.txt").write_text("the user's own work")
+    folder = _folder(
+        env,
+        "loop",
+        "branch_prefix: autoresearch/loop\nstop: {max_experiments: 4, deadline: 1h}\n",
+        f"python examples/run_grpo.py --config {CONFIG}",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    assert re.fullmatch(r"c-[a-z0-9]{6}", cid)
+
+    # the baseline runs first; the agent reads its row
+    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    assert (row["index"], row["name"], row["status"], row["metric_value"]) == (
+        0,
+        "baseline",
+        "keep",
+        0.38,
+    )
+    # ... and where the campaign stands: it waits for the next hypothesis
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert status["state"] == "waiting" and "campaign add" in status["reason"]
+    assert status["goal"] == {"metric": "accuracy", "direction": "max"}
+    assert (status["attempted"], status["remaining"]) == (1, 3)
+    assert status["progress"].startswith("stop condition not yet met: 1/4 attempted, 59m")
+    assert {r["rule"]: r["met"] for r in status["stop_rules"]} == {
+        "max_experiments": False,
+        "deadline": False,
+    }
+    assert 3000 < status["deadline_left_s"] <= 3600
+    assert status["best"]["name"] == "baseline" and status["best"]["commit"]
+    assert status["best"]["branch"] == "autoresearch/loop/baseline"
+    assert status["running"] == [] and len(status["rows"]) == 1
+    # nothing runs and nothing is planned: `wait --next` gives the latest row at once
+    again = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "5")
+    assert again["index"] == 0
+    md = (env.tmp / "campaigns" / "loop" / "campaign.md").read_text()
+    assert "stop condition not yet met: 1/4 attempted" in md and "waiting" in md
+
+    # a bad experiment is refused with the reason, and changes nothing
+    bad = _add(env, cid, "--name", "baseline", "--description", "again")
+    assert bad.returncode == 2 and "not baseline" in bad.stderr
+    bad = _add(env, cid, "--name", "x", "--description", "d", "--from", "no-such-branch")
+    assert bad.returncode == 2 and "no such branch or commit" in bad.stderr
+    assert _json(env, "campaign", "status", cid, "--json")["planned"] == []
+
+    # hypothesis 1 improves the metric: more steps
+    improve = _patch(env, head, "max_num_steps: 4", "max_num_steps: 6")
+    out = _add(
+        env, cid, "--name", "more-steps", "--description", "train longer", "--patch", str(improve)
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr
+    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    assert (row["name"], row["status"], row["metric_value"]) == ("more-steps", "keep", 0.42)
+
+    # the daemon restarts while the campaign waits: nothing is lost, the loop goes on
+    wait_for(lambda: _json(env, "campaign", "status", cid, "--json")["state"] == "waiting")
+    env.daemons[-1].send_signal(signal.SIGTERM)
+    env.daemons[-1].wait(timeout=30)
+    env.start_daemon()
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert (status["state"], status["attempted"]) == ("waiting", 2)
+    best = status["best"]
+    assert (best["name"], best["value"], best["branch"]) == (
+        "more-steps",
+        0.42,
+        "autoresearch/loop/more-steps",
+    )
+
+    # hypothesis 2 starts from the best branch and worsens the metric: fewer steps
+    worse = _patch(env, best["branch"], "max_num_steps: 6", "max_num_steps: 2")
+    out = _add(
+        env,
+        cid,
+        "--name",
+        "fewer-steps",
+        "--description",
+        "train less",
+        "--patch",
+        str(worse),
+        "--from",
+        best["branch"],
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "2"), out.stderr
+    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    assert (row["status"], row["metric_value"]) == ("discard", 0.34)
+    assert row["parent_commit"] == best["commit"]
+
+    # hypothesis 3 crashes (validation every 0 steps)
+    crash = _patch(env, head, "val_period: 2", "val_period: 0")
+    out = _add(
+        env,
+        cid,
+        "--name",
+        "no-validation",
+        "--description",
+        "validate never",
+        "--patch",
+        str(crash),
+    )
+    assert out.returncode == 0, out.stderr
+    wait = env.cli("campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    assert wait.returncode == 1 and json.loads(wait.stdout)["status"] == "crash"
+
+    # the fourth attempt ended: the stop rule is met, the campaign ends, a fifth is refused
+    assert env.cli("campaign", "wait", cid, "--timeout", "30").returncode == 0
+    status = _json(env, "status", cid, "--json")  # a campaign id works where a run id would
+    assert (status["state"], status["status"]) == ("done", "completed")
+    assert status["progress"] == "stop condition met: 4/4 attempted"
+    fifth = _add(env, cid, "--name", "fifth", "--description", "one more")
+    assert fifth.returncode == 2 and "stop condition met: 4/4 attempted" in fifth.stderr
+
+    rows = _ledger(env, "loop")
+    assert [(r["index"], r["branch"], r["status"]) for r in rows] == [
+        ("0", "autoresearch/loop/baseline", "keep"),
+        ("1", "autoresearch/loop/more-steps", "keep"),
+        ("2", "autoresearch/loop/fewer-steps", "discard"),
+        ("3", "autoresearch/loop/no-validation", "crash"),
+    ]
+    assert [r["description"] for r in rows[1:]] == ["train longer", "train less", "validate never"]
+    for r in rows[1:]:  # each hypothesis is one commit on its branch, on its parent
+        assert git(env.codebase, "rev-parse", r["branch"]) == r["commit"]
+        assert git(env.codebase, "rev-parse", f"{r['commit']}^") == r["parent_commit"]
+        message = git(env.codebase, "log", "-1", "--format=%s", r["commit"])
+        assert message.startswith(f"hypothesis: {r['description']}")
+    assert "max_num_steps: 2" in git(env.codebase, "show", f"{rows[2]['commit']}:{CONFIG}")
+    # the user's checkout is untouched
+    assert git(env.codebase, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert git(env.codebase, "rev-parse", "HEAD") == head
+    assert git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
+    assert (env.codebase / "notes.txt").read_text() == "the user's own work"
+
+    listed = _json(env, "campaign", "list", "--json")
+    assert [(c["campaign_id"], c["status"]) for c in listed] == [(cid, "completed")]
+    assert cid in env.cli("campaign", "list").stdout
+    text = env.cli("campaign", "status", "loop").stdout  # by its name too
+    assert "stop condition met: 4/4 attempted" in text and "more-steps" in text
+    png = env.tmp / "campaigns" / "loop" / "progress.png"
+    wait_for(lambda: png.exists() and b"IEND" in png.read_bytes()[-16:], timeout=60, what="plot")
+    width, height = _png_size(png)
+    assert width > 100 and height > 100
+    assert "Traceback" not in env.daemon_log()
+
+
+def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
+    env = daemon_env
+    folder = _folder(
+        env,
+        "nostop",
+        (
+            "parallel: 2\nexperiments:\n"
+            "  - {name: pipeline, description: does it run, smoke: true,"
+            " overrides: [grpo.max_num_steps=2]}\n"
+            "  - {name: short, overrides: [grpo.max_num_steps=2]}\n"
+            "  - {name: long, overrides: [grpo.max_num_steps=6]}\n"
+            "  - {name: short2, overrides: [grpo.max_num_steps=2]}\n"
+            "  - {name: later, overrides: [grpo.max_num_steps=2]}\n"
+        ),
+        f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=4 grpo.val_period=2",
+    )
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    # no stop rule: the baseline and three experiments (the smoke run counts for nothing)
+    done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json")
+    assert done.returncode == 2, done.stdout + done.stderr
+    status = json.loads(done.stdout)
+    assert (status["state"], status["status"]) == ("done", "needs_decision")
+    assert status["default_stop_rule"] and status["attempted"] == 4
+    assert "best accuracy 0.42 (long)" in status["reason"]
+    assert [p["name"] for p in status["planned"]] == ["later"]
+    assert [(r["name"], r["status"]) for r in status["rows"]] == [
+        ("baseline", "keep"),
+        ("pipeline", "smoke"),
+        ("short", "discard"),
+        ("long", "keep"),
+        ("short2", "discard"),
+    ] or sorted(r["status"] for r in status["rows"]) == sorted(
+        ["keep", "smoke", "discard", "keep", "discard"]
+    )
+    assert next(r for r in status["rows"] if r["name"] == "pipeline")["status"] == "smoke"
+    refused = _add(env, cid, "--name", "more", "--description", "one more")
+    assert refused.returncode == 2 and "needs a decision" in refused.stderr
+
+    # --continue: three more; a long one shows its live metric, then the campaign is stopped
+    out = _add(
+        env,
+        cid,
+        "--continue",
+        "--name",
+        "slow",
+        "--description",
+        "very long",
+        "--overrides",
+        "grpo.max_num_steps=2000",
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "6"), out.stderr
+
+    def live() -> Any:
+        running = _json(env, "campaign", "status", cid, "--json")["running"]
+        return [r for r in running if r["name"] == "slow" and r["metric"] is not None]
+
+    slow = wait_for(live, timeout=60, what="the slow experiment's live metric")[0]
+    assert slow["metric"] >= 0.34 and slow["run_state"] == "running"
+    stopped = env.cli("campaign", "stop", cid, "--timeout", "60")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert (status["state"], status["status"]) == ("done", "stopped")
+    assert {r["name"]: r["status"] for r in status["rows"]}["slow"] == "stopped"
+    assert len(_ledger(env, "nostop")) == 7
+    assert env.cli("campaign", "wait", cid).returncode == 1
+    again = _add(env, cid, "--name", "after", "--description", "too late")
+    assert again.returncode == 2 and "stopped" in again.stderr
+
+
+def test_a_deadline_ends_a_waiting_campaign(daemon_env: Env) -> None:
+    env = daemon_env
+    folder = _folder(
+        env, "brief", "baseline: false\nstop: {deadline: 2s}\n", "python -c 'print(1)'"
+    )
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    wait_for(
+        lambda: env.cli("campaign", "status", cid, "--json").stdout.count('"waiting"'),
+        what="the empty campaign to wait",
+    )
+    out = env.cli("wait", cid, "--timeout", "30")  # `ajetd wait` takes a campaign id too
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "deadline reached" in out.stdout
+    late = _add(env, cid, "--name", "late", "--description", "past the deadline")
+    assert late.returncode == 2 and "deadline reached" in late.stderr
+    assert env.cli("campaign", "status", "c-zzzzzz").returncode == 2  # unknown: usage error
