@@ -174,7 +174,9 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
     assert "grpo.max_num_steps=4" in rows[1]["command"]
     assert rows[1]["description"] == "more steps"
     text = (env.tmp / "campaigns" / "count" / "campaign.md").read_text()
-    assert "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38: longer (run " in text
+    assert (
+        "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38: longer (run " in text
+    )
     assert "campaign " in env.cli("status").stdout and "3/3 attempted" in env.cli("status").stdout
 
 

@@ -349,8 +349,10 @@ def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
     if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
         return True
     spec = read_campaign(home, cid)[0]
-    return spec is not None and len(cp.planned(spec)) > len(state.experiments) and not (
-        state.done or state.stopping
+    return (
+        spec is not None
+        and len(cp.planned(spec)) > len(state.experiments)
+        and not (state.done or state.stopping)
     )
 
 
