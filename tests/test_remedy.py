@@ -141,3 +141,28 @@ def test_port_parsing_and_foreign_holder() -> None:
     )
     assert isinstance(held, GiveUp) and "pid 7" in held.reason
     assert isinstance(choose(_failed_run(), _finding("port_in_use"), 3, None, T0 + 20), Relaunch)
+
+
+def _user_finding(remedy: str, severity: str = "retryable") -> list[dict[str, object]]:
+    return [{**_finding("quota_hit", severity)[0], "remedy": remedy}]
+
+
+def test_user_kind_remedies_apply_once_each() -> None:
+    env = choose(_failed_run(), _user_finding("env:SKIP_BAD=1"), 3, None, T0 + 20)
+    assert isinstance(env, Relaunch) and env.env == (("SKIP_BAD", "1"),)
+    run = model.restart(_failed_run(), env.fix, env.why, env.env, env.prefix)
+    again = choose(run, _user_finding("env:SKIP_BAD=1"), 3, None, T0 + 30)
+    assert isinstance(again, GiveUp) and "again after its remedy" in again.reason
+    plain = choose(_failed_run(), _user_finding("relaunch"), 3, None, T0 + 20)
+    assert isinstance(plain, Relaunch) and plain.fix == "retry_quota_hit"
+    proxy = choose(_failed_run(), _user_finding("proxychains"), 3, "/usr/bin/proxychains4", T0 + 20)
+    assert isinstance(proxy, Relaunch) and proxy.prefix[0] == "/usr/bin/proxychains4"
+    none = choose(_failed_run(), _user_finding("proxychains"), 3, None, T0 + 20)
+    assert isinstance(none, GiveUp) and "not installed" in none.reason
+
+
+def test_user_kind_severity_decides_first() -> None:
+    fatal = choose(_failed_run(), _user_finding("relaunch", "fatal"), 3, None, T0 + 20)
+    assert isinstance(fatal, GiveUp) and "fatal" in fatal.reason
+    science = choose(_failed_run(), _finding("reward_collapse", "science"), 3, None, T0 + 20)
+    assert isinstance(science, GiveUp) and "science" in science.reason

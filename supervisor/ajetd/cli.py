@@ -199,6 +199,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.blueprint import parse_blueprint
     from ajetd.errors import BlueprintError
     from ajetd.preflight import check_blueprint
+    from ajetd.userkinds import home_kinds
 
     problems: list[str]
     summary: dict[str, Any] = {}
@@ -228,6 +229,7 @@ def lint(file: Path, as_json: bool) -> None:
             "config_verdict": resolved.review.verdict if resolved else "rejected",
             "config_changes": resolved.review.changes if resolved else [],
         }
+    problems = [*problems, *home_kinds(_home().root)[1]]
     if as_json:
         click.echo(
             json.dumps(
@@ -386,13 +388,32 @@ def logs(run_id: str, follow: bool) -> None:
 
 @main.command()
 @click.argument("logfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--kinds",
+    "kinds_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="User-defined kinds (YAML, as in $AJETD_HOME/kinds.yaml), tried first.",
+)
 @json_option
-def diagnose(logfile: Path, as_json: bool) -> None:
-    """Classify a log offline: each finding's kind, line, evidence and fix, root cause first."""
+def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
+    """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
+    User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.diagnosis import diagnose_chunks
     from ajetd.logscan import read_chunks
+    from ajetd.userkinds import KindSet, home_kinds, load_kinds_file
 
-    findings = diagnose_chunks(read_chunks(str(logfile)))
+    user = KindSet()
+    if kinds_file is not None:
+        given, problems = load_kinds_file(kinds_file)
+        if problems:
+            for problem in problems:
+                click.echo(f"error: {problem}", err=True)
+            sys.exit(2)
+        user = KindSet(given)
+    mine, problems = home_kinds(_home().root)
+    for problem in problems:
+        click.echo(f"warning: {problem} (its kinds are not used)", err=True)
+    findings = diagnose_chunks(read_chunks(str(logfile)), user + KindSet(mine))
     if as_json:
         click.echo(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
         return

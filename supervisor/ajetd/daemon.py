@@ -63,6 +63,7 @@ from ajetd.remedy import port_from_text
 from ajetd.status import run_json
 from ajetd.store import Home, write_atomic, write_json
 from ajetd.tmux import Pane, Tmux
+from ajetd.userkinds import KindSet, home_kinds
 from ajetd.watch import Watcher
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,7 @@ class Daemon:
         self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
         self.gpu_busy_at: dict[str, float] = {}  # run id -> last sample with a busy GPU
         self.campaigns = Campaigns(self.home)
+        self.home_kinds: tuple[float, KindSet] = (-1.0, KindSet())  # kinds.yaml's mtime, kinds
         self.ssh_notes: dict[tuple[str, int], int] = {}
         self.slurm_polled_at = float("-inf")
         self.slurm_every = cfg.liveness_s  # grows while nothing changes (SLURM_POLL_MAX_S)
@@ -586,7 +588,7 @@ class Daemon:
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
             found = self.live.finish((run_id, run.trial.number), p.log)
             if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
-                found = trialrun.diagnose_file(p.log)
+                found = trialrun.diagnose_file(p.log, user=self._kinds(run_id))
             findings = (*self._observed_findings(run), *(f.to_dict() for f in found))
             config = trialrun.load_config(run.config_path)
             holder = _port_holder(findings, run_id)
@@ -622,6 +624,23 @@ class Daemon:
         if obs.stop_requested:
             stop_file.unlink(missing_ok=True)
         self._store(run)
+
+    def _kinds(self, run_id: str) -> KindSet:
+        """User-defined kinds for a run: its blueprint's, then `$AJETD_HOME/kinds.yaml`'s
+        (read again when the file changes; a file with problems is logged and not used)."""
+        path = self.home.root / "kinds.yaml"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        if mtime != self.home_kinds[0]:
+            kinds, problems = home_kinds(self.home.root)
+            for problem in problems:
+                log.warning("user kinds: %s (its kinds are not used)", problem)
+            self.home_kinds = (mtime, KindSet(kinds))
+        options = self.options.get(run_id)
+        own = KindSet(options.kinds) if options is not None and options.kinds else KindSet()
+        return own + self.home_kinds[1]
 
     def _observed_findings(self, run: Run) -> list[dict[str, Any]]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
@@ -662,7 +681,7 @@ class Daemon:
         if not self.live.pending(key, size):
             return
         self.live_growing = True
-        new = self.live.scan(key, log_file, now)
+        new = self.live.scan(key, log_file, now, self._kinds(run_id))
         if new:
             for f in new:
                 self.home.append_event(run_id, now, f"seen while running: {f.kind} (line {f.line})")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.trialrun import DIAGNOSE_TAIL_BYTES, tail_stream
+from ajetd.userkinds import KindSet
 
 MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks
 LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed within 2 s)
@@ -45,11 +46,14 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return tuple(cursor.step_times) if cursor else ()
 
-    def scan(self, key: tuple[str, int], log_file: Path, now: float) -> list[Finding]:
+    def scan(
+        self, key: tuple[str, int], log_file: Path, now: float, user: KindSet | None = None
+    ) -> list[Finding]:
+        """`user`: user-defined kinds, taken when the trial's cursor is made."""
         cursor = self._cursors.get(key)
         try:
             if cursor is None:  # first look (or after a daemon restart): the log's tail
-                start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES)
+                start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES, user)
                 cursor = self._cursors[key] = _Cursor(start, stream)
             before = {f.kind for f in cursor.stream.findings()}
             with open(log_file, "rb") as handle:

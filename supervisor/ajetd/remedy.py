@@ -142,6 +142,25 @@ def _science(
     return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
 
 
+def _user_remedy(
+    kind: str, remedy: str, fix: str, applied: set[str], proxychains: str | None
+) -> Relaunch | GiveUp:
+    """A user kind's remedy (userkinds.UserKind.remedy), each at most once per run."""
+    name = {"relaunch": f"retry_{kind}", "proxychains": "proxychains"}.get(remedy, f"env_{kind}")
+    if name in applied:
+        return GiveUp(f"{kind} again after its remedy ({remedy}): {fix}")
+    if remedy == "relaunch":
+        return Relaunch(name, f"{kind}: relaunched once, as its user-defined kind says")
+    if remedy == "proxychains":
+        if proxychains is None:
+            return GiveUp(f"{kind}: its remedy is proxychains4, which is not installed: {fix}")
+        return Relaunch(
+            name, f"{kind}: relaunched under proxychains4 -q", prefix=(proxychains, "-q")
+        )
+    variable, _, value = remedy.removeprefix("env:").partition("=")
+    return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
+
+
 def choose(
     run: Run,
     findings: list[dict[str, Any]],
@@ -167,12 +186,16 @@ def choose(
     applied = set(run.fixes)
     if root["severity"] == "fatal":
         return GiveUp(f"{kind} is fatal, not retried: {root['fix']}")
+    if root["severity"] == "science" and not root.get("remedy"):
+        return GiveUp(f"{kind} is a science failure, not retried: {root['fix']}")
     if len(run.trials) >= max_trials:
         return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
     if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
         return GiveUp(
             f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
         )
+    if root.get("remedy"):
+        return _user_remedy(kind, str(root["remedy"]), str(root["fix"]), applied, proxychains)
     if kind == "network":
         if "proxychains" in applied:
             return GiveUp("network error again under proxychains4: check the proxy configuration")

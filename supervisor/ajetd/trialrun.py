@@ -35,6 +35,7 @@ from ajetd.options import Options, SshSpec
 from ajetd.preflight import EARLIER_RESULTS, earlier_rejection
 from ajetd.store import OWNER_FILE, Home, write_atomic, write_json
 from ajetd.tmux import Pane, Tmux
+from ajetd.userkinds import KindSet
 from ajetd.valresults import parse_val_text
 
 log = logging.getLogger(__name__)
@@ -373,23 +374,28 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any]) -> tuple[str, str]
     return None if command is None else (command, str(copy))
 
 
-def tail_stream(log_file: Path, tail_bytes: int) -> tuple[int, StreamDiagnoser]:
+def tail_stream(
+    log_file: Path, tail_bytes: int, user: KindSet | None = None
+) -> tuple[int, StreamDiagnoser]:
     """Where to start reading the last `tail_bytes` of a log (on a line boundary), and a
-    diagnoser that numbers lines from there as the whole file would."""
+    diagnoser that numbers lines from there as the whole file would (`user`: user kinds)."""
     size = log_file.stat().st_size
     start = max(0, size - tail_bytes)
     if start:
         with open(log_file, "rb") as handle:
             handle.seek(start)
             start += len(handle.readline(MAX_LINE_BYTES))
-    return start, StreamDiagnoser(lines_done=count_lines(str(log_file), start))
+    lines = count_lines(str(log_file), start)
+    return start, StreamDiagnoser(lines_done=lines, user=user or KindSet())
 
 
-def diagnose_file(log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES) -> list[Finding]:
+def diagnose_file(
+    log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES, user: KindSet | None = None
+) -> list[Finding]:
     """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
     with true line numbers; bounded so that a huge log never stalls the daemon."""
     try:
-        start, stream = tail_stream(log_file, tail_bytes)
+        start, stream = tail_stream(log_file, tail_bytes, user)
         for chunk in read_chunks(str(log_file), start):
             stream.feed(chunk)
         return stream.close()

@@ -215,3 +215,9 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
     problems: list[str] = []
     kinds = parse_kinds(data, problems)
     return kinds, [f"{path}: {p}" for p in problems]
+
+
+def home_kinds(home: Path) -> tuple[tuple[UserKind, ...], list[str]]:
+    """`$AJETD_HOME/kinds.yaml`: its kinds (none when it has problems) and its problems."""
+    kinds, problems = load_kinds_file(home / "kinds.yaml")
+    return (() if problems else kinds), problems

@@ -1,0 +1,79 @@
+"""The shape of a log line: what decorates it, and whether it is an exception; pure.
+
+Real failure logs are dressed: a Ray worker's lines carry `(Actor pid=N, ip=A)` (or
+`(raylet)`), vLLM's logger puts `ERROR 07-27 23:31:27 [core.py:591] ` before each line of a
+traceback, torch.distributed puts `[rank0]: `, srun `--label` puts `0: `, Python's logging
+and most launchers put a timestamp and a level, and `set -x` shell traces put `+ `. Diagnosis
+reads the text under all of these, so that a traceback keeps its indentation and an exception
+line starts its line whatever dress it came in.
+
+An exception line (`SomethingError: ...`, `Fatal Python error: ...`, `ray.exceptions.
+RayTaskError(Inner): ...`) is recognised by its shape alone, so a log pasted from the error
+line down (no `Traceback` header above it) still says what ended the program.
+"""
+
+from __future__ import annotations
+
+import re
+
+# One decoration at the start of a line; `strip_dress` removes as many as are stacked.
+_DRESS_SOURCE = (
+    r"(?:\x1b\[[0-9;]*m)*"
+    r"(?:"
+    # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
+    # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
+    r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b\[0m)?\s?"
+    r"|\((?:raylet|gcs_server|autoscaler|monitor|dashboard\w*|log_monitor)(?:,\s*ip=[\w.:\-]+)?\)"
+    r"(?:\x1b\[0m)?\s?"
+    # vLLM: `ERROR 07-27 23:31:27 [core.py:591] ` and the older `ERROR 01-10 21:49:05 x.py:366] `
+    r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"\[?[\w.\-]+:\d+\]\s?"
+    # torch.distributed / torchrun: [rank0]: , [default0]: ; srun --label: `0: `
+    r"|\[(?:rank|default)\d+\]:\s?"
+    r"|\d{1,4}: "
+    # timestamps: [2025-05-23 18:02:42], 2024-02-27 18:08:15,439, [2024-02-27 18:08:15,439 E 1 1]
+    r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?:\s+[DIWEF]\s+\d+\s+\d+)?\]?\s?(?:[-|:]\s)?"
+    r"|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s?"
+    # glog: I0523 18:02:42.123456  1234 file.cc:12]
+    r"|[DIWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?"
+    # logging's default format and levels in brackets: ERROR:root: , INFO:nemo_rl.x: , [ERROR]?
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:\s?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+[-|:]\s"
+    # a shell trace: `+ cmd`, `++ cmd`
+    r"|\++ "
+    r")"
+)
+_DRESS = re.compile(_DRESS_SOURCE)
+DRESS_BYTES = re.compile(b"(?m)^(?:" + _DRESS_SOURCE.encode() + b")+")
+_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+MAX_DRESS = 6  # decorations stacked on one line, at most
+
+# `pkg.mod.SomeError: msg`, `KeyError: 'x'`, `ray.exceptions.RayTaskError(EngineDeadError): ...`
+EXCEPTION_LINE = re.compile(
+    r"^(?P<cls>(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|"
+    r"Failure|Timeout|Killed)|Error|Exception|StopIteration|StopAsyncIteration))"
+    r"(?:\((?P<inner>[\w.]+)\))?(?::\s|:$|$)"
+)
+# Exception lines that end a program without being its fault.
+BENIGN = re.compile(r"^(?:KeyboardInterrupt|SystemExit|GeneratorExit)\b")
+# Exceptions that wrap another: their own kind is only that of what they wrap.
+WRAPPERS = re.compile(
+    r"^(?:[\w.]+\.)?(?:RayTaskError|RayActorError|ActorDiedError|ChildFailedError|"
+    r"WorkerCrashedError|TaskError|ExceptionGroup|BaseExceptionGroup|ValidationError)$"
+)
+# The last line of a traceback: a (dotted) class name, maybe a message.
+TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?(?::|$)")
+
+
+def strip_dress(line: str) -> str:
+    """The line's own text: every stacked decoration before it removed, and Ray's
+    `[repeated Nx across cluster]` after it."""
+    for _ in range(MAX_DRESS):
+        match = _DRESS.match(line)
+        if match is None or not match.end():
+            break
+        line = line[match.end() :]
+    if line.endswith("cluster]"):
+        line = _REPEATED.sub("", line)
+    return line
