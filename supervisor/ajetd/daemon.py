@@ -225,6 +225,7 @@ class Daemon:
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         self.live_growing = False
+        self.record_ends(now)
         self.admit(now)
         self.campaigns.claim(now)
         self.control(now)
@@ -243,6 +244,21 @@ class Daemon:
         self.housekeep(now)
         self.hooks.reap()
         self.publish(now)
+
+    def record_ends(self, now: float) -> None:
+        """The end first, the clean-up after: the runs whose trial just wrote its exit file
+        are observed and decided before anything else this tick does (no inbox, no tmux, no
+        other run), so the end is on record within milliseconds of the exit."""
+        for path in sorted(self.watcher.take_ended()):
+            folder = Path(path).parent
+            run = self.runs.get(folder.name)
+            if folder.parent != self.home.runs or run is None:
+                continue
+            if run.state is State.RUNNING or run.state is State.STOPPING:
+                try:
+                    self.supervise(run.run_id, now, False)
+                except Exception:  # one run's trouble never stops the loop; logged in full
+                    log.exception("run %s: recording its end failed", run.run_id)
 
     def sample_gpus(self, now: float) -> None:
         """On its timer: fold each running run's GPU use into its record; a lost GPU is a
@@ -553,7 +569,7 @@ class Daemon:
                 continue
             self.home.append_event(run.run_id, now, f"{swarm.SERVER_DIED}: {finding['evidence']}")
             self._store(model.found_live(run, (finding,)))
-            procs.signal_run(run.run_id, run.trial.pane_pid, "INT")
+            procs.signal_run(run.run_id, run.trial.pane_pid, "INT", run.started_at)
 
     def _pane(self, run: Run) -> Pane | None:
         assert run.trial is not None
@@ -600,7 +616,7 @@ class Daemon:
             stop_requested=stop_file.exists(),
             last_output_at=self._last_output(run),
             findings=findings,
-            proxychains=shutil.which("proxychains4"),
+            proxychains=shutil.which("proxychains4") if findings else None,
             config=config,
             port_holder=holder,
             step_times=self._step_times(run),
@@ -789,7 +805,7 @@ class Daemon:
             except AjetdError as exc:
                 log.warning("run %s: scancel %s failed: %s", run.run_id, job_id, exc)
         if ssh is None:
-            return procs.signal_run(run.run_id, pid, name)
+            return procs.signal_run(run.run_id, pid, name, run.started_at)
         return remote.signal(ssh, run, name)
 
     def _remote_end(self, run: Run, now: float, final: bool) -> None:

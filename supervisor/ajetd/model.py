@@ -301,14 +301,15 @@ def set_attention(run: Run, reason: str | None) -> Run:
     return run if run.attention == reason else replace(run, attention=reason)
 
 
-def finish(run: Run, status: Status, reason: str, exit_code: int | None, now: float) -> Run:
-    """The run is over; `exit_code` is the program's own (None where there is none)."""
+def finish(run: Run, status: Status, reason: str, exit_code: int | None, ended: float) -> Run:
+    """The run is over; `exit_code` is the program's own (None where there is none), `ended`
+    when it ended (its last trial's own exit time where known)."""
     return replace(
         run,
         state=State.DONE,
         status=status,
         reason=reason,
         exit_code=exit_code,
-        ended_at=now,
+        ended_at=ended,
         attention=None,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import shlex
 import socket
@@ -408,6 +409,24 @@ def log_tail(log_file: Path, count: int) -> list[str]:
     return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
 
 
+def ended_at(home: Home, run: Run, now: float) -> float:
+    """When the current trial really ended: the time its script wrote into its exit file (or
+    its hang-up marker), not when the daemon looked, which may be much later after a pause
+    or a restart; kept between its start and `now` (a remote host's clock may differ)."""
+    trial = run.trial
+    if trial is None or trial.started_at is None:
+        return now
+    p = paths(home, run, trial.number)
+    recorded = read_exit(p.exit)
+    at = recorded[1] if recorded else None
+    if at is None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            at = float(p.hup.read_text().split()[0])
+    if at is None or math.isnan(at):
+        return now
+    return min(max(at, trial.started_at), now)
+
+
 def end_trial(
     home: Home,
     run: Run,
@@ -416,14 +435,13 @@ def end_trial(
     now: float,
     pane_pid: int | None,
     findings: tuple[dict[str, Any], ...] | None = None,
+    reap: bool = True,
 ) -> Run:
-    """Record the last trial's end (with its diagnosis) and end what is left of its processes."""
+    """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
+    caller does it once the end is on record), end what is left of its processes."""
     trial = run.trial
     if trial is not None and trial.started_at is not None and trial.ended_at is None:
-        ended = now
-        recorded = read_exit(paths(home, run, trial.number).exit)
-        if recorded and recorded[1]:
-            ended = recorded[1]
+        ended = ended_at(home, run, now)
         problem = ""
         if exit_code != 0:
             if findings is None:
@@ -432,9 +450,15 @@ def end_trial(
             root = findings[0] if findings else None
             problem = f"{reason}; {root['kind']}: {root['evidence']}" if root else reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
-    if trial is not None:
-        procs.reap_run(run.run_id, pane_pid)
+    if trial is not None and reap:
+        reap_leftovers(run, pane_pid)
     return run
+
+
+def reap_leftovers(run: Run, pane_pid: int | None) -> None:
+    """End what is left of the run's processes; only those started since it began are
+    looked at (`procs.run_pids`)."""
+    procs.reap_run(run.run_id, pane_pid, run.started_at)
 
 
 def finish_run(
@@ -449,17 +473,23 @@ def finish_run(
     findings: tuple[dict[str, Any], ...] | None = None,
     fetch: Fetch = read_local,
 ) -> Run:
-    """End the run: its last trial, leftover processes, final metrics (`fetch`: how the val
-    file is read), record, reports."""
+    """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
+    recorded first, as soon as the exit is seen; then leftover processes are ended and the
+    reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
+    exit file holds one."""
     open_trial = run.trial is not None and run.trial.ended_at is None
-    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings)
+    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings, reap=False)
+    ended = now
     if open_trial:
         run = _note_next(run, outcome, reason)
+        ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = read_metrics(run, fetch)
-    run = model.finish(run, outcome, reason, exit_code, now)
+    run = model.finish(run, outcome, reason, exit_code, ended)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     home.save_run(run)
+    if run.trial is not None:
+        reap_leftovers(run, pane_pid)
     try:
         write_reports(home, run)
     except OSError as exc:

@@ -27,18 +27,23 @@ class _Waker(FileSystemEventHandler):
         lock: threading.Lock,
         suffixes: tuple[str, ...] = (),
         flag: threading.Event | None = None,
+        ended: set[str] | None = None,
     ) -> None:
         self._wake = wake
         self._ready = ready
         self._lock = lock
         self._suffixes = suffixes
         self._flag = flag
+        self._ended = ended
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if self._suffixes:
             paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", b""))]
             if not any(p.endswith(self._suffixes) for p in paths):
                 return
+            if self._ended is not None:
+                with self._lock:
+                    self._ended.update(p for p in paths if p.endswith(self._suffixes))
         if self._flag is not None:
             self._flag.set()
         if self._ready is not None:
@@ -60,6 +65,7 @@ class Watcher:
         self.wake = wake
         self.ready: set[str] = set()
         self.trial_end = threading.Event()  # set when a trial ended: look at tmux at once
+        self.ended: set[str] = set()  # the exit files (and markers) seen since the last take
         self.lock = threading.Lock()
         self._observer = Observer()
 
@@ -70,7 +76,12 @@ class Watcher:
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
         waker = _Waker(
-            self.wake, None, self.lock, suffixes=(".exit", ".hup", ".sshlost"), flag=self.trial_end
+            self.wake,
+            None,
+            self.lock,
+            suffixes=(".exit", ".hup", ".sshlost"),
+            flag=self.trial_end,
+            ended=self.ended,
         )
         for folder in ends:
             self._observer.schedule(waker, str(folder), recursive=True)
@@ -82,6 +93,14 @@ class Watcher:
             names = set(self.ready)
             self.ready.clear()
         return names
+
+    def take_ended(self) -> set[str]:
+        """The trial end files seen since the last call, so that their runs are looked at
+        first: their ends are recorded before anything else is done."""
+        with self.lock:
+            paths = set(self.ended)
+            self.ended.clear()
+        return paths
 
     def stop(self) -> None:
         self._observer.stop()

@@ -1,0 +1,110 @@
+"""A trial's end: recorded first, with its true time, then its leftovers ended and its reports
+written; leftovers found among the processes started since the run began."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ajetd import procs
+from conftest import Env, marked_processes, wait_for
+
+
+def _exit_time(env: Env, run_id: str) -> float:
+    exit_file = env.home / "runs" / run_id / "trial-1.exit"
+    wait_for(lambda: exit_file.exists() and len(exit_file.read_text().split()) == 2, what="exit")
+    return float(exit_file.read_text().split()[1])
+
+
+def _check_true_times(env: Env, run_id: str, exited: float, noticed_after: float) -> None:
+    env.wait_done(run_id)
+    record = env.record(run_id)
+    assert record["status"] == "succeeded"
+    assert noticed_after - exited > 1.0  # the daemon looked long after the exit ...
+    assert abs(record["ended_at"] - exited) < 1e-3  # ... and the record has the exit's time
+    assert abs(record["trials"][-1]["ended_at"] - exited) < 1e-3
+    status = env.status(run_id)
+    assert abs(status["elapsed_s"] - (exited - record["started_at"])) < 0.01
+    flag = json.loads((env.tmp / "results" / "paused" / "finish.flag").read_text())
+    assert flag["ended_at"] == status["ended_at"]
+
+
+def test_ended_at_is_the_exit_time_after_the_daemon_was_paused(env: Env) -> None:
+    daemon = env.start_daemon()
+    run_id = env.submit(env.blueprint("paused", config=env.config("paused", steps=6)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGSTOP)
+    try:
+        exited = _exit_time(env, run_id)
+        wait_for(lambda: time.time() > exited + 1.5, what="time to pass")
+        assert env.record(run_id)["state"] == "running"
+    finally:
+        daemon.send_signal(signal.SIGCONT)
+    _check_true_times(env, run_id, exited, time.time())
+
+
+def test_ended_at_is_the_exit_time_after_a_daemon_restart(env: Env) -> None:
+    daemon = env.start_daemon()
+    run_id = env.submit(env.blueprint("paused", config=env.config("paused", steps=6)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=30)
+    exited = _exit_time(env, run_id)
+    wait_for(lambda: time.time() > exited + 1.5, what="time to pass")
+    env.start_daemon()
+    _check_true_times(env, run_id, exited, time.time())
+
+
+def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> None:
+    """A program that leaves a detached helper (as Ray's raylet): the end is on record, the
+    helper is ended, and finish.flag comes after both."""
+    env = daemon_env
+    config = env.config("left", steps=3, orphan=True)
+    run_id = env.submit(env.blueprint("left", config=config))
+    wait_for(lambda: len(marked_processes(run_id)) >= 2, what="the program and its helper")
+    env.wait_done(run_id)
+    record = env.record(run_id)
+    assert record["status"] == "succeeded"
+    flag = env.tmp / "results" / "left" / "finish.flag"
+    wait_for(flag.exists, what="finish.flag")
+    assert marked_processes(run_id) == []  # gone before finish.flag was written
+    assert f"run {run_id}: ended 1 leftover process(es)" in env.daemon_log()
+
+
+def _spawn(env: dict[str, str], *, new_session: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        env=env,
+        start_new_session=new_session,
+    )
+
+
+def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: Path) -> None:
+    began = time.time()
+    marked = _spawn({**os.environ, "AJETD_RUN_ID": "scan01"}, new_session=True)
+    other = _spawn({**os.environ, "AJETD_RUN_ID": "scan01x"})
+    root = subprocess.Popen(
+        ["bash", "-c", f"{sys.executable} -c 'import time; time.sleep(60)' & wait"],
+        env={k: v for k, v in os.environ.items() if k != "AJETD_RUN_ID"},
+    )
+    child: list[int] = []
+    try:
+        wait_for(lambda: procs.run_pids("none", root.pid, began), what="the root's child")
+        found = procs.run_pids("scan01", root.pid, began)
+        child = procs.run_pids("none", root.pid, began)
+        assert marked.pid in found and other.pid not in found and root.pid not in found
+        assert len(child) == 1 and child[0] in found  # the descendant, whatever its env
+        assert procs.run_pids("scan01", None, None) == [marked.pid]  # no start filter
+        # a process started before the run began cannot be the run's: not even looked at
+        assert procs.run_pids("scan01", None, time.time() + 60) == []
+    finally:
+        for pid in child:
+            os.kill(pid, signal.SIGKILL)
+        for proc in (marked, other, root):
+            proc.kill()
+            proc.wait()
