@@ -164,5 +164,5 @@ def test_user_kind_remedies_apply_once_each() -> None:
 def test_user_kind_severity_decides_first() -> None:
     fatal = choose(_failed_run(), _user_finding("relaunch", "fatal"), 3, None, T0 + 20)
     assert isinstance(fatal, GiveUp) and "fatal" in fatal.reason
-    science = choose(_failed_run(), _finding("reward_collapse", "science"), 3, None, T0 + 20)
-    assert isinstance(science, GiveUp) and "science" in science.reason
+    science = choose(_failed_run(), _user_finding("relaunch", "science"), 3, None, T0 + 20)
+    assert isinstance(science, GiveUp) and "no automatic fix" in science.reason

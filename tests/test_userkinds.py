@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from ajetd.diagnosis import StreamDiagnoser
 from ajetd.errors import BlueprintError
+from ajetd.livescan import LiveScans
 from ajetd.options import parse_options
 from ajetd.userkinds import KindSet, load_kinds_file, parse_kinds
 
@@ -121,3 +123,36 @@ def test_matching_stays_linear_on_a_catastrophic_pattern() -> None:
     start = time.perf_counter()
     assert KindSet(kinds).match("a" * 50_000 + "!") is None
     assert time.perf_counter() - start < 1.0
+
+
+def test_user_kinds_come_first_in_the_stream_under_any_dress(tmp_path: Path) -> None:
+    """Anchored patterns match the worker's own text: Ray prefixes, ANSI colours and `\\r`
+    redraws removed, wherever the chunks are cut; the live scan uses them too."""
+    kinds = KindSet(parse_kinds(yaml_kinds(), []))
+    text = (
+        b"\x1b[36m(TaskRunner pid=7)\x1b[0m step 1\n"
+        b"progress 10%\rprogress 20%\r(TaskRunner pid=7) QuotaExceeded: project abc\n"
+        b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    for cut in range(1, len(text), 7):
+        stream = StreamDiagnoser(user=kinds)
+        stream.feed(text[:cut])
+        stream.feed(text[cut:])
+        found = stream.close()
+        assert [(f.kind, f.line) for f in found] == [("quota_hit", 2), ("cuda_error", 3)]
+    log = tmp_path / "trial.log"
+    log.write_bytes(text)
+    new = LiveScans().scan(("run", 1), log, 0.0, kinds)
+    assert [f.kind for f in new] == ["quota_hit", "cuda_error"]
+
+
+def yaml_kinds() -> list[dict[str, object]]:
+    return [
+        {
+            "name": "quota_hit",
+            "patterns": [r"^QuotaExceeded: project \w+$"],
+            "severity": "fatal",
+            "explanation": "e",
+            "fix": "f",
+        }
+    ]

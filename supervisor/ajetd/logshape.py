@@ -27,7 +27,7 @@ _DRESS_SOURCE = (
     r"(?:\x1b\[0m)?\s?"
     # vLLM: `ERROR 07-27 23:31:27 [core.py:591] ` and the older `ERROR 01-10 21:49:05 x.py:366] `
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+"
-    r"\[?[\w.\-]+:\d+\]\s?"
+    r"\[?[\w./\-]+:\d+\[?\]\s?"
     # torch.distributed / torchrun: [rank0]: , [default0]: ; srun --label: `0: `
     r"|\[(?:rank|default)\d+\]:\s?"
     r"|\d{1,4}: "

@@ -186,15 +186,13 @@ def choose(
     applied = set(run.fixes)
     if root["severity"] == "fatal":
         return GiveUp(f"{kind} is fatal, not retried: {root['fix']}")
-    if root["severity"] == "science" and not root.get("remedy"):
-        return GiveUp(f"{kind} is a science failure, not retried: {root['fix']}")
     if len(run.trials) >= max_trials:
         return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
     if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
         return GiveUp(
             f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
         )
-    if root.get("remedy"):
+    if root.get("remedy") and root["severity"] == "retryable":  # a user kind's own remedy
         return _user_remedy(kind, str(root["remedy"]), str(root["fix"]), applied, proxychains)
     if kind == "network":
         if "proxychains" in applied:

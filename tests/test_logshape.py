@@ -1,0 +1,137 @@
+"""Structure-aware reading (issue 12), each shape checked on real excerpts from the corpus.
+
+The excerpts are public issue threads' logs (`tests/data/corpus`, first line: the source);
+each case names the shape it stands for and the line that must be read as the root cause.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ajetd.diagnosis import Finding, diagnose_chunks, diagnose_text
+from ajetd.logshape import strip_dress
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+
+
+def _diagnose(name: str) -> list[Finding]:
+    data = (CORPUS / name).read_bytes()
+    return diagnose_chunks([data[data.find(b"\n") + 1 :]])
+
+
+@pytest.mark.parametrize(
+    ("dressed", "bare"),
+    [
+        (
+            "(TaskRunner pid=4098) omegaconf.errors.ConfigKeyError: Key 'x' not in 'HFModelConfig'",
+            "omegaconf.errors.ConfigKeyError: Key 'x' not in 'HFModelConfig'",
+        ),
+        (
+            "(DTensorPolicyWorker[rank=0] pid=19328) ==== backtrace (tid:  19328) ====",
+            "==== backtrace (tid:  19328) ====",
+        ),
+        ('(raylet)   File "default_worker.py", line 8', '  File "default_worker.py", line 8'),
+        (
+            "(EngineCore pid=128) ERROR 03-16 08:31:22 [core.py:1090]     self.event.synchronize()",
+            "    self.event.synchronize()",
+        ),
+        (
+            "ERROR 01-10 21:49:05 engine.py:366] RuntimeError: CUDA error: device-side assert triggered",
+            "RuntimeError: CUDA error: device-side assert triggered",
+        ),
+        (
+            "[2024-02-27 18:08:15,439 E 73667 73667] logging.cc:361: *** SIGSEGV received ***",
+            "logging.cc:361: *** SIGSEGV received ***",
+        ),
+        ("[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"),
+        ("+ echo '[ERROR] Background srun died'", "echo '[ERROR] Background srun died'"),
+        ("INFO:nemo_rl.utils.venvs:Using existing venv", "Using existing venv"),
+        ("(WorkerDict pid=1) TypeError: x [repeated 43x across cluster]", "TypeError: x"),
+    ],
+)
+def test_dress_is_stripped(dressed: str, bare: str) -> None:
+    assert strip_dress(dressed) == bare
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "evidence"),
+    [
+        # a traceback whose every line carries a Ray actor prefix
+        ("config_error/verl-4672.log", "config_error", "omegaconf.errors.ConfigKeyError"),
+        ("cuda_error/verl-1611.log", "cuda_error", "an illegal memory access"),
+        # vLLM's logger prefix on every line of a traceback, interleaved with bare frames
+        ("cuda_error/vllm-11931.log", "cuda_error", "device-side assert triggered"),
+        ("cuda_error/vllm-37159.log", "cuda_error", "torch.AcceleratorError"),
+        # timestamps (Ray's C++ logger) before a native crash
+        ("segfault/ray-43456.log", "segfault", "SIGSEGV"),
+        # RayTaskError(Inner): classified by what it wraps
+        ("import_error/verl-7320.log", "import_error", "RayTaskError(ModuleNotFoundError)"),
+        ("missing_file/ray-8581.log", "missing_file", "RayTaskError(FileNotFoundError)"),
+        # ActorDiedError raised by a creation task, chained by "The above exception was the
+        # direct cause": the innermost exception is the root cause
+        ("unknown_traceback/nemorl-1228.log", "unknown_traceback", "TypeError: Llama31"),
+        # torchrun's ChildFailedError root-cause section
+        ("segfault/megatron-1880.log", "segfault", "exitcode  : -11"),
+        # a bare exception line, no Traceback header above it
+        ("cuda_oom/nemorl-493.log", "cuda_oom", "torch.OutOfMemoryError"),
+        ("unknown_traceback/trl-3587.log", "unknown_traceback", "Exception: Request failed"),
+        # compiler, ninja/cmake inside CalledProcessError, uv building a worker venv
+        ("build_error/groupedgemm-20.log", "build_error", "fatal error: cutlass/bfloat16.h"),
+        ("build_error/vllm-8852.log", "build_error", "CalledProcessError"),
+        ("build_error/nemorl-970.log", "build_error", "Failed to build `deep-gemm"),
+        # launch scripts' own errors (with a `+ ` shell trace), srun, slurmstepd
+        ("launch_error/nemorl-1022.log", "launch_error", "[ERROR] Background srun"),
+        ("launch_error/nemorl-1019.log", "launch_error", "srun: error: Unable to create step"),
+        ("launch_error/pyxis-127.log", "launch_error", "slurmstepd: error: pyxis"),
+        # a specific echo (a worker exit) is named before an unexplained exception
+        ("ray_worker_died/verl-4921.log", "ray_worker_died", "ActorDiedError"),
+    ],
+)
+def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
+    findings = _diagnose(name)
+    assert findings, name
+    assert (findings[0].kind, evidence in findings[0].evidence) == (kind, True), findings[0]
+
+
+def test_an_unknown_traceback_never_precedes_the_kind_that_explains_it() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "main.py", line 3, in <module>\n'
+        "ray.exceptions.ActorUnavailableError: The actor is temporarily unavailable\n"
+        "(raylet) A worker died or was killed while executing a task by an unexpected system "
+        "error. Worker exit type: SYSTEM_ERROR\n"
+    )
+    assert [f.kind for f in diagnose_text(text)] == ["ray_worker_died", "unknown_traceback"]
+
+
+def test_a_wrapper_is_ranked_after_what_it_wraps() -> None:
+    text = (
+        "ray.exceptions.RayTaskError(EngineDeadError): ray::Worker.generate() (pid=1)\n"
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "  exitcode  : -9 (pid: 3)\n"
+    )
+    assert [f.kind for f in diagnose_text(text)][:2] == ["host_oom", "vllm_engine_dead"]
+
+
+def test_warnings_and_benign_exits_are_not_root_causes() -> None:
+    text = (
+        "WARNING:2025-04-17 11:31:13,747:Retrying after connection broken by 'SSLError(1)'\n"
+        "swanlab: swanlab api error, status code: 401, reason: Unauthorized\n"
+        "KeyboardInterrupt\n"
+    )
+    assert [f.kind for f in diagnose_text(text)] == ["logger_error", "network"]
+
+
+def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
+    text = (
+        "      Traceback (most recent call last):\n"
+        '        File "setup.py", line 1, in <module>\n'
+        "          main()\n"
+        "      subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit "
+        "status 1.\n"
+        "      [end of output]\n"
+    )
+    assert [f.kind for f in diagnose_text(text)] == ["build_error"]
