@@ -25,6 +25,7 @@ from ajetd.store import OWNER_FILE, Home, default_home, write_atomic
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.gpu import GpuSample
     from ajetd.model import Run
+    from ajetd.statusview import Filters
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
@@ -249,37 +250,86 @@ def lint(file: Path, as_json: bool) -> None:
 
 @main.command()
 @click.argument("run_id", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
+@click.option(
+    "--state",
+    "state",
+    default=None,
+    help="Only runs in this state or with this status: live, ended, attention, queued, "
+    "running, restarting, stopping, succeeded, failed, time_limit, plateau, stopped, "
+    "rejected, lost.",
+)
+@click.option("--since", default=None, help="Only runs live or ended within this time (2d, 6h).")
+@click.option("--campaign", default=None, help="Only the runs of this campaign (its id).")
+@click.option("--watch", is_flag=True, help="Redraw every 2 s until q or Ctrl-C.")
 @json_option
-def status(run_id: str | None, as_json: bool) -> None:
-    """Every run (or one, or a campaign by its id) at a glance."""
+def status(
+    run_id: str | None,
+    show_all: bool,
+    state: str | None,
+    since: str | None,
+    campaign: str | None,
+    watch: bool,
+    as_json: bool,
+) -> None:
+    """Live runs first, then the 10 most recent ended ones (or one run, or a campaign by its
+    id, in full)."""
     if run_id is not None and is_campaign_id(run_id):
         from ajetd.campaigncli import show_status
 
         show_status(run_id, as_json)
         return
     from ajetd import status as status_view
+    from ajetd import statusterm
+    from ajetd import statusview as view
 
     home = _home()
     now = time.time()
     if run_id is not None:
         run = _load(home, run_id)
         if as_json:
-            click.echo(json.dumps(status_view.run_json(run, now), indent=2, ensure_ascii=False))
+            click.echo(statusterm.json_dump(status_view.run_json(run, now)))
         else:
-            click.echo(status_view.render_one(run, now))
+            statusterm.show(view.detail(run, now, statusterm.width(), statusterm.extras(home, run)))
         return
-    runs = home.listing()
+    filters = _status_filters(home, show_all, state, since, campaign)
+    if watch:
+        statusterm.watch(home, filters)
+        return
     if as_json:
-        click.echo(
-            json.dumps([status_view.run_json(r, now) for r in runs], indent=2, ensure_ascii=False)
-        )
+        runs = view.for_json(home.listing(), filters, now)
+        click.echo(statusterm.json_dump([status_view.run_json(r, now) for r in runs]))
         return
-    click.echo(status_view.render_table(runs, now, home.daemon_running(), home.daemon_info()))
-    if any((home.root / "campaigns").glob("*/state.json")):  # the daemon's modules only then
-        from ajetd.campaignrun import status_lines
+    statusterm.show(statusterm.overview(home, filters, statusterm.width()))
 
-        for line in status_lines(home):
-            click.echo(line)
+
+def _status_filters(
+    home: Home, show_all: bool, state: str | None, since: str | None, campaign: str | None
+) -> Filters:
+    """`status`'s filters from its options; a bad value is a usage error naming it."""
+    from ajetd import statusterm
+    from ajetd import statusview as view
+    from ajetd.durations import parse_duration
+    from ajetd.errors import DurationError
+
+    if state is not None and state not in view.STATES:
+        raise click.BadParameter(
+            f"{state!r}; one of {', '.join(view.STATES)}", param_hint="--state"
+        )
+    since_s = None
+    if since is not None:
+        try:
+            since_s = parse_duration(since)
+        except DurationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from exc
+    runs = None
+    if campaign is not None:
+        runs = statusterm.campaign_runs(home, campaign)
+        if runs is None:
+            raise click.BadParameter(
+                f"no campaign {campaign!r} in {home.root}", param_hint="--campaign"
+            )
+    return view.Filters(all=show_all, state=state, since_s=since_s, campaign_runs=runs)
 
 
 @main.command()

@@ -122,6 +122,7 @@ class Daemon:
         self.problems: list[str] = []
         self.published: list[str] | None = None
         self.published_at = 0.0
+        self.published_checks: dict[str, float] = {}
         self.stopping = False
         self.live = LiveScans()
         self.log_files: dict[tuple[str, int], Path] = {}  # light ticks need only this path
@@ -885,11 +886,20 @@ class Daemon:
                 self._store(replace(run, session_closed=True))
 
     def publish(self, now: float) -> None:
-        """daemon.json for `status`: on any change of problems, else every minute."""
-        if self.problems != self.published or now - self.published_at >= 60:
-            info = {"pid": os.getpid(), "heartbeat": now, "problems": self.problems}
+        """daemon.json for `status`: on any change of problems, on a change of the next deep
+        checks (at most once a second), else every minute."""
+        checks = {run_id: round(b.next_at, 1) for run_id, b in self.backoffs.items()}
+        moved = checks != self.published_checks and now - self.published_at >= 1
+        if self.problems != self.published or moved or now - self.published_at >= 60:
+            info = {
+                "pid": os.getpid(),
+                "heartbeat": now,
+                "problems": self.problems,
+                "deep_checks": checks,  # run id -> when its next deep check is due
+            }
             write_json(self.home.daemon_file, info, 0o600)
             self.published, self.published_at = list(self.problems), now
+            self.published_checks = checks
 
     # -- restart ----------------------------------------------------------------------------
     def reconcile(self, now: float) -> None:

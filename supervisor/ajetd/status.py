@@ -65,62 +65,6 @@ def _state_word(run: Run) -> str:
     return shown_state(run) + (" (!)" if run.attention else "")
 
 
-def _reward(run: Run) -> str:
-    value = run.metrics.get(run.metric)
-    if not isinstance(value, (int, float)):
-        return "-"
-    return f"{value:.4f}" if run.metric == "mean_reward" else f"{run.metric}={value:.4f}"
-
-
-def _gpu_cell(run: Run) -> str:
-    """Latest utilisation and memory per GPU while it runs; else where it was placed."""
-    if run.state is State.RUNNING and run.gpu_stats:
-        return gpustats.short(run.gpu_stats)
-    if run.gpu_ids == ():
-        return "cpu"
-    return ",".join(map(str, run.gpu_ids)) if run.gpu_ids else "-"
-
-
-def render_table(runs: list[Run], now: float, daemon_up: bool, info: dict[str, Any]) -> str:
-    """One line per run, newest last; the daemon's own trouble on top."""
-    lines = []
-    if not daemon_up:
-        lines.append("daemon: not running (start it with `ajetd daemon`)")
-    for problem in info.get("problems") or []:
-        lines.append(f"daemon: NOT TAKING BLUEPRINTS: {problem}")
-    header = ("RUN", "SESSION", "STATE", "TRIAL", "ELAPSED/MAX", "MEAN_REWARD", "GPU", "RESULT_DIR")
-    rows = [header]
-    for run in runs:
-        elapsed = _elapsed(run, now)
-        timing = (
-            f"{format_duration(elapsed) if elapsed is not None else '-'}/"
-            f"{format_duration(run.max_time_s) if run.max_time_s else '-'}"
-        )
-        rows.append(
-            (
-                run.run_id,
-                run.session or "-",
-                _state_word(run),
-                str(len(run.trials)),
-                timing,
-                _reward(run),
-                _gpu_cell(run),
-                run.result_dir or "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    if len(rows) == 1:
-        lines.append("(no runs yet: drop a blueprint.md into the inbox or run `ajetd submit FILE`)")
-    lines += [
-        f"queued {r.run_id}: {r.reason}" for r in runs if r.state.value == "queued" and r.reason
-    ]
-    attention = [r for r in runs if r.attention]
-    lines += [f"attention {r.run_id}: {r.attention}" for r in attention]
-    return "\n".join(lines)
-
-
 def gpus_json(samples: list[GpuSample], holders: dict[int, list[str]]) -> list[dict[str, Any]]:
     """`ajetd gpus --json`: every figure of each GPU, and who holds it."""
     return [
@@ -167,15 +111,6 @@ def render_gpus(description: str, samples: list[GpuSample], holders: dict[int, l
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
-def render_one(run: Run, now: float) -> str:
-    data = run_json(run, now)
-    lines = [f"{k}: {v}" for k, v in data.items() if k not in ("metrics", "warnings")]
-    if run.metrics:
-        lines.append("metrics: " + ", ".join(f"{k}={v}" for k, v in run.metrics.items()))
-    lines += [f"warning: {w}" for w in run.warnings]
     return "\n".join(lines)
 
 

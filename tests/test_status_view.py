@@ -1,0 +1,199 @@
+"""`ajetd status` for people: live runs first, the recent ended ones, fitted to the terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from dataclasses import replace
+
+import pytest
+
+from ajetd import model
+from ajetd.model import Run, State, Status, Trial
+from ajetd.statusview import Filters, detail, overview, plain, select, shorten
+from ajetd.store import Home
+from conftest import PYTHON, Env, wait_for
+
+NOW = 1_800_000_000.0
+LONG = "ajet_grpo_qwen2_5_7b_instruct_gsm8k_lr3e_6_kl0_001_batch512_x"
+
+
+def _run(i: int, state: State = State.DONE, **kw: object) -> Run:
+    run = Run(
+        run_id=f"r{i:05d}",
+        source="bp.md",
+        submitted_at=NOW - 100_000 + i,
+        purpose=f"experiment {i}",
+        max_time_s=7200,
+        result_dir=f"/data/results/{i}",
+        gpu_ids=(0,),
+    )
+    run = model.add_trial(run, Trial(number=1, command="python -m ajet.launcher", session=LONG))
+    run = model.trial_started(run, NOW - 90_000 + i)
+    history = tuple({"global_steps": s, "mean_reward": 0.1 * s} for s in range(1, 7))
+    run = replace(run, history=history, metrics=dict(history[-1]))
+    if state is State.DONE:
+        run = model.trial_ended(run, 0, NOW - 80_000 + i * 10)
+        run = model.finish(run, Status.SUCCEEDED, "exit 0", 0, NOW - 80_000 + i * 10)
+    else:
+        run = replace(run, state=state)
+    return replace(run, **kw)  # type: ignore[arg-type]
+
+
+def _world() -> list[Run]:
+    ended = [_run(i) for i in range(500)]
+    live = [
+        _run(900, State.RUNNING),
+        _run(901, State.QUEUED, trials=(), started_at=None, reason="waiting for 2 GPUs"),
+        _run(902, State.RUNNING, attention="no output for 31m"),
+        _run(903, State.RESTARTING),
+        _run(904, State.STOPPING),
+    ]
+    return [*ended[:250], *live, *ended[250:]]
+
+
+def test_live_runs_first_then_ten_newest_ended_in_80_columns() -> None:
+    lines = overview(_world(), Filters(), NOW, 80, True, {})
+    text = plain(lines)
+    rows = text.splitlines()
+    assert all(len(row) <= 80 for row in rows), max(rows, key=len)
+    ids = [row.split()[0] for row in rows if row.startswith("r0")]
+    assert ids[:5] == ["r00902", "r00900", "r00904", "r00903", "r00901"]  # attention first
+    assert ids[5:] == [f"r{i:05d}" for i in range(499, 489, -1)]  # newest ended first
+    assert "ATTENTION!" in rows[1 + ids.index("r00902")]
+    assert "! attention r00902: no output for 31m" in text
+    assert "queued r00901: waiting for 2 GPUs" in text
+    assert "490 older ended run(s) not shown (--all shows every run)" in text
+    assert "…" in text and LONG not in text  # the long session name is shortened
+    assert "0.6000 ▁▂▃▅▆█" in text  # the metric and its trend
+
+
+def test_wide_terminal_shows_whole_session_and_narrow_drops_columns() -> None:
+    wide = plain(overview(_world(), Filters(), NOW, 200, True, {}))
+    assert LONG in wide
+    narrow = plain(overview(_world(), Filters(), NOW, 50, True, {}))
+    assert all(len(row) <= 50 for row in narrow.splitlines())
+    assert "r00902" in narrow
+
+
+def test_filters() -> None:
+    runs = _world()
+    sel = select(runs, Filters(all=True), NOW)
+    assert len(sel.live) == 5 and len(sel.ended) == 500 and sel.hidden == 0
+    assert [r.run_id for r in select(runs, Filters(state="attention"), NOW).live] == ["r00902"]
+    assert select(runs, Filters(state="queued"), NOW).ended == []
+    assert len(select(runs, Filters(state="succeeded"), NOW).ended) == 500
+    since = select(runs, Filters(since_s=80_000 - 4990 + 1), NOW)  # ended within: i >= 499
+    assert [r.run_id for r in since.ended] == ["r00499"] and len(since.live) == 5
+    camp = select(runs, Filters(campaign_runs=frozenset({"r00003", "r00900"})), NOW)
+    assert [r.run_id for r in (*camp.live, *camp.ended)] == ["r00900", "r00003"]
+
+
+def test_shorten_keeps_both_ends() -> None:
+    assert shorten("ajet_abcdefghij_2", 9) == "ajet…ij_2"
+    assert shorten("short", 9) == "short"
+
+
+def test_one_run_in_full() -> None:
+    run = _run(7, State.RUNNING)
+    finding = {
+        "kind": "cuda_oom",
+        "severity": "science",
+        "line": 12,
+        "evidence": "torch.OutOfMemoryError",
+        "explanation": "A GPU ran out of memory.",
+        "fix": "Lower the micro batch size.",
+    }
+    trial = replace(run.trials[0], live_findings=(finding,))
+    run = replace(run, trials=(trial,))
+    text = plain(detail(run, NOW, 100))
+    assert "purpose    experiment 7" in text
+    assert f"tmux attach -t {LONG}" in text
+    assert "ajetd attach r00007" in plain(detail(run, NOW, 60))
+    assert "used 25h" in text or "used" in text
+    assert "cuda_oom [science] line 12" in text and "why: A GPU ran out" in text
+    assert "fix: Lower the micro batch size." in text
+    assert "#1" in text and "mean_reward: ▁▂▃▅▆█" in text
+
+
+def _home_with_runs(env: Env, count: int, live: int) -> Home:
+    home = Home(env.home)
+    home.ensure()
+    now = time.time()
+    for i in range(count):
+        run = _run(i)
+        home.run_dir(run.run_id).mkdir()
+        home.save_run(replace(run, ended_at=now - 1000 + i, submitted_at=now - 5000 + i))
+    for i in range(live):
+        run = _run(900 + i, State.RUNNING)
+        home.run_dir(run.run_id).mkdir()
+        home.save_run(replace(run, started_at=now - 60, submitted_at=now - 70))
+    return home
+
+
+def test_status_cli_with_500_ended_and_5_live_fits_80_columns(env: Env) -> None:
+    _home_with_runs(env, 500, 5)
+    env.vars["COLUMNS"] = "80"
+    out = env.cli("status")
+    assert out.returncode == 0, out.stderr
+    rows = out.stdout.splitlines()
+    assert all(len(row) <= 80 for row in rows), max(rows, key=len)
+    ids = [row.split()[0] for row in rows if row.startswith("r0")]
+    assert set(ids[:5]) == {f"r00{900 + i}" for i in range(5)}
+    assert ids[5:] == [f"r{i:05d}" for i in range(499, 489, -1)]
+    assert "daemon: not running (start it with `ajetd daemon --detach`)" in out.stdout
+    every = json.loads(env.cli("status", "--json").stdout)
+    assert len(every) == 505  # the contract: one object per run
+    live = json.loads(env.cli("status", "--json", "--state", "live").stdout)
+    assert sorted(r["run_id"] for r in live) == [f"r00{900 + i}" for i in range(5)]
+    assert len(env.cli("status", "--all").stdout.splitlines()) > 505
+    bad = env.cli("status", "--state", "sleeping")
+    assert bad.returncode == 2 and "--state" in bad.stderr
+    assert env.cli("status", "--since", "soon").returncode == 2
+    assert env.cli("status", "--campaign", "nope").returncode == 2
+
+
+@pytest.mark.parametrize("columns", ["60", "120"])
+def test_status_run_fits_too(env: Env, columns: str) -> None:
+    _home_with_runs(env, 1, 0)
+    env.vars["COLUMNS"] = columns
+    out = env.cli("status", "r00000")
+    assert out.returncode == 0, out.stderr
+    assert all(len(row) <= int(columns) for row in out.stdout.splitlines())
+    assert "SUCCEEDED" in out.stdout and "TRIALS" in out.stdout
+
+
+def test_watch_redraws_in_a_real_tmux_pane_until_q(daemon_env: Env) -> None:
+    env = daemon_env
+    run_id = env.submit(env.blueprint("watched", config=env.config("watched", forever=True)))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    home, sock = shlex.quote(str(env.home)), shlex.quote(env.socket)
+    command = (
+        f"env AJETD_HOME={home} AJETD_TMUX_SOCKET={sock} {PYTHON} -m ajetd status --watch;"
+        " echo WATCH-EXIT $?; sleep 600"
+    )
+    made = env.tmux("new-session", "-d", "-s", "watcher", "-x", "110", "-y", "40", command)
+    assert made.returncode == 0, made.stderr
+
+    def screen() -> str:
+        return env.tmux("capture-pane", "-p", "-t", "=watcher:").stdout
+
+    first = wait_for(
+        lambda: (s := screen()) and run_id in s and "LAST OUTPUT" in s and "step:" in s and s,
+        timeout=30,
+        what="the live view with the run and its output",
+    )
+    assert "ajetd status --watch" in first and "running" in first
+    stamp = re.search(r"\d\d:\d\d:\d\d", first)
+    assert stamp is not None
+    wait_for(
+        lambda: (s := re.search(r"\d\d:\d\d:\d\d", screen())) and s.group() != stamp.group(),
+        timeout=15,
+        what="a redraw",
+    )
+    assert all(len(row) <= 110 for row in screen().splitlines())
+    env.tmux("send-keys", "-t", "=watcher:", "q")
+    wait_for(lambda: "WATCH-EXIT 0" in screen(), timeout=15, what="q to end the view")
+    assert "LAST OUTPUT" not in screen()  # the alternate screen is gone, the shell is back
