@@ -59,9 +59,9 @@ def campaigns(home: Home) -> list[view.Campaign]:
 
 
 def campaign_runs(home: Home, wanted: str) -> frozenset[str] | None:
-    """The run ids of campaign `wanted` (its id), or None if there is no such campaign."""
+    """The run ids of campaign `wanted` (its id or name), or None if there is none."""
     for c in campaigns(home):
-        if wanted == c.campaign_id:
+        if wanted in (c.campaign_id, c.name):
             return c.run_ids
     return None
 

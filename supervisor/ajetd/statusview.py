@@ -67,6 +67,9 @@ class Campaign:
 
     campaign_id: str
     progress: str
+    name: str = ""
+    phase: str = "running"
+    status: str = ""
     best: float | None = None
     best_name: str = ""
     done: bool = False
@@ -78,6 +81,9 @@ class Campaign:
         return cls(
             campaign_id=str(data.get("campaign_id", "?")),
             progress=str(data.get("progress") or ""),
+            name=str(data.get("name") or ""),
+            phase=str(data.get("phase") or "running"),
+            status=str(data.get("status") or ""),
             best=float(best) if isinstance(best, (int, float)) else None,
             best_name=str(data.get("best_name") or ""),
             done=bool(data.get("done")),
@@ -89,8 +95,10 @@ class Campaign:
         )
 
     def line(self) -> str:
+        """`campaign ID (name) phase (status): progress; best X (experiment) [done]`."""
+        phase = self.phase + (f" ({self.status})" if self.status else "")
         progress = " ".join((self.progress or "starting").split())
-        text = f"campaign {self.campaign_id}: {progress}"
+        text = f"campaign {self.campaign_id} ({self.name or '?'}) {phase}: {progress}"
         if self.best is not None:
             text += f"; best {self.best:g} ({self.best_name})"
         return text + (" [done]" if self.done else "")

@@ -39,6 +39,7 @@ def action_label(finding: Mapping[str, Any], allowed: Collection[str] = ()) -> s
 # How remedy.GiveUp and policy word why a failed run ends -> the note trials.md gives.
 _ENDINGS = (
     ("is fatal, not retried", "fatal: not retried; the run ends"),
+    ("science failure, not retried", "no fix allowed (a science kind with no fix): the run ends"),
     ("budget spent", "fix budget spent (max_trials): the run ends"),
     ("thrashing guard", "too many failures in a short time (thrashing guard): the run ends"),
     ("no science fix allowed", "no fix allowed ([ajetd] allow_fixes): the run ends"),
