@@ -123,8 +123,8 @@ CATALOGUE: tuple[Kind, ...] = (
         _p(
             r"watchdog caught collective operation timeout",
             r"ran for \d+ milliseconds before timing out",
-            r"processgroupnccl.*time(d)? ?out",
-            r"nccl (operation|communicator)?.*timed? ?out",
+            r"processgroupnccl(?!.*failed or timed out).*time(d)? ?out",
+            r"nccl (operation|communicator)?(?!.*failed or timed out).*timed? ?out",
             r"collective operation timeout",
         ),
     ),
@@ -142,6 +142,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"nccl communicator was aborted",
             r"transport/nvls",
             r"ncclcommInitRank failed",
+            r"\bnet\s*:\s*call to (recv|send|connect)\b.*failed",
+            r"\bnet/(ib|socket)\s*:.*(error|failed)",
         ),
     ),
     Kind(
@@ -191,11 +193,14 @@ CATALOGUE: tuple[Kind, ...] = (
         "Start the server first (swarm server, Ray head, vLLM endpoint) or wait until its "
         "health check passes; then relaunch.",
         _p(
-            r"connection refused",
+            # an HTTPS host refusing (a hub, a proxy) is the network's failure, not a server of
+            # the run's own (Ray, vLLM, the swarm server speak plain HTTP or gRPC)
+            r"^(?!.*httpsconnection).*connection refused",
             r"\beconnrefused\b",
-            r"\[errno 111\]",
+            r"^(?!.*httpsconnection).*\[errno 111\]",
             r"connectionrefusederror",
             r"actively refused",
+            r"server is not up yet",
         ),
     ),
     Kind(
@@ -223,6 +228,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"gcs .*(cannot|can't|could not|failed to) (find|connect|reach)",
             r"retrying to connect to socket",
             r"raylet_client.*retrying",
+            r"ray client connection timed out",
+            r"failed to get register_center_actor",
         ),
     ),
     Kind(
@@ -369,6 +376,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"connection (timed out|aborted)",
             r"\[errno -[23]\]",
             r"\[errno 101\]",
+            r"check your (internet )?connection",
+            r"make sure your internet connection is on",
         ),
     ),
     Kind(
@@ -387,6 +396,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(not enough|insufficient) (gpus|gpu resources)",
             r"cuda_visible_devices.*(invalid|no devices)",
             r"device >= 0 && device < num_gpus",
+            r"required resources for this (actor or task|task|actor): \{[^}]*\bgpu\b",
         ),
     ),
     Kind(
@@ -416,6 +426,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"key '[^']+' is not in struct",
             r"unsupported (config|configuration|value)",
             r"invalid (config|configuration)",
+            r"^in '[^']+': could not (find|load) '",
+            r"^config search path:",
         ),
     ),
     Kind(
@@ -476,6 +488,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"build did not complete successfully",
             r"analysis of target .* failed",
             r"error loading package",
+            r"^make(\[\d+\])?: \*\*\*",
+            r"failed to download and build",
         ),
     ),
     Kind(
@@ -587,7 +601,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cuda_error_out_of_memory",
     ),
     "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
-    "nccl_error": ("nccl", "nvls"),
+    "nccl_error": ("nccl", "nvls", "net : call", "net: call", "net/ib", "net/socket"),
     "cuda_error": (
         "illegal memory access",
         "device-side assert",
@@ -622,7 +636,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "signal 6",
     ),
     "port_in_use": ("in use", "errno 98", "errno 48", "eaddrinuse", "only one usage"),
-    "connection_refused": ("refused", "errno 111"),
+    "connection_refused": ("refused", "errno 111", "not up yet"),
     "ray_cluster": (
         "gcs",
         "running ray",
@@ -634,6 +648,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "raylet",
         "ray agent",
         "retrying to connect",
+        "ray client",
+        "register_center_actor",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -707,6 +723,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "errno -2",
         "errno -3",
         "errno 101",
+        "your connection",
+        "internet connection",
     ),
     "insufficient_gpus": ("gpu", "nvidia driver", "invalid device ordinal", "cuda_visible_devices"),
     "config_error": (
@@ -729,6 +747,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "validation error",
         "unsupported",
         "invalid",
+        "could not find '",
+        "could not load '",
+        "config search path",
     ),
     "import_error": (
         "modulenotfounderror",
@@ -771,6 +792,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "did not complete successfully",
         "analysis of target",
         "error loading package",
+        "make: ***",
+        "]: ***",
     ),
     "missing_file": (
         "datasetnotfounderror",
