@@ -43,6 +43,43 @@ def test_reject(text: str) -> None:
         parse_duration(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("-5 min", "cannot be negative"),  # once read as 5 minutes
+        ("-1:00:00", "cannot be negative"),  # once an hour
+        ("run for −2h", "cannot be negative"),
+        ("-3", "cannot be negative"),
+        ("1e3s", "exponent"),  # once 3 s
+        ("1e400 hours", "exponent"),  # once 400 hours
+        ("1.5E+2 min", "exponent"),
+        ("9" * 400, "400 digits is not a duration"),  # once infinity
+        ("9" * 400 + " hours", "400 digits is not a duration"),
+        ("inf", "without exponent, inf or NaN"),
+        ("NaN hours", "without exponent, inf or NaN"),
+        ("400 days", "more than a year"),
+        ("0 min", "must be positive"),
+    ],
+)
+def test_misreads_are_refused_with_the_reason(text: str, reason: str) -> None:
+    with pytest.raises(DurationError, match=reason):
+        parse_duration(text)
+
+
+def test_zero_where_allowed_and_a_value_alone() -> None:
+    assert parse_duration("0", zero_ok=True) == 0.0
+    assert parse_duration("0s", zero_ok=True) == 0.0
+    assert parse_duration("90", bare_unit_s=60.0) == 5400
+    with pytest.raises(DurationError, match="not only a duration"):
+        parse_duration("2h or so", whole=True)
+    assert parse_duration("Qwen2.5-7B for at most 4 hours") == 14400  # not negative
+
+
+def test_format_never_raises() -> None:
+    assert format_duration(float("inf")) == "∞"
+    assert format_duration(float("nan")) == "-"
+
+
 def test_format() -> None:
     assert [format_duration(s) for s in (0, 42.4, 60, 90, 3600, 5400)] == [
         "0s",

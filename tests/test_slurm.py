@@ -142,11 +142,40 @@ def test_lint_checks_the_request_against_the_cluster(env: Env, slurm_cluster: Sl
 
 
 def test_slurm_times() -> None:
-    from ajetd.slurm import _minutes
+    from ajetd.slurm import partition_minutes
 
     assert [
-        _minutes(t) for t in ("60", "30:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED")
-    ] == [60.0, 30.0, 60.0, 2880.0, 2160.0, None]
+        partition_minutes(t)
+        for t in ("60", "30:00", "01:00:00", "2-00:00:00", "1-12", "UNLIMITED", "", "garbage")
+    ] == [60, 30, 60, 2880, 2160, None, None, None]
+
+
+def test_time_10m_reaches_slurm_as_minutes(cluster_env: Env) -> None:
+    """Issue 16: `time: 10m` (ajetd's grammar) and `mem: 500M` pass lint and reach Slurm as
+    `--time=10` and `--mem=500M`; the job itself sees a 10-minute limit."""
+    env = cluster_env
+    slurm = "{partition: debug, nodes: 1, cpus_per_task: 1, time: 10m, mem: 500M}"
+    probe = 'squeue -h -j "$SLURM_JOB_ID" -o "limit=%l mem=%m"'
+    config = env.config("tenmin")
+    command = f"{probe}; python -m fakejet.launcher --conf {config}"
+    bp = env.blueprint("tenmin", config=config, command=command, ajetd=f"slurm: {slurm}")
+    lint = env.cli("lint", str(bp))
+    assert lint.returncode == 0, lint.stderr
+    assert "Traceback" not in lint.stderr
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded", status
+    script = (env.home / "runs" / run_id / "trial-1.sh").read_text()
+    assert "--time=10 " in script and "--mem=500M" in script, script
+    log = (env.tmp / "results" / "tenmin" / "logs" / "trial-1.log").read_text()
+    assert "limit=10:00 mem=500M" in log, log
+
+
+def test_lint_refuses_a_bad_slurm_time_by_name(env: Env) -> None:
+    out = env.cli("lint", str(env.blueprint("sbad", ajetd="slurm: {time: 10 parsecs}")))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "[ajetd]: slurm.time: no duration found in '10 parsecs'" in out.stderr, out.stderr
+    assert "MM:SS, HH:MM:SS, D-HH" in out.stderr
 
 
 def test_nemo_rl_through_ray_sub_makes_the_driver_log_the_runs_log(cluster_env: Env) -> None:

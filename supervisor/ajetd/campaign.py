@@ -24,8 +24,10 @@ from typing import Any
 
 import yaml
 
-from ajetd.durations import format_duration, parse_duration
-from ajetd.errors import AjetdError, DurationError
+from ajetd import values
+from ajetd.durations import format_duration
+from ajetd.errors import AjetdError
+from ajetd.values import show, take
 
 LEDGER_COLUMNS = (
     "index",
@@ -94,13 +96,8 @@ class CampaignSpec:
 
 
 def _duration(key: str, value: Any, problems: list[str]) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(str(value)) if not isinstance(value, (int, float)) else value * 3600.0
-    except DurationError as exc:
-        problems.append(f"{key}: {exc}")
-        return None
+    """A stop rule's duration, parsed by the one duration parser (`ajetd.values`)."""
+    return None if value is None else take(problems, None, values.duration, key, value)
 
 
 def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Experiment | None:
@@ -109,7 +106,9 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
         return None
     name = str(raw.get("name") or "")
     if not _NAME.match(name) or name == "baseline":
-        problems.append(f"experiments[{i}]: name {name!r}: letters, digits, . _ - ; not baseline")
+        problems.append(
+            f"experiments[{i}]: name {show(name)}: letters, digits, . _ - ; not baseline"
+        )
     overrides = raw.get("overrides") or []
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -123,13 +122,13 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
     unknown = sorted(set(map(str, raw)) - set(ENTRY_KEYS))
     if unknown:
         known = ", ".join(ENTRY_KEYS)
-        problems.append(f"experiments[{i}] ({name}): unknown key {unknown[0]!r} (known: {known})")
+        problems.append(f"experiments[{i}] ({name}): unknown key {show(unknown[0])} (known: {known})")
     smoke = raw.get("smoke", False)
     if not isinstance(smoke, bool):
-        problems.append(f"experiments[{i}] ({name}): smoke must be true or false, got {smoke!r}")
+        problems.append(f"experiments[{i}] ({name}): smoke must be true or false, got {show(smoke)}")
     start = str(raw.get("from") or "")
     if start and not _BRANCH.match(start):
-        problems.append(f"experiments[{i}] ({name}): from {start!r} is not a branch or commit")
+        problems.append(f"experiments[{i}] ({name}): from {show(start)} is not a branch or commit")
     return Experiment(
         name,
         str(raw.get("description") or ""),
@@ -151,15 +150,13 @@ def _stop_rules(
         return None, None, None, None
     bad = sorted(set(map(str, stop)) - set(STOP_KEYS))
     if bad:
-        problems.append(f"stop: unknown rule {bad[0]!r}")
+        problems.append(f"stop: unknown rule {show(bad[0])}")
     count = stop.get("max_experiments")
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-        problems.append(f"stop.max_experiments: expected a whole number >= 1, got {count!r}")
-        count = None
+    if count is not None:
+        count = take(problems, None, values.count, "stop.max_experiments", count, 1, 100000)
     target = stop.get("target_metric")
-    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))):
-        problems.append(f"stop.target_metric: expected a number, got {target!r}")
-        target = None
+    if target is not None:
+        target = take(problems, None, values.number, "stop.target_metric", target)
     deadline = _duration("stop.deadline", stop.get("deadline"), problems)
     per = _duration("stop.per_experiment_timeout", stop.get("per_experiment_timeout"), problems)
     return count, deadline, per, None if target is None else float(target)
@@ -201,27 +198,24 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     }
     unknown = sorted(set(map(str, data)) - known)
     if unknown:
-        problems.append(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        problems.append(f"unknown key {show(unknown[0])} (known: {', '.join(sorted(known))})")
     name = str(data.get("name") or "")
     if not _NAME.match(name):
-        problems.append(f"name: {name!r}: letters, digits, . _ - (up to 64)")
+        problems.append(f"name: {show(name)}: letters, digits, . _ - (up to 64)")
     direction = str(data.get("direction", "max"))
     if direction not in ("max", "min"):
-        problems.append(f"direction: expected max or min, got {direction!r}")
+        problems.append(f"direction: expected max or min, got {show(direction)}")
     base = str(data.get("base") or "")
     if base not in files:
         problems.append(f"base: the base blueprint {base or '(none given)'} is not in the folder")
     result_dir = str(data.get("result_dir") or "")
     if not result_dir.startswith("/"):
-        problems.append(f"result_dir: expected an absolute path, got {result_dir!r}")
+        problems.append(f"result_dir: expected an absolute path, got {show(result_dir)}")
     count, deadline, per_experiment, target = _stop_rules(data.get("stop") or {}, problems)
-    parallel = data.get("parallel", 1)
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        problems.append(f"parallel: expected a whole number >= 1, got {parallel!r}")
-        parallel = 1
+    parallel = take(problems, 1, values.count, "parallel", data.get("parallel", 1), 1, 1000)
     prefix = str(data.get("branch_prefix") or "")
     if prefix and not _BRANCH.match(prefix):
-        problems.append(f"branch_prefix: {prefix!r} is not a usable branch name")
+        problems.append(f"branch_prefix: {show(prefix)} is not a usable branch name")
     experiments = _experiments(data.get("experiments") or [], files, problems)
     if any(e.patch for e in experiments) and not prefix:
         problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")

@@ -1,7 +1,8 @@
 """The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
 
-Key names are contract (DESIGN §3). Every key is validated here, purely; an unknown key is an
-error that names it.
+Key names are contract (DESIGN §3). Every key is validated here, purely, each value by the one
+parser of its kind in `ajetd.values` (durations, Slurm times, sizes, counts, numbers, words,
+paths, lists); an unknown key is an error that names it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any
 
 import yaml
 
-from ajetd.durations import parse_duration
-from ajetd.errors import BlueprintError, DurationError
+from ajetd import values
+from ajetd.errors import BlueprintError
 from ajetd.stoprules import PlateauRule
 from ajetd.userkinds import UserKind, parse_kinds
+from ajetd.values import OptionError, show, take
 
 KNOWN_KEYS = (
     "gpus",
@@ -44,6 +46,29 @@ SCIENCE_KEYS = (
     "max_response_length",
     "lr",
 )
+# The keys inside each structured option (also what the table test covers, key by key).
+SUBKEYS: dict[str, tuple[str, ...]] = {
+    "hang": ("window", "action"),
+    "plateau": ("metric", "patience", "min_delta", "after", "mode"),
+    "swarm": ("port", "server_command", "health_timeout", "keep"),
+    "ssh": ("host", "user", "port", "identity_file", "options"),
+    "slurm": (
+        "partition",
+        "nodes",
+        "gpus_per_node",
+        "cpus_per_task",
+        "mem",
+        "time",
+        "account",
+        "qos",
+        "constraint",
+        "exclude",
+        "extra",
+        "mode",
+    ),
+    "stages": ("name", "command", "requires", "outputs"),
+    "allow_fixes": ("min", "max"),
+}
 HANG_ACTIONS = ("attention", "stop", "relaunch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
@@ -89,8 +114,9 @@ class SlurmSpec:
     nodes: int = 1
     gpus_per_node: int | None = None
     cpus_per_task: int | None = None
-    mem: str = ""
-    time: str = ""  # a Slurm time limit; default exp_max_time plus a margin
+    mem_mib: int | None = None  # `--mem`, in MiB (0: all of the node's memory)
+    time_min: int | None = None  # `--time` in minutes; None: exp_max_time plus a margin
+    time_unlimited: bool = False  # `time: UNLIMITED`
     account: str = ""
     qos: str = ""
     constraint: str = ""
@@ -152,56 +178,63 @@ def load_yaml_part(text: str) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
-def _duration(key: str, value: Any, problems: list[str], *, zero_ok: bool = False) -> float | None:
-    if zero_ok and re.fullmatch(r"\s*0+(?:\.0*)?\s*[a-z]*\s*", str(value)):
-        return 0.0
-    if isinstance(value, bool):
-        problems.append(f"{key}: expected a duration such as 30m, got {value!r}")
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) * 3600.0 if value > 0 else 0.0
-    try:
-        return parse_duration(str(value))
-    except DurationError as exc:
-        problems.append(f"{key}: {exc}")
-        return None
+MAX_GPUS = 1024
+MAX_TRIALS = 100
 
 
 def _gpus(value: Any, problems: list[str]) -> str:
+    expected = "gpus: expected a count, `all` or a list of indices"
     if value == "all" or value is None:
         return "all"
-    if isinstance(value, bool):
-        problems.append(f"gpus: expected a count, `all` or a list of indices, got {value!r}")
-        return "all"
-    if isinstance(value, int) and value >= 0:
-        return str(value)
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
-    ):
-        if len(set(value)) != len(value):
-            problems.append(f"gpus: repeated index in {value}")
-        return "[" + ",".join(str(i) for i in value) + "]"
-    problems.append(f"gpus: expected a count, `all` or a list of indices, got {value!r}")
+    if isinstance(value, list) and value:
+        indices = take(
+            problems,
+            None,
+            _indices,
+            value,
+        )
+        if indices is None:
+            return "all"
+        if len(set(indices)) != len(indices):
+            problems.append(f"gpus: repeated index in {indices}")
+        return "[" + ",".join(str(i) for i in indices) + "]"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(take(problems, 0, values.count, "gpus", value, 0, MAX_GPUS))
+    problems.append(f"{expected}, got {show(value)}")
     return "all"
+
+
+def _indices(value: list[Any]) -> list[int]:
+    values.count("gpus: the list's length", len(value), 1, MAX_GPUS)
+    return [values.count(f"gpus[{i}]", v, 0, MAX_GPUS - 1) for i, v in enumerate(value, 1)]
 
 
 def _env(value: Any, problems: list[str]) -> dict[str, str]:
     if not isinstance(value, dict):
-        problems.append(f"env: expected a mapping NAME: value, got {type(value).__name__}")
+        problems.append(f"env: expected a mapping NAME: value, got {show(value)}")
         return {}
     env: dict[str, str] = {}
     for name, val in value.items():
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            problems.append(f"env: {name!r} is not a valid environment variable name")
+        if not isinstance(name, str) or len(name) > 256 or not _ENV_NAME.match(name):
+            problems.append(f"env: {show(name)} is not a valid environment variable name")
         elif name in _RESERVED_ENV:
             problems.append(f"env: {name} is set by ajetd and cannot be overridden")
         elif isinstance(val, (dict, list)) or val is None:
             problems.append(f"env: {name} must be a string or number")
         else:
-            env[name] = str(val).lower() if isinstance(val, bool) else str(val)
+            text = take(problems, None, values.text, f"env.{name}", val)
+            if text is not None:
+                env[name] = text
     return env
+
+
+def _unknown(
+    where: str, given: dict[Any, Any], known: tuple[str, ...], problems: list[str]
+) -> None:
+    """One problem naming the first key of `given` that is not `known`."""
+    unknown = sorted(set(map(str, given)) - set(known))
+    if unknown:
+        problems.append(f"{where}: unknown key {show(unknown[0])} (known: {', '.join(known)})")
 
 
 def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
@@ -210,15 +243,16 @@ def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
             "hang: expected {window: auto | DURATION, action: attention | stop | relaunch}"
         )
         return None, "attention"
-    unknown = sorted(set(map(str, value)) - {"window", "action"})
-    if unknown:
-        problems.append(f"hang: unknown key {unknown[0]!r} (known: window, action)")
+    _unknown("hang", value, SUBKEYS["hang"], problems)
     window = value.get("window", "auto")
-    seconds = None if window == "auto" else _duration("hang.window", window, problems)
-    action = str(value.get("action", "attention"))
+    seconds = None
+    if window != "auto":
+        seconds = take(problems, None, values.duration, "hang.window", window)
+    action = value.get("action", "attention")
     if action not in HANG_ACTIONS:
-        problems.append(f"hang.action: expected attention, stop or relaunch, got {action!r}")
-    return seconds, action
+        problems.append(f"hang.action: expected attention, stop or relaunch, got {show(action)}")
+        action = "attention"
+    return seconds, str(action)
 
 
 def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
@@ -229,42 +263,51 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
     if not isinstance(value, dict):
         problems.append("plateau: expected {metric, patience, min_delta, after, mode} or true")
         return None
-    unknown = sorted(set(map(str, value)) - {"metric", "patience", "min_delta", "after", "mode"})
-    if unknown:
-        problems.append(
-            f"plateau: unknown key {unknown[0]!r} (known: metric, patience, min_delta, after, mode)"
-        )
+    mark = len(problems)
+    _unknown("plateau", value, SUBKEYS["plateau"], problems)
     rule = PlateauRule()
     metric = value.get("metric", rule.metric)
-    patience = value.get("patience", rule.patience)
-    min_delta = value.get("min_delta", rule.min_delta)
-    after = value.get("after", rule.after)
+    if not isinstance(metric, str) or not metric or len(metric) > 256:
+        problems.append(
+            f"plateau.metric: expected a validation key such as mean_reward, got {show(metric)}"
+        )
+    patience = take(
+        problems,
+        0,
+        values.count,
+        "plateau.patience",
+        value.get("patience", rule.patience),
+        1,
+        10000,
+    )
+    min_delta = take(
+        problems,
+        0.0,
+        values.number,
+        "plateau.min_delta",
+        value.get("min_delta", rule.min_delta),
+        0.0,
+        1e9,
+    )
+    after = take(
+        problems,
+        0.0,
+        values.number,
+        "plateau.after",
+        value.get("after", rule.after),
+        0.0,
+        1.0,
+    )
+    if after == 0.0 and len(problems) > mark and problems[-1].startswith("plateau.after"):
+        problems[-1] = problems[-1].replace(
+            "expected a number", "expected a fraction of exp_max_time"
+        )
     mode = value.get("mode", rule.mode)
-    if not isinstance(metric, str) or not metric:
-        problems.append(
-            f"plateau.metric: expected a validation key such as mean_reward, got {metric!r}"
-        )
-    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-        problems.append(f"plateau.patience: expected a whole number >= 1, got {patience!r}")
-    if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
-        problems.append(f"plateau.min_delta: expected a number >= 0, got {min_delta!r}")
-    if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 <= after <= 1:
-        problems.append(
-            f"plateau.after: expected a fraction of exp_max_time in [0, 1], got {after!r}"
-        )
     if mode not in ("auto", "max", "min"):
-        problems.append(f"plateau.mode: expected auto, max or min, got {mode!r}")
-    if any(p.startswith("plateau") for p in problems):
+        problems.append(f"plateau.mode: expected auto, max or min, got {show(mode)}")
+    if len(problems) > mark:
         return None
-    return PlateauRule(str(metric), int(patience), float(min_delta), float(after), str(mode))
-
-
-def _number_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(value)
-    return float(value)
+    return PlateauRule(str(metric), patience, min_delta, after, str(mode))
 
 
 def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:
@@ -277,21 +320,28 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
     for key, given in value.items():
         if key not in SCIENCE_KEYS:
             problems.append(
-                f"allow_fixes: {key!r} is not a key ajetd can fix "
+                f"allow_fixes: {show(key)} is not a key ajetd can fix "
                 f"(known: {', '.join(SCIENCE_KEYS)})"
             )
             continue
         bounds = {} if given is None else given
-        if not isinstance(bounds, dict) or set(map(str, bounds)) - {"min", "max"}:
+        if not isinstance(bounds, dict) or set(map(str, bounds)) - set(SUBKEYS["allow_fixes"]):
             problems.append(f"allow_fixes.{key}: expected {{min: N, max: N}}")
             continue
-        try:  # YAML reads `1e-7` (no dot) as a string: take numbers in either form
-            low, high = (_number_or_none(bounds.get(side)) for side in ("min", "max"))
-        except (TypeError, ValueError):
-            problems.append(f"allow_fixes.{key}: min and max must be numbers")
-            continue
-        out[str(key)] = (low, high)
+        mark = len(problems)
+        # YAML reads `1e-7` (no dot) as a string: values.number takes numbers in either form
+        low, high = (
+            take(problems, None, _bound, f"allow_fixes.{key}.{side}", bounds)
+            for side in ("min", "max")
+        )
+        if len(problems) == mark:
+            out[str(key)] = (low, high)
     return out
+
+
+def _bound(key: str, bounds: dict[str, Any]) -> float | None:
+    given = bounds.get(key.rsplit(".", 1)[1])
+    return None if given is None else values.number(key, given)
 
 
 def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
@@ -304,24 +354,42 @@ def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
     if not isinstance(value, dict):
         problems.append("swarm: expected {port, server_command, health_timeout, keep} or true")
         return None
-    known = ("port", "server_command", "health_timeout", "keep")
-    unknown = sorted(set(map(str, value)) - set(known))
-    if unknown:
-        problems.append(f"swarm: unknown key {unknown[0]!r} (known: {', '.join(known)})")
-    port = value.get("port", SWARM_PORT)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        problems.append(f"swarm.port: expected a TCP port number 1-65535, got {port!r}")
-        port = SWARM_PORT
-    command = value.get("server_command", "")
-    if command is None or not isinstance(command, str):
-        problems.append("swarm.server_command: expected a shell command (a string)")
-        command = ""
-    timeout = _duration("swarm.health_timeout", value.get("health_timeout", "120s"), problems)
-    keep = _duration("swarm.keep", value.get("keep", "10m"), problems, zero_ok=True)
-    return SwarmSpec(port, command.strip(), timeout or 120.0, 600.0 if keep is None else keep)
+    _unknown("swarm", value, SUBKEYS["swarm"], problems)
+    port = take(problems, SWARM_PORT, _port, "swarm.port", value.get("port", SWARM_PORT))
+    command = take(
+        problems,
+        "",
+        values.text,
+        "swarm.server_command",
+        value.get("server_command") or "",
+        what="a shell command",
+    )
+    timeout = take(
+        problems,
+        120.0,
+        values.duration,
+        "swarm.health_timeout",
+        value.get("health_timeout", "120s"),
+    )
+    keep = take(
+        problems,
+        600.0,
+        values.duration,
+        "swarm.keep",
+        value.get("keep", "10m"),
+        zero_ok=True,
+    )
+    return SwarmSpec(port, command.strip(), timeout, keep)
 
 
-_SSH_WORD = re.compile(r"^[A-Za-z0-9_.@:%+\[\]-]+$")
+def _port(key: str, value: Any) -> int:
+    try:
+        return values.count(key, value, 1, 65535)
+    except OptionError:
+        raise OptionError(f"{key}: expected a TCP port number 1-65535, got {show(value)}") from None
+
+
+_SSH_WORD = re.compile(r"[A-Za-z0-9_.@:%+\[\]-]+")
 
 
 def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
@@ -332,32 +400,41 @@ def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
     if not isinstance(value, dict):
         problems.append("ssh: expected {host, user, port, identity_file, options}")
         return None
-    known = ("host", "user", "port", "identity_file", "options")
-    unknown = sorted(set(map(str, value)) - set(known))
-    if unknown:
-        problems.append(f"ssh: unknown key {unknown[0]!r} (known: {', '.join(known)})")
-    host, user = str(value.get("host") or ""), str(value.get("user") or "")
-    if not host or not _SSH_WORD.match(host) or host.startswith("-"):
-        problems.append(f"ssh.host: expected a host name or address, got {value.get('host')!r}")
-    if user and (not _SSH_WORD.match(user) or user.startswith("-")):
-        problems.append(f"ssh.user: not a user name: {user!r}")
-    port = value.get("port", 22)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        problems.append(f"ssh.port: expected a TCP port number 1-65535, got {port!r}")
-        port = 22
-    identity = str(value.get("identity_file") or "")
+    _unknown("ssh", value, SUBKEYS["ssh"], problems)
+    host = take(problems, "", _ssh_word, "ssh.host", value.get("host"), "a host name")
+    if not host and not any(p.startswith("ssh.host") for p in problems):
+        problems.append("ssh.host: expected a host name or address, got nothing")
+    user = take(problems, "", _ssh_word, "ssh.user", value.get("user"), "a user name")
+    port = take(problems, 22, _port, "ssh.port", value.get("port", 22))
+    identity = ""
+    if value.get("identity_file"):
+        identity = take(problems, "", values.path, "ssh.identity_file", value["identity_file"])
     extra = value.get("options") or {}
+    pairs: tuple[tuple[str, str], ...] = ()
     if not isinstance(extra, dict) or not all(
-        isinstance(k, str) and _SSH_WORD.match(k) and not isinstance(v, (dict, list))
+        isinstance(k, str)
+        and len(k) <= 256
+        and _SSH_WORD.fullmatch(k)
+        and not isinstance(v, (dict, list))
         for k, v in extra.items()
     ):
         problems.append("ssh.options: expected {OptionName: value} (as `ssh -o` takes them)")
-        extra = {}
-    pairs = tuple((str(k), str(v)) for k, v in extra.items())
+    else:
+        pairs = tuple(
+            (k, take(problems, "", values.text, f"ssh.options.{k}", v, allowed=""))
+            for k, v in extra.items()
+        )
     return SshSpec(host, user, port, identity, pairs)
 
 
-_SLURM_WORD = re.compile(r"^[A-Za-z0-9_.,:=@\[\]-]*$")
+def _ssh_word(key: str, value: Any, what: str) -> str:
+    word = values.word(key, value, _SSH_WORD, what)
+    if word.startswith("-"):
+        raise OptionError(f"{key}: {show(word)} is not {what}")
+    return word
+
+
+_SLURM_WORD = re.compile(r"[A-Za-z0-9_.,:=@\[\]-]*")
 
 
 def _slurm(value: Any, problems: list[str]) -> SlurmSpec | None:
@@ -368,49 +445,67 @@ def _slurm(value: Any, problems: list[str]) -> SlurmSpec | None:
     if not isinstance(value, dict):
         problems.append("slurm: expected {partition, nodes, gpus_per_node, time, mode, ...}")
         return None
-    known = set(SlurmSpec.__dataclass_fields__)
-    unknown = sorted(set(map(str, value)) - known)
-    if unknown:
-        problems.append(f"slurm: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
-    words = {}
-    for key in ("partition", "mem", "time", "account", "qos", "constraint", "exclude"):
-        text = str(value.get(key) or "")
-        if not _SLURM_WORD.match(text):
-            problems.append(f"slurm.{key}: {text!r} is not a Slurm value")
-        words[key] = text
-    counts: dict[str, int | None] = {}
-    for key in ("nodes", "gpus_per_node", "cpus_per_task"):
-        raw = value.get(key)
-        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int) or raw < 0):
-            problems.append(f"slurm.{key}: expected a whole number, got {raw!r}")
-            raw = None
-        counts[key] = raw
-    extra = value.get("extra") or []
-    if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
-        problems.append("slurm.extra: expected a list of options such as --exclusive")
-        extra = []
-    mode = str(value.get("mode") or "interactive")
+    _unknown("slurm", value, SUBKEYS["slurm"], problems)
+    words = {
+        key: take(
+            problems,
+            "",
+            values.word,
+            f"slurm.{key}",
+            value.get(key),
+            _SLURM_WORD,
+            "a Slurm value",
+        )
+        for key in ("partition", "account", "qos", "constraint", "exclude")
+    }
+    counts: dict[str, int | None] = {
+        key: None
+        if value.get(key) is None
+        else take(problems, None, values.count, f"slurm.{key}", value[key], 1, high)
+        for key, high in (
+            ("nodes", 100000),
+            ("gpus_per_node", MAX_GPUS),
+            ("cpus_per_task", 1 << 20),
+        )
+    }
+    mem = None
+    if value.get("mem") not in (None, ""):
+        mem = take(problems, None, values.size_mib, "slurm.mem", value["mem"])
+    time_min, unlimited = None, False
+    if value.get("time") not in (None, ""):
+        try:
+            time_min = values.slurm_minutes("slurm.time", value["time"])
+            unlimited = time_min is None
+        except OptionError as exc:
+            problems.append(str(exc))
+    extra = take(problems, (), values.string_list, "slurm.extra", value.get("extra"), _slurm_option)
+    mode = value.get("mode") or "interactive"
     if mode not in ("interactive", "batch"):
-        problems.append(f"slurm.mode: expected interactive or batch, got {mode!r}")
+        problems.append(f"slurm.mode: expected interactive or batch, got {show(mode)}")
+        mode = "interactive"
     return SlurmSpec(
         nodes=counts["nodes"] or 1,
         gpus_per_node=counts["gpus_per_node"],
         cpus_per_task=counts["cpus_per_task"],
-        extra=tuple(extra),
-        mode=mode,
+        mem_mib=mem,
+        time_min=time_min,
+        time_unlimited=unlimited,
+        extra=extra,
+        mode=str(mode),
         **words,
     )
 
 
+def _slurm_option(key: str, value: Any) -> str:
+    option = values.text(key, value, what="an option such as --exclusive", allowed="")
+    if not option.startswith("-"):
+        raise OptionError(f"{key}: expected an option such as --exclusive, got {show(value)}")
+    return option
+
+
 def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        problems.append(f"{key}: expected a list of paths (relative to exp_codebase_dir)")
-        return ()
-    return tuple(v.strip() for v in value)
+    """A list of paths relative to exp_codebase_dir (one alone may be given as a string)."""
+    return take(problems, (), values.string_list, key, value, values.path)
 
 
 def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
@@ -419,17 +514,21 @@ def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         problems.append("stages: expected a list of {name, command, requires, outputs}")
         return ()
-    known = ("name", "command", "requires", "outputs")
+    if len(value) > 100:
+        problems.append(f"stages: {len(value)} stages (at most 100)")
+        return ()
     out: list[Stage] = []
     for i, raw in enumerate(value, 1):
-        unknown = sorted(set(map(str, raw)) - set(known))
-        if unknown:
-            problems.append(f"stages[{i}]: unknown key {unknown[0]!r} (known: {', '.join(known)})")
-        name = str(raw.get("name") or f"stage{i}")
-        command = raw.get("command") or ""
-        if not isinstance(command, str):
-            problems.append(f"stages[{i}] ({name}): command must be a shell command (a string)")
-            command = ""
+        _unknown(f"stages[{i}]", raw, SUBKEYS["stages"], problems)
+        name = take(problems, f"stage{i}", _stage_name, i, raw.get("name"))
+        command = take(
+            problems,
+            "",
+            values.text,
+            f"stages[{i}] ({name}): command",
+            raw.get("command") or "",
+            what="a shell command (a string)",
+        )
         if i == 1 and command.strip():
             problems.append(
                 f"stages[1] ({name}): the first stage runs exp_launch_command; give its command "
@@ -445,13 +544,24 @@ def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
     return tuple(out)
 
 
+def _stage_name(i: int, value: Any) -> str:
+    if value is None or value == "":
+        return f"stage{i}"
+    name = values.text(f"stages[{i}].name", value, allowed="")
+    if len(name) > 100:
+        raise OptionError(f"stages[{i}].name: {show(name)} is longer than 100 characters")
+    return name
+
+
 def _hook(key: str, value: Any, problems: list[str]) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        problems.append(f"{key}: expected a shell command (a string), got {type(value).__name__}")
+        problems.append(f"{key}: expected a shell command (a string), got {show(value)}")
         return ""
-    return value.strip()
+    return take(
+        problems, "", values.text, key, value, what="a shell command", allowed="\t\n"
+    ).strip()
 
 
 def parse_options(text: str) -> Options:
@@ -460,15 +570,22 @@ def parse_options(text: str) -> Options:
     problems: list[str] = []
     for key in data:
         if key not in KNOWN_KEYS:
-            problems.append(f"unknown key {key!r} (known: {', '.join(KNOWN_KEYS)})")
-    max_trials = data.get("max_trials", 3)
-    if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
-        problems.append(f"max_trials: expected a whole number >= 1, got {max_trials!r}")
-        max_trials = 3
-    autokill = str(data.get("autokill", "protect"))
+            problems.append(f"unknown key {show(key)} (known: {', '.join(KNOWN_KEYS)})")
+    max_trials = take(
+        problems, 3, values.count, "max_trials", data.get("max_trials", 3), 1, MAX_TRIALS
+    )
+    autokill = data.get("autokill", "protect")
     if autokill not in ("protect", "allow"):
-        problems.append(f"autokill: expected protect or allow, got {autokill!r}")
-    keep = _duration("keep_session", data.get("keep_session", "1h"), problems, zero_ok=True)
+        problems.append(f"autokill: expected protect or allow, got {show(autokill)}")
+        autokill = "protect"
+    keep = take(
+        problems,
+        3600.0,
+        values.duration,
+        "keep_session",
+        data.get("keep_session", "1h"),
+        zero_ok=True,
+    )
     hang_window, hang_action = _hang(data.get("hang", {}), problems)
     options = Options(
         gpus=_gpus(data.get("gpus", "all"), problems),
@@ -476,8 +593,8 @@ def parse_options(text: str) -> Options:
         max_trials=max_trials,
         hang_window_s=hang_window,
         hang_action=hang_action,
-        autokill=autokill,
-        keep_session_s=3600.0 if keep is None else keep,
+        autokill=str(autokill),
+        keep_session_s=keep,
         plateau=_plateau(data.get("plateau"), problems),
         allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
         on_finish=_hook("on_finish", data.get("on_finish"), problems),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ajetd.diagnosis import Finding
 from ajetd.errors import AjetdError
 from ajetd.options import SlurmSpec
+from ajetd.values import OptionError, format_mib, format_slurm_minutes, slurm_minutes
 
 TIME_MARGIN_S = 300.0  # Slurm's own limit sits past exp_max_time: ajetd stops first, gracefully
 TIMEOUT_S = 10.0
@@ -66,18 +67,28 @@ def allocation(spec: SlurmSpec, max_time_s: float | None, name: str) -> list[str
         ("--qos", spec.qos),
         ("--constraint", spec.constraint),
         ("--exclude", spec.exclude),
-        ("--mem", spec.mem),
     )
     args += [f"{flag}={value}" for flag, value in pairs if value]
+    if spec.mem_mib is not None:
+        args.append(f"--mem={format_mib(spec.mem_mib)}")
     if spec.cpus_per_task:
         args.append(f"--cpus-per-task={spec.cpus_per_task}")
     if spec.gpus_per_node:
         args.append(f"--gres=gpu:{spec.gpus_per_node}")
-    if spec.time:
-        args.append(f"--time={spec.time}")
-    elif max_time_s:
-        args.append(f"--time={math.ceil((max_time_s + TIME_MARGIN_S) / 60)}")
+    wanted = wanted_minutes(spec, max_time_s)
+    if wanted is not None or spec.time_unlimited:
+        args.append(f"--time={format_slurm_minutes(wanted)}")
     return [*args, *spec.extra]
+
+
+def wanted_minutes(spec: SlurmSpec, max_time_s: float | None) -> int | None:
+    """The `--time` this run asks for, in whole minutes: `slurm.time` as parsed, else
+    exp_max_time plus the margin, rounded up; None: no limit (UNLIMITED, or neither given)."""
+    if spec.time_min is not None or spec.time_unlimited:
+        return spec.time_min
+    if max_time_s:
+        return math.ceil((max_time_s + TIME_MARGIN_S) / 60)
+    return None
 
 
 def interactive_command(spec: SlurmSpec, max_time_s: float | None, name: str, script: str) -> str:
@@ -247,21 +258,15 @@ def partitions() -> dict[str, dict[str, str]]:
     return parts
 
 
-def _minutes(text: str) -> float | None:
-    """A Slurm time (`60`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`, `UNLIMITED`) in minutes;
-    None: no limit."""
+def partition_minutes(text: str) -> int | None:
+    """A partition's `MaxTime` as `scontrol` prints it, in minutes; None: no limit (also for
+    a form this parser does not know: the cluster, not ajetd, then has the last word)."""
     if not text or text.upper() in ("UNLIMITED", "INFINITE", "NONE"):
         return None
-    days, _, rest = text.rpartition("-")
-    parts = [int(p) for p in rest.split(":") if p.isdigit()]
-    if days:
-        h, m, sec = ([*parts, 0, 0, 0])[:3]
-        return int(days) * 1440 + h * 60 + m + sec / 60
-    if len(parts) == 1:
-        return float(parts[0])
-    if len(parts) == 2:
-        return parts[0] + parts[1] / 60
-    return parts[0] * 60 + parts[1] + parts[2] / 60
+    try:
+        return slurm_minutes("MaxTime", text)
+    except OptionError:
+        return None
 
 
 def check(spec: SlurmSpec, parts: dict[str, dict[str, str]], max_time_s: float | None) -> list[str]:
@@ -275,16 +280,16 @@ def check(spec: SlurmSpec, parts: dict[str, dict[str, str]], max_time_s: float |
     if part is None:
         return [f"slurm.partition: unknown partition {name!r} (the cluster has {', '.join(parts)})"]
     problems = []
-    limit = _minutes(part.get("MaxTime", ""))
-    wanted = (
-        _minutes(spec.time)
-        if spec.time
-        else ((max_time_s + TIME_MARGIN_S) / 60.0 if max_time_s else None)
-    )
-    if limit is not None and wanted is not None and wanted > limit:
+    limit = partition_minutes(part.get("MaxTime", ""))
+    wanted = wanted_minutes(spec, max_time_s)
+    if limit is not None and spec.time_unlimited:
         problems.append(
-            f"slurm: the run needs {wanted:.0f} min (exp_max_time plus a margin, or slurm.time), "
-            f"above partition {name}'s MaxTime of {limit:.0f} min"
+            f"slurm.time: UNLIMITED asked, above partition {name}'s MaxTime of {limit} min"
+        )
+    elif limit is not None and wanted is not None and wanted > limit:
+        problems.append(
+            f"slurm: the run needs {wanted} min (exp_max_time plus a margin, or slurm.time), "
+            f"above partition {name}'s MaxTime of {limit} min"
         )
     gpus = re.search(r"gres/gpu=(\d+)", part.get("TRES", ""))
     nodes = int(part.get("TotalNodes", "1") or 1)
