@@ -271,37 +271,15 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
         problems.append(
             f"plateau.metric: expected a validation key such as mean_reward, got {show(metric)}"
         )
-    patience = take(
-        problems,
-        0,
-        values.count,
-        "plateau.patience",
-        value.get("patience", rule.patience),
-        1,
-        10000,
-    )
-    min_delta = take(
-        problems,
-        0.0,
-        values.number,
-        "plateau.min_delta",
-        value.get("min_delta", rule.min_delta),
-        0.0,
-        1e9,
-    )
-    after = take(
-        problems,
-        0.0,
-        values.number,
-        "plateau.after",
-        value.get("after", rule.after),
-        0.0,
-        1.0,
-    )
-    if after == 0.0 and len(problems) > mark and problems[-1].startswith("plateau.after"):
-        problems[-1] = problems[-1].replace(
-            "expected a number", "expected a fraction of exp_max_time"
+    given = {key: value.get(key, getattr(rule, key)) for key in ("patience", "min_delta", "after")}
+    patience = take(problems, 0, values.count, "plateau.patience", given["patience"], 1, 10000)
+    min_delta, after = (
+        take(problems, 0.0, values.number, f"plateau.{key}", given[key], 0.0, high, what=what)
+        for key, high, what in (
+            ("min_delta", 1e9, "a number"),
+            ("after", 1.0, "a fraction of exp_max_time"),
         )
+    )
     mode = value.get("mode", rule.mode)
     if mode not in ("auto", "max", "min"):
         problems.append(f"plateau.mode: expected auto, max or min, got {show(mode)}")

@@ -183,11 +183,18 @@ def count(key: str, value: Any, low: int, high: int) -> int:
 _DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?")
 
 
-def number(key: str, value: Any, low: float | None = None, high: float | None = None) -> float:
+def number(
+    key: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    what: str = "a number",
+) -> float:
     """A finite number in [low, high] (YAML reads `1e-7` as text: that form is taken too)."""
     span = f" from {low:g} to {high:g}" if low is not None and high is not None else ""
     span = span or (f" >= {low:g}" if low is not None else "")
-    expected = f"{key}: expected a number{span}, got {show(value)}"
+    expected = f"{key}: expected {what}{span}, got {show(value)}"
     if isinstance(value, str) and len(value) <= 40 and _DECIMAL.fullmatch(value.strip()):
         value = float(value.strip())
     if isinstance(value, bool) or not isinstance(value, (int, float)):
