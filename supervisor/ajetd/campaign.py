@@ -122,10 +122,14 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
     unknown = sorted(set(map(str, raw)) - set(ENTRY_KEYS))
     if unknown:
         known = ", ".join(ENTRY_KEYS)
-        problems.append(f"experiments[{i}] ({name}): unknown key {show(unknown[0])} (known: {known})")
+        problems.append(
+            f"experiments[{i}] ({name}): unknown key {show(unknown[0])} (known: {known})"
+        )
     smoke = raw.get("smoke", False)
     if not isinstance(smoke, bool):
-        problems.append(f"experiments[{i}] ({name}): smoke must be true or false, got {show(smoke)}")
+        problems.append(
+            f"experiments[{i}] ({name}): smoke must be true or false, got {show(smoke)}"
+        )
     start = str(raw.get("from") or "")
     if start and not _BRANCH.match(start):
         problems.append(f"experiments[{i}] ({name}): from {show(start)} is not a branch or commit")
