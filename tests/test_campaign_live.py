@@ -140,7 +140,6 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     wait_for(lambda: _json(env, "campaign", "status", cid, "--json")["state"] == "waiting")
     env.daemons[-1].send_signal(signal.SIGTERM)
     env.daemons[-1].wait(timeout=30)
-    env.start_daemon()
     status = _json(env, "campaign", "status", cid, "--json")
     assert (status["state"], status["attempted"]) == ("waiting", 2)
     best = status["best"]
@@ -150,7 +149,8 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
         "autoresearch/loop/more-steps",
     )
 
-    # hypothesis 2 starts from the best branch and worsens the metric: fewer steps
+    # hypothesis 2 starts from the best branch and worsens the metric: fewer steps; it is
+    # added while no daemon runs: the request waits, and the next daemon applies it once
     worse = _patch(env, best["branch"], "max_num_steps: 6", "max_num_steps: 2")
     out = _add(
         env,
@@ -164,7 +164,8 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
         "--from",
         best["branch"],
     )
-    assert (out.returncode, out.stdout.strip()) == (0, "2"), out.stderr
+    assert out.returncode == 1 and "no daemon is running" in out.stderr, out.stderr
+    env.start_daemon()
     row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
     assert (row["status"], row["metric_value"]) == ("discard", 0.34)
     assert row["parent_commit"] == best["commit"]
@@ -241,6 +242,8 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
         ),
         f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=4 grpo.val_period=2",
     )
+    # a plot that cannot be written is logged; the campaign goes on
+    (env.tmp / "campaigns" / "nostop" / "progress.png").mkdir(parents=True)
     cid = env.cli("campaign", str(folder)).stdout.strip()
     # no stop rule: the baseline and three experiments (the smoke run counts for nothing)
     done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json")
@@ -263,7 +266,16 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     refused = _add(env, cid, "--name", "more", "--description", "one more")
     assert refused.returncode == 2 and "needs a decision" in refused.stderr
 
-    # --continue: three more; a long one shows its live metric, then the campaign is stopped
+    wait_for(lambda: "progress.png not drawn" in env.daemon_log(), timeout=60, what="the log")
+
+    # --continue: three more; a long one (its own blueprint) shows its live metric, then the
+    # campaign is stopped
+    slow_blueprint = env.blueprint(
+        "slow",
+        config=CONFIG,
+        command=f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=2000 "
+        "grpo.val_period=2",
+    )
     out = _add(
         env,
         cid,
@@ -272,8 +284,8 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
         "slow",
         "--description",
         "very long",
-        "--overrides",
-        "grpo.max_num_steps=2000",
+        "--blueprint",
+        str(slow_blueprint),
     )
     assert (out.returncode, out.stdout.strip()) == (0, "6"), out.stderr
 
@@ -309,4 +321,12 @@ def test_a_deadline_ends_a_waiting_campaign(daemon_env: Env) -> None:
     assert "deadline reached" in out.stdout
     late = _add(env, cid, "--name", "late", "--description", "past the deadline")
     assert late.returncode == 2 and "deadline reached" in late.stderr
+    # a new deadline (from now) and the campaign goes on: it waits again; then it is stopped
+    out = env.cli("campaign", "set", cid, "--deadline", "1h")
+    assert out.returncode == 0, out.stderr
+    assert re.match(r"stop condition not yet met: 0 attempted, (1h|59m\d*s?) remaining", out.stdout)
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert (status["state"], status["status"]) == ("waiting", None)
+    assert env.cli("campaign", "stop", cid).returncode == 0
+    assert _json(env, "campaign", "status", cid, "--json")["status"] == "stopped"
     assert env.cli("campaign", "status", "c-zzzzzz").returncode == 2  # unknown: usage error

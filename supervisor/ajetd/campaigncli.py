@@ -343,10 +343,13 @@ def list_cmd(as_json: bool) -> None:
 
 
 def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
-    """Some experiment runs, or is planned and not yet launched."""
+    """Some experiment runs, is planned and not yet launched, or an `add` waits for the
+    daemon."""
     from ajetd import campaign as cp
 
     if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
+        return True
+    if any(home.control.glob(f"{cid}.campaign-*.json")):
         return True
     spec = read_campaign(home, cid)[0]
     return (
