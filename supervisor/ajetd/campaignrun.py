@@ -258,6 +258,17 @@ class Campaigns:
                 path.unlink(missing_ok=True)
         self.plots.reap()
 
+    def next_at(self, now: float) -> float | None:
+        """When the earliest deadline of a live campaign falls: the daemon wakes then, so a
+        campaign waiting for its next experiment ends at once when its deadline passes."""
+        due = []
+        for state in self.states.values():
+            cached = self.loaded.get(state.campaign_id)
+            if not state.done and cached is not None and cached[1].deadline_s is not None:
+                end = state.started_at + cached[1].deadline_s
+                due += [end, end - (cached[1].per_experiment_s or 0.0)]  # too late for one more
+        return min((t for t in due if t > now), default=None)
+
     def _step(
         self, state: CampaignState, now: float, runs: dict[str, Run], filed: list[tuple[str, Path]]
     ) -> None:
@@ -412,13 +423,13 @@ class Campaigns:
 
     def _apply(self, state: CampaignState, request: dict[str, Any], now: float) -> dict[str, Any]:
         op = request.get("op")
+        if op == "stop":
+            return self._stop(state)
         if state.status in ("stopped", "refused"):
             return {
                 "ok": False,
                 "error": f"campaign {state.campaign_id} {state.status}: {state.reason}",
             }
-        if op == "stop":
-            return self._stop(state)
         if state.stopping:
             return {"ok": False, "error": f"campaign {state.campaign_id} is stopping"}
         if op == "add":
@@ -506,7 +517,7 @@ class Campaigns:
         return {"ok": True, "message": progress_of(state, spec, now).text}
 
     def _stop(self, state: CampaignState) -> dict[str, Any]:
-        if state.done:
+        if state.done and state.status != "needs_decision":  # that one ends as stopped
             return {
                 "ok": True,
                 "message": f"campaign {state.campaign_id} already ended ({state.status})",

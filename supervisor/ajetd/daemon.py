@@ -191,6 +191,9 @@ class Daemon:
         wake_at = [self.last_liveness + self.cfg.liveness_s]
         if self.swarm_waiting:
             wake_at.append(now + SWARM_POLL_S)
+        campaign_at = self.campaigns.next_at(now)  # a deadline passing while one waits
+        if campaign_at is not None:
+            wake_at.append(campaign_at)
         gpu_at = self.gpus.next_at([r for r in self.runs.values() if r.state is State.RUNNING], now)
         if gpu_at is not None:
             wake_at.append(gpu_at)
