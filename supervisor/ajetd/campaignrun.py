@@ -740,25 +740,6 @@ def submit_folder(home: Home, folder: Path) -> str:
     return campaign_id
 
 
-def status_lines(home: Home) -> list[str]:
-    """`campaign ID (name) STATE: progress; best ...` for `ajetd status`."""
-    out = []
-    for state_file in sorted((home.root / "campaigns").glob("*/state.json")):
-        try:
-            data = json.loads(state_file.read_text())
-        except (OSError, ValueError):
-            continue
-        phase = data.get("phase", "running") + (
-            f" ({data['status']})" if data.get("status") else ""
-        )
-        line = f"campaign {data['campaign_id']} ({data.get('name') or '?'}) {phase}: "
-        line += str(data.get("progress", ""))
-        if data.get("best") is not None:
-            line += f"; best {data['best']:g} ({data.get('best_name')})"
-        out.append(line + (" [done]" if data.get("done") else ""))
-    return out
-
-
 class Plotter:
     """Draws progress.png in a child process, one at a time per campaign, never waiting for
     it: the daemon's loop goes on, and a failed plot is logged, never the campaign's failure."""
