@@ -330,3 +330,35 @@ def test_a_deadline_ends_a_waiting_campaign(daemon_env: Env) -> None:
     assert env.cli("campaign", "stop", cid).returncode == 0
     assert _json(env, "campaign", "status", cid, "--json")["status"] == "stopped"
     assert env.cli("campaign", "status", "c-zzzzzz").returncode == 2  # unknown: usage error
+
+
+def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
+    """`campaign status / wait / list` read the record: no daemon module, no matplotlib."""
+    from test_cli_imports import imported
+
+    folder = env.home / "campaigns" / "c-abc123" / "folder"
+    folder.mkdir(parents=True)
+    (folder / "campaign.yaml").write_text("name: rec\nbase: base.md\nresult_dir: /tmp/rec\n")
+    (folder / "base.md").write_text(env.blueprint("rec").read_text())
+    record = {"campaign_id": "c-abc123", "started_at": 1.0, "name": "rec", "phase": "done"}
+    record.update(status="completed", done=True, reason="stop condition met")
+    (folder.parent / "state.json").write_text(json.dumps(record))
+    heavy = (
+        "ajetd.daemon",
+        "ajetd.campaignrun",
+        "ajetd.trialrun",
+        "ajetd.admission",
+        "ajetd.tmux",
+        "matplotlib",
+        "libtmux",
+        "watchdog",
+        "psutil",
+    )
+    for args in (
+        ("campaign", "status", "c-abc123", "--json"),
+        ("campaign", "wait", "c-abc123"),
+        ("campaign", "list"),
+    ):
+        modules = imported(env, *args)
+        assert "ajetd.campaigncli" in modules, args
+        assert not [m for m in modules if m.startswith(heavy)], args

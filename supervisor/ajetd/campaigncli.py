@@ -23,7 +23,7 @@ import click
 
 if TYPE_CHECKING:
     from ajetd import campaign as cp
-    from ajetd.campaignrun import CampaignState
+    from ajetd.campaignstate import CampaignState
     from ajetd.store import Home
 
 POLL_S = 0.1
@@ -68,7 +68,7 @@ def read_campaign(
     campaign; one still in the inbox reads as `submitted`."""
     from ajetd import campaign as cp
     from ajetd.campaignreq import SUFFIX, campaign_dir
-    from ajetd.campaignrun import CampaignState, load_folder, load_state
+    from ajetd.campaignstate import CampaignState, load_state, read_spec
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
     if state_file.exists():
@@ -84,7 +84,7 @@ def read_campaign(
     spec = None
     if with_spec:
         try:
-            spec = load_folder(folder, state.added, state.stop_set)[0]
+            spec = read_spec(folder, state.added, state.stop_set)
         except (cp.CampaignError, OSError):
             spec = None
     return spec, state, str(folder)

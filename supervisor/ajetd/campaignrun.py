@@ -12,14 +12,13 @@ reason, and branches and worktrees of failed experiments are kept.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,14 @@ from ajetd.campaignreq import (
     read_request,
     write_answer,
 )
+from ajetd.campaignstate import (
+    CampaignState,
+    ExpState,
+    best_line,
+    load_state,
+    progress_of,
+    read_spec,
+)
 from ajetd.durations import parse_duration
 from ajetd.errors import AjetdError, DurationError
 from ajetd.intake import SETTLE_S
@@ -48,49 +55,6 @@ log = logging.getLogger(__name__)
 MAX_HANDLED = 200  # answers kept in state.json, so a request seen again is not applied twice
 
 
-@dataclass
-class ExpState:
-    index: int
-    name: str
-    description: str
-    run_id: str = ""
-    branch: str = ""
-    parent_commit: str = ""
-    commit: str = ""
-    refused: str = ""  # why it could not be launched (recorded as a crash)
-    recorded: bool = False
-    status: str = ""
-    value: float | None = None
-    smoke: bool = False
-    row: dict[str, Any] = field(default_factory=dict)  # its ledger row, typed (status --json)
-
-
-@dataclass
-class CampaignState:
-    campaign_id: str
-    started_at: float
-    baseline_commit: str = ""
-    repo: str = ""
-    experiments: list[ExpState] = field(default_factory=list)
-    best: float | None = None
-    best_name: str = ""
-    done: bool = False
-    progress: str = ""
-    refused: str = ""  # why the whole campaign cannot run
-    name: str = ""
-    best_index: int | None = None
-    phase: str = "running"  # running, waiting (for `campaign add`), done
-    status: str = ""  # once done: completed, needs_decision, stopped, refused
-    reason: str = ""  # why it waits, or why it ended
-    ended_at: float | None = None
-    stopping: bool = False  # `ajetd campaign stop` asked; done once nothing runs
-    rounds: int = 1  # rounds of the default stop rule granted (`--continue` adds one)
-    added: list[dict[str, Any]] = field(default_factory=list)  # campaign.yaml entries, live
-    stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
-    handled: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer
-    revision: int = 0  # bumped by every live change of the spec
-
-
 def load_folder(
     folder: Path,
     added: list[dict[str, Any]] | None = None,
@@ -99,13 +63,7 @@ def load_folder(
 ) -> tuple[cp.CampaignSpec, Blueprint, str]:
     """The spec (with what was added and set live), its base blueprint (parsed), and the
     base's text; CampaignError if unusable."""
-    files = {p.name for p in folder.iterdir() if p.is_file()} | extra_files
-    if "campaign.yaml" not in files:
-        raise cp.CampaignError([f"{folder}: no campaign.yaml"])
-    text = (folder / "campaign.yaml").read_text()
-    if added or stop:
-        text = cp.merged(text, added or [], stop or {})
-    spec = cp.parse_campaign(text, files)
+    spec = read_spec(folder, added, stop, extra_files)
     base_text = (folder / spec.base).read_text()
     try:
         return spec, parse_blueprint(base_text), base_text
@@ -128,22 +86,6 @@ def git(repo: str, *args: str) -> tuple[int, str]:
         ["git", "-C", repo, *args], capture_output=True, text=True, timeout=120, check=False
     )
     return done.returncode, (done.stdout if done.returncode == 0 else done.stderr).strip()
-
-
-def load_state(path: Path) -> CampaignState:
-    data = json.loads(path.read_text())
-    data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
-    return CampaignState(**data)
-
-
-def attempted(state: CampaignState) -> int:
-    """What the count rules count: launched (or refused) experiments, crashes included,
-    smoke runs not."""
-    return sum(1 for e in state.experiments if not e.smoke)
-
-
-def progress_of(state: CampaignState, spec: cp.CampaignSpec, now: float) -> cp.Progress:
-    return cp.progress(spec, attempted(state), state.started_at, now, state.best, state.rounds)
 
 
 class Campaigns:
@@ -686,17 +628,6 @@ def render(
     if options:
         lines += ["## [ajetd]", "```yaml", yaml.safe_dump(options, sort_keys=False).strip(), "```"]
     return "\n".join(lines) + "\n"
-
-
-def best_line(spec: cp.CampaignSpec, state: CampaignState) -> str:
-    """`accuracy 0.42: longer (branch ar/longer, commit 1a2b3c4d5e6f)`, or `none yet`."""
-    if state.best is None or state.best_index is None:
-        return "none yet"
-    exp = state.experiments[state.best_index]
-    where = [f"run {exp.run_id}"] if exp.run_id else []
-    if exp.branch:
-        where += [f"branch {exp.branch}", f"commit {exp.commit[:12]}"]
-    return f"{spec.metric} {state.best:g}: {exp.name} ({', '.join(where)})"
 
 
 def render_report(spec: cp.CampaignSpec, state: CampaignState) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ajetd import campaign as cp
-from ajetd.campaignrun import CampaignState, ExpState, attempted, best_line, progress_of
+from ajetd.campaignstate import CampaignState, ExpState, attempted, best_line, progress_of
 from ajetd.durations import format_duration
 from ajetd.model import Run
 from ajetd.timefmt import iso
