@@ -156,3 +156,29 @@ def yaml_kinds() -> list[dict[str, object]]:
             "fix": "f",
         }
     ]
+
+
+def test_anchors_inside_and_at_the_end_of_a_pattern_see_the_undressed_line() -> None:
+    kinds = KindSet(
+        parse_kinds(
+            [
+                {
+                    "name": "bad_shard",
+                    "patterns": [r"(^|: )ShardError: shard \d+ is corrupt$"],
+                    "severity": "fatal",
+                    "explanation": "e",
+                    "fix": "f",
+                }
+            ],
+            [],
+        )
+    )
+    assert kinds.anchored
+    text = (
+        b"(WorkerDict pid=3, ip=10.0.0.1) ShardError: shard 7 is corrupt "
+        b"[repeated 3x across cluster]\r\n"
+        b"[shard 9] ShardError: shard 9 is corrupt -- skipped\n"
+    )
+    found = StreamDiagnoser(user=kinds)
+    found.feed(text)
+    assert [(f.kind, f.line) for f in found.close()] == [("bad_shard", 1)]

@@ -58,7 +58,6 @@ _DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died bec
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
-_REDRAWN_BYTES = re.compile(rb"[^\n]*\r(?=[^\n])|\r(?=\n)")
 _REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
 
 
@@ -228,16 +227,21 @@ def replace_count(finding: Finding, count: int) -> Finding:
     return Finding(**{**asdict(finding), "count": count})
 
 
-def _clean_block(block: bytes) -> str:
-    """A block of raw output as the lines a person saw, undressed, with as many newlines as
-    the raw block (C-speed substitutions only; used to find user kinds in one pass)."""
+def _clean_block(block: bytes, undress: bool = True) -> str:
+    """A block of raw output as the lines a person saw, with as many newlines as the raw
+    block; `undress`: also without each line's dress (only for patterns with an anchor inside
+    them: anchors at a pattern's ends are widened over the dress by `userkinds`)."""
     if b"\x1b" in block:
         block = _ANSI_BYTES.sub(b"", block)
-    if b"\r" in block:
-        block = _REDRAWN_BYTES.sub(b"", block)
-    block = DRESS_BYTES.sub(b"", block)
-    if b"across cluster]" in block:
-        block = _REPEATED_BYTES.sub(b"", block)
+    if b"\r" in block:  # what a `\r` redraw left on screen: the text after the last one
+        block = b"\n".join(
+            line.rstrip(b"\r").rsplit(b"\r", 1)[-1] if b"\r" in line else line
+            for line in block.split(b"\n")
+        )
+    if undress:
+        block = DRESS_BYTES.sub(b"", block)
+        if b"across cluster]" in block:
+            block = _REPEATED_BYTES.sub(b"", block)
     return block.decode("utf-8", errors="replace")
 
 
@@ -336,7 +340,7 @@ class StreamDiagnoser:
     def _user_lines(self, block: bytes) -> list[tuple[int, int, frozenset[bytes] | None]]:
         """The raw lines of `block` in which a user kind's pattern may match (one RE2 pass
         over the block as seen, mapped back to raw offsets by line number)."""
-        text = _clean_block(block)
+        text = _clean_block(block, self.user.anchored)
         out: list[tuple[int, int, frozenset[bytes] | None]] = []
         line_no, text_at, raw_at = 0, 0, 0
         for begin in self.user.line_starts(text):

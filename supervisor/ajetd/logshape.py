@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
-_DRESS_SOURCE = (
+DRESS_SOURCE = (
     r"(?:\x1b\[[0-9;]*m)*"
     r"(?:"
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
@@ -44,8 +44,8 @@ _DRESS_SOURCE = (
     r"|\++ "
     r")"
 )
-_DRESS = re.compile(_DRESS_SOURCE)
-DRESS_BYTES = re.compile(b"(?m)^(?:" + _DRESS_SOURCE.encode() + b")+")
+_DRESS = re.compile(DRESS_SOURCE)
+DRESS_BYTES = re.compile(b"(?m)^(?:" + DRESS_SOURCE.encode() + b")+")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 MAX_DRESS = 6  # decorations stacked on one line, at most
 

@@ -23,6 +23,8 @@ from typing import Any
 import re2
 import yaml
 
+from ajetd.logshape import DRESS_SOURCE
+
 MAX_KINDS = 64
 MAX_PATTERNS = 32  # per kind
 MAX_PATTERN_CHARS = 500
@@ -33,6 +35,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIELDS = ("name", "patterns", "severity", "explanation", "fix", "remedy")
 REMEDY_WORDS = ("relaunch", "proxychains")
+_INNER_ANCHOR = re.compile(r"(?<![\[\\])[\^$]")  # not `[^...]`, not `\^` or `\$`
 
 
 def _options() -> Any:
@@ -66,8 +69,10 @@ class KindSet:
     def __init__(self, kinds: tuple[UserKind, ...] = ()) -> None:
         self.kinds = kinds
         self._compiled = [(k, [re2.compile(p, _RE2_OPTIONS) for p in k.patterns]) for k in kinds]
-        either = "|".join(f"(?:{p})" for k in kinds for p in k.patterns)
+        either = "|".join(f"(?:{_in_dress(p)})" for k in kinds for p in k.patterns)
         self._any = re2.compile(f"(?m){either}", _RE2_OPTIONS) if either else None
+        # an anchor elsewhere than at a pattern's ends: undress the lines before searching
+        self.anchored = any(_INNER_ANCHOR.search(p[1:-1]) for k in kinds for p in k.patterns)
 
     def __bool__(self) -> bool:
         return bool(self.kinds)
@@ -95,6 +100,17 @@ class KindSet:
         """Both sets, this one's kinds first (a name given twice keeps its first definition)."""
         names = {k.name for k in self.kinds}
         return KindSet((*self.kinds, *(k for k in other.kinds if k.name not in names)))
+
+
+def _in_dress(pattern: str) -> str:
+    """A pattern for finding, in raw lines, where `pattern` may match the undressed line: an
+    anchor at its start may follow the line's dress (a Ray or vLLM prefix, a timestamp), one at
+    its end may precede Ray's `[repeated Nx across cluster]` or a `\\r`."""
+    if pattern.startswith("^"):
+        pattern = f"^(?:{DRESS_SOURCE})*(?:{pattern[1:]})"
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = f"(?:{pattern[:-1]})(?:\\s*\\[repeated \\d+x across cluster\\])?\\s*$"
+    return pattern
 
 
 def _text(kind: str, key: str, value: Any, problems: list[str]) -> str:
