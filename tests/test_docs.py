@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ajetd.blueprint import parse_blueprint
-from conftest import Env, wait_for
+from conftest import PYTHON, Env
 
 ROOT = Path(__file__).parent.parent
 
@@ -38,41 +38,70 @@ def test_readme_walkthrough_runs(env: Env) -> None:
         .replace("/tmp/ajetd-demo-result", str(demo_result))
         .replace("/tmp/ajetd-demo", str(demo_home))
         .replace("/tmp/smoke.md", str(env.tmp / "smoke.md"))
-        .replace("ajetd daemon &", "ajetd daemon & DAEMON=$!")
         .replace('ajetd attach "$RUN"', "true  # attach: see test_attach_gives_a_real_client")
     )
-    script = f"set -e\ncd {ROOT}\n{script}\nkill $DAEMON; wait $DAEMON || true\n"
-    out = subprocess.run(
-        ["bash", "-c", script],
-        env=env.vars,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    assert "ajetd daemon --detach" in script
+    try:
+        out = subprocess.run(
+            ["bash", "-c", f"set -e\ncd {ROOT}\n{script}"],
+            env=_with_cli_on_path(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        subprocess.run(
+            [PYTHON, "-m", "ajetd", "shutdown"],
+            env={**env.vars, "AJETD_HOME": str(demo_home)},
+            capture_output=True,
+            check=False,
+        )
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads((demo_result / "finish.flag").read_text())["status"] == "succeeded"
-    assert "## Validation metrics" in out.stdout
+    assert "## Validation metrics" in out.stdout and "![validation metrics by step]" in out.stdout
+    assert (demo_result / "curves.png").exists()
 
 
-def test_skill_commands_run(daemon_env: Env) -> None:
-    env = daemon_env
+def _with_cli_on_path(env: Env) -> dict[str, str]:
+    """The environment with this Python's `ajetd` first on PATH (as an installed one is)."""
+    return {**env.vars, "PATH": f"{Path(PYTHON).parent}:{env.vars.get('PATH', '')}"}
+
+
+def test_every_skill_command_block_runs(env: Env) -> None:
+    """Every bash block of agents/SKILL.md, in order, as one script against the daemon it
+    starts itself; every yaml block is a valid `[ajetd]` part."""
+    skill = ROOT / "agents" / "SKILL.md"
+    for block in re.findall(r"```yaml\n(.*?)```", skill.read_text(), re.DOTALL):
+        parse_blueprint(env.blueprint("yaml", ajetd=block).read_text())  # raises if invalid
+    blocks = _bash_blocks(skill)
+    opened = re.findall(r"^```(\w+)$", skill.read_text(), re.MULTILINE)
+    assert set(opened) == {"bash", "yaml"} and opened.count("bash") == len(blocks) >= 4
     result = env.tmp / "results" / "skill"
-    (env.tmp / "blueprint.md").write_text(env.blueprint("skill", result=str(result)).read_text())
-    script = "set -e\n" + _bash_blocks(ROOT / "agents" / "SKILL.md")[0]
-    out = subprocess.run(
-        ["bash", "-c", script],
-        cwd=env.tmp,
-        env={**env.vars, "RESULT_DIR": str(result)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    blueprint = env.blueprint("skill", result=str(result), ajetd="gpus: 0")
+    (env.tmp / "blueprint.md").write_text(blueprint.read_text())
+    script = "set -e\n" + "\n".join(blocks)
+    try:
+        out = subprocess.run(
+            ["bash", "-c", script],
+            cwd=env.tmp,
+            env=_with_cli_on_path(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        env.cli("shutdown")
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "ajetd daemon started: pid" in out.stdout
     assert "wait exit 0" in out.stdout
-    assert '"status": "succeeded"' in out.stdout
-    wait_for((result / "results.md").exists)
+    assert '"status": "succeeded"' in out.stdout  # finish.flag
+    assert "## Why it ended" in out.stdout and "| step |" in out.stdout
+    assert "## Trial 1" in out.stdout and "no known failure found" in out.stdout
+    assert "SUCCEEDED" in out.stdout and "already ended" in out.stdout
+    assert "stopped; runs go on in tmux" in out.stdout
+    assert json.loads((env.tmp / "outcome.json").read_text())["result_dir"] == str(result)
 
 
 def test_the_templates_run_modes_parse_once_uncommented() -> None:

@@ -26,6 +26,7 @@ from ajetd import (
     intake,
     model,
     placement,
+    plots,
     procs,
     remote,
     slurm,
@@ -127,6 +128,7 @@ class Daemon:
         self.live = LiveScans()
         self.log_files: dict[tuple[str, int], Path] = {}  # light ticks need only this path
         self.hooks = Hooks(cfg.hook_timeout_s)
+        self.live_plots = plots.LivePlots()
         self.live_growing = False  # some running trial printed during the last tick
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
@@ -247,6 +249,7 @@ class Daemon:
         self.sample_gpus(now)
         self.housekeep(now)
         self.hooks.reap()
+        self.live_plots.reap()
         self.publish(now)
 
     def record_ends(self, now: float) -> None:
@@ -279,6 +282,8 @@ class Daemon:
             if gpustats.busy(seen):
                 self.gpu_busy_at[sampled.run_id] = now
             run = replace(sampled, gpu_stats=gpustats.fold(sampled.gpu_stats, seen, now))
+            if seen:
+                plots.record_gpus(self.home, run.run_id, now, seen)
             lost = self.gpus.lost_evidence(run)
             known = run.trial.live_findings if run.trial else ()
             if lost and run.trial and not any(f["kind"] == GPU_LOST for f in known):
@@ -730,6 +735,7 @@ class Daemon:
             self.home.append_event(run_id, now, f"validation: {len(updated.history)} record(s)")
         else:
             self.backoffs[run_id] = backoff.advance(now)
+        self.live_plots.request(self.home, self.runs[run_id], now)  # a child draws; no wait
 
     def _act(
         self,

@@ -30,6 +30,8 @@ class ReportContext:
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
     allowed_fixes: tuple[str, ...] = ()  # the blueprint's `[ajetd] allow_fixes` keys
+    pictures: tuple[str, ...] = ()  # curves.png / gpus.png drawn beside results.md
+    plot_problem: str = ""  # why the pictures could not be drawn, if they could not
 
 
 def _gpu_section(run: Run) -> str:
@@ -201,9 +203,15 @@ def render_results(run: Run, ctx: ReportContext) -> str:
             if t.next_step and t.number < len(run.trials)
         ]
     lines += ["", "## Validation metrics", "", *_metrics_section(run)]
+    if "curves.png" in ctx.pictures:
+        lines += ["", "![validation metrics by step](curves.png)"]
     if run.metrics:
         lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
     lines += ["", "## GPU summary", "", _gpu_section(run)]
+    if "gpus.png" in ctx.pictures:
+        lines += ["", "![GPU utilisation and memory over time](gpus.png)"]
+    if ctx.plot_problem:
+        lines += ["", f"Pictures not drawn: {ctx.plot_problem} (the run itself is unaffected)."]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
     lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
     if ctx.blueprint_text:

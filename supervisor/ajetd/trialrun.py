@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ajetd import model, nemorl, procs, report, slurm, sshrun, words
+from ajetd import model, nemorl, plots, procs, report, slurm, sshrun, words
 from ajetd.blueprint import parse_blueprint
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
@@ -302,8 +302,9 @@ def program_end(run: Run) -> str | None:
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
-def write_reports(home: Home, run: Run) -> None:
-    """results.md, trials.md, then finish.flag last and atomically (DESIGN §3)."""
+def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = None) -> None:
+    """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
+    pictures already drawn (plots.draw_final), else they are drawn here."""
     result_dir = Path(run.result_dir)
     blueprint_file = home.run_dir(run.run_id) / "blueprint.md"
     try:
@@ -319,6 +320,7 @@ def write_reports(home: Home, run: Run) -> None:
         allowed = tuple(parse_blueprint(blueprint_text).options.allow_fixes)
     except AjetdError:
         allowed = ()
+    pictures, plot_problem = drawn if drawn is not None else plots.draw_final(home, run)
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=blueprint_text,
@@ -326,6 +328,8 @@ def write_reports(home: Home, run: Run) -> None:
         log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,
         allowed_fixes=allowed,
+        pictures=tuple(pictures),
+        plot_problem=plot_problem,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(result_dir / "results.md", report.render_results(run, ctx))
@@ -485,13 +489,16 @@ def finish_run(
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = read_metrics(run, fetch)
     run = model.finish(run, outcome, reason, exit_code, ended)
+    # The data is final: the pictures are drawn (in a child, bounded) before the run reads as
+    # done, so that whoever sees `done` finds finish.flag a moment later, as before.
+    drawn = plots.draw_final(home, run)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     home.save_run(run)
     if run.trial is not None:
         reap_leftovers(run, pane_pid)
     try:
-        write_reports(home, run)
+        write_reports(home, run, drawn)
     except OSError as exc:
         log.error("run %s: cannot write results to %s: %s", run.run_id, run.result_dir, exc)
     if run.keep_session_s <= 0:

@@ -1,0 +1,88 @@
+"""curves.png and gpus.png beside results.md: drawn by a child process, mid-run and at the end,
+never able to fail a run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+from ajetd import model, plots, report
+from ajetd.model import Run, Status, Trial
+from ajetd.runplot import segments
+from ajetd.store import Home
+from conftest import PYTHON, Env, wait_for
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _fake_gpus(env: Env) -> Path:
+    path = env.tmp / "gpus.json"
+    gpu = {"index": 0, "name": "H100", "memory_total_mib": 81920, "memory_used_mib": 0}
+    path.write_text(json.dumps({"gpus": [{**gpu, "utilization": 0}]}))
+    env.vars["AJETD_FAKE_GPUS"] = str(path)
+    return path
+
+
+def test_pictures_mid_run_and_at_the_end_linked_from_results(env: Env) -> None:
+    file = _fake_gpus(env)
+    env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+    fake = {"file": str(file), "memory_mib": 30000, "utilization": 80}
+    config = env.config("pics", fake_gpu=fake, forever=True, step_time=0.05)
+    run_id = env.submit(env.blueprint("pics", config=config, ajetd="gpus: 1"))
+    result = env.tmp / "results" / "pics"
+    wait_for(
+        lambda: (result / "curves.png").exists() and (result / "gpus.png").exists(),
+        timeout=60,
+        what="the pictures drawn while the run lives",
+    )
+    assert env.record(run_id)["state"] == "running"
+    assert env.cli("stop", run_id).returncode == 0
+    flag = json.loads((result / "finish.flag").read_text())
+    assert flag["status"] == "stopped"
+    for name in ("curves.png", "gpus.png"):
+        assert (result / name).read_bytes().startswith(PNG)
+    text = (result / "results.md").read_text()
+    assert "![validation metrics by step](curves.png)" in text
+    assert "![GPU utilisation and memory over time](gpus.png)" in text
+    samples = (env.home / "runs" / run_id / "gpus.jsonl").read_text().splitlines()
+    assert json.loads(samples[-1])["gpus"][0]["util"] == 80
+
+
+def _run_with_history() -> Run:
+    run = Run(run_id="abc123", source="b.md", submitted_at=1.0, result_dir="", purpose="p")
+    for n in (1, 2):
+        run = model.add_trial(run, Trial(number=n, command="c", session="ajet_x"))
+        run = model.trial_started(run, 10.0 * n)
+    history = [{"global_steps": s, "mean_reward": 0.1 * s} for s in (2, 4, 6, 2, 4)]
+    return replace(run, history=tuple(history), fixes=("nccl_nvls_off",))
+
+
+def test_history_pieces_are_labelled_by_trial_and_fix() -> None:
+    run = _run_with_history()
+    assert [len(p) for p in segments(list(run.history))] == [3, 2]
+    assert plots.segment_labels(run) == ["trial 1", "trial 2 (after fix nccl_nvls_off)"]
+    assert plots.segment_labels(replace(run, trials=run.trials[:1])) == ["part 1", "part 2"]
+
+
+def test_a_plot_that_fails_is_logged_and_said_never_fatal(tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    home.ensure()
+    run = replace(_run_with_history(), result_dir=str(tmp_path / "result"))
+    home.run_dir(run.run_id).mkdir()
+    (tmp_path / "result").mkdir()
+    drawn, problem = plots.draw_final(home, run, timeout=0.001)
+    assert drawn == [] and "longer than 0s" in problem
+    ended = model.finish(run, Status.SUCCEEDED, "exit 0", 0, 99.0)
+    ctx = report.ReportContext(host="h", plot_problem=problem)
+    assert "Pictures not drawn: drawing took longer" in report.render_results(ended, ctx)
+    drawn, problem = plots.draw_final(home, run)  # the same run, given the time it needs
+    assert drawn == ["curves.png"] and problem == ""
+    assert (tmp_path / "result" / "curves.png").read_bytes().startswith(PNG)
+
+
+def test_matplotlib_never_enters_the_daemon_or_the_cli() -> None:
+    code = "import sys, ajetd.daemon, ajetd.cli; print('matplotlib' in sys.modules)"
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
