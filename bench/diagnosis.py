@@ -28,10 +28,11 @@ SOURCE = re.compile(r"^# source: (\S+?)#(\d+) (\S+)\s*$")
 # Which repositories' excerpts informed each kind's patterns and trigger words (kept honest by
 # hand as patterns are written; a kind absent here was written before the corpus existed).
 PATTERNS_FROM: dict[str, set[str]] = {
-    "host_oom": {"ray-project/ray"},
+    "host_oom": {"ray-project/ray", "verl-project/verl-omni"},
     "ray_cluster": {"ray-project/ray", "NVIDIA-NeMo/RL", "alibaba/ROLL", "verl-project/verl"},
     "import_error": {"ray-project/ray"},
-    "insufficient_gpus": {"OpenRLHF/OpenRLHF", "ray-project/ray"},
+    "insufficient_gpus": {"OpenRLHF/OpenRLHF", "ray-project/ray", "vllm-project/vllm-ascend"},
+    "vllm_memory": {"vllm-project/vllm-ascend"},
     "nan_loss": {
         "pytorch/pytorch",
         "bigscience-workshop/Megatron-DeepSpeed",
@@ -39,24 +40,43 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "alibaba/Pai-Megatron-Patch",
         "danijar/dreamer",
         "juliusfrost/dreamer-pytorch",
+        "datawhalechina/self-llm",
     },
     "disk_full": {"TracecatHQ/tracecat"},
-    "nccl_error": {"EleutherAI/gpt-neox", "tatsu-lab/stanford_alpaca"},
+    "nccl_error": {
+        "EleutherAI/gpt-neox",
+        "tatsu-lab/stanford_alpaca",
+        "bshall/hubert",
+        "verl-project/verl",
+    },
     "nccl_timeout": {"tatsu-lab/stanford_alpaca"},
-    "config_error": {"ByteDance-Seed/Chain-of-Action"},
+    "config_error": {
+        "ByteDance-Seed/Chain-of-Action",
+        "NVIDIA-NeMo/RL",
+        "verl-project/verl",
+        "NVIDIA-AI-Blueprints/bring-llms-to-nim",
+    },
     "logger_error": {"SwanHubX/SwanLab"},  # the rule that a warning-level line is an echo
-    "missing_model": {"vllm-project/vllm"},
+    "missing_model": {"vllm-project/vllm", "oobabooga/textgen"},
     "build_error": {
         "ray-project/ray",
         "vllm-project/vllm",
         "NVIDIA-NeMo/Automodel",
         "NVIDIA-NeMo/RL",
     },
-    "connection_refused": {"huggingface/open-r1", "huggingface/sentence-transformers"},
-    "network": {"instructlab/instructlab", "huggingface/sentence-transformers"},
-    "launch_error": {"NVIDIA-NeMo/RL", "NVIDIA/pyxis", "NVIDIA/cloudai"},
+    "connection_refused": {
+        "huggingface/open-r1",
+        "huggingface/sentence-transformers",
+        "NVIDIA-NeMo/RL",
+    },
+    "network": {
+        "instructlab/instructlab",
+        "huggingface/sentence-transformers",
+        "huggingface/datasets",
+    },
+    "launch_error": {"NVIDIA-NeMo/RL", "NVIDIA/pyxis", "NVIDIA/cloudai", "verl-project/verl"},
     "segfault": {"NVIDIA-NeMo/RL", "ray-project/ray", "NVIDIA/Megatron-LM"},
-    "cuda_error": {"verl-project/verl", "vllm-project/vllm"},
+    "cuda_error": {"verl-project/verl", "vllm-project/vllm", "NVIDIA-NeMo/RL"},
     "ray_worker_died": {"verl-project/verl", "ray-project/ray"},
     "unknown_traceback": {"huggingface/trl"},
 }

@@ -67,6 +67,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(insufficient|not enough) (gpu )?memory .*(kv cache|gpu_memory_utilization)",
             r"gpu_memory_utilization.*(too (low|small|high)|insufficient|increase|decrease)",
             r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
+            r"free memory on device .* is less than desired",
         ),
     ),
     Kind(
@@ -92,6 +93,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"more than \d+% of the memory on node",
             r"ray-oom-prevention",
             r"task was killed due to the node running low on memory",
+            r"killed due to memory pressure",
         ),
     ),
     Kind(
@@ -144,6 +146,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"ncclcommInitRank failed",
             r"\bnet\s*:\s*call to (recv|send|connect)\b.*failed",
             r"\bnet/(ib|socket)\s*:.*(error|failed)",
+            r"doesn't have nccl built in",
+            r"\bhccl (function )?error",
+            r"call hccl api failed",
         ),
     ),
     Kind(
@@ -171,6 +176,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\bxid\b.*\b(13|31|43|48|63|64|74|79|94|95)\b",
             r"triton.*(illegal|out of resources)",
             r"cutlass error",
+            r"\.cu:\d+: .*assertion .* failed",
         ),
     ),
     Kind(
@@ -195,7 +201,7 @@ CATALOGUE: tuple[Kind, ...] = (
         _p(
             # an HTTPS host refusing (a hub, a proxy) is the network's failure, not a server of
             # the run's own (Ray, vLLM, the swarm server speak plain HTTP or gRPC)
-            r"^(?!.*httpsconnection).*connection refused",
+            r"^(?!.*(httpsconnection|runtime.env.agent)).*connection refused",
             r"\beconnrefused\b",
             r"^(?!.*httpsconnection).*\[errno 111\]",
             r"connectionrefusederror",
@@ -230,6 +236,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"raylet_client.*retrying",
             r"ray client connection timed out",
             r"failed to get register_center_actor",
+            r"runtime.env.agent.*(error|failed|refused)",
         ),
     ),
     Kind(
@@ -248,6 +255,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"ray\.exceptions\.raytaskerror",
             r"the actor is already dead",
             r"actor .*state: dead\b",
+            r"^(task_receiver|core_worker|task_manager|actor_\w+|raylet\w*|node_manager|worker_pool)"
+            r"\.cc:\d+:\s+check failed",
         ),
         consequence=True,
     ),
@@ -324,6 +333,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"entrynotfounderror",
             r"no such file or directory: .*(config\.json|\.safetensors|pytorch_model|tokenizer)",
             r"invalid repository id or local directory",
+            r"is not a local folder and is not a",
         ),
     ),
     Kind(
@@ -355,7 +365,7 @@ CATALOGUE: tuple[Kind, ...] = (
         "use a local model copy.",
         _p(
             r"proxyerror",
-            r"couldn't reach",
+            r"couldn['’]t reach",
             r"name or service not known",
             r"temporary failure in name resolution",
             r"nodename nor servname",
@@ -397,6 +407,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cuda_visible_devices.*(invalid|no devices)",
             r"device >= 0 && device < num_gpus",
             r"required resources for this (actor or task|task|actor): \{[^}]*\bgpu\b",
+            r"must be less than or equal to the number( of (visible )?(devices|gpus))?",
+            r"number of visible devices \(0\)",
         ),
     ),
     Kind(
@@ -428,6 +440,12 @@ CATALOGUE: tuple[Kind, ...] = (
             r"invalid (config|configuration)",
             r"^in '[^']+': could not (find|load) '",
             r"^config search path:",
+            r"valueerror: unknown [\w ]{1,40}: \S+",
+            r"does not have a sharding strategy registered",
+            r"\b(must|should) be (greater|larger|less|smaller|no (more|less)) than\b",
+            r"\w+ \(\d+\) (is|must be|should be) (>=|<=|>|<|greater|larger|smaller|less)",
+            r"reward function is not implemented for data_source",
+            r"bfloat16 is only supported on gpus with compute capability",
         ),
     ),
     Kind(
@@ -490,6 +508,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"error loading package",
             r"^make(\[\d+\])?: \*\*\*",
             r"failed to download and build",
+            r"extra '[^']+' is not defined in the project's optional-dependencies",
         ),
     ),
     Kind(
@@ -519,7 +538,7 @@ CATALOGUE: tuple[Kind, ...] = (
         "Read the launcher's message: the allocation (nodes, memory, GPUs, account), the "
         "container or the node named; fix the launch, then relaunch.",
         _p(
-            r"^\[error\]",
+            r"^\[error\] (?!\d{4}-)",  # a script's own; not a logger's `[ERROR] 2025-10-29-...`
             r"^(srun|slurmstepd|sbatch|salloc|sacct|scontrol|pyxis|enroot)\s*:\s*error\s*:"
             r"(?!.*(exited with exit code|task \d+: (killed|terminated)))",
             r"^(srun|slurmstepd|sbatch|salloc)\s*:\s*error\s*:\s*(unable to|invalid|"
@@ -545,7 +564,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"returned nan values",
             r"grad[ _]norm\s*[:=]\s*[-+]?(nan|inf)\b",
             r"found nan in",
-            r"(loss|grad_norm)[\w/.]*(\s*[:=]\s*|\s+)[-+]?(nan|inf)\b",
+            r"(loss|grad_norm)[\w/.'\"]*(\s*[:=]\s*|\s+)[-+]?(nan|inf)\b",
         ),
     ),
 )
@@ -592,6 +611,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "exitcode",
         "rayoutofmemoryerror",
         "of the memory on node",
+        "memory pressure",
     ),
     "cuda_oom": (
         "out of memory",
@@ -601,7 +621,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cuda_error_out_of_memory",
     ),
     "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
-    "nccl_error": ("nccl", "nvls", "net : call", "net: call", "net/ib", "net/socket"),
+    "nccl_error": ("nccl", "nvls", "net : call", "net: call", "net/ib", "net/socket", "hccl"),
     "cuda_error": (
         "illegal memory access",
         "device-side assert",
@@ -618,6 +638,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "xid",
         "triton",
         "cutlass",
+        ".cu:",
     ),
     "segfault": (
         "segmentation fault",
@@ -650,6 +671,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "retrying to connect",
         "ray client",
         "register_center_actor",
+        "runtime env agent",
+        "runtime_env_agent",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -662,6 +685,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "raytaskerror",
         "actor is already dead",
         "state: dead",
+        "check failed",
     ),
     "vllm_engine_dead": (
         "enginedeaderror",
@@ -685,6 +709,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "entrynotfounderror",
         "no such file or directory",
         "invalid repository id",
+        "not a local folder",
     ),
     "auth": (
         "401",
@@ -725,8 +750,16 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "errno 101",
         "your connection",
         "internet connection",
+        "couldn’t reach",
     ),
-    "insufficient_gpus": ("gpu", "nvidia driver", "invalid device ordinal", "cuda_visible_devices"),
+    "insufficient_gpus": (
+        "gpu",
+        "nvidia driver",
+        "invalid device ordinal",
+        "cuda_visible_devices",
+        "equal to the number",
+        "visible devices",
+    ),
     "config_error": (
         "omegaconf",
         "configkeyerror",
@@ -750,6 +783,14 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "could not find '",
         "could not load '",
         "config search path",
+        "error: unknown",
+        "sharding strategy",
+        "should be",
+        "must be",
+        "smaller than",
+        "larger than",
+        "reward function is not implemented",
+        "bfloat16 is only supported",
     ),
     "import_error": (
         "modulenotfounderror",
@@ -794,6 +835,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "error loading package",
         "make: ***",
         "]: ***",
+        "optional-dependencies",
     ),
     "missing_file": (
         "datasetnotfounderror",
