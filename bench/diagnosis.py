@@ -1,6 +1,6 @@
 """Root-cause accuracy of `ajetd diagnose` on the corpus of real failure logs.
 
-Usage: python bench/diagnosis.py [--misses] [--json]
+Usage: python bench/diagnosis.py [--json] [--only LIST | --new-since LIST]
 
 The corpus is `tests/data/corpus/<kind>/<name>.log`: the folder is the expected root cause
 (the true one, set by reading the thread, not by what ajetd says), the first line names the
@@ -33,6 +33,7 @@ PATTERNS_FROM: dict[str, set[str]] = {
     "import_error": {"ray-project/ray"},
     "insufficient_gpus": {"OpenRLHF/OpenRLHF", "ray-project/ray", "vllm-project/vllm-ascend"},
     "vllm_memory": {"vllm-project/vllm-ascend"},
+    "port_in_use": {"NVIDIA-NeMo/RL"},
     "nan_loss": {
         "pytorch/pytorch",
         "bigscience-workshop/Megatron-DeepSpeed",
@@ -55,6 +56,7 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "NVIDIA-NeMo/RL",
         "verl-project/verl",
         "NVIDIA-AI-Blueprints/bring-llms-to-nim",
+        "LIN-SHANG/InstructERC",
     },
     "logger_error": {"SwanHubX/SwanLab"},  # the rule that a warning-level line is an echo
     "missing_model": {"vllm-project/vllm", "oobabooga/textgen"},
@@ -87,10 +89,24 @@ def short(repo: str) -> str:
     return repo.lower()
 
 
-def corpus() -> list[tuple[Path, str, str]]:
-    """Each excerpt: its path, expected kind and source repository."""
+def _listed(args: list[str], flag: str) -> set[str] | None:
+    """The corpus paths (`tests/data/corpus/<kind>/<name>.log`) a list file after `flag` names."""
+    if flag not in args:
+        return None
+    listing = Path(args[args.index(flag) + 1]).read_text().split()
+    return {str(Path(line)) for line in listing}
+
+
+def corpus(args: tuple[str, ...] | list[str] = ()) -> list[tuple[Path, str, str]]:
+    """Each excerpt: its path, expected kind and source repository. `--only LIST`: only the
+    excerpts a list names; `--new-since LIST`: only those it does not (a held-out batch: what
+    arrived after the patterns were frozen)."""
+    only, seen = _listed(list(args), "--only"), _listed(list(args), "--new-since")
     out = []
     for path in sorted(CORPUS.glob("*/*.log")):
+        name = str(path.relative_to(CORPUS.parent.parent.parent))
+        if (only is not None and name not in only) or (seen is not None and name in seen):
+            continue
         first = path.open(encoding="utf-8", errors="replace").readline()
         match = SOURCE.match(first)
         repo = match.group(1) if match else "?"
@@ -114,7 +130,7 @@ MAJOR = 5  # repositories with fewer excerpts are reported together
 
 
 def main(args: list[str]) -> None:
-    rows = [(p, kind, repo, first_kind(p)) for p, kind, repo in corpus()]
+    rows = [(p, kind, repo, first_kind(p)) for p, kind, repo in corpus(args)]
     sizes = Counter(short(repo) for _, _, repo, _ in rows)
     others = sum(1 for n in sizes.values() if n < MAJOR)
 

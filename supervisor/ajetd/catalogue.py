@@ -190,6 +190,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\beaddrinuse\b",
             r"port \d+ is (already )?in use",
             r"only one usage of each socket address",
+            r"trying to use a port number \d+ that is (already )?used",
+            r"no available ports",
         ),
     ),
     Kind(
@@ -442,7 +444,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^config search path:",
             r"valueerror: unknown [\w ]{1,40}: \S+",
             r"does not have a sharding strategy registered",
-            r"\b(must|should) be (greater|larger|less|smaller|no (more|less)) than\b",
+            r"\b(must|should|has to|have to|needs to) be "
+            r"(greater|larger|less|smaller|no (more|less)) th[ae]n\b",
             r"\w+ \(\d+\) (is|must be|should be) (>=|<=|>|<|greater|larger|smaller|less)",
             r"reward function is not implemented for data_source",
             r"bfloat16 is only supported on gpus with compute capability",
@@ -656,7 +659,15 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "signal 7",
         "signal 6",
     ),
-    "port_in_use": ("in use", "errno 98", "errno 48", "eaddrinuse", "only one usage"),
+    "port_in_use": (
+        "in use",
+        "errno 98",
+        "errno 48",
+        "eaddrinuse",
+        "only one usage",
+        "trying to use a port",
+        "no available ports",
+    ),
     "connection_refused": ("refused", "errno 111", "not up yet"),
     "ray_cluster": (
         "gcs",
@@ -791,6 +802,10 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "larger than",
         "reward function is not implemented",
         "bfloat16 is only supported",
+        "to be greater",
+        "to be less",
+        "to be smaller",
+        "to be larger",
     ),
     "import_error": (
         "modulenotfounderror",

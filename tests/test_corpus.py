@@ -1,0 +1,75 @@
+"""The corpus of real failure logs (issue 12): its shape, and diagnosis on every excerpt.
+
+Each excerpt is `tests/data/corpus/<kind>/<name>.log`: the folder is the true root cause, the
+first line names the public thread it was taken from, the rest is what the program printed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ajetd.catalogue import BY_NAME
+from ajetd.diagnosis import diagnose_chunks
+from ajetd.logshape import EXCEPTION_LINE, strip_dress
+from ajetd.logtext import clean_line
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+FILES = sorted(CORPUS.glob("*/*.log"))
+HEADER = re.compile(
+    r"^# source: (?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+) "
+    r"https://github\.com/(?P=repo)/(?:issues|pull|discussions)/(?P=number)$"
+)
+
+
+def _repo(path: Path) -> str:
+    match = HEADER.match(path.read_text(errors="replace").split("\n", 1)[0])
+    assert match, f"{path.name}: first line must be `# source: owner/repo#N <url>`"
+    return match.group("repo")
+
+
+def _body(path: Path) -> bytes:
+    data = path.read_bytes()
+    return data[data.find(b"\n") + 1 :]
+
+
+def test_every_excerpt_names_its_source_and_a_known_kind() -> None:
+    for path in FILES:
+        _repo(path)
+        assert path.parent.name in BY_NAME, f"{path}: {path.parent.name} is not a kind"
+        assert _body(path).strip(), f"{path}: no excerpt under the source line"
+
+
+def test_the_corpus_is_large_and_varied_enough() -> None:
+    repos = Counter(_repo(p).lower() for p in FILES)
+    kinds = Counter(p.parent.name for p in FILES)
+    assert len(FILES) >= 150
+    assert len(repos) >= 6, repos
+    assert min(kinds.values()) >= 5, kinds
+    assert repos["nvidia-nemo/rl"] >= 40, repos
+    assert sum(n for r, n in repos.items() if r.endswith(("/verl", "/agentjet"))) >= 40, repos
+
+
+def test_top1_accuracy_is_at_least_95_percent() -> None:
+    misses = []
+    for path in FILES:
+        findings = diagnose_chunks([_body(path)])
+        named = findings[0].kind if findings else None
+        if named != path.parent.name:
+            misses.append(f"{path.relative_to(CORPUS)}: named {named}")
+    assert len(misses) <= 0.05 * len(FILES), misses
+
+
+def _has_exception_line(body: bytes) -> bool:
+    lines = body.decode("utf-8", errors="replace").split("\n")
+    return any(EXCEPTION_LINE.match(strip_dress(clean_line(x)).lstrip()) for x in lines)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_no_excerpt_with_an_exception_line_ends_without_a_finding(path: Path) -> None:
+    body = _body(path)
+    if _has_exception_line(body):
+        assert diagnose_chunks([body]), "an exception line, yet no finding"
