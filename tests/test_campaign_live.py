@@ -169,6 +169,9 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
     assert (row["status"], row["metric_value"]) == ("discard", 0.34)
     assert row["parent_commit"] == best["commit"]
+    status = _json(env, "campaign", "status", cid, "--json")  # the row and the wait: one write
+    assert (status["state"], status["attempted"], status["remaining"]) == ("waiting", 3, 1)
+    assert status["best"]["name"] == "more-steps"  # a discard never becomes the best
 
     # hypothesis 3 crashes (validation every 0 steps)
     crash = _patch(env, head, "val_period: 2", "val_period: 0")
