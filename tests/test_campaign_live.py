@@ -365,3 +365,38 @@ def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
         modules = imported(env, *args)
         assert "ajetd.campaigncli" in modules, args
         assert not [m for m in modules if m.startswith(heavy)], args
+
+
+def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
+    """The daemon saves a request's change and answer in one write, then removes it; one found
+    again (a crash in between) is answered from the record, never applied twice."""
+    import time
+
+    from ajetd import campaign as cp
+    from ajetd.campaignreq import answer_file, file_request
+    from ajetd.campaignrun import Campaigns, submit_folder
+    from ajetd.store import Home
+
+    home = Home(env.home)
+    home.ensure()
+    folder = _folder(env, "once", "baseline: false\nstop: {max_experiments: 5}\n", "true")
+    cid = submit_folder(home, folder)
+    runner = Campaigns(home)
+    runner.load()
+    now = time.time()
+    runner.claim(now)
+    req = file_request(home, cid, {"op": "add", "entry": cp.entry("a", "the idea")})
+    request = home.control / f"{cid}.campaign-{req}.json"
+    filed = request.read_text()
+    runner.tick(now, {})
+    first = json.loads(answer_file(home, cid, req).read_text())
+    assert first["ok"] and first["index"] == 0 and not request.exists()
+    request.write_text(filed)  # as if the daemon died before removing it
+    answer_file(home, cid, req).unlink()
+    again = Campaigns(home)  # a restarted daemon
+    again.load()
+    again.tick(now + 1, {})
+    assert json.loads(answer_file(home, cid, req).read_text()) == first
+    state = again.states[cid]
+    assert [e["name"] for e in state.added] == ["a"] and len(state.experiments) == 1
+    assert not request.exists()

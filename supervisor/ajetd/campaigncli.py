@@ -139,7 +139,12 @@ def _read_file(path: Path | None) -> str | None:
         return None
     if path.stat().st_size > MAX_FILE_BYTES:
         raise click.UsageError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-    return path.read_text(errors="strict")
+    try:
+        return path.read_text(errors="strict")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
 
 
 @click.group(cls=_CampaignGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -385,7 +390,7 @@ def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: boo
             ended = [e for e in state.experiments if e.recorded and e.index not in seen]
             if ended:
                 _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
-            if not seen and not _in_flight(home, cid, state):
+            if not seen and not state.done and not _in_flight(home, cid, state):
                 click.echo(
                     f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
                 )
