@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
 import stat
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
+from ajetd import model
+from ajetd.model import Run, Status
 from ajetd.store import Home
-from conftest import Env, wait_for
+from conftest import PYTHON, Env, wait_for
 
 FAST = ("--backoff-scale", "0.001", "--grace-int", "1", "--grace-term", "1")
 
@@ -80,3 +87,32 @@ def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
     (env.home / "daemon.log").unlink()
     out = env.cli("daemon", "--detach", "--gpu-period", "-1x")
     assert out.returncode == 2  # a usage error is caught before anything starts
+
+
+def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> None:
+    """A run reads `done` a moment before its finish.flag is written: `wait` waits for it."""
+    home = Home(env.home)
+    home.ensure()
+    result = tmp_path / "result"
+    result.mkdir()
+    now = time.time()
+    run = model.finish(
+        Run(run_id="abc123", source="b.md", submitted_at=now, result_dir=str(result)),
+        Status.SUCCEEDED,
+        "exit 0",
+        0,
+        now,
+    )
+    home.run_dir(run.run_id).mkdir()
+    home.save_run(run)
+    lock = home.acquire_lock()  # a daemon holds the home (this test), reports still to come
+    try:
+        waiting = subprocess.Popen(
+            [PYTHON, "-m", "ajetd", "wait", run.run_id], env=env.vars, stdout=subprocess.PIPE
+        )
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=1.5)  # still waiting: no finish.flag yet
+        (result / "finish.flag").write_text(json.dumps({"run_id": run.run_id}))
+        assert waiting.wait(timeout=20) == 0
+    finally:
+        os.close(lock)

@@ -42,14 +42,7 @@ def test_readme_walkthrough_runs(env: Env) -> None:
     )
     assert "ajetd daemon --detach" in script
     try:
-        out = subprocess.run(
-            ["bash", "-c", f"set -e\ncd {ROOT}\n{script}"],
-            env=_with_cli_on_path(env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        out = _bash(f"set -e\ncd {ROOT}\n{script}", env, ROOT)
     finally:
         subprocess.run(
             [PYTHON, "-m", "ajetd", "shutdown"],
@@ -63,9 +56,18 @@ def test_readme_walkthrough_runs(env: Env) -> None:
     assert (demo_result / "curves.png").exists()
 
 
-def _with_cli_on_path(env: Env) -> dict[str, str]:
-    """The environment with this Python's `ajetd` first on PATH (as an installed one is)."""
-    return {**env.vars, "PATH": f"{Path(PYTHON).parent}:{env.vars.get('PATH', '')}"}
+def _bash(script: str, env: Env, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`bash -c script` with this Python's `ajetd` first on PATH (as an installed one is)."""
+    path = f"{Path(PYTHON).parent}:{env.vars.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env={**env.vars, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_every_skill_command_block_runs(env: Env) -> None:
@@ -82,15 +84,7 @@ def test_every_skill_command_block_runs(env: Env) -> None:
     (env.tmp / "blueprint.md").write_text(blueprint.read_text())
     script = "set -e\n" + "\n".join(blocks)
     try:
-        out = subprocess.run(
-            ["bash", "-c", script],
-            cwd=env.tmp,
-            env=_with_cli_on_path(env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        out = _bash(script, env, env.tmp)
     finally:
         env.cli("shutdown")
     assert out.returncode == 0, out.stdout + out.stderr

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from ajetd import model
+from test_remedy import T0, _failed_run
+
 from ajetd.catalogue import BY_NAME
-from ajetd.model import Run, Status, Trial
+from ajetd.model import Status
 from ajetd.remedy import GiveUp, choose
 from ajetd.words import action_label, ending_note
-
-T0 = 1_800_000_000.0
-
-
-def _failed(n: int = 1, gap: float = 300.0) -> Run:
-    run = Run(run_id="abc123", source="bp.md", submitted_at=T0, max_time_s=36000)
-    for i in range(n):
-        run = model.add_trial(run, Trial(number=i + 1, command="c", session="ajet_x"))
-        run = model.trial_started(run, T0 + i * gap)
-        run = model.trial_ended(run, 1, T0 + i * gap + 10)
-    return run
 
 
 def _finding(kind: str) -> dict[str, object]:
@@ -37,12 +27,12 @@ def test_a_science_kind_is_not_retryable_unless_allowed() -> None:
 
 def test_every_way_a_failed_run_ends_has_its_own_words() -> None:
     cases = {
-        "fatal: not retried": choose(_failed(), [_finding("import_error")], 3, None, T0 + 20),
-        "fix budget spent": choose(_failed(3), [_finding("nccl_error")], 3, None, T0 + 9999),
-        "thrashing guard": choose(_failed(4, 60), [_finding("nccl_error")], 9, None, T0 + 250),
-        "no fix allowed": choose(_failed(), [_finding("cuda_oom")], 3, None, T0 + 20),
-        "nothing to fix": choose(_failed(), [], 3, None, T0 + 20),
-        "no automatic fix": choose(_failed(), [_finding("host_oom")], 3, None, T0 + 20),
+        "fatal: not retried": choose(_failed_run(), [_finding("import_error")], 3, None, T0 + 20),
+        "fix budget spent": choose(_failed_run(3), [_finding("nccl_error")], 3, None, T0 + 9999),
+        "thrashing guard": choose(_failed_run(4, 60), [_finding("nccl_error")], 9, None, T0 + 250),
+        "no fix allowed": choose(_failed_run(), [_finding("cuda_oom")], 3, None, T0 + 20),
+        "nothing to fix": choose(_failed_run(), [], 3, None, T0 + 20),
+        "no automatic fix": choose(_failed_run(), [_finding("host_oom")], 3, None, T0 + 20),
     }
     notes = set()
     for expected, choice in cases.items():

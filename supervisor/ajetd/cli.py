@@ -6,6 +6,7 @@ run that needs attention and 124 for its own timeout (DESIGN §3).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # the client commands import only what they use (they must st
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
+REPORTS_GRACE_S = 30.0
 
 
 def json_option(fn: F) -> F:
@@ -352,6 +354,7 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
         run = _load(home, run_id)
         if run.state is State.DONE and run.status is not None:
             code = WAIT_EXIT[run.status]
+            _await_flag(home, run)
             break
         if run.attention:
             code = 2
@@ -365,6 +368,20 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     else:
         click.echo(status_view.wait_line(run, code))
     sys.exit(code)
+
+
+def _await_flag(home: Home, run: Run) -> None:
+    """A run reads `done` a moment before its finish.flag is written (its leftover processes
+    are ended first): wait for the flag, at most REPORTS_GRACE_S after the end and only while
+    a daemon runs, so that `wait` then `cat finish.flag` never races."""
+    if not run.result_dir or run.ended_at is None:
+        return
+    flag = Path(run.result_dir) / "finish.flag"
+    while time.time() < run.ended_at + REPORTS_GRACE_S and home.daemon_running():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if json.loads(flag.read_text()).get("run_id") == run.run_id:
+                return
+        time.sleep(POLL_S)
 
 
 @main.command()
@@ -400,6 +417,7 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
             sys.exit(124)
         time.sleep(POLL_S)
     run = _load(home, run_id)
+    _await_flag(home, run)
     click.echo(f"run {run_id} {run.status.value if run.status else ''}: {run.reason}")
 
 

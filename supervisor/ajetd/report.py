@@ -13,11 +13,10 @@ from ajetd import gpustats, provenance
 from ajetd.durations import format_duration
 from ajetd.model import Run, Trial
 from ajetd.status import run_json
+from ajetd.statusview import sparkline
 from ajetd.timefmt import iso
 from ajetd.valresults import TABLE_KEYS, metric_series
 from ajetd.words import action_label
-
-_SPARK = "▁▂▃▄▅▆▇█"
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return "" if value is None else str(value)
-
-
-def sparkline(values: list[float]) -> str:
-    if not values:
-        return ""
-    lo, hi = min(values), max(values)
-    span = hi - lo or 1.0
-    return "".join(_SPARK[int((v - lo) / span * (len(_SPARK) - 1))] for v in values)
 
 
 def _metrics_section(run: Run) -> list[str]:

@@ -37,7 +37,10 @@ def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return pieces
 
 
-def _save(fig: Any, out: Path) -> None:
+def _save(fig: Any, spec: dict[str, Any], out: Path) -> None:
+    """Title, layout, and the PNG written whole (a temporary file renamed over the old)."""
+    fig.suptitle(str(spec.get("title") or "")[:120], fontsize=9)
+    fig.tight_layout()
     tmp = out.with_name(f".{out.name}.tmp")
     fig.savefig(str(tmp), format="png")
     tmp.chmod(0o644)
@@ -95,9 +98,7 @@ def draw_curves(spec: dict[str, Any], out: Path) -> bool:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
         axes[-1][0].set_xlabel("step (global_steps)")
-        fig.suptitle(str(spec.get("title") or "")[:120], fontsize=9)
-        fig.tight_layout()
-        _save(fig, out)
+        _save(fig, spec, out)
     finally:
         plt.close(fig)
     return True
@@ -154,9 +155,7 @@ def draw_gpus(spec: dict[str, Any], out: Path) -> bool:
         for ax in (util_ax, mem_ax):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
-        fig.suptitle(str(spec.get("title") or "")[:120], fontsize=9)
-        fig.tight_layout()
-        _save(fig, out)
+        _save(fig, spec, out)
     finally:
         plt.close(fig)
     return True
