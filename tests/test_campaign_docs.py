@@ -9,23 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Env, git
+from test_campaign_live import CONFIG, committed_baseline
+
+from conftest import Env
 
 ROOT = Path(__file__).parent.parent
-CONFIG = "examples/configs/grpo_fake.yaml"
 
 
 def test_campaign_skill_commands_run(daemon_env: Env) -> None:
     env = daemon_env
-    config = env.codebase / CONFIG
-    config.write_text(
-        config.read_text()
-        .replace("max_num_steps: 1000000", "max_num_steps: 4")
-        .replace("val_period: 10", "val_period: 2")
-    )
-    git(env.codebase, "init", "-q", "-b", "main")
-    git(env.codebase, "add", "-A")
-    git(env.codebase, "commit", "-q", "-m", "base")
+    committed_baseline(env)
     base = env.blueprint(
         "skill-base",
         config=CONFIG,

@@ -68,8 +68,9 @@ def _add(env: Env, cid: str, *args: str) -> subprocess.CompletedProcess[str]:
     return env.cli("campaign", "add", cid, *args)
 
 
-def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
-    env = daemon_env
+def committed_baseline(env: Env) -> str:
+    """The fake NeMo-RL codebase as a git repository whose config trains 4 steps and validates
+    every 2 (accuracy 0.38); its HEAD commit."""
     config = env.codebase / CONFIG
     config.write_text(
         config.read_text()
@@ -79,7 +80,12 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     git(env.codebase, "init", "-q", "-b", "main")
     git(env.codebase, "add", "-A")
     git(env.codebase, "commit", "-q", "-m", "base")
-    head = git(env.codebase, "rev-parse", "HEAD")
+    return git(env.codebase, "rev-parse", "HEAD")
+
+
+def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
+    env = daemon_env
+    head = committed_baseline(env)
     (env.codebase / "notes.txt").write_text("the user's own work")
     folder = _folder(
         env,
