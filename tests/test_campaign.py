@@ -257,3 +257,17 @@ def test_a_folder_dropped_into_the_inbox_is_a_campaign(daemon_env: Env) -> None:
     rows = _done(env, "dropped", 1)
     assert [(r["index"], r["status"]) for r in rows] == [("0", "keep")]
     assert not (env.home / "inbox" / "my-campaign").exists()
+
+
+def test_the_plotted_best_follows_kept_experiments_only() -> None:
+    from ajetd.progressplot import running_best
+
+    points = [
+        {"index": 0, "status": "keep", "value": 0.38},
+        {"index": 1, "status": "smoke", "value": 0.9},  # a smoke run is never the best
+        {"index": 2, "status": "discard", "value": 0.3},
+        {"index": 3, "status": "keep", "value": 0.42},
+        {"index": 4, "status": "crash", "value": None},
+    ]
+    assert running_best(points, True) == ([0, 3, 4], [0.38, 0.42, 0.42])
+    assert running_best(points[2:3], True) == ([], [])

@@ -93,8 +93,13 @@ def draw(data: dict[str, Any], out: Path) -> None:
         ax.set_ylabel(metric)
         ax.set_title(str(data.get("title") or "campaign")[:120], fontsize=9)
         ax.grid(alpha=0.3)
-        if points:
-            ax.set_xticks([int(p["index"]) for p in points])
+        if points:  # each experiment's index and name under its mark
+            ax.set_xticks(
+                [int(p["index"]) for p in points],
+                [f"{p['index']}\n{str(p.get('name', ''))[:14]}" for p in points],
+                fontsize=7 if len(points) > 12 else 8,
+                rotation=90 if len(points) > 20 else 0,
+            )
         ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".progress.", suffix=".png")
