@@ -194,9 +194,11 @@ class Env:
             return {}
 
     def wait_done(self, run_id: str, timeout: float = 30.0) -> dict[str, Any]:
-        wait_for(
-            lambda: self.record(run_id).get("state") == "done", timeout, what=f"run {run_id} to end"
-        )
+        def ended() -> bool:  # and its reports written (finish.flag comes after the record)
+            record = self.record(run_id)
+            return record.get("state") == "done" and not record.get("reports_pending")
+
+        wait_for(ended, timeout, what=f"run {run_id} to end")
         return self.status(run_id)
 
     def launches(self) -> list[str]:

@@ -34,11 +34,13 @@ def admit(
 
     `busy_dirs` are the result dirs of live runs: two runs never share one.
     """
-    with open(claimed, "rb") as handle:
-        raw = handle.read(MAX_BLUEPRINT_BYTES + 1)
-    text = raw[:MAX_BLUEPRINT_BYTES].decode("utf-8", errors="replace")
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
+    try:
+        raw = intake.read_regular(claimed, MAX_BLUEPRINT_BYTES + 1)
+    except intake.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
+        return _reject(home, run, "", [str(exc)], now, None), None
+    text = raw[:MAX_BLUEPRINT_BYTES].decode("utf-8", errors="replace")
     if len(raw) > MAX_BLUEPRINT_BYTES:
         problem = (
             f"blueprint: larger than {MAX_BLUEPRINT_BYTES // 1024} KiB; is this the right file?"

@@ -184,7 +184,17 @@ def submit(file: Path) -> None:
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
-    write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
+    try:
+        write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
+    except OSError as exc:
+        from ajetd.diskfull import free_space
+
+        click.echo(
+            f"ajetd: cannot write the blueprint into {home.inbox}: {exc.strerror or exc} "
+            f"({free_space(home.inbox)} free); nothing was submitted",
+            err=True,
+        )
+        sys.exit(1)
     click.echo(run_id)
     if not home.daemon_running():
         click.echo(
@@ -298,7 +308,9 @@ def status(
     if watch:
         statusterm.watch(home, filters)
         return
-    if as_json:
+    if as_json:  # the list of runs stays the contract; the daemon's own trouble goes to stderr
+        for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4):
+            click.echo("".join(text for text, _ in line), err=True)
         runs = view.for_json(home.listing(), filters, now)
         click.echo(statusterm.json_dump([status_view.run_json(r, now) for r in runs]))
         return
@@ -353,9 +365,13 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     while True:
         run = _load(home, run_id)
         if run.state is State.DONE and run.status is not None:
-            code = WAIT_EXIT[run.status]
-            _await_flag(home, run)
-            break
+            if run.attention:  # ended, but its reports could not be written (a full disk)
+                code = 2
+                break
+            if not run.reports_pending:  # the record says finish.flag is written
+                code = WAIT_EXIT[run.status]
+                _await_flag(home, run)
+                break
         if run.attention:
             code = 2
             break

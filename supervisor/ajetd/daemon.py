@@ -3,18 +3,25 @@
 admit (inbox -> accepted or rejected runs), control (stop requests), launch (queued -> running),
 observe + decide + act (each live run), housekeep (sessions past their keep time), publish
 (daemon.json). Watchers only wake the loop; timers come from the policy's `next_wake`.
+
+One rule holds the loop up: no exception from one run, one inbox file or one write ends the
+daemon. Every step is guarded per item (`_each`, `_step`): an unexpected error marks its item
+(a run gets `attention` with the error, a file is put aside with the reason), is logged once
+with its traceback, and the loop goes on. A write refused by a full disk is held in memory and
+retried (`diskfull`); nothing is reported that is not recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
@@ -22,6 +29,7 @@ from typing import Any
 
 from ajetd import (
     admission,
+    diskfull,
     gpustats,
     intake,
     model,
@@ -62,12 +70,14 @@ from ajetd.policy import hang_window as policy_hang_window
 from ajetd.preflight import LOCAL, Fs
 from ajetd.remedy import port_from_text
 from ajetd.status import run_json
-from ajetd.store import Home, write_atomic, write_json
+from ajetd.store import Home, encode, write_atomic, write_in_place
 from ajetd.tmux import Pane, Tmux
 from ajetd.userkinds import KindSet, home_kinds
 from ajetd.watch import Watcher
 
 log = logging.getLogger(__name__)
+DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
+DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
 
@@ -142,6 +152,12 @@ class Daemon:
         self.slurm_polled_at = float("-inf")
         self.slurm_every = cfg.liveness_s  # grows while nothing changes (SLURM_POLL_MAX_S)
         self.slurm_seen: set[tuple[str, str]] = set()  # (job name, state) at the last poll
+        self.held = self.home.held = diskfull.Held(clock, self.home.root, cfg.backoff_scale)
+        self.troubles = self.held.troubles  # full folders: the home and result dirs
+        self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
+        self.settle_at: float | None = None  # an inbox file still settling is due then
+        self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
+        self.dead_since: dict[str, float] = {}  # run id -> its pane seen dead without status
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -163,15 +179,18 @@ class Daemon:
             while not self.stopping:
                 now = self.clock()
                 full = woken or now >= self.next_full_at
-                if full:
-                    self.tick(now)
-                else:  # only the live-scan timer is due: read new output, nothing else
-                    self.scan_output(now)
+                with self._step("daemon", "tick"):  # the last net: the steps guard themselves
+                    if full:
+                        self.tick(now)
+                    else:  # only the live-scan timer is due: read new output, nothing else
+                        self.scan_output(now)
                 woken = self.wake.wait(self._sleep_for(self.clock(), full))
                 self.wake.clear()
         finally:
             self.watcher.stop()
-            write_json(self.home.daemon_file, {"pid": None, "stopped_at": self.clock()}, 0o600)
+            stopped = {"pid": None, "stopped_at": self.clock()}
+            with self._step("daemon", "saying it stopped"):
+                self._write_daemon_json(stopped)
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
 
@@ -191,6 +210,10 @@ class Daemon:
 
     def _next_full_tick(self, now: float) -> float:
         wake_at = [self.last_liveness + self.cfg.liveness_s]
+        dead = [t + DEAD_STATUS_WAIT_S for t in self.dead_since.values()]  # status by then
+        for at in (self.settle_at, self.troubles.next_at(), min(dead, default=None)):
+            if at is not None:
+                wake_at.append(at)
         if self.swarm_waiting:
             wake_at.append(now + SWARM_POLL_S)
         campaign_at = self.campaigns.next_at(now)  # a deadline passing while one waits
@@ -220,37 +243,92 @@ class Daemon:
         for run in list(self.runs.values()):
             trial = run.trial
             if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
-                key = (run.run_id, trial.number)
-                log_file = self.log_files.get(key)
-                if log_file is None:
-                    log_file = self.log_files[key] = trialrun.paths(
-                        self.home, run, trial.number
-                    ).log
-                self._live_scan(run.run_id, now, log_file)
+                with self._each(run.run_id, "reading its output"):
+                    key = (run.run_id, trial.number)
+                    log_file = self.log_files.get(key)
+                    if log_file is None:
+                        log_file = self.log_files[key] = trialrun.paths(
+                            self.home, run, trial.number
+                        ).log
+                    self._live_scan(run.run_id, now, log_file)
+
+    # -- guards: one item's failure is that item's, never the loop's --------------------------
+    def _logged_once(self, item: str, step: str, exc: BaseException) -> str:
+        """Log an unexpected failure with its traceback the first time it is seen (a run that
+        fails the same way every tick logs once); return it as a short line."""
+        text = f"{type(exc).__name__}: {exc}"
+        text = text if len(text) <= 300 else text[:297] + "..."
+        key = (item, step, text)
+        if key in self.failures:
+            log.debug("%s: %s failed again: %s", item, step, text)
+        else:
+            if len(self.failures) >= 1000:  # bounded: old failures may be logged again
+                self.failures.clear()
+            self.failures.add(key)
+            log.error("%s: %s failed: %s", item, step, text, exc_info=exc)
+        return text
+
+    @contextlib.contextmanager
+    def _step(self, item: str, step: str) -> Iterator[None]:
+        """A step that has no run or file of its own: logged once, the loop goes on."""
+        try:
+            yield
+        except Exception as exc:  # the loop's guard: logged with its traceback
+            self._logged_once(item, step, exc)
+
+    @contextlib.contextmanager
+    def _each(self, run_id: str, step: str) -> Iterator[None]:
+        """One run's part of a step: an unexpected error marks that run `attention`."""
+        try:
+            yield
+        except Exception as exc:  # the loop's guard: logged with its traceback
+            text = self._logged_once(f"run {run_id}", step, exc)
+            run = self.runs.get(run_id)
+            why = f"internal error while {step}: {text}"
+            if run is not None and run.attention != why:
+                with self._step(f"run {run_id}", "marking it for attention"):
+                    now = self.clock()
+                    self.home.append_event(run_id, now, f"attention: {why}")
+                    self._store(model.set_attention(run, why))
+                    self._hook(self.runs[run_id], "on_attention", now)
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         self.live_growing = False
         self.record_ends(now)
-        self.admit(now)
-        self.campaigns.claim(now)
-        self.control(now)
-        self.launch(now)
+        with self._step("disk", "writing what a full disk held back"):
+            self.held.retry()
+        self.retry_reports(now)
+        with self._step("inbox", "admitting blueprints"):
+            self.admit(now)
+        with self._step("campaigns", "claiming campaign folders"):
+            self.campaigns.claim(now)
+        with self._step("control", "taking stop requests"):
+            self.control(now)
+        with self._step("launch", "placing waiting runs"):
+            self.launch(now)
         ended = self.watcher.trial_end.is_set()
         self.watcher.trial_end.clear()
-        fresh = self.refresh_panes(now, force=ended)
+        fresh = False
+        with self._step("tmux", "listing panes"):
+            recheck = any(now >= t + DEAD_STATUS_WAIT_S for t in self.dead_since.values())
+            fresh = self.refresh_panes(now, force=ended or recheck)
         live = (State.RUNNING, State.STOPPING)
         for run_id in [r for r, run in self.runs.items() if run.state in live]:
-            try:
+            with self._each(run_id, "supervising it"):
                 self.supervise(run_id, now, fresh)
-            except Exception:  # one run's trouble never stops the loop; it is logged in full
-                log.exception("run %s: supervision step failed", run_id)
-        self.campaigns.tick(now, self.runs)  # after supervision: a row as soon as a run ends
-        self.sample_gpus(now)
-        self.housekeep(now)
-        self.hooks.reap()
-        self.live_plots.reap()
-        self.publish(now)
+        with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
+            self.campaigns.tick(now, self.runs)  # soon as a run ends
+        with self._step("gpus", "sampling GPUs"):
+            self.sample_gpus(now)
+        with self._step("housekeeping", "closing old sessions"):
+            self.housekeep(now)
+        with self._step("hooks", "reaping hooks"):
+            self.hooks.reap()
+        with self._step("plots", "reaping plot drawers"):
+            self.live_plots.reap()
+        with self._step("daemon.json", "publishing the daemon's state"):
+            self.publish(now)
 
     def record_ends(self, now: float) -> None:
         """The end first, the clean-up after: the runs whose trial just wrote its exit file
@@ -262,10 +340,8 @@ class Daemon:
             if folder.parent != self.home.runs or run is None:
                 continue
             if run.state is State.RUNNING or run.state is State.STOPPING:
-                try:
+                with self._each(run.run_id, "recording its end"):
                     self.supervise(run.run_id, now, False)
-                except Exception:  # one run's trouble never stops the loop; logged in full
-                    log.exception("run %s: recording its end failed", run.run_id)
 
     def sample_gpus(self, now: float) -> None:
         """On its timer: fold each running run's GPU use into its record; a lost GPU is a
@@ -276,40 +352,81 @@ class Daemon:
             return
         self.gpus.take(now)
         for sampled in running:
-            seen = self.gpus.of_run(sampled)
-            if not seen and not sampled.gpu_ids:
-                continue
-            if gpustats.busy(seen):
-                self.gpu_busy_at[sampled.run_id] = now
-            run = replace(sampled, gpu_stats=gpustats.fold(sampled.gpu_stats, seen, now))
-            if seen:
-                plots.record_gpus(self.home, run.run_id, now, seen)
-            lost = self.gpus.lost_evidence(run)
-            known = run.trial.live_findings if run.trial else ()
-            if lost and run.trial and not any(f["kind"] == GPU_LOST for f in known):
-                log.error("run %s: %s", run.run_id, lost)
-                self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
-                run = model.found_live(run, (lost_finding(lost),))
-            self._store(run)
+            with self._each(sampled.run_id, "sampling its GPUs"):
+                self._gpu_sampled(sampled, now)
+
+    def _gpu_sampled(self, sampled: Run, now: float) -> None:
+        seen = self.gpus.of_run(sampled)
+        if not seen and not sampled.gpu_ids:
+            return
+        if gpustats.busy(seen):
+            self.gpu_busy_at[sampled.run_id] = now
+        run = replace(sampled, gpu_stats=gpustats.fold(sampled.gpu_stats, seen, now))
+        if seen:
+            plots.record_gpus(self.home, run.run_id, now, seen)
+        lost = self.gpus.lost_evidence(run)
+        known = run.trial.live_findings if run.trial else ()
+        if lost and run.trial and not any(f["kind"] == GPU_LOST for f in known):
+            log.error("run %s: %s", run.run_id, lost)
+            self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
+            run = model.found_live(run, (lost_finding(lost),))
+        self._store(run)
 
     def admit(self, now: float) -> None:
+        """Take complete blueprints from the inbox, each on its own: one that cannot be taken
+        is put aside with the reason (or, if even that fails, left and named in status)."""
         problems = intake.security_problems(self.home)
         refused: list[str] = []
+        self.settle_at = None
+        if self.troubles.blocked(self.home.root) or self.home.root in self.troubles.full:
+            problems.append(f"{self.home.root} is full: blueprints wait in the inbox")
         if not problems:
-            found, refused = intake.scan(self.home, self.watcher.take_ready(), now)
-            for candidate in found:
-                run_id = candidate.run_id
-                if run_id is None or (self.home.run_dir(run_id)).exists():
-                    run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
-                claimed = intake.claim(self.home, candidate, run_id)
-                if claimed is not None:
-                    self.accept(run_id, claimed, f"{candidate.stem}.md", now)
+            scan = intake.scan(self.home, self.watcher.take_ready(), now)
+            refused, self.settle_at = scan.refused, scan.settle_at
+            for candidate in scan.found:
+                name = candidate.path.name
+                if name in self.stuck:
+                    continue
+                try:
+                    self._take(candidate, now)
+                except Exception as exc:  # one file never stops the loop
+                    self._file_failed(candidate.path, exc, now)
+        refused += [
+            f"{self.home.inbox}/{intake.safe_name(n)}: {why}" for n, why in self.stuck.items()
+        ]
         self._set_problems(problems + refused)
+
+    def _take(self, candidate: intake.Candidate, now: float) -> None:
+        run_id = candidate.run_id
+        if run_id is None or (self.home.run_dir(run_id)).exists():
+            run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
+        try:
+            claimed = intake.claim(self.home, candidate, run_id)
+        except OSError as exc:
+            if diskfull.is_full(exc):  # not taken: it waits in the inbox for space
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                return
+            raise
+        if claimed is not None:
+            self.accept(run_id, claimed, f"{candidate.stem}.md", now)
+
+    def _file_failed(self, path: Path, exc: Exception, now: float) -> None:
+        """An inbox file that could not be taken: put aside with the reason, once."""
+        shown = intake.safe_name(path.name)
+        text = self._logged_once(f"inbox file {shown}", "taking it", exc)
+        why = f"not taken: internal error while taking it: {text}"
+        try:
+            if path.exists() or path.is_symlink():
+                aside = intake.put_aside(self.home, path, why, now)
+                log.warning("inbox: %s put aside as %s: %s", shown, aside.name, why)
+        except OSError as again:
+            self.stuck[path.name] = f"{why} (and it cannot be put aside: {again.strerror})"
 
     def _set_problems(self, problems: list[str]) -> None:
         if problems != self.problems:
             for line in problems:
-                log.warning("inbox: %s", line)
+                if line not in self.problems:  # each once, while it lasts
+                    log.warning("inbox: %s", line)
             if self.problems and not problems:
                 log.info("inbox: problems resolved; taking blueprints again")
             self.problems = problems
@@ -318,9 +435,9 @@ class Daemon:
         busy = {r.result_dir for r in self.runs.values() if r.active}
         try:
             run, options = admission.admit(self.home, run_id, claimed, source, now, busy)
-        except Exception as exc:  # never die on input; never retry it forever either
-            log.exception("run %s: admission failed", run_id)
-            reason = f"internal error while admitting the blueprint: {exc!r}"
+        except Exception as exc:  # never die on input; never retry it forever
+            text = self._logged_once(f"run {run_id}", "admitting it", exc)
+            reason = f"internal error while admitting the blueprint: {text}"
             run = model.reject(Run(run_id=run_id, source=source, submitted_at=now), reason, now)
             self.home.save_run(run)
             options = None
@@ -335,25 +452,29 @@ class Daemon:
                 run_id, _, kind = entry.name.partition(".")
                 if kind != "stop" or not RUN_ID.match(run_id):
                     continue
-                run = self.runs.get(run_id)
-                if run is not None and run.state is State.QUEUED:
-                    self._store(
-                        trialrun.finish_run(
-                            self.home,
-                            self.tmux,
-                            run,
-                            Status.STOPPED,
-                            "stopped by `ajetd stop` before it started",
-                            None,
-                            now,
-                            None,
-                        )
-                    )
-                    Path(entry.path).unlink(missing_ok=True)
-                elif (run is None and self.home.pending(run_id) is None) or (
-                    run is not None and not run.active
-                ):
-                    Path(entry.path).unlink(missing_ok=True)
+                with self._each(run_id, "taking its stop request"):
+                    self._stop_request(run_id, entry, now)
+
+    def _stop_request(self, run_id: str, entry: os.DirEntry[str], now: float) -> None:
+        run = self.runs.get(run_id)
+        if run is not None and run.state is State.QUEUED:
+            self._store(
+                trialrun.finish_run(
+                    self.home,
+                    self.tmux,
+                    run,
+                    Status.STOPPED,
+                    "stopped by `ajetd stop` before it started",
+                    None,
+                    now,
+                    None,
+                )
+            )
+            Path(entry.path).unlink(missing_ok=True)
+        elif (run is None and self.home.pending(run_id) is None) or (
+            run is not None and not run.active
+        ):
+            Path(entry.path).unlink(missing_ok=True)
 
     def launch(self, now: float) -> None:
         waiting = (State.QUEUED, State.RESTARTING)
@@ -363,30 +484,49 @@ class Daemon:
         )
         places = self.placer.decide(queue, self.runs, self.options, now)
         for run_id in [r.run_id for r in queue]:
-            if not self._placed(self.runs[run_id], places[run_id], now):
-                continue
-            queued = self.runs[run_id]
-            if not self._may_start(queued, now):
-                continue
-            try:
-                run = trialrun.prepare_trial(
-                    self.home,
-                    self.tmux,
-                    queued,
-                    self.options[queued.run_id],
-                    trialrun.active_sessions(list(self.runs.values())),
-                )
-            except (AjetdError, OSError) as exc:
-                self._launch_failed(queued, exc, now)
-                continue
-            self._store(run)
-            if self._start(run, now):
-                log.info(
-                    "run %s: trial %d started in session %s",
-                    run.run_id,
-                    len(run.trials),
-                    run.session,
-                )
+            with self._each(run_id, "launching it"):
+                self._launch_one(run_id, places[run_id], now)
+        if self.home.root in self.troubles.full:
+            return
+        for run in list(self.runs.values()):  # prepared, but a full home kept it from going
+            trial = run.trial
+            if run.state is State.RUNNING and trial is not None and trial.started_at is None:
+                with self._each(run.run_id, "launching it"):
+                    self._start(run, now)
+
+    def _launch_one(self, run_id: str, place: placement.Decision, now: float) -> None:
+        if self.home.root in self.troubles.full:  # its script and go file need the home
+            why = f"waiting: {self.home.root} is full ({diskfull.free_space(self.home.root)} free)"
+            self._store(model.waiting(self.runs[run_id], why))
+            return
+        if not self._placed(self.runs[run_id], place, now):
+            return
+        queued = self.runs[run_id]
+        if not self._may_start(queued, now):
+            return
+        try:
+            run = trialrun.prepare_trial(
+                self.home,
+                self.tmux,
+                queued,
+                self.options[queued.run_id],
+                trialrun.active_sessions(list(self.runs.values())),
+            )
+        except (AjetdError, OSError) as exc:
+            if isinstance(exc, OSError) and diskfull.is_full(exc):  # it waits for space
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                self.home.save_run(queued)
+                return
+            self._launch_failed(queued, exc, now)
+            return
+        self._store(run)
+        if self._start(run, now):
+            log.info(
+                "run %s: trial %d started in session %s",
+                run.run_id,
+                len(run.trials),
+                run.session,
+            )
 
     def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
         """Record where a waiting run goes, or why it waits or can never start."""
@@ -463,6 +603,9 @@ class Daemon:
         try:
             self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock(), ssh))
         except (AjetdError, OSError) as exc:
+            if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                return False
             self._launch_failed(run, exc, now)
             return False
         self.backoffs[run.run_id] = Backoff.start(now, self.cfg.backoff_scale)
@@ -606,6 +749,10 @@ class Daemon:
             exit_info = trialrun.read_exit(p.exit)  # written just before the pane died?
             gone = exit_info is None
             dead_status = pane.dead_status if pane is not None and pane.dead else None
+            if gone and pane is not None and dead_status is None and self._status_due(run_id, now):
+                gone = False  # tmux marks a pane dead before it has reaped its status
+        if exit_info is not None or pane is None or not pane.dead:
+            self.dead_since.pop(run_id, None)
         stop_file = self.home.control / f"{run_id}.stop"
         findings: tuple[dict[str, Any], ...] = ()
         config = None
@@ -666,6 +813,15 @@ class Daemon:
         options = self.options.get(run_id)
         own = KindSet(options.kinds) if options is not None and options.kinds else KindSet()
         return own + self.home_kinds[1]
+
+    def _status_due(self, run_id: str, now: float) -> bool:
+        """A dead pane without its status yet (and no exit file: a full home): look again
+        shortly before calling the run lost; the status is the only record of its exit."""
+        first = self.dead_since.setdefault(run_id, now)
+        if now - first < DEAD_STATUS_WAIT_S:
+            return True
+        del self.dead_since[run_id]
+        return False
 
     def _observed_findings(self, run: Run) -> list[dict[str, Any]]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
@@ -883,32 +1039,59 @@ class Daemon:
             if opts.swarm is not None and self.runs[run_id].active
         }
         self.swarm.housekeep(in_use, now)
-        for run in self.runs.values():
+        for run in list(self.runs.values()):
             if (
                 not run.active
                 and not run.session_closed
                 and run.session
                 and run.ended_at
                 and now >= run.ended_at + run.keep_session_s
+                and self.home.saved(run.run_id)  # its pane may hold the only exit status
             ):
-                trialrun.close_session(self.tmux, run)
-                self._store(replace(run, session_closed=True))
+                with self._each(run.run_id, "closing its session"):
+                    trialrun.close_session(self.tmux, run)
+                    self._store(replace(run, session_closed=True))
+
+    def retry_reports(self, now: float) -> None:
+        """Ended runs whose reports a full (or unwritable) result dir or home held back: write
+        them once the record is on disk and the folder's retry is due; attention then clears."""
+        for run in list(self.runs.values()):
+            folder = Path(run.result_dir)
+            if not run.reports_pending or not self.home.saved(run.run_id):
+                continue
+            if self.troubles.blocked(folder):
+                continue
+            with self._each(run.run_id, "writing its reports"):
+                self._store(trialrun.publish_reports(self.home, run, now))
 
     def publish(self, now: float) -> None:
-        """daemon.json for `status`: on any change of problems, on a change of the next deep
-        checks (at most once a second), else every minute."""
+        """daemon.json for `status`: on any change of problems (a full disk's included), on a
+        change of the next deep checks (at most once a second), else every minute."""
         checks = {run_id: round(b.next_at, 1) for run_id, b in self.backoffs.items()}
         moved = checks != self.published_checks and now - self.published_at >= 1
-        if self.problems != self.published or moved or now - self.published_at >= 60:
+        problems = self.problems + self.troubles.lines(self.held.count())
+        if problems != self.published or moved or now - self.published_at >= 60:
             info = {
                 "pid": os.getpid(),
                 "heartbeat": now,
                 "problems": self.problems,
+                "disk": problems[len(self.problems) :],  # full folders, with free space
                 "deep_checks": checks,  # run id -> when its next deep check is due
             }
-            write_json(self.home.daemon_file, info, 0o600)
-            self.published, self.published_at = list(self.problems), now
+            self._write_daemon_json(info)
+            self.published, self.published_at = problems, now
             self.published_checks = checks
+
+    def _write_daemon_json(self, info: dict[str, Any]) -> None:
+        """Written whole; padded to one block so that, on a full home, it can still be
+        rewritten in place (`status` then shows why nothing else is being saved)."""
+        text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
+        try:
+            write_atomic(self.home.daemon_file, text, 0o600)
+        except OSError as exc:
+            if not diskfull.is_full(exc) or not self.home.daemon_file.exists():
+                raise
+            write_in_place(self.home.daemon_file, encode(text))
 
     # -- restart ----------------------------------------------------------------------------
     def reconcile(self, now: float) -> None:

@@ -128,6 +128,7 @@ class Run:
     nemo: dict[str, Any] = field(default_factory=dict)  # nemorl.feed's state over the log
     stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
     slurm: dict[str, Any] = field(default_factory=dict)  # job id, state, reason, nodes, exclude
+    reports_pending: bool = False  # ended, but results.md/finish.flag not written yet
 
     @property
     def trial(self) -> Trial | None:

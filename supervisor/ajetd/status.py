@@ -117,8 +117,8 @@ def render_gpus(description: str, samples: list[GpuSample], holders: dict[int, l
 def wait_line(run: Run, code: int) -> str:
     if code == 124:
         return f"run {run.run_id}: still {run.state.value} (wait timed out)"
-    if code == 2 and run.state is not State.DONE:
-        return f"run {run.run_id} needs attention: {run.attention}"
+    if code == 2:
+        return f"run {run.run_id} {_state_word(run)}, needs attention: {run.attention}"
     return f"run {run.run_id} {_state_word(run)}: {run.reason}"
 
 

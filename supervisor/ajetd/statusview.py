@@ -288,7 +288,7 @@ def table(sel: Selection, now: float, width: int, selected: str | None = None) -
 def notes(sel: Selection, width: int) -> list[Line]:
     """Under the table: why runs wait, what needs attention, what is hidden."""
     lines: list[Line] = []
-    for run in sel.live:
+    for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
         if run.attention:
             text = f"! attention {run.run_id}: {run.attention}"
             lines.append([(cut(text, width), "attention")])
@@ -307,6 +307,8 @@ def daemon_lines(up: bool, info: dict[str, Any], width: int) -> list[Line]:
         lines.append([(cut(text, width), "bad")])
     for problem in info.get("problems") or []:
         lines.append([(cut(f"daemon: NOT TAKING BLUEPRINTS: {problem}", width), "attention")])
+    for problem in (info.get("disk") or []) if up else []:  # held writes, retried
+        lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
     return lines
 
 

@@ -13,11 +13,14 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ajetd.errors import StoreError, UnknownRunError
 from ajetd.model import Run
 from ajetd.naming import RUN_ID, SUBMITTED
+
+if TYPE_CHECKING:
+    from ajetd.diskfull import Held
 
 OWNER_DIR = 0o700
 OWNER_FILE = 0o600
@@ -27,9 +30,15 @@ def default_home() -> Path:
     return Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
 
 
+def encode(text: str) -> bytes:
+    """UTF-8 that never raises: a lone surrogate (from a file name that is not UTF-8) is
+    written as its escape, so no odd name can make a write fail."""
+    return text.encode("utf-8", errors="backslashreplace")
+
+
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     """Replace `path` with `data` in one rename; the file gets `mode`."""
-    raw = data.encode() if isinstance(data, str) else data
+    raw = encode(data) if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
@@ -48,6 +57,35 @@ def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode)
 
 
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append whole lines to a journal; a line cut short by an earlier full disk is ended
+    first, so the next line stays readable."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, OWNER_FILE)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    """Overwrite an existing file's first bytes without allocating (its blocks are already
+    there): how daemon.json still tells `status` about a full home. A reader may see a torn
+    copy for an instant; it then reads nothing and tries again."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        size = os.fstat(fd).st_size
+        os.pwrite(fd, data.ljust(size), 0)
+        os.ftruncate(fd, max(len(data), size))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -62,6 +100,8 @@ class Home:
         self.daemon_file = root / "daemon.json"
         self.lock_file = root / "daemon.lock"
         self.log_file = root / "daemon.log"
+        # Set by the daemon: writes refused by a full disk are held there, not raised.
+        self.held: Held | None = None
 
     def ensure(self) -> None:
         """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
@@ -80,8 +120,18 @@ class Home:
     def trial_file(self, run_id: str, trial: int, suffix: str) -> Path:
         return self.run_dir(run_id) / f"trial-{trial}.{suffix}"
 
-    def save_run(self, run: Run) -> None:
-        write_json(self.state_file(run.run_id), run.to_dict(), OWNER_FILE)
+    def save_run(self, run: Run) -> bool:
+        """Save the run's record; False when a full disk holds it in memory for now."""
+        path = self.state_file(run.run_id)
+        if self.held is None:
+            write_json(path, run.to_dict(), OWNER_FILE)
+            return True
+        data = json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return self.held.write(path, encode(data), OWNER_FILE)
+
+    def saved(self, run_id: str) -> bool:
+        """The run's newest record is on disk (not held back by a full disk)."""
+        return self.held is None or not self.held.holding(self.state_file(run_id))
 
     def load_run(self, run_id: str) -> Run:
         """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
@@ -159,11 +209,10 @@ class Home:
     def append_event(self, run_id: str, at: float, text: str) -> None:
         line = json.dumps({"at": at, "event": text}, ensure_ascii=False) + "\n"
         path = self.run_dir(run_id) / "events.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, OWNER_FILE)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        if self.held is None:
+            append_bytes(path, encode(line))
+        else:
+            self.held.append(path, encode(line))
 
     def events(self, run_id: str) -> list[tuple[float, str]]:
         path = self.run_dir(run_id) / "events.jsonl"

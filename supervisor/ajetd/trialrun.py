@@ -41,6 +41,7 @@ from ajetd.valresults import parse_val_text
 
 log = logging.getLogger(__name__)
 TAIL_BYTES = 256 * 1024
+REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
 
 
@@ -488,22 +489,53 @@ def finish_run(
         run = _note_next(run, outcome, reason)
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = read_metrics(run, fetch)
-    run = model.finish(run, outcome, reason, exit_code, ended)
+    run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
     # The data is final: the pictures are drawn (in a child, bounded) before the run reads as
     # done, so that whoever sees `done` finds finish.flag a moment later, as before.
     drawn = plots.draw_final(home, run)
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
-    home.save_run(run)
+    saved = home.save_run(run)
     if run.trial is not None:
         reap_leftovers(run, pane_pid)
-    try:
-        write_reports(home, run, drawn)
-    except OSError as exc:
-        log.error("run %s: cannot write results to %s: %s", run.run_id, run.result_dir, exc)
-    if run.keep_session_s <= 0:
+    if saved:  # reports only once the record says the same (a full home waits)
+        run = publish_reports(home, run, now, drawn)
+    if run.keep_session_s <= 0 and home.saved(run.run_id):  # a dead pane keeps the status
         close_session(tmux, run)
     return run
+
+
+def publish_reports(
+    home: Home, run: Run, now: float, drawn: tuple[list[str], str] | None = None
+) -> Run:
+    """Write an ended run's reports and finish.flag (its record is on disk already). Where the
+    result dir refuses them, the run keeps its true status, gets `attention` naming the folder
+    and keeps `reports_pending`, so the daemon writes them once it can (also after a restart);
+    then the attention clears and the journal says so."""
+    folder = Path(run.result_dir)
+    troubles = home.held.troubles if home.held is not None else None
+    held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
+    done = replace(run, reports_pending=False, attention=None if held else run.attention)
+    try:
+        write_reports(home, done, drawn)
+    except OSError as exc:
+        if troubles is not None:
+            troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
+        why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}; written as soon as it can be"
+        if run.attention != why:
+            log.error("run %s: %s", run.run_id, why)
+            home.append_event(run.run_id, now, f"attention: {why}")
+            run = model.set_attention(run, why)
+            home.save_run(run)
+        return run
+    if troubles is not None:
+        troubles.clear(folder)
+    if held:
+        home.append_event(
+            run.run_id, now, f"reports written to {folder} after all; attention cleared"
+        )
+    home.save_run(done)
+    return done
 
 
 def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:

@@ -1,7 +1,8 @@
 """watchdog observers that only wake the daemon loop; they decide nothing.
 
 The inbox watch also records which files were completed by a rename or a close, so intake can
-take them at once instead of waiting for them to settle.
+take them at once instead of waiting for them to settle. A file moved in from another folder
+(`mv`, inotify's unpaired IN_MOVED_TO) counts as renamed in: the observer reports full events.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
+from watchdog.observers.inotify import InotifyObserver
 
 
 class _Waker(FileSystemEventHandler):
@@ -67,7 +68,7 @@ class Watcher:
         self.trial_end = threading.Event()  # set when a trial ended: look at tmux at once
         self.ended: set[str] = set()  # the exit files (and markers) seen since the last take
         self.lock = threading.Lock()
-        self._observer = Observer()
+        self._observer = InotifyObserver(generate_full_events=True)
 
     def start(self, inbox: Path, control: Path, ends: tuple[Path, ...]) -> None:
         """Watch `inbox`, `control`, and the folders under which trials (`runs/`) and swarm

@@ -1,0 +1,372 @@
+"""Hostile input and full disks (issue 10): the daemon never dies, never stalls, never reports
+success it did not record.
+
+In-process daemons (`Daemon(cfg)` ticked by the test, a real tmux server on a private socket)
+take injected failures step by step; real daemon processes meet real full disks (small tmpfs
+mounts: the tests run as root, as CI does).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ajetd import intake, trialrun
+from ajetd.daemon import Daemon, DaemonConfig
+from ajetd.model import State
+from ajetd.policy import Timing
+from conftest import Env, wait_for
+
+INJECTED = "injected by the test"
+
+
+def boom(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(INJECTED)
+
+
+def in_process(env: Env, liveness: float = 0.2) -> Daemon:
+    cfg = DaemonConfig(
+        home=env.home,
+        tmux_socket=env.socket,
+        backoff_scale=0.001,
+        liveness_s=liveness,
+        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
+    )
+    daemon = Daemon(cfg)
+    daemon.home.ensure()
+    daemon.reconcile(time.time())
+    return daemon
+
+
+def tick_until(daemon: Daemon, cond: Callable[[], Any], what: str, timeout: float = 20) -> Any:
+    def step() -> Any:
+        daemon.tick(time.time())
+        return cond()
+
+    return wait_for(step, timeout, what)
+
+
+def drop(daemon: Daemon, env: Env, name: str | bytes, **kw: Any) -> Path:
+    """A blueprint written into the inbox and reported complete (as the watcher would)."""
+    text = env.blueprint(f"bp{abs(hash(name)) % 10**6}", ajetd="gpus: 0", **kw).read_bytes()
+    raw = name if isinstance(name, bytes) else name.encode()
+    path = Path(os.fsdecode(os.fsencode(daemon.home.inbox) + b"/" + raw))
+    path.write_bytes(text)
+    daemon.watcher.ready.add(path.name)
+    return path
+
+
+def run_from(daemon: Daemon, source: str) -> Any:
+    return next((r for r in daemon.runs.values() if r.source == source), None)
+
+
+def tracebacks(caplog: pytest.LogCaptureFixture, needle: str) -> int:
+    return sum(1 for r in caplog.records if r.exc_info and needle in r.getMessage())
+
+
+# -- one rule for the loop ------------------------------------------------------------------
+def test_a_file_name_that_is_not_utf8_is_taken_and_shown_escaped(env: Env) -> None:
+    daemon = in_process(env)
+    drop(daemon, env, b"caf\xe9 \x1b[31m.md")
+    run = tick_until(daemon, lambda: run_from(daemon, "caf\\xe9 \\x1b[31m.md"), "the run")
+    state = json.loads((env.home / "runs" / run.run_id / "state.json").read_text())
+    assert state["source"] == "caf\\xe9 \\x1b[31m.md"
+    assert os.listdir(os.fsencode(daemon.home.inbox)) == []
+
+
+def test_a_file_that_breaks_intake_is_put_aside_and_others_are_taken(
+    env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    daemon = in_process(env)
+    claim = intake.claim
+
+    def failing(home: Any, candidate: intake.Candidate, run_id: str) -> Path | None:
+        return boom() if candidate.stem == "bad" else claim(home, candidate, run_id)
+
+    monkeypatch.setattr(intake, "claim", failing)
+    drop(daemon, env, "bad.md")
+    drop(daemon, env, "good.md")
+    tick_until(daemon, lambda: run_from(daemon, "good.md"), "the good blueprint")
+    for _ in range(3):
+        daemon.tick(time.time())
+    why = [p for p in (env.home / "rejected").iterdir() if p.name.endswith("__bad.why.txt")]
+    assert len(why) == 1 and INJECTED in why[0].read_text()
+    assert not (env.home / "inbox" / "bad.md").exists()
+    assert tracebacks(caplog, "inbox file bad.md") == 1
+
+
+def _running(daemon: Daemon, env: Env) -> str:
+    drop(daemon, env, "long.md", command="sleep 60")
+    run = tick_until(
+        daemon,
+        lambda: (r := run_from(daemon, "long.md")) and r.state is State.RUNNING and r,
+        "the run to start",
+    )
+    return str(run.run_id)
+
+
+RUN_STEPS: dict[str, Callable[[pytest.MonkeyPatch, Daemon, Env], str]] = {}
+
+
+def _step(name: str) -> Callable[[Any], Any]:
+    def register(fn: Any) -> Any:
+        RUN_STEPS[name] = fn
+        return fn
+
+    return register
+
+
+@_step("launching it")
+def _launch(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
+    mp.setattr(trialrun, "prepare_trial", boom)
+    drop(daemon, env, "long.md", command="sleep 60")
+    return str(tick_until(daemon, lambda: run_from(daemon, "long.md"), "the run").run_id)
+
+
+@_step("supervising it")
+def _supervise(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
+    run_id = _running(daemon, env)
+    mp.setattr(trialrun, "read_exit", boom)
+    return run_id
+
+
+@_step("taking its stop request")
+def _control(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
+    mp.setattr(Daemon, "_launch_one", lambda *args: None)  # it stays queued
+    drop(daemon, env, "long.md", command="sleep 60")
+    run_id = str(tick_until(daemon, lambda: run_from(daemon, "long.md"), "the run").run_id)
+    mp.setattr(Daemon, "_stop_request", boom)
+    (env.home / "control" / f"{run_id}.stop").write_text("now\n")
+    return run_id
+
+
+@_step("reading its output")
+def _scan(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
+    run_id = _running(daemon, env)
+    mp.setattr(Daemon, "_live_scan", boom)
+    daemon.scan_output(time.time())  # the light tick between full ticks
+    return run_id
+
+
+@pytest.mark.parametrize("step", sorted(RUN_STEPS))
+def test_a_run_whose_step_fails_gets_attention_and_the_loop_goes_on(
+    env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, step: str
+) -> None:
+    daemon = in_process(env)
+    run_id = RUN_STEPS[step](monkeypatch, daemon, env)
+    for _ in range(3):
+        daemon.tick(time.time())
+    why = f"internal error while {step}: RuntimeError: {INJECTED}"
+    assert INJECTED in (daemon.runs[run_id].attention or "")
+    assert json.loads((env.home / "runs" / run_id / "state.json").read_text())["attention"]
+    assert f"attention: {why}" in (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert tracebacks(caplog, f"run {run_id}: {step} failed") == 1  # once, not every tick
+    drop(daemon, env, "after.md")  # the loop goes on: the next blueprint is taken
+    tick_until(daemon, lambda: run_from(daemon, "after.md"), "the next blueprint")
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["campaigns.tick", "campaigns.claim", "sample_gpus", "housekeep", "refresh_panes", "publish"],
+)
+def test_a_failing_daemon_step_is_logged_once_and_the_loop_goes_on(
+    env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, target: str
+) -> None:
+    daemon = in_process(env)
+    owner: Any = daemon
+    *path, name = target.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    monkeypatch.setattr(owner, name, boom)
+    drop(daemon, env, "fine.md")
+    tick_until(daemon, lambda: run_from(daemon, "fine.md"), "the blueprint")
+    for _ in range(3):
+        daemon.tick(time.time())
+    assert sum(1 for r in caplog.records if r.exc_info and INJECTED in str(r.exc_info[1])) == 1
+
+
+# -- the inbox takes only regular files it owns ---------------------------------------------
+def test_links_and_special_files_are_refused_never_followed(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    daemon = in_process(env)
+    secret = env.tmp / "secret"
+    secret.write_text("SECRET CONTENT\n")
+    secret.chmod(0o600)
+    inbox = env.home / "inbox"
+    (inbox / "link.md").symlink_to(secret)
+    os.mkfifo(inbox / "pipe.md")
+    (inbox / "folder.md").mkdir()
+    drop(daemon, env, "good.md")
+    tick_until(daemon, lambda: run_from(daemon, "good.md"), "the good blueprint")
+    for _ in range(3):
+        daemon.tick(time.time())
+    for name, kind in (("link", "symbolic link"), ("pipe", "FIFO"), ("folder", "directory")):
+        lines = [p for p in daemon.problems if f"{name}.md is a {kind}" in p]
+        assert len(lines) == 1, daemon.problems
+        logged = [r for r in caplog.records if f"{name}.md is a {kind}" in r.getMessage()]
+        assert len(logged) == 1
+    assert f"(to {secret})" in " ".join(daemon.problems)
+    for path in (env.home / "rejected").iterdir():
+        assert "SECRET" not in path.read_text()
+    assert len(daemon.runs) == 1
+    shown = env.cli("status")
+    assert "link.md is a symbolic link" in shown.stdout
+
+
+def test_a_link_swapped_in_after_the_scan_is_not_read(env: Env) -> None:
+    daemon = in_process(env)
+    secret = env.tmp / "secret"
+    secret.write_text("SECRET CONTENT\n")
+    claimed = env.home / "runs" / "abc123" / "blueprint.md"
+    claimed.parent.mkdir(parents=True)
+    claimed.symlink_to(secret)
+    daemon.accept("abc123", claimed, "swapped.md", time.time())
+    run = daemon.runs["abc123"]
+    assert run.status is not None and run.status.value == "rejected"
+    assert "symbolic link" in run.reason
+    for path in (env.home / "rejected").iterdir():
+        assert "SECRET" not in path.read_text()
+        assert path.stat().st_mode & 0o077 == 0
+
+
+def test_a_blueprint_moved_in_from_another_folder_is_taken_at_once(env: Env) -> None:
+    """`mv` of a file just written elsewhere: no liveness tick needed (here a 60 s one)."""
+    env.start_daemon("--liveness", "60")
+    bp = env.blueprint("moved", ajetd="gpus: 0")
+    started = time.monotonic()
+    bp.rename(env.home / "inbox" / "moved.md")
+    wait_for(lambda: any((env.home / "runs").glob("*/state.json")), 15, what="the moved blueprint")
+    assert time.monotonic() - started < 15
+
+
+def test_a_file_still_settling_wakes_the_loop_itself(env: Env) -> None:
+    """A file no watcher reported complete is taken a second after its last change, by a
+    wake-up the settle rule schedules (the loop's own sleep here is 60 s)."""
+    daemon = in_process(env, liveness=60)
+    bp = env.blueprint("slow", ajetd="gpus: 0")
+    (env.home / "inbox" / "slow.md").write_bytes(bp.read_bytes())
+    daemon.tick(time.time())
+    assert not daemon.runs
+    assert daemon._sleep_for(time.time(), True) <= 1.05
+
+
+# -- disk full is a state, not a crash ------------------------------------------------------
+@pytest.fixture
+def tmpfs() -> Iterator[Callable[[Path, str], Path]]:
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+        path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the disk under `folder` to its last byte."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def _waiting_command(env: Env, code: int) -> str:
+    trigger = env.tmp / "end-now"
+    return f"while [ ! -e {trigger} ]; do sleep 0.05; done; echo ending; exit {code}"
+
+
+def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    tmpfs(env.home, "2m")
+    daemon = env.start_daemon("--liveness", "0.5")
+    bp = env.blueprint("full", command=_waiting_command(env, 3), ajetd="gpus: 0")
+    run_id = env.submit(bp)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    filler = fill(env.home)
+    (env.tmp / "end-now").touch()
+
+    def disk_line() -> str:
+        shown = env.cli("status").stdout
+        return shown if "DISK FULL" in shown else ""
+
+    shown = wait_for(disk_line, 20, what="status to say the home is full")
+    assert str(env.home) in shown and "0 B free" in shown
+    assert daemon.poll() is None
+    submitted = env.cli("submit", str(bp))
+    assert submitted.returncode == 1 and "Traceback" not in submitted.stderr
+    assert f"cannot write the blueprint into {env.home / 'inbox'}" in submitted.stderr
+    as_json = env.cli("status", "--json")
+    assert isinstance(json.loads(as_json.stdout), list) and "DISK FULL" in as_json.stderr
+    filler.unlink()
+    assert env.cli("wait", run_id, "--timeout", "30").returncode == 1  # after the flag
+    status = env.status(run_id)
+    assert (status["status"], status["exit_code"]) == ("failed", 3), status["reason"]
+    flag = json.loads((env.tmp / "results" / "full" / "finish.flag").read_text())
+    assert (flag["status"], flag["exit_code"]) == ("failed", 3)
+    wait_for(lambda: "DISK FULL" not in env.cli("status").stdout, what="the line to go")
+    assert daemon.poll() is None
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_full_result_dir_leaves_the_run_done_with_attention_until_written(
+    env: Env, tmpfs: Callable[[Path, str], Path], restart: bool
+) -> None:
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    daemon = env.start_daemon("--liveness", "0.5")
+    bp = env.blueprint("rd", command=_waiting_command(env, 0), result=str(result), ajetd="gpus: 0")
+    run_id = env.submit(bp)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    filler = fill(disk)
+    (env.tmp / "end-now").touch()
+    wait_for(lambda: env.record(run_id).get("attention"), what="attention")
+    record = env.status(run_id)
+    assert record["status"] == "succeeded"
+    assert str(result) in record["attention"]
+    assert not (result / "finish.flag").exists()
+    waited = env.cli("wait", run_id)
+    assert waited.returncode == 2 and str(result) in waited.stdout
+    if restart:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=20)
+    filler.unlink()
+    if restart:
+        env.start_daemon("--liveness", "0.5")
+    wait_for((result / "finish.flag").exists, 30, what="finish.flag")
+    flag = json.loads((result / "finish.flag").read_text())
+    assert flag["status"] == "succeeded"
+    assert (result / "results.md").exists() and (result / "trials.md").exists()
+    wait_for(lambda: env.record(run_id).get("attention") is None, what="attention to clear")
+    assert env.cli("wait", run_id).returncode == 0
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "reports written to" in events
