@@ -370,3 +370,36 @@ def test_a_full_result_dir_leaves_the_run_done_with_attention_until_written(
     assert env.cli("wait", run_id).returncode == 0
     events = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert "reports written to" in events
+
+
+def test_a_daemon_started_on_a_full_home_lives_and_takes_blueprints_once_there_is_room(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    tmpfs(env.home, "1m")
+    first = env.start_daemon("--liveness", "0.5")
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=20)
+    bp = env.blueprint("waits", ajetd="gpus: 0", command="true")
+    (env.home / "inbox" / "waits.md").write_bytes(bp.read_bytes())
+    filler = fill(env.home)
+    daemon = env.start_daemon("--liveness", "0.5")
+
+    def disk_line() -> str:
+        shown = env.cli("status").stdout
+        return shown if "DISK FULL" in shown else ""
+
+    wait_for(disk_line, 20, what="status to say the home is full")
+    assert daemon.poll() is None
+    assert (env.home / "inbox" / "waits.md").exists()  # not taken, not lost
+    filler.unlink()
+
+    def ended() -> dict[str, Any] | None:
+        for state in (env.home / "runs").glob("*/state.json"):
+            record = env.record(state.parent.name)
+            if record.get("source") == "waits.md" and record.get("state") == "done":
+                return record
+        return None
+
+    record = wait_for(ended, 30, what="the blueprint to run once there is room")
+    assert record["status"] == "succeeded"
+    assert daemon.poll() is None

@@ -157,6 +157,7 @@ class Daemon:
         self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
+        self.unadmitted: dict[str, tuple[Path, str, Path]] = {}  # claimed; a disk was full
         self.dead_since: dict[str, float] = {}  # run id -> its pane seen dead without status
 
     # -- life cycle -------------------------------------------------------------------------
@@ -381,6 +382,12 @@ class Daemon:
         if self.troubles.blocked(self.home.root) or self.home.root in self.troubles.full:
             problems.append(f"{self.home.root} is full: blueprints wait in the inbox")
         if not problems:
+            for run_id, (claimed, source, folder) in list(self.unadmitted.items()):
+                if not self.troubles.blocked(folder):
+                    del self.unadmitted[run_id]
+                    self.accept(run_id, claimed, source, now)
+                    if all(f != folder for _, _, f in self.unadmitted.values()):
+                        self.troubles.clear(folder)  # it took the writes this time
             scan = intake.scan(self.home, self.watcher.take_ready(), now)
             refused, self.settle_at = scan.refused, scan.settle_at
             for candidate in scan.found:
@@ -435,6 +442,11 @@ class Daemon:
         busy = {r.result_dir for r in self.runs.values() if r.active}
         try:
             run, options = admission.admit(self.home, run_id, claimed, source, now, busy)
+        except OSError as exc:
+            if not diskfull.is_full(exc):
+                raise
+            self._admit_later(run_id, claimed, source, exc)
+            return
         except Exception as exc:  # never die on input; never retry it forever
             text = self._logged_once(f"run {run_id}", "admitting it", exc)
             reason = f"internal error while admitting the blueprint: {text}"
@@ -444,6 +456,17 @@ class Daemon:
         self.runs[run_id] = run
         if options is not None:
             self.options[run_id] = options
+
+    def _admit_later(self, run_id: str, claimed: Path, source: str, exc: OSError) -> None:
+        """A full disk is not the blueprint's fault: it is admitted again once the folder
+        that refused a write takes it (the claimed file waits in the run's folder)."""
+        folder = Path(exc.filename).parent if exc.filename else self.home.root
+        if folder.is_relative_to(self.home.root):
+            folder, what = self.home.root, "$AJETD_HOME"
+        else:
+            what = f"a folder run {run_id} needs"
+        self.troubles.hit(folder, exc, what)
+        self.unadmitted[run_id] = (claimed, source, folder)
 
     def control(self, now: float) -> None:
         """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
@@ -1091,6 +1114,11 @@ class Daemon:
         except OSError as exc:
             if not diskfull.is_full(exc) or not self.home.daemon_file.exists():
                 raise
+            self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+            if "disk" in info:  # say so in the copy written in place
+                info["disk"] = self.troubles.lines(self.held.count())
+                self.published = [*self.problems, *info["disk"]]
+            text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
             write_in_place(self.home.daemon_file, encode(text))
 
     # -- restart ----------------------------------------------------------------------------

@@ -235,8 +235,9 @@ class Home:
             raise StoreError(
                 f"another ajetd daemon (pid {holder}) is running on {self.root}"
             ) from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        with contextlib.suppress(OSError):  # the pid only informs: a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
         return fd
 
     def daemon_running(self) -> bool:
