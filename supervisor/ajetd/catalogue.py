@@ -52,6 +52,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\[errno 122\]",
             r"not enough (free )?disk space",
             r"\bis over \d+% full\b",
+            r"file write failed",
+            r"pytorchstreamwriter failed writing",
         ),
     ),
     Kind(
@@ -113,6 +115,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"resource_exhausted: out of memory",
             r"cuda_error_out_of_memory",
             r"out of memory on device",
+            r"curesult error: \d+ \(out of memory\)",
         ),
     ),
     Kind(
@@ -126,7 +129,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"watchdog caught collective operation timeout",
             r"ran for \d+ milliseconds before timing out",
             r"processgroupnccl(?!.*failed or timed out).*time(d)? ?out",
-            r"nccl (operation|communicator)?(?!.*failed or timed out).*timed? ?out",
+            r"nccl (operation|communicator)?(?!.*(failed or timed out|call to \w+ failed))"
+            r".*timed? ?out",
             r"collective operation timeout",
         ),
     ),
@@ -149,6 +153,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"doesn't have nccl built in",
             r"\bhccl (function )?error",
             r"call hccl api failed",
+            r"\bibv_\w+ failed",
         ),
     ),
     Kind(
@@ -275,6 +280,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"enginecore.*(died|encountered an issue|hit an exception|failed to start)",
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
+            r"worker proc \S+ died unexpectedly",
         ),
         consequence=True,
     ),
@@ -390,6 +396,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\[errno 101\]",
             r"check your (internet )?connection",
             r"make sure your internet connection is on",
+            r"tcp client failed to connect",
+            r"client socket has timed out",
+            r"gloo connectfullmesh failed",
         ),
     ),
     Kind(
@@ -593,6 +602,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "errno 122",
         "disk space",
         "% full",
+        "write failed",
+        "failed writing",
     ),
     "vllm_memory": (
         "free memory on device",
@@ -624,7 +635,16 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cuda_error_out_of_memory",
     ),
     "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
-    "nccl_error": ("nccl", "nvls", "net : call", "net: call", "net/ib", "net/socket", "hccl"),
+    "nccl_error": (
+        "nccl",
+        "nvls",
+        "net : call",
+        "net: call",
+        "net/ib",
+        "net/socket",
+        "hccl",
+        "ibv_",
+    ),
     "cuda_error": (
         "illegal memory access",
         "device-side assert",
@@ -706,6 +726,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "enginecore",
         "vllm engine",
         "background loop has errored",
+        "died unexpectedly",
     ),
     "logger_error": ("wandb", "swanlab", "mlflow", "api_key not configured"),
     "missing_model": (
@@ -762,6 +783,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "your connection",
         "internet connection",
         "couldn’t reach",
+        "tcp client failed",
+        "client socket has timed out",
+        "connectfullmesh",
     ),
     "insufficient_gpus": (
         "gpu",
