@@ -406,3 +406,45 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     state = again.states[cid]
     assert [e["name"] for e in state.added] == ["a"] and len(state.experiments) == 1
     assert not request.exists()
+
+
+def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
+    """Another user's request file, a control or inbox folder writable by others: nothing is
+    taken until it is fixed (the rule for blueprints, for campaigns too)."""
+    import os
+    import time
+
+    import pytest
+
+    from ajetd import campaign as cp
+    from ajetd.campaignreq import answer_file, file_request
+    from ajetd.campaignrun import Campaigns, submit_folder
+    from ajetd.store import Home
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    home = Home(env.home)
+    home.ensure()
+    folder = _folder(env, "safe", "baseline: false\nstop: {max_experiments: 5}\n", "true")
+    runner = Campaigns(home)
+    runner.load()
+    now = time.time()
+    os.chmod(home.inbox, 0o777)
+    cid = submit_folder(home, folder)
+    runner.claim(now)
+    assert cid not in runner.states
+    os.chmod(home.inbox, 0o700)
+    runner.claim(now)
+    assert cid in runner.states
+    req = file_request(home, cid, {"op": "add", "entry": cp.entry("a", "idea")})
+    request = home.control / f"{cid}.campaign-{req}.json"
+    os.chown(request, 65534, 65534)
+    runner.tick(now, {})
+    assert request.exists() and not answer_file(home, cid, req).exists()
+    os.chown(request, 0, 0)
+    os.chmod(home.control, 0o777)
+    runner.tick(now, {})
+    assert request.exists() and not answer_file(home, cid, req).exists()
+    os.chmod(home.control, 0o700)
+    runner.tick(now, {})
+    assert json.loads(answer_file(home, cid, req).read_text())["ok"]

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import secrets
+import stat
 import string
 import time
 from pathlib import Path
@@ -62,13 +64,33 @@ def file_request(home: Home, cid: str, payload: dict[str, Any]) -> str:
     return req_id
 
 
+def control_problem(home: Home) -> str:
+    """Why requests may not be taken from the control folder now ('' when it is safe)."""
+    try:
+        info = home.control.stat()
+    except OSError as exc:
+        return f"{home.control}: {exc.strerror}"
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"{home.control} is not this user's alone (uid {info.st_uid}, mode "
+            f"{stat.S_IMODE(info.st_mode):o}); campaign requests wait until it is: chmod 700"
+        )
+    return ""
+
+
 def pending_requests(home: Home) -> dict[str, list[tuple[str, Path]]]:
-    """Requests waiting in the control folder, per campaign, oldest first."""
+    """Requests waiting in the control folder, per campaign, oldest first: plain files of this
+    user only (never a link, never another user's file), none while the folder is unsafe."""
     found: dict[str, list[tuple[str, Path]]] = {}
+    if control_problem(home):
+        return found
     with contextlib.suppress(OSError):
         for entry in sorted(home.control.iterdir()):
             match = REQUEST.match(entry.name)
-            if match and entry.is_file() and not entry.is_symlink():
+            if not match:
+                continue
+            info = entry.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
                 found.setdefault(match["cid"], []).append((match["req"], entry))
     return found
 

@@ -25,10 +25,12 @@ from typing import Any
 import yaml
 
 from ajetd import campaign as cp
+from ajetd import intake
 from ajetd.admission import stored_options
 from ajetd.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.campaignreq import (
     SUFFIX,
+    control_problem,
     is_campaign_id,
     new_campaign_id,
     pending_requests,
@@ -96,6 +98,7 @@ class Campaigns:
         # read once per live change (revision), not every tick
         self.loaded: dict[str, tuple[int, cp.CampaignSpec, Blueprint, str]] = {}
         self.plots = Plotter()
+        self.control_problem = ""  # why requests are not taken now (logged once)
 
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
@@ -120,11 +123,16 @@ class Campaigns:
     # -- intake ---------------------------------------------------------------------------
     def claim(self, now: float) -> None:
         """Campaign folders dropped into the inbox (`<id>__<name>.campaign/` from `ajetd
-        campaign`, or any folder holding campaign.yaml)."""
+        campaign`, or any folder holding campaign.yaml): this user's own, and none while the
+        inbox is unsafe (the same rule as blueprints)."""
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
+        if intake.security_problems(self.home):
+            return  # the daemon says why in its log and in `status`
         for entry in sorted(self.home.inbox.iterdir()):
             if not entry.is_dir() or entry.name.startswith(".") or entry.is_symlink():
                 continue
+            if entry.stat().st_uid != os.getuid():
+                continue  # another user's folder is never taken
             if not (entry / "campaign.yaml").is_file():
                 continue
             if not entry.name.endswith(SUFFIX) and not _settled(entry, now):
@@ -181,6 +189,11 @@ class Campaigns:
     def tick(self, now: float, runs: dict[str, Run]) -> None:
         """Record ended experiments, apply the requests filed, launch what the stop rules
         allow, and say where each campaign stands."""
+        problem = control_problem(self.home)
+        if problem != self.control_problem:
+            if problem:
+                log.warning("campaign requests: %s", problem)
+            self.control_problem = problem
         requests = pending_requests(self.home)
         for state in self.states.values():
             filed = requests.pop(state.campaign_id, [])
