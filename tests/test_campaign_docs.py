@@ -50,7 +50,7 @@ def test_campaign_skill_commands_run(daemon_env: Env) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert re.search(r"^campaign c-[a-z0-9]{6}$", text, re.M)
-    assert "stop condition not yet met: 1/3 attempted, 1h59m remaining" in text
+    assert re.search(r"stop condition not yet met: 1/3 attempted, 1h5\dm remaining", text)
     assert "best baseline 0.38 on autoresearch/my-campaign/baseline at " in text
     assert "experiment 1: wait exit 0" in text
     assert "1 more-steps keep 0.42 autoresearch/my-campaign/more-steps " in text
