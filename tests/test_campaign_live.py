@@ -452,3 +452,66 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
     os.chmod(home.control, 0o700)
     runner.tick(now, {})
     assert json.loads(answer_file(home, cid, req).read_text())["ok"]
+
+
+def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
+    """The campaign runner alone, its runs played by records: baseline + three experiments end
+    in needs_decision; `set --continue` grants three more; `set --max-experiments` met ends it."""
+    import time
+
+    from ajetd import campaign as cp
+    from ajetd.campaignreq import answer_file, file_request
+    from ajetd.campaignrun import Campaigns, submit_folder
+    from ajetd.model import Run, State, Status
+    from ajetd.store import Home
+
+    home = Home(env.home)
+    home.ensure()
+    cid = submit_folder(home, _folder(env, "decide", "", "true"))
+    runner = Campaigns(home)
+    runner.load()
+    now = time.time()
+    runner.claim(now)
+    state = runner.states[cid]
+    runs: dict[str, Run] = {}
+
+    def end_running(value: float) -> None:
+        for exp in state.experiments:
+            if exp.run_id and exp.run_id not in runs:
+                history = ({"accuracy": value},)
+                runs[exp.run_id] = Run(
+                    exp.run_id,
+                    "x.md",
+                    now,
+                    state=State.DONE,
+                    status=Status.SUCCEEDED,
+                    history=history,
+                )
+        runner.tick(now, runs)
+
+    def ask(payload: dict[str, Any]) -> dict[str, Any]:
+        req = file_request(home, cid, payload)
+        runner.tick(now, runs)
+        return dict(json.loads(answer_file(home, cid, req).read_text()))
+
+    runner.tick(now, runs)
+    end_running(0.3)
+    assert (state.phase, state.experiments[0].status) == ("waiting", "keep")
+    for i, value in enumerate((0.2, 0.5, 0.1), 1):
+        assert ask({"op": "add", "entry": cp.entry(f"e{i}", "idea")})["index"] == i
+        end_running(value)
+    assert (state.phase, state.status) == ("done", "needs_decision")
+    assert "best accuracy 0.5 (e2)" in state.reason
+    refused = ask({"op": "add", "entry": cp.entry("e4", "idea")})
+    assert not refused["ok"] and "needs a decision" in refused["error"]
+    going_on = ask({"op": "set", "stop": {}, "continue": True})
+    assert going_on["ok"] and "4/7 attempted" in going_on["message"]
+    assert (state.phase, state.status, state.rounds) == ("waiting", "", 2)
+    counted = ask({"op": "set", "stop": {"max_experiments": 4}})
+    assert counted["ok"] and counted["message"] == "stop condition met: 4/4 attempted"
+    assert (state.phase, state.status) == ("done", "completed")
+    late = ask({"op": "add", "entry": cp.entry("e5", "idea")})
+    assert "stop condition met: 4/4 attempted" in late["error"]
+    assert ask({"op": "set", "stop": {"max_experiments": "many"}})["error"].startswith(
+        "stop.max_experiments: expected a whole number"
+    )
