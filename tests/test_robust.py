@@ -308,7 +308,8 @@ def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
     env: Env, tmpfs: Callable[[Path, str], Path]
 ) -> None:
     tmpfs(env.home, "2m")
-    daemon = env.start_daemon("--liveness", "0.5")
+    sink = env.tmp / "on-finish.json"
+    daemon = env.start_daemon("--liveness", "0.5", "--on-finish", f"cat > {sink}")
     bp = env.blueprint("full", command=_waiting_command(env, 3), ajetd="gpus: 0")
     run_id = env.submit(bp)
     wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
@@ -321,7 +322,9 @@ def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
 
     shown = wait_for(disk_line, 20, what="status to say the home is full")
     assert str(env.home) in shown and "0 B free" in shown
+    wait_for(lambda: f"run {run_id}: ended failed" in env.daemon_log(), what="the end seen")
     assert daemon.poll() is None
+    assert not sink.exists()  # the end is not on disk yet: no hook reports it
     submitted = env.cli("submit", str(bp))
     assert submitted.returncode == 1 and "Traceback" not in submitted.stderr
     assert f"cannot write the blueprint into {env.home / 'inbox'}" in submitted.stderr
@@ -333,6 +336,8 @@ def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
     assert (status["status"], status["exit_code"]) == ("failed", 3), status["reason"]
     flag = json.loads((env.tmp / "results" / "full" / "finish.flag").read_text())
     assert (flag["status"], flag["exit_code"]) == ("failed", 3)
+    hooked = wait_for(lambda: sink.exists() and sink.read_text(), what="the on_finish hook")
+    assert json.loads(hooked)["exit_code"] == 3
     wait_for(lambda: "DISK FULL" not in env.cli("status").stdout, what="the line to go")
     assert daemon.poll() is None
 

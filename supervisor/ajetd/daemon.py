@@ -159,6 +159,7 @@ class Daemon:
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
         self.unadmitted: dict[str, tuple[Path, str, Path]] = {}  # claimed; a disk was full
         self.dead_since: dict[str, float] = {}  # run id -> its pane seen dead without status
+        self.finish_hooks: set[str] = set()  # ended runs whose on_finish waits for the record
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -299,6 +300,7 @@ class Daemon:
         self.record_ends(now)
         with self._step("disk", "writing what a full disk held back"):
             self.held.retry()
+            self._finish_hooks(now)
         self.retry_reports(now)
         with self._step("inbox", "admitting blueprints"):
             self.admit(now)
@@ -944,7 +946,8 @@ class Daemon:
                 findings or None,
                 self._fetch(run),
             )
-            self._hook(run, "on_finish", now)
+            self.finish_hooks.add(run.run_id)  # fired once the end is on disk
+            self._finish_hooks(now)
             return run
         if isinstance(action, Restart):
             return self._restart(run, action, now, pid, findings)
@@ -1039,6 +1042,13 @@ class Daemon:
         log.info("run %s: %s", run.run_id, fix.why)
         self.launch(now)
         return self.runs[run.run_id]
+
+    def _finish_hooks(self, now: float) -> None:
+        """on_finish hooks of ended runs whose record is on disk: a hook never reports an end
+        that a full home has not let ajetd record yet."""
+        for run_id in [r for r in self.finish_hooks if self.home.saved(r)]:
+            self.finish_hooks.discard(run_id)
+            self._hook(self.runs[run_id], "on_finish", now)
 
     def _hook(self, run: Run, name: str, now: float) -> None:
         """The daemon's hook for this event, then the blueprint's; each once."""
