@@ -159,7 +159,7 @@ class Daemon:
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
         self.unadmitted: dict[str, tuple[Path, str, Path]] = {}  # claimed; a disk was full
         self.dead_since: dict[str, float] = {}  # run id -> its pane seen dead without status
-        self.finish_hooks: set[str] = set()  # ended runs whose on_finish waits for the record
+        self.finish_hooks: dict[str, Run] = {}  # ended runs whose on_finish waits for the record
 
     # -- life cycle -------------------------------------------------------------------------
     def serve(self) -> None:
@@ -946,7 +946,7 @@ class Daemon:
                 findings or None,
                 self._fetch(run),
             )
-            self.finish_hooks.add(run.run_id)  # fired once the end is on disk
+            self.finish_hooks[run.run_id] = run  # fired once the end is on disk
             self._finish_hooks(now)
             return run
         if isinstance(action, Restart):
@@ -1047,8 +1047,7 @@ class Daemon:
         """on_finish hooks of ended runs whose record is on disk: a hook never reports an end
         that a full home has not let ajetd record yet."""
         for run_id in [r for r in self.finish_hooks if self.home.saved(r)]:
-            self.finish_hooks.discard(run_id)
-            self._hook(self.runs[run_id], "on_finish", now)
+            self._hook(self.finish_hooks.pop(run_id), "on_finish", now)
 
     def _hook(self, run: Run, name: str, now: float) -> None:
         """The daemon's hook for this event, then the blueprint's; each once."""
