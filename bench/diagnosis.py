@@ -28,13 +28,13 @@ SOURCE = re.compile(r"^# source: (\S+?)#(\d+) (\S+)\s*$")
 # Which repositories' excerpts informed each kind's patterns and trigger words (kept honest by
 # hand as patterns are written; a kind absent here was written before the corpus existed).
 PATTERNS_FROM: dict[str, set[str]] = {
-    "host_oom": {"ray-project/ray", "verl-project/verl-omni"},
+    "host_oom": {"ray-project/ray", "verl-project/verl-omni", "allenai/OLMo"},
     "ray_cluster": {"ray-project/ray", "NVIDIA-NeMo/RL", "alibaba/ROLL", "verl-project/verl"},
     "import_error": {"ray-project/ray"},
     "insufficient_gpus": {"OpenRLHF/OpenRLHF", "ray-project/ray", "vllm-project/vllm-ascend"},
-    "vllm_memory": {"vllm-project/vllm-ascend"},
+    "vllm_memory": {"vllm-project/vllm-ascend", "gpustack/gpustack"},
     "port_in_use": {"NVIDIA-NeMo/RL"},
-    "cuda_oom": {"THUDM/slime"},
+    "cuda_oom": {"THUDM/slime", "verl-project/verl"},
     "vllm_engine_dead": {"vllm-project/vllm"},
     "nccl_timeout": {"tatsu-lab/stanford_alpaca", "OpenRLHF/OpenRLHF"},
     "nan_loss": {
@@ -46,7 +46,7 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "juliusfrost/dreamer-pytorch",
         "datawhalechina/self-llm",
     },
-    "disk_full": {"TracecatHQ/tracecat", "hiyouga/LlamaFactory"},
+    "disk_full": {"TracecatHQ/tracecat", "hiyouga/LlamaFactory", "pytorch/pytorch"},
     "nccl_error": {
         "EleutherAI/gpt-neox",
         "tatsu-lab/stanford_alpaca",
@@ -60,9 +60,11 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "verl-project/verl",
         "NVIDIA-AI-Blueprints/bring-llms-to-nim",
         "LIN-SHANG/InstructERC",
+        "facebookresearch/fairchem",
+        "ritzz-ai/GUI-R1",
     },
     "logger_error": {"SwanHubX/SwanLab"},  # the rule that a warning-level line is an echo
-    "missing_model": {"vllm-project/vllm", "oobabooga/textgen"},
+    "missing_model": {"vllm-project/vllm", "oobabooga/textgen", "mistralai/mistral-finetune"},
     "build_error": {
         "ray-project/ray",
         "vllm-project/vllm",
@@ -80,10 +82,28 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "huggingface/datasets",
         "huggingface/trl",
         "vllm-project/vllm",
+        "pytorch/pytorch",
     },
-    "launch_error": {"NVIDIA-NeMo/RL", "NVIDIA/pyxis", "NVIDIA/cloudai", "verl-project/verl"},
-    "segfault": {"NVIDIA-NeMo/RL", "ray-project/ray", "NVIDIA/Megatron-LM"},
-    "cuda_error": {"verl-project/verl", "vllm-project/vllm", "NVIDIA-NeMo/RL"},
+    "launch_error": {
+        "NVIDIA-NeMo/RL",
+        "NVIDIA/pyxis",
+        "NVIDIA/cloudai",
+        "verl-project/verl",
+        "deepspeedai/DeepSpeed",
+        "radical-cybertools/radical.pilot",
+    },
+    "segfault": {
+        "NVIDIA-NeMo/RL",
+        "ray-project/ray",
+        "NVIDIA/Megatron-LM",
+        "hkust-nlp/simpleRL-reason",
+    },
+    "cuda_error": {
+        "verl-project/verl",
+        "vllm-project/vllm",
+        "NVIDIA-NeMo/RL",
+        "fzyzcjy/torch_memory_saver",
+    },
     "ray_worker_died": {"verl-project/verl", "ray-project/ray"},
     "unknown_traceback": {"huggingface/trl"},
 }

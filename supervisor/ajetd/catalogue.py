@@ -54,6 +54,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\bis over \d+% full\b",
             r"file write failed",
             r"pytorchstreamwriter failed writing",
+            r"write\(\): fd \d+ failed",
         ),
     ),
     Kind(
@@ -70,6 +71,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"gpu_memory_utilization.*(too (low|small|high)|insufficient|increase|decrease)",
             r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
             r"free memory on device .* is less than desired",
+            r"increase --?mem[-_]fraction[-_]static",
         ),
     ),
     Kind(
@@ -96,6 +98,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"ray-oom-prevention",
             r"task was killed due to the node running low on memory",
             r"killed due to memory pressure",
+            r"\boom[_-]kill",
+            r"\boom killed\b",
         ),
     ),
     Kind(
@@ -116,6 +120,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cuda_error_out_of_memory",
             r"out of memory on device",
             r"curesult error: \d+ \(out of memory\)",
+            r"curesult error:?\s+(result=)?2\b",
+            r"memory_allocation_failure",
+            r"failed to allocate memory requested by",
         ),
     ),
     Kind(
@@ -182,6 +189,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"triton.*(illegal|out of resources)",
             r"cutlass error",
             r"\.cu:\d+: .*assertion .* failed",
+            r"curesult error",
         ),
     ),
     Kind(
@@ -244,6 +252,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"ray client connection timed out",
             r"failed to get register_center_actor",
             r"runtime.env.agent.*(error|failed|refused)",
+            r"failed to connect to the default ray cluster",
         ),
     ),
     Kind(
@@ -292,7 +301,7 @@ CATALOGUE: tuple[Kind, ...] = (
         "another CUDA/PyTorch/NCCL version, or a bad extension; rebuild the venv, then relaunch.",
         _p(
             r"segmentation fault",
-            r"\bsigsegv\b",
+            r"(?<!due to )\bsigsegv\b",  # not Ray's list of possible causes
             r"\bsigbus\b",
             r"\bsigabrt\b",
             r"fatal python error",
@@ -342,6 +351,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"no such file or directory: .*(config\.json|\.safetensors|pytorch_model|tokenizer)",
             r"invalid repository id or local directory",
             r"is not a local folder and is not a",
+            r"invalid (folder|model) path\b.*model",
         ),
     ),
     Kind(
@@ -399,6 +409,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"tcp client failed to connect",
             r"client socket has timed out",
             r"gloo connectfullmesh failed",
+            r"connect\(\) timed out",
         ),
     ),
     Kind(
@@ -458,6 +469,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\w+ \(\d+\) (is|must be|should be) (>=|<=|>|<|greater|larger|smaller|less)",
             r"reward function is not implemented for data_source",
             r"bfloat16 is only supported on gpus with compute capability",
+            r"must not be (provided|set|specified|given|passed)",
+            r"(longer|larger|greater|bigger) than (the )?max(imum)?[_ ]",
         ),
     ),
     Kind(
@@ -559,6 +572,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^(slurmstepd|srun): error: \*\*\* (step|job) .*cancelled",
             r"^error: job submission failed",
             r"\bjob submission failed\b",
+            r"command '?ssh .* returned non-zero exit status 255",
+            r"orte daemon has unexpectedly failed",
+            r"mpirun (noticed|was unable|detected)",
         ),
     ),
     Kind(
@@ -604,12 +620,15 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "% full",
         "write failed",
         "failed writing",
+        "write(): fd",
     ),
     "vllm_memory": (
         "free memory on device",
         "no available memory",
         "kv cache",
         "gpu_memory_utilization",
+        "mem-fraction-static",
+        "mem_fraction_static",
     ),
     "host_oom": (
         "outofmemoryerror",
@@ -626,6 +645,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "rayoutofmemoryerror",
         "of the memory on node",
         "memory pressure",
+        "oom_kill",
     ),
     "cuda_oom": (
         "out of memory",
@@ -633,6 +653,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cudaerrormemoryallocation",
         "cublas_status_alloc_failed",
         "cuda_error_out_of_memory",
+        "curesult error",
+        "memory_allocation_failure",
+        "failed to allocate memory",
     ),
     "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
     "nccl_error": (
@@ -662,6 +685,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "triton",
         "cutlass",
         ".cu:",
+        "curesult error",
     ),
     "segfault": (
         "segmentation fault",
@@ -704,6 +728,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "register_center_actor",
         "runtime env agent",
         "runtime_env_agent",
+        "default ray cluster",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -742,6 +767,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "no such file or directory",
         "invalid repository id",
         "not a local folder",
+        "invalid folder path",
+        "invalid model path",
     ),
     "auth": (
         "401",
@@ -786,6 +813,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "tcp client failed",
         "client socket has timed out",
         "connectfullmesh",
+        "connect() timed out",
     ),
     "insufficient_gpus": (
         "gpu",
@@ -830,6 +858,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "to be less",
         "to be smaller",
         "to be larger",
+        "must not be",
+        "than the max",
+        "than max",
     ),
     "import_error": (
         "modulenotfounderror",
@@ -888,7 +919,16 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "unable to find",
         "errno 2]",
     ),
-    "launch_error": ("[error]", "error:", "error :", "cancelled", "job submission failed"),
+    "launch_error": (
+        "[error]",
+        "error:",
+        "error :",
+        "cancelled",
+        "job submission failed",
+        "ssh ",
+        "orte daemon",
+        "mpirun",
+    ),
     "nan_loss": ("nan", "non-finite", ":inf", "= inf", ": inf", "=inf"),
     "unknown_traceback": ("traceback (most recent call last)",),
 }
