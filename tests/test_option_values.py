@@ -79,11 +79,11 @@ def _yaml(key: str, value: str) -> str:
     """The `[ajetd]` YAML that gives `key` this value (with what the key needs beside it)."""
     top, _, sub = key.partition(".")
     if top == "stages":
-        inner = f"{sub}: {value}" if sub else ""
-        second = "{name: b, command: x" + (f", {inner}" if sub != "command" else "") + "}"
-        if sub == "command":
-            second = "{name: b, " + inner + "}"
-        return f"stages: [{{name: a}}, {second}]" if sub else f"stages: {value}"
+        if not sub:
+            return f"stages: {value}"
+        fields = {"name": "b", "command": "x", sub: value}
+        second = ", ".join(f"{k}: {v}" for k, v in fields.items())
+        return f"stages: [{{name: a}}, {{{second}}}]"
     if top == "allow_fixes" and sub:
         return f"allow_fixes: {{lr: {{{sub}: {value}}}}}"
     if top == "pull":

@@ -60,7 +60,9 @@ def parse_duration(
     `whole`: the text must be the duration and nothing else.
     """
     stripped = text.strip()
-    bare = _BARE.fullmatch(stripped)
+    if len(stripped) > 40 and stripped.isdigit():
+        raise DurationError(f"a number of {len(stripped)} digits is not a duration")
+    bare = _BARE.fullmatch(stripped) if len(stripped) <= 40 else None
     if bare:
         if bare.group(1):
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")

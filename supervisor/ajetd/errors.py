@@ -10,12 +10,28 @@ class AjetdError(Exception):
     """Root of every error ajetd raises on purpose."""
 
 
+MAX_PROBLEM_CHARS = 300
+MAX_PROBLEMS = 20
+
+
 class BlueprintError(AjetdError):
-    """A blueprint that cannot be accepted; `problems` holds one line per problem."""
+    """A blueprint that cannot be accepted; `problems` holds one line per problem.
+
+    Each line is capped at 300 characters and the list at 20 lines (then a count of the rest),
+    so a rejection reason stays readable whatever the input: values are elided where they are
+    shown (`ajetd.values.show`), and this is the backstop."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
+        capped = [_cap(p) for p in problems[:MAX_PROBLEMS]]
+        if len(problems) > MAX_PROBLEMS:
+            capped.append(f"... and {len(problems) - MAX_PROBLEMS} more problem(s)")
+        self.problems = capped
         super().__init__("; ".join(self.problems))
+
+
+def _cap(problem: str) -> str:
+    line = " ".join(problem.split("\n"))
+    return line if len(line) <= MAX_PROBLEM_CHARS else line[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
 class DurationError(AjetdError):

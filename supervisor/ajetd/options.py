@@ -11,10 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from ajetd import values
+from ajetd import values, yamlpart
 from ajetd.errors import BlueprintError
+from ajetd.markdown import fenced_body
 from ajetd.stoprules import PlateauRule
 from ajetd.userkinds import UserKind, parse_kinds
 from ajetd.values import OptionError, show, take
@@ -161,20 +160,22 @@ class Options:
 
 
 def load_yaml_part(text: str) -> dict[str, Any]:
+    """The `[ajetd]` part's YAML (plain or the first fenced block) as a mapping, loaded with
+    bounds (`ajetd.yamlpart`); raise BlueprintError saying what is wrong."""
     body = text.strip()
-    fenced = re.search(r"^\s*(`{3,}|~{3,})[^\n]*\n(.*?)^\s*\1\s*$", body, re.DOTALL | re.MULTILINE)
-    if fenced:
-        body = fenced.group(2)
+    fenced = fenced_body(body)
+    if fenced is not None:
+        body = fenced
     if not body.strip():
         return {}
     try:
-        data = yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise BlueprintError([f"not valid YAML: {str(exc).splitlines()[0]}"]) from exc
+        data = yamlpart.load(body)
+    except yamlpart.YamlError as exc:
+        raise BlueprintError([str(exc)]) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise BlueprintError([f"must be a YAML mapping of keys, got {type(data).__name__}"])
+        raise BlueprintError([f"must be a YAML mapping of keys, got {show(data)}"])
     return {str(k): v for k, v in data.items()}
 
 

@@ -1,0 +1,72 @@
+"""The few pieces of Markdown the blueprint parser reads: fences, code spans, HTML comments. Pure.
+
+Each is a single left-to-right pass (string searches, and patterns that never backtrack over
+more than one line's indentation), so a megabyte of backticks, fences or `<!--` costs
+milliseconds: the daemon parses blueprints in its one loop, and a quadratic pattern there
+(200 KB of unclosed `<!--` once took 41 s) stalls every run it supervises.
+"""
+
+from __future__ import annotations
+
+import re
+
+FENCE = re.compile(r"\s*(`{3,}|~{3,})")
+_TICKS = re.compile(r"`+")
+
+
+def closes(candidate: str, opening: str) -> bool:
+    """A fence closes with the same character, at least as long as the opening one."""
+    return candidate[0] == opening[0] and len(candidate) >= len(opening)
+
+
+def fenced_body(raw: str) -> str | None:
+    """The body of the first fenced block (to its closing fence, or to the end), else None."""
+    lines = raw.splitlines()
+    for i, line in enumerate(lines):
+        opening = FENCE.match(line)
+        if not opening:
+            continue
+        body: list[str] = []
+        for inner in lines[i + 1 :]:
+            closing = FENCE.match(inner)
+            if closing and closes(closing.group(1), opening.group(1)):
+                break
+            body.append(inner)
+        return "\n".join(body).strip()
+    return None
+
+
+def code_span(raw: str) -> str | None:
+    """The text of the first code span: a run of backticks closed by the next run of the same
+    length (CommonMark), stripped; None if there is none or it is empty."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(raw)]
+    last: dict[int, int] = {}
+    for index, (start, end) in enumerate(runs):
+        last[end - start] = index
+    for index, (start, end) in enumerate(runs):
+        size = end - start
+        if last[size] <= index:
+            continue
+        closing = next(j for j in range(index + 1, len(runs)) if runs[j][1] - runs[j][0] == size)
+        text = raw[end : runs[closing][0]].strip()
+        return text or None
+    return None
+
+
+def blank_comments(text: str) -> str:
+    """HTML comments (`<!-- ... -->`) replaced by their line breaks only: they do not show when
+    the Markdown is rendered, so they are never part of a value, and line numbers stay true.
+    An unclosed `<!--` is left as written."""
+    pieces: list[str] = []
+    pos = 0
+    while True:
+        start = text.find("<!--", pos)
+        if start < 0:
+            break
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break  # no later comment can close either
+        pieces += [text[pos:start], "\n" * text.count("\n", start, end)]
+        pos = end + 3
+    pieces.append(text[pos:])
+    return "".join(pieces)
