@@ -15,7 +15,7 @@ from typing import Any
 
 from ajetd import intake, model, nemorl, provenance, sshrun, trialrun
 from ajetd.agentjet import yaml_gpu_count
-from ajetd.blueprint import Blueprint, clean_path, clean_text, extract_parts, parse_blueprint
+from ajetd.blueprint import Blueprint, clean_text, extract_parts, parse_blueprint, usable_path
 from ajetd.configcopy import repoint, write_copy
 from ajetd.errors import AjetdError, BlueprintError
 from ajetd.model import Run
@@ -158,7 +158,9 @@ def _reject(
     reason = "; ".join(problems)
     parts = extract_parts(text)
     purpose = bp.purpose if bp else clean_text(parts.get("exp_purpose", ""))
-    raw_dir = bp.result_dir if bp else clean_path(parts.get("exp_result_dir", ""))
+    raw_dir = (
+        bp.result_dir if bp else usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
+    )
     result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
     run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
     home.save_run(run)

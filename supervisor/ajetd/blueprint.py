@@ -24,7 +24,8 @@ from ajetd.markdown import blank_comments, closes, code_span, fenced_body
 from ajetd.options import Options, parse_options
 from ajetd.values import control_character, path_problem
 
-MAX_CHARS = 1024 * 1024  # the daemon reads at most 1 MiB of a blueprint; lint the same
+MAX_BYTES = MAX_CHARS = 1024 * 1024  # the daemon reads at most 1 MiB of a blueprint; lint too
+MAX_COMMAND_CHARS = 64 * 1024  # Linux takes at most 128 KiB in one argument
 PATH_PARTS = ("exp_codebase_dir", "exp_venv_exe", "exp_yaml_path", "exp_result_dir")
 
 REQUIRED = (
@@ -305,6 +306,13 @@ def clean_path(raw: str) -> str:
     return token.strip("\"'").rstrip("，,。;；")
 
 
+def usable_path(part: str, raw: str) -> str:
+    """The part's path, or "" where Linux could not take it (for a rejected blueprint's
+    report: a NUL or an over-long name must not reach the filesystem there either)."""
+    path = clean_path(raw)
+    return "" if path_problem(part, path) else path
+
+
 def clean_text(raw: str) -> str:
     """Prose (purpose, notes): kept as written, outer blank lines and a lone fence removed."""
     fenced = fenced_body(raw)
@@ -314,6 +322,16 @@ def clean_text(raw: str) -> str:
     if whole:
         return whole.group(2).strip()
     return raw.strip()
+
+
+def parse_blueprint_bytes(raw: bytes) -> Blueprint:
+    """Parse a blueprint file's bytes (read at most MAX_BYTES + 1 of them): UTF-8, bytes that
+    are not read as U+FFFD (refused where a path or the command holds one)."""
+    if len(raw) > MAX_BYTES:
+        raise BlueprintError(
+            [f"blueprint: larger than {MAX_BYTES // 1024} KiB; is this the right file?"]
+        )
+    return parse_blueprint(raw.decode("utf-8", errors="replace"))
 
 
 def parse_blueprint(text: str) -> Blueprint:
@@ -338,13 +356,18 @@ def parse_blueprint(text: str) -> Blueprint:
     try:
         options = parse_options(raw.get("ajetd", ""))
     except BlueprintError as exc:
-        problems.extend(f"[ajetd]: {p}" for p in exc.problems)
+        problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
     command = clean_value(raw.get("exp_launch_command", ""))
     if raw.get("exp_launch_command", "").strip() and not command:
         problems.append("exp_launch_command: empty command")
     bad = control_character(command, allowed="\t\n")
     if bad:
         problems.append(f"exp_launch_command: holds {bad}")
+    if len(command) > MAX_COMMAND_CHARS:
+        problems.append(
+            f"exp_launch_command: {len(command)} characters long (at most {MAX_COMMAND_CHARS}: "
+            "put a long command in a script and run that)"
+        )
     paths = {part: clean_path(raw.get(part, "")) for part in PATH_PARTS}
     problems += [p for p in (path_problem(part, path) for part, path in paths.items()) if p]
     if problems:

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ajetd import values
+from ajetd import values, yamlpart
 from ajetd.durations import format_duration
 from ajetd.errors import AjetdError
 from ajetd.values import show, take
@@ -51,6 +51,9 @@ STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_me
 DEFAULT_EXPERIMENTS = 3  # seed 002: no stop rule given -> the baseline and at most three
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+
+
+CAMPAIGN_MAX_CHARS = 256 * 1024
 
 
 class CampaignError(AjetdError):
@@ -181,9 +184,9 @@ def _experiments(raw: Any, files: set[str], problems: list[str]) -> list[Experim
 def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CampaignError([f"campaign.yaml: not valid YAML: {str(exc).splitlines()[0]}"]) from exc
+        data = yamlpart.load(text, max_chars=CAMPAIGN_MAX_CHARS)
+    except yamlpart.YamlError as exc:
+        raise CampaignError([f"campaign.yaml: {exc}"]) from None
     if not isinstance(data, dict):
         raise CampaignError(["campaign.yaml: expected a mapping"])
     problems: list[str] = []
@@ -390,7 +393,10 @@ def progress(
 def merged(text: str, added: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> str:
     """campaign.yaml with the experiments added live and the stop rules set live: what is
     parsed (and so validated) exactly as if the user had written it that way."""
-    data = yaml.safe_load(text)
+    try:
+        data = yamlpart.load(text, max_chars=CAMPAIGN_MAX_CHARS)
+    except yamlpart.YamlError:
+        return text  # parse_campaign says what is wrong
     if not isinstance(data, dict):
         return text  # parse_campaign says what is wrong
     if added:

@@ -209,7 +209,7 @@ def submit(file: Path) -> None:
 def lint(file: Path, as_json: bool) -> None:
     """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
     from ajetd import status as status_view
-    from ajetd.blueprint import parse_blueprint
+    from ajetd.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.errors import BlueprintError
     from ajetd.preflight import check_blueprint
     from ajetd.userkinds import home_kinds
@@ -217,11 +217,18 @@ def lint(file: Path, as_json: bool) -> None:
     problems: list[str]
     summary: dict[str, Any] = {}
     try:
-        bp = parse_blueprint(file.read_text(errors="replace"))
+        with open(file, "rb") as handle:
+            bp = parse_blueprint_bytes(handle.read(MAX_BYTES + 1))
     except BlueprintError as exc:
         problems = exc.problems
+    except OSError as exc:
+        click.echo(f"ajetd lint: cannot read {file}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
     else:
-        resolved, problems = check_blueprint(bp)
+        try:
+            resolved, problems = check_blueprint(bp)
+        except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
+            resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
         summary = {
             "purpose": bp.purpose,
             "codebase_dir": bp.codebase_dir,

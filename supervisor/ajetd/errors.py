@@ -22,10 +22,10 @@ class BlueprintError(AjetdError):
     shown (`ajetd.values.show`), and this is the backstop."""
 
     def __init__(self, problems: list[str]) -> None:
-        capped = [_cap(p) for p in problems[:MAX_PROBLEMS]]
+        self.all_problems = [_cap(p) for p in problems]  # every one, for an enclosing error
+        self.problems = self.all_problems[:MAX_PROBLEMS]
         if len(problems) > MAX_PROBLEMS:
-            capped.append(f"... and {len(problems) - MAX_PROBLEMS} more problem(s)")
-        self.problems = capped
+            self.problems.append(f"... and {len(problems) - MAX_PROBLEMS} more problem(s)")
         super().__init__("; ".join(self.problems))
 
 

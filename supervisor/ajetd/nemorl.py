@@ -59,6 +59,21 @@ def _given(command: str, key: str) -> bool:
 _OPERATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}
 
 
+_SCRIPT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _names_run_script(token: str) -> bool:
+    """Whether `token` ends in `run_<name>.py` (as `run_[a-z0-9_]+\\.py$` would say), in one
+    backward pass: the pattern searched in a long token of `run_run_...` is quadratic."""
+    if not token.endswith(".py"):
+        return False
+    start = end = len(token) - 3
+    while start > 0 and token[start - 1] in _SCRIPT_CHARS:
+        start -= 1
+    found = token.find("run_", start, end)
+    return found >= 0 and found + 4 < end
+
+
 def overridable(command: str) -> bool:
     """Whether overrides appended to the command reach `run_*.py`: it is a word of its own
     and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor a
@@ -69,7 +84,7 @@ def overridable(command: str) -> bool:
         tokens = list(lexer)
     except ValueError:
         return False
-    at = next((i for i, t in enumerate(tokens) if re.search(r"run_[a-z0-9_]+\.py$", t)), None)
+    at = next((i for i, t in enumerate(tokens) if _names_run_script(t)), None)
     return at is not None and not _OPERATORS.intersection(tokens[at:])
 
 

@@ -6,8 +6,9 @@ alias bomb expanded to 3 GB, deep nesting raised RecursionError, `!!int ''` and 
 timestamp raised ValueError, a 5,000-digit integer raised ValueError (and could not be printed).
 Here the events are checked first, in C (libyaml), before anything is built: no aliases or
 anchors, no explicit tags, one document, at most `MAX_DEPTH` levels and `MAX_NODES` nodes;
-then the document is built with dates read as text, integers of at most 30 characters and
-no key given twice. Any failure is a `YamlError` with one short message and its line.
+then the document is built with dates read as text, integers of more than 30 characters
+left as text (their option refuses them by name) and no key given twice. Any failure is a
+`YamlError` with one short message and its line.
 """
 
 from __future__ import annotations
@@ -56,12 +57,12 @@ class _Loader(_BASE):  # type: ignore[misc]
                 seen[key_node.value] = line
         return dict(SafeConstructor.construct_mapping(self, node, deep=deep))
 
-    def construct_bounded_int(self, node: ScalarNode) -> int:
+    def construct_bounded_int(self, node: ScalarNode) -> int | str:
+        """An integer of at most 30 characters; a longer one stays text, so the option's own
+        check refuses it by its key (and never converts or prints a 5,000-digit number)."""
         text = str(self.construct_scalar(node))
         if len(text) > MAX_INT_CHARS:
-            raise ConstructorError(
-                None, None, f"a number of {len(text)} characters is too long", node.start_mark
-            )
+            return text
         return int(SafeConstructor.construct_yaml_int(self, node))
 
 
@@ -126,10 +127,10 @@ def _describe(exc: Exception) -> str:
     return f"not valid YAML: {first[:120]}"
 
 
-def load(text: str) -> Any:
+def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
     """The YAML value of `text` (None for an empty document); raise YamlError."""
-    if len(text) > MAX_CHARS:
-        raise YamlError(f"{len(text)} characters of YAML (at most {MAX_CHARS})")
+    if len(text) > max_chars:
+        raise YamlError(f"{len(text)} characters of YAML (at most {max_chars})")
     try:
         _check_events(text)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader

@@ -1,0 +1,314 @@
+"""The parser's promise (issue 10): any bytes give a Blueprint or a BlueprintError naming the
+part (and the `[ajetd]` key), never another exception, quickly; `ajetd lint` never prints a
+traceback; the daemon rejects such a blueprint with its specific reason.
+
+Each regression test below failed on the code before the fix (the defect is named in it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ajetd.blueprint import Blueprint, parse_blueprint, parse_blueprint_bytes
+from ajetd.errors import BlueprintError
+from conftest import Env
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = (
+    "# run\n\n"
+    "## [exp_purpose]\nMath ablation\n\n"
+    "## [exp_codebase_dir]\n`/mnt/data/agentjet`\n\n"
+    "## [exp_venv_exe]\n`/mnt/data/agentjet/.venv/bin/python`\n\n"
+    "## [exp_yaml_path]\n`x/y.yaml`\n\n"
+    "## [exp_launch_command]\n```bash\npython -m ajet.launcher --conf x/y.yaml\n```\n\n"
+    "## [exp_result_dir]\n`/mnt/data/results/exp01`\n\n"
+    "## [exp_max_time]\n2h\n\n"
+    "## [ajetd]\n```yaml\nmax_trials: 2\nkeep_session: 30m\n```\n"
+)
+CORPUS = [
+    GOOD,
+    (ROOT / "blueprints" / "TEMPLATE.md").read_text(),
+    *(p.read_text() for p in sorted((ROOT / "blueprints" / "examples").glob("*.md"))),
+]
+ALIAS_BOMB = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+    "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+    "gpus: [*h, *h, *h, *h, *h, *h, *h, *h, *h]\n"
+)
+TRICKS = [
+    ALIAS_BOMB,
+    "max_trials: !!int ''\n",
+    "keep_session: 2020-13-45\n",
+    "gpus: " + "[" * 5000 + "]" * 5000 + "\n",
+    "env: " + "{a: " * 3000 + "b" + "}" * 3000 + "\n",
+    "max_trials: " + "9" * 5000 + "\n",
+    "slurm: {nodes: " + "9" * 400 + ", time: 10m}\n",
+    "keep_session: .inf\n",
+    "? [a, b]\n: c\n",
+    "gpus: 0\ngpus: 1\n",
+    "--- a\n--- b\n",
+    "!!binary aGVsbG8=\n",
+    "env: !!set {a, b}\n",
+    'pull: ["a\\0b"]\n',
+    "\x00\x01\x1b[31m",
+]
+BAD_DURATIONS = ["-5 min", "-1:00:00", "1e3s", "1e400 hours", "9" * 400, "inf", "0", "400 days"]
+
+
+def _ajetd(text: str, yaml: str) -> str:
+    head, _, _ = text.partition("## [ajetd]")
+    return head + "## [ajetd]\n```yaml\n" + yaml + "```\n"
+
+
+def _promise(text: str) -> Blueprint | BlueprintError:
+    """Parse; only a Blueprint or a BlueprintError may come out, each problem short."""
+    started = time.perf_counter()
+    try:
+        result: Blueprint | BlueprintError = parse_blueprint(text)
+    except BlueprintError as exc:
+        assert all(len(p) <= 300 for p in exc.problems), exc.problems
+        assert len(exc.problems) <= 21
+        result = exc
+    assert time.perf_counter() - started < 2.0  # ~ms in fact; generous for a loaded machine
+    return result
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=4096))
+def test_any_bytes_give_a_blueprint_or_our_error(raw: bytes) -> None:
+    with contextlib.suppress(BlueprintError):
+        parse_blueprint_bytes(raw)
+
+
+MUTATIONS: dict[str, Callable[[str, int, str], str]] = {
+    "insert": lambda text, at, piece: text[:at] + piece + text[at:],
+    "replace": lambda text, at, piece: text[:at] + piece + text[at + len(piece) :],
+    "delete": lambda text, at, piece: text[:at] + text[at + len(piece) :],
+    "ajetd": lambda text, at, piece: _ajetd(text, piece),
+    "max_time": lambda text, at, piece: text.replace("\n2h\n", f"\n{piece}\n", 1),
+    "repeat": lambda text, at, piece: text + text[at : at + 200],
+}
+PIECES = st.one_of(
+    st.sampled_from(TRICKS + BAD_DURATIONS),
+    st.text(max_size=40),
+    st.builds(
+        lambda s, n: s * n,
+        st.sampled_from(["9", "<!--", "`", "**", " ", "[", "("]),
+        st.integers(1, 20000),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(CORPUS),
+    st.lists(
+        st.tuples(st.sampled_from(sorted(MUTATIONS)), st.integers(0, 10000), PIECES), max_size=3
+    ),
+)
+def test_mutated_blueprints_keep_the_promise(base: str, steps: list[tuple[str, int, str]]) -> None:
+    text = base
+    for name, at, piece in steps:
+        text = MUTATIONS[name](text, at % (len(text) + 1), piece)
+    result = _promise(text)
+    if isinstance(result, Blueprint):  # what it holds is usable as it stands
+        for path in (result.codebase_dir, result.venv_exe, result.yaml_path, result.result_dir):
+            assert "\x00" not in path and "\n" not in path and len(path.encode()) <= 4095
+        assert 0 < result.max_time_s <= 366 * 86400
+
+
+def _short_id(value: object) -> str:
+    return repr(value)[:24]
+
+
+def _problems(text: str) -> list[str]:
+    result = _promise(text)
+    assert isinstance(result, BlueprintError), "accepted"
+    return result.problems
+
+
+@pytest.mark.parametrize(
+    ("yaml", "needle"),
+    [
+        (ALIAS_BOMB, "[ajetd]: anchors (&a) are not accepted (line 1)"),  # 15 s, 3 GB
+        ("gpus: &x 1\nmax_trials: 2\n", "[ajetd]: anchors (&x) are not accepted"),
+        ("gpus: *x\n", "[ajetd]: aliases (*x) are not accepted (line 1)"),
+        ("max_trials: !!int ''\n", "[ajetd]: explicit tags (tag:yaml.org,2002:int)"),  # ValueError
+        ("keep_session: !!timestamp 2020-13-45\n", "[ajetd]: explicit tags"),  # ValueError
+        ("keep_session: 2020-13-45\n", "[ajetd]: keep_session: no duration found"),  # ValueError
+        ("gpus: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 16 levels"),  # Recursion
+        ("max_trials: " + "9" * 5000 + "\n", "[ajetd]: max_trials: expected a whole number"),
+        ("slurm: {nodes: " + "9" * 400 + "}\n", "[ajetd]: slurm.nodes: expected a whole number"),
+        ("keep_session: .nan\n", "[ajetd]: keep_session: 'nan'"),  # once 0 s
+        ("keep_session: -1\n", "[ajetd]: keep_session: a duration cannot be negative"),  # once 0
+        ("hang: {window: 1e400 hours}\n", "[ajetd]: hang.window: exponent"),  # once 400 h
+        ("? [a, b]\n: c\n", "[ajetd]: not valid YAML"),  # guard
+        ("gpus: 0\ngpus: 1\n", "[ajetd]: not valid YAML: key 'gpus' given twice (lines 1 and 2)"),
+        ("--- a\n--- b\n", "[ajetd]: one YAML document only"),
+        ('pull: ["a\\nb"]\nssh: h\n', "[ajetd]: pull[1]: the path holds a control character"),
+        ("x" * 70000 + ": 1\n", "characters of YAML (at most 65536)"),
+    ],
+    ids=_short_id,
+)
+def test_yaml_tricks_are_refused_by_name(yaml: str, needle: str) -> None:
+    problems = _problems(_ajetd(GOOD, yaml))
+    assert any(needle in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("max_time", "needle"),
+    [
+        ("-5 min", "exp_max_time: a duration cannot be negative"),  # ran 5 minutes
+        ("-1:00:00", "exp_max_time: a duration cannot be negative"),  # ran an hour
+        ("1e3s", "exp_max_time: exponent notation"),  # ran 3 s
+        ("1e400 hours", "exp_max_time: exponent notation"),  # ran 400 hours
+        ("9" * 400, "exp_max_time: a number of 400 digits"),  # infinity, then OverflowError
+        ("inf hours", "exp_max_time: 'inf hours': write a duration in plain digits"),
+        ("400 days", "exp_max_time: '400 days' is more than a year"),
+        ("0 min", "exp_max_time: duration must be positive"),  # guard
+    ],
+    ids=_short_id,
+)
+def test_misread_durations_are_refused_with_the_reason(max_time: str, needle: str) -> None:
+    assert any(needle in p for p in _problems(GOOD.replace("\n2h\n", f"\n{max_time}\n")))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        (
+            "`/mnt/data/results/exp01`",
+            "`/mnt/data/res\x00ults`",
+            "exp_result_dir: the path holds a control character (U+0000) at position 14",
+        ),
+        (
+            "`/mnt/data/results/exp01`",
+            "`/mnt/data/results\nexp01`",
+            "exp_result_dir: the path holds a control character (U+000A)",
+        ),  # made a folder
+        (
+            "`/mnt/data/agentjet`",
+            "`/mnt/" + "n" * 300 + "`",
+            "exp_codebase_dir: the path has a name of 300 bytes",
+        ),
+        (
+            "`x/y.yaml`",
+            "`x/\x1b[31my.yaml`",
+            "exp_yaml_path: the path holds a control character (U+001B)",
+        ),
+        (
+            "`/mnt/data/agentjet/.venv/bin/python`",
+            "`/" + "a/" * 3000 + "`",
+            "exp_venv_exe: the path is 6001 bytes long",
+        ),
+        (
+            "python -m ajet",
+            "python\x00 -m ajet",
+            "exp_launch_command: holds a control character (U+0000)",
+        ),
+        (
+            "`/mnt/data/agentjet`",
+            "`/mnt/d\ufffdta`",
+            "exp_codebase_dir: the path holds a byte that is not UTF-8",
+        ),
+    ],
+    ids=_short_id,
+)
+def test_paths_linux_cannot_take_are_refused_by_part(old: str, new: str, needle: str) -> None:
+    assert any(needle in p for p in _problems(GOOD.replace(old, new, 1)))
+
+
+def test_a_part_given_twice_names_both_lines() -> None:
+    text = GOOD + "\n## [exp_max_time]\n3h\n"
+    assert "exp_max_time: given twice (lines 23 and 32); keep one" in _problems(text)
+    notes = GOOD + "\n## 其他实验相关信息\nlr 1e-6\n- notes: kept as text\n"
+    assert "- notes: kept as text" in parse_blueprint(notes).notes  # a bullet inside the notes
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "30 KB of digits in exp_max_time",
+            GOOD.replace("\n2h\n", "\n" + "1" * 30000 + " x\n"),
+        ),  # 104 s
+        ("200 KB of unclosed <!--", GOOD + "<!--" * 50000),  # 41 s
+        (
+            "50 KB of backticks before a path",
+            GOOD.replace("`/mnt/data/agentjet`", "`" * 50000 + "/mnt/data/agentjet`"),
+        ),  # guard
+        (
+            "runs of ** after a label",
+            GOOD.replace("## [exp_purpose]", "## [exp_purpose]" + "**" * 50000),
+        ),
+        (
+            "spaces before no colon",
+            GOOD.replace("## [exp_purpose]", "**exp_purpose**" + " " * 100000 + "x"),
+        ),
+        ("a 1 MiB blueprint of bullets", GOOD + "- a bullet: text\n" * 61000),  # guard
+        (
+            "unclosed parentheses",
+            GOOD.replace("## [exp_purpose]", "- [exp_purpose] 实验目的" + "**(" * 30000),
+        ),  # guard: bounded now, fast before too
+    ],
+    ids=_short_id,
+)
+def test_no_input_makes_the_parser_slow(name: str, text: str) -> None:
+    started = time.perf_counter()
+    with contextlib.suppress(BlueprintError):
+        parse_blueprint(text)
+    assert time.perf_counter() - started < 1.0, name  # milliseconds now; a minute before
+
+
+def test_problems_are_capped() -> None:
+    many = _ajetd(GOOD, "".join(f"k{i}: {'v' * 100}\n" for i in range(50)))
+    problems = _problems(many)
+    assert len(problems) == 21 and problems[-1] == "... and 30 more problem(s)"
+    assert all(len(p) <= 300 for p in problems)
+
+
+def test_lint_never_prints_a_traceback(env: Env) -> None:
+    cases = {
+        "bomb": _ajetd(GOOD, ALIAS_BOMB).encode(),
+        "nul": GOOD.replace("`/mnt/data/results/exp01`", "`/tmp/a\x00b`").encode(),
+        "long": GOOD.replace("`/mnt/data/results/exp01`", "`/tmp/" + "n" * 300 + "`").encode(),
+        "bytes": b"\xff\xfe\x00 not a blueprint",
+        "huge": b"x" * (2 << 20),
+        "slurm": env.blueprint("sl", ajetd="slurm: {partition: debug, time: 10m}").read_bytes(),
+    }
+    for name, raw in cases.items():
+        path = env.tmp / f"{name}.md"
+        path.write_bytes(raw)
+        out = env.cli("lint", str(path))
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (name, out.stderr)
+        assert "problem(s)" in out.stderr, (name, out.stderr)
+
+
+def test_the_daemon_rejects_with_the_specific_reason(daemon_env: Env) -> None:
+    """Once "internal error while admitting the blueprint: ValueError(...)"."""
+    env = daemon_env
+    cases = {
+        "tag": ("max_trials: !!int ''", "[ajetd]: explicit tags"),
+        "huge": ("max_trials: " + "9" * 5000, "[ajetd]: max_trials: expected a whole number"),
+        "stime": ("slurm: {time: 10 parsecs}", "[ajetd]: slurm.time: no duration found"),
+    }
+    runs = {}
+    for name, (ajetd, needle) in cases.items():
+        runs[name] = (env.submit(env.blueprint(name, ajetd=ajetd)), needle)
+    nul = env.blueprint("nul")
+    nul.write_text(nul.read_text().replace(str(env.tmp / "results" / "nul"), "/tmp/a\x00b"))
+    runs["nul"] = (env.submit(nul), "exp_result_dir: the path holds a control character")
+    for name, (run_id, needle) in runs.items():
+        status = env.wait_done(run_id)
+        assert status["status"] == "rejected", (name, status)
+        assert needle in status["reason"] and "internal error" not in status["reason"], status
+    assert env.daemons[0].poll() is None
