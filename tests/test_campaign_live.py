@@ -515,3 +515,22 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     assert ask({"op": "set", "stop": {"max_experiments": "many"}})["error"].startswith(
         "stop.max_experiments: expected a whole number"
     )
+
+
+def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
+    from ajetd.campaignrun import Campaigns, submit_folder
+    from ajetd.store import Home
+
+    home = Home(env.home)
+    home.ensure()
+    cid = submit_folder(home, _folder(env, "fine", "stop: {max_experiments: 2}\n", "true"))
+    Campaigns(home).claim(0.0)
+    broken = env.home / "campaigns" / "c-broken" / "state.json"
+    broken.parent.mkdir()
+    broken.write_text("{not json")
+    runner = Campaigns(home)
+    runner.load()  # what a daemon does at start: the bad one is left alone, logged
+    assert list(runner.states) == [cid] and broken.read_text() == "{not json"
+    out = env.cli("campaign", "list")
+    assert out.returncode == 0 and cid in out.stdout and "c-broken" in out.stderr
+    assert env.cli("campaign", "status", "c-broken").returncode == 1

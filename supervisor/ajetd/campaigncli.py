@@ -72,7 +72,10 @@ def read_campaign(
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
     if state_file.exists():
-        state = load_state(state_file)
+        try:
+            state = load_state(state_file)
+        except (OSError, ValueError, TypeError) as exc:
+            raise click.ClickException(f"campaign record {state_file} unreadable: {exc}") from exc
         folder = campaign_dir(home, campaign_id) / "folder"
     else:
         found = sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
@@ -336,7 +339,12 @@ def list_cmd(as_json: bool) -> None:
     home = _home()
     ids = sorted(p.parent.name for p in (home.root / "campaigns").glob("*/state.json"))
     ids += sorted(p.name.partition("__")[0] for p in home.inbox.glob(f"*__*{SUFFIX}"))
-    found = [summary_json(status_data(home, cid)[0]) for cid in ids]
+    found = []
+    for cid in ids:
+        try:
+            found.append(summary_json(status_data(home, cid)[0]))
+        except click.ClickException as exc:  # one bad record hides no other campaign
+            click.echo(f"ajetd: {exc.message}", err=True)
     if as_json:
         _echo_json(found)
         return

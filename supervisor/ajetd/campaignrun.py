@@ -103,7 +103,11 @@ class Campaigns:
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         for state_file in sorted(self.root.glob("*/state.json")):
-            state = load_state(state_file)
+            try:
+                state = load_state(state_file)
+            except (OSError, ValueError, TypeError) as exc:  # left as it is, for a person
+                log.error("campaign record %s unreadable, campaign left alone: %s", state_file, exc)
+                continue
             self.states[state.campaign_id] = state
 
     def folder(self, campaign_id: str) -> Path:
