@@ -284,8 +284,7 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     slow_blueprint = env.blueprint(
         "slow",
         config=CONFIG,
-        command=f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=2000 "
-        "grpo.val_period=2",
+        command=f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=2",
     )
     out = _add(
         env,
@@ -297,6 +296,9 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
         "very long",
         "--blueprint",
         str(slow_blueprint),
+        "--overrides",  # several after one flag, as the contract writes it
+        "grpo.max_num_steps=2000",
+        "grpo.val_period=2",
     )
     assert (out.returncode, out.stdout.strip()) == (0, "6"), out.stderr
 
@@ -310,7 +312,9 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
     status = _json(env, "campaign", "status", cid, "--json")
     assert (status["state"], status["status"]) == ("done", "stopped")
-    assert {r["name"]: r["status"] for r in status["rows"]}["slow"] == "stopped"
+    slow_row = next(r for r in status["rows"] if r["name"] == "slow")
+    assert slow_row["status"] == "stopped"
+    assert "grpo.max_num_steps=2 grpo.max_num_steps=2000 grpo.val_period=2" in slow_row["command"]
     assert len(_ledger(env, "nostop")) == 7
     assert env.cli("campaign", "wait", cid).returncode == 1
     again = _add(env, cid, "--name", "after", "--description", "too late")
