@@ -538,3 +538,27 @@ def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
     out = env.cli("campaign", "list")
     assert out.returncode == 0 and cid in out.stdout and "c-broken" in out.stderr
     assert env.cli("campaign", "status", "c-broken").returncode == 1
+
+
+def test_a_refused_campaign_answers_requests(env: Env) -> None:
+    """A folder that cannot be read is refused at once; requests to it are answered (refused,
+    or `stop`: already ended), never left waiting."""
+    from ajetd import campaign as cp
+    from ajetd.campaignreq import answer_file, file_request
+    from ajetd.campaignrun import Campaigns
+    from ajetd.store import Home
+
+    home = Home(env.home)
+    home.ensure()
+    folder = home.inbox / "c-bad123__bad.campaign"
+    folder.mkdir()
+    (folder / "campaign.yaml").write_text("name: bad\nbase: missing.md\n")
+    runner = Campaigns(home)
+    runner.claim(0.0)
+    assert runner.states["c-bad123"].status == "refused"
+    add = file_request(home, "c-bad123", {"op": "add", "entry": cp.entry("a", "idea")})
+    stop = file_request(home, "c-bad123", {"op": "stop"})
+    runner.tick(1.0, {})
+    answer = json.loads(answer_file(home, "c-bad123", add).read_text())
+    assert not answer["ok"] and "refused" in answer["error"] and "missing.md" in answer["error"]
+    assert "already ended" in json.loads(answer_file(home, "c-bad123", stop).read_text())["message"]

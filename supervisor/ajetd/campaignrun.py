@@ -231,6 +231,10 @@ class Campaigns:
     def _step(
         self, state: CampaignState, now: float, runs: dict[str, Run], filed: list[tuple[str, Path]]
     ) -> None:
+        if state.status in ("stopped", "refused"):  # ended for good: answer, never load
+            for req_id, path in filed:
+                self._handle(state, req_id, path, now)
+            return
         spec, base, base_text = self._load(state)
         changed = self._record(state, spec, runs)
         for req_id, path in filed:
