@@ -12,7 +12,8 @@ import pytest
 
 from ajetd import model
 from ajetd.model import Run, State, Status, Trial
-from ajetd.statusview import Filters, detail, overview, plain, select, shorten
+from ajetd.rundetail import detail
+from ajetd.statusview import Filters, overview, plain, select, shorten
 from ajetd.store import Home
 from conftest import PYTHON, Env, wait_for
 

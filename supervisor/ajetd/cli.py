@@ -309,7 +309,7 @@ def status(
         if as_json:
             click.echo(statusterm.json_dump(status_view.run_json(run, now)))
         else:
-            statusterm.show(view.detail(run, now, statusterm.width(), statusterm.extras(home, run)))
+            statusterm.show(statusterm.detail(home, run, now, statusterm.width()))
         return
     filters = _status_filters(home, show_all, state, since, campaign)
     if watch:

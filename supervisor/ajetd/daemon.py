@@ -930,6 +930,7 @@ class Daemon:
         if isinstance(action, Finish):
             self.backoffs.pop(run.run_id, None)
             self.gpu_busy_at.pop(run.run_id, None)
+            self.live_plots.forget(run.run_id)
             self.live.forget(run.run_id)
             for key in [k for k in self.log_files if k[0] == run.run_id]:
                 del self.log_files[key]

@@ -145,13 +145,15 @@ class LivePlots:
     def __init__(self, every_s: float = LIVE_EVERY_S) -> None:
         self.every_s = every_s
         self.started: dict[str, float] = {}
+        self.records: dict[str, int] = {}  # validation records at the last drawing
 
     def request(self, home: Home, run: Run, now: float) -> None:
         running = _LIVE.get(run.run_id)
         if running is not None and running.poll() is None:
             return
-        if now - self.started.get(run.run_id, float("-inf")) < self.every_s:
-            return
+        first_curves = bool(run.history) and not self.records.get(run.run_id)
+        if not first_curves and now - self.started.get(run.run_id, float("-inf")) < self.every_s:
+            return  # the first validation record is drawn at once, later ones at this pace
         if not run.result_dir or not Path(run.result_dir).is_dir() or not _has_data(home, run):
             return
         spec_file = home.run_dir(run.run_id) / "plot-spec-live.json"
@@ -169,6 +171,12 @@ class LivePlots:
             log.warning("run %s: cannot start the plotter: %s", run.run_id, exc)
             return
         self.started[run.run_id] = now
+        self.records[run.run_id] = len(run.history)
+
+    def forget(self, run_id: str) -> None:
+        """The run ended (its final pictures are drawn by draw_final)."""
+        self.started.pop(run_id, None)
+        self.records.pop(run_id, None)
 
     def reap(self) -> None:
         for run_id, proc in list(_LIVE.items()):

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ajetd import rundetail
 from ajetd import statusview as view
 from ajetd.logscan import tail_bytes
 from ajetd.logtext import tail_lines
@@ -74,10 +75,10 @@ def output_tail(run: Run, count: int) -> tuple[str, ...]:
     return tuple(tail_lines(tail_bytes(log, TAIL_BYTES), count))
 
 
-def extras(home: Home, run: Run, output_lines: int = 0) -> view.RunExtras:
+def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
     checks = home.daemon_info().get("deep_checks") or {}
     at = checks.get(run.run_id) if isinstance(checks, dict) else None
-    return view.RunExtras(
+    return rundetail.RunExtras(
         tmux_socket=os.environ.get("AJETD_TMUX_SOCKET") or None,
         next_check_at=float(at) if isinstance(at, (int, float)) else None,
         output=output_tail(run, output_lines),
@@ -85,6 +86,11 @@ def extras(home: Home, run: Run, output_lines: int = 0) -> view.RunExtras:
 
 
 PIPE_WIDTH = 400  # written to a pipe or file: lines as long as they need (up to this)
+
+
+def detail(home: Home, run: Run, now: float, cols: int) -> list[view.Line]:
+    """`ajetd status RUN`."""
+    return rundetail.detail(run, now, cols, extras(home, run))
 
 
 def width() -> int:
@@ -176,7 +182,7 @@ def frame(
     run = next((r for r in runs if r.run_id == chosen), None)
     if run is not None:
         room = max(rows - len(lines) - 6, 3)
-        detail = view.detail(run, now, cols, extras(home, run, room))
+        detail = rundetail.detail(run, now, cols, extras(home, run, room))
         head = [line for line in detail[:8] if line]
         out = [line for line in detail if line and line[0][0] == "LAST OUTPUT"]
         lines += [[], *head]
