@@ -323,6 +323,8 @@ class Campaigns:
             with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
                 ledger.write(cp.ledger_row(exp.row))
             exp.recorded, changed = True, True
+        if changed:  # at once: a restart before the next save would write the rows again
+            self._save(state)
         return changed
 
     def _row(
