@@ -400,6 +400,8 @@ class Daemon:
                     self._take(candidate, now)
                 except Exception as exc:  # one file never stops the loop
                     self._file_failed(candidate.path, exc, now)
+        inbox = self.home.inbox  # a file that could not be put aside is listed while it is there
+        self.stuck = {n: w for n, w in self.stuck.items() if os.path.lexists(inbox / n)}
         refused += [
             f"{self.home.inbox}/{intake.safe_name(n)}: {why}" for n, why in self.stuck.items()
         ]
