@@ -323,6 +323,8 @@ def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
     shown = wait_for(disk_line, 20, what="status to say the home is full")
     assert str(env.home) in shown and "0 B free" in shown
     wait_for(lambda: f"run {run_id}: ended failed" in env.daemon_log(), what="the end seen")
+    held = f"the newest records of runs {run_id} are not on disk yet"
+    wait_for(lambda: held in env.cli("status").stdout, what="status to name the held record")
     assert daemon.poll() is None
     assert not sink.exists()  # the end is not on disk yet: no hook reports it
     submitted = env.cli("submit", str(bp))
@@ -408,3 +410,4 @@ def test_a_daemon_started_on_a_full_home_lives_and_takes_blueprints_once_there_i
     record = wait_for(ended, 30, what="the blueprint to run once there is room")
     assert record["status"] == "succeeded"
     assert daemon.poll() is None
+    assert env.daemon_log().count("cannot write to $AJETD_HOME") == 1  # said once, not per try

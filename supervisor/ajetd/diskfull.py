@@ -93,7 +93,7 @@ class Troubles:
     def next_at(self) -> float | None:
         return min((f.retry_at for f in self.full.values()), default=None)
 
-    def lines(self, held: dict[Path, int]) -> list[str]:
+    def lines(self, held: dict[Path, str]) -> list[str]:
         """One line per full folder, for `ajetd status`: what, where, why, how much is free."""
         out = []
         for folder, known in sorted(self.full.items()):
@@ -101,7 +101,7 @@ class Troubles:
                 f"cannot write to {known.what} {folder}: {known.error} ({free_space(folder)} free)"
             )
             if held.get(folder):
-                line += f"; {held[folder]} write(s) held in memory"
+                line += f"; {held[folder]}"
             out.append(line + "; retrying")
         return out
 
@@ -119,9 +119,15 @@ class Held:
     def holding(self, path: Path) -> bool:
         return path in self.files or path in self.lines
 
-    def count(self) -> dict[Path, int]:
+    def count(self) -> dict[Path, str]:
+        """What is held, for status: how many writes, and whose records are not on disk."""
         n = len(self.files) + sum(len(v) for v in self.lines.values())
-        return {self.home: n} if n else {}
+        if not n:
+            return {}
+        runs = sorted(p.parent.name for p in self.files if p.name == "state.json")
+        shown = ", ".join(runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
+        whose = f" (the newest records of runs {shown} are not on disk yet)" if runs else ""
+        return {self.home: f"{n} write(s) held in memory{whose}"}
 
     def write(self, path: Path, data: bytes, mode: int) -> bool:
         """Replace `path` now if the home takes it; else hold it. True when written."""
