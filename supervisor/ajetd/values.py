@@ -11,9 +11,9 @@ raise (a 5,000-digit integer has no `repr` in Python 3.11).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-import unicodedata
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -209,16 +209,26 @@ def number(
     return result
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufffd]")  # Cc, Zl, Zp, U+FFFD
+
+
+@functools.lru_cache(maxsize=8)
+def _control_but(allowed: str) -> re.Pattern[str]:
+    return re.compile(
+        f"(?![{re.escape(allowed)}]){_CONTROL.pattern}" if allowed else _CONTROL.pattern
+    )
+
+
 def control_character(text: str, *, allowed: str = "") -> str | None:
-    """The first control character in `text` (as `U+0000 at position 3`), or None. U+FFFD
-    counts: it stands for bytes that were not UTF-8, which no path or command can hold."""
-    for i, char in enumerate(text):
-        if char in allowed:
-            continue
-        if char == "\ufffd" or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
-            what = "a byte that is not UTF-8" if char == "\ufffd" else "a control character"
-            return f"{what} (U+{ord(char):04X}) at position {i + 1}"
-    return None
+    """The first control character in `text` but those `allowed` (as `U+0000 at position 3`),
+    or None. U+FFFD counts: it stands for bytes that were not UTF-8, which no path or command
+    can hold. One regex search (a megabyte in about a millisecond)."""
+    found = _control_but(allowed).search(text)
+    if found is None:
+        return None
+    char = found.group()
+    what = "a byte that is not UTF-8" if char == "\ufffd" else "a control character"
+    return f"{what} (U+{ord(char):04X}) at position {found.start() + 1}"
 
 
 def path_problem(key: str, path: str) -> str | None:
