@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ajetd.durations import parse_duration
 from ajetd.errors import AjetdError, BlueprintError
 from ajetd.markdown import FENCE as _FENCE
-from ajetd.markdown import blank_comments, closes, code_span, fenced_body
+from ajetd.markdown import blank_comments, closing_fence, code_span, fenced_body
 from ajetd.options import Options, parse_options
 from ajetd.values import control_character, path_problem
 
@@ -231,9 +231,8 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
     lines_of: dict[str, int] = {}
     twice: list[str] = []
     current: list[str] | None = None
-    fence: str | None = None
     number, pos, previous = 0, 0, 0
-    for found in _INTERESTING.finditer(lowered):
+    while (found := _INTERESTING.search(lowered, pos)) is not None:
         number += lowered.count("\n", pos, found.start() + 1)
         pos = found.start() + 1
         if current is not None:
@@ -241,13 +240,13 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
         previous = number
         line = lines[number]
         fence_match = _FENCE.match(line)
-        if fence is not None or fence_match:
-            if fence is None and fence_match:
-                fence = fence_match.group(1)
-            elif fence is not None and fence_match and closes(fence_match.group(1), fence):
-                fence = None
+        if fence_match:  # a fenced block is text as it stands, to its closing fence
+            close = closing_fence(lowered, found.end(), fence_match.group(1))
+            end = len(lines) - 1 if close is None else number + lowered.count("\n", pos, close + 1)
             if current is not None:
-                current.append(line)
+                current += lines[number : end + 1]
+            number = previous = end
+            pos = len(lowered) if close is None else close + 1
             continue
         label = _match_label(line)
         if label is not None and label.part in parts:

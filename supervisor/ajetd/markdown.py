@@ -8,6 +8,7 @@ milliseconds: the daemon parses blueprints in its one loop, and a quadratic patt
 
 from __future__ import annotations
 
+import functools
 import re
 
 FENCE = re.compile(r"\s*(`{3,}|~{3,})")
@@ -19,21 +20,31 @@ def closes(candidate: str, opening: str) -> bool:
     return candidate[0] == opening[0] and len(candidate) >= len(opening)
 
 
+@functools.lru_cache(maxsize=64)
+def _closing(opening: str) -> re.Pattern[str]:
+    return re.compile(rf"\n[^\S\n]*{re.escape(opening[0])}{{{len(opening)},}}")
+
+
+def closing_fence(text: str, start: int, opening: str) -> int | None:
+    """Where (the line break before it) the fence `opening` closes in `text`, searching from
+    `start` (within the opening line), or None: it runs to the end."""
+    found = _closing(opening).search(text, start)
+    return None if found is None else found.start()
+
+
+_FENCE_LINE = re.compile(r"(?:^|\n)[^\S\n]*(`{3,}|~{3,})")
+
+
 def fenced_body(raw: str) -> str | None:
     """The body of the first fenced block (to its closing fence, or to the end), else None."""
-    lines = raw.splitlines()
-    for i, line in enumerate(lines):
-        opening = FENCE.match(line)
-        if not opening:
-            continue
-        body: list[str] = []
-        for inner in lines[i + 1 :]:
-            closing = FENCE.match(inner)
-            if closing and closes(closing.group(1), opening.group(1)):
-                break
-            body.append(inner)
-        return "\n".join(body).strip()
-    return None
+    opening = _FENCE_LINE.search(raw)
+    if opening is None:
+        return None
+    first = raw.find("\n", opening.end())
+    if first < 0:
+        return ""
+    close = closing_fence(raw, first, opening.group(1))
+    return raw[first + 1 : close if close is not None else len(raw)].strip()
 
 
 def code_span(raw: str) -> str | None:
