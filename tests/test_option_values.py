@@ -341,3 +341,39 @@ def test_the_table_covers_every_key() -> None:
     assert every == set(ACCESS)
     assert every <= {row[0] for row in ACCEPTED}, every - {row[0] for row in ACCEPTED}
     assert every <= {row[0] for row in REFUSED}, every - {row[0] for row in REFUSED}
+
+
+CAMPAIGN = "name: c\nbase: b.md\nresult_dir: /tmp/c\nexperiments: []\n"
+
+
+@pytest.mark.parametrize(
+    ("yaml", "expected"),
+    [
+        ("stop: {deadline: 10h}", ("deadline_s", 36000.0)),
+        ("stop: {deadline: 90 分钟}", ("deadline_s", 5400.0)),
+        ("stop: {deadline: 2}", ("deadline_s", 7200.0)),
+        ("stop: {per_experiment_timeout: '1:30:00'}", ("per_experiment_s", 5400.0)),
+        ("stop: {max_experiments: 5}", ("max_experiments", 5)),
+        ("stop: {target_metric: 0.8}", ("target", 0.8)),
+        ("parallel: 2", ("parallel", 2)),
+        ("stop: {deadline: '-1h'}", "stop.deadline: a duration cannot be negative"),
+        ("stop: {deadline: 1e3s}", "stop.deadline: exponent"),
+        ("stop: {per_experiment_timeout: 400 days}", "stop.per_experiment_timeout: '400 days'"),
+        ("stop: {max_experiments: 0}", "stop.max_experiments: expected a whole number from 1"),
+        ("stop: {target_metric: .nan}", "stop.target_metric: expected a number"),
+        ("parallel: " + "9" * 400, "parallel: expected a whole number from 1 to 1000"),
+        ("x: &a 1\ny: *a", "campaign.yaml: anchors (&a) are not accepted"),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_campaign_values_use_the_same_parsers(yaml: str, expected: Any) -> None:
+    """A campaign's times and counts go through the same parsers as a blueprint's."""
+    from ajetd import campaign as cp
+
+    if isinstance(expected, tuple):
+        spec = cp.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
+        assert getattr(spec, expected[0]) == expected[1]
+        return
+    with pytest.raises(cp.CampaignError) as err:
+        cp.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
+    assert any(expected in p for p in err.value.problems), err.value.problems
