@@ -188,13 +188,22 @@ class Peer:
         for n in started[SERIAL_ENDS + BULK_ENDS :]:
             self.end(n)
 
+    def parts(self) -> dict[str, float]:
+        """CPU seconds so far by part of the supervisor (one part for most systems)."""
+        return {"all": self.cpu()}
+
     def window(self, seconds: float) -> None:
         time.sleep(2)  # the last start's own work is not the window's
         c0, t0, rss = self.cpu(), time.monotonic(), []
+        p0 = self.parts()
         while time.monotonic() - t0 < seconds:
             rss.append(self.rss())
             time.sleep(1)
         used, elapsed = self.cpu() - c0, time.monotonic() - t0
+        p1 = self.parts()
+        if len(p1) > 1:
+            split = ", ".join(f"{k} {p1[k] - p0.get(k, 0.0):.2f} s" for k in p1)
+            print(f"   CPU by part: {split}", flush=True)
         self.figures["cpu50"] = used / elapsed * 120  # per 120 s, the issue's window
         self.figures["rss50"] = max(rss)
         print(
@@ -336,6 +345,14 @@ class Ajetd(Peer):
             procs.append((server, False))
         procs += [(p, False) for p in self.pipe_helpers()]
         return procs
+
+    def parts(self) -> dict[str, float]:
+        server = self.tmux_server()
+        return {
+            "daemon": own_cpu([psutil.Process(self.bench.daemon.pid)], True),
+            "tmux server": own_cpu([server]) if server else 0.0,
+            "pipe-pane helpers": own_cpu(self.pipe_helpers()),
+        }
 
     def track_ends(self) -> None:
         self.helpers = {p.pid: (p, own_cpu([p])) for p in self.pipe_helpers()}

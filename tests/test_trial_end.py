@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from ajetd import procs
+from ajetd import procs, trialrun
+from ajetd.launch import TrialSpec, render_trial_script
 from conftest import Env, marked_processes, wait_for
 
 
@@ -108,3 +109,41 @@ def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: 
         for proc in (marked, other, root):
             proc.kill()
             proc.wait()
+
+
+def test_trial_script_goes_when_woken_through_its_fifo(tmp_path: Path) -> None:
+    """The script blocks on its FIFO (no polling processes) and goes as soon as the daemon
+    writes to it, long before its one-second fallback check."""
+    fifo = tmp_path / "trial-1.wake"
+    os.mkfifo(fifo, 0o600)
+    spec = TrialSpec(
+        run_id="fifo01",
+        trial=1,
+        command="echo started",
+        codebase_dir=str(tmp_path),
+        venv_dir=str(tmp_path),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(tmp_path / "exit"),
+        hup_file=str(tmp_path / "hup"),
+        wake_fifo=str(fifo),
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+
+        def waiting() -> bool:  # the script holds the FIFO open and has no child process
+            fds = Path(f"/proc/{proc.pid}/fd")
+            held = any(os.path.realpath(f) == str(fifo) for f in fds.iterdir())
+            return held and not procs.run_pids("none", proc.pid)
+
+        wait_for(waiting, what="the script to wait on its FIFO")
+        (tmp_path / "go").write_text("go\n")
+        woken = time.monotonic()
+        trialrun._wake(fifo)
+        out, _ = proc.communicate(timeout=20)
+        assert time.monotonic() - woken < 0.9
+        assert proc.returncode == 0 and "started" in out
+    finally:
+        proc.kill()

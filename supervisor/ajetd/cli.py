@@ -178,29 +178,12 @@ def daemon(
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def submit(file: Path) -> None:
     """Copy a blueprint into the inbox atomically; print the run id."""
-    from ajetd.naming import new_run_id
+    from ajetd.submitting import submit as submit_file  # also `ajetd.fastcli`'s fast path
 
-    home = _home()
-    home.ensure()
-    run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
-    try:
-        write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
-    except OSError as exc:
-        from ajetd.diskfull import free_space
-
-        click.echo(
-            f"ajetd: cannot write the blueprint into {home.inbox}: {exc.strerror or exc} "
-            f"({free_space(home.inbox)} free); nothing was submitted",
-            err=True,
-        )
-        sys.exit(1)
+    run_id, warning = submit_file(file)  # a write that fails: AjetdError, exit 1
     click.echo(run_id)
-    if not home.daemon_running():
-        click.echo(
-            f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox",
-            err=True,
-        )
+    if warning:
+        click.echo(warning, err=True)
 
 
 @main.command()

@@ -136,7 +136,8 @@ class Daemon:
         self.published_checks: dict[str, float] = {}
         self.stopping = False
         self.live = LiveScans()
-        self.log_files: dict[tuple[str, int], Path] = {}  # light ticks need only this path
+        # each trial's file paths, built once: ticks ask for them for every run, every time
+        self.trial_paths: dict[tuple[str, int], trialrun.RunPaths] = {}
         self.hooks = Hooks(cfg.hook_timeout_s)
         self.live_plots = plots.LivePlots()
         self.live_growing = False  # some running trial printed during the last tick
@@ -246,13 +247,7 @@ class Daemon:
             trial = run.trial
             if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
                 with self._each(run.run_id, "reading its output"):
-                    key = (run.run_id, trial.number)
-                    log_file = self.log_files.get(key)
-                    if log_file is None:
-                        log_file = self.log_files[key] = trialrun.paths(
-                            self.home, run, trial.number
-                        ).log
-                    self._live_scan(run.run_id, now, log_file)
+                    self._live_scan(run.run_id, now, self._paths(run).log)
 
     # -- guards: one item's failure is that item's, never the loop's --------------------------
     def _logged_once(self, item: str, step: str, exc: BaseException) -> str:
@@ -546,7 +541,7 @@ class Daemon:
                 return
             self._launch_failed(queued, exc, now)
             return
-        self._store(run)
+        self.runs[run.run_id] = run  # prepare_trial saved it
         if self._start(run, now):
             log.info(
                 "run %s: trial %d started in session %s",
@@ -628,7 +623,10 @@ class Daemon:
         """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
         ssh = self.options[run.run_id].ssh if run.run_id in self.options else None
         try:
-            self._store(trialrun.start_trial(self.home, self.tmux, run, self.clock(), ssh))
+            # start_trial saved it: not saved a second time
+            self.runs[run.run_id] = trialrun.start_trial(
+                self.home, self.tmux, run, self.clock(), ssh
+            )
         except (AjetdError, OSError) as exc:
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
@@ -664,7 +662,7 @@ class Daemon:
         self.panes = {}
         for run in self.runs.values():
             if run.active and run.trial is not None:
-                script = trialrun.paths(self.home, run, run.trial.number).script
+                script = self._paths(run).script
                 pane = trialrun.find_pane(panes, script)
                 if pane is not None:
                     self.panes[str(script)] = pane
@@ -750,15 +748,24 @@ class Daemon:
             self._store(model.found_live(run, (finding,)))
             procs.signal_run(run.run_id, run.trial.pane_pid, "INT", run.started_at)
 
+    def _paths(self, run: Run) -> trialrun.RunPaths:
+        """The current trial's file paths (cached: pathlib is costly at 50 runs a tick)."""
+        assert run.trial is not None
+        key = (run.run_id, run.trial.number)
+        got = self.trial_paths.get(key)
+        if got is None:
+            got = self.trial_paths[key] = trialrun.paths(self.home, run, run.trial.number)
+        return got
+
     def _pane(self, run: Run) -> Pane | None:
         assert run.trial is not None
-        return self.panes.get(str(trialrun.paths(self.home, run, run.trial.number).script))
+        return self.panes.get(str(self._paths(run).script))
 
     def _last_output(self, run: Run) -> float | None:
         if run.trial is None:
             return None
         try:
-            mtime = trialrun.paths(self.home, run, run.trial.number).log.stat().st_mtime
+            mtime = self._paths(run).log.stat().st_mtime
         except OSError:
             mtime = 0.0
         return max(mtime, run.trial.started_at or 0.0) or None
@@ -768,7 +775,7 @@ class Daemon:
         run = self.runs[run_id]
         if run.trial is None or run.trial.started_at is None:
             return
-        p = trialrun.paths(self.home, run, run.trial.number)
+        p = self._paths(run)
         exit_info = trialrun.read_exit(p.exit)
         pane = self._pane(run)
         gone, dead_status = False, None
@@ -785,6 +792,7 @@ class Daemon:
         config = None
         holder = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
+            trialrun.await_output(p.log, run.trial.number)  # its traceback is in the log
             found = self.live.finish((run_id, run.trial.number), p.log)
             if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
                 found = trialrun.diagnose_file(p.log, user=self._kinds(run_id))
@@ -934,8 +942,8 @@ class Daemon:
             self.gpu_busy_at.pop(run.run_id, None)
             self.live_plots.forget(run.run_id)
             self.live.forget(run.run_id)
-            for key in [k for k in self.log_files if k[0] == run.run_id]:
-                del self.log_files[key]
+            for key in [k for k in self.trial_paths if k[0] == run.run_id]:
+                del self.trial_paths[key]
             self._remote_end(run, now, final=True)
             run = trialrun.finish_run(
                 self.home,
@@ -949,6 +957,7 @@ class Daemon:
                 findings or None,
                 self._fetch(run),
             )
+            self.runs[run.run_id] = run  # finish_run saved it: not saved a second time
             self.finish_hooks[run.run_id] = run  # fired once the end is on disk
             self._finish_hooks(now)
             return run

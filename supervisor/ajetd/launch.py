@@ -35,6 +35,9 @@ class TrialSpec:
     # A Slurm batch job: INT and TERM reach only this script (`--signal=B:`, `scancel
     # --batch`), so it passes them on to the program's own process group.
     forward_signals: bool = False
+    # A FIFO the daemon writes to once the go file is there: the script blocks on it (bash's
+    # `read -t`, no process started) instead of polling, and goes at once. Empty: polling.
+    wake_fifo: str = ""
 
 
 _AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
@@ -72,10 +75,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             """trap 'printf "%s\\n" "$(date +%s.%N)" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
-            "n=0",
-            'until [ -e "$go" ]; do',
-            '  if [ "$n" -lt 600 ]; then sleep 0.02; else sleep 1; fi; n=$((n + 1))',
-            "done",
+            *_wait_for_go(spec),
             *exports,
             f"printf '%s\\n' {q(banner)}",
             f"if cd -- {q(spec.codebase_dir)}; then",
@@ -90,6 +90,23 @@ def render_trial_script(spec: TrialSpec) -> str:
             "",
         ]
     )
+
+
+def _wait_for_go(spec: TrialSpec) -> list[str]:
+    """Wait for the go file: woken through the FIFO where there is one (a check a second
+    besides, should a wake-up be missed), else by polling, fast at first."""
+    if spec.wake_fifo:
+        return [
+            f"exec 3<> {shlex.quote(spec.wake_fifo)}",
+            'until [ -e "$go" ]; do read -r -t 1 -u 3 _; done',
+            "exec 3<&-",
+        ]
+    return [
+        "n=0",
+        'until [ -e "$go" ]; do',
+        '  if [ "$n" -lt 600 ]; then sleep 0.02; else sleep 1; fi; n=$((n + 1))',
+        "done",
+    ]
 
 
 def _run_lines(spec: TrialSpec) -> list[str]:
@@ -108,6 +125,12 @@ def _run_lines(spec: TrialSpec) -> list[str]:
         '  while kill -0 "$child" 2>/dev/null; do wait "$child"; done',
         '  wait "$child"; rc=$?',
     ]
+
+
+def exit_line(trial: int) -> bytes:
+    """How the line the script prints just before it writes the exit file begins: once it is
+    in the log, so is everything the program printed."""
+    return f"[ajetd] trial {trial} exited with code ".encode()
 
 
 def parse_exit_file(text: str) -> tuple[int, float | None] | None:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import signal
+import time
 from collections.abc import Iterable, Iterator
 
 import psutil
@@ -33,7 +34,8 @@ def _ticks_since_boot(at: float) -> float:
 
 
 def _stat(pid: str) -> tuple[int, int] | None:
-    """(parent pid, start time in ticks since boot) of a process; None once it is gone."""
+    """(parent pid, start time in ticks since boot) of a live process; None once it is gone
+    or a zombie (it has ended; only its parent's wait is missing, no signal can end it)."""
     try:  # os.open: a third of open()'s cost, and this runs for every process
         fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY)
         try:
@@ -44,7 +46,7 @@ def _stat(pid: str) -> tuple[int, int] | None:
         return None
     fields = data[data.rfind(b")") + 2 :].split(None, 20)  # the name may hold spaces, ")"
     try:
-        return int(fields[1]), int(fields[19])
+        return None if fields[0] in (b"Z", b"X") else (int(fields[1]), int(fields[19]))
     except (IndexError, ValueError):
         return None
 
@@ -206,15 +208,33 @@ def reap_run(
     run_id: str, root_pid: int | None, since: float | None = None, grace_s: float = 2.0
 ) -> list[int]:
     """After a trial ended: TERM what is left of the run (started after `since`), KILL it
-    after `grace_s`."""
+    after `grace_s`. A process that has ended counts as gone even while it waits, a zombie,
+    for its parent (or init) to collect it."""
     left = run_processes(run_id, root_pid, since)
     for proc in left:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    _, alive = psutil.wait_procs(left, timeout=grace_s)
+    alive = _wait_gone(left, grace_s)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     if left:
         log.info("run %s: ended %d leftover process(es)", run_id, len(left))
     return [p.pid for p in left]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of `procs` still running after up to `timeout` seconds (checked every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in procs if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+        alive = [p for p in alive if _running(p)]
+    return alive

@@ -131,10 +131,15 @@ class Tmux:
                 return []
             raise
 
-    def new_session(self, name: str, cwd: str, script: str) -> Pane:
-        """A detached session whose only pane runs `bash <script>` as its own process."""
+    def new_session(self, name: str, cwd: str, script: str, log: str | None = None) -> Pane:
+        """A detached session whose only pane runs `bash <script>` as its own process; with
+        `log`, armed in the same tmux call (one process, not three): `remain-on-exit` set and
+        the output piped to `log` (`keep_dead_pane`, `pipe_to_file`)."""
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
+        arm = (
+            (";", *self._keep_dead(), ";", *self._pipe(log)) if log is not None else ()
+        )  # commands after new-session act on its new pane
         out = self._run(
             "new-session",
             "-d",
@@ -150,6 +155,7 @@ class Tmux:
             "-y",
             "50",
             command,
+            *arm,
         )
         pane_id, _, pid = out.strip().partition("\t")
         return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
@@ -162,13 +168,21 @@ class Tmux:
         pid = out.strip()
         return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
 
+    @staticmethod
+    def _keep_dead(*target: str) -> tuple[str, ...]:
+        return ("set-option", "-p", *target, "remain-on-exit", "on")
+
+    @staticmethod
+    def _pipe(path: str, *target: str) -> tuple[str, ...]:
+        return ("pipe-pane", *target, f"cat >> {shlex.quote(path)}")
+
     def keep_dead_pane(self, pane_id: str) -> None:
         """Set remain-on-exit before the program can end, so its status can be read."""
-        self._run("set-option", "-p", "-t", pane_id, "remain-on-exit", "on")
+        self._run(*self._keep_dead("-t", pane_id))
 
     def pipe_to_file(self, pane_id: str, path: str) -> None:
         """Append everything the pane prints to `path`, whatever the history limit."""
-        self._run("pipe-pane", "-t", pane_id, f"cat >> {shlex.quote(path)}")
+        self._run(*self._pipe(path, "-t", pane_id))
 
     def kill_session(self, name: str) -> None:
         try:

@@ -15,6 +15,7 @@ import os
 import shlex
 import socket
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +28,13 @@ from ajetd.blueprint import parse_blueprint
 from ajetd.configcopy import repoint, write_copy
 from ajetd.diagnosis import Finding, StreamDiagnoser
 from ajetd.errors import AjetdError, TmuxError
-from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.launch import (
+    TrialSpec,
+    exit_line,
+    parse_exit_file,
+    protect_autokill,
+    render_trial_script,
+)
 from ajetd.logscan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
 from ajetd.logtext import tail_lines
 from ajetd.model import Run, State, Trial
@@ -42,6 +49,7 @@ from ajetd.valresults import parse_val_text
 log = logging.getLogger(__name__)
 TAIL_BYTES = 256 * 1024
 REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
+OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
 DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
 
 
@@ -54,6 +62,7 @@ class RunPaths:
     exit: Path
     hup: Path
     log: Path
+    wake: Path  # the FIFO through which the trial script is told to go
 
 
 def trial_log(run: Run, number: int) -> Path:
@@ -68,6 +77,7 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
         exit=home.trial_file(run.run_id, number, "exit"),
         hup=home.trial_file(run.run_id, number, "hup"),
         log=trial_log(run, number),
+        wake=home.trial_file(run.run_id, number, "wake"),
     )
 
 
@@ -77,6 +87,20 @@ def find_pane(panes: list[Pane], script: Path) -> Pane | None:
         if str(script) in pane.start_command:
             return pane
     return None
+
+
+def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
+    """Wait, bounded, until trial `number`'s last line (the script's `[ajetd] trial N exited
+    with code`) has come through tmux and `pipe-pane` into its log. The exit file is written
+    right after that line, and an end is now taken at once: without this wait a failed
+    trial could be diagnosed, or its reports written, without its last output."""
+    marker = exit_line(number)
+    deadline = time.monotonic() + timeout
+    while marker not in tail_bytes(log_file, 4096):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
@@ -116,6 +140,7 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         hup_file=str(p.hup),
         env=tuple(sorted(trial_env(run, options).items())),
         prefix=run.fix_prefix,
+        wake_fifo=_make_fifo(p.wake),
     )
     if options.ssh is not None:
         run, spec = _remote_trial(home, run, options.ssh, spec)
@@ -123,6 +148,33 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         spec = _slurm_trial(home, run, options, spec)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
+
+
+def _make_fifo(path: Path) -> str:
+    """The trial's wake-up FIFO (owner-only), made anew; empty (the script polls) where the
+    file system has none."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    try:
+        os.mkfifo(path, 0o600)
+    except OSError as exc:
+        log.warning("no wake-up FIFO at %s (%s): the trial script polls", path, exc)
+        return ""
+    return str(path)
+
+
+def _wake(path: Path) -> None:
+    """Tell a trial script waiting for its go file to look now. Nobody reading yet (ENXIO)
+    is fine: the script looks for the go file before it waits."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
 
 
 def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[Run, TrialSpec]:
@@ -135,6 +187,7 @@ def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[
     n = spec.trial
     remote = replace(
         spec,
+        wake_fifo="",
         env=(*spec.env, sshrun.REMOTE_MARK),
         go_file=f"{rdir}/trial-{n}.go",
         exit_file=f"{rdir}/trial-{n}.exit",
@@ -160,6 +213,7 @@ def _slurm_trial(home: Home, run: Run, options: Options, spec: TrialSpec) -> Tri
     batch = options.slurm.mode == "batch"
     job = replace(
         spec,
+        wake_fifo="",
         go_file=str(home.trial_file(run.run_id, n, "job.go")),
         exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
         forward_signals=batch,
@@ -217,14 +271,17 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float, ssh: SshSpec | Non
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
     )
-    if pane is None and previous is not None:  # a relaunch: same pane, attached users stay
-        pane = tmux.respawn(previous.pane_id, str(p.script))
-    elif pane is None:
-        pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script))
     p.log.parent.mkdir(parents=True, exist_ok=True)
-    tmux.keep_dead_pane(pane.pane_id)
-    tmux.pipe_to_file(pane.pane_id, str(p.log))
+    if pane is None and previous is None:  # a new session, armed in the same tmux call
+        pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script), str(p.log))
+    else:
+        if pane is None:  # a relaunch: the previous trial's pane, attached users stay
+            assert previous is not None
+            pane = tmux.respawn(previous.pane_id, str(p.script))
+        tmux.keep_dead_pane(pane.pane_id)
+        tmux.pipe_to_file(pane.pane_id, str(p.log))
     write_atomic(p.go, f"{now}\n", OWNER_FILE)
+    _wake(p.wake)
     return _started(home, run, now, pane.pid)
 
 
@@ -498,6 +555,8 @@ def finish_run(
     saved = home.save_run(run)
     if run.trial is not None:
         reap_leftovers(run, pane_pid)
+        if exit_code is not None:  # its last output in the log before the reports quote it
+            await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved:  # reports only once the record says the same (a full home waits)
         run = publish_reports(home, run, now, drawn)
     if run.keep_session_s <= 0 and home.saved(run.run_id):  # a dead pane keeps the status

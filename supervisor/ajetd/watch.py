@@ -7,17 +7,34 @@ take them at once instead of waiting for them to settle. A file moved in from an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
 
 from watchdog.events import (
     FileClosedEvent,
+    FileCreatedEvent,
     FileMovedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
 )
 from watchdog.observers.inotify import InotifyObserver
+
+# watchdog holds each IN_MOVED_FROM for up to this long to pair it with its IN_MOVED_TO, and
+# every later event of that watch waits behind it. When its reader thread wakes between the
+# two halves of one rename (two cores make that common), a blueprint renamed into the inbox
+# or an exit file renamed into place was seen 0.5 s late (watchdog's default). Both halves
+# of a rename are queued by the same system call, so a few milliseconds pair them still.
+MOVE_PAIRING_S = 0.005
+with contextlib.suppress(ImportError):  # watchdog >= 6; older ones pair in InotifyBuffer
+    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+
+    InotifyMoveEventGrouper.delay = MOVE_PAIRING_S
+with contextlib.suppress(ImportError):
+    from watchdog.observers.inotify_buffer import InotifyBuffer  # type: ignore[import-not-found]
+
+    InotifyBuffer.delay = MOVE_PAIRING_S
 
 
 class _Waker(FileSystemEventHandler):
@@ -84,8 +101,11 @@ class Watcher:
             flag=self.trial_end,
             ended=self.ended,
         )
+        # Exit files arrive by rename, markers by writing: only those events are asked of the
+        # kernel, not the opens, reads and writes of every file the daemon itself touches.
+        wanted = [FileMovedEvent, FileClosedEvent, FileCreatedEvent]
         for folder in ends:
-            self._observer.schedule(waker, str(folder), recursive=True)
+            self._observer.schedule(waker, str(folder), recursive=True, event_filter=wanted)
         self._observer.daemon = True
         self._observer.start()
 
