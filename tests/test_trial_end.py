@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -147,3 +148,28 @@ def test_trial_script_goes_when_woken_through_its_fifo(tmp_path: Path) -> None:
         assert proc.returncode == 0 and "started" in out
     finally:
         proc.kill()
+
+
+def test_liveness_asks_tmux_only_when_a_pane_process_changed(env: Env) -> None:
+    """While every pane's own process lives on, the liveness period costs no tmux call; a
+    trial script killed behind ajetd's back (no exit file, no marker) is still noticed."""
+    calls = env.tmp / "tmux-calls.log"
+    shim = env.tmp / "bin"
+    shim.mkdir()
+    real = shutil.which("tmux")
+    assert real is not None
+    (shim / "tmux").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    (shim / "tmux").chmod(0o755)
+    env.vars["PATH"] = f"{shim}:{env.vars['PATH']}"
+    env.start_daemon("--liveness", "0.2")
+    config = env.config("long", forever=True, step_time=0.5)
+    run_id = env.submit(env.blueprint("long", config=config))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    wait_for(lambda: calls.read_text().count("list-panes") >= 2, what="a first liveness poll")
+    before = calls.read_text().count("list-panes")
+    t0 = time.monotonic()
+    wait_for(lambda: time.monotonic() - t0 > 2.0, what="ten liveness periods")
+    assert calls.read_text().count("list-panes") - before <= 1  # not one per period
+    os.kill(env.record(run_id)["trials"][-1]["pane_pid"], signal.SIGKILL)
+    status = env.wait_done(run_id, timeout=10)
+    assert status["status"] == "lost"

@@ -80,6 +80,7 @@ DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before 
 DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
+TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,8 @@ class Daemon:
         self.backoffs: dict[str, Backoff] = {}
         self.panes: dict[str, Pane] = {}  # script path -> pane, refreshed every liveness_s
         self.last_liveness = 0.0
+        self.tmux_polled_at = float("-inf")
+        self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start, as tmux listed
         self.problems: list[str] = []
         self.published: list[str] | None = None
         self.published_at = 0.0
@@ -645,10 +648,15 @@ class Daemon:
 
     def refresh_panes(self, now: float, force: bool = False) -> bool:
         """Ask tmux for every pane once per liveness period (or at once after a trial ended);
-        True when this tick did."""
+        True when this tick did. Between two answers from tmux (at most `TMUX_POLL_MAX_S`
+        apart) a period whose pane processes are all still the ones tmux listed last needs
+        no tmux call: a pane lives as long as its own process does."""
         if not force and now - self.last_liveness < self.cfg.liveness_s:
             return False
         self.last_liveness = now
+        if not force and now - self.tmux_polled_at < TMUX_POLL_MAX_S and self._panes_alive():
+            return False
+        self.tmux_polled_at = now
         try:
             panes = self.tmux.panes()
         except TmuxError as exc:
@@ -666,6 +674,28 @@ class Daemon:
                 pane = trialrun.find_pane(panes, script)
                 if pane is not None:
                     self.panes[str(script)] = pane
+        self.pane_starts = {
+            p.pid: procs.started(p.pid) for p in self.panes.values() if p.pid and not p.dead
+        }
+        return True
+
+    def _panes_alive(self) -> bool:
+        """Every running trial's pane process is still the one tmux listed (same pid, same
+        start time), and no run needs tmux or Slurm looked at (swarm servers, Slurm jobs)."""
+        for run in self.runs.values():
+            if run.state is not State.RUNNING and run.state is not State.STOPPING:
+                continue
+            opts = self.options.get(run.run_id)
+            if opts is None or opts.swarm is not None or opts.slurm is not None:
+                return False
+            if run.trial is None or run.trial.started_at is None:
+                continue
+            pane = self._pane(run)
+            if pane is None or pane.dead or not pane.pid:
+                return False
+            began = self.pane_starts.get(pane.pid)
+            if began is None or procs.started(pane.pid) != began:
+                return False
         return True
 
     def _poll_slurm(self, now: float) -> None:

@@ -51,6 +51,13 @@ def _stat(pid: str) -> tuple[int, int] | None:
         return None
 
 
+def started(pid: int) -> int | None:
+    """When a process started (clock ticks since boot), to tell it from a later process
+    given the same pid; None once it has ended."""
+    got = _stat(str(pid))
+    return None if got is None else got[1]
+
+
 def _young(since: float | None) -> Iterator[tuple[int, int]]:
     """(pid, parent pid) of every process started after `since` (all of them for None)."""
     floor = -1.0 if since is None else _ticks_since_boot(since - START_SLACK_S)
