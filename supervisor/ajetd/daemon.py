@@ -81,6 +81,7 @@ DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
 TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
+SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,10 @@ class Daemon:
         self.last_liveness = 0.0
         self.tmux_polled_at = float("-inf")
         self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start, as tmux listed
+        # when each live run next needs a full look (its own timers), and when it had one
+        self.due_at: dict[str, float] = {}
+        self.supervised_at: dict[str, float] = {}
+        self.stop_asked: set[str] = set()  # runs with a stop request in control/
         self.problems: list[str] = []
         self.published: list[str] | None = None
         self.published_at = 0.0
@@ -237,20 +242,40 @@ class Daemon:
                 quiet = [self._last_output(run), self.gpu_busy_at.get(run.run_id)]
                 since = max((t for t in quiet if t is not None), default=None)
                 t = next_wake(run, self.cfg.timing, window, since, now)
-                if t is not None:
-                    wake_at.append(t)
+                own = [] if t is None else [t]
                 if run.run_id in self.backoffs:
-                    wake_at.append(self.backoffs[run.run_id].next_at)
+                    own.append(self.backoffs[run.run_id].next_at)
+                wake_at += own
+                self.due_at[run.run_id] = min(own, default=float("inf"))
         return min(wake_at)
 
     def scan_output(self, now: float) -> None:
         """The light tick: new output of running trials is diagnosed, nothing else is done."""
         self.live_growing = False
         for run in list(self.runs.values()):
-            trial = run.trial
-            if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
-                with self._each(run.run_id, "reading its output"):
-                    self._live_scan(run.run_id, now, self._paths(run).log)
+            with self._each(run.run_id, "reading its output"):
+                self._scan_new_output(run, now)
+
+    def _scan_new_output(self, run: Run, now: float) -> None:
+        trial = run.trial
+        if run.state is State.RUNNING and trial is not None and trial.started_at is not None:
+            self._live_scan(run.run_id, now, self._paths(run).log)
+
+    def _due(self, run: Run, now: float, panes_fresh: bool) -> bool:
+        """Whether a live run is looked at in full this tick: tmux was just asked about every
+        pane, a moment of its own has come (time limit, a stop's next signal, its hang window,
+        its deep check: `due_at`, from the last full tick), it is stopping or flagged, a stop
+        was asked, or it was not looked at for `SUPERVISE_ALL_S`. Its exit needs none of
+        these: an exit file wakes the loop for that run alone (`record_ends`), and a pane
+        process that ended makes the liveness period ask tmux."""
+        if panes_fresh or run.stop_cause is not None or run.attention is not None:
+            return True
+        if run.run_id in self.stop_asked:
+            return True
+        if now - self.supervised_at.get(run.run_id, float("-inf")) >= SUPERVISE_ALL_S:
+            return True
+        due = self.due_at.get(run.run_id)
+        return due is None or now >= due
 
     # -- guards: one item's failure is that item's, never the loop's --------------------------
     def _logged_once(self, item: str, step: str, exc: BaseException) -> str:
@@ -317,7 +342,11 @@ class Daemon:
         live = (State.RUNNING, State.STOPPING)
         for run_id in [r for r, run in self.runs.items() if run.state in live]:
             with self._each(run_id, "supervising it"):
-                self.supervise(run_id, now, fresh)
+                if self._due(self.runs[run_id], now, fresh):
+                    self.supervise(run_id, now, fresh)
+                    self.supervised_at[run_id] = now
+                else:  # nothing of its own is due: only its new output is read
+                    self._scan_new_output(self.runs[run_id], now)
         with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
             self.campaigns.tick(now, self.runs)  # soon as a run ends
         with self._step("gpus", "sampling GPUs"):
@@ -472,11 +501,13 @@ class Daemon:
 
     def control(self, now: float) -> None:
         """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
+        self.stop_asked = set()
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.home.control):
                 run_id, _, kind = entry.name.partition(".")
                 if kind != "stop" or not RUN_ID.match(run_id):
                     continue
+                self.stop_asked.add(run_id)
                 with self._each(run_id, "taking its stop request"):
                     self._stop_request(run_id, entry, now)
 
@@ -974,6 +1005,8 @@ class Daemon:
             self.live.forget(run.run_id)
             for key in [k for k in self.trial_paths if k[0] == run.run_id]:
                 del self.trial_paths[key]
+            self.due_at.pop(run.run_id, None)
+            self.supervised_at.pop(run.run_id, None)
             self._remote_end(run, now, final=True)
             run = trialrun.finish_run(
                 self.home,
