@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import shlex
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +37,18 @@ log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 0.5  # one probe; a refused connection answers at once
 MAX_STARTS = 4  # server starts per port before ajetd gives up on it (the first included)
 SERVER_DIED = "swarm_server_died"
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 is local
 
 
 def healthy(port: int) -> bool:
-    """Whether `GET http://127.0.0.1:<port>/health` answers `{"status": "ok"}` (no proxy)."""
+    """Whether `GET http://127.0.0.1:<port>/health` answers `{"status": "ok"}` (no proxy).
+    urllib is imported here, not with the module: it brings ssl, http and email, 3 MiB of the
+    daemon's memory that runs without a swarm server never need."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 is local
     try:
-        with _NO_PROXY.open(f"http://127.0.0.1:{port}/health", timeout=HEALTH_TIMEOUT_S) as got:
+        with opener.open(f"http://127.0.0.1:{port}/health", timeout=HEALTH_TIMEOUT_S) as got:
             body = json.loads(got.read(4096))
     except (OSError, ValueError, urllib.error.URLError):
         return False
