@@ -121,3 +121,18 @@ def test_venv_folder_is_accepted_for_its_python(env: Env) -> None:
     path.write_text(text)
     data = json.loads(env.cli("lint", str(path), "--json").stdout)
     assert data["ok"] is True, data
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["when: 2020-02-30\n", "x: " + "[" * 3000 + "]" * 3000 + "\n", "n: !!int ''\n"],
+    ids=["bad date", "deep nesting", "empty int"],
+)
+def test_a_config_pyyaml_cannot_build_is_named(env: Env, body: str) -> None:
+    """PyYAML raised ValueError / RecursionError here: a traceback from lint, "internal
+    error" from the daemon."""
+    config = env.codebase / "broken.yaml"
+    config.write_text(body)
+    code, out = _lint(env, env.blueprint("broken", config=str(config)).read_text())
+    assert code == 2 and "Traceback" not in out, out
+    assert f"exp_yaml_path: {config} is not valid YAML" in out, out

@@ -183,12 +183,18 @@ def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list
         return None
     try:
         config = yaml.safe_load(fs.read_text(yaml_path))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
-        return None
     except OSError as exc:
         problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror or exc}")
+        return None
+    except AjetdError as exc:  # the SSH host's file system did not answer
+        problems.append(f"exp_yaml_path: cannot read {yaml_path}{where}: {exc}")
+        return None
+    except Exception as exc:
+        # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
+        # RecursionError for deep nesting, IndexError for `!!int ''`; whatever the loader
+        # raises is this file's problem, said once (lint and the daemon alike)
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
         return None
     if not isinstance(config, dict):
         problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
