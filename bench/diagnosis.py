@@ -28,11 +28,23 @@ SOURCE = re.compile(r"^# source: (\S+?)#(\d+) (\S+)\s*$")
 # Which repositories' excerpts informed each kind's patterns and trigger words (kept honest by
 # hand as patterns are written; a kind absent here was written before the corpus existed).
 PATTERNS_FROM: dict[str, set[str]] = {
-    "host_oom": {"ray-project/ray", "verl-project/verl-omni", "allenai/OLMo"},
+    "host_oom": {
+        "ray-project/ray",
+        "verl-project/verl-omni",
+        "allenai/OLMo",
+        "deepspeedai/DeepSpeed",
+        "danijar/dreamerv3",
+    },
     "ray_cluster": {"ray-project/ray", "NVIDIA-NeMo/RL", "alibaba/ROLL", "verl-project/verl"},
     "import_error": {"ray-project/ray"},
-    "insufficient_gpus": {"OpenRLHF/OpenRLHF", "ray-project/ray", "vllm-project/vllm-ascend"},
-    "vllm_memory": {"vllm-project/vllm-ascend", "gpustack/gpustack"},
+    "insufficient_gpus": {
+        "OpenRLHF/OpenRLHF",
+        "ray-project/ray",
+        "vllm-project/vllm-ascend",
+        "gpustack/gpustack",
+        "verl-project/verl",
+    },
+    "vllm_memory": {"vllm-project/vllm-ascend", "gpustack/gpustack", "sgl-project/sglang"},
     "port_in_use": {"NVIDIA-NeMo/RL"},
     "cuda_oom": {"THUDM/slime", "verl-project/verl"},
     "vllm_engine_dead": {"vllm-project/vllm"},
@@ -46,7 +58,12 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "juliusfrost/dreamer-pytorch",
         "datawhalechina/self-llm",
     },
-    "disk_full": {"TracecatHQ/tracecat", "hiyouga/LlamaFactory", "pytorch/pytorch"},
+    "disk_full": {
+        "TracecatHQ/tracecat",
+        "hiyouga/LlamaFactory",
+        "pytorch/pytorch",
+        "mozilla/DeepSpeech",
+    },
     "nccl_error": {
         "EleutherAI/gpt-neox",
         "tatsu-lab/stanford_alpaca",
@@ -63,7 +80,13 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "facebookresearch/fairchem",
         "ritzz-ai/GUI-R1",
     },
-    "logger_error": {"SwanHubX/SwanLab"},  # the rule that a warning-level line is an echo
+    "logger_error": {
+        "SwanHubX/SwanLab",
+        "aws-samples/eks-kubeflow-workshop",
+        "mlflow/mlflow",
+        "JWSoh/MZSR",
+        "tensorflow/tensorboard",
+    },  # the rule that a warning-level line is an echo
     "missing_model": {"vllm-project/vllm", "oobabooga/textgen", "mistralai/mistral-finetune"},
     "build_error": {
         "ray-project/ray",
@@ -75,6 +98,7 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "huggingface/open-r1",
         "huggingface/sentence-transformers",
         "NVIDIA-NeMo/RL",
+        "samarth-robo/contactdb_prediction",
     },
     "network": {
         "instructlab/instructlab",
@@ -97,6 +121,7 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "ray-project/ray",
         "NVIDIA/Megatron-LM",
         "hkust-nlp/simpleRL-reason",
+        "deepspeedai/DeepSpeedExamples",
     },
     "cuda_error": {
         "verl-project/verl",

@@ -85,6 +85,13 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("launch_error/nemorl-1022.log", "launch_error", "[ERROR] Background srun"),
         ("launch_error/nemorl-1019.log", "launch_error", "srun: error: Unable to create step"),
         ("launch_error/pyxis-127.log", "launch_error", "slurmstepd: error: pyxis"),
+        # an exception raised in an experiment logger's own frames is the logger's failure
+        ("logger_error/tensorboard-5759.log", "logger_error", "FileNotFoundError"),
+        # `SomeError:message` with no space after the colon is still an exception line
+        ("logger_error/tensorboard-6398.log", "logger_error", "InvalidArgumentError:events"),
+        # a launcher's logger line `[ERROR] [launch.py:...]` is not a launch script's own error
+        ("host_oom/deepspeed-3232.log", "host_oom", "sigkill_handler"),
+        ("segfault/deepspeedexamples-626.log", "segfault", "sigkill_handler"),
         # a specific echo (a worker exit) is named before an unexplained exception
         ("ray_worker_died/verl-4921.log", "ray_worker_died", "ActorDiedError"),
     ],

@@ -55,6 +55,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"file write failed",
             r"pytorchstreamwriter failed writing",
             r"write\(\): fd \d+ failed",
+            r"error writing \(tmp\) checkpoint file",
+            r"error writing .*file.*resource exhausted",
         ),
     ),
     Kind(
@@ -72,6 +74,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
             r"free memory on device .* is less than desired",
             r"increase --?mem[-_]fraction[-_]static",
+            r"larger than the profiled value -\d+",
         ),
     ),
     Kind(
@@ -100,6 +103,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"killed due to memory pressure",
             r"\boom[_-]kill",
             r"\boom killed\b",
+            r"return code = -9\b",
+            r"^\s*已杀死\s*$",
         ),
     ),
     Kind(
@@ -222,6 +227,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"connectionrefusederror",
             r"actively refused",
             r"server is not up yet",
+            r"host='(localhost|127\.0\.0\.1|0\.0\.0\.0)'.*max retries exceeded",
         ),
     ),
     Kind(
@@ -313,6 +319,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"exitcode\s*:\s*-(11|7|6)\b",
             r"segfault encountered",
             r"terminate called after throwing an instance of",
+            r"return code = -(11|7|6)\b",
         ),
     ),
     Kind(
@@ -331,6 +338,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"mlflowexception",
             r"mlflow\.exceptions",
             r"api_key not configured \(no-tty\)",
+            r"\bmlflow\.utils\.[\w.]+:.*\bfailed\b",
+            r"api request to \S*mlflow\S* failed",
+            r"events_writer.*(failed|could not)",
+            r"events\.out\.tfevent\S*.*(invalid|error|failed|denied)",
+            r"error\W*events\.out\.tfevent",
         ),
     ),
     Kind(
@@ -431,6 +443,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"required resources for this (actor or task|task|actor): \{[^}]*\bgpu\b",
             r"must be less than or equal to the number( of (visible )?(devices|gpus))?",
             r"number of visible devices \(0\)",
+            r"waiting for creating a placement group.*\bgpu\b",
+            r"total available gpus [\d.]+ is less than total desired gpus",
         ),
     ),
     Kind(
@@ -563,7 +577,7 @@ CATALOGUE: tuple[Kind, ...] = (
         "Read the launcher's message: the allocation (nodes, memory, GPUs, account), the "
         "container or the node named; fix the launch, then relaunch.",
         _p(
-            r"^\[error\] (?!\d{4}-)",  # a script's own; not a logger's `[ERROR] 2025-10-29-...`
+            r"^\[error\] (?!\d{4}-|\[)",  # a script's own; not a logger's `[ERROR] 2025-10-29-...`
             r"^(srun|slurmstepd|sbatch|salloc|sacct|scontrol|pyxis|enroot)\s*:\s*error\s*:"
             r"(?!.*(exited with exit code|task \d+: (killed|terminated)))",
             r"^(srun|slurmstepd|sbatch|salloc)\s*:\s*error\s*:\s*(unable to|invalid|"
@@ -621,6 +635,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "write failed",
         "failed writing",
         "write(): fd",
+        "error writing",
     ),
     "vllm_memory": (
         "free memory on device",
@@ -629,6 +644,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "gpu_memory_utilization",
         "mem-fraction-static",
         "mem_fraction_static",
+        "profiled value",
     ),
     "host_oom": (
         "outofmemoryerror",
@@ -646,6 +662,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "of the memory on node",
         "memory pressure",
         "oom_kill",
+        "return code = -9",
+        "已杀死",
     ),
     "cuda_oom": (
         "out of memory",
@@ -702,6 +720,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "signal 11",
         "signal 7",
         "signal 6",
+        "return code = -",
     ),
     "port_in_use": (
         "in use",
@@ -712,7 +731,14 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "trying to use a port",
         "no available ports",
     ),
-    "connection_refused": ("refused", "errno 111", "not up yet"),
+    "connection_refused": (
+        "refused",
+        "errno 111",
+        "not up yet",
+        "host='localhost'",
+        "host='127.0.0.1'",
+        "host='0.0.0.0'",
+    ),
     "ray_cluster": (
         "gcs",
         "running ray",
@@ -753,7 +779,14 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "background loop has errored",
         "died unexpectedly",
     ),
-    "logger_error": ("wandb", "swanlab", "mlflow", "api_key not configured"),
+    "logger_error": (
+        "wandb",
+        "swanlab",
+        "mlflow",
+        "api_key not configured",
+        "events_writer",
+        "events.out.tfevent",
+    ),
     "missing_model": (
         "repositorynotfounderror",
         "repository not found",

@@ -29,7 +29,7 @@ from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
-from ajetd.catalogue import DIGIT_BLIND, SHAPE_WORDS, TRIGGERS, UNKNOWN, Kind, candidates
+from ajetd.catalogue import BY_NAME, DIGIT_BLIND, SHAPE_WORDS, TRIGGERS, UNKNOWN, Kind, candidates
 from ajetd.logscan import MAX_LINE_BYTES, decode_line
 from ajetd.logshape import (
     BENIGN,
@@ -47,6 +47,13 @@ _CHAINED = ("During handling of the above exception", "The above exception was t
 _TRIGGER_SEARCH = BytesAhoCorasick([*TRIGGERS, *SHAPE_WORDS], matchkind=MatchKind.Standard)
 _WORD_OF_INDEX = (*TRIGGERS, *SHAPE_WORDS)
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
+# A frame inside an experiment logger's own package: an exception raised there that no more
+# specific kind explains (a file it cannot write, an unexplained error) is the logger's failure.
+_LOGGER_FRAME = re.compile(
+    r'^\s*File "[^"]*[/\\](?:site|dist)-packages[/\\]'
+    r"(?:wandb|swanlab|mlflow|tensorboard|tensorboardX|torch[/\\]utils[/\\]tensorboard)[/\\]"
+)
+_LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 # Lines remembered as saying nothing: bounded in count and length so memory stays flat.
 _QUIET_LINES = 4096
 _QUIET_LINE_BYTES = 512
@@ -123,6 +130,7 @@ class Diagnoser:
     _traceback_lines: int = 0
     _traceback_indent: int = 0  # a traceback printed indented (pip's subprocess output) ends
     # with an exception line indented as much as its header
+    _in_logger: bool = False  # the traceback's last frame is in an experiment logger's package
 
     @property
     def in_traceback(self) -> bool:
@@ -170,6 +178,15 @@ class Diagnoser:
             return kind, WRAPPER
         return kind, ECHO if kind.consequence or fallback == ECHO else SPECIFIC
 
+    def _raised_by_logger(self, kind: Kind | UserKind | None, stripped: str) -> bool:
+        """Whether this line ends a traceback whose last frame is an experiment logger's own
+        code, with an exception no more specific kind explains."""
+        if not (self._in_traceback and self._in_logger):
+            return False
+        if kind is not None and kind.name not in _LOGGER_CAN_EXPLAIN:
+            return False
+        return bool(EXCEPTION_LINE.match(stripped) or TRACEBACK_END.match(stripped))
+
     def line(self, number: int, text: str, words: frozenset[bytes] | None = None) -> bool:
         """Take one cleaned line; lines must come in order, but need not all come. `words`:
         the trigger words the caller already found in it. False when the line said nothing:
@@ -185,9 +202,12 @@ class Diagnoser:
                     known = kind is not UNKNOWN
                     self._record(kind, number, body, rank)
             self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
+            self._in_logger = False
             self._traceback_indent = indent if stripped == _TRACEBACK else 0
             return True
         if self._in_traceback and (indent > self._traceback_indent or not stripped):
+            if stripped.startswith("File "):
+                self._in_logger = bool(_LOGGER_FRAME.match(body))
             kind = classify(body, words)  # a frame or its source line: the traceback goes on
             if kind is not None:
                 self._traceback_known = True
@@ -197,6 +217,8 @@ class Diagnoser:
                 self._in_traceback = False
             return True
         kind, rank = self._kind(body, words)
+        if self._raised_by_logger(kind, stripped):
+            kind, rank = BY_NAME["logger_error"], SPECIFIC
         if kind is not None:
             if rank == SPECIFIC and _WARNING.match(text):
                 rank = ECHO  # logged as a warning (a retry, a fallback): not what ended the run

@@ -53,7 +53,7 @@ MAX_DRESS = 6  # decorations stacked on one line, at most
 EXCEPTION_LINE = re.compile(
     r"^(?P<cls>(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*?(?:Error|Exception|Exit|Interrupt|Fault|"
     r"Failure|Timeout|Killed)|Error|Exception|StopIteration|StopAsyncIteration))"
-    r"(?:\((?P<inner>[\w.]+)\))?(?::\s|:$|$)"
+    r"(?:\((?P<inner>[\w.]+)\))?(?::|$)"
 )
 # Exception lines that end a program without being its fault.
 BENIGN = re.compile(r"^(?:KeyboardInterrupt|SystemExit|GeneratorExit)\b")
