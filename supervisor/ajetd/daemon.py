@@ -320,7 +320,7 @@ class Daemon:
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         self.live_growing = False
-        self.record_ends(now)
+        ask_tmux = self.record_ends(now)
         with self._step("disk", "writing what a full disk held back"):
             self.held.retry()
             self._finish_hooks(now)
@@ -333,7 +333,7 @@ class Daemon:
             self.control(now)
         with self._step("launch", "placing waiting runs"):
             self.launch(now)
-        ended = self.watcher.trial_end.is_set()
+        ended = ask_tmux  # exit files were taken by record_ends, tmux has nothing to add
         self.watcher.trial_end.clear()
         fresh = False
         with self._step("tmux", "listing panes"):
@@ -360,18 +360,24 @@ class Daemon:
         with self._step("daemon.json", "publishing the daemon's state"):
             self.publish(now)
 
-    def record_ends(self, now: float) -> None:
+    def record_ends(self, now: float) -> bool:
         """The end first, the clean-up after: the runs whose trial just wrote its exit file
         are observed and decided before anything else this tick does (no inbox, no tmux, no
-        other run), so the end is on record within milliseconds of the exit."""
+        other run), so the end is on record within milliseconds of the exit. True when tmux
+        must be asked too: a hang-up marker, or an exit file that ended nothing."""
+        ask_tmux = False
         for path in sorted(self.watcher.take_ended()):
             folder = Path(path).parent
             run = self.runs.get(folder.name)
-            if folder.parent != self.home.runs or run is None:
+            if folder.parent != self.home.runs or run is None or not path.endswith(".exit"):
+                ask_tmux = True
                 continue
             if run.state is State.RUNNING or run.state is State.STOPPING:
                 with self._each(run.run_id, "recording its end"):
                     self.supervise(run.run_id, now, False)
+                after = self.runs.get(run.run_id)
+                ask_tmux |= after is None or after.trial == run.trial  # nothing came of it
+        return ask_tmux
 
     def sample_gpus(self, now: float) -> None:
         """On its timer: fold each running run's GPU use into its record; a lost GPU is a

@@ -71,8 +71,10 @@ def render_trial_script(spec: TrialSpec) -> str:
             "#!/usr/bin/env bash",
             f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
             "trap ':' INT TERM",
+            # the time without starting a process (bash 5's clock; `date` before), "." always
+            "now() { t=${EPOCHREALTIME:-$(date +%s.%N)}; t=${t/,/.}; }",
             f"hup_file={q(spec.hup_file)}",
-            """trap 'printf "%s\\n" "$(date +%s.%N)" > "$hup_file"; exit 129' HUP""",
+            """trap 'now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
             *_wait_for_go(spec),
@@ -84,7 +86,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             "  rc=126",
             "fi",
             "printf '[ajetd] trial %s exited with code %s\\n' " + f"{spec.trial} " + '"$rc"',
-            'printf \'%s %s\\n\' "$rc" "$(date +%s.%N)" > "$exit_file.tmp" && '
+            'now; printf \'%s %s\\n\' "$rc" "$t" > "$exit_file.tmp" && '
             'mv -f "$exit_file.tmp" "$exit_file"',
             'exit "$rc"',
             "",

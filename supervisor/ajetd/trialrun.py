@@ -559,8 +559,8 @@ def finish_run(
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved:  # reports only once the record says the same (a full home waits)
         run = publish_reports(home, run, now, drawn)
-    if run.keep_session_s <= 0 and home.saved(run.run_id):  # a dead pane keeps the status
-        close_session(tmux, run)
+    # Its session is closed by the daemon's housekeeping, later in the same tick when
+    # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run
 
 

@@ -56,6 +56,8 @@ class _Waker(FileSystemEventHandler):
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if self._suffixes:
+            if isinstance(event, FileCreatedEvent):  # still empty: its close or rename follows
+                return
             paths = [os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", b""))]
             if not any(p.endswith(self._suffixes) for p in paths):
                 return
@@ -103,7 +105,7 @@ class Watcher:
         )
         # Exit files arrive by rename, markers by writing: only those events are asked of the
         # kernel, not the opens, reads and writes of every file the daemon itself touches.
-        wanted = [FileMovedEvent, FileClosedEvent, FileCreatedEvent]
+        wanted = [FileMovedEvent, FileClosedEvent]
         for folder in ends:
             self._observer.schedule(waker, str(folder), recursive=True, event_filter=wanted)
         self._observer.daemon = True
