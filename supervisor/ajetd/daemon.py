@@ -48,6 +48,7 @@ from ajetd.errors import AjetdError, TmuxError
 from ajetd.gpu import NoGpu, open_probe
 from ajetd.gpuwatch import GPU_LOST, GpuWatch, lost_finding
 from ajetd.hooks import Hooks
+from ajetd.launch import parse_exit_file
 from ajetd.livescan import LIVE_SCAN_S, LiveScans
 from ajetd.model import Run, State, Status
 from ajetd.naming import RUN_ID, new_run_id
@@ -845,6 +846,8 @@ class Daemon:
         p = self._paths(run)
         exit_info = trialrun.read_exit(p.exit)
         pane = self._pane(run)
+        if exit_info is None and pane is not None and pane.exit_note:  # the disk was full
+            exit_info = parse_exit_file(pane.exit_note)
         gone, dead_status = False, None
         if exit_info is None and panes_fresh and (pane is None or pane.dead):
             exit_info = trialrun.read_exit(p.exit)  # written just before the pane died?

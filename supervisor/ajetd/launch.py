@@ -16,6 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
+
 
 @dataclass(frozen=True)
 class TrialSpec:
@@ -86,8 +88,12 @@ def render_trial_script(spec: TrialSpec) -> str:
             "  rc=126",
             "fi",
             "printf '[ajetd] trial %s exited with code %s\\n' " + f"{spec.trial} " + '"$rc"',
-            'now; printf \'%s %s\\n\' "$rc" "$t" > "$exit_file.tmp" && '
-            'mv -f "$exit_file.tmp" "$exit_file"',
+            'now; ended="$rc $t"',
+            'printf \'%s\\n\' "$ended" > "$exit_file.tmp" &&',
+            '  mv -f "$exit_file.tmp" "$exit_file" ||',
+            # a full disk: the status goes to tmux's memory instead (the pane's own option)
+            f'  {{ rm -f "$exit_file.tmp"; tmux set-option -p -t "$TMUX_PANE" {EXIT_OPTION} '
+            '"$ended"; } 2>/dev/null',
             'exit "$rc"',
             "",
         ]

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ajetd.errors import TmuxError
+from ajetd.launch import EXIT_OPTION
 
 _GONE_MARKERS = (
     "no server running",
@@ -37,6 +38,7 @@ class Pane:
     dead: bool
     dead_status: int | None
     start_command: str
+    exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
 
 
 def socket_from_env() -> str | None:
@@ -111,16 +113,17 @@ class Tmux:
                 "#{pane_pid}",
                 "#{pane_dead}",
                 "#{pane_dead_status}",
+                f"#{{{EXIT_OPTION}}}",
                 "#{pane_start_command}",
             )
         )
         out = self._run("list-panes", "-a", "-F", fmt)
         panes = []
         for line in out.splitlines():
-            fields = line.split("\t", 5)
-            if len(fields) != 6:
+            fields = line.split("\t", 6)
+            if len(fields) != 7:
                 continue
-            session, pane_id, pid, dead, status, start = fields
+            session, pane_id, pid, dead, status, note, start = fields
             panes.append(
                 Pane(
                     session=session,
@@ -129,6 +132,7 @@ class Tmux:
                     dead=dead == "1",
                     dead_status=int(status) if status.lstrip("-").isdigit() else None,
                     start_command=start,
+                    exit_note=note,
                 )
             )
         return panes
@@ -174,7 +178,8 @@ class Tmux:
     def respawn(self, pane_id: str, script: str) -> Pane:
         """Run `bash <script>` in an existing (dead) pane: same session, same attached users."""
         command = f"exec bash {shlex.quote(script)}"
-        self._run("respawn-pane", "-k", "-t", pane_id, command)
+        forget = ("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION)  # the last trial's
+        self._run(*forget, ";", "respawn-pane", "-k", "-t", pane_id, command)
         out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
         pid = out.strip()
         return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
