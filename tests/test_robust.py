@@ -213,16 +213,17 @@ def test_links_and_special_files_are_refused_never_followed(
     for _ in range(3):
         daemon.tick(time.time())
     for name, kind in (("link", "symbolic link"), ("pipe", "FIFO"), ("folder", "directory")):
-        lines = [p for p in daemon.problems if f"{name}.md is a {kind}" in p]
-        assert len(lines) == 1, daemon.problems
+        lines = [p for p in daemon.refused if f"{name}.md is a {kind}" in p]
+        assert len(lines) == 1, daemon.refused
         logged = [r for r in caplog.records if f"{name}.md is a {kind}" in r.getMessage()]
         assert len(logged) == 1
-    assert f"(to {secret})" in " ".join(daemon.problems)
+    assert f"(to {secret})" in " ".join(daemon.refused)
     for path in (env.home / "rejected").iterdir():
         assert "SECRET" not in path.read_text()
     assert len(daemon.runs) == 1
     shown = env.cli("status")
-    assert "link.md is a symbolic link" in shown.stdout
+    assert "inbox: " in shown.stdout and "link.md is a symbolic link" in shown.stdout
+    assert "NOT TAKING BLUEPRINTS" not in shown.stdout  # the other files are taken
 
 
 def test_a_link_swapped_in_after_the_scan_is_not_read(env: Env) -> None:

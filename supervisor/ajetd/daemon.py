@@ -139,7 +139,8 @@ class Daemon:
         self.due_at: dict[str, float] = {}
         self.supervised_at: dict[str, float] = {}
         self.stop_asked: set[str] = set()  # runs with a stop request in control/
-        self.problems: list[str] = []
+        self.problems: list[str] = []  # why nothing is taken from the inbox now
+        self.refused: list[str] = []  # inbox entries not taken (links, FIFOs, foreign files)
         self.published: list[str] | None = None
         self.published_at = 0.0
         self.published_checks: dict[str, float] = {}
@@ -439,7 +440,7 @@ class Daemon:
         refused += [
             f"{self.home.inbox}/{intake.safe_name(n)}: {why}" for n, why in self.stuck.items()
         ]
-        self._set_problems(problems + refused)
+        self._set_problems(problems, refused)
 
     def _take(self, candidate: intake.Candidate, now: float) -> None:
         run_id = candidate.run_id
@@ -467,14 +468,15 @@ class Daemon:
         except OSError as again:
             self.stuck[path.name] = f"{why} (and it cannot be put aside: {again.strerror})"
 
-    def _set_problems(self, problems: list[str]) -> None:
-        if problems != self.problems:
-            for line in problems:
-                if line not in self.problems:  # each once, while it lasts
-                    log.warning("inbox: %s", line)
-            if self.problems and not problems:
-                log.info("inbox: problems resolved; taking blueprints again")
-            self.problems = problems
+    def _set_problems(self, problems: list[str], refused: list[str]) -> None:
+        """Why nothing is taken (an unsafe inbox, a full home) and which files are not taken;
+        each line logged once, while it lasts."""
+        for line in problems + refused:
+            if line not in self.problems and line not in self.refused:
+                log.warning("inbox: %s", line)
+        if self.problems and not problems:
+            log.info("inbox: problems resolved; taking blueprints again")
+        self.problems, self.refused = problems, refused
 
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
         busy = {r.result_dir for r in self.runs.values() if r.active}
@@ -1185,13 +1187,15 @@ class Daemon:
         change of the next deep checks (at most once a second), else every minute."""
         checks = {run_id: round(b.next_at, 1) for run_id, b in self.backoffs.items()}
         moved = checks != self.published_checks and now - self.published_at >= 1
-        problems = self.problems + self.troubles.lines(self.held.count())
+        disk = self.troubles.lines(self.held.count())
+        problems = [*self.problems, *self.refused, *disk]
         if problems != self.published or moved or now - self.published_at >= 60:
             info = {
                 "pid": os.getpid(),
                 "heartbeat": now,
                 "problems": self.problems,
-                "disk": problems[len(self.problems) :],  # full folders, with free space
+                "refused": self.refused,
+                "disk": disk,  # full folders, with free space
                 "deep_checks": checks,  # run id -> when its next deep check is due
             }
             self._write_daemon_json(info)
@@ -1210,7 +1214,7 @@ class Daemon:
             self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
             if "disk" in info:  # say so in the copy written in place
                 info["disk"] = self.troubles.lines(self.held.count())
-                self.published = [*self.problems, *info["disk"]]
+                self.published = [*self.problems, *self.refused, *info["disk"]]
             text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
             write_in_place(self.home.daemon_file, encode(text))
 

@@ -305,6 +305,8 @@ def daemon_lines(up: bool, info: dict[str, Any], width: int) -> list[Line]:
         lines.append([(cut(text, width), "bad")])
     for problem in info.get("problems") or []:
         lines.append([(cut(f"daemon: NOT TAKING BLUEPRINTS: {problem}", width), "attention")])
+    for line in info.get("refused") or []:  # the other files are taken
+        lines.append([(cut(f"inbox: {line}", width), "attention")])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
         lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
     return lines
