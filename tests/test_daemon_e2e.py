@@ -264,9 +264,13 @@ def test_foreign_blueprint_is_not_taken(daemon_env: Env) -> None:
         import pytest
 
         pytest.skip("needs root to give a file to another user")
+    # The file appears in the inbox already foreign, by a rename, as another user's `mv`
+    # would make it: written there and chowned after, it would be this user's complete file
+    # for an instant, which the daemon rightly takes at once on its close.
+    made = env.blueprint("foreign")
+    os.chown(made, 65534, 65534)
     path = env.home / "inbox" / "foreign.md"
-    path.write_text(env.blueprint("foreign").read_text())
-    os.chown(path, 65534, 65534)
+    made.rename(path)
     wait_for(lambda: "owned by uid 65534" in env.cli("status").stdout, what="the refusal")
     assert path.exists()
 
