@@ -86,7 +86,8 @@ PATTERNS_FROM: dict[str, set[str]] = {
         "mlflow/mlflow",
         "JWSoh/MZSR",
         "tensorflow/tensorboard",
-    },  # the rule that a warning-level line is an echo
+        "wandb/wandb",
+    },  # SwanLab: the rule that a warning-level line is an echo
     "missing_model": {"vllm-project/vllm", "oobabooga/textgen", "mistralai/mistral-finetune"},
     "build_error": {
         "ray-project/ray",

@@ -343,6 +343,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"events_writer.*(failed|could not)",
             r"events\.out\.tfevent\S*.*(invalid|error|failed|denied)",
             r"error\W*events\.out\.tfevent",
+            r"run initialization has timed out",
         ),
     ),
     Kind(
@@ -786,6 +787,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "api_key not configured",
         "events_writer",
         "events.out.tfevent",
+        "run initialization",
     ),
     "missing_model": (
         "repositorynotfounderror",
