@@ -412,3 +412,62 @@ def test_a_daemon_started_on_a_full_home_lives_and_takes_blueprints_once_there_i
     assert record["status"] == "succeeded"
     assert daemon.poll() is None
     assert env.daemon_log().count("cannot write to $AJETD_HOME") == 1  # said once, not per try
+
+
+def test_one_failing_campaign_never_stops_the_others(
+    env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The per-item rule for campaigns: a campaign whose step raises something unexpected, or a
+    folder whose claim does, is logged once and marked; the other campaigns go on each tick."""
+    from ajetd import campaign as cp
+    from ajetd.campaignreq import answer_file, file_request
+    from ajetd.campaignrun import Campaigns, submit_folder
+    from ajetd.store import Home
+
+    home = Home(env.home)
+    home.ensure()
+    made = []
+    for name in ("broken", "fine"):
+        folder = env.tmp / f"{name}-campaign"
+        folder.mkdir()
+        base = env.blueprint(f"{name}-base", command="true", ajetd="max_trials: 1")
+        (folder / "base.md").write_text(base.read_text())
+        (folder / "campaign.yaml").write_text(
+            f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
+            f"result_dir: {env.tmp / 'campaigns' / name}\n"
+            "baseline: false\nstop: {max_experiments: 5}\n"
+        )
+        made.append(submit_folder(home, folder))
+    broken, fine = made
+    runner = Campaigns(home)
+    runner.load()
+    original = Campaigns._claim_one
+
+    def claim_one(self: Campaigns, entry: Path, now: float) -> None:
+        if entry.name.startswith(broken):
+            raise KeyError(INJECTED)
+        original(self, entry, now)
+
+    monkeypatch.setattr(Campaigns, "_claim_one", claim_one)
+    now = time.time()
+    for _ in range(3):
+        runner.claim(now)
+    assert fine in runner.states and broken not in runner.states
+    monkeypatch.setattr(Campaigns, "_claim_one", original)
+    runner.claim(now)
+    assert broken in runner.states
+    step = Campaigns._step
+
+    def failing_step(self: Campaigns, state: Any, *args: Any) -> None:
+        if state.campaign_id == broken:
+            raise KeyError(INJECTED)
+        step(self, state, *args)
+
+    monkeypatch.setattr(Campaigns, "_step", failing_step)
+    req = file_request(home, fine, {"op": "add", "entry": cp.entry("a", "an idea")})
+    for i in range(3):
+        runner.tick(now + i, {})
+    assert json.loads(answer_file(home, fine, req).read_text())["ok"]
+    assert INJECTED in runner.states[broken].progress
+    failures = [r for r in caplog.records if r.exc_info and INJECTED in str(r.exc_info[1])]
+    assert len(failures) == 2  # one claim failure, one step failure: each logged once

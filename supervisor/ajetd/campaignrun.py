@@ -12,6 +12,7 @@ reason, and branches and worktrees of failed experiments are kept.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -99,6 +100,7 @@ class Campaigns:
         self.loaded: dict[str, tuple[int, cp.CampaignSpec, Blueprint, str]] = {}
         self.plots = Plotter()
         self.control_problem = ""  # why requests are not taken now (logged once)
+        self.failures: set[str] = set()  # intake failures already logged (each retried)
 
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
@@ -133,23 +135,39 @@ class Campaigns:
         if intake.security_problems(self.home):
             return  # the daemon says why in its log and in `status`
         for entry in sorted(self.home.inbox.iterdir()):
-            if not entry.is_dir() or entry.name.startswith(".") or entry.is_symlink():
-                continue
-            if entry.stat().st_uid != os.getuid():
-                continue  # another user's folder is never taken
-            if not (entry / "campaign.yaml").is_file():
-                continue
-            if not entry.name.endswith(SUFFIX) and not _settled(entry, now):
-                continue  # still being copied in (`ajetd campaign` renames it in whole)
-            head, _, _ = entry.name.partition("__")
-            campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
-            if not is_campaign_id(campaign_id) or (self.root / campaign_id).exists():
-                campaign_id = new_campaign_id(self.home)
-            (self.root / campaign_id).mkdir(mode=OWNER_DIR)
-            entry.rename(self.folder(campaign_id))
-            state = CampaignState(campaign_id, now)
-            self.states[campaign_id] = state
-            self._start(state, now)
+            try:
+                self._claim_one(entry, now)
+            except Exception as exc:  # the loop's per-item guard: one folder never stops others
+                self._failed(f"claiming {entry.name!r}", exc)
+
+    def _claim_one(self, entry: Path, now: float) -> None:
+        """One inbox entry: claimed when it is a settled campaign folder of this user's."""
+        if not entry.is_dir() or entry.name.startswith(".") or entry.is_symlink():
+            return
+        if entry.stat().st_uid != os.getuid():
+            return  # another user's folder is never taken
+        if not (entry / "campaign.yaml").is_file():
+            return
+        if not entry.name.endswith(SUFFIX) and not _settled(entry, now):
+            return  # still being copied in (`ajetd campaign` renames it in whole)
+        head, _, _ = entry.name.partition("__")
+        campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
+        if not is_campaign_id(campaign_id) or (self.root / campaign_id).exists():
+            campaign_id = new_campaign_id(self.home)
+        (self.root / campaign_id).mkdir(mode=OWNER_DIR)
+        entry.rename(self.folder(campaign_id))
+        state = CampaignState(campaign_id, now)
+        self.states[campaign_id] = state
+        self._start(state, now)
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        """Log a failed intake step once per distinct failure (it is retried every tick)."""
+        key = f"{what}: {exc!r}"
+        if key not in self.failures:
+            if len(self.failures) >= 1000:  # bounded: the oldest distinct failures forgotten
+                self.failures.clear()
+            self.failures.add(key)
+            log.exception("campaigns: %s failed", what)
 
     def _start(self, state: CampaignState, now: float) -> None:
         """Check the folder and the git state once, at the campaign's start."""
@@ -205,10 +223,13 @@ class Campaigns:
                 continue
             try:
                 self._step(state, now, runs, filed)
-            except (OSError, AjetdError, subprocess.SubprocessError) as exc:
-                log.exception("campaign %s: step failed", state.campaign_id)
-                state.progress = f"error: {exc}"
-                self._save(state)
+            except Exception as exc:  # the loop's per-item guard: this campaign, not the others
+                progress = f"error: {exc}"
+                if state.progress != progress:  # logged once per distinct failure
+                    log.exception("campaign %s: step failed", state.campaign_id)
+                    state.progress = progress
+                with contextlib.suppress(OSError):
+                    self._save(state)
         for campaign_id, filed in requests.items():
             if any(self.home.inbox.glob(f"{campaign_id}__*{SUFFIX}")):
                 continue  # filed before the campaign was claimed: taken next tick
