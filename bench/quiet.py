@@ -30,7 +30,9 @@ import json, os, signal, sys, time
 from ajetd import daemon, tmux
 totals = {}
 def wrap(owner, name, label):
-    fn = getattr(owner, name)
+    fn = getattr(owner, name, None)
+    if fn is None:  # an older tree without this step
+        return
     def timed(*args, **kwargs):
         t0 = time.thread_time()
         try:
@@ -51,7 +53,10 @@ def reset(*_):
     totals.clear()
 signal.signal(signal.SIGUSR1, reset)
 signal.signal(signal.SIGUSR2, dump)
-from ajetd.fastcli import entry
+try:
+    from ajetd.fastcli import entry
+except ImportError:  # an older tree
+    from ajetd.cli import entry
 sys.argv = ["ajetd", *sys.argv[1:]]
 entry()
 """
