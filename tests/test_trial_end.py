@@ -14,6 +14,8 @@ from pathlib import Path
 
 from ajetd import procs, trialrun
 from ajetd.launch import TrialSpec, render_trial_script
+from ajetd.model import Run, State, Trial
+from ajetd.store import Home
 from conftest import Env, marked_processes, wait_for
 
 
@@ -60,6 +62,22 @@ def test_ended_at_is_the_exit_time_after_a_daemon_restart(env: Env) -> None:
     wait_for(lambda: time.time() > exited + 1.5, what="time to pass")
     env.start_daemon()
     _check_true_times(env, run_id, exited, time.time())
+
+
+def test_an_exit_during_a_tick_keeps_its_own_time(tmp_path: Path) -> None:
+    """A trial that exits after the tick's clock was read (a long tick, or a daemon paused in
+    the middle of one) wrote a later time than the tick's `now`: the record keeps the exit's
+    own time, not `now`; a time ahead of this machine's clock is still bounded by it."""
+    home = Home(tmp_path / "home")
+    home.run_dir("tick01").mkdir(parents=True)
+    trial = Trial(1, "x", "s", started_at=time.time() - 10)
+    run = Run("tick01", "b.md", 0.0, state=State.RUNNING, result_dir="", trials=(trial,))
+    exit_file = home.trial_file("tick01", 1, "exit")
+    exited = time.time()
+    exit_file.write_text(f"0 {exited}\n")
+    assert trialrun.ended_at(home, run, exited - 0.5) == exited
+    exit_file.write_text(f"0 {time.time() + 3600}\n")  # another host's clock, far ahead
+    assert trialrun.ended_at(home, run, exited - 0.5) <= time.time()
 
 
 def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> None:

@@ -474,7 +474,9 @@ def log_tail(log_file: Path, count: int) -> list[str]:
 def ended_at(home: Home, run: Run, now: float) -> float:
     """When the current trial really ended: the time its script wrote into its exit file (or
     its hang-up marker), not when the daemon looked, which may be much later after a pause
-    or a restart; kept between its start and `now` (a remote host's clock may differ)."""
+    or a restart; kept between its start and this machine's clock read after the file (a
+    remote host's clock may differ). Not `now` alone: that is when the tick began, and a trial
+    may exit while the tick runs, or while the daemon is paused in the middle of one."""
     trial = run.trial
     if trial is None or trial.started_at is None:
         return now
@@ -486,7 +488,7 @@ def ended_at(home: Home, run: Run, now: float) -> float:
             at = float(p.hup.read_text().split()[0])
     if at is None or math.isnan(at):
         return now
-    return min(max(at, trial.started_at), now)
+    return min(max(at, trial.started_at), max(now, time.time()))
 
 
 def end_trial(
