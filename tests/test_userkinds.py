@@ -182,3 +182,17 @@ def test_anchors_inside_and_at_the_end_of_a_pattern_see_the_undressed_line() -> 
     found = StreamDiagnoser(user=kinds)
     found.feed(text)
     assert [(f.kind, f.line) for f in found.close()] == [("bad_shard", 1)]
+
+
+def test_a_kinds_file_with_an_alias_bomb_is_refused_by_the_bounded_loader(tmp_path: Path) -> None:
+    """kinds.yaml goes through the same bounded YAML loader as `[ajetd]`: no anchors."""
+    from ajetd.userkinds import load_kinds_file
+
+    bomb = tmp_path / "kinds.yaml"
+    rows = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    rows += [
+        f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefg", "bcdefgh", strict=True)
+    ]
+    bomb.write_text("\n".join(rows) + "\n")
+    kinds, problems = load_kinds_file(bomb)
+    assert kinds == () and len(problems) == 1 and "anchors" in problems[0], problems

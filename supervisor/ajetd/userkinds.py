@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import re2
-import yaml
 
+from ajetd import yamlpart
 from ajetd.logshape import DRESS_SOURCE
 
 MAX_KINDS = 64
@@ -224,10 +224,10 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
         return (), [f"{path}: cannot read: {exc.strerror}"]
     if len(raw) > MAX_FILE_BYTES:
         return (), [f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB"]
-    try:
-        data = yaml.safe_load(raw.decode("utf-8", errors="replace"))
-    except yaml.YAMLError as exc:
-        return (), [f"{path}: not valid YAML: {str(exc).splitlines()[0]}"]
+    try:  # the bounded loader of `[ajetd]`: no aliases or tags, depth and size bounded
+        data = yamlpart.load(raw.decode("utf-8", errors="replace"), max_chars=MAX_FILE_BYTES)
+    except yamlpart.YamlError as exc:
+        return (), [f"{path}: {exc}"]
     problems: list[str] = []
     kinds = parse_kinds(data, problems)
     return kinds, [f"{path}: {p}" for p in problems]
