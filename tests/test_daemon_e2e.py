@@ -766,6 +766,12 @@ def test_diag_snapshots_a_live_run_without_touching_it(daemon_env: Env) -> None:
     assert "fakejet.launcher" in out.stdout and "Training Progress" in out.stdout
     saved = list((env.tmp / "results" / "diag" / "diag").glob("diag-*.md"))
     assert len(saved) == 1 and "## Processes" in saved[0].read_text()
+    as_json = env.cli("diag", run_id, "--json")  # every command that shows data takes --json
+    assert as_json.returncode == 0, as_json.stderr
+    snap = json.loads(as_json.stdout)
+    assert snap["run_id"] == run_id and snap["state"] == "running" and snap["status"] is None
+    assert any("fakejet.launcher" in row for row in snap["processes"])
+    assert isinstance(snap["findings"], list) and snap["log_tail"] and snap["saved"]
     assert env.record(run_id)["state"] == "running" and len(env.record(run_id)["trials"]) == 1
     size = len(log.read_text())
     wait_for(lambda: len(log.read_text()) > size, what="the run to go on")

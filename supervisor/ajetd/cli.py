@@ -505,14 +505,18 @@ main.add_command(campaign)
 
 @main.command()
 @click.argument("run_id")
-def diag(run_id: str) -> None:
+@json_option
+def diag(run_id: str, as_json: bool) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
     its result dir; the run is never touched."""
     from ajetd import diagsnap
     from ajetd.tmux import Tmux, socket_from_env
 
     home = _home()
-    text, saved = diagsnap.take(home, Tmux(socket_from_env()), _load(home, run_id))
+    text, saved, data = diagsnap.take(home, Tmux(socket_from_env()), _load(home, run_id))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
     click.echo(text)
     click.echo(f"saved to {saved}" if saved else "not saved: the result dir is not writable")
 

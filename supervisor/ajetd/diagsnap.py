@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ajetd import gpustats, procs, sshrun, trialrun
 from ajetd.admission import stored_options
@@ -20,24 +21,27 @@ from ajetd.timefmt import iso
 from ajetd.tmux import Tmux
 
 
-def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None]:
-    """The snapshot as markdown, and where it was saved (None when it could not be)."""
+def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, Any]]:
+    """The snapshot as markdown, where it was saved (None when it could not be), and the same
+    facts as a JSON-ready dict (`ajetd diag RUN --json`: every command that shows data takes
+    `--json`)."""
     now = time.time()
+    trial = run.trial
+    screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
+    findings = (trial.findings or trial.live_findings) if trial else ()
+    log_file = trialrun.paths(home, run, trial.number).log if trial else None
+    tail = (trialrun.log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
     lines += [f"- state: {run.state.value}" + (f" ({run.status.value})" if run.status else "")]
     lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
     lines += [f"- attention: {run.attention}"] if run.attention else []
-    trial = run.trial
-    lines += ["", "## Pane", "", "```text", *_screen(home, tmux, run), "```"]
-    lines += ["", "## Processes", "", *_processes(home, run)]
-    lines += ["", "## GPUs", "", *_gpus(run)]
-    findings = (trial.findings or trial.live_findings) if trial else ()
+    lines += ["", "## Pane", "", "```text", *screen, "```"]
+    lines += ["", "## Processes", "", *processes]
+    lines += ["", "## GPUs", "", *gpus]
     lines += ["", "## Findings", ""]
     lines += [
         f"- {f['kind']} ({f['severity']}, line {f['line']}): {f['evidence']}" for f in findings
     ] or ["- none"]
-    log_file = trialrun.paths(home, run, trial.number).log if trial else None
-    tail = (trialrun.log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
     text = "\n".join(lines)
     saved = None
@@ -49,7 +53,21 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None]:
             saved = target
         except OSError:
             saved = None
-    return text, saved
+    data: dict[str, Any] = {
+        "run_id": run.run_id,
+        "taken_at": iso(now),
+        "state": run.state.value,
+        "status": run.status.value if run.status else None,
+        "reason": run.reason,
+        "attention": run.attention,
+        "pane": screen,
+        "processes": processes,
+        "gpus": gpus,
+        "findings": [dict(f) for f in findings],
+        "log_tail": tail,
+        "saved": str(saved) if saved else None,
+    }
+    return text, saved, data
 
 
 def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:
