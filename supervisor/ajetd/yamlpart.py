@@ -120,6 +120,9 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, yaml.MarkedYAMLError):
         problem = (exc.problem or exc.context or "not valid YAML").splitlines()[0]
         mark = exc.problem_mark or exc.context_mark
+        if "maximum nesting depth" in problem:  # libyaml >= 0.2.6 (PyYAML 6.0.4) scans ahead
+            line = f" (line {mark.line + 1})" if mark else ""  # and stops at 1000 levels itself
+            return f"nested more than {MAX_DEPTH} levels deep{line}"
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         where = "" if "(line" in problem else where
         return f"not valid YAML: {problem[:120]}{where}"
