@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import yaml
 
+from ajetd import procs
 from conftest import Env, git, marked_processes, wait_for
 
 
@@ -444,6 +446,34 @@ def test_session_killed_by_hand_is_lost_at_once(daemon_env: Env) -> None:
     env.tmux("kill-session", "-t", "=ajet_killed_by_hand")
     status = env.wait_done(run_id, timeout=3)  # event-driven, not the 5 s liveness poll
     assert status["status"] == "lost" and status["exit_code"] is None
+
+
+def test_session_killed_by_hand_is_lost_even_while_the_program_is_quiet(
+    daemon_env: Env,
+) -> None:
+    # A silent program never hits the closed terminal, and the trial script's HUP trap waits
+    # for it: the pane's process lives on without a terminal, which must not pass for alive.
+    env = daemon_env
+    blueprint = env.blueprint("quiet", purpose="quiet then killed", command="sleep 300")
+    run_id = env.submit(blueprint)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    env.tmux("kill-session", "-t", "=ajet_quiet_then_killed")
+    status = env.wait_done(run_id, timeout=10)  # not the 60 s between two tmux polls
+    assert status["status"] == "lost" and status["exit_code"] is None
+
+
+def test_a_pane_process_that_outlives_its_killed_session_has_lost_its_terminal(env: Env) -> None:
+    # What the daemon's cheap liveness check looks at between two tmux polls (up to 60 s).
+    script = "trap 'exit 129' HUP; sleep 300"
+    env.tmux("new-session", "-d", "-s", "quiet", "bash", "-c", script)
+    pid = int(env.tmux("list-panes", "-t", "=quiet", "-F", "#{pane_pid}").stdout)
+    assert not procs.lost_terminal(pid)
+    env.tmux("kill-session", "-t", "=quiet")
+    wait_for(lambda: procs.lost_terminal(pid), timeout=5, what="the hangup")
+    assert procs.started(pid) is not None  # still alive: only its terminal tells
+    shell = psutil.Process(pid)
+    for proc in [*shell.children(), shell]:
+        proc.kill()
 
 
 def test_failed_trial_is_diagnosed(daemon_env: Env) -> None:

@@ -736,6 +736,8 @@ class Daemon:
             began = self.pane_starts.get(pane.pid)
             if began is None or procs.started(pane.pid) != began:
                 return False
+            if procs.lost_terminal(pane.pid):  # the session was killed, its process lingers
+                return False
         return True
 
     def _poll_slurm(self, now: float) -> None:

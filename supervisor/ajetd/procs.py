@@ -33,9 +33,8 @@ def _ticks_since_boot(at: float) -> float:
     return (at - psutil.boot_time()) * os.sysconf("SC_CLK_TCK")
 
 
-def _stat(pid: str) -> tuple[int, int] | None:
-    """(parent pid, start time in ticks since boot) of a live process; None once it is gone
-    or a zombie (it has ended; only its parent's wait is missing, no signal can end it)."""
+def _fields(pid: str) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the name (state first); None once it is gone."""
     try:  # os.open: a third of open()'s cost, and this runs for every process
         fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY)
         try:
@@ -44,11 +43,30 @@ def _stat(pid: str) -> tuple[int, int] | None:
             os.close(fd)
     except OSError:
         return None
-    fields = data[data.rfind(b")") + 2 :].split(None, 20)  # the name may hold spaces, ")"
+    return data[data.rfind(b")") + 2 :].split(None, 20)  # the name may hold spaces, ")"
+
+
+def _stat(pid: str) -> tuple[int, int] | None:
+    """(parent pid, start time in ticks since boot) of a live process; None once it is gone
+    or a zombie (it has ended; only its parent's wait is missing, no signal can end it)."""
+    fields = _fields(pid)
+    if fields is None:
+        return None
     try:
         return None if fields[0] in (b"Z", b"X") else (int(fields[1]), int(fields[19]))
     except (IndexError, ValueError):
         return None
+
+
+def lost_terminal(pid: int) -> bool:
+    """True when a live process has no controlling terminal any more: its tmux pane was
+    closed (the session killed by hand) while it lives on, waiting for a quiet child that
+    the hangup never reached. A pane's process always starts on the pane's terminal."""
+    fields = _fields(str(pid))
+    try:
+        return fields is not None and int(fields[4]) == 0
+    except (IndexError, ValueError):
+        return False
 
 
 def started(pid: int) -> int | None:
