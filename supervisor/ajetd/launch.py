@@ -130,8 +130,12 @@ def _run_lines(spec: TrialSpec) -> list[str]:
         # the INT is Slurm's warning before its time limit unless ajetd sent it: noted
         """  trap 'date +%s > "$exit_file.sigint"; kill -INT -- "-$child" 2>/dev/null' INT""",
         """  trap 'kill -TERM -- "-$child" 2>/dev/null' TERM""",
-        '  while kill -0 "$child" 2>/dev/null; do wait "$child"; done',
-        '  wait "$child"; rc=$?',
+        "  rc=",
+        '  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
+        # bash 5.2's last `wait` answers -1 (status lost) when a passed signal lands in it:
+        # the loop's last wait, which reaped the program, holds its status then
+        '  wait "$child"; w=$?',
+        '  if [ -z "$rc" ] || { [ "$w" -ge 0 ] && [ "$w" -le 255 ]; }; then rc=$w; fi',
     ]
 
 
