@@ -10,11 +10,23 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 PYTHON = sys.executable
+
+
+def wait(cond: Callable[[], object], timeout: float = 60.0, step: float = 0.002) -> object:
+    """Poll `cond` until it gives something true (returned) or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    raise TimeoutError("benchmark condition not met")
 
 
 class Bench:
@@ -37,15 +49,7 @@ class Bench:
         self.wait((self.home / "daemon.json").exists, 30)
         self.n = 0
 
-    @staticmethod
-    def wait(cond, timeout: float = 60.0, step: float = 0.002):  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = cond()
-            if value:
-                return value
-            time.sleep(step)
-        raise TimeoutError("benchmark condition not met")
+    wait = staticmethod(wait)  # the module's wait, also as bench.wait
 
     def blueprint(self, command: str, max_time: str = "1h") -> str:
         self.n += 1

@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 
 import psutil
-from common import PYTHON, Bench
+from common import PYTHON, Bench, wait
 
 LIVE = 50  # programs live during the CPU window
 MORE = 50  # started after it, for RSS at 100
@@ -69,16 +69,6 @@ def tool(name: str) -> str | None:
             if real.returncode == 0:
                 return real.stdout.strip()
     return found
-
-
-def wait(cond: Callable[[], object], timeout: float = 60.0, step: float = 0.002) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(step)
-    raise TimeoutError("benchmark condition not met")
 
 
 def read_time(path: Path) -> float | None:
