@@ -3,7 +3,7 @@
     python bench/daily.py
 
 Prints the wall time of `ajetd status` (80 columns, plain), `status --json`, and the time
-plots.draw_final takes (the child process that draws curves.png and gpus.png: the tick in
+drawing.draw_final takes (the child process that draws curves.png and gpus.png: the tick in
 which a run ends waits for it) for 300 validation records and 2 GPUs x 2000 samples.
 """
 
@@ -19,9 +19,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ajetd import model, plots
-from ajetd.model import Run, State, Status, Trial
-from ajetd.store import Home
+from ajetd.adapters.store import Home
+from ajetd.core import model
+from ajetd.core.model import Run, State, Status, Trial
+from ajetd.pictures import drawing
 
 PYTHON = sys.executable
 
@@ -71,14 +72,14 @@ def main() -> None:
 
     run = replace(home.load_run("r00500"), gpu_ids=(0, 1))
     Path(run.result_dir).mkdir(parents=True)
-    with open(plots.gpu_file(home, run.run_id), "w") as out:
+    with open(drawing.gpu_file(home, run.run_id), "w") as out:
         for k in range(2000):
             gpus = [{"index": g, "util": (k * 7 + g) % 100, "mem": 30000 + k} for g in (0, 1)]
             out.write(json.dumps({"at": run.started_at + 10 * k, "gpus": gpus}) + "\n")
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        drawn, problem = plots.draw_final(home, run)
+        drawn, problem = drawing.draw_final(home, run)
         times.append(time.perf_counter() - t0)
         assert drawn == ["curves.png", "gpus.png"], problem
     print(

@@ -21,7 +21,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ajetd.diagnosis import diagnose_chunks
+from ajetd.diagnosis.findings import diagnose_chunks
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "corpus"
 SOURCE = re.compile(r"^# source: (\S+?)#(\d+) (\S+)\s*$")

@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ajetd import preflight, slurm
-from ajetd.blueprint import Blueprint, parse_blueprint
-from ajetd.durations import format_duration
-from ajetd.errors import BlueprintError
+from ajetd.adapters import preflight
+from ajetd.core.blueprint import Blueprint, parse_blueprint
+from ajetd.core.durations import format_duration
+from ajetd.core.errors import BlueprintError
+from ajetd.hosts import slurm
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {

@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ajetd import placement
-from ajetd.gpu import FakeProbe, GpuSample
-from ajetd.gpuwatch import GpuWatch
+from ajetd.adapters.nvml import FakeProbe, GpuSample
+from ajetd.core import placement
+from ajetd.daemon.gpuwatch import GpuWatch
 
 
 def probe_cost(rounds: int = 2000) -> None:

@@ -27,7 +27,8 @@ from common import PYTHON, Bench
 # Run inside the daemon: wrap the steps with CPU counters, dump them on SIGUSR2.
 WRAPPER = r"""
 import json, os, signal, sys, time
-from ajetd import daemon, tmux
+from ajetd.daemon import loop
+from ajetd.adapters import tmux
 totals = {}
 def wrap(owner, name, label):
     fn = getattr(owner, name, None)
@@ -41,11 +42,11 @@ def wrap(owner, name, label):
             calls, cpu = totals.get(label, (0, 0.0))
             totals[label] = (calls + 1, cpu + time.thread_time() - t0)
     setattr(owner, name, timed)
-wrap(daemon.Daemon, "scan_output", "light tick (new output)")
-wrap(daemon.Daemon, "_panes_alive", "liveness check (/proc)")
+wrap(loop.Daemon, "scan_output", "light tick (new output)")
+wrap(loop.Daemon, "_panes_alive", "liveness check (/proc)")
 wrap(tmux.Tmux, "panes", "tmux poll (list-panes)")
-wrap(daemon.Daemon, "supervise", "full look at a run")
-wrap(daemon.Daemon, "tick", "full tick (all steps)")
+wrap(loop.Daemon, "supervise", "full look at a run")
+wrap(loop.Daemon, "tick", "full tick (all steps)")
 def dump(*_):
     with open(os.environ["AJETD_BENCH_OUT"], "w") as out:
         json.dump(totals, out)
@@ -54,9 +55,9 @@ def reset(*_):
 signal.signal(signal.SIGUSR1, reset)
 signal.signal(signal.SIGUSR2, dump)
 try:
-    from ajetd.fastcli import entry
+    from ajetd.cli.entry import entry
 except ImportError:  # an older tree
-    from ajetd.cli import entry
+    from ajetd.cli.main import entry
 sys.argv = ["ajetd", *sys.argv[1:]]
 entry()
 """

@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ajetd.diagnosis import diagnose_chunks
-from ajetd.logscan import read_chunks
-from ajetd.userkinds import KindSet, parse_kinds
+from ajetd.diagnosis.findings import diagnose_chunks
+from ajetd.diagnosis.scan import read_chunks
+from ajetd.diagnosis.userkinds import KindSet, parse_kinds
 
 USER_KINDS = [
     {"name": name, "patterns": patterns, "severity": "retryable", "explanation": "e", "fix": "f"}

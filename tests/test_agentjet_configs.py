@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ajetd.agentjet import apply_patches, conf_argument, point_conf_at, review
+from ajetd.frameworks.agentjet import apply_patches, conf_argument, point_conf_at, review
 
 CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
 ALL = sorted(p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml"))

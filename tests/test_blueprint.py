@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.blueprint import REQUIRED, Blueprint, parse_blueprint
-from ajetd.errors import BlueprintError
+from ajetd.core.blueprint import REQUIRED, Blueprint, parse_blueprint
+from ajetd.core.errors import BlueprintError
 
 VALUES = {
     "exp_purpose": "Math top-k ablation: k=4 instead of k=8",
@@ -159,7 +159,7 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
 
 
 def test_swarm_options() -> None:
-    from ajetd.options import SwarmSpec
+    from ajetd.core.options import SwarmSpec
 
     base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
     assert parse_blueprint(base + "swarm: true\n").options.swarm == SwarmSpec()
@@ -172,7 +172,7 @@ def test_swarm_options() -> None:
 
 
 def test_ssh_options() -> None:
-    from ajetd.options import SshSpec
+    from ajetd.core.options import SshSpec
 
     base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
     opts = parse_blueprint(base + "ssh: gpu-node-3\npull: saved_experiments/\n").options

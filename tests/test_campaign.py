@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ajetd import campaign as cp
+from ajetd.core import campaign as cp
 from conftest import Env, git, wait_for
 
 COMMAND = (
@@ -260,7 +260,7 @@ def test_a_folder_dropped_into_the_inbox_is_a_campaign(daemon_env: Env) -> None:
 
 
 def test_the_plotted_best_follows_kept_experiments_only() -> None:
-    from ajetd.progressplot import running_best
+    from ajetd.pictures.progress import running_best
 
     points = [
         {"index": 0, "status": "keep", "value": 0.38},

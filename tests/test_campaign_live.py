@@ -361,11 +361,11 @@ def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
     record.update(status="completed", done=True, reason="stop condition met")
     (folder.parent / "state.json").write_text(json.dumps(record))
     heavy = (
-        "ajetd.daemon",
-        "ajetd.campaignrun",
-        "ajetd.trialrun",
-        "ajetd.admission",
-        "ajetd.tmux",
+        "ajetd.daemon.loop",
+        "ajetd.daemon.campaigns",
+        "ajetd.daemon.trials",
+        "ajetd.daemon.admission",
+        "ajetd.adapters.tmux",
         "matplotlib",
         "libtmux",
         "watchdog",
@@ -377,7 +377,7 @@ def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
         ("campaign", "list"),
     ):
         modules = imported(env, *args)
-        assert "ajetd.campaigncli" in modules, args
+        assert "ajetd.cli.campaign" in modules, args
         assert not [m for m in modules if m.startswith(heavy)], args
 
 
@@ -386,10 +386,10 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     again (a crash in between) is answered from the record, never applied twice."""
     import time
 
-    from ajetd import campaign as cp
-    from ajetd.campaignreq import answer_file, file_request
-    from ajetd.campaignrun import Campaigns, submit_folder
-    from ajetd.store import Home
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -424,10 +424,10 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
 
     import pytest
 
-    from ajetd import campaign as cp
-    from ajetd.campaignreq import answer_file, file_request
-    from ajetd.campaignrun import Campaigns, submit_folder
-    from ajetd.store import Home
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     if os.getuid() != 0:
         pytest.skip("needs root to give a file to another user")
@@ -463,11 +463,11 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     in needs_decision; `set --continue` grants three more; `set --max-experiments` met ends it."""
     import time
 
-    from ajetd import campaign as cp
-    from ajetd.campaignreq import answer_file, file_request
-    from ajetd.campaignrun import Campaigns, submit_folder
-    from ajetd.model import Run, State, Status
-    from ajetd.store import Home
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.core.model import Run, State, Status
+    from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -522,8 +522,8 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
 
 
 def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
-    from ajetd.campaignrun import Campaigns, submit_folder
-    from ajetd.store import Home
+    from ajetd.adapters.store import Home
+    from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -543,10 +543,10 @@ def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
 def test_a_refused_campaign_answers_requests(env: Env) -> None:
     """A folder that cannot be read is refused at once; requests to it are answered (refused,
     or `stop`: already ended), never left waiting."""
-    from ajetd import campaign as cp
-    from ajetd.campaignreq import answer_file, file_request
-    from ajetd.campaignrun import Campaigns
-    from ajetd.store import Home
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.daemon.campaigns import Campaigns
 
     home = Home(env.home)
     home.ensure()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.model import Run, State, Status
-from ajetd.store import Home
+from ajetd.adapters.store import Home
+from ajetd.core.model import Run, State, Status
 from conftest import PYTHON, Env
 
 # What only the daemon needs: tmux and process handling, file watching, GPUs, YAML, the
@@ -26,14 +26,14 @@ HEAVY = (
     "pynvml",
     "yaml",
     "ahocorasick_rs",
-    "ajetd.daemon",
-    "ajetd.tmux",
-    "ajetd.procs",
-    "ajetd.trialrun",
-    "ajetd.diagnosis",
-    "ajetd.catalogue",
-    "ajetd.admission",
-    "ajetd.policy",
+    "ajetd.daemon.loop",
+    "ajetd.adapters.tmux",
+    "ajetd.adapters.procs",
+    "ajetd.daemon.trials",
+    "ajetd.diagnosis.findings",
+    "ajetd.diagnosis.catalogue",
+    "ajetd.daemon.admission",
+    "ajetd.core.policy",
 )
 
 
@@ -91,7 +91,7 @@ def test_client_commands_import_nothing_heavy(env: Env, ended_run: str, tmp_path
         ("wait", ended_run, "--json"),
     ):
         modules = imported(env, *args)
-        assert "ajetd.store" in modules, args  # the listing is real
+        assert "ajetd.adapters.store" in modules, args  # the listing is real
         assert heavy_in(modules) == [], (args, heavy_in(modules))
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.catalogue import BY_NAME
-from ajetd.diagnosis import diagnose_chunks
-from ajetd.logshape import EXCEPTION_LINE, strip_dress
-from ajetd.logtext import clean_line
+from ajetd.diagnosis.catalogue import BY_NAME
+from ajetd.diagnosis.findings import diagnose_chunks
+from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.text import clean_line
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ajetd import procs
+from ajetd.adapters import procs
 from conftest import Env, git, marked_processes, wait_for
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ajetd import model
-from ajetd.model import Run, Status
-from ajetd.store import Home
+from ajetd.adapters.store import Home
+from ajetd.core import model
+from ajetd.core.model import Run, Status
 from conftest import PYTHON, Env, wait_for
 
 FAST = ("--backoff-scale", "0.001", "--grace-int", "1", "--grace-term", "1")

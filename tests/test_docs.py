@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ajetd.blueprint import parse_blueprint
+from ajetd.core.blueprint import parse_blueprint
 from conftest import PYTHON, Env
 
 ROOT = Path(__file__).parent.parent

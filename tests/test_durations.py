@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ajetd.durations import format_duration, parse_duration
-from ajetd.errors import DurationError
+from ajetd.core.durations import format_duration, parse_duration
+from ajetd.core.errors import DurationError
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,20 @@ from typing import Any
 
 import pytest
 
-from ajetd import gpustats, placement
-from ajetd.gpu import FakeGpuError, FakeProbe, GpuProcess, GpuSample, NvmlProbe, open_probe
-from ajetd.gpustats import RunGpu
-from ajetd.model import Run, State, Trial
-from ajetd.options import Options
-from ajetd.policy import Attention, Observation, Timing, decide
-from ajetd.remedy import Relaunch, choose
+from ajetd.adapters.nvml import (
+    FakeGpuError,
+    FakeProbe,
+    GpuProcess,
+    GpuSample,
+    NvmlProbe,
+    open_probe,
+)
+from ajetd.core import gpuuse, placement
+from ajetd.core.gpuuse import RunGpu
+from ajetd.core.model import Run, State, Trial
+from ajetd.core.options import Options
+from ajetd.core.policy import Attention, Observation, Timing, decide
+from ajetd.core.remedy import Relaunch, choose
 
 GIB = 1024.0
 
@@ -96,15 +103,15 @@ def test_a_relaunch_waits_for_its_own_gpus() -> None:
 def test_stats_fold_mean_peak_and_idle_stretches() -> None:
     stats: dict[str, Any] = {}
     for t, util in [(0, 90), (60, 80), (120, 0), (200, 0), (300, 70), (400, 0)]:
-        stats = gpustats.fold(stats, [RunGpu(0, util, 60 * GIB)], 1000.0 + t)
+        stats = gpuuse.fold(stats, [RunGpu(0, util, 60 * GIB)], 1000.0 + t)
     rec = stats["0"]
     assert rec["n"] == 6 and rec["util_peak"] == 90 and rec["mem_peak"] == 60 * GIB
     assert rec["idle"] == [[1120.0, 1300.0]]
-    text = gpustats.summary(stats, ended_at=1500.0)
+    text = gpuuse.summary(stats, ended_at=1500.0)
     assert "| 0 | 6 | 40 % | 90 % | 60.0 GiB | 60.0 GiB |" in text
     assert "GPU 0 idle (≤ 5 %) for 3m" in text and "for 1m40s" in text
-    assert gpustats.short(stats) == "0:0% 60.0G"
-    assert gpustats.busy([RunGpu(0, 30, 0)]) and not gpustats.busy([RunGpu(0, 2, 0)])
+    assert gpuuse.short(stats) == "0:0% 60.0G"
+    assert gpuuse.busy([RunGpu(0, 30, 0)]) and not gpuuse.busy([RunGpu(0, 2, 0)])
 
 
 # -- NVML behind a recorded fake module -------------------------------------------------------
@@ -229,7 +236,7 @@ def test_real_nvml_where_a_gpu_exists() -> None:
 
 
 def test_nvidia_smi_csv_as_samples() -> None:
-    from ajetd.gpu import parse_nvidia_smi
+    from ajetd.adapters.nvml import parse_nvidia_smi
 
     gpus_csv = (
         "0, NVIDIA H100 80GB HBM3, GPU-5d8c, 98, 70123, 81559, 64, 512.43\n"

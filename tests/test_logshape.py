@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.diagnosis import Finding, diagnose_chunks, diagnose_text
-from ajetd.logshape import strip_dress
+from ajetd.diagnosis.findings import Finding, diagnose_chunks, diagnose_text
+from ajetd.diagnosis.shape import strip_dress
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 

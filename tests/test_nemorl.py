@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from ajetd import nemorl
+from ajetd.frameworks import nemorl
 from conftest import Env
 
 FIXTURES = Path(__file__).parent / "data" / "nemo_rl"

@@ -1,6 +1,6 @@
 """Every `[ajetd]` option, in every form it takes and a few it refuses: one table (issue 16).
 
-Each value is parsed once, by the parser of its kind (`ajetd.values`), into what the rest of
+Each value is parsed once, by the parser of its kind (`ajetd.core.values`), into what the rest of
 ajetd uses (seconds, minutes, MiB, counts, tuples); a refused value gets a message that starts
 with its key. `test_the_table_covers_every_key` fails when an option is added without rows.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ajetd.errors import BlueprintError
-from ajetd.options import KNOWN_KEYS, SUBKEYS, Options, SlurmSpec, parse_options
+from ajetd.core.errors import BlueprintError
+from ajetd.core.options import KNOWN_KEYS, SUBKEYS, Options, SlurmSpec, parse_options
 
 
 def _slurm(o: Options) -> SlurmSpec:
@@ -368,7 +368,7 @@ CAMPAIGN = "name: c\nbase: b.md\nresult_dir: /tmp/c\nexperiments: []\n"
 )
 def test_campaign_values_use_the_same_parsers(yaml: str, expected: Any) -> None:
     """A campaign's times and counts go through the same parsers as a blueprint's."""
-    from ajetd import campaign as cp
+    from ajetd.core import campaign as cp
 
     if isinstance(expected, tuple):
         spec = cp.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ajetd.blueprint import Blueprint, parse_blueprint, parse_blueprint_bytes
-from ajetd.errors import BlueprintError
+from ajetd.core.blueprint import Blueprint, parse_blueprint, parse_blueprint_bytes
+from ajetd.core.errors import BlueprintError
 from conftest import Env
 
 ROOT = Path(__file__).resolve().parent.parent

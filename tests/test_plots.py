@@ -8,10 +8,12 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from ajetd import model, plots, report
-from ajetd.model import Run, Status, Trial
-from ajetd.runplot import segments
-from ajetd.store import Home
+from ajetd.adapters.store import Home
+from ajetd.core import model
+from ajetd.core.model import Run, Status, Trial
+from ajetd.pictures import drawing
+from ajetd.pictures.runcurves import segments
+from ajetd.views import report
 from conftest import PYTHON, Env, wait_for
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -62,8 +64,8 @@ def _run_with_history() -> Run:
 def test_history_pieces_are_labelled_by_trial_and_fix() -> None:
     run = _run_with_history()
     assert [len(p) for p in segments(list(run.history))] == [3, 2]
-    assert plots.segment_labels(run) == ["trial 1", "trial 2 (after fix nccl_nvls_off)"]
-    assert plots.segment_labels(replace(run, trials=run.trials[:1])) == ["part 1", "part 2"]
+    assert drawing.segment_labels(run) == ["trial 1", "trial 2 (after fix nccl_nvls_off)"]
+    assert drawing.segment_labels(replace(run, trials=run.trials[:1])) == ["part 1", "part 2"]
 
 
 def test_a_plot_that_fails_is_logged_and_said_never_fatal(tmp_path: Path) -> None:
@@ -72,17 +74,17 @@ def test_a_plot_that_fails_is_logged_and_said_never_fatal(tmp_path: Path) -> Non
     run = replace(_run_with_history(), result_dir=str(tmp_path / "result"))
     home.run_dir(run.run_id).mkdir()
     (tmp_path / "result").mkdir()
-    drawn, problem = plots.draw_final(home, run, timeout=0.001)
+    drawn, problem = drawing.draw_final(home, run, timeout=0.001)
     assert drawn == [] and "longer than 0s" in problem
     ended = model.finish(run, Status.SUCCEEDED, "exit 0", 0, 99.0)
     ctx = report.ReportContext(host="h", plot_problem=problem)
     assert "Pictures not drawn: drawing took longer" in report.render_results(ended, ctx)
-    drawn, problem = plots.draw_final(home, run)  # the same run, given the time it needs
+    drawn, problem = drawing.draw_final(home, run)  # the same run, given the time it needs
     assert drawn == ["curves.png"] and problem == ""
     assert (tmp_path / "result" / "curves.png").read_bytes().startswith(PNG)
 
 
 def test_matplotlib_never_enters_the_daemon_or_the_cli() -> None:
-    code = "import sys, ajetd.daemon, ajetd.cli; print('matplotlib' in sys.modules)"
+    code = "import sys, ajetd.daemon.loop, ajetd.cli.main; print('matplotlib' in sys.modules)"
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ajetd import model
-from ajetd.backoff import Backoff
-from ajetd.model import Run, Signal, Status, StopCause, Trial
-from ajetd.options import Options
-from ajetd.policy import (
+from ajetd.core import model
+from ajetd.core.backoff import Backoff
+from ajetd.core.model import Run, Signal, Status, StopCause, Trial
+from ajetd.core.options import Options
+from ajetd.core.policy import (
     Attention,
     BeginStop,
     Finish,
@@ -19,7 +19,7 @@ from ajetd.policy import (
     decide,
     next_wake,
 )
-from ajetd.stoprules import PlateauRule, learned_window, plateau_reason
+from ajetd.core.stoprules import PlateauRule, learned_window, plateau_reason
 
 T0 = 1_800_000_000.0
 TIMING = Timing(grace_int_s=10, grace_term_s=5, hang_auto_s=600)

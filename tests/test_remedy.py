@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ajetd import model
-from ajetd.model import Run, Trial
-from ajetd.remedy import GiveUp, Relaunch, choose
+from ajetd.core import model
+from ajetd.core.model import Run, Trial
+from ajetd.core.remedy import GiveUp, Relaunch, choose
 
 T0 = 1_800_000_000.0
 
@@ -120,7 +120,7 @@ def test_vllm_memory_nan_and_logger_fixes() -> None:
 
 
 def test_port_parsing_and_foreign_holder() -> None:
-    from ajetd.remedy import port_from_text
+    from ajetd.core.remedy import port_from_text
 
     assert (
         port_from_text(

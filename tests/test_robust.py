@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from ajetd import intake, trialrun
-from ajetd.daemon import Daemon, DaemonConfig
-from ajetd.model import State
-from ajetd.policy import Timing
+from ajetd.adapters import inbox
+from ajetd.core.model import State
+from ajetd.core.policy import Timing
+from ajetd.daemon import trials
+from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, wait_for
 
 INJECTED = "injected by the test"
@@ -88,12 +89,12 @@ def test_a_file_that_breaks_intake_is_put_aside_and_others_are_taken(
     env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     daemon = in_process(env)
-    claim = intake.claim
+    claim = inbox.claim
 
-    def failing(home: Any, candidate: intake.Candidate, run_id: str) -> Path | None:
+    def failing(home: Any, candidate: inbox.Candidate, run_id: str) -> Path | None:
         return boom() if candidate.stem == "bad" else claim(home, candidate, run_id)
 
-    monkeypatch.setattr(intake, "claim", failing)
+    monkeypatch.setattr(inbox, "claim", failing)
     drop(daemon, env, "bad.md")
     drop(daemon, env, "good.md")
     tick_until(daemon, lambda: run_from(daemon, "good.md"), "the good blueprint")
@@ -128,7 +129,7 @@ def _step(name: str) -> Callable[[Any], Any]:
 
 @_step("launching it")
 def _launch(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
-    mp.setattr(trialrun, "prepare_trial", boom)
+    mp.setattr(trials, "prepare_trial", boom)
     drop(daemon, env, "long.md", command="sleep 60")
     return str(tick_until(daemon, lambda: run_from(daemon, "long.md"), "the run").run_id)
 
@@ -136,7 +137,7 @@ def _launch(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
 @_step("supervising it")
 def _supervise(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
     run_id = _running(daemon, env)
-    mp.setattr(trialrun, "read_exit", boom)
+    mp.setattr(trials, "read_exit", boom)
     return run_id
 
 
@@ -419,10 +420,10 @@ def test_one_failing_campaign_never_stops_the_others(
 ) -> None:
     """The per-item rule for campaigns: a campaign whose step raises something unexpected, or a
     folder whose claim does, is logged once and marked; the other campaigns go on each tick."""
-    from ajetd import campaign as cp
-    from ajetd.campaignreq import answer_file, file_request
-    from ajetd.campaignrun import Campaigns, submit_folder
-    from ajetd.store import Home
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
     home.ensure()

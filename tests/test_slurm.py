@@ -142,7 +142,7 @@ def test_lint_checks_the_request_against_the_cluster(env: Env, slurm_cluster: Sl
 
 
 def test_slurm_times() -> None:
-    from ajetd.slurm import partition_minutes
+    from ajetd.hosts.slurm import partition_minutes
 
     assert [
         partition_minutes(t)
@@ -246,7 +246,7 @@ def test_slurms_own_time_limit_signal_is_a_time_limit(cluster_env: Env) -> None:
 def test_sacct_and_scontrol_answers_as_jobs() -> None:
     """Recorded answers of both sources; the sacct path runs where accounting is on (the test
     cluster has none, as the issue's test plan asks)."""
-    from ajetd.slurm import parse_sacct, parse_scontrol
+    from ajetd.hosts.slurm import parse_sacct, parse_scontrol
 
     sacct = (
         "101|COMPLETED|0:0|0:0|gpu-3|None\n"
@@ -287,9 +287,9 @@ def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env
 def test_slurm_end_states_become_findings_and_fixes() -> None:
     """How each final Slurm state reads, and what ajetd does about it (preemption cannot be
     staged on the one-node test cluster: its path is checked here, without a cluster)."""
-    from ajetd.model import Run, State, Trial
-    from ajetd.remedy import Relaunch, choose
-    from ajetd.slurm import Job, finding
+    from ajetd.core.model import Run, State, Trial
+    from ajetd.core.remedy import Relaunch, choose
+    from ajetd.hosts.slurm import Job, finding
 
     run = Run("r1", "b.md", 0.0, state=State.RUNNING, trials=(Trial(1, "x", "s", 1.0),))
     expected = {

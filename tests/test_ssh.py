@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ajetd import sshrun
-from ajetd.options import SshSpec
+from ajetd.core.options import SshSpec
+from ajetd.hosts import sshcmd
 from conftest import Env, Sshd, marked_processes, wait_for
 
 
@@ -86,7 +86,7 @@ def test_a_dropped_connection_is_ssh_lost_and_training_goes_on(remote: Env, sshd
     masters = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if any(str(sshrun.control_dir()) in a and "[mux]" in a for a in p.info["cmdline"] or [])
+        if any(str(sshcmd.control_dir()) in a and "[mux]" in a for a in p.info["cmdline"] or [])
     ]
     assert masters, "no shared ssh connection found"
     for master in masters:
@@ -134,9 +134,9 @@ def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> Non
     here = tmp_path / "here"
     here.mkdir()
     (here / "notes.txt").write_text("local notes")
-    assert sshrun.pull(spec, str(there), ["saved_experiments/", "notes.txt"], here) == ""
+    assert sshcmd.pull(spec, str(there), ["saved_experiments/", "notes.txt"], here) == ""
     assert (here / "saved_experiments" / "ckpt" / "model.bin").read_text() == "weights"
     assert (here / "notes.txt").read_text() == "local notes"
-    assert sshrun.same_dir(spec, there, "x1") and sshrun.read_from(
+    assert sshcmd.same_dir(spec, there, "x1") and sshcmd.read_from(
         spec, str(there / "notes.txt"), 7
     ) == (12, b"notes")

@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from ajetd import model
-from ajetd.model import Run, State, Status, Trial
-from ajetd.rundetail import detail
-from ajetd.statusview import Filters, overview, plain, select, shorten
-from ajetd.store import Home
+from ajetd.adapters.store import Home
+from ajetd.core import model
+from ajetd.core.model import Run, State, Status, Trial
+from ajetd.views.listing import Filters, overview, plain, select, shorten
+from ajetd.views.rundetail import detail
 from conftest import PYTHON, Env, wait_for
 
 NOW = 1_800_000_000.0

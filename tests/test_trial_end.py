@@ -12,10 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from ajetd import procs, trialrun
-from ajetd.launch import TrialSpec, render_trial_script
-from ajetd.model import Run, State, Trial
-from ajetd.store import Home
+from ajetd.adapters import procs
+from ajetd.adapters.store import Home
+from ajetd.core.model import Run, State, Trial
+from ajetd.core.trialscript import TrialSpec, render_trial_script
+from ajetd.daemon import trials
 from conftest import Env, marked_processes, wait_for
 
 
@@ -75,9 +76,9 @@ def test_an_exit_during_a_tick_keeps_its_own_time(tmp_path: Path) -> None:
     exit_file = home.trial_file("tick01", 1, "exit")
     exited = time.time()
     exit_file.write_text(f"0 {exited}\n")
-    assert trialrun.ended_at(home, run, exited - 0.5) == exited
+    assert trials.ended_at(home, run, exited - 0.5) == exited
     exit_file.write_text(f"0 {time.time() + 3600}\n")  # another host's clock, far ahead
-    assert trialrun.ended_at(home, run, exited - 0.5) <= time.time()
+    assert trials.ended_at(home, run, exited - 0.5) <= time.time()
 
 
 def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> None:
@@ -160,7 +161,7 @@ def test_trial_script_goes_when_woken_through_its_fifo(tmp_path: Path) -> None:
         wait_for(waiting, what="the script to wait on its FIFO")
         (tmp_path / "go").write_text("go\n")
         woken = time.monotonic()
-        trialrun._wake(fifo)
+        trials._wake(fifo)
         out, _ = proc.communicate(timeout=20)
         assert time.monotonic() - woken < 0.9
         assert proc.returncode == 0 and "started" in out

@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ajetd import model, report
-from ajetd.launch import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
-from ajetd.logtext import clean_line, tail_lines
-from ajetd.model import Run, Status, Trial
-from ajetd.naming import MAX_SESSION, session_base, unique_session
+from ajetd.core import model
+from ajetd.core.model import Run, Status, Trial
+from ajetd.core.naming import MAX_SESSION, session_base, unique_session
+from ajetd.core.trialscript import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.diagnosis.text import clean_line, tail_lines
+from ajetd.views import report
 
 
 def test_session_names() -> None:
@@ -98,7 +99,7 @@ def test_finish_flag_and_results() -> None:
 
 
 def test_attach_switches_inside_same_server_and_nests_elsewhere(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from ajetd.tmux import Tmux
+    from ajetd.adapters.tmux import Tmux
 
     tmux = Tmux("sock")
     monkeypatch.setenv("TMUX", f"{tmux.socket_path()},123,0")

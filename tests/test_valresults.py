@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ajetd.valresults import metric_series, parse_dict_line, parse_val_text
+from ajetd.frameworks.valresults import metric_series, parse_dict_line, parse_val_text
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from test_remedy import T0, _failed_run
 
-from ajetd.catalogue import BY_NAME
-from ajetd.model import Status
-from ajetd.remedy import GiveUp, choose
-from ajetd.words import action_label, ending_note
+from ajetd.core.model import Status
+from ajetd.core.remedy import GiveUp, choose
+from ajetd.diagnosis.catalogue import BY_NAME
+from ajetd.views.words import action_label, ending_note
 
 
 def _finding(kind: str) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """`python -m ajetd` is the same program as the `ajetd` console script."""
 
-from ajetd.fastcli import entry
+from ajetd.cli.entry import entry
 
 entry()

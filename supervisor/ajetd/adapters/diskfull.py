@@ -1,0 +1,191 @@
+"""Writes that find their disk full: held in memory, tried again on a backoff, shown in status.
+
+A full `$AJETD_HOME` or result dir is a state the daemon lives through, not a crash. A write
+that fails with ENOSPC, EDQUOT or EROFS is kept (the newest content of each file, journal
+lines in order), its folder is marked full, and the held writes are tried again 1 s, 2 s, 4 s
+... (at most a minute) later until they succeed. Until then nothing depending on them is
+reported: a run's reports and `finish.flag` wait for its record. `ajetd status` shows one line
+per full folder with its free space (daemon.json, written in place when the home is full).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.store import append_bytes, write_atomic
+
+log = logging.getLogger(__name__)
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 60.0
+RETRY_FLOOR_S = 0.2  # however short a test makes the schedule
+
+
+def is_full(exc: BaseException) -> bool:
+    """A write failed because its disk is full, over quota or read-only: wait, do not fail."""
+    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
+
+
+def free_space(folder: Path) -> str:
+    """What an unprivileged writer may still put there, for people ("0 B", "3.1 MiB")."""
+    try:
+        info = os.statvfs(folder)
+    except OSError as exc:
+        return f"unknown ({exc.strerror})"
+    size = float(info.f_bavail * info.f_frsize)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Full:
+    """One folder that refused a write: why, since when, and when to try again."""
+
+    what: str  # "$AJETD_HOME" or "result dir of run X"
+    error: str
+    since: float
+    retry_at: float
+    delay: float
+
+
+class Troubles:
+    """The folders that refused writes, each with its own backoff; pure bookkeeping."""
+
+    def __init__(self, clock: Callable[[], float], scale: float = 1.0) -> None:
+        self.clock = clock
+        self.first_s = max(RETRY_FIRST_S * scale, RETRY_FLOOR_S)
+        self.max_s = max(RETRY_MAX_S * scale, RETRY_FLOOR_S)
+        self.full: dict[Path, Full] = {}
+
+    def hit(self, folder: Path, exc: OSError, what: str) -> None:
+        now = self.clock()
+        error = exc.strerror or str(exc)
+        known = self.full.get(folder)
+        if known is None:
+            log.error(
+                "cannot write to %s %s: %s (%s free)", what, folder, error, free_space(folder)
+            )
+            self.full[folder] = Full(what, error, now, now + self.first_s, self.first_s)
+            return
+        known.delay = min(known.delay * 2, self.max_s)
+        known.retry_at, known.error = now + known.delay, error
+
+    def blocked(self, folder: Path) -> bool:
+        """Known full and not yet due for another try."""
+        known = self.full.get(folder)
+        return known is not None and self.clock() < known.retry_at
+
+    def clear(self, folder: Path) -> None:
+        known = self.full.pop(folder, None)
+        if known is not None:
+            waited = self.clock() - known.since
+            log.info("%s %s can be written again (after %.0f s)", known.what, folder, waited)
+
+    def next_at(self) -> float | None:
+        return min((f.retry_at for f in self.full.values()), default=None)
+
+    def lines(self, held: dict[Path, str]) -> list[str]:
+        """One line per full folder, for `ajetd status`: what, where, why, how much is free."""
+        out = []
+        for folder, known in sorted(self.full.items()):
+            line = (
+                f"cannot write to {known.what} {folder}: {known.error} ({free_space(folder)} free)"
+            )
+            if held.get(folder):
+                line += f"; {held[folder]}"
+            out.append(line + "; retrying")
+        return out
+
+
+class Held:
+    """The home's writes that are waiting for space: the newest content per file and the
+    journal lines per file, in order. `Home` sends its writes here when the daemon runs."""
+
+    def __init__(self, clock: Callable[[], float], home: Path, scale: float = 1.0) -> None:
+        self.home = home
+        self.troubles = Troubles(clock, scale)
+        self.files: dict[Path, tuple[bytes, int]] = {}
+        self.lines: dict[Path, list[bytes]] = {}
+
+    def holding(self, path: Path) -> bool:
+        return path in self.files or path in self.lines
+
+    def count(self) -> dict[Path, str]:
+        """What is held, for status: how many writes, and whose records are not on disk."""
+        n = len(self.files) + sum(len(v) for v in self.lines.values())
+        if not n:
+            return {}
+        runs = sorted(p.parent.name for p in self.files if p.name == "state.json")
+        shown = ", ".join(runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
+        whose = f" (the newest records of runs {shown} are not on disk yet)" if runs else ""
+        return {self.home: f"{n} write(s) held in memory{whose}"}
+
+    def write(self, path: Path, data: bytes, mode: int) -> bool:
+        """Replace `path` now if the home takes it; else hold it. True when written."""
+        if not self.troubles.blocked(self.home) and not self.lines.get(path):
+            try:
+                write_atomic(path, data, mode)
+            except OSError as exc:
+                if not is_full(exc):
+                    raise
+                self.troubles.hit(self.home, exc, "$AJETD_HOME")
+            else:
+                self.files.pop(path, None)
+                return True
+        self.files[path] = (data, mode)
+        return False
+
+    def append(self, path: Path, line: bytes) -> bool:
+        """Append a journal line now if the home takes it (and nothing is held before it)."""
+        if not self.troubles.blocked(self.home) and path not in self.lines:
+            try:
+                append_bytes(path, line)
+            except OSError as exc:
+                if not is_full(exc):
+                    raise
+                self.troubles.hit(self.home, exc, "$AJETD_HOME")
+            else:
+                return True
+        self.lines.setdefault(path, []).append(line)
+        return False
+
+    def retry(self) -> None:
+        """Write what is held, if its time has come; stop at the first refusal (a write that
+        fails otherwise, e.g. its folder was removed, is dropped with an error)."""
+        if self.home not in self.troubles.full or self.troubles.blocked(self.home):
+            return
+        try:
+            if not self.files and not self.lines:  # nothing held: ask the disk itself
+                probe = self.home / ".ajetd-space-probe"
+                write_atomic(probe, b"ok\n", 0o600)
+                probe.unlink()
+            for path in list(self.lines):
+                self._settle(path, append_bytes, path, b"".join(self.lines[path]))
+                del self.lines[path]
+            for path in list(self.files):
+                self._settle(path, write_atomic, path, *self.files[path])
+                del self.files[path]
+        except OSError as exc:  # full again: keep the rest, try again later
+            self.troubles.hit(self.home, exc, "$AJETD_HOME")
+            return
+        self.troubles.clear(self.home)
+
+    @staticmethod
+    def _settle(path: Path, job: Callable[..., None], *args: Any) -> None:
+        """Do one held write; a failure other than a full disk (its folder was removed) drops
+        it with an error instead of holding it forever."""
+        try:
+            job(*args)
+        except OSError as exc:
+            if is_full(exc):
+                raise
+            log.error("held write to %s dropped: %s", path, exc)

@@ -1,0 +1,210 @@
+"""The inbox: which dropped blueprints are complete, safe to take, and claimed exactly once.
+
+A file is complete when it was renamed in or closed after writing (the watcher reports both),
+or when it has not changed for a second (the rescan's rule, which also covers files that
+arrived while the daemon was down; the daemon wakes itself when that second is over).
+Claiming is one `rename` into `runs/<id>/`, so a blueprint is taken once even across a
+`kill -9`: a run folder without a record is finished on restart.
+
+Only regular files this user owns are taken. Symbolic links, directories (other than campaign
+folders), FIFOs, sockets and devices named `*.md` are refused with a line in the log and in
+`status`, never followed nor read; the claimed file is opened with O_NOFOLLOW and checked on
+its descriptor. File names may hold any bytes: they are shown escaped (`safe_name`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
+from ajetd.core.errors import AjetdError
+from ajetd.core.naming import SUBMITTED
+
+SETTLE_S = 1.0
+BLUEPRINT_EXTENSIONS = (".md", ".markdown")
+CLAIMED_NAME = "blueprint.md"
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularError(AjetdError):
+    """The claimed path is not a regular file this user owns (swapped in after the scan)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    run_id: str | None  # kept from `ajetd submit`'s file name when it has one
+    stem: str  # the name the user gave the blueprint (safe to show: see safe_name)
+
+
+@dataclass(frozen=True)
+class Scan:
+    found: list[Candidate]
+    refused: list[str]  # one line per file not taken, and why
+    settle_at: float | None  # when the next file still being written counts as complete
+
+
+def safe_name(name: str) -> str:
+    """A file name as it may be shown and stored: bytes that are not UTF-8 as `\\xNN`,
+    control characters escaped, so no name breaks a log line, a record or a terminal."""
+    text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _refusal(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
+    """Why this inbox entry is not a blueprint file to take ("" when it is skipped quietly:
+    a campaign folder, claimed elsewhere); None when it is a regular file."""
+    if stat.S_ISREG(info.st_mode):
+        return None
+    if stat.S_ISDIR(info.st_mode) and os.path.isfile(os.path.join(entry.path, "campaign.yaml")):
+        return ""
+    kind = next((word for test, word in _KINDS if test(info.st_mode)), "not a regular file")
+    if stat.S_ISLNK(info.st_mode):
+        with contextlib.suppress(OSError):
+            kind += f" (to {safe_name(os.readlink(entry.path))})"
+    return f"is {kind}, not a regular file: not taken (drop the file itself)"
+
+
+def security_problems(home: Home) -> list[str]:
+    """Why nothing may be taken from the inbox now (empty when it is safe)."""
+    problems = []
+    for folder in (home.root, home.inbox):
+        try:
+            info = folder.stat()
+        except OSError as exc:
+            problems.append(f"{folder}: {exc.strerror}")
+            continue
+        if info.st_uid != os.getuid():
+            problems.append(f"{folder} is owned by uid {info.st_uid}, not by this user")
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            problems.append(
+                f"{folder} is writable by others (mode {stat.S_IMODE(info.st_mode):o}); "
+                f"nothing is taken until it is fixed: chmod {OWNER_DIR:o} {folder}"
+            )
+    return problems
+
+
+def scan(home: Home, ready: set[str], now: float) -> Scan:
+    """Complete, safe blueprints in the inbox, oldest first (the GPU queue is first come, first
+    served), a line for each entry refused, and when to look again for one still settling."""
+    refused: list[str] = []
+    entries = []
+    try:
+        with os.scandir(home.inbox) as found_entries:
+            for entry in found_entries:
+                stem, ext = os.path.splitext(entry.name)
+                if entry.name.startswith(".") or ext.lower() not in BLUEPRINT_EXTENSIONS:
+                    continue
+                with contextlib.suppress(OSError):
+                    entries.append((entry.stat(follow_symlinks=False), entry))
+    except OSError:
+        return Scan([], [], None)
+    entries.sort(key=lambda pair: (pair[0].st_mtime_ns, pair[1].name))
+    found: list[Candidate] = []
+    settle_at: float | None = None
+    for info, entry in entries:
+        shown = f"{home.inbox}/{safe_name(entry.name)}"
+        why = _refusal(entry, info)
+        if why is not None:
+            if why:
+                refused.append(f"{shown} {why}")
+            continue
+        if info.st_uid != os.getuid():
+            refused.append(f"{shown} is owned by uid {info.st_uid}, not by this user: not taken")
+            continue
+        # ctime: set by this kernel on every write and rename, whatever the file's mtime says
+        settled = info.st_ctime + SETTLE_S
+        if entry.name not in ready and now < settled:
+            settle_at = settled if settle_at is None else min(settle_at, settled)
+            continue
+        stem = safe_name(os.path.splitext(entry.name)[0])
+        submitted = SUBMITTED.match(entry.name)
+        if submitted:
+            found.append(
+                Candidate(Path(entry.path), submitted["run_id"], safe_name(submitted["stem"]))
+            )
+        else:
+            found.append(Candidate(Path(entry.path), None, stem))
+    return Scan(found, refused, settle_at)
+
+
+def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
+    """Move the blueprint into `runs/<run_id>/`; None if another claimer won the race. The
+    rename is the commit: the name it came by is written before it."""
+    folder = home.run_dir(run_id)
+    folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
+    target = folder / CLAIMED_NAME
+    write_atomic(folder / "source-name", f"{candidate.stem}.md\n", OWNER_FILE)
+    try:
+        candidate.path.rename(target)
+    except FileNotFoundError:
+        (folder / "source-name").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        return None
+    return target
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file this user owns, never through a link: opened
+    with O_NOFOLLOW (and O_NONBLOCK, so a FIFO cannot hang the loop), checked on the fd."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularError(f"{path.name} is a symbolic link: not read") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularError(f"{path.name} is not a regular file: not read")
+        if info.st_uid != os.getuid():
+            raise NotRegularError(f"{path.name} is owned by uid {info.st_uid}, not by this user")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
+
+
+def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
+    """Move an inbox file that could not be taken to rejected/, beside a note saying why."""
+    stem = safe_name(os.path.splitext(path.name)[0])
+    target = home.rejected / f"{int(now)}__{stem}.md"
+    path.rename(target)
+    write_atomic(home.rejected / f"{int(now)}__{stem}.why.txt", why + "\n", OWNER_FILE)
+    return target
+
+
+def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
+    """Run folders holding a claimed blueprint but no record: a claim cut short by a crash."""
+    out = []
+    for run_id in home.run_ids():
+        folder = home.run_dir(run_id)
+        if (folder / CLAIMED_NAME).exists() and not home.state_file(run_id).exists():
+            try:
+                source = (folder / "source-name").read_text().strip()
+            except OSError:
+                source = CLAIMED_NAME
+            out.append((run_id, folder / CLAIMED_NAME, source))
+    return out
+
+
+def set_aside(home: Home, run_id: str, source: str, text: str, why: str) -> Path:
+    """Keep a rejected blueprint's text beside a note saying why, for the user to fix."""
+    stem = source[: -len(".md")] if source.endswith(".md") else source
+    target = home.rejected / f"{run_id}__{stem}.md"
+    write_atomic(target, text, OWNER_FILE)
+    write_atomic(home.rejected / f"{run_id}__{stem}.why.txt", why + "\n", OWNER_FILE)
+    return target

@@ -1,0 +1,267 @@
+"""Checks of a parsed blueprint against the filesystem: read-only, one message per problem.
+
+Used by `ajetd lint` and by the daemon before a run is accepted, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from ajetd.core.blueprint import Blueprint
+from ajetd.core.errors import AjetdError
+from ajetd.core.naming import RUN_ID
+from ajetd.frameworks.agentjet import ConfigReview, apply_patches, conf_argument, review
+from ajetd.hosts import slurm
+from ajetd.hosts.sshcmd import RemoteFs, SshError
+
+EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
+
+
+def earlier_rejection(result_dir: Path) -> str | None:
+    """The run id of a rejection report that is all `result_dir` holds of earlier runs.
+
+    Such a report only says a blueprint was invalid; a fixed blueprint may use the same dir,
+    and the report is moved aside (never deleted) rather than blocking it.
+    """
+    try:
+        flag = json.loads((result_dir / "finish.flag").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(flag, dict) or flag.get("status") != "rejected":
+        return None
+    if any((result_dir / "logs").glob("trial-*.log")):
+        return None
+    run_id = str(flag.get("run_id") or "")
+    return run_id if RUN_ID.match(run_id) else None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A blueprint's paths made absolute, plus what the YAML says that ajetd needs."""
+
+    codebase_dir: str
+    venv_exe: str
+    venv_dir: str
+    yaml_path: str
+    result_dir: str
+    val_path: str | None
+    config: dict[str, Any] = field(default_factory=dict)
+    review: ConfigReview = field(default_factory=ConfigReview)
+    val_size: int = 0  # the val file's size now: only lines written after it are this run's
+
+
+class Fs(Protocol):
+    """Where the codebase, venv and YAML live: this machine, or a remote host (`ssh`)."""
+
+    def expand(self, path: str) -> str: ...
+    def isdir(self, path: str) -> bool: ...
+    def isfile(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool: ...
+    def executable(self, path: str) -> bool: ...
+    def realpath(self, path: str) -> str: ...
+    def read_text(self, path: str) -> str: ...
+    def size(self, path: str) -> int | None: ...
+
+
+class LocalFs:
+    def expand(self, path: str) -> str:
+        return os.path.expanduser(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def executable(self, path: str) -> bool:
+        return os.access(path, os.X_OK)
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def size(self, path: str) -> int | None:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return None
+
+
+LOCAL = LocalFs()
+
+
+def _abs(path: str, fs: Fs = LOCAL) -> str:
+    return os.path.normpath(fs.expand(path))
+
+
+def _inside(path: str, folder: str, fs: Fs) -> bool:
+    real, base = fs.realpath(path), fs.realpath(folder)
+    return os.path.commonpath([real, base]) == base
+
+
+def _val_path(config: Any, codebase: str) -> str | None:
+    try:
+        value = config["ajet"]["trainer_common"]["val_print_to_markdown_file_path"]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return os.path.normpath(os.path.join(codebase, os.path.expanduser(value.strip())))
+
+
+def _logged_in() -> frozenset[str]:
+    """Loggers with a stored login (`swanlab login`, `wandb login`): they need no key in env."""
+    home = Path.home()
+    found = set()
+    if (home / ".swanlab" / ".netrc").exists():
+        found.add("swanlab")
+    try:
+        if "api.wandb.ai" in (home / ".netrc").read_text(errors="replace"):
+            found.add("wandb")
+    except OSError:
+        pass
+    return frozenset(found)
+
+
+def result_dir_problem(result_dir: str) -> str | None:
+    """Why `result_dir` cannot receive this run's results, or None if it can."""
+    path = Path(result_dir)
+    if not path.is_absolute():
+        return f"exp_result_dir: {result_dir} is not an absolute path"
+    if path.exists():
+        if not path.is_dir():
+            return f"exp_result_dir: {result_dir} exists and is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"exp_result_dir: {result_dir} is not writable"
+        earlier = [name for name in EARLIER_RESULTS if (path / name).exists()]
+        if earlier and earlier_rejection(path) is None:
+            return (
+                f"exp_result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
+                "run; ajetd never overwrites results (choose a new result dir)"
+            )
+        return None
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"exp_result_dir: cannot create {result_dir} ({parent} is not a writable directory)"
+    return None
+
+
+def remote_fs(bp: Blueprint) -> Fs | str:
+    """The blueprint's filesystem: this machine's, or its SSH host's once it answers (else
+    the problem, naming the host)."""
+    if bp.options.ssh is None:
+        return LOCAL
+    try:
+        return RemoteFs(bp.options.ssh)
+    except SshError as exc:
+        return f"ssh: {exc}"
+
+
+def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list[str]) -> Any:
+    """The config as a mapping, or None with the reason added to `problems`."""
+    if not os.path.isabs(codebase) or not fs.isdir(codebase):
+        return None
+    if not _inside(yaml_path, codebase, fs):
+        problems.append(f"exp_yaml_path: {yaml_path} lies outside exp_codebase_dir {codebase}")
+        return None
+    if not fs.isfile(yaml_path):
+        problems.append(f"exp_yaml_path: {yaml_path} does not exist{where}")
+        return None
+    try:
+        config = yaml.safe_load(fs.read_text(yaml_path))
+    except OSError as exc:
+        problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror or exc}")
+        return None
+    except AjetdError as exc:  # the SSH host's file system did not answer
+        problems.append(f"exp_yaml_path: cannot read {yaml_path}{where}: {exc}")
+        return None
+    except Exception as exc:
+        # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
+        # RecursionError for deep nesting, IndexError for `!!int ''`; whatever the loader
+        # raises is this file's problem, said once (lint and the daemon alike)
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
+        return None
+    if not isinstance(config, dict):
+        problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
+        return None
+    return config
+
+
+def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
+    """Resolve and check every path; return the resolution (None if unusable) and problems."""
+    problems: list[str] = []
+    fs = remote_fs(bp)
+    if isinstance(fs, str):
+        return None, [fs]
+    codebase = _abs(bp.codebase_dir, fs)
+    where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
+    if not os.path.isabs(codebase):
+        problems.append(f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path")
+    elif not fs.isdir(codebase):
+        problems.append(f"exp_codebase_dir: {codebase} does not exist{where} or is not a directory")
+    venv_exe = _abs(bp.venv_exe, fs)
+    if fs.isdir(venv_exe) and fs.isfile(os.path.join(venv_exe, "bin", "python")):
+        venv_exe = os.path.join(venv_exe, "bin", "python")  # the venv folder itself was given
+    if not os.path.isabs(venv_exe):
+        problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
+    elif not fs.exists(venv_exe):
+        problems.append(f"exp_venv_exe: {venv_exe} does not exist{where}")
+    elif fs.isdir(venv_exe) or not fs.executable(venv_exe):
+        problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
+    yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
+    config = _load_yaml(yaml_path, codebase, fs, where, problems)
+    if bp.options.slurm is not None:
+        try:
+            problems.extend(slurm.check(bp.options.slurm, slurm.partitions(), bp.max_time_s))
+        except AjetdError as exc:
+            problems.append(f"slurm: cannot ask the cluster: {exc}")
+    result_dir = _abs(bp.result_dir)
+    problem = result_dir_problem(result_dir)
+    if problem:
+        problems.append(problem)
+    found = ConfigReview()
+    if isinstance(config, dict):
+        found = review(
+            config,
+            command=bp.launch_command,
+            result_dir=result_dir,
+            gpus=bp.options.gpus,
+            env={**os.environ, **bp.options.env},
+            exists=fs.exists,
+            logged_in=_logged_in(),
+        )
+        problems.extend(found.problems)
+    if problems:
+        return None, problems
+    val_path = _val_path(apply_patches(config, found.patches), codebase)
+    if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
+        # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
+        # client: `<RESULT_DIR>/val_results.md`)
+        val_path = os.path.join(result_dir, "val_results.md")
+    resolved = Resolved(
+        codebase_dir=codebase,
+        venv_exe=venv_exe,
+        venv_dir=os.path.dirname(os.path.dirname(venv_exe)),
+        yaml_path=yaml_path,
+        result_dir=result_dir,
+        val_path=val_path,
+        val_size=(fs.size(val_path) or 0) if val_path else 0,
+        config=config,
+        review=found,
+    )
+    return resolved, []

@@ -1,0 +1,262 @@
+"""The daemon's home on disk: layout, atomic writes, run records, event journals, the lock.
+
+Every file another process reads is written whole (temp file, fsync, rename), so a reader or a
+`kill -9` at any moment sees the old or the new content, never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ajetd.core.errors import StoreError, UnknownRunError
+from ajetd.core.model import Run
+from ajetd.core.naming import RUN_ID, SUBMITTED
+
+if TYPE_CHECKING:
+    from ajetd.adapters.diskfull import Held
+
+OWNER_DIR = 0o700
+OWNER_FILE = 0o600
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
+
+
+def encode(text: str) -> bytes:
+    """UTF-8 that never raises: a lone surrogate (from a file name that is not UTF-8) is
+    written as its escape, so no odd name can make a write fail."""
+    return text.encode("utf-8", errors="backslashreplace")
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Replace `path` with `data` in one rename; the file gets `mode`."""
+    raw = encode(data) if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+
+
+def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode)
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append whole lines to a journal; a line cut short by an earlier full disk is ended
+    first, so the next line stays readable."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, OWNER_FILE)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    """Overwrite an existing file's first bytes without allocating (its blocks are already
+    there): how daemon.json still tells `status` about a full home. A reader may see a torn
+    copy for an instant; it then reads nothing and tries again."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        size = os.fstat(fd).st_size
+        os.pwrite(fd, data.ljust(size), 0)
+        os.ftruncate(fd, max(len(data), size))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Home:
+    """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
+    daemon.lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.inbox = root / "inbox"
+        self.runs = root / "runs"
+        self.rejected = root / "rejected"
+        self.control = root / "control"
+        self.swarm = root / "swarm"
+        self.daemon_file = root / "daemon.json"
+        self.lock_file = root / "daemon.lock"
+        self.log_file = root / "daemon.log"
+        # Set by the daemon: writes refused by a full disk are held there, not raised.
+        self.held: Held | None = None
+
+    def ensure(self) -> None:
+        """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
+        for folder in (self.root, self.inbox, self.runs, self.rejected, self.control, self.swarm):
+            try:
+                folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create {folder}: {exc.strerror}") from exc
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs / run_id
+
+    def state_file(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "state.json"
+
+    def trial_file(self, run_id: str, trial: int, suffix: str) -> Path:
+        return self.run_dir(run_id) / f"trial-{trial}.{suffix}"
+
+    def save_run(self, run: Run) -> bool:
+        """Save the run's record; False when a full disk holds it in memory for now."""
+        path = self.state_file(run.run_id)
+        if self.held is None:
+            write_json(path, run.to_dict(), OWNER_FILE)
+            return True
+        data = json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return self.held.write(path, encode(data), OWNER_FILE)
+
+    def saved(self, run_id: str) -> bool:
+        """The run's newest record is on disk (not held back by a full disk)."""
+        return self.held is None or not self.held.holding(self.state_file(run_id))
+
+    def load_run(self, run_id: str) -> Run:
+        """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
+        if not RUN_ID.match(run_id):
+            raise UnknownRunError(f"no run {run_id!r} (run ids are six letters and digits)")
+        for _ in range(2):  # the daemon may be admitting it right now: look twice
+            try:
+                return self._read_state(run_id)
+            except FileNotFoundError:
+                pending = self.pending(run_id)
+                if pending is not None:
+                    return pending
+        raise UnknownRunError(f"no run {run_id!r} in {self.root}")
+
+    def _read_state(self, run_id: str) -> Run:
+        path = self.state_file(run_id)
+        try:
+            return Run.from_dict(json.loads(path.read_text()))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(f"corrupt run record {path}: {exc}") from exc
+
+    def pending(self, run_id: str) -> Run | None:
+        """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`)."""
+        for path in self.inbox.glob(f"{run_id}__*"):
+            match = SUBMITTED.match(path.name)
+            if match and match["run_id"] == run_id:
+                with contextlib.suppress(OSError):
+                    return Run(
+                        run_id=run_id,
+                        source=f"{match['stem']}.md",
+                        submitted_at=path.stat().st_mtime,
+                        reason="waiting in the inbox for the daemon to take it",
+                    )
+        claimed = self.run_dir(run_id) / "blueprint.md"
+        if claimed.exists() and not self.state_file(run_id).exists():
+            return Run(
+                run_id=run_id,
+                source="blueprint.md",
+                submitted_at=claimed.stat().st_mtime,
+                reason="being admitted by the daemon",
+            )
+        return None
+
+    def pending_runs(self) -> list[Run]:
+        out = []
+        with contextlib.suppress(OSError):
+            for path in self.inbox.iterdir():
+                match = SUBMITTED.match(path.name)
+                if match:
+                    with contextlib.suppress(UnknownRunError, StoreError):
+                        out.append(self.load_run(match["run_id"]))
+        return out
+
+    def run_ids(self) -> list[str]:
+        if not self.runs.is_dir():
+            return []
+        return sorted(p.name for p in self.runs.iterdir() if RUN_ID.match(p.name))
+
+    def load_runs(self) -> Iterator[Run]:
+        """Every run with a saved, readable record, oldest submission first (what the daemon
+        owns; submissions still in the inbox are not records)."""
+        runs = []
+        for run_id in self.run_ids():
+            with contextlib.suppress(FileNotFoundError, StoreError):
+                runs.append(self._read_state(run_id))
+        yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
+
+    def listing(self) -> list[Run]:
+        """What `ajetd status` shows: every saved run, plus submissions not admitted yet."""
+        runs = {run.run_id: run for run in self.load_runs()}
+        for run in self.pending_runs():
+            runs.setdefault(run.run_id, run)
+        return sorted(runs.values(), key=lambda r: (r.submitted_at, r.run_id))
+
+    def append_event(self, run_id: str, at: float, text: str) -> None:
+        line = json.dumps({"at": at, "event": text}, ensure_ascii=False) + "\n"
+        path = self.run_dir(run_id) / "events.jsonl"
+        if self.held is None:
+            append_bytes(path, encode(line))
+        else:
+            self.held.append(path, encode(line))
+
+    def events(self, run_id: str) -> list[tuple[float, str]]:
+        path = self.run_dir(run_id) / "events.jsonl"
+        out: list[tuple[float, str]] = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in path.read_text().splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    item = json.loads(line)
+                    out.append((float(item["at"]), str(item["event"])))
+        return out
+
+    def acquire_lock(self) -> int:
+        """Hold the one-daemon-per-home lock for the life of the process; return its fd."""
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, OWNER_FILE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreError(
+                f"another ajetd daemon (pid {holder}) is running on {self.root}"
+            ) from exc
+        with contextlib.suppress(OSError):  # the pid only informs: a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        return fd
+
+    def daemon_running(self) -> bool:
+        """True while some process holds the lock (checked without taking it for long)."""
+        try:
+            fd = os.open(self.lock_file, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def daemon_info(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.daemon_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}

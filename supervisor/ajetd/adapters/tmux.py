@@ -1,0 +1,230 @@
+"""The only module that talks to tmux; every call goes through `Tmux._run`.
+
+One choke point gives every call a timeout (libtmux's calls have none, DESIGN §5), strips
+`$TMUX` so a daemon started inside tmux still drives the right server, honours
+`AJETD_TMUX_SOCKET`, and turns failures into `TmuxError` (with `gone` set when the server or
+session is simply not there). The tmux binary is found on PATH; libtmux is not used (it cost the
+daemon 5 MiB of memory and 40 ms of start-up for a version string).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from ajetd.core.errors import TmuxError
+from ajetd.core.trialscript import EXIT_OPTION
+
+_GONE_MARKERS = (
+    "no server running",
+    "error connecting to",
+    "can't find session",
+    "can't find pane",
+    "can't find window",
+    "no such file or directory",
+    "server exited",
+)
+
+
+@dataclass(frozen=True)
+class Pane:
+    """A pane as tmux lists it."""
+
+    session: str
+    pane_id: str
+    pid: int
+    dead: bool
+    dead_status: int | None
+    start_command: str
+    exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
+
+
+def socket_from_env() -> str | None:
+    return os.environ.get("AJETD_TMUX_SOCKET") or None
+
+
+class Tmux:
+    """A tmux server: the user's default one, or `tmux -L <socket>`."""
+
+    def __init__(self, socket_name: str | None = None, timeout: float = 10.0) -> None:
+        self.socket_name = socket_name
+        self.timeout = timeout
+
+    @staticmethod
+    def version() -> str:
+        """The tmux binary's version as `tmux -V` says it (`3.3a`), for the daemon's log."""
+        try:
+            out = subprocess.run(
+                ["tmux", "-V"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise TmuxError(f"cannot run tmux: {exc}") from exc
+        return out.stdout.strip().removeprefix("tmux ") or "unknown"
+
+    def argv(self, *args: str) -> list[str]:
+        base = ["tmux"] if self.socket_name is None else ["tmux", "-L", self.socket_name]
+        return [*base, *args]
+
+    def _run(self, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+        try:
+            proc = subprocess.run(
+                self.argv(*args),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env=env,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TmuxError(f"tmux {args[0]} timed out after {self.timeout:.0f}s") from exc
+        except OSError as exc:
+            raise TmuxError(f"cannot run tmux: {exc}") from exc
+        if proc.returncode != 0:
+            message = proc.stderr.strip() or f"exit {proc.returncode}"
+            gone = any(marker in message.lower() for marker in _GONE_MARKERS)
+            raise TmuxError(f"tmux {args[0]}: {message}", gone=gone)
+        return proc.stdout
+
+    def session_names(self) -> set[str]:
+        """Every session on the server (empty when no server runs)."""
+        try:
+            out = self._run("list-sessions", "-F", "#{session_name}")
+        except TmuxError as exc:
+            if exc.gone:
+                return set()
+            raise
+        return {line for line in out.splitlines() if line}
+
+    def panes(self) -> list[Pane]:
+        """Every pane on the server; raises TmuxError(gone=True) when no server runs."""
+        fmt = "\t".join(
+            (
+                "#{session_name}",
+                "#{pane_id}",
+                "#{pane_pid}",
+                "#{pane_dead}",
+                "#{pane_dead_status}",
+                f"#{{{EXIT_OPTION}}}",
+                "#{pane_start_command}",
+            )
+        )
+        out = self._run("list-panes", "-a", "-F", fmt)
+        panes = []
+        for line in out.splitlines():
+            fields = line.split("\t", 6)
+            if len(fields) != 7:
+                continue
+            session, pane_id, pid, dead, status, note, start = fields
+            panes.append(
+                Pane(
+                    session=session,
+                    pane_id=pane_id,
+                    pid=int(pid) if pid.isdigit() else 0,
+                    dead=dead == "1",
+                    dead_status=int(status) if status.lstrip("-").isdigit() else None,
+                    start_command=start,
+                    exit_note=note,
+                )
+            )
+        return panes
+
+    def panes_or_empty(self) -> list[Pane]:
+        """Every pane, or none when no server runs (other failures still raise)."""
+        try:
+            return self.panes()
+        except TmuxError as exc:
+            if exc.gone:
+                return []
+            raise
+
+    def new_session(self, name: str, cwd: str, script: str, log: str | None = None) -> Pane:
+        """A detached session whose only pane runs `bash <script>` as its own process; with
+        `log`, armed in the same tmux call (one process, not three): `remain-on-exit` set and
+        the output piped to `log` (`keep_dead_pane`, `pipe_to_file`)."""
+        command = f"exec bash {shlex.quote(script)}"
+        fmt = "#{pane_id}\t#{pane_pid}"
+        arm = (
+            (";", *self._keep_dead(), ";", *self._pipe(log)) if log is not None else ()
+        )  # commands after new-session act on its new pane
+        out = self._run(
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            fmt,
+            "-s",
+            name,
+            "-c",
+            cwd,
+            "-x",
+            "220",
+            "-y",
+            "50",
+            command,
+            *arm,
+        )
+        pane_id, _, pid = out.strip().partition("\t")
+        return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+
+    def respawn(self, pane_id: str, script: str) -> Pane:
+        """Run `bash <script>` in an existing (dead) pane: same session, same attached users."""
+        command = f"exec bash {shlex.quote(script)}"
+        forget = ("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION)  # the last trial's
+        self._run(*forget, ";", "respawn-pane", "-k", "-t", pane_id, command)
+        out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
+        pid = out.strip()
+        return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+
+    @staticmethod
+    def _keep_dead(*target: str) -> tuple[str, ...]:
+        return ("set-option", "-p", *target, "remain-on-exit", "on")
+
+    @staticmethod
+    def _pipe(path: str, *target: str) -> tuple[str, ...]:
+        return ("pipe-pane", *target, f"cat >> {shlex.quote(path)}")
+
+    def keep_dead_pane(self, pane_id: str) -> None:
+        """Set remain-on-exit before the program can end, so its status can be read."""
+        self._run(*self._keep_dead("-t", pane_id))
+
+    def pipe_to_file(self, pane_id: str, path: str) -> None:
+        """Append everything the pane prints to `path`, whatever the history limit."""
+        self._run(*self._pipe(path, "-t", pane_id))
+
+    def kill_session(self, name: str) -> None:
+        try:
+            self._run("kill-session", "-t", f"={name}")
+        except TmuxError as exc:
+            if not exc.gone:
+                raise
+
+    def capture(self, pane_id: str) -> str:
+        """What the pane shows now (its visible screen, as text)."""
+        return self._run("capture-pane", "-p", "-t", pane_id)
+
+    def socket_path(self) -> str:
+        """Where this server's socket lives (as tmux computes it, without asking it)."""
+        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        return os.path.join(folder, f"tmux-{os.getuid()}", self.socket_name or "default")
+
+    def attach(self, name: str) -> tuple[list[str], dict[str, str]]:
+        """argv and environment that put the user's terminal on session `name`.
+
+        Inside a client of this same server, switch that client (nesting a server in itself
+        is unusable); inside another tmux, nest a client by clearing $TMUX as tmux asks.
+        """
+        env = dict(os.environ)
+        inside = env.get("TMUX", "").split(",")[0]
+        if inside and os.path.realpath(inside) == os.path.realpath(self.socket_path()):
+            return self.argv("switch-client", "-t", f"={name}"), env
+        env.pop("TMUX", None)
+        return self.argv("attach-session", "-t", f"={name}"), env

@@ -1,0 +1,428 @@
+"""`ajetd campaign ...`: submit a campaign folder, and run seed 002's loop on a live one.
+
+`ajetd campaign FOLDER` submits (as before); `add`, `set`, `stop` file requests the daemon
+applies (campaignreq); `status`, `list`, `wait` read the campaign's state file. A folder whose
+name is one of the subcommands is submitted as `ajetd campaign ./NAME`.
+
+Exit codes: 0 ok; 1 failure (no daemon to answer, a stopped or refused campaign); 2 usage
+error, unknown campaign, or a request the daemon refused (the reason on stderr). `wait` as
+`ajetd wait`: 0 completed (a stop rule met), 1 stopped/refused, 2 needs a decision (or, with
+`--next`, nothing left to wait for), 124 its own timeout; with `--next`, the ended row's
+status: 0 keep/discard/smoke, 1 crash/stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaign as cp
+    from ajetd.core.campaignrecord import CampaignState
+
+POLL_S = 0.1
+MAX_FILE_BYTES = 8 * 1024 * 1024  # a patch or a blueprint sent with `add`
+
+
+class _CampaignGroup(click.Group):
+    """`ajetd campaign FOLDER` is `ajetd campaign submit FOLDER`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["submit", *args]
+        return super().parse_args(ctx, args)
+
+
+def _home() -> Home:
+    from ajetd.adapters.store import Home, default_home
+
+    return Home(default_home())
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def resolve_or_fail(home: Home, text: str) -> str:
+    from ajetd.adapters.control import resolve
+
+    campaign_id = resolve(home, text)
+    if campaign_id is None:
+        raise click.UsageError(
+            f"no campaign {text!r} (campaign ids look like c-k3x9az, run ids like k3x9az; "
+            "a name must be unique; see `ajetd campaign list`)"
+        )
+    return campaign_id
+
+
+def read_campaign(
+    home: Home, campaign_id: str, with_spec: bool = True
+) -> tuple[cp.CampaignSpec | None, CampaignState, str]:
+    """The spec (None when unreadable or not asked for), the state and the folder of a
+    campaign; one still in the inbox reads as `submitted`."""
+    from ajetd.adapters.control import SUFFIX, campaign_dir
+    from ajetd.core import campaign as cp
+    from ajetd.core.campaignrecord import CampaignState, load_state, read_spec
+
+    state_file = campaign_dir(home, campaign_id) / "state.json"
+    if state_file.exists():
+        try:
+            state = load_state(state_file)
+        except (OSError, ValueError, TypeError) as exc:
+            raise click.ClickException(f"campaign record {state_file} unreadable: {exc}") from exc
+        folder = campaign_dir(home, campaign_id) / "folder"
+    else:
+        found = sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
+        if not found:
+            raise click.UsageError(f"campaign {campaign_id} is gone")
+        folder = found[0]
+        state = CampaignState(campaign_id, folder.stat().st_mtime, phase="submitted")
+        state.reason = "waiting in the inbox for the daemon to take it"
+    spec = None
+    if with_spec:
+        try:
+            spec = read_spec(folder, state.added, state.stop_set)
+        except (cp.CampaignError, OSError):
+            spec = None
+    return spec, state, str(folder)
+
+
+def _runs(home: Home, state: CampaignState) -> dict[str, Any]:
+    from ajetd.core.errors import AjetdError
+
+    runs = {}
+    for exp in state.experiments:
+        if exp.run_id and not exp.recorded:
+            try:
+                runs[exp.run_id] = home.load_run(exp.run_id)
+            except AjetdError:
+                continue
+    return runs
+
+
+def status_data(home: Home, campaign_id: str) -> tuple[dict[str, Any], str]:
+    """(`campaign status --json`'s object, its text view)."""
+    from ajetd.views.campaign import render_status, status_json
+
+    spec, state, folder = read_campaign(home, campaign_id)
+    data = status_json(spec, state, _runs(home, state), time.time(), folder)
+    return data, render_status(spec, state, data)
+
+
+def _request(home: Home, campaign_id: str, payload: dict[str, Any], timeout: float) -> Any:
+    """File a request, wait for the daemon's answer; exit 2 when refused, 1 with no answer."""
+    from ajetd.adapters.control import await_answer, file_request
+
+    home.ensure()
+    req_id = file_request(home, campaign_id, payload)
+    running = home.daemon_running()
+    answer = await_answer(home, campaign_id, req_id, timeout if running else 0.5)
+    if answer is None:
+        why = "no daemon is running" if not running else f"no answer within {timeout:.0f}s"
+        click.echo(
+            f"ajetd: {why} on {home.root}; the request waits in {home.control} and is applied "
+            "when the daemon takes it (check with `ajetd campaign status`)",
+            err=True,
+        )
+        sys.exit(1)
+    if not answer.get("ok"):
+        click.echo(f"ajetd: refused: {answer.get('error')}", err=True)
+        sys.exit(2)
+    return answer
+
+
+def _read_file(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise click.UsageError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
+    try:
+        return path.read_text(errors="strict")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
+@click.group(cls=_CampaignGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def campaign() -> None:
+    """Research campaigns (seed 002): `ajetd campaign FOLDER` submits one (prints its id);
+    the subcommands run the loop on a live one. Campaign ids are `c-` and six letters and
+    digits; run ids are the six alone."""
+
+
+@campaign.command("submit")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def submit_cmd(folder: Path) -> None:
+    """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
+    from ajetd.core.errors import AjetdError
+    from ajetd.daemon.campaigns import submit_folder
+
+    home = _home()
+    try:
+        campaign_id = submit_folder(home, folder)
+    except AjetdError as exc:
+        problems = getattr(exc, "problems", [str(exc)])
+        click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+        sys.exit(2)
+    click.echo(campaign_id)
+    if not home.daemon_running():
+        click.echo(f"ajetd: no daemon is running on {home.root}; it waits in the inbox", err=True)
+
+
+@campaign.command("add")
+@click.argument("campaign_id")
+@click.argument("more_overrides", nargs=-1)
+@click.option("--name", required=True, help="The experiment's name (letters, digits, . _ -).")
+@click.option("--description", required=True, help="The hypothesis, in a sentence.")
+@click.option(
+    "--overrides",
+    multiple=True,
+    help="K=V appended to the launch command; repeat it or list several after it.",
+)
+@click.option(
+    "--patch",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A patch committed on its branch as the hypothesis commit (needs branch_prefix).",
+)
+@click.option("--from", "start", default="", help="The branch or commit it starts from.")
+@click.option(
+    "--blueprint",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Its own blueprint instead of the campaign's base.",
+)
+@click.option("--smoke", is_flag=True, help="A pipeline check: counts against no stop rule.")
+@click.option(
+    "--continue",
+    "go_on",
+    is_flag=True,
+    help="Go on past the default stop rule (three more experiments).",
+)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the daemon's answer as JSON.")
+def add_cmd(
+    campaign_id: str,
+    more_overrides: tuple[str, ...],
+    name: str,
+    description: str,
+    overrides: tuple[str, ...],
+    patch: Path | None,
+    start: str,
+    blueprint: Path | None,
+    smoke: bool,
+    go_on: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Append one experiment to a live campaign (validated as a campaign.yaml entry); print
+    its index."""
+    from ajetd.core import campaign as cp
+
+    if more_overrides and not overrides:
+        raise click.UsageError(
+            f"unexpected argument {more_overrides[0]!r} (overrides follow --overrides)"
+        )
+    home = _home()
+    cid = resolve_or_fail(home, campaign_id)
+    entry = cp.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
+    payload: dict[str, Any] = {"op": "add", "entry": entry, "continue": go_on}
+    for key, path in (("patch", patch), ("blueprint", blueprint)):
+        text = _read_file(path)
+        if text is not None:
+            payload[f"{key}_text"] = text
+    answer = _request(home, cid, payload, timeout)
+    if as_json:
+        _echo_json(answer)
+    else:
+        click.echo(answer["index"])
+
+
+@campaign.command("set")
+@click.argument("campaign_id")
+@click.option("--max-experiments", type=int, default=None, help="Attempts in all (baseline too).")
+@click.option("--deadline", default=None, help="A duration from now (10h, 90m).")
+@click.option("--per-experiment-timeout", default=None, help="Each experiment's time limit.")
+@click.option("--target-metric", type=float, default=None, help="Stop once the best reaches it.")
+@click.option("--continue", "go_on", is_flag=True, help="Another round of the default rule.")
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def set_cmd(
+    campaign_id: str,
+    max_experiments: int | None,
+    deadline: str | None,
+    per_experiment_timeout: str | None,
+    target_metric: float | None,
+    go_on: bool,
+    timeout: float,
+) -> None:
+    """Set stop rules of a live campaign (a needs_decision or completed one goes on if no rule
+    is met any more); print where it stands."""
+    stop = {
+        key: value
+        for key, value in (
+            ("max_experiments", max_experiments),
+            ("deadline", deadline),
+            ("per_experiment_timeout", per_experiment_timeout),
+            ("target_metric", target_metric),
+        )
+        if value is not None
+    }
+    if not stop and not go_on:
+        raise click.UsageError("nothing to set: give a stop rule or --continue")
+    home = _home()
+    cid = resolve_or_fail(home, campaign_id)
+    answer = _request(home, cid, {"op": "set", "stop": stop, "continue": go_on}, timeout)
+    click.echo(answer.get("message", ""))
+
+
+def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
+    """`ajetd campaign stop` (also `ajetd stop CAMPAIGN_ID`)."""
+    home = _home()
+    cid = resolve_or_fail(home, text)
+    answer = _request(home, cid, {"op": "stop"}, 60.0)
+    if no_wait:
+        click.echo(answer.get("message", ""))
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        _, state, _ = read_campaign(home, cid, with_spec=False)
+        if state.done:
+            click.echo(f"campaign {cid} {state.status}: {state.reason}")
+            return
+        if time.monotonic() >= deadline:
+            click.echo(f"campaign {cid} is still stopping after {timeout:.0f}s", err=True)
+            sys.exit(124)
+        time.sleep(POLL_S)
+
+
+@campaign.command("stop")
+@click.argument("campaign_id")
+@click.option("--no-wait", is_flag=True, help="Return once the daemon took the request.")
+@click.option("--timeout", type=float, default=120.0, show_default=True)
+def stop_cmd(campaign_id: str, no_wait: bool, timeout: float) -> None:
+    """End a campaign: running experiments stopped cleanly, their rows written."""
+    stop_campaign(campaign_id, no_wait, timeout)
+
+
+def show_status(text: str, as_json: bool) -> None:
+    """`ajetd campaign status` (also `ajetd status CAMPAIGN_ID`)."""
+    home = _home()
+    data, view = status_data(home, resolve_or_fail(home, text))
+    if as_json:
+        _echo_json(data)
+    else:
+        click.echo(view)
+
+
+@campaign.command("status")
+@click.argument("campaign_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+def status_cmd(campaign_id: str, as_json: bool) -> None:
+    """Where a campaign stands: goal, stop rules, best so far, running experiments, ledger."""
+    show_status(campaign_id, as_json)
+
+
+@campaign.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+def list_cmd(as_json: bool) -> None:
+    """Every campaign, claimed or still in the inbox."""
+    from ajetd.adapters.control import SUFFIX
+    from ajetd.views.campaign import summary_json
+
+    home = _home()
+    ids = sorted(p.parent.name for p in (home.root / "campaigns").glob("*/state.json"))
+    ids += sorted(p.name.partition("__")[0] for p in home.inbox.glob(f"*__*{SUFFIX}"))
+    found = []
+    for cid in ids:
+        try:
+            found.append(summary_json(status_data(home, cid)[0]))
+        except click.ClickException as exc:  # one bad record hides no other campaign
+            click.echo(f"ajetd: {exc.message}", err=True)
+    if as_json:
+        _echo_json(found)
+        return
+    if not found:
+        click.echo("no campaigns")
+    for item in found:
+        phase = item["state"] + (f" ({item['status']})" if item["status"] else "")
+        click.echo(f"{item['campaign_id']}  {item['name']:<20} {phase:<24} {item['progress']}")
+
+
+def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
+    """Some experiment runs, is planned and not yet launched, or an `add` waits for the
+    daemon."""
+    from ajetd.core import campaign as cp
+
+    if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
+        return True
+    if any(home.control.glob(f"{cid}.campaign-*.json")):
+        return True
+    spec = read_campaign(home, cid)[0]
+    return (
+        spec is not None
+        and len(cp.planned(spec)) > len(state.experiments)
+        and not (state.done or state.stopping)
+    )
+
+
+def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
+    from ajetd.views.campaign import ROW_EXIT, row_line
+
+    click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
+    sys.exit(ROW_EXIT.get(row["status"], 1))
+
+
+def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
+    """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
+    from ajetd.views.campaign import WAIT_EXIT, row_json
+
+    home = _home()
+    cid = resolve_or_fail(home, text)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    _, state, _ = read_campaign(home, cid, with_spec=False)
+    seen = {e.index for e in state.experiments if e.recorded}
+    if next_one and seen and not _in_flight(home, cid, state):
+        # it ended before this wait began (or nothing was added since): its row at once
+        last = max((e for e in state.experiments if e.recorded), key=lambda e: e.index)
+        _row_exit(row_json(last), as_json)
+    while True:
+        _, state, _ = read_campaign(home, cid, with_spec=False)  # cheap: one JSON file
+        if next_one:
+            ended = [e for e in state.experiments if e.recorded and e.index not in seen]
+            if ended:
+                _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
+            if not seen and not state.done and not _in_flight(home, cid, state):
+                click.echo(
+                    f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
+                )
+                sys.exit(2)
+        if state.done:
+            code = WAIT_EXIT.get(state.status, 1)
+            if as_json:
+                _echo_json(status_data(home, cid)[0])
+            else:
+                click.echo(f"campaign {cid} {state.status}: {state.reason}")
+            sys.exit(code)
+        if deadline is not None and time.monotonic() >= deadline:
+            click.echo(f"campaign {cid} {state.phase}: {state.progress}", err=True)
+            sys.exit(124)
+        time.sleep(POLL_S)
+
+
+@campaign.command("wait")
+@click.argument("campaign_id")
+@click.option("--next", "next_one", is_flag=True, help="Until the next experiment ends.")
+@click.option("--timeout", type=float, default=None, help="Give up after S seconds (exit 124).")
+@click.option("--json", "as_json", is_flag=True, help="The ended row (or the campaign) as JSON.")
+def wait_cmd(campaign_id: str, next_one: bool, timeout: float | None, as_json: bool) -> None:
+    """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision, 124
+    timeout), or with --next until its next experiment ends (0 keep/discard/smoke, 1
+    crash/stopped, 2 nothing in flight)."""
+    wait_campaign(campaign_id, next_one, timeout, as_json)

@@ -1,0 +1,137 @@
+"""The daemon's life without systemd: `ajetd daemon --detach` and `ajetd shutdown`.
+
+As pueue's `pueued -d` / `pueue shutdown`: the detached daemon is the same `ajetd daemon`
+process, started in its own session with its output appended to `$AJETD_HOME/daemon.log`;
+shutdown sends it SIGTERM, which ends its loop after the current tick. Runs live in tmux, not
+in the daemon, so they go on, and the next daemon re-adopts them (Daemon.reconcile).
+
+Only a process that holds the home's lock and whose command line is ajetd's is ever signalled,
+so a stale pid never hits an unrelated process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ajetd.adapters.store import OWNER_FILE, Home
+from ajetd.core.errors import AjetdError
+
+START_TIMEOUT_S = 30.0
+POLL_S = 0.05
+
+
+class DaemonCtlError(AjetdError):
+    """The daemon could not be started or stopped; the message says why."""
+
+
+@dataclass(frozen=True)
+class Started:
+    pid: int
+    log_file: Path
+
+
+def lock_holder(home: Home) -> int | None:
+    """The pid of the daemon holding the home's lock, or None when none runs."""
+    if not home.daemon_running():
+        return None
+    try:
+        text = home.lock_file.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _is_ajetd(pid: int) -> bool:
+    """Whether `pid` runs `ajetd daemon` (its command line, read from /proc)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"daemon" in argv and any(b"ajetd" in word for word in argv)
+
+
+def _open_log(path: Path) -> int:
+    """The daemon log, appended to, owner-only; a symlink there is refused."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, OWNER_FILE)
+    except OSError as exc:
+        raise DaemonCtlError(f"cannot open the daemon log {path}: {exc.strerror}") from exc
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 16384))
+            return "\n".join(handle.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOUT_S) -> Started:
+    """Start `ajetd daemon ARGS` in the background; return once it holds the lock."""
+    holder = lock_holder(home)
+    if holder is not None or home.daemon_running():
+        raise DaemonCtlError(
+            f"a daemon is already running on {home.root} (pid {holder or 'unknown'}); "
+            "stop it with `ajetd shutdown`"
+        )
+    home.ensure()
+    fd = _open_log(home.log_file)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ajetd", "daemon", *daemon_args],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,  # no terminal's hang-up or Ctrl-C reaches it
+            close_fds=True,
+        )
+    finally:
+        os.close(fd)
+    deadline = time.monotonic() + timeout
+    while lock_holder(home) != proc.pid:
+        if proc.poll() is not None:
+            raise DaemonCtlError(
+                f"the daemon exited at start (code {proc.returncode}); "
+                f"the end of {home.log_file}:\n{log_tail(home.log_file)}"
+            )
+        if time.monotonic() >= deadline:
+            raise DaemonCtlError(
+                f"the daemon (pid {proc.pid}) did not take {home.lock_file} within "
+                f"{timeout:.0f}s; see {home.log_file}"
+            )
+        time.sleep(POLL_S)
+    return Started(proc.pid, home.log_file)
+
+
+def shutdown(home: Home, timeout: float) -> int | None:
+    """SIGTERM to the home's daemon and wait until it let go of the lock; its pid, or None
+    when no daemon runs."""
+    pid = lock_holder(home)
+    if pid is None:
+        if home.daemon_running():
+            raise DaemonCtlError(f"a process holds {home.lock_file} but its pid is not recorded")
+        return None
+    if not _is_ajetd(pid):
+        raise DaemonCtlError(f"pid {pid} holds {home.lock_file} but is not an ajetd daemon")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return pid
+    deadline = time.monotonic() + timeout
+    while home.daemon_running():
+        if time.monotonic() >= deadline:
+            raise DaemonCtlError(
+                f"the daemon (pid {pid}) is still running {timeout:.0f}s after SIGTERM; "
+                f"see {home.log_file}"
+            )
+        time.sleep(POLL_S)
+    return pid

@@ -1,0 +1,134 @@
+"""`ajetd diag RUN`: a snapshot of a live run, gathered without touching it.
+
+The pane's screen, the process tree with CPU and RSS (on the SSH host for a remote run), GPU
+use, recent findings and the log tail; rendered as markdown, printed, and saved as
+`diag/diag-<time>.md` in the result dir so it stays with the run's results.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters import procs
+from ajetd.adapters.nvml import open_probe
+from ajetd.adapters.store import Home, write_atomic
+from ajetd.adapters.tmux import Tmux
+from ajetd.core import gpuuse
+from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run
+from ajetd.core.timefmt import iso
+from ajetd.daemon import trials
+from ajetd.daemon.admission import stored_options
+from ajetd.hosts import sshcmd
+
+
+def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, Any]]:
+    """The snapshot as markdown, where it was saved (None when it could not be), and the same
+    facts as a JSON-ready dict (`ajetd diag RUN --json`: every command that shows data takes
+    `--json`)."""
+    now = time.time()
+    trial = run.trial
+    screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
+    findings = (trial.findings or trial.live_findings) if trial else ()
+    log_file = trials.paths(home, run, trial.number).log if trial else None
+    tail = (trials.log_tail(log_file, 50) or ["(no log)"]) if log_file else []
+    lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
+    lines += [f"- state: {run.state.value}" + (f" ({run.status.value})" if run.status else "")]
+    lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
+    lines += [f"- attention: {run.attention}"] if run.attention else []
+    lines += ["", "## Pane", "", "```text", *screen, "```"]
+    lines += ["", "## Processes", "", *processes]
+    lines += ["", "## GPUs", "", *gpus]
+    lines += ["", "## Findings", ""]
+    lines += [
+        f"- {f['kind']} ({f['severity']}, line {f['line']}): {f['evidence']}" for f in findings
+    ] or ["- none"]
+    lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
+    text = "\n".join(lines)
+    saved = None
+    if run.result_dir:
+        target = Path(run.result_dir) / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, text)
+            saved = target
+        except OSError:
+            saved = None
+    data: dict[str, Any] = {
+        "run_id": run.run_id,
+        "taken_at": iso(now),
+        "state": run.state.value,
+        "status": run.status.value if run.status else None,
+        "reason": run.reason,
+        "attention": run.attention,
+        "pane": screen,
+        "processes": processes,
+        "gpus": gpus,
+        "findings": [dict(f) for f in findings],
+        "log_tail": tail,
+        "saved": str(saved) if saved else None,
+    }
+    return text, saved, data
+
+
+def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:
+    if run.trial is None:
+        return ["(no trial yet)"]
+    pane = trials.find_pane(tmux.panes_or_empty(), trials.paths(home, run, run.trial.number).script)
+    if pane is None:
+        return ["(the pane is gone)"]
+    try:
+        return tmux.capture(pane.pane_id).rstrip("\n").splitlines()
+    except AjetdError as exc:
+        return [f"(could not capture it: {exc})"]
+
+
+def _processes(home: Home, run: Run) -> list[str]:
+    ssh = stored_options(home, run.run_id).ssh
+    if ssh is not None:
+        try:
+            return [
+                "On " + ssh.target + ":",
+                "",
+                "```text",
+                *sshcmd.processes(ssh, run.run_id).rstrip("\n").splitlines(),
+                "```",
+            ]
+        except AjetdError as exc:
+            return [f"(not read on {ssh.target}: {exc})"]
+    pid = run.trial.pane_pid if run.trial else None
+    rows = procs.snapshot(run.run_id, pid) if run.active else []
+    if not rows:
+        return ["- none alive"]
+    out = [
+        "| pid | ppid | CPU % | RSS MiB | state | command |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        f"| {r['pid']} | {r['ppid']} | {r['cpu_percent']} | {r['rss_mib']} | {r['status']} | "
+        f"`{str(r['command']).replace('|', '/')}` |"
+        for r in rows
+    ]
+    return out
+
+
+def _gpus(run: Run) -> list[str]:
+    out = [f"- placed on: {list(run.gpu_ids) if run.gpu_ids is not None else 'not placed'}"]
+    if run.gpu_stats:
+        out.append(f"- latest sample: {gpuuse.short(run.gpu_stats)}")
+    try:
+        probe = open_probe()
+    except AjetdError as exc:
+        return [*out, f"- probe: {exc}"]
+    out.append(f"- probe: {probe.description}")
+    for g in probe.sample():
+        if run.gpu_ids is None or g.index in run.gpu_ids:
+            used = "?" if g.memory_used_mib is None else f"{g.memory_used_mib:.0f}"
+            util = "?" if g.utilization is None else f"{g.utilization:.0f}"
+            out.append(
+                f"- GPU {g.index} {g.name}: {util} % busy, {used} MiB used, "
+                f"{len(g.processes)} process(es)"
+            )
+    return out

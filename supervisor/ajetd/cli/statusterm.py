@@ -1,0 +1,218 @@
+"""`ajetd status` on a terminal: gathers what the views need, draws them, and the live view.
+
+The imperative shell around `statusview`: reads the home (runs, campaign records, what the
+daemon published), the terminal's size and keys. Colours come from `rich`, imported only when
+the output is a terminal (pipes get plain text and a fast start). `--watch` is a rich `Live`
+on the alternate screen: each frame replaces the last in place (no flicker), every 2 s or at
+once on a key; `q` or Ctrl-C ends it, `j`/`k` (or the arrow keys) choose the run whose last
+output is shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import sys
+import termios
+import time
+import tty
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ajetd.adapters.store import Home
+from ajetd.core.model import Run
+from ajetd.diagnosis.scan import tail_bytes
+from ajetd.diagnosis.text import tail_lines
+from ajetd.views import listing as view
+from ajetd.views import rundetail
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+REFRESH_S = 2.0
+TAIL_BYTES = 64 * 1024
+STYLES = {
+    "attention": "bold white on red",
+    "running": "bold green",
+    "waiting": "yellow",
+    "good": "green",
+    "bad": "bold red",
+    "dim": "dim",
+    "header": "bold",
+    "campaign": "cyan",
+    "selected": "reverse",
+}
+
+
+def campaigns(home: Home) -> list[view.Campaign]:
+    """Each campaign as its record holds it (written by the daemon's campaign runner)."""
+    out = []
+    for path in sorted((home.root / "campaigns").glob("*/state.json")):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if isinstance(data, dict):
+                out.append(view.Campaign.from_record(data))
+    return out
+
+
+def campaign_runs(home: Home, wanted: str) -> frozenset[str] | None:
+    """The run ids of campaign `wanted` (its id or name), or None if there is none."""
+    for c in campaigns(home):
+        if wanted in (c.campaign_id, c.name):
+            return c.run_ids
+    return None
+
+
+def output_tail(run: Run, count: int) -> tuple[str, ...]:
+    """The last `count` lines the run's current trial printed, as a person saw them."""
+    if run.trial is None or not run.result_dir or count <= 0:
+        return ()
+    log = Path(run.result_dir) / "logs" / f"trial-{run.trial.number}.log"
+    return tuple(tail_lines(tail_bytes(log, TAIL_BYTES), count))
+
+
+def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
+    checks = home.daemon_info().get("deep_checks") or {}
+    at = checks.get(run.run_id) if isinstance(checks, dict) else None
+    return rundetail.RunExtras(
+        tmux_socket=os.environ.get("AJETD_TMUX_SOCKET") or None,
+        next_check_at=float(at) if isinstance(at, (int, float)) else None,
+        output=output_tail(run, output_lines),
+    )
+
+
+PIPE_WIDTH = 400  # written to a pipe or file: lines as long as they need (up to this)
+
+
+def detail(home: Home, run: Run, now: float, cols: int) -> list[view.Line]:
+    """`ajetd status RUN`."""
+    return rundetail.detail(run, now, cols, extras(home, run))
+
+
+def width() -> int:
+    """The terminal's width (`COLUMNS` first); a pipe gets whole lines, for grep."""
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return PIPE_WIDTH
+    return max(shutil.get_terminal_size((100, 24)).columns, 20)
+
+
+def to_text(lines: Sequence[view.Line]) -> Text:
+    from rich.text import Text
+
+    text = Text(no_wrap=True, overflow="crop")
+    for n, line in enumerate(lines):
+        if n:
+            text.append("\n")
+        for part, style in line:
+            text.append(part, " ".join(STYLES.get(s, "") for s in style.split()).strip())
+    return text
+
+
+def show(lines: Sequence[view.Line], stream: TextIO = sys.stdout) -> None:
+    """Print a view: in colour on a terminal, plain otherwise."""
+    if not stream.isatty() or os.environ.get("NO_COLOR"):
+        stream.write(view.plain(lines) + "\n")
+        return
+    from rich.console import Console
+
+    Console(file=stream, highlight=False, soft_wrap=True).print(to_text(lines))
+
+
+def overview(
+    home: Home, filters: view.Filters, cols: int, selected: str | None = None
+) -> list[view.Line]:
+    return view.overview(
+        home.listing(),
+        filters,
+        time.time(),
+        cols,
+        home.daemon_running(),
+        home.daemon_info(),
+        campaigns(home),
+        selected,
+    )
+
+
+# -- the live view ----------------------------------------------------------------------------
+@contextlib.contextmanager
+def _keys() -> Iterator[bool]:
+    """stdin in cbreak mode (keys arrive one by one, unechoed) while it is a terminal."""
+    if not sys.stdin.isatty():
+        yield False
+        return
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)
+        yield True
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _read_key(timeout: float, keys: bool) -> str:
+    """The next key within `timeout` seconds ("" for none); arrows as `up` / `down`."""
+    if not keys:
+        time.sleep(timeout)  # nothing to read: only the clock moves the view
+        return ""
+    ready, _, _ = select.select([sys.stdin], [], [], timeout)
+    if not ready:
+        return ""
+    key = os.read(sys.stdin.fileno(), 8).decode(errors="replace")
+    return {"\x1b[A": "up", "\x1b[B": "down", "\x1bOA": "up", "\x1bOB": "down"}.get(key, key)
+
+
+def frame(
+    home: Home, filters: view.Filters, cols: int, rows: int, selected: str | None
+) -> tuple[list[view.Line], list[str]]:
+    """One screen of the live view and the order of the runs it shows (for j/k)."""
+    runs = home.listing()
+    now = time.time()
+    sel = view.select(runs, filters, now)
+    order = [r.run_id for r in (*sel.live, *sel.ended)]
+    chosen = selected if selected in order else (order[0] if order else None)
+    lines = view.overview(
+        runs, filters, now, cols, home.daemon_running(), home.daemon_info(), campaigns(home), chosen
+    )
+    stamp = f"ajetd status --watch  {time.strftime('%H:%M:%S')}  j/k: choose a run  q: quit"
+    lines = [[(view.cut(stamp, cols), "dim")], *lines]
+    run = next((r for r in runs if r.run_id == chosen), None)
+    if run is not None:
+        room = max(rows - len(lines) - 6, 3)
+        detail = rundetail.detail(run, now, cols, extras(home, run, room))
+        head = [line for line in detail[:8] if line]
+        out = [line for line in detail if line and line[0][0] == "LAST OUTPUT"]
+        lines += [[], *head]
+        if out:
+            lines += detail[detail.index(out[0]) :]
+    return lines[:rows], order
+
+
+def watch(home: Home, filters: view.Filters, interval: float = REFRESH_S) -> None:
+    """Redraw every `interval` seconds until `q` or Ctrl-C."""
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(highlight=False)
+    selected: str | None = None
+    live = Live(console=console, screen=True, auto_refresh=False)
+    with _keys() as keys, live, contextlib.suppress(KeyboardInterrupt):
+        while True:
+            lines, order = frame(home, filters, console.width, console.height, selected)
+            if selected not in order:
+                selected = order[0] if order else None
+            live.update(to_text(lines), refresh=True)
+            key = _read_key(interval, keys)
+            if key in ("q", "Q", "\x03"):
+                break
+            if order and key in ("j", "down", "k", "up"):
+                at = order.index(selected) if selected in order else 0
+                step = 1 if key in ("j", "down") else -1
+                selected = order[(at + step) % len(order)]
+
+
+def json_dump(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)

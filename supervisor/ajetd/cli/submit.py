@@ -1,0 +1,31 @@
+"""`ajetd submit`'s work, apart from any command-line library, so that the console script's
+fast path (`ajetd.cli.entry`) and the full command line (`ajetd.cli.main`) do exactly the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
+from ajetd.core.errors import AjetdError
+from ajetd.core.naming import new_run_id
+
+
+def submit(file: Path) -> tuple[str, str | None]:
+    """Copy a blueprint into the inbox atomically: its run id, and a warning when no daemon
+    runs to take it. A write that fails (a full disk) is an AjetdError saying so."""
+    home = Home(default_home())
+    home.ensure()
+    run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
+    try:
+        write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
+    except OSError as exc:
+        from ajetd.adapters.diskfull import free_space
+
+        raise AjetdError(
+            f"cannot write the blueprint into {home.inbox}: {exc.strerror or exc} "
+            f"({free_space(home.inbox)} free); nothing was submitted"
+        ) from exc
+    if home.daemon_running():
+        return run_id, None
+    return run_id, f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox"

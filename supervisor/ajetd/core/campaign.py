@@ -1,0 +1,443 @@
+"""Research campaigns (seed 002): the spec, the stop rules, verdicts and the ledger; pure.
+
+A campaign is a folder holding `campaign.yaml` and a base blueprint. ajetd runs a baseline
+first (unless told there is one), then each experiment as an ordinary run, in order, as many
+at once as `parallel` allows, until a stop rule is met: `max_experiments` (attempts, baseline
+included, crashes included), `deadline` (from the campaign's start; also met when what is left
+cannot hold one more `per_experiment_timeout`) or `target_metric` (the best value reaches it).
+With none of these given, seed 002's default holds: the baseline and at most three
+experiments, then a decision is needed (`--continue` grants another three). A campaign that
+runs out of experiments waits for `ajetd campaign add`; it never ends on its own while its
+stop rules are unmet. Each ended experiment appends one row to `ledger.tsv` with the columns
+of NeMo-RL's experiment-log template and a verdict: `keep` (better than the best so far),
+`discard`, `crash` (failed, timed out, or no metric: seed 002 treats a timeout as a failure),
+`smoke` (a pipeline check: counts against no stop rule, never judges the idea) or `stopped`
+(ended by `ajetd stop` / `ajetd campaign stop`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ajetd.core import values, yamlpart
+from ajetd.core.durations import format_duration
+from ajetd.core.errors import AjetdError
+from ajetd.core.values import show, take
+
+LEDGER_COLUMNS = (
+    "index",
+    "branch",
+    "parent_commit",
+    "commit",
+    "recipe",
+    "metric_name",
+    "metric_value",
+    "memory_gb",
+    "elapsed_min",
+    "launcher",
+    "job_id",
+    "command",
+    "log_path",
+    "status",
+    "description",
+)
+ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
+STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_metric")
+DEFAULT_EXPERIMENTS = 3  # seed 002: no stop rule given -> the baseline and at most three
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+
+
+CAMPAIGN_MAX_CHARS = 256 * 1024
+
+
+class CampaignError(AjetdError):
+    """A campaign that cannot start; `problems` names each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str = ""
+    overrides: tuple[str, ...] = ()  # appended to the base launch command (Hydra key=value)
+    patch: str = ""  # a patch file in the folder, applied and committed (branch_prefix only)
+    start: str = ""  # the branch or commit it starts from (default: the baseline commit)
+    blueprint: str = ""  # its own blueprint in the folder instead of the base
+    smoke: bool = False  # a pipeline check: ledger status `smoke`, counts against no stop rule
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    name: str
+    metric: str
+    maximise: bool
+    base: str
+    result_dir: str
+    experiments: tuple[Experiment, ...]
+    max_experiments: int | None = None
+    deadline_s: float | None = None
+    per_experiment_s: float | None = None
+    target: float | None = None
+    gpus: Any = None  # `[ajetd] gpus` of every experiment, when given
+    parallel: int = 1
+    branch_prefix: str = ""
+    baseline: bool = True  # run the base unchanged first
+
+    @property
+    def default_rule(self) -> bool:
+        """No campaign-level stop rule given: seed 002's baseline + three experiments holds."""
+        return self.max_experiments is None and self.deadline_s is None and self.target is None
+
+
+def _duration(key: str, value: Any, problems: list[str]) -> float | None:
+    """A stop rule's duration, parsed by the one duration parser (`ajetd.core.values`)."""
+    return None if value is None else take(problems, None, values.duration, key, value)
+
+
+def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Experiment | None:
+    if not isinstance(raw, dict):
+        problems.append(f"experiments[{i}]: expected {{name, description, overrides, patch}}")
+        return None
+    name = str(raw.get("name") or "")
+    if not _NAME.match(name) or name == "baseline":
+        problems.append(
+            f"experiments[{i}]: name {show(name)}: letters, digits, . _ - ; not baseline"
+        )
+    overrides = raw.get("overrides") or []
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+        problems.append(f"experiments[{i}] ({name}): overrides must be a list of strings")
+        overrides = []
+    for key in ("patch", "blueprint"):
+        value = raw.get(key)
+        if value and str(value) not in files:
+            problems.append(f"experiments[{i}] ({name}): {key} {value} is not in the folder")
+    unknown = sorted(set(map(str, raw)) - set(ENTRY_KEYS))
+    if unknown:
+        known = ", ".join(ENTRY_KEYS)
+        problems.append(
+            f"experiments[{i}] ({name}): unknown key {show(unknown[0])} (known: {known})"
+        )
+    smoke = raw.get("smoke", False)
+    if not isinstance(smoke, bool):
+        problems.append(
+            f"experiments[{i}] ({name}): smoke must be true or false, got {show(smoke)}"
+        )
+    start = str(raw.get("from") or "")
+    if start and not _BRANCH.match(start):
+        problems.append(f"experiments[{i}] ({name}): from {show(start)} is not a branch or commit")
+    return Experiment(
+        name,
+        str(raw.get("description") or ""),
+        tuple(overrides),
+        str(raw.get("patch") or ""),
+        start,
+        str(raw.get("blueprint") or ""),
+        smoke is True,
+    )
+
+
+def _stop_rules(
+    stop: Any, problems: list[str]
+) -> tuple[int | None, float | None, float | None, float | None]:
+    if not isinstance(stop, dict):
+        problems.append(
+            "stop: expected {max_experiments, deadline, per_experiment_timeout, target_metric}"
+        )
+        return None, None, None, None
+    bad = sorted(set(map(str, stop)) - set(STOP_KEYS))
+    if bad:
+        problems.append(f"stop: unknown rule {show(bad[0])}")
+    count = stop.get("max_experiments")
+    if count is not None:
+        count = take(problems, None, values.count, "stop.max_experiments", count, 1, 100000)
+    target = stop.get("target_metric")
+    if target is not None:
+        target = take(problems, None, values.number, "stop.target_metric", target)
+    deadline = _duration("stop.deadline", stop.get("deadline"), problems)
+    per = _duration("stop.per_experiment_timeout", stop.get("per_experiment_timeout"), problems)
+    return count, deadline, per, None if target is None else float(target)
+
+
+def _experiments(raw: Any, files: set[str], problems: list[str]) -> list[Experiment]:
+    if not isinstance(raw, list):
+        problems.append("experiments: expected a list")
+        return []
+    found = [_experiment(i, e, files, problems) for i, e in enumerate(raw, 1)]
+    experiments = [e for e in found if e is not None]
+    names = [e.name for e in experiments]
+    if len(set(names)) != len(names):
+        problems.append("experiments: two experiments have the same name")
+    return experiments
+
+
+def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
+    """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
+    try:
+        data = yamlpart.load(text, max_chars=CAMPAIGN_MAX_CHARS)
+    except yamlpart.YamlError as exc:
+        raise CampaignError([f"campaign.yaml: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise CampaignError(["campaign.yaml: expected a mapping"])
+    problems: list[str] = []
+    known = {
+        "name",
+        "metric",
+        "direction",
+        "stop",
+        "gpus",
+        "parallel",
+        "base",
+        "result_dir",
+        "branch_prefix",
+        "baseline",
+        "experiments",
+    }
+    unknown = sorted(set(map(str, data)) - known)
+    if unknown:
+        problems.append(f"unknown key {show(unknown[0])} (known: {', '.join(sorted(known))})")
+    name = str(data.get("name") or "")
+    if not _NAME.match(name):
+        problems.append(f"name: {show(name)}: letters, digits, . _ - (up to 64)")
+    direction = str(data.get("direction", "max"))
+    if direction not in ("max", "min"):
+        problems.append(f"direction: expected max or min, got {show(direction)}")
+    base = str(data.get("base") or "")
+    if base not in files:
+        problems.append(f"base: the base blueprint {base or '(none given)'} is not in the folder")
+    result_dir = str(data.get("result_dir") or "")
+    if not result_dir.startswith("/"):
+        problems.append(f"result_dir: expected an absolute path, got {show(result_dir)}")
+    count, deadline, per_experiment, target = _stop_rules(data.get("stop") or {}, problems)
+    parallel = take(problems, 1, values.count, "parallel", data.get("parallel", 1), 1, 1000)
+    prefix = str(data.get("branch_prefix") or "")
+    if prefix and not _BRANCH.match(prefix):
+        problems.append(f"branch_prefix: {show(prefix)} is not a usable branch name")
+    experiments = _experiments(data.get("experiments") or [], files, problems)
+    if any(e.patch for e in experiments) and not prefix:
+        problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")
+    if any(e.start for e in experiments) and not prefix:
+        problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
+    spec = CampaignSpec(
+        name=name,
+        metric=str(data.get("metric") or "mean_reward"),
+        maximise=direction != "min",
+        base=base,
+        result_dir=result_dir.rstrip("/"),
+        experiments=tuple(experiments),
+        max_experiments=count,
+        deadline_s=deadline,
+        per_experiment_s=per_experiment,
+        target=target,
+        gpus=data.get("gpus"),
+        parallel=parallel,
+        branch_prefix=prefix.rstrip("/"),
+        baseline=data.get("baseline", True) is not False,
+    )
+    if problems:
+        raise CampaignError(problems)
+    return spec
+
+
+def planned(spec: CampaignSpec) -> list[Experiment]:
+    """Every experiment in order, the baseline first when the campaign runs one."""
+    first = [Experiment("baseline", "the base blueprint unchanged")] if spec.baseline else []
+    return [*first, *spec.experiments]
+
+
+def better(value: float, best: float | None, maximise: bool) -> bool:
+    return best is None or (value > best if maximise else value < best)
+
+
+def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool) -> float | None:
+    """An experiment's best validation value of the campaign's metric."""
+    values = [float(r[metric]) for r in history if isinstance(r.get(metric), (int, float))]
+    if not values:
+        return None
+    return max(values) if maximise else min(values)
+
+
+def verdict(
+    status: str, value: float | None, best: float | None, maximise: bool, smoke: bool = False
+) -> str:
+    """keep (better than the best so far), discard, crash (failed, timed out, no metric),
+    stopped (by the user), or smoke (a pipeline check never judges the idea)."""
+    if smoke:
+        return "smoke"
+    if status == "stopped":
+        return "stopped"
+    if status not in ("succeeded", "plateau") or value is None:
+        return "crash"
+    return "keep" if better(value, best, maximise) else "discard"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stop rule against where the campaign stands (what `campaign status` shows)."""
+
+    rule: str  # max_experiments, deadline, target_metric, or default (no rule given)
+    met: bool
+    text: str  # the seed's words: `17/24 attempted`, `6h12m remaining`, ...
+    limit: float | None = None  # the count, the seconds from the start, the target
+    current: float | None = None  # attempted, seconds elapsed, the best value
+    remaining: float | None = None  # experiments or seconds left; None for a target
+
+
+def rules(
+    spec: CampaignSpec,
+    attempted: int,
+    started_at: float,
+    now: float,
+    best: float | None,
+    rounds: int = 1,
+) -> list[Rule]:
+    """Every stop rule, how far it is from being met. `attempted` counts launched experiments
+    that are not smoke runs (crashes included); `rounds` of the default rule granted so far."""
+    out: list[Rule] = []
+    if spec.default_rule:
+        limit = int(spec.baseline) + DEFAULT_EXPERIMENTS * max(rounds, 1)
+        met = attempted >= limit
+        out.append(
+            Rule(
+                "default",
+                met,
+                f"{attempted}/{limit} attempted",
+                limit,
+                attempted,
+                max(limit - attempted, 0),
+            )
+        )
+    if spec.max_experiments is not None:
+        count = spec.max_experiments
+        out.append(
+            Rule(
+                "max_experiments",
+                attempted >= count,
+                f"{attempted}/{count} attempted",
+                count,
+                attempted,
+                max(count - attempted, 0),
+            )
+        )
+    if spec.deadline_s is not None:
+        remaining = started_at + spec.deadline_s - now
+        per = spec.per_experiment_s
+        if remaining <= 0:
+            met, text = True, "deadline reached"
+        elif per is not None and remaining < per:
+            met = True
+            text = (
+                f"{format_duration(remaining)} remaining, less than one experiment "
+                f"({format_duration(per)})"
+            )
+        else:
+            met, text = False, f"{format_duration(remaining)} remaining"
+        out.append(
+            Rule("deadline", met, text, spec.deadline_s, now - started_at, max(remaining, 0.0))
+        )
+    if spec.target is not None:
+        reached = best is not None and not better(spec.target, best, spec.maximise)
+        if reached and best is not None:
+            text = f"{spec.metric} {best:g} reached the target {spec.target:g}"
+        else:
+            shown = "none yet" if best is None else f"{best:g}"
+            text = f"best {spec.metric} {shown} (target {spec.target:g})"
+        out.append(Rule("target_metric", reached, text, spec.target, best))
+    return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    met: bool
+    text: str
+    needs_decision: bool = False  # only the default rule is met: ask before going on
+
+
+def progress(
+    spec: CampaignSpec,
+    attempted: int,
+    started_at: float,
+    now: float,
+    best: float | None,
+    rounds: int = 1,
+) -> Progress:
+    """Every stop rule against where the campaign stands, in the seed's words."""
+    found = rules(spec, attempted, started_at, now, best, rounds)
+    met = [r.text for r in found if r.met]
+    if spec.default_rule and met:
+        return Progress(
+            True,
+            f"stop condition met: {met[0]} (no stop rule given: the baseline and at most "
+            f"{DEFAULT_EXPERIMENTS} experiments); needs a decision: `ajetd campaign add "
+            "--continue` or `ajetd campaign set`",
+            needs_decision=True,
+        )
+    if met:
+        return Progress(True, "stop condition met: " + "; ".join(met))
+    parts = [r.text for r in found]
+    if spec.max_experiments is None and not spec.default_rule:
+        parts.insert(0, f"{attempted} attempted")
+    return Progress(False, "stop condition not yet met: " + ", ".join(parts))
+
+
+def merged(text: str, added: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> str:
+    """campaign.yaml with the experiments added live and the stop rules set live: what is
+    parsed (and so validated) exactly as if the user had written it that way."""
+    try:
+        data = yamlpart.load(text, max_chars=CAMPAIGN_MAX_CHARS)
+    except yamlpart.YamlError:
+        return text  # parse_campaign says what is wrong
+    if not isinstance(data, dict):
+        return text  # parse_campaign says what is wrong
+    if added:
+        listed = data.get("experiments") or []
+        data["experiments"] = [*listed, *added] if isinstance(listed, list) else listed
+    if stop:
+        rules_now = data.get("stop") or {}
+        data["stop"] = {**rules_now, **stop} if isinstance(rules_now, dict) else rules_now
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def entry(
+    name: str,
+    description: str,
+    overrides: Sequence[str] = (),
+    patch: str = "",
+    start: str = "",
+    blueprint: str = "",
+    smoke: bool = False,
+) -> dict[str, Any]:
+    """A campaign.yaml experiment entry, as `ajetd campaign add`'s options give it."""
+    raw: dict[str, Any] = {"name": name, "description": description}
+    if overrides:
+        raw["overrides"] = list(overrides)
+    for key, value in (("patch", patch), ("from", start), ("blueprint", blueprint)):
+        if value:
+            raw[key] = value
+    if smoke:
+        raw["smoke"] = True
+    return raw
+
+
+def ledger_header() -> str:
+    return "\t".join(LEDGER_COLUMNS) + "\n"
+
+
+def ledger_row(values: Mapping[str, Any]) -> str:
+    """One TSV line; tabs and newlines inside a field become spaces."""
+    cells = []
+    for column in LEDGER_COLUMNS:
+        value = values.get(column)
+        text = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+        cells.append(re.sub(r"[\t\r\n]+", " ", text))
+    return "\t".join(cells) + "\n"

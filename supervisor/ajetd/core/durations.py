@@ -1,0 +1,177 @@
+"""Durations as people write them in blueprints: `90s`, `1h30m`, `1.5 hours`, `2 小时`, `3`.
+
+A bare number means hours (seed 001 speaks of `${MaxTime}` hours) unless the caller says
+otherwise (Slurm's `--time` counts minutes). In a sentence, the first duration counts, so
+"运行时间不超过 2 小时，每个实验强制在 2 小时后终止" is two hours; an option's value must be a
+duration and nothing else (`whole=True`).
+
+Refused, with the reason, rather than misread: negative values (`-5 min`, `-1:00:00`), exponent
+notation (`1e3s` is not 3 s), infinity and NaN, numbers of more than 15 digits, zero (unless
+the caller allows it) and more than a year. The text is scanned once, left to right, with
+patterns that cannot backtrack over a run of digits: time is linear in its length.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ajetd.core.errors import DurationError
+
+MAX_DURATION_S = 365 * 86400.0  # more than a year is a typo, not a training run
+MAX_DIGITS = 15  # a float holds 15 significant digits; longer is no duration anyone meant
+_UNITS: dict[str, float] = {}
+for _names, _secs in (
+    (("s", "sec", "secs", "second", "seconds", "秒", "秒钟"), 1.0),
+    (("m", "min", "mins", "minute", "minutes", "分", "分钟"), 60.0),
+    (("h", "hr", "hrs", "hour", "hours", "小时", "个小时", "时", "鐘頭", "钟头", "個小時"), 3600.0),
+    (("d", "day", "days", "天", "日"), 86400.0),
+):
+    for _name in _names:
+        _UNITS[_name] = _secs
+
+_UNIT_ALT = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+# A number is a maximal run: `\d+` is never followed by something `\d` could also take, so a
+# failed match costs one pass over the run, not one per digit.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+# A unit word must not run on into more letters ("2 months" is not "2 m").
+_UNIT = re.compile(rf"[ \t]{{0,8}}({_UNIT_ALT})(?![A-Za-z])", re.IGNORECASE)
+_CLOCK = re.compile(r"(\d{1,3}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
+_BARE = re.compile(r"([-+−]?)(\d+(?:\.\d+)?|\.\d+)")
+_EXPONENT = re.compile(r"(?<![\d.])[\d.]+[eE][-+]?\d")
+_NOT_FINITE = re.compile(r"(?<![A-Za-z])(?:inf(?:inity)?|nan|∞)(?![A-Za-z])", re.IGNORECASE)
+_MINUS = "-−"  # ASCII hyphen-minus and U+2212
+_JOINERS = " \t,和又"
+EXAMPLES = "90s, 30m, 2h, 1h30m, 1.5 hours, 2 小时, 01:30:00"
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return repr(text) if len(text) <= 60 else repr(text[:40] + "…") + f" ({len(text)} characters)"
+
+
+def parse_duration(
+    text: str, *, bare_unit_s: float = 3600.0, zero_ok: bool = False, whole: bool = False
+) -> float:
+    """Return the first duration in `text`, in seconds; raise DurationError saying why not.
+
+    Consecutive parts add up (`1h30m`, `1 hour 30 minutes`); `HH:MM[:SS]` is a clock duration;
+    a text that is only a number counts `bare_unit_s` seconds per unit (hours by default).
+    `whole`: the text must be the duration and nothing else.
+    """
+    stripped = text.strip()
+    if len(stripped) > 40 and stripped.isdigit():
+        raise DurationError(f"a number of {len(stripped)} digits is not a duration")
+    bare = _BARE.fullmatch(stripped) if len(stripped) <= 40 else None
+    if bare:
+        if bare.group(1):
+            raise DurationError(f"a duration cannot be negative, got {_short(text)}")
+        return _checked(_number(bare.group(2), text) * bare_unit_s, text, zero_ok)
+    total, end = _scan(text)
+    if total is None:
+        if _EXPONENT.search(text) or _NOT_FINITE.search(text):
+            raise DurationError(
+                f"{_short(text)}: write a duration in plain digits, without exponent, inf or NaN "
+                f"(e.g. {EXAMPLES})"
+            )
+        raise DurationError(f"no duration found in {_short(text)} (write e.g. {EXAMPLES})")
+    if whole and text[end:].strip(_JOINERS + "\r\n"):
+        raise DurationError(f"{_short(text)} is not only a duration (write e.g. {EXAMPLES})")
+    if whole and text[: _first_start(text)].strip():
+        raise DurationError(f"{_short(text)} is not only a duration (write e.g. {EXAMPLES})")
+    return _checked(total, text, zero_ok)
+
+
+def _first_start(text: str) -> int:
+    for number in _NUMBER.finditer(text):
+        if _part_at(text, number) is not None:
+            return number.start()
+    return len(text)
+
+
+def _part_at(text: str, number: re.Match[str]) -> tuple[float, int] | None:
+    """The duration part starting at this number (seconds, end), or None if none does."""
+    start = number.start()
+    clock = None
+    if "." not in number.group() and not (start and text[start - 1] == "."):
+        clock = _CLOCK.match(text, start)
+    if clock:
+        _check_context(text, start)
+        h, m, s = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
+        return float(h * 3600 + m * 60 + s), clock.end()
+    unit = _UNIT.match(text, number.end())
+    if unit is None:
+        return None
+    _check_context(text, start)
+    return _number(number.group(), text) * _UNITS[unit.group(1).lower()], unit.end()
+
+
+def _scan(text: str) -> tuple[float | None, int]:
+    """Seconds of the first run of consecutive parts, and where it ends (None: no part)."""
+    for number in _NUMBER.finditer(text):
+        first = _part_at(text, number)
+        if first is None:
+            continue
+        total, pos = first
+        while True:
+            while pos < len(text) and text[pos] in _JOINERS:
+                pos += 1
+            if text[pos : pos + 3].lower() == "and":
+                pos += 3
+                while pos < len(text) and text[pos] == " ":
+                    pos += 1
+            following = _NUMBER.match(text, pos)
+            part = _part_at(text, following) if following else None
+            if part is None:
+                return total, pos
+            total += part[0]
+            pos = part[1]
+    return None, 0
+
+
+def _check_context(text: str, start: int) -> None:
+    """Refuse a sign or an exponent just before a duration's number: `-5 min`, `1e3s`."""
+    before = text[max(0, start - 4) : start]
+    tight = before.rstrip(" \t")
+    if tight and tight[-1] in _MINUS:
+        lead = tight[:-1]
+        if not lead or not lead[-1].isalnum():
+            raise DurationError(f"a duration cannot be negative, got {_short(text)}")
+    if re.search(r"[\d.][eE][-+]?$", before):
+        raise DurationError(
+            f"exponent notation is not a duration ({_short(text)}); write the digits"
+        )
+
+
+def _number(digits: str, text: str) -> float:
+    if len(digits.replace(".", "")) > MAX_DIGITS:
+        raise DurationError(
+            f"a number of {len(digits)} digits is not a duration, in {_short(text)}"
+        )
+    return float(digits)
+
+
+def _checked(seconds: float, text: str, zero_ok: bool) -> float:
+    if not math.isfinite(seconds):
+        raise DurationError(f"{_short(text)} is not a finite duration")
+    if seconds == 0 and zero_ok:
+        return 0.0
+    if seconds <= 0:
+        raise DurationError(f"duration must be positive, got {_short(text)}")
+    if seconds > MAX_DURATION_S:
+        raise DurationError(f"{_short(text)} is more than a year; is that what you meant?")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """`5400` -> `1h30m`; `42.5` -> `42s`: short, for tables and reports (never raises)."""
+    if not math.isfinite(seconds):
+        return "∞" if seconds > 0 else "-"
+    total = round(max(seconds, 0.0))
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h{m:02d}m" if m else f"{h}h"
+    if m:
+        return f"{m}m{s:02d}s" if s else f"{m}m"
+    return f"{s}s"

@@ -1,0 +1,594 @@
+"""The blueprint's optional `[ajetd]` part: YAML for what the eight parts cannot say.
+
+Key names are contract (DESIGN §3). Every key is validated here, purely, each value by the one
+parser of its kind in `ajetd.core.values` (durations, Slurm times, sizes, counts, numbers, words,
+paths, lists); an unknown key is an error that names it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ajetd.core import values, yamlpart
+from ajetd.core.errors import BlueprintError
+from ajetd.core.markdown import fenced_body
+from ajetd.core.stoprules import PlateauRule
+from ajetd.core.values import OptionError, show, take
+from ajetd.diagnosis.userkinds import UserKind, parse_kinds
+
+KNOWN_KEYS = (
+    "gpus",
+    "env",
+    "max_trials",
+    "allow_fixes",
+    "plateau",
+    "hang",
+    "autokill",
+    "keep_session",
+    "swarm",
+    "ssh",
+    "pull",
+    "stages",
+    "on_finish",
+    "on_attention",
+    "slurm",
+    "kinds",
+)
+# Not carried out yet: the run is still the one asked for, so it runs, with a warning.
+SCIENCE_KEYS = (
+    "ppo_micro_batch_size_per_gpu",
+    "log_prob_micro_batch_size_per_gpu",
+    "micro_batch_size_per_gpu",
+    "gpu_memory_utilization",
+    "max_response_length",
+    "lr",
+)
+# The keys inside each structured option (also what the table test covers, key by key).
+SUBKEYS: dict[str, tuple[str, ...]] = {
+    "hang": ("window", "action"),
+    "plateau": ("metric", "patience", "min_delta", "after", "mode"),
+    "swarm": ("port", "server_command", "health_timeout", "keep"),
+    "ssh": ("host", "user", "port", "identity_file", "options"),
+    "slurm": (
+        "partition",
+        "nodes",
+        "gpus_per_node",
+        "cpus_per_task",
+        "mem",
+        "time",
+        "account",
+        "qos",
+        "constraint",
+        "exclude",
+        "extra",
+        "mode",
+    ),
+    "stages": ("name", "command", "requires", "outputs"),
+    "allow_fixes": ("min", "max"),
+}
+HANG_ACTIONS = ("attention", "stop", "relaunch")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
+
+
+SWARM_PORT = 10086  # AgentJet's default swarm port
+
+
+@dataclass(frozen=True)
+class SwarmSpec:
+    """AgentJet swarm mode: a shared server on `port`, then the blueprint's command as client."""
+
+    port: int = SWARM_PORT
+    server_command: str = ""  # empty: `ajet-swarm start --swarm-port=<port>`
+    health_timeout_s: float = 120.0
+    keep_s: float = 600.0  # how long an idle server ajetd started stays up after its last run
+
+    @property
+    def command(self) -> str:
+        return self.server_command or f"ajet-swarm start --swarm-port={self.port}"
+
+
+@dataclass(frozen=True)
+class SshSpec:
+    """A remote host: the session stays local, its pane runs `ssh` to the host."""
+
+    host: str
+    user: str = ""
+    port: int = 22
+    identity_file: str = ""
+    options: tuple[tuple[str, str], ...] = ()  # extra `ssh -o Key=value`
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+
+@dataclass(frozen=True)
+class SlurmSpec:
+    """Run through Slurm (`[ajetd] slurm`): the allocation asked for, and how."""
+
+    partition: str = ""
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    mem_mib: int | None = None  # `--mem`, in MiB (0: all of the node's memory)
+    time_min: int | None = None  # `--time` in minutes; None: exp_max_time plus a margin
+    time_unlimited: bool = False  # `time: UNLIMITED`
+    account: str = ""
+    qos: str = ""
+    constraint: str = ""
+    exclude: str = ""
+    extra: tuple[str, ...] = ()  # more sbatch/srun options, as given
+    mode: str = "interactive"  # interactive (srun --pty in the pane) or batch (sbatch)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a pipeline (seed 000): its command (empty: the blueprint's launch
+    command), the files that must exist before it starts, and those it must leave."""
+
+    name: str
+    command: str = ""
+    requires: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Options:
+    """Validated `[ajetd]` settings with their defaults."""
+
+    gpus: str = "all"  # "all", "0" (CPU only), a count "4", or a list "[0,1]"
+    env: dict[str, str] = field(default_factory=dict)
+    max_trials: int = 3
+    hang_window_s: float | None = None  # None: auto
+    hang_action: str = "attention"
+    autokill: str = "protect"
+    keep_session_s: float = 3600.0
+    plateau: PlateauRule | None = None
+    # science fixes the blueprint permits: key -> (min, max); None means unbounded that way
+    allow_fixes: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    on_finish: str = ""  # hook commands, run with the run's JSON on stdin
+    on_attention: str = ""
+    swarm: SwarmSpec | None = None
+    ssh: SshSpec | None = None
+    pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
+    stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
+    slurm: SlurmSpec | None = None
+    kinds: tuple[UserKind, ...] = ()  # user-defined failure kinds (diagnosis/userkinds.py)
+
+
+def load_yaml_part(text: str) -> dict[str, Any]:
+    """The `[ajetd]` part's YAML (plain or the first fenced block) as a mapping, loaded with
+    bounds (`ajetd.core.yamlpart`); raise BlueprintError saying what is wrong."""
+    body = text.strip()
+    fenced = fenced_body(body)
+    if fenced is not None:
+        body = fenced
+    if not body.strip():
+        return {}
+    try:
+        data = yamlpart.load(body)
+    except yamlpart.YamlError as exc:
+        raise BlueprintError([str(exc)]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BlueprintError([f"must be a YAML mapping of keys, got {show(data)}"])
+    return {str(k): v for k, v in data.items()}
+
+
+MAX_GPUS = 1024
+MAX_TRIALS = 100
+
+
+def _gpus(value: Any, problems: list[str]) -> str:
+    expected = "gpus: expected a count, `all` or a list of indices"
+    if value == "all" or value is None:
+        return "all"
+    if isinstance(value, list) and value:
+        indices = take(
+            problems,
+            None,
+            _indices,
+            value,
+        )
+        if indices is None:
+            return "all"
+        if len(set(indices)) != len(indices):
+            problems.append(f"gpus: repeated index in {indices}")
+        return "[" + ",".join(str(i) for i in indices) + "]"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(take(problems, 0, values.count, "gpus", value, 0, MAX_GPUS))
+    problems.append(f"{expected}, got {show(value)}")
+    return "all"
+
+
+def _indices(value: list[Any]) -> list[int]:
+    values.count("gpus: the list's length", len(value), 1, MAX_GPUS)
+    return [values.count(f"gpus[{i}]", v, 0, MAX_GPUS - 1) for i, v in enumerate(value, 1)]
+
+
+def _env(value: Any, problems: list[str]) -> dict[str, str]:
+    if not isinstance(value, dict):
+        problems.append(f"env: expected a mapping NAME: value, got {show(value)}")
+        return {}
+    env: dict[str, str] = {}
+    for name, val in value.items():
+        if not isinstance(name, str) or len(name) > 256 or not _ENV_NAME.match(name):
+            problems.append(f"env: {show(name)} is not a valid environment variable name")
+        elif name in _RESERVED_ENV:
+            problems.append(f"env: {name} is set by ajetd and cannot be overridden")
+        elif isinstance(val, (dict, list)) or val is None:
+            problems.append(f"env: {name} must be a string or number")
+        else:
+            text = take(problems, None, values.text, f"env.{name}", val)
+            if text is not None:
+                env[name] = text
+    return env
+
+
+def _unknown(
+    where: str, given: dict[Any, Any], known: tuple[str, ...], problems: list[str]
+) -> None:
+    """One problem naming the first key of `given` that is not `known`."""
+    unknown = sorted(set(map(str, given)) - set(known))
+    if unknown:
+        problems.append(f"{where}: unknown key {show(unknown[0])} (known: {', '.join(known)})")
+
+
+def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
+    if not isinstance(value, dict):
+        problems.append(
+            "hang: expected {window: auto | DURATION, action: attention | stop | relaunch}"
+        )
+        return None, "attention"
+    _unknown("hang", value, SUBKEYS["hang"], problems)
+    window = value.get("window", "auto")
+    seconds = None
+    if window != "auto":
+        seconds = take(problems, None, values.duration, "hang.window", window)
+    action = value.get("action", "attention")
+    if action not in HANG_ACTIONS:
+        problems.append(f"hang.action: expected attention, stop or relaunch, got {show(action)}")
+        action = "attention"
+    return seconds, str(action)
+
+
+def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return PlateauRule()
+    if not isinstance(value, dict):
+        problems.append("plateau: expected {metric, patience, min_delta, after, mode} or true")
+        return None
+    mark = len(problems)
+    _unknown("plateau", value, SUBKEYS["plateau"], problems)
+    rule = PlateauRule()
+    metric = value.get("metric", rule.metric)
+    if not isinstance(metric, str) or not metric or len(metric) > 256:
+        problems.append(
+            f"plateau.metric: expected a validation key such as mean_reward, got {show(metric)}"
+        )
+    given = {key: value.get(key, getattr(rule, key)) for key in ("patience", "min_delta", "after")}
+    patience = take(problems, 0, values.count, "plateau.patience", given["patience"], 1, 10000)
+    min_delta, after = (
+        take(problems, 0.0, values.number, f"plateau.{key}", given[key], 0.0, high, what=what)
+        for key, high, what in (
+            ("min_delta", 1e9, "a number"),
+            ("after", 1.0, "a fraction of exp_max_time"),
+        )
+    )
+    mode = value.get("mode", rule.mode)
+    if mode not in ("auto", "max", "min"):
+        problems.append(f"plateau.mode: expected auto, max or min, got {show(mode)}")
+    if len(problems) > mark:
+        return None
+    return PlateauRule(str(metric), patience, min_delta, after, str(mode))
+
+
+def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append("allow_fixes: expected {key: {min: N, max: N}}")
+        return {}
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for key, given in value.items():
+        if key not in SCIENCE_KEYS:
+            problems.append(
+                f"allow_fixes: {show(key)} is not a key ajetd can fix "
+                f"(known: {', '.join(SCIENCE_KEYS)})"
+            )
+            continue
+        bounds = {} if given is None else given
+        if not isinstance(bounds, dict) or set(map(str, bounds)) - set(SUBKEYS["allow_fixes"]):
+            problems.append(f"allow_fixes.{key}: expected {{min: N, max: N}}")
+            continue
+        mark = len(problems)
+        # YAML reads `1e-7` (no dot) as a string: values.number takes numbers in either form
+        low, high = (
+            take(problems, None, _bound, f"allow_fixes.{key}.{side}", bounds)
+            for side in ("min", "max")
+        )
+        if len(problems) == mark:
+            out[str(key)] = (low, high)
+    return out
+
+
+def _bound(key: str, bounds: dict[str, Any]) -> float | None:
+    given = bounds.get(key.rsplit(".", 1)[1])
+    return None if given is None else values.number(key, given)
+
+
+def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return SwarmSpec()
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = {"port": value}
+    if not isinstance(value, dict):
+        problems.append("swarm: expected {port, server_command, health_timeout, keep} or true")
+        return None
+    _unknown("swarm", value, SUBKEYS["swarm"], problems)
+    port = take(problems, SWARM_PORT, _port, "swarm.port", value.get("port", SWARM_PORT))
+    command = take(
+        problems,
+        "",
+        values.text,
+        "swarm.server_command",
+        value.get("server_command") or "",
+        what="a shell command",
+    )
+    timeout = take(
+        problems,
+        120.0,
+        values.duration,
+        "swarm.health_timeout",
+        value.get("health_timeout", "120s"),
+    )
+    keep = take(
+        problems,
+        600.0,
+        values.duration,
+        "swarm.keep",
+        value.get("keep", "10m"),
+        zero_ok=True,
+    )
+    return SwarmSpec(port, command.strip(), timeout, keep)
+
+
+def _port(key: str, value: Any) -> int:
+    try:
+        return values.count(key, value, 1, 65535)
+    except OptionError:
+        raise OptionError(f"{key}: expected a TCP port number 1-65535, got {show(value)}") from None
+
+
+_SSH_WORD = re.compile(r"[A-Za-z0-9_.@:%+\[\]-]+")
+
+
+def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"host": value}
+    if not isinstance(value, dict):
+        problems.append("ssh: expected {host, user, port, identity_file, options}")
+        return None
+    _unknown("ssh", value, SUBKEYS["ssh"], problems)
+    host = take(problems, "", _ssh_word, "ssh.host", value.get("host"), "a host name")
+    if not host and not any(p.startswith("ssh.host") for p in problems):
+        problems.append("ssh.host: expected a host name or address, got nothing")
+    user = take(problems, "", _ssh_word, "ssh.user", value.get("user"), "a user name")
+    port = take(problems, 22, _port, "ssh.port", value.get("port", 22))
+    identity = ""
+    if value.get("identity_file"):
+        identity = take(problems, "", values.path, "ssh.identity_file", value["identity_file"])
+    extra = value.get("options") or {}
+    pairs: tuple[tuple[str, str], ...] = ()
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str)
+        and len(k) <= 256
+        and _SSH_WORD.fullmatch(k)
+        and not isinstance(v, (dict, list))
+        for k, v in extra.items()
+    ):
+        problems.append("ssh.options: expected {OptionName: value} (as `ssh -o` takes them)")
+    else:
+        pairs = tuple(
+            (k, take(problems, "", values.text, f"ssh.options.{k}", v, allowed=""))
+            for k, v in extra.items()
+        )
+    return SshSpec(host, user, port, identity, pairs)
+
+
+def _ssh_word(key: str, value: Any, what: str) -> str:
+    word = values.word(key, value, _SSH_WORD, what)
+    if word.startswith("-"):
+        raise OptionError(f"{key}: {show(word)} is not {what}")
+    return word
+
+
+_SLURM_WORD = re.compile(r"[A-Za-z0-9_.,:=@\[\]-]*")
+
+
+def _slurm(value: Any, problems: list[str]) -> SlurmSpec | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        problems.append("slurm: expected {partition, nodes, gpus_per_node, time, mode, ...}")
+        return None
+    _unknown("slurm", value, SUBKEYS["slurm"], problems)
+    words = {
+        key: take(
+            problems,
+            "",
+            values.word,
+            f"slurm.{key}",
+            value.get(key),
+            _SLURM_WORD,
+            "a Slurm value",
+        )
+        for key in ("partition", "account", "qos", "constraint", "exclude")
+    }
+    counts: dict[str, int | None] = {
+        key: None
+        if value.get(key) is None
+        else take(problems, None, values.count, f"slurm.{key}", value[key], 1, high)
+        for key, high in (
+            ("nodes", 100000),
+            ("gpus_per_node", MAX_GPUS),
+            ("cpus_per_task", 1 << 20),
+        )
+    }
+    mem = None
+    if value.get("mem") not in (None, ""):
+        mem = take(problems, None, values.size_mib, "slurm.mem", value["mem"])
+    time_min, unlimited = None, False
+    if value.get("time") not in (None, ""):
+        try:
+            time_min = values.slurm_minutes("slurm.time", value["time"])
+            unlimited = time_min is None
+        except OptionError as exc:
+            problems.append(str(exc))
+    extra = take(problems, (), values.string_list, "slurm.extra", value.get("extra"), _slurm_option)
+    mode = value.get("mode") or "interactive"
+    if mode not in ("interactive", "batch"):
+        problems.append(f"slurm.mode: expected interactive or batch, got {show(mode)}")
+        mode = "interactive"
+    return SlurmSpec(
+        nodes=counts["nodes"] or 1,
+        gpus_per_node=counts["gpus_per_node"],
+        cpus_per_task=counts["cpus_per_task"],
+        mem_mib=mem,
+        time_min=time_min,
+        time_unlimited=unlimited,
+        extra=extra,
+        mode=str(mode),
+        **words,
+    )
+
+
+def _slurm_option(key: str, value: Any) -> str:
+    option = values.text(key, value, what="an option such as --exclusive", allowed="")
+    if not option.startswith("-"):
+        raise OptionError(f"{key}: expected an option such as --exclusive, got {show(value)}")
+    return option
+
+
+def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
+    """A list of paths relative to exp_codebase_dir (one alone may be given as a string)."""
+    return take(problems, (), values.string_list, key, value, values.path)
+
+
+def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
+    if value is None or value == []:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        problems.append("stages: expected a list of {name, command, requires, outputs}")
+        return ()
+    if len(value) > 100:
+        problems.append(f"stages: {len(value)} stages (at most 100)")
+        return ()
+    out: list[Stage] = []
+    for i, raw in enumerate(value, 1):
+        _unknown(f"stages[{i}]", raw, SUBKEYS["stages"], problems)
+        name = take(problems, f"stage{i}", _stage_name, i, raw.get("name"))
+        command = take(
+            problems,
+            "",
+            values.text,
+            f"stages[{i}] ({name}): command",
+            raw.get("command") or "",
+            what="a shell command (a string)",
+        )
+        if i == 1 and command.strip():
+            problems.append(
+                f"stages[1] ({name}): the first stage runs exp_launch_command; give its command "
+                "there, not here"
+            )
+        if i > 1 and not command.strip():
+            problems.append(f"stages[{i}] ({name}): needs a command")
+        requires = _paths(f"stages[{i}].requires", raw.get("requires"), problems)
+        outputs = _paths(f"stages[{i}].outputs", raw.get("outputs"), problems)
+        out.append(Stage(name, command.strip(), requires, outputs))
+    if len({s.name for s in out}) != len(out):
+        problems.append("stages: two stages have the same name")
+    return tuple(out)
+
+
+def _stage_name(i: int, value: Any) -> str:
+    if value is None or value == "":
+        return f"stage{i}"
+    name = values.text(f"stages[{i}].name", value, allowed="")
+    if len(name) > 100:
+        raise OptionError(f"stages[{i}].name: {show(name)} is longer than 100 characters")
+    return name
+
+
+def _hook(key: str, value: Any, problems: list[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"{key}: expected a shell command (a string), got {show(value)}")
+        return ""
+    return take(
+        problems, "", values.text, key, value, what="a shell command", allowed="\t\n"
+    ).strip()
+
+
+def parse_options(text: str) -> Options:
+    """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
+    data = load_yaml_part(text)
+    problems: list[str] = []
+    for key in data:
+        if key not in KNOWN_KEYS:
+            problems.append(f"unknown key {show(key)} (known: {', '.join(KNOWN_KEYS)})")
+    max_trials = take(
+        problems, 3, values.count, "max_trials", data.get("max_trials", 3), 1, MAX_TRIALS
+    )
+    autokill = data.get("autokill", "protect")
+    if autokill not in ("protect", "allow"):
+        problems.append(f"autokill: expected protect or allow, got {show(autokill)}")
+        autokill = "protect"
+    keep = take(
+        problems,
+        3600.0,
+        values.duration,
+        "keep_session",
+        data.get("keep_session", "1h"),
+        zero_ok=True,
+    )
+    hang_window, hang_action = _hang(data.get("hang", {}), problems)
+    options = Options(
+        gpus=_gpus(data.get("gpus", "all"), problems),
+        env=_env(data.get("env", {}), problems),
+        max_trials=max_trials,
+        hang_window_s=hang_window,
+        hang_action=hang_action,
+        autokill=str(autokill),
+        keep_session_s=keep,
+        plateau=_plateau(data.get("plateau"), problems),
+        allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
+        on_finish=_hook("on_finish", data.get("on_finish"), problems),
+        on_attention=_hook("on_attention", data.get("on_attention"), problems),
+        swarm=_swarm(data.get("swarm"), problems),
+        ssh=_ssh(data.get("ssh"), problems),
+        pull=_paths("pull", data.get("pull"), problems),
+        stages=_stages(data.get("stages"), problems),
+        slurm=_slurm(data.get("slurm"), problems),
+        kinds=parse_kinds(data.get("kinds"), problems),
+    )
+    if options.slurm is not None and options.ssh is not None:
+        problems.append("slurm and ssh: one or the other (ajetd submits to Slurm from here)")
+    if options.pull and options.ssh is None:
+        problems.append("pull: only for runs on a remote host (`ssh:`)")
+    if problems:
+        raise BlueprintError(problems)
+    return options

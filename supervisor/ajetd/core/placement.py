@@ -1,0 +1,177 @@
+"""Which GPUs each waiting run gets, or why it must wait; pure.
+
+A GPU is free when no live run of ajetd holds it and the memory of other processes on it is at
+most `threshold` of its total (AgentJet's own launcher demands 95 % free: default 0.05). A run
+asks for `all` (the default: every visible GPU, exclusively, as seed 000 says), a count, a
+list of indices, or `0` (CPU only: it never waits).
+
+Queueing policy: first come, first served, in submission order, with a reservation for
+whoever waits: a run that cannot start keeps the GPUs it waits for from later runs. A count
+or `all` request reserves every GPU that is free now (so a large request is not starved by a
+stream of small ones that keep taking GPUs as they free up); a list request reserves only the
+GPUs it names, so later runs may still take the others. CPU-only runs pass by everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ajetd.adapters.nvml import GpuSample
+
+DEFAULT_THRESHOLD = 0.05
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One waiting run's request, in queue order."""
+
+    run_id: str
+    gpus: str  # Options.gpus: "all", "0", a count "4", or a list "[0,1]"
+    held: tuple[int, ...] | None = None  # GPUs it already holds (a relaunch keeps them)
+    yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML, if any
+
+
+@dataclass(frozen=True)
+class Place:
+    """Start now on these GPUs (None: no GPU is visible and none was asked for by number:
+    leave CUDA_VISIBLE_DEVICES as it is)."""
+
+    gpus: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class Wait:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Never:
+    """The request cannot be met on this machine, however long it waits."""
+
+    reason: str
+
+
+Decision = Place | Wait | Never
+
+
+def foreign_mib(gpu: GpuSample, own_pids: frozenset[int]) -> float:
+    """Memory on `gpu` held by processes that are not ajetd runs' (all of it when the driver
+    does not say per process)."""
+    used = gpu.memory_used_mib or 0.0
+    own = 0.0
+    for proc in gpu.processes:
+        if proc.pid in own_pids:
+            if proc.memory_mib is None:
+                return 0.0 if len(gpu.processes) == 1 else used
+            own += proc.memory_mib
+    return max(0.0, used - own)
+
+
+def busy_reason(gpu: GpuSample, own_pids: frozenset[int], threshold: float) -> str | None:
+    """Why `gpu` cannot be given to a run now, apart from ajetd's own assignments."""
+    if gpu.lost:
+        return f"GPU {gpu.index} is lost (fell off the bus)"
+    total = gpu.memory_total_mib or 0.0
+    foreign = foreign_mib(gpu, own_pids)
+    if total and foreign > threshold * total:
+        pids = [p.pid for p in gpu.processes if p.pid not in own_pids]
+        who = f" (pids {', '.join(map(str, pids[:5]))})" if pids else ""
+        return (
+            f"GPU {gpu.index} has {foreign / 1024:.1f} GiB of {total / 1024:.0f} GiB used by "
+            f"other processes{who}; it is free at {threshold:.0%} or less"
+        )
+    return None
+
+
+def _need(ask: Ask, visible: Sequence[int]) -> tuple[int, tuple[int, ...] | None] | str:
+    """How many GPUs, and which if named; or why never."""
+    if ask.gpus == "all":
+        return len(visible), None
+    if ask.gpus.startswith("["):
+        named = tuple(int(i) for i in ask.gpus.strip("[]").split(",") if i.strip())
+        missing = [i for i in named if i not in visible]
+        if missing:
+            return (
+                f"gpus: {list(named)} names GPU {missing[0]}, which this machine does not have "
+                f"(visible: {list(visible) or 'none'})"
+            )
+        return len(named), named
+    count = int(ask.gpus)
+    if count > len(visible):
+        return f"gpus: {count} asks for more GPUs than this machine has ({len(visible)} visible)"
+    return count, None
+
+
+def _yaml_mismatch(ask: Ask, count: int) -> str | None:
+    if ask.yaml_gpus is None or ask.gpus == "0" or ask.yaml_gpus == count:
+        return None
+    return (
+        f"the YAML's n_gpus_per_node x nnodes = {ask.yaml_gpus}, but the run gets {count} "
+        f"GPU(s) (gpus: {ask.gpus}); make them agree"
+    )
+
+
+def plan(
+    queue: Sequence[Ask],
+    gpus: Sequence[GpuSample],
+    assigned: Mapping[str, tuple[int, ...]],
+    own_pids: frozenset[int],
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, Decision]:
+    """A decision for each run of `queue` (oldest first), given the GPUs as sampled now and
+    the GPUs live runs hold (`assigned`: run id -> indices)."""
+    visible = [g.index for g in gpus]
+    taken = {i: run_id for run_id, held in assigned.items() for i in held}
+    unusable = {g.index: r for g in gpus if (r := busy_reason(g, own_pids, threshold))}
+    reserved: set[int] = set()
+    out: dict[str, Decision] = {}
+    for ask in queue:
+        if ask.gpus == "0":
+            out[ask.run_id] = Place(())
+            continue
+        if not visible and ask.gpus == "all":
+            out[ask.run_id] = Place(None)
+            continue
+        need = _need(ask, visible)
+        if isinstance(need, str):
+            out[ask.run_id] = Never(need)
+            continue
+        count, named = need
+        mismatch = _yaml_mismatch(ask, count)
+        if mismatch:
+            out[ask.run_id] = Never(mismatch)
+            continue
+        if ask.held is not None and len(ask.held) == count:
+            named = ask.held  # a relaunch waits for its own GPUs, never for others
+        candidates = named if named is not None else tuple(visible)
+        others = {i: r for i, r in taken.items() if r != ask.run_id}
+        free = [
+            i for i in candidates if i not in others and i not in unusable and i not in reserved
+        ]
+        if len(free) >= count:
+            chosen = tuple(sorted(free)[:count])
+            out[ask.run_id] = Place(chosen)
+            taken.update(dict.fromkeys(chosen, ask.run_id))
+            continue
+        out[ask.run_id] = Wait(_wait_reason(count, candidates, others, unusable, reserved))
+        reserved.update(i for i in candidates if i not in others)
+    return out
+
+
+def _wait_reason(
+    count: int,
+    candidates: Sequence[int],
+    taken: Mapping[int, str],
+    unusable: Mapping[int, str],
+    reserved: set[int],
+) -> str:
+    parts = []
+    for i in candidates:
+        if i in taken:
+            parts.append(f"GPU {i} is held by run {taken[i]}")
+        elif i in unusable:
+            parts.append(unusable[i])
+        elif i in reserved:
+            parts.append(f"GPU {i} is reserved for an earlier run in the queue")
+    return f"waiting for {count} GPU(s): " + "; ".join(parts)

@@ -1,0 +1,288 @@
+"""The one place that turns observations of a live run into decisions; pure.
+
+The daemon observes (exit file, pane, output growth, the clock it passes in), calls `decide`,
+and carries out the actions in order. Nothing here touches tmux, processes or files.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ajetd.core import remedy
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run, Signal, Status, StopCause
+from ajetd.core.options import Options
+from ajetd.core.remedy import Relaunch
+from ajetd.core.stoprules import PlateauRule, learned_window, plateau_reason
+from ajetd.core.timefmt import iso
+
+HANG_PREFIX = "no output for "
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Daemon-wide timing knobs (tests shrink them)."""
+
+    grace_int_s: float = 30.0  # after SIGINT, before SIGTERM
+    grace_term_s: float = 15.0  # after SIGTERM, before SIGKILL
+    hang_auto_s: float = 1800.0  # `hang: {window: auto}` until steps are seen
+    hang_floor_s: float = 600.0  # the learned window's bounds
+    hang_ceiling_s: float = 7200.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the daemon saw of one run this tick."""
+
+    now: float
+    exit: tuple[int, float | None] | None = None  # the trial's exit file, if written
+    gone: bool = False  # tmux says the session or its pane no longer exists
+    dead_status: int | None = None  # a dead pane's status when the script died unrecorded
+    stop_requested: bool = False  # `ajetd stop` asked for this run
+    last_output_at: float | None = None  # when the trial's log last grew
+    findings: tuple[dict[str, Any], ...] = ()  # diagnosis of a trial that exited non-zero
+    proxychains: str | None = None  # an installed proxychains4, if any
+    config: dict[str, Any] | None = None  # the YAML a failed trial ran with
+    port_holder: str | None = None  # a foreign holder of the port a bind error names
+    step_times: tuple[float, ...] = ()  # when each new training step was first seen
+    gpu_busy_at: float | None = None  # the last sample in which a GPU of the run worked
+    gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
+    program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
+    missing_outputs: tuple[str, ...] = ()  # a pipeline stage's outputs absent after exit 0
+    slurm_signalled: bool = False  # the job got SIGINT that ajetd did not send: --signal
+
+
+@dataclass(frozen=True)
+class Finish:
+    status: Status
+    reason: str
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class BeginStop:
+    cause: StopCause
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Send:
+    signal: Signal
+
+
+@dataclass(frozen=True)
+class Attention:
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Restart:
+    """End the failed trial and launch the next one with `remedy`'s fix."""
+
+    exit_code: int
+    remedy: Relaunch
+
+
+@dataclass(frozen=True)
+class NextStage:
+    """A pipeline stage succeeded and left its outputs: start the next stage."""
+
+    name: str
+    command: str
+
+
+Action = Finish | BeginStop | Send | Attention | Restart | NextStage
+
+
+def describe_exit(code: int) -> str:
+    """`the program exited with code 130 (SIGINT: interrupted, as by Ctrl-C)`."""
+    text = f"the program exited with code {code}"
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            return text
+        hint = {"SIGINT": ": interrupted, as by Ctrl-C", "SIGKILL": ": killed"}.get(name, "")
+        text += f" ({name}{hint})"
+    return text
+
+
+def outcome(run: Run, code: int) -> Finish:
+    """The terminal status of a run whose trial exited with `code`."""
+    if run.stop_cause is StopCause.TIME_LIMIT:
+        limit = format_duration(run.max_time_s or 0)
+        return Finish(Status.TIME_LIMIT, f"stopped at exp_max_time ({limit}); data kept", code)
+    if run.stop_cause is StopCause.USER:
+        return Finish(Status.STOPPED, "stopped by `ajetd stop`", code)
+    if run.stop_cause is StopCause.PLATEAU:
+        return Finish(Status.PLATEAU, f"stopped early on a plateau: {run.stop_reason}", code)
+    if run.stop_cause is StopCause.HANG:
+        return Finish(Status.FAILED, f"stopped by the hang rule: {run.stop_reason}", code)
+    if code == 0:
+        return Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
+    return Finish(Status.FAILED, describe_exit(code), code)
+
+
+def hang_window(
+    run_window: float | None, timing: Timing, step_times: tuple[float, ...] = ()
+) -> float:
+    """The blueprint's window, or one learned from the step interval (`hang: {window: auto}`)."""
+    if run_window is not None:
+        return run_window
+    return learned_window(
+        list(step_times), timing.hang_auto_s, timing.hang_floor_s, timing.hang_ceiling_s
+    )
+
+
+def _after_hang(run: Run, code: int, options: Options) -> Action:
+    """A trial stopped by the hang rule ended: relaunch it if the blueprint says so."""
+    if options.hang_action == "relaunch" and len(run.trials) < options.max_trials:
+        why = f"hang: relaunched after {run.stop_reason}"
+        return Restart(code, Relaunch("retry_hang", why))
+    return outcome(run, code)
+
+
+def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
+    """A trial ajetd did not stop exited non-zero: relaunch with a fix, or end the run."""
+    choice = remedy.choose(
+        run,
+        list(obs.findings),
+        options.max_trials,
+        obs.proxychains,
+        obs.now,
+        obs.config,
+        options.allow_fixes,
+        obs.port_holder,
+        obs.gpus_taken,
+    )
+    if isinstance(choice, Relaunch):
+        return Restart(code, choice)
+    root = f" ({obs.findings[0]['kind']})" if obs.findings else ""
+    return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
+
+
+def _plateau(run: Run, options: Options, now: float) -> str | None:
+    rule = options.plateau
+    if rule is None or run.max_time_s is None or run.started_at is None:
+        return None
+    if rule.metric == PlateauRule().metric and run.metric != rule.metric:
+        rule = replace(rule, metric=run.metric)  # the default follows the run's own metric
+    return plateau_reason(rule, list(run.history), now - run.started_at, run.max_time_s)
+
+
+def _quiet_since(obs: Observation) -> float | None:
+    """Since when the run has done nothing visible: no output, and no GPU of it busy (a
+    silent run whose GPUs work is computing, not hung)."""
+    times = [t for t in (obs.last_output_at, obs.gpu_busy_at) if t is not None]
+    return max(times) if times else None
+
+
+def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Action:
+    """The trial's program exited with `code`: what now."""
+    slurm_limit = obs.slurm_signalled or (
+        bool(obs.findings) and obs.findings[0]["kind"] == "slurm_timeout"
+    )
+    if code != 0 and run.stop_cause is None and slurm_limit:
+        why = "Slurm's time limit (--time, with its --signal warning) ended the job; data kept"
+        return Finish(Status.TIME_LIMIT, why, code)
+    if code != 0 and run.stop_cause is None:
+        return after_failure(run, code, obs, options)
+    if run.stop_cause is StopCause.HANG:
+        return _after_hang(run, code, options)
+    if code == 0 and run.stop_cause is None and options.stages:
+        stage = options.stages[min(run.stage, len(options.stages) - 1)]
+        if obs.missing_outputs:
+            missing = ", ".join(obs.missing_outputs)
+            why = f"stage {stage.name} exited with code 0 but did not leave {missing}"
+            return Finish(Status.FAILED, why, 0)
+        if run.stage + 1 < len(options.stages):
+            following = options.stages[run.stage + 1]
+            return NextStage(following.name, following.command)
+    if code == 0 and run.stop_cause is None and obs.program_end == "timeout":
+        why = (
+            "NeMo-RL stopped at its own save-by timeout (checkpointing."
+            "checkpoint_must_save_by: 'Timeout has been reached'), before its last step; "
+            "data kept"
+        )
+        return Finish(Status.TIME_LIMIT, why, 0)
+    return outcome(run, code)
+
+
+def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
+    """Actions for a live trial, in the order they must be carried out."""
+    window_s = hang_window(options.hang_window_s, timing, obs.step_times)
+    if obs.exit is not None:
+        return [_after_exit(run, obs.exit[0], obs, options)]
+    if obs.gone:
+        if obs.dead_status is not None:
+            return [outcome(run, obs.dead_status)]
+        return [
+            Finish(
+                Status.LOST,
+                f"tmux session {run.session} vanished outside ajetd's control (no exit recorded)",
+                None,
+            )
+        ]
+    actions: list[Action] = []
+    cause = run.stop_cause
+    quiet_since = _quiet_since(obs)
+    silence = obs.now - quiet_since if quiet_since is not None else 0.0
+    if cause is None:
+        why = ""
+        if obs.stop_requested:
+            cause = StopCause.USER
+        elif run.deadline is not None and obs.now >= run.deadline:
+            cause = StopCause.TIME_LIMIT
+        elif silence >= 2 * window_s and options.hang_action in ("stop", "relaunch"):
+            cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
+            why = (
+                f"no output for {format_duration(silence)} (hang window "
+                f"{format_duration(window_s)}, then a grace of the same)"
+            )
+        elif (plateau := _plateau(run, options, obs.now)) is not None:
+            cause, why = StopCause.PLATEAU, plateau
+        if cause is not None:
+            actions.append(BeginStop(cause, why))
+    if cause is not None:
+        began = run.stop_began_at if run.stop_began_at is not None else obs.now
+        sent = run.signals_sent
+        if Signal.INT.value not in sent:
+            actions.append(Send(Signal.INT))
+        elif Signal.TERM.value not in sent and obs.now >= began + timing.grace_int_s:
+            actions.append(Send(Signal.TERM))
+        elif (
+            Signal.KILL.value not in sent
+            and obs.now >= began + timing.grace_int_s + timing.grace_term_s
+        ):
+            actions.append(Send(Signal.KILL))
+    if silence >= window_s and cause is None:
+        since = iso(quiet_since)
+        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
+        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more{idle} (since {since})"
+        if run.attention is None or run.attention.startswith(HANG_PREFIX):
+            actions.append(Attention(reason))
+    elif run.attention is not None and run.attention.startswith(HANG_PREFIX):
+        actions.append(Attention(None))
+    return actions
+
+
+def next_wake(
+    run: Run, timing: Timing, window_s: float, last_output_at: float | None, now: float
+) -> float | None:
+    """The next moment after `now` at which a decision about `run` can change by itself.
+
+    Moments already past are left out: their decision was taken at this tick (a hang already
+    flagged, a signal already sent), and waking for them again would spin the loop.
+    """
+    times: list[float] = []
+    if run.stop_cause is None and run.deadline is not None:
+        times.append(run.deadline)
+    if run.stop_cause is not None and run.stop_began_at is not None:
+        times.append(run.stop_began_at + timing.grace_int_s)
+        times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
+    if last_output_at is not None and run.stop_cause is None:
+        times += [last_output_at + window_s, last_output_at + 2 * window_s]
+    future = [t for t in times if t > now]
+    return min(future) if future else None

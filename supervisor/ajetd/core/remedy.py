@@ -1,0 +1,250 @@
+"""What to do after a trial failed: relaunch with a fix, or give up and say why; pure.
+
+A bounded, recorded remedy per failure kind. Environment fixes apply by themselves, each at
+most once per run (`network` → run under proxychains4 when it is installed; `nccl_error` →
+NCCL_NVLS_ENABLE=0, AgentJet's documented fix). Kinds that are often transient (a timed-out
+collective, a dead Ray actor or vLLM engine, a refused connection, a stale Ray, a port still
+held) get one plain relaunch after this run's leftover processes were ended. Fatal kinds end
+the run at once: no blind retries. Every path is bounded by the retry budget (`max_trials`)
+and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ajetd.core.model import Run
+from ajetd.frameworks.agentjet import find_paths, get_path, local_logger_patch
+
+THRASH_FAILURES = 4
+THRASH_WINDOW_S = 600.0
+PLAIN_RETRY = (
+    "nccl_timeout",
+    "ray_worker_died",
+    "vllm_engine_dead",
+    "connection_refused",
+    "ray_cluster",
+    "port_in_use",
+    "swarm_server_died",
+    "node_failure",
+    "preempted",
+)
+
+
+@dataclass(frozen=True)
+class Relaunch:
+    """Launch the next trial with this fix on top of the earlier ones."""
+
+    fix: str  # a short name, recorded on the run: proxychains, nccl_nvls_off, retry_<kind>
+    why: str
+    env: tuple[tuple[str, str], ...] = ()
+    prefix: tuple[str, ...] = ()  # argv words put before the command
+    config_patches: tuple[tuple[tuple[str, ...], Any], ...] = ()  # into a new config copy
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    reason: str
+
+
+_PORT = (
+    re.compile(r"\(\s*'[^']*'\s*,\s*(\d{2,5})\s*\)"),  # uvicorn: ('0.0.0.0', 10086)
+    re.compile(r"\bport\b\s*[=:]?\s*(\d{2,5})", re.IGNORECASE),
+    re.compile(r":(\d{2,5})\b"),
+)
+
+
+def port_from_text(text: str) -> int | None:
+    """The port a bind error names, if it names one."""
+    for pattern in _PORT:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _failures_since(run: Run, since: float) -> int:
+    return sum(
+        1
+        for t in run.trials
+        if t.exit_code not in (0, None) and t.ended_at is not None and t.ended_at >= since
+    )
+
+
+SCIENCE_STEPS = {  # what to lower, in order, for each kind a science fix can help
+    "cuda_oom": (
+        "ppo_micro_batch_size_per_gpu",
+        "log_prob_micro_batch_size_per_gpu",
+        "micro_batch_size_per_gpu",
+        "gpu_memory_utilization",
+        "max_response_length",
+    ),
+    "vllm_memory": ("gpu_memory_utilization",),
+    "nan_loss": ("lr",),
+}
+
+
+def _lowered(key: str, value: float, low: float | None) -> float | None:
+    """The next, smaller value for `key` within its lower bound; None when none is left."""
+    if key == "gpu_memory_utilization":
+        new: float = round(value - 0.05, 2)
+    elif key == "max_response_length":
+        new = int(value * 0.75)
+    elif key == "lr":
+        new = value / 2
+    else:
+        new = int(value) // 2
+    if low is not None and new < low:
+        new = low
+    return new if new < value else None
+
+
+def _science(
+    kind: str,
+    config: Mapping[str, Any] | None,
+    allow: Mapping[str, tuple[float | None, float | None]],
+) -> Relaunch | str:
+    """A science fix the blueprint allows for `kind`, or why there is none."""
+    steps = SCIENCE_STEPS[kind]
+    allowed = [k for k in steps if k in allow]
+    if not allowed:
+        return (
+            f"{kind}: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes "
+            f"for one of: {', '.join(steps)}"
+        )
+    if config is None:
+        return f"{kind}: the run's config cannot be read, so no science fix can be applied"
+    for key in allowed:
+        paths = find_paths(config, key)
+        values = [get_path(config, p) for p in paths]
+        numeric = [
+            (p, v)
+            for p, v in zip(paths, values, strict=True)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if not numeric:
+            continue
+        low = allow[key][0]
+        patches = [
+            (p, new) for p, v in numeric if (new := _lowered(key, float(v), low)) is not None
+        ]
+        if patches:
+            old = numeric[0][1]
+            return Relaunch(
+                f"science_{key}",
+                f"{kind}: {key} {old} → {patches[0][1]} (allowed by [ajetd] allow_fixes, "
+                f"min {low})",
+                config_patches=tuple(patches),
+            )
+    return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
+
+
+def _user_remedy(
+    kind: str, remedy: str, fix: str, applied: set[str], proxychains: str | None
+) -> Relaunch | GiveUp:
+    """A user kind's remedy (userkinds.UserKind.remedy), each at most once per run."""
+    name = {"relaunch": f"retry_{kind}", "proxychains": "proxychains"}.get(remedy, f"env_{kind}")
+    if name in applied:
+        return GiveUp(f"{kind} again after its remedy ({remedy}): {fix}")
+    if remedy == "relaunch":
+        return Relaunch(name, f"{kind}: relaunched once, as its user-defined kind says")
+    if remedy == "proxychains":
+        if proxychains is None:
+            return GiveUp(f"{kind}: its remedy is proxychains4, which is not installed: {fix}")
+        return Relaunch(
+            name, f"{kind}: relaunched under proxychains4 -q", prefix=(proxychains, "-q")
+        )
+    variable, _, value = remedy.removeprefix("env:").partition("=")
+    return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
+
+
+def choose(
+    run: Run,
+    findings: list[dict[str, Any]],
+    max_trials: int,
+    proxychains: str | None,
+    now: float,
+    config: Mapping[str, Any] | None = None,
+    allow_fixes: Mapping[str, tuple[float | None, float | None]] | None = None,
+    port_holder: str | None = None,
+    gpus_taken: str | None = None,
+) -> Relaunch | GiveUp:
+    """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
+
+    `proxychains` is the path of an installed proxychains4, or None; `config` is the YAML the
+    trial ran with, and `allow_fixes` the science fixes its blueprint permits; `port_holder`
+    describes a process outside this run that holds the port a bind error names;
+    `gpus_taken` says which other processes hold memory on the run's GPUs now.
+    """
+    if not findings:
+        return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
+    root = findings[0]
+    kind = str(root["kind"])
+    applied = set(run.fixes)
+    if root["severity"] == "fatal":
+        return GiveUp(f"{kind} is fatal, not retried: {root['fix']}")
+    if len(run.trials) >= max_trials:
+        return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
+    if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
+        return GiveUp(
+            f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
+        )
+    if root.get("remedy") and root["severity"] == "retryable":  # a user kind's own remedy
+        return _user_remedy(kind, str(root["remedy"]), str(root["fix"]), applied, proxychains)
+    if kind == "network":
+        if "proxychains" in applied:
+            return GiveUp("network error again under proxychains4: check the proxy configuration")
+        if proxychains is None:
+            return GiveUp(
+                "network error; proxychains4 is not installed, so it cannot be retried "
+                "through a proxy (install and configure proxychains4, or fix DNS/proxy)"
+            )
+        return Relaunch(
+            "proxychains",
+            "network error: relaunched under proxychains4 -q",
+            prefix=(proxychains, "-q"),
+        )
+    if kind == "nccl_error":
+        if "nccl_nvls_off" in applied:
+            return GiveUp("NCCL failed again with NCCL_NVLS_ENABLE=0: " + str(root["fix"]))
+        return Relaunch(
+            "nccl_nvls_off",
+            "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
+            env=(("NCCL_NVLS_ENABLE", "0"),),
+        )
+    if kind == "logger_error":
+        patch = local_logger_patch(config) if config is not None else None
+        if patch is None or "local_logger" in applied:
+            return GiveUp(f"logger_error: {root['fix']}")
+        return Relaunch(
+            "local_logger",
+            "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
+            config_patches=tuple(patch.items()),
+        )
+    if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:
+        return Relaunch(
+            "wait_gpu_drain",
+            f"vllm_memory while other processes hold its GPUs ({gpus_taken}): the relaunch "
+            "waits until that memory drains",
+        )
+    if kind in SCIENCE_STEPS:
+        science = _science(kind, config, allow_fixes or {})
+        return science if isinstance(science, Relaunch) else GiveUp(science)
+    if kind == "port_in_use" and port_holder is not None:
+        return GiveUp(
+            f"port_in_use: {port_holder}; it is not this run's, so ajetd leaves it: "
+            "end it or choose another port"
+        )
+    if kind in PLAIN_RETRY:
+        name = f"retry_{kind}"
+        if name in applied:
+            return GiveUp(f"{kind} again after a relaunch: {root['fix']}")
+        return Relaunch(
+            name,
+            f"{kind} is often transient: relaunched once after ending this "
+            "run's leftover processes",
+        )
+    return GiveUp(f"{kind}: no automatic fix in this version: {root['fix']}")

@@ -1,0 +1,67 @@
+"""When a run should stop early or be flagged: a metric plateau, or a hang; pure.
+
+Seed 001 allows an early stop only "in the middle-to-late stage" of a run whose
+`mean_reward` / `task_pass_rate` has not changed for a long time. Here: the chosen metric has
+not improved by more than `min_delta` over its last `patience` validations, and at least the
+fraction `after` of `exp_max_time` has passed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ajetd.frameworks.valresults import metric_series
+
+
+@dataclass(frozen=True)
+class PlateauRule:
+    metric: str = "mean_reward"
+    patience: int = 3
+    min_delta: float = 0.005
+    after: float = 0.5  # fraction of exp_max_time
+    mode: str = "auto"  # max, min, or auto (min for names with "loss", else max)
+
+    @property
+    def maximise(self) -> bool:
+        if self.mode == "auto":
+            return "loss" not in self.metric.lower()
+        return self.mode == "max"
+
+
+def plateau_reason(
+    rule: PlateauRule, history: list[dict[str, Any]], elapsed_s: float, max_time_s: float
+) -> str | None:
+    """Why the run has plateaued, or None while it has not."""
+    if elapsed_s < rule.after * max_time_s:
+        return None
+    values = metric_series(history, rule.metric)
+    if len(values) <= rule.patience:
+        return None
+    sign = 1.0 if rule.maximise else -1.0
+    before = max(sign * v for v in values[: -rule.patience])
+    recent = max(sign * v for v in values[-rule.patience :])
+    if recent > before + rule.min_delta:
+        return None
+    best = sign * before
+    return (
+        f"{rule.metric} has not improved by more than {rule.min_delta} over the last "
+        f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}) after "
+        f"{elapsed_s / max_time_s:.0%} of exp_max_time"
+    )
+
+
+HANG_FACTOR = 3.0  # a hang is this many typical step intervals without output
+
+
+def learned_window(
+    step_times: list[float], initial_s: float, floor_s: float, ceiling_s: float
+) -> float:
+    """The hang window: `HANG_FACTOR` times the median interval between the steps seen so far,
+    clamped to [floor_s, ceiling_s]; `initial_s` until two steps have been seen."""
+    if len(step_times) < 2:
+        return initial_s
+    gaps = sorted(b - a for a, b in itertools.pairwise(step_times))
+    median = gaps[len(gaps) // 2]
+    return min(max(HANG_FACTOR * median, floor_s), ceiling_s)

@@ -1,0 +1,143 @@
+"""YAML written by people into a blueprint's `[ajetd]` part (and `campaign.yaml`), read with
+bounds. Pure.
+
+`yaml.safe_load` alone is not safe for input the daemon reads in its one loop: an 806-byte
+alias bomb expanded to 3 GB, deep nesting raised RecursionError, `!!int ''` and a bad implicit
+timestamp raised ValueError, a 5,000-digit integer raised ValueError (and could not be printed).
+Here the events are checked first, in C (libyaml), before anything is built: no aliases or
+anchors, no explicit tags, one document, at most `MAX_DEPTH` levels and `MAX_NODES` nodes;
+then the document is built with dates read as text, integers of more than 30 characters
+left as text (their option refuses them by name) and no key given twice. Any failure is a
+`YamlError` with one short message and its line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, ScalarNode
+
+from ajetd.core.errors import AjetdError
+
+MAX_CHARS = 64 * 1024
+MAX_DEPTH = 16
+MAX_NODES = 20000
+MAX_INT_CHARS = 30
+_BASE: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YamlError(AjetdError):
+    """YAML that is refused; the message says what and where (line numbers from 1)."""
+
+
+class _Loader(_BASE):  # type: ignore[misc]
+    """SafeLoader (libyaml's where present) without timestamps, with bounded integers and
+    duplicate keys refused."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, Any]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in _BASE.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, ScalarNode):
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise ConstructorError(
+                        None,
+                        None,
+                        f"key {_short(key_node.value)} given twice (lines {seen[key_node.value]} "
+                        f"and {line})",
+                        key_node.start_mark,
+                    )
+                seen[key_node.value] = line
+        return dict(SafeConstructor.construct_mapping(self, node, deep=deep))
+
+    def construct_bounded_int(self, node: ScalarNode) -> int | str:
+        """An integer of at most 30 characters; a longer one stays text, so the option's own
+        check refuses it by its key (and never converts or prints a 5,000-digit number)."""
+        text = str(self.construct_scalar(node))
+        if len(text) > MAX_INT_CHARS:
+            return text
+        return int(SafeConstructor.construct_yaml_int(self, node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_bounded_int)
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:30] + "…")
+
+
+def _check_events(text: str) -> None:
+    """Walk the events (no document built yet); refuse what could blow up building it."""
+    loader = _Loader(text)
+    depth = nodes = documents = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            line = event.start_mark.line + 1 if event.start_mark else 0
+            if isinstance(event, yaml.AliasEvent):
+                raise YamlError(f"aliases (*{_name(event.anchor)}) are not accepted (line {line})")
+            if getattr(event, "anchor", None):
+                raise YamlError(f"anchors (&{_name(event.anchor)}) are not accepted (line {line})")
+            if getattr(event, "tag", None) and not isinstance(event, yaml.DocumentStartEvent):
+                raise YamlError(
+                    f"explicit tags ({_name(event.tag)}) are not accepted (line {line}); "
+                    "write the value plainly or quote it"
+                )
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise YamlError(f"one YAML document only (a second starts at line {line})")
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise YamlError(f"nested more than {MAX_DEPTH} levels deep (line {line})")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if isinstance(
+                event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+            ):
+                nodes += 1
+                if nodes > MAX_NODES:
+                    raise YamlError(f"more than {MAX_NODES} values (line {line})")
+    finally:
+        loader.dispose()
+
+
+def _name(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= 30 else text[:25] + "…"
+
+
+def _describe(exc: Exception) -> str:
+    """One line for a loader exception: its problem and line, never the whole context."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        problem = (exc.problem or exc.context or "not valid YAML").splitlines()[0]
+        mark = exc.problem_mark or exc.context_mark
+        if "maximum nesting depth" in problem:  # libyaml >= 0.2.6 (PyYAML 6.0.4) scans ahead
+            line = f" (line {mark.line + 1})" if mark else ""  # and stops at 1000 levels itself
+            return f"nested more than {MAX_DEPTH} levels deep{line}"
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        where = "" if "(line" in problem else where
+        return f"not valid YAML: {problem[:120]}{where}"
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return f"not valid YAML: {first[:120]}"
+
+
+def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
+    """The YAML value of `text` (None for an empty document); raise YamlError."""
+    if len(text) > max_chars:
+        raise YamlError(f"{len(text)} characters of YAML (at most {max_chars})")
+    try:
+        _check_events(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except YamlError:
+        raise
+    except Exception as exc:  # the promise: whatever the loader raises becomes one message
+        raise YamlError(_describe(exc)) from None

@@ -1,0 +1,180 @@
+"""Admission of a claimed blueprint: an accepted, queued run, or a rejected one with its report.
+
+Every blueprint ends in one of the two; a rejected one is set aside with a note, and where its
+result dir can be written it gets results.md and a `rejected` finish.flag (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Collection
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters import git, inbox
+from ajetd.adapters.configcopy import repoint, write_copy
+from ajetd.adapters.preflight import Resolved, check_blueprint, result_dir_problem
+from ajetd.adapters.store import Home, write_atomic
+from ajetd.core import model
+from ajetd.core.blueprint import Blueprint, clean_text, extract_parts, parse_blueprint, usable_path
+from ajetd.core.errors import AjetdError, BlueprintError
+from ajetd.core.model import Run
+from ajetd.core.options import Options
+from ajetd.daemon import trials
+from ajetd.frameworks import nemorl
+from ajetd.frameworks.agentjet import yaml_gpu_count
+from ajetd.hosts import sshcmd
+
+log = logging.getLogger(__name__)
+MAX_BLUEPRINT_BYTES = 1024 * 1024
+
+
+def admit(
+    home: Home, run_id: str, claimed: Path, source: str, now: float, busy_dirs: Collection[str]
+) -> tuple[Run, Options | None]:
+    """Validate a claimed blueprint; return the saved run and, if accepted, its options.
+
+    `busy_dirs` are the result dirs of live runs: two runs never share one.
+    """
+    run = Run(run_id=run_id, source=source, submitted_at=now)
+    home.append_event(run_id, now, f"blueprint {source} claimed")
+    try:
+        raw = inbox.read_regular(claimed, MAX_BLUEPRINT_BYTES + 1)
+    except inbox.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
+        return _reject(home, run, "", [str(exc)], now, None), None
+    text = raw[:MAX_BLUEPRINT_BYTES].decode("utf-8", errors="replace")
+    if len(raw) > MAX_BLUEPRINT_BYTES:
+        problem = (
+            f"blueprint: larger than {MAX_BLUEPRINT_BYTES // 1024} KiB; is this the right file?"
+        )
+        return _reject(home, run, text, [problem], now, None), None
+    try:
+        bp = parse_blueprint(text)
+    except BlueprintError as exc:
+        return _reject(home, run, text, exc.problems, now, None), None
+    resolved, problems = check_blueprint(bp)
+    if resolved is not None and resolved.result_dir in busy_dirs:
+        problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
+    if resolved is None or problems:
+        return _reject(home, run, text, problems, now, bp), None
+    command, changes = bp.launch_command, list(resolved.review.changes)
+    warnings = list(resolved.review.warnings)
+    config_path = resolved.yaml_path
+    if resolved.review.patches:
+        command, config_path, note = _patched_copy(resolved, command, run_id)
+        changes.append(note)
+    nemo = nemorl.is_nemo_launch(command)
+    if nemo:
+        env = {**os.environ, **bp.options.env}
+        if nemorl.overridable(command):
+            command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
+            changes += [f"NeMo-RL override {n}" for n in notes]
+        else:
+            warnings.append(
+                "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub): "
+                "ajetd added no overrides; give it its own logger.log_dir and "
+                "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
+                "a WANDB_API_KEY is set"
+            )
+    run = replace(
+        run,
+        purpose=bp.purpose,
+        result_dir=resolved.result_dir,
+        max_time_s=bp.max_time_s,
+        codebase_dir=resolved.codebase_dir,
+        venv_dir=resolved.venv_dir,
+        launch_command=command,
+        val_path=resolved.val_path,
+        val_offset=resolved.val_size,  # count only validation lines written during this run
+        keep_session_s=bp.options.keep_session_s,
+        warnings=tuple(warnings),
+        config_changes=tuple(changes),
+        config_path=config_path,
+        yaml_gpus=yaml_gpu_count(resolved.config),
+        kind="nemo_rl" if nemo else "agentjet",
+        metric=nemorl.primary_metric(resolved.config)[0] if nemo else "mean_reward",
+    )
+    if nemo:  # its metrics come from its output, not from a val file
+        run = replace(run, val_path=None, val_offset=0)
+    moved = trials.move_rejection_aside(Path(run.result_dir))
+    if moved is not None:
+        home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
+    Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+    run = replace(run, provenance=_provenance(run, bp.options, text))
+    home.save_run(run)
+    log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
+    return run, bp.options
+
+
+def stored_options(home: Home, run_id: str) -> Options:
+    """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
+    try:
+        return parse_blueprint((home.run_dir(run_id) / "blueprint.md").read_text()).options
+    except (OSError, AjetdError):
+        return Options()
+
+
+def _provenance(run: Run, options: Options, text: str) -> dict[str, Any]:
+    """The codebase's git state now (here or on the SSH host); a dirty tree's diff goes to
+    `provenance.diff` in the result dir."""
+    ssh = options.ssh
+    if ssh is None:
+        found, diff = git.collect(run.codebase_dir)
+    else:
+
+        def remote(script: str) -> tuple[int, bytes]:
+            done = sshcmd.run(ssh, script, timeout=120)
+            return done.returncode, done.stdout
+
+        try:
+            found, diff = git.collect(run.codebase_dir, remote)
+        except AjetdError as exc:
+            found, diff = {"git": False, "note": f"not read over SSH: {exc}"}, b""
+    if diff:
+        write_atomic(Path(run.result_dir) / "provenance.diff", diff)
+    found["blueprint_sha256"] = git.blueprint_hash(text)
+    return found
+
+
+def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str, str]:
+    """Write the preflight's fixed config beside the original and point `--conf` at it.
+    Returns the command, the config that will run, and a line for results.md."""
+    original = Path(resolved.yaml_path)
+    copy = write_copy(original, resolved.config, resolved.review.patches, run_id)
+    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy)
+    if moved is None:
+        return (
+            command,
+            resolved.yaml_path,
+            (
+                f"config fixes written to {copy}, but the command's --conf is not exp_yaml_path, "
+                "so the command was left as it is"
+            ),
+        )
+    return moved, str(copy), f"launched with the fixed copy {copy}"
+
+
+def _reject(
+    home: Home, run: Run, text: str, problems: list[str], now: float, bp: Blueprint | None
+) -> Run:
+    reason = "; ".join(problems)
+    parts = extract_parts(text)
+    purpose = bp.purpose if bp else clean_text(parts.get("exp_purpose", ""))
+    raw_dir = (
+        bp.result_dir if bp else usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
+    )
+    result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
+    run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
+    home.save_run(run)
+    inbox.set_aside(home, run.run_id, run.source, text, reason)
+    home.append_event(run.run_id, now, f"rejected: {reason}")
+    log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
+    if result_dir and result_dir_problem(result_dir) is None:
+        try:
+            trials.move_rejection_aside(Path(result_dir))
+            trials.write_reports(home, run)
+        except OSError as exc:
+            log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+    return run

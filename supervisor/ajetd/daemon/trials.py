@@ -1,0 +1,621 @@
+"""Carrying out one run's trials: launch a trial, observe it, finish the run.
+
+The imperative shell around `policy`: each function gathers observations or performs actions
+and returns the new record; it decides nothing itself. Every record change is saved before the
+action that depends on it, so a `kill -9` between any two lines launches nothing twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ajetd.adapters import procs
+from ajetd.adapters.configcopy import repoint, write_copy
+from ajetd.adapters.preflight import EARLIER_RESULTS, earlier_rejection
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic, write_json
+from ajetd.adapters.tmux import Pane, Tmux
+from ajetd.core import model
+from ajetd.core.blueprint import parse_blueprint
+from ajetd.core.errors import AjetdError, TmuxError
+from ajetd.core.model import Run, State, Trial
+from ajetd.core.naming import session_base, unique_session
+from ajetd.core.options import Options, SshSpec
+from ajetd.core.trialscript import (
+    TrialSpec,
+    exit_line,
+    parse_exit_file,
+    protect_autokill,
+    render_trial_script,
+)
+from ajetd.diagnosis.findings import Finding, StreamDiagnoser
+from ajetd.diagnosis.scan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
+from ajetd.diagnosis.text import tail_lines
+from ajetd.diagnosis.userkinds import KindSet
+from ajetd.frameworks import nemorl
+from ajetd.frameworks.valresults import parse_val_text
+from ajetd.hosts import slurm, sshcmd
+from ajetd.pictures import drawing
+from ajetd.views import report, words
+
+log = logging.getLogger(__name__)
+TAIL_BYTES = 256 * 1024
+REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
+OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
+DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one trial's files live."""
+
+    script: Path
+    go: Path
+    exit: Path
+    hup: Path
+    log: Path
+    wake: Path  # the FIFO through which the trial script is told to go
+
+
+def trial_log(run: Run, number: int) -> Path:
+    """Trial `number`'s full output, in the run's result dir."""
+    return Path(run.result_dir) / "logs" / f"trial-{number}.log"
+
+
+def paths(home: Home, run: Run, number: int) -> RunPaths:
+    return RunPaths(
+        script=home.trial_file(run.run_id, number, "sh"),
+        go=home.trial_file(run.run_id, number, "go"),
+        exit=home.trial_file(run.run_id, number, "exit"),
+        hup=home.trial_file(run.run_id, number, "hup"),
+        log=trial_log(run, number),
+        wake=home.trial_file(run.run_id, number, "wake"),
+    )
+
+
+def find_pane(panes: list[Pane], script: Path) -> Pane | None:
+    """The pane whose own process is this trial's script (names can be reused; paths not)."""
+    for pane in panes:
+        if str(script) in pane.start_command:
+            return pane
+    return None
+
+
+def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
+    """Wait, bounded, until trial `number`'s last line (the script's `[ajetd] trial N exited
+    with code`) has come through tmux and `pipe-pane` into its log. The exit file is written
+    right after that line, and an end is now taken at once: without this wait a failed
+    trial could be diagnosed, or its reports written, without its last output."""
+    marker = exit_line(number)
+    deadline = time.monotonic() + timeout
+    while marker not in tail_bytes(log_file, 4096):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
+    try:
+        return parse_exit_file(exit_file.read_text())
+    except OSError:
+        return None
+
+
+def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set[str]) -> Run:
+    """Record trial N+1 with its session name and write its script; nothing runs yet."""
+    number = len(run.trials) + 1
+    command, dropped = protect_autokill(run.launch_command)
+    if options.autokill == "allow":
+        command, dropped = run.launch_command, False
+    if run.session and number > 1:
+        session = run.session
+    else:
+        base = session_base(run.purpose, Path(run.source).stem, run.run_id)
+        session = unique_session(base, taken | tmux.session_names())
+    shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
+    stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
+    run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
+    if dropped:
+        run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
+    home.save_run(run)
+    p = paths(home, run, number)
+    spec = TrialSpec(
+        run_id=run.run_id,
+        trial=number,
+        command=command,
+        codebase_dir=run.codebase_dir,
+        venv_dir=run.venv_dir,
+        result_dir=run.result_dir,
+        go_file=str(p.go),
+        exit_file=str(p.exit),
+        hup_file=str(p.hup),
+        env=tuple(sorted(trial_env(run, options).items())),
+        prefix=run.fix_prefix,
+        wake_fifo=_make_fifo(p.wake),
+    )
+    if options.ssh is not None:
+        run, spec = _remote_trial(home, run, options.ssh, spec)
+    if options.slurm is not None:
+        spec = _slurm_trial(home, run, options, spec)
+    write_atomic(p.script, render_trial_script(spec), 0o700)
+    return run
+
+
+def _make_fifo(path: Path) -> str:
+    """The trial's wake-up FIFO (owner-only), made anew; empty (the script polls) where the
+    file system has none."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    try:
+        os.mkfifo(path, 0o600)
+    except OSError as exc:
+        log.warning("no wake-up FIFO at %s (%s): the trial script polls", path, exc)
+        return ""
+    return str(path)
+
+
+def _wake(path: Path) -> None:
+    """Tell a trial script waiting for its go file to look now. Nobody reading yet (ENXIO)
+    is fine: the script looks for the go file before it waits."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
+
+
+def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[Run, TrialSpec]:
+    """For a run on a remote host: its trial script goes to the host (written here as
+    `trial-N.remote.sh`, sent at start); the local pane runs the follower instead."""
+    rdir = run.remote_dir or sshcmd.remote_dir(ssh, run.run_id)
+    if rdir != run.remote_dir:
+        run = replace(run, remote_dir=rdir)
+        home.save_run(run)
+    n = spec.trial
+    remote = replace(
+        spec,
+        wake_fifo="",
+        env=(*spec.env, sshcmd.REMOTE_MARK),
+        go_file=f"{rdir}/trial-{n}.go",
+        exit_file=f"{rdir}/trial-{n}.exit",
+        hup_file=f"{rdir}/trial-{n}.hup",
+    )
+    write_atomic(home.trial_file(run.run_id, n, "remote.sh"), render_trial_script(remote), 0o600)
+    q = shlex.quote
+    follow = (
+        f"{q(sys.executable)} -m ajetd.hosts.sshfollow --spec {q(sshcmd.spec_json(ssh))} "
+        f"--rdir {q(rdir)} --trial {n} --run-id {q(run.run_id)} "
+        f"--lost {q(str(home.trial_file(run.run_id, n, 'sshlost')))}"
+    )
+    local = replace(spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=())
+    Path(run.result_dir).mkdir(parents=True, exist_ok=True)
+    return run, local
+
+
+def _slurm_trial(home: Home, run: Run, options: Options, spec: TrialSpec) -> TrialSpec:
+    """For a run through Slurm: the trial script becomes the job's (`trial-N.job.sh`, its go
+    file already there); the pane runs `srun --pty` on it, or the batch follower."""
+    assert options.slurm is not None
+    n = spec.trial
+    batch = options.slurm.mode == "batch"
+    job = replace(
+        spec,
+        wake_fifo="",
+        go_file=str(home.trial_file(run.run_id, n, "job.go")),
+        exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
+        forward_signals=batch,
+    )
+    script = home.trial_file(run.run_id, n, "job.sh")
+    write_atomic(script, render_trial_script(job), 0o700)
+    write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
+    wanted = options.slurm
+    if run.slurm.get("exclude"):
+        exclude = ",".join(x for x in (wanted.exclude, run.slurm["exclude"]) if x)
+        wanted = replace(wanted, exclude=exclude)
+    name = slurm.job_name(run.run_id, n)
+    if not batch:
+        command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
+        return replace(spec, command=command, env=(), prefix=())
+    log_file = trial_log(run, n).with_suffix(".job.log")  # trial-N.job.log, shown in the pane
+    argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
+    q = shlex.quote
+    follow = (
+        f"{q(sys.executable)} -m ajetd.hosts.slurmfollow --argv {q(json.dumps(argv))} "
+        f"--log {q(str(log_file))} --job-file {q(str(home.trial_file(run.run_id, n, 'job.id')))} "
+        f"--exit-file {q(job.exit_file)} "
+        f"--done-file {q(str(home.trial_file(run.run_id, n, 'job.done')))}"
+    )
+    return replace(spec, command=follow, env=(), prefix=())
+
+
+def trial_env(run: Run, options: Options) -> dict[str, str]:
+    """The environment a trial gets on top of the venv's: the blueprint's, the fixes', and
+    the GPUs it was placed on (indices in NVML's, i.e. PCI bus, order)."""
+    env = dict(options.env)
+    env.update(dict(run.fix_env))
+    if run.gpu_ids is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, run.gpu_ids))
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return env
+
+
+def start_trial(home: Home, tmux: Tmux, run: Run, now: float, ssh: SshSpec | None = None) -> Run:
+    """Create (or find again) the trial's session, arm it, and let the program go (on a
+    remote host: start it there first; the pane then follows it)."""
+    trial = run.trial
+    assert trial is not None
+    p = paths(home, run, trial.number)
+    panes = tmux.panes_or_empty()
+    pane = find_pane(panes, p.script)
+    if p.go.exists():  # let go before a crash: only the record was missing
+        return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
+    if ssh is not None:  # idempotent: a trial already started there is not started again
+        script = home.trial_file(run.run_id, trial.number, "remote.sh").read_text()
+        pid = sshcmd.launch(ssh, run.remote_dir, trial.number, script, run.result_dir)
+        home.append_event(
+            run.run_id, now, f"trial {trial.number} started on {ssh.target} (pid {pid})"
+        )
+    previous = (
+        find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
+    )
+    p.log.parent.mkdir(parents=True, exist_ok=True)
+    if pane is None and previous is None:  # a new session, armed in the same tmux call
+        pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script), str(p.log))
+    else:
+        if pane is None:  # a relaunch: the previous trial's pane, attached users stay
+            assert previous is not None
+            pane = tmux.respawn(previous.pane_id, str(p.script))
+        tmux.keep_dead_pane(pane.pane_id)
+        tmux.pipe_to_file(pane.pane_id, str(p.log))
+    write_atomic(p.go, f"{now}\n", OWNER_FILE)
+    _wake(p.wake)
+    return _started(home, run, now, pane.pid)
+
+
+def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
+    run = model.trial_started(run, at, pane_pid)
+    home.save_run(run)
+    trial = run.trial
+    assert trial is not None
+    text = f"trial {trial.number} started in tmux session {trial.session}"
+    home.append_event(run.run_id, at, text)
+    return run
+
+
+def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
+    """A file's size and its bytes after `offset` (all of them if it shrank)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(offset if size >= offset else 0)
+            return size, handle.read()
+    except OSError:
+        return None
+
+
+Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
+
+
+def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:
+    """Re-read this run's part of the val-results file (`fetch`: here, or over SSH);
+    unchanged record if nothing is new. A NeMo-RL run's metrics come from its output."""
+    if run.kind == "nemo_rl":
+        return _read_nemo(run)
+    if not run.val_path:
+        return run
+    got = fetch(run.val_path, run.val_offset)
+    if got is None:
+        return run
+    size, data = got
+    offset = run.val_offset if size >= run.val_offset else 0  # truncated: start over
+    text = data.decode("utf-8", errors="replace")
+    history = tuple(parse_val_text(text))
+    if history == run.history and offset == run.val_offset:
+        return run
+    return replace(
+        run, history=history, metrics=dict(history[-1]) if history else {}, val_offset=offset
+    )
+
+
+def _read_nemo(run: Run) -> Run:
+    """New validation records in the current trial's output (complete lines only)."""
+    trial = run.trial
+    if trial is None or trial.started_at is None:
+        return run
+    state = dict(run.nemo) or nemorl.new_state()
+    if state.get("trial") != trial.number:
+        state.update(trial=trial.number, offset=0, block=None)
+    got = read_local(str(trial_log(run, trial.number)), state["offset"])
+    if got is None:
+        return run
+    _, data = got
+    complete = data[: data.rfind(b"\n") + 1]
+    if not complete:
+        return run
+    state, records = nemorl.feed(state, complete.decode("utf-8", errors="replace"))
+    state["offset"] += len(complete)
+    history = (*run.history, *records)
+    metrics = dict(history[-1]) if history else run.metrics
+    return replace(run, nemo=state, history=history, metrics=metrics)
+
+
+def program_end(run: Run) -> str | None:
+    """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
+    if run.kind != "nemo_rl" or run.trial is None:
+        return None
+    data = tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
+    return nemorl.ending(data.decode("utf-8", errors="replace"))
+
+
+def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = None) -> None:
+    """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
+    pictures already drawn (drawing.draw_final), else they are drawn here."""
+    result_dir = Path(run.result_dir)
+    blueprint_file = home.run_dir(run.run_id) / "blueprint.md"
+    try:
+        blueprint_text = blueprint_file.read_text(errors="replace")
+    except OSError:
+        blueprint_text = ""
+    trial_tails = {}
+    for trial in run.trials:
+        log_file = paths(home, run, trial.number).log
+        trial_tails[trial.number] = log_tail(log_file, 20)
+    last = run.trial
+    try:
+        allowed = tuple(parse_blueprint(blueprint_text).options.allow_fixes)
+    except AjetdError:
+        allowed = ()
+    pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
+    ctx = report.ReportContext(
+        host=socket.gethostname(),
+        blueprint_text=blueprint_text,
+        events=home.events(run.run_id),
+        log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
+        trial_tails=trial_tails,
+        allowed_fixes=allowed,
+        pictures=tuple(pictures),
+        plot_problem=plot_problem,
+    )
+    result_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(result_dir / "results.md", report.render_results(run, ctx))
+    write_atomic(result_dir / "trials.md", report.render_trials(run, ctx))
+    write_json(result_dir / "run.json", report.run_record(run))
+    if run.config_path and not run.remote_dir:
+        with contextlib.suppress(OSError):
+            write_atomic(result_dir / "config-used.yaml", Path(run.config_path).read_bytes())
+    write_json(result_dir / "finish.flag", report.finish_flag(run))
+
+
+def move_rejection_aside(result_dir: Path) -> Path | None:
+    """Move an earlier run's rejection report into `rejected-<run_id>/` of the same dir."""
+    run_id = earlier_rejection(result_dir)
+    if run_id is None:
+        return None
+    target = result_dir / f"rejected-{run_id}"
+    target.mkdir(exist_ok=True)
+    for name in EARLIER_RESULTS:
+        with contextlib.suppress(FileNotFoundError):
+            (result_dir / name).rename(target / name)
+    return target
+
+
+def load_config(path: str) -> dict[str, Any] | None:
+    """The YAML a run launches with, or None if it cannot be read as a mapping."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def config_fix(run: Run, patches: dict[tuple[str, ...], Any]) -> tuple[str, str] | None:
+    """Write the next trial's fixed config copy and point the command at it: (command, path);
+    None when the command's --conf is not the run's config."""
+    config = load_config(run.config_path)
+    if config is None:
+        return None
+    copy = write_copy(
+        Path(run.config_path), config, patches, f"{run.run_id}-t{len(run.trials) + 1}"
+    )
+    command = repoint(run.launch_command, run.codebase_dir, run.config_path, copy)
+    return None if command is None else (command, str(copy))
+
+
+def tail_stream(
+    log_file: Path, tail_bytes: int, user: KindSet | None = None
+) -> tuple[int, StreamDiagnoser]:
+    """Where to start reading the last `tail_bytes` of a log (on a line boundary), and a
+    diagnoser that numbers lines from there as the whole file would (`user`: user kinds)."""
+    size = log_file.stat().st_size
+    start = max(0, size - tail_bytes)
+    if start:
+        with open(log_file, "rb") as handle:
+            handle.seek(start)
+            start += len(handle.readline(MAX_LINE_BYTES))
+    lines = count_lines(str(log_file), start)
+    return start, StreamDiagnoser(lines_done=lines, user=user or KindSet())
+
+
+def diagnose_file(
+    log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES, user: KindSet | None = None
+) -> list[Finding]:
+    """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
+    with true line numbers; bounded so that a huge log never stalls the daemon."""
+    try:
+        start, stream = tail_stream(log_file, tail_bytes, user)
+        for chunk in read_chunks(str(log_file), start):
+            stream.feed(chunk)
+        return stream.close()
+    except OSError:
+        return []
+
+
+def log_tail(log_file: Path, count: int) -> list[str]:
+    """The last `count` lines of a log, cleaned as a person saw them."""
+    return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
+
+
+def ended_at(home: Home, run: Run, now: float) -> float:
+    """When the current trial really ended: the time its script wrote into its exit file (or
+    its hang-up marker), not when the daemon looked, which may be much later after a pause
+    or a restart; kept between its start and this machine's clock read after the file (a
+    remote host's clock may differ). Not `now` alone: that is when the tick began, and a trial
+    may exit while the tick runs, or while the daemon is paused in the middle of one."""
+    trial = run.trial
+    if trial is None or trial.started_at is None:
+        return now
+    p = paths(home, run, trial.number)
+    recorded = read_exit(p.exit)
+    at = recorded[1] if recorded else None
+    if at is None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            at = float(p.hup.read_text().split()[0])
+    if at is None or math.isnan(at):
+        return now
+    return min(max(at, trial.started_at), max(now, time.time()))
+
+
+def end_trial(
+    home: Home,
+    run: Run,
+    reason: str,
+    exit_code: int | None,
+    now: float,
+    pane_pid: int | None,
+    findings: tuple[dict[str, Any], ...] | None = None,
+    reap: bool = True,
+) -> Run:
+    """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
+    caller does it once the end is on record), end what is left of its processes."""
+    trial = run.trial
+    if trial is not None and trial.started_at is not None and trial.ended_at is None:
+        ended = ended_at(home, run, now)
+        problem = ""
+        if exit_code != 0:
+            if findings is None:
+                log_file = paths(home, run, trial.number).log
+                findings = tuple(f.to_dict() for f in diagnose_file(log_file))
+            root = findings[0] if findings else None
+            problem = f"{reason}; {root['kind']}: {root['evidence']}" if root else reason
+        run = model.trial_ended(run, exit_code, ended, problem, findings or ())
+    if trial is not None and reap:
+        reap_leftovers(run, pane_pid)
+    return run
+
+
+def reap_leftovers(run: Run, pane_pid: int | None) -> None:
+    """End what is left of the run's processes; only those started since it began are
+    looked at (`procs.run_pids`)."""
+    procs.reap_run(run.run_id, pane_pid, run.started_at)
+
+
+def finish_run(
+    home: Home,
+    tmux: Tmux,
+    run: Run,
+    outcome: model.Status,
+    reason: str,
+    exit_code: int | None,
+    now: float,
+    pane_pid: int | None,
+    findings: tuple[dict[str, Any], ...] | None = None,
+    fetch: Fetch = read_local,
+) -> Run:
+    """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
+    recorded first, as soon as the exit is seen; then leftover processes are ended and the
+    reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
+    exit file holds one."""
+    open_trial = run.trial is not None and run.trial.ended_at is None
+    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings, reap=False)
+    ended = now
+    if open_trial:
+        run = _note_next(run, outcome, reason)
+        ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
+    run = read_metrics(run, fetch)
+    run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
+    # The data is final: the pictures are drawn (in a child, bounded) before the run reads as
+    # done, so that whoever sees `done` finds finish.flag a moment later, as before.
+    drawn = drawing.draw_final(home, run)
+    home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
+    log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
+    saved = home.save_run(run)
+    if run.trial is not None:
+        reap_leftovers(run, pane_pid)
+        if exit_code is not None:  # its last output in the log before the reports quote it
+            await_output(paths(home, run, run.trial.number).log, run.trial.number)
+    if saved:  # reports only once the record says the same (a full home waits)
+        run = publish_reports(home, run, now, drawn)
+    # Its session is closed by the daemon's housekeeping, later in the same tick when
+    # keep_session is 0: once, with the record saying so, and after finish.flag.
+    return run
+
+
+def publish_reports(
+    home: Home, run: Run, now: float, drawn: tuple[list[str], str] | None = None
+) -> Run:
+    """Write an ended run's reports and finish.flag (its record is on disk already). Where the
+    result dir refuses them, the run keeps its true status, gets `attention` naming the folder
+    and keeps `reports_pending`, so the daemon writes them once it can (also after a restart);
+    then the attention clears and the journal says so."""
+    folder = Path(run.result_dir)
+    troubles = home.held.troubles if home.held is not None else None
+    held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
+    done = replace(run, reports_pending=False, attention=None if held else run.attention)
+    try:
+        write_reports(home, done, drawn)
+    except OSError as exc:
+        if troubles is not None:
+            troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
+        why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}; written as soon as it can be"
+        if run.attention != why:
+            log.error("run %s: %s", run.run_id, why)
+            home.append_event(run.run_id, now, f"attention: {why}")
+            run = model.set_attention(run, why)
+            home.save_run(run)
+        return run
+    if troubles is not None:
+        troubles.clear(folder)
+    if held:
+        home.append_event(
+            run.run_id, now, f"reports written to {folder} after all; attention cleared"
+        )
+    home.save_run(done)
+    return done
+
+
+def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
+    trial = run.trial
+    assert trial is not None
+    updated = replace(trial, next_step=words.ending_note(outcome, reason))
+    return replace(run, trials=(*run.trials[:-1], updated))
+
+
+def close_session(tmux: Tmux, run: Run) -> None:
+    if run.session:
+        with contextlib.suppress(TmuxError):
+            tmux.kill_session(run.session)
+
+
+def active_sessions(runs: list[Run]) -> set[str]:
+    return {r.session for r in runs if r.session and r.state is not State.DONE}

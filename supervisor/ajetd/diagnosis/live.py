@@ -1,0 +1,91 @@
+"""Diagnosis of running trials as they print: only new bytes, bounded work per call.
+
+A signature a still-running program prints (a traceback in a Ray worker while the driver
+hangs, a NaN loss) is noticed at the next tick, not when the trial ends. Each trial keeps one
+`StreamDiagnoser` and the offset it has read to; memory stays bounded whatever the log size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ajetd.daemon.trials import DIAGNOSE_TAIL_BYTES, tail_stream
+from ajetd.diagnosis.findings import Finding, StreamDiagnoser
+from ajetd.diagnosis.userkinds import KindSet
+
+MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks
+LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed within 2 s)
+
+
+_STEP = re.compile(rb"\bstep[\s:=]+(\d+)|\bStep (\d+)/\d+", re.IGNORECASE)
+KEEP_STEPS = 20
+
+
+@dataclass
+class _Cursor:
+    offset: int
+    stream: StreamDiagnoser
+    last_step: int = -1
+    step_times: list[float] = field(default_factory=list)  # when each new step was first seen
+
+
+@dataclass
+class LiveScans:
+    """One cursor per (run, trial); `scan` returns the kinds seen for the first time."""
+
+    _cursors: dict[tuple[str, int], _Cursor] = field(default_factory=dict)
+
+    def pending(self, key: tuple[str, int], size: int) -> bool:
+        """Whether the log of `key` holds bytes not read yet."""
+        cursor = self._cursors.get(key)
+        return cursor is None or size > cursor.offset
+
+    def step_times(self, key: tuple[str, int]) -> tuple[float, ...]:
+        cursor = self._cursors.get(key)
+        return tuple(cursor.step_times) if cursor else ()
+
+    def scan(
+        self, key: tuple[str, int], log_file: Path, now: float, user: KindSet | None = None
+    ) -> list[Finding]:
+        """`user`: user-defined kinds, taken when the trial's cursor is made."""
+        cursor = self._cursors.get(key)
+        try:
+            if cursor is None:  # first look (or after a daemon restart): the log's tail
+                start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES, user)
+                cursor = self._cursors[key] = _Cursor(start, stream)
+            before = {f.kind for f in cursor.stream.findings()}
+            with open(log_file, "rb") as handle:
+                handle.seek(cursor.offset)
+                data = handle.read(MAX_BYTES_PER_SCAN)
+        except OSError:
+            return []
+        cursor.offset += len(data)
+        cursor.stream.feed(data)
+        steps = [int(a or b) for a, b in _STEP.findall(data)]
+        if steps and max(steps) > cursor.last_step:  # training moved on: learn its pace
+            cursor.last_step = max(steps)
+            cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
+        return [f for f in cursor.stream.findings() if f.kind not in before]
+
+    def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
+        """The whole diagnosis of an ended trial from its live cursor (only unread bytes are
+        read); None when there is no cursor or too much is left unread (then read the tail)."""
+        cursor = self._cursors.pop(key, None)
+        if cursor is None:
+            return None
+        try:
+            if log_file.stat().st_size - cursor.offset > DIAGNOSE_TAIL_BYTES:
+                return None
+            with open(log_file, "rb") as handle:
+                handle.seek(cursor.offset)
+                while chunk := handle.read(MAX_BYTES_PER_SCAN):
+                    cursor.stream.feed(chunk)
+        except OSError:
+            return None
+        return cursor.stream.close()
+
+    def forget(self, run_id: str) -> None:
+        for key in [k for k in self._cursors if k[0] == run_id]:
+            del self._cursors[key]

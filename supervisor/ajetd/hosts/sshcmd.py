@@ -1,0 +1,347 @@
+"""Runs on a remote GPU host over SSH: the only module that builds `ssh` command lines.
+
+The run's tmux session stays local (`ajet_<slug>`, attachable as usual) and its pane runs a
+follower (`ajetd.hosts.sshfollow`) that streams the remote output. The program itself runs on the
+host detached from any connection (`setsid nohup`, in the codebase with the venv, from the
+same generated trial script as a local trial), writing its output and exact exit code into
+`~/.ajetd-remote/<run_id>/` there, so training survives a dropped connection and the follower
+simply reattaches. Every call shares one connection per host (ControlMaster), so a deep check
+or a signal does not open a new one. Nothing is pasted into a remote shell unquoted except the
+blueprint's own launch command, which runs as the user wrote it, inside the trial script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, GpuSample, parse_nvidia_smi
+from ajetd.core.errors import AjetdError
+from ajetd.core.options import SshSpec
+
+SSH_TIMEOUT_S = 30.0
+CONTROL_PERSIST_S = 600
+REMOTE_BASE = ".ajetd-remote"
+VANISHED = 3  # the stream's code: the remote trial ended without an exit status
+
+
+class SshError(AjetdError):
+    """An SSH call failed; the message says which host and what ssh printed."""
+
+
+def control_dir() -> Path:
+    """Where connection-sharing sockets live: short (a socket path is at most ~104 bytes)
+    and owner-only."""
+    path = Path(tempfile.gettempdir()) / f"ajetd-ssh-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    if path.stat().st_uid != os.getuid() or path.stat().st_mode & 0o077:
+        raise SshError(f"{path} is not owner-only; refusing to keep SSH sockets there")
+    return path
+
+
+def argv(spec: SshSpec) -> list[str]:
+    """`ssh` with batch mode (never a password prompt), keepalives and connection sharing."""
+    out = [
+        "ssh",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ServerAliveInterval=5",
+        "-o",
+        "ServerAliveCountMax=3",
+        "-o",
+        "ConnectTimeout=10",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        f"ControlPath={control_dir()}/%C",
+        "-o",
+        f"ControlPersist={CONTROL_PERSIST_S}",
+        "-p",
+        str(spec.port),
+    ]
+    if spec.identity_file:
+        out += ["-i", os.path.expanduser(spec.identity_file)]
+    for key, value in spec.options:
+        out += ["-o", f"{key}={value}"]
+    return [*out, spec.target]
+
+
+def remote_command(script: str) -> str:
+    """The one string sshd hands to the login shell: bash running `script`."""
+    return "bash -c " + shlex.quote(script)
+
+
+def run(
+    spec: SshSpec, script: str, stdin: bytes | None = None, timeout: float = SSH_TIMEOUT_S
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a bash script on the host; raise SshError when ssh itself fails (code 255)."""
+    try:
+        done = subprocess.run(
+            [*argv(spec), remote_command(script)],
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
+    except OSError as exc:
+        raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
+    if done.returncode == 255:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
+    return done
+
+
+def remote_dir(spec: SshSpec, run_id: str) -> str:
+    """`$HOME/.ajetd-remote/<run_id>` on the host, as an absolute path."""
+    home = run(spec, 'printf "%s" "$HOME"').stdout.decode().strip()
+    if not home.startswith("/"):
+        raise SshError(f"ssh to {spec.target}: the remote $HOME is {home!r}, not a path")
+    return f"{home}/{REMOTE_BASE}/{run_id}"
+
+
+def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -> int:
+    """Start trial `trial`'s script on the host, detached; return its pid there."""
+    q = shlex.quote
+    n = trial
+    started = run(
+        spec,
+        f"mkdir -p {q(rdir)} {q(result_dir)} && cd {q(rdir)} || exit 1\n"
+        f"if [ -e trial-{n}.pid ]; then cat trial-{n}.pid; exit 0; fi\n"
+        f"cat > trial-{n}.sh && chmod 700 trial-{n}.sh && : > trial-{n}.log && "
+        f"touch trial-{n}.go || exit 1\n"
+        # `setsid -f`, not `&`: a background job of a non-interactive shell has SIGINT
+        # ignored, and neither bash nor Python would then let Ctrl-C stop the program
+        f"setsid -f bash -c 'echo $$ > trial-{n}.pid.tmp && mv trial-{n}.pid.tmp trial-{n}.pid "
+        f"&& exec bash trial-{n}.sh' > trial-{n}.log 2>&1 < /dev/null\n"
+        f"for i in $(seq 100); do [ -e trial-{n}.pid ] && break; sleep 0.05; done\n"
+        f"cat trial-{n}.pid\n",
+        stdin=script.encode(),
+    )
+    text = started.stdout.decode().strip()
+    if started.returncode != 0 or not text.isdigit():
+        err = started.stderr.decode(errors="replace").strip()
+        raise SshError(f"could not start trial {n} on {spec.target}: {err or text or '?'}")
+    return int(text)
+
+
+def stream_script(rdir: str, trial: int, offset: int) -> str:
+    """Print the trial's output from byte `offset` on until it ends; exit 0 when its exit
+    file is there, VANISHED when its process is gone without one."""
+    q, n = shlex.quote, trial
+    return (
+        f"cd {q(rdir)} || exit 4\n"
+        f"tail -c +{offset + 1} -F trial-{n}.log 2>/dev/null & t=$!\n"
+        f"pid=$(cat trial-{n}.pid)\n"
+        f"while [ ! -e trial-{n}.exit ]; do\n"
+        '  if ! kill -0 "$pid" 2>/dev/null; then\n'
+        f"    sleep 0.5; [ -e trial-{n}.exit ] || {{ kill $t; exit {VANISHED}; }}\n"
+        "  fi\n"
+        "  sleep 0.2\n"
+        "done\n"
+        "sleep 0.3; kill $t 2>/dev/null; exit 0\n"
+    )
+
+
+def finish_script(rdir: str, trial: int, offset: int) -> str:
+    """The output after byte `offset` that the stream may have missed, after a line with
+    the exit file's content."""
+    q, n = shlex.quote, trial
+    return (
+        f"cd {q(rdir)} || exit 4\n"
+        f'printf "%s\\n" "$(cat trial-{n}.exit 2>/dev/null)"\n'
+        f"tail -c +{offset + 1} trial-{n}.log\n"
+    )
+
+
+# The run's processes on the host: its AJETD_RUN_ID and AJETD_REMOTE=1 (the second keeps this
+# machine's follower out when "remote" is this machine, as in the tests).
+REMOTE_MARK = ("AJETD_REMOTE", "1")
+_MARKED = (
+    "for f in /proc/[0-9]*/environ; do p=${{f#/proc/}}; p=${{p%/environ}}; "
+    '[ "$p" = "$$" ] && continue; '
+    'grep -qzx -F {marker} "$f" 2>/dev/null && grep -qzx -F AJETD_REMOTE=1 "$f" 2>/dev/null '
+    '&& echo "$p"; done'
+)
+
+
+def signal(spec: SshSpec, rdir: str, trial: int, run_id: str, name: str) -> int:
+    """INT, TERM or KILL to the remote trial: INT and TERM to its process group (as Ctrl-C
+    would) and to every process that carries its AJETD_RUN_ID; KILL spares the trial script,
+    which records the exit status. Returns how many processes were signalled."""
+    q = shlex.quote
+    marker = q(f"AJETD_RUN_ID={run_id}")
+    script = (
+        f"cd {q(rdir)} 2>/dev/null || exit 0\n"
+        f"pg=$(cat trial-{trial}.pid 2>/dev/null); n=0\n"
+        f'[ -n "$pg" ] && [ {q(name)} != KILL ] && kill -{name} -- "-$pg" 2>/dev/null && n=1\n'
+        f"for p in $({_MARKED.format(marker=marker)}); do\n"
+        '  [ "$p" = "$pg" ] && continue\n'
+        f'  kill -{name} "$p" 2>/dev/null && n=$((n + 1))\n'
+        "done\n"
+        'echo "$n"\n'
+    )
+    out = run(spec, script).stdout.decode().strip()
+    return int(out) if out.isdigit() else 0
+
+
+def processes(spec: SshSpec, run_id: str) -> str:
+    """`ps` lines of the run's processes on the host (for `ajetd diag`)."""
+    marker = shlex.quote(f"AJETD_RUN_ID={run_id}")
+    script = (
+        f"pids=$({_MARKED.format(marker=marker)} | paste -sd, -)\n"
+        '[ -z "$pids" ] && exit 0\n'
+        'ps -o pid,ppid,pcpu,rss,stat,args -p "$pids"\n'
+    )
+    return run(spec, script).stdout.decode(errors="replace")
+
+
+def reap(spec: SshSpec, run_id: str, grace_s: float = 2.0) -> int:
+    """After a trial ended: TERM what is left of the run on the host, KILL it after
+    `grace_s`; returns how many were left."""
+    marker = shlex.quote(f"AJETD_RUN_ID={run_id}")
+    script = (
+        f"left=$({_MARKED.format(marker=marker)})\n"
+        '[ -z "$left" ] && { echo 0; exit 0; }\n'
+        "kill -TERM $left 2>/dev/null; sleep " + f"{grace_s:g}\n"
+        "kill -KILL $left 2>/dev/null\n"
+        'echo "$left" | wc -l\n'
+    )
+    out = run(spec, script, timeout=SSH_TIMEOUT_S + grace_s).stdout.decode().strip()
+    return int(out) if out.isdigit() else 0
+
+
+def read_from(spec: SshSpec, path: str, offset: int) -> tuple[int, bytes] | None:
+    """The remote file's size and its bytes after `offset` (all of it if it shrank); None
+    when it does not exist."""
+    q = shlex.quote(path)
+    done = run(
+        spec,
+        f'[ -f {q} ] || exit 7\nsize=$(wc -c < {q}); echo "$size"\n'
+        f'if [ "$size" -ge {offset} ]; then tail -c +{offset + 1} {q}; else cat {q}; fi\n',
+    )
+    if done.returncode == 7:
+        return None
+    head, _, body = done.stdout.partition(b"\n")
+    return (int(head) if head.strip().isdigit() else len(body)), body
+
+
+def same_dir(spec: SshSpec, local_dir: Path, run_id: str) -> bool:
+    """Whether `local_dir` is the same folder on the host (a shared filesystem): a marker
+    written here is looked for there."""
+    marker = local_dir / f".ajetd-shared-{run_id}"
+    local_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text("ajetd\n")
+    try:
+        return run(spec, f"test -e {shlex.quote(str(marker))}").returncode == 0
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
+    """Copy remote `paths` (relative to `base`) into `into` with tar over the shared
+    connection, never over a file that is already here; returns what tar said (empty when all
+    went well)."""
+    if not paths:
+        return ""
+    names = " ".join(shlex.quote(p) for p in paths)
+    into.mkdir(parents=True, exist_ok=True)
+    with subprocess.Popen(
+        [*argv(spec), remote_command(f"cd {shlex.quote(base)} && tar -cf - -- {names}")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as sender:
+        untar = subprocess.run(
+            ["tar", "--skip-old-files", "-xf", "-", "-C", str(into)],
+            stdin=sender.stdout,
+            capture_output=True,
+            check=False,
+        )
+        _, err = sender.communicate(timeout=600)
+    return (err + untar.stderr).decode(errors="replace").strip()
+
+
+def gpus(spec: SshSpec) -> list[GpuSample] | None:
+    """The host's GPUs from `nvidia-smi` over the shared connection; None when it has none."""
+    done = run(
+        spec,
+        "command -v nvidia-smi >/dev/null || exit 9\n"
+        f"nvidia-smi --query-gpu={SMI_GPU_FIELDS} --format=csv,noheader,nounits\n"
+        "echo '--apps--'\n"
+        f"nvidia-smi --query-compute-apps={SMI_APP_FIELDS} --format=csv,noheader,nounits\n",
+    )
+    if done.returncode == 9:
+        return None
+    gpus_csv, _, apps_csv = done.stdout.decode(errors="replace").partition("--apps--")
+    return parse_nvidia_smi(gpus_csv, apps_csv)
+
+
+class RemoteFs:
+    """The host's filesystem for the blueprint checks (each question one call over the
+    shared connection); raises SshError at once when the host does not answer."""
+
+    def __init__(self, spec: SshSpec) -> None:
+        self.spec = spec
+        run(spec, "true")
+
+    def _test(self, flag: str, path: str) -> bool:
+        return run(self.spec, f"test {flag} {shlex.quote(path)}").returncode == 0
+
+    def expand(self, path: str) -> str:
+        return path  # `~` would be this machine's home: remote paths must be absolute
+
+    def isdir(self, path: str) -> bool:
+        return self._test("-d", path)
+
+    def isfile(self, path: str) -> bool:
+        return self._test("-f", path)
+
+    def exists(self, path: str) -> bool:
+        return self._test("-e", path)
+
+    def executable(self, path: str) -> bool:
+        return self._test("-x", path)
+
+    def realpath(self, path: str) -> str:
+        done = run(self.spec, f"realpath -m {shlex.quote(path)}")
+        return done.stdout.decode().strip() or path
+
+    def read_text(self, path: str) -> str:
+        done = run(self.spec, f"cat {shlex.quote(path)}")
+        if done.returncode != 0:
+            raise OSError(done.stderr.decode(errors="replace").strip() or "cannot read it")
+        return done.stdout.decode("utf-8")
+
+    def size(self, path: str) -> int | None:
+        text = run(self.spec, f"wc -c < {shlex.quote(path)}").stdout.decode().strip()
+        return int(text) if text.isdigit() else None
+
+
+def spec_json(spec: SshSpec) -> str:
+    """The spec as the follower takes it on its command line."""
+    return json.dumps(
+        {
+            "host": spec.host,
+            "user": spec.user,
+            "port": spec.port,
+            "identity_file": spec.identity_file,
+            "options": [list(pair) for pair in spec.options],
+        }
+    )
+
+
+def spec_from_json(text: str) -> SshSpec:
+    data = json.loads(text)
+    return SshSpec(
+        data["host"],
+        data["user"],
+        int(data["port"]),
+        data["identity_file"],
+        tuple((str(k), str(v)) for k, v in data["options"]),
+    )

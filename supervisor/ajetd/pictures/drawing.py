@@ -1,0 +1,192 @@
+"""A run's pictures (curves.png, gpus.png): what to draw, and the child process that draws.
+
+matplotlib is slow to import and has no place in the daemon: every picture is drawn by `python
+-m ajetd.pictures.runcurves` in a child process. While a run lives, a deep check that finds news
+starts one without waiting for it (at most one per run at a time, and not more often than
+LIVE_EVERY_S), so a person can open the curves mid-run. When the run ends, the final pictures
+are drawn once its data is final and before results.md and finish.flag are written, waiting at
+most FINAL_TIMEOUT_S; a plot that fails or times out is logged and results.md says so, and the
+run's outcome is never touched.
+
+GPU samples for gpus.png are appended to `runs/<id>/gpus.jsonl` by the daemon at each GPU
+sample (bounded by MAX_GPU_LOG_BYTES).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.store import OWNER_FILE, Home, write_json
+from ajetd.core.gpuuse import RunGpu
+from ajetd.core.model import Run
+from ajetd.frameworks.valresults import TABLE_KEYS
+from ajetd.pictures.runcurves import segments
+
+log = logging.getLogger(__name__)
+FINAL_TIMEOUT_S = 60.0
+LIVE_EVERY_S = 30.0
+MAX_GPU_LOG_BYTES = 16 * 1024 * 1024
+PICTURES = ("curves.png", "gpus.png")
+_LIVE: dict[str, subprocess.Popen[bytes]] = {}  # run id -> the mid-run drawing, if any
+
+
+def gpu_file(home: Home, run_id: str) -> Path:
+    return home.run_dir(run_id) / "gpus.jsonl"
+
+
+def record_gpus(home: Home, run_id: str, now: float, seen: Sequence[RunGpu]) -> None:
+    """Append one GPU sample of a run (index, utilisation, the run's memory) for gpus.png."""
+    line = {
+        "at": now,
+        "gpus": [{"index": g.index, "util": g.utilization, "mem": g.memory_mib} for g in seen],
+    }
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+    try:
+        fd = os.open(gpu_file(home, run_id), flags, OWNER_FILE)
+    except OSError as exc:
+        log.warning("run %s: cannot record GPU samples: %s", run_id, exc.strerror)
+        return
+    try:
+        if os.fstat(fd).st_size < MAX_GPU_LOG_BYTES:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def segment_labels(run: Run) -> list[str]:
+    """A name per piece of the history: `trial N` (with the fix it brought) where the pieces
+    and the trials that wrote records match one to one, else `part N`."""
+    pieces = len(segments(list(run.history)))
+    trials = [t for t in run.trials if t.started_at is not None]
+    if pieces != len(trials):
+        return [f"part {n + 1}" for n in range(pieces)]
+    labels = []
+    for n, trial in enumerate(trials):
+        fix = run.fixes[n - 1] if 0 < n <= len(run.fixes) else ""
+        labels.append(f"trial {trial.number}" + (f" (after fix {fix})" if fix else ""))
+    return labels
+
+
+def spec(home: Home, run: Run) -> dict[str, Any]:
+    """Everything runplot needs, as JSON."""
+    keys = list(dict.fromkeys([run.metric, *TABLE_KEYS]))
+    purpose = (run.purpose or "").splitlines()[0][:80] if run.purpose else ""
+    return {
+        "result_dir": run.result_dir,
+        "title": f"run {run.run_id}: {purpose}",
+        "keys": keys,
+        "history": list(run.history),
+        "segment_labels": segment_labels(run),
+        "trial_starts": [t.started_at for t in run.trials[1:] if t.started_at is not None],
+        "started_at": run.started_at,
+        "gpu_file": str(gpu_file(home, run.run_id)),
+    }
+
+
+def _argv(spec_file: Path) -> list[str]:
+    return [sys.executable, "-m", "ajetd.pictures.runcurves", str(spec_file)]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "MPLBACKEND": "Agg"}
+
+
+def _has_data(home: Home, run: Run) -> bool:
+    return bool(run.history) or gpu_file(home, run.run_id).exists()
+
+
+def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[list[str], str]:
+    """Draw the ended run's pictures and wait for them: (pictures drawn, what went wrong)."""
+    live = _LIVE.pop(run.run_id, None)
+    if live is not None and live.poll() is None:  # an older drawing must not land last
+        live.kill()
+        live.wait()
+    if not run.result_dir or not _has_data(home, run):
+        return [], ""
+    spec_file = home.run_dir(run.run_id) / "plot-spec.json"
+    problem = ""
+    try:
+        write_json(spec_file, spec(home, run), OWNER_FILE)
+        done = subprocess.run(
+            _argv(spec_file),
+            capture_output=True,
+            timeout=timeout,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        problem = f"drawing took longer than {timeout:.0f}s and was ended"
+    except OSError as exc:
+        problem = f"the plotter could not run: {exc}"
+    else:
+        if done.returncode == 0:
+            with contextlib.suppress(ValueError, IndexError, KeyError, TypeError):
+                return list(json.loads(done.stdout.splitlines()[-1])["drawn"]), ""
+            problem = "the plotter said nothing usable"
+        else:
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            problem = f"the plotter exited with code {done.returncode}: {tail[0][-300:]}"
+    log.error("run %s: pictures not drawn: %s", run.run_id, problem)
+    return [p for p in PICTURES if (Path(run.result_dir) / p).exists()], problem
+
+
+class LivePlots:
+    """Mid-run drawings, started from deep checks and never waited for."""
+
+    def __init__(self, every_s: float = LIVE_EVERY_S) -> None:
+        self.every_s = every_s
+        self.started: dict[str, float] = {}
+        self.records: dict[str, int] = {}  # validation records at the last drawing
+
+    def request(self, home: Home, run: Run, now: float) -> None:
+        running = _LIVE.get(run.run_id)
+        if running is not None and running.poll() is None:
+            return
+        first_curves = bool(run.history) and not self.records.get(run.run_id)
+        if not first_curves and now - self.started.get(run.run_id, float("-inf")) < self.every_s:
+            return  # the first validation record is drawn at once, later ones at this pace
+        if not run.result_dir or not Path(run.result_dir).is_dir() or not _has_data(home, run):
+            return
+        spec_file = home.run_dir(run.run_id) / "plot-spec-live.json"
+        try:
+            write_json(spec_file, spec(home, run), OWNER_FILE)
+            with open(home.run_dir(run.run_id) / "plot.log", "ab") as errors:
+                _LIVE[run.run_id] = subprocess.Popen(
+                    _argv(spec_file),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,
+                    env=_env(),
+                )
+        except OSError as exc:
+            log.warning("run %s: cannot start the plotter: %s", run.run_id, exc)
+            return
+        self.started[run.run_id] = now
+        self.records[run.run_id] = len(run.history)
+
+    def forget(self, run_id: str) -> None:
+        """The run ended (its final pictures are drawn by draw_final)."""
+        self.started.pop(run_id, None)
+        self.records.pop(run_id, None)
+
+    def reap(self) -> None:
+        for run_id, proc in list(_LIVE.items()):
+            if proc.poll() is None:
+                continue
+            del _LIVE[run_id]
+            if proc.returncode != 0:
+                log.warning(
+                    "run %s: mid-run pictures not drawn (exit %s); see runs/%s/plot.log",
+                    run_id,
+                    proc.returncode,
+                    run_id,
+                )

@@ -1,0 +1,184 @@
+"""`python -m ajetd.pictures.runcurves SPEC.json`: a run's curves.png and gpus.png, beside
+results.md.
+
+Run as a child process (`ajetd.pictures.drawing` starts it), so matplotlib is never imported into the daemon
+or the CLI, and a plot that fails or hangs cannot fail or hold up a run. The spec (written by
+drawing.spec) holds everything: the validation history, the trials' ends and fixes, the GPU
+samples file and where to write. Pictures are written whole (a temporary file renamed over the
+old one), so a reader never sees half a PNG.
+
+curves.png: one panel per validation metric, by step; each trial's records in their own
+colour (a relaunch that restarts its step count would otherwise draw back over the first),
+a dashed line where a trial began, labelled with the fix it brought, and the best point
+starred (the lowest for a loss). gpus.png: utilisation and memory of each GPU over minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_PANELS = 6
+
+
+def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The history cut where the step stops growing: one piece per launch that wrote it."""
+    pieces: list[list[dict[str, Any]]] = []
+    last: float | None = None
+    for record in history:
+        step = record.get("global_steps")
+        if not isinstance(step, (int, float)):
+            continue
+        if last is None or step <= last:
+            pieces.append([])
+        pieces[-1].append(record)
+        last = step
+    return pieces
+
+
+def _save(fig: Any, spec: dict[str, Any], out: Path) -> None:
+    """Title, layout, and the PNG written whole (a temporary file renamed over the old)."""
+    fig.suptitle(str(spec.get("title") or "")[:120], fontsize=9)
+    fig.tight_layout()
+    tmp = out.with_name(f".{out.name}.tmp")
+    fig.savefig(str(tmp), format="png")
+    tmp.chmod(0o644)
+    tmp.replace(out)
+
+
+def draw_curves(spec: dict[str, Any], out: Path) -> bool:
+    """curves.png; False when there is no metric to draw."""
+    import matplotlib.pyplot as plt
+
+    history: list[dict[str, Any]] = list(spec.get("history") or [])
+    keys = [
+        k
+        for k in spec.get("keys") or []
+        if any(isinstance(r.get(k), (int, float)) for r in history)
+    ]
+    keys = keys[:MAX_PANELS]
+    if not keys:
+        return False
+    pieces = segments(history)
+    labels = list(spec.get("segment_labels") or [])
+    fig, axes = plt.subplots(
+        len(keys), 1, figsize=(9, 2.6 * len(keys) + 0.6), dpi=100, squeeze=False
+    )
+    try:
+        for ax, key in zip((a[0] for a in axes), keys, strict=False):
+            best: tuple[float, float] | None = None
+            lower = "loss" in key
+            for n, piece in enumerate(pieces):
+                xs = [
+                    float(r["global_steps"]) for r in piece if isinstance(r.get(key), (int, float))
+                ]
+                ys = [float(r[key]) for r in piece if isinstance(r.get(key), (int, float))]
+                if not xs:
+                    continue
+                label = labels[n] if n < len(labels) else f"part {n + 1}"
+                ax.plot(xs, ys, marker=".", label=label)
+                if n:
+                    ax.axvline(xs[0], color="gray", linestyle="--", linewidth=1)
+                for x, y in zip(xs, ys, strict=True):
+                    if best is None or (y < best[1] if lower else y > best[1]):
+                        best = (x, y)
+            if best is not None:
+                ax.scatter(
+                    [best[0]],
+                    [best[1]],
+                    marker="*",
+                    s=180,
+                    color="gold",
+                    edgecolors="black",
+                    zorder=5,
+                    label=f"best {best[1]:.4g} (step {best[0]:g})",
+                )
+            ax.set_ylabel(key, fontsize=8)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="best")
+        axes[-1][0].set_xlabel("step (global_steps)")
+        _save(fig, spec, out)
+    finally:
+        plt.close(fig)
+    return True
+
+
+def gpu_series(path: Path) -> dict[int, list[tuple[float, float | None, float | None]]]:
+    """Per GPU index: (at, utilisation %, memory MiB) from the samples file, in order."""
+    series: dict[int, list[tuple[float, float | None, float | None]]] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return series
+    for line in lines:
+        try:
+            sample = json.loads(line)
+            for g in sample["gpus"]:
+                series.setdefault(int(g["index"]), []).append(
+                    (float(sample["at"]), g.get("util"), g.get("mem"))
+                )
+        except (ValueError, KeyError, TypeError):
+            continue
+    return series
+
+
+def draw_gpus(spec: dict[str, Any], out: Path) -> bool:
+    """gpus.png; False when the run has no GPU samples."""
+    series = gpu_series(Path(str(spec.get("gpu_file") or "")))
+    if not series:
+        return False
+    import matplotlib.pyplot as plt
+
+    start = float(spec.get("started_at") or min(s[0][0] for s in series.values()))
+    fig, (util_ax, mem_ax) = plt.subplots(2, 1, figsize=(9, 5.6), dpi=100, sharex=True)
+    try:
+        for index, points in sorted(series.items()):
+            xs = [(at - start) / 60 for at, _, _ in points]
+            util_ax.plot(
+                xs,
+                [u if u is not None else float("nan") for _, u, _ in points],
+                label=f"GPU {index}",
+            )
+            mem_ax.plot(
+                xs,
+                [m / 1024 if m is not None else float("nan") for _, _, m in points],
+                label=f"GPU {index}",
+            )
+        for at in spec.get("trial_starts") or []:
+            for ax in (util_ax, mem_ax):
+                ax.axvline((float(at) - start) / 60, color="gray", linestyle="--", linewidth=1)
+        util_ax.set_ylabel("utilisation %")
+        util_ax.set_ylim(0, 105)
+        mem_ax.set_ylabel("memory GiB (the run's)")
+        mem_ax.set_xlabel("minutes since the first trial started")
+        for ax in (util_ax, mem_ax):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="best")
+        _save(fig, spec, out)
+    finally:
+        plt.close(fig)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m ajetd.pictures.runcurves SPEC.json", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    import matplotlib
+
+    matplotlib.use("Agg")
+    out = Path(spec["result_dir"])
+    drawn = []
+    if draw_curves(spec, out / "curves.png"):
+        drawn.append("curves.png")
+    if draw_gpus(spec, out / "gpus.png"):
+        drawn.append("gpus.png")
+    print(json.dumps({"drawn": drawn}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,206 @@
+"""What `ajetd campaign status / list / wait` show: built from the campaign's state file, its
+spec and the records of its running experiments; pure (the clock is passed in).
+
+`status_json` is the handoff of seed 002 in one object: the goal, every stop rule and how far
+it is from being met, attempted/remaining, the deadline left, the best experiment (name,
+branch, commit, value), the running experiments with their live metric, and the ledger rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ajetd.core import campaign as cp
+from ajetd.core.campaignrecord import CampaignState, ExpState, attempted, best_line, progress_of
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run
+from ajetd.core.timefmt import iso
+
+WAIT_EXIT = {"completed": 0, "stopped": 1, "refused": 1, "needs_decision": 2}
+ROW_EXIT = {"keep": 0, "discard": 0, "smoke": 0, "crash": 1, "stopped": 1}
+
+
+def _experiment(exp: ExpState) -> dict[str, Any]:
+    return {
+        "index": exp.index,
+        "name": exp.name,
+        "description": exp.description,
+        "smoke": exp.smoke,
+        "run_id": exp.run_id or None,
+        "branch": exp.branch or None,
+        "parent_commit": exp.parent_commit or None,
+        "commit": exp.commit or None,
+    }
+
+
+def row_json(exp: ExpState) -> dict[str, Any]:
+    """A ledger row (the TSV's columns, typed) with the experiment's name and run."""
+    return {**exp.row, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
+
+
+def status_json(
+    spec: cp.CampaignSpec | None,
+    state: CampaignState,
+    runs: Mapping[str, Run],
+    now: float,
+    folder: str = "",
+) -> dict[str, Any]:
+    """Everything an agent needs to go on (`ajetd campaign status ID --json`)."""
+    out: dict[str, Any] = {
+        "campaign_id": state.campaign_id,
+        "name": state.name or (spec.name if spec else ""),
+        "state": state.phase,
+        "status": state.status or None,
+        "reason": state.reason or None,
+        "progress": state.progress,
+        "started_at": iso(state.started_at),
+        "ended_at": iso(state.ended_at),
+        "folder": folder,
+    }
+    rows = [row_json(e) for e in state.experiments if e.recorded]
+    if spec is None:  # refused before its folder could be read
+        return {**out, "goal": None, "stop_rules": [], "rows": rows, "running": []}
+    prog = progress_of(state, spec, now)
+    rules = cp.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+    count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
+    deadline = next((r for r in rules if r.rule == "deadline"), None)
+    plan = cp.planned(spec)
+    best = None
+    if state.best_index is not None and state.best is not None:
+        best = {**_experiment(state.experiments[state.best_index]), "value": state.best}
+    baseline = next((e for e in state.experiments if e.name == "baseline"), None)
+    running = []
+    for exp in state.experiments:
+        if exp.recorded:
+            continue
+        run = runs.get(exp.run_id) if exp.run_id else None
+        metrics = dict(run.metrics) if run else {}
+        value = metrics.get(spec.metric)
+        running.append(
+            {
+                **_experiment(exp),
+                "run_state": run.state.value if run else "submitted",
+                "metric": value if isinstance(value, (int, float)) else None,
+                "best_metric": cp.best_value(run.history, spec.metric, spec.maximise)
+                if run
+                else None,
+                "metrics": metrics,
+                "result_dir": run.result_dir if run else None,
+            }
+        )
+    out.update(
+        {
+            "progress": prog.text if not state.done else state.progress,
+            "goal": {"metric": spec.metric, "direction": "max" if spec.maximise else "min"},
+            "stop_rules": [
+                {
+                    "rule": r.rule,
+                    "met": r.met,
+                    "text": r.text,
+                    "limit": r.limit,
+                    "current": r.current,
+                    "remaining": r.remaining,
+                }
+                for r in rules
+            ],
+            "default_stop_rule": spec.default_rule,
+            "stop_met": prog.met,
+            "attempted": attempted(state),
+            "remaining": None if count is None else count.remaining,
+            "deadline_at": None
+            if spec.deadline_s is None
+            else iso(state.started_at + spec.deadline_s),
+            "deadline_left_s": None if deadline is None else deadline.remaining,
+            "per_experiment_timeout_s": spec.per_experiment_s,
+            "best": best,
+            "baseline": None
+            if baseline is None
+            else {**_experiment(baseline), "value": baseline.value, "status": baseline.status},
+            "running": running,
+            "planned": [
+                {"index": i, "name": e.name, "description": e.description, "smoke": e.smoke}
+                for i, e in enumerate(plan)
+                if i >= len(state.experiments)
+            ],
+            "rows": rows,
+            "result_dir": spec.result_dir,
+            "ledger": f"{spec.result_dir}/ledger.tsv",
+            "report": f"{spec.result_dir}/campaign.md",
+            "plot": f"{spec.result_dir}/progress.png",
+            "branch_prefix": spec.branch_prefix or None,
+            "repo": state.repo or None,
+            "baseline_commit": state.baseline_commit or None,
+            "parallel": spec.parallel,
+        }
+    )
+    return out
+
+
+def render_status(spec: cp.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
+    """The text view of `status_json`."""
+    phase = data["state"] + (f" ({data['status']})" if data["status"] else "")
+    lines = [f"campaign {data['campaign_id']} ({data['name']}): {phase}"]
+    if data["reason"]:
+        lines.append(f"  {data['reason']}")
+    if spec is None:
+        return "\n".join(lines)
+    goal = data["goal"]
+    lines.append(
+        f"goal: {goal['metric']} ({'higher' if goal['direction'] == 'max' else 'lower'} is better)"
+    )
+    lines.append(data["progress"])
+    for rule in data["stop_rules"]:
+        mark = "met" if rule["met"] else "not met"
+        lines.append(f"  - {rule['rule']}: {rule['text']} ({mark})")
+    if data["deadline_left_s"] is not None:
+        lines.append(
+            f"deadline: {data['deadline_at']} ({format_duration(data['deadline_left_s'])} left)"
+        )
+    lines.append(f"best: {best_line(spec, state)}")
+    for run in data["running"]:
+        value = "no metric yet" if run["metric"] is None else f"{goal['metric']} {run['metric']:g}"
+        lines.append(
+            f"running: {run['index']} {run['name']} (run {run['run_id']}, "
+            f"{run['run_state']}): {value}"
+        )
+    for planned in data["planned"]:
+        lines.append(f"planned: {planned['index']} {planned['name']}")
+    if data["rows"]:
+        lines.append("")
+        lines.append(f"{'#':>3}  {'status':<8} {'value':>10}  {'experiment':<24} branch")
+        for row in data["rows"]:
+            value = "" if row["metric_value"] is None else f"{row['metric_value']:g}"
+            lines.append(
+                f"{row['index']:>3}  {row['status']:<8} {value:>10}  "
+                f"{row['name']:<24} {row['branch'] or '-'}"
+            )
+    lines.append(f"ledger: {data['ledger']}  plot: {data['plot']}")
+    return "\n".join(lines)
+
+
+def summary_json(data: dict[str, Any]) -> dict[str, Any]:
+    """One line of `ajetd campaign list --json`."""
+    keys = (
+        "campaign_id",
+        "name",
+        "state",
+        "status",
+        "reason",
+        "progress",
+        "attempted",
+        "best",
+        "result_dir",
+        "started_at",
+        "ended_at",
+    )
+    return {k: data.get(k) for k in keys}
+
+
+def row_line(row: dict[str, Any]) -> str:
+    value = (
+        "no metric"
+        if row["metric_value"] is None
+        else f"{row['metric_name']} {row['metric_value']:g}"
+    )
+    return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}"

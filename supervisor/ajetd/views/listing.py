@@ -1,0 +1,341 @@
+"""What `ajetd status` shows a person: which runs, in which order, in how many columns; pure.
+
+The default view answers "what is going on now": live runs first (attention, then running,
+stopping, restarting, then queued), then the most recent ended runs, newest first; filters
+narrow it (`--all`, `--state`, `--since`, `--campaign`). The table is fitted to the terminal's
+width (never wrapped): fixed columns keep their natural width, the session name takes what is
+left and is shortened in the middle, and every line is cut to the width as a last resort.
+
+Lines are lists of (text, style) segments; `plain` joins them for pipes and files, and the
+terminal renderer (statusterm) gives the styles to rich. No I/O here: the caller passes the
+runs, the clock, the daemon's published info and the terminal width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ajetd.core import gpuuse
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run, State, Status
+from ajetd.frameworks.valresults import metric_series
+from ajetd.views.records import shown_state
+
+Segment = tuple[str, str]  # (text, style name; "" for none)
+Line = list[Segment]
+
+SPARK = "▁▂▃▄▅▆▇█"
+RECENT = 10  # ended runs in the default view
+SPARK_POINTS = 8
+MIN_SESSION = 8
+GAP = "  "
+# Order of live runs: those that need a person first, then what runs, then what waits.
+_LIVE_RANK = {"attention": 0, "running": 1, "stopping": 2, "restarting": 3, "queued": 4}
+STATES = ("live", "ended", "attention", *(s.value for s in (*State, *Status)))
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The user's filters: `--all`, `--state S`, `--since D` (seconds), `--campaign C` (the
+    campaign's run ids; None when not asked for)."""
+
+    all: bool = False
+    state: str | None = None
+    since_s: float | None = None
+    campaign_runs: frozenset[str] | None = None
+    recent: int = RECENT
+
+    @property
+    def narrowed(self) -> bool:
+        return self.state is not None or self.since_s is not None or self.campaign_runs is not None
+
+
+@dataclass(frozen=True)
+class Selection:
+    live: list[Run]
+    ended: list[Run]
+    hidden: int = 0  # ended runs that matched but fell beyond `recent`
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """One campaign as its record (`campaigns/<id>/state.json`) holds it."""
+
+    campaign_id: str
+    progress: str
+    name: str = ""
+    phase: str = "running"
+    status: str = ""
+    best: float | None = None
+    best_name: str = ""
+    done: bool = False
+    run_ids: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> Campaign:
+        best = data.get("best")
+        return cls(
+            campaign_id=str(data.get("campaign_id", "?")),
+            progress=str(data.get("progress") or ""),
+            name=str(data.get("name") or ""),
+            phase=str(data.get("phase") or "running"),
+            status=str(data.get("status") or ""),
+            best=float(best) if isinstance(best, (int, float)) else None,
+            best_name=str(data.get("best_name") or ""),
+            done=bool(data.get("done")),
+            run_ids=frozenset(
+                str(e["run_id"])
+                for e in data.get("experiments") or ()
+                if isinstance(e, dict) and e.get("run_id")
+            ),
+        )
+
+    def line(self) -> str:
+        """`campaign ID (name) phase (status): progress; best X (experiment) [done]`."""
+        phase = self.phase + (f" ({self.status})" if self.status else "")
+        progress = " ".join((self.progress or "starting").split())
+        text = f"campaign {self.campaign_id} ({self.name or '?'}) {phase}: {progress}"
+        if self.best is not None:
+            text += f"; best {self.best:g} ({self.best_name})"
+        return text + (" [done]" if self.done else "")
+
+
+def state_word(run: Run) -> str:
+    """`attention`, the live state, or the terminal status."""
+    if run.state is State.DONE:
+        return run.status.value if run.status else "done"
+    return "attention" if run.attention else shown_state(run)
+
+
+def matches(run: Run, f: Filters, now: float) -> bool:
+    if f.campaign_runs is not None and run.run_id not in f.campaign_runs:
+        return False
+    if f.state is not None:
+        word = state_word(run)
+        wanted = f.state
+        if not (
+            word == wanted
+            or (wanted == "live" and run.active)
+            or (wanted == "ended" and not run.active)
+            or (wanted == "done" and not run.active)
+            or (wanted == shown_state(run))
+        ):
+            return False
+    if f.since_s is not None and not run.active:
+        return (run.ended_at or run.submitted_at) >= now - f.since_s
+    return True
+
+
+def _live_key(run: Run) -> tuple[int, float]:
+    return _LIVE_RANK.get(state_word(run), 5), -(run.started_at or run.submitted_at)
+
+
+def select(runs: Iterable[Run], f: Filters, now: float) -> Selection:
+    """Live runs first, then ended runs newest first (`recent` of them unless `--all` or a
+    filter narrows the view)."""
+    chosen = [r for r in runs if matches(r, f, now)]
+    live = sorted((r for r in chosen if r.active), key=_live_key)
+    ended = sorted(
+        (r for r in chosen if not r.active),
+        key=lambda r: (r.ended_at or r.submitted_at, r.run_id),
+        reverse=True,
+    )
+    if f.all or f.narrowed:
+        return Selection(live, ended)
+    return Selection(live, ended[: f.recent], max(0, len(ended) - f.recent))
+
+
+def for_json(runs: Iterable[Run], f: Filters, now: float) -> list[Run]:
+    """`status --json`: every run that matches, in the record order (all runs by default)."""
+    return [r for r in runs if matches(r, f, now)]
+
+
+# -- cells ------------------------------------------------------------------------------------
+def sparkline(values: Sequence[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    return "".join(SPARK[int((v - lo) / span * (len(SPARK) - 1))] for v in values)
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut in the middle (both ends of a session name
+    say something: its purpose and its `_2`)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _time_cell(run: Run, now: float) -> str:
+    if run.active:
+        if run.started_at is None:
+            return f"waits {format_duration(now - run.submitted_at)}"
+        used = format_duration(now - run.started_at)
+        return f"{used}/{format_duration(run.max_time_s)}" if run.max_time_s else used
+    return f"{format_duration(now - (run.ended_at or run.submitted_at))} ago"
+
+
+def _metric_cell(run: Run) -> str:
+    value = run.metrics.get(run.metric)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    series = metric_series(list(run.history), run.metric)[-SPARK_POINTS:]
+    shown = f"{value:.4f}" if run.metric == "mean_reward" else f"{run.metric}={value:.4f}"
+    return f"{shown} {sparkline(series)}".rstrip()
+
+
+def gpu_cell(run: Run) -> str:
+    if run.state is State.RUNNING and run.gpu_stats:
+        return gpuuse.short(run.gpu_stats)
+    if run.gpu_ids == ():
+        return "cpu"
+    return ",".join(map(str, run.gpu_ids)) if run.gpu_ids else "-"
+
+
+def state_style(word: str) -> str:
+    return {
+        "attention": "attention",
+        "running": "running",
+        "stopping": "waiting",
+        "restarting": "waiting",
+        "queued": "waiting",
+        "succeeded": "good",
+        "plateau": "good",
+        "time_limit": "good",
+        "failed": "bad",
+        "lost": "bad",
+        "rejected": "bad",
+        "stopped": "dim",
+    }.get(word, "")
+
+
+HEADER = ("RUN", "STATE", "T", "TIME", "MEAN_REWARD", "GPU", "SESSION")
+_DROP_ORDER = (5, 4)  # columns given up, in this order, when the width is too small
+
+
+def _row(run: Run, now: float) -> list[str]:
+    word = state_word(run)
+    return [
+        run.run_id,
+        "ATTENTION!" if word == "attention" else word,
+        str(len(run.trials)),
+        _time_cell(run, now),
+        _metric_cell(run),
+        cut(gpu_cell(run), 16),
+        run.session or "-",
+    ]
+
+
+def _fit(rows: list[list[str]], width: int) -> tuple[list[int], int]:
+    """Column widths (0: dropped) and the session column's width for `width` characters."""
+    keep = list(range(len(HEADER) - 1))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+
+    def session_room() -> int:
+        return width - sum(widths[i] for i in keep) - len(GAP) * len(keep)
+
+    for column in _DROP_ORDER:
+        if session_room() >= MIN_SESSION:
+            break
+        keep.remove(column)
+    out = [widths[i] if i in keep else 0 for i in range(len(HEADER) - 1)]
+    return out, max(min(session_room(), widths[-1]), 1)
+
+
+def table(sel: Selection, now: float, width: int, selected: str | None = None) -> list[Line]:
+    """The runs table, header first; `selected` (a run id) is highlighted (the live view)."""
+    runs = [*sel.live, *sel.ended]
+    rows = [list(HEADER), *(_row(r, now) for r in runs)]
+    widths, session_w = _fit(rows, width)
+    lines: list[Line] = []
+    for n, row in enumerate(rows):
+        run = runs[n - 1] if n else None
+        segments: Line = []
+        for i, cell in enumerate(row[:-1]):
+            if not widths[i]:
+                continue
+            style = (
+                "header"
+                if run is None
+                else (state_style(cell.lower().rstrip("!")) if i == 1 else "")
+            )
+            segments.append((cell.ljust(widths[i]), style))
+            segments.append((GAP, ""))
+        segments.append((shorten(row[-1], session_w), "header" if run is None else ""))
+        if run is not None and run.run_id == selected:
+            segments = [(text, f"{style} selected".strip()) for text, style in segments]
+        lines.append(segments)
+    if sel.live and sel.ended:
+        lines.insert(1 + len(sel.live), [(cut("── ended, newest first", width), "dim")])
+    if not runs:
+        lines.append([("(no runs match)", "dim")])
+    return lines
+
+
+def notes(sel: Selection, width: int) -> list[Line]:
+    """Under the table: why runs wait, what needs attention, what is hidden."""
+    lines: list[Line] = []
+    for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
+        if run.attention:
+            text = f"! attention {run.run_id}: {run.attention}"
+            lines.append([(cut(text, width), "attention")])
+        elif shown_state(run) == State.QUEUED.value and run.reason:
+            lines.append([(cut(f"queued {run.run_id}: {run.reason}", width), "waiting")])
+    if sel.hidden:
+        text = f"{sel.hidden} older ended run(s) not shown (--all shows every run)"
+        lines.append([(cut(text, width), "dim")])
+    return lines
+
+
+def daemon_lines(up: bool, info: dict[str, Any], width: int) -> list[Line]:
+    lines: list[Line] = []
+    if not up:
+        text = "daemon: not running (start it with `ajetd daemon --detach`)"
+        lines.append([(cut(text, width), "bad")])
+    for problem in info.get("problems") or []:
+        lines.append([(cut(f"daemon: NOT TAKING BLUEPRINTS: {problem}", width), "attention")])
+    for line in info.get("refused") or []:  # the other files are taken
+        lines.append([(cut(f"inbox: {line}", width), "attention")])
+    for problem in (info.get("disk") or []) if up else []:  # held writes, retried
+        lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
+    return lines
+
+
+def overview(
+    runs: Sequence[Run],
+    f: Filters,
+    now: float,
+    width: int,
+    daemon_up: bool,
+    info: dict[str, Any],
+    campaigns: Sequence[Campaign] = (),
+    selected: str | None = None,
+) -> list[Line]:
+    """The default view: the daemon's trouble, the table, its notes, one line per campaign."""
+    sel = select(runs, f, now)
+    lines = daemon_lines(daemon_up, info, width)
+    if not runs:
+        lines.append(
+            [("(no runs yet: `ajetd submit FILE` or drop a blueprint.md into the inbox)", "dim")]
+        )
+    else:
+        lines += table(sel, now, width, selected)
+        lines += notes(sel, width)
+    shown = [c for c in campaigns if f.campaign_runs is None or c.run_ids == f.campaign_runs]
+    lines += [[(cut(c.line(), width), "campaign")] for c in shown]
+    return lines
+
+
+def plain(lines: Iterable[Line]) -> str:
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in lines)

@@ -1,0 +1,144 @@
+"""What `ajetd status`, `wait` and `lint` show: run records as JSON and as text; pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.nvml import GpuSample
+from ajetd.core import gpuuse
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run, State
+from ajetd.core.timefmt import iso
+
+
+def _elapsed(run: Run, now: float) -> float | None:
+    if run.started_at is None:
+        return None
+    return (run.ended_at or now) - run.started_at
+
+
+def run_json(run: Run, now: float) -> dict[str, Any]:
+    """The contract's status object (DESIGN §3) plus the finish data."""
+    elapsed = _elapsed(run, now)
+    trial = run.trial
+    return {
+        "run_id": run.run_id,
+        "purpose": run.purpose,
+        "session": run.session or None,
+        "state": shown_state(run),
+        "status": run.status.value if run.status else None,
+        "reason": run.reason or None,
+        "trial": trial.number if trial else 0,
+        "trials": len(run.trials),
+        "attention": run.attention,
+        "submitted_at": iso(run.submitted_at),
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "elapsed_s": None if elapsed is None else round(elapsed, 3),
+        "max_time_s": run.max_time_s,
+        "result_dir": run.result_dir or None,
+        "exit_code": run.exit_code,
+        "metrics": run.metrics,
+        "blueprint": run.source,
+        "command": trial.command if trial else None,
+        "warnings": list(run.warnings),
+        "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
+        "gpu": gpuuse.now_view(run.gpu_stats),
+        "diagnosis": [
+            {k: f.get(k) for k in ("kind", "severity", "line", "evidence", "explanation", "fix")}
+            for f in ((trial.findings or trial.live_findings) if trial else ())
+        ],
+    }
+
+
+def shown_state(run: Run) -> str:
+    """The state as users see it: a trial whose Slurm job still waits is `queued`."""
+    if run.state is State.RUNNING and run.slurm.get("state") == "PENDING":
+        return State.QUEUED.value
+    return run.state.value
+
+
+def _state_word(run: Run) -> str:
+    if run.state is State.DONE and run.status is not None:
+        return run.status.value
+    return shown_state(run) + (" (!)" if run.attention else "")
+
+
+def gpus_json(samples: list[GpuSample], holders: dict[int, list[str]]) -> list[dict[str, Any]]:
+    """`ajetd gpus --json`: every figure of each GPU, and who holds it."""
+    return [
+        {
+            "index": g.index,
+            "name": g.name,
+            "uuid": g.uuid,
+            "utilization": g.utilization,
+            "memory_used_mib": g.memory_used_mib,
+            "memory_total_mib": g.memory_total_mib,
+            "temperature_c": g.temperature_c,
+            "power_w": g.power_w,
+            "lost": g.lost,
+            "processes": [{"pid": p.pid, "memory_mib": p.memory_mib} for p in g.processes],
+            "held_by": holders.get(g.index, []),
+        }
+        for g in samples
+    ]
+
+
+def render_gpus(description: str, samples: list[GpuSample], holders: dict[int, list[str]]) -> str:
+    """`ajetd gpus`: one line per GPU."""
+    lines = [f"GPUs: {description}"]
+    if not samples:
+        return "\n".join(lines)
+    rows = [("GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HELD BY")]
+
+    def fig(value: float | None, fmt: str) -> str:
+        return "-" if value is None else fmt.format(value)
+
+    for g in samples:
+        memory = f"{fig(g.memory_used_mib, '{:.0f}')}/{fig(g.memory_total_mib, '{:.0f}')} MiB"
+        rows.append(
+            (
+                str(g.index),
+                g.name,
+                "LOST" if g.lost else fig(g.utilization, "{:.0f}%"),
+                memory,
+                fig(g.temperature_c, "{:.0f}C"),
+                fig(g.power_w, "{:.0f}W"),
+                "; ".join(holders.get(g.index, [])) or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def wait_line(run: Run, code: int) -> str:
+    if code == 124:
+        return f"run {run.run_id}: still {run.state.value} (wait timed out)"
+    if code == 2:
+        return f"run {run.run_id} {_state_word(run)}, needs attention: {run.attention}"
+    return f"run {run.run_id} {_state_word(run)}: {run.reason}"
+
+
+def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
+    lines = [f"{file}: ok"]
+    for key in (
+        "purpose",
+        "codebase_dir",
+        "venv_exe",
+        "yaml_path",
+        "launch_command",
+        "result_dir",
+        "val_path",
+    ):
+        value = summary.get(key)
+        shown = str(value).splitlines()[0] if value else "-"
+        lines.append(f"  {key}: {shown}")
+    lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
+    lines.append(f"  options: {summary['options']}")
+    lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
+    for change in summary.get("config_changes", []):
+        lines.append(f"  config fix (in a copy beside the original): {change}")
+    return "\n".join(lines)

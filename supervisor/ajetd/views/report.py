@@ -1,0 +1,259 @@
+"""results.md, trials.md and finish.flag, rendered from records; pure.
+
+`results.md` must let a reader who was not there understand the run: what was asked, what ran,
+what happened when, the metrics, why it ended and how the output ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ajetd.adapters import git
+from ajetd.core import gpuuse
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run, Trial
+from ajetd.core.timefmt import iso
+from ajetd.frameworks.valresults import TABLE_KEYS, metric_series
+from ajetd.views.listing import sparkline
+from ajetd.views.records import run_json
+from ajetd.views.words import action_label
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a report needs beyond the run record, gathered by the daemon."""
+
+    host: str
+    blueprint_text: str = ""
+    events: list[tuple[float, str]] = field(default_factory=list)
+    log_tail: list[str] = field(default_factory=list)
+    trial_tails: dict[int, list[str]] = field(default_factory=dict)
+    allowed_fixes: tuple[str, ...] = ()  # the blueprint's `[ajetd] allow_fixes` keys
+    pictures: tuple[str, ...] = ()  # curves.png / gpus.png drawn beside results.md
+    plot_problem: str = ""  # why the pictures could not be drawn, if they could not
+
+
+def _gpu_section(run: Run) -> str:
+    placed = ""
+    if run.gpu_ids:
+        placed = f"Placed on GPU(s) {', '.join(map(str, run.gpu_ids))} (CUDA_VISIBLE_DEVICES).\n\n"
+    if run.gpu_stats:
+        return placed + gpuuse.summary(run.gpu_stats, run.ended_at)
+    if run.gpu_ids == ():
+        return "CPU-only run (`gpus: 0`): no GPU was given to it."
+    if run.gpu_ids:
+        return placed + "No GPU sample was taken while it ran (it ended before the first one)."
+    return "No GPU was visible to ajetd (no NVML driver): no GPU figures recorded."
+
+
+def run_record(run: Run) -> dict[str, Any]:
+    """`run.json`: the status object plus provenance and what exactly ran."""
+    return {
+        **run_json(run, run.ended_at or run.submitted_at),
+        "provenance": run.provenance,
+        "launch_command": run.launch_command,
+        "commands": [t.command for t in run.trials],
+        "config_path": run.config_path,
+        "config_changes": list(run.config_changes),
+        "fixes": list(run.fixes),
+        "codebase_dir": run.codebase_dir,
+        "venv_dir": run.venv_dir,
+        "gpu_ids": None if run.gpu_ids is None else list(run.gpu_ids),
+        "history": list(run.history),
+    }
+
+
+def finish_flag(run: Run) -> dict[str, Any]:
+    """The JSON object of `finish.flag` (DESIGN §3)."""
+    return {
+        "run_id": run.run_id,
+        "status": run.status.value if run.status else None,
+        "reason": run.reason,
+        "exit_code": run.exit_code,
+        "trials": len(run.trials),
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "metrics": run.metrics,
+    }
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def _metrics_section(run: Run) -> list[str]:
+    history = list(run.history)
+    if not history:
+        return ["No validation results were written during this run."]
+    keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    if run.metric not in keys and any(run.metric in r for r in history):
+        keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
+    lines = [
+        "| step | " + " | ".join(keys) + " |",
+        "|---:|" + "---:|" * len(keys),
+    ]
+    for record in history:
+        step = record.get("global_steps", "")
+        lines.append(f"| {step} | " + " | ".join(_fmt(record.get(k)) for k in keys) + " |")
+    lines.append("")
+    for key in dict.fromkeys((run.metric, "mean_reward", "task_pass_rate@1")):
+        series = metric_series(history, key)
+        if not series:
+            continue
+        best = min(series) if "loss" in key else max(series)
+        best_step = next(r.get("global_steps") for r in history if r.get(key) == best)
+        lines.append(
+            f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {best_step}), "
+            f"last {series[-1]:.4f}  `{sparkline(series)}`"
+        )
+    return lines
+
+
+def _trial_row(trial: Trial) -> str:
+    duration = (
+        format_duration(trial.ended_at - trial.started_at)
+        if trial.started_at is not None and trial.ended_at is not None
+        else ""
+    )
+    code = "" if trial.exit_code is None else str(trial.exit_code)
+    wrong = trial.findings[0]["kind"] if trial.findings else (trial.problem or "")
+    return (
+        f"| {trial.number} | {iso(trial.started_at) or 'not started'} | {iso(trial.ended_at) or ''}"
+        f" | {duration} | {code} | {wrong} |"
+    )
+
+
+def render_results(run: Run, ctx: ReportContext) -> str:
+    """The results document of a finished (or rejected) run."""
+    status = run.status.value if run.status else run.state.value
+    elapsed = (
+        format_duration(run.ended_at - run.started_at)
+        if run.started_at is not None and run.ended_at is not None
+        else "not started"
+    )
+    lines = [
+        f"# Results of run {run.run_id}",
+        "",
+        f"**Status: {status}**: {run.reason}",
+        "",
+        "## Purpose",
+        "",
+        run.purpose or "(none given)",
+        "",
+        "## Settings",
+        "",
+        f"- run id: `{run.run_id}` (blueprint file `{run.source}`)",
+        f"- tmux session: `{run.session or '(none)'}` on host `{ctx.host}`",
+        f"- result dir: `{run.result_dir}`",
+        f"- max time: {format_duration(run.max_time_s) if run.max_time_s else '(none)'}",
+        f"- codebase dir: `{run.codebase_dir}`" if run.codebase_dir else "- codebase dir: (none)",
+        f"- venv: `{run.venv_dir}`" if run.venv_dir else "- venv: (none)",
+        f"- launch command (blueprint): `{run.launch_command}`"
+        if run.launch_command
+        else "- launch command: (none)",
+        f"- command run: `{run.trial.command}`" if run.trial else "- command run: (none)",
+        f"- validation results file: `{run.val_path}`"
+        if run.val_path
+        else "- validation results file: (none named in the YAML)",
+    ]
+    lines += [f"- warning: {w}" for w in run.warnings]
+    lines += ["", "## Provenance", "", *git.describe(run.provenance)]
+    lines += [
+        f"- config used: `{run.config_path}`"
+        + (" (on the remote host)" if run.remote_dir else " (copied as `config-used.yaml`)")
+        if run.config_path
+        else "- config used: (none)",
+        "- machine-readable: `run.json`",
+    ]
+    lines += [
+        "",
+        "## Timeline",
+        "",
+        f"- submitted: {iso(run.submitted_at)}",
+        f"- started: {iso(run.started_at) or 'never'}",
+        f"- ended: {iso(run.ended_at) or ''} (elapsed {elapsed})",
+    ]
+    lines += [f"- {iso(at)}: {text}" for at, text in ctx.events]
+    lines += ["", "## Trials", ""]
+    if run.trials:
+        lines += ["| trial | start | end | duration | exit code | what went wrong |"]
+        lines += ["|---:|---|---|---|---:|---|"]
+        lines += [_trial_row(t) for t in run.trials]
+    else:
+        lines.append("No trial was launched.")
+    if run.config_changes:
+        lines += ["", "## Config changes (preflight)", ""]
+        lines += [f"- {c}" for c in run.config_changes]
+    if run.fixes:
+        lines += ["", "## Fixes applied", ""]
+        lines += [
+            f"- after trial {t.number}: {t.next_step}"
+            for t in run.trials
+            if t.next_step and t.number < len(run.trials)
+        ]
+    lines += ["", "## Validation metrics", "", *_metrics_section(run)]
+    if "curves.png" in ctx.pictures:
+        lines += ["", "![validation metrics by step](curves.png)"]
+    if run.metrics:
+        lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
+    lines += ["", "## GPU summary", "", _gpu_section(run)]
+    if "gpus.png" in ctx.pictures:
+        lines += ["", "![GPU utilisation and memory over time](gpus.png)"]
+    if ctx.plot_problem:
+        lines += ["", f"Pictures not drawn: {ctx.plot_problem} (the run itself is unaffected)."]
+    lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
+    lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
+    if ctx.blueprint_text:
+        lines += [
+            "",
+            "## Blueprint as submitted",
+            "",
+            "~~~~markdown",
+            ctx.blueprint_text.rstrip(),
+            "~~~~",
+        ]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def render_trials(run: Run, ctx: ReportContext) -> str:
+    """The trial-and-error log: one section per launch."""
+    lines = [f"# Trials of run {run.run_id}", ""]
+    if not run.trials:
+        lines += [f"No trial was launched: {run.reason}", ""]
+    for trial in run.trials:
+        duration = (
+            format_duration(trial.ended_at - trial.started_at)
+            if trial.started_at is not None and trial.ended_at is not None
+            else ""
+        )
+        code = "none recorded" if trial.exit_code is None else str(trial.exit_code)
+        lines += [
+            f"## Trial {trial.number}" + (f" (stage {trial.stage})" if trial.stage else ""),
+            "",
+            f"- command: `{trial.command}`",
+            f"- session: `{trial.session}`",
+            f"- start: {iso(trial.started_at) or 'not started'}",
+            f"- end: {iso(trial.ended_at) or ''}",
+            f"- duration: {duration}",
+            f"- exit code: {code}",
+            f"- log: `logs/trial-{trial.number}.log`",
+            f"- what went wrong: {trial.problem or 'nothing (exit 0)'}",
+            f"- what was done next: {trial.next_step or 'nothing'}",
+        ]
+        if trial.findings:
+            lines += ["", "Diagnosis (root cause first):", ""]
+            for f in trial.findings:
+                label = action_label(f, ctx.allowed_fixes)
+                lines.append(
+                    f"- `{f['kind']}` ({label}, line {f['line']}, seen {f.get('count', 1)}x): "
+                    f"{f['explanation']} Fix: {f['fix']}  \n  evidence: `{f['evidence']}`"
+                )
+        tail = ctx.trial_tails.get(trial.number, [])
+        if tail and trial.exit_code not in (0, None):
+            lines += ["", "Last lines of its output:", "", "```text", *tail, "```"]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""`ajetd status RUN`: one run in full, as lines for a person; pure.
+
+Purpose, the `tmux attach` line to copy (or `ajetd attach RUN` where it would not fit), state
+and why, time used and left, the trials with their exit codes and what was done next, the
+findings with their explanation and fix, the fixes applied, the last validation records with
+the metric's trend, the GPUs, and when the daemon looks again (its next deep check). The live
+view (statusterm.frame) shows its head and the run's last lines of output.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from ajetd.core.durations import format_duration
+from ajetd.core.model import Run
+from ajetd.core.timefmt import iso
+from ajetd.frameworks.valresults import TABLE_KEYS, metric_series
+from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
+
+
+@dataclass(frozen=True)
+class RunExtras:
+    """What one run's detail needs beyond its record, gathered by the caller."""
+
+    tmux_socket: str | None = None
+    next_check_at: float | None = None  # the daemon's next deep check of this run
+    output: tuple[str, ...] = ()  # its last lines of output (the live view)
+
+
+def _kv(key: str, value: str, width: int, style: str = "") -> Line:
+    return [(f"{key:<11}", "dim"), (cut(value, max(width - 11, 1)), style)]
+
+
+def attach_line(session: str, socket: str | None) -> str:
+    argv = ["tmux", *(("-L", socket) if socket else ()), "attach", "-t", session]
+    return shlex.join(argv)
+
+
+def _trial_lines(run: Run, width: int) -> list[Line]:
+    lines: list[Line] = [[("TRIALS", "header")]]
+    for t in run.trials:
+        took = (
+            format_duration(t.ended_at - t.started_at)
+            if t.started_at is not None and t.ended_at is not None
+            else ("running" if t.started_at is not None else "not started")
+        )
+        code = "-" if t.exit_code is None else str(t.exit_code)
+        wrong = t.findings[0]["kind"] if t.findings else (t.problem or "")
+        text = f"  #{t.number} {iso(t.started_at) or '':<20} {took:<8} exit {code:<4} {wrong}"
+        lines.append([(cut(text.rstrip(), width), "bad" if t.exit_code not in (0, None) else "")])
+        if t.next_step:
+            lines.append([(cut(f"     next: {t.next_step}", width), "dim")])
+    return lines
+
+
+def _finding_lines(run: Run, width: int) -> list[Line]:
+    trial = run.trial
+    found = (trial.findings or trial.live_findings) if trial else ()
+    if not found:
+        return []
+    lines: list[Line] = [
+        [(f"FINDINGS (trial {trial.number if trial else 0}, root cause first)", "header")]
+    ]
+    for f in found:
+        head = (
+            f"  {f.get('kind')} [{f.get('severity')}] line {f.get('line')}: {f.get('evidence', '')}"
+        )
+        lines.append([(cut(head, width), "bad" if f.get("severity") == "fatal" else "")])
+        if f.get("explanation"):
+            lines.append([(cut(f"    why: {f['explanation']}", width), "")])
+        if f.get("fix"):
+            lines.append([(cut(f"    fix: {f['fix']}", width), "good")])
+    return lines
+
+
+def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
+    history = list(run.history)
+    if not history:
+        return [[("METRICS", "header")], [("  no validation results yet", "dim")]]
+    keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    if run.metric not in keys:
+        keys.insert(0, run.metric)
+    keys = keys[:4]
+    lines: list[Line] = [
+        [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
+    ]
+    lines.append(
+        [(cut("  " + "step".rjust(6) + "".join(k[:14].rjust(16) for k in keys), width), "dim")]
+    )
+    for record in history[-rows:]:
+        cells = "".join(
+            (f"{v:.4f}" if isinstance(v, float) else str(v if v is not None else "")).rjust(16)
+            for v in (record.get(k) for k in keys)
+        )
+        lines.append(
+            [(cut("  " + str(record.get("global_steps", "")).rjust(6) + cells, width), "")]
+        )
+    series = metric_series(history, run.metric)
+    if series:
+        best = min(series) if "loss" in run.metric else max(series)
+        text = f"  {run.metric}: {sparkline(series[-40:])}  best {best:.4f}, last {series[-1]:.4f}"
+        lines.append([(cut(text, width), "good")])
+    return lines
+
+
+def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) -> list[Line]:
+    """`ajetd status RUN`: one run in full."""
+    word = state_word(run)
+    lines: list[Line] = [
+        [(f"run {run.run_id}  ", "header"), (word.upper(), state_style(word))],
+        _kv("purpose", (run.purpose or "(none)").splitlines()[0], width),
+    ]
+    if run.session:
+        lines.append(_kv("session", run.session, width))
+        if run.active or not run.session_closed:
+            line = attach_line(run.session, extras.tmux_socket)  # whole, to copy, or:
+            short = f"ajetd attach {run.run_id}"
+            lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
+    why = run.attention or run.reason
+    lines.append(_kv("state", f"{word}" + (f": {why}" if why else ""), width, state_style(word)))
+    if run.started_at is not None:
+        used = (run.ended_at or now) - run.started_at
+        text = f"used {format_duration(used)}"
+        if run.max_time_s:
+            text += f" of {format_duration(run.max_time_s)}"
+            if run.active:
+                text += f", {format_duration(run.started_at + run.max_time_s - now)} left"
+        lines.append(_kv("time", text, width))
+    elif run.active:
+        lines.append(
+            _kv(
+                "time",
+                f"not started; submitted {format_duration(now - run.submitted_at)} ago",
+                width,
+            )
+        )
+    lines.append(_kv("result dir", run.result_dir or "-", width))
+    if run.active and extras.next_check_at is not None:
+        due = extras.next_check_at - now
+        text = f"in {format_duration(due)}" if due > 0 else "due now"
+        lines.append(_kv("deep check", text + " (val results, plateau, GPUs)", width))
+    gpus = gpu_cell(run)
+    lines.append(_kv("GPUs", gpus if gpus != "-" else "not placed", width))
+    lines.append([])
+    lines += _trial_lines(run, width)
+    found = _finding_lines(run, width)
+    if found:
+        lines += [[], *found]
+    if run.fixes:
+        lines += [[], [("FIXES APPLIED", "header")]]
+        lines += [
+            [(cut(f"  after trial {t.number}: {t.next_step}", width), "")]
+            for t in run.trials
+            if t.next_step and t.number < len(run.trials)
+        ]
+    lines += [[], *_metric_lines(run, width)]
+    if extras.output:
+        lines += [[], [("LAST OUTPUT", "header")]]
+        lines += [[(cut("  " + text, width), "dim")] for text in extras.output]
+    return lines
