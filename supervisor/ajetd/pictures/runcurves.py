@@ -1,11 +1,11 @@
 """`python -m ajetd.pictures.runcurves SPEC.json`: a run's curves.png and gpus.png, beside
 results.md.
 
-Run as a child process (`ajetd.pictures.drawing` starts it), so matplotlib is never imported into the daemon
-or the CLI, and a plot that fails or hangs cannot fail or hold up a run. The spec (written by
-drawing.spec) holds everything: the validation history, the trials' ends and fixes, the GPU
-samples file and where to write. Pictures are written whole (a temporary file renamed over the
-old one), so a reader never sees half a PNG.
+Run as a child process (`ajetd.pictures.drawing` starts it), so matplotlib is never imported
+into the daemon or the CLI, and a plot that fails or hangs cannot fail or hold up a run. The
+spec (written by drawing.spec) holds everything: the validation history, the trials' ends and
+fixes, the GPU samples file and where to write. Pictures are written whole (a temporary file
+renamed over the old one), so a reader never sees half a PNG.
 
 curves.png: one panel per validation metric, by step; each trial's records in their own
 colour (a relaunch that restarts its step count would otherwise draw back over the first),
