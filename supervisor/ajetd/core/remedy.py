@@ -161,6 +161,69 @@ def _user_remedy(
     return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
 
 
+def _refusal(run: Run, root: Mapping[str, Any], max_trials: int, now: float) -> GiveUp | None:
+    """Why no fix is tried at all: a fatal kind, a spent retry budget, or thrashing."""
+    if root["severity"] == "fatal":
+        return GiveUp(f"{root['kind']} is fatal, not retried: {root['fix']}")
+    if len(run.trials) >= max_trials:
+        return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
+    if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
+        return GiveUp(
+            f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
+        )
+    return None
+
+
+def _network(applied: set[str], proxychains: str | None) -> Relaunch | GiveUp:
+    """A network error: once under proxychains4, when it is installed."""
+    if "proxychains" in applied:
+        return GiveUp("network error again under proxychains4: check the proxy configuration")
+    if proxychains is None:
+        return GiveUp(
+            "network error; proxychains4 is not installed, so it cannot be retried "
+            "through a proxy (install and configure proxychains4, or fix DNS/proxy)"
+        )
+    return Relaunch(
+        "proxychains",
+        "network error: relaunched under proxychains4 -q",
+        prefix=(proxychains, "-q"),
+    )
+
+
+def _nccl(applied: set[str], fix: str) -> Relaunch | GiveUp:
+    """An NCCL error: once with NVLS off, AgentJet's documented fix."""
+    if "nccl_nvls_off" in applied:
+        return GiveUp("NCCL failed again with NCCL_NVLS_ENABLE=0: " + fix)
+    return Relaunch(
+        "nccl_nvls_off",
+        "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
+        env=(("NCCL_NVLS_ENABLE", "0"),),
+    )
+
+
+def _logger(applied: set[str], fix: str, config: Mapping[str, Any] | None) -> Relaunch | GiveUp:
+    """A logger error: once with a local logger in a copy of the config."""
+    patch = local_logger_patch(config) if config is not None else None
+    if patch is None or "local_logger" in applied:
+        return GiveUp(f"logger_error: {fix}")
+    return Relaunch(
+        "local_logger",
+        "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
+        config_patches=tuple(patch.items()),
+    )
+
+
+def _plain_retry(kind: str, applied: set[str], fix: str) -> Relaunch | GiveUp:
+    """A kind that is often transient: one plain relaunch."""
+    name = f"retry_{kind}"
+    if name in applied:
+        return GiveUp(f"{kind} again after a relaunch: {fix}")
+    return Relaunch(
+        name,
+        f"{kind} is often transient: relaunched once after ending this run's leftover processes",
+    )
+
+
 def choose(
     run: Run,
     findings: list[dict[str, Any]],
@@ -183,47 +246,19 @@ def choose(
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
     root = findings[0]
     kind = str(root["kind"])
+    fix = str(root["fix"])
     applied = set(run.fixes)
-    if root["severity"] == "fatal":
-        return GiveUp(f"{kind} is fatal, not retried: {root['fix']}")
-    if len(run.trials) >= max_trials:
-        return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
-    if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
-        return GiveUp(
-            f"thrashing guard: {THRASH_FAILURES} failures within {THRASH_WINDOW_S / 60:.0f} minutes"
-        )
+    refusal = _refusal(run, root, max_trials, now)
+    if refusal is not None:
+        return refusal
     if root.get("remedy") and root["severity"] == "retryable":  # a user kind's own remedy
-        return _user_remedy(kind, str(root["remedy"]), str(root["fix"]), applied, proxychains)
+        return _user_remedy(kind, str(root["remedy"]), fix, applied, proxychains)
     if kind == "network":
-        if "proxychains" in applied:
-            return GiveUp("network error again under proxychains4: check the proxy configuration")
-        if proxychains is None:
-            return GiveUp(
-                "network error; proxychains4 is not installed, so it cannot be retried "
-                "through a proxy (install and configure proxychains4, or fix DNS/proxy)"
-            )
-        return Relaunch(
-            "proxychains",
-            "network error: relaunched under proxychains4 -q",
-            prefix=(proxychains, "-q"),
-        )
+        return _network(applied, proxychains)
     if kind == "nccl_error":
-        if "nccl_nvls_off" in applied:
-            return GiveUp("NCCL failed again with NCCL_NVLS_ENABLE=0: " + str(root["fix"]))
-        return Relaunch(
-            "nccl_nvls_off",
-            "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
-            env=(("NCCL_NVLS_ENABLE", "0"),),
-        )
+        return _nccl(applied, fix)
     if kind == "logger_error":
-        patch = local_logger_patch(config) if config is not None else None
-        if patch is None or "local_logger" in applied:
-            return GiveUp(f"logger_error: {root['fix']}")
-        return Relaunch(
-            "local_logger",
-            "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
-            config_patches=tuple(patch.items()),
-        )
+        return _logger(applied, fix, config)
     if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:
         return Relaunch(
             "wait_gpu_drain",
@@ -239,12 +274,5 @@ def choose(
             "end it or choose another port"
         )
     if kind in PLAIN_RETRY:
-        name = f"retry_{kind}"
-        if name in applied:
-            return GiveUp(f"{kind} again after a relaunch: {root['fix']}")
-        return Relaunch(
-            name,
-            f"{kind} is often transient: relaunched once after ending this "
-            "run's leftover processes",
-        )
-    return GiveUp(f"{kind}: no automatic fix in this version: {root['fix']}")
+        return _plain_retry(kind, applied, fix)
+    return GiveUp(f"{kind}: no automatic fix in this version: {fix}")

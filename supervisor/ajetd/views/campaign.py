@@ -39,6 +39,72 @@ def row_json(exp: ExpState) -> dict[str, Any]:
     return {**exp.row, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
 
 
+def _running(spec: cp.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
+    """The experiments not yet recorded, each with its run's state and live metric."""
+    running = []
+    for exp in state.experiments:
+        if exp.recorded:
+            continue
+        run = runs.get(exp.run_id) if exp.run_id else None
+        metrics = dict(run.metrics) if run else {}
+        value = metrics.get(spec.metric)
+        running.append(
+            {
+                **_experiment(exp),
+                "run_state": run.state.value if run else "submitted",
+                "metric": value if isinstance(value, (int, float)) else None,
+                "best_metric": cp.best_value(run.history, spec.metric, spec.maximise)
+                if run
+                else None,
+                "metrics": metrics,
+                "result_dir": run.result_dir if run else None,
+            }
+        )
+    return running
+
+
+def _rule_json(rule: cp.Rule) -> dict[str, Any]:
+    return {
+        "rule": rule.rule,
+        "met": rule.met,
+        "text": rule.text,
+        "limit": rule.limit,
+        "current": rule.current,
+        "remaining": rule.remaining,
+    }
+
+
+def _best_and_baseline(state: CampaignState) -> tuple[Any, Any]:
+    """The best experiment with its value, and the baseline with its value and status."""
+    best = None
+    if state.best_index is not None and state.best is not None:
+        best = {**_experiment(state.experiments[state.best_index]), "value": state.best}
+    baseline = next((e for e in state.experiments if e.name == "baseline"), None)
+    if baseline is None:
+        return best, None
+    return best, {**_experiment(baseline), "value": baseline.value, "status": baseline.status}
+
+
+def _campaign_json(spec: cp.CampaignSpec, state: CampaignState, now: float) -> dict[str, Any]:
+    """The goal, the stop rules and how far each is from being met, and the deadline."""
+    prog = progress_of(state, spec, now)
+    rules = cp.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+    count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
+    deadline = next((r for r in rules if r.rule == "deadline"), None)
+    return {
+        "progress": prog.text if not state.done else state.progress,
+        "goal": {"metric": spec.metric, "direction": "max" if spec.maximise else "min"},
+        "stop_rules": [_rule_json(r) for r in rules],
+        "default_stop_rule": spec.default_rule,
+        "stop_met": prog.met,
+        "attempted": attempted(state),
+        "remaining": None if count is None else count.remaining,
+        "deadline_at": None if spec.deadline_s is None else iso(state.started_at + spec.deadline_s),
+        "deadline_left_s": None if deadline is None else deadline.remaining,
+        "per_experiment_timeout_s": spec.per_experiment_s,
+    }
+
+
 def status_json(
     spec: cp.CampaignSpec | None,
     state: CampaignState,
@@ -61,63 +127,14 @@ def status_json(
     rows = [row_json(e) for e in state.experiments if e.recorded]
     if spec is None:  # refused before its folder could be read
         return {**out, "goal": None, "stop_rules": [], "rows": rows, "running": []}
-    prog = progress_of(state, spec, now)
-    rules = cp.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
-    count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
-    deadline = next((r for r in rules if r.rule == "deadline"), None)
+    best, baseline = _best_and_baseline(state)
     plan = cp.planned(spec)
-    best = None
-    if state.best_index is not None and state.best is not None:
-        best = {**_experiment(state.experiments[state.best_index]), "value": state.best}
-    baseline = next((e for e in state.experiments if e.name == "baseline"), None)
-    running = []
-    for exp in state.experiments:
-        if exp.recorded:
-            continue
-        run = runs.get(exp.run_id) if exp.run_id else None
-        metrics = dict(run.metrics) if run else {}
-        value = metrics.get(spec.metric)
-        running.append(
-            {
-                **_experiment(exp),
-                "run_state": run.state.value if run else "submitted",
-                "metric": value if isinstance(value, (int, float)) else None,
-                "best_metric": cp.best_value(run.history, spec.metric, spec.maximise)
-                if run
-                else None,
-                "metrics": metrics,
-                "result_dir": run.result_dir if run else None,
-            }
-        )
+    out.update(_campaign_json(spec, state, now))
     out.update(
         {
-            "progress": prog.text if not state.done else state.progress,
-            "goal": {"metric": spec.metric, "direction": "max" if spec.maximise else "min"},
-            "stop_rules": [
-                {
-                    "rule": r.rule,
-                    "met": r.met,
-                    "text": r.text,
-                    "limit": r.limit,
-                    "current": r.current,
-                    "remaining": r.remaining,
-                }
-                for r in rules
-            ],
-            "default_stop_rule": spec.default_rule,
-            "stop_met": prog.met,
-            "attempted": attempted(state),
-            "remaining": None if count is None else count.remaining,
-            "deadline_at": None
-            if spec.deadline_s is None
-            else iso(state.started_at + spec.deadline_s),
-            "deadline_left_s": None if deadline is None else deadline.remaining,
-            "per_experiment_timeout_s": spec.per_experiment_s,
             "best": best,
-            "baseline": None
-            if baseline is None
-            else {**_experiment(baseline), "value": baseline.value, "status": baseline.status},
-            "running": running,
+            "baseline": baseline,
+            "running": _running(spec, state, runs),
             "planned": [
                 {"index": i, "name": e.name, "description": e.description, "smoke": e.smoke}
                 for i, e in enumerate(plan)
@@ -135,6 +152,21 @@ def status_json(
         }
     )
     return out
+
+
+def _running_line(run: dict[str, Any], metric: str) -> str:
+    value = "no metric yet" if run["metric"] is None else f"{metric} {run['metric']:g}"
+    return (
+        f"running: {run['index']} {run['name']} (run {run['run_id']}, {run['run_state']}): {value}"
+    )
+
+
+def _table_line(row: dict[str, Any]) -> str:
+    value = "" if row["metric_value"] is None else f"{row['metric_value']:g}"
+    return (
+        f"{row['index']:>3}  {row['status']:<8} {value:>10}  "
+        f"{row['name']:<24} {row['branch'] or '-'}"
+    )
 
 
 def render_status(spec: cp.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
@@ -158,23 +190,13 @@ def render_status(spec: cp.CampaignSpec | None, state: CampaignState, data: dict
             f"deadline: {data['deadline_at']} ({format_duration(data['deadline_left_s'])} left)"
         )
     lines.append(f"best: {best_line(spec, state)}")
-    for run in data["running"]:
-        value = "no metric yet" if run["metric"] is None else f"{goal['metric']} {run['metric']:g}"
-        lines.append(
-            f"running: {run['index']} {run['name']} (run {run['run_id']}, "
-            f"{run['run_state']}): {value}"
-        )
+    lines += [_running_line(run, goal["metric"]) for run in data["running"]]
     for planned in data["planned"]:
         lines.append(f"planned: {planned['index']} {planned['name']}")
     if data["rows"]:
         lines.append("")
         lines.append(f"{'#':>3}  {'status':<8} {'value':>10}  {'experiment':<24} branch")
-        for row in data["rows"]:
-            value = "" if row["metric_value"] is None else f"{row['metric_value']:g}"
-            lines.append(
-                f"{row['index']:>3}  {row['status']:<8} {value:>10}  "
-                f"{row['name']:<24} {row['branch'] or '-'}"
-            )
+        lines += [_table_line(row) for row in data["rows"]]
     lines.append(f"ledger: {data['ledger']}  plot: {data['plot']}")
     return "\n".join(lines)
 

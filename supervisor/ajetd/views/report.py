@@ -126,23 +126,9 @@ def _trial_row(trial: Trial) -> str:
     )
 
 
-def render_results(run: Run, ctx: ReportContext) -> str:
-    """The results document of a finished (or rejected) run."""
-    status = run.status.value if run.status else run.state.value
-    elapsed = (
-        format_duration(run.ended_at - run.started_at)
-        if run.started_at is not None and run.ended_at is not None
-        else "not started"
-    )
+def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
+    """What the run was given: ids, places, limits, commands, and the blueprint's warnings."""
     lines = [
-        f"# Results of run {run.run_id}",
-        "",
-        f"**Status: {status}**: {run.reason}",
-        "",
-        "## Purpose",
-        "",
-        run.purpose or "(none given)",
-        "",
         "## Settings",
         "",
         f"- run id: `{run.run_id}` (blueprint file `{run.source}`)",
@@ -159,16 +145,32 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         if run.val_path
         else "- validation results file: (none named in the YAML)",
     ]
-    lines += [f"- warning: {w}" for w in run.warnings]
-    lines += ["", "## Provenance", "", *git.describe(run.provenance)]
-    lines += [
+    return lines + [f"- warning: {w}" for w in run.warnings]
+
+
+def _provenance_section(run: Run) -> list[str]:
+    """Where the code and the config came from."""
+    return [
+        "",
+        "## Provenance",
+        "",
+        *git.describe(run.provenance),
         f"- config used: `{run.config_path}`"
         + (" (on the remote host)" if run.remote_dir else " (copied as `config-used.yaml`)")
         if run.config_path
         else "- config used: (none)",
         "- machine-readable: `run.json`",
     ]
-    lines += [
+
+
+def _timeline_section(run: Run, ctx: ReportContext) -> list[str]:
+    """When it was submitted, started and ended, and the events in between."""
+    elapsed = (
+        format_duration(run.ended_at - run.started_at)
+        if run.started_at is not None and run.ended_at is not None
+        else "not started"
+    )
+    lines = [
         "",
         "## Timeline",
         "",
@@ -176,8 +178,12 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         f"- started: {iso(run.started_at) or 'never'}",
         f"- ended: {iso(run.ended_at) or ''} (elapsed {elapsed})",
     ]
-    lines += [f"- {iso(at)}: {text}" for at, text in ctx.events]
-    lines += ["", "## Trials", ""]
+    return lines + [f"- {iso(at)}: {text}" for at, text in ctx.events]
+
+
+def _trials_section(run: Run) -> list[str]:
+    """The trials table, the preflight's config changes and the fixes applied."""
+    lines = ["", "## Trials", ""]
     if run.trials:
         lines += ["| trial | start | end | duration | exit code | what went wrong |"]
         lines += ["|---:|---|---|---|---:|---|"]
@@ -194,7 +200,12 @@ def render_results(run: Run, ctx: ReportContext) -> str:
             for t in run.trials
             if t.next_step and t.number < len(run.trials)
         ]
-    lines += ["", "## Validation metrics", "", *_metrics_section(run)]
+    return lines
+
+
+def _measures_section(run: Run, ctx: ReportContext) -> list[str]:
+    """The validation metrics and the GPU summary, with their pictures when drawn."""
+    lines = ["", "## Validation metrics", "", *_metrics_section(run)]
     if "curves.png" in ctx.pictures:
         lines += ["", "![validation metrics by step](curves.png)"]
     if run.metrics:
@@ -204,6 +215,27 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         lines += ["", "![GPU utilisation and memory over time](gpus.png)"]
     if ctx.plot_problem:
         lines += ["", f"Pictures not drawn: {ctx.plot_problem} (the run itself is unaffected)."]
+    return lines
+
+
+def render_results(run: Run, ctx: ReportContext) -> str:
+    """The results document of a finished (or rejected) run."""
+    status = run.status.value if run.status else run.state.value
+    lines = [
+        f"# Results of run {run.run_id}",
+        "",
+        f"**Status: {status}**: {run.reason}",
+        "",
+        "## Purpose",
+        "",
+        run.purpose or "(none given)",
+        "",
+        *_settings_section(run, ctx),
+        *_provenance_section(run),
+        *_timeline_section(run, ctx),
+        *_trials_section(run),
+        *_measures_section(run, ctx),
+    ]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
     lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
     if ctx.blueprint_text:
