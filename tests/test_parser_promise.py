@@ -8,6 +8,7 @@ Each regression test below failed on the code before the fix (the defect is name
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from ajetd.core.blueprint import Blueprint, parse_blueprint, parse_blueprint_bytes
 from ajetd.core.errors import BlueprintError
-from conftest import Env
+from conftest import Env, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = (
@@ -290,3 +291,51 @@ def test_the_daemon_rejects_with_the_specific_reason(daemon_env: Env) -> None:
         assert status["status"] == "rejected", (name, status)
         assert needle in status["reason"] and "internal error" not in status["reason"], status
     assert env.daemons[0].poll() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "encode"),
+    [
+        ("utf-8 with a mark", lambda t: b"\xef\xbb\xbf" + t.encode()),
+        ("utf-16 (Notepad, PowerShell >)", lambda t: t.encode("utf-16")),
+        ("utf-16-be with a mark", lambda t: b"\xfe\xff" + t.encode("utf-16-be")),
+        ("utf-16-le without a mark", lambda t: t.encode("utf-16-le")),
+        ("utf-16-be without a mark", lambda t: t.encode("utf-16-be")),
+        ("utf-32 with a mark", lambda t: t.encode("utf-32")),
+    ],
+)
+def test_a_blueprint_saved_in_another_unicode_encoding_reads_as_utf8(
+    name: str, encode: Callable[[str], bytes]
+) -> None:
+    """Once rejected with "every part missing": a UTF-16 file read as UTF-8 is NULs between
+    letters, so no `[exp_...]` marker was found."""
+    text = GOOD.replace("Math ablation", "数学 ablation")
+    assert parse_blueprint_bytes(encode(text)) == parse_blueprint(text), name
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda t: t.encode("utf-16"),
+        lambda t: t.replace("test run", "test run \udcff").encode("utf-8", "surrogateescape"),
+    ],
+    ids=["utf-16", "utf-8 with a stray byte"],
+)
+def test_a_blueprint_in_any_encoding_runs_and_survives_a_restart(
+    env: Env, encode: Callable[[str], bytes]
+) -> None:
+    """Every reader of the stored blueprint decodes as intake did: the restart's re-read of
+    the options once read the stored bytes as strict UTF-8 and raised UnicodeDecodeError."""
+    daemon = env.start_daemon()
+    config = env.config("wide", steps=40, step_time=0.05)
+    path = env.blueprint("wide", config=config, ajetd="max_trials: 1")
+    path.write_bytes(encode(path.read_text()))
+    assert env.cli("lint", str(path)).returncode == 0
+    run_id = env.submit(path)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    env.start_daemon()
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    assert "max_trials: 1" in (env.tmp / "results" / "wide" / "results.md").read_text()
+    assert "Traceback" not in env.daemon_log()

@@ -153,6 +153,15 @@ class Home:
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"corrupt run record {path}: {exc}") from exc
 
+    def blueprint_text(self, run_id: str) -> str:
+        """The run's claimed blueprint as text, decoded as intake decoded it (a UTF-16 or
+        non-UTF-8 file must read the same after a restart as when it was admitted). Imported here,
+        not at the top: `ajetd submit` reads the home and must not load the parser."""
+        from ajetd.core.blueprint import MAX_BYTES, decode_blueprint
+
+        with open(self.run_dir(run_id) / "blueprint.md", "rb") as handle:
+            return decode_blueprint(handle.read(MAX_BYTES + 1)[:MAX_BYTES])
+
     def pending(self, run_id: str) -> Run | None:
         """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`)."""
         for path in self.inbox.glob(f"{run_id}__*"):

@@ -573,9 +573,7 @@ def _remote_gpus(
         if not run.active:
             continue
         try:
-            spec = parse_blueprint(
-                (home.run_dir(run.run_id) / "blueprint.md").read_text()
-            ).options.ssh
+            spec = parse_blueprint(home.blueprint_text(run.run_id)).options.ssh
         except (OSError, AjetdError):
             continue
         if spec is None:

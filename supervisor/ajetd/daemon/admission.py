@@ -18,7 +18,15 @@ from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.preflight import Resolved, check_blueprint, result_dir_problem
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
-from ajetd.core.blueprint import Blueprint, clean_text, extract_parts, parse_blueprint, usable_path
+from ajetd.core.blueprint import (
+    MAX_BYTES,
+    Blueprint,
+    clean_text,
+    decode_blueprint,
+    extract_parts,
+    parse_blueprint,
+    usable_path,
+)
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.model import Run
 from ajetd.core.options import Options
@@ -28,7 +36,6 @@ from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts import sshcmd
 
 log = logging.getLogger(__name__)
-MAX_BLUEPRINT_BYTES = 1024 * 1024
 
 
 def admit(
@@ -41,15 +48,14 @@ def admit(
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
     try:
-        raw = inbox.read_regular(claimed, MAX_BLUEPRINT_BYTES + 1)
+        raw = inbox.read_regular(claimed, MAX_BYTES + 1)
     except inbox.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
         return _reject(home, run, "", [str(exc)], now, None), None
-    text = raw[:MAX_BLUEPRINT_BYTES].decode("utf-8", errors="replace")
-    if len(raw) > MAX_BLUEPRINT_BYTES:
-        problem = (
-            f"blueprint: larger than {MAX_BLUEPRINT_BYTES // 1024} KiB; is this the right file?"
-        )
-        return _reject(home, run, text, [problem], now, None), None
+    try:
+        text = decode_blueprint(raw)
+    except BlueprintError as exc:  # too large: what fits is kept beside the reason
+        text = decode_blueprint(raw[:MAX_BYTES])
+        return _reject(home, run, text, exc.problems, now, None), None
     try:
         bp = parse_blueprint(text)
     except BlueprintError as exc:
@@ -111,7 +117,7 @@ def admit(
 def stored_options(home: Home, run_id: str) -> Options:
     """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
     try:
-        return parse_blueprint((home.run_dir(run_id) / "blueprint.md").read_text()).options
+        return parse_blueprint(home.blueprint_text(run_id)).options
     except (OSError, AjetdError):
         return Options()
 

@@ -369,10 +369,9 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
     """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
     pictures already drawn (drawing.draw_final), else they are drawn here."""
     result_dir = Path(run.result_dir)
-    blueprint_file = home.run_dir(run.run_id) / "blueprint.md"
     try:
-        blueprint_text = blueprint_file.read_text(errors="replace")
-    except OSError:
+        blueprint_text = home.blueprint_text(run.run_id)
+    except (OSError, AjetdError):
         blueprint_text = ""
     trial_tails = {}
     for trial in run.trials:
