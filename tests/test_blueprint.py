@@ -159,7 +159,7 @@ def test_ajetd_part_errors_name_the_key(ajetd: str, needle: str) -> None:
 
 
 def test_swarm_options() -> None:
-    from ajetd.core.options import SwarmSpec
+    from ajetd.core.hostspecs import SwarmSpec
 
     base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
     assert parse_blueprint(base + "swarm: true\n").options.swarm == SwarmSpec()
@@ -172,7 +172,7 @@ def test_swarm_options() -> None:
 
 
 def test_ssh_options() -> None:
-    from ajetd.core.options import SshSpec
+    from ajetd.core.hostspecs import SshSpec
 
     base = _doc(STYLES["plain_heading"]) + "\n## [ajetd]\n"
     opts = parse_blueprint(base + "ssh: gpu-node-3\npull: saved_experiments/\n").options

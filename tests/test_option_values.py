@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from ajetd.core.errors import BlueprintError
-from ajetd.core.options import KNOWN_KEYS, SUBKEYS, Options, SlurmSpec, parse_options
+from ajetd.core.hostspecs import SlurmSpec
+from ajetd.core.options import KNOWN_KEYS, SUBKEYS, Options, parse_options
 
 
 def _slurm(o: Options) -> SlurmSpec:

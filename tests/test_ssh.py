@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ajetd.core.options import SshSpec
+from ajetd.core.hostspecs import SshSpec
 from ajetd.hosts import sshcmd
 from conftest import Env, Sshd, marked_processes, wait_for
 

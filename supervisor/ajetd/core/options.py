@@ -11,11 +11,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.core import values, yamlpart
+from ajetd.core import hostspecs, values, yamlpart
 from ajetd.core.errors import BlueprintError
+from ajetd.core.hostspecs import (
+    MAX_GPUS,
+    SLURM_KEYS,
+    SSH_KEYS,
+    SWARM_KEYS,
+    SlurmSpec,
+    SshSpec,
+    SwarmSpec,
+)
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
-from ajetd.core.values import OptionError, show, take
+from ajetd.core.values import OptionError, show, take, unknown_keys
 from ajetd.diagnosis.userkinds import UserKind, parse_kinds
 
 KNOWN_KEYS = (
@@ -36,92 +45,33 @@ KNOWN_KEYS = (
     "slurm",
     "kinds",
 )
-# Not carried out yet: the run is still the one asked for, so it runs, with a warning.
-SCIENCE_KEYS = (
-    "ppo_micro_batch_size_per_gpu",
-    "log_prob_micro_batch_size_per_gpu",
-    "micro_batch_size_per_gpu",
-    "gpu_memory_utilization",
-    "max_response_length",
-    "lr",
-)
+# The science fixes (`allow_fixes`): for each failure kind one can help, the YAML keys a
+# remedy lowers, in order (`ajetd.core.remedy`); a blueprint may permit only these keys.
+SCIENCE_STEPS = {
+    "cuda_oom": (
+        "ppo_micro_batch_size_per_gpu",
+        "log_prob_micro_batch_size_per_gpu",
+        "micro_batch_size_per_gpu",
+        "gpu_memory_utilization",
+        "max_response_length",
+    ),
+    "vllm_memory": ("gpu_memory_utilization",),
+    "nan_loss": ("lr",),
+}
+SCIENCE_KEYS = tuple(dict.fromkeys(key for keys in SCIENCE_STEPS.values() for key in keys))
 # The keys inside each structured option (also what the table test covers, key by key).
 SUBKEYS: dict[str, tuple[str, ...]] = {
     "hang": ("window", "action"),
     "plateau": ("metric", "patience", "min_delta", "after", "mode"),
-    "swarm": ("port", "server_command", "health_timeout", "keep"),
-    "ssh": ("host", "user", "port", "identity_file", "options"),
-    "slurm": (
-        "partition",
-        "nodes",
-        "gpus_per_node",
-        "cpus_per_task",
-        "mem",
-        "time",
-        "account",
-        "qos",
-        "constraint",
-        "exclude",
-        "extra",
-        "mode",
-    ),
+    "swarm": SWARM_KEYS,
+    "ssh": SSH_KEYS,
+    "slurm": SLURM_KEYS,
     "stages": ("name", "command", "requires", "outputs"),
     "allow_fixes": ("min", "max"),
 }
 HANG_ACTIONS = ("attention", "stop", "relaunch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
-
-
-SWARM_PORT = 10086  # AgentJet's default swarm port
-
-
-@dataclass(frozen=True)
-class SwarmSpec:
-    """AgentJet swarm mode: a shared server on `port`, then the blueprint's command as client."""
-
-    port: int = SWARM_PORT
-    server_command: str = ""  # empty: `ajet-swarm start --swarm-port=<port>`
-    health_timeout_s: float = 120.0
-    keep_s: float = 600.0  # how long an idle server ajetd started stays up after its last run
-
-    @property
-    def command(self) -> str:
-        return self.server_command or f"ajet-swarm start --swarm-port={self.port}"
-
-
-@dataclass(frozen=True)
-class SshSpec:
-    """A remote host: the session stays local, its pane runs `ssh` to the host."""
-
-    host: str
-    user: str = ""
-    port: int = 22
-    identity_file: str = ""
-    options: tuple[tuple[str, str], ...] = ()  # extra `ssh -o Key=value`
-
-    @property
-    def target(self) -> str:
-        return f"{self.user}@{self.host}" if self.user else self.host
-
-
-@dataclass(frozen=True)
-class SlurmSpec:
-    """Run through Slurm (`[ajetd] slurm`): the allocation asked for, and how."""
-
-    partition: str = ""
-    nodes: int = 1
-    gpus_per_node: int | None = None
-    cpus_per_task: int | None = None
-    mem_mib: int | None = None  # `--mem`, in MiB (0: all of the node's memory)
-    time_min: int | None = None  # `--time` in minutes; None: exp_max_time plus a margin
-    time_unlimited: bool = False  # `time: UNLIMITED`
-    account: str = ""
-    qos: str = ""
-    constraint: str = ""
-    exclude: str = ""
-    extra: tuple[str, ...] = ()  # more sbatch/srun options, as given
-    mode: str = "interactive"  # interactive (srun --pty in the pane) or batch (sbatch)
 
 
 @dataclass(frozen=True)
@@ -179,7 +129,6 @@ def load_yaml_part(text: str) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
-MAX_GPUS = 1024
 MAX_TRIALS = 100
 
 
@@ -229,22 +178,13 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
     return env
 
 
-def _unknown(
-    where: str, given: dict[Any, Any], known: tuple[str, ...], problems: list[str]
-) -> None:
-    """One problem naming the first key of `given` that is not `known`."""
-    unknown = sorted(set(map(str, given)) - set(known))
-    if unknown:
-        problems.append(f"{where}: unknown key {show(unknown[0])} (known: {', '.join(known)})")
-
-
 def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
     if not isinstance(value, dict):
         problems.append(
             "hang: expected {window: auto | DURATION, action: attention | stop | relaunch}"
         )
         return None, "attention"
-    _unknown("hang", value, SUBKEYS["hang"], problems)
+    unknown_keys("hang", value, SUBKEYS["hang"], problems)
     window = value.get("window", "auto")
     seconds = None
     if window != "auto":
@@ -265,7 +205,7 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
         problems.append("plateau: expected {metric, patience, min_delta, after, mode} or true")
         return None
     mark = len(problems)
-    _unknown("plateau", value, SUBKEYS["plateau"], problems)
+    unknown_keys("plateau", value, SUBKEYS["plateau"], problems)
     rule = PlateauRule()
     metric = value.get("metric", rule.metric)
     if not isinstance(metric, str) or not metric or len(metric) > 256:
@@ -323,165 +263,6 @@ def _bound(key: str, bounds: dict[str, Any]) -> float | None:
     return None if given is None else values.number(key, given)
 
 
-def _swarm(value: Any, problems: list[str]) -> SwarmSpec | None:
-    if value is None or value is False:
-        return None
-    if value is True:
-        return SwarmSpec()
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = {"port": value}
-    if not isinstance(value, dict):
-        problems.append("swarm: expected {port, server_command, health_timeout, keep} or true")
-        return None
-    _unknown("swarm", value, SUBKEYS["swarm"], problems)
-    port = take(problems, SWARM_PORT, _port, "swarm.port", value.get("port", SWARM_PORT))
-    command = take(
-        problems,
-        "",
-        values.text,
-        "swarm.server_command",
-        value.get("server_command") or "",
-        what="a shell command",
-    )
-    timeout = take(
-        problems,
-        120.0,
-        values.duration,
-        "swarm.health_timeout",
-        value.get("health_timeout", "120s"),
-    )
-    keep = take(
-        problems,
-        600.0,
-        values.duration,
-        "swarm.keep",
-        value.get("keep", "10m"),
-        zero_ok=True,
-    )
-    return SwarmSpec(port, command.strip(), timeout, keep)
-
-
-def _port(key: str, value: Any) -> int:
-    try:
-        return values.count(key, value, 1, 65535)
-    except OptionError:
-        raise OptionError(f"{key}: expected a TCP port number 1-65535, got {show(value)}") from None
-
-
-_SSH_WORD = re.compile(r"[A-Za-z0-9_.@:%+\[\]-]+")
-
-
-def _ssh(value: Any, problems: list[str]) -> SshSpec | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = {"host": value}
-    if not isinstance(value, dict):
-        problems.append("ssh: expected {host, user, port, identity_file, options}")
-        return None
-    _unknown("ssh", value, SUBKEYS["ssh"], problems)
-    host = take(problems, "", _ssh_word, "ssh.host", value.get("host"), "a host name")
-    if not host and not any(p.startswith("ssh.host") for p in problems):
-        problems.append("ssh.host: expected a host name or address, got nothing")
-    user = take(problems, "", _ssh_word, "ssh.user", value.get("user"), "a user name")
-    port = take(problems, 22, _port, "ssh.port", value.get("port", 22))
-    identity = ""
-    if value.get("identity_file"):
-        identity = take(problems, "", values.path, "ssh.identity_file", value["identity_file"])
-    extra = value.get("options") or {}
-    pairs: tuple[tuple[str, str], ...] = ()
-    if not isinstance(extra, dict) or not all(
-        isinstance(k, str)
-        and len(k) <= 256
-        and _SSH_WORD.fullmatch(k)
-        and not isinstance(v, (dict, list))
-        for k, v in extra.items()
-    ):
-        problems.append("ssh.options: expected {OptionName: value} (as `ssh -o` takes them)")
-    else:
-        pairs = tuple(
-            (k, take(problems, "", values.text, f"ssh.options.{k}", v, allowed=""))
-            for k, v in extra.items()
-        )
-    return SshSpec(host, user, port, identity, pairs)
-
-
-def _ssh_word(key: str, value: Any, what: str) -> str:
-    word = values.word(key, value, _SSH_WORD, what)
-    if word.startswith("-"):
-        raise OptionError(f"{key}: {show(word)} is not {what}")
-    return word
-
-
-_SLURM_WORD = re.compile(r"[A-Za-z0-9_.,:=@\[\]-]*")
-
-
-def _slurm(value: Any, problems: list[str]) -> SlurmSpec | None:
-    if value is None or value is False:
-        return None
-    if value is True:
-        value = {}
-    if not isinstance(value, dict):
-        problems.append("slurm: expected {partition, nodes, gpus_per_node, time, mode, ...}")
-        return None
-    _unknown("slurm", value, SUBKEYS["slurm"], problems)
-    words = {
-        key: take(
-            problems,
-            "",
-            values.word,
-            f"slurm.{key}",
-            value.get(key),
-            _SLURM_WORD,
-            "a Slurm value",
-        )
-        for key in ("partition", "account", "qos", "constraint", "exclude")
-    }
-    counts: dict[str, int | None] = {
-        key: None
-        if value.get(key) is None
-        else take(problems, None, values.count, f"slurm.{key}", value[key], 1, high)
-        for key, high in (
-            ("nodes", 100000),
-            ("gpus_per_node", MAX_GPUS),
-            ("cpus_per_task", 1 << 20),
-        )
-    }
-    mem = None
-    if value.get("mem") not in (None, ""):
-        mem = take(problems, None, values.size_mib, "slurm.mem", value["mem"])
-    time_min, unlimited = None, False
-    if value.get("time") not in (None, ""):
-        try:
-            time_min = values.slurm_minutes("slurm.time", value["time"])
-            unlimited = time_min is None
-        except OptionError as exc:
-            problems.append(str(exc))
-    extra = take(problems, (), values.string_list, "slurm.extra", value.get("extra"), _slurm_option)
-    mode = value.get("mode") or "interactive"
-    if mode not in ("interactive", "batch"):
-        problems.append(f"slurm.mode: expected interactive or batch, got {show(mode)}")
-        mode = "interactive"
-    return SlurmSpec(
-        nodes=counts["nodes"] or 1,
-        gpus_per_node=counts["gpus_per_node"],
-        cpus_per_task=counts["cpus_per_task"],
-        mem_mib=mem,
-        time_min=time_min,
-        time_unlimited=unlimited,
-        extra=extra,
-        mode=str(mode),
-        **words,
-    )
-
-
-def _slurm_option(key: str, value: Any) -> str:
-    option = values.text(key, value, what="an option such as --exclusive", allowed="")
-    if not option.startswith("-"):
-        raise OptionError(f"{key}: expected an option such as --exclusive, got {show(value)}")
-    return option
-
-
 def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     """A list of paths relative to exp_codebase_dir (one alone may be given as a string)."""
     return take(problems, (), values.string_list, key, value, values.path)
@@ -498,7 +279,7 @@ def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
         return ()
     out: list[Stage] = []
     for i, raw in enumerate(value, 1):
-        _unknown(f"stages[{i}]", raw, SUBKEYS["stages"], problems)
+        unknown_keys(f"stages[{i}]", raw, SUBKEYS["stages"], problems)
         name = take(problems, f"stage{i}", _stage_name, i, raw.get("name"))
         command = take(
             problems,
@@ -578,11 +359,11 @@ def parse_options(text: str) -> Options:
         allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
         on_finish=_hook("on_finish", data.get("on_finish"), problems),
         on_attention=_hook("on_attention", data.get("on_attention"), problems),
-        swarm=_swarm(data.get("swarm"), problems),
-        ssh=_ssh(data.get("ssh"), problems),
+        swarm=hostspecs.swarm(data.get("swarm"), problems),
+        ssh=hostspecs.ssh(data.get("ssh"), problems),
         pull=_paths("pull", data.get("pull"), problems),
         stages=_stages(data.get("stages"), problems),
-        slurm=_slurm(data.get("slurm"), problems),
+        slurm=hostspecs.slurm(data.get("slurm"), problems),
         kinds=parse_kinds(data.get("kinds"), problems),
     )
     if options.slurm is not None and options.ssh is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ajetd.core.model import Run
+from ajetd.core.options import SCIENCE_STEPS
 from ajetd.frameworks.agentjet import find_paths, get_path, local_logger_patch
 
 THRASH_FAILURES = 4
@@ -72,19 +73,6 @@ def _failures_since(run: Run, since: float) -> int:
         for t in run.trials
         if t.exit_code not in (0, None) and t.ended_at is not None and t.ended_at >= since
     )
-
-
-SCIENCE_STEPS = {  # what to lower, in order, for each kind a science fix can help
-    "cuda_oom": (
-        "ppo_micro_batch_size_per_gpu",
-        "log_prob_micro_batch_size_per_gpu",
-        "micro_batch_size_per_gpu",
-        "gpu_memory_utilization",
-        "max_response_length",
-    ),
-    "vllm_memory": ("gpu_memory_utilization",),
-    "nan_loss": ("lr",),
-}
 
 
 def _lowered(key: str, value: float, low: float | None) -> float | None:

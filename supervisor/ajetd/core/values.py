@@ -302,3 +302,19 @@ def _numeral(key: str, value: int | float) -> str:
     if isinstance(value, int) and value.bit_length() > 60:
         raise OptionError(f"{key}: {show(value)} is too large")
     return repr(value)
+
+
+def unknown_keys(
+    where: str, given: dict[Any, Any], known: tuple[str, ...], problems: list[str]
+) -> None:
+    """One problem naming the first key of `given` that is not `known`."""
+    unknown = sorted(set(map(str, given)) - set(known))
+    if unknown:
+        problems.append(f"{where}: unknown key {show(unknown[0])} (known: {', '.join(known)})")
+
+
+def port(key: str, value: Any) -> int:
+    try:
+        return count(key, value, 1, 65535)
+    except OptionError:
+        raise OptionError(f"{key}: expected a TCP port number 1-65535, got {show(value)}") from None

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 from ajetd.core import placement
 from ajetd.core.errors import AjetdError
+from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
-from ajetd.core.options import Options, SshSpec
+from ajetd.core.options import Options
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.hosts import sshcmd
 

@@ -31,9 +31,10 @@ from ajetd.adapters.tmux import Pane, Tmux
 from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
+from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
-from ajetd.core.options import Options, SshSpec
+from ajetd.core.options import Options
 from ajetd.core.trialscript import (
     TrialSpec,
     exit_line,

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from ajetd.core.errors import AjetdError
-from ajetd.core.options import SlurmSpec
+from ajetd.core.hostspecs import SlurmSpec
 from ajetd.core.values import OptionError, format_mib, format_slurm_minutes, slurm_minutes
 from ajetd.diagnosis.findings import Finding
 

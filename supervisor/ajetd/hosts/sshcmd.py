@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, GpuSample, parse_nvidia_smi
 from ajetd.core.errors import AjetdError
-from ajetd.core.options import SshSpec
+from ajetd.core.hostspecs import SshSpec
 
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600

@@ -10,8 +10,8 @@ from typing import Any
 from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
+from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
-from ajetd.core.options import SshSpec
 from ajetd.core.timefmt import iso
 from ajetd.daemon.trials import Fetch
 from ajetd.diagnosis.findings import Finding

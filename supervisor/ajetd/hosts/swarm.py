@@ -26,8 +26,8 @@ from ajetd.adapters import procs
 from ajetd.adapters.store import OWNER_FILE, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux
 from ajetd.core.errors import TmuxError
+from ajetd.core.hostspecs import SwarmSpec
 from ajetd.core.model import Run
-from ajetd.core.options import SwarmSpec
 from ajetd.core.policy import describe_exit
 from ajetd.core.trialscript import TrialSpec, parse_exit_file, render_trial_script
 from ajetd.daemon.trials import diagnose_file, find_pane, log_tail

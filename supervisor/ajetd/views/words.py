@@ -13,7 +13,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ajetd.core.model import Status
-from ajetd.core.remedy import PLAIN_RETRY, SCIENCE_STEPS
+from ajetd.core.options import SCIENCE_STEPS
+from ajetd.core.remedy import PLAIN_RETRY
 
 # Kinds with an automatic, non-science fix in remedy.choose (besides the plain relaunches).
 _OWN_FIX = frozenset({"network", "nccl_error", "logger_error", *PLAIN_RETRY})
