@@ -8,8 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.core import campaign as cp
+from ajetd.core import campaignrules as cr
+from ajetd.core import campaignspec as cs
 from conftest import Env, git, wait_for
+
+
+def _progress(
+    spec: cs.CampaignSpec,
+    attempted: int,
+    start: float,
+    now: float,
+    best: float | None,
+    rounds: int = 1,
+) -> cr.Progress:
+    """The stop rules' verdict for a campaign that stands there."""
+    return cr.progress(spec, cr.rules(spec, attempted, start, now, best, rounds), attempted)
+
 
 COMMAND = (
     "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
@@ -20,8 +34,8 @@ COMMAND = (
 def test_spec_problems_are_named_together() -> None:
     text = "name: 'bad name'\ndirection: up\nstop: {max_experiments: 0, colour: red}\n"
     text += "experiments: [{name: baseline}, {name: x, patch: p.diff}]\n"
-    with pytest.raises(cp.CampaignError) as err:
-        cp.parse_campaign(text, {"campaign.yaml"})
+    with pytest.raises(cs.CampaignError) as err:
+        cs.parse_campaign(text, {"campaign.yaml"})
     joined = "\n".join(err.value.problems)
     for needle in (
         "name: 'bad name'",
@@ -38,47 +52,45 @@ def test_spec_problems_are_named_together() -> None:
 
 
 def test_every_stop_rule_fires_in_turn() -> None:
-    spec = cp.parse_campaign(
+    spec = cs.parse_campaign(
         "name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n"
         "stop: {max_experiments: 24, deadline: 10h, per_experiment_timeout: 1h, target_metric: 0.6}\n"
         "experiments: [{name: a}]\n",
         {"b.md"},
     )
     t0 = 1000.0
-    p = cp.progress(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)
+    p = _progress(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)
     assert not p.met
     assert p.text == (
         "stop condition not yet met: 17/24 attempted, 6h12m remaining, "
         "best accuracy 0.42 (target 0.6)"
     )
-    assert cp.progress(spec, 24, t0, t0 + 60, 0.4).text == "stop condition met: 24/24 attempted"
-    assert cp.progress(spec, 3, t0, t0 + 10 * 3600, None).text == (
+    assert _progress(spec, 24, t0, t0 + 60, 0.4).text == "stop condition met: 24/24 attempted"
+    assert _progress(spec, 3, t0, t0 + 10 * 3600, None).text == (
         "stop condition met: deadline reached"
     )
-    late = cp.progress(spec, 3, t0, t0 + 9.5 * 3600, None)
+    late = _progress(spec, 3, t0, t0 + 9.5 * 3600, None)
     assert late.met and "less than one experiment (1h)" in late.text
-    assert cp.progress(spec, 3, t0, t0 + 60, 0.61).text == (
+    assert _progress(spec, 3, t0, t0 + 60, 0.61).text == (
         "stop condition met: accuracy 0.61 reached the target 0.6"
     )
     # running out of experiments is no stop rule: the campaign waits for the next one
-    assert not cp.progress(spec, 3, t0, t0 + 60, 0.1).met
-    rules = {r.rule: r for r in cp.rules(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)}
+    assert not _progress(spec, 3, t0, t0 + 60, 0.1).met
+    rules = {r.rule: r for r in cr.rules(spec, 17, t0, t0 + 3 * 3600 + 48 * 60, 0.42)}
     assert rules["max_experiments"].remaining == 7 and not rules["max_experiments"].met
     assert rules["deadline"].remaining == 6 * 3600 + 12 * 60
     assert rules["target_metric"].current == 0.42 and rules["target_metric"].limit == 0.6
 
 
 def test_the_default_rule_is_the_baseline_and_three_experiments() -> None:
-    spec = cp.parse_campaign("name: c\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    spec = cs.parse_campaign("name: c\nbase: b.md\nresult_dir: /r\n", {"b.md"})
     assert spec.default_rule and spec.experiments == ()
-    assert cp.progress(spec, 3, 0.0, 1.0, None).text == (
-        "stop condition not yet met: 3/4 attempted"
-    )
-    met = cp.progress(spec, 4, 0.0, 1.0, 0.4)
+    assert _progress(spec, 3, 0.0, 1.0, None).text == ("stop condition not yet met: 3/4 attempted")
+    met = _progress(spec, 4, 0.0, 1.0, 0.4)
     assert met.met and met.needs_decision and "needs a decision" in met.text
-    assert not cp.progress(spec, 4, 0.0, 1.0, 0.4, rounds=2).met  # --continue: three more
-    assert cp.progress(spec, 7, 0.0, 1.0, 0.4, rounds=2).needs_decision
-    timed = cp.parse_campaign(
+    assert not _progress(spec, 4, 0.0, 1.0, 0.4, rounds=2).met  # --continue: three more
+    assert _progress(spec, 7, 0.0, 1.0, 0.4, rounds=2).needs_decision
+    timed = cs.parse_campaign(
         "name: c\nbase: b.md\nresult_dir: /r\nstop: {per_experiment_timeout: 1h}\n", {"b.md"}
     )
     assert timed.default_rule  # a per-experiment limit alone ends nothing
@@ -86,30 +98,30 @@ def test_the_default_rule_is_the_baseline_and_three_experiments() -> None:
 
 def test_live_entries_are_validated_as_campaign_yaml_entries() -> None:
     text = "name: c\nbase: b.md\nresult_dir: /r\nbranch_prefix: ar/c\nexperiments:\n"
-    smoke = cp.entry("quick", "does it run", ["a=1"], smoke=True)
-    spec = cp.parse_campaign(cp.merged(text, [smoke], {"max_experiments": 5}), {"b.md"})
+    smoke = cs.entry("quick", "does it run", ["a=1"], smoke=True)
+    spec = cs.parse_campaign(cs.merged(text, [smoke], {"max_experiments": 5}), {"b.md"})
     assert spec.experiments[0].smoke and spec.experiments[0].overrides == ("a=1",)
     assert spec.max_experiments == 5
-    bad = [cp.entry("quick", "x"), cp.entry("quick", "y", patch="p.diff"), {"name": "z", "x": 1}]
-    with pytest.raises(cp.CampaignError) as err:
-        cp.parse_campaign(cp.merged(text, bad, {"deadline": "soon"}), {"b.md"})
+    bad = [cs.entry("quick", "x"), cs.entry("quick", "y", patch="p.diff"), {"name": "z", "x": 1}]
+    with pytest.raises(cs.CampaignError) as err:
+        cs.parse_campaign(cs.merged(text, bad, {"deadline": "soon"}), {"b.md"})
     joined = "\n".join(err.value.problems)
     for needle in ("same name", "patch p.diff is not in the folder", "unknown key 'x'", "deadline"):
         assert needle in joined, needle
-    assert cp.verdict("failed", None, 0.5, True, smoke=True) == "smoke"
-    assert cp.verdict("succeeded", 0.1, 0.5, True, smoke=True) == "smoke"  # never a discard
-    assert cp.verdict("stopped", 0.9, 0.5, True) == "stopped"
+    assert cr.verdict("failed", None, 0.5, True, smoke=True) == "smoke"
+    assert cr.verdict("succeeded", 0.1, 0.5, True, smoke=True) == "smoke"  # never a discard
+    assert cr.verdict("stopped", 0.9, 0.5, True) == "stopped"
 
 
 def test_verdicts_and_the_ledger_row() -> None:
-    assert cp.verdict("succeeded", 0.5, None, True) == "keep"
-    assert cp.verdict("succeeded", 0.5, 0.6, True) == "discard"
-    assert cp.verdict("succeeded", 0.5, 0.6, False) == "keep"
-    assert cp.verdict("time_limit", 0.9, 0.1, True) == "crash"  # a timeout is a failure
-    assert cp.verdict("succeeded", None, None, True) == "crash"  # no metric
-    row = cp.ledger_row({"index": 1, "metric_value": 0.42, "command": "a\tb\nc", "status": "keep"})
-    assert row.count("\t") == len(cp.LEDGER_COLUMNS) - 1 and "a b c" in row
-    assert cp.ledger_header().split("\t")[0] == "index"
+    assert cr.verdict("succeeded", 0.5, None, True) == "keep"
+    assert cr.verdict("succeeded", 0.5, 0.6, True) == "discard"
+    assert cr.verdict("succeeded", 0.5, 0.6, False) == "keep"
+    assert cr.verdict("time_limit", 0.9, 0.1, True) == "crash"  # a timeout is a failure
+    assert cr.verdict("succeeded", None, None, True) == "crash"  # no metric
+    row = cr.ledger_row({"index": 1, "metric_value": 0.42, "command": "a\tb\nc", "status": "keep"})
+    assert row.count("\t") == len(cr.LEDGER_COLUMNS) - 1 and "a b c" in row
+    assert cr.ledger_header().split("\t")[0] == "index"
 
 
 def _folder(env: Env, name: str, campaign: str, files: dict[str, str] | None = None) -> Path:
@@ -167,7 +179,7 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
         ("1", "keep", "0.38"),
         ("2", "discard", "0.34"),
     ]
-    assert list(rows[0]) == list(cp.LEDGER_COLUMNS)
+    assert list(rows[0]) == list(cr.LEDGER_COLUMNS)
     assert all(r["metric_name"] == "accuracy" and r["job_id"] for r in rows)
     assert {r["launcher"] for r in rows} == {"ajetd"}
     assert rows[0]["recipe"].endswith("examples/configs/grpo_fake.yaml")

@@ -388,7 +388,7 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
 
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
@@ -399,7 +399,7 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     runner.load()
     now = time.time()
     runner.claim(now)
-    req = file_request(home, cid, {"op": "add", "entry": cp.entry("a", "the idea")})
+    req = file_request(home, cid, {"op": "add", "entry": cs.entry("a", "the idea")})
     request = home.control / f"{cid}.campaign-{req}.json"
     filed = request.read_text()
     runner.tick(now, {})
@@ -426,7 +426,7 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
 
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     if os.getuid() != 0:
@@ -444,7 +444,7 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
     os.chmod(home.inbox, 0o700)
     runner.claim(now)
     assert cid in runner.states
-    req = file_request(home, cid, {"op": "add", "entry": cp.entry("a", "idea")})
+    req = file_request(home, cid, {"op": "add", "entry": cs.entry("a", "idea")})
     request = home.control / f"{cid}.campaign-{req}.json"
     os.chown(request, 65534, 65534)
     runner.tick(now, {})
@@ -465,7 +465,7 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
 
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.core.model import Run, State, Status
     from ajetd.daemon.campaigns import Campaigns, submit_folder
 
@@ -502,11 +502,11 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     end_running(0.3)
     assert (state.phase, state.experiments[0].status) == ("waiting", "keep")
     for i, value in enumerate((0.2, 0.5, 0.1), 1):
-        assert ask({"op": "add", "entry": cp.entry(f"e{i}", "idea")})["index"] == i
+        assert ask({"op": "add", "entry": cs.entry(f"e{i}", "idea")})["index"] == i
         end_running(value)
     assert (state.phase, state.status) == ("done", "needs_decision")
     assert "best accuracy 0.5 (e2)" in state.reason
-    refused = ask({"op": "add", "entry": cp.entry("e4", "idea")})
+    refused = ask({"op": "add", "entry": cs.entry("e4", "idea")})
     assert not refused["ok"] and "needs a decision" in refused["error"]
     going_on = ask({"op": "set", "stop": {}, "continue": True})
     assert going_on["ok"] and "4/7 attempted" in going_on["message"]
@@ -514,7 +514,7 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     counted = ask({"op": "set", "stop": {"max_experiments": 4}})
     assert counted["ok"] and counted["message"] == "stop condition met: 4/4 attempted"
     assert (state.phase, state.status) == ("done", "completed")
-    late = ask({"op": "add", "entry": cp.entry("e5", "idea")})
+    late = ask({"op": "add", "entry": cs.entry("e5", "idea")})
     assert "stop condition met: 4/4 attempted" in late["error"]
     assert ask({"op": "set", "stop": {"max_experiments": "many"}})["error"].startswith(
         "stop.max_experiments: expected a whole number"
@@ -545,7 +545,7 @@ def test_a_refused_campaign_answers_requests(env: Env) -> None:
     or `stop`: already ended), never left waiting."""
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns
 
     home = Home(env.home)
@@ -556,7 +556,7 @@ def test_a_refused_campaign_answers_requests(env: Env) -> None:
     runner = Campaigns(home)
     runner.claim(0.0)
     assert runner.states["c-bad123"].status == "refused"
-    add = file_request(home, "c-bad123", {"op": "add", "entry": cp.entry("a", "idea")})
+    add = file_request(home, "c-bad123", {"op": "add", "entry": cs.entry("a", "idea")})
     stop = file_request(home, "c-bad123", {"op": "stop"})
     runner.tick(1.0, {})
     answer = json.loads(answer_file(home, "c-bad123", add).read_text())

@@ -369,12 +369,12 @@ CAMPAIGN = "name: c\nbase: b.md\nresult_dir: /tmp/c\nexperiments: []\n"
 )
 def test_campaign_values_use_the_same_parsers(yaml: str, expected: Any) -> None:
     """A campaign's times and counts go through the same parsers as a blueprint's."""
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
 
     if isinstance(expected, tuple):
-        spec = cp.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
+        spec = cs.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
         assert getattr(spec, expected[0]) == expected[1]
         return
-    with pytest.raises(cp.CampaignError) as err:
-        cp.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
+    with pytest.raises(cs.CampaignError) as err:
+        cs.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
     assert any(expected in p for p in err.value.problems), err.value.problems

@@ -422,7 +422,7 @@ def test_one_failing_campaign_never_stops_the_others(
     folder whose claim does, is logged once and marked; the other campaigns go on each tick."""
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns, submit_folder
 
     home = Home(env.home)
@@ -465,7 +465,7 @@ def test_one_failing_campaign_never_stops_the_others(
         step(self, state, *args)
 
     monkeypatch.setattr(Campaigns, "_step", failing_step)
-    req = file_request(home, fine, {"op": "add", "entry": cp.entry("a", "an idea")})
+    req = file_request(home, fine, {"op": "add", "entry": cs.entry("a", "an idea")})
     for i in range(3):
         runner.tick(now + i, {})
     assert json.loads(answer_file(home, fine, req).read_text())["ok"]

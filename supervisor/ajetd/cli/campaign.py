@@ -23,7 +23,7 @@ import click
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.core.campaignrecord import CampaignState
 
 POLL_S = 0.1
@@ -63,11 +63,11 @@ def resolve_or_fail(home: Home, text: str) -> str:
 
 def read_campaign(
     home: Home, campaign_id: str, with_spec: bool = True
-) -> tuple[cp.CampaignSpec | None, CampaignState, str]:
+) -> tuple[cs.CampaignSpec | None, CampaignState, str]:
     """The spec (None when unreadable or not asked for), the state and the folder of a
     campaign; one still in the inbox reads as `submitted`."""
     from ajetd.adapters.control import SUFFIX, campaign_dir
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
     from ajetd.core.campaignrecord import CampaignState, load_state, read_spec
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
@@ -88,7 +88,7 @@ def read_campaign(
     if with_spec:
         try:
             spec = read_spec(folder, state.added, state.stop_set)
-        except (cp.CampaignError, OSError):
+        except (cs.CampaignError, OSError):
             spec = None
     return spec, state, str(folder)
 
@@ -224,7 +224,7 @@ def add_cmd(
 ) -> None:
     """Append one experiment to a live campaign (validated as a campaign.yaml entry); print
     its index."""
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
 
     if more_overrides and not overrides:
         raise click.UsageError(
@@ -232,7 +232,7 @@ def add_cmd(
         )
     home = _home()
     cid = resolve_or_fail(home, campaign_id)
-    entry = cp.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
+    entry = cs.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
     payload: dict[str, Any] = {"op": "add", "entry": entry, "continue": go_on}
     for key, path in (("patch", patch), ("blueprint", blueprint)):
         text = _read_file(path)
@@ -358,7 +358,7 @@ def list_cmd(as_json: bool) -> None:
 def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
     """Some experiment runs, is planned and not yet launched, or an `add` waits for the
     daemon."""
-    from ajetd.core import campaign as cp
+    from ajetd.core import campaignspec as cs
 
     if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
         return True
@@ -367,7 +367,7 @@ def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
     spec = read_campaign(home, cid)[0]
     return (
         spec is not None
-        and len(cp.planned(spec)) > len(state.experiments)
+        and len(cs.planned(spec)) > len(state.experiments)
         and not (state.done or state.stopping)
     )
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ajetd.core import campaign as cp
+from ajetd.core import campaignrules as cr
+from ajetd.core import campaignspec as cs
 
 
 @dataclass
@@ -62,15 +63,15 @@ def read_spec(
     added: list[dict[str, Any]] | None = None,
     stop: dict[str, Any] | None = None,
     extra_files: frozenset[str] = frozenset(),
-) -> cp.CampaignSpec:
+) -> cs.CampaignSpec:
     """campaign.yaml with what was added and set live, validated; CampaignError if unusable."""
     files = {p.name for p in folder.iterdir() if p.is_file()} | extra_files
     if "campaign.yaml" not in files:
-        raise cp.CampaignError([f"{folder}: no campaign.yaml"])
+        raise cs.CampaignError([f"{folder}: no campaign.yaml"])
     text = (folder / "campaign.yaml").read_text()
     if added or stop:
-        text = cp.merged(text, added or [], stop or {})
-    return cp.parse_campaign(text, files)
+        text = cs.merged(text, added or [], stop or {})
+    return cs.parse_campaign(text, files)
 
 
 def load_state(path: Path) -> CampaignState:
@@ -85,11 +86,16 @@ def attempted(state: CampaignState) -> int:
     return sum(1 for e in state.experiments if not e.smoke)
 
 
-def progress_of(state: CampaignState, spec: cp.CampaignSpec, now: float) -> cp.Progress:
-    return cp.progress(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+def rules_of(state: CampaignState, spec: cs.CampaignSpec, now: float) -> list[cr.Rule]:
+    """Every stop rule against where the campaign stands now."""
+    return cr.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
 
 
-def best_line(spec: cp.CampaignSpec, state: CampaignState) -> str:
+def progress_of(state: CampaignState, spec: cs.CampaignSpec, now: float) -> cr.Progress:
+    return cr.progress(spec, rules_of(state, spec, now), attempted(state))
+
+
+def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
     """`accuracy 0.42: longer (branch ar/longer, commit 1a2b3c4d5e6f)`, or `none yet`."""
     if state.best is None or state.best_index is None:
         return "none yet"

@@ -37,7 +37,8 @@ from ajetd.adapters.control import (
 )
 from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic, write_json
-from ajetd.core import campaign as cp
+from ajetd.core import campaignrules as cr
+from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.campaignrecord import (
     CampaignState,
@@ -63,7 +64,7 @@ def load_folder(
     added: list[dict[str, Any]] | None = None,
     stop: dict[str, Any] | None = None,
     extra_files: frozenset[str] = frozenset(),
-) -> tuple[cp.CampaignSpec, Blueprint, str]:
+) -> tuple[cs.CampaignSpec, Blueprint, str]:
     """The spec (with what was added and set live), its base blueprint (parsed), and the
     base's text; CampaignError if unusable."""
     spec = read_spec(folder, added, stop, extra_files)
@@ -71,7 +72,7 @@ def load_folder(
     try:
         return spec, parse_blueprint(base_text), base_text
     except AjetdError as exc:
-        raise cp.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
+        raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
 
 
 def _settled(folder: Path, now: float) -> bool:
@@ -97,7 +98,7 @@ class Campaigns:
         self.root = home.root / "campaigns"
         self.states: dict[str, CampaignState] = {}
         # read once per live change (revision), not every tick
-        self.loaded: dict[str, tuple[int, cp.CampaignSpec, Blueprint, str]] = {}
+        self.loaded: dict[str, tuple[int, cs.CampaignSpec, Blueprint, str]] = {}
         self.plots = Plotter()
         self.control_problem = ""  # why requests are not taken now (logged once)
         self.failures: set[str] = set()  # intake failures already logged (each retried)
@@ -115,7 +116,7 @@ class Campaigns:
     def folder(self, campaign_id: str) -> Path:
         return self.root / campaign_id / "folder"
 
-    def _load(self, state: CampaignState) -> tuple[cp.CampaignSpec, Blueprint, str]:
+    def _load(self, state: CampaignState) -> tuple[cs.CampaignSpec, Blueprint, str]:
         """The campaign's folder with its live changes, read and checked once per change."""
         cached = self.loaded.get(state.campaign_id)
         if cached is None or cached[0] != state.revision:
@@ -173,7 +174,7 @@ class Campaigns:
         """Check the folder and the git state once, at the campaign's start."""
         try:
             spec, base, _ = self._load(state)
-        except (cp.CampaignError, OSError) as exc:
+        except (cs.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
             return
         state.name = spec.name
@@ -197,7 +198,7 @@ class Campaigns:
         Path(spec.result_dir).mkdir(parents=True, exist_ok=True)
         ledger = Path(spec.result_dir) / "ledger.tsv"
         if not ledger.exists():
-            write_atomic(ledger, cp.ledger_header())
+            write_atomic(ledger, cr.ledger_header())
         log.info("campaign %s (%s) started", spec.name, state.campaign_id)
         self._save(state)
 
@@ -263,7 +264,7 @@ class Campaigns:
         if state.status in ("stopped", "refused"):
             return
         spec, base, base_text = self._load(state)
-        plan = cp.planned(spec)
+        plan = cs.planned(spec)
         while not state.stopping:
             active = [e for e in state.experiments if e.run_id and not e.recorded]
             if (
@@ -284,7 +285,7 @@ class Campaigns:
             self._plot(state, spec)
 
     def _evaluate(
-        self, state: CampaignState, spec: cp.CampaignSpec, planned: int, now: float
+        self, state: CampaignState, spec: cs.CampaignSpec, planned: int, now: float
     ) -> None:
         """running, waiting (with the reason) or done (with its status), from the stop rules
         and what is still running or planned."""
@@ -321,7 +322,7 @@ class Campaigns:
         state.done = phase == "done"
         state.progress = prog.text
 
-    def _record(self, state: CampaignState, spec: cp.CampaignSpec, runs: dict[str, Run]) -> bool:
+    def _record(self, state: CampaignState, spec: cs.CampaignSpec, runs: dict[str, Run]) -> bool:
         """A ledger row for each experiment that ended (or was refused) since last time."""
         changed = False
         for exp in state.experiments:
@@ -333,23 +334,23 @@ class Campaigns:
             value = None
             status = "failed"
             if run is not None and run.status is not None:
-                value = cp.best_value(run.history, spec.metric, spec.maximise)
+                value = cr.best_value(run.history, spec.metric, spec.maximise)
                 status = run.status.value
             exp.value = value
-            exp.status = cp.verdict(status, value, state.best, spec.maximise, exp.smoke)
+            exp.status = cr.verdict(status, value, state.best, spec.maximise, exp.smoke)
             if exp.status == "keep" and value is not None:
                 state.best, state.best_name, state.best_index = value, exp.name, exp.index
             note = f" (smoke run: {status})" if exp.smoke else ""
             exp.row = self._row(spec, exp, run, note)
             with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
-                ledger.write(cp.ledger_row(exp.row))
+                ledger.write(cr.ledger_row(exp.row))
             exp.recorded, changed = True, True
         if changed:  # at once: a restart before the next save would write the rows again
             self._save(state)
         return changed
 
     def _row(
-        self, spec: cp.CampaignSpec, exp: ExpState, run: Run | None, note: str
+        self, spec: cs.CampaignSpec, exp: ExpState, run: Run | None, note: str
     ) -> dict[str, Any]:
         elapsed = None
         memory = None
@@ -424,7 +425,7 @@ class Campaigns:
             return self._set(state, request, now)
         return {"ok": False, "error": f"unknown request {op!r}"}
 
-    def _continue(self, state: CampaignState, spec: cp.CampaignSpec, now: float) -> None:
+    def _continue(self, state: CampaignState, spec: cs.CampaignSpec, now: float) -> None:
         """`--continue`: one more round of the default rule, where it is what stopped."""
         if progress_of(state, spec, now).needs_decision:
             state.rounds += 1
@@ -442,7 +443,7 @@ class Campaigns:
             state.rounds = rounds
             hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"
             return {"ok": False, "error": f"campaign {state.campaign_id}: {prog.text}{hint}"}
-        index = len(cp.planned(spec))
+        index = len(cs.planned(spec))
         files: dict[str, str] = {}
         for key in ("patch", "blueprint"):
             text = request.get(f"{key}_text")
@@ -456,7 +457,7 @@ class Campaigns:
             return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
         try:
             load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files.values()))
-        except cp.CampaignError as exc:
+        except cs.CampaignError as exc:
             state.rounds = rounds
             return {"ok": False, "error": "; ".join(exc.problems)}
         start = str(raw.get("from") or "")
@@ -492,7 +493,7 @@ class Campaigns:
             rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
         try:
             load_folder(self.folder(state.campaign_id), state.added, {**state.stop_set, **rules})
-        except cp.CampaignError as exc:
+        except cs.CampaignError as exc:
             return {"ok": False, "error": "; ".join(exc.problems)}
         if request.get("continue"):
             self._continue(state, spec, now)
@@ -519,10 +520,10 @@ class Campaigns:
         }
 
     # -- reports ----------------------------------------------------------------------------
-    def _report(self, state: CampaignState, spec: cp.CampaignSpec) -> None:
+    def _report(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
         write_atomic(Path(spec.result_dir) / "campaign.md", render_report(spec, state))
 
-    def _plot(self, state: CampaignState, spec: cp.CampaignSpec) -> None:
+    def _plot(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
         """progress.png, drawn by a child process (matplotlib never enters the daemon)."""
         points = [
             {"index": e.index, "name": e.name, "status": e.status, "value": e.value}
@@ -547,10 +548,10 @@ class Campaigns:
     def _launch(
         self,
         state: CampaignState,
-        spec: cp.CampaignSpec,
+        spec: cs.CampaignSpec,
         base: Blueprint,
         base_text: str,
-        exp: cp.Experiment,
+        exp: cs.Experiment,
         now: float,
     ) -> None:
         index = len(state.experiments)
@@ -581,8 +582,8 @@ class Campaigns:
     def _worktree(
         self,
         state: CampaignState,
-        spec: cp.CampaignSpec,
-        exp: cp.Experiment,
+        spec: cs.CampaignSpec,
+        exp: cs.Experiment,
         record: ExpState,
         codebase: str,
     ) -> str | None:
@@ -634,8 +635,8 @@ def _identity(repo: str) -> list[str]:
 
 
 def render(
-    spec: cp.CampaignSpec,
-    exp: cp.Experiment,
+    spec: cs.CampaignSpec,
+    exp: cs.Experiment,
     index: int,
     base_text: str,
     codebase: str,
@@ -674,7 +675,7 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def render_report(spec: cp.CampaignSpec, state: CampaignState) -> str:
+def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     """campaign.md: the handoff a reader (or an agent that lost its context) resumes from."""
     lines = [f"# Campaign {spec.name}", "", f"- id: `{state.campaign_id}`"]
     lines += [f"- goal: `{spec.metric}` ({'higher' if spec.maximise else 'lower'} is better)"]

@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ajetd.core import campaign as cp
-from ajetd.core.campaignrecord import CampaignState, ExpState, attempted, best_line, progress_of
+from ajetd.core import campaignrules as cr
+from ajetd.core import campaignspec as cs
+from ajetd.core.campaignrecord import (
+    CampaignState,
+    ExpState,
+    attempted,
+    best_line,
+    progress_of,
+    rules_of,
+)
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
@@ -39,7 +47,7 @@ def row_json(exp: ExpState) -> dict[str, Any]:
     return {**exp.row, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
 
 
-def _running(spec: cp.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
+def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
     """The experiments not yet recorded, each with its run's state and live metric."""
     running = []
     for exp in state.experiments:
@@ -53,7 +61,7 @@ def _running(spec: cp.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
                 **_experiment(exp),
                 "run_state": run.state.value if run else "submitted",
                 "metric": value if isinstance(value, (int, float)) else None,
-                "best_metric": cp.best_value(run.history, spec.metric, spec.maximise)
+                "best_metric": cr.best_value(run.history, spec.metric, spec.maximise)
                 if run
                 else None,
                 "metrics": metrics,
@@ -63,7 +71,7 @@ def _running(spec: cp.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
     return running
 
 
-def _rule_json(rule: cp.Rule) -> dict[str, Any]:
+def _rule_json(rule: cr.Rule) -> dict[str, Any]:
     return {
         "rule": rule.rule,
         "met": rule.met,
@@ -85,10 +93,10 @@ def _best_and_baseline(state: CampaignState) -> tuple[Any, Any]:
     return best, {**_experiment(baseline), "value": baseline.value, "status": baseline.status}
 
 
-def _campaign_json(spec: cp.CampaignSpec, state: CampaignState, now: float) -> dict[str, Any]:
+def _campaign_json(spec: cs.CampaignSpec, state: CampaignState, now: float) -> dict[str, Any]:
     """The goal, the stop rules and how far each is from being met, and the deadline."""
     prog = progress_of(state, spec, now)
-    rules = cp.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+    rules = rules_of(state, spec, now)
     count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
     deadline = next((r for r in rules if r.rule == "deadline"), None)
     return {
@@ -106,7 +114,7 @@ def _campaign_json(spec: cp.CampaignSpec, state: CampaignState, now: float) -> d
 
 
 def status_json(
-    spec: cp.CampaignSpec | None,
+    spec: cs.CampaignSpec | None,
     state: CampaignState,
     runs: Mapping[str, Run],
     now: float,
@@ -128,7 +136,7 @@ def status_json(
     if spec is None:  # refused before its folder could be read
         return {**out, "goal": None, "stop_rules": [], "rows": rows, "running": []}
     best, baseline = _best_and_baseline(state)
-    plan = cp.planned(spec)
+    plan = cs.planned(spec)
     out.update(_campaign_json(spec, state, now))
     out.update(
         {
@@ -169,7 +177,7 @@ def _table_line(row: dict[str, Any]) -> str:
     )
 
 
-def render_status(spec: cp.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
+def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
     """The text view of `status_json`."""
     phase = data["state"] + (f" ({data['status']})" if data["status"] else "")
     lines = [f"campaign {data['campaign_id']} ({data['name']}): {phase}"]

@@ -1,18 +1,10 @@
-"""Research campaigns (seed 002): the spec, the stop rules, verdicts and the ledger; pure.
+"""A research campaign's `campaign.yaml` (seed 002): what it asks for, validated; pure.
 
-A campaign is a folder holding `campaign.yaml` and a base blueprint. ajetd runs a baseline
-first (unless told there is one), then each experiment as an ordinary run, in order, as many
-at once as `parallel` allows, until a stop rule is met: `max_experiments` (attempts, baseline
-included, crashes included), `deadline` (from the campaign's start; also met when what is left
-cannot hold one more `per_experiment_timeout`) or `target_metric` (the best value reaches it).
-With none of these given, seed 002's default holds: the baseline and at most three
-experiments, then a decision is needed (`--continue` grants another three). A campaign that
-runs out of experiments waits for `ajetd campaign add`; it never ends on its own while its
-stop rules are unmet. Each ended experiment appends one row to `ledger.tsv` with the columns
-of NeMo-RL's experiment-log template and a verdict: `keep` (better than the best so far),
-`discard`, `crash` (failed, timed out, or no metric: seed 002 treats a timeout as a failure),
-`smoke` (a pipeline check: counts against no stop rule, never judges the idea) or `stopped`
-(ended by `ajetd stop` / `ajetd campaign stop`).
+A campaign is a folder holding `campaign.yaml` and a base blueprint: a name, the metric and
+its direction, the stop rules, the experiments (each overrides, a patch, a starting branch or
+its own blueprint), how many run at once, and the branches they are committed on. Every
+problem is found at once and raised as one `CampaignError`. `merged` and `entry` give the
+text as the live `ajetd campaign add` / `set` change it, so it is validated the same way.
 """
 
 from __future__ import annotations
@@ -25,30 +17,11 @@ from typing import Any
 import yaml
 
 from ajetd.core import values, yamlpart
-from ajetd.core.durations import format_duration
 from ajetd.core.errors import AjetdError
 from ajetd.core.values import show, take
 
-LEDGER_COLUMNS = (
-    "index",
-    "branch",
-    "parent_commit",
-    "commit",
-    "recipe",
-    "metric_name",
-    "metric_value",
-    "memory_gb",
-    "elapsed_min",
-    "launcher",
-    "job_id",
-    "command",
-    "log_path",
-    "status",
-    "description",
-)
 ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
 STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_metric")
-DEFAULT_EXPERIMENTS = 3  # seed 002: no stop rule given -> the baseline and at most three
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
 
@@ -181,31 +154,39 @@ def _experiments(raw: Any, files: set[str], problems: list[str]) -> list[Experim
     return experiments
 
 
-def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
-    """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
+CAMPAIGN_KEYS = (
+    "base",
+    "baseline",
+    "branch_prefix",
+    "direction",
+    "experiments",
+    "gpus",
+    "metric",
+    "name",
+    "parallel",
+    "result_dir",
+    "stop",
+)
+
+
+def _load(text: str) -> dict[Any, Any]:
+    """campaign.yaml as a mapping, loaded with bounds; CampaignError when it is not one."""
     try:
         data = yamlpart.load(text, max_chars=CAMPAIGN_MAX_CHARS)
     except yamlpart.YamlError as exc:
         raise CampaignError([f"campaign.yaml: {exc}"]) from None
     if not isinstance(data, dict):
         raise CampaignError(["campaign.yaml: expected a mapping"])
-    problems: list[str] = []
-    known = {
-        "name",
-        "metric",
-        "direction",
-        "stop",
-        "gpus",
-        "parallel",
-        "base",
-        "result_dir",
-        "branch_prefix",
-        "baseline",
-        "experiments",
-    }
-    unknown = sorted(set(map(str, data)) - known)
+    return data
+
+
+def _header(
+    data: dict[Any, Any], files: set[str], problems: list[str]
+) -> tuple[str, str, str, str]:
+    """The campaign's name, direction, base blueprint and result dir, each checked."""
+    unknown = sorted(set(map(str, data)) - set(CAMPAIGN_KEYS))
     if unknown:
-        problems.append(f"unknown key {show(unknown[0])} (known: {', '.join(sorted(known))})")
+        problems.append(f"unknown key {show(unknown[0])} (known: {', '.join(CAMPAIGN_KEYS)})")
     name = str(data.get("name") or "")
     if not _NAME.match(name):
         problems.append(f"name: {show(name)}: letters, digits, . _ - (up to 64)")
@@ -218,16 +199,29 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     result_dir = str(data.get("result_dir") or "")
     if not result_dir.startswith("/"):
         problems.append(f"result_dir: expected an absolute path, got {show(result_dir)}")
+    return name, direction, base, result_dir
+
+
+def _needs_branches(experiments: list[Experiment], prefix: str, problems: list[str]) -> None:
+    """Patches and `from` need a branch prefix: they are committed on branches."""
+    if any(e.patch for e in experiments) and not prefix:
+        problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")
+    if any(e.start for e in experiments) and not prefix:
+        problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
+
+
+def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
+    """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
+    data = _load(text)
+    problems: list[str] = []
+    name, direction, base, result_dir = _header(data, files, problems)
     count, deadline, per_experiment, target = _stop_rules(data.get("stop") or {}, problems)
     parallel = take(problems, 1, values.count, "parallel", data.get("parallel", 1), 1, 1000)
     prefix = str(data.get("branch_prefix") or "")
     if prefix and not _BRANCH.match(prefix):
         problems.append(f"branch_prefix: {show(prefix)} is not a usable branch name")
     experiments = _experiments(data.get("experiments") or [], files, problems)
-    if any(e.patch for e in experiments) and not prefix:
-        problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")
-    if any(e.start for e in experiments) and not prefix:
-        problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
+    _needs_branches(experiments, prefix, problems)
     spec = CampaignSpec(
         name=name,
         metric=str(data.get("metric") or "mean_reward"),
@@ -253,141 +247,6 @@ def planned(spec: CampaignSpec) -> list[Experiment]:
     """Every experiment in order, the baseline first when the campaign runs one."""
     first = [Experiment("baseline", "the base blueprint unchanged")] if spec.baseline else []
     return [*first, *spec.experiments]
-
-
-def better(value: float, best: float | None, maximise: bool) -> bool:
-    return best is None or (value > best if maximise else value < best)
-
-
-def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool) -> float | None:
-    """An experiment's best validation value of the campaign's metric."""
-    values = [float(r[metric]) for r in history if isinstance(r.get(metric), (int, float))]
-    if not values:
-        return None
-    return max(values) if maximise else min(values)
-
-
-def verdict(
-    status: str, value: float | None, best: float | None, maximise: bool, smoke: bool = False
-) -> str:
-    """keep (better than the best so far), discard, crash (failed, timed out, no metric),
-    stopped (by the user), or smoke (a pipeline check never judges the idea)."""
-    if smoke:
-        return "smoke"
-    if status == "stopped":
-        return "stopped"
-    if status not in ("succeeded", "plateau") or value is None:
-        return "crash"
-    return "keep" if better(value, best, maximise) else "discard"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One stop rule against where the campaign stands (what `campaign status` shows)."""
-
-    rule: str  # max_experiments, deadline, target_metric, or default (no rule given)
-    met: bool
-    text: str  # the seed's words: `17/24 attempted`, `6h12m remaining`, ...
-    limit: float | None = None  # the count, the seconds from the start, the target
-    current: float | None = None  # attempted, seconds elapsed, the best value
-    remaining: float | None = None  # experiments or seconds left; None for a target
-
-
-def rules(
-    spec: CampaignSpec,
-    attempted: int,
-    started_at: float,
-    now: float,
-    best: float | None,
-    rounds: int = 1,
-) -> list[Rule]:
-    """Every stop rule, how far it is from being met. `attempted` counts launched experiments
-    that are not smoke runs (crashes included); `rounds` of the default rule granted so far."""
-    out: list[Rule] = []
-    if spec.default_rule:
-        limit = int(spec.baseline) + DEFAULT_EXPERIMENTS * max(rounds, 1)
-        met = attempted >= limit
-        out.append(
-            Rule(
-                "default",
-                met,
-                f"{attempted}/{limit} attempted",
-                limit,
-                attempted,
-                max(limit - attempted, 0),
-            )
-        )
-    if spec.max_experiments is not None:
-        count = spec.max_experiments
-        out.append(
-            Rule(
-                "max_experiments",
-                attempted >= count,
-                f"{attempted}/{count} attempted",
-                count,
-                attempted,
-                max(count - attempted, 0),
-            )
-        )
-    if spec.deadline_s is not None:
-        remaining = started_at + spec.deadline_s - now
-        per = spec.per_experiment_s
-        if remaining <= 0:
-            met, text = True, "deadline reached"
-        elif per is not None and remaining < per:
-            met = True
-            text = (
-                f"{format_duration(remaining)} remaining, less than one experiment "
-                f"({format_duration(per)})"
-            )
-        else:
-            met, text = False, f"{format_duration(remaining)} remaining"
-        out.append(
-            Rule("deadline", met, text, spec.deadline_s, now - started_at, max(remaining, 0.0))
-        )
-    if spec.target is not None:
-        reached = best is not None and not better(spec.target, best, spec.maximise)
-        if reached and best is not None:
-            text = f"{spec.metric} {best:g} reached the target {spec.target:g}"
-        else:
-            shown = "none yet" if best is None else f"{best:g}"
-            text = f"best {spec.metric} {shown} (target {spec.target:g})"
-        out.append(Rule("target_metric", reached, text, spec.target, best))
-    return out
-
-
-@dataclass(frozen=True)
-class Progress:
-    met: bool
-    text: str
-    needs_decision: bool = False  # only the default rule is met: ask before going on
-
-
-def progress(
-    spec: CampaignSpec,
-    attempted: int,
-    started_at: float,
-    now: float,
-    best: float | None,
-    rounds: int = 1,
-) -> Progress:
-    """Every stop rule against where the campaign stands, in the seed's words."""
-    found = rules(spec, attempted, started_at, now, best, rounds)
-    met = [r.text for r in found if r.met]
-    if spec.default_rule and met:
-        return Progress(
-            True,
-            f"stop condition met: {met[0]} (no stop rule given: the baseline and at most "
-            f"{DEFAULT_EXPERIMENTS} experiments); needs a decision: `ajetd campaign add "
-            "--continue` or `ajetd campaign set`",
-            needs_decision=True,
-        )
-    if met:
-        return Progress(True, "stop condition met: " + "; ".join(met))
-    parts = [r.text for r in found]
-    if spec.max_experiments is None and not spec.default_rule:
-        parts.insert(0, f"{attempted} attempted")
-    return Progress(False, "stop condition not yet met: " + ", ".join(parts))
 
 
 def merged(text: str, added: Sequence[Mapping[str, Any]], stop: Mapping[str, Any]) -> str:
@@ -427,17 +286,3 @@ def entry(
     if smoke:
         raw["smoke"] = True
     return raw
-
-
-def ledger_header() -> str:
-    return "\t".join(LEDGER_COLUMNS) + "\n"
-
-
-def ledger_row(values: Mapping[str, Any]) -> str:
-    """One TSV line; tabs and newlines inside a field become spaces."""
-    cells = []
-    for column in LEDGER_COLUMNS:
-        value = values.get(column)
-        text = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
-        cells.append(re.sub(r"[\t\r\n]+", " ", text))
-    return "\t".join(cells) + "\n"

@@ -1,0 +1,183 @@
+"""When a research campaign (seed 002) stops and what each experiment's result means: the
+stop rules, the verdicts, and the ledger rows that record them; pure (the clock is passed in).
+
+Stop rules: `max_experiments` (attempts, baseline included, crashes included), `deadline`
+(from the campaign's start; also met when what is left cannot hold one more
+`per_experiment_timeout`) or `target_metric` (the best value reaches it). With none of these
+given, seed 002's default holds: the baseline and at most three experiments, then a decision
+is needed (`--continue` grants another three). A campaign that runs out of experiments waits
+for `ajetd campaign add`; it never ends on its own while its stop rules are unmet. Each ended
+experiment appends one row to `ledger.tsv` with the columns of NeMo-RL's experiment-log
+template and a verdict: `keep` (better than the best so far), `discard`, `crash` (failed,
+timed out, or no metric: seed 002 treats a timeout as a failure), `smoke` (a pipeline check:
+counts against no stop rule, never judges the idea) or `stopped` (ended by `ajetd stop` /
+`ajetd campaign stop`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ajetd.core.campaignspec import CampaignSpec
+from ajetd.core.durations import format_duration
+
+LEDGER_COLUMNS = (
+    "index",
+    "branch",
+    "parent_commit",
+    "commit",
+    "recipe",
+    "metric_name",
+    "metric_value",
+    "memory_gb",
+    "elapsed_min",
+    "launcher",
+    "job_id",
+    "command",
+    "log_path",
+    "status",
+    "description",
+)
+DEFAULT_EXPERIMENTS = 3  # seed 002: no stop rule given -> the baseline and at most three
+
+
+def better(value: float, best: float | None, maximise: bool) -> bool:
+    return best is None or (value > best if maximise else value < best)
+
+
+def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool) -> float | None:
+    """An experiment's best validation value of the campaign's metric."""
+    values = [float(r[metric]) for r in history if isinstance(r.get(metric), (int, float))]
+    if not values:
+        return None
+    return max(values) if maximise else min(values)
+
+
+def verdict(
+    status: str, value: float | None, best: float | None, maximise: bool, smoke: bool = False
+) -> str:
+    """keep (better than the best so far), discard, crash (failed, timed out, no metric),
+    stopped (by the user), or smoke (a pipeline check never judges the idea)."""
+    if smoke:
+        return "smoke"
+    if status == "stopped":
+        return "stopped"
+    if status not in ("succeeded", "plateau") or value is None:
+        return "crash"
+    return "keep" if better(value, best, maximise) else "discard"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stop rule against where the campaign stands (what `campaign status` shows)."""
+
+    rule: str  # max_experiments, deadline, target_metric, or default (no rule given)
+    met: bool
+    text: str  # the seed's words: `17/24 attempted`, `6h12m remaining`, ...
+    limit: float | None = None  # the count, the seconds from the start, the target
+    current: float | None = None  # attempted, seconds elapsed, the best value
+    remaining: float | None = None  # experiments or seconds left; None for a target
+
+
+def _count_rule(rule: str, attempted: int, limit: int) -> Rule:
+    return Rule(
+        rule,
+        attempted >= limit,
+        f"{attempted}/{limit} attempted",
+        limit,
+        attempted,
+        max(limit - attempted, 0),
+    )
+
+
+def _deadline_rule(spec: CampaignSpec, deadline_s: float, started_at: float, now: float) -> Rule:
+    remaining = started_at + deadline_s - now
+    per = spec.per_experiment_s
+    if remaining <= 0:
+        met, text = True, "deadline reached"
+    elif per is not None and remaining < per:
+        met = True
+        text = (
+            f"{format_duration(remaining)} remaining, less than one experiment "
+            f"({format_duration(per)})"
+        )
+    else:
+        met, text = False, f"{format_duration(remaining)} remaining"
+    return Rule("deadline", met, text, deadline_s, now - started_at, max(remaining, 0.0))
+
+
+def _target_rule(spec: CampaignSpec, target: float, best: float | None) -> Rule:
+    reached = best is not None and not better(target, best, spec.maximise)
+    if reached and best is not None:
+        text = f"{spec.metric} {best:g} reached the target {target:g}"
+    else:
+        shown = "none yet" if best is None else f"{best:g}"
+        text = f"best {spec.metric} {shown} (target {target:g})"
+    return Rule("target_metric", reached, text, target, best)
+
+
+def rules(
+    spec: CampaignSpec,
+    attempted: int,
+    started_at: float,
+    now: float,
+    best: float | None,
+    rounds: int = 1,
+) -> list[Rule]:
+    """Every stop rule, how far it is from being met. `attempted` counts launched experiments
+    that are not smoke runs (crashes included); `rounds` of the default rule granted so far."""
+    out: list[Rule] = []
+    if spec.default_rule:
+        limit = int(spec.baseline) + DEFAULT_EXPERIMENTS * max(rounds, 1)
+        out.append(_count_rule("default", attempted, limit))
+    if spec.max_experiments is not None:
+        out.append(_count_rule("max_experiments", attempted, spec.max_experiments))
+    if spec.deadline_s is not None:
+        out.append(_deadline_rule(spec, spec.deadline_s, started_at, now))
+    if spec.target is not None:
+        out.append(_target_rule(spec, spec.target, best))
+    return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    met: bool
+    text: str
+    needs_decision: bool = False  # only the default rule is met: ask before going on
+
+
+def progress(spec: CampaignSpec, found: Sequence[Rule], attempted: int) -> Progress:
+    """The stop rules `found` (by `rules`) against where the campaign stands, in the seed's
+    words."""
+    met = [r.text for r in found if r.met]
+    if spec.default_rule and met:
+        return Progress(
+            True,
+            f"stop condition met: {met[0]} (no stop rule given: the baseline and at most "
+            f"{DEFAULT_EXPERIMENTS} experiments); needs a decision: `ajetd campaign add "
+            "--continue` or `ajetd campaign set`",
+            needs_decision=True,
+        )
+    if met:
+        return Progress(True, "stop condition met: " + "; ".join(met))
+    parts = [r.text for r in found]
+    if spec.max_experiments is None and not spec.default_rule:
+        parts.insert(0, f"{attempted} attempted")
+    return Progress(False, "stop condition not yet met: " + ", ".join(parts))
+
+
+def ledger_header() -> str:
+    return "\t".join(LEDGER_COLUMNS) + "\n"
+
+
+def ledger_row(values: Mapping[str, Any]) -> str:
+    """One TSV line; tabs and newlines inside a field become spaces."""
+    cells = []
+    for column in LEDGER_COLUMNS:
+        value = values.get(column)
+        text = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+        cells.append(re.sub(r"[\t\r\n]+", " ", text))
+    return "\t".join(cells) + "\n"
