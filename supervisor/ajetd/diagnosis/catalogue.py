@@ -57,6 +57,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"write\(\): fd \d+ failed",
             r"error writing \(tmp\) checkpoint file",
             r"error writing .*file.*resource exhausted",
+            # shape: a write that failed (a file, a checkpoint, a stream), not a file's opening
+            r"\bwrit(e|ing)\b.*\bfail(?!.*\bopen(ed)?\b)",
+            r"\bfail\w* (to )?writ",
         ),
     ),
     Kind(
@@ -105,6 +108,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\boom killed\b",
             r"return code = -9\b",
             r"^\s*已杀死\s*$",
+            # shapes: an OutOfMemoryError class in Ray's namespace (Ray's memory monitor kills
+            # on host memory); an exit status that says SIGKILL (-9, or 128 + 9 from a shell)
+            r"\bray\.[\w.]*outofmemoryerror",
+            r"\b(exit ?code|exitcode|return ?code|returncode|exit status)\W{0,4}(-9|137)\b",
         ),
     ),
     Kind(
@@ -259,6 +266,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"failed to get register_center_actor",
             r"runtime.env.agent.*(error|failed|refused)",
             r"failed to connect to the default ray cluster",
+            # shape: a Ray system component (raylet, GCS, its agents, the client) failed or
+            # could not be reached
+            r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b.*"
+            r"\b(exited|failed|refused|timed out|retrying|error)\b",
         ),
     ),
     Kind(
@@ -279,6 +290,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"actor .*state: dead\b",
             r"^(task_receiver|core_worker|task_manager|actor_\w+|raylet\w*|node_manager|worker_pool)"
             r"\.cc:\d+:\s+check failed",
+            # shape: an actor said to be dead
+            r"\bactor\b.*\bdead\b",
         ),
         consequence=True,
     ),
@@ -296,6 +309,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
             r"worker proc \S+ died unexpectedly",
+            # shape: one of vLLM's processes (engine core, worker) died
+            r"\bproc \S+ died\b",
         ),
         consequence=True,
     ),
@@ -320,6 +335,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"segfault encountered",
             r"terminate called after throwing an instance of",
             r"return code = -(11|7|6)\b",
+            # shape: an exit status that says SIGSEGV or SIGBUS (-N, or 128 + N); not SIGABRT,
+            # which is as often a deliberate abort (NCCL's watchdog, a failed check) as a crash
+            r"\b(exit ?code|exitcode|return ?code|returncode|exit status)\W{0,4}"
+            r"(-11|-7|139|135)\b",
         ),
     ),
     Kind(
@@ -365,6 +384,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"invalid repository id or local directory",
             r"is not a local folder and is not a",
             r"invalid (folder|model) path\b.*model",
+            # shape: a model path or repository id said to be invalid
+            r"invalid (folder|model|repo\w*) (path|id)",
         ),
     ),
     Kind(
@@ -423,6 +444,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"client socket has timed out",
             r"gloo connectfullmesh failed",
             r"connect\(\) timed out",
+            # shape: a connect that timed out or failed, whatever the library
+            r"\bconnect\w*\b.*\btimed? ?out\b",
+            r"\bconnect\w*\b.*\bfailed\b",
         ),
     ),
     Kind(
@@ -446,6 +470,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"number of visible devices \(0\)",
             r"waiting for creating a placement group.*\bgpu\b",
             r"total available gpus [\d.]+ is less than total desired gpus",
+            # shape: a resource request naming GPUs that cannot be met yet
+            r"\b(cannot be scheduled|placement group|infeasible|pending)\b.*\bgpu\b",
         ),
     ),
     Kind(
@@ -486,6 +512,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"bfloat16 is only supported on gpus with compute capability",
             r"must not be (provided|set|specified|given|passed)",
             r"(longer|larger|greater|bigger) than (the )?max(imum)?[_ ]",
+            # shape: a ValueError/AssertionError that states a setting's constraint
+            r"^(valueerror|assertionerror): .*\b(must|should|has to|needs to) be\b",
+            # shape: NotImplementedError at run time: the chosen option or combination is not
+            # supported
+            r"^notimplementederror: ",
         ),
     ),
     Kind(
@@ -549,6 +580,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^make(\[\d+\])?: \*\*\*",
             r"failed to download and build",
             r"extra '[^']+' is not defined in the project's optional-dependencies",
+            # shapes: a build tool's summary that the build stopped (ninja, bazel, make); a
+            # traceback through a Python build backend's frames (a wheel being built)
+            r"\b(build|compilation) (stopped|aborted|failed|terminated|did not complete)",
+            r'^\s*file "[^"]*[/\\](pyproject_hooks|pep517|setuptools[/\\]build_meta\.py'
+            r"|torch[/\\]utils[/\\]cpp_extension\.py)",
         ),
     ),
     Kind(
@@ -637,6 +673,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "failed writing",
         "write(): fd",
         "error writing",
+        "writ",
+        "fail to write",
     ),
     "vllm_memory": (
         "free memory on device",
@@ -665,6 +703,10 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "oom_kill",
         "return code = -9",
         "已杀死",
+        "exit code",
+        "exit status",
+        "return code",
+        "returncode",
     ),
     "cuda_oom": (
         "out of memory",
@@ -722,6 +764,10 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "signal 7",
         "signal 6",
         "return code = -",
+        "exit code",
+        "exit status",
+        "return code",
+        "returncode",
     ),
     "port_in_use": (
         "in use",
@@ -756,6 +802,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "runtime env agent",
         "runtime_env_agent",
         "default ray cluster",
+        "ray cluster",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -769,6 +816,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "actor is already dead",
         "state: dead",
         "check failed",
+        "dead",
     ),
     "vllm_engine_dead": (
         "enginedeaderror",
@@ -779,6 +827,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "vllm engine",
         "background loop has errored",
         "died unexpectedly",
+        "died",
     ),
     "logger_error": (
         "wandb",
@@ -804,6 +853,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "not a local folder",
         "invalid folder path",
         "invalid model path",
+        "invalid folder",
+        "invalid model",
+        "invalid repo",
     ),
     "auth": (
         "401",
@@ -849,6 +901,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "client socket has timed out",
         "connectfullmesh",
         "connect() timed out",
+        "connect",
     ),
     "insufficient_gpus": (
         "gpu",
@@ -896,6 +949,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "must not be",
         "than the max",
         "than max",
+        "has to be",
+        "needs to be",
+        "notimplementederror",
     ),
     "import_error": (
         "modulenotfounderror",
@@ -941,6 +997,19 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "make: ***",
         "]: ***",
         "optional-dependencies",
+        "build stopped",
+        "build aborted",
+        "build failed",
+        "build terminated",
+        "build did not complete",
+        "compilation stopped",
+        "compilation aborted",
+        "compilation failed",
+        "compilation did not complete",
+        "pyproject_hooks",
+        "pep517",
+        "build_meta.py",
+        "cpp_extension.py",
     ),
     "missing_file": (
         "datasetnotfounderror",

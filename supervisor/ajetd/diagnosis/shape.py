@@ -1,11 +1,12 @@
 """The shape of a log line: what decorates it, and whether it is an exception; pure.
 
-Real failure logs are dressed: a Ray worker's lines carry `(Actor pid=N, ip=A)` (or
-`(raylet)`), vLLM's logger puts `ERROR 07-27 23:31:27 [core.py:591] ` before each line of a
-traceback, torch.distributed puts `[rank0]: `, srun `--label` puts `0: `, Python's logging
-and most launchers put a timestamp and a level, and `set -x` shell traces put `+ `. Diagnosis
-reads the text under all of these, so that a traceback keeps its indentation and an exception
-line starts its line whatever dress it came in.
+Real failure logs are dressed: colour codes (their ESC byte often lost when pasted into an
+issue), a Ray worker's lines carry `(Actor pid=N, ip=A)` (or `(raylet)`), vLLM's logger puts
+`ERROR 07-27 23:31:27 [core.py:591] ` before each line of a traceback, torch.distributed
+puts `[rank0]: `, srun `--label` puts `0: `, Python's logging and most launchers put a
+timestamp and a level, and `set -x` shell traces put `+ `. Diagnosis reads the text under all
+of these, so that a traceback keeps its indentation and an exception line starts its line
+whatever dress it came in.
 
 An exception line (`SomethingError: ...`, `Fatal Python error: ...`, `ray.exceptions.
 RayTaskError(Inner): ...`) is recognised by its shape alone, so a log pasted from the error
@@ -18,13 +19,14 @@ import re
 
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
 DRESS_SOURCE = (
-    r"(?:\x1b\[[0-9;]*m)*"
+    # colour codes, also as pasted into an issue (the ESC byte lost, `[36m` left)
+    r"(?:\x1b\[[0-9;]*m|\[[0-9;]{1,8}m)*"
     r"(?:"
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
     # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
-    r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b\[0m)?\s?"
+    r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b?\[0m)?\s?"
     r"|\((?:raylet|gcs_server|autoscaler|monitor|dashboard\w*|log_monitor)(?:,\s*ip=[\w.:\-]+)?\)"
-    r"(?:\x1b\[0m)?\s?"
+    r"(?:\x1b?\[0m)?\s?"
     # vLLM: `ERROR 07-27 23:31:27 [core.py:591] ` and the older `ERROR 01-10 21:49:05 x.py:366] `
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+"
     r"\[?[\w./\-]+:\d+\[?\]\s?"
