@@ -19,6 +19,7 @@ from ajetd.adapters.nvml import (
     open_probe,
 )
 from ajetd.core import gpuuse, placement
+from ajetd.core.finding import Finding
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.options import Options
@@ -333,7 +334,7 @@ def test_a_silent_run_whose_gpus_work_is_not_hung() -> None:
 
 def test_vllm_memory_waits_for_foreign_memory_to_drain() -> None:
     run = _running(1000.0)
-    finding = {"kind": "vllm_memory", "severity": "retryable", "fix": "lower it"}
+    finding = Finding("vllm_memory", "retryable", 0, "", "", "lower it")
     taken = "GPU 0 has 60.0 GiB of 80 GiB used by other processes (pids 999)"
     choice = choose(run, [finding], 3, None, 1000.0, gpus_taken=taken)
     assert isinstance(choice, Relaunch) and choice.fix == "wait_gpu_drain"

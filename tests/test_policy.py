@@ -154,7 +154,7 @@ def test_backoff_follows_seed_schedule_and_resets() -> None:
 def test_record_round_trips_through_json() -> None:
     run = replace(_run(), metrics={"mean_reward": 0.5}, history=({"a": 1},))
     run = model.begin_stop(run, StopCause.TIME_LIMIT, T0)
-    assert Run.from_dict(run.to_dict()) == run
+    assert Run.from_json(run.to_json()) == run
 
 
 def test_next_wake_ignores_moments_already_past() -> None:

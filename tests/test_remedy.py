@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ajetd.core import model
+from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Trial
 from ajetd.core.remedy import GiveUp, Relaunch, choose
 
@@ -18,8 +21,8 @@ def _failed_run(n: int = 1, gap: float = 300.0) -> Run:
     return run
 
 
-def _finding(kind: str, severity: str = "retryable") -> list[dict[str, object]]:
-    return [{"kind": kind, "severity": severity, "fix": "do X", "line": 1, "evidence": "e"}]
+def _finding(kind: str, severity: str = "retryable") -> list[Finding]:
+    return [Finding(kind, severity, 1, "e", "", "do X")]
 
 
 def test_network_goes_under_proxychains_once() -> None:
@@ -66,7 +69,7 @@ def test_fixes_accumulate_and_round_trip() -> None:
     run = model.restart(run, "proxychains", "w", (), ("/p", "-q"))
     assert run.fixes == ("nccl_nvls_off", "proxychains")
     assert run.fix_env == (("NCCL_NVLS_ENABLE", "0"),) and run.fix_prefix == ("/p", "-q")
-    assert Run.from_dict(run.to_dict()) == run
+    assert Run.from_json(run.to_json()) == run
 
 
 CONFIG = {
@@ -143,8 +146,8 @@ def test_port_parsing_and_foreign_holder() -> None:
     assert isinstance(choose(_failed_run(), _finding("port_in_use"), 3, None, T0 + 20), Relaunch)
 
 
-def _user_finding(remedy: str, severity: str = "retryable") -> list[dict[str, object]]:
-    return [{**_finding("quota_hit", severity)[0], "remedy": remedy}]
+def _user_finding(remedy: str, severity: str = "retryable") -> list[Finding]:
+    return [replace(_finding("quota_hit", severity)[0], remedy=remedy)]
 
 
 def test_user_kind_remedies_apply_once_each() -> None:

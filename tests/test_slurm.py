@@ -302,7 +302,7 @@ def test_slurm_end_states_become_findings_and_fixes() -> None:
     }
     for state, (kind, remedy) in expected.items():
         found = finding(Job("7", state, "x", 0, "n1"))
-        assert found is not None and found["kind"] == kind, state
+        assert found is not None and found.kind == kind, state
         choice = choose(run, [found], 3, None, 10.0)
         assert isinstance(choice, Relaunch) == (remedy is Relaunch), (state, choice)
     for state in ("COMPLETED", "FAILED", "CANCELLED"):

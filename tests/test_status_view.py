@@ -12,6 +12,7 @@ import pytest
 
 from ajetd.adapters.store import Home
 from ajetd.core import model
+from ajetd.core.finding import Finding
 from ajetd.core.model import Run, State, Status, Trial
 from ajetd.views.listing import Filters, overview, plain, select, shorten
 from ajetd.views.rundetail import detail
@@ -99,14 +100,14 @@ def test_shorten_keeps_both_ends() -> None:
 
 def test_one_run_in_full() -> None:
     run = _run(7, State.RUNNING)
-    finding = {
-        "kind": "cuda_oom",
-        "severity": "science",
-        "line": 12,
-        "evidence": "torch.OutOfMemoryError",
-        "explanation": "A GPU ran out of memory.",
-        "fix": "Lower the micro batch size.",
-    }
+    finding = Finding(
+        kind="cuda_oom",
+        severity="science",
+        line=12,
+        evidence="torch.OutOfMemoryError",
+        explanation="A GPU ran out of memory.",
+        fix="Lower the micro batch size.",
+    )
     trial = replace(run.trials[0], live_findings=(finding,))
     run = replace(run, trials=(trial,))
     text = plain(detail(run, NOW, 100))

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from test_remedy import T0, _failed_run
 
+from ajetd.core.finding import Finding
 from ajetd.core.model import Status
 from ajetd.core.remedy import GiveUp, choose
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.views.words import action_label, ending_note
 
 
-def _finding(kind: str) -> dict[str, object]:
-    return {"kind": kind, "severity": BY_NAME[kind].severity.value, "fix": "do X", "line": 1}
+def _finding(kind: str) -> Finding:
+    return Finding(kind, BY_NAME[kind].severity.value, 1, "", "", "do X")
 
 
 def test_a_science_kind_is_not_retryable_unless_allowed() -> None:
     oom = _finding("cuda_oom")
-    assert oom["severity"] == "science"
+    assert oom.severity == "science"
     assert action_label(oom) == "science, no fix allowed"
     assert action_label(oom, ["ppo_micro_batch_size_per_gpu"]) == "science fix allowed"
     assert action_label(oom, ["lr"]) == "science, no fix allowed"

@@ -124,9 +124,9 @@ class Home:
         """Save the run's record; False when a full disk holds it in memory for now."""
         path = self.state_file(run.run_id)
         if self.held is None:
-            write_json(path, run.to_dict(), OWNER_FILE)
+            write_json(path, run.to_json(), OWNER_FILE)
             return True
-        data = json.dumps(run.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        data = json.dumps(run.to_json(), indent=2, ensure_ascii=False) + "\n"
         return self.held.write(path, encode(data), OWNER_FILE)
 
     def saved(self, run_id: str) -> bool:
@@ -149,7 +149,7 @@ class Home:
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)
         try:
-            return Run.from_dict(json.loads(path.read_text()))
+            return Run.from_json(json.loads(path.read_text()))
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"corrupt run record {path}: {exc}") from exc
 

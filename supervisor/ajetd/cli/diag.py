@@ -42,9 +42,9 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     lines += ["", "## Processes", "", *processes]
     lines += ["", "## GPUs", "", *gpus]
     lines += ["", "## Findings", ""]
-    lines += [
-        f"- {f['kind']} ({f['severity']}, line {f['line']}): {f['evidence']}" for f in findings
-    ] or ["- none"]
+    lines += [f"- {f.kind} ({f.severity}, line {f.line}): {f.evidence}" for f in findings] or [
+        "- none"
+    ]
     lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
     text = "\n".join(lines)
     saved = None
@@ -66,7 +66,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
         "pane": screen,
         "processes": processes,
         "gpus": gpus,
-        "findings": [dict(f) for f in findings],
+        "findings": [f.to_json() for f in findings],
         "log_tail": tail,
         "saved": str(saved) if saved else None,
     }

@@ -489,7 +489,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
     findings = diagnose_chunks(read_chunks(str(logfile)), user + KindSet(mine))
     if as_json:
-        click.echo(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+        click.echo(json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False))
         return
     if not findings:
         click.echo(f"{logfile}: no known failure found")

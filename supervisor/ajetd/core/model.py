@@ -6,9 +6,12 @@ Times are UTC epoch seconds passed in by the caller (never read here).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
+
+from ajetd.core.finding import Finding
 
 
 class State(str, Enum):
@@ -74,10 +77,30 @@ class Trial:
     exit_code: int | None = None
     pane_pid: int | None = None  # the trial script's pid (the pane's own process)
     problem: str = ""  # what went wrong, as read from the output
-    findings: tuple[dict[str, Any], ...] = ()  # diagnosis of its output, root cause first
-    live_findings: tuple[dict[str, Any], ...] = ()  # seen while it still ran, in order seen
+    findings: tuple[Finding, ...] = ()  # diagnosis of its output, root cause first
+    live_findings: tuple[Finding, ...] = ()  # seen while it still ran, in order seen
     next_step: str = ""  # what ajetd did about it
     stage: str = ""  # the pipeline stage it ran (`[ajetd] stages`), if any
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["findings"] = [f.to_json() for f in self.findings]
+        data["live_findings"] = [f.to_json() for f in self.live_findings]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trial:
+        """A stored trial; findings become `Finding`s, unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(
+            **{
+                **{k: v for k, v in data.items() if k in known},
+                "findings": tuple(Finding.from_json(f) for f in data.get("findings") or ()),
+                "live_findings": tuple(
+                    Finding.from_json(f) for f in data.get("live_findings") or ()
+                ),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -145,25 +168,21 @@ class Run:
     def active(self) -> bool:
         return self.state is not State.DONE
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON data (state.json); `from_json` reads it back."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["trials"] = [t.to_json() for t in self.trials]
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Run:
+    def from_json(cls, data: Mapping[str, Any]) -> Run:
+        """A stored record, written by this version or an older one: what it lacks takes its
+        default, what this version does not know is ignored."""
         data = dict(data)
         data["state"] = State(data["state"])
         data["status"] = Status(data["status"]) if data.get("status") else None
         data["stop_cause"] = StopCause(data["stop_cause"]) if data.get("stop_cause") else None
-        data["trials"] = tuple(
-            Trial(
-                **{
-                    **t,
-                    "findings": tuple(t.get("findings", ())),
-                    "live_findings": tuple(t.get("live_findings", ())),
-                }
-            )
-            for t in data.get("trials", ())
-        )
+        data["trials"] = tuple(Trial.from_json(t) for t in data.get("trials", ()))
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
@@ -215,7 +234,7 @@ def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
     return replace(_update_trial(run, started_at=now, pane_pid=pane_pid), started_at=started)
 
 
-def found_live(run: Run, findings: tuple[dict[str, Any], ...]) -> Run:
+def found_live(run: Run, findings: tuple[Finding, ...]) -> Run:
     """New kinds seen in a running trial's output (kept in the order they appeared)."""
     trial = run.trial
     assert trial is not None
@@ -227,7 +246,7 @@ def trial_ended(
     exit_code: int | None,
     ended_at: float,
     problem: str = "",
-    findings: tuple[dict[str, Any], ...] = (),
+    findings: tuple[Finding, ...] = (),
 ) -> Run:
     """The trial's program exited (or vanished, exit_code None)."""
     return _update_trial(

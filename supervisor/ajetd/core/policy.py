@@ -12,6 +12,7 @@ from typing import Any
 
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
+from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Signal, Status, StopCause
 from ajetd.core.options import Options
 from ajetd.core.remedy import Relaunch
@@ -42,7 +43,7 @@ class Observation:
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
     stop_requested: bool = False  # `ajetd stop` asked for this run
     last_output_at: float | None = None  # when the trial's log last grew
-    findings: tuple[dict[str, Any], ...] = ()  # diagnosis of a trial that exited non-zero
+    findings: tuple[Finding, ...] = ()  # diagnosis of a trial that exited non-zero
     proxychains: str | None = None  # an installed proxychains4, if any
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
     port_holder: str | None = None  # a foreign holder of the port a bind error names
@@ -148,7 +149,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
     """A trial ajetd did not stop exited non-zero: relaunch with a fix, or end the run."""
     choice = remedy.choose(
         run,
-        list(obs.findings),
+        obs.findings,
         options.max_trials,
         obs.proxychains,
         obs.now,
@@ -159,7 +160,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
     )
     if isinstance(choice, Relaunch):
         return Restart(code, choice)
-    root = f" ({obs.findings[0]['kind']})" if obs.findings else ""
+    root = f" ({obs.findings[0].kind})" if obs.findings else ""
     return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
 
 
@@ -182,7 +183,7 @@ def _quiet_since(obs: Observation) -> float | None:
 def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Action:
     """The trial's program exited with `code`: what now."""
     slurm_limit = obs.slurm_signalled or (
-        bool(obs.findings) and obs.findings[0]["kind"] == "slurm_timeout"
+        bool(obs.findings) and obs.findings[0].kind == "slurm_timeout"
     )
     if code != 0 and run.stop_cause is None and slurm_limit:
         why = "Slurm's time limit (--time, with its --signal warning) ended the job; data kept"

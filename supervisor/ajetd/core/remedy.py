@@ -12,10 +12,11 @@ and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
 from ajetd.frameworks.agentjet import find_paths, get_path, local_logger_patch
@@ -149,10 +150,10 @@ def _user_remedy(
     return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
 
 
-def _refusal(run: Run, root: Mapping[str, Any], max_trials: int, now: float) -> GiveUp | None:
+def _refusal(run: Run, root: Finding, max_trials: int, now: float) -> GiveUp | None:
     """Why no fix is tried at all: a fatal kind, a spent retry budget, or thrashing."""
-    if root["severity"] == "fatal":
-        return GiveUp(f"{root['kind']} is fatal, not retried: {root['fix']}")
+    if root.severity == "fatal":
+        return GiveUp(f"{root.kind} is fatal, not retried: {root.fix}")
     if len(run.trials) >= max_trials:
         return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
     if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
@@ -214,7 +215,7 @@ def _plain_retry(kind: str, applied: set[str], fix: str) -> Relaunch | GiveUp:
 
 def choose(
     run: Run,
-    findings: list[dict[str, Any]],
+    findings: Sequence[Finding],
     max_trials: int,
     proxychains: str | None,
     now: float,
@@ -233,14 +234,14 @@ def choose(
     if not findings:
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
     root = findings[0]
-    kind = str(root["kind"])
-    fix = str(root["fix"])
+    kind = root.kind
+    fix = root.fix
     applied = set(run.fixes)
     refusal = _refusal(run, root, max_trials, now)
     if refusal is not None:
         return refusal
-    if root.get("remedy") and root["severity"] == "retryable":  # a user kind's own remedy
-        return _user_remedy(kind, str(root["remedy"]), fix, applied, proxychains)
+    if root.remedy and root.severity == "retryable":  # a user kind's own remedy
+        return _user_remedy(kind, root.remedy, fix, applied, proxychains)
     if kind == "network":
         return _network(applied, proxychains)
     if kind == "nccl_error":

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from ajetd.adapters import procs
 from ajetd.adapters.nvml import GpuProbe, GpuSample
+from ajetd.core.finding import Finding
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
-from ajetd.diagnosis.findings import Finding
 
 log = logging.getLogger(__name__)
 YOUNG_S = 600.0  # a run younger than this is sampled more often
@@ -23,7 +23,7 @@ GPU_LOST = "gpu_lost"
 XID_FALLEN_OFF_BUS = 79
 
 
-def lost_finding(evidence: str) -> dict[str, object]:
+def lost_finding(evidence: str) -> Finding:
     return Finding(
         GPU_LOST,
         "fatal",
@@ -32,7 +32,7 @@ def lost_finding(evidence: str) -> dict[str, object]:
         "A GPU of this run fell off the bus or reported a critical Xid error.",
         "Check `nvidia-smi` and the kernel log (dmesg | grep -i xid); the GPU usually needs a "
         "reset or the node a reboot. Relaunch on other GPUs (`[ajetd] gpus`).",
-    ).to_dict()
+    )
 
 
 @dataclass

@@ -37,6 +37,7 @@ from ajetd.adapters.watch import Watcher
 from ajetd.core import gpuuse, model, placement
 from ajetd.core.backoff import Backoff
 from ajetd.core.errors import AjetdError, TmuxError
+from ajetd.core.finding import Finding
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id
 from ajetd.core.options import Options
@@ -102,11 +103,11 @@ def _slurm_seen(run: Run, job: slurm.Job) -> Run:
     return replace(run, slurm=info, reason=reason)
 
 
-def _port_holder(findings: tuple[dict[str, Any], ...], run_id: str) -> str | None:
+def _port_holder(findings: tuple[Finding, ...], run_id: str) -> str | None:
     """For a root `port_in_use` naming its port: who holds it, if not this run."""
-    if not findings or findings[0]["kind"] != "port_in_use":
+    if not findings or findings[0].kind != "port_in_use":
         return None
-    port = port_from_text(str(findings[0]["evidence"]))
+    port = port_from_text(findings[0].evidence)
     return None if port is None else procs.port_holder(port, run_id)
 
 
@@ -394,7 +395,7 @@ class Daemon:
             drawing.record_gpus(self.home, run.run_id, now, seen)
         lost = self.gpus.lost_evidence(run)
         known = run.trial.live_findings if run.trial else ()
-        if lost and run.trial and not any(f["kind"] == GPU_LOST for f in known):
+        if lost and run.trial and not any(f.kind == GPU_LOST for f in known):
             log.error("run %s: %s", run.run_id, lost)
             self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
             run = model.found_live(run, (lost_finding(lost),))
@@ -784,9 +785,9 @@ class Daemon:
         info.update(job_id=done.job_id, state=done.state, reason=done.reason, final=n)
         found = slurm.finding(done)
         if found is not None:
-            self.home.append_event(run.run_id, now, f"{found['kind']}: {found['evidence']}")
+            self.home.append_event(run.run_id, now, f"{found.kind}: {found.evidence}")
             run = model.found_live(run, (found,))
-            if found["kind"] == "node_failure" and done.nodes:
+            if found.kind == "node_failure" and done.nodes:
                 info["exclude"] = done.nodes
         if not self.home.trial_file(run.run_id, n, "job.exit").exists():
             code = done.exit_code if done.exit_code else 1
@@ -797,14 +798,14 @@ class Daemon:
         """A swarm server died under running clients: each gets the finding and is
         interrupted; its relaunch waits for the server to answer again."""
         finding = self.swarm.died_finding(port, why)
-        log.warning("swarm: %s", finding["evidence"])
+        log.warning("swarm: %s", finding.evidence)
         for run in list(self.runs.values()):
             opts = self.options.get(run.run_id)
             if run.state is not State.RUNNING or opts is None or opts.swarm is None:
                 continue
             if opts.swarm.port != port or run.trial is None:
                 continue
-            self.home.append_event(run.run_id, now, f"{swarm.SERVER_DIED}: {finding['evidence']}")
+            self.home.append_event(run.run_id, now, f"{swarm.SERVER_DIED}: {finding.evidence}")
             self._store(model.found_live(run, (finding,)))
             procs.signal_run(run.run_id, run.trial.pane_pid, "INT", run.started_at)
 
@@ -850,7 +851,7 @@ class Daemon:
         if exit_info is not None or pane is None or not pane.dead:
             self.dead_since.pop(run_id, None)
         stop_file = self.home.control / f"{run_id}.stop"
-        findings: tuple[dict[str, Any], ...] = ()
+        findings: tuple[Finding, ...] = ()
         config = None
         holder = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
@@ -858,7 +859,7 @@ class Daemon:
             found = self.live.finish((run_id, run.trial.number), p.log)
             if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
                 found = trials.diagnose_file(p.log, user=self._kinds(run_id))
-            findings = (*self._observed_findings(run), *(f.to_dict() for f in found))
+            findings = (*self._observed_findings(run), *found)
             config = trials.load_config(run.config_path)
             holder = _port_holder(findings, run_id)
         obs = Observation(
@@ -920,7 +921,7 @@ class Daemon:
         del self.dead_since[run_id]
         return False
 
-    def _observed_findings(self, run: Run) -> list[dict[str, Any]]:
+    def _observed_findings(self, run: Run) -> list[Finding]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
         output's own findings: a lost GPU; how Slurm ended its job (node failure,
         preemption, Slurm's time limit); a swarm server that died while it ran or does not
@@ -934,7 +935,7 @@ class Daemon:
                 run = self._slurm_ended(run, ended[job_id], self.clock())
                 self._store(run)
         assert run.trial is not None
-        seen = {f["kind"]: f for f in run.trial.live_findings}
+        seen = {f.kind: f for f in run.trial.live_findings}
         found = [seen[GPU_LOST]] if GPU_LOST in seen else []
         found += [seen[k] for k in ("node_failure", "preempted", "slurm_timeout") if k in seen]
         spec = self.options[run.run_id].swarm
@@ -963,7 +964,7 @@ class Daemon:
         if new:
             for f in new:
                 self.home.append_event(run_id, now, f"seen while running: {f.kind} (line {f.line})")
-            self._store(model.found_live(run, tuple(f.to_dict() for f in new)))
+            self._store(model.found_live(run, tuple(new)))
 
     def _ssh_notes(self, run_id: str, now: float) -> None:
         """Connection drops and reattachments the follower of a remote trial noted."""
@@ -996,7 +997,7 @@ class Daemon:
         action: object,
         now: float,
         pane: Pane | None,
-        findings: tuple[dict[str, Any], ...] = (),
+        findings: tuple[Finding, ...] = (),
     ) -> Run:
         pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         if isinstance(action, Finish):
@@ -1087,7 +1088,7 @@ class Daemon:
         action: Restart,
         now: float,
         pid: int | None,
-        findings: tuple[dict[str, Any], ...],
+        findings: tuple[Finding, ...],
     ) -> Run:
         """End the failed trial, record the fix, and launch the next trial at once."""
         fix = action.remedy

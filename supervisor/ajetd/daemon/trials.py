@@ -31,6 +31,7 @@ from ajetd.adapters.tmux import Pane, Tmux
 from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
+from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
@@ -42,7 +43,7 @@ from ajetd.core.trialscript import (
     protect_autokill,
     render_trial_script,
 )
-from ajetd.diagnosis.findings import Finding, StreamDiagnoser
+from ajetd.diagnosis.findings import StreamDiagnoser
 from ajetd.diagnosis.scan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
 from ajetd.diagnosis.text import tail_lines
 from ajetd.diagnosis.userkinds import KindSet
@@ -503,7 +504,7 @@ def end_trial(
     exit_code: int | None,
     now: float,
     pane_pid: int | None,
-    findings: tuple[dict[str, Any], ...] | None = None,
+    findings: tuple[Finding, ...] | None = None,
     reap: bool = True,
 ) -> Run:
     """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
@@ -515,9 +516,9 @@ def end_trial(
         if exit_code != 0:
             if findings is None:
                 log_file = paths(home, run, trial.number).log
-                findings = tuple(f.to_dict() for f in diagnose_file(log_file))
+                findings = tuple(diagnose_file(log_file))
             root = findings[0] if findings else None
-            problem = f"{reason}; {root['kind']}: {root['evidence']}" if root else reason
+            problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
         reap_leftovers(run, pane_pid)
@@ -539,7 +540,7 @@ def finish_run(
     exit_code: int | None,
     now: float,
     pane_pid: int | None,
-    findings: tuple[dict[str, Any], ...] | None = None,
+    findings: tuple[Finding, ...] | None = None,
     fetch: Fetch = read_local,
 ) -> Run:
     """End the run: its last trial and final metrics (`fetch`: how the val file is read) are

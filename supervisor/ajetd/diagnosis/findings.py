@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
+from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import (
     BY_NAME,
     DIGIT_BLIND,
@@ -74,30 +74,6 @@ _DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died bec
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 _REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One failure kind seen in a log: its first line, how often, and what to do. `remedy`:
-    a user kind's remedy (userkinds.UserKind), "" for the catalogue's kinds."""
-
-    kind: str
-    severity: str
-    line: int
-    evidence: str
-    explanation: str
-    fix: str
-    count: int = 1
-    remedy: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if not self.remedy:
-            del data["remedy"]
-        return data
-
-    def summary(self) -> str:
-        return f"{self.kind} (line {self.line}): {self.explanation} Evidence: {self.evidence}"
 
 
 def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
@@ -254,7 +230,7 @@ class Diagnoser:
 
 
 def replace_count(finding: Finding, count: int) -> Finding:
-    return Finding(**{**asdict(finding), "count": count})
+    return replace(finding, count=count)
 
 
 def _clean_block(block: bytes, undress: bool = True) -> str:

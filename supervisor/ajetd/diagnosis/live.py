@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ajetd.core.finding import Finding
 from ajetd.daemon.trials import DIAGNOSE_TAIL_BYTES, tail_stream
-from ajetd.diagnosis.findings import Finding, StreamDiagnoser
+from ajetd.diagnosis.findings import StreamDiagnoser
 from ajetd.diagnosis.userkinds import KindSet
 
 MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks

@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 
 from ajetd.core.errors import AjetdError
+from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SlurmSpec
 from ajetd.core.values import OptionError, format_mib, format_slurm_minutes, slurm_minutes
-from ajetd.diagnosis.findings import Finding
 
 TIME_MARGIN_S = 300.0  # Slurm's own limit sits past exp_max_time: ajetd stops first, gracefully
 TIMEOUT_S = 10.0
@@ -305,7 +305,7 @@ def check(spec: SlurmSpec, parts: dict[str, dict[str, str]], max_time_s: float |
     return problems
 
 
-def finding(job: Job) -> dict[str, object] | None:
+def finding(job: Job) -> Finding | None:
     """What a job's final Slurm state says that its output may not: node failure, preemption,
     the job's memory limit, Slurm's own time limit."""
     known = FINAL_STATES.get(job.state.split()[0])
@@ -321,4 +321,4 @@ def finding(job: Job) -> dict[str, object] | None:
     evidence = f"Slurm job {job.job_id} ended {job.state} on {job.nodes or '?'} "
     evidence += f"({job.reason or 'no reason given'})"
     explanation = f"Slurm says the job ended {job.state}."
-    return Finding(kind, severity, 0, evidence, explanation, fixes[kind]).to_dict()
+    return Finding(kind, severity, 0, evidence, explanation, fixes[kind])

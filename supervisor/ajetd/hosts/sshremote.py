@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
+from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.daemon.trials import Fetch
-from ajetd.diagnosis.findings import Finding
 from ajetd.hosts import sshcmd
 
 log = logging.getLogger(__name__)
 SSH_LOST = "ssh_lost"
 
 
-def ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
+def ssh_lost_finding(host: str, at: float) -> Finding:
     return Finding(
         SSH_LOST,
         "warning",
@@ -31,7 +30,7 @@ def ssh_lost_finding(host: str, at: float) -> dict[str, Any]:
         "ajetd reattaches to it.",
         "Nothing while it reconnects; if it does not, check the network and the host (`ssh` "
         "by hand with the same options).",
-    ).to_dict()
+    )
 
 
 def fetch(ssh: SshSpec, run_id: str) -> Fetch:
@@ -94,6 +93,6 @@ def connection_notes(home: Home, run: Run, seen: int, now: float) -> tuple[Run, 
         text = f"ssh connection to {host} lost" if word == "lost" else f"reconnected to {host}"
         home.append_event(run.run_id, now, f"{text} (at {at})")
         known = run.trial.live_findings if run.trial else ()
-        if word == "lost" and not any(f["kind"] == SSH_LOST for f in known):
+        if word == "lost" and not any(f.kind == SSH_LOST for f in known):
             run = model.found_live(run, (ssh_lost_finding(host, float(at or now)),))
     return run, len(notes)

@@ -20,18 +20,17 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ajetd.adapters import procs
 from ajetd.adapters.store import OWNER_FILE, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux
 from ajetd.core.errors import TmuxError
+from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SwarmSpec
 from ajetd.core.model import Run
 from ajetd.core.policy import describe_exit
 from ajetd.core.trialscript import TrialSpec, parse_exit_file, render_trial_script
 from ajetd.daemon.trials import diagnose_file, find_pane, log_tail
-from ajetd.diagnosis.findings import Finding
 
 log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 0.5  # one probe; a refused connection answers at once
@@ -59,7 +58,7 @@ def session_name(port: int) -> str:
     return f"ajet_swarm_{port}"
 
 
-def died_finding(port: int, why: str, server_log: Path, root: Finding | None) -> dict[str, Any]:
+def died_finding(port: int, why: str, server_log: Path, root: Finding | None) -> Finding:
     """The finding a run gets when its server died; the server's own root cause as evidence."""
     evidence = f"the swarm server on port {port} {why}"
     if root is not None:
@@ -72,7 +71,7 @@ def died_finding(port: int, why: str, server_log: Path, root: Finding | None) ->
         evidence,
         "The swarm server this client trains against exited.",
         "ajetd starts the server again, waits for /health, then relaunches the client.",
-    ).to_dict()
+    )
 
 
 @dataclass(frozen=True)
@@ -242,7 +241,7 @@ class SwarmServers:
                 died[port] = self._death(port, server.starts)
         return died
 
-    def died_finding(self, port: int, why: str) -> dict[str, Any]:
+    def died_finding(self, port: int, why: str) -> Finding:
         server = self.servers.get(port)
         log_file = self.files(port, server.starts if server else 1)["log"]
         found = diagnose_file(log_file)

@@ -119,7 +119,7 @@ def _trial_row(trial: Trial) -> str:
         else ""
     )
     code = "" if trial.exit_code is None else str(trial.exit_code)
-    wrong = trial.findings[0]["kind"] if trial.findings else (trial.problem or "")
+    wrong = trial.findings[0].kind if trial.findings else (trial.problem or "")
     return (
         f"| {trial.number} | {iso(trial.started_at) or 'not started'} | {iso(trial.ended_at) or ''}"
         f" | {duration} | {code} | {wrong} |"
@@ -281,8 +281,8 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             for f in trial.findings:
                 label = action_label(f, ctx.allowed_fixes)
                 lines.append(
-                    f"- `{f['kind']}` ({label}, line {f['line']}, seen {f.get('count', 1)}x): "
-                    f"{f['explanation']} Fix: {f['fix']}  \n  evidence: `{f['evidence']}`"
+                    f"- `{f.kind}` ({label}, line {f.line}, seen {f.count}x): "
+                    f"{f.explanation} Fix: {f.fix}  \n  evidence: `{f.evidence}`"
                 )
         tail = ctx.trial_tails.get(trial.number, [])
         if tail and trial.exit_code not in (0, None):

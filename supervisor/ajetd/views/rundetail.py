@@ -46,7 +46,7 @@ def _trial_lines(run: Run, width: int) -> list[Line]:
             else ("running" if t.started_at is not None else "not started")
         )
         code = "-" if t.exit_code is None else str(t.exit_code)
-        wrong = t.findings[0]["kind"] if t.findings else (t.problem or "")
+        wrong = t.findings[0].kind if t.findings else (t.problem or "")
         text = f"  #{t.number} {iso(t.started_at) or '':<20} {took:<8} exit {code:<4} {wrong}"
         lines.append([(cut(text.rstrip(), width), "bad" if t.exit_code not in (0, None) else "")])
         if t.next_step:
@@ -63,14 +63,12 @@ def _finding_lines(run: Run, width: int) -> list[Line]:
         [(f"FINDINGS (trial {trial.number if trial else 0}, root cause first)", "header")]
     ]
     for f in found:
-        head = (
-            f"  {f.get('kind')} [{f.get('severity')}] line {f.get('line')}: {f.get('evidence', '')}"
-        )
-        lines.append([(cut(head, width), "bad" if f.get("severity") == "fatal" else "")])
-        if f.get("explanation"):
-            lines.append([(cut(f"    why: {f['explanation']}", width), "")])
-        if f.get("fix"):
-            lines.append([(cut(f"    fix: {f['fix']}", width), "good")])
+        head = f"  {f.kind} [{f.severity}] line {f.line}: {f.evidence}"
+        lines.append([(cut(head, width), "bad" if f.severity == "fatal" else "")])
+        if f.explanation:
+            lines.append([(cut(f"    why: {f.explanation}", width), "")])
+        if f.fix:
+            lines.append([(cut(f"    fix: {f.fix}", width), "good")])
     return lines
 
 

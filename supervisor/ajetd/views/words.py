@@ -9,9 +9,9 @@ catalogue stays data and the wording stays in one place.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection
 
+from ajetd.core.finding import Finding
 from ajetd.core.model import Status
 from ajetd.core.options import SCIENCE_STEPS
 from ajetd.core.remedy import PLAIN_RETRY
@@ -20,17 +20,17 @@ from ajetd.core.remedy import PLAIN_RETRY
 _OWN_FIX = frozenset({"network", "nccl_error", "logger_error", *PLAIN_RETRY})
 
 
-def action_label(finding: Mapping[str, Any], allowed: Collection[str] = ()) -> str:
+def action_label(finding: Finding, allowed: Collection[str] = ()) -> str:
     """What ajetd does about a failed trial whose root cause is `finding`:
     `fatal` (never retried), `science fix allowed` / `science, no fix allowed`, `retryable`
     (relaunched, with the kind's own fix), `no automatic fix`, or `warning`."""
-    kind, severity = str(finding.get("kind", "")), str(finding.get("severity", ""))
+    kind, severity = finding.kind, finding.severity
     if severity == "fatal":
         return "fatal"
     if severity == "science" or kind in SCIENCE_STEPS:
         steps = SCIENCE_STEPS.get(kind, ())
         return "science fix allowed" if set(steps) & set(allowed) else "science, no fix allowed"
-    if kind in _OWN_FIX or finding.get("remedy"):
+    if kind in _OWN_FIX or finding.remedy:
         return "retryable"
     if severity == "warning":
         return "warning"

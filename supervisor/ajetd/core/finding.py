@@ -1,0 +1,65 @@
+"""A finding: one failure kind seen in a trial's output (or by ajetd around it); pure.
+
+The one type findings have inside ajetd, from the diagnosis to the policy, the remedies, the
+views and the hooks' payloads. JSON only at the edges: `to_json` for state.json, `status
+--json`, `diagnose --json` and the reports; `from_json` reads a stored one back, tolerant of
+older records (a missing field takes its default, an unknown one is ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure kind seen in a log: its first line, how often, and what to do. `remedy`:
+    a user kind's remedy (userkinds.UserKind), "" for the catalogue's kinds."""
+
+    kind: str
+    severity: str
+    line: int
+    evidence: str
+    explanation: str
+    fix: str
+    count: int = 1
+    remedy: str = ""
+
+    def to_json(self) -> dict[str, str | int]:
+        """The stored and shown shape (`remedy` only where there is one)."""
+        data: dict[str, str | int] = {
+            "kind": self.kind,
+            "severity": self.severity,
+            "line": self.line,
+            "evidence": self.evidence,
+            "explanation": self.explanation,
+            "fix": self.fix,
+            "count": self.count,
+        }
+        if self.remedy:
+            data["remedy"] = self.remedy
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        """A stored finding; what an older record lacks takes its default."""
+        return cls(
+            kind=str(data.get("kind") or ""),
+            severity=str(data.get("severity") or ""),
+            line=_int(data.get("line"), 0),
+            evidence=str(data.get("evidence") or ""),
+            explanation=str(data.get("explanation") or ""),
+            fix=str(data.get("fix") or ""),
+            count=_int(data.get("count"), 1),
+            remedy=str(data.get("remedy") or ""),
+        )
+
+    def summary(self) -> str:
+        return f"{self.kind} (line {self.line}): {self.explanation} Evidence: {self.evidence}"
+
+
+def _int(value: Any, default: int) -> int:
+    """A stored integer; anything else (absent, null, text) is the default."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
