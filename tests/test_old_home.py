@@ -1,0 +1,153 @@
+"""A home written by an older ajetd (tests/data/homes/v1, made by its `make_home.py` with the
+ajetd of commit 4190b39): the daemon of this version takes it up. Its records load into this
+version's types, its live run is re-adopted and ends normally, its ended runs read as they did
+(`status --json`) and their reports are rendered again byte for byte.
+
+The live run is made alive again as its old daemon had it: the test starts the trial's own
+script (the record's) in a tmux session of the record's name on a private socket; the script
+waits for its go file, which the test writes only once the new daemon has taken the run up, so
+the run is seen alive, not ended, whatever the machine's load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.store import Home
+from ajetd.adapters.tmux import Tmux
+from ajetd.core.finding import Finding
+from ajetd.core.model import State
+from ajetd.daemon import trials
+from conftest import PYTHON, Env, wait_for
+
+V1 = Path(__file__).parent / "data" / "homes" / "v1"
+META = json.loads((V1 / "meta.json").read_text())
+RUNS: dict[str, str] = META["runs"]
+LIVE = RUNS["live"]
+TIME_KEYS = ("_at", "idle_from")
+
+
+def _place(src: Path, dst: Path, env: Env) -> None:
+    """A fixture file where the test's world has it, placeholders replaced."""
+    venv = str(Path(PYTHON).parent.parent)
+    text = src.read_bytes()
+    for mark, value in ((b"@TMP@", str(env.tmp)), (b"@VENV@", venv)):
+        text = text.replace(mark, value.encode())
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(text)
+
+
+def _shift(value: Any, by: float, key: str = "") -> Any:
+    """Every time in a record moved by `by` seconds (the live run: as if it began just now)."""
+    if isinstance(value, dict):
+        return {k: _shift(v, by, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shift(v, by, key) for v in value]
+    if isinstance(value, float) and key.endswith(TIME_KEYS):
+        return value + by
+    return value
+
+
+def _old_home(env: Env) -> None:
+    for folder in ("ajetd-home", "results", "codebase"):
+        for path in sorted((V1 / folder).rglob("*")):
+            if path.is_file():
+                _place(path, env.tmp / folder / path.relative_to(V1 / folder), env)
+    for path in env.home.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    env.home.chmod(0o700)
+    gpus = [
+        {
+            "index": i,
+            "name": "H100",
+            "memory_total_mib": 81920,
+            "memory_used_mib": 0,
+            "utilization": 0,
+        }
+        for i in range(2)
+    ]
+    (env.tmp / "gpus.json").write_text(json.dumps({"gpus": gpus}))
+    env.vars["AJETD_FAKE_GPUS"] = str(env.tmp / "gpus.json")
+
+
+def _revive(env: Env) -> None:
+    """The live run's pane, as its daemon had started it; its record names the new pane."""
+    state = env.home / "runs" / LIVE / "state.json"
+    record = _shift(json.loads(state.read_text()), time.time() - 5 - META["snapshot_at"])
+    run_dir = env.home / "runs" / LIVE
+    os.mkfifo(run_dir / "trial-1.wake", 0o600)
+    log = Path(record["result_dir"]) / "logs" / "trial-1.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    tmux = Tmux(env.socket)
+    pane = tmux.new_session(
+        record["session"], record["codebase_dir"], str(run_dir / "trial-1.sh"), str(log)
+    )
+    record["trials"][-1]["pane_pid"] = pane.pid
+    state.write_text(json.dumps(record, indent=2))
+
+
+def test_an_old_home_is_taken_up(env: Env) -> None:
+    _old_home(env)
+    old_status = {
+        name: (V1 / "expected" / f"{name}.status.json").read_text()
+        for name in RUNS
+        if name != "live"
+    }
+    _revive(env)
+    home = Home(env.home)
+    loaded = {run.run_id: run for run in home.load_runs()}
+    assert sorted(loaded) == sorted(RUNS.values())  # no old record dropped as unreadable
+    failed = loaded[RUNS["failed"]]
+    assert failed.trials[0].findings and all(
+        isinstance(f, Finding)
+        for f in (*failed.trials[0].findings, *failed.trials[0].live_findings)
+    )
+    assert failed.trials[0].findings[0].kind == "cuda_oom"
+
+    env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+    wait_for(lambda: f"run {LIVE}: watching again" in env.daemon_log(), what="the live run adopted")
+    status = env.status(LIVE)
+    assert status["state"] == "running" and status["gpus"] == [1], status
+    assert not (env.home / "runs" / LIVE / "trial-1.exit").exists()  # alive when taken up
+    (env.home / "runs" / LIVE / "trial-1.go").write_text("go\n")  # its program may now go on
+    with open(env.home / "runs" / LIVE / "trial-1.wake", "w") as wake:
+        wake.write("\n")
+    done = env.wait_done(LIVE, timeout=60)
+    assert done["status"] == "succeeded" and done["trials"] == 1, done
+    assert done["metrics"]["global_steps"] == 8
+    assert env.launches() == [f"{LIVE} 1"]  # taken up, never launched again
+    assert json.loads((env.tmp / "results" / "live" / "finish.flag").read_text())["status"] == (
+        "succeeded"
+    )
+    for name, text in old_status.items():  # what users and programs read, as before
+        out = env.cli("status", RUNS[name], "--json")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == text.replace("@TMP@", str(env.tmp)), name
+
+
+def test_old_reports_render_the_same(env: Env) -> None:
+    """results.md, trials.md, run.json and finish.flag of the old ended runs, written again
+    by this version from the old records: the same bytes."""
+    _old_home(env)
+    home = Home(env.home)
+    for name in ("failed", "slurm_nemo"):
+        run = home.load_run(RUNS[name])
+        assert run.state is State.DONE
+        folder = Path(run.result_dir)
+        old = {f: (folder / f).read_text() for f in ("results.md", "trials.md", "run.json")}
+        old["finish.flag"] = (folder / "finish.flag").read_text()
+        old["results.md"] = old["results.md"].replace("@HOST@", socket.gethostname())
+        scratch = env.tmp / "again" / name
+        shutil.copytree(folder, scratch)
+        pictures = [p for p in ("curves.png", "gpus.png") if f"]({p})" in old["results.md"]]
+        trials.write_reports(home, replace(run, result_dir=str(scratch)), (pictures, ""))
+        for file, text in old.items():
+            again = (scratch / file).read_text().replace(str(scratch), str(folder))
+            assert again == text, (name, file)
