@@ -6,12 +6,16 @@ first line names the public thread it was taken from, the rest is what the progr
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ajetd.diagnosis import catalogue
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.findings import diagnose_chunks
 from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
@@ -73,3 +77,41 @@ def test_no_excerpt_with_an_exception_line_ends_without_a_finding(path: Path) ->
     body = _body(path)
     if _has_exception_line(body):
         assert diagnose_chunks([body]), "an exception line, yet no finding"
+
+
+def _bench() -> Any:
+    """bench/diagnosis.py, which holds the held-out protocol (bench/ is not a package)."""
+    path = Path(__file__).parent.parent / "bench" / "diagnosis.py"
+    spec = importlib.util.spec_from_file_location("bench_diagnosis", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_pattern_only_one_repository_shows_is_removed_while_it_is_held_out() -> None:
+    bench = _bench()
+    rows = bench.corpus()
+    support = bench.support(rows)
+    before = {tuple(x.split("\t", 1)) for x in bench.BEFORE_CORPUS.read_text().splitlines()}
+    assert before and not before & support.keys(), "patterns from before the corpus are kept"
+    only = bench.written_only_from(support)
+    verl = ("config_error", "reward function is not implemented for data_source")
+    assert support[verl] == {"verl-project/verl"} and verl in only["verl-project/verl"]
+    whole = catalogue.CATALOGUE
+    with bench.catalogue_without(only["verl-project/verl"]):
+        patterns = {p.pattern for p in catalogue.BY_NAME["config_error"].patterns}
+        in_use = {
+            p.pattern for k in catalogue.CATALOGUE for p in k.patterns if k.name == "config_error"
+        }
+        assert verl[1] in patterns and verl[1] not in in_use
+    assert catalogue.CATALOGUE is whole
+
+
+def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
+    bench = _bench()
+    rows = bench.corpus()
+    named, _ = bench.held_out(rows)
+    hits = sum(got == kind for (_, kind, _), got in zip(rows, named, strict=True))
+    assert hits >= 0.90 * len(rows), f"held out: {hits}/{len(rows)}"

@@ -270,6 +270,8 @@ CATALOGUE: tuple[Kind, ...] = (
             # could not be reached
             r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b.*"
             r"\b(exited|failed|refused|timed out|retrying|error)\b",
+            r"\b(failed|unable|could not|cannot|can.t) to (connect|reach|register)\b.*"
+            r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head)",
         ),
     ),
     Kind(
@@ -513,7 +515,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"must not be (provided|set|specified|given|passed)",
             r"(longer|larger|greater|bigger) than (the )?max(imum)?[_ ]",
             # shape: a ValueError/AssertionError that states a setting's constraint
-            r"^(valueerror|assertionerror): .*\b(must|should|has to|needs to) be\b",
+            r"^(valueerror|assertionerror): .*\b(must|should|has to|needs to)( not)? be\b",
             # shape: NotImplementedError at run time: the chosen option or combination is not
             # supported
             r"^notimplementederror: ",
@@ -803,6 +805,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "runtime_env_agent",
         "default ray cluster",
         "ray cluster",
+        "ray instance",
+        "ray head",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -951,6 +955,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "than max",
         "has to be",
         "needs to be",
+        "not be",
         "notimplementederror",
     ),
     "import_error": (
