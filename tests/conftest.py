@@ -237,6 +237,16 @@ def env(tmp_path: Path) -> Iterator[Env]:
 
 
 @pytest.fixture
+def loop(env: Env) -> Iterator[Any]:
+    """The daemon in this process on a fake clock (tests/loopkit.py), driven by the test."""
+    from loopkit import Loop
+
+    kit = Loop(env)
+    yield kit
+    kit.close()
+
+
+@pytest.fixture
 def daemon_env(env: Env) -> Env:
     env.start_daemon()
     return env

@@ -139,6 +139,9 @@ class Daemon:
         self.live = LiveScans()
         # each trial's file paths, built once: ticks ask for them for every run, every time
         self.trial_paths: dict[tuple[str, int], trials.RunPaths] = {}
+        # each trial's log size and when (daemon clock) it was seen to change: the hang rule's
+        # silence, measured on the injected clock, not the file system's
+        self.output_seen: dict[tuple[str, int], tuple[int, float]] = {}
         self.hooks = Hooks(cfg.hook_timeout_s)
         self.live_plots = drawing.LivePlots()
         self.live_growing = False  # some running trial printed during the last tick
@@ -181,14 +184,7 @@ class Daemon:
             )
             woken = True
             while not self.stopping:
-                now = self.clock()
-                full = woken or now >= self.next_full_at
-                with self._step("daemon", "tick"):  # the last net: the steps guard themselves
-                    if full:
-                        self.tick(now)
-                    else:  # only the live-scan timer is due: read new output, nothing else
-                        self.scan_output(now)
-                woken = self.wake.wait(self._sleep_for(self.clock(), full))
+                woken = self.wake.wait(self.turn(woken))
                 self.wake.clear()
         finally:
             self.watcher.stop()
@@ -197,6 +193,19 @@ class Daemon:
                 self._write_daemon_json(stopped)
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
+
+    def turn(self, woken: bool) -> float:
+        """One pass of the loop at the clock's now: a full tick when an event woke it or a
+        timer is due, else only new output is read; returns the seconds until the next pass
+        (tests drive the loop with this and a fake clock, as `serve` does with real time)."""
+        now = self.clock()
+        full = woken or now >= self.next_full_at
+        with self._step("daemon", "tick"):  # the last net: the steps guard themselves
+            if full:
+                self.tick(now)
+            else:  # only the live-scan timer is due: read new output, nothing else
+                self.scan_output(now)
+        return self._sleep_for(self.clock(), full)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
@@ -232,7 +241,7 @@ class Daemon:
                 window = policy_hang_window(
                     opts.hang_window_s, self.cfg.timing, self._step_times(run)
                 )
-                quiet = [self._last_output(run), self.gpu_busy_at.get(run.run_id)]
+                quiet = [self._last_output(run, now), self.gpu_busy_at.get(run.run_id)]
                 since = max((t for t in quiet if t is not None), default=None)
                 t = next_wake(run, self.cfg.timing, window, since, now)
                 own = [] if t is None else [t]
@@ -822,14 +831,24 @@ class Daemon:
         assert run.trial is not None
         return self.panes.get(str(self._paths(run).script))
 
-    def _last_output(self, run: Run) -> float | None:
+    def _last_output(self, run: Run, now: float) -> float | None:
+        """When the trial's log last grew, on the daemon's clock: the pass that saw its size
+        change (the file's own time only for a log first seen, e.g. after a restart)."""
         if run.trial is None:
             return None
+        key = (run.run_id, run.trial.number)
         try:
-            mtime = self._paths(run).log.stat().st_mtime
+            info = self._paths(run).log.stat()
+            size, mtime = info.st_size, info.st_mtime
         except OSError:
-            mtime = 0.0
-        return max(mtime, run.trial.started_at or 0.0) or None
+            size, mtime = -1, 0.0
+        seen = self.output_seen.get(key)
+        if seen is None:
+            at = max(min(mtime, now), run.trial.started_at or 0.0)
+        else:
+            at = now if size != seen[0] else seen[1]
+        self.output_seen[key] = (size, at)
+        return at or None
 
     def supervise(self, run_id: str, now: float, panes_fresh: bool) -> None:
         """observe -> decide -> act for one live run (pane facts only when `panes_fresh`)."""
@@ -868,7 +887,7 @@ class Daemon:
             gone=gone,
             dead_status=dead_status,
             stop_requested=stop_file.exists(),
-            last_output_at=self._last_output(run),
+            last_output_at=self._last_output(run, now),
             findings=findings,
             proxychains=shutil.which("proxychains4") if findings else None,
             config=config,
@@ -1007,6 +1026,7 @@ class Daemon:
             self.live.forget(run.run_id)
             for key in [k for k in self.trial_paths if k[0] == run.run_id]:
                 del self.trial_paths[key]
+                self.output_seen.pop(key, None)
             self.due_at.pop(run.run_id, None)
             self.supervised_at.pop(run.run_id, None)
             self._remote_end(run, now, final=True)

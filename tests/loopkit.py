@@ -1,0 +1,170 @@
+"""The daemon loop in this process, on a clock the test moves: time rules without waiting.
+
+`Loop(env)` (the `loop` fixture in conftest; `Loop(env, **config)` takes `DaemonConfig` fields,
+then call `close()`) builds `Daemon(cfg, clock=FakeClock())` on the test's home and private
+tmux socket, starts its file watcher as `serve` does, and drives it pass by pass with
+`Daemon.turn`, the body of `serve`'s loop. Real things happen in real time (a trial starts,
+prints, exits, its exit file wakes the loop): wait for them with `until`, which never moves the
+clock. Time rules (time limits, grace periods, deep checks, hang windows, plateaus) are reached
+with `run_for` / `sleep`, which move the clock exactly as far as the daemon would sleep when
+nothing happens. A test:
+
+    def test_time_limit(env: Env, loop: Loop) -> None:
+      bp = env.blueprint("t", command="sleep 1000", max_time="2m", ajetd="gpus: 0")
+      run_id = loop.submit(bp)
+      loop.started(run_id)
+      loop.run_for(119)                        # nothing due yet
+      loop.sleep()                             # the daemon's own wake-up: the time limit
+      assert loop.event_at(run_id, "stopping: time_limit") == loop.t0(run_id) + 120
+      flag = loop.until_done(run_id)           # the trial exits in real time
+
+Keep the clock behind real time until a run's trial has started: ajetd tells a run's processes
+from older ones by the kernel's (real) start times, compared with the run's start.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.store import OWNER_FILE, write_atomic
+from ajetd.core.model import Run, State
+from ajetd.core.naming import new_run_id
+from ajetd.core.policy import Timing
+from ajetd.daemon.loop import Daemon, DaemonConfig
+from conftest import Env, wait_for
+
+REAL_WAIT_S = 10.0  # the longest a test waits for one real event (a start, an exit)
+
+
+class FakeClock:
+    """The daemon's injected clock: it stands still until the test moves it."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.time() if start is None else start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+class Loop:
+    """A `Daemon` on `env`'s home and tmux socket, on a `FakeClock`, driven like `serve`."""
+
+    def __init__(self, env: Env, **config: Any) -> None:
+        config.setdefault("timing", Timing())
+        self.env = env
+        self.clock = FakeClock()
+        self.daemon = Daemon(
+            DaemonConfig(home=env.home, tmux_socket=env.socket, **config), clock=self.clock
+        )
+        d = self.daemon
+        d.home.ensure()
+        d.reconcile(self.clock())
+        d.watcher.start(d.home.inbox, d.home.control, (d.home.runs, d.home.swarm))
+        self.wake_at = self.clock()  # when the daemon wakes by itself, as its last pass said
+
+    def close(self) -> None:
+        """Stop the watcher (the runs go on in tmux; the env fixture ends them)."""
+        self.daemon.watcher.stop()
+
+    # -- driving the loop -----------------------------------------------------------------------
+    def turn(self, woken: bool = True) -> None:
+        """One pass at the clock's now (`woken`: as after an event)."""
+        self.wake_at = self.clock() + self.daemon.turn(woken)
+
+    def sleep(self) -> None:
+        """The daemon's sleep with nothing happening: the clock moves to its next wake-up and
+        it makes that pass (a real event that came meanwhile is taken first, the clock still)."""
+        if self.daemon.wake.is_set():
+            self.daemon.wake.clear()
+            self.turn(True)
+            return
+        self.clock.now = max(self.clock(), self.wake_at)
+        self.turn(False)
+
+    def run_for(self, seconds: float, each: Callable[[], None] | None = None) -> None:
+        """Every pass the daemon makes in the next `seconds` of fake time (`each` after every
+        pass); the clock then stands at the end, past the last pass."""
+        end = self.clock() + seconds
+        while self.wake_at <= end or self.daemon.wake.is_set():
+            self.sleep()
+            if each is not None:
+                each()
+        self.clock.now = end
+
+    def until(self, cond: Callable[[], Any], what: str, timeout: float = REAL_WAIT_S) -> Any:
+        """Passes at the same fake moment until `cond` holds: waits for real events only."""
+
+        def once() -> Any:
+            self.daemon.wake.wait(0.05)  # an exit file or an inbox file wakes it at once
+            self.daemon.wake.clear()
+            self.turn(True)
+            return cond()
+
+        return cond() or wait_for(once, timeout, what)
+
+    # -- runs -----------------------------------------------------------------------------------
+    def submit(self, blueprint: Path) -> str:
+        """The blueprint into the inbox as `ajetd submit` puts it; admitted by the next pass."""
+        inbox = self.daemon.home.inbox
+        run_id = new_run_id(lambda i: self.daemon.home.run_dir(i).exists())
+        write_atomic(inbox / f"{run_id}__{blueprint.stem}.md", blueprint.read_bytes(), OWNER_FILE)
+        self.until(lambda: run_id in self.daemon.runs, f"run {run_id} to be admitted")
+        return run_id
+
+    def run(self, run_id: str) -> Run:
+        return self.daemon.runs[run_id]
+
+    def started(self, run_id: str) -> Run:
+        """Wait until the run's current trial runs and its banner line reached the log, and a
+        pass has seen it (its output then counts from this fake moment)."""
+
+        def going() -> bool:
+            run = self.daemon.runs.get(run_id)
+            trial = run.trial if run is not None else None
+            if run is None or trial is None or trial.started_at is None:
+                return False
+            log = Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"
+            return log.exists() and f"trial {trial.number}:" in log.read_text(errors="replace")
+
+        self.until(going, f"run {run_id} to start")
+        self.turn(True)
+        return self.run(run_id)
+
+    def until_done(self, run_id: str) -> dict[str, Any]:
+        """Wait until the run ended and its reports are written; its finish.flag."""
+
+        def done() -> bool:
+            run = self.daemon.runs[run_id]
+            return run.state is State.DONE and not run.reports_pending
+
+        self.until(done, f"run {run_id} to end")
+        flag = Path(self.run(run_id).result_dir) / "finish.flag"
+        return dict(json.loads(flag.read_text()))
+
+    def events(self, run_id: str) -> list[tuple[float, str]]:
+        """The run's journal: (fake time, text)."""
+        return self.daemon.home.events(run_id)
+
+    def event_at(self, run_id: str, prefix: str) -> float | None:
+        """When the first event starting with `prefix` was journaled (fake time), or None."""
+        return next((at for at, text in self.events(run_id) if text.startswith(prefix)), None)
+
+    def t0(self, run_id: str) -> float:
+        """When the run's current trial started (fake time)."""
+        trial = self.run(run_id).trial
+        assert trial is not None and trial.started_at is not None
+        return trial.started_at
+
+    def deep_check_due(self, run_id: str) -> float | None:
+        """When the run's next deep check is due, as `status` reads it from daemon.json."""
+        info = json.loads((self.env.home / "daemon.json").read_text())
+        due = info.get("deep_checks", {}).get(run_id)
+        return None if due is None else float(due)
