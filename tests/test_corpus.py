@@ -115,3 +115,42 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
     named, _ = bench.held_out(rows)
     hits = sum(got == kind for (_, kind, _), got in zip(rows, named, strict=True))
     assert hits >= 0.90 * len(rows), f"held out: {hits}/{len(rows)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "repo"),
+    [
+        # exit statuses that name a signal
+        ("host_oom/deepspeed-3232.log", "deepspeedai/deepspeed"),
+        ("segfault/deepspeedexamples-626.log", "deepspeedai/deepspeedexamples"),
+        # an OutOfMemoryError class in Ray's namespace is host memory
+        ("host_oom/ray-3323.log", "ray-project/ray"),
+        # build tools' summaries; a traceback through a build backend's frames
+        ("build_error/ray-14475.log", "ray-project/ray"),
+        ("build_error/vllm-29098.log", "vllm-project/vllm"),
+        # a connect that timed out or failed; a Ray system component failing or unreachable
+        ("network/pytorch-69197.log", "pytorch/pytorch"),
+        ("network/vllm-6775.log", "vllm-project/vllm"),
+        ("ray_cluster/ray-9239.log", "ray-project/ray"),
+        ("ray_cluster/nemorl-309.log", "nvidia-nemo/rl"),
+        ("ray_cluster/roll-147.log", "alibaba/roll"),
+        # settings stated as constraints; NotImplementedError; an invalid model id
+        ("config_error/verl-5821.log", "verl-project/verl"),
+        ("config_error/nemorl-2482-2.log", "nvidia-nemo/rl"),
+        ("missing_model/vllm-13510.log", "vllm-project/vllm"),
+        # a failed write; vLLM's processes dying; a dead actor; GPUs that cannot be scheduled
+        ("disk_full/pytorch-10577.log", "pytorch/pytorch"),
+        ("vllm_engine_dead/vllm-46726.log", "vllm-project/vllm"),
+        ("ray_worker_died/ray-18586.log", "ray-project/ray"),
+        ("insufficient_gpus/gpustack-5509.log", "gpustack/gpustack"),
+    ],
+)
+def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:
+    """Each shape rule, on an excerpt whose own phrasing only its repository shows: with that
+    repository's patterns removed, the shape still names the root cause."""
+    bench = _bench()
+    path = CORPUS / name
+    assert _repo(path).lower() == repo
+    only = bench.written_only_from(bench.support(bench.corpus()))
+    with bench.catalogue_without(only.get(repo, set())):
+        assert bench.first_kind(path) == path.parent.name

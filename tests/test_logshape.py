@@ -49,6 +49,11 @@ def _diagnose(name: str) -> list[Finding]:
         ("+ echo '[ERROR] Background srun died'", "echo '[ERROR] Background srun died'"),
         ("INFO:nemo_rl.utils.venvs:Using existing venv", "Using existing venv"),
         ("(WorkerDict pid=1) TypeError: x [repeated 43x across cluster]", "TypeError: x"),
+        # colour codes pasted into an issue lose their ESC byte
+        (
+            "[36m(main_task pid=3523385)[0m ValueError: x (8) is smaller",
+            "ValueError: x (8) is smaller",
+        ),
     ],
 )
 def test_dress_is_stripped(dressed: str, bare: str) -> None:
@@ -142,3 +147,21 @@ def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
         "      [end of output]\n"
     )
     assert [f.kind for f in diagnose_text(text)] == ["build_error"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # SIGABRT is as often a deliberate abort (NCCL's watchdog) as a crash
+        "ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker pid 1159 died, exit code: -6",
+        # a placement group merely created is a healthy run's line
+        "INFO placement_group.py:42 -- Created placement group with bundles [{'GPU': 1.0}]",
+    ],
+)
+def test_shapes_that_say_nothing_by_themselves(line: str) -> None:
+    assert diagnose_text(line + "\n") == []
+
+
+def test_a_write_refused_by_permissions_is_not_a_full_disk() -> None:
+    text = "OSError: failed to write checkpoint /ckpt/step_9: Permission denied\n"
+    assert [f.kind for f in diagnose_text(text)] == ["unknown_traceback"]

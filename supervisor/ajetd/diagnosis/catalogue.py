@@ -57,9 +57,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"write\(\): fd \d+ failed",
             r"error writing \(tmp\) checkpoint file",
             r"error writing .*file.*resource exhausted",
-            # shape: a write that failed (a file, a checkpoint, a stream), not a file's opening
-            r"\bwrit(e|ing)\b.*\bfail(?!.*\bopen(ed)?\b)",
-            r"\bfail\w* (to )?writ",
+            # shape: a write that failed (a file, a checkpoint, a stream); not a file that could
+            # not be opened, nor one refused by permissions or a read-only file system
+            r"\bwrit(e|ing)\b.*\bfail(?!.*\b(open(ed)?|permission|read-only)\b)",
+            r"\bfail\w* (to )?writ(?!.*\b(permission|read-only)\b)",
         ),
     ),
     Kind(
@@ -472,8 +473,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"number of visible devices \(0\)",
             r"waiting for creating a placement group.*\bgpu\b",
             r"total available gpus [\d.]+ is less than total desired gpus",
-            # shape: a resource request naming GPUs that cannot be met yet
-            r"\b(cannot be scheduled|placement group|infeasible|pending)\b.*\bgpu\b",
+            # shape: a resource request naming GPUs that cannot be met yet (not a placement
+            # group merely created: that is a healthy run's line)
+            r"\b(cannot be scheduled|infeasible|waiting for .*placement group"
+            r"|pending placement group).*\bgpu\b",
         ),
     ),
     Kind(
