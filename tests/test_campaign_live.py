@@ -386,10 +386,11 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     again (a crash in between) is answered from the record, never applied twice."""
     import time
 
+    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
-    from ajetd.daemon.campaigns import Campaigns, submit_folder
+    from ajetd.daemon.campaigns import Campaigns
 
     home = Home(env.home)
     home.ensure()
@@ -424,10 +425,11 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
 
     import pytest
 
+    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
-    from ajetd.daemon.campaigns import Campaigns, submit_folder
+    from ajetd.daemon.campaigns import Campaigns
 
     if os.getuid() != 0:
         pytest.skip("needs root to give a file to another user")
@@ -463,11 +465,12 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     in needs_decision; `set --continue` grants three more; `set --max-experiments` met ends it."""
     import time
 
+    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.core.model import Run, State, Status
-    from ajetd.daemon.campaigns import Campaigns, submit_folder
+    from ajetd.daemon.campaigns import Campaigns
 
     home = Home(env.home)
     home.ensure()
@@ -522,8 +525,9 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
 
 
 def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
+    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.store import Home
-    from ajetd.daemon.campaigns import Campaigns, submit_folder
+    from ajetd.daemon.campaigns import Campaigns
 
     home = Home(env.home)
     home.ensure()

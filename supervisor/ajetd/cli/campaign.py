@@ -66,9 +66,10 @@ def read_campaign(
 ) -> tuple[cs.CampaignSpec | None, CampaignState, str]:
     """The spec (None when unreadable or not asked for), the state and the folder of a
     campaign; one still in the inbox reads as `submitted`."""
+    from ajetd.adapters.campaignfolder import read_spec
     from ajetd.adapters.control import SUFFIX, campaign_dir
     from ajetd.core import campaignspec as cs
-    from ajetd.core.campaignrecord import CampaignState, load_state, read_spec
+    from ajetd.core.campaignrecord import CampaignState, load_state
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
     if state_file.exists():
@@ -161,8 +162,8 @@ def campaign() -> None:
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def submit_cmd(folder: Path) -> None:
     """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
+    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.core.errors import AjetdError
-    from ajetd.daemon.campaigns import submit_folder
 
     home = _home()
     try:

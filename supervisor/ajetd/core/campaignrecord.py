@@ -1,7 +1,8 @@
 """A campaign's record (`$AJETD_HOME/campaigns/<id>/state.json`) and what is read from it
-alone: the daemon's campaign runner writes it, `ajetd campaign status / wait / list` read it.
-Kept apart from the runner so the CLI imports only this (and YAML for the spec), not the
-daemon's modules.
+alone: how many experiments count, where the campaign stands (`standing`), the best so far,
+and an ended experiment's ledger row. The daemon's campaign runner writes the record,
+`ajetd campaign status / wait / list` read it: kept apart from the runner so the CLI imports
+only this (and YAML for the spec), not the daemon's modules.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core.model import Run
 
 
 @dataclass
@@ -58,22 +60,6 @@ class CampaignState:
     revision: int = 0  # bumped by every live change of the spec
 
 
-def read_spec(
-    folder: Path,
-    added: list[dict[str, Any]] | None = None,
-    stop: dict[str, Any] | None = None,
-    extra_files: frozenset[str] = frozenset(),
-) -> cs.CampaignSpec:
-    """campaign.yaml with what was added and set live, validated; CampaignError if unusable."""
-    files = {p.name for p in folder.iterdir() if p.is_file()} | extra_files
-    if "campaign.yaml" not in files:
-        raise cs.CampaignError([f"{folder}: no campaign.yaml"])
-    text = (folder / "campaign.yaml").read_text()
-    if added or stop:
-        text = cs.merged(text, added or [], stop or {})
-    return cs.parse_campaign(text, files)
-
-
 def load_state(path: Path) -> CampaignState:
     data = json.loads(path.read_text())
     data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
@@ -104,3 +90,66 @@ def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
     if exp.branch:
         where += [f"branch {exp.branch}", f"commit {exp.commit[:12]}"]
     return f"{spec.metric} {state.best:g}: {exp.name} ({', '.join(where)})"
+
+
+def standing(
+    state: CampaignState, spec: cs.CampaignSpec, planned: int, now: float
+) -> tuple[str, str, str, str]:
+    """(phase, status, reason, progress): running, waiting (with the reason) or done (with its
+    status), from the stop rules and what is still running or planned."""
+    prog = progress_of(state, spec, now)
+    running = [e for e in state.experiments if not e.recorded]
+    phase, status, reason = "running", "", ""
+    if state.stopping:
+        if running:
+            reason = f"stopping: {len(running)} experiment(s) still ending"
+        else:
+            phase, status, reason = "done", "stopped", "stopped by `ajetd campaign stop`"
+    elif prog.met:
+        if running:
+            reason = f"{prog.text}; {len(running)} running experiment(s) end first"
+        elif prog.needs_decision:
+            phase, status, reason = "done", "needs_decision", prog.text
+            if state.best is not None:
+                reason += f"; best {spec.metric} {state.best:g} ({state.best_name})"
+        else:
+            phase, status, reason = "done", "completed", prog.text
+    elif not running and len(state.experiments) >= planned:
+        phase = "waiting"
+        reason = (
+            "no experiment left to run: add the next one with `ajetd campaign add "
+            f"{state.campaign_id} --name N --description D ...` (or stop it: `ajetd "
+            f"campaign stop {state.campaign_id}`)"
+        )
+    return phase, status, reason, prog.text
+
+
+def ledger_fields(
+    spec: cs.CampaignSpec, exp: ExpState, run: Run | None, note: str, launcher: str
+) -> dict[str, Any]:
+    """The ledger row of an ended (or refused) experiment, its columns typed."""
+    elapsed = None
+    memory = None
+    if run is not None and run.started_at and run.ended_at:
+        elapsed = round((run.ended_at - run.started_at) / 60.0, 2)
+    if run is not None and run.gpu_stats:
+        memory = round(sum(r.get("mem_peak", 0.0) for r in run.gpu_stats.values()) / 1024, 2)
+    trial = run.trial if run else None
+    refused = f" (refused: {exp.refused})" if exp.refused else ""
+    return {
+        "index": exp.index,
+        "branch": exp.branch,
+        "parent_commit": exp.parent_commit,
+        "commit": exp.commit,
+        "recipe": run.config_path if run else "",
+        "metric_name": spec.metric,
+        "metric_value": exp.value,
+        "memory_gb": memory,
+        "elapsed_min": elapsed,
+        "launcher": launcher,
+        "job_id": (run.slurm.get("job_id") if run else None) or exp.run_id,
+        "command": trial.command if trial else "",
+        "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
+        "status": exp.status,
+        "description": exp.description + refused + note,
+    }

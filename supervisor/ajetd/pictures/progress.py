@@ -1,11 +1,11 @@
 """`python -m ajetd.pictures.progress PLOT.json OUT.png`: a campaign's progress.png.
 
-Run as a child process by the daemon (campaignrun.Plotter), so matplotlib is never imported
-into the daemon or the CLI and a plot that fails or is slow never holds up the loop. Every
-experiment's metric in order, its ledger status told by marker and colour (a crash or a run
-without a metric sits on the bottom edge), the running best of the kept experiments as a step
-line, and the baseline as a dashed reference line. The picture is written whole (a temporary
-file renamed over the old one).
+Run as a child process by the daemon (`ajetd.pictures.campaigndrawing.Plotter`), so
+matplotlib is never imported into the daemon or the CLI and a plot that fails or is slow never
+holds up the loop. Every experiment's metric in order, its ledger status told by marker and
+colour (a crash or a run without a metric sits on the bottom edge), the running best of the
+kept experiments as a step line, and the baseline as a dashed reference line. The picture is
+written whole (a temporary file renamed over the old one).
 """
 
 from __future__ import annotations

@@ -234,3 +234,33 @@ def row_line(row: dict[str, Any]) -> str:
         else f"{row['metric_name']} {row['metric_value']:g}"
     )
     return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}"
+
+
+def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
+    """campaign.md: the handoff a reader (or an agent that lost its context) resumes from."""
+    lines = [f"# Campaign {spec.name}", "", f"- id: `{state.campaign_id}`"]
+    lines += [f"- goal: `{spec.metric}` ({'higher' if spec.maximise else 'lower'} is better)"]
+    shown = state.phase + (f" ({state.status})" if state.status else "")
+    lines += [f"- state: {shown}" + (f": {state.reason}" if state.reason else "")]
+    lines += [f"- {state.progress}"]
+    lines += [f"- best: {best_line(spec, state)}"]
+    if state.baseline_commit:
+        lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
+    lines += [
+        "",
+        "| # | experiment | branch | run | status | metric |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for e in state.experiments:
+        value = "" if e.value is None else f"{e.value:g}"
+        status = e.status or ("refused" if e.refused else "running")
+        lines.append(
+            f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value} |"
+        )
+    lines += [
+        "",
+        "Ledger: `ledger.tsv` (NeMo-RL's experiment-log columns); plot: `progress.png`; "
+        f"live: `ajetd campaign status {state.campaign_id} --json`.",
+        "",
+    ]
+    return "\n".join(lines)

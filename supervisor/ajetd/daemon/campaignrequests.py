@@ -1,0 +1,153 @@
+"""The requests a live campaign takes (`ajetd campaign add / set / stop`): each checked as if
+the user had written it into campaign.yaml, then applied to the campaign's record; the answer
+says what was done or why not.
+
+The campaign runner (`ajetd.daemon.campaigns`) applies each request once and saves the answer
+with the change, so a request seen again is answered from the record, never applied twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters.campaignfolder import load_folder
+from ajetd.adapters.campaigngit import git
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.core import campaignspec as cs
+from ajetd.core.campaignrecord import CampaignState, progress_of
+from ajetd.core.durations import parse_duration
+from ajetd.core.errors import DurationError
+
+
+def apply(
+    home: Home,
+    folder: Path,
+    state: CampaignState,
+    load: Callable[[], cs.CampaignSpec],
+    request: dict[str, Any],
+    now: float,
+) -> dict[str, Any]:
+    """The answer to one request; the change it asks for made on `state` (`load` reads the
+    campaign's spec as it stands, only for a request that needs it)."""
+    op = request.get("op")
+    if op == "stop":
+        return _stop(home, state)
+    if state.status in ("stopped", "refused"):
+        return {
+            "ok": False,
+            "error": f"campaign {state.campaign_id} {state.status}: {state.reason}",
+        }
+    if state.stopping:
+        return {"ok": False, "error": f"campaign {state.campaign_id} is stopping"}
+    if op == "add":
+        return _add(folder, state, load(), request, now)
+    if op == "set":
+        return _set(folder, state, load(), request.get("stop"), bool(request.get("continue")), now)
+    return {"ok": False, "error": f"unknown request {op!r}"}
+
+
+def _continue(state: CampaignState, spec: cs.CampaignSpec, now: float) -> None:
+    """`--continue`: one more round of the default rule, where it is what stopped."""
+    if progress_of(state, spec, now).needs_decision:
+        state.rounds += 1
+
+
+def _add(
+    folder: Path,
+    state: CampaignState,
+    spec: cs.CampaignSpec,
+    request: dict[str, Any],
+    now: float,
+) -> dict[str, Any]:
+    """`ajetd campaign add`: one more experiment, validated as a campaign.yaml entry."""
+    raw = request.get("entry")
+    if not isinstance(raw, dict):
+        return {"ok": False, "error": "the request holds no experiment"}
+    rounds = state.rounds
+    if request.get("continue"):
+        _continue(state, spec, now)
+    prog = progress_of(state, spec, now)
+    if prog.met:
+        state.rounds = rounds
+        hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"
+        return {"ok": False, "error": f"campaign {state.campaign_id}: {prog.text}{hint}"}
+    index = len(cs.planned(spec))
+    files: dict[str, str] = {}
+    for key in ("patch", "blueprint"):
+        text = request.get(f"{key}_text")
+        if isinstance(text, str):
+            ext = "patch" if key == "patch" else "md"
+            files[key] = f"added-{index:02d}-{str(raw.get('name'))[:64]}.{ext}"
+            raw = {**raw, key: files[key]}
+    if any((folder / f).exists() for f in files.values()):
+        state.rounds = rounds
+        return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
+    try:
+        load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files.values()))
+    except cs.CampaignError as exc:
+        state.rounds = rounds
+        return {"ok": False, "error": "; ".join(exc.problems)}
+    start = str(raw.get("from") or "")
+    if start and state.repo:
+        code, _ = git(state.repo, "rev-parse", "--verify", "-q", f"{start}^{{commit}}")
+        if code != 0:
+            state.rounds = rounds
+            return {"ok": False, "error": f"from {start!r}: no such branch or commit"}
+    for key, file_name in files.items():
+        write_atomic(folder / file_name, str(request[f"{key}_text"]), OWNER_FILE)
+    state.added.append(raw)
+    state.revision += 1
+    state.done = False  # a needs_decision campaign goes on
+    name = raw.get("name")
+    return {
+        "ok": True,
+        "index": index,
+        "name": name,
+        "message": f"experiment {index} ({name}) added to campaign {state.campaign_id}",
+    }
+
+
+def _set(
+    folder: Path, state: CampaignState, spec: cs.CampaignSpec, given: Any, go_on: bool, now: float
+) -> dict[str, Any]:
+    """`ajetd campaign set`: the stop rules `given` changed live (a deadline counts from now),
+    and with `go_on` (`--continue`) one more round of the default rule."""
+    rules = given or {}
+    if not isinstance(rules, dict):
+        return {"ok": False, "error": "the request holds no stop rules"}
+    rules = dict(rules)
+    if "deadline" in rules:  # from now, as the user means it; stored from the start
+        try:
+            seconds = parse_duration(str(rules["deadline"]))
+        except DurationError as exc:
+            return {"ok": False, "error": f"deadline: {exc}"}
+        rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
+    try:
+        changed, _, _ = load_folder(folder, state.added, {**state.stop_set, **rules})
+    except cs.CampaignError as exc:
+        return {"ok": False, "error": "; ".join(exc.problems)}
+    if go_on:
+        _continue(state, spec, now)
+    state.stop_set.update(rules)
+    state.revision += 1
+    state.done = False  # re-evaluated at once: goes on if no rule is met any more
+    return {"ok": True, "message": progress_of(state, changed, now).text}
+
+
+def _stop(home: Home, state: CampaignState) -> dict[str, Any]:
+    """`ajetd campaign stop`: its running experiments are stopped cleanly, rows written."""
+    if state.done and state.status != "needs_decision":  # that one ends as stopped
+        return {
+            "ok": True,
+            "message": f"campaign {state.campaign_id} already ended ({state.status})",
+        }
+    state.stopping = True
+    running = [e for e in state.experiments if e.run_id and not e.recorded]
+    for exp in running:
+        write_atomic(home.control / f"{exp.run_id}.stop", "campaign stop\n", OWNER_FILE)
+    return {
+        "ok": True,
+        "message": f"stopping campaign {state.campaign_id} ({len(running)} running experiment(s))",
+    }
