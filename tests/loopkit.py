@@ -145,7 +145,9 @@ class Loop:
             run = self.daemon.runs[run_id]
             return run.state is State.DONE and not run.reports_pending
 
-        self.until(done, f"run {run_id} to end")
+        run = self.run(run_id)
+        seen = f"{run.state.value}, signals {run.signals_sent}, events {self.events(run_id)[-3:]}"
+        self.until(done, f"run {run_id} to end (it was {seen})")
         flag = Path(self.run(run_id).result_dir) / "finish.flag"
         return dict(json.loads(flag.read_text()))
 

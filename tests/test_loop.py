@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ajetd.core.model import State, StopCause
 from conftest import Env
 from loopkit import Loop
@@ -147,3 +149,94 @@ def test_busy_gpus_keep_a_silent_run_from_being_flagged(env: Env, loop: Loop) ->
     loop.sleep()
     assert loop.clock() == t0 + 890
     assert ", GPUs idle (since " in str(loop.run(run_id).attention)
+
+
+def test_a_plateau_late_in_the_run_stops_it(env: Env, loop: Loop) -> None:
+    rule = "gpus: 0\nplateau: {metric: mean_reward, patience: 3, after: 0.5}"
+    bp = env.blueprint("flat", command="sleep 1000", max_time="1h", ajetd=rule)
+    records = [_val_record(20 * i, r) for i, r in enumerate([0.5, 0.6, 0.6, 0.602, 0.6])]
+    run_id = loop.submit(bp)
+    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    _val_file(env, "flat").write_text("".join(records))  # no gain over the last 3
+    loop.run_for(1799.9)  # before half of exp_max_time: no early stop, however flat
+    run = loop.run(run_id)
+    assert len(run.history) == 5 and run.stop_cause is None
+    loop.run_for(60)  # noticed at the next look (each live run is looked at every minute)
+    stopped = loop.event_at(run_id, "stopping: plateau")
+    assert stopped is not None and t0 + 1800 <= stopped <= t0 + 1860
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "plateau" and flag["metrics"]["mean_reward"] == 0.6
+    assert flag["reason"].startswith(
+        "stopped early on a plateau: mean_reward has not improved by more than 0.005 over the "
+        "last 3 validations (best 0.6000, last 0.6000)"
+    )
+
+
+FAILURES = (  # a line of a retryable kind each (diagnosis/catalogue.py): one plain relaunch each
+    "ConnectionRefusedError: [Errno 111] Connection refused",
+    "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)"
+    " ran for 1800000 milliseconds before timing out.",
+    "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+    "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+    "ConnectionError: Could not find any running Ray instance.",
+)
+
+
+def _failing_program(env: Env, gates: Path) -> str:
+    """Trial N waits for the file gates/N, then fails with FAILURES[N-1]; the trial after the
+    last of them succeeds. A script in the codebase: the banner shows no failure text."""
+    script = env.codebase / "fail.sh"
+    cases = "".join(f"  {n}) echo {line!r}; exit 1;;\n" for n, line in enumerate(FAILURES, 1))
+    script.write_text(
+        f'while [ ! -e {gates}/"$AJETD_TRIAL" ]; do sleep 0.05; done\n'
+        f'case "$AJETD_TRIAL" in\n{cases}esac\necho done\n'
+    )
+    gates.mkdir()
+    return "bash fail.sh"
+
+
+def test_a_retryable_failure_is_relaunched_at_once_and_counted(env: Env, loop: Loop) -> None:
+    gates = env.tmp / "gates"
+    program = _failing_program(env, gates)
+    bp = env.blueprint("retry", command=program, ajetd="gpus: 0", max_time="2h")
+    run_id = loop.submit(bp)
+    loop.started(run_id)
+    loop.run_for(300)
+    (gates / "1").touch()  # trial 1 fails with connection_refused at 300
+    loop.until(lambda: len(loop.run(run_id).trials) == 2, "the relaunch")
+    run = loop.run(run_id)
+    assert run.state is State.RUNNING and run.fixes == ("retry_connection_refused",)
+    assert run.trials[0].exit_code == 1 and run.trials[1].started_at == loop.clock()
+    assert loop.event_at(run_id, "trial 1 failed; connection_refused is often transient") == (
+        loop.clock()
+    )
+    (gates / "2").write_text("")
+    (env.codebase / "fail.sh").write_text("echo done\n")  # trial 2 succeeds
+    loop.started(run_id)
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded" and flag["trials"] == 2
+
+
+@pytest.mark.parametrize("apart", [0.0, 660.0])
+def test_the_thrashing_guard_counts_failures_in_ten_minutes_of_fake_time(
+    env: Env, loop: Loop, apart: float
+) -> None:
+    """Five retryable failures of different kinds: the fifth is relaunched only when the four
+    before it did not all fall within ten minutes (THRASH_FAILURES in THRASH_WINDOW_S)."""
+    gates = env.tmp / "gates"
+    program = _failing_program(env, gates)
+    rule = "gpus: 0\nmax_trials: 6"
+    run_id = loop.submit(env.blueprint("thrash", command=program, ajetd=rule, max_time="3h"))
+    loop.started(run_id)
+    for n in range(1, len(FAILURES) + 1):
+        loop.run_for(apart)
+        (gates / str(n)).touch()
+        loop.until(lambda n=n: loop.run(run_id).trial.number > n or loop.run(run_id).status, "it")
+    if apart == 0:
+        flag = loop.until_done(run_id)
+        assert flag["status"] == "failed" and flag["trials"] == 5
+        assert "thrashing guard: 4 failures within 10 minutes" in flag["reason"]
+    else:
+        (gates / "6").touch()
+        flag = loop.until_done(run_id)
+        assert flag["status"] == "succeeded" and flag["trials"] == 6
