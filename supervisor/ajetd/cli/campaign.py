@@ -13,20 +13,19 @@ status: 0 keep/discard/smoke, 1 crash/stopped.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ajetd.cli.campaignread import read_campaign, resolve_or_fail, status_data, wait_campaign
+from ajetd.cli.common import POLL_S, echo_json, open_home
+
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
-    from ajetd.core import campaignspec as cs
-    from ajetd.core.campaignrecord import CampaignState
 
-POLL_S = 0.1
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a patch or a blueprint sent with `add`
 
 
@@ -37,83 +36,6 @@ class _CampaignGroup(click.Group):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["submit", *args]
         return super().parse_args(ctx, args)
-
-
-def _home() -> Home:
-    from ajetd.adapters.store import Home, default_home
-
-    return Home(default_home())
-
-
-def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-def resolve_or_fail(home: Home, text: str) -> str:
-    from ajetd.adapters.control import resolve
-
-    campaign_id = resolve(home, text)
-    if campaign_id is None:
-        raise click.UsageError(
-            f"no campaign {text!r} (campaign ids look like c-k3x9az, run ids like k3x9az; "
-            "a name must be unique; see `ajetd campaign list`)"
-        )
-    return campaign_id
-
-
-def read_campaign(
-    home: Home, campaign_id: str, with_spec: bool = True
-) -> tuple[cs.CampaignSpec | None, CampaignState, str]:
-    """The spec (None when unreadable or not asked for), the state and the folder of a
-    campaign; one still in the inbox reads as `submitted`."""
-    from ajetd.adapters.campaignfolder import read_spec
-    from ajetd.adapters.control import SUFFIX, campaign_dir
-    from ajetd.core import campaignspec as cs
-    from ajetd.core.campaignrecord import CampaignState, load_state
-
-    state_file = campaign_dir(home, campaign_id) / "state.json"
-    if state_file.exists():
-        try:
-            state = load_state(state_file)
-        except (OSError, ValueError, TypeError) as exc:
-            raise click.ClickException(f"campaign record {state_file} unreadable: {exc}") from exc
-        folder = campaign_dir(home, campaign_id) / "folder"
-    else:
-        found = sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
-        if not found:
-            raise click.UsageError(f"campaign {campaign_id} is gone")
-        folder = found[0]
-        state = CampaignState(campaign_id, folder.stat().st_mtime, phase="submitted")
-        state.reason = "waiting in the inbox for the daemon to take it"
-    spec = None
-    if with_spec:
-        try:
-            spec = read_spec(folder, state.added, state.stop_set)
-        except (cs.CampaignError, OSError):
-            spec = None
-    return spec, state, str(folder)
-
-
-def _runs(home: Home, state: CampaignState) -> dict[str, Any]:
-    from ajetd.core.errors import AjetdError
-
-    runs = {}
-    for exp in state.experiments:
-        if exp.run_id and not exp.recorded:
-            try:
-                runs[exp.run_id] = home.load_run(exp.run_id)
-            except AjetdError:
-                continue
-    return runs
-
-
-def status_data(home: Home, campaign_id: str) -> tuple[dict[str, Any], str]:
-    """(`campaign status --json`'s object, its text view)."""
-    from ajetd.views.campaign import render_status, status_json
-
-    spec, state, folder = read_campaign(home, campaign_id)
-    data = status_json(spec, state, _runs(home, state), time.time(), folder)
-    return data, render_status(spec, state, data)
 
 
 def _request(home: Home, campaign_id: str, payload: dict[str, Any], timeout: float) -> Any:
@@ -165,7 +87,7 @@ def submit_cmd(folder: Path) -> None:
     from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.core.errors import AjetdError
 
-    home = _home()
+    home = open_home()
     try:
         campaign_id = submit_folder(home, folder)
     except AjetdError as exc:
@@ -231,7 +153,7 @@ def add_cmd(
         raise click.UsageError(
             f"unexpected argument {more_overrides[0]!r} (overrides follow --overrides)"
         )
-    home = _home()
+    home = open_home()
     cid = resolve_or_fail(home, campaign_id)
     entry = cs.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
     payload: dict[str, Any] = {"op": "add", "entry": entry, "continue": go_on}
@@ -241,7 +163,7 @@ def add_cmd(
             payload[f"{key}_text"] = text
     answer = _request(home, cid, payload, timeout)
     if as_json:
-        _echo_json(answer)
+        echo_json(answer)
     else:
         click.echo(answer["index"])
 
@@ -277,7 +199,7 @@ def set_cmd(
     }
     if not stop and not go_on:
         raise click.UsageError("nothing to set: give a stop rule or --continue")
-    home = _home()
+    home = open_home()
     cid = resolve_or_fail(home, campaign_id)
     answer = _request(home, cid, {"op": "set", "stop": stop, "continue": go_on}, timeout)
     click.echo(answer.get("message", ""))
@@ -285,7 +207,7 @@ def set_cmd(
 
 def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
     """`ajetd campaign stop` (also `ajetd stop CAMPAIGN_ID`)."""
-    home = _home()
+    home = open_home()
     cid = resolve_or_fail(home, text)
     answer = _request(home, cid, {"op": "stop"}, 60.0)
     if no_wait:
@@ -314,10 +236,10 @@ def stop_cmd(campaign_id: str, no_wait: bool, timeout: float) -> None:
 
 def show_status(text: str, as_json: bool) -> None:
     """`ajetd campaign status` (also `ajetd status CAMPAIGN_ID`)."""
-    home = _home()
+    home = open_home()
     data, view = status_data(home, resolve_or_fail(home, text))
     if as_json:
-        _echo_json(data)
+        echo_json(data)
     else:
         click.echo(view)
 
@@ -337,7 +259,7 @@ def list_cmd(as_json: bool) -> None:
     from ajetd.adapters.control import SUFFIX
     from ajetd.views.campaign import summary_json
 
-    home = _home()
+    home = open_home()
     ids = sorted(p.parent.name for p in (home.root / "campaigns").glob("*/state.json"))
     ids += sorted(p.name.partition("__")[0] for p in home.inbox.glob(f"*__*{SUFFIX}"))
     found = []
@@ -347,74 +269,13 @@ def list_cmd(as_json: bool) -> None:
         except click.ClickException as exc:  # one bad record hides no other campaign
             click.echo(f"ajetd: {exc.message}", err=True)
     if as_json:
-        _echo_json(found)
+        echo_json(found)
         return
     if not found:
         click.echo("no campaigns")
     for item in found:
         phase = item["state"] + (f" ({item['status']})" if item["status"] else "")
         click.echo(f"{item['campaign_id']}  {item['name']:<20} {phase:<24} {item['progress']}")
-
-
-def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
-    """Some experiment runs, is planned and not yet launched, or an `add` waits for the
-    daemon."""
-    from ajetd.core import campaignspec as cs
-
-    if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
-        return True
-    if any(home.control.glob(f"{cid}.campaign-*.json")):
-        return True
-    spec = read_campaign(home, cid)[0]
-    return (
-        spec is not None
-        and len(cs.planned(spec)) > len(state.experiments)
-        and not (state.done or state.stopping)
-    )
-
-
-def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
-    from ajetd.views.campaign import ROW_EXIT, row_line
-
-    click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
-    sys.exit(ROW_EXIT.get(row["status"], 1))
-
-
-def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
-    """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
-    from ajetd.views.campaign import WAIT_EXIT, row_json
-
-    home = _home()
-    cid = resolve_or_fail(home, text)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    _, state, _ = read_campaign(home, cid, with_spec=False)
-    seen = {e.index for e in state.experiments if e.recorded}
-    if next_one and seen and not _in_flight(home, cid, state):
-        # it ended before this wait began (or nothing was added since): its row at once
-        last = max((e for e in state.experiments if e.recorded), key=lambda e: e.index)
-        _row_exit(row_json(last), as_json)
-    while True:
-        _, state, _ = read_campaign(home, cid, with_spec=False)  # cheap: one JSON file
-        if next_one:
-            ended = [e for e in state.experiments if e.recorded and e.index not in seen]
-            if ended:
-                _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
-            if not seen and not state.done and not _in_flight(home, cid, state):
-                click.echo(
-                    f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
-                )
-                sys.exit(2)
-        if state.done:
-            code = WAIT_EXIT.get(state.status, 1)
-            if as_json:
-                _echo_json(status_data(home, cid)[0])
-            else:
-                click.echo(f"campaign {cid} {state.status}: {state.reason}")
-            sys.exit(code)
-        if deadline is not None and time.monotonic() >= deadline:
-            click.echo(f"campaign {cid} {state.phase}: {state.progress}", err=True)
-            sys.exit(124)
-        time.sleep(POLL_S)
 
 
 @campaign.command("wait")

@@ -1,0 +1,148 @@
+"""Reading a campaign for the commands (nothing here writes): which campaign the user means,
+its spec, record and folder, `campaign status`'s data, and waiting until it, or its next
+experiment, ends (`campaign wait`, `ajetd wait CAMPAIGN_ID`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from ajetd.cli.common import POLL_S, echo_json, open_home
+
+if TYPE_CHECKING:
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.campaignrecord import CampaignState
+
+
+def resolve_or_fail(home: Home, text: str) -> str:
+    from ajetd.adapters.control import resolve
+
+    campaign_id = resolve(home, text)
+    if campaign_id is None:
+        raise click.UsageError(
+            f"no campaign {text!r} (campaign ids look like c-k3x9az, run ids like k3x9az; "
+            "a name must be unique; see `ajetd campaign list`)"
+        )
+    return campaign_id
+
+
+def read_campaign(
+    home: Home, campaign_id: str, with_spec: bool = True
+) -> tuple[cs.CampaignSpec | None, CampaignState, str]:
+    """The spec (None when unreadable or not asked for), the state and the folder of a
+    campaign; one still in the inbox reads as `submitted`."""
+    from ajetd.adapters.campaignfolder import read_spec
+    from ajetd.adapters.control import SUFFIX, campaign_dir
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.campaignrecord import CampaignState, load_state
+
+    state_file = campaign_dir(home, campaign_id) / "state.json"
+    if state_file.exists():
+        try:
+            state = load_state(state_file)
+        except (OSError, ValueError, TypeError) as exc:
+            raise click.ClickException(f"campaign record {state_file} unreadable: {exc}") from exc
+        folder = campaign_dir(home, campaign_id) / "folder"
+    else:
+        found = sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
+        if not found:
+            raise click.UsageError(f"campaign {campaign_id} is gone")
+        folder = found[0]
+        state = CampaignState(campaign_id, folder.stat().st_mtime, phase="submitted")
+        state.reason = "waiting in the inbox for the daemon to take it"
+    spec = None
+    if with_spec:
+        try:
+            spec = read_spec(folder, state.added, state.stop_set)
+        except (cs.CampaignError, OSError):
+            spec = None
+    return spec, state, str(folder)
+
+
+def _runs(home: Home, state: CampaignState) -> dict[str, Any]:
+    from ajetd.core.errors import AjetdError
+
+    runs = {}
+    for exp in state.experiments:
+        if exp.run_id and not exp.recorded:
+            try:
+                runs[exp.run_id] = home.load_run(exp.run_id)
+            except AjetdError:
+                continue
+    return runs
+
+
+def status_data(home: Home, campaign_id: str) -> tuple[dict[str, Any], str]:
+    """(`campaign status --json`'s object, its text view)."""
+    from ajetd.views.campaign import render_status, status_json
+
+    spec, state, folder = read_campaign(home, campaign_id)
+    data = status_json(spec, state, _runs(home, state), time.time(), folder)
+    return data, render_status(spec, state, data)
+
+
+def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
+    """Some experiment runs, is planned and not yet launched, or an `add` waits for the
+    daemon."""
+    from ajetd.core import campaignspec as cs
+
+    if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
+        return True
+    if any(home.control.glob(f"{cid}.campaign-*.json")):
+        return True
+    spec = read_campaign(home, cid)[0]
+    return (
+        spec is not None
+        and len(cs.planned(spec)) > len(state.experiments)
+        and not (state.done or state.stopping)
+    )
+
+
+def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
+    from ajetd.views.campaign import ROW_EXIT, row_line
+
+    click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
+    sys.exit(ROW_EXIT.get(row["status"], 1))
+
+
+def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
+    """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
+    from ajetd.views.campaign import WAIT_EXIT, row_json
+
+    home = open_home()
+    cid = resolve_or_fail(home, text)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    _, state, _ = read_campaign(home, cid, with_spec=False)
+    seen = {e.index for e in state.experiments if e.recorded}
+    if next_one and seen and not _in_flight(home, cid, state):
+        # it ended before this wait began (or nothing was added since): its row at once
+        last = max((e for e in state.experiments if e.recorded), key=lambda e: e.index)
+        _row_exit(row_json(last), as_json)
+    while True:
+        _, state, _ = read_campaign(home, cid, with_spec=False)  # cheap: one JSON file
+        if next_one:
+            ended = [e for e in state.experiments if e.recorded and e.index not in seen]
+            if ended:
+                _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
+            if not seen and not state.done and not _in_flight(home, cid, state):
+                click.echo(
+                    f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
+                )
+                sys.exit(2)
+        if state.done:
+            code = WAIT_EXIT.get(state.status, 1)
+            if as_json:
+                echo_json(status_data(home, cid)[0])
+            else:
+                click.echo(f"campaign {cid} {state.status}: {state.reason}")
+            sys.exit(code)
+        if deadline is not None and time.monotonic() >= deadline:
+            click.echo(f"campaign {cid} {state.phase}: {state.progress}", err=True)
+            sys.exit(124)
+        time.sleep(POLL_S)

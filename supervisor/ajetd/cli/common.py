@@ -1,0 +1,41 @@
+"""What every command shares: the home, a run loaded by its id (an unknown one is a usage
+error), and `--json`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ajetd.adapters.store import Home, default_home
+from ajetd.core.errors import UnknownRunError
+
+if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
+    from ajetd.core.model import Run
+
+F = TypeVar("F", bound=Callable[..., Any])
+POLL_S = 0.1
+
+
+def json_option(fn: F) -> F:
+    """Every command that shows data takes --json."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(fn)
+
+
+def open_home() -> Home:
+    """The home this command works on: $AJETD_HOME, or ~/.ajetd."""
+    return Home(default_home())
+
+
+def load_run(home: Home, run_id: str) -> Run:
+    try:
+        return home.load_run(run_id)
+    except UnknownRunError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def echo_json(data: Any) -> None:
+    """Indented JSON, non-ASCII kept as it is."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))

@@ -1,0 +1,213 @@
+"""The commands that look and change nothing: `lint` a blueprint, `diagnose` a log, `diag` a
+run (a snapshot), and the `gpus` here and on the live runs' SSH hosts.
+
+Each imports what it needs inside its function, so that loading the command line stays cheap.
+`lint` exits 2 with the problems it finds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ajetd.adapters.store import Home
+from ajetd.cli.common import json_option, load_run, open_home
+from ajetd.core.errors import AjetdError
+
+if TYPE_CHECKING:
+    from ajetd.adapters.nvml import GpuSample
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def lint(file: Path, as_json: bool) -> None:
+    """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
+    from ajetd.adapters.preflight import check_blueprint
+    from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
+    from ajetd.core.errors import BlueprintError
+    from ajetd.diagnosis.userkinds import home_kinds
+    from ajetd.views import records as status_view
+
+    problems: list[str]
+    summary: dict[str, Any] = {}
+    try:
+        with open(file, "rb") as handle:
+            bp = parse_blueprint_bytes(handle.read(MAX_BYTES + 1))
+    except BlueprintError as exc:
+        problems = exc.problems
+    except OSError as exc:
+        click.echo(f"ajetd lint: cannot read {file}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    else:
+        try:
+            resolved, problems = check_blueprint(bp)
+        except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
+            resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
+        summary = {
+            "purpose": bp.purpose,
+            "codebase_dir": bp.codebase_dir,
+            "venv_exe": bp.venv_exe,
+            "yaml_path": resolved.yaml_path if resolved else bp.yaml_path,
+            "launch_command": bp.launch_command,
+            "result_dir": bp.result_dir,
+            "max_time_s": bp.max_time_s,
+            "val_path": resolved.val_path if resolved else None,
+            "options": {
+                "gpus": bp.options.gpus,
+                "env": bp.options.env,
+                "max_trials": bp.options.max_trials,
+                "autokill": bp.options.autokill,
+                "keep_session_s": bp.options.keep_session_s,
+            },
+            "warnings": resolved.review.warnings if resolved else [],
+            "config_verdict": resolved.review.verdict if resolved else "rejected",
+            "config_changes": resolved.review.changes if resolved else [],
+        }
+    problems = [*problems, *home_kinds(open_home().root)[1]]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"ok": not problems, "problems": problems, "blueprint": summary},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    elif problems:
+        click.echo(f"{file}: {len(problems)} problem(s):", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+    else:
+        click.echo(status_view.render_lint_summary(file, summary))
+    sys.exit(2 if problems else 0)
+
+
+@click.command()
+@click.argument("logfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--kinds",
+    "kinds_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="User-defined kinds (YAML, as in $AJETD_HOME/kinds.yaml), tried first.",
+)
+@json_option
+def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
+    """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
+    User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
+    from ajetd.diagnosis.findings import diagnose_chunks
+    from ajetd.diagnosis.scan import read_chunks
+    from ajetd.diagnosis.userkinds import KindSet, home_kinds, load_kinds_file
+
+    user = KindSet()
+    if kinds_file is not None:
+        given, problems = load_kinds_file(kinds_file)
+        if problems:
+            for problem in problems:
+                click.echo(f"error: {problem}", err=True)
+            sys.exit(2)
+        user = KindSet(given)
+    mine, problems = home_kinds(open_home().root)
+    for problem in problems:
+        click.echo(f"warning: {problem} (its kinds are not used)", err=True)
+    findings = diagnose_chunks(read_chunks(str(logfile)), user + KindSet(mine))
+    if as_json:
+        click.echo(json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False))
+        return
+    if not findings:
+        click.echo(f"{logfile}: no known failure found")
+    for f in findings:
+        click.echo(f"{f.kind} [{f.severity}] line {f.line} (seen {f.count}x)")
+        click.echo(f"  evidence: {f.evidence}")
+        click.echo(f"  why: {f.explanation}")
+        click.echo(f"  fix: {f.fix}")
+
+
+@click.command()
+@click.argument("run_id")
+@json_option
+def diag(run_id: str, as_json: bool) -> None:
+    """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
+    its result dir; the run is never touched."""
+    from ajetd.adapters.tmux import Tmux, socket_from_env
+    from ajetd.cli import diag
+
+    home = open_home()
+    text, saved, data = diag.take(home, Tmux(socket_from_env()), load_run(home, run_id))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    click.echo(text)
+    click.echo(f"saved to {saved}" if saved else "not saved: the result dir is not writable")
+
+
+@click.command()
+@json_option
+def gpus(as_json: bool) -> None:
+    """This machine's GPUs: utilisation, memory, temperature, power, and which run holds what."""
+    from ajetd.adapters import procs
+    from ajetd.adapters.nvml import open_probe
+    from ajetd.views import records as status_view
+
+    probe = open_probe()
+    samples = probe.sample()
+    holders: dict[int, list[str]] = {}
+    for run in open_home().listing():
+        if run.active and run.gpu_ids:
+            for index in run.gpu_ids:
+                holders.setdefault(index, []).append(f"run {run.run_id} (placed)")
+    owners = procs.owners({p.pid for g in samples for p in g.processes})
+    for g in samples:
+        for p in g.processes:
+            who = owners.get(p.pid)
+            mem = "" if p.memory_mib is None else f", {p.memory_mib:.0f} MiB"
+            label = f"run {who}" if who and not who.startswith("swarm_") else who or "not ajetd's"
+            holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
+    hosts = _remote_gpus(open_home())
+    if as_json:
+        out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders)}
+        out.update(
+            {
+                host: None if got is None else status_view.gpus_json(got, held)
+                for host, (got, held, _) in hosts.items()
+            }
+        )
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(status_view.render_gpus(probe.description, samples, holders))
+    for host, (got, held, why) in hosts.items():
+        click.echo("")
+        click.echo(status_view.render_gpus(f"{host}: {why}", got or [], held))
+
+
+def _remote_gpus(
+    home: Home,
+) -> dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]]:
+    """Each remote host of a live run: its GPUs (nvidia-smi over SSH), who holds them, and a
+    word on how they were read."""
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.hosts import sshcmd
+
+    found: dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]] = {}
+    for run in home.listing():
+        if not run.active:
+            continue
+        try:
+            spec = parse_blueprint(home.blueprint_text(run.run_id)).options.ssh
+        except (OSError, AjetdError):
+            continue
+        if spec is None:
+            continue
+        if spec.target not in found:
+            try:
+                got = sshcmd.gpus(spec)
+                why = "nvidia-smi over SSH" if got is not None else "no nvidia-smi there"
+            except AjetdError as exc:
+                got, why = None, f"not reachable ({exc})"
+            found[spec.target] = (got, {}, why)
+        for index in run.gpu_ids or ():
+            found[spec.target][1].setdefault(index, []).append(f"run {run.run_id} (placed)")
+    return found

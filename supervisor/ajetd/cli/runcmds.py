@@ -1,0 +1,266 @@
+"""The commands on runs: `submit`, `status`, `wait`, `stop`, `logs`, `attach`.
+
+`status`, `wait` and `stop` also take a campaign id (`c-` and six characters) and hand it to
+`ajetd.cli.campaign`. What `submit`, `status` and `wait` import stays small (they must start
+fast: tests/test_cli_imports.py); everything else is imported inside the command that needs it.
+
+Exit codes: 0 ok, 1 failure, 2 usage error / unknown run; `wait` adds 2 for a run that needs
+attention and 124 for its own timeout (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ajetd.adapters.control import is_campaign_id
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.cli.common import POLL_S, json_option, load_run, open_home
+
+if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
+    from ajetd.core.model import Run
+    from ajetd.views.listing import Filters
+
+REPORTS_GRACE_S = 30.0
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def submit(file: Path) -> None:
+    """Copy a blueprint into the inbox atomically; print the run id."""
+    from ajetd.cli.submit import submit as submit_file  # also `ajetd.cli.entry`'s fast path
+
+    run_id, warning = submit_file(file)  # a write that fails: AjetdError, exit 1
+    click.echo(run_id)
+    if warning:
+        click.echo(warning, err=True)
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
+@click.option(
+    "--state",
+    "state",
+    default=None,
+    help="Only runs in this state or with this status: live, ended, attention, queued, "
+    "running, restarting, stopping, succeeded, failed, time_limit, plateau, stopped, "
+    "rejected, lost.",
+)
+@click.option("--since", default=None, help="Only runs live or ended within this time (2d, 6h).")
+@click.option("--campaign", default=None, help="Only the runs of this campaign (its id).")
+@click.option("--watch", is_flag=True, help="Redraw every 2 s until q or Ctrl-C.")
+@json_option
+def status(
+    run_id: str | None,
+    show_all: bool,
+    state: str | None,
+    since: str | None,
+    campaign: str | None,
+    watch: bool,
+    as_json: bool,
+) -> None:
+    """Live runs first, then the 10 most recent ended ones (or one run, or a campaign by its
+    id, in full)."""
+    if run_id is not None and is_campaign_id(run_id):
+        from ajetd.cli.campaign import show_status
+
+        show_status(run_id, as_json)
+        return
+    from ajetd.cli import statusterm
+    from ajetd.views import listing as view
+    from ajetd.views import records as status_view
+
+    home = open_home()
+    now = time.time()
+    if run_id is not None:
+        run = load_run(home, run_id)
+        if as_json:
+            click.echo(statusterm.json_dump(status_view.run_json(run, now)))
+        else:
+            statusterm.show(statusterm.detail(home, run, now, statusterm.width()))
+        return
+    filters = _status_filters(home, show_all, state, since, campaign)
+    if watch:
+        statusterm.watch(home, filters)
+        return
+    if as_json:  # the list of runs stays the contract; the daemon's own trouble goes to stderr
+        for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4):
+            click.echo("".join(text for text, _ in line), err=True)
+        runs = view.for_json(home.listing(), filters, now)
+        click.echo(statusterm.json_dump([status_view.run_json(r, now) for r in runs]))
+        return
+    statusterm.show(statusterm.overview(home, filters, statusterm.width()))
+
+
+def _status_filters(
+    home: Home, show_all: bool, state: str | None, since: str | None, campaign: str | None
+) -> Filters:
+    """`status`'s filters from its options; a bad value is a usage error naming it."""
+    from ajetd.cli import statusterm
+    from ajetd.core.durations import parse_duration
+    from ajetd.core.errors import DurationError
+    from ajetd.views import listing as view
+
+    if state is not None and state not in view.STATES:
+        raise click.BadParameter(
+            f"{state!r}; one of {', '.join(view.STATES)}", param_hint="--state"
+        )
+    since_s = None
+    if since is not None:
+        try:
+            since_s = parse_duration(since)
+        except DurationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from exc
+    runs = None
+    if campaign is not None:
+        runs = statusterm.campaign_runs(home, campaign)
+        if runs is None:
+            raise click.BadParameter(
+                f"no campaign {campaign!r} in {home.root}", param_hint="--campaign"
+            )
+    return view.Filters(all=show_all, state=state, since_s=since_s, campaign_runs=runs)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--timeout", type=float, default=None, help="Give up after S seconds (exit 124).")
+@json_option
+def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
+    """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
+    2 needs attention, 124 timeout. A campaign id waits for the campaign (`campaign wait`)."""
+    if is_campaign_id(run_id):
+        from ajetd.cli.campaignread import wait_campaign
+
+        wait_campaign(run_id, False, timeout, as_json)
+    from ajetd.core.model import WAIT_EXIT, State
+    from ajetd.views import records as status_view
+
+    home = open_home()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        run = load_run(home, run_id)
+        if run.state is State.DONE and run.status is not None:
+            if run.attention:  # ended, but its reports could not be written (a full disk)
+                code = 2
+                break
+            if not run.reports_pending:  # the record says finish.flag is written
+                code = WAIT_EXIT[run.status]
+                _await_flag(home, run)
+                break
+        if run.attention:
+            code = 2
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            code = 124
+            break
+        time.sleep(POLL_S)
+    if as_json:
+        click.echo(json.dumps(status_view.run_json(run, time.time()), ensure_ascii=False))
+    else:
+        click.echo(status_view.wait_line(run, code))
+    sys.exit(code)
+
+
+def _await_flag(home: Home, run: Run) -> None:
+    """A run reads `done` a moment before its finish.flag is written (its leftover processes
+    are ended first): wait for the flag, at most REPORTS_GRACE_S after the end and only while
+    a daemon runs, so that `wait` then `cat finish.flag` never races."""
+    if not run.result_dir or run.ended_at is None:
+        return
+    flag = Path(run.result_dir) / "finish.flag"
+    while time.time() < run.ended_at + REPORTS_GRACE_S and home.daemon_running():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if json.loads(flag.read_text()).get("run_id") == run.run_id:
+                return
+        time.sleep(POLL_S)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
+@click.option("--timeout", type=float, default=120.0, show_default=True)
+def stop(run_id: str, no_wait: bool, timeout: float) -> None:
+    """Stop a run (or a campaign, by its id) cleanly; results and finish.flag are still
+    written."""
+    if is_campaign_id(run_id):
+        from ajetd.cli.campaign import stop_campaign
+
+        stop_campaign(run_id, no_wait, timeout)
+        return
+    home = open_home()
+    run = load_run(home, run_id)
+    if not run.active:
+        click.echo(f"run {run_id} already ended: {run.status.value if run.status else ''}")
+        return
+    write_atomic(home.control / f"{run_id}.stop", f"{time.time()}\n", OWNER_FILE)
+    if not home.daemon_running():
+        click.echo(
+            f"ajetd: no daemon is running on {home.root}; the run stops when one starts", err=True
+        )
+        sys.exit(1)
+    if no_wait:
+        click.echo(f"stop requested for run {run_id}")
+        return
+    deadline = time.monotonic() + timeout
+    while load_run(home, run_id).active:
+        if time.monotonic() >= deadline:
+            click.echo(f"run {run_id} is still stopping after {timeout:.0f}s", err=True)
+            sys.exit(124)
+        time.sleep(POLL_S)
+    run = load_run(home, run_id)
+    _await_flag(home, run)
+    click.echo(f"run {run_id} {run.status.value if run.status else ''}: {run.reason}")
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
+def logs(run_id: str, follow: bool) -> None:
+    """The run's full output, every trial in order."""
+    from ajetd.daemon.trials import trial_log
+
+    home = open_home()
+    run = load_run(home, run_id)
+    out = sys.stdout.buffer
+    for trial in run.trials:
+        path = trial_log(run, trial.number)
+        if path.exists():
+            out.write(path.read_bytes())
+    out.flush()
+    if not follow or not run.trials:
+        return
+    number = run.trials[-1].number
+    path = trial_log(run, number)
+    offset = path.stat().st_size if path.exists() else 0
+    while True:
+        if path.exists() and path.stat().st_size > offset:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+            offset += len(chunk)
+            out.write(chunk)
+            out.flush()
+        elif not load_run(home, run_id).active:
+            return
+        time.sleep(0.25)
+
+
+@click.command()
+@click.argument("run_id")
+def attach(run_id: str) -> None:
+    """`tmux attach` to the run's session (Ctrl-b d to detach)."""
+    from ajetd.adapters.tmux import Tmux, socket_from_env
+
+    run = load_run(open_home(), run_id)
+    if not run.session:
+        raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
+    argv, env = Tmux(socket_from_env()).attach(run.session)
+    os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell
