@@ -1,7 +1,7 @@
 """The daemon loop in this process, on a clock the test moves: time rules without waiting.
 
-`Loop(env)` (the `loop` fixture in conftest; `Loop(env, **config)` takes `DaemonConfig` fields,
-then call `close()`) builds `Daemon(cfg, clock=FakeClock())` on the test's home and private
+`Loop(env)` (the `loop` fixture in conftest; `Loop(env, clock, **config)` takes a clock and
+`DaemonConfig` fields, then call `close()`; a second one on the same home is a restart) builds `Daemon(cfg, clock=FakeClock())` on the test's home and private
 tmux socket, starts its file watcher as `serve` does, and drives it pass by pass with
 `Daemon.turn`, the body of `serve`'s loop. Real things happen in real time (a trial starts,
 prints, exits, its exit file wakes the loop): wait for them with `until`, which never moves the
@@ -57,10 +57,10 @@ class FakeClock:
 class Loop:
     """A `Daemon` on `env`'s home and tmux socket, on a `FakeClock`, driven like `serve`."""
 
-    def __init__(self, env: Env, **config: Any) -> None:
+    def __init__(self, env: Env, clock: FakeClock | None = None, **config: Any) -> None:
         config.setdefault("timing", Timing())
         self.env = env
-        self.clock = FakeClock()
+        self.clock = clock or FakeClock()
         self.daemon = Daemon(
             DaemonConfig(home=env.home, tmux_socket=env.socket, **config), clock=self.clock
         )

@@ -12,7 +12,7 @@ import pytest
 
 from ajetd.core.model import State, StopCause
 from conftest import Env
-from loopkit import Loop
+from loopkit import FakeClock, Loop
 
 STUBBORN = "trap '' INT TERM; sleep 1000"  # ignores INT and TERM (as does its sleep)
 
@@ -183,13 +183,18 @@ FAILURES = (  # a line of a retryable kind each (diagnosis/catalogue.py): one pl
 
 
 def _failing_program(env: Env, gates: Path) -> str:
-    """Trial N waits for the file gates/N, then fails with FAILURES[N-1]; the trial after the
-    last of them succeeds. A script in the codebase: the banner shows no failure text."""
+    """Trial N waits for the file gates/N, then fails with FAILURES[N-1] once that line is in
+    its log (tmux copies output with a delay; the daemon waits for it only so long); the trial
+    after the last of them succeeds. A script in the codebase: the banner shows no failure."""
     script = env.codebase / "fail.sh"
-    cases = "".join(f"  {n}) echo {line!r}; exit 1;;\n" for n, line in enumerate(FAILURES, 1))
+    cases = "".join(f"  {n}) line={line!r};;\n" for n, line in enumerate(FAILURES, 1))
     script.write_text(
         f'while [ ! -e {gates}/"$AJETD_TRIAL" ]; do sleep 0.05; done\n'
-        f'case "$AJETD_TRIAL" in\n{cases}esac\necho done\n'
+        f'case "$AJETD_TRIAL" in\n{cases}  *) echo done; exit 0;;\nesac\n'
+        'echo "$line"\n'
+        'log="$AJETD_RESULT_DIR/logs/trial-$AJETD_TRIAL.log"\n'
+        'until grep -qF -- "$line" "$log"; do sleep 0.05; done\n'
+        "exit 1\n"
     )
     gates.mkdir()
     return "bash fail.sh"
@@ -234,9 +239,57 @@ def test_the_thrashing_guard_counts_failures_in_ten_minutes_of_fake_time(
         loop.until(lambda n=n: loop.run(run_id).trial.number > n or loop.run(run_id).status, "it")
     if apart == 0:
         flag = loop.until_done(run_id)
-        assert flag["status"] == "failed" and flag["trials"] == 5
+        assert (flag["status"], flag["trials"]) == ("failed", 5), flag["reason"]
         assert "thrashing guard: 4 failures within 10 minutes" in flag["reason"]
     else:
         (gates / "6").touch()
         flag = loop.until_done(run_id)
-        assert flag["status"] == "succeeded" and flag["trials"] == 6
+        assert (flag["status"], flag["trials"]) == ("succeeded", 6), flag["reason"]
+
+
+def test_a_hang_relaunch_counts_the_new_trials_silence_from_its_own_start(
+    env: Env, loop: Loop
+) -> None:
+    rule = "gpus: 0\nmax_trials: 2\nhang: {window: 10m, action: relaunch}"
+    run_id = loop.submit(env.blueprint("stuck", command="sleep 1000", ajetd=rule, max_time="2h"))
+    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    loop.run_for(1199.9)
+    loop.sleep()  # stopped at 2 windows of silence; its end relaunches it (real time)
+    loop.until(lambda: len(loop.run(run_id).trials) == 2, "the relaunch")
+    t1 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    assert t1 == t0 + 1200 and loop.run(run_id).attention is None
+    loop.run_for(599.9)  # the first trial's silence is not the second's
+    assert loop.run(run_id).attention is None
+    loop.sleep()
+    assert loop.clock() == t1 + 600 and loop.run(run_id).attention
+    loop.run_for(599.9)
+    loop.sleep()
+    stops = [at for at, text in loop.events(run_id) if text.startswith("stopping: hang")]
+    assert stops == [t0 + 1200, t1 + 1200]
+    flag = loop.until_done(run_id)  # max_trials 2: the second hang ends the run
+    assert flag["status"] == "failed" and flag["trials"] == 2
+
+
+def test_a_restarted_daemon_keeps_the_time_limit_and_the_hang_window(env: Env) -> None:
+    first = Loop(env)
+    rule = "gpus: 0\nhang: {window: 1m}"
+    run_id = first.submit(env.blueprint("again", command="sleep 1000", ajetd=rule, max_time="2m"))
+    t0 = first.t0(run_id) if first.started(run_id) else 0.0
+    first.run_for(30)
+    first.close()  # the daemon goes; its run goes on in tmux
+    second = Loop(env, clock=FakeClock(t0 + 50))  # 20 s later, a new daemon on the same home
+    try:
+        assert second.run(run_id).state is State.RUNNING
+        second.run_for(9.9)
+        assert second.run(run_id).attention is None
+        second.run_for(1)  # a minute after its last output, before the restart: the log's
+        flagged = second.event_at(run_id, "attention: no output for 1m")  # mtime says when
+        assert flagged is not None and t0 + 60 <= flagged < t0 + 61
+        second.run_for(t0 + 119.9 - second.clock())
+        assert second.run(run_id).stop_cause is None
+        second.sleep()  # exp_max_time counts from the run's start, not the daemon's
+        assert second.clock() == t0 + 120
+        assert second.run(run_id).stop_cause is StopCause.TIME_LIMIT
+        assert second.until_done(run_id)["status"] == "time_limit"
+    finally:
+        second.close()
