@@ -202,14 +202,9 @@ def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list
     return config
 
 
-def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
-    """Resolve and check every path; return the resolution (None if unusable) and problems."""
-    problems: list[str] = []
-    fs = remote_fs(bp)
-    if isinstance(fs, str):
-        return None, [fs]
+def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -> tuple[str, str]:
+    """The codebase dir and the venv's python, resolved (`where`: on which host) and checked."""
     codebase = _abs(bp.codebase_dir, fs)
-    where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
     if not os.path.isabs(codebase):
         problems.append(f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path")
     elif not fs.isdir(codebase):
@@ -223,6 +218,17 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         problems.append(f"exp_venv_exe: {venv_exe} does not exist{where}")
     elif fs.isdir(venv_exe) or not fs.executable(venv_exe):
         problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
+    return codebase, venv_exe
+
+
+def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
+    """Resolve and check every path; return the resolution (None if unusable) and problems."""
+    problems: list[str] = []
+    fs = remote_fs(bp)
+    if isinstance(fs, str):
+        return None, [fs]
+    where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
+    codebase, venv_exe = _codebase_and_venv(bp, fs, where, problems)
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
     if bp.options.slurm is not None:

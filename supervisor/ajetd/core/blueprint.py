@@ -212,6 +212,17 @@ def extract_parts(text: str) -> dict[str, str]:
     return scan_parts(text)[0]
 
 
+def _lines_and_lowered(text: str) -> tuple[list[str], str]:
+    """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
+    line breaks made plain, and the same text lowered for the case-free search (only its line
+    breaks are counted: a character whose lower case is longer moves positions, never line
+    numbers)."""
+    text = "\n" + blank_comments(text)
+    if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
+        text = _BREAKS.sub("\n", text)
+    return text.split("\n"), text.lower()
+
+
 def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
     """Each labelled part's raw text, and a problem for each part given twice (naming both
     lines; the first is kept).
@@ -221,13 +232,7 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
     One pattern finds the lines that may matter (fences, headings, lines that start like a
     label); the lines between them are taken whole, so plain text costs no Python per line.
     """
-    text = "\n" + blank_comments(text)
-    if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
-        text = _BREAKS.sub("\n", text)
-    lines = text.split("\n")  # lines[n] is line n (from 1)
-    # Lowered for the case-free search (only its line breaks are counted: a character whose
-    # lower case is longer moves positions, never line numbers).
-    lowered = text.lower()
+    lines, lowered = _lines_and_lowered(text)
     parts: dict[str, list[str]] = {}
     lines_of: dict[str, int] = {}
     twice: list[str] = []

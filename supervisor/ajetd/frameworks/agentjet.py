@@ -96,22 +96,7 @@ def review(
     if _get(ajet, "execute_test") is True:
         out.patches[("ajet", "execute_test")] = False
         out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
-    val_key = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
-    before_key = ("ajet", "trainer_common", "val_before_train")
-    val = _get(ajet, "trainer_common", "val_print_to_markdown_file_path")
-    if not isinstance(val, str) or not val.strip() or not os.path.dirname(val.strip()):
-        target = os.path.join(result_dir, "val_results.md")
-        out.patches[val_key] = target
-        out.changes.append(
-            f"ajet.trainer_common.val_print_to_markdown_file_path: {val!r} → "
-            f"{target} (validation results need a file with a directory part)"
-        )
-    if _get(ajet, "trainer_common", "val_before_train") is not True:
-        out.patches[before_key] = True
-        out.changes.append(
-            "ajet.trainer_common.val_before_train → true (measure the initial "
-            "model, as seed 001 asks)"
-        )
+    _review_validation(ajet, result_dir, out)
     _review_gpus(ajet, gpus, out)
     model = _get(ajet, "model", "path")
     if isinstance(model, str) and model.startswith("/") and not exists(model):
@@ -128,6 +113,26 @@ def review(
                 "no --conf to point at a fixed copy"
             )
     return out
+
+
+def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigReview) -> None:
+    """Validation results written to a file ajetd can read, and the initial model measured."""
+    val_key = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
+    before_key = ("ajet", "trainer_common", "val_before_train")
+    val = _get(ajet, "trainer_common", "val_print_to_markdown_file_path")
+    if not isinstance(val, str) or not val.strip() or not os.path.dirname(val.strip()):
+        target = os.path.join(result_dir, "val_results.md")
+        out.patches[val_key] = target
+        out.changes.append(
+            f"ajet.trainer_common.val_print_to_markdown_file_path: {val!r} → "
+            f"{target} (validation results need a file with a directory part)"
+        )
+    if _get(ajet, "trainer_common", "val_before_train") is not True:
+        out.patches[before_key] = True
+        out.changes.append(
+            "ajet.trainer_common.val_before_train → true (measure the initial "
+            "model, as seed 001 asks)"
+        )
 
 
 def yaml_gpu_count(config: Any) -> int | None:

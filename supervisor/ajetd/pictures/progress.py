@@ -45,6 +45,51 @@ def running_best(points: list[dict[str, Any]], maximise: bool) -> tuple[list[int
     return xs, ys
 
 
+def _marks(ax: Any, points: list[dict[str, Any]]) -> None:
+    """Each experiment's mark, by its ledger status; one without a metric on the bottom edge."""
+    for status, (marker, colour, label) in STYLES.items():
+        mine = [p for p in points if p.get("status") == status]
+        if not mine:
+            continue
+        valued = [p for p in mine if isinstance(p.get("value"), (int, float))]
+        if valued:
+            ax.scatter(
+                [p["index"] for p in valued],
+                [p["value"] for p in valued],
+                marker=marker,
+                color=colour,
+                s=60,
+                label=label,
+                zorder=3,
+            )
+        bare = [p for p in mine if not isinstance(p.get("value"), (int, float))]
+        if bare:  # no metric: on the bottom edge, so the attempt still shows
+            ax.scatter(
+                [p["index"] for p in bare],
+                [0.02] * len(bare),
+                marker=marker,
+                color=colour,
+                s=60,
+                label=None if valued else label,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                zorder=3,
+            )
+
+
+def _save(fig: Any, out: Path) -> None:
+    """The picture written whole: a temporary file renamed over the old one."""
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".progress.", suffix=".png")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, format="png")
+        os.chmod(tmp, 0o644)
+        Path(tmp).replace(out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def draw(data: dict[str, Any], out: Path) -> None:
     import matplotlib
 
@@ -55,34 +100,7 @@ def draw(data: dict[str, Any], out: Path) -> None:
     metric = str(data.get("metric") or "metric")
     fig, ax = plt.subplots(figsize=(9, 4.8), dpi=100)
     try:
-        for status, (marker, colour, label) in STYLES.items():
-            mine = [p for p in points if p.get("status") == status]
-            if not mine:
-                continue
-            valued = [p for p in mine if isinstance(p.get("value"), (int, float))]
-            if valued:
-                ax.scatter(
-                    [p["index"] for p in valued],
-                    [p["value"] for p in valued],
-                    marker=marker,
-                    color=colour,
-                    s=60,
-                    label=label,
-                    zorder=3,
-                )
-            bare = [p for p in mine if not isinstance(p.get("value"), (int, float))]
-            if bare:  # no metric: on the bottom edge, so the attempt still shows
-                ax.scatter(
-                    [p["index"] for p in bare],
-                    [0.02] * len(bare),
-                    marker=marker,
-                    color=colour,
-                    s=60,
-                    label=None if valued else label,
-                    transform=ax.get_xaxis_transform(),
-                    clip_on=False,
-                    zorder=3,
-                )
+        _marks(ax, points)
         xs, ys = running_best(points, bool(data.get("maximise", True)))
         if xs:
             ax.step(xs, ys, where="post", color="tab:green", alpha=0.6, label="best so far")
@@ -102,15 +120,7 @@ def draw(data: dict[str, Any], out: Path) -> None:
             )
         ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".progress.", suffix=".png")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                fig.savefig(handle, format="png")
-            os.chmod(tmp, 0o644)
-            Path(tmp).replace(out)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _save(fig, out)
     finally:
         plt.close(fig)
 
