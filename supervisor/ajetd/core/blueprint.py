@@ -330,13 +330,13 @@ def clean_text(raw: str) -> str:
 
 
 # Longest first: UTF-32 LE's mark begins with UTF-16 LE's.
-_MARKS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
+_MARKS = {  # byte order mark -> codec
+    codecs.BOM_UTF32_LE: "utf-32",
+    codecs.BOM_UTF32_BE: "utf-32",
+    codecs.BOM_UTF8: "utf-8-sig",
+    codecs.BOM_UTF16_LE: "utf-16",
+    codecs.BOM_UTF16_BE: "utf-16",
+}
 _SNIFF_BYTES = 4096
 
 
@@ -354,7 +354,7 @@ def decode_blueprint(raw: bytes) -> str:
         raise BlueprintError(
             [f"blueprint: larger than {MAX_BYTES // 1024} KiB; is this the right file?"]
         )
-    for mark, codec in _MARKS:
+    for mark, codec in _MARKS.items():
         if raw.startswith(mark):
             return raw.decode(codec, errors="replace")
     head = raw[:_SNIFF_BYTES]

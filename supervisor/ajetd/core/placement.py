@@ -42,6 +42,9 @@ class Place:
 
 @dataclass(frozen=True)
 class Wait:
+    """Not now: asked again later (`reason` says what for: GPUs busy or taken, a swarm server
+    still starting)."""
+
     reason: str
 
 
