@@ -37,7 +37,7 @@ from ajetd.core.policy import Timing
 from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, wait_for
 
-REAL_WAIT_S = 10.0  # the longest a test waits for one real event (a start, an exit)
+REAL_WAIT_S = 20.0  # the longest a test waits for one real event (a start, an exit)
 
 
 class FakeClock:
