@@ -1,0 +1,243 @@
+"""Finding a blueprint's parts in its text: the labels people use for each part (headings,
+bullets, bold labels, in English or Chinese), and one scan that collects each part's raw text
+up to the next label or heading. Pure.
+
+Linear in the text's length: one pattern finds the lines that may matter (fences, headings,
+lines that start like a label); the lines between them are taken whole. `ajetd.core.blueprint`
+cleans each part's raw text and checks it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ajetd.core.markdown import FENCE as _FENCE
+from ajetd.core.markdown import blank_comments, closing_fence
+
+# Canonical part -> labels people use for it (compared case-insensitively, longest first).
+LABELS: dict[str, tuple[str, ...]] = {
+    "exp_purpose": ("exp_purpose", "实验目的"),
+    "exp_codebase_dir": ("exp_codebase_dir", "主实验代码路径", "实验代码路径"),
+    "exp_venv_exe": ("exp_venv_exe", "python虚拟环境路径", "虚拟环境路径"),
+    "exp_yaml_path": ("exp_yaml_path", "实验配置文件路径", "配置文件路径"),
+    "exp_launch_command": ("exp_launch_command", "执行训练的命令", "训练命令"),
+    "exp_result_dir": ("exp_result_dir", "结果数据存储路径", "结果存储路径"),
+    "exp_max_time": ("exp_max_time", "运行时间不超过", "运行时间", "最长运行时间"),
+    "exp_notes": (
+        "exp_notes",
+        "exp_other",
+        "exp_other_info",
+        "other_notes",
+        "其他实验相关信息",
+        "其他实验信息",
+    ),
+    "ajetd": ("ajetd",),
+}
+# Labels accepted only in a structured position (heading, bullet, bold, brackets), never on a
+# plain line, where an English word would too often be prose.
+_STRUCTURED_ONLY: dict[str, tuple[str, ...]] = {"exp_notes": ("other notes", "other", "notes")}
+
+_ALIASES: list[tuple[str, str, bool]] = sorted(
+    [(label.lower(), part, False) for part, labels in LABELS.items() for label in labels]
+    + [(label, part, True) for part, labels in _STRUCTURED_ONLY.items() for label in labels],
+    key=lambda item: len(item[0]),
+    reverse=True,
+)
+_BY_NAME: dict[str, tuple[str, bool]] = {}
+for _alias, _part, _structured_only in reversed(_ALIASES):
+    _BY_NAME[re.sub(r"[\s\-]+", "_", _alias.strip().strip("*_`").strip()).lower()] = (
+        _part,
+        _structured_only,
+    )
+_NON_ASCII_LABELS = {
+    part: tuple(sorted((lab.lower() for lab in labels if not lab.isascii()), key=len, reverse=True))
+    for part, labels in LABELS.items()
+}
+_PREFIX = re.compile(
+    r"^\s{0,3}(?:(?P<heading>#{1,6})\s*(?:\d{1,2}[.)]\s*)?|(?P<bullet>[-*+]|\d{1,2}[.)])\s+)?"
+)
+_BRACKET = re.compile(r"\[\s*([^\]\n]{1,40}?)\s*\]")
+_PAREN = re.compile(r"\s*(?:\([^)\n]{0,200}\)|（[^）\n]{0,200}）)")
+_COLON = re.compile(r"\s*(?:(?:\*\*|__)\s*)?[:：]")
+_SPACE = re.compile(r"\s*")
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+_HEADING = re.compile(r"\s{0,3}#{1,6}\s")
+# Line breaks as str.splitlines() sees them, made plain "\n" so that one split agrees.
+_BREAK_CHARS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAKS = re.compile(rf"\r\n?|[{_BREAK_CHARS}]")
+_LABEL_START = "|".join(
+    sorted({re.escape(alias) for alias, _, _ in _ALIASES} | {r"\["}, key=len, reverse=True)
+)
+# A line that may be a fence, a heading or a label (what _match_label may accept starts so).
+_INTERESTING = re.compile(
+    r"\n(?:[^\S\n]*(?:`{3}|~{3})|[^\S\n]{0,3}(?:#|(?:(?:[-*+]|\d{1,2}[.)])[^\S\n]+)?"
+    rf"(?:\*\*|__)?(?:{_LABEL_START})))"
+)
+MAX_TWICE = 20
+
+
+@dataclass(frozen=True)
+class _Label:
+    part: str
+    inline: str | None  # text after the label on the same line (None: nothing there)
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().strip("*_`").strip()).lower()
+
+
+def _match_label(line: str) -> _Label | None:
+    """Recognise a label line; return its part and the text after the label, else None."""
+    prefix = _PREFIX.match(line)
+    assert prefix is not None  # the pattern matches the empty string
+    structured = bool(prefix.group("heading") or prefix.group("bullet"))
+    rest = line[prefix.end() :]
+    bold = rest.startswith(("**", "__"))
+    if bold:
+        rest = rest[2:]
+    bracket = _BRACKET.match(rest)
+    part: str | None = None
+    if bracket:
+        part = _lookup(_normalise(bracket.group(1)), structured=True)
+        tail = rest[bracket.end() :]
+        bracketed = part is not None
+    else:
+        bracketed = False
+        lowered = rest.lower()
+        for alias, candidate, structured_only in _ALIASES:
+            if not lowered.startswith(alias):
+                continue
+            if structured_only and not (structured or bold):
+                continue
+            after = rest[len(alias) : len(alias) + 1]
+            if alias.isascii() and after and _WORD_CHAR.match(after):
+                continue
+            part, tail = candidate, rest[len(alias) :]
+            break
+    if part is None:
+        return None
+    tail = _strip_label_words(part, tail)
+    colon = _COLON.match(tail)
+    if colon:
+        value = tail[colon.end() :].strip()
+        if value.startswith(("**", "__")):
+            value = value[2:].strip()
+        return _Label(part, value or None)
+    tail = tail.strip()
+    if tail.endswith(("**", "__")):
+        tail = tail[:-2].strip()
+    if not tail:
+        return _Label(part, None)
+    # Without a colon, a value may follow only a bracketed key or a heading.
+    if bracketed or prefix.group("heading"):
+        return _Label(part, tail)
+    return None
+
+
+def _lookup(name: str, *, structured: bool) -> str | None:
+    found = _BY_NAME.get(name)
+    if found is None or (found[1] and not structured):
+        return None
+    return found[0]
+
+
+def _strip_label_words(part: str, tail: str) -> str:
+    """Drop a label's own words after the key: `**`, its Chinese label, `（一段文本）`.
+
+    One pass with a position (no copies of the rest of the line per step): a line of ten
+    thousand `**` costs ten thousand steps, not their square."""
+    labels = _NON_ASCII_LABELS[part]
+    pos = 0
+    while True:
+        space = _SPACE.match(tail, pos)
+        at = space.end() if space else pos
+        changed = False
+        for marker in ("**", "__"):
+            if tail.startswith(marker, at):
+                at, changed = at + 2, True
+        for label in labels:
+            if tail[at : at + len(label)].lower() == label:
+                at, changed = at + len(label), True
+                break
+        paren = _PAREN.match(tail, at)
+        if paren:
+            at, changed = paren.end(), True
+        if not changed:
+            return tail[pos:]
+        pos = at
+
+
+def _lines_and_lowered(text: str) -> tuple[list[str], str]:
+    """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
+    line breaks made plain, and the same text lowered for the case-free search (only its line
+    breaks are counted: a character whose lower case is longer moves positions, never line
+    numbers)."""
+    text = "\n" + blank_comments(text)
+    if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
+        text = _BREAKS.sub("\n", text)
+    return text.split("\n"), text.lower()
+
+
+def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
+    """Each labelled part's raw text, and a problem for each part given twice (naming both
+    lines; the first is kept).
+
+    HTML comments are blanked first: they do not show when the Markdown is rendered, so they
+    are never part of a value. Inside the notes, a `- notes:` bullet is text of the notes.
+    One pattern finds the lines that may matter (fences, headings, lines that start like a
+    label); the lines between them are taken whole, so plain text costs no Python per line.
+    """
+    lines, lowered = _lines_and_lowered(text)
+    parts: dict[str, list[str]] = {}
+    lines_of: dict[str, int] = {}
+    twice: list[str] = []
+    current: list[str] | None = None
+    number, pos, previous = 0, 0, 0
+    while (found := _INTERESTING.search(lowered, pos)) is not None:
+        number += lowered.count("\n", pos, found.start() + 1)
+        pos = found.start() + 1
+        if current is not None:
+            current += lines[previous + 1 : number]
+        previous = number
+        line = lines[number]
+        fence_match = _FENCE.match(line)
+        if fence_match:  # a fenced block is text as it stands, to its closing fence
+            close = closing_fence(lowered, found.end(), fence_match.group(1))
+            end = len(lines) - 1 if close is None else number + lowered.count("\n", pos, close + 1)
+            if current is not None:
+                current += lines[number : end + 1]
+            number = previous = end
+            pos = len(lowered) if close is None else close + 1
+            continue
+        label = _match_label(line)
+        if label is not None and label.part in parts:
+            if label.part == "exp_notes" and current is parts["exp_notes"]:
+                current.append(line)
+                continue
+            twice.append(
+                f"{label.part}: given twice (lines {lines_of[label.part]} and {number}); keep one"
+            )
+            current = None
+            if len(twice) >= MAX_TWICE:
+                twice.append(f"blueprint: stopped reading at line {number} (too many repeats)")
+                return _joined(parts), twice
+            continue
+        if label is not None:
+            current = parts[label.part] = []
+            lines_of[label.part] = number
+            if label.inline is not None:
+                current.append(label.inline)
+            continue
+        if _HEADING.match(line):  # an unrelated heading ends the part
+            current = None
+            continue
+        if current is not None:
+            current.append(line)
+    if current is not None:
+        current += lines[previous + 1 :]
+    return _joined(parts), twice
+
+
+def _joined(parts: dict[str, list[str]]) -> dict[str, str]:
+    return {part: "\n".join(lines).strip() for part, lines in parts.items()}
