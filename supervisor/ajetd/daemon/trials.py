@@ -8,15 +8,12 @@ action that depends on it, so a `kill -9` between any two lines launches nothing
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
 import shlex
 import socket
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,6 @@ from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
-from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
 from ajetd.core.options import Options
@@ -49,7 +45,7 @@ from ajetd.diagnosis.text import tail_lines
 from ajetd.diagnosis.userkinds import KindSet
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
-from ajetd.hosts import slurm, sshcmd
+from ajetd.hosts.base import Fetch, Host, read_local
 from ajetd.pictures import drawing
 from ajetd.views import report, words
 
@@ -117,8 +113,11 @@ def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
         return None
 
 
-def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set[str]) -> Run:
-    """Record trial N+1 with its session name and write its script; nothing runs yet."""
+def prepare_trial(
+    home: Home, tmux: Tmux, run: Run, options: Options, host: Host, taken: set[str]
+) -> Run:
+    """Record trial N+1 with its session name and write its script (as `host` runs it);
+    nothing runs yet."""
     number = len(run.trials) + 1
     command, dropped = protect_autokill(run.launch_command)
     if options.autokill == "allow":
@@ -149,10 +148,7 @@ def prepare_trial(home: Home, tmux: Tmux, run: Run, options: Options, taken: set
         prefix=run.fix_prefix,
         wake_fifo=_make_fifo(p.wake),
     )
-    if options.ssh is not None:
-        run, spec = _remote_trial(home, run, options.ssh, spec)
-    if options.slurm is not None:
-        spec = _slurm_trial(home, run, options, spec)
+    run, spec = host.prepare(run, spec, p.log)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
 
@@ -184,70 +180,6 @@ def _wake(path: Path) -> None:
         os.close(fd)
 
 
-def _remote_trial(home: Home, run: Run, ssh: SshSpec, spec: TrialSpec) -> tuple[Run, TrialSpec]:
-    """For a run on a remote host: its trial script goes to the host (written here as
-    `trial-N.remote.sh`, sent at start); the local pane runs the follower instead."""
-    rdir = run.remote_dir or sshcmd.remote_dir(ssh, run.run_id)
-    if rdir != run.remote_dir:
-        run = replace(run, remote_dir=rdir)
-        home.save_run(run)
-    n = spec.trial
-    remote = replace(
-        spec,
-        wake_fifo="",
-        env=(*spec.env, sshcmd.REMOTE_MARK),
-        go_file=f"{rdir}/trial-{n}.go",
-        exit_file=f"{rdir}/trial-{n}.exit",
-        hup_file=f"{rdir}/trial-{n}.hup",
-    )
-    write_atomic(home.trial_file(run.run_id, n, "remote.sh"), render_trial_script(remote), 0o600)
-    q = shlex.quote
-    follow = (
-        f"{q(sys.executable)} -m ajetd.hosts.sshfollow --spec {q(sshcmd.spec_json(ssh))} "
-        f"--rdir {q(rdir)} --trial {n} --run-id {q(run.run_id)} "
-        f"--lost {q(str(home.trial_file(run.run_id, n, 'sshlost')))}"
-    )
-    local = replace(spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=())
-    Path(run.result_dir).mkdir(parents=True, exist_ok=True)
-    return run, local
-
-
-def _slurm_trial(home: Home, run: Run, options: Options, spec: TrialSpec) -> TrialSpec:
-    """For a run through Slurm: the trial script becomes the job's (`trial-N.job.sh`, its go
-    file already there); the pane runs `srun --pty` on it, or the batch follower."""
-    assert options.slurm is not None
-    n = spec.trial
-    batch = options.slurm.mode == "batch"
-    job = replace(
-        spec,
-        wake_fifo="",
-        go_file=str(home.trial_file(run.run_id, n, "job.go")),
-        exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
-        forward_signals=batch,
-    )
-    script = home.trial_file(run.run_id, n, "job.sh")
-    write_atomic(script, render_trial_script(job), 0o700)
-    write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
-    wanted = options.slurm
-    if run.slurm.get("exclude"):
-        exclude = ",".join(x for x in (wanted.exclude, run.slurm["exclude"]) if x)
-        wanted = replace(wanted, exclude=exclude)
-    name = slurm.job_name(run.run_id, n)
-    if not batch:
-        command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
-        return replace(spec, command=command, env=(), prefix=())
-    log_file = trial_log(run, n).with_suffix(".job.log")  # trial-N.job.log, shown in the pane
-    argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
-    q = shlex.quote
-    follow = (
-        f"{q(sys.executable)} -m ajetd.hosts.slurmfollow --argv {q(json.dumps(argv))} "
-        f"--log {q(str(log_file))} --job-file {q(str(home.trial_file(run.run_id, n, 'job.id')))} "
-        f"--exit-file {q(job.exit_file)} "
-        f"--done-file {q(str(home.trial_file(run.run_id, n, 'job.done')))}"
-    )
-    return replace(spec, command=follow, env=(), prefix=())
-
-
 def trial_env(run: Run, options: Options) -> dict[str, str]:
     """The environment a trial gets on top of the venv's: the blueprint's, the fixes', and
     the GPUs it was placed on (indices in NVML's, i.e. PCI bus, order)."""
@@ -259,9 +191,9 @@ def trial_env(run: Run, options: Options) -> dict[str, str]:
     return env
 
 
-def start_trial(home: Home, tmux: Tmux, run: Run, now: float, ssh: SshSpec | None = None) -> Run:
-    """Create (or find again) the trial's session, arm it, and let the program go (on a
-    remote host: start it there first; the pane then follows it)."""
+def start_trial(home: Home, tmux: Tmux, run: Run, now: float, host: Host) -> Run:
+    """Create (or find again) the trial's session, arm it, and let the program go (where
+    `host` starts it elsewhere: there first; the pane then follows it)."""
     trial = run.trial
     assert trial is not None
     p = paths(home, run, trial.number)
@@ -269,12 +201,7 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float, ssh: SshSpec | Non
     pane = find_pane(panes, p.script)
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
-    if ssh is not None:  # idempotent: a trial already started there is not started again
-        script = home.trial_file(run.run_id, trial.number, "remote.sh").read_text()
-        pid = sshcmd.launch(ssh, run.remote_dir, trial.number, script, run.result_dir)
-        home.append_event(
-            run.run_id, now, f"trial {trial.number} started on {ssh.target} (pid {pid})"
-        )
+    host.launch(run, now)
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
     )
@@ -300,20 +227,6 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     text = f"trial {trial.number} started in tmux session {trial.session}"
     home.append_event(run.run_id, at, text)
     return run
-
-
-def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
-    """A file's size and its bytes after `offset` (all of them if it shrank)."""
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            handle.seek(offset if size >= offset else 0)
-            return size, handle.read()
-    except OSError:
-        return None
-
-
-Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
 
 
 def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:

@@ -1,0 +1,149 @@
+"""The act step: for each live run, observe -> decide -> act. `policy.decide` (pure) says what
+to do; each action of its closed union is carried out here, by one `match` that mypy checks
+is exhaustive. A trial that ends into another (a restart with its fix, a pipeline's next stage)
+is recorded here and launched by the tick's relaunch step."""
+
+from __future__ import annotations
+
+import logging
+from typing import NoReturn
+
+from ajetd.adapters.tmux import Pane
+from ajetd.core import model
+from ajetd.core.finding import Finding
+from ajetd.core.model import Run, Status
+from ajetd.core.policy import (
+    Action,
+    Attention,
+    BeginStop,
+    Finish,
+    NextStage,
+    Restart,
+    Send,
+    decide,
+    describe_exit,
+)
+from ajetd.daemon import trials
+from ajetd.daemon.observe import Observe
+from ajetd.daemon.slots import RunSlot
+
+log = logging.getLogger(__name__)
+Findings = tuple[Finding, ...]
+
+
+def unreachable(action: NoReturn) -> NoReturn:
+    """mypy proves this is never called: every action of the union has its case."""
+    raise AssertionError(f"not an action: {action!r}")
+
+
+class Act(Observe):
+    def supervise(self, run_id: str, now: float, panes_fresh: bool) -> None:
+        """observe -> decide -> act for one live run (pane facts only when `panes_fresh`)."""
+        slot = self.slots.get(run_id)
+        if slot is None or slot.run.trial is None or slot.run.trial.started_at is None:
+            return
+        pane = slot.current_pane()
+        obs = self.observe(slot, now, panes_fresh)
+        self._deep_check(slot, now)
+        if obs.exit is None:
+            self._live_scan(slot, now, slot.paths(self.home).log)
+        self._store(slot.host.notes(slot.run, now))
+        run = slot.run
+        for action in decide(run, obs, self.cfg.timing, slot.options):
+            run = self._act(slot, run, action, now, pane, obs.findings)
+        if obs.stop_requested:
+            (self.home.control / f"{run_id}.stop").unlink(missing_ok=True)
+        self._store(run)
+
+    def _act(
+        self,
+        slot: RunSlot,
+        run: Run,
+        action: Action,
+        now: float,
+        pane: Pane | None,
+        found: Findings,
+    ) -> Run:
+        pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
+        match action:
+            case Finish():
+                return self._finish(slot, run, action, now, pid, found)
+            case Restart():
+                return self._restart(slot, run, action, now, pid, found)
+            case NextStage():
+                return self._next_stage(slot, run, action, now, pid)
+            case BeginStop():
+                why = f" ({action.why})" if action.why else ""
+                self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")
+                return model.begin_stop(run, action.cause, now, action.why)
+            case Send():
+                count = slot.host.signal(run, pid, action.signal.value)
+                self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
+                return model.signal_sent(run, action.signal.value)
+            case Attention():
+                self.home.append_event(run.run_id, now, f"attention: {action.reason or 'cleared'}")
+                run = model.set_attention(run, action.reason)
+                if action.reason:
+                    self._hook(run, "on_attention", now)
+                return run
+            case _:
+                unreachable(action)
+
+    def _finish(
+        self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, found: Findings
+    ) -> Run:
+        """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
+        slot.host.end(run, now, final=True)
+        run = trials.finish_run(
+            self.home,
+            self.tmux,
+            run,
+            action.status,
+            action.reason,
+            action.exit_code,
+            now,
+            pid,
+            found or None,
+            slot.host.fetch,
+        )
+        self._keep(run)  # finish_run saved it: not saved a second time
+        self.finish_hooks[run.run_id] = (run, slot.options)  # fired once the end is on disk
+        self._finish_hooks(now)
+        return run
+
+    def _next_stage(
+        self, slot: RunSlot, run: Run, action: NextStage, now: float, pid: int | None
+    ) -> Run:
+        reason = f"stage done; next: stage {action.name}"
+        run = trials.end_trial(self.home, run, reason, 0, now, pid, ())
+        slot.host.end(run, now, final=False)
+        run = model.next_stage(run, action.command, f"stage {action.name} next")
+        self.home.append_event(run.run_id, now, f"stage {action.name} next: {action.command}")
+        self._store(run)
+        self.relaunch_due = True
+        return run
+
+    def _restart(
+        self, slot: RunSlot, run: Run, action: Restart, now: float, pid: int | None, found: Findings
+    ) -> Run:
+        """End the failed trial and record the fix; the relaunch step starts the next trial."""
+        fix = action.remedy
+        reason = describe_exit(action.exit_code)
+        command = config_path = None
+        if fix.config_patches:
+            moved = trials.config_fix(run, dict(fix.config_patches))
+            if moved is None:
+                why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
+                why += "run's config)"
+                return trials.finish_run(
+                    self.home, self.tmux, run, Status.FAILED, why, action.exit_code, now, pid, found
+                )
+            command, config_path = moved
+        run = trials.end_trial(self.home, run, reason, action.exit_code, now, pid, found)
+        slot.host.end(run, now, final=False)
+        run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
+        self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")
+        self._store(run)
+        log.info("run %s: %s", run.run_id, fix.why)
+        self.relaunch_due = True
+        return run

@@ -1,0 +1,169 @@
+"""The steps that take work in: admit (inbox -> accepted or rejected runs), control (`ajetd
+stop` requests), and, once at start, reconcile (take up where a previous daemon left off)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+from ajetd.adapters import diskfull, inbox
+from ajetd.core import model
+from ajetd.core.backoff import Backoff
+from ajetd.core.model import Run, State, Status
+from ajetd.core.naming import RUN_ID, new_run_id
+from ajetd.daemon import admission, trials
+from ajetd.daemon.base import Base
+from ajetd.daemon.slots import LIVE
+
+log = logging.getLogger(__name__)
+
+
+class Admit(Base):
+    def admit(self, now: float) -> None:
+        """Take complete blueprints from the inbox, each on its own: one that cannot be taken
+        is put aside with the reason (or, if even that fails, left and named in status)."""
+        problems = inbox.security_problems(self.home)
+        refused: list[str] = []
+        self.settle_at = None
+        if self.troubles.blocked(self.home.root) or self.home.root in self.troubles.full:
+            problems.append(f"{self.home.root} is full: blueprints wait in the inbox")
+        if not problems:
+            self._admit_held(now)
+            scan = inbox.scan(self.home, self.watcher.take_ready(), now)
+            refused, self.settle_at = scan.refused, scan.settle_at
+            for candidate in scan.found:
+                if candidate.path.name in self.stuck:
+                    continue
+                try:
+                    self._take(candidate, now)
+                except Exception as exc:  # one file never stops the loop
+                    self._file_failed(candidate.path, exc, now)
+        folder = self.home.inbox  # a file that could not be put aside is listed while it is there
+        self.stuck = {n: w for n, w in self.stuck.items() if os.path.lexists(folder / n)}
+        refused += [
+            f"{self.home.inbox}/{inbox.safe_name(n)}: {why}" for n, why in self.stuck.items()
+        ]
+        self._set_problems(problems, refused)
+
+    def _admit_held(self, now: float) -> None:
+        """Blueprints claimed while a folder they need was full, once it takes writes."""
+        for run_id, (claimed, source, folder) in list(self.unadmitted.items()):
+            if not self.troubles.blocked(folder):
+                del self.unadmitted[run_id]
+                self.accept(run_id, claimed, source, now)
+                if all(f != folder for _, _, f in self.unadmitted.values()):
+                    self.troubles.clear(folder)  # it took the writes this time
+
+    def _take(self, candidate: inbox.Candidate, now: float) -> None:
+        run_id = candidate.run_id
+        if run_id is None or (self.home.run_dir(run_id)).exists():
+            run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
+        try:
+            claimed = inbox.claim(self.home, candidate, run_id)
+        except OSError as exc:
+            if diskfull.is_full(exc):  # not taken: it waits in the inbox for space
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                return
+            raise
+        if claimed is not None:
+            self.accept(run_id, claimed, f"{candidate.stem}.md", now)
+
+    def _file_failed(self, path: Path, exc: Exception, now: float) -> None:
+        """An inbox file that could not be taken: put aside with the reason, once."""
+        shown = inbox.safe_name(path.name)
+        text = self._logged_once(f"inbox file {shown}", "taking it", exc)
+        why = f"not taken: internal error while taking it: {text}"
+        try:
+            if path.exists() or path.is_symlink():
+                aside = inbox.put_aside(self.home, path, why, now)
+                log.warning("inbox: %s put aside as %s: %s", shown, aside.name, why)
+        except OSError as again:
+            self.stuck[path.name] = f"{why} (and it cannot be put aside: {again.strerror})"
+
+    def _set_problems(self, problems: list[str], refused: list[str]) -> None:
+        """Why nothing is taken (an unsafe inbox, a full home) and which files are not taken;
+        each line logged once, while it lasts."""
+        for line in problems + refused:
+            if line not in self.problems and line not in self.refused:
+                log.warning("inbox: %s", line)
+        if self.problems and not problems:
+            log.info("inbox: problems resolved; taking blueprints again")
+        self.problems, self.refused = problems, refused
+
+    def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
+        busy = {r.result_dir for r in self.runs.values() if r.active}
+        try:
+            run, options = admission.admit(self.home, run_id, claimed, source, now, busy)
+        except OSError as exc:
+            if not diskfull.is_full(exc):
+                raise
+            self._admit_later(run_id, claimed, source, exc)
+            return
+        except Exception as exc:  # never die on input; never retry it forever
+            text = self._logged_once(f"run {run_id}", "admitting it", exc)
+            reason = f"internal error while admitting the blueprint: {text}"
+            run = model.reject(Run(run_id=run_id, source=source, submitted_at=now), reason, now)
+            self.home.save_run(run)
+            options = None
+        if options is not None and run.active:
+            self.open_slot(run, options)
+        else:
+            self._keep(run)
+
+    def _admit_later(self, run_id: str, claimed: Path, source: str, exc: OSError) -> None:
+        """A full disk is not the blueprint's fault: it is admitted again once the folder
+        that refused a write takes it (the claimed file waits in the run's folder)."""
+        folder = Path(exc.filename).parent if exc.filename else self.home.root
+        if folder.is_relative_to(self.home.root):
+            folder, what = self.home.root, "$AJETD_HOME"
+        else:
+            what = f"a folder run {run_id} needs"
+        self.troubles.hit(folder, exc, what)
+        self.unadmitted[run_id] = (claimed, source, folder)
+
+    def control(self, now: float) -> None:
+        """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
+        self.stop_asked = set()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.home.control):
+                run_id, _, kind = entry.name.partition(".")
+                if kind != "stop" or not RUN_ID.match(run_id):
+                    continue
+                self.stop_asked.add(run_id)
+                with self._each(run_id, "taking its stop request"):
+                    self._stop_request(run_id, entry, now)
+
+    def _stop_request(self, run_id: str, entry: os.DirEntry[str], now: float) -> None:
+        run = self.runs.get(run_id)
+        if run is not None and run.state is State.QUEUED:
+            why = "stopped by `ajetd stop` before it started"
+            self._store(self._finish_now(run, Status.STOPPED, why, now))
+            Path(entry.path).unlink(missing_ok=True)
+        elif (run is None and self.home.pending(run_id) is None) or (
+            run is not None and not run.active
+        ):
+            Path(entry.path).unlink(missing_ok=True)
+
+    def reconcile(self, now: float) -> None:
+        """Take up where a previous daemon left off; never launch a started trial again."""
+        for run_id, claimed, source in inbox.unfinished_claims(self.home):
+            self.accept(run_id, claimed, source, now)
+        for run in self.home.load_runs():
+            if not run.active:
+                self._keep(run)
+                continue
+            slot = self.open_slot(run, admission.stored_options(self.home, run.run_id))
+            trial = run.trial
+            if trial is not None and trial.started_at is None:
+                script = trials.paths(self.home, run, trial.number).script
+                if not script.exists():  # cut between its record and its script: prepare again
+                    self._store(model.unprepare(run))
+                    log.info("run %s: trial %d was never prepared; again", run.run_id, trial.number)
+                    continue
+                self._start(slot, now)
+            elif run.state in LIVE:
+                slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
+                log.info("run %s: watching again (session %s)", run.run_id, run.session)
+        self.last_liveness = 0.0

@@ -1,0 +1,216 @@
+"""What every step of the loop shares: the daemon's configuration and state, the run table,
+and the guards that keep one item's failure that item's.
+
+One rule holds the loop up: no exception from one run, one inbox file or one write ends the
+daemon. Every step is guarded per item (`_each`, `_step`): an unexpected error marks its item
+(a run gets `attention` with the error, a file is put aside with the reason), is logged once
+with its traceback, and the loop goes on. A write refused by a full disk is held in memory and
+retried (`diskfull`); nothing is reported that is not recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ajetd.adapters import diskfull
+from ajetd.adapters.hooks import Hooks
+from ajetd.adapters.nvml import NoGpu
+from ajetd.adapters.store import Home
+from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.watch import Watcher
+from ajetd.core import model, placement
+from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run, Status
+from ajetd.core.options import Options
+from ajetd.core.policy import Timing
+from ajetd.daemon import admission, trials
+from ajetd.daemon.campaigns import Campaigns
+from ajetd.daemon.gpuwatch import GpuWatch
+from ajetd.daemon.placer import GpuPlacer
+from ajetd.daemon.slots import LIVE, Runs, RunSlot
+from ajetd.diagnosis.userkinds import KindSet, home_kinds
+from ajetd.hosts import swarm
+from ajetd.hosts.places import Places
+from ajetd.pictures import drawing
+from ajetd.views.records import run_json
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    home: Path
+    tmux_socket: str | None = None
+    timing: Timing = field(default_factory=Timing)
+    backoff_scale: float = 1.0  # tests shrink the seed's 30 s ... 16 min schedule
+    # How often tmux is asked whether panes still exist, and the longest sleep: the safety net
+    # under the watchers (exits, stops and inbox drops wake the loop at once).
+    liveness_s: float = 5.0
+    gpu_period_s: float = 60.0  # GPU sampling for attribution and the GPU summary
+    gpu_young_period_s: float = 10.0  # ... while some run is in its first 10 minutes
+    gpu_free_threshold: float = placement.DEFAULT_THRESHOLD  # foreign memory share allowed
+    on_finish: str = ""  # the daemon's own hooks, for every run (before the blueprint's)
+    on_attention: str = ""
+    hook_timeout_s: float = 60.0
+
+
+class Base:
+    def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.home = Home(cfg.home)
+        self.tmux = Tmux(cfg.tmux_socket)
+        self.wake = threading.Event()
+        self.watcher = Watcher(self.wake)
+        self.runs = Runs()  # every run's record; the live ones' slots
+        self.slots = self.runs.slots
+        self.places = Places(self.home, cfg.liveness_s)
+        self.last_liveness = 0.0
+        self.tmux_polled_at = float("-inf")
+        self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start, as tmux listed
+        self.stop_asked: set[str] = set()  # runs with a stop request in control/
+        self.problems: list[str] = []  # why nothing is taken from the inbox now
+        self.refused: list[str] = []  # inbox entries not taken (links, FIFOs, foreign files)
+        self.published: list[str] | None = None
+        self.published_at = 0.0
+        self.published_checks: dict[str, float] = {}
+        self.stopping = False
+        self.hooks = Hooks(cfg.hook_timeout_s)
+        self.live_plots = drawing.LivePlots()
+        self.live_growing = False  # some running trial printed during the last tick
+        self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
+        self.next_full_at = 0.0
+        self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
+        self.swarm_waiting = False  # some run waits for its swarm server's /health
+        self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
+        self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
+        self.campaigns = Campaigns(self.home)
+        self.home_kinds: tuple[float, KindSet] = (-1.0, KindSet())  # kinds.yaml's mtime, kinds
+        self.held = self.home.held = diskfull.Held(clock, self.home.root, cfg.backoff_scale)
+        self.troubles = self.held.troubles  # full folders: the home and result dirs
+        self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
+        self.settle_at: float | None = None  # an inbox file still settling is due then
+        self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
+        self.unadmitted: dict[str, tuple[Path, str, Path]] = {}  # claimed; a disk was full
+        # ended runs whose on_finish waits for the record (with their options)
+        self.finish_hooks: dict[str, tuple[Run, Options]] = {}
+
+    # -- the run table ------------------------------------------------------------------------
+    def open_slot(self, run: Run, options: Options) -> RunSlot:
+        return self.runs.open(run, options, self.places.host_for(run.run_id, options))
+
+    def _keep(self, run: Run) -> None:
+        """Keep a record already saved; a run that ended leaves its slot."""
+        if self.runs.put(run) is not None:
+            self.live_plots.forget(run.run_id)
+
+    def _store(self, run: Run) -> None:
+        """Save a run's record if it changed, and keep it."""
+        if self.runs.get(run.run_id) != run:
+            self.home.save_run(run)
+        self._keep(run)
+
+    def live_slots(self) -> list[RunSlot]:
+        """The runs whose trial runs or is being stopped, in the order they came."""
+        return [s for s in self.slots.values() if s.run.state in LIVE]
+
+    def _finish_now(self, run: Run, outcome: Status, reason: str, now: float) -> Run:
+        """End a run whose trial never ran (or cannot run again): no exit, no processes."""
+        return trials.finish_run(self.home, self.tmux, run, outcome, reason, None, now, None)
+
+    def _missing(self, slot: RunSlot, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """Which of `paths` (relative to the codebase) do not exist where the run runs."""
+        if not paths:
+            return ()
+        run = slot.run
+        try:
+            fs = slot.host.fs()
+            return tuple(p for p in paths if not fs.exists(os.path.join(run.codebase_dir, p)))
+        except AjetdError as exc:
+            log.warning("run %s: cannot check %s: %s", run.run_id, ", ".join(paths), exc)
+            return paths
+
+    # a step of another module that this one's call
+    def _start(self, slot: RunSlot, now: float) -> bool:
+        raise NotImplementedError  # `launch`'s
+
+    # -- guards: one item's failure is that item's, never the loop's --------------------------
+    def _logged_once(self, item: str, step: str, exc: BaseException) -> str:
+        """Log an unexpected failure with its traceback the first time it is seen (a run that
+        fails the same way every tick logs once); return it as a short line."""
+        text = f"{type(exc).__name__}: {exc}"
+        text = text if len(text) <= 300 else text[:297] + "..."
+        key = (item, step, text)
+        if key in self.failures:
+            log.debug("%s: %s failed again: %s", item, step, text)
+        else:
+            if len(self.failures) >= 1000:  # bounded: old failures may be logged again
+                self.failures.clear()
+            self.failures.add(key)
+            log.error("%s: %s failed: %s", item, step, text, exc_info=exc)
+        return text
+
+    @contextlib.contextmanager
+    def _step(self, item: str, step: str) -> Iterator[None]:
+        """A step that has no run or file of its own: logged once, the loop goes on."""
+        try:
+            yield
+        except Exception as exc:  # the loop's guard: logged with its traceback
+            self._logged_once(item, step, exc)
+
+    @contextlib.contextmanager
+    def _each(self, run_id: str, step: str) -> Iterator[None]:
+        """One run's part of a step: an unexpected error marks that run `attention`."""
+        try:
+            yield
+        except Exception as exc:  # the loop's guard: logged with its traceback
+            text = self._logged_once(f"run {run_id}", step, exc)
+            run = self.runs.get(run_id)
+            why = f"internal error while {step}: {text}"
+            if run is not None and run.attention != why:
+                with self._step(f"run {run_id}", "marking it for attention"):
+                    now = self.clock()
+                    self.home.append_event(run_id, now, f"attention: {why}")
+                    self._store(model.set_attention(run, why))
+                    self._hook(self.runs[run_id], "on_attention", now)
+
+    # -- hooks and user kinds -----------------------------------------------------------------
+    def _finish_hooks(self, now: float) -> None:
+        """on_finish hooks of ended runs whose record is on disk: a hook never reports an end
+        that a full home has not let ajetd record yet."""
+        for run_id in [r for r in self.finish_hooks if self.home.saved(r)]:
+            run, options = self.finish_hooks.pop(run_id)
+            self._hook(run, "on_finish", now, options)
+
+    def _hook(self, run: Run, name: str, now: float, options: Options | None = None) -> None:
+        """The daemon's hook for this event, then the blueprint's; each once."""
+        if options is None:
+            slot = self.slots.get(run.run_id)
+            options = slot.options if slot else admission.stored_options(self.home, run.run_id)
+        for command in (getattr(self.cfg, name), getattr(options, name)):
+            if command:
+                self.home.append_event(run.run_id, now, f"hook {name} started: {command}")
+                self.hooks.fire(self.home.run_dir(run.run_id), name, command, run_json(run, now))
+
+    def _kinds(self, slot: RunSlot) -> KindSet:
+        """User-defined kinds for a run: its blueprint's, then `$AJETD_HOME/kinds.yaml`'s
+        (read again when the file changes; a file with problems is logged and not used)."""
+        path = self.home.root / "kinds.yaml"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        if mtime != self.home_kinds[0]:
+            kinds, problems = home_kinds(self.home.root)
+            for problem in problems:
+                log.warning("user kinds: %s (its kinds are not used)", problem)
+            self.home_kinds = (mtime, KindSet(kinds))
+        own = KindSet(slot.options.kinds) if slot.options.kinds else KindSet()
+        return own + self.home_kinds[1]

@@ -1,0 +1,84 @@
+"""The steps after the runs: housekeep (sessions past their keep time, idle swarm servers,
+reports a full folder held back) and publish (daemon.json, which `status` reads)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ajetd.adapters import diskfull
+from ajetd.adapters.store import encode, write_atomic, write_in_place
+from ajetd.daemon import trials
+from ajetd.daemon.base import Base
+
+DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
+
+
+class Housekeep(Base):
+    def housekeep(self, now: float) -> None:
+        """Close sessions of ended runs once their keep time is over; stop swarm servers
+        that no run has needed for their keep time."""
+        in_use = {s.options.swarm.port for s in self.slots.values() if s.options.swarm is not None}
+        self.swarm.housekeep(in_use, now)
+        for run in list(self.runs.ended.values()):
+            if (
+                not run.session_closed
+                and run.session
+                and run.ended_at
+                and now >= run.ended_at + run.keep_session_s
+                and self.home.saved(run.run_id)  # its pane may hold the only exit status
+            ):
+                with self._each(run.run_id, "closing its session"):
+                    trials.close_session(self.tmux, run)
+                    self._store(replace(run, session_closed=True))
+
+    def retry_reports(self, now: float) -> None:
+        """Ended runs whose reports a full (or unwritable) result dir or home held back: write
+        them once the record is on disk and the folder's retry is due; attention then clears."""
+        for run in list(self.runs.ended.values()):
+            folder = Path(run.result_dir)
+            if not run.reports_pending or not self.home.saved(run.run_id):
+                continue
+            if self.troubles.blocked(folder):
+                continue
+            with self._each(run.run_id, "writing its reports"):
+                self._store(trials.publish_reports(self.home, run, now))
+
+    def publish(self, now: float) -> None:
+        """daemon.json for `status`: on any change of problems (a full disk's included), on a
+        change of the next deep checks (at most once a second), else every minute."""
+        checks = {s.run_id: round(s.backoff.next_at, 1) for s in self.slots.values() if s.backoff}
+        moved = checks != self.published_checks and now - self.published_at >= 1
+        disk = self.troubles.lines(self.held.count())
+        problems = [*self.problems, *self.refused, *disk]
+        if problems != self.published or moved or now - self.published_at >= 60:
+            info = {
+                "pid": os.getpid(),
+                "heartbeat": now,
+                "problems": self.problems,
+                "refused": self.refused,
+                "disk": disk,  # full folders, with free space
+                "deep_checks": checks,  # run id -> when its next deep check is due
+            }
+            self._write_daemon_json(info)
+            self.published, self.published_at = problems, now
+            self.published_checks = checks
+
+    def _write_daemon_json(self, info: dict[str, Any]) -> None:
+        """Written whole; padded to one block so that, on a full home, it can still be
+        rewritten in place (`status` then shows why nothing else is being saved)."""
+        text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
+        try:
+            write_atomic(self.home.daemon_file, text, 0o600)
+        except OSError as exc:
+            if not diskfull.is_full(exc) or not self.home.daemon_file.exists():
+                raise
+            self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+            if "disk" in info:  # say so in the copy written in place
+                info["disk"] = self.troubles.lines(self.held.count())
+                self.published = [*self.problems, *self.refused, *info["disk"]]
+            text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
+            write_in_place(self.home.daemon_file, encode(text))

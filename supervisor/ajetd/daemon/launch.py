@@ -1,0 +1,135 @@
+"""The launch step: queued and restarting runs are placed (GPUs), checked for what they need
+before they start (stage inputs, their swarm server answering), prepared and let go. The
+relaunch step of the tick is this one again, for trials that ended into a next one."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from ajetd.adapters import diskfull
+from ajetd.core import model, placement
+from ajetd.core.backoff import Backoff
+from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run, State, Status
+from ajetd.daemon import trials
+from ajetd.daemon.base import Base
+from ajetd.daemon.slots import RunSlot
+from ajetd.hosts import swarm
+
+log = logging.getLogger(__name__)
+WAITING = (State.QUEUED, State.RESTARTING)
+
+
+class Launch(Base):
+    def launch(self, now: float) -> None:
+        self.swarm_waiting = self.relaunch_due = False
+        queue = sorted(
+            (s for s in self.slots.values() if s.run.state in WAITING),
+            key=lambda s: s.run.submitted_at,
+        )
+        options = {s.run_id: s.options for s in self.slots.values()}
+        places = self.placer.decide([s.run for s in queue], self.runs, options, now)
+        for slot in queue:
+            with self._each(slot.run_id, "launching it"):
+                self._launch_one(slot, places[slot.run_id], now)
+        if self.home.root in self.troubles.full:
+            return
+        for slot in list(self.slots.values()):  # prepared, but a full home kept it from going
+            trial = slot.run.trial
+            if slot.run.state is State.RUNNING and trial is not None and trial.started_at is None:
+                with self._each(slot.run_id, "launching it"):
+                    self._start(slot, now)
+
+    def _launch_one(self, slot: RunSlot, place: placement.Decision, now: float) -> None:
+        if self.home.root in self.troubles.full:  # its script and go file need the home
+            why = f"waiting: {self.home.root} is full ({diskfull.free_space(self.home.root)} free)"
+            self._store(model.waiting(slot.run, why))
+            return
+        if not self._placed(slot.run, place, now) or not self._may_start(slot, now):
+            return
+        queued = slot.run
+        taken = trials.active_sessions(list(self.runs.values()))
+        try:
+            run = trials.prepare_trial(self.home, self.tmux, queued, slot.options, slot.host, taken)
+        except (AjetdError, OSError) as exc:
+            if isinstance(exc, OSError) and diskfull.is_full(exc):  # it waits for space
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                self.home.save_run(queued)
+                return
+            self._launch_failed(queued, exc, now)
+            return
+        self._keep(run)  # prepare_trial saved it
+        if self._start(slot, now):
+            log.info(
+                "run %s: trial %d started in session %s", run.run_id, len(run.trials), run.session
+            )
+
+    def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
+        """Record where a waiting run goes, or why it waits or can never start."""
+        if isinstance(decision, placement.Never):
+            self._launch_failed(run, decision.reason, now)
+            return False
+        if isinstance(decision, placement.Wait):
+            if decision.reason != run.reason:
+                self.home.append_event(run.run_id, now, decision.reason)
+            self._store(model.waiting(run, decision.reason))
+            return False
+        if decision.gpus != run.gpu_ids:
+            if decision.gpus:
+                where = ", ".join(map(str, decision.gpus))
+                self.home.append_event(run.run_id, now, f"placed on GPU(s) {where}")
+            self._store(replace(run, gpu_ids=decision.gpus))
+        return True
+
+    def _may_start(self, slot: RunSlot, now: float) -> bool:
+        """Whatever a run needs before its trial starts is there (the files its pipeline stage
+        requires, its swarm server answering); if not, the run keeps waiting with the reason
+        in status, or fails with it."""
+        opts, run = slot.options, slot.run
+        if opts.stages and run.stage < len(opts.stages):
+            stage = opts.stages[run.stage]
+            missing = self._missing(slot, stage.requires)
+            if missing:
+                why = f"stage {stage.name} requires {', '.join(missing)}, which does not exist"
+                self._launch_failed(run, why + ": not started", now)
+                return False
+        return opts.swarm is None or self._swarm_ready(slot, now)
+
+    def _swarm_ready(self, slot: RunSlot, now: float) -> bool:
+        """A swarm client goes only against a server that answers (started here if need be)."""
+        run, spec = slot.run, slot.options.swarm
+        assert spec is not None
+        if run.deadline is not None and now >= run.deadline:  # a relaunch waited too long
+            why = f"stopped at exp_max_time while waiting: {run.reason}; data kept"
+            self._store(self._finish_now(run, Status.TIME_LIMIT, why, now))
+            return False
+        gate = self.swarm.gate(spec, run, trials.trial_env(run, slot.options), now)
+        if isinstance(gate, swarm.Wait):
+            self.swarm_waiting = True
+            if gate.reason != run.reason:
+                self.home.append_event(run.run_id, now, gate.reason)
+            self._store(model.waiting(run, gate.reason))
+            return False
+        if isinstance(gate, swarm.Fail):
+            self._launch_failed(run, gate.reason, now)
+            return False
+        return True
+
+    def _start(self, slot: RunSlot, now: float) -> bool:
+        """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
+        run = slot.run
+        try:  # start_trial saved it: not saved a second time
+            self._keep(trials.start_trial(self.home, self.tmux, run, self.clock(), slot.host))
+        except (AjetdError, OSError) as exc:
+            if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
+                self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
+                return False
+            self._launch_failed(run, exc, now)
+            return False
+        slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
+        return True
+
+    def _launch_failed(self, run: Run, exc: Exception | str, now: float) -> None:
+        log.error("run %s: launch failed: %s", run.run_id, exc)
+        self._store(self._finish_now(run, Status.FAILED, f"launch failed: {exc}", now))

@@ -1,0 +1,314 @@
+"""The observe step: what is true of each live run now, gathered in one place.
+
+tmux is asked about every pane once per liveness period (less while every pane process is
+still the one it listed), each place's poller with it (one `squeue` for all Slurm runs); a
+run's own files say the rest: its exit file, its new output (read and diagnosed as it comes),
+its val file (on the deep-check backoff), its GPUs (on the sampling timer). `observe(slot,
+now)` turns that into the `Observation` that `policy.decide` takes.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from ajetd.adapters import procs
+from ajetd.core import gpuuse, model
+from ajetd.core.errors import TmuxError
+from ajetd.core.finding import Finding
+from ajetd.core.model import State
+from ajetd.core.policy import Observation
+from ajetd.core.remedy import port_from_text
+from ajetd.core.trialscript import parse_exit_file
+from ajetd.daemon import trials
+from ajetd.daemon.base import Base
+from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
+from ajetd.daemon.slots import RunSlot
+from ajetd.hosts import swarm
+from ajetd.pictures import drawing
+
+log = logging.getLogger(__name__)
+DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
+TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
+Exit = tuple[int, float | None]
+
+
+def _port_holder(findings: tuple[Finding, ...], run_id: str) -> str | None:
+    """For a root `port_in_use` naming its port: who holds it, if not this run."""
+    if not findings or findings[0].kind != "port_in_use":
+        return None
+    port = port_from_text(findings[0].evidence)
+    return None if port is None else procs.port_holder(port, run_id)
+
+
+class Observe(Base):
+    # -- tmux and the places, once per liveness period ------------------------------------------
+    def refresh_panes(self, now: float, force: bool = False) -> bool:
+        """Ask tmux for every pane once per liveness period (or at once after a trial ended);
+        True when this tick did. Between two answers from tmux (at most `TMUX_POLL_MAX_S`
+        apart) a period whose pane processes are all still the ones tmux listed last needs
+        no tmux call: a pane lives as long as its own process does."""
+        if not force and now - self.last_liveness < self.cfg.liveness_s:
+            return False
+        self.last_liveness = now
+        if not force and now - self.tmux_polled_at < TMUX_POLL_MAX_S and self._panes_alive():
+            return False
+        self.tmux_polled_at = now
+        try:
+            panes = self.tmux.panes()
+        except TmuxError as exc:
+            if not exc.gone:  # a slow or failing tmux proves nothing about the runs
+                log.warning("tmux did not answer: %s", exc)
+                return False
+            panes = []
+        for port, why in self.swarm.check(panes).items():
+            self._server_died(port, why, now)
+        started = [(s.run, s.host) for s in self.live_slots() if _started(s)]
+        for run in self.places.poll(started, now):
+            self._store(run)
+        self.pane_starts = {}
+        for slot in self.slots.values():
+            slot.pane = None
+            if slot.run.trial is not None:
+                pane = trials.find_pane(panes, slot.paths(self.home).script)
+                if pane is not None:
+                    slot.pane = (slot.run.trial.number, pane)
+                    if pane.pid and not pane.dead:
+                        self.pane_starts[pane.pid] = procs.started(pane.pid)
+        return True
+
+    def _panes_alive(self) -> bool:
+        """Every running trial's pane process is still the one tmux listed (same pid, same
+        start time), and no run needs tmux or its place asked (swarm servers, Slurm jobs)."""
+        for slot in self.live_slots():
+            if slot.options.swarm is not None or not slot.host.pane_tells:
+                return False
+            if not _started(slot):
+                continue
+            pane = slot.current_pane()
+            if pane is None or pane.dead or not pane.pid:
+                return False
+            began = self.pane_starts.get(pane.pid)
+            if began is None or procs.started(pane.pid) != began:
+                return False
+            if procs.lost_terminal(pane.pid):  # the session was killed, its process lingers
+                return False
+        return True
+
+    def _server_died(self, port: int, why: str, now: float) -> None:
+        """A swarm server died under running clients: each gets the finding and is
+        interrupted; its relaunch waits for the server to answer again."""
+        finding = self.swarm.died_finding(port, why)
+        log.warning("swarm: %s", finding.evidence)
+        for slot in list(self.slots.values()):
+            run, spec = slot.run, slot.options.swarm
+            if run.state is not State.RUNNING or spec is None or spec.port != port:
+                continue
+            if run.trial is None:
+                continue
+            self.home.append_event(run.run_id, now, f"{swarm.SERVER_DIED}: {finding.evidence}")
+            self._store(model.found_live(run, (finding,)))
+            procs.signal_run(run.run_id, run.trial.pane_pid, "INT", run.started_at)
+
+    # -- one run ------------------------------------------------------------------------------
+    def observe(self, slot: RunSlot, now: float, panes_fresh: bool) -> Observation:
+        """What is true of a live run's trial now (pane facts only when `panes_fresh`); for a
+        failed trial, its findings, root cause first."""
+        run = slot.run
+        exit_info, gone, dead_status = self._exit_seen(slot, now, panes_fresh)
+        stop_file = self.home.control / f"{run.run_id}.stop"
+        findings: tuple[Finding, ...] = ()
+        config = holder = None
+        if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
+            findings = self._failure_findings(slot)
+            config = trials.load_config(run.config_path)
+            holder = _port_holder(findings, run.run_id)
+        return Observation(
+            now=now,
+            exit=exit_info,
+            gone=gone,
+            dead_status=dead_status,
+            stop_requested=stop_file.exists(),
+            last_output_at=self._last_output(slot, now),
+            findings=findings,
+            proxychains=shutil.which("proxychains4") if findings else None,
+            config=config,
+            port_holder=holder,
+            step_times=slot.step_times(),
+            gpu_busy_at=slot.gpu_busy_at,
+            gpus_taken=self.placer.taken(run, self.runs, now) if findings else None,
+            program_end=trials.program_end(run) if exit_info and exit_info[0] == 0 else None,
+            missing_outputs=self._stage_outputs_missing(slot) if exit_info else (),
+            slurm_signalled=bool(exit_info) and slot.host.signalled(run),
+        )
+
+    def _exit_seen(
+        self, slot: RunSlot, now: float, panes_fresh: bool
+    ) -> tuple[Exit | None, bool, int | None]:
+        """The trial's exit (its exit file, or the note its pane kept when the disk was full),
+        whether it is gone without one, and its dead pane's status."""
+        p = slot.paths(self.home)
+        exit_info = trials.read_exit(p.exit)
+        pane = slot.current_pane()
+        if exit_info is None and pane is not None and pane.exit_note:  # the disk was full
+            exit_info = parse_exit_file(pane.exit_note)
+        gone, dead_status = False, None
+        if exit_info is None and panes_fresh and (pane is None or pane.dead):
+            exit_info = trials.read_exit(p.exit)  # written just before the pane died?
+            gone = exit_info is None
+            dead_status = pane.dead_status if pane is not None and pane.dead else None
+            if gone and pane is not None and dead_status is None and self._status_due(slot, now):
+                gone = False  # tmux marks a pane dead before it has reaped its status
+        if exit_info is not None or pane is None or not pane.dead:
+            slot.dead_since = None
+        return exit_info, gone, dead_status
+
+    def _status_due(self, slot: RunSlot, now: float) -> bool:
+        """A dead pane without its status yet (and no exit file: a full home): look again
+        shortly before calling the run lost; the status is the only record of its exit."""
+        if slot.dead_since is None:
+            slot.dead_since = now
+        if now - slot.dead_since < DEAD_STATUS_WAIT_S:
+            return True
+        slot.dead_since = None
+        return False
+
+    def _failure_findings(self, slot: RunSlot) -> tuple[Finding, ...]:
+        """A failed trial's findings: what ajetd saw outside its output, then its output's."""
+        run = slot.run
+        assert run.trial is not None
+        p = slot.paths(self.home)
+        trials.await_output(p.log, run.trial.number)  # its traceback is in the log
+        found = slot.live.finish((run.run_id, run.trial.number), p.log)
+        if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
+            found = trials.diagnose_file(p.log, user=self._kinds(slot))
+        return (*self._observed_findings(slot), *found)
+
+    def _observed_findings(self, slot: RunSlot) -> list[Finding]:
+        """For a failed trial, what ajetd saw outside its output, the root cause before the
+        output's own findings: a lost GPU; how its place ended it (Slurm: node failure,
+        preemption, Slurm's time limit); a swarm server that died while it ran or does not
+        answer now (its client may notice first)."""
+        if slot.run.trial is None:
+            return []
+        settled = slot.host.settle(slot.run, self.clock())  # the place may know more
+        if settled is not slot.run:
+            self._store(settled)
+        assert settled.trial is not None
+        seen = {f.kind: f for f in settled.trial.live_findings}
+        found = [seen[GPU_LOST]] if GPU_LOST in seen else []
+        found += [seen[k] for k in slot.host.root_kinds if k in seen]
+        spec = slot.options.swarm
+        if swarm.SERVER_DIED in seen:
+            found.append(seen[swarm.SERVER_DIED])
+        elif spec is not None and not self.swarm.probe(spec.port):
+            found.append(self.swarm.died_finding(spec.port, "stopped answering /health"))
+        return found
+
+    def _stage_outputs_missing(self, slot: RunSlot) -> tuple[str, ...]:
+        stages = slot.options.stages
+        if not stages or slot.run.stage >= len(stages):
+            return ()
+        return self._missing(slot, stages[slot.run.stage].outputs)
+
+    def _last_output(self, slot: RunSlot, now: float) -> float | None:
+        """When the trial's log last grew, on the daemon's clock: the pass that saw its size
+        change (the file's own time only for a log first seen, e.g. after a restart)."""
+        trial = slot.run.trial
+        if trial is None:
+            return None
+        try:
+            info = slot.paths(self.home).log.stat()
+            size, mtime = info.st_size, info.st_mtime
+        except OSError:
+            size, mtime = -1, 0.0
+        seen = slot.output_seen
+        if seen is None or seen[0] != trial.number:
+            at = max(min(mtime, now), trial.started_at or 0.0)
+        else:
+            at = now if size != seen[1] else seen[2]
+        slot.output_seen = (trial.number, size, at)
+        return at or None
+
+    # -- output, val file, GPUs ---------------------------------------------------------------
+    def scan_output(self, now: float) -> None:
+        """The light tick: new output of running trials is diagnosed, nothing else is done."""
+        self.live_growing = False
+        for slot in list(self.slots.values()):
+            with self._each(slot.run_id, "reading its output"):
+                self._scan_new_output(slot, now)
+
+    def _scan_new_output(self, slot: RunSlot, now: float) -> None:
+        if slot.run.state is State.RUNNING and _started(slot):
+            self._live_scan(slot, now, slot.paths(self.home).log)
+
+    def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> None:
+        """Read what a running trial printed since the last tick; record new kinds."""
+        run = slot.run
+        assert run.trial is not None
+        key = (run.run_id, run.trial.number)
+        try:
+            size = log_file.stat().st_size
+        except OSError:
+            return
+        if not slot.live.pending(key, size):
+            return
+        self.live_growing = True
+        new = slot.live.scan(key, log_file, now, self._kinds(slot))
+        if new:
+            for f in new:
+                text = f"seen while running: {f.kind} (line {f.line})"
+                self.home.append_event(run.run_id, now, text)
+            self._store(model.found_live(run, tuple(new)))
+
+    def _deep_check(self, slot: RunSlot, now: float) -> None:
+        """On its backoff: the val file read again (where the run writes it)."""
+        backoff = slot.backoff
+        if backoff is None or not backoff.due(now):
+            return
+        run = slot.run
+        updated = trials.read_metrics(run, slot.host.fetch)
+        if updated is not run:
+            self._store(updated)
+            slot.backoff = backoff.reset(now)
+            self.home.append_event(run.run_id, now, f"validation: {len(updated.history)} record(s)")
+        else:
+            slot.backoff = backoff.advance(now)
+        self.live_plots.request(self.home, slot.run, now)  # a child draws; no wait
+
+    def sample_gpus(self, now: float) -> None:
+        """On its timer: fold each running run's GPU use into its record; a lost GPU is a
+        finding on the runs that use it."""
+        running = [s for s in self.slots.values() if s.run.state is State.RUNNING]
+        due = self.gpus.next_at([s.run for s in running], now)
+        if due is None or now < due:
+            return
+        self.gpus.take(now)
+        for slot in running:
+            with self._each(slot.run_id, "sampling its GPUs"):
+                self._gpu_sampled(slot, now)
+
+    def _gpu_sampled(self, slot: RunSlot, now: float) -> None:
+        sampled = slot.run
+        seen = self.gpus.of_run(sampled)
+        if not seen and not sampled.gpu_ids:
+            return
+        if gpuuse.busy(seen):
+            slot.gpu_busy_at = now
+        run = replace(sampled, gpu_stats=gpuuse.fold(sampled.gpu_stats, seen, now))
+        if seen:
+            drawing.record_gpus(self.home, run.run_id, now, seen)
+        lost = self.gpus.lost_evidence(run)
+        known = run.trial.live_findings if run.trial else ()
+        if lost and run.trial and not any(f.kind == GPU_LOST for f in known):
+            log.error("run %s: %s", run.run_id, lost)
+            self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
+            run = model.found_live(run, (lost_finding(lost),))
+        self._store(run)
+
+
+def _started(slot: RunSlot) -> bool:
+    trial = slot.run.trial
+    return trial is not None and trial.started_at is not None

@@ -1,0 +1,93 @@
+"""The one interface the daemon has to the place where a run's trials run: `Host`.
+
+Every trial has a pane in the daemon's tmux server here: the program itself (this machine), a
+follower (an SSH host, a Slurm batch job) or `srun --pty` (Slurm interactive). The pane, its
+log and its exit file are the same everywhere; what differs by place is everything around the
+pane: what it runs, how the program there is started, signalled, read, asked about and cleaned
+up after. Those differences live behind `Host`, one implementation per place (`local`, `ssh`,
+`slurmjob`); `places.Places` says which host a run gets. The daemon asks the run's host and
+never which place it is, so a new place is one new module (and one line in `places`).
+
+A swarm client is not a place: it runs here like any local trial. Its server is a gate before
+the client starts and one more cause of its death (`swarm`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from ajetd.adapters.preflight import Fs
+from ajetd.core.model import Run
+from ajetd.core.trialscript import TrialSpec
+
+Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
+
+
+def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
+    """A file's size and its bytes after `offset` (all of them if it shrank)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(offset if size >= offset else 0)
+            return size, handle.read()
+    except OSError:
+        return None
+
+
+class Poller(Protocol):
+    """One question for all the live runs of a place at once (one `squeue` for every Slurm
+    run), asked on the liveness period; returns the records it changed."""
+
+    def poll(self, runs: list[Run], now: float) -> list[Run]: ...
+
+
+class Host(Protocol):
+    """Where one run's trials run."""
+
+    # Asked once per liveness period for all its place's runs together (None: nothing to ask).
+    poller: Poller | None
+    # Whether a live pane process proves the trial lives; if not, tmux is asked every period.
+    pane_tells: bool
+    # Live findings of this place that are a failed trial's root cause, before its output's.
+    root_kinds: tuple[str, ...]
+
+    def prepare(self, run: Run, spec: TrialSpec, log: Path) -> tuple[Run, TrialSpec]:
+        """The trial's script as this place runs it: `spec` is the program's, as it would run
+        here; the spec returned is the pane's (the program's, a follower's or `srun`'s).
+        `log`: the trial's log here."""
+        ...
+
+    def launch(self, run: Run, now: float) -> None:
+        """Start the program where it runs, before its pane goes (idempotent)."""
+        ...
+
+    def signal(self, run: Run, pid: int | None, name: str) -> int:
+        """INT, TERM or KILL to the trial's program; how many processes were sent it."""
+        ...
+
+    def fetch(self, path: str, offset: int) -> tuple[int, bytes] | None:
+        """A file of the run (its val file) where the program writes it: size, bytes after."""
+        ...
+
+    def fs(self) -> Fs:
+        """The file system the program sees (stage inputs and outputs)."""
+        ...
+
+    def notes(self, run: Run, now: float) -> Run:
+        """What the pane noted of the place while the trial ran (dropped connections)."""
+        ...
+
+    def settle(self, run: Run, now: float) -> Run:
+        """What the place knows of how the trial ended, recorded before it is diagnosed."""
+        ...
+
+    def signalled(self, run: Run) -> bool:
+        """Whether the place passed a signal to the program (its exit then says so)."""
+        ...
+
+    def end(self, run: Run, now: float, final: bool) -> None:
+        """A trial ended: clean up where it ran; `final`: the run ended too."""
+        ...

@@ -1,0 +1,178 @@
+"""Slurm, interactive or batch: the trial script becomes the job's (`trial-N.job.sh`); the
+pane runs `srun --pty` on it (interactive) or the batch follower (`slurmfollow`, batch).
+Signals go through `scancel`; one `squeue` a period for every Slurm run says which jobs wait
+and why, and `scontrol`/`sacct` how ended jobs ended. The command lines are `slurm`'s."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.core import model
+from ajetd.core.errors import AjetdError
+from ajetd.core.hostspecs import SlurmSpec
+from ajetd.core.model import Run
+from ajetd.core.trialscript import TrialSpec, render_trial_script
+from ajetd.hosts import slurm
+from ajetd.hosts.local import LocalHost
+
+log = logging.getLogger(__name__)
+SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
+ROOT_KINDS = ("node_failure", "preempted", "slurm_timeout")
+
+
+class SlurmHost(LocalHost):
+    """One run through Slurm (`slurm:` in its blueprint)."""
+
+    pane_tells = False  # a job's end shows in squeue before its pane knows
+    root_kinds: tuple[str, ...] = ROOT_KINDS
+
+    def __init__(self, home: Home, spec: SlurmSpec, poller: SlurmPoller) -> None:
+        super().__init__(home)
+        self.spec = spec
+        self.poller = self.jobs = poller
+        self.batch = spec.mode == "batch"
+
+    def prepare(self, run: Run, spec: TrialSpec, log: Path) -> tuple[Run, TrialSpec]:
+        """The job's script (its go file already there); the pane's runs `srun --pty` on it,
+        or the batch follower."""
+        home, n = self.home, spec.trial
+        job = replace(
+            spec,
+            wake_fifo="",
+            go_file=str(home.trial_file(run.run_id, n, "job.go")),
+            exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
+            forward_signals=self.batch,
+        )
+        script = home.trial_file(run.run_id, n, "job.sh")
+        write_atomic(script, render_trial_script(job), 0o700)
+        write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
+        wanted = self.spec
+        if run.slurm.get("exclude"):
+            exclude = ",".join(x for x in (wanted.exclude, run.slurm["exclude"]) if x)
+            wanted = replace(wanted, exclude=exclude)
+        name = slurm.job_name(run.run_id, n)
+        if not self.batch:
+            command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
+            return run, replace(spec, command=command, env=(), prefix=())
+        log_file = log.with_suffix(".job.log")  # trial-N.job.log, shown in the pane
+        argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
+        q = shlex.quote
+        job_file = home.trial_file(run.run_id, n, "job.id")
+        follow = (
+            f"{q(sys.executable)} -m ajetd.hosts.slurmfollow --argv {q(json.dumps(argv))} "
+            f"--log {q(str(log_file))} --job-file {q(str(job_file))} "
+            f"--exit-file {q(job.exit_file)} "
+            f"--done-file {q(str(home.trial_file(run.run_id, n, 'job.done')))}"
+        )
+        return run, replace(spec, command=follow, env=(), prefix=())
+
+    def signal(self, run: Run, pid: int | None, name: str) -> int:
+        """Through `scancel` once the job has an id (a job still pending has nothing to save:
+        it is cancelled outright); to the pane's processes before, or if scancel fails."""
+        job_id = str(run.slurm.get("job_id", ""))
+        if job_id:
+            pending = run.slurm.get("state") == "PENDING"
+            sig = None if name == "KILL" or pending else name
+            try:
+                slurm.cancel(job_id, sig, self.batch)
+                return 1
+            except AjetdError as exc:
+                log.warning("run %s: scancel %s failed: %s", run.run_id, job_id, exc)
+        return super().signal(run, pid, name)
+
+    def settle(self, run: Run, now: float) -> Run:
+        """Slurm may know more than the output: how it ended the job, recorded once."""
+        assert run.trial is not None
+        job_id = self.jobs.job_id(run)
+        if job_id and run.slurm.get("final") != run.trial.number:
+            ended = slurm.finished({job_id})
+            if job_id in ended:
+                return self.jobs.ended(run, ended[job_id], now)
+        return run
+
+    def signalled(self, run: Run) -> bool:
+        """The job's script noted a SIGINT passed to the program (`job.exit.sigint`)."""
+        assert run.trial is not None
+        return self.home.trial_file(run.run_id, run.trial.number, "job.exit.sigint").exists()
+
+
+def _seen(run: Run, job: slurm.Job) -> Run:
+    """What squeue says of a live job: its id, state, nodes, and a pending job's reason."""
+    info = {**run.slurm, "job_id": job.job_id, "state": job.state, "nodes": job.nodes}
+    info["reason"] = job.reason
+    reason = f"pending in Slurm ({job.reason})" if job.state == "PENDING" else ""
+    if info == run.slurm and reason == run.reason:
+        return run
+    return replace(run, slurm=info, reason=reason)
+
+
+class SlurmPoller:
+    """One `squeue` for every Slurm run, less often while nothing changes (the seed's backoff:
+    at once again on a change)."""
+
+    def __init__(self, home: Home, every_s: float) -> None:
+        self.home = home
+        self.base_s = every_s
+        self.every_s = every_s  # grows while nothing changes (SLURM_POLL_MAX_S)
+        self.polled_at = float("-inf")
+        self.seen: set[tuple[str, str]] = set()  # (job name, state) at the last poll
+
+    def poll(self, runs: list[Run], now: float) -> list[Run]:
+        """Pending reasons, nodes, and how ended jobs ended (a batch job Slurm ended without
+        its script's exit file gets a done file)."""
+        live = {slurm.job_name(r.run_id, r.trial.number): r for r in runs if r.trial is not None}
+        if not live or now - self.polled_at < self.every_s:
+            return []  # one squeue for all runs, however many trial ends came meanwhile
+        self.polled_at = now
+        try:
+            seen = slurm.jobs(set(live))
+        except AjetdError as exc:
+            log.warning("slurm: squeue failed: %s", exc)
+            return []
+        states = {(name, seen[name].state if name in seen else "gone") for name in live}
+        same = states == self.seen
+        self.every_s = min(self.every_s * 2, SLURM_POLL_MAX_S) if same else self.base_s
+        self.seen = states
+        changed, gone = [], {}
+        for name, run in live.items():
+            job = seen.get(name)
+            if job is not None:
+                changed.append(_seen(run, job))
+                continue
+            number = run.trial.number if run.trial else 0
+            if (job_id := self.job_id(run)) and run.slurm.get("final") != number:
+                gone[job_id] = run
+        ended = slurm.finished(set(gone))  # one scontrol for all of them
+        changed += [self.ended(run, ended[i], now) for i, run in gone.items() if i in ended]
+        return changed
+
+    def job_id(self, run: Run) -> str:
+        """The trial's job id: seen in squeue, or written by the batch follower."""
+        assert run.trial is not None
+        job_file = self.home.trial_file(run.run_id, run.trial.number, "job.id")
+        known = str(run.slurm.get("job_id") or "")
+        return known or (job_file.read_text().strip() if job_file.exists() else "")
+
+    def ended(self, run: Run, done: slurm.Job, now: float) -> Run:
+        """How Slurm says the trial's job ended, recorded once (a finding where it says more
+        than the output; a done file where its script could not write the exit code)."""
+        info = dict(run.slurm)
+        assert run.trial is not None
+        n = run.trial.number
+        info.update(job_id=done.job_id, state=done.state, reason=done.reason, final=n)
+        found = slurm.finding(done)
+        if found is not None:
+            self.home.append_event(run.run_id, now, f"{found.kind}: {found.evidence}")
+            run = model.found_live(run, (found,))
+            if found.kind == "node_failure" and done.nodes:
+                info["exclude"] = done.nodes
+        if not self.home.trial_file(run.run_id, n, "job.exit").exists():
+            code = done.exit_code if done.exit_code else 1
+            write_atomic(self.home.trial_file(run.run_id, n, "job.done"), f"{code} {now}\n")
+        return replace(run, slurm=info)
