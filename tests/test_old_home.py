@@ -24,7 +24,7 @@ from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.finding import Finding
 from ajetd.core.model import State
-from ajetd.daemon import trials
+from ajetd.daemon import ending
 from conftest import PYTHON, Env, wait_for
 
 V1 = Path(__file__).parent / "data" / "homes" / "v1"
@@ -147,7 +147,7 @@ def test_old_reports_render_the_same(env: Env) -> None:
         scratch = env.tmp / "again" / name
         shutil.copytree(folder, scratch)
         pictures = [p for p in ("curves.png", "gpus.png") if f"]({p})" in old["results.md"]]
-        trials.write_reports(home, replace(run, result_dir=str(scratch)), (pictures, ""))
+        ending.write_reports(home, replace(run, result_dir=str(scratch)), (pictures, ""))
         for file, text in old.items():
             again = (scratch / file).read_text().replace(str(scratch), str(folder))
             assert again == text, (name, file)

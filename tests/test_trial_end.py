@@ -16,7 +16,7 @@ from ajetd.adapters import procs
 from ajetd.adapters.store import Home
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import TrialSpec, render_trial_script
-from ajetd.daemon import trials
+from ajetd.daemon import ending, trials
 from conftest import Env, marked_processes, wait_for
 
 
@@ -76,9 +76,9 @@ def test_an_exit_during_a_tick_keeps_its_own_time(tmp_path: Path) -> None:
     exit_file = home.trial_file("tick01", 1, "exit")
     exited = time.time()
     exit_file.write_text(f"0 {exited}\n")
-    assert trials.ended_at(home, run, exited - 0.5) == exited
+    assert ending.ended_at(home, run, exited - 0.5) == exited
     exit_file.write_text(f"0 {time.time() + 3600}\n")  # another host's clock, far ahead
-    assert trials.ended_at(home, run, exited - 0.5) <= time.time()
+    assert ending.ended_at(home, run, exited - 0.5) <= time.time()
 
 
 def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> None:

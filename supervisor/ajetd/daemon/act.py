@@ -23,7 +23,7 @@ from ajetd.core.policy import (
     decide,
     describe_exit,
 )
-from ajetd.daemon import trials
+from ajetd.daemon import ending, trials
 from ajetd.daemon.observe import Observe
 from ajetd.daemon.slots import RunSlot
 
@@ -94,7 +94,7 @@ class Act(Observe):
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
         slot.host.end(run, now, final=True)
-        run = trials.finish_run(
+        run = ending.finish_run(
             self.home,
             self.tmux,
             run,
@@ -115,7 +115,7 @@ class Act(Observe):
         self, slot: RunSlot, run: Run, action: NextStage, now: float, pid: int | None
     ) -> Run:
         reason = f"stage done; next: stage {action.name}"
-        run = trials.end_trial(self.home, run, reason, 0, now, pid, ())
+        run = ending.end_trial(self.home, run, reason, 0, now, pid, ())
         slot.host.end(run, now, final=False)
         run = model.next_stage(run, action.command, f"stage {action.name} next")
         self.home.append_event(run.run_id, now, f"stage {action.name} next: {action.command}")
@@ -135,11 +135,11 @@ class Act(Observe):
             if moved is None:
                 why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
                 why += "run's config)"
-                return trials.finish_run(
+                return ending.finish_run(
                     self.home, self.tmux, run, Status.FAILED, why, action.exit_code, now, pid, found
                 )
             command, config_path = moved
-        run = trials.end_trial(self.home, run, reason, action.exit_code, now, pid, found)
+        run = ending.end_trial(self.home, run, reason, action.exit_code, now, pid, found)
         slot.host.end(run, now, final=False)
         run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")

@@ -30,7 +30,7 @@ from ajetd.core.blueprint import (
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.model import Run
 from ajetd.core.options import Options
-from ajetd.daemon import trials
+from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts import sshcmd
@@ -47,43 +47,55 @@ def admit(
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
-    try:
-        raw = inbox.read_regular(claimed, MAX_BYTES + 1)
-    except inbox.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
-        return _reject(home, run, "", [str(exc)], now, None), None
-    try:
-        text = decode_blueprint(raw)
-    except BlueprintError as exc:  # too large: what fits is kept beside the reason
-        text = decode_blueprint(raw[:MAX_BYTES])
-        return _reject(home, run, text, exc.problems, now, None), None
-    try:
-        bp = parse_blueprint(text)
-    except BlueprintError as exc:
-        return _reject(home, run, text, exc.problems, now, None), None
+    read = _read(home, run, claimed, now)
+    if isinstance(read, Run):
+        return read, None
+    text, bp = read
     resolved, problems = check_blueprint(bp)
     if resolved is not None and resolved.result_dir in busy_dirs:
         problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp), None
+    run = _accepted(run, bp, resolved)
+    moved = ending.move_rejection_aside(Path(run.result_dir))
+    if moved is not None:
+        home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
+    Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+    run = replace(run, provenance=_provenance(run, bp.options, text))
+    home.save_run(run)
+    log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
+    return run, bp.options
+
+
+def _read(home: Home, run: Run, claimed: Path, now: float) -> tuple[str, Blueprint] | Run:
+    """The claimed blueprint's text and parts, or the run rejected with the reason."""
+    try:
+        raw = inbox.read_regular(claimed, MAX_BYTES + 1)
+    except inbox.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
+        return _reject(home, run, "", [str(exc)], now, None)
+    try:
+        text = decode_blueprint(raw)
+    except BlueprintError as exc:  # too large: what fits is kept beside the reason
+        text = decode_blueprint(raw[:MAX_BYTES])
+        return _reject(home, run, text, exc.problems, now, None)
+    try:
+        return text, parse_blueprint(text)
+    except BlueprintError as exc:
+        return _reject(home, run, text, exc.problems, now, None)
+
+
+def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
+    """The accepted run's record: what it launches (with the config fixes and, for
+    NeMo-RL, the overrides it needs), where, and how its metrics are read."""
     command, changes = bp.launch_command, list(resolved.review.changes)
     warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
     if resolved.review.patches:
-        command, config_path, note = _patched_copy(resolved, command, run_id)
+        command, config_path, note = _patched_copy(resolved, command, run.run_id)
         changes.append(note)
     nemo = nemorl.is_nemo_launch(command)
     if nemo:
-        env = {**os.environ, **bp.options.env}
-        if nemorl.overridable(command):
-            command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
-            changes += [f"NeMo-RL override {n}" for n in notes]
-        else:
-            warnings.append(
-                "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub): "
-                "ajetd added no overrides; give it its own logger.log_dir and "
-                "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
-                "a WANDB_API_KEY is set"
-            )
+        command = _nemo_overrides(command, bp, resolved, changes, warnings)
     run = replace(
         run,
         purpose=bp.purpose,
@@ -104,14 +116,26 @@ def admit(
     )
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)
-    moved = trials.move_rejection_aside(Path(run.result_dir))
-    if moved is not None:
-        home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
-    Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
-    run = replace(run, provenance=_provenance(run, bp.options, text))
-    home.save_run(run)
-    log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
-    return run, bp.options
+    return run
+
+
+def _nemo_overrides(
+    command: str, bp: Blueprint, resolved: Resolved, changes: list[str], warnings: list[str]
+) -> str:
+    """A NeMo-RL command with the overrides it needs (noted in `changes`), or as it is with a
+    warning where ajetd cannot add them."""
+    env = {**os.environ, **bp.options.env}
+    if nemorl.overridable(command):
+        command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
+        changes += [f"NeMo-RL override {n}" for n in notes]
+    else:
+        warnings.append(
+            "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub): "
+            "ajetd added no overrides; give it its own logger.log_dir and "
+            "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
+            "a WANDB_API_KEY is set"
+        )
+    return command
 
 
 def stored_options(home: Home, run_id: str) -> Options:
@@ -179,8 +203,8 @@ def _reject(
     log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
     if result_dir and result_dir_problem(result_dir) is None:
         try:
-            trials.move_rejection_aside(Path(result_dir))
-            trials.write_reports(home, run)
+            ending.move_rejection_aside(Path(result_dir))
+            ending.write_reports(home, run)
         except OSError as exc:
             log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
     return run

@@ -30,7 +30,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.options import Options
 from ajetd.core.policy import Timing
-from ajetd.daemon import admission, trials
+from ajetd.daemon import admission, ending
 from ajetd.daemon.campaigns import Campaigns
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.placer import GpuPlacer
@@ -123,7 +123,7 @@ class Base:
 
     def _finish_now(self, run: Run, outcome: Status, reason: str, now: float) -> Run:
         """End a run whose trial never ran (or cannot run again): no exit, no processes."""
-        return trials.finish_run(self.home, self.tmux, run, outcome, reason, None, now, None)
+        return ending.finish_run(self.home, self.tmux, run, outcome, reason, None, now, None)
 
     def _missing(self, slot: RunSlot, paths: tuple[str, ...]) -> tuple[str, ...]:
         """Which of `paths` (relative to the codebase) do not exist where the run runs."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from ajetd.adapters import diskfull
 from ajetd.adapters.store import encode, write_atomic, write_in_place
-from ajetd.daemon import trials
+from ajetd.daemon import ending
 from ajetd.daemon.base import Base
 
 DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
@@ -32,7 +32,7 @@ class Housekeep(Base):
                 and self.home.saved(run.run_id)  # its pane may hold the only exit status
             ):
                 with self._each(run.run_id, "closing its session"):
-                    trials.close_session(self.tmux, run)
+                    ending.close_session(self.tmux, run)
                     self._store(replace(run, session_closed=True))
 
     def retry_reports(self, now: float) -> None:
@@ -45,7 +45,7 @@ class Housekeep(Base):
             if self.troubles.blocked(folder):
                 continue
             with self._each(run.run_id, "writing its reports"):
-                self._store(trials.publish_reports(self.home, run, now))
+                self._store(ending.publish_reports(self.home, run, now))
 
     def publish(self, now: float) -> None:
         """daemon.json for `status`: on any change of problems (a full disk's included), on a

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import shlex
-import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,14 +18,10 @@ from typing import Any
 
 import yaml
 
-from ajetd.adapters import procs
 from ajetd.adapters.configcopy import repoint, write_copy
-from ajetd.adapters.preflight import EARLIER_RESULTS, earlier_rejection
-from ajetd.adapters.store import OWNER_FILE, Home, write_atomic, write_json
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux
 from ajetd.core import model
-from ajetd.core.blueprint import parse_blueprint
-from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
@@ -46,12 +40,9 @@ from ajetd.diagnosis.userkinds import KindSet
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts.base import Fetch, Host, read_local
-from ajetd.pictures import drawing
-from ajetd.views import report, words
 
 log = logging.getLogger(__name__)
 TAIL_BYTES = 256 * 1024
-REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
 DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
 
@@ -280,57 +271,6 @@ def program_end(run: Run) -> str | None:
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
-def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = None) -> None:
-    """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
-    pictures already drawn (drawing.draw_final), else they are drawn here."""
-    result_dir = Path(run.result_dir)
-    try:
-        blueprint_text = home.blueprint_text(run.run_id)
-    except (OSError, AjetdError):
-        blueprint_text = ""
-    trial_tails = {}
-    for trial in run.trials:
-        log_file = paths(home, run, trial.number).log
-        trial_tails[trial.number] = log_tail(log_file, 20)
-    last = run.trial
-    try:
-        allowed = tuple(parse_blueprint(blueprint_text).options.allow_fixes)
-    except AjetdError:
-        allowed = ()
-    pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
-    ctx = report.ReportContext(
-        host=socket.gethostname(),
-        blueprint_text=blueprint_text,
-        events=home.events(run.run_id),
-        log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
-        trial_tails=trial_tails,
-        allowed_fixes=allowed,
-        pictures=tuple(pictures),
-        plot_problem=plot_problem,
-    )
-    result_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(result_dir / "results.md", report.render_results(run, ctx))
-    write_atomic(result_dir / "trials.md", report.render_trials(run, ctx))
-    write_json(result_dir / "run.json", report.run_record(run))
-    if run.config_path and not run.remote_dir:
-        with contextlib.suppress(OSError):
-            write_atomic(result_dir / "config-used.yaml", Path(run.config_path).read_bytes())
-    write_json(result_dir / "finish.flag", report.finish_flag(run))
-
-
-def move_rejection_aside(result_dir: Path) -> Path | None:
-    """Move an earlier run's rejection report into `rejected-<run_id>/` of the same dir."""
-    run_id = earlier_rejection(result_dir)
-    if run_id is None:
-        return None
-    target = result_dir / f"rejected-{run_id}"
-    target.mkdir(exist_ok=True)
-    for name in EARLIER_RESULTS:
-        with contextlib.suppress(FileNotFoundError):
-            (result_dir / name).rename(target / name)
-    return target
-
-
 def load_config(path: str) -> dict[str, Any] | None:
     """The YAML a run launches with, or None if it cannot be read as a mapping."""
     if not path:
@@ -388,147 +328,6 @@ def diagnose_file(
 def log_tail(log_file: Path, count: int) -> list[str]:
     """The last `count` lines of a log, cleaned as a person saw them."""
     return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
-
-
-def ended_at(home: Home, run: Run, now: float) -> float:
-    """When the current trial really ended: the time its script wrote into its exit file (or
-    its hang-up marker), not when the daemon looked, which may be much later after a pause
-    or a restart; kept between its start and this machine's clock read after the file (a
-    remote host's clock may differ). Not `now` alone: that is when the tick began, and a trial
-    may exit while the tick runs, or while the daemon is paused in the middle of one."""
-    trial = run.trial
-    if trial is None or trial.started_at is None:
-        return now
-    p = paths(home, run, trial.number)
-    recorded = read_exit(p.exit)
-    at = recorded[1] if recorded else None
-    if at is None:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            at = float(p.hup.read_text().split()[0])
-    if at is None or math.isnan(at):
-        return now
-    return min(max(at, trial.started_at), max(now, time.time()))
-
-
-def end_trial(
-    home: Home,
-    run: Run,
-    reason: str,
-    exit_code: int | None,
-    now: float,
-    pane_pid: int | None,
-    findings: tuple[Finding, ...] | None = None,
-    reap: bool = True,
-) -> Run:
-    """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
-    caller does it once the end is on record), end what is left of its processes."""
-    trial = run.trial
-    if trial is not None and trial.started_at is not None and trial.ended_at is None:
-        ended = ended_at(home, run, now)
-        problem = ""
-        if exit_code != 0:
-            if findings is None:
-                log_file = paths(home, run, trial.number).log
-                findings = tuple(diagnose_file(log_file))
-            root = findings[0] if findings else None
-            problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
-        run = model.trial_ended(run, exit_code, ended, problem, findings or ())
-    if trial is not None and reap:
-        reap_leftovers(run, pane_pid)
-    return run
-
-
-def reap_leftovers(run: Run, pane_pid: int | None) -> None:
-    """End what is left of the run's processes; only those started since it began are
-    looked at (`procs.run_pids`)."""
-    procs.reap_run(run.run_id, pane_pid, run.started_at)
-
-
-def finish_run(
-    home: Home,
-    tmux: Tmux,
-    run: Run,
-    outcome: model.Status,
-    reason: str,
-    exit_code: int | None,
-    now: float,
-    pane_pid: int | None,
-    findings: tuple[Finding, ...] | None = None,
-    fetch: Fetch = read_local,
-) -> Run:
-    """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
-    recorded first, as soon as the exit is seen; then leftover processes are ended and the
-    reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
-    exit file holds one."""
-    open_trial = run.trial is not None and run.trial.ended_at is None
-    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings, reap=False)
-    ended = now
-    if open_trial:
-        run = _note_next(run, outcome, reason)
-        ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
-    run = read_metrics(run, fetch)
-    run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
-    # The data is final: the pictures are drawn (in a child, bounded) before the run reads as
-    # done, so that whoever sees `done` finds finish.flag a moment later, as before.
-    drawn = drawing.draw_final(home, run)
-    home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
-    log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
-    saved = home.save_run(run)
-    if run.trial is not None:
-        reap_leftovers(run, pane_pid)
-        if exit_code is not None:  # its last output in the log before the reports quote it
-            await_output(paths(home, run, run.trial.number).log, run.trial.number)
-    if saved:  # reports only once the record says the same (a full home waits)
-        run = publish_reports(home, run, now, drawn)
-    # Its session is closed by the daemon's housekeeping, later in the same tick when
-    # keep_session is 0: once, with the record saying so, and after finish.flag.
-    return run
-
-
-def publish_reports(
-    home: Home, run: Run, now: float, drawn: tuple[list[str], str] | None = None
-) -> Run:
-    """Write an ended run's reports and finish.flag (its record is on disk already). Where the
-    result dir refuses them, the run keeps its true status, gets `attention` naming the folder
-    and keeps `reports_pending`, so the daemon writes them once it can (also after a restart);
-    then the attention clears and the journal says so."""
-    folder = Path(run.result_dir)
-    troubles = home.held.troubles if home.held is not None else None
-    held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
-    done = replace(run, reports_pending=False, attention=None if held else run.attention)
-    try:
-        write_reports(home, done, drawn)
-    except OSError as exc:
-        if troubles is not None:
-            troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
-        why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}; written as soon as it can be"
-        if run.attention != why:
-            log.error("run %s: %s", run.run_id, why)
-            home.append_event(run.run_id, now, f"attention: {why}")
-            run = model.set_attention(run, why)
-            home.save_run(run)
-        return run
-    if troubles is not None:
-        troubles.clear(folder)
-    if held:
-        home.append_event(
-            run.run_id, now, f"reports written to {folder} after all; attention cleared"
-        )
-    home.save_run(done)
-    return done
-
-
-def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
-    trial = run.trial
-    assert trial is not None
-    updated = replace(trial, next_step=words.ending_note(outcome, reason))
-    return replace(run, trials=(*run.trials[:-1], updated))
-
-
-def close_session(tmux: Tmux, run: Run) -> None:
-    if run.session:
-        with contextlib.suppress(TmuxError):
-            tmux.kill_session(run.session)
 
 
 def active_sessions(runs: list[Run]) -> set[str]:

@@ -10,6 +10,12 @@ clients are relaunched. A server ajetd started is stopped once no run has used i
 
 The server runs like a trial: the same generated script (venv, environment, exact exit code,
 a `hup` marker), in its own folder under the daemon's home, its output in `server-N.log`.
+
+A swarm client is not a `Host`: it runs here, in its pane, like any local trial (the same
+script, signals, files and clean-up). What swarm adds is a gate before the client starts
+(its server answering /health) and one more cause of its death (the server's), both asked by
+the daemon's launch and observe steps. A client on an SSH host or in Slurm would keep its own
+host and pass the same gate.
 """
 
 from __future__ import annotations
@@ -80,14 +86,10 @@ class Ready:
     pass
 
 
-Wait = placement.Wait  # not now, and why: the same answer as a placement's
-
-
-@dataclass(frozen=True)
-class Fail:
-    reason: str
-
-
+# A client waits (the server starts, or answers no more) or can never start now (its server
+# failed): the same answers as placement's for GPUs.
+Wait = placement.Wait
+Fail = placement.Never
 Gate = Ready | Wait | Fail
 
 
