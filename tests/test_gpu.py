@@ -25,6 +25,7 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.options import Options
 from ajetd.core.policy import Attention, Observation, Timing, decide
 from ajetd.core.remedy import Relaunch, choose
+from ajetd.core.runparts import GpuStats
 
 GIB = 1024.0
 
@@ -102,12 +103,14 @@ def test_a_relaunch_waits_for_its_own_gpus() -> None:
 
 # -- attribution and summaries ----------------------------------------------------------------
 def test_stats_fold_mean_peak_and_idle_stretches() -> None:
-    stats: dict[str, Any] = {}
+    stats = GpuStats()
     for t, util in [(0, 90), (60, 80), (120, 0), (200, 0), (300, 70), (400, 0)]:
         stats = gpuuse.fold(stats, [RunGpu(0, util, 60 * GIB)], 1000.0 + t)
-    rec = stats["0"]
-    assert rec["n"] == 6 and rec["util_peak"] == 90 and rec["mem_peak"] == 60 * GIB
-    assert rec["idle"] == [[1120.0, 1300.0]]
+    [rec] = stats.gpus
+    assert rec.n == 6 and rec.util_peak == 90 and rec.mem_peak == 60 * GIB
+    assert rec.idle == ((1120.0, 1300.0),)
+    assert stats.to_json()["0"]["idle"] == [[1120.0, 1300.0]]  # state.json's shape
+    assert GpuStats.from_json(stats.to_json()) == stats
     text = gpuuse.summary(stats, ended_at=1500.0)
     assert "| 0 | 6 | 40 % | 90 % | 60.0 GiB | 60.0 GiB |" in text
     assert "GPU 0 idle (≤ 5 %) for 3m" in text and "for 1m40s" in text

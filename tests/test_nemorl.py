@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from ajetd.core.runparts import NemoRead
 from ajetd.frameworks import nemorl
 from conftest import Env
 
@@ -17,7 +18,7 @@ FIXTURES = Path(__file__).parent / "data" / "nemo_rl"
 
 def test_the_fixture_log_gives_its_validation_and_normal_end() -> None:
     text = (FIXTURES / "sample_grpo_stdout.log").read_text()
-    state, records = nemorl.feed(nemorl.new_state(), text)
+    state, records = nemorl.feed(NemoRead(), text)
     assert records == [
         {
             "step": 3,
@@ -27,11 +28,11 @@ def test_the_fixture_log_gives_its_validation_and_normal_end() -> None:
             "samples_processed": 256.0,
         }
     ]
-    assert state["log_dir"] == "logs/ajet/exp0007/exp_001" and state["max_steps"] == 3
+    assert state.log_dir == "logs/ajet/exp0007/exp_001" and state.max_steps == 3
     assert nemorl.ending(text) == "max_steps"
     lines = text.splitlines(keepends=True)
     rng = random.Random(3)
-    state, found, i = nemorl.new_state(), [], 0
+    state, found, i = NemoRead(), [], 0
     while i < len(lines):  # cut anywhere between lines: the same records
         n = rng.randint(1, 30)
         state, got = nemorl.feed(state, "".join(lines[i : i + n]))
@@ -47,7 +48,7 @@ def test_loss_datasets_and_timeout() -> None:
         "📊 Validation Results for code:\n    • Validation loss: 1.25\n"
         "Timeout has been reached, stopping training early\n"
     )
-    _, records = nemorl.feed(nemorl.new_state(), text)
+    _, records = nemorl.feed(NemoRead(), text)
     assert records == [
         {"step": 7, "global_steps": 7, "math/val_loss": 0.8123},
         {"step": 7, "global_steps": 7, "code/val_loss": 1.25},

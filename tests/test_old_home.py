@@ -24,6 +24,7 @@ from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.finding import Finding
 from ajetd.core.model import State
+from ajetd.core.runparts import GpuTrack, NemoRead, Provenance, SlurmJob
 from ajetd.daemon import ending
 from conftest import PYTHON, Env, wait_for
 
@@ -110,6 +111,19 @@ def test_an_old_home_is_taken_up(env: Env) -> None:
         for f in (*failed.trials[0].findings, *failed.trials[0].live_findings)
     )
     assert failed.trials[0].findings[0].kind == "cuda_oom"
+    [track] = failed.gpu_stats.gpus  # the old per-index dicts, now typed
+    assert isinstance(track, GpuTrack) and track.index == 0 and track.mem_peak == 30000.0
+    nemo = loaded[RUNS["slurm_nemo"]]
+    assert isinstance(nemo.slurm, SlurmJob) and nemo.slurm.job_id and nemo.slurm.nodes
+    assert isinstance(nemo.nemo, NemoRead) and nemo.nemo.step == nemo.nemo.max_steps == 6
+    assert nemo.nemo.trial == 1 and nemo.nemo.offset > 0
+    for run in loaded.values():
+        assert isinstance(run.provenance, Provenance) and run.provenance.git
+        assert run.provenance.dirty and run.provenance.blueprint_sha256
+        assert (
+            run.to_json()["provenance"]
+            == json.loads((env.home / "runs" / run.run_id / "state.json").read_text())["provenance"]
+        )  # written back as it was read
 
     env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
     wait_for(lambda: f"run {LIVE}: watching again" in env.daemon_log(), what="the live run adopted")

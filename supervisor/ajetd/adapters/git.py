@@ -12,7 +12,8 @@ import hashlib
 import shlex
 import subprocess
 from collections.abc import Callable
-from typing import Any
+
+from ajetd.core.runparts import Provenance
 
 Runner = Callable[[str], "tuple[int, bytes]"]  # a bash script -> (exit code, stdout)
 _NOT_GIT = 4
@@ -38,12 +39,12 @@ def local_runner(text: str) -> tuple[int, bytes]:
     return done.returncode, done.stdout
 
 
-def parse(code: int, out: bytes) -> tuple[dict[str, Any], bytes]:
+def parse(code: int, out: bytes) -> tuple[Provenance, bytes]:
     """The provenance record and the diff bytes (empty when clean or not git)."""
     if code == _NOT_GIT:
-        return {"git": False, "note": "the codebase is not a git repository"}, b""
+        return Provenance(note="the codebase is not a git repository"), b""
     if code != 0:
-        return {"git": False, "note": f"git information could not be read (exit {code})"}, b""
+        return Provenance(note=f"git information could not be read (exit {code})"), b""
     head, _, diff = out.partition(_DIFF)
     fields: dict[str, str] = {}
     status: list[str] = []
@@ -54,44 +55,24 @@ def parse(code: int, out: bytes) -> tuple[dict[str, Any], bytes]:
         elif key:
             fields[key] = value
     untracked = [s[3:] for s in status if s.startswith("??")]
-    return {
-        "git": True,
-        "commit": fields.get("commit", "") or "(no commit yet)",
-        "branch": fields.get("branch", ""),
-        "toplevel": fields.get("toplevel", ""),
-        "dirty": bool(status),
-        "changed": len(status) - len(untracked),
-        "untracked": untracked[:50],
-    }, diff
+    return Provenance(
+        git=True,
+        commit=fields.get("commit", "") or "(no commit yet)",
+        branch=fields.get("branch", ""),
+        toplevel=fields.get("toplevel", ""),
+        dirty=bool(status),
+        changed=len(status) - len(untracked),
+        untracked=tuple(untracked[:50]),
+    ), diff
 
 
-def collect(codebase: str, runner: Runner = local_runner) -> tuple[dict[str, Any], bytes]:
+def collect(codebase: str, runner: Runner = local_runner) -> tuple[Provenance, bytes]:
     try:
         code, out = runner(script(codebase))
     except (OSError, subprocess.SubprocessError) as exc:
-        return {"git": False, "note": f"git information could not be read: {exc}"}, b""
+        return Provenance(note=f"git information could not be read: {exc}"), b""
     return parse(code, out)
 
 
 def blueprint_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def describe(p: dict[str, Any]) -> list[str]:
-    """results.md's provenance lines."""
-    if not p:
-        return ["- not recorded"]
-    lines = []
-    if p.get("git"):
-        state = "dirty" if p.get("dirty") else "clean"
-        lines.append(f"- git: commit `{p['commit']}` on branch `{p['branch']}` ({state})")
-        if p.get("dirty"):
-            lines.append(
-                f"- uncommitted changes: {p.get('changed', 0)} tracked file(s) "
-                f"(diff in `provenance.diff`), {len(p.get('untracked', []))} untracked"
-            )
-    else:
-        lines.append(f"- git: {p.get('note', 'not a git repository')}")
-    if p.get("blueprint_sha256"):
-        lines.append(f"- blueprint sha256: `{p['blueprint_sha256']}`")
-    return lines

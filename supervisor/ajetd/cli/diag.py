@@ -116,7 +116,7 @@ def _processes(home: Home, run: Run) -> list[str]:
 
 def _gpus(run: Run) -> list[str]:
     out = [f"- placed on: {list(run.gpu_ids) if run.gpu_ids is not None else 'not placed'}"]
-    if run.gpu_stats:
+    if run.gpu_stats.gpus:
         out.append(f"- latest sample: {gpuuse.short(run.gpu_stats)}")
     try:
         probe = open_probe()

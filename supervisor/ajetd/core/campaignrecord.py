@@ -132,8 +132,8 @@ def ledger_fields(
     memory = None
     if run is not None and run.started_at and run.ended_at:
         elapsed = round((run.ended_at - run.started_at) / 60.0, 2)
-    if run is not None and run.gpu_stats:
-        memory = round(sum(r.get("mem_peak", 0.0) for r in run.gpu_stats.values()) / 1024, 2)
+    if run is not None and run.gpu_stats.gpus:
+        memory = round(sum(g.mem_peak for g in run.gpu_stats.gpus) / 1024, 2)
     trial = run.trial if run else None
     refused = f" (refused: {exp.refused})" if exp.refused else ""
     return {
@@ -147,7 +147,7 @@ def ledger_fields(
         "memory_gb": memory,
         "elapsed_min": elapsed,
         "launcher": launcher,
-        "job_id": (run.slurm.get("job_id") if run else None) or exp.run_id,
+        "job_id": (run.slurm.job_id if run else "") or exp.run_id,
         "command": trial.command if trial else "",
         "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
         "status": exp.status,

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from ajetd.core.finding import Finding
+from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob
 
 
 class State(str, Enum):
@@ -95,12 +96,16 @@ class Trial:
         return cls(
             **{
                 **{k: v for k, v in data.items() if k in known},
-                "findings": tuple(Finding.from_json(f) for f in data.get("findings") or ()),
-                "live_findings": tuple(
-                    Finding.from_json(f) for f in data.get("live_findings") or ()
-                ),
+                "findings": _findings(data.get("findings")),
+                "live_findings": _findings(data.get("live_findings")),
             }
         )
+
+
+def _findings(data: Any) -> tuple[Finding, ...]:
+    """Stored findings (what is not an object is no finding: skipped)."""
+    items = data if isinstance(data, list | tuple) else ()
+    return tuple(Finding.from_json(f) for f in items if isinstance(f, Mapping))
 
 
 @dataclass(frozen=True)
@@ -143,14 +148,16 @@ class Run:
     fix_prefix: tuple[str, ...] = ()
     gpu_ids: tuple[int, ...] | None = None  # placed GPUs (None: not placed, env left as is)
     yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML
-    gpu_stats: dict[str, Any] = field(default_factory=dict)  # gpustats.fold, per GPU index
+    gpu_stats: GpuStats = field(default_factory=GpuStats)  # gpuuse.fold over its samples, per GPU
     remote_dir: str = ""  # on a remote host (`ssh`): the run's folder there
-    provenance: dict[str, Any] = field(default_factory=dict)  # git state, blueprint hash
+    provenance: Provenance | None = None  # git state, blueprint hash (None: not collected)
     kind: str = "agentjet"  # or "nemo_rl": where the metrics come from, how it ends
     metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
-    nemo: dict[str, Any] = field(default_factory=dict)  # nemorl.feed's state over the log
+    nemo: NemoRead = field(default_factory=NemoRead)  # how far nemorl.feed read its output
     stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
-    slurm: dict[str, Any] = field(default_factory=dict)  # job id, state, reason, nodes, exclude
+    slurm: SlurmJob = field(
+        default_factory=SlurmJob
+    )  # its Slurm job: id, state, reason, nodes, exclude
     reports_pending: bool = False  # ended, but results.md/finish.flag not written yet
 
     @property
@@ -172,6 +179,10 @@ class Run:
         """The record as JSON data (state.json); `from_json` reads it back."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["trials"] = [t.to_json() for t in self.trials]
+        data["gpu_stats"] = self.gpu_stats.to_json()
+        data["provenance"] = {} if self.provenance is None else self.provenance.to_json()
+        data["nemo"] = self.nemo.to_json()
+        data["slurm"] = self.slurm.to_json()
         return data
 
     @classmethod
@@ -183,6 +194,10 @@ class Run:
         data["status"] = Status(data["status"]) if data.get("status") else None
         data["stop_cause"] = StopCause(data["stop_cause"]) if data.get("stop_cause") else None
         data["trials"] = tuple(Trial.from_json(t) for t in data.get("trials", ()))
+        data["gpu_stats"] = GpuStats.from_json(data.get("gpu_stats"))
+        data["provenance"] = Provenance.from_json(data.get("provenance"))
+        data["nemo"] = NemoRead.from_json(data.get("nemo"))
+        data["slurm"] = SlurmJob.from_json(data.get("slurm"))
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))

@@ -11,7 +11,6 @@ import os
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ajetd.adapters import git, inbox
 from ajetd.adapters.configcopy import repoint, write_copy
@@ -30,6 +29,7 @@ from ajetd.core.blueprint import (
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.model import Run
 from ajetd.core.options import Options
+from ajetd.core.runparts import Provenance
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
@@ -146,7 +146,7 @@ def stored_options(home: Home, run_id: str) -> Options:
         return Options()
 
 
-def _provenance(run: Run, options: Options, text: str) -> dict[str, Any]:
+def _provenance(run: Run, options: Options, text: str) -> Provenance:
     """The codebase's git state now (here or on the SSH host); a dirty tree's diff goes to
     `provenance.diff` in the result dir."""
     ssh = options.ssh
@@ -161,11 +161,10 @@ def _provenance(run: Run, options: Options, text: str) -> dict[str, Any]:
         try:
             found, diff = git.collect(run.codebase_dir, remote)
         except AjetdError as exc:
-            found, diff = {"git": False, "note": f"not read over SSH: {exc}"}, b""
+            found, diff = Provenance(note=f"not read over SSH: {exc}"), b""
     if diff:
         write_atomic(Path(run.result_dir) / "provenance.diff", diff)
-    found["blueprint_sha256"] = git.blueprint_hash(text)
-    return found
+    return replace(found, blueprint_sha256=git.blueprint_hash(text))
 
 
 def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str, str]:

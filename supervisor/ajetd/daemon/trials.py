@@ -246,10 +246,10 @@ def _read_nemo(run: Run) -> Run:
     trial = run.trial
     if trial is None or trial.started_at is None:
         return run
-    state = dict(run.nemo) or nemorl.new_state()
-    if state.get("trial") != trial.number:
-        state.update(trial=trial.number, offset=0, block=None)
-    got = read_local(str(trial_log(run, trial.number)), state["offset"])
+    state = run.nemo
+    if state.trial != trial.number:
+        state = replace(state, trial=trial.number, offset=0, block=None)
+    got = read_local(str(trial_log(run, trial.number)), state.offset)
     if got is None:
         return run
     _, data = got
@@ -257,7 +257,7 @@ def _read_nemo(run: Run) -> Run:
     if not complete:
         return run
     state, records = nemorl.feed(state, complete.decode("utf-8", errors="replace"))
-    state["offset"] += len(complete)
+    state = replace(state, offset=state.offset + len(complete))
     history = (*run.history, *records)
     metrics = dict(history[-1]) if history else run.metrics
     return replace(run, nemo=state, history=history, metrics=metrics)

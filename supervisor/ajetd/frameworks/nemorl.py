@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
+
+from ajetd.core.runparts import NemoBlock, NemoRead
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 _STEP = re.compile(r"=+\s*Step\s+(\d+)/(\d+)\s*=+")
@@ -113,43 +116,40 @@ def launch_overrides(
     return f"{command.rstrip()} {' '.join(added)}", notes
 
 
-def new_state() -> dict[str, Any]:
-    return {"offset": 0, "step": None, "max_steps": None, "block": None, "log_dir": None}
-
-
-def feed(state: Mapping[str, Any], text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
     """Read complete lines of new output: the state moved on, and the validation records that
     ended in them (a block still open at the end stays open in the state)."""
-    out = dict(state)
-    records: list[dict[str, Any]] = []
-    block: dict[str, Any] | None = out["block"]
+    step, max_steps, log_dir = state.step, state.max_steps, state.log_dir
+    records: list[NemoBlock] = []
+    block = state.block
     for raw in text.splitlines():
         line = raw.rsplit("\r", 1)[-1]
         if m := _STEP.search(line):
-            out["step"], out["max_steps"] = int(m.group(1)), int(m.group(2))
+            step, max_steps = int(m.group(1)), int(m.group(2))
         elif m := _LOG_DIR.search(line):
-            out["log_dir"] = m.group(1)
+            log_dir = m.group(1)
         elif m := _RESULTS.search(line):
             if block:
                 records.append(block)
-            block = {"prefix": f"{m.group('name').strip()}/" if m.group("name") else ""}
+            block = NemoBlock(f"{m.group('name').strip()}/" if m.group("name") else "")
             continue
         if block is None:
             continue
         bullet = _BULLET.match(line)
         if bullet:
-            key = block["prefix"] + metric_key(bullet.group("label"))
-            block[key] = float(bullet.group("value"))
-        elif line.strip() or len(block) > 1:  # the block ends at its first non-bullet line
+            key = block.prefix + metric_key(bullet.group("label"))
+            value = float(bullet.group("value"))
+            values = dict(block.values)  # a label seen again keeps its place
+            values[key] = value
+            block = replace(block, values=tuple(values.items()))
+        elif line.strip() or block.values:  # the block ends at its first non-bullet line
             records.append(block)
             block = None
-    out["block"] = block
-    finished = []
-    for rec in records:
-        values = {k: v for k, v in rec.items() if k != "prefix"}
-        if values:
-            step = out["step"] if out["step"] is not None else 0
-            finished.append({"step": step, "global_steps": step, **values})
+    out = replace(state, step=step, max_steps=max_steps, log_dir=log_dir, block=block)
+    at = step if step is not None else 0
+    finished = [
+        {"step": at, "global_steps": at, **dict(rec.values)} for rec in records if rec.values
+    ]
     return out, finished
 
 

@@ -53,8 +53,8 @@ class SlurmHost(LocalHost):
         write_atomic(script, render_trial_script(job), 0o700)
         write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
         wanted = self.spec
-        if run.slurm.get("exclude"):
-            exclude = ",".join(x for x in (wanted.exclude, run.slurm["exclude"]) if x)
+        if run.slurm.exclude:
+            exclude = ",".join(x for x in (wanted.exclude, run.slurm.exclude) if x)
             wanted = replace(wanted, exclude=exclude)
         name = slurm.job_name(run.run_id, n)
         if not self.batch:
@@ -75,9 +75,9 @@ class SlurmHost(LocalHost):
     def signal(self, run: Run, pid: int | None, name: str) -> int:
         """Through `scancel` once the job has an id (a job still pending has nothing to save:
         it is cancelled outright); to the pane's processes before, or if scancel fails."""
-        job_id = str(run.slurm.get("job_id", ""))
+        job_id = run.slurm.job_id
         if job_id:
-            pending = run.slurm.get("state") == "PENDING"
+            pending = run.slurm.state == "PENDING"
             sig = None if name == "KILL" or pending else name
             try:
                 slurm.cancel(job_id, sig, self.batch)
@@ -90,7 +90,7 @@ class SlurmHost(LocalHost):
         """Slurm may know more than the output: how it ended the job, recorded once."""
         assert run.trial is not None
         job_id = self.jobs.job_id(run)
-        if job_id and run.slurm.get("final") != run.trial.number:
+        if job_id and run.slurm.final != run.trial.number:
             ended = slurm.finished({job_id})
             if job_id in ended:
                 return self.jobs.ended(run, ended[job_id], now)
@@ -104,8 +104,9 @@ class SlurmHost(LocalHost):
 
 def _seen(run: Run, job: slurm.Job) -> Run:
     """What squeue says of a live job: its id, state, nodes, and a pending job's reason."""
-    info = {**run.slurm, "job_id": job.job_id, "state": job.state, "nodes": job.nodes}
-    info["reason"] = job.reason
+    info = replace(
+        run.slurm, job_id=job.job_id, state=job.state, nodes=job.nodes, reason=job.reason
+    )
     reason = f"pending in Slurm ({job.reason})" if job.state == "PENDING" else ""
     if info == run.slurm and reason == run.reason:
         return run
@@ -146,7 +147,7 @@ class SlurmPoller:
                 changed.append(_seen(run, job))
                 continue
             number = run.trial.number if run.trial else 0
-            if (job_id := self.job_id(run)) and run.slurm.get("final") != number:
+            if (job_id := self.job_id(run)) and run.slurm.final != number:
                 gone[job_id] = run
         ended = slurm.finished(set(gone))  # one scontrol for all of them
         changed += [self.ended(run, ended[i], now) for i, run in gone.items() if i in ended]
@@ -156,22 +157,22 @@ class SlurmPoller:
         """The trial's job id: seen in squeue, or written by the batch follower."""
         assert run.trial is not None
         job_file = self.home.trial_file(run.run_id, run.trial.number, "job.id")
-        known = str(run.slurm.get("job_id") or "")
+        known = run.slurm.job_id
         return known or (job_file.read_text().strip() if job_file.exists() else "")
 
     def ended(self, run: Run, done: slurm.Job, now: float) -> Run:
         """How Slurm says the trial's job ended, recorded once (a finding where it says more
         than the output; a done file where its script could not write the exit code)."""
-        info = dict(run.slurm)
+        info = run.slurm
         assert run.trial is not None
         n = run.trial.number
-        info.update(job_id=done.job_id, state=done.state, reason=done.reason, final=n)
+        info = replace(info, job_id=done.job_id, state=done.state, reason=done.reason, final=n)
         found = slurm.finding(done)
         if found is not None:
             self.home.append_event(run.run_id, now, f"{found.kind}: {found.evidence}")
             run = model.found_live(run, (found,))
             if found.kind == "node_failure" and done.nodes:
-                info["exclude"] = done.nodes
+                info = replace(info, exclude=done.nodes)
         if not self.home.trial_file(run.run_id, n, "job.exit").exists():
             code = done.exit_code if done.exit_code else 1
             write_atomic(self.home.trial_file(run.run_id, n, "job.done"), f"{code} {now}\n")

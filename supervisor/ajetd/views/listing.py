@@ -196,7 +196,7 @@ def _metric_cell(run: Run) -> str:
 
 
 def gpu_cell(run: Run) -> str:
-    if run.state is State.RUNNING and run.gpu_stats:
+    if run.state is State.RUNNING and run.gpu_stats.gpus:
         return gpuuse.short(run.gpu_stats)
     if run.gpu_ids == ():
         return "cpu"

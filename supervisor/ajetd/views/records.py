@@ -61,7 +61,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
 
 def shown_state(run: Run) -> str:
     """The state as users see it: a trial whose Slurm job still waits is `queued`."""
-    if run.state is State.RUNNING and run.slurm.get("state") == "PENDING":
+    if run.state is State.RUNNING and run.slurm.state == "PENDING":
         return State.QUEUED.value
     return run.state.value
 

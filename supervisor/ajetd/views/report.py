@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.adapters import git
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Trial
+from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import TABLE_KEYS, metric_series
 from ajetd.views.listing import sparkline
@@ -38,7 +38,7 @@ def _gpu_section(run: Run) -> str:
     placed = ""
     if run.gpu_ids:
         placed = f"Placed on GPU(s) {', '.join(map(str, run.gpu_ids))} (CUDA_VISIBLE_DEVICES).\n\n"
-    if run.gpu_stats:
+    if run.gpu_stats.gpus:
         return placed + gpuuse.summary(run.gpu_stats, run.ended_at)
     if run.gpu_ids == ():
         return "CPU-only run (`gpus: 0`): no GPU was given to it."
@@ -51,7 +51,7 @@ def run_record(run: Run) -> dict[str, Any]:
     """`run.json`: the status object plus provenance and what exactly ran."""
     return {
         **run_json(run, run.ended_at or run.submitted_at),
-        "provenance": run.provenance,
+        "provenance": {} if run.provenance is None else run.provenance.to_json(),
         "launch_command": run.launch_command,
         "commands": [t.command for t in run.trials],
         "config_path": run.config_path,
@@ -148,13 +148,33 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
     return lines + [f"- warning: {w}" for w in run.warnings]
 
 
+def provenance_lines(p: Provenance | None) -> list[str]:
+    """results.md's lines on where the code came from."""
+    if p is None:
+        return ["- not recorded"]
+    lines = []
+    if p.git:
+        state = "dirty" if p.dirty else "clean"
+        lines.append(f"- git: commit `{p.commit}` on branch `{p.branch}` ({state})")
+        if p.dirty:
+            lines.append(
+                f"- uncommitted changes: {p.changed} tracked file(s) "
+                f"(diff in `provenance.diff`), {len(p.untracked)} untracked"
+            )
+    else:
+        lines.append(f"- git: {p.note or 'not a git repository'}")
+    if p.blueprint_sha256:
+        lines.append(f"- blueprint sha256: `{p.blueprint_sha256}`")
+    return lines
+
+
 def _provenance_section(run: Run) -> list[str]:
     """Where the code and the config came from."""
     return [
         "",
         "## Provenance",
         "",
-        *git.describe(run.provenance),
+        *provenance_lines(run.provenance),
         f"- config used: `{run.config_path}`"
         + (" (on the remote host)" if run.remote_dir else " (copied as `config-used.yaml`)")
         if run.config_path

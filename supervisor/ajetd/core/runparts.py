@@ -1,0 +1,276 @@
+"""The typed parts of a run record: its Slurm job, its NeMo-RL output reading, its GPU use,
+and where its code came from; pure.
+
+Each is a small frozen record. JSON only at the store's edge: `to_json` writes the shape
+state.json has always had (run.json shows the provenance as it is), and `from_json` reads
+any older record without failing: a key it lacks takes its default, a key it does not know
+is ignored, a value of the wrong type reads as the default. A run from an older home must
+still be taken up by a newer daemon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonObject = dict[str, Any]  # what json.loads gives for an object: the edge's own type
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _text(value: Any) -> str:
+    """A stored name or number as text (a job id may have been stored as either)."""
+    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """The Slurm job of a run's current trial, as squeue and scontrol last told it.
+    `final`: the trial whose end Slurm has told (told once); `exclude`: nodes a node failure
+    took out, left out of later submissions."""
+
+    job_id: str = ""
+    state: str = ""  # PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
+    nodes: str = ""
+    reason: str = ""
+    final: int | None = None
+    exclude: str = ""
+
+    def to_json(self) -> JsonObject:
+        """Only what was ever told (a run never in Slurm stores `{}`, as before)."""
+        data: JsonObject = {}
+        for key in ("job_id", "state", "nodes", "reason"):
+            if getattr(self, key):
+                data[key] = getattr(self, key)
+        if self.final is not None:
+            data["final"] = self.final
+        if self.exclude:
+            data["exclude"] = self.exclude
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> SlurmJob:
+        got = _obj(data)
+        return cls(
+            job_id=_text(got.get("job_id")),
+            state=_str(got.get("state")),
+            nodes=_str(got.get("nodes")),
+            reason=_str(got.get("reason")),
+            final=_int(got.get("final")),
+            exclude=_str(got.get("exclude")),
+        )
+
+
+@dataclass(frozen=True)
+class NemoBlock:
+    """A NeMo-RL `Validation Results` block still open: its name prefix and the values read."""
+
+    prefix: str = ""
+    values: tuple[tuple[str, float], ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {"prefix": self.prefix, **dict(self.values)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> NemoBlock | None:
+        if not isinstance(data, Mapping):
+            return None
+        values = tuple(
+            (str(k), float(v)) for k, v in data.items() if k != "prefix" and _num(v) is not None
+        )
+        return cls(_str(data.get("prefix")), values)
+
+
+@dataclass(frozen=True)
+class NemoRead:
+    """How far a NeMo-RL run's output was read: the trial, the byte offset in its log, the
+    last `Step N/M`, an open validation block, and the log dir it announced."""
+
+    trial: int | None = None
+    offset: int = 0
+    step: int | None = None
+    max_steps: int | None = None
+    block: NemoBlock | None = None
+    log_dir: str | None = None
+
+    def to_json(self) -> JsonObject:
+        if self == NemoRead():
+            return {}  # never read (an AgentJet run): `{}`, as before
+        data: JsonObject = {
+            "offset": self.offset,
+            "step": self.step,
+            "max_steps": self.max_steps,
+            "block": None if self.block is None else self.block.to_json(),
+            "log_dir": self.log_dir,
+        }
+        if self.trial is not None:
+            data["trial"] = self.trial
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> NemoRead:
+        got = _obj(data)
+        log_dir = got.get("log_dir")
+        return cls(
+            trial=_int(got.get("trial")),
+            offset=_int(got.get("offset")) or 0,
+            step=_int(got.get("step")),
+            max_steps=_int(got.get("max_steps")),
+            block=NemoBlock.from_json(got.get("block")),
+            log_dir=log_dir if isinstance(log_dir, str) else None,
+        )
+
+
+@dataclass(frozen=True)
+class GpuTrack:
+    """One GPU as one run used it, folded over every sample: counts, sums and peaks, the
+    latest figures, and the stretches it sat idle (bounded)."""
+
+    index: int
+    n: int = 0
+    util_sum: float = 0.0
+    util_peak: float = 0.0
+    mem_sum: float = 0.0
+    mem_peak: float = 0.0
+    first_at: float | None = None
+    idle: tuple[tuple[float, float], ...] = ()
+    idle_from: float | None = None  # idle since then, not yet busy again
+    util_last: float | None = None
+    mem_last: float | None = None
+    last_at: float | None = None
+    lost: bool = False
+
+    def to_json(self) -> JsonObject:
+        return {
+            "n": self.n,
+            "util_sum": self.util_sum,
+            "util_peak": self.util_peak,
+            "mem_sum": self.mem_sum,
+            "mem_peak": self.mem_peak,
+            "first_at": self.first_at,
+            "idle": [list(pair) for pair in self.idle],
+            "idle_from": self.idle_from,
+            "util_last": self.util_last,
+            "mem_last": self.mem_last,
+            "last_at": self.last_at,
+            "lost": self.lost,
+        }
+
+    @classmethod
+    def from_json(cls, index: int, data: Any) -> GpuTrack:
+        got = _obj(data)
+        idle = []
+        for pair in got.get("idle") or ():
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                start, end = _num(pair[0]), _num(pair[1])
+                if start is not None and end is not None:
+                    idle.append((start, end))
+        return cls(
+            index=index,
+            n=_int(got.get("n")) or 0,
+            util_sum=_num(got.get("util_sum")) or 0.0,
+            util_peak=_num(got.get("util_peak")) or 0.0,
+            mem_sum=_num(got.get("mem_sum")) or 0.0,
+            mem_peak=_num(got.get("mem_peak")) or 0.0,
+            first_at=_num(got.get("first_at")),
+            idle=tuple(idle),
+            idle_from=_num(got.get("idle_from")),
+            util_last=_num(got.get("util_last")),
+            mem_last=_num(got.get("mem_last")),
+            last_at=_num(got.get("last_at")),
+            lost=bool(got.get("lost")),
+        )
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    """A run's GPU use, one track per GPU it was seen on, by index."""
+
+    gpus: tuple[GpuTrack, ...] = ()
+
+    def __len__(self) -> int:
+        """How many GPUs it was seen on (so an empty one reads as false, as `{}` did)."""
+        return len(self.gpus)
+
+    def to_json(self) -> JsonObject:
+        """Per GPU index as a string (JSON keys), as state.json always had it."""
+        return {str(g.index): g.to_json() for g in self.gpus}
+
+    @classmethod
+    def from_json(cls, data: Any) -> GpuStats:
+        tracks = [
+            GpuTrack.from_json(int(key), rec)
+            for key, rec in _obj(data).items()
+            if isinstance(key, str) and key.isdigit()
+        ]
+        return cls(tuple(sorted(tracks, key=lambda g: g.index)))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a run's code came from when it was admitted: its git state (or why there is
+    none) and the hash of its blueprint."""
+
+    git: bool = False
+    note: str = ""  # why there is no git state
+    commit: str = ""
+    branch: str = ""
+    toplevel: str = ""
+    dirty: bool = False
+    changed: int = 0  # tracked files changed against HEAD
+    untracked: tuple[str, ...] = field(default=())
+    blueprint_sha256: str = ""
+
+    def to_json(self) -> JsonObject:
+        """run.json's and state.json's shape: git's fields, or the note where there is none."""
+        data: JsonObject = {"git": self.git}
+        if self.git:
+            data.update(
+                commit=self.commit,
+                branch=self.branch,
+                toplevel=self.toplevel,
+                dirty=self.dirty,
+                changed=self.changed,
+                untracked=list(self.untracked),
+            )
+        else:
+            data["note"] = self.note
+        if self.blueprint_sha256:
+            data["blueprint_sha256"] = self.blueprint_sha256
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Provenance | None:
+        """None for a record without one (`{}`: not collected)."""
+        got = _obj(data)
+        if not got:
+            return None
+        untracked = got.get("untracked")
+        return cls(
+            git=bool(got.get("git")),
+            note=_str(got.get("note")),
+            commit=_str(got.get("commit")),
+            branch=_str(got.get("branch")),
+            toplevel=_str(got.get("toplevel")),
+            dirty=bool(got.get("dirty")),
+            changed=_int(got.get("changed")) or 0,
+            untracked=tuple(str(u) for u in untracked) if isinstance(untracked, list) else (),
+            blueprint_sha256=_str(got.get("blueprint_sha256")),
+        )
