@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ajetd.adapters.nvml import FakeProbe, GpuSample
+from ajetd.adapters.nvml import FakeProbe
 from ajetd.core import placement
+from ajetd.core.gpuuse import GpuSample
 from ajetd.daemon.gpuwatch import GpuWatch
 
 

@@ -13,14 +13,12 @@ import pytest
 from ajetd.adapters.nvml import (
     FakeGpuError,
     FakeProbe,
-    GpuProcess,
-    GpuSample,
     NvmlProbe,
     open_probe,
 )
 from ajetd.core import gpuuse, placement
 from ajetd.core.finding import Finding
-from ajetd.core.gpuuse import RunGpu
+from ajetd.core.gpuuse import GpuProcess, GpuSample, RunGpu
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.options import Options
 from ajetd.core.policy import Attention, Observation, Timing, decide

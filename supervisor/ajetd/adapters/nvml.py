@@ -14,36 +14,16 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ajetd.core.errors import AjetdError
+from ajetd.core.gpuuse import GpuProcess, GpuSample
 
 log = logging.getLogger(__name__)
 FAKE_ENV = "AJETD_FAKE_GPUS"
 _GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
 _XID_CRITICAL = 0x0000000000000008  # nvmlEventTypeXidCriticalError
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    pid: int
-    memory_mib: float | None  # None where the driver does not say (e.g. in some containers)
-
-
-@dataclass(frozen=True)
-class GpuSample:
-    index: int
-    name: str
-    uuid: str
-    utilization: float | None  # percent
-    memory_used_mib: float | None
-    memory_total_mib: float | None
-    temperature_c: float | None = None
-    power_w: float | None = None
-    processes: tuple[GpuProcess, ...] = ()
-    lost: bool = False  # fell off the bus (NVML_ERROR_GPU_IS_LOST)
 
 
 class GpuProbe(Protocol):

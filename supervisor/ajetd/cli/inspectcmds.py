@@ -19,7 +19,7 @@ from ajetd.cli.common import json_option, load_run, open_home
 from ajetd.core.errors import AjetdError
 
 if TYPE_CHECKING:
-    from ajetd.adapters.nvml import GpuSample
+    from ajetd.core.gpuuse import GpuSample
 
 
 @click.command()

@@ -22,6 +22,30 @@ MAX_IDLE = 20
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """A process on a GPU, as the driver lists it."""
+
+    pid: int
+    memory_mib: float | None  # None where the driver does not say (e.g. in some containers)
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One GPU at one sample, as the driver (or `adapters.nvml`'s fake) reports it."""
+
+    index: int
+    name: str
+    uuid: str
+    utilization: float | None  # percent
+    memory_used_mib: float | None
+    memory_total_mib: float | None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    lost: bool = False  # fell off the bus (NVML_ERROR_GPU_IS_LOST)
+
+
+@dataclass(frozen=True)
 class RunGpu:
     """One GPU as one run uses it, at one sample."""
 

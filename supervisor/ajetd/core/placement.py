@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ajetd.adapters.nvml import GpuSample
+from ajetd.core.gpuuse import GpuSample
 
 DEFAULT_THRESHOLD = 0.05
 

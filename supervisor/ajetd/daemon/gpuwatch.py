@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass, field
 
 from ajetd.adapters import procs
-from ajetd.adapters.nvml import GpuProbe, GpuSample
+from ajetd.adapters.nvml import GpuProbe
 from ajetd.core.finding import Finding
-from ajetd.core.gpuuse import RunGpu
+from ajetd.core.gpuuse import GpuSample, RunGpu
 from ajetd.core.model import Run
 
 log = logging.getLogger(__name__)

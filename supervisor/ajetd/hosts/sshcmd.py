@@ -19,8 +19,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, GpuSample, parse_nvidia_smi
+from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
 from ajetd.core.errors import AjetdError
+from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import SshSpec
 
 SSH_TIMEOUT_S = 30.0

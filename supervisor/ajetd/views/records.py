@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters.nvml import GpuSample
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
+from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State
 from ajetd.core.timefmt import iso
 
