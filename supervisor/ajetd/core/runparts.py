@@ -10,20 +10,18 @@ still be taken up by a newer daemon.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 JsonObject = dict[str, Any]  # what json.loads gives for an object: the edge's own type
 
 
-def _str(value: Any, default: str = "") -> str:
-    return value if isinstance(value, str) else default
-
-
-def _text(value: Any) -> str:
-    """A stored name or number as text (a job id may have been stored as either)."""
-    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""
+def _text(value: Any) -> str | None:
+    """Stored text (a job id may have been stored as a number)."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _int(value: Any) -> int | None:
@@ -36,8 +34,38 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "str": _text,
+    "str | None": _text,
+    "int": _int,
+    "int | None": _int,
+    "float": _num,
+    "float | None": _num,
+    "bool": _flag,
+}
+
+
 def _obj(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _plain(cls: type, data: Any) -> dict[str, Any]:
+    """A record's plain fields (text, numbers, flags) read from stored JSON, each by its
+    declared type; a field missing, or stored as another type, is left out (its default)."""
+    got = _obj(data)
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        read = _READERS.get(str(f.type))
+        if read is None or f.name not in got:
+            continue
+        value = read(got[f.name])
+        if value is not None or str(f.type).endswith("| None"):
+            out[f.name] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -67,15 +95,7 @@ class SlurmJob:
 
     @classmethod
     def from_json(cls, data: Any) -> SlurmJob:
-        got = _obj(data)
-        return cls(
-            job_id=_text(got.get("job_id")),
-            state=_str(got.get("state")),
-            nodes=_str(got.get("nodes")),
-            reason=_str(got.get("reason")),
-            final=_int(got.get("final")),
-            exclude=_str(got.get("exclude")),
-        )
+        return cls(**_plain(cls, data))
 
 
 @dataclass(frozen=True)
@@ -95,7 +115,7 @@ class NemoBlock:
         values = tuple(
             (str(k), float(v)) for k, v in data.items() if k != "prefix" and _num(v) is not None
         )
-        return cls(_str(data.get("prefix")), values)
+        return cls(_text(data.get("prefix")) or "", values)
 
 
 @dataclass(frozen=True)
@@ -126,16 +146,7 @@ class NemoRead:
 
     @classmethod
     def from_json(cls, data: Any) -> NemoRead:
-        got = _obj(data)
-        log_dir = got.get("log_dir")
-        return cls(
-            trial=_int(got.get("trial")),
-            offset=_int(got.get("offset")) or 0,
-            step=_int(got.get("step")),
-            max_steps=_int(got.get("max_steps")),
-            block=NemoBlock.from_json(got.get("block")),
-            log_dir=log_dir if isinstance(log_dir, str) else None,
-        )
+        return cls(**_plain(cls, data), block=NemoBlock.from_json(_obj(data).get("block")))
 
 
 @dataclass(frozen=True)
@@ -182,21 +193,8 @@ class GpuTrack:
                 start, end = _num(pair[0]), _num(pair[1])
                 if start is not None and end is not None:
                     idle.append((start, end))
-        return cls(
-            index=index,
-            n=_int(got.get("n")) or 0,
-            util_sum=_num(got.get("util_sum")) or 0.0,
-            util_peak=_num(got.get("util_peak")) or 0.0,
-            mem_sum=_num(got.get("mem_sum")) or 0.0,
-            mem_peak=_num(got.get("mem_peak")) or 0.0,
-            first_at=_num(got.get("first_at")),
-            idle=tuple(idle),
-            idle_from=_num(got.get("idle_from")),
-            util_last=_num(got.get("util_last")),
-            mem_last=_num(got.get("mem_last")),
-            last_at=_num(got.get("last_at")),
-            lost=bool(got.get("lost")),
-        )
+        plain = {k: v for k, v in _plain(cls, got).items() if k != "index"}
+        return cls(index=index, idle=tuple(idle), **plain)
 
 
 @dataclass(frozen=True)
@@ -263,14 +261,5 @@ class Provenance:
         if not got:
             return None
         untracked = got.get("untracked")
-        return cls(
-            git=bool(got.get("git")),
-            note=_str(got.get("note")),
-            commit=_str(got.get("commit")),
-            branch=_str(got.get("branch")),
-            toplevel=_str(got.get("toplevel")),
-            dirty=bool(got.get("dirty")),
-            changed=_int(got.get("changed")) or 0,
-            untracked=tuple(str(u) for u in untracked) if isinstance(untracked, list) else (),
-            blueprint_sha256=_str(got.get("blueprint_sha256")),
-        )
+        listed = tuple(str(u) for u in untracked) if isinstance(untracked, list) else ()
+        return cls(**_plain(cls, got), untracked=listed)
