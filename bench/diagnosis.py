@@ -34,8 +34,8 @@ from pathlib import Path
 
 from ajetd.diagnosis import catalogue
 from ajetd.diagnosis.findings import diagnose_chunks
-from ajetd.diagnosis.scan import decode_line
 from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.text import decode_line
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "tests" / "data" / "corpus"

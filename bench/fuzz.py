@@ -27,11 +27,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ajetd.adapters import preflight
 from ajetd.core.blueprint import Blueprint, parse_blueprint
 from ajetd.core.durations import format_duration
 from ajetd.core.errors import BlueprintError
-from ajetd.hosts import slurm
+from ajetd.hosts import preflight, slurm
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {

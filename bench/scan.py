@@ -14,9 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ajetd.core.userkinds import parse_kinds
 from ajetd.diagnosis.findings import diagnose_chunks
+from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.scan import read_chunks
-from ajetd.diagnosis.userkinds import KindSet, parse_kinds
 
 USER_KINDS = [
     {"name": name, "patterns": patterns, "severity": "retryable", "explanation": "e", "fix": "f"}

@@ -8,7 +8,8 @@ import pytest
 
 from ajetd.diagnosis.catalogue import BY_NAME, TRIGGER_WORDS
 from ajetd.diagnosis.findings import Diagnoser, StreamDiagnoser, diagnose_chunks, diagnose_text
-from ajetd.diagnosis.scan import decode_line, read_chunks
+from ajetd.diagnosis.scan import read_chunks
+from ajetd.diagnosis.text import decode_line
 
 FIXTURES = Path(__file__).parent / "data" / "logs"
 
@@ -380,7 +381,7 @@ def test_diagnose_command(tmp_path: Path) -> None:
 
 
 def test_trial_log_tail_diagnosis_keeps_true_line_numbers(tmp_path: Path) -> None:
-    from ajetd.daemon.trials import diagnose_file
+    from ajetd.diagnosis.live import diagnose_file
 
     log = tmp_path / "trial-1.log"
     head = b"".join(b"step %d ok\n" % i for i in range(5000))
@@ -397,8 +398,7 @@ def test_trial_log_tail_diagnosis_keeps_true_line_numbers(tmp_path: Path) -> Non
 
 
 def test_live_cursor_finishes_with_the_same_findings_as_a_full_read(tmp_path: Path) -> None:
-    from ajetd.daemon.trials import diagnose_file
-    from ajetd.diagnosis.live import LiveScans
+    from ajetd.diagnosis.live import LiveScans, diagnose_file
 
     log = tmp_path / "trial-1.log"
     log.write_bytes(b"step:1 ok\n(WorkerDict pid=3) CUDA out of memory\n")

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from ajetd.adapters.kindsfile import load_kinds_file
 from ajetd.core.errors import BlueprintError
 from ajetd.core.options import parse_options
+from ajetd.core.userkinds import parse_kinds
 from ajetd.diagnosis.findings import StreamDiagnoser
+from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.live import LiveScans
-from ajetd.diagnosis.userkinds import KindSet, load_kinds_file, parse_kinds
 
 GOOD = """
 kinds:
@@ -186,7 +188,7 @@ def test_anchors_inside_and_at_the_end_of_a_pattern_see_the_undressed_line() -> 
 
 def test_a_kinds_file_with_an_alias_bomb_is_refused_by_the_bounded_loader(tmp_path: Path) -> None:
     """kinds.yaml goes through the same bounded YAML loader as `[ajetd]`: no anchors."""
-    from ajetd.diagnosis.userkinds import load_kinds_file
+    from ajetd.adapters.kindsfile import load_kinds_file
 
     bomb = tmp_path / "kinds.yaml"
     rows = ['a: &a ["x","x","x","x","x","x","x","x","x"]']

@@ -1,5 +1,6 @@
 """A campaign's folder (`campaign.yaml` and its blueprints): read and checked, submitted into
-the inbox whole, and, for one copied in by hand, whether the copy has settled.
+the inbox whole, and, for one copied in by hand, whether the copy has settled; and a
+campaign's record read back from its `state.json`.
 
 `ajetd campaign FOLDER` (the CLI) and the daemon's campaign runner read a folder the same way
 here, so a folder the CLI accepted is one the daemon can start.
@@ -7,6 +8,7 @@ here, so a folder the CLI accepted is one the daemon can start.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.store import Home
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, parse_blueprint
+from ajetd.core.campaignrecord import CampaignState, ExpState
 from ajetd.core.errors import AjetdError
 
 
@@ -69,3 +72,10 @@ def submit_folder(home: Home, folder: Path) -> str:
     shutil.copytree(folder, tmp)
     tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
     return campaign_id
+
+
+def load_state(path: Path) -> CampaignState:
+    """A campaign's record, from its `state.json`."""
+    data = json.loads(path.read_text())
+    data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
+    return CampaignState(**data)

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
+from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import SUBMITTED
+from ajetd.core.options import Options
 
 SETTLE_S = 1.0
 BLUEPRINT_EXTENSIONS = (".md", ".markdown")
@@ -208,3 +210,11 @@ def set_aside(home: Home, run_id: str, source: str, text: str, why: str) -> Path
     write_atomic(target, text, OWNER_FILE)
     write_atomic(home.rejected / f"{run_id}__{stem}.why.txt", why + "\n", OWNER_FILE)
     return target
+
+
+def stored_options(home: Home, run_id: str) -> Options:
+    """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
+    try:
+        return parse_blueprint(home.blueprint_text(run_id)).options
+    except (OSError, AjetdError):
+        return Options()

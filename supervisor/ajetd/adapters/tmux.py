@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from ajetd.core.errors import TmuxError
 from ajetd.core.trialscript import EXIT_OPTION
@@ -39,6 +40,14 @@ class Pane:
     dead_status: int | None
     start_command: str
     exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
+
+
+def find_pane(panes: list[Pane], script: Path) -> Pane | None:
+    """The pane whose own process is this trial's script (names can be reused; paths not)."""
+    for pane in panes:
+        if str(script) in pane.start_command:
+            return pane
+    return None
 
 
 def socket_from_env() -> str | None:

@@ -1,5 +1,9 @@
 """The `ajetd` command line. Reads the daemon's home directly and talks to the daemon only by files.
 
-Imports stay lazy so that `ajetd submit` starts fast; the daemon's internals are not imported
-(only `ajetd.daemon.loop` by `ajetd daemon`).
+The top layer: it may import every folder, but of `ajetd.daemon` only `Daemon` and
+`DaemonConfig` from `ajetd.daemon.loop` (for `ajetd daemon`). Imports stay lazy so that
+`ajetd submit` starts fast.
+
+Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
 """

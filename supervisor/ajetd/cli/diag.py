@@ -12,15 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters import procs
+from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.store import Home, write_atomic
-from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.tmux import Tmux, find_pane
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.daemon import trials
-from ajetd.daemon.admission import stored_options
+from ajetd.core.trialscript import trial_log
+from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts import sshcmd
 
 
@@ -32,8 +33,8 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     trial = run.trial
     screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
     findings = (trial.findings or trial.live_findings) if trial else ()
-    log_file = trials.paths(home, run, trial.number).log if trial else None
-    tail = (trials.log_tail(log_file, 50) or ["(no log)"]) if log_file else []
+    log_file = trial_log(run, trial.number) if trial else None
+    tail = (log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
     lines += [f"- state: {run.state.value}" + (f" ({run.status.value})" if run.status else "")]
     lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
@@ -76,7 +77,8 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
 def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:
     if run.trial is None:
         return ["(no trial yet)"]
-    pane = trials.find_pane(tmux.panes_or_empty(), trials.paths(home, run, run.trial.number).script)
+    script = home.trial_file(run.run_id, run.trial.number, "sh")
+    pane = find_pane(tmux.panes_or_empty(), script)
     if pane is None:
         return ["(the pane is gone)"]
     try:

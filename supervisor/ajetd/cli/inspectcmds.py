@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 @json_option
 def lint(file: Path, as_json: bool) -> None:
     """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
-    from ajetd.adapters.preflight import check_blueprint
+    from ajetd.adapters.kindsfile import home_kinds
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
-    from ajetd.diagnosis.userkinds import home_kinds
+    from ajetd.hosts.preflight import check_blueprint
     from ajetd.views import records as status_view
 
     problems: list[str]
@@ -98,9 +98,10 @@ def lint(file: Path, as_json: bool) -> None:
 def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
+    from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.diagnosis.findings import diagnose_chunks
+    from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import read_chunks
-    from ajetd.diagnosis.userkinds import KindSet, home_kinds, load_kinds_file
 
     user = KindSet()
     if kinds_file is not None:

@@ -225,7 +225,7 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
 def logs(run_id: str, follow: bool) -> None:
     """The run's full output, every trial in order."""
-    from ajetd.daemon.trials import trial_log
+    from ajetd.core.trialscript import trial_log
 
     home = open_home()
     run = load_run(home, run_id)

@@ -2,14 +2,13 @@
 alone: how many experiments count, where the campaign stands (`standing`), the best so far,
 and an ended experiment's ledger row. The daemon's campaign runner writes the record,
 `ajetd campaign status / wait / list` read it: kept apart from the runner so the CLI imports
-only this (and YAML for the spec), not the daemon's modules.
+only this (and YAML for the spec), not the daemon's modules. Pure: the file is read by
+`ajetd.adapters.campaignfolder.load_state`.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ajetd.core import campaignrules as cr
@@ -58,12 +57,6 @@ class CampaignState:
     stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
     handled: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer
     revision: int = 0  # bumped by every live change of the spec
-
-
-def load_state(path: Path) -> CampaignState:
-    data = json.loads(path.read_text())
-    data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
-    return CampaignState(**data)
 
 
 def attempted(state: CampaignState) -> int:

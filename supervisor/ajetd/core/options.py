@@ -24,8 +24,8 @@ from ajetd.core.hostspecs import (
 )
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
+from ajetd.core.userkinds import UserKind, parse_kinds
 from ajetd.core.values import OptionError, show, take, unknown_keys
-from ajetd.diagnosis.userkinds import UserKind, parse_kinds
 
 KNOWN_KEYS = (
     "gpus",
@@ -106,7 +106,7 @@ class Options:
     pull: tuple[str, ...] = ()  # remote artifacts copied back into the result dir (ssh runs)
     stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
     slurm: SlurmSpec | None = None
-    kinds: tuple[UserKind, ...] = ()  # user-defined failure kinds (diagnosis/userkinds.py)
+    kinds: tuple[UserKind, ...] = ()  # user-defined failure kinds (core/userkinds.py)
 
 
 def load_yaml_part(text: str) -> dict[str, Any]:

@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
+
+from ajetd.core.model import Run
 
 EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
 
@@ -159,3 +162,8 @@ def parse_exit_file(text: str) -> tuple[int, float | None] | None:
     except ValueError:
         ended = None
     return code, ended
+
+
+def trial_log(run: Run, number: int) -> Path:
+    """Trial `number`'s full output, in the run's result dir."""
+    return Path(run.result_dir) / "logs" / f"trial-{number}.log"

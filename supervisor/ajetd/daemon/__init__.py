@@ -1,5 +1,9 @@
 """The supervisor loop and its steps: admit, control, launch, observe, act, housekeep, publish.
 
-The only package that ties the others together. The CLI imports `ajetd.daemon.loop` to run the
-daemon and nothing else from here.
+The only package that ties the others together: it may import every folder but `ajetd.cli`.
+The CLI imports `ajetd.daemon.loop` (`Daemon`, `DaemonConfig`) to run the daemon and nothing
+else from here.
+
+Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
 """

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from ajetd.adapters import git, inbox
 from ajetd.adapters.configcopy import repoint, write_copy
-from ajetd.adapters.preflight import Resolved, check_blueprint, result_dir_problem
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.blueprint import (
@@ -34,6 +33,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts import sshcmd
+from ajetd.hosts.preflight import Resolved, check_blueprint, result_dir_problem
 
 log = logging.getLogger(__name__)
 
@@ -136,14 +136,6 @@ def _nemo_overrides(
             "a WANDB_API_KEY is set"
         )
     return command
-
-
-def stored_options(home: Home, run_id: str) -> Options:
-    """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
-    try:
-        return parse_blueprint(home.blueprint_text(run_id)).options
-    except (OSError, AjetdError):
-        return Options()
 
 
 def _provenance(run: Run, options: Options, text: str) -> Provenance:

@@ -154,7 +154,7 @@ class Admit(Base):
             if not run.active:
                 self._keep(run)
                 continue
-            slot = self.open_slot(run, admission.stored_options(self.home, run.run_id))
+            slot = self.open_slot(run, inbox.stored_options(self.home, run.run_id))
             trial = run.trial
             if trial is not None and trial.started_at is None:
                 script = trials.paths(self.home, run, trial.number).script

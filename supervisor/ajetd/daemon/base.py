@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ajetd.adapters import diskfull
+from ajetd.adapters import diskfull, inbox
 from ajetd.adapters.hooks import Hooks
+from ajetd.adapters.kindsfile import home_kinds
 from ajetd.adapters.nvml import NoGpu
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
@@ -30,12 +31,12 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.options import Options
 from ajetd.core.policy import Timing
-from ajetd.daemon import admission, ending
+from ajetd.daemon import ending
 from ajetd.daemon.campaigns import Campaigns
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.placer import GpuPlacer
 from ajetd.daemon.slots import LIVE, Runs, RunSlot
-from ajetd.diagnosis.userkinds import KindSet, home_kinds
+from ajetd.diagnosis.kindset import KindSet
 from ajetd.hosts import swarm
 from ajetd.hosts.places import Places
 from ajetd.pictures import drawing
@@ -193,7 +194,7 @@ class Base:
         """The daemon's hook for this event, then the blueprint's; each once."""
         if options is None:
             slot = self.slots.get(run.run_id)
-            options = slot.options if slot else admission.stored_options(self.home, run.run_id)
+            options = slot.options if slot else inbox.stored_options(self.home, run.run_id)
         for command in (getattr(self.cfg, name), getattr(options, name)):
             if command:
                 self.home.append_event(run.run_id, now, f"hook {name} started: {command}")

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ajetd.adapters import campaigngit, inbox
-from ajetd.adapters.campaignfolder import load_folder, settled
+from ajetd.adapters.campaignfolder import load_folder, load_state, settled
 from ajetd.adapters.control import (
     SUFFIX,
     control_problem,
@@ -29,23 +29,16 @@ from ajetd.adapters.control import (
     read_request,
     write_answer,
 )
+from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic, write_json
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.campaignblueprint import experiment_blueprint
-from ajetd.core.campaignrecord import (
-    CampaignState,
-    ExpState,
-    ledger_fields,
-    load_state,
-    progress_of,
-    standing,
-)
+from ajetd.core.campaignrecord import CampaignState, ExpState, ledger_fields, progress_of, standing
 from ajetd.core.model import Run, State
 from ajetd.core.naming import new_run_id
 from ajetd.daemon import campaignrequests
-from ajetd.daemon.admission import stored_options
 from ajetd.pictures.campaigndrawing import Plotter
 from ajetd.views.campaign import render_report
 

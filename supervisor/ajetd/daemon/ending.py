@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.adapters import procs
-from ajetd.adapters.preflight import EARLIER_RESULTS, earlier_rejection
 from ajetd.adapters.store import Home, write_atomic, write_json
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
@@ -22,15 +21,11 @@ from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run
-from ajetd.daemon.trials import (
-    await_output,
-    diagnose_file,
-    log_tail,
-    paths,
-    read_exit,
-    read_metrics,
-)
+from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
+from ajetd.diagnosis.live import diagnose_file
+from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts.base import Fetch, read_local
+from ajetd.hosts.preflight import EARLIER_RESULTS, earlier_rejection
 from ajetd.pictures import drawing
 from ajetd.views import report, words
 

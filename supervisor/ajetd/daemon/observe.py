@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.adapters import procs
+from ajetd.adapters.tmux import find_pane
 from ajetd.core import gpuuse, model
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
@@ -26,6 +27,7 @@ from ajetd.daemon import trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
+from ajetd.diagnosis.live import diagnose_file
 from ajetd.hosts import swarm
 from ajetd.pictures import drawing
 
@@ -72,7 +74,7 @@ class Observe(Base):
         for slot in self.slots.values():
             slot.pane = None
             if slot.run.trial is not None:
-                pane = trials.find_pane(panes, slot.paths(self.home).script)
+                pane = find_pane(panes, slot.paths(self.home).script)
                 if pane is not None:
                     slot.pane = (slot.run.trial.number, pane)
                     if pane.pid and not pane.dead:
@@ -183,7 +185,7 @@ class Observe(Base):
         trials.await_output(p.log, run.trial.number)  # its traceback is in the log
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
-            found = trials.diagnose_file(p.log, user=self._kinds(slot))
+            found = diagnose_file(p.log, user=self._kinds(slot))
         return (*self._observed_findings(slot), *found)
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:

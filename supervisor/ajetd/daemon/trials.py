@@ -20,9 +20,8 @@ import yaml
 
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
-from ajetd.adapters.tmux import Pane, Tmux
+from ajetd.adapters.tmux import Tmux, find_pane
 from ajetd.core import model
-from ajetd.core.finding import Finding
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
 from ajetd.core.options import Options
@@ -32,19 +31,15 @@ from ajetd.core.trialscript import (
     parse_exit_file,
     protect_autokill,
     render_trial_script,
+    trial_log,
 )
-from ajetd.diagnosis.findings import StreamDiagnoser
-from ajetd.diagnosis.scan import MAX_LINE_BYTES, count_lines, read_chunks, tail_bytes
-from ajetd.diagnosis.text import tail_lines
-from ajetd.diagnosis.userkinds import KindSet
+from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts.base import Fetch, Host, read_local
 
 log = logging.getLogger(__name__)
-TAIL_BYTES = 256 * 1024
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
-DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -59,11 +54,6 @@ class RunPaths:
     wake: Path  # the FIFO through which the trial script is told to go
 
 
-def trial_log(run: Run, number: int) -> Path:
-    """Trial `number`'s full output, in the run's result dir."""
-    return Path(run.result_dir) / "logs" / f"trial-{number}.log"
-
-
 def paths(home: Home, run: Run, number: int) -> RunPaths:
     return RunPaths(
         script=home.trial_file(run.run_id, number, "sh"),
@@ -73,14 +63,6 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
         log=trial_log(run, number),
         wake=home.trial_file(run.run_id, number, "wake"),
     )
-
-
-def find_pane(panes: list[Pane], script: Path) -> Pane | None:
-    """The pane whose own process is this trial's script (names can be reused; paths not)."""
-    for pane in panes:
-        if str(script) in pane.start_command:
-            return pane
-    return None
 
 
 def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
@@ -294,40 +276,6 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any]) -> tuple[str, str]
     )
     command = repoint(run.launch_command, run.codebase_dir, run.config_path, copy)
     return None if command is None else (command, str(copy))
-
-
-def tail_stream(
-    log_file: Path, tail_bytes: int, user: KindSet | None = None
-) -> tuple[int, StreamDiagnoser]:
-    """Where to start reading the last `tail_bytes` of a log (on a line boundary), and a
-    diagnoser that numbers lines from there as the whole file would (`user`: user kinds)."""
-    size = log_file.stat().st_size
-    start = max(0, size - tail_bytes)
-    if start:
-        with open(log_file, "rb") as handle:
-            handle.seek(start)
-            start += len(handle.readline(MAX_LINE_BYTES))
-    lines = count_lines(str(log_file), start)
-    return start, StreamDiagnoser(lines_done=lines, user=user or KindSet())
-
-
-def diagnose_file(
-    log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES, user: KindSet | None = None
-) -> list[Finding]:
-    """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
-    with true line numbers; bounded so that a huge log never stalls the daemon."""
-    try:
-        start, stream = tail_stream(log_file, tail_bytes, user)
-        for chunk in read_chunks(str(log_file), start):
-            stream.feed(chunk)
-        return stream.close()
-    except OSError:
-        return []
-
-
-def log_tail(log_file: Path, count: int) -> list[str]:
-    """The last `count` lines of a log, cleaned as a person saw them."""
-    return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
 
 
 def active_sessions(runs: list[Run]) -> set[str]:

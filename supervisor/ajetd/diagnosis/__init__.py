@@ -1,5 +1,10 @@
-"""Reading output for failures: the catalogue of kinds (data), the shape of a log line, matching,
-scanning files in bounded chunks, live scans of running trials, user-defined kinds.
+"""Reading output for failures: the catalogue of kinds (data), the shape and text of a log line,
+matching (built-in and user kinds), live scans of running trials.
 
-Imports `ajetd.core`; only `scan` and `live` read files.
+Pure but for `scan` (reading files in bounded chunks, a log's tail) and `live` (diagnosing a
+running or ended trial's log); no pure module imports those two. Imports `ajetd.core`,
+`ajetd.frameworks` and itself.
+
+Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
 """

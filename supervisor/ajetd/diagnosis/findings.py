@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
 from ajetd.core.finding import Finding
+from ajetd.core.userkinds import UserKind
 from ajetd.diagnosis.catalogue import (
     BY_NAME,
     DIGIT_BLIND,
@@ -38,7 +39,7 @@ from ajetd.diagnosis.catalogue import (
     Kind,
     candidates,
 )
-from ajetd.diagnosis.scan import MAX_LINE_BYTES, decode_line
+from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.shape import (
     BENIGN,
     DRESS_BYTES,
@@ -47,7 +48,7 @@ from ajetd.diagnosis.shape import (
     WRAPPERS,
     strip_dress,
 )
-from ajetd.diagnosis.userkinds import KindSet, UserKind
+from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
 
 EVIDENCE_CHARS = 300
 _TRACEBACK = "Traceback (most recent call last):"
@@ -236,7 +237,7 @@ def replace_count(finding: Finding, count: int) -> Finding:
 def _clean_block(block: bytes, undress: bool = True) -> str:
     """A block of raw output as the lines a person saw, with as many newlines as the raw
     block; `undress`: also without each line's dress (only for patterns with an anchor inside
-    them: anchors at a pattern's ends are widened over the dress by `userkinds`)."""
+    them: anchors at a pattern's ends are widened over the dress by `kindset`)."""
     if b"\x1b" in block:
         block = _ANSI_BYTES.sub(b"", block)
     if b"\r" in block:  # what a `\r` redraw left on screen: the text after the last one

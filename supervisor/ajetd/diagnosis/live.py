@@ -1,4 +1,5 @@
-"""Diagnosis of running trials as they print: only new bytes, bounded work per call.
+"""Diagnosis of trials' logs: of running trials as they print (only new bytes, bounded work
+per call), and of an ended trial's log tail (`diagnose_file`).
 
 A signature a still-running program prints (a traceback in a Ray worker while the driver
 hangs, a NaN loss) is noticed at the next tick, not when the trial ends. Each trial keeps one
@@ -12,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ajetd.core.finding import Finding
-from ajetd.daemon.trials import DIAGNOSE_TAIL_BYTES, tail_stream
 from ajetd.diagnosis.findings import StreamDiagnoser
-from ajetd.diagnosis.userkinds import KindSet
+from ajetd.diagnosis.kindset import KindSet
+from ajetd.diagnosis.scan import count_lines, read_chunks
+from ajetd.diagnosis.text import MAX_LINE_BYTES
 
 MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks
+DIAGNOSE_TAIL_BYTES = 64 * 1024 * 1024  # what a finished trial's diagnosis reads at most
 LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed within 2 s)
 
 
@@ -90,3 +93,32 @@ class LiveScans:
     def forget(self, run_id: str) -> None:
         for key in [k for k in self._cursors if k[0] == run_id]:
             del self._cursors[key]
+
+
+def tail_stream(
+    log_file: Path, tail_bytes: int, user: KindSet | None = None
+) -> tuple[int, StreamDiagnoser]:
+    """Where to start reading the last `tail_bytes` of a log (on a line boundary), and a
+    diagnoser that numbers lines from there as the whole file would (`user`: user kinds)."""
+    size = log_file.stat().st_size
+    start = max(0, size - tail_bytes)
+    if start:
+        with open(log_file, "rb") as handle:
+            handle.seek(start)
+            start += len(handle.readline(MAX_LINE_BYTES))
+    lines = count_lines(str(log_file), start)
+    return start, StreamDiagnoser(lines_done=lines, user=user or KindSet())
+
+
+def diagnose_file(
+    log_file: Path, tail_bytes: int = DIAGNOSE_TAIL_BYTES, user: KindSet | None = None
+) -> list[Finding]:
+    """The findings in the last `tail_bytes` of a trial's log (where a crash tells its story),
+    with true line numbers; bounded so that a huge log never stalls the daemon."""
+    try:
+        start, stream = tail_stream(log_file, tail_bytes, user)
+        for chunk in read_chunks(str(log_file), start):
+            stream.feed(chunk)
+        return stream.close()
+    except OSError:
+        return []

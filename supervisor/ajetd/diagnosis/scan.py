@@ -1,35 +1,21 @@
-"""Reading a trial's output: in chunks, with Ray's per-worker decorations removed.
+"""Reading a trial's output files: in bounded chunks, from an offset, the last bytes and lines
+(the pure line handling is in `text`; diagnosing what is read, in `live`).
 
-Terminal output is not text: it has ANSI colours, `\\r` progress redraws, invalid UTF-8, and
-under Ray every worker line carries a prefix such as `(VllmGenerationWorker pid=331005,
-ip=10.0.0.1)` and may end in `[repeated 7x across cluster]`.
+One of the two modules of `ajetd.diagnosis` that read files (with `live`); light, so that
+`ajetd status` can import it without the catalogue. A log is read in
+chunks or by its tail, so that a huge log never stalls the daemon.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ajetd.diagnosis.text import clean_line
+from ajetd.diagnosis.text import tail_lines
 
-MAX_LINE_BYTES = 64 * 1024  # a longer line is cut: memory stays bounded whatever is printed
 CHUNK_BYTES = 1 << 20
-_RAY_PREFIX = re.compile(
-    r"^(?:\x1b\[[0-9;]*m)*\([A-Za-z_][\w.:-]* pid=\d+(?:, ip=[\d.:a-fA-F]+)?\)\s?"
-)
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
-
-
-def strip_ray(line: str) -> str:
-    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
-    return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
-
-
-def decode_line(raw: bytes) -> str:
-    """One raw output line as the text a person saw, Ray's decorations removed."""
-    return strip_ray(clean_line(raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace")))
+TAIL_BYTES = 256 * 1024  # what `log_tail` reads to find a log's last lines
 
 
 def count_lines(path: str, upto: int, chunk_size: int = CHUNK_BYTES) -> int:
@@ -59,3 +45,8 @@ def read_chunks(path: str, offset: int = 0, chunk_size: int = CHUNK_BYTES) -> It
         handle.seek(offset)
         while chunk := handle.read(chunk_size):
             yield chunk
+
+
+def log_tail(log_file: Path, count: int) -> list[str]:
+    """The last `count` lines of a log, cleaned as a person saw them."""
+    return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)

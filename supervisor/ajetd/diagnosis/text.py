@@ -1,4 +1,10 @@
-"""Terminal output as text a report can show: ANSI codes gone, `\\r` redraws collapsed."""
+"""Terminal output as text a report can show: ANSI codes gone, `\\r` redraws collapsed, Ray's
+per-worker decorations removed. Pure: bytes and strings in, strings out.
+
+Terminal output is not text: it has ANSI colours, `\\r` progress redraws, invalid UTF-8, and
+under Ray every worker line carries a prefix such as `(VllmGenerationWorker pid=331005,
+ip=10.0.0.1)` and may end in `[repeated 7x across cluster]`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,11 @@ import re
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = {c: None for c in [*range(32), 127] if c != 9}
+MAX_LINE_BYTES = 64 * 1024  # a longer line is cut: memory stays bounded whatever is printed
+_RAY_PREFIX = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)*\([A-Za-z_][\w.:-]* pid=\d+(?:, ip=[\d.:a-fA-F]+)?\)\s?"
+)
+_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 
 def clean_line(line: str) -> str:
@@ -25,3 +36,13 @@ def tail_lines(data: bytes, count: int) -> list[str]:
     while lines and not lines[-1].strip():
         lines.pop()
     return lines[-count:]
+
+
+def strip_ray(line: str) -> str:
+    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
+    return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
+
+
+def decode_line(raw: bytes) -> str:
+    """One raw output line as the text a person saw, Ray's decorations removed."""
+    return strip_ray(clean_line(raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace")))

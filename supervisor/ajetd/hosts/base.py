@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from ajetd.adapters.preflight import Fs
 from ajetd.core.model import Run
 from ajetd.core.trialscript import TrialSpec
+from ajetd.hosts.preflight import Fs
 
 Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
 

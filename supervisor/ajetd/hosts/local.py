@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ajetd.adapters import procs
-from ajetd.adapters.preflight import LOCAL, Fs
 from ajetd.adapters.store import Home
 from ajetd.core.model import Run
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.base import Poller, read_local
+from ajetd.hosts.preflight import LOCAL, Fs
 
 
 class LocalHost:

@@ -12,7 +12,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ajetd.adapters.preflight import Fs
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
@@ -23,6 +22,7 @@ from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.hosts import sshcmd
 from ajetd.hosts.local import LocalHost
+from ajetd.hosts.preflight import Fs
 
 log = logging.getLogger(__name__)
 SSH_LOST = "ssh_lost"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ajetd.adapters import procs
 from ajetd.adapters.store import OWNER_FILE, write_atomic
-from ajetd.adapters.tmux import Pane, Tmux
+from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import placement
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
@@ -37,7 +37,8 @@ from ajetd.core.hostspecs import SwarmSpec
 from ajetd.core.model import Run
 from ajetd.core.policy import describe_exit
 from ajetd.core.trialscript import TrialSpec, parse_exit_file, render_trial_script
-from ajetd.daemon.trials import diagnose_file, find_pane, log_tail
+from ajetd.diagnosis.live import diagnose_file
+from ajetd.diagnosis.scan import log_tail
 
 log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 0.5  # one probe; a refused connection answers at once

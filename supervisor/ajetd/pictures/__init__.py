@@ -1,3 +1,9 @@
 """A run's and a campaign's pictures: what to draw (decided here) and the child processes that
-draw them with matplotlib, so that the daemon never imports it.
+draw them with matplotlib, so that the daemon never imports it (matplotlib is imported only
+inside the drawing functions, in the child).
+
+May import `ajetd.adapters` and everything below it.
+
+Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
 """

@@ -1,6 +1,8 @@
-"""Checks of a parsed blueprint against the filesystem: read-only, one message per problem.
+"""Checks of a parsed blueprint against the place it will run: the filesystem here or on its
+SSH host, the Slurm partitions; read-only, one message per problem.
 
 Used by `ajetd lint` and by the daemon before a run is accepted, so both say the same thing.
+It is in `hosts` because it asks each place (`LocalFs`, `sshcmd.RemoteFs`, `slurm`).
 """
 
 from __future__ import annotations
