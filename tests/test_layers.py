@@ -14,19 +14,23 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "supervisor" / "ajetd"
 
-# The folders from the bottom up. A module may import modules of its own folder and of the
-# folders below it, never above. (`ajetd/__init__.py` is below all, `ajetd/__main__.py` above.)
+# The folders from the bottom up, one layer per line. A module may import modules of its own
+# layer and of the layers below it, never above. (`ajetd/__init__.py` is below all,
+# `ajetd/__main__.py` above.) `core` and `frameworks` are one layer: the decisions use what a
+# framework writes (AgentJet's config paths, validation records) and a framework's reader fills
+# a core record (NeMo-RL's `NemoRead`); the cycle check keeps them from importing in a circle.
 LAYERS = (
-    "frameworks",  # what AgentJet and NeMo-RL print and read; imports nothing of ajetd
-    "core",  # the records, the blueprint, the decisions
-    "diagnosis",  # failure kinds and reading output for them
-    "views",  # what people and programs read: records in, text out
-    "adapters",  # the outside world on this machine: home, tmux, processes, NVML, git, hooks
-    "pictures",  # what to draw, and the child processes that draw it
-    "hosts",  # where a trial runs: here, over SSH, through Slurm, as a swarm client
-    "daemon",  # the loop and its steps
-    "cli",  # the `ajetd` command line
+    ("core", "frameworks"),  # records, blueprint, decisions; what AgentJet and NeMo-RL print
+    ("diagnosis",),  # failure kinds and reading output for them
+    ("views",),  # what people and programs read: records in, text out
+    ("adapters",),  # the outside world on this machine: home, tmux, processes, NVML, git, hooks
+    ("pictures",),  # what to draw, and the child processes that draw it
+    ("hosts",),  # where a trial runs: here, over SSH, through Slurm
+    ("daemon",),  # the loop and its steps
+    ("cli",),  # the `ajetd` command line
 )
+FOLDERS = tuple(f for layer in LAYERS for f in layer)
+ORDER = " < ".join(", ".join(layer) for layer in LAYERS)
 
 # Pure folders do no I/O: no files, processes, network, threads, clocks or terminals ...
 PURE = ("frameworks", "core", "diagnosis", "views")
@@ -153,7 +157,7 @@ def rank(module: str) -> int:
     if module == "ajetd.__main__":
         return len(LAYERS)
     where = folder(module)
-    return LAYERS.index(where) if where else -1
+    return next(i for i, layer in enumerate(LAYERS) if where in layer) if where else -1
 
 
 def pure(module: str) -> bool:
@@ -173,7 +177,7 @@ def _allowed(imp: Import) -> bool:
 
 
 def test_every_module_is_in_a_layer() -> None:
-    stray = [m for m in MODULES if folder(m) not in ("", *LAYERS)]
+    stray = [m for m in MODULES if folder(m) not in ("", *FOLDERS)]
     loose = [m for m in MODULES if not folder(m) and m not in ("ajetd", "ajetd.__main__")]
     assert not stray and not loose, f"modules outside the layers: {stray + loose}"
 
@@ -185,7 +189,7 @@ def test_no_import_goes_up_the_layers() -> None:
         if _ours(imp.target) and imp.target in MODULES and rank(imp.target) > rank(imp.source)
         if not _allowed(imp)
     ]
-    assert not wrong, f"layers, bottom up: {' < '.join(LAYERS)}\n" + "\n".join(wrong)
+    assert not wrong, f"layers, bottom up: {ORDER}\n" + "\n".join(wrong)
 
 
 def test_pure_modules_import_nothing_that_does_io() -> None:
@@ -314,7 +318,6 @@ def test_the_import_reader_sees_lazy_and_submodule_imports() -> None:
 def test_every_folder_says_what_it_keeps_and_the_layers() -> None:
     """Each folder's `__init__` docstring says what lives there and what it may import, and
     gives the layer order as `LAYERS` has it (so a change of order changes both)."""
-    order = " < ".join(LAYERS)
     wrong = []
     for module, path in MODULES.items():
         if path.name != "__init__.py" or module == "ajetd":
@@ -323,6 +326,6 @@ def test_every_folder_says_what_it_keeps_and_the_layers() -> None:
         where = path.relative_to(SRC.parent)
         if "import" not in doc.lower():
             wrong.append(f"{where}: its docstring does not say what the folder may import")
-        if order not in doc:
-            wrong.append(f"{where}: its docstring does not give the layers ({order})")
+        if ORDER not in doc:
+            wrong.append(f"{where}: its docstring does not give the layers ({ORDER})")
     assert not wrong, "\n".join(wrong)

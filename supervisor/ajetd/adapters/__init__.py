@@ -5,6 +5,6 @@ disks, the control files.
 They decide nothing; they may import `ajetd.core`, `ajetd.frameworks`, `ajetd.diagnosis`,
 `ajetd.views` and each other.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

@@ -4,6 +4,6 @@ The top layer: it may import every folder, but of `ajetd.daemon` only `Daemon` a
 `DaemonConfig` from `ajetd.daemon.loop` (for `ajetd daemon`). Imports stay lazy so that
 `ajetd submit` starts fast.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

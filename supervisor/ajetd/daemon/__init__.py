@@ -4,6 +4,6 @@ The only package that ties the others together: it may import every folder but `
 The CLI imports `ajetd.daemon.loop` (`Daemon`, `DaemonConfig`) to run the daemon and nothing
 else from here.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

@@ -5,6 +5,6 @@ Pure but for `scan` (reading files in bounded chunks, a log's tail) and `live` (
 running or ended trial's log); no pure module imports those two. Imports `ajetd.core`,
 `ajetd.frameworks` and itself.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

@@ -6,6 +6,6 @@ program, and `places` says which a run gets, so the daemon never asks which plac
 May import `ajetd.core`, `ajetd.frameworks`, `ajetd.diagnosis`, `ajetd.views`,
 `ajetd.adapters`, `ajetd.pictures`; never the daemon.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

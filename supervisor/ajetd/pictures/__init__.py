@@ -4,6 +4,6 @@ inside the drawing functions, in the child).
 
 May import `ajetd.adapters` and everything below it.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """

@@ -4,6 +4,6 @@ views, and the reports (results.md, trials.md, finish.flag). Pure: records in, t
 Imports `ajetd.core`, `ajetd.frameworks` and the pure modules of `ajetd.diagnosis`; never an
 adapter, a host or the daemon.
 
-Layers, bottom up: frameworks < core < diagnosis < views < adapters < pictures < hosts <
-daemon < cli. A module imports its own folder and the folders below it (tests/test_layers.py).
+Layers, bottom up: core, frameworks < diagnosis < views < adapters < pictures < hosts <
+daemon < cli. A module imports its own layer and the layers below it (tests/test_layers.py).
 """
