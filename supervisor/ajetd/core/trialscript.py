@@ -94,9 +94,11 @@ def render_trial_script(spec: TrialSpec) -> str:
             'now; ended="$rc $t"',
             'printf \'%s\\n\' "$ended" > "$exit_file.tmp" &&',
             '  mv -f "$exit_file.tmp" "$exit_file" ||',
-            # a full disk: the status goes to tmux's memory instead (the pane's own option)
-            f'  {{ rm -f "$exit_file.tmp"; tmux set-option -p -t "$TMUX_PANE" {EXIT_OPTION} '
-            '"$ended"; } 2>/dev/null',
+            # a full disk: the status goes to tmux's memory instead (the pane's own option).
+            # Not when the file is there: `mv` ended by a signal after its rename (the daemon,
+            # woken by it, ends the trial's leftovers), the pane may run the next trial already
+            f'  [ -e "$exit_file" ] || {{ rm -f "$exit_file.tmp"; tmux set-option -p -t '
+            f'"$TMUX_PANE" {EXIT_OPTION} "$ended"; }} 2>/dev/null',
             'exit "$rc"',
             "",
         ]
