@@ -6,16 +6,17 @@ tmux socket, starts its file watcher as `serve` does, and drives it pass by pass
 `Daemon.turn`, the body of `serve`'s loop. Real things happen in real time (a trial starts,
 prints, exits, its exit file wakes the loop): wait for them with `until`, which never moves the
 clock. Time rules (time limits, grace periods, deep checks, hang windows, plateaus) are reached
-with `run_for` / `sleep`, which move the clock exactly as far as the daemon would sleep when
+with `run_until` / `run_for` / `sleep`, which move the clock exactly as far as the daemon would sleep when
 nothing happens. A test:
 
     def test_time_limit(env: Env, loop: Loop) -> None:
       bp = env.blueprint("t", command="sleep 1000", max_time="2m", ajetd="gpus: 0")
       run_id = loop.submit(bp)
       loop.started(run_id)
-      loop.run_for(119)                        # nothing due yet
+      t0 = loop.t0(run_id)                     # when its trial started (fake time)
+      loop.run_until(t0 + 119.9)               # nothing due yet
       loop.sleep()                             # the daemon's own wake-up: the time limit
-      assert loop.event_at(run_id, "stopping: time_limit") == loop.t0(run_id) + 120
+      assert loop.event_at(run_id, "stopping: time_limit") == t0 + 120
       flag = loop.until_done(run_id)           # the trial exits in real time
 
 Keep the clock behind real time until a run's trial has started: ajetd tells a run's processes
@@ -89,22 +90,29 @@ class Loop:
         self.clock.now = max(self.clock(), self.wake_at)
         self.turn(False)
 
-    def run_for(self, seconds: float, each: Callable[[], None] | None = None) -> None:
-        """Every pass the daemon makes in the next `seconds` of fake time (`each` after every
-        pass); the clock then stands at the end, past the last pass."""
-        end = self.clock() + seconds
-        while self.wake_at <= end or self.daemon.wake.is_set():
+    def run_until(self, at: float, each: Callable[[], None] | None = None) -> None:
+        """Every pass the daemon makes until fake moment `at` (`each` after every pass); the
+        clock then stands at `at`, past the last pass."""
+        while self.wake_at <= at or self.daemon.wake.is_set():
             self.sleep()
             if each is not None:
                 each()
-        self.clock.now = end
+        self.clock.now = max(self.clock(), at)
+
+    def run_for(self, seconds: float, each: Callable[[], None] | None = None) -> None:
+        """`run_until` the next `seconds` of fake time."""
+        self.run_until(self.clock() + seconds, each)
 
     def until(self, cond: Callable[[], Any], what: str, timeout: float = REAL_WAIT_S) -> Any:
-        """Passes at the same fake moment until `cond` holds: waits for real events only."""
+        """Passes until `cond` holds, for real events (a start, an exit). Meanwhile the clock
+        runs as real time does, no faster: what the daemon only notices by polling (a pane that
+        died without its exit file) is noticed, and nothing of the test's time rules passes."""
+        fake, real = self.clock(), time.monotonic()
 
         def once() -> Any:
             self.daemon.wake.wait(0.05)  # an exit file or an inbox file wakes it at once
             self.daemon.wake.clear()
+            self.clock.now = max(self.clock(), fake + time.monotonic() - real)
             self.turn(True)
             return cond()
 
@@ -122,9 +130,9 @@ class Loop:
     def run(self, run_id: str) -> Run:
         return self.daemon.runs[run_id]
 
-    def started(self, run_id: str) -> Run:
+    def started(self, run_id: str) -> float:
         """Wait until the run's current trial runs and its banner line reached the log, and a
-        pass has seen it (its output then counts from this fake moment)."""
+        pass has seen it; that pass's fake moment (the trial's silence counts from there)."""
 
         def going() -> bool:
             run = self.daemon.runs.get(run_id)
@@ -135,8 +143,8 @@ class Loop:
             return log.exists() and f"trial {trial.number}:" in log.read_text(errors="replace")
 
         self.until(going, f"run {run_id} to start")
-        self.turn(True)
-        return self.run(run_id)
+        self.turn(True)  # the line may have landed just after the last pass looked
+        return self.clock()
 
     def until_done(self, run_id: str) -> dict[str, Any]:
         """Wait until the run ended and its reports are written; its finish.flag."""
@@ -145,9 +153,12 @@ class Loop:
             run = self.daemon.runs[run_id]
             return run.state is State.DONE and not run.reports_pending
 
-        run = self.run(run_id)
-        seen = f"{run.state.value}, signals {run.signals_sent}, events {self.events(run_id)[-3:]}"
-        self.until(done, f"run {run_id} to end (it was {seen})")
+        try:
+            self.until(done, f"run {run_id} to end")
+        except AssertionError as exc:
+            run = self.run(run_id)
+            seen = f"{run.state.value}, signals {run.signals_sent}, events {self.events(run_id)}"
+            raise AssertionError(f"{exc} (it is {seen})") from None
         flag = Path(self.run(run_id).result_dir) / "finish.flag"
         return dict(json.loads(flag.read_text()))
 

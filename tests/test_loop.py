@@ -22,22 +22,21 @@ def test_time_limit_stops_at_its_moment_and_escalates_after_each_grace(
 ) -> None:
     bp = env.blueprint("limit", command=STUBBORN, max_time="2m", ajetd="gpus: 0")
     run_id = loop.submit(bp)
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
-    loop.run_for(119.9)
+    loop.started(run_id)
+    t0 = loop.t0(run_id)  # exp_max_time counts from here
+    loop.run_until(t0 + 119.9)
     run = loop.run(run_id)
     assert run.state is State.RUNNING and run.stop_cause is None and not run.signals_sent
-    loop.sleep()  # the daemon's own wake-up: exp_max_time
-    assert loop.clock() == t0 + 120
+    loop.run_until(t0 + 120)  # the daemon wakes for exp_max_time itself
     run = loop.run(run_id)
     assert run.stop_cause is StopCause.TIME_LIMIT and run.signals_sent == ("INT",)
-    loop.run_for(29.9)  # grace_int 30 s
+    loop.run_until(t0 + 149.9)  # grace_int 30 s
     assert loop.run(run_id).signals_sent == ("INT",)
-    loop.sleep()
-    assert loop.clock() == t0 + 150 and loop.run(run_id).signals_sent == ("INT", "TERM")
-    loop.run_for(14.9)  # grace_term 15 s
+    loop.run_until(t0 + 150)
     assert loop.run(run_id).signals_sent == ("INT", "TERM")
-    loop.sleep()
-    assert loop.clock() == t0 + 165
+    loop.run_until(t0 + 164.9)  # grace_term 15 s
+    assert loop.run(run_id).signals_sent == ("INT", "TERM")
+    loop.run_until(t0 + 165)
     flag = loop.until_done(run_id)  # SIGKILL ends it in real time
     assert flag["status"] == "time_limit" and flag["exit_code"] == 137
     assert flag["reason"] == "stopped at exp_max_time (2m); data kept"
@@ -61,7 +60,8 @@ def _val_record(step: int, reward: float) -> str:
 def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, loop: Loop) -> None:
     bp = env.blueprint("deep", command="sleep 1000", max_time="2h", ajetd="gpus: 0")
     run_id = loop.submit(bp)
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    loop.started(run_id)
+    t0 = loop.t0(run_id)  # the deep checks count from here
     dues: list[float] = []  # each next deep check published in daemon.json (seconds from t0)
     checks: list[float] = []  # when each was replaced: when a deep check happened
 
@@ -72,10 +72,10 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
                 checks.append(round(loop.clock() - t0, 1))
             dues.append(round(due - t0, 1))
 
-    loop.run_for(300, seen)  # 30 s, then 1, 2 min
+    loop.run_until(t0 + 300, seen)  # 30 s, then 1, 2 min
     assert dues == [30, 90, 210, 450] and checks == [30, 90, 210]
     _val_file(env, "deep").write_text(_val_record(20, 0.5))  # news, at 300
-    loop.run_for(2400 - 300, seen)  # the check due at 450 finds it: 30 s again, then 1, 2 ...
+    loop.run_until(t0 + 2400, seen)  # the check due at 450 finds it: 30 s again, then 1, 2 ...
     assert checks == [30, 90, 210, 450, 480, 540, 660, 900, 1380, 2340]
     assert dues == [*checks, 2340 + 960]  # 16 min is the longest interval
     assert loop.run(run_id).metrics["mean_reward"] == 0.5
@@ -85,33 +85,40 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
 def test_a_silent_run_is_flagged_after_its_hang_window_and_stopped_after_a_second(
     env: Env, loop: Loop
 ) -> None:
-    rule = "gpus: 0\nhang: {window: 10m, action: stop}"
+    fired = env.tmp / "fired"
+    rule = f"gpus: 0\nhang: {{window: 10m, action: stop}}\non_attention: 'echo x >> {fired}'"
     run_id = loop.submit(env.blueprint("silent", command="sleep 1000", ajetd=rule, max_time="2h"))
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0  # its banner is its last output
-    loop.run_for(599.9)
+    t0 = loop.started(run_id)  # its banner, seen then, is its last output
+    loop.run_until(t0 + 599.9)
     assert loop.run(run_id).attention is None
-    loop.sleep()
-    assert loop.clock() == t0 + 600
+    loop.run_until(t0 + 600)
     assert str(loop.run(run_id).attention).startswith("no output for 10m or more (since ")
-    loop.run_for(599.9)
+    assert loop.event_at(run_id, "attention: no output for 10m") == t0 + 600
+    loop.run_until(t0 + 1199.9)
     assert loop.run(run_id).stop_cause is None
-    loop.sleep()
-    assert loop.clock() == t0 + 1200 and loop.run(run_id).stop_cause is StopCause.HANG
+    loop.run_until(t0 + 1200)
+    assert loop.run(run_id).stop_cause is StopCause.HANG
+    assert loop.event_at(run_id, "stopping: hang") == t0 + 1200
+    flags = [at for at, text in loop.events(run_id) if text.startswith("attention: no output")]
+    assert flags == [t0 + 600]  # raised once, though every pass since saw the silence
     flag = loop.until_done(run_id)  # SIGINT ends `sleep` in real time
     assert flag["status"] == "failed"
     assert flag["reason"].startswith("stopped by the hang rule: no output for 20m")
+    loop.until(fired.exists, "the on_attention hook")
+    assert fired.read_text() == "x\n"  # its hook ran once
 
 
 GATED = "while [ ! -e {gate} ]; do sleep 0.05; done; echo {text}"  # prints once let go
 
 
-def _let_print(loop: Loop, run_id: str, gate: Path, text: str) -> None:
-    """Let the trial print `text` now (real time) and wait until a pass has read it."""
+def _let_print(loop: Loop, run_id: str, gate: Path, text: str) -> float:
+    """Let the trial print `text` now (real time) and wait until a pass has read it; when."""
     gate.touch()
     log = Path(loop.run(run_id).result_dir) / "logs" / "trial-1.log"
     printed = lambda: text in (line.strip() for line in log.read_text().splitlines())  # noqa: E731
     loop.until(printed, f"{text!r} in the log")  # a line of its own: not the banner's command
     loop.turn()  # a pass that surely saw it (the line may land just after a pass's look)
+    return loop.clock()
 
 
 def test_new_output_restarts_the_hang_window_on_the_daemons_clock(env: Env, loop: Loop) -> None:
@@ -120,17 +127,17 @@ def test_new_output_restarts_the_hang_window_on_the_daemons_clock(env: Env, loop
     command += "; sleep 1000"
     rule = "gpus: 0\nhang: {window: 10m}"  # action: attention
     run_id = loop.submit(env.blueprint("quiet", command=command, ajetd=rule, max_time="2h"))
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
-    loop.run_for(400)
-    _let_print(loop, run_id, one, "loading")  # output at 400: silent from there
-    loop.run_for(599.9)
-    assert loop.run(run_id).attention is None  # 600 s after its start, 200 after its output
-    loop.sleep()
-    assert loop.clock() == t0 + 1000 and loop.run(run_id).attention
+    t0 = loop.started(run_id)
+    loop.run_until(t0 + 400)
+    said = _let_print(loop, run_id, one, "loading")  # output at 400: silent from there
+    loop.run_until(said + 599.9)
+    assert loop.run(run_id).attention is None  # 1000 s after its start, 600 after its output
+    loop.run_until(said + 600)
+    assert loop.event_at(run_id, "attention: no output for 10m") == said + 600
     loop.run_for(100)
-    _let_print(loop, run_id, two, "ready")  # new output clears the flag at once
+    again = _let_print(loop, run_id, two, "ready")  # new output clears the flag at once
     assert loop.run(run_id).attention is None
-    assert loop.event_at(run_id, "attention: cleared") == t0 + 1100
+    assert loop.event_at(run_id, "attention: cleared") == again
 
 
 def test_busy_gpus_keep_a_silent_run_from_being_flagged(env: Env, loop: Loop) -> None:
@@ -142,13 +149,14 @@ def test_busy_gpus_keep_a_silent_run_from_being_flagged(env: Env, loop: Loop) ->
     loop.daemon.gpus.probe = FakeProbe(gpus, clock=loop.clock)  # busy for 300 s of fake time
     rule = "gpus: 1\nhang: {window: 10m}"
     run_id = loop.submit(env.blueprint("gpu", command="sleep 1000", ajetd=rule, max_time="2h"))
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    loop.started(run_id)
+    t0 = loop.t0(run_id)  # placed and sampled then, and every 10 s while young
     assert loop.run(run_id).gpu_ids == (0,)
-    loop.run_for(600 + 289)  # the last busy sample is at 290 (one every 10 s while young)
+    loop.run_until(t0 + 600 + 289.9)  # the last busy sample is at 290
     assert loop.run(run_id).attention is None
-    loop.sleep()
-    assert loop.clock() == t0 + 890
+    loop.run_until(t0 + 890)
     assert ", GPUs idle (since " in str(loop.run(run_id).attention)
+    assert loop.event_at(run_id, "attention: no output for 10m") == t0 + 890
 
 
 def test_a_plateau_late_in_the_run_stops_it(env: Env, loop: Loop) -> None:
@@ -156,12 +164,13 @@ def test_a_plateau_late_in_the_run_stops_it(env: Env, loop: Loop) -> None:
     bp = env.blueprint("flat", command="sleep 1000", max_time="1h", ajetd=rule)
     records = [_val_record(20 * i, r) for i, r in enumerate([0.5, 0.6, 0.6, 0.602, 0.6])]
     run_id = loop.submit(bp)
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
+    loop.started(run_id)
+    t0 = loop.t0(run_id)
     _val_file(env, "flat").write_text("".join(records))  # no gain over the last 3
-    loop.run_for(1799.9)  # before half of exp_max_time: no early stop, however flat
+    loop.run_until(t0 + 1799.9)  # before half of exp_max_time: no early stop, however flat
     run = loop.run(run_id)
     assert len(run.history) == 5 and run.stop_cause is None
-    loop.run_for(60)  # noticed at the next look (each live run is looked at every minute)
+    loop.run_until(t0 + 1860)  # noticed at the next look (each live run is looked at every minute)
     stopped = loop.event_at(run_id, "stopping: plateau")
     assert stopped is not None and t0 + 1800 <= stopped <= t0 + 1860
     flag = loop.until_done(run_id)
@@ -252,20 +261,17 @@ def test_a_hang_relaunch_counts_the_new_trials_silence_from_its_own_start(
 ) -> None:
     rule = "gpus: 0\nmax_trials: 2\nhang: {window: 10m, action: relaunch}"
     run_id = loop.submit(env.blueprint("stuck", command="sleep 1000", ajetd=rule, max_time="2h"))
-    t0 = loop.t0(run_id) if loop.started(run_id) else 0.0
-    loop.run_for(1199.9)
-    loop.sleep()  # stopped at 2 windows of silence; its end relaunches it (real time)
+    t0 = loop.started(run_id)
+    loop.run_until(t0 + 1200)  # stopped at 2 windows of silence; its end relaunches it
     loop.until(lambda: len(loop.run(run_id).trials) == 2, "the relaunch")
-    t1 = loop.t0(run_id) if loop.started(run_id) else 0.0
-    assert t1 == t0 + 1200 and loop.run(run_id).attention is None
-    loop.run_for(599.9)  # the first trial's silence is not the second's
+    t1 = loop.started(run_id)
     assert loop.run(run_id).attention is None
-    loop.sleep()
-    assert loop.clock() == t1 + 600 and loop.run(run_id).attention
-    loop.run_for(599.9)
-    loop.sleep()
+    loop.run_until(t1 + 599.9)  # the first trial's silence is not the second's
+    assert loop.run(run_id).attention is None
+    loop.run_until(t1 + 1200)
+    flags = [at for at, text in loop.events(run_id) if text.startswith("attention: no output")]
     stops = [at for at, text in loop.events(run_id) if text.startswith("stopping: hang")]
-    assert stops == [t0 + 1200, t1 + 1200]
+    assert flags == [t0 + 600, t1 + 600] and stops == [t0 + 1200, t1 + 1200]
     flag = loop.until_done(run_id)  # max_trials 2: the second hang ends the run
     assert flag["status"] == "failed" and flag["trials"] == 2
 
@@ -274,22 +280,24 @@ def test_a_restarted_daemon_keeps_the_time_limit_and_the_hang_window(env: Env) -
     first = Loop(env)
     rule = "gpus: 0\nhang: {window: 1m}"
     run_id = first.submit(env.blueprint("again", command="sleep 1000", ajetd=rule, max_time="2m"))
-    t0 = first.t0(run_id) if first.started(run_id) else 0.0
-    first.run_for(30)
+    first.started(run_id)
+    t0 = first.t0(run_id)
+    first.run_until(t0 + 30)
     first.close()  # the daemon goes; its run goes on in tmux
     second = Loop(env, clock=FakeClock(t0 + 50))  # 20 s later, a new daemon on the same home
     try:
         assert second.run(run_id).state is State.RUNNING
-        second.run_for(9.9)
+        # its last output came before the restart: the log's time says when (real time,
+        # which the fake clock followed while the trial started)
+        said = max(t0, (Path(second.run(run_id).result_dir) / "logs/trial-1.log").stat().st_mtime)
+        second.run_until(said + 59.9)
         assert second.run(run_id).attention is None
-        second.run_for(1)  # a minute after its last output, before the restart: the log's
-        flagged = second.event_at(run_id, "attention: no output for 1m")  # mtime says when
-        assert flagged is not None and t0 + 60 <= flagged < t0 + 61
-        second.run_for(t0 + 119.9 - second.clock())
+        second.run_until(said + 60)
+        assert second.event_at(run_id, "attention: no output for 1m") == said + 60
+        second.run_until(t0 + 119.9)
         assert second.run(run_id).stop_cause is None
-        second.sleep()  # exp_max_time counts from the run's start, not the daemon's
-        assert second.clock() == t0 + 120
-        assert second.run(run_id).stop_cause is StopCause.TIME_LIMIT
+        second.run_until(t0 + 120)  # exp_max_time counts from the run's start, not the daemon's
+        assert second.event_at(run_id, "stopping: time_limit") == t0 + 120
         assert second.until_done(run_id)["status"] == "time_limit"
     finally:
         second.close()

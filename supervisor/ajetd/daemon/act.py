@@ -80,6 +80,8 @@ class Act(Observe):
                 count = slot.host.signal(run, pid, action.signal.value)
                 self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
                 return model.signal_sent(run, action.signal.value)
+            case Attention() if action.reason == run.attention:
+                return run  # already so (a hang flag stays while silent): no event, no hook again
             case Attention():
                 self.home.append_event(run.run_id, now, f"attention: {action.reason or 'cleared'}")
                 run = model.set_attention(run, action.reason)
