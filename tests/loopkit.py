@@ -15,8 +15,8 @@ nothing happens. A test:
       loop.started(run_id)
       t0 = loop.t0(run_id)                     # when its trial started (fake time)
       loop.run_until(t0 + 119.9)               # nothing due yet
-      loop.sleep()                             # the daemon's own wake-up: the time limit
-      assert loop.event_at(run_id, "stopping: time_limit") == t0 + 120
+      loop.reach(t0 + 120)                     # the daemon wakes for it by itself
+      assert loop.on_time(run_id, "stopping: time_limit", t0 + 120)
       flag = loop.until_done(run_id)           # the trial exits in real time
 
 Keep the clock behind real time until a run's trial has started: ajetd tells a run's processes
@@ -38,6 +38,9 @@ from ajetd.core.policy import Timing
 from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, wait_for
 
+# The daemon never sleeps less than this (`Daemon._sleep_for`, a guard against spinning): a
+# pass that falls just before a moment is followed by one this much after it.
+SHORTEST_SLEEP_S = 0.005
 REAL_WAIT_S = 20.0  # the longest a test waits for one real event (a start, an exit)
 
 
@@ -99,6 +102,11 @@ class Loop:
                 each()
         self.clock.now = max(self.clock(), at)
 
+    def reach(self, moment: float) -> None:
+        """`run_until` the daemon has met `moment` (its pass at it, or one its shortest sleep
+        later when the pass before fell just short of it)."""
+        self.run_until(moment + SHORTEST_SLEEP_S)
+
     def run_for(self, seconds: float, each: Callable[[], None] | None = None) -> None:
         """`run_until` the next `seconds` of fake time."""
         self.run_until(self.clock() + seconds, each)
@@ -140,7 +148,9 @@ class Loop:
             if run is None or trial is None or trial.started_at is None:
                 return False
             log = Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"
-            return log.exists() and f"trial {trial.number}:" in log.read_text(errors="replace")
+            text = log.read_text(errors="replace") if log.exists() else ""
+            banner = text.find(f"trial {trial.number}:")  # the whole line: tmux may split it
+            return banner >= 0 and "\n" in text[banner:]
 
         self.until(going, f"run {run_id} to start")
         self.turn(True)  # the line may have landed just after the last pass looked
@@ -169,6 +179,12 @@ class Loop:
     def event_at(self, run_id: str, prefix: str) -> float | None:
         """When the first event starting with `prefix` was journaled (fake time), or None."""
         return next((at for at, text in self.events(run_id) if text.startswith(prefix)), None)
+
+    def on_time(self, run_id: str, prefix: str, moment: float) -> bool:
+        """The run's first event starting with `prefix` was journaled at `moment`, or as late
+        as the daemon's shortest sleep after it."""
+        at = self.event_at(run_id, prefix)
+        return at is not None and moment <= at <= moment + SHORTEST_SLEEP_S
 
     def t0(self, run_id: str) -> float:
         """When the run's current trial started (fake time)."""

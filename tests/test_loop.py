@@ -12,7 +12,7 @@ import pytest
 
 from ajetd.core.model import State, StopCause
 from conftest import Env
-from loopkit import FakeClock, Loop
+from loopkit import SHORTEST_SLEEP_S, FakeClock, Loop
 
 STUBBORN = "trap '' INT TERM; sleep 1000"  # ignores INT and TERM (as does its sleep)
 
@@ -27,23 +27,24 @@ def test_time_limit_stops_at_its_moment_and_escalates_after_each_grace(
     loop.run_until(t0 + 119.9)
     run = loop.run(run_id)
     assert run.state is State.RUNNING and run.stop_cause is None and not run.signals_sent
-    loop.run_until(t0 + 120)  # the daemon wakes for exp_max_time itself
+    loop.reach(t0 + 120)  # the daemon wakes for exp_max_time itself
     run = loop.run(run_id)
     assert run.stop_cause is StopCause.TIME_LIMIT and run.signals_sent == ("INT",)
-    loop.run_until(t0 + 149.9)  # grace_int 30 s
+    assert loop.on_time(run_id, "stopping: time_limit", t0 + 120)
+    began = loop.run(run_id).stop_began_at or 0.0
+    loop.run_until(began + 29.9)  # grace_int 30 s
     assert loop.run(run_id).signals_sent == ("INT",)
-    loop.run_until(t0 + 150)
+    loop.reach(began + 30)
     assert loop.run(run_id).signals_sent == ("INT", "TERM")
-    loop.run_until(t0 + 164.9)  # grace_term 15 s
+    loop.run_until(began + 44.9)  # grace_term 15 s
     assert loop.run(run_id).signals_sent == ("INT", "TERM")
-    loop.run_until(t0 + 165)
+    loop.reach(began + 45)
     flag = loop.until_done(run_id)  # SIGKILL ends it in real time
     assert flag["status"] == "time_limit" and flag["exit_code"] == 137
     assert flag["reason"] == "stopped at exp_max_time (2m); data kept"
     assert (Path(loop.run(run_id).result_dir) / "results.md").exists()
-    assert loop.event_at(run_id, "stopping: time_limit") == t0 + 120
-    assert loop.event_at(run_id, "sent SIGTERM") == t0 + 150
-    assert loop.event_at(run_id, "sent SIGKILL") == t0 + 165
+    assert loop.on_time(run_id, "sent SIGTERM", began + 30)
+    assert loop.on_time(run_id, "sent SIGKILL", began + 45)
 
 
 def _val_file(env: Env, name: str) -> Path:
@@ -79,7 +80,7 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
     assert checks == [30, 90, 210, 450, 480, 540, 660, 900, 1380, 2340]
     assert dues == [*checks, 2340 + 960]  # 16 min is the longest interval
     assert loop.run(run_id).metrics["mean_reward"] == 0.5
-    assert loop.event_at(run_id, "validation: 1 record(s)") == t0 + 450
+    assert loop.on_time(run_id, "validation: 1 record(s)", t0 + 450)
 
 
 def test_a_silent_run_is_flagged_after_its_hang_window_and_stopped_after_a_second(
@@ -88,19 +89,21 @@ def test_a_silent_run_is_flagged_after_its_hang_window_and_stopped_after_a_secon
     fired = env.tmp / "fired"
     rule = f"gpus: 0\nhang: {{window: 10m, action: stop}}\non_attention: 'echo x >> {fired}'"
     run_id = loop.submit(env.blueprint("silent", command="sleep 1000", ajetd=rule, max_time="2h"))
-    t0 = loop.started(run_id)  # its banner, seen then, is its last output
+    seen = loop.started(run_id)  # its banner is its last output, seen by then
+    t0 = loop.t0(run_id)  # silence counts from its start or the pass that saw the banner
     loop.run_until(t0 + 599.9)
     assert loop.run(run_id).attention is None
-    loop.run_until(t0 + 600)
+    loop.reach(seen + 600)
     assert str(loop.run(run_id).attention).startswith("no output for 10m or more (since ")
-    assert loop.event_at(run_id, "attention: no output for 10m") == t0 + 600
-    loop.run_until(t0 + 1199.9)
+    flagged = loop.event_at(run_id, "attention: no output for 10m")
+    assert flagged is not None and t0 + 600 <= flagged <= seen + 600 + SHORTEST_SLEEP_S
+    loop.run_until(flagged + 599.9)
     assert loop.run(run_id).stop_cause is None
-    loop.run_until(t0 + 1200)
+    loop.reach(flagged + 600)
     assert loop.run(run_id).stop_cause is StopCause.HANG
-    assert loop.event_at(run_id, "stopping: hang") == t0 + 1200
+    assert loop.on_time(run_id, "stopping: hang", flagged + 600)
     flags = [at for at, text in loop.events(run_id) if text.startswith("attention: no output")]
-    assert flags == [t0 + 600]  # raised once, though every pass since saw the silence
+    assert flags == [flagged]  # raised once, though every pass since saw the silence
     flag = loop.until_done(run_id)  # SIGINT ends `sleep` in real time
     assert flag["status"] == "failed"
     assert flag["reason"].startswith("stopped by the hang rule: no output for 20m")
@@ -132,8 +135,8 @@ def test_new_output_restarts_the_hang_window_on_the_daemons_clock(env: Env, loop
     said = _let_print(loop, run_id, one, "loading")  # output at 400: silent from there
     loop.run_until(said + 599.9)
     assert loop.run(run_id).attention is None  # 1000 s after its start, 600 after its output
-    loop.run_until(said + 600)
-    assert loop.event_at(run_id, "attention: no output for 10m") == said + 600
+    loop.reach(said + 600)
+    assert loop.on_time(run_id, "attention: no output for 10m", said + 600)
     loop.run_for(100)
     again = _let_print(loop, run_id, two, "ready")  # new output clears the flag at once
     assert loop.run(run_id).attention is None
@@ -154,9 +157,10 @@ def test_busy_gpus_keep_a_silent_run_from_being_flagged(env: Env, loop: Loop) ->
     assert loop.run(run_id).gpu_ids == (0,)
     loop.run_until(t0 + 600 + 289.9)  # the last busy sample is at 290
     assert loop.run(run_id).attention is None
-    loop.run_until(t0 + 890)
+    loop.run_until(t0 + 890 + 2 * SHORTEST_SLEEP_S)  # (each sample, too, may be that late)
     assert ", GPUs idle (since " in str(loop.run(run_id).attention)
-    assert loop.event_at(run_id, "attention: no output for 10m") == t0 + 890
+    flagged = loop.event_at(run_id, "attention: no output for 10m")
+    assert flagged is not None and t0 + 890 <= flagged <= t0 + 890 + 2 * SHORTEST_SLEEP_S
 
 
 def test_a_plateau_late_in_the_run_stops_it(env: Env, loop: Loop) -> None:
@@ -261,17 +265,22 @@ def test_a_hang_relaunch_counts_the_new_trials_silence_from_its_own_start(
 ) -> None:
     rule = "gpus: 0\nmax_trials: 2\nhang: {window: 10m, action: relaunch}"
     run_id = loop.submit(env.blueprint("stuck", command="sleep 1000", ajetd=rule, max_time="2h"))
-    t0 = loop.started(run_id)
-    loop.run_until(t0 + 1200)  # stopped at 2 windows of silence; its end relaunches it
+    seen = loop.started(run_id)
+    loop.run_until(
+        seen + 1200 + 2 * SHORTEST_SLEEP_S
+    )  # stopped at 2 windows of silence; its end relaunches it
     loop.until(lambda: len(loop.run(run_id).trials) == 2, "the relaunch")
-    t1 = loop.started(run_id)
+    t1, seen1 = loop.t0(run_id), loop.started(run_id)
     assert loop.run(run_id).attention is None
     loop.run_until(t1 + 599.9)  # the first trial's silence is not the second's
     assert loop.run(run_id).attention is None
-    loop.run_until(t1 + 1200)
+    loop.run_until(seen1 + 1200 + 2 * SHORTEST_SLEEP_S)
     flags = [at for at, text in loop.events(run_id) if text.startswith("attention: no output")]
     stops = [at for at, text in loop.events(run_id) if text.startswith("stopping: hang")]
-    assert flags == [t0 + 600, t1 + 600] and stops == [t0 + 1200, t1 + 1200]
+    assert len(flags) == 2 and t1 + 600 <= flags[1] <= seen1 + 600 + SHORTEST_SLEEP_S
+    assert len(stops) == 2
+    for flagged, stopped in zip(flags, stops, strict=True):
+        assert flagged + 600 <= stopped <= flagged + 600 + SHORTEST_SLEEP_S
     flag = loop.until_done(run_id)  # max_trials 2: the second hang ends the run
     assert flag["status"] == "failed" and flag["trials"] == 2
 
@@ -292,12 +301,12 @@ def test_a_restarted_daemon_keeps_the_time_limit_and_the_hang_window(env: Env) -
         said = max(t0, (Path(second.run(run_id).result_dir) / "logs/trial-1.log").stat().st_mtime)
         second.run_until(said + 59.9)
         assert second.run(run_id).attention is None
-        second.run_until(said + 60)
-        assert second.event_at(run_id, "attention: no output for 1m") == said + 60
+        second.reach(said + 60)
+        assert second.on_time(run_id, "attention: no output for 1m", said + 60)
         second.run_until(t0 + 119.9)
         assert second.run(run_id).stop_cause is None
-        second.run_until(t0 + 120)  # exp_max_time counts from the run's start, not the daemon's
-        assert second.event_at(run_id, "stopping: time_limit") == t0 + 120
+        second.reach(t0 + 120)  # exp_max_time counts from the run's start, not the daemon's
+        assert second.on_time(run_id, "stopping: time_limit", t0 + 120)
         assert second.until_done(run_id)["status"] == "time_limit"
     finally:
         second.close()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ajetd.core import model
 from ajetd.core.backoff import Backoff
 from ajetd.core.model import Run, Signal, Status, StopCause, Trial
@@ -195,3 +198,26 @@ def test_plateau_stops_gracefully_with_its_status() -> None:
     stopping = model.begin_stop(run, begin.cause, T0 + 60, begin.why)
     [fin] = decide(stopping, replace(obs, exit=(130, None)), TIMING, options)
     assert isinstance(fin, Finish) and fin.status is Status.PLATEAU and "mean_reward" in fin.reason
+
+
+@given(
+    since=st.floats(min_value=1e9, max_value=4e9),
+    window=st.floats(min_value=1, max_value=10_000),
+    action=st.sampled_from(["attention", "stop"]),
+)
+def test_a_hang_moment_next_wake_names_is_decided_at_that_moment(
+    since: float, window: float, action: str
+) -> None:
+    """The loop sleeps until `next_wake` and decides then: at that very moment (float sums
+    of a large epoch time and a window included) the decision has changed."""
+    run = replace(_run(), max_time_s=None)
+    options = replace(OPTIONS, hang_window_s=window, hang_action=action)
+    flag_at = next_wake(run, TIMING, window, since, since)
+    assert flag_at == since + window
+    [attention] = decide(run, Observation(now=flag_at, last_output_at=since), TIMING, options)
+    assert isinstance(attention, Attention) and attention.reason
+    flagged = model.set_attention(run, attention.reason)
+    stop_at = next_wake(flagged, TIMING, window, since, flag_at)
+    assert stop_at == since + 2 * window
+    later = decide(flagged, Observation(now=stop_at, last_output_at=since), TIMING, options)
+    assert isinstance(later[0], BeginStop if action == "stop" else Attention)

@@ -230,13 +230,16 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
     cause = run.stop_cause
     quiet_since = _quiet_since(obs)
     silence = obs.now - quiet_since if quiet_since is not None else 0.0
+    # the moments `next_wake` names, compared as it computes them: `now - since >= window`
+    # may round below the window at the very moment `since + window`
+    quiet = quiet_since if quiet_since is not None else float("inf")
     if cause is None:
         why = ""
         if obs.stop_requested:
             cause = StopCause.USER
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
-        elif silence >= 2 * window_s and options.hang_action in ("stop", "relaunch"):
+        elif obs.now >= quiet + 2 * window_s and options.hang_action in ("stop", "relaunch"):
             cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
             why = (
                 f"no output for {format_duration(silence)} (hang window "
@@ -258,8 +261,8 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
             and obs.now >= began + timing.grace_int_s + timing.grace_term_s
         ):
             actions.append(Send(Signal.KILL))
-    if silence >= window_s and cause is None:
-        since = iso(quiet_since)
+    if obs.now >= quiet + window_s and cause is None:
+        since = iso(quiet)
         idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
         reason = f"{HANG_PREFIX}{format_duration(window_s)} or more{idle} (since {since})"
         if run.attention is None or run.attention.startswith(HANG_PREFIX):
