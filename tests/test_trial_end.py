@@ -192,3 +192,22 @@ def test_liveness_asks_tmux_only_when_a_pane_process_changed(env: Env) -> None:
     os.kill(env.record(run_id)["trials"][-1]["pane_pid"], signal.SIGKILL)
     status = env.wait_done(run_id, timeout=10)
     assert status["status"] == "lost"
+
+
+def test_a_relaunch_waits_for_the_previous_script_to_exit() -> None:
+    """The exit file appears a moment before its script exits; a pane respawned in between
+    kills the script there, and it noted its exit on the pane, read as the next trial's (seen
+    by bench/relaunch.py, about once in 80 relaunches). The pane is given on only once the
+    script has exited (bounded); a dead pane at once."""
+    from ajetd.adapters.tmux import Pane
+
+    script = subprocess.Popen(["sleep", "0.3"])
+    try:
+        pane = Pane("s", "%1", script.pid, False, None, "bash trial-1.sh")
+        assert trials.await_exit(pane, timeout=30)
+        assert procs.started(script.pid) is None  # ended (a zombie until it is waited for)
+        assert not trials.await_exit(Pane("s", "%1", os.getpid(), False, None, ""), 0.05)
+        assert trials.await_exit(Pane("s", "%1", os.getpid(), True, 0, ""), 0.0)  # dead pane
+    finally:
+        script.kill()
+        script.wait()

@@ -41,6 +41,13 @@ class Launch(Base):
                 with self._each(slot.run_id, "launching it"):
                     self._start(slot, now)
 
+    def relaunch(self, now: float) -> None:
+        """The relaunch step: trials that ended into a next one this tick (a restart with its
+        fix, a pipeline's next stage) are launched, with whatever else waits."""
+        if self.relaunch_due:
+            with self._step("launch", "relaunching"):
+                self.launch(now)
+
     def _launch_one(self, slot: RunSlot, place: placement.Decision, now: float) -> None:
         if self.home.root in self.troubles.full:  # its script and go file need the home
             why = f"waiting: {self.home.root} is full ({diskfull.free_space(self.home.root)} free)"

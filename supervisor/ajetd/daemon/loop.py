@@ -150,6 +150,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
     def tick(self, now: float) -> None:
         self.live_growing = False
         ask_tmux = self.record_ends(now)
+        self.relaunch(now)  # a trial that ended into a next one: at once, before the rest
         with self._step("disk", "writing what a full disk held back"):
             self.held.retry()
             self._finish_hooks(now)
@@ -164,9 +165,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
             self.launch(now)
         self.watcher.trial_end.clear()  # exit files were taken by record_ends
         self.supervise_live(now, ask_tmux)
-        with self._step("launch", "relaunching"):  # trials that ended into a next one
-            if self.relaunch_due:
-                self.launch(now)
+        self.relaunch(now)
         with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
             self.campaigns.tick(now, dict(self.runs))  # soon as a run ends
         self.housekeeping(now)

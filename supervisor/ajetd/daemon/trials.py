@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ajetd.adapters import procs
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.adapters.tmux import Tmux, find_pane
@@ -73,6 +74,20 @@ def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) ->
     marker = exit_line(number)
     deadline = time.monotonic() + timeout
     while marker not in tail_bytes(log_file, 4096):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def await_exit(pane: Pane, timeout: float = OUTPUT_WAIT_S) -> bool:
+    """Wait, bounded, until the previous trial's script has exited before its pane is given
+    to the next: its exit file appears a moment before it exits, and a respawn in between
+    kills it there, so that it notes its exit on the pane (as on a full disk) after the pane
+    was cleared, where the next trial's record would read it as its own."""
+    began = procs.started(pane.pid) if pane.pid and not pane.dead else None
+    deadline = time.monotonic() + timeout
+    while began is not None and procs.started(pane.pid) == began:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.002)
@@ -184,6 +199,7 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float, host: Host) -> Run
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
             assert previous is not None
+            await_exit(previous)
             pane = tmux.respawn(previous.pane_id, str(p.script))
         tmux.keep_dead_pane(pane.pane_id)
         tmux.pipe_to_file(pane.pane_id, str(p.log))
