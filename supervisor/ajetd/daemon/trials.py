@@ -21,7 +21,7 @@ import yaml
 from ajetd.adapters import procs
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
-from ajetd.adapters.tmux import Tmux, find_pane
+from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import model
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session
