@@ -195,10 +195,9 @@ def test_liveness_asks_tmux_only_when_a_pane_process_changed(env: Env) -> None:
 
 
 def test_a_relaunch_waits_for_the_previous_script_to_exit() -> None:
-    """The exit file appears a moment before its script exits; a pane respawned in between
-    kills the script there, and it noted its exit on the pane, read as the next trial's (seen
-    by bench/relaunch.py, about once in 80 relaunches). The pane is given on only once the
-    script has exited (bounded); a dead pane at once."""
+    """The exit file appears a moment before its script exits, and the failed trial's
+    leftovers (its script among them) are ended at once: the pane is given to the next trial
+    only once the script is gone (bounded); a dead pane at once."""
     from ajetd.adapters.tmux import Pane
 
     script = subprocess.Popen(["sleep", "0.3"])

@@ -82,9 +82,9 @@ def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) ->
 
 def await_exit(pane: Pane, timeout: float = OUTPUT_WAIT_S) -> bool:
     """Wait, bounded, until the previous trial's script has exited before its pane is given
-    to the next: its exit file appears a moment before it exits, and a respawn in between
-    kills it there, so that it notes its exit on the pane (as on a full disk) after the pane
-    was cleared, where the next trial's record would read it as its own."""
+    to the next: its exit file appears a moment before it exits, and the failed trial's
+    leftovers are ended at once, the script among them; a pane respawned before it is gone
+    could still get its last words (an exit note on the pane) as the next trial's."""
     began = procs.started(pane.pid) if pane.pid and not pane.dead else None
     deadline = time.monotonic() + timeout
     while began is not None and procs.started(pane.pid) == began:
