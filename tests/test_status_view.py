@@ -199,3 +199,14 @@ def test_watch_redraws_in_a_real_tmux_pane_until_q(daemon_env: Env) -> None:
     env.tmux("send-keys", "-t", "=watcher:", "q")
     wait_for(lambda: "WATCH-EXIT 0" in screen(), timeout=15, what="q to end the view")
     assert "LAST OUTPUT" not in screen()  # the alternate screen is gone, the shell is back
+
+
+def test_watch_without_a_terminal_says_so_and_exits(env: Env) -> None:
+    """Once it wrote escape codes into the pipe forever: a script or an agent calling
+    `status --watch` never got control back."""
+    _home_with_runs(env, 1, 0)
+    out = env.cli("status", "--watch")  # stdout is a pipe here
+    assert out.returncode == 2 and "needs a terminal" in out.stderr, out
+    assert "ajetd status --json" in out.stderr and out.stdout == ""
+    both = env.cli("status", "--watch", "--json")
+    assert both.returncode == 2 and "--json prints once" in both.stderr, both

@@ -43,6 +43,18 @@ def submit(file: Path) -> None:
         click.echo(warning, err=True)
 
 
+def _check_watch(as_json: bool) -> None:
+    """`--watch` redraws a terminal until a key ends it: into a pipe or a file it would write
+    escape codes forever, and a script or an agent calling it would never get control back."""
+    if as_json:
+        raise click.UsageError("--watch and --json do not go together: --json prints once")
+    if not sys.stdout.isatty():
+        raise click.UsageError(
+            "--watch needs a terminal and stdout is not one; programs: `ajetd status --json` "
+            "(once), `ajetd wait RUN` (until a run ends)"
+        )
+
+
 @click.command()
 @click.argument("run_id", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
@@ -56,7 +68,11 @@ def submit(file: Path) -> None:
 )
 @click.option("--since", default=None, help="Only runs live or ended within this time (2d, 6h).")
 @click.option("--campaign", default=None, help="Only the runs of this campaign (its id).")
-@click.option("--watch", is_flag=True, help="Redraw every 2 s until q or Ctrl-C.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Redraw every 2 s on this terminal until q or Ctrl-C (with RUN: that run chosen).",
+)
 @json_option
 def status(
     run_id: str | None,
@@ -69,6 +85,8 @@ def status(
 ) -> None:
     """Live runs first, then the 10 most recent ended ones (or one run, or a campaign by its
     id, in full)."""
+    if watch:
+        _check_watch(as_json)
     if run_id is not None and is_campaign_id(run_id):
         from ajetd.cli.campaign import show_status
 
@@ -80,7 +98,7 @@ def status(
 
     home = open_home()
     now = time.time()
-    if run_id is not None:
+    if run_id is not None and not watch:
         run = load_run(home, run_id)
         if as_json:
             click.echo(statusterm.json_dump(status_view.run_json(run, now)))
@@ -89,7 +107,7 @@ def status(
         return
     filters = _status_filters(home, show_all, state, since, campaign)
     if watch:
-        statusterm.watch(home, filters)
+        statusterm.watch(home, filters, selected=run_id and load_run(home, run_id).run_id)
         return
     if as_json:  # the list of runs stays the contract; the daemon's own trouble goes to stderr
         for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4):

@@ -191,13 +191,14 @@ def frame(
     return lines[:rows], order
 
 
-def watch(home: Home, filters: view.Filters, interval: float = REFRESH_S) -> None:
-    """Redraw every `interval` seconds until `q` or Ctrl-C."""
+def watch(
+    home: Home, filters: view.Filters, interval: float = REFRESH_S, selected: str | None = None
+) -> None:
+    """Redraw every `interval` seconds until `q` or Ctrl-C; `selected`: the run shown first."""
     from rich.console import Console
     from rich.live import Live
 
     console = Console(highlight=False)
-    selected: str | None = None
     live = Live(console=console, screen=True, auto_refresh=False)
     with _keys() as keys, live, contextlib.suppress(KeyboardInterrupt):
         while True:
