@@ -28,8 +28,7 @@ class Launch(Base):
             (s for s in self.slots.values() if s.run.state in WAITING),
             key=lambda s: s.run.submitted_at,
         )
-        options = {s.run_id: s.options for s in self.slots.values()}
-        places = self.placer.decide([s.run for s in queue], self.runs, options, now)
+        places = self.placer.decide(queue, self.slots, now)
         for slot in queue:
             with self._each(slot.run_id, "launching it"):
                 self._launch_one(slot, places[slot.run_id], now)

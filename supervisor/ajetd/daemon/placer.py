@@ -1,17 +1,16 @@
-"""Placing waiting runs on GPUs from fresh samples: this machine's (NVML or the fake) and
-each SSH host's (`nvidia-smi`); the decisions themselves are `placement.plan`'s."""
+"""Placing waiting runs on GPUs from fresh samples: this machine's (NVML or the fake) and those
+of each other machine a run's host names (an SSH host's `nvidia-smi`); the decisions themselves
+are `placement.plan`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from ajetd.core import placement
 from ajetd.core.errors import AjetdError
-from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
-from ajetd.core.options import Options
 from ajetd.daemon.gpuwatch import GpuWatch
-from ajetd.hosts import sshcmd
+from ajetd.daemon.slots import RunSlot
 
 
 def remote_as_given(gpus: str, host: str) -> placement.Decision:
@@ -28,75 +27,67 @@ def remote_as_given(gpus: str, host: str) -> placement.Decision:
     )
 
 
+def _ask(slot: RunSlot) -> placement.Ask:
+    run = slot.run
+    return placement.Ask(run.run_id, slot.options.gpus, run.gpu_ids, run.yaml_gpus)
+
+
 class GpuPlacer:
     def __init__(self, watch: GpuWatch, threshold: float) -> None:
         self.watch = watch
         self.threshold = threshold
 
     def decide(
-        self,
-        queue: list[Run],
-        runs: Mapping[str, Run],
-        options: Mapping[str, Options],
-        now: float,
+        self, queue: list[RunSlot], slots: Mapping[str, RunSlot], now: float
     ) -> dict[str, placement.Decision]:
-        """A decision for every waiting run at once (the queue order matters)."""
+        """A decision for every waiting run at once (the queue order matters); `slots`: every
+        live run's."""
         if not queue:
             return {}
-        decided = self._remote([r for r in queue if options[r.run_id].ssh], runs, options)
-        asks = [
-            placement.Ask(r.run_id, options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
-            for r in queue
-            if r.run_id not in decided
-        ]
+        decided = self._elsewhere([s for s in queue if s.host.machine is not None], slots)
+        asks = [_ask(s) for s in queue if s.run_id not in decided]
         if all(a.gpus == "0" for a in asks):
             return {**decided, **{a.run_id: placement.Place(()) for a in asks}}
         gpus = self.watch.take(now)
-        active = [r for r in runs.values() if r.active]
+        active = [s.run for s in slots.values() if s.run.active]
         assigned = {r.run_id: r.gpu_ids for r in active if r.gpu_ids}
         servers = {
-            f"swarm_{o.swarm.port}"
-            for r in active
-            if (o := options.get(r.run_id)) is not None and o.swarm is not None
+            f"swarm_{s.options.swarm.port}"
+            for s in slots.values()
+            if s.run.active and s.options.swarm is not None
         }
         own = self.watch.own_pids({r.run_id for r in active} | servers)
         return {**decided, **placement.plan(asks, gpus, assigned, own, self.threshold)}
 
-    def _remote(
-        self, queue: list[Run], runs: Mapping[str, Run], options: Mapping[str, Options]
+    def _elsewhere(
+        self, queue: list[RunSlot], slots: Mapping[str, RunSlot]
     ) -> dict[str, placement.Decision]:
-        """Runs on remote hosts, per host, from its `nvidia-smi` (one call per host)."""
-        hosts: dict[SshSpec, list[Run]] = {}
-        for run in queue:
-            spec = options[run.run_id].ssh
-            assert spec is not None
-            hosts.setdefault(spec, []).append(run)
+        """Runs on other machines, per machine, from its own sample (one call per machine)."""
+        machines: dict[Hashable, list[RunSlot]] = {}
+        for slot in queue:
+            machines.setdefault(slot.host.machine, []).append(slot)
         out: dict[str, placement.Decision] = {}
-        for spec, waiting in hosts.items():
+        for machine, waiting in machines.items():
+            host = waiting[0].host
+            where = host.name
             try:
-                gpus = sshcmd.gpus(spec)
+                gpus = host.gpus()
             except AjetdError as exc:
-                reason = f"{spec.target} does not answer: {exc}"
-                out.update({r.run_id: placement.Wait(reason) for r in waiting})
+                reason = f"{where} does not answer: {exc}"
+                out.update({s.run_id: placement.Wait(reason) for s in waiting})
                 continue
             if gpus is None:
-                out.update(
-                    {
-                        r.run_id: remote_as_given(options[r.run_id].gpus, spec.target)
-                        for r in waiting
-                    }
-                )
+                out.update({s.run_id: remote_as_given(s.options.gpus, where) for s in waiting})
                 continue
-            asks = [
-                placement.Ask(r.run_id, options[r.run_id].gpus, r.gpu_ids, r.yaml_gpus)
-                for r in waiting
-            ]
             assigned = {
-                r.run_id: r.gpu_ids
-                for r in runs.values()
-                if r.active and r.gpu_ids and options[r.run_id].ssh == spec
+                s.run_id: s.run.gpu_ids
+                for s in slots.values()
+                if s.run.active and s.run.gpu_ids and s.host.machine == machine
             }
-            out.update(placement.plan(asks, gpus, assigned, frozenset(), self.threshold))
+            plan = placement.plan(
+                [_ask(s) for s in waiting], gpus, assigned, frozenset(), self.threshold
+            )
+            out.update(plan)
         return out
 
     def taken(self, run: Run, runs: Mapping[str, Run], now: float) -> str | None:

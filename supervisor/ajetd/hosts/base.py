@@ -15,10 +15,11 @@ the client starts and one more cause of its death (`swarm`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol
 
+from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.preflight import Fs
@@ -53,6 +54,14 @@ class Host(Protocol):
     pane_tells: bool
     # Live findings of this place that are a failed trial's root cause, before its output's.
     root_kinds: tuple[str, ...]
+    # The other machine whose GPUs the run is placed on (runs with equal keys share one), or
+    # None: this machine's, as the daemon samples them (NVML).
+    machine: Hashable | None
+    name: str  # the place, as messages name it
+
+    def gpus(self) -> list[GpuSample] | None:
+        """The GPUs of `machine` now; None where it has no `nvidia-smi`."""
+        ...
 
     def prepare(self, run: Run, spec: TrialSpec, log: Path) -> tuple[Run, TrialSpec]:
         """The trial's script as this place runs it: `spec` is the program's, as it would run

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home
+from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.base import Poller, read_local
@@ -19,9 +21,14 @@ class LocalHost:
     poller: Poller | None = None
     pane_tells = True
     root_kinds: tuple[str, ...] = ()
+    machine: Hashable | None = None
+    name = "this machine"
 
     def __init__(self, home: Home) -> None:
         self.home = home
+
+    def gpus(self) -> list[GpuSample] | None:
+        return None  # this machine's are the daemon's own samples
 
     def prepare(self, run: Run, spec: TrialSpec, log: Path) -> tuple[Run, TrialSpec]:
         return run, spec

@@ -16,6 +16,7 @@ from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
 from ajetd.core.finding import Finding
+from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
@@ -50,6 +51,12 @@ class SshHost(LocalHost):
         self.pull = pull
         self.run_id = run_id
         self.seen: dict[int, int] = {}  # trial -> connection notes already taken
+        self.machine = ssh
+        self.name = ssh.target
+
+    def gpus(self) -> list[GpuSample] | None:
+        """From `nvidia-smi` over the shared connection (raises when the host does not answer)."""
+        return sshcmd.gpus(self.ssh)
 
     def prepare(self, run: Run, spec: TrialSpec, log: Path) -> tuple[Run, TrialSpec]:
         """The trial script goes to the host (written here as `trial-N.remote.sh`, sent at
