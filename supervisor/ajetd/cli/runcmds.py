@@ -68,11 +68,7 @@ def _check_watch(as_json: bool) -> None:
 )
 @click.option("--since", default=None, help="Only runs live or ended within this time (2d, 6h).")
 @click.option("--campaign", default=None, help="Only the runs of this campaign (its id).")
-@click.option(
-    "--watch",
-    is_flag=True,
-    help="Redraw every 2 s on this terminal until q or Ctrl-C (with RUN: that run chosen).",
-)
+@click.option("--watch", is_flag=True, help="Redraw every 2 s on a terminal until q or Ctrl-C.")
 @json_option
 def status(
     run_id: str | None,
