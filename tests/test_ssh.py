@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -140,3 +141,35 @@ def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> Non
     assert sshcmd.same_dir(spec, there, "x1") and sshcmd.read_from(
         spec, str(there / "notes.txt"), 7
     ) == (12, b"notes")
+
+
+def test_provenance_is_read_where_the_run_runs(tmp_path: Path, sshd: Sshd) -> None:
+    """An SSH run's codebase git state is read on its host (here the same folder, so both
+    reads agree); a host that does not answer gives a note instead."""
+    import subprocess
+
+    from ajetd.adapters.store import Home
+    from ajetd.hosts.local import LocalHost
+    from ajetd.hosts.ssh import SshHost
+
+    spec = SshSpec(
+        "127.0.0.1",
+        sshd.user,
+        sshd.port,
+        str(sshd.key),
+        (("StrictHostKeyChecking", "accept-new"), ("UserKnownHostsFile", str(sshd.known_hosts))),
+    )
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('hi')\n")
+    git = ["git", "-C", str(code), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    (code / "train.py").write_text("print('changed')\n")
+    home = Home(tmp_path / "home")
+    here, diff_here = LocalHost(home).provenance(str(code))
+    there, diff_there = SshHost(home, spec, (), "x1").provenance(str(code))
+    assert here.git and there == here and diff_there == diff_here and b"changed" in diff_here
+    closed = SshHost(home, replace(spec, port=1), (), "x1").provenance(str(code))
+    assert closed[0].note.startswith("not read over SSH: ") and closed[1] == b""

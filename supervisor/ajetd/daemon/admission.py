@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,25 +25,32 @@ from ajetd.core.blueprint import (
     parse_blueprint,
     usable_path,
 )
-from ajetd.core.errors import AjetdError, BlueprintError
+from ajetd.core.errors import BlueprintError
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
-from ajetd.hosts import sshcmd
+from ajetd.hosts.base import Host
 from ajetd.hosts.preflight import Resolved, check_blueprint, result_dir_problem
 
 log = logging.getLogger(__name__)
 
 
 def admit(
-    home: Home, run_id: str, claimed: Path, source: str, now: float, busy_dirs: Collection[str]
+    home: Home,
+    run_id: str,
+    claimed: Path,
+    source: str,
+    now: float,
+    busy_dirs: Collection[str],
+    host_for: Callable[[str, Options], Host],
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
-    `busy_dirs` are the result dirs of live runs: two runs never share one.
+    `busy_dirs` are the result dirs of live runs: two runs never share one; `host_for`: where
+    a run with these options runs (its codebase's git state is read there).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
@@ -61,7 +68,7 @@ def admit(
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
     Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
-    run = replace(run, provenance=_provenance(run, bp.options, text))
+    run = replace(run, provenance=_provenance(run, host_for(run_id, bp.options), text))
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
@@ -138,22 +145,10 @@ def _nemo_overrides(
     return command
 
 
-def _provenance(run: Run, options: Options, text: str) -> Provenance:
-    """The codebase's git state now (here or on the SSH host); a dirty tree's diff goes to
+def _provenance(run: Run, host: Host, text: str) -> Provenance:
+    """The codebase's git state now, where the run runs; a dirty tree's diff goes to
     `provenance.diff` in the result dir."""
-    ssh = options.ssh
-    if ssh is None:
-        found, diff = git.collect(run.codebase_dir)
-    else:
-
-        def remote(script: str) -> tuple[int, bytes]:
-            done = sshcmd.run(ssh, script, timeout=120)
-            return done.returncode, done.stdout
-
-        try:
-            found, diff = git.collect(run.codebase_dir, remote)
-        except AjetdError as exc:
-            found, diff = Provenance(note=f"not read over SSH: {exc}"), b""
+    found, diff = host.provenance(run.codebase_dir)
     if diff:
         write_atomic(Path(run.result_dir) / "provenance.diff", diff)
     return replace(found, blueprint_sha256=git.blueprint_hash(text))

@@ -95,7 +95,9 @@ class Admit(Base):
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
         busy = {r.result_dir for r in self.runs.values() if r.active}
         try:
-            run, options = admission.admit(self.home, run_id, claimed, source, now, busy)
+            run, options = admission.admit(
+                self.home, run_id, claimed, source, now, busy, self.places.host_for
+            )
         except OSError as exc:
             if not diskfull.is_full(exc):
                 raise

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
+from ajetd.core.runparts import Provenance
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.preflight import Fs
 
@@ -95,6 +96,10 @@ class Host(Protocol):
 
     def signalled(self, run: Run) -> bool:
         """Whether the place passed a signal to the program (its exit then says so)."""
+        ...
+
+    def provenance(self, codebase_dir: str) -> tuple[Provenance, bytes]:
+        """The codebase's git state where the program runs, and a dirty tree's diff."""
         ...
 
     def end(self, run: Run, now: float, final: bool) -> None:

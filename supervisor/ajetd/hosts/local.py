@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from pathlib import Path
 
-from ajetd.adapters import procs
+from ajetd.adapters import git, procs
 from ajetd.adapters.store import Home
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
+from ajetd.core.runparts import Provenance
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.base import Poller, read_local
 from ajetd.hosts.preflight import LOCAL, Fs
@@ -53,6 +54,9 @@ class LocalHost:
 
     def signalled(self, run: Run) -> bool:
         return False
+
+    def provenance(self, codebase_dir: str) -> tuple[Provenance, bytes]:
+        return git.collect(codebase_dir)
 
     def end(self, run: Run, now: float, final: bool) -> None:
         return None

@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ajetd.adapters import git
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
@@ -19,6 +20,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.model import Run
+from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.hosts import sshcmd
@@ -116,6 +118,18 @@ class SshHost(LocalHost):
 
     def fs(self) -> Fs:
         return sshcmd.RemoteFs(self.ssh)
+
+    def provenance(self, codebase_dir: str) -> tuple[Provenance, bytes]:
+        """Read over the shared connection; a note where the host does not answer."""
+
+        def remote(script: str) -> tuple[int, bytes]:
+            done = sshcmd.run(self.ssh, script, timeout=120)
+            return done.returncode, done.stdout
+
+        try:
+            return git.collect(codebase_dir, remote)
+        except AjetdError as exc:
+            return Provenance(note=f"not read over SSH: {exc}"), b""
 
     def end(self, run: Run, now: float, final: bool) -> None:
         """End what is left of the trial there; at the run's end, copy back `pull:` artifacts
