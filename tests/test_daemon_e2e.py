@@ -631,6 +631,34 @@ def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> Non
     assert "## Config changes (preflight)" in text and "execute_test: True → False" in text
 
 
+def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:
+    """Once the second run of one config read the first's validation lines as its own (and
+    the first read the second's): AgentJet appends every validation to one file."""
+    env = daemon_env
+    first_conf = env.config("shared", steps=30, step_time=0.1)
+    second_conf = env.config("again", steps=4)
+    data = yaml.safe_load((env.codebase / second_conf).read_text())
+    data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = (
+        "./saved_val_result/shared.md"
+    )
+    (env.codebase / second_conf).write_text(yaml.safe_dump(data))
+    first = env.submit(env.blueprint("shared", config=first_conf))
+    wait_for(lambda: env.record(first).get("history"), what="the first run's first validation")
+    second = env.submit(env.blueprint("again", config=second_conf))
+    status = env.wait_done(second)
+    assert status["status"] == "succeeded"
+    result = env.tmp / "results" / "again"
+    assert status["metrics"]["global_steps"] == 4  # its own file, not the first run's
+    assert (result / "val_results.md").exists()
+    assert f"live run {first} writes" in (result / "results.md").read_text()
+    no_conf = env.blueprint("noconf", config=first_conf, command="python -m fakejet.launcher")
+    refused = env.wait_done(env.submit(no_conf))  # no --conf: no copy to point elsewhere
+    assert refused["status"] == "rejected" and f"written by live run {first}" in refused["reason"]
+    env.cli("stop", first)
+    steps = [h["global_steps"] for h in env.record(first)["history"]]
+    assert steps == sorted(steps) and len(steps) == len(set(steps)), steps  # none of the second's
+
+
 def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     env = daemon_env
     runs = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,11 +45,13 @@ def admit(
     source: str,
     now: float,
     busy_dirs: Collection[str],
+    val_writers: Mapping[str, str],
     host_for: Callable[[str, Options], Host],
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
-    `busy_dirs` are the result dirs of live runs: two runs never share one; `host_for`: where
+    `busy_dirs` are the result dirs of live runs: two runs never share one, nor a val file
+    (`val_writers`: each live run's val file and its id); `host_for`: where
     a run with these options runs (its codebase's git state is read there).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
@@ -58,7 +60,7 @@ def admit(
     if isinstance(read, Run):
         return read, None
     text, bp = read
-    resolved, problems = check_blueprint(bp)
+    resolved, problems = check_blueprint(bp, val_writers)
     if resolved is not None and resolved.result_dir in busy_dirs:
         problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
     if resolved is None or problems:

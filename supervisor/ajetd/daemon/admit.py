@@ -93,10 +93,12 @@ class Admit(Base):
         self.problems, self.refused = problems, refused
 
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
-        busy = {r.result_dir for r in self.runs.values() if r.active}
+        live = [r for r in self.runs.values() if r.active]
+        busy = {r.result_dir for r in live}
+        writers = {r.val_path: r.run_id for r in live if r.val_path}
         try:
             run, options = admission.admit(
-                self.home, run_id, claimed, source, now, busy, self.places.host_for
+                self.home, run_id, claimed, source, now, busy, writers, self.places.host_for
             )
         except OSError as exc:
             if not diskfull.is_full(exc):

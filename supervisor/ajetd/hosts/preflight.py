@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -223,8 +224,41 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
     return codebase, venv_exe
 
 
-def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
-    """Resolve and check every path; return the resolution (None if unusable) and problems."""
+VAL_KEY = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
+
+
+def _own_val_file(
+    found: ConfigReview, val_path: str, result_dir: str, command: str, sharer: str
+) -> tuple[str, str | None]:
+    """The val file this run writes when `val_path` is written by live run `sharer` too.
+
+    AgentJet appends every validation to one file; two runs on one file would each read the
+    other's results as their own (and stop on each other's plateau). The copy of the config
+    points this run at its own file in its result dir; without `--conf` there is no copy, and
+    the run is refused: the problem is returned beside the path.
+    """
+    target = os.path.join(result_dir, "val_results.md")
+    if conf_argument(command) is None:
+        return val_path, (
+            f"exp_yaml_path: ajet.trainer_common.val_print_to_markdown_file_path {val_path} is "
+            f"written by live run {sharer}, and the command passes no --conf to point at a "
+            "copy that gives this run a file of its own"
+        )
+    found.patches[VAL_KEY] = target
+    found.changes.append(
+        f"ajet.trainer_common.val_print_to_markdown_file_path: {val_path} → {target} "
+        f"(live run {sharer} writes {val_path}; each run reads only its own results)"
+    )
+    return target, None
+
+
+def check_blueprint(
+    bp: Blueprint, val_writers: Mapping[str, str] | None = None
+) -> tuple[Resolved | None, list[str]]:
+    """Resolve and check every path; return the resolution (None if unusable) and problems.
+
+    `val_writers`: the val files live runs write, each with the run's id (a run that would
+    share one is given its own, see _own_val_file)."""
     problems: list[str] = []
     fs = remote_fs(bp)
     if isinstance(fs, str):
@@ -261,6 +295,11 @@ def check_blueprint(bp: Blueprint) -> tuple[Resolved | None, list[str]]:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
         # client: `<RESULT_DIR>/val_results.md`)
         val_path = os.path.join(result_dir, "val_results.md")
+    sharer = (val_writers or {}).get(val_path or "")
+    if val_path and sharer:
+        val_path, problem = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
+        if problem:
+            return None, [problem]
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,
