@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from conftest import Env, git, wait_for
@@ -111,6 +113,22 @@ def test_live_entries_are_validated_as_campaign_yaml_entries() -> None:
     assert cr.verdict("failed", None, 0.5, True, smoke=True) == "smoke"
     assert cr.verdict("succeeded", 0.1, 0.5, True, smoke=True) == "smoke"  # never a discard
     assert cr.verdict("stopped", 0.9, 0.5, True) == "stopped"
+
+
+def test_an_override_must_be_k_equals_v_in_yaml_and_in_add(tmp_path: Path) -> None:
+    for good in ("a=1", "+a.b=x y", "++a=", "~a"):
+        assert cs.override_problem(good) is None, good
+    for bad in ("noequals", "=v", "a b=c", "~", "+=1"):
+        assert f"override {bad!r} is not K=V" in (cs.override_problem(bad) or ""), bad
+    text = "name: c\nbase: b.md\nresult_dir: /r\nexperiments:\n"
+    entry = cs.entry("e", "d", ["a=1", "noequals"])
+    with pytest.raises(cs.CampaignError) as err:
+        cs.parse_campaign(cs.merged(text, [entry], {}), {"b.md"})
+    assert "experiments[1] (e): override 'noequals' is not K=V" in "\n".join(err.value.problems)
+    args = ["add", "c-abc123", "--name", "n", "--description", "d", "--overrides", "a=1", "bad"]
+    out = CliRunner().invoke(campaign, args, env={"AJETD_HOME": str(tmp_path)})
+    assert out.exit_code == 2, out.output
+    assert "override 'bad' is not K=V" in out.output and "Traceback" not in out.output
 
 
 def test_verdicts_and_the_ledger_row() -> None:

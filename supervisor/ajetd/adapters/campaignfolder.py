@@ -15,6 +15,7 @@ from typing import Any
 
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.inbox import SETTLE_S
+from ajetd.adapters.regular import kind_of, open_regular
 from ajetd.adapters.store import Home
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, parse_blueprint
@@ -32,7 +33,7 @@ def read_spec(
     files = {p.name for p in folder.iterdir() if p.is_file()} | extra_files
     if "campaign.yaml" not in files:
         raise cs.CampaignError([f"{folder}: no campaign.yaml"])
-    text = (folder / "campaign.yaml").read_text()
+    text = _read_text(folder / "campaign.yaml")
     if added or stop:
         text = cs.merged(text, added or [], stop or {})
     return cs.parse_campaign(text, files)
@@ -47,11 +48,28 @@ def load_folder(
     """The spec (with what was added and set live), its base blueprint (parsed), and the
     base's text; CampaignError if unusable."""
     spec = read_spec(folder, added, stop, extra_files)
-    base_text = (folder / spec.base).read_text()
+    base_text = _read_text(folder / spec.base)
     try:
         return spec, parse_blueprint(base_text), base_text
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
+
+
+def _read_text(path: Path) -> str:
+    """A folder's file, read only if it is a regular one (a FIFO would block the reader)."""
+    with open_regular(path) as handle:
+        return handle.read().decode()
+
+
+def _odd_files(folder: Path) -> list[str]:
+    """The folder's entries that are neither regular files nor folders, links followed
+    (copying a FIFO would block, a device would never end; a broken link cannot be copied)."""
+    return [
+        f"{path}: not a regular file "
+        f"({kind_of(path.stat().st_mode) if path.exists() else 'a broken symbolic link'})"
+        for path in sorted(folder.rglob("*"))
+        if not (path.is_dir() or path.is_file())
+    ]
 
 
 def settled(folder: Path, now: float) -> bool:
@@ -65,6 +83,9 @@ def settled(folder: Path, now: float) -> bool:
 
 def submit_folder(home: Home, folder: Path) -> str:
     """`ajetd campaign FOLDER`: checked, then copied into the inbox atomically; its id."""
+    odd = _odd_files(folder)
+    if odd:
+        raise cs.CampaignError(odd)
     spec, _, _ = load_folder(folder)
     home.ensure()
     campaign_id = new_campaign_id(home)

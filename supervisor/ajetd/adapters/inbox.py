@@ -15,12 +15,12 @@ its descriptor. File names may hold any bytes: they are shown escaped (`safe_nam
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
@@ -30,18 +30,6 @@ from ajetd.core.options import Options
 SETTLE_S = 1.0
 BLUEPRINT_EXTENSIONS = (".md", ".markdown")
 CLAIMED_NAME = "blueprint.md"
-_KINDS = (
-    (stat.S_ISLNK, "a symbolic link"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-class NotRegularError(AjetdError):
-    """The claimed path is not a regular file this user owns (swapped in after the scan)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +60,7 @@ def _refusal(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
         return None
     if stat.S_ISDIR(info.st_mode) and os.path.isfile(os.path.join(entry.path, "campaign.yaml")):
         return ""
-    kind = next((word for test, word in _KINDS if test(info.st_mode)), "not a regular file")
+    kind = kind_of(info.st_mode)
     if stat.S_ISLNK(info.st_mode):
         with contextlib.suppress(OSError):
             kind += f" (to {safe_name(os.readlink(entry.path))})"
@@ -160,24 +148,13 @@ def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
 
 
 def read_regular(path: Path, limit: int) -> bytes:
-    """Up to `limit` bytes of a regular file this user owns, never through a link: opened
-    with O_NOFOLLOW (and O_NONBLOCK, so a FIFO cannot hang the loop), checked on the fd."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotRegularError(f"{path.name} is a symbolic link: not read") from exc
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularError(f"{path.name} is not a regular file: not read")
-        if info.st_uid != os.getuid():
-            raise NotRegularError(f"{path.name} is owned by uid {info.st_uid}, not by this user")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit)
-    finally:
-        os.close(fd)
+    """Up to `limit` bytes of a regular file this user owns, never through a link (and never
+    blocked by a FIFO): `regular.open_regular`, then its owner checked on the descriptor."""
+    with open_regular(path, follow=False) as handle:
+        owner = os.fstat(handle.fileno()).st_uid
+        if owner != os.getuid():
+            raise NotRegularError(f"{path.name} is owned by uid {owner}, not by this user")
+        return handle.read(limit)
 
 
 def put_aside(home: Home, path: Path, why: str, now: float) -> Path:

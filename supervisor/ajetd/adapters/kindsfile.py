@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.core import yamlpart
 from ajetd.core.userkinds import UserKind, parse_kinds
 
@@ -16,10 +17,12 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
     """The kinds a YAML file defines, and the problems found (a missing file: none, no
     problems)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         return (), []
+    except NotRegularError as exc:
+        return (), [str(exc)]
     except OSError as exc:
         return (), [f"{path}: cannot read: {exc.strerror}"]
     if len(raw) > MAX_FILE_BYTES:

@@ -103,8 +103,20 @@ class Home:
         # Set by the daemon: writes refused by a full disk are held there, not raised.
         self.held: Held | None = None
 
+    def check(self) -> None:
+        """A StoreError when the home, or a folder above it, is a file: every command says
+        so in these words (`ajetd.cli.common.open_home`, `ensure`) instead of an OSError from
+        whichever file it happened to open first."""
+        for place in (self.root, *self.root.parents):
+            if place.is_dir():
+                return
+            if place.exists() or place.is_symlink():
+                what = "" if place == self.root else f": {place} is not a folder"
+                raise StoreError(f"AJETD_HOME {self.root} is not a folder{what}")
+
     def ensure(self) -> None:
         """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
+        self.check()
         for folder in (self.root, self.inbox, self.runs, self.rejected, self.control, self.swarm):
             try:
                 folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)

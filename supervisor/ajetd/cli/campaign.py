@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.cli.campaignread import read_campaign, resolve_or_fail, status_data, wait_campaign
-from ajetd.cli.common import POLL_S, echo_json, open_home
+from ajetd.cli.common import NOT_NEGATIVE, POLL_S, echo_json, open_home
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
@@ -63,10 +63,14 @@ def _request(home: Home, campaign_id: str, payload: dict[str, Any], timeout: flo
 def _read_file(path: Path | None) -> str | None:
     if path is None:
         return None
-    if path.stat().st_size > MAX_FILE_BYTES:
+    from ajetd.adapters.regular import open_regular
+
+    with open_regular(path) as handle:  # a FIFO or a device: refused (exit 2), never read
+        raw = handle.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
         raise click.UsageError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
     try:
-        return path.read_text(errors="strict")
+        return raw.decode()
     except UnicodeDecodeError as exc:
         raise click.UsageError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
@@ -129,7 +133,7 @@ def submit_cmd(folder: Path) -> None:
     is_flag=True,
     help="Go on past the default stop rule (three more experiments).",
 )
-@click.option("--timeout", type=float, default=60.0, show_default=True)
+@click.option("--timeout", type=NOT_NEGATIVE, default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the daemon's answer as JSON.")
 def add_cmd(
     campaign_id: str,
@@ -153,6 +157,10 @@ def add_cmd(
         raise click.UsageError(
             f"unexpected argument {more_overrides[0]!r} (overrides follow --overrides)"
         )
+    for override in (*overrides, *more_overrides):
+        problem = cs.override_problem(override)
+        if problem:
+            raise click.BadParameter(problem, param_hint="--overrides")
     home = open_home()
     cid = resolve_or_fail(home, campaign_id)
     entry = cs.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
@@ -175,7 +183,7 @@ def add_cmd(
 @click.option("--per-experiment-timeout", default=None, help="Each experiment's time limit.")
 @click.option("--target-metric", type=float, default=None, help="Stop once the best reaches it.")
 @click.option("--continue", "go_on", is_flag=True, help="Another round of the default rule.")
-@click.option("--timeout", type=float, default=60.0, show_default=True)
+@click.option("--timeout", type=NOT_NEGATIVE, default=60.0, show_default=True)
 def set_cmd(
     campaign_id: str,
     max_experiments: int | None,
@@ -228,7 +236,7 @@ def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
 @campaign.command("stop")
 @click.argument("campaign_id")
 @click.option("--no-wait", is_flag=True, help="Return once the daemon took the request.")
-@click.option("--timeout", type=float, default=120.0, show_default=True)
+@click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
 def stop_cmd(campaign_id: str, no_wait: bool, timeout: float) -> None:
     """End a campaign: running experiments stopped cleanly, their rows written."""
     stop_campaign(campaign_id, no_wait, timeout)
@@ -281,7 +289,9 @@ def list_cmd(as_json: bool) -> None:
 @campaign.command("wait")
 @click.argument("campaign_id")
 @click.option("--next", "next_one", is_flag=True, help="Until the next experiment ends.")
-@click.option("--timeout", type=float, default=None, help="Give up after S seconds (exit 124).")
+@click.option(
+    "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
+)
 @click.option("--json", "as_json", is_flag=True, help="The ended row (or the campaign) as JSON.")
 def wait_cmd(campaign_id: str, next_one: bool, timeout: float | None, as_json: bool) -> None:
     """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision, 124

@@ -17,6 +17,10 @@ if TYPE_CHECKING:  # the client commands import only what they use (they must st
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
+# Durations, scales and timeouts on the command line: a bad one is a usage error (exit 2),
+# not a daemon that spins (0 s between checks) or a wait that never waits (a negative one).
+POSITIVE = click.FloatRange(min=0.0, min_open=True)
+NOT_NEGATIVE = click.FloatRange(min=0.0)
 
 
 def json_option(fn: F) -> F:
@@ -25,8 +29,11 @@ def json_option(fn: F) -> F:
 
 
 def open_home() -> Home:
-    """The home this command works on: $AJETD_HOME, or ~/.ajetd."""
-    return Home(default_home())
+    """The home this command works on: $AJETD_HOME, or ~/.ajetd; a StoreError (exit 1) when
+    it is a file, not a folder."""
+    home = Home(default_home())
+    home.check()
+    return home
 
 
 def load_run(home: Home, run_id: str) -> Run:

@@ -13,11 +13,15 @@ from pathlib import Path
 def entry() -> None:
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "submit" and args[1][:1] != "-" and os.path.isfile(args[1]):
+        from ajetd.adapters.regular import NotRegularError
         from ajetd.cli.submit import submit
         from ajetd.core.errors import AjetdError
 
         try:
             run_id, warning = submit(Path(args[1]))
+        except NotRegularError as exc:  # a usage error, as in the full command line
+            print(f"ajetd: {exc}", file=sys.stderr)
+            sys.exit(2)
         except AjetdError as exc:
             print(f"ajetd: {exc}", file=sys.stderr)
             sys.exit(1)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 def lint(file: Path, as_json: bool) -> None:
     """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
     from ajetd.adapters.kindsfile import home_kinds
+    from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
     from ajetd.hosts.preflight import check_blueprint
@@ -36,7 +37,7 @@ def lint(file: Path, as_json: bool) -> None:
     problems: list[str]
     summary: dict[str, Any] = {}
     try:
-        with open(file, "rb") as handle:
+        with open_regular(file) as handle:
             bp = parse_blueprint_bytes(handle.read(MAX_BYTES + 1))
     except BlueprintError as exc:
         problems = exc.problems
@@ -99,9 +100,10 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
+    from ajetd.adapters.regular import open_regular
     from ajetd.diagnosis.findings import diagnose_chunks
     from ajetd.diagnosis.kindset import KindSet
-    from ajetd.diagnosis.scan import read_chunks
+    from ajetd.diagnosis.scan import CHUNK_BYTES
 
     user = KindSet()
     if kinds_file is not None:
@@ -114,7 +116,9 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     mine, problems = home_kinds(open_home().root)
     for problem in problems:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
-    findings = diagnose_chunks(read_chunks(str(logfile)), user + KindSet(mine))
+    with open_regular(logfile) as handle:  # a FIFO or /dev/zero: refused, never read
+        chunks = iter(lambda: handle.read(CHUNK_BYTES), b"")
+        findings = diagnose_chunks(chunks, user + KindSet(mine))
     if as_json:
         click.echo(json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False))
         return

@@ -18,8 +18,10 @@ import click
 from ajetd.adapters.store import default_home
 from ajetd.cli import inspectcmds, runcmds
 from ajetd.cli.campaign import campaign
-from ajetd.cli.common import open_home
+from ajetd.cli.common import NOT_NEGATIVE, POSITIVE, open_home
 from ajetd.core.errors import AjetdError
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,49 +33,55 @@ def main() -> None:
 @main.command()
 @click.option(
     "--backoff-scale",
-    type=float,
+    type=POSITIVE,
     default=1.0,
     show_default=True,
-    help="Multiply the deep-check schedule (30 s .. 16 min); tests use 0.001.",
+    help="Multiply the deep-check schedule (30 s .. 16 min); tests use 0.001 (> 0).",
 )
 @click.option(
     "--grace-int",
-    type=float,
+    type=NOT_NEGATIVE,
     default=30.0,
     show_default=True,
-    help="Seconds after SIGINT before SIGTERM when stopping a run.",
+    help="Seconds after SIGINT before SIGTERM when stopping a run (>= 0).",
 )
 @click.option(
     "--grace-term",
-    type=float,
+    type=NOT_NEGATIVE,
     default=15.0,
     show_default=True,
-    help="Seconds after SIGTERM before SIGKILL.",
+    help="Seconds after SIGTERM before SIGKILL (>= 0).",
 )
 @click.option(
     "--hang-auto",
-    type=float,
+    type=POSITIVE,
     default=1800.0,
     show_default=True,
-    help="Seconds without output that count as a hang when `hang.window` is auto.",
+    help="Seconds without output that count as a hang when `hang.window` is auto (> 0).",
 )
 @click.option(
     "--liveness",
-    type=float,
+    type=POSITIVE,
     default=5.0,
     show_default=True,
     help="Seconds between checks that each run's tmux pane still exists; also the loop's "
-    "longest sleep (exits, stops and inbox drops wake it at once).",
+    "longest sleep (exits, stops and inbox drops wake it at once; > 0).",
 )
 @click.option(
     "--gpu-period",
-    type=float,
+    type=POSITIVE,
     default=60.0,
     show_default=True,
     help="Seconds between GPU samples (utilisation, memory per run); every --gpu-young-period "
-    "while some run is in its first 10 minutes.",
+    "while some run is in its first 10 minutes (> 0).",
 )
-@click.option("--gpu-young-period", type=float, default=10.0, show_default=True)
+@click.option(
+    "--gpu-young-period",
+    type=POSITIVE,
+    default=10.0,
+    show_default=True,
+    help="Seconds between GPU samples while some run is young (> 0).",
+)
 @click.option(
     "--gpu-free-threshold",
     type=click.FloatRange(0.0, 1.0),
@@ -87,12 +95,18 @@ def main() -> None:
 @click.option("--on-attention", default="", help="A command run when any run needs attention.")
 @click.option(
     "--hook-timeout",
-    type=float,
+    type=POSITIVE,
     default=60.0,
     show_default=True,
-    help="Seconds a hook may run before it is killed.",
+    help="Seconds a hook may run before it is killed (> 0).",
 )
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="The daemon log's least severity.",
+)
 @click.option(
     "--detach",
     is_flag=True,
@@ -165,7 +179,7 @@ def _detach(params: dict[str, Any]) -> None:
 
 @main.command()
 @click.option(
-    "--timeout", type=float, default=60.0, show_default=True, help="Seconds to wait for it."
+    "--timeout", type=NOT_NEGATIVE, default=60.0, show_default=True, help="Seconds to wait for it."
 )
 def shutdown(timeout: float) -> None:
     """Stop the daemon cleanly (SIGTERM, then wait); runs go on in tmux and the next daemon
@@ -201,9 +215,15 @@ for command in (
 
 
 def entry() -> None:
-    """Entry point that turns stray AjetdErrors into one clear line."""
+    """Entry point that turns stray AjetdErrors into one clear line: a file named on the
+    command line that is not a regular one (a FIFO, a device) is a usage error (exit 2)."""
+    from ajetd.adapters.regular import NotRegularError
+
     try:
         main()
+    except NotRegularError as exc:
+        click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(2)
     except AjetdError as exc:
         click.echo(f"ajetd: {exc}", err=True)
         sys.exit(1)

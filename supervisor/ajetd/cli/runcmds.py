@@ -22,7 +22,7 @@ import click
 
 from ajetd.adapters.control import is_campaign_id
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
-from ajetd.cli.common import POLL_S, json_option, load_run, open_home
+from ajetd.cli.common import NOT_NEGATIVE, POLL_S, json_option, load_run, open_home
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.core.model import Run
@@ -145,7 +145,9 @@ def _status_filters(
 
 @click.command()
 @click.argument("run_id")
-@click.option("--timeout", type=float, default=None, help="Give up after S seconds (exit 124).")
+@click.option(
+    "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
+)
 @json_option
 def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
@@ -200,7 +202,7 @@ def _await_flag(home: Home, run: Run) -> None:
 @click.command()
 @click.argument("run_id")
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
-@click.option("--timeout", type=float, default=120.0, show_default=True)
+@click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
 def stop(run_id: str, no_wait: bool, timeout: float) -> None:
     """Stop a run (or a campaign, by its id) cleanly; results and finish.flag are still
     written."""
@@ -238,11 +240,20 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
 @click.argument("run_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
 def logs(run_id: str, follow: bool) -> None:
-    """The run's full output, every trial in order."""
+    """The run's full output, every trial in order. A run that ended without a trial (one
+    rejected) has none: exit 1, with its reason on stderr."""
     from ajetd.core.trialscript import trial_log
 
     home = open_home()
     run = load_run(home, run_id)
+    if not run.trials and not run.active:
+        ended = run.status.value if run.status else run.state.value
+        how = "was rejected" if ended == "rejected" else f"ended ({ended})"
+        click.echo(
+            f"ajetd: run {run_id} {how}: {run.reason}; no trial ran, so it has no output",
+            err=True,
+        )
+        sys.exit(1)
     out = sys.stdout.buffer
     for trial in run.trials:
         path = trial_log(run, trial.number)
@@ -277,4 +288,9 @@ def attach(run_id: str) -> None:
     if not run.session:
         raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
     argv, env = Tmux(socket_from_env()).attach(run.session)
+    if "attach-session" in argv and not sys.stdin.isatty():  # tmux would only say "not a terminal"
+        raise click.UsageError(
+            f"attach needs a terminal and stdin is not one; to read the run's output: "
+            f"ajetd logs {run_id} (-f to follow), or ajetd status {run_id}"
+        )
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell

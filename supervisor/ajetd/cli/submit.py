@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import new_run_id
@@ -12,13 +13,16 @@ from ajetd.core.naming import new_run_id
 
 def submit(file: Path) -> tuple[str, str | None]:
     """Copy a blueprint into the inbox atomically: its run id, and a warning when no daemon
-    runs to take it. A write that fails (a full disk) is an AjetdError saying so."""
+    runs to take it. A write that fails (a full disk) is an AjetdError saying so; a FIFO or a
+    device given as the file is a NotRegularError (never read, nothing created)."""
+    with open_regular(file) as handle:
+        data = handle.read()
     home = Home(default_home())
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
     try:
-        write_atomic(home.inbox / f"{run_id}__{stem}.md", file.read_bytes(), OWNER_FILE)
+        write_atomic(home.inbox / f"{run_id}__{stem}.md", data, OWNER_FILE)
     except OSError as exc:
         from ajetd.adapters.diskfull import free_space
 

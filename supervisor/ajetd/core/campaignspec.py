@@ -76,6 +76,17 @@ def _duration(key: str, value: Any, problems: list[str]) -> float | None:
     return None if value is None else take(problems, None, values.duration, key, value)
 
 
+def override_problem(override: str) -> str | None:
+    """Why an experiment's override is not one (None when it is): `K=V` with a non-empty key
+    and no whitespace in it (Hydra's `+K=V`, `++K=V` and `~K` too). Checked here for
+    campaign.yaml and for `ajetd campaign add`, so both refuse the same ones."""
+    key, equals, _ = override.partition("=")
+    bare = key.lstrip("+") if equals else key[1:] if key.startswith("~") else ""
+    if not bare or any(c.isspace() for c in key):
+        return f"override {show(override)} is not K=V (a key without spaces, =, a value)"
+    return None
+
+
 def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Experiment | None:
     if not isinstance(raw, dict):
         problems.append(f"experiments[{i}]: expected {{name, description, overrides, patch}}")
@@ -91,6 +102,10 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
         problems.append(f"experiments[{i}] ({name}): overrides must be a list of strings")
         overrides = []
+    for override in overrides:
+        problem = override_problem(override)
+        if problem:
+            problems.append(f"experiments[{i}] ({name}): {problem}")
     for key in ("patch", "blueprint"):
         value = raw.get(key)
         if value and str(value) not in files:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ajetd.adapters import git, inbox
 from ajetd.adapters.configcopy import repoint, write_copy
+from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.blueprint import (
@@ -80,7 +81,7 @@ def _read(home: Home, run: Run, claimed: Path, now: float) -> tuple[str, Bluepri
     """The claimed blueprint's text and parts, or the run rejected with the reason."""
     try:
         raw = inbox.read_regular(claimed, MAX_BYTES + 1)
-    except inbox.NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
+    except NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
         return _reject(home, run, "", [str(exc)], now, None)
     try:
         text = decode_blueprint(raw)

@@ -1,0 +1,136 @@
+"""The command line's contract on bad input (README: "Unknown run ids and usage errors exit
+2"): a bad option value, a home that is a file, a FIFO or a device given as a file, a command
+that needs a terminal without one, a run with no output; each says what is wrong in one line,
+never with a Python traceback, and never blocks.
+
+Option values are checked in-process (click's runner: fast); what goes through the console
+script's entry point (its error lines) runs as a real `ajetd` process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ajetd.adapters.store import Home
+from ajetd.cli.main import daemon, main
+from ajetd.core.model import Run, State, Status
+from conftest import Env
+
+
+def no_traceback(text: str) -> None:
+    assert "Traceback" not in text, text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--log-level", "LOUD"],
+        ["--backoff-scale", "-1"],
+        ["--backoff-scale", "0"],
+        ["--liveness", "0"],
+        ["--grace-int", "-5"],
+        ["--grace-term", "-1"],
+        ["--hook-timeout", "-1"],
+        ["--gpu-period", "0"],
+        ["--gpu-young-period", "0"],
+        ["--hang-auto", "-3"],
+    ],
+)
+def test_bad_daemon_option_values_are_usage_errors(args: list[str], tmp_path: Path) -> None:
+    out = CliRunner().invoke(main, ["daemon", *args], env={"AJETD_HOME": str(tmp_path)})
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for '{args[0]}'" in out.output
+    no_traceback(out.output)
+    assert not list(tmp_path.iterdir())  # refused before anything started
+
+
+def test_log_level_takes_any_case_and_timeouts_are_not_negative() -> None:
+    level = next(p for p in daemon.params if p.name == "log_level")
+    assert level.type.convert("warning", None, None) == "WARNING"
+    out = CliRunner().invoke(main, ["wait", "abc123", "--timeout", "-1"])
+    assert out.exit_code == 2 and "Invalid value for '--timeout'" in out.output
+
+
+def test_a_home_that_is_a_file_is_named_by_every_command(env: Env) -> None:
+    env.home.write_text("not a folder\n")
+    blueprint = env.tmp / "bp.md"
+    blueprint.write_text("## [exp_purpose]\nx\n")
+    for args in (("status",), ("status", "--json"), ("submit", str(blueprint)), ("shutdown",)):
+        got = env.cli(*args)
+        assert got.returncode == 1, (args, got.stderr)
+        assert got.stderr == f"ajetd: AJETD_HOME {env.home} is not a folder\n", args
+    env.vars["AJETD_HOME"] = str(env.home / "below")
+    got = env.cli("daemon", "--detach")
+    assert got.returncode == 1
+    assert f"AJETD_HOME {env.home}/below is not a folder: {env.home} is not a folder" in got.stderr
+    no_traceback(got.stderr)
+
+
+def test_fifos_and_devices_are_refused_never_read(env: Env) -> None:
+    fifo = env.tmp / "f.md"
+    os.mkfifo(fifo)
+    log = env.tmp / "ok.log"
+    log.write_text("all fine\n")
+    for args in (
+        ("submit", str(fifo)),
+        ("lint", str(fifo)),
+        ("diagnose", str(fifo)),
+        ("diagnose", str(log), "--kinds", str(fifo)),
+    ):
+        got = env.cli(*args, timeout=30)  # a FIFO nobody writes: an open that blocks fails here
+        assert got.returncode == 2, (args, got.stderr)
+        assert f"{fifo}: not a regular file (a FIFO)" in got.stderr, args
+        no_traceback(got.stderr)
+    got = env.cli("diagnose", "/dev/zero", timeout=30)  # it never ends: refused, not read
+    assert got.returncode == 2
+    assert got.stderr == "ajetd: /dev/zero: not a regular file (a character device)\n"
+    assert not (env.home / "inbox").exists() or not list((env.home / "inbox").iterdir())
+
+
+def _record(env: Env, run: Run) -> None:
+    home = Home(env.home)
+    home.ensure()
+    home.run_dir(run.run_id).mkdir(parents=True)
+    home.save_run(run)
+
+
+def test_logs_of_a_rejected_run_says_why_and_fails(env: Env) -> None:
+    now = time.time()
+    reason = "blueprint: exp_codebase_dir missing"
+    _record(
+        env,
+        Run(
+            run_id="rej001",
+            source="bp.md",
+            submitted_at=now,
+            state=State.DONE,
+            status=Status.REJECTED,
+            reason=reason,
+            ended_at=now,
+        ),
+    )
+    got = env.cli("logs", "rej001")
+    assert got.returncode == 1 and got.stdout == ""
+    assert f"run rej001 was rejected: {reason}; no trial ran" in got.stderr
+
+
+def test_attach_without_a_terminal_points_to_logs(env: Env) -> None:
+    now = time.time()
+    run = Run(
+        run_id="att001",
+        source="bp.md",
+        submitted_at=now,
+        session="ajetd-att001",
+        state=State.RUNNING,
+        started_at=now,
+    )
+    _record(env, run)
+    vars_ = {k: v for k, v in env.vars.items() if k != "TMUX"}
+    out = CliRunner().invoke(main, ["attach", "att001"], env={**vars_, "TMUX": None})
+    assert out.exit_code == 2, out.output
+    assert "attach needs a terminal" in out.output and "ajetd logs att001" in out.output
