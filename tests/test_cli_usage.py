@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -90,46 +91,33 @@ def test_fifos_and_devices_are_refused_never_read(env: Env) -> None:
     assert got.returncode == 2
     assert got.stderr == "ajetd: /dev/zero: not a regular file (a character device)\n"
     assert not (env.home / "inbox").exists() or not list((env.home / "inbox").iterdir())
+    folder = env.tmp / "camp"
+    folder.mkdir()
+    (folder / "campaign.yaml").write_text("name: c\nbase: b.md\n")
+    os.mkfifo(folder / "notes.txt")  # copying it into the inbox would block
+    got = env.cli("campaign", str(folder), timeout=30)
+    assert got.returncode == 2
+    assert f"{folder}/notes.txt: not a regular file (a FIFO)" in got.stderr
 
 
-def _record(env: Env, run: Run) -> None:
+def _record(env: Env, run_id: str, **fields: Any) -> None:
+    """A run on record, written as the daemon would."""
     home = Home(env.home)
     home.ensure()
-    home.run_dir(run.run_id).mkdir(parents=True)
-    home.save_run(run)
+    home.run_dir(run_id).mkdir(parents=True)
+    home.save_run(Run(run_id=run_id, source="bp.md", submitted_at=time.time(), **fields))
 
 
 def test_logs_of_a_rejected_run_says_why_and_fails(env: Env) -> None:
-    now = time.time()
     reason = "blueprint: exp_codebase_dir missing"
-    _record(
-        env,
-        Run(
-            run_id="rej001",
-            source="bp.md",
-            submitted_at=now,
-            state=State.DONE,
-            status=Status.REJECTED,
-            reason=reason,
-            ended_at=now,
-        ),
-    )
+    _record(env, "rej001", state=State.DONE, status=Status.REJECTED, reason=reason)
     got = env.cli("logs", "rej001")
     assert got.returncode == 1 and got.stdout == ""
     assert f"run rej001 was rejected: {reason}; no trial ran" in got.stderr
 
 
 def test_attach_without_a_terminal_points_to_logs(env: Env) -> None:
-    now = time.time()
-    run = Run(
-        run_id="att001",
-        source="bp.md",
-        submitted_at=now,
-        session="ajetd-att001",
-        state=State.RUNNING,
-        started_at=now,
-    )
-    _record(env, run)
+    _record(env, "att001", session="ajetd-att001", state=State.RUNNING, started_at=time.time())
     vars_ = {k: v for k, v in env.vars.items() if k != "TMUX"}
     out = CliRunner().invoke(main, ["attach", "att001"], env={**vars_, "TMUX": None})
     assert out.exit_code == 2, out.output
