@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home
 from ajetd.cli.main import daemon, main
 from ajetd.core.model import Run, State, Status
+from ajetd.hosts.preflight import LOCAL
 from conftest import Env
 
 
@@ -122,3 +124,11 @@ def test_attach_without_a_terminal_points_to_logs(env: Env) -> None:
     out = CliRunner().invoke(main, ["attach", "att001"], env={**vars_, "TMUX": None})
     assert out.exit_code == 2, out.output
     assert "attach needs a terminal" in out.output and "ajetd logs att001" in out.output
+
+
+def test_preflight_reads_a_config_only_from_a_regular_file(tmp_path: Path) -> None:
+    """A FIFO swapped in for the YAML after its isfile check is refused, not waited on."""
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularError, match="not a regular file \\(a FIFO\\)"):
+        LOCAL.read_text(str(fifo))

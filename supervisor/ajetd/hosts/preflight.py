@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from ajetd.adapters.regular import open_regular
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -92,8 +93,9 @@ class LocalFs:
         return os.path.realpath(path)
 
     def read_text(self, path: str) -> str:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        """The file's text; a FIFO or a device swapped in is refused (NotRegularError)."""
+        with open_regular(Path(path)) as handle:
+            return handle.read().decode("utf-8")
 
     def size(self, path: str) -> int | None:
         try:
