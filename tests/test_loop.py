@@ -83,6 +83,26 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
     assert loop.on_time(run_id, "validation: 1 record(s)", t0 + 450)
 
 
+def test_deep_checks_due_close_together_share_one_pass(env: Env, loop: Loop) -> None:
+    """A run whose check is due within a tenth of its interval joins another run's due check
+    (one pass for both); a run alone keeps its exact moment (the test above)."""
+    first = loop.submit(
+        env.blueprint("first", command="sleep 1000", max_time="2h", ajetd="gpus: 0")
+    )
+    loop.started(first)
+    t0 = loop.t0(first)
+    loop.run_until(t0 + 2)
+    second = loop.submit(
+        env.blueprint("second", command="sleep 1000", max_time="2h", ajetd="gpus: 0")
+    )
+    loop.started(second)
+    t1 = loop.t0(second)
+    assert 2 <= t1 - t0 < 3  # its own check would be due at t1 + 30, within 3 s of the first's
+    loop.reach(t0 + 30)
+    assert loop.deep_check_due(first) == pytest.approx(t0 + 90, abs=0.1)
+    assert loop.deep_check_due(second) == pytest.approx(t0 + 90, abs=0.1)  # checked with it
+
+
 def test_a_silent_run_is_flagged_after_its_hang_window_and_stopped_after_a_second(
     env: Env, loop: Loop
 ) -> None:

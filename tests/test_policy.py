@@ -152,6 +152,10 @@ def test_backoff_follows_seed_schedule_and_resets() -> None:
     assert gaps == [30, 60, 120, 240, 480, 960, 960, 960]
     assert b.reset(now).next_at == now + 30
     assert Backoff.start(T0, scale=0.001).next_at == T0 + 0.03
+    b = Backoff.start(T0)  # due at T0 + 30; with another run's check, from T0 + 27 (a tenth)
+    assert not b.due(T0 + 26.9, batch=True) and b.due(T0 + 27, batch=True)
+    assert not b.due(T0 + 29.9) and b.due(T0 + 30)
+    assert b.advance(T0 + 30).due(T0 + 84, batch=True)  # 60 s on: 6 s early at most
 
 
 def test_record_round_trips_through_json() -> None:

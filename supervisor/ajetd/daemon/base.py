@@ -86,6 +86,7 @@ class Base:
         self.hooks = Hooks(cfg.hook_timeout_s)
         self.live_plots = drawing.LivePlots()
         self.live_growing = False  # some running trial printed during the last tick
+        self.deep_batch = False  # some run's deep check is due this tick: near ones join it
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)

@@ -111,9 +111,8 @@ def finish_run(
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = read_metrics(run, fetch)
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
-    # The data is final: the pictures are drawn (in a child, bounded) before the run reads as
-    # done, so that whoever sees `done` finds finish.flag a moment later, as before.
-    drawn = drawing.draw_final(home, run)
+    # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
+    # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).
     home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     saved = home.save_run(run)
@@ -121,8 +120,9 @@ def finish_run(
         reap_leftovers(run, pane_pid)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
-    if saved:  # reports only once the record says the same (a full home waits)
-        run = publish_reports(home, run, now, drawn)
+    if saved:  # reports only once the record says the same (a full home waits); the
+        # pictures are drawn before them: finish.flag comes last, the pictures beside it
+        run = publish_reports(home, run, now, drawing.draw_final(home, run))
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run

@@ -135,8 +135,9 @@ class Daemon(Act, Launch, Admit, Housekeep):
     def _due(self, slot: RunSlot, now: float, panes_fresh: bool) -> bool:
         """Whether a live run is looked at in full this tick: tmux was just asked about every
         pane, a moment of its own has come (time limit, a stop's next signal, its hang window,
-        its deep check: `due_at`, from the last full tick), it is stopping or flagged, a stop
-        was asked, or it was not looked at for `SUPERVISE_ALL_S`. Its exit needs none of
+        its deep check: `due_at`, from the last full tick; its deep check near another's that
+        is due: `deep_batch`), it is stopping or flagged, a stop was asked, or it was not
+        looked at for `SUPERVISE_ALL_S`. Its exit needs none of
         these: an exit file wakes the loop for that run alone (`record_ends`), and a pane
         process that ended makes the liveness period ask tmux."""
         run = slot.run
@@ -144,11 +145,14 @@ class Daemon(Act, Launch, Admit, Housekeep):
             return True
         if run.run_id in self.stop_asked or now - slot.supervised_at >= SUPERVISE_ALL_S:
             return True
+        if self.deep_batch and slot.backoff is not None and slot.backoff.due(now, batch=True):
+            return True
         return slot.due_at is None or now >= slot.due_at
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         self.live_growing = False
+        self.deep_batch = False  # set by supervise_live once ends are on record
         ask_tmux = self.record_ends(now)
         self.relaunch(now)  # a trial that ended into a next one: at once, before the rest
         with self._step("disk", "writing what a full disk held back"):
@@ -196,10 +200,12 @@ class Daemon(Act, Launch, Admit, Housekeep):
         """Observe and act on every live run whose moment has come; the others' new output
         is read. tmux is asked at once when a trial ended (`ended`) or a dead pane is due."""
         fresh = False
+        live = self.live_slots()
+        self.deep_batch = any(s.backoff is not None and s.backoff.due(now) for s in live)
         with self._step("tmux", "listing panes"):
             recheck = any(now >= t + DEAD_STATUS_WAIT_S for t in self._dead())
             fresh = self.refresh_panes(now, force=ended or recheck)
-        for slot in self.live_slots():
+        for slot in live:
             with self._each(slot.run_id, "supervising it"):
                 if self._due(slot, now, fresh):
                     self.supervise(slot.run_id, now, fresh)

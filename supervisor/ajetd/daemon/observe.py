@@ -266,9 +266,10 @@ class Observe(Base):
             self._store(model.found_live(run, tuple(new)))
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
-        """On its backoff: the val file read again (where the run writes it)."""
+        """On its backoff: the val file read again (where the run writes it); batched with
+        another run's due check where its own is near (`Backoff.due`)."""
         backoff = slot.backoff
-        if backoff is None or not backoff.due(now):
+        if backoff is None or not backoff.due(now, self.deep_batch):
             return
         run = slot.run
         updated = trials.read_metrics(run, slot.host.fetch)
