@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import yaml
 
 from ajetd.adapters import procs
@@ -492,6 +494,24 @@ def test_failed_trial_is_diagnosed(daemon_env: Env) -> None:
     assert out.returncode == 0 and json.loads(out.stdout)[0]["kind"] == "cuda_oom"
 
 
+@pytest.mark.parametrize("code", [0, 1])
+def test_ajetds_own_lines_are_never_findings(daemon_env: Env, code: int) -> None:
+    """The banner holds the launch command, error text and all; it and the exit line are
+    ajetd's, not the program's: a silent program has no finding, whatever its command says."""
+    env = daemon_env
+    command = f"echo -n; exit {code} # CUDA out of memory. Tried to allocate 2.00 GiB"
+    run_id = env.submit(env.blueprint(f"quiet{code}", command=command))
+    status = env.wait_done(run_id)
+    assert status["status"] == ("succeeded" if code == 0 else "failed")
+    assert status["diagnosis"] == [], status["diagnosis"]
+    result = env.tmp / "results" / f"quiet{code}"
+    log = result / "logs" / "trial-1.log"
+    assert "CUDA out of memory" in log.read_text()  # the banner is there, and read past
+    assert "cuda_oom" not in (result / "trials.md").read_text()
+    out = env.cli("diagnose", str(log), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout) == [], out.stdout
+
+
 NETWORK = (
     "requests.exceptions.ProxyError: HTTPSConnectionPool(host='huggingface.co', port=443): "
     "Max retries exceeded with url: /api/models (Caused by ProxyError('Unable to connect to proxy'))"
@@ -895,3 +915,39 @@ def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None
     status = env.wait_done(run_id)
     assert status["status"] == "succeeded" and status["trials"] == 1
     assert env.launches() == [f"{run_id} 1"]
+
+
+def _shared_paths(home: Path) -> list[str]:
+    """Everything under the home that group or others may read, write or enter."""
+    found = []
+    for path in [home, *home.rglob("*")]:
+        mode = path.lstat().st_mode
+        if not path.is_symlink() and mode & 0o077:
+            found.append(f"{path.relative_to(home)} {oct(mode & 0o777)}")
+    return found
+
+
+def test_every_file_and_folder_in_the_home_is_owner_only(env: Env) -> None:
+    """DESIGN: ajetd's home is owner-only, whatever the user's umask (here 022) or the mode of
+    the blueprint the user copied in: the trial script's exit file, hooks.log, plot.log, the
+    claimed blueprint; the program itself keeps the user's umask."""
+    old = os.umask(0o022)
+    try:
+        env.start_daemon()
+        config = env.config("private", steps=2)
+        made = env.tmp / "results" / "private" / "made-by-program"
+        command = f"python -m fakejet.launcher --conf {config} && touch {made}"
+        blueprint = env.blueprint("private", config=config, command=command)
+        blueprint.write_text(
+            blueprint.read_text() + "\n## [ajetd]\n```yaml\non_finish: 'true'\n```\n"
+        )
+        blueprint.chmod(0o644)
+        shutil.copy(blueprint, env.home / "inbox" / "private.md")  # cp keeps 644
+        run_id = wait_for(lambda: [p.name for p in (env.home / "runs").iterdir()], what="claim")[0]
+        env.wait_done(run_id)
+        wait_for((env.home / "runs" / run_id / "hooks.log").exists, what="the hook's log")
+    finally:
+        os.umask(old)
+    assert made.stat().st_mode & 0o777 == 0o644, "the program keeps the user's umask"
+    offenders = _shared_paths(env.home)
+    assert not offenders, "group/other bits in the home: " + ", ".join(offenders)

@@ -410,3 +410,13 @@ def test_live_cursor_finishes_with_the_same_findings_as_a_full_read(tmp_path: Pa
     assert finished == diagnose_file(log)
     assert [f.kind for f in finished or []] == ["cuda_oom", "unknown_traceback"]
     assert live.finish(("r", 1), log) is None  # one-shot: the cursor is gone
+
+
+def test_lines_ajetd_prints_are_not_diagnosed() -> None:
+    text = (
+        "[ajetd] run abc123 trial 1: python train.py # torch.OutOfMemoryError: CUDA out of memory\n"
+        "[ajetd] could not pass SIGINT on: ssh: connect to host h port 22: Connection refused\n"
+        "[ajetd] trial 1 exited with code 1\n"
+    )
+    assert diagnose_text(text) == []
+    assert diagnose_text(text + "torch.OutOfMemoryError: CUDA out of memory.\n")[0].line == 4

@@ -9,6 +9,7 @@ here, so a folder the CLI accepted is one the daemon can start.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.regular import kind_of, open_regular
-from ajetd.adapters.store import Home
+from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, parse_blueprint
 from ajetd.core.campaignrecord import CampaignState, ExpState
@@ -91,8 +92,21 @@ def submit_folder(home: Home, folder: Path) -> str:
     campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"
     shutil.copytree(folder, tmp)
+    make_owner_only(tmp)
     tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
     return campaign_id
+
+
+def make_owner_only(folder: Path) -> None:
+    """A campaign folder taken into the home keeps no mode of the user's copy: its folders
+    700, its files 600, as the rest of the home; links are left as they are, never followed."""
+    for top, dirs, files in os.walk(folder):
+        os.chmod(top, OWNER_DIR)
+        for name in files:
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                os.chmod(path, OWNER_FILE)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
 
 
 def load_state(path: Path) -> CampaignState:

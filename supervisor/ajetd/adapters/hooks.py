@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.store import open_owner
+
 log = logging.getLogger(__name__)
 
 
@@ -43,7 +45,7 @@ class Hooks:
             return
         out = run_dir / "hooks.log"
         try:
-            with open(out, "ab") as sink:
+            with open_owner(out) as sink:
                 sink.write(f"--- {name}: {command}\n".encode())
                 sink.flush()
                 proc = subprocess.Popen(  # noqa: S602 - the user's own hook command, on purpose

@@ -144,7 +144,19 @@ def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
         with contextlib.suppress(OSError):
             folder.rmdir()
         return None
+    _owner_only(target)
     return target
+
+
+def _owner_only(path: Path) -> None:
+    """The claimed blueprint keeps no mode of the file the user copied in: owner-only, as the
+    rest of the home (through the file itself, never a link put in its place)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, OWNER_FILE)
+        finally:
+            os.close(fd)
 
 
 def read_regular(path: Path, limit: int) -> bytes:

@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.model import Run
@@ -55,6 +55,13 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
 
 def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode)
+
+
+def open_owner(path: Path, *, truncate: bool = False) -> BinaryIO:
+    """A log of ajetd's own in the home (hooks.log, plot.log), opened for appending (or
+    emptied) and created owner-only whatever the umask; for a child process's output."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else os.O_APPEND)
+    return os.fdopen(os.open(path, flags, OWNER_FILE), "wb")
 
 
 def append_bytes(path: Path, data: bytes) -> None:

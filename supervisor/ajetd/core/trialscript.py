@@ -7,7 +7,9 @@ TERM (handlers, not ignores, so the program itself still gets default dispositio
 user's Ctrl-C or ajetd's stop signals end the program while the script survives to record the
 exact exit status. SIGHUP (the session or server killed behind ajetd's back) writes a `hup`
 marker instead of an exit file: no exit is recorded, which is how a `lost` run is told from a
-failed one, and the marker wakes the daemon at once.
+failed one, and the marker wakes the daemon at once. The program keeps the user's umask; the
+files the script writes itself (exit, hup, sigint) are ajetd's own and owner-only (`umask 077`
+once the program is started or ended, never before).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pathlib import Path
 
 from ajetd.core.model import Run
 
+# How every line ajetd itself prints into a trial's output begins (the script's banner and exit
+# line, the SSH and Slurm followers' notes): never the program's, so never diagnosed.
+OWN_LINE_PREFIX = "[ajetd] "
 EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
 
 
@@ -70,7 +75,7 @@ def render_trial_script(spec: TrialSpec) -> str:
         "export PYTHONUNBUFFERED=1",
     ]
     exports += [f"export {name}={q(value)}" for name, value in spec.env]
-    banner = f"[ajetd] run {spec.run_id} trial {spec.trial}: {spec.command}"
+    banner = f"{OWN_LINE_PREFIX}run {spec.run_id} trial {spec.trial}: {spec.command}"
     return "\n".join(
         [
             "#!/usr/bin/env bash",
@@ -79,7 +84,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             # the time without starting a process (bash 5's clock; `date` before), "." always
             "now() { t=${EPOCHREALTIME:-$(date +%s.%N)}; t=${t/,/.}; }",
             f"hup_file={q(spec.hup_file)}",
-            """trap 'now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
+            """trap 'umask 077; now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
             *_wait_for_go(spec),
@@ -90,7 +95,9 @@ def render_trial_script(spec: TrialSpec) -> str:
             "else",
             "  rc=126",
             "fi",
-            "printf '[ajetd] trial %s exited with code %s\\n' " + f"{spec.trial} " + '"$rc"',
+            # the program ran with the user's umask; what the script writes is ajetd's own
+            "umask 077",
+            f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             'now; ended="$rc $t"',
             'printf \'%s\\n\' "$ended" > "$exit_file.tmp" &&',
             '  mv -f "$exit_file.tmp" "$exit_file" ||',
@@ -133,7 +140,8 @@ def _run_lines(spec: TrialSpec) -> list[str]:
         f"  {run} &",
         "  child=$!",
         # the INT is Slurm's warning before its time limit unless ajetd sent it: noted
-        """  trap 'date +%s > "$exit_file.sigint"; kill -INT -- "-$child" 2>/dev/null' INT""",
+        '  trap \'umask 077; date +%s > "$exit_file.sigint"; '
+        """kill -INT -- "-$child" 2>/dev/null' INT""",
         """  trap 'kill -TERM -- "-$child" 2>/dev/null' TERM""",
         "  rc=",
         '  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
@@ -147,7 +155,7 @@ def _run_lines(spec: TrialSpec) -> list[str]:
 def exit_line(trial: int) -> bytes:
     """How the line the script prints just before it writes the exit file begins: once it is
     in the log, so is everything the program printed."""
-    return f"[ajetd] trial {trial} exited with code ".encode()
+    return f"{OWN_LINE_PREFIX}trial {trial} exited with code ".encode()
 
 
 def parse_exit_file(text: str) -> tuple[int, float | None] | None:

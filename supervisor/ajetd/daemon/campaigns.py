@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ajetd.adapters import campaigngit, inbox
-from ajetd.adapters.campaignfolder import load_folder, load_state, settled
+from ajetd.adapters.campaignfolder import load_folder, load_state, make_owner_only, settled
 from ajetd.adapters.control import (
     SUFFIX,
     control_problem,
@@ -111,6 +111,7 @@ class Campaigns:
             campaign_id = new_campaign_id(self.home)
         (self.root / campaign_id).mkdir(mode=OWNER_DIR)
         entry.rename(self.folder(campaign_id))
+        make_owner_only(self.folder(campaign_id))
         state = CampaignState(campaign_id, now)
         self.states[campaign_id] = state
         self._start(state, now)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
 from ajetd.core.finding import Finding
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import UserKind
 from ajetd.diagnosis.catalogue import (
     BY_NAME,
@@ -175,7 +176,10 @@ class Diagnoser:
     def line(self, number: int, text: str, words: frozenset[bytes] | None = None) -> bool:
         """Take one cleaned line; lines must come in order, but need not all come. `words`:
         the trigger words the caller already found in it. False when the line said nothing:
-        no kind, and no traceback begun, continued or ended by it."""
+        no kind, and no traceback begun, continued or ended by it. A line ajetd itself printed
+        (its banner with the launch command, its exit line, a follower's note) says nothing."""
+        if text.startswith(OWN_LINE_PREFIX):
+            return False
         body = strip_dress(text)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from ajetd.core.trialscript import parse_exit_file
+from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_file
 from ajetd.hosts import slurm
 
 
@@ -33,7 +33,7 @@ class Follower:
         self.job = ""
 
     def say(self, text: str) -> None:
-        sys.stdout.write(f"[ajetd] {text}\n")
+        sys.stdout.write(f"{OWN_LINE_PREFIX}{text}\n")
         sys.stdout.flush()
 
     def forward(self, signum: int, frame: FrameType | None) -> None:

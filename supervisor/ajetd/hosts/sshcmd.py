@@ -113,7 +113,9 @@ def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -
     n = trial
     started = run(
         spec,
-        f"mkdir -p {q(rdir)} {q(result_dir)} && cd {q(rdir)} || exit 1\n"
+        # ~/.ajetd-remote is ajetd's own: owner-only (an older one made so); results: the user's
+        f"(umask 077 && mkdir -p {q(rdir)} && chmod 700 {q(os.path.dirname(rdir))} {q(rdir)}) && "
+        f"mkdir -p {q(result_dir)} && cd {q(rdir)} || exit 1\n"
         f"if [ -e trial-{n}.pid ]; then cat trial-{n}.pid; exit 0; fi\n"
         f"cat > trial-{n}.sh && chmod 700 trial-{n}.sh && : > trial-{n}.log && "
         f"touch trial-{n}.go || exit 1\n"

@@ -16,6 +16,7 @@ import sys
 import time
 from types import FrameType
 
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.hosts import sshcmd
 
 MAX_BACKOFF_S = 30.0
@@ -40,7 +41,7 @@ class Follower:
             self.say(f"could not pass SIG{name} on: {exc}")
 
     def say(self, text: str) -> None:
-        sys.stdout.buffer.write(f"\r\n[ajetd] {text}\r\n".encode())
+        sys.stdout.buffer.write(f"\r\n{OWN_LINE_PREFIX}{text}\r\n".encode())
         sys.stdout.buffer.flush()
 
     def note(self, word: str) -> None:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ajetd.adapters.store import open_owner
+
 log = logging.getLogger(__name__)
 
 
@@ -51,7 +53,7 @@ class Plotter:
             source, png = self.due.pop(campaign_id)
             errors = source.with_name("plot.log")
             try:
-                with open(errors, "wb") as out:
+                with open_owner(errors, truncate=True) as out:
                     proc = subprocess.Popen(
                         [sys.executable, "-m", "ajetd.pictures.progress", str(source), str(png)],
                         stdin=subprocess.DEVNULL,

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters.store import OWNER_FILE, Home, write_json
+from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
 from ajetd.frameworks.valresults import TABLE_KEYS
@@ -159,7 +159,7 @@ class LivePlots:
         spec_file = home.run_dir(run.run_id) / "plot-spec-live.json"
         try:
             write_json(spec_file, spec(home, run), OWNER_FILE)
-            with open(home.run_dir(run.run_id) / "plot.log", "ab") as errors:
+            with open_owner(home.run_dir(run.run_id) / "plot.log") as errors:
                 _LIVE[run.run_id] = subprocess.Popen(
                     _argv(spec_file),
                     stdin=subprocess.DEVNULL,
