@@ -258,6 +258,9 @@ def test_insecure_inbox_is_refused_until_fixed(daemon_env: Env) -> None:
     run_id = env.submit(env.blueprint("insecure"))
     wait_for(lambda: "writable by others" in env.cli("status").stdout, what="the refusal")
     assert env.record(run_id) == {}
+    reason = env.status(run_id)["reason"]  # the waiting run names the cause, as the header does
+    assert reason.startswith("waiting in the inbox: the daemon is not taking blueprints: ")
+    assert "inbox is writable by others" in reason, reason
     os.chmod(env.home / "inbox", 0o700)
     assert env.wait_done(run_id)["status"] == "succeeded"
 

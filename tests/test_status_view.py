@@ -14,6 +14,7 @@ from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, State, Status, Trial
+from ajetd.views import listing as view
 from ajetd.views.listing import Filters, overview, plain, select, shorten
 from ajetd.views.rundetail import detail
 from conftest import PYTHON, Env, wait_for
@@ -210,3 +211,12 @@ def test_watch_without_a_terminal_says_so_and_exits(env: Env) -> None:
     assert "ajetd status --json" in out.stderr and out.stdout == ""
     both = env.cli("status", "--watch", "--json")
     assert both.returncode == 2 and "--json prints once" in both.stderr, both
+
+
+def test_a_submission_waiting_names_the_daemon_down(env: Env) -> None:
+    run_id = env.submit(env.blueprint("waiting"))
+    status = json.loads(env.cli("status", run_id, "--json").stdout)
+    assert status["state"] == "queued"
+    assert status["reason"] == f"waiting in the inbox: the daemon is {view.DAEMON_DOWN}"
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert [r["reason"] for r in listed] == [status["reason"]]

@@ -182,7 +182,10 @@ class Home:
             return decode_blueprint(handle.read(MAX_BYTES + 1)[:MAX_BYTES])
 
     def pending(self, run_id: str) -> Run | None:
-        """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`)."""
+        """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`);
+        why it waits names what the status header says stops the daemon taking it, if known."""
+        from ajetd.views.listing import inbox_reason  # not on `ajetd submit`'s path
+
         for path in self.inbox.glob(f"{run_id}__*"):
             match = SUBMITTED.match(path.name)
             if match and match["run_id"] == run_id:
@@ -191,7 +194,7 @@ class Home:
                         run_id=run_id,
                         source=f"{match['stem']}.md",
                         submitted_at=path.stat().st_mtime,
-                        reason="waiting in the inbox for the daemon to take it",
+                        reason=inbox_reason(self.daemon_running(), self.daemon_info()),
                     )
         claimed = self.run_dir(run_id) / "blueprint.md"
         if claimed.exists() and not self.state_file(run_id).exists():

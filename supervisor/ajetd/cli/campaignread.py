@@ -41,6 +41,7 @@ def read_campaign(
     from ajetd.adapters.control import SUFFIX, campaign_dir
     from ajetd.core import campaignspec as cs
     from ajetd.core.campaignrecord import CampaignState
+    from ajetd.views.listing import inbox_reason
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
     if state_file.exists():
@@ -55,7 +56,7 @@ def read_campaign(
             raise click.UsageError(f"campaign {campaign_id} is gone")
         folder = found[0]
         state = CampaignState(campaign_id, folder.stat().st_mtime, phase="submitted")
-        state.reason = "waiting in the inbox for the daemon to take it"
+        state.reason = inbox_reason(home.daemon_running(), home.daemon_info())
     spec = None
     if with_spec:
         try:

@@ -298,13 +298,32 @@ def notes(sel: Selection, width: int) -> list[Line]:
     return lines
 
 
+DAEMON_DOWN = "not running (start it with `ajetd daemon --detach`)"
+NOT_TAKING = "NOT TAKING BLUEPRINTS"
+
+
+def waiting_cause(up: bool, info: dict[str, Any]) -> str:
+    """Why a blueprint waits in the inbox, as the status header says it (the daemon down, the
+    home or inbox unsafe: `daemon.json`'s problems); empty when nothing is known to stop it."""
+    causes = [] if up else [f"the daemon is {DAEMON_DOWN}"]
+    causes += [f"the daemon is {NOT_TAKING.lower()}: {p}" for p in info.get("problems") or []]
+    return "; ".join(causes)
+
+
+def inbox_reason(up: bool, info: dict[str, Any]) -> str:
+    """A submission's reason while it waits in the inbox: its cause when one is known."""
+    cause = waiting_cause(up, info)
+    if cause:
+        return f"waiting in the inbox: {cause}"
+    return "waiting in the inbox for the daemon to take it"
+
+
 def daemon_lines(up: bool, info: dict[str, Any], width: int) -> list[Line]:
     lines: list[Line] = []
     if not up:
-        text = "daemon: not running (start it with `ajetd daemon --detach`)"
-        lines.append([(cut(text, width), "bad")])
+        lines.append([(cut(f"daemon: {DAEMON_DOWN}", width), "bad")])
     for problem in info.get("problems") or []:
-        lines.append([(cut(f"daemon: NOT TAKING BLUEPRINTS: {problem}", width), "attention")])
+        lines.append([(cut(f"daemon: {NOT_TAKING}: {problem}", width), "attention")])
     for line in info.get("refused") or []:  # the other files are taken
         lines.append([(cut(f"inbox: {line}", width), "attention")])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
