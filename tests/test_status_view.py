@@ -220,3 +220,21 @@ def test_a_submission_waiting_names_the_daemon_down(env: Env) -> None:
     assert status["reason"] == f"waiting in the inbox: the daemon is {view.DAEMON_DOWN}"
     listed = json.loads(env.cli("status", "--json").stdout)
     assert [r["reason"] for r in listed] == [status["reason"]]
+
+
+def test_campaign_lines_follow_the_filters() -> None:
+    """`--state live` and `--since` hide a finished campaign as they hide an ended run."""
+    runs = _world()
+    done = view.Campaign("c1", "3/3", "ended", "done", "completed", done=True, ended_at=NOW - 60)
+    going = view.Campaign("c2", "1/3", "going", started_at=NOW - 600)
+
+    def shown(f: Filters) -> list[str]:
+        lines = plain(overview(runs, f, NOW, 120, True, {}, [done, going])).splitlines()
+        return [line.split()[1] for line in lines if line.startswith("campaign ")]
+
+    assert shown(Filters()) == ["c1", "c2"]
+    assert shown(Filters(state="live")) == ["c2"]
+    assert shown(Filters(state="ended")) == shown(Filters(state="completed")) == ["c1"]
+    assert shown(Filters(state="queued")) == []
+    assert shown(Filters(since_s=1)) == ["c2"]  # ended a minute ago; the live one stays
+    assert shown(Filters(since_s=3600)) == ["c1", "c2"]

@@ -72,6 +72,8 @@ class Campaign:
     best_name: str = ""
     done: bool = False
     run_ids: frozenset[str] = field(default_factory=frozenset)
+    started_at: float = 0.0
+    ended_at: float | None = None
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Campaign:
@@ -85,6 +87,8 @@ class Campaign:
             best=float(best) if isinstance(best, (int, float)) else None,
             best_name=str(data.get("best_name") or ""),
             done=bool(data.get("done")),
+            started_at=_seconds(data.get("started_at")) or 0.0,
+            ended_at=_seconds(data.get("ended_at")),
             run_ids=frozenset(
                 str(e["run_id"])
                 for e in data.get("experiments") or ()
@@ -100,6 +104,27 @@ class Campaign:
         if self.best is not None:
             text += f"; best {self.best:g} ({self.best_name})"
         return text + (" [done]" if self.done else "")
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def campaign_matches(c: Campaign, f: Filters, now: float) -> bool:
+    """The runs' filters, for a campaign's line: one not done is live, a done one ended (its
+    phase and status are its other state words); `--since` keeps an ended one by its end."""
+    if f.campaign_runs is not None and c.run_ids != f.campaign_runs:
+        return False
+    if f.state is not None and f.state not in (
+        "live" if not c.done else "ended",
+        "done" if c.done else "live",
+        c.phase,
+        c.status,
+    ):
+        return False
+    if f.since_s is not None and c.done:
+        return (c.ended_at or c.started_at) >= now - f.since_s
+    return True
 
 
 def state_word(run: Run) -> str:
@@ -351,7 +376,7 @@ def overview(
     else:
         lines += table(sel, now, width, selected)
         lines += notes(sel, width)
-    shown = [c for c in campaigns if f.campaign_runs is None or c.run_ids == f.campaign_runs]
+    shown = [c for c in campaigns if campaign_matches(c, f, now)]
     lines += [[(cut(c.line(), width), "campaign")] for c in shown]
     return lines
 
