@@ -169,6 +169,37 @@ def test_trial_script_goes_when_woken_through_its_fifo(tmp_path: Path) -> None:
         proc.kill()
 
 
+def test_the_scripts_own_mv_ended_by_the_reap_prints_nothing(tmp_path: Path) -> None:
+    """The exit file's rename wakes the daemon, whose reap may TERM the script's `mv` before
+    it exits: bash then printed `Terminated` into the trial's log after its exit line. An
+    `mv` (first on PATH, the venv's bin) that is TERMed just after its rename stands in."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "mv").write_text('#!/bin/bash\n/bin/mv "$@" && kill -TERM $$\n')
+    (venv / "bin" / "mv").chmod(0o755)
+    (tmp_path / "go").write_text("go\n")
+    spec = TrialSpec(
+        run_id="term01",
+        trial=1,
+        command="exit 1",
+        codebase_dir=str(tmp_path),
+        venv_dir=str(venv),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(tmp_path / "exit"),
+        hup_file=str(tmp_path / "hup"),
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    done = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "[ajetd] trial 1 exited with code 1"
+    assert "Terminated" not in done.stdout + done.stderr, done.stderr
+    assert (tmp_path / "exit").read_text().split()[0] == "1"
+
+
 def test_liveness_asks_tmux_only_when_a_pane_process_changed(env: Env) -> None:
     """While every pane's own process lives on, the liveness period costs no tmux call; a
     trial script killed behind ajetd's back (no exit file, no marker) is still noticed."""

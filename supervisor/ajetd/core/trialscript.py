@@ -100,7 +100,9 @@ def render_trial_script(spec: TrialSpec) -> str:
             f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             'now; ended="$rc $t"',
             'printf \'%s\\n\' "$ended" > "$exit_file.tmp" &&',
-            '  mv -f "$exit_file.tmp" "$exit_file" ||',
+            # its stderr closed: bash says `Terminated` there when the daemon's reap of the
+            # trial's leftovers, woken by the rename, TERMs the `mv` before it exits
+            '  { mv -f "$exit_file.tmp" "$exit_file"; } 2>/dev/null ||',
             # a full disk: the status goes to tmux's memory instead (the pane's own option).
             # Not when the file is there: `mv` ended by a signal after its rename (the daemon,
             # woken by it, ends the trial's leftovers), the pane may run the next trial already
