@@ -131,23 +131,28 @@ def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: 
             proc.wait()
 
 
+def _script_spec(tmp: Path, command: str, venv: Path, wake_fifo: str = "") -> TrialSpec:
+    """A trial script's spec with every file in `tmp`, run by bash outside tmux."""
+    return TrialSpec(
+        run_id="script01",
+        trial=1,
+        command=command,
+        codebase_dir=str(tmp),
+        venv_dir=str(venv),
+        result_dir=str(tmp / "r"),
+        go_file=str(tmp / "go"),
+        exit_file=str(tmp / "exit"),
+        hup_file=str(tmp / "hup"),
+        wake_fifo=wake_fifo,
+    )
+
+
 def test_trial_script_goes_when_woken_through_its_fifo(tmp_path: Path) -> None:
     """The script blocks on its FIFO (no polling processes) and goes as soon as the daemon
     writes to it, long before its one-second fallback check."""
     fifo = tmp_path / "trial-1.wake"
     os.mkfifo(fifo, 0o600)
-    spec = TrialSpec(
-        run_id="fifo01",
-        trial=1,
-        command="echo started",
-        codebase_dir=str(tmp_path),
-        venv_dir=str(tmp_path),
-        result_dir=str(tmp_path / "r"),
-        go_file=str(tmp_path / "go"),
-        exit_file=str(tmp_path / "exit"),
-        hup_file=str(tmp_path / "hup"),
-        wake_fifo=str(fifo),
-    )
+    spec = _script_spec(tmp_path, "echo started", tmp_path, wake_fifo=str(fifo))
     script = tmp_path / "t.sh"
     script.write_text(render_trial_script(spec))
     proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
@@ -178,17 +183,7 @@ def test_the_scripts_own_mv_ended_by_the_reap_prints_nothing(tmp_path: Path) -> 
     (venv / "bin" / "mv").write_text('#!/bin/bash\n/bin/mv "$@" && kill -TERM $$\n')
     (venv / "bin" / "mv").chmod(0o755)
     (tmp_path / "go").write_text("go\n")
-    spec = TrialSpec(
-        run_id="term01",
-        trial=1,
-        command="exit 1",
-        codebase_dir=str(tmp_path),
-        venv_dir=str(venv),
-        result_dir=str(tmp_path / "r"),
-        go_file=str(tmp_path / "go"),
-        exit_file=str(tmp_path / "exit"),
-        hup_file=str(tmp_path / "hup"),
-    )
+    spec = _script_spec(tmp_path, "exit 1", venv)
     script = tmp_path / "t.sh"
     script.write_text(render_trial_script(spec))
     done = subprocess.run(
