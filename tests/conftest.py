@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -50,6 +51,19 @@ def git(cwd: Path, *args: str) -> str:
         check=True,
     )
     return done.stdout.strip()
+
+
+def shared_paths(home: Path) -> list[str]:
+    """Everything under the home that group or others may read, write or enter."""
+    found = []
+    for path in [home, *home.rglob("*")]:
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue  # a temp file renamed away meanwhile (the daemon still runs)
+        if not stat.S_ISLNK(mode) and mode & 0o077:
+            found.append(f"{path.relative_to(home)} {oct(mode & 0o777)}")
+    return found
 
 
 def marked_processes(run_id: str) -> list[psutil.Process]:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
-from conftest import Env, git, wait_for
+from conftest import Env, git, shared_paths, wait_for
 
 
 def _progress(
@@ -287,6 +287,8 @@ def test_a_folder_dropped_into_the_inbox_is_a_campaign(daemon_env: Env) -> None:
     rows = _done(env, "dropped", 1)
     assert [(r["index"], r["status"]) for r in rows] == [("0", "keep")]
     assert not (env.home / "inbox" / "my-campaign").exists()
+    offenders = shared_paths(env.home)  # the copy was 755/644: taken, it is ajetd's own
+    assert not offenders, "group/other bits in the home: " + ", ".join(offenders)
 
 
 def test_the_plotted_best_follows_kept_experiments_only() -> None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ajetd.adapters import procs
-from conftest import Env, git, marked_processes, wait_for
+from conftest import Env, git, marked_processes, shared_paths, wait_for
 
 
 def _flag(env: Env, name: str) -> dict[str, object]:
@@ -920,16 +920,6 @@ def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None
     assert env.launches() == [f"{run_id} 1"]
 
 
-def _shared_paths(home: Path) -> list[str]:
-    """Everything under the home that group or others may read, write or enter."""
-    found = []
-    for path in [home, *home.rglob("*")]:
-        mode = path.lstat().st_mode
-        if not path.is_symlink() and mode & 0o077:
-            found.append(f"{path.relative_to(home)} {oct(mode & 0o777)}")
-    return found
-
-
 def test_every_file_and_folder_in_the_home_is_owner_only(env: Env) -> None:
     """DESIGN: ajetd's home is owner-only, whatever the user's umask (here 022) or the mode of
     the blueprint the user copied in: the trial script's exit file, hooks.log, plot.log, the
@@ -952,5 +942,5 @@ def test_every_file_and_folder_in_the_home_is_owner_only(env: Env) -> None:
     finally:
         os.umask(old)
     assert made.stat().st_mode & 0o777 == 0o644, "the program keeps the user's umask"
-    offenders = _shared_paths(env.home)
+    offenders = shared_paths(env.home)
     assert not offenders, "group/other bits in the home: " + ", ".join(offenders)
