@@ -48,6 +48,9 @@ def test_remote_run_succeeds_with_log_metrics_and_exit_code(remote: Env, sshd: S
     assert env.launches() == [f"{run_id} 1"]
     events = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert f"trial 1 started on {sshd.user}@127.0.0.1" in events
+    base = Path(os.path.expanduser("~" + sshd.user)) / ".ajetd-remote"  # ajetd's own there
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (base, base / run_id)}
+    assert modes == {".ajetd-remote": 0o700, run_id: 0o700}, modes
 
 
 def test_remote_crash_gives_its_exact_code_and_diagnosis(remote: Env, sshd: Sshd) -> None:
