@@ -658,7 +658,7 @@ def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:
     """Once the second run of one config read the first's validation lines as its own (and
     the first read the second's): AgentJet appends every validation to one file."""
     env = daemon_env
-    first_conf = env.config("shared", steps=30, step_time=0.1)
+    first_conf = env.config("shared", forever=True, step_time=0.1)  # live until stopped
     second_conf = env.config("again", steps=4)
     data = yaml.safe_load((env.codebase / second_conf).read_text())
     data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = (
@@ -678,6 +678,7 @@ def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:
     refused = env.wait_done(env.submit(no_conf))  # no --conf: no copy to point elsewhere
     assert refused["status"] == "rejected" and f"written by live run {first}" in refused["reason"]
     env.cli("stop", first)
+    assert env.wait_done(first)["status"] == "stopped"
     steps = [h["global_steps"] for h in env.record(first)["history"]]
     assert steps == sorted(steps) and len(steps) == len(set(steps)), steps  # none of the second's
 

@@ -96,18 +96,8 @@ class Act(Observe):
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
         slot.host.end(run, now, final=True)
-        run = ending.finish_run(
-            self.home,
-            self.tmux,
-            run,
-            action.status,
-            action.reason,
-            action.exit_code,
-            now,
-            pid,
-            found or None,
-            slot.host.fetch,
-        )
+        end = ending.TrialEnd(action.reason, action.exit_code, pid, found or None)
+        run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
         self._keep(run)  # finish_run saved it: not saved a second time
         self.finish_hooks[run.run_id] = (run, slot.options)  # fired once the end is on disk
         self._finish_hooks(now)
@@ -117,7 +107,7 @@ class Act(Observe):
         self, slot: RunSlot, run: Run, action: NextStage, now: float, pid: int | None
     ) -> Run:
         reason = f"stage done; next: stage {action.name}"
-        run = ending.end_trial(self.home, run, reason, 0, now, pid, ())
+        run = ending.end_trial(self.home, run, ending.TrialEnd(reason, 0, pid, ()), now)
         slot.host.end(run, now, final=False)
         run = model.next_stage(run, action.command, f"stage {action.name} next")
         self.home.append_event(run.run_id, now, f"stage {action.name} next: {action.command}")
@@ -137,11 +127,12 @@ class Act(Observe):
             if moved is None:
                 why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
                 why += "run's config)"
-                return ending.finish_run(
-                    self.home, self.tmux, run, Status.FAILED, why, action.exit_code, now, pid, found
-                )
+                end = ending.TrialEnd(why, action.exit_code, pid, found)
+                return ending.finish_run(self.home, run, Status.FAILED, end, now)
             command, config_path = moved
-        run = ending.end_trial(self.home, run, reason, action.exit_code, now, pid, found)
+        run = ending.end_trial(
+            self.home, run, ending.TrialEnd(reason, action.exit_code, pid, found), now
+        )
         slot.host.end(run, now, final=False)
         run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")

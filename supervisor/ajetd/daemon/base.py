@@ -125,7 +125,7 @@ class Base:
 
     def _finish_now(self, run: Run, outcome: Status, reason: str, now: float) -> Run:
         """End a run whose trial never ran (or cannot run again): no exit, no processes."""
-        return ending.finish_run(self.home, self.tmux, run, outcome, reason, None, now, None)
+        return ending.finish_run(self.home, run, outcome, ending.TrialEnd(reason, None), now)
 
     def _missing(self, slot: RunSlot, paths: tuple[str, ...]) -> tuple[str, ...]:
         """Which of `paths` (relative to the codebase) do not exist where the run runs."""

@@ -10,7 +10,7 @@ import logging
 import math
 import socket
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ajetd.adapters import procs
@@ -53,18 +53,22 @@ def ended_at(home: Home, run: Run, now: float) -> float:
     return min(max(at, trial.started_at), max(now, time.time()))
 
 
-def end_trial(
-    home: Home,
-    run: Run,
-    reason: str,
-    exit_code: int | None,
-    now: float,
-    pane_pid: int | None,
-    findings: tuple[Finding, ...] | None = None,
-    reap: bool = True,
-) -> Run:
+@dataclass(frozen=True)
+class TrialEnd:
+    """How the loop saw a trial end: why, its exit code (None: it never exited on its own),
+    its pane's process (what is left around it is ended), and its diagnosis (None: read from
+    its log when it failed)."""
+
+    reason: str
+    exit_code: int | None
+    pane_pid: int | None = None
+    findings: tuple[Finding, ...] | None = None
+
+
+def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
     """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
     caller does it once the end is on record), end what is left of its processes."""
+    reason, exit_code, findings = end.reason, end.exit_code, end.findings
     trial = run.trial
     if trial is not None and trial.started_at is not None and trial.ended_at is None:
         ended = ended_at(home, run, now)
@@ -77,7 +81,7 @@ def end_trial(
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
-        reap_leftovers(run, pane_pid)
+        reap_leftovers(run, end.pane_pid)
     return run
 
 
@@ -89,14 +93,10 @@ def reap_leftovers(run: Run, pane_pid: int | None) -> None:
 
 def finish_run(
     home: Home,
-    tmux: Tmux,
     run: Run,
     outcome: model.Status,
-    reason: str,
-    exit_code: int | None,
+    end: TrialEnd,
     now: float,
-    pane_pid: int | None,
-    findings: tuple[Finding, ...] | None = None,
     fetch: Fetch = read_local,
 ) -> Run:
     """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
@@ -104,7 +104,8 @@ def finish_run(
     reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
     exit file holds one."""
     open_trial = run.trial is not None and run.trial.ended_at is None
-    run = end_trial(home, run, reason, exit_code, now, pane_pid, findings, reap=False)
+    reason, exit_code = end.reason, end.exit_code
+    run = end_trial(home, run, end, now, reap=False)
     ended = now
     if open_trial:
         run = _note_next(run, outcome, reason)
@@ -117,7 +118,7 @@ def finish_run(
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     saved = home.save_run(run)
     if run.trial is not None:
-        reap_leftovers(run, pane_pid)
+        reap_leftovers(run, end.pane_pid)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved:  # reports only once the record says the same (a full home waits); the
