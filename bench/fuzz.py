@@ -6,8 +6,9 @@ three mutations: byte flips, insertions and deletions, YAML tricks in `[ajetd]` 
 anchors, explicit tags, deep nesting, bad timestamps), huge numbers, negative and exponent
 durations, control characters (NUL, CR, ESC, U+2028) in paths, long runs (digits, `<!--`,
 backticks, brackets, fences), repeated parts. The bytes are decoded as the daemon does
-(UTF-8, errors replaced) and parsed; an accepted one is then used as the daemon first uses it
-(durations printed, paths looked at, Slurm options built), read-only.
+(`decode_blueprint`: UTF-8 unless a byte-order mark or NULs say UTF-16/32, errors replaced) and
+parsed; an accepted one is then used as the daemon first uses it (durations printed, paths
+looked at, Slurm options built), read-only.
 
 Prints the crash count (exceptions other than BlueprintError, by type), the slowest case and
 its time, and the p50/p99 parse times; also the time for 1 MiB blueprints of several shapes.
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ajetd.core.blueprint import Blueprint, parse_blueprint
+from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.durations import format_duration
 from ajetd.core.errors import BlueprintError
 from ajetd.hosts import preflight, slurm
@@ -300,7 +301,7 @@ def main() -> None:
         names = [rng.choice(list(MUTATIONS)) for _ in range(rng.randint(1, 3))]
         for name in names:
             data = MUTATIONS[name](rng, data)
-        seconds, crash = parse_once(data.decode("utf-8", errors="replace"), args.limit)
+        seconds, crash = parse_once(decode_blueprint(data[:MAX_BYTES]), args.limit)
         times.append(seconds)
         if crash:
             kind = crash.split(":")[0]
