@@ -25,6 +25,8 @@ import slurmcluster
 import yaml
 from slurmcluster import SlurmCluster
 
+from ajetd.core.hostspecs import SshSpec
+
 FAKEJET = Path(__file__).parent / "fakejet"
 PYTHON = sys.executable
 
@@ -140,6 +142,26 @@ class Env:
 
     def daemon_log(self) -> str:
         return "".join(p.read_text() for p in sorted(self.tmp.glob("daemon-*.log")))
+
+    def fake_gpus(self, count: int, **extra: Any) -> Path:
+        """An `AJETD_FAKE_GPUS` file of `count` idle H100s (fields in `extra` for each), used
+        by the daemon and the CLI this Env starts; the fake launcher updates it as a driver
+        would."""
+        path = self.tmp / "gpus.json"
+        gpus = [
+            {
+                "index": i,
+                "name": "H100",
+                "memory_total_mib": 81920,
+                "memory_used_mib": 0,
+                "utilization": 0,
+                **extra,
+            }
+            for i in range(count)
+        ]
+        path.write_text(json.dumps({"gpus": gpus}))
+        self.vars["AJETD_FAKE_GPUS"] = str(path)
+        return path
 
     def config(self, name: str = "run", **fake: Any) -> str:
         """Write configs/<name>.yaml with `fakejet:` settings; return its relative path."""
@@ -274,6 +296,19 @@ class Sshd:
     key: Path
     known_hosts: Path
     user: str
+
+    def spec(self) -> SshSpec:
+        """The `SshSpec` that reaches it (what the blueprint's `ajetd_part` parses to)."""
+        return SshSpec(
+            "127.0.0.1",
+            self.user,
+            self.port,
+            str(self.key),
+            (
+                ("StrictHostKeyChecking", "accept-new"),
+                ("UserKnownHostsFile", str(self.known_hosts)),
+            ),
+        )
 
     def ajetd_part(self) -> str:
         """The blueprint's `ssh:` key that reaches it."""

@@ -12,21 +12,7 @@ from conftest import Env, wait_for
 
 
 def _gpus(env: Env, count: int, **extra: Any) -> Path:
-    path = env.tmp / "gpus.json"
-    gpus = [
-        {
-            "index": i,
-            "name": "H100",
-            "memory_total_mib": 81920,
-            "memory_used_mib": 0,
-            "utilization": 0,
-            **extra,
-        }
-        for i in range(count)
-    ]
-    path.write_text(json.dumps({"gpus": gpus}))
-    env.vars["AJETD_FAKE_GPUS"] = str(path)
-    return path
+    return env.fake_gpus(count, **extra)
 
 
 def _edit(path: Path, change: Any) -> None:

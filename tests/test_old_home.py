@@ -64,18 +64,7 @@ def _old_home(env: Env) -> None:
     for path in env.home.rglob("*"):
         path.chmod(0o700 if path.is_dir() else 0o600)
     env.home.chmod(0o700)
-    gpus = [
-        {
-            "index": i,
-            "name": "H100",
-            "memory_total_mib": 81920,
-            "memory_used_mib": 0,
-            "utilization": 0,
-        }
-        for i in range(2)
-    ]
-    (env.tmp / "gpus.json").write_text(json.dumps({"gpus": gpus}))
-    env.vars["AJETD_FAKE_GPUS"] = str(env.tmp / "gpus.json")
+    env.fake_gpus(2)
 
 
 def _revive(env: Env) -> None:

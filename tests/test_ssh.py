@@ -14,9 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ajetd.core.hostspecs import SshSpec
 from ajetd.hosts import sshcmd
-from conftest import Env, Sshd, marked_processes, wait_for
+from conftest import Env, Sshd, git, marked_processes, wait_for
 
 
 @pytest.fixture
@@ -124,13 +123,7 @@ def test_lint_checks_paths_on_the_host(env: Env, sshd: Sshd) -> None:
 
 
 def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> None:
-    spec = SshSpec(
-        "127.0.0.1",
-        sshd.user,
-        sshd.port,
-        str(sshd.key),
-        (("StrictHostKeyChecking", "accept-new"), ("UserKnownHostsFile", str(sshd.known_hosts))),
-    )
+    spec = sshd.spec()
     there = tmp_path / "there"
     (there / "saved_experiments" / "ckpt").mkdir(parents=True)
     (there / "saved_experiments" / "ckpt" / "model.bin").write_text("weights")
@@ -149,26 +142,17 @@ def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> Non
 def test_provenance_is_read_where_the_run_runs(tmp_path: Path, sshd: Sshd) -> None:
     """An SSH run's codebase git state is read on its host (here the same folder, so both
     reads agree); a host that does not answer gives a note instead."""
-    import subprocess
-
     from ajetd.adapters.store import Home
     from ajetd.hosts.local import LocalHost
     from ajetd.hosts.ssh import SshHost
 
-    spec = SshSpec(
-        "127.0.0.1",
-        sshd.user,
-        sshd.port,
-        str(sshd.key),
-        (("StrictHostKeyChecking", "accept-new"), ("UserKnownHostsFile", str(sshd.known_hosts))),
-    )
+    spec = sshd.spec()
     code = tmp_path / "code"
     code.mkdir()
     (code / "train.py").write_text("print('hi')\n")
-    git = ["git", "-C", str(code), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    git(code, "init", "-q")
+    git(code, "add", ".")
+    git(code, "commit", "-qm", "first")
     (code / "train.py").write_text("print('changed')\n")
     home = Home(tmp_path / "home")
     here, diff_here = LocalHost(home).provenance(str(code))
