@@ -67,12 +67,10 @@ def _open_log(path: Path) -> int:
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 16384))
-            return "\n".join(handle.read().decode(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
+    """The daemon log's last lines ("" when it cannot be read), to say why a start failed."""
+    from ajetd.diagnosis.scan import tail_bytes
+
+    return "\n".join(tail_bytes(path, 16384).decode(errors="replace").splitlines()[-lines:])
 
 
 def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOUT_S) -> Started:
