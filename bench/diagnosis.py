@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ajetd.diagnosis import catalogue
 from ajetd.diagnosis.findings import diagnose_chunks
-from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.shape import EXCEPTION_LINE, continued, strip_dress
 from ajetd.diagnosis.text import decode_line
 
 HERE = Path(__file__).resolve().parent
@@ -88,12 +88,17 @@ def first_kind(path: Path) -> str:
 
 
 def _readings(path: Path) -> list[str]:
-    """Each line of an excerpt as the diagnosis reads it: undressed, and for a wrapper such as
-    `RayTaskError(Inner): msg` also as `Inner: msg`."""
+    """Each line of an excerpt as the diagnosis reads it: undressed, for a wrapper such as
+    `RayTaskError(Inner): msg` also as `Inner: msg`, and for an exception message wrapped over
+    two lines also as the two read together."""
     out = []
-    for raw in _body(path).split(b"\n"):
-        body = strip_dress(decode_line(raw))
+    lines = [decode_line(raw) for raw in _body(path).split(b"\n")]
+    for at, line in enumerate(lines):
+        body = strip_dress(line)
         out.append(body)
+        joined = continued(line, lines[at + 1]) if at + 1 < len(lines) else None
+        if joined is not None:
+            out.append(strip_dress(joined))
         shape = EXCEPTION_LINE.match(body.lstrip())
         if shape is not None and shape.group("inner"):
             out.append(f"{shape.group('inner')}: {body.lstrip()[shape.end() :]}")

@@ -136,6 +136,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"curesult error:?\s+(result=)?2\b",
             r"memory_allocation_failure",
             r"failed to allocate memory requested by",
+            # shape: PyTorch's caching allocator's message, whatever the device it names
+            # (CUDA, ROCm, an NPU, an XPU): `<device> out of memory. Tried to allocate <size>`
+            r"out of memory\. tried to allocate \d",
         ),
     ),
     Kind(
@@ -174,6 +177,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\bhccl (function )?error",
             r"call hccl api failed",
             r"\bibv_\w+ failed",
+            # shapes: an RDMA work completion that came back with an error (InfiniBand/RoCE,
+            # under NCCL's transport or the driver's own `mlx5:` line); a call into the
+            # collective library (an `nccl*`/`hccl*` function) that returned an error code
+            r"\bgot completion\b.*\bwith (error|status)\b",
+            r"\b[nh]ccl[a-z]\w*\b.{0,80}\berror code is [1-9]",
         ),
     ),
     Kind(
@@ -477,6 +485,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # group merely created: that is a healthy run's line)
             r"\b(cannot be scheduled|infeasible|waiting for .*placement group"
             r"|pending placement group).*\bgpu\b",
+            # shape: a device index or a size that needs devices checked against how many
+            # devices there are (`device < num_gpus`, `... less than or equal to the number of
+            # visible devices`), in code or in words
+            r"(<=?|\bless than( or equal to)?|\bgreater than|\bmore than|\bexceeds?)\s*(the )?"
+            r"(num_(gpus|devices)\b|number of (visible |available )?(devices|gpus|npus)\b)",
         ),
     ),
     Kind(
@@ -590,6 +603,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b(build|compilation) (stopped|aborted|failed|terminated|did not complete)",
             r'^\s*file "[^"]*[/\\](pyproject_hooks|pep517|setuptools[/\\]build_meta\.py'
             r"|torch[/\\]utils[/\\]cpp_extension\.py)",
+            # the same frames as IPython/Jupyter print them: `<path> in <function>(<args>)`
+            r"^\s*\S*[/\\](pyproject_hooks[/\\]\S*|setuptools[/\\]build_meta\.py"
+            r"|torch[/\\]utils[/\\]cpp_extension\.py) in \w+\(",
         ),
     ),
     Kind(
@@ -628,7 +644,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^(slurmstepd|srun): error: \*\*\* (step|job) .*cancelled",
             r"^error: job submission failed",
             r"\bjob submission failed\b",
-            r"command '?ssh .* returned non-zero exit status 255",
+            # shape: ssh itself failed (its exit status 255: the host could not be reached or
+            # refused the login), however the launcher quotes the command (`'ssh ...'`,
+            # `'['ssh ...']'`)
+            r"command '\W*ssh\b.* returned non-zero exit status 255",
             r"orte daemon has unexpectedly failed",
             r"mpirun (noticed|was unable|detected)",
         ),
@@ -733,6 +752,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "net/socket",
         "hccl",
         "ibv_",
+        "got completion",
     ),
     "cuda_error": (
         "illegal memory access",
@@ -917,6 +937,10 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cuda_visible_devices",
         "equal to the number",
         "visible devices",
+        "available devices",
+        "num_devices",
+        "number of devices",
+        "number of npus",
     ),
     "config_error": (
         "omegaconf",

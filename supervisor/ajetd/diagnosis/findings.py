@@ -47,6 +47,7 @@ from ajetd.diagnosis.shape import (
     EXCEPTION_LINE,
     TRACEBACK_END,
     WRAPPERS,
+    continued,
     strip_dress,
 )
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
@@ -301,20 +302,33 @@ class StreamDiagnoser:
             if not tracing and key in quiet:
                 continue
             number += block.count(b"\n", counted_at, start)
-            said = diagnoser.line(number + 1, decode_line(raw), words)
+            said, last = self._read(block, start, end, number, words)
             if not (said or tracing) and len(raw) <= _QUIET_LINE_BYTES and words is not None:
                 if len(quiet) >= _QUIET_LINES:
                     quiet.clear()
                 quiet.add(key)
-            last = end
+            number += last != end
             while diagnoser.in_traceback and last + 1 < len(block):  # follow it to its end
                 nxt = last + 1
-                last = block.find(b"\n", nxt)
                 number += 1
-                diagnoser.line(number + 1, decode_line(block[nxt:last]))
+                _, last = self._read(block, nxt, block.find(b"\n", nxt), number, None)
+                number += block.count(b"\n", nxt, last)
             counted_at = done = last + 1
             number += 1
         self.lines_done += block.count(b"\n")
+
+    def _read(
+        self, block: bytes, start: int, end: int, number: int, words: frozenset[bytes] | None
+    ) -> tuple[bool, int]:
+        """Give the diagnoser the line at `start`..`end` (line `number` + 1), read together
+        with the next one when the two are one wrapped exception message (then every kind is
+        tried on it); whether it said something, and where what was read ends."""
+        text = decode_line(block[start:end])
+        wrapped = _wrapped(block, end, text)
+        if wrapped is not None:
+            text, end = wrapped
+            words = None
+        return self.diagnoser.line(number + 1, text, words), end
 
     def _trigger_lines(self, block: bytes) -> list[tuple[int, int, frozenset[bytes] | None]]:
         """Each line holding a trigger word, in order: start, end, and its words (a block
@@ -362,6 +376,18 @@ class StreamDiagnoser:
             end = block.find(b"\n", raw_at)
             out.append((raw_at, end if end >= 0 else len(block), None))
         return out
+
+
+def _wrapped(block: bytes, end: int, text: str) -> tuple[str, int] | None:
+    """The line ending at `end` read together with the next one when they are one exception
+    message wrapped in two (`shape.continued`), and where the next one ends; None otherwise."""
+    if end < 0 or end + 1 >= len(block) or not EXCEPTION_LINE.match(strip_dress(text).lstrip()):
+        return None
+    after = block.find(b"\n", end + 1)
+    if after < 0:
+        return None
+    joined = continued(text, decode_line(block[end + 1 : after]))
+    return None if joined is None else (joined[:MAX_LINE_BYTES], after)
 
 
 def diagnose_chunks(chunks: Iterable[bytes], user: KindSet | None = None) -> list[Finding]:

@@ -79,3 +79,43 @@ def strip_dress(line: str) -> str:
     if line.endswith("cluster]"):
         line = _REPEATED.sub("", line)
     return line
+
+
+# A message wrapped over two lines (by the terminal, a log viewer or the reporter's paste): the
+# exception line stops mid-sentence (a word, a number or a comma last) and the next line, in
+# the same dress, goes on with a lower-case word, as prose does; `warnings.warn(`, a frame, a
+# new exception or an indented line is never read as a continuation.
+_STOPS_MID_SENTENCE = re.compile(r"[A-Za-z0-9,]$")
+_GOES_ON = re.compile(r"^[a-z]+(?: |, |\. |\.?$|\))")
+_DIGITS = str.maketrans("123456789", "000000000")
+MIN_WRAPPED_MESSAGE = 30  # characters after the class: a short message is not a wrapped one
+
+
+def _dress_of(line: str) -> str:
+    """The decorations before a line's own text (as `strip_dress` removes them)."""
+    at = 0
+    for _ in range(MAX_DRESS):
+        match = _DRESS.match(line, at)
+        if match is None or match.end() == at:
+            break
+        at = match.end()
+    return line[:at]
+
+
+def continued(text: str, following: str) -> str | None:
+    """`text` (one line as seen, dress included) read together with the `following` line when
+    the two are one exception message wrapped in two; None when they are not."""
+    dress = _dress_of(text)
+    body = text[len(dress) :].lstrip()
+    shape = EXCEPTION_LINE.match(body)
+    if shape is None or len(body) - shape.end() < MIN_WRAPPED_MESSAGE:
+        return None
+    if not _STOPS_MID_SENTENCE.search(body):
+        return None
+    next_dress = _dress_of(following)
+    rest = following[len(next_dress) :]
+    if dress.translate(_DIGITS) != next_dress.translate(_DIGITS):
+        return None
+    if not _GOES_ON.match(rest) or EXCEPTION_LINE.match(rest):
+        return None
+    return f"{text} {rest}"
