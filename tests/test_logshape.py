@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ajetd.diagnosis.findings import Finding, diagnose_chunks, diagnose_text
-from ajetd.diagnosis.shape import strip_dress
+from ajetd.diagnosis.shape import continued, strip_dress
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 
@@ -99,6 +99,12 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("segfault/deepspeedexamples-626.log", "segfault", "sigkill_handler"),
         # a specific echo (a worker exit) is named before an unexplained exception
         ("ray_worker_died/verl-4921.log", "ray_worker_died", "ActorDiedError"),
+        # an exception message wrapped over two lines is read as one
+        (
+            "insufficient_gpus/vllmascend-14628-2.log",
+            "insufficient_gpus",
+            "the number of visible devices (0)",
+        ),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -156,6 +162,10 @@ def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
         "ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker pid 1159 died, exit code: -6",
         # a placement group merely created is a healthy run's line
         "INFO placement_group.py:42 -- Created placement group with bundles [{'GPU': 1.0}]",
+        # a device count stated, not compared against
+        "INFO trainer.py:88] num_gpus=8, number of visible devices: 8",
+        # a command that is not ssh exiting 255 is not ssh failing to reach a host
+        "Command '['sshpass', '-f', 'pw', 'rsync', 'a', 'b']' returned non-zero exit status 255.",
     ],
 )
 def test_shapes_that_say_nothing_by_themselves(line: str) -> None:
@@ -165,3 +175,32 @@ def test_shapes_that_say_nothing_by_themselves(line: str) -> None:
 def test_a_write_refused_by_permissions_is_not_a_full_disk() -> None:
     text = "OSError: failed to write checkpoint /ckpt/step_9: Permission denied\n"
     assert [f.kind for f in diagnose_text(text)] == ["unknown_traceback"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # a complete sentence, then a log line
+        ("ValueError: the batch size must be divisible by the number of GPUs.", "of course"),
+        # a message, then code that a warning printed
+        ("UserWarning: this overload of add_ is deprecated and will go", "warnings.warn(msg)"),
+        # a short message is not a wrapped one
+        ("KeyError: 'model'", "not found here"),
+        # two ranks' lines are not one message
+        ("[rank0]: RuntimeError: a long message that stops in the middle of", "  File x.py"),
+        # the next line starts a new exception
+        ("RuntimeError: a long message that stops in the middle of a", "ValueError: other"),
+    ],
+)
+def test_lines_that_are_not_one_wrapped_message(first: str, second: str) -> None:
+    assert continued(first, second) is None
+
+
+def test_a_wrapped_message_keeps_its_dress_and_is_read_once() -> None:
+    text = (
+        "[rank0]: AssertionError: local_world_size (8) must be less than or equal to the number\n"
+        "[rank0]: of visible devices (0).\n"
+    )
+    findings = diagnose_text(text)
+    assert [(f.kind, f.line, f.count) for f in findings] == [("insufficient_gpus", 1, 1)]
+    assert findings[0].evidence.endswith("number of visible devices (0).")

@@ -139,6 +139,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: PyTorch's caching allocator's message, whatever the device it names
             # (CUDA, ROCm, an NPU, an XPU): `<device> out of memory. Tried to allocate <size>`
             r"out of memory\. tried to allocate \d",
+            # shape: an accelerator other than a CUDA GPU that ran out of its device memory
+            # (Ascend NPUs, Intel XPUs, Gaudi HPUs, Cambricon MLUs)
+            r"\b(npu|xpu|hpu|mlu)\s+out of memory\b",
         ),
     ),
     Kind(
@@ -601,6 +604,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # shapes: a build tool's summary that the build stopped (ninja, bazel, make); a
             # traceback through a Python build backend's frames (a wheel being built)
             r"\b(build|compilation) (stopped|aborted|failed|terminated|did not complete)",
+            # shape: the linker's own failure (a library or object it cannot find, its exit)
+            r"\bld: cannot find\b",
+            r"\bcollect2: (error: )?ld returned \d+ exit status",
             r'^\s*file "[^"]*[/\\](pyproject_hooks|pep517|setuptools[/\\]build_meta\.py'
             r"|torch[/\\]utils[/\\]cpp_extension\.py)",
             # the same frames as IPython/Jupyter print them: `<path> in <function>(<args>)`
@@ -1042,6 +1048,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "pep517",
         "build_meta.py",
         "cpp_extension.py",
+        "ld: cannot find",
+        "collect2",
     ),
     "missing_file": (
         "datasetnotfounderror",

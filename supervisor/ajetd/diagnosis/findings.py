@@ -47,7 +47,7 @@ from ajetd.diagnosis.shape import (
     EXCEPTION_LINE,
     TRACEBACK_END,
     WRAPPERS,
-    continued,
+    joined_with_next,
     strip_dress,
 )
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
@@ -324,7 +324,7 @@ class StreamDiagnoser:
         with the next one when the two are one wrapped exception message (then every kind is
         tried on it); whether it said something, and where what was read ends."""
         text = decode_line(block[start:end])
-        wrapped = _wrapped(block, end, text)
+        wrapped = joined_with_next(block, end, text)
         if wrapped is not None:
             text, end = wrapped
             words = None
@@ -376,18 +376,6 @@ class StreamDiagnoser:
             end = block.find(b"\n", raw_at)
             out.append((raw_at, end if end >= 0 else len(block), None))
         return out
-
-
-def _wrapped(block: bytes, end: int, text: str) -> tuple[str, int] | None:
-    """The line ending at `end` read together with the next one when they are one exception
-    message wrapped in two (`shape.continued`), and where the next one ends; None otherwise."""
-    if end < 0 or end + 1 >= len(block) or not EXCEPTION_LINE.match(strip_dress(text).lstrip()):
-        return None
-    after = block.find(b"\n", end + 1)
-    if after < 0:
-        return None
-    joined = continued(text, decode_line(block[end + 1 : after]))
-    return None if joined is None else (joined[:MAX_LINE_BYTES], after)
 
 
 def diagnose_chunks(chunks: Iterable[bytes], user: KindSet | None = None) -> list[Finding]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
+
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
 DRESS_SOURCE = (
     # colour codes, also as pasted into an issue (the ESC byte lost, `[36m` left)
@@ -119,3 +121,16 @@ def continued(text: str, following: str) -> str | None:
     if not _GOES_ON.match(rest) or EXCEPTION_LINE.match(rest):
         return None
     return f"{text} {rest}"
+
+
+def joined_with_next(block: bytes, end: int, text: str) -> tuple[str, int] | None:
+    """The line of raw output `block` ending at `end` (`text`: as seen) read together with the
+    next one when the two are one wrapped exception message, and where the next one ends;
+    None otherwise (also when the next line is not in `block`)."""
+    if end < 0 or end + 1 >= len(block) or not EXCEPTION_LINE.match(strip_dress(text).lstrip()):
+        return None
+    after = block.find(b"\n", end + 1)
+    if after < 0:
+        return None
+    joined = continued(text, decode_line(block[end + 1 : after]))
+    return None if joined is None else (joined[:MAX_LINE_BYTES], after)
