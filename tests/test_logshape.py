@@ -166,6 +166,8 @@ def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
         "INFO trainer.py:88] num_gpus=8, number of visible devices: 8",
         # a command that is not ssh exiting 255 is not ssh failing to reach a host
         "Command '['sshpass', '-f', 'pw', 'rsync', 'a', 'b']' returned non-zero exit status 255.",
+        # a collective library's timeout setting is not a timeout that happened
+        "export HCCL_CONNECT_TIMEOUT=7200 RCCL_TIMEOUT_MS=600000",
     ],
 )
 def test_shapes_that_say_nothing_by_themselves(line: str) -> None:
@@ -204,3 +206,10 @@ def test_a_wrapped_message_keeps_its_dress_and_is_read_once() -> None:
     findings = diagnose_text(text)
     assert [(f.kind, f.line, f.count) for f in findings] == [("insufficient_gpus", 1, 1)]
     assert findings[0].evidence.endswith("number of visible devices (0).")
+
+
+def test_a_collective_timeout_of_nccls_counterparts_is_a_collective_timeout() -> None:
+    # Ascend's HCCL (vllm-ascend#16646) and AMD's RCCL say it in their own words
+    assert [f.kind for f in _diagnose("nccl_timeout/vllmascend-16646.log")] == ["nccl_timeout"]
+    line = "RCCL operation AllReduce timed out after 600000 ms on rank 3\n"
+    assert [f.kind for f in diagnose_text(line)] == ["nccl_timeout"]

@@ -147,8 +147,8 @@ CATALOGUE: tuple[Kind, ...] = (
     Kind(
         "nccl_timeout",
         R,
-        "A collective (NCCL) operation timed out: a rank stalled or died, or the network "
-        "between GPUs is blocked.",
+        "A collective (NCCL, RCCL, HCCL) operation timed out: a rank stalled or died, or the "
+        "network between GPUs is blocked.",
         "Look for the first rank that failed; check the interconnect, raise the timeout, or "
         "relaunch after stale processes are gone.",
         _p(
@@ -158,6 +158,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"nccl (operation|communicator)?(?!.*(failed or timed out|call to \w+ failed))"
             r".*timed? ?out",
             r"collective operation timeout",
+            # shape: NCCL's AMD and Ascend counterparts (RCCL, HCCL) saying that a task or
+            # operation of theirs timed out
+            r"\b[hr]ccl\b(?!.*(failed or timed out|call to \w+ failed)).*\btime(d)? ?out\b",
         ),
     ),
     Kind(
@@ -748,7 +751,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "memory_allocation_failure",
         "failed to allocate memory",
     ),
-    "nccl_timeout": ("collective operation timeout", "before timing out", "nccl"),
+    "nccl_timeout": ("collective operation timeout", "before timing out", "nccl", "hccl", "rccl"),
     "nccl_error": (
         "nccl",
         "nvls",
