@@ -8,6 +8,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -90,7 +91,8 @@ def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
 
 
 def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> None:
-    """A run reads `done` a moment before its finish.flag is written: `wait` waits for it."""
+    """A run reads `done` a moment before its finish.flag is written (`reports_pending` on
+    record): `wait` waits until the daemon has written the flag and then the record."""
     home = Home(env.home)
     home.ensure()
     result = tmp_path / "result"
@@ -104,7 +106,7 @@ def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> Non
         now,
     )
     home.run_dir(run.run_id).mkdir()
-    home.save_run(run)
+    home.save_run(replace(run, reports_pending=True))
     lock = home.acquire_lock()  # a daemon holds the home (this test), reports still to come
     try:
         waiting = subprocess.Popen(
@@ -113,6 +115,7 @@ def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> Non
         with pytest.raises(subprocess.TimeoutExpired):
             waiting.wait(timeout=1.5)  # still waiting: no finish.flag yet
         (result / "finish.flag").write_text(json.dumps({"run_id": run.run_id}))
+        home.save_run(run)  # as `ending.publish_reports`: the flag first, then the record
         assert waiting.wait(timeout=20) == 0
     finally:
         os.close(lock)

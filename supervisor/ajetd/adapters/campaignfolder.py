@@ -9,12 +9,14 @@ here, so a folder the CLI accepted is one the daemon can start.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.control import SUFFIX, new_campaign_id
+from ajetd.adapters.diskfull import free_space
 from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.regular import kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
@@ -22,6 +24,8 @@ from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, parse_blueprint
 from ajetd.core.campaignrecord import CampaignState, ExpState
 from ajetd.core.errors import AjetdError
+
+EARLIER_CAMPAIGN = ("ledger.tsv", "campaign.md")  # what a campaign's result_dir holds
 
 
 def read_spec(
@@ -73,13 +77,34 @@ def _odd_files(folder: Path) -> list[str]:
     ]
 
 
-def settled(folder: Path, now: float) -> bool:
-    """Nothing in the folder changed for SETTLE_S: a copy into the inbox is complete."""
+def settles_at(entry: Path, now: float) -> float | None:
+    """A folder copied into the inbox by hand: None once it can be taken (its campaign.yaml
+    there, and nothing in it changed for SETTLE_S by ctime, which `cp -a` and rsync cannot
+    set back as they do mtimes); else when to look at it again: the inbox's watch sees nothing
+    inside folders, so the daemon wakes itself for a copy under way. Infinity: not (or not
+    readably) a campaign folder, and quiet; looked at again only when something else wakes."""
     try:
-        newest = max(p.stat().st_mtime for p in [folder, *folder.rglob("*")])
+        if not (entry / "campaign.yaml").is_file():
+            at = entry.lstat().st_ctime + SETTLE_S
+            return at if at > now else math.inf
+        at = max(p.lstat().st_ctime for p in [entry, *entry.rglob("*")]) + SETTLE_S
     except (OSError, ValueError):
-        return False
-    return now - newest >= SETTLE_S
+        return math.inf
+    return at if at > now else None
+
+
+def check_result_dir(result_dir: Path) -> None:
+    """CampaignError when a new campaign cannot use `result_dir`: one that holds another
+    campaign's ledger or report would mix its rows with theirs and overwrite their campaign.md
+    (nothing is ever overwritten, as for a run's result dir)."""
+    earlier = [name for name in EARLIER_CAMPAIGN if (result_dir / name).exists()]
+    if earlier:
+        raise cs.CampaignError(
+            [
+                f"result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
+                "campaign; ajetd never overwrites results (choose a new result_dir)"
+            ]
+        )
 
 
 def submit_folder(home: Home, folder: Path) -> str:
@@ -88,12 +113,20 @@ def submit_folder(home: Home, folder: Path) -> str:
     if odd:
         raise cs.CampaignError(odd)
     spec, _, _ = load_folder(folder)
+    check_result_dir(Path(spec.result_dir))
     home.ensure()
     campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"
-    shutil.copytree(folder, tmp)
-    make_owner_only(tmp)
-    tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
+    try:
+        shutil.copytree(folder, tmp)
+        make_owner_only(tmp)
+        tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
+    except OSError as exc:  # a full or read-only home: said, and no half copy left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise AjetdError(
+            f"cannot copy the campaign folder into {home.inbox}: {exc.strerror or exc} "
+            f"({free_space(home.inbox)} free); nothing was submitted"
+        ) from exc
     return campaign_id
 
 

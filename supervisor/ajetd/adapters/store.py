@@ -286,8 +286,19 @@ class Home:
         return False
 
     def daemon_info(self) -> dict[str, Any]:
+        """What the daemon last published (daemon.json), plus what a reader sees for itself:
+        a home on a read-only file system, where the daemon cannot even publish that it holds
+        its writes in memory (`disk`, as the daemon's own full-disk lines)."""
         try:
             data = json.loads(self.daemon_file.read_text())
         except (FileNotFoundError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            data = {}
+        info = data if isinstance(data, dict) else {}
+        with contextlib.suppress(OSError):
+            if os.statvfs(self.root).f_flag & os.ST_RDONLY:
+                line = (
+                    f"cannot write to $AJETD_HOME {self.root}: Read-only file system; the "
+                    "daemon keeps what it records in memory until it can (status may be behind)"
+                )
+                info = {**info, "disk": [*(info.get("disk") or []), line]}
+        return info

@@ -89,12 +89,12 @@ def campaign() -> None:
 def submit_cmd(folder: Path) -> None:
     """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
     from ajetd.adapters.campaignfolder import submit_folder
-    from ajetd.core.errors import AjetdError
+    from ajetd.core.campaignspec import CampaignError
 
     home = open_home()
-    try:
+    try:  # a folder with problems exits 2; a home that cannot take it, 1 (ajetd.cli.main)
         campaign_id = submit_folder(home, folder)
-    except AjetdError as exc:
+    except CampaignError as exc:
         problems = getattr(exc, "problems", [str(exc)])
         click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
         for problem in problems:

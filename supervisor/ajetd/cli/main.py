@@ -216,7 +216,9 @@ for command in (
 
 def entry() -> None:
     """Entry point that turns stray AjetdErrors into one clear line: a file named on the
-    command line that is not a regular one (a FIFO, a device) is a usage error (exit 2)."""
+    command line that is not a regular one (a FIFO, a device) is a usage error (exit 2). A
+    file system that refuses a read or write (read-only, full, a permission) is one line
+    naming the file and the reason, exit 1, never a traceback."""
     from ajetd.adapters.regular import NotRegularError
 
     try:
@@ -226,4 +228,8 @@ def entry() -> None:
         sys.exit(2)
     except AjetdError as exc:
         click.echo(f"ajetd: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"ajetd: {where}{exc.strerror or exc}", err=True)
         sys.exit(1)

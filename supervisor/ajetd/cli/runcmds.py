@@ -10,7 +10,6 @@ attention and 124 for its own timeout (DESIGN §3).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -27,8 +26,6 @@ from ajetd.cli.common import NOT_NEGATIVE, POLL_S, json_option, load_run, open_h
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.core.model import Run
     from ajetd.views.listing import Filters
-
-REPORTS_GRACE_S = 30.0
 
 
 @click.command()
@@ -161,15 +158,15 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
 
     home = open_home()
     deadline = None if timeout is None else time.monotonic() + timeout
+    checked = False
     while True:
         run = load_run(home, run_id)
         if run.state is State.DONE and run.status is not None:
             if run.attention:  # ended, but its reports could not be written (a full disk)
                 code = 2
                 break
-            if not run.reports_pending:  # the record says finish.flag is written
+            if not run.reports_pending:  # on record: finish.flag written, or never can be
                 code = WAIT_EXIT[run.status]
-                _await_flag(home, run)
                 break
         if run.attention:
             code = 2
@@ -177,6 +174,9 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
         if deadline is not None and time.monotonic() >= deadline:
             code = 124
             break
+        if not checked:
+            checked = True
+            _say_if_no_daemon(home, f"run {run.run_id} is taken up when one starts")
         time.sleep(POLL_S)
     if as_json:
         click.echo(json.dumps(status_view.run_json(run, time.time()), ensure_ascii=False))
@@ -185,18 +185,22 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     sys.exit(code)
 
 
-def _await_flag(home: Home, run: Run) -> None:
-    """A run reads `done` a moment before its finish.flag is written (its leftover processes
-    are ended first): wait for the flag, at most REPORTS_GRACE_S after the end and only while
-    a daemon runs, so that `wait` then `cat finish.flag` never races."""
-    if not run.result_dir or run.ended_at is None:
-        return
-    flag = Path(run.result_dir) / "finish.flag"
-    while time.time() < run.ended_at + REPORTS_GRACE_S and home.daemon_running():
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if json.loads(flag.read_text()).get("run_id") == run.run_id:
-                return
-        time.sleep(POLL_S)
+def _say_if_no_daemon(home: Home, what: str) -> None:
+    """One line on stderr when no daemon runs on the home: a wait would otherwise block
+    without a word (it still waits: a daemon started later takes the run up)."""
+    if not home.daemon_running():
+        click.echo(
+            f"ajetd: no daemon is running on {home.root}; {what} "
+            "(start it with `ajetd daemon --detach`); waiting",
+            err=True,
+        )
+
+
+def _settled(run: Run) -> bool:
+    """Ended and its reports written (finish.flag on disk), or held back with `attention`
+    saying why (a full result dir); the record is written after the reports, so it is the
+    truth and no flag is awaited that a refused result dir will never get."""
+    return not run.active and (not run.reports_pending or run.attention is not None)
 
 
 @click.command()
@@ -226,14 +230,14 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
         click.echo(f"stop requested for run {run_id}")
         return
     deadline = time.monotonic() + timeout
-    while load_run(home, run_id).active:
+    while not _settled(run := load_run(home, run_id)):
         if time.monotonic() >= deadline:
             click.echo(f"run {run_id} is still stopping after {timeout:.0f}s", err=True)
             sys.exit(124)
         time.sleep(POLL_S)
-    run = load_run(home, run_id)
-    _await_flag(home, run)
     click.echo(f"run {run_id} {run.status.value if run.status else ''}: {run.reason}")
+    if run.attention:
+        click.echo(f"ajetd: run {run_id} needs attention: {run.attention}", err=True)
 
 
 @click.command()

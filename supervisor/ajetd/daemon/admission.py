@@ -185,15 +185,23 @@ def _reject(
         bp.result_dir if bp else usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
     )
     result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
+    # `reports_pending` on record until the reports are written (or found impossible): `ajetd
+    # wait` and `stop` trust the record, so they neither race the flag nor wait for one that
+    # a refused result dir (an earlier run's results, a live run's) will never get.
+    writable = bool(result_dir) and result_dir_problem(result_dir) is None
     run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
+    run = replace(run, reports_pending=writable)
     home.save_run(run)
     inbox.set_aside(home, run.run_id, run.source, text, reason)
     home.append_event(run.run_id, now, f"rejected: {reason}")
     log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
-    if result_dir and result_dir_problem(result_dir) is None:
-        try:
-            ending.move_rejection_aside(Path(result_dir))
-            ending.write_reports(home, run)
-        except OSError as exc:
-            log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+    if not writable:
+        return run
+    run = replace(run, reports_pending=False)
+    try:
+        ending.move_rejection_aside(Path(result_dir))
+        ending.write_reports(home, run)
+    except OSError as exc:
+        log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+    home.save_run(run)
     return run

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 from dataclasses import asdict
 from pathlib import Path
 
+from ajetd.adapters import campaignfolder as cf
 from ajetd.adapters import campaigngit, inbox
-from ajetd.adapters.campaignfolder import load_folder, load_state, make_owner_only, settled
 from ajetd.adapters.control import (
     SUFFIX,
     control_problem,
@@ -56,12 +57,13 @@ class Campaigns:
         self.plots = Plotter()
         self.control_problem = ""  # why requests are not taken now (logged once)
         self.failures: set[str] = set()  # intake failures already logged (each retried)
+        self.settle_at = math.inf  # when a folder being copied in by hand will have settled
 
     def load(self) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         for state_file in sorted(self.root.glob("*/state.json")):
             try:
-                state = load_state(state_file)
+                state = cf.load_state(state_file)
             except (OSError, ValueError, TypeError) as exc:  # left as it is, for a person
                 log.error("campaign record %s unreadable, campaign left alone: %s", state_file, exc)
                 continue
@@ -74,7 +76,7 @@ class Campaigns:
         """The campaign's folder with its live changes, read and checked once per change."""
         cached = self.loaded.get(state.campaign_id)
         if cached is None or cached[0] != state.revision:
-            found = load_folder(self.folder(state.campaign_id), state.added, state.stop_set)
+            found = cf.load_folder(self.folder(state.campaign_id), state.added, state.stop_set)
             cached = self.loaded[state.campaign_id] = (state.revision, *found)
         return cached[1], cached[2], cached[3]
 
@@ -87,6 +89,7 @@ class Campaigns:
         campaign`, or any folder holding campaign.yaml): this user's own, and none while the
         inbox is unsafe (the same rule as blueprints)."""
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
+        self.settle_at = math.inf
         if inbox.security_problems(self.home):
             return  # the daemon says why in its log and in `status`
         for entry in sorted(self.home.inbox.iterdir()):
@@ -101,17 +104,19 @@ class Campaigns:
             return
         if entry.stat().st_uid != os.getuid():
             return  # another user's folder is never taken
-        if not (entry / "campaign.yaml").is_file():
+        if entry.name.endswith(SUFFIX):  # `ajetd campaign` renames it in whole
+            if not (entry / "campaign.yaml").is_file():
+                return
+        elif (again := cf.settles_at(entry, now)) is not None:  # copied by hand: once quiet
+            self.settle_at = min(self.settle_at, again)
             return
-        if not entry.name.endswith(SUFFIX) and not settled(entry, now):
-            return  # still being copied in (`ajetd campaign` renames it in whole)
         head, _, _ = entry.name.partition("__")
         campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
         if not is_campaign_id(campaign_id) or (self.root / campaign_id).exists():
             campaign_id = new_campaign_id(self.home)
         (self.root / campaign_id).mkdir(mode=OWNER_DIR)
         entry.rename(self.folder(campaign_id))
-        make_owner_only(self.folder(campaign_id))
+        cf.make_owner_only(self.folder(campaign_id))
         state = CampaignState(campaign_id, now)
         self.states[campaign_id] = state
         self._start(state, now)
@@ -129,6 +134,7 @@ class Campaigns:
         """Check the folder and the git state once, at the campaign's start."""
         try:
             spec, base, _ = self._load(state)
+            cf.check_result_dir(Path(spec.result_dir))
         except (cs.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
             return
@@ -140,9 +146,7 @@ class Campaigns:
                 return
             state.repo, state.baseline_commit = top, head
         Path(spec.result_dir).mkdir(parents=True, exist_ok=True)
-        ledger = Path(spec.result_dir) / "ledger.tsv"
-        if not ledger.exists():
-            write_atomic(ledger, cr.ledger_header())
+        write_atomic(Path(spec.result_dir) / "ledger.tsv", cr.ledger_header())
         log.info("campaign %s (%s) started", spec.name, state.campaign_id)
         self._save(state)
 
@@ -184,15 +188,15 @@ class Campaigns:
         self.plots.reap()
 
     def next_at(self, now: float) -> float | None:
-        """When the earliest deadline of a live campaign falls: the daemon wakes then, so a
-        campaign waiting for its next experiment ends at once when its deadline passes."""
-        due = []
+        """When the daemon must wake: a live campaign's earliest deadline (one waiting for its
+        next experiment ends at once then), or a folder copied in by hand settling."""
+        due = [self.settle_at]
         for state in self.states.values():
             cached = self.loaded.get(state.campaign_id)
             if not state.done and cached is not None and cached[1].deadline_s is not None:
                 end = state.started_at + cached[1].deadline_s
                 due += [end, end - (cached[1].per_experiment_s or 0.0)]  # too late for one more
-        return min((t for t in due if t > now), default=None)
+        return min((t for t in due if now < t < math.inf), default=None)
 
     def _step(
         self, state: CampaignState, now: float, runs: dict[str, Run], filed: list[tuple[str, Path]]

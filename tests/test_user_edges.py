@@ -1,0 +1,174 @@
+"""What a user meets at the edges, driven as a user drives ajetd (the CLI, a real daemon, real
+files): `wait` and `stop` on runs that can never get a finish.flag, campaign folders copied in
+by hand, two campaigns given one result_dir, a home whose file system turns read-only.
+
+Each test here stands for a defect found by driving the contract blind (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ajetd.core.policy import Timing
+from ajetd.daemon.loop import Daemon, DaemonConfig
+from conftest import Env, wait_for
+
+
+def _campaign(env: Env, name: str, result_dir: Path) -> Path:
+    """A campaign folder of one quick baseline experiment."""
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(f"{name}-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: mean_reward\ndirection: max\nbase: base.md\n"
+        f"result_dir: {result_dir}\nstop: {{max_experiments: 1}}\n"
+    )
+    return folder
+
+
+def test_wait_and_stop_trust_the_record_not_a_flag_that_never_comes(daemon_env: Env) -> None:
+    """A run rejected because its result dir holds an earlier run's results gets no
+    finish.flag there (nothing is overwritten): `wait` returns at once with 1 instead of
+    awaiting a flag for 30 s. A rejection whose dir takes its reports has them on disk the
+    moment `wait` returns."""
+    env = daemon_env
+    taken = env.tmp / "results" / "taken"
+    taken.mkdir()
+    earlier = '{"run_id": "aaaaaa", "status": "succeeded"}\n'
+    (taken / "finish.flag").write_text(earlier)
+    run_id = env.submit(env.blueprint("again", result=str(taken), ajetd="gpus: 0"))
+    done = env.cli("wait", run_id, "--timeout", "10", timeout=20)  # it used to take 30 s
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "already holds finish.flag" in done.stdout
+    assert (taken / "finish.flag").read_text() == earlier
+    assert env.cli("stop", run_id, "--timeout", "5").returncode == 0  # already ended: says so
+
+    fresh = env.tmp / "results" / "fresh"
+    run_id = env.submit(env.blueprint("bad", result=str(fresh), max_time="forever"))
+    done = env.cli("wait", run_id, "--timeout", "10")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    flag = json.loads((fresh / "finish.flag").read_text())
+    assert (flag["run_id"], flag["status"]) == (run_id, "rejected")
+
+
+def test_wait_without_a_daemon_says_so_and_still_waits(env: Env) -> None:
+    run_id = env.submit(env.blueprint("nodaemon", ajetd="gpus: 0"))
+    done = env.cli("wait", run_id, "--timeout", "0.3")
+    assert done.returncode == 124
+    assert "no daemon is running" in done.stderr and "ajetd daemon --detach" in done.stderr
+
+
+def test_a_campaign_folder_copied_in_by_hand_wakes_the_daemon_once_quiet(env: Env) -> None:
+    """The inbox's watch sees a folder appear, not the files copied into it: the daemon wakes
+    itself when the folder has been quiet for a second (its own sleep here is 60 s), first
+    for a folder that has no campaign.yaml yet, then for one whose copy is still fresh."""
+    cfg = DaemonConfig(
+        home=env.home,
+        tmux_socket=env.socket,
+        backoff_scale=0.001,
+        liveness_s=60,
+        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
+    )
+    daemon = Daemon(cfg)
+    daemon.home.ensure()
+    daemon.reconcile(time.time())
+    folder = _campaign(env, "byhand", env.tmp / "campaigns" / "byhand")
+    target = env.home / "inbox" / "byhand"
+    target.mkdir()  # the copy has begun: nothing in it yet
+    daemon.tick(time.time())
+    assert daemon._sleep_for(time.time(), True) <= 1.05
+    for item in folder.iterdir():
+        shutil.copy2(item, target / item.name)  # mtimes set back, as `cp -a` does
+    daemon.tick(time.time())
+    assert not daemon.campaigns.states  # still fresh: not taken yet
+    assert daemon._sleep_for(time.time(), True) <= 1.05
+
+    def taken() -> bool:
+        daemon.tick(time.time())
+        return bool(daemon.campaigns.states)
+
+    wait_for(taken, 10, "the quiet folder to be claimed")
+    assert daemon.campaigns.settle_at == math.inf  # no settle wake left behind
+
+
+def test_two_campaigns_never_share_a_result_dir(daemon_env: Env) -> None:
+    """A second campaign given the result_dir of an earlier one would add its rows to that
+    ledger and overwrite its campaign.md: `ajetd campaign` refuses it (exit 2, naming the
+    file), and a folder dropped into the inbox by hand is refused by the daemon."""
+    env = daemon_env
+    shared = env.tmp / "campaigns" / "shared"
+    first = env.cli("campaign", str(_campaign(env, "first", shared)))
+    assert first.returncode == 0, first.stderr
+    cid = first.stdout.strip()
+    wait = env.cli("campaign", "wait", cid, "--timeout", "30")
+    assert wait.returncode == 0, (wait.stdout, wait.stderr)
+    ledger = (shared / "ledger.tsv").read_text()
+    report = (shared / "campaign.md").read_text()
+
+    second = env.cli("campaign", str(_campaign(env, "second", shared)))
+    assert second.returncode == 2
+    assert f"{shared} already holds ledger.tsv, campaign.md" in second.stderr
+
+    shutil.copytree(_campaign(env, "third", shared), env.home / "inbox" / "third")
+
+    def refused() -> dict[str, str] | None:
+        rows = json.loads(env.cli("campaign", "list", "--json").stdout)
+        return next((r for r in rows if r["name"] == "third" and r["status"]), None)
+
+    row = wait_for(refused, 15, "the hand-dropped campaign to be refused")
+    assert row["status"] == "refused" and "already holds ledger.tsv" in row["reason"]
+    assert (shared / "ledger.tsv").read_text() == ledger
+    assert (shared / "campaign.md").read_text() == report
+
+
+@pytest.fixture
+def read_only_home(env: Env) -> Iterator[Path]:
+    """The env's home on a small tmpfs, bind-mounted over itself so that the test can turn
+    that view read-only while the daemon keeps its open files (as a file system remounted
+    read-only for new writes)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    env.home.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(env.home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield env.home
+    for _ in range(2):
+        subprocess.run(["umount", "-l", str(env.home)], check=False)
+
+
+def test_a_read_only_home_is_said_and_no_command_throws_a_traceback(
+    env: Env, read_only_home: Path
+) -> None:
+    env.start_daemon()
+    home = str(read_only_home)
+    subprocess.run(["mount", "--bind", home, home], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", home], check=True)
+    shown = env.cli("status")
+    assert shown.returncode == 0
+    assert f"DISK FULL: cannot write to $AJETD_HOME {home}: Read-only file system" in shown.stdout
+    as_json = env.cli("status", "--json")
+    assert json.loads(as_json.stdout) == [] and "Read-only file system" in as_json.stderr
+    folder = _campaign(env, "ro", env.tmp / "campaigns" / "ro")
+    for args in (("campaign", str(folder)), ("submit", str(env.blueprint("ro")))):
+        done = env.cli(*args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert "Read-only file system" in done.stderr and "Traceback" not in done.stderr
+    subprocess.run(["umount", home], check=True)
+    assert not list((read_only_home / "inbox").iterdir())  # no half copy left behind
+    wait_for(lambda: "DISK FULL" not in env.cli("status").stdout, 30, "the home writable again")
