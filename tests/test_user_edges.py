@@ -39,8 +39,8 @@ def _campaign(env: Env, name: str, result_dir: Path) -> Path:
 def test_wait_and_stop_trust_the_record_not_a_flag_that_never_comes(daemon_env: Env) -> None:
     """A run rejected because its result dir holds an earlier run's results gets no
     finish.flag there (nothing is overwritten): `wait` returns at once with 1 instead of
-    awaiting a flag for 30 s. A rejection whose dir takes its reports has them on disk the
-    moment `wait` returns."""
+    awaiting a flag for 30 s, and `diag` saves its snapshot in the home, not in that dir. A
+    rejection whose dir takes its reports has them on disk the moment `wait` returns."""
     env = daemon_env
     taken = env.tmp / "results" / "taken"
     taken.mkdir()
@@ -52,6 +52,9 @@ def test_wait_and_stop_trust_the_record_not_a_flag_that_never_comes(daemon_env: 
     assert "already holds finish.flag" in done.stdout
     assert (taken / "finish.flag").read_text() == earlier
     assert env.cli("stop", run_id, "--timeout", "5").returncode == 0  # already ended: says so
+    snap = json.loads(env.cli("diag", run_id, "--json").stdout)  # never in another run's dir
+    assert Path(snap["saved"]).parent == env.home / "runs" / run_id / "diag"
+    assert sorted(p.name for p in taken.iterdir()) == ["finish.flag"]
 
     fresh = env.tmp / "results" / "fresh"
     run_id = env.submit(env.blueprint("bad", result=str(fresh), max_time="forever"))

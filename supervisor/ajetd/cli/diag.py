@@ -2,7 +2,8 @@
 
 The pane's screen, the process tree with CPU and RSS (on the SSH host for a remote run), GPU
 use, recent findings and the log tail; rendered as markdown, printed, and saved as
-`diag/diag-<time>.md` in the result dir so it stays with the run's results.
+`diag/diag-<time>.md` in the result dir so it stays with the run's results (a rejected run's
+in its folder in the home: the result dir it named may be another run's).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.nvml import open_probe
-from ajetd.adapters.store import Home, write_atomic
+from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.adapters.tmux import Tmux, find_pane
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
-from ajetd.core.model import Run
+from ajetd.core.model import Run, Status
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import trial_log
 from ajetd.diagnosis.scan import log_tail
@@ -49,11 +50,12 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
     text = "\n".join(lines)
     saved = None
-    if run.result_dir:
-        target = Path(run.result_dir) / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
+    folder, mode = _where(home, run)
+    if folder is not None:
+        target = folder / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, text)
+            target.parent.mkdir(0o700 if mode == OWNER_FILE else 0o777, parents=True, exist_ok=True)
+            write_atomic(target, text, mode)
             saved = target
         except OSError:
             saved = None
@@ -72,6 +74,16 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
         "saved": str(saved) if saved else None,
     }
     return text, saved, data
+
+
+def _where(home: Home, run: Run) -> tuple[Path | None, int]:
+    """Where a snapshot is saved, and its mode: the run's result dir, beside its results; for
+    a rejected run, its folder in the home (owner-only), because the dir it named may be one
+    it was refused for: another run's results, or a live run's."""
+    if run.status is Status.REJECTED:
+        folder = home.run_dir(run.run_id)
+        return (folder if folder.is_dir() else None), OWNER_FILE
+    return (Path(run.result_dir) if run.result_dir else None), 0o644
 
 
 def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:
