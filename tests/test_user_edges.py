@@ -175,3 +175,13 @@ def test_a_read_only_home_is_said_and_no_command_throws_a_traceback(
     subprocess.run(["umount", home], check=True)
     assert not list((read_only_home / "inbox").iterdir())  # no half copy left behind
     wait_for(lambda: "DISK FULL" not in env.cli("status").stdout, 30, "the home writable again")
+
+
+def test_control_characters_in_prose_are_shown_escaped(env: Env) -> None:
+    """A purpose holding terminal escape sequences is shown escaped, not obeyed: `lint` and
+    what is recorded from it carry `\\x1b`, never the ESC byte itself."""
+    bp = env.blueprint("escapes", purpose="evil \x1b[2J\x1b]0;pwned\x07 end")
+    shown = env.cli("lint", str(bp))
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    assert "evil \\x1b[2J\\x1b]0;pwned\\x07 end" in shown.stdout

@@ -93,15 +93,23 @@ def usable_path(part: str, raw: str) -> str:
     return "" if path_problem(part, path) else path
 
 
+# Control characters other than tab and newline: shown escaped in prose, so that a purpose
+# holding ESC sequences cannot move the cursor or retitle the terminal of whoever reads
+# `ajetd status RUN`, `lint` or results.md (as file names are shown escaped).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def clean_text(raw: str) -> str:
-    """Prose (purpose, notes): kept as written, outer blank lines and a lone fence removed."""
+    """Prose (purpose, notes): kept as written, outer blank lines and a lone fence removed,
+    control characters (but tab and newline) escaped, as `\\x1b`."""
     fenced = fenced_body(raw)
     if fenced is not None and raw.lstrip().startswith(("```", "~~~")):
-        return fenced
-    whole = re.fullmatch(r"\s*(`+)([^`]+)\1\s*", raw)
-    if whole:
-        return whole.group(2).strip()
-    return raw.strip()
+        text = fenced
+    elif whole := re.fullmatch(r"\s*(`+)([^`]+)\1\s*", raw):
+        text = whole.group(2).strip()
+    else:
+        text = raw.strip()
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 # Longest first: UTF-32 LE's mark begins with UTF-16 LE's.
