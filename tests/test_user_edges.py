@@ -177,11 +177,19 @@ def test_a_read_only_home_is_said_and_no_command_throws_a_traceback(
     wait_for(lambda: "DISK FULL" not in env.cli("status").stdout, 30, "the home writable again")
 
 
-def test_control_characters_in_prose_are_shown_escaped(env: Env) -> None:
-    """A purpose holding terminal escape sequences is shown escaped, not obeyed: `lint` and
-    what is recorded from it carry `\\x1b`, never the ESC byte itself."""
-    bp = env.blueprint("escapes", purpose="evil \x1b[2J\x1b]0;pwned\x07 end")
+def test_control_characters_in_prose_are_shown_escaped(daemon_env: Env) -> None:
+    """A purpose holding terminal escape sequences is shown escaped, not obeyed: `lint`,
+    `status RUN` and results.md (the blueprint as submitted included) carry `\\x1b`, never
+    the ESC byte itself."""
+    env = daemon_env
+    bp = env.blueprint("escapes", purpose="evil \x1b[2J\x1b]0;pwned\x07 end", ajetd="gpus: 0")
+    escaped = "evil \\x1b[2J\\x1b]0;pwned\\x07 end"
     shown = env.cli("lint", str(bp))
     assert shown.returncode == 0, shown.stderr
-    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
-    assert "evil \\x1b[2J\\x1b]0;pwned\\x07 end" in shown.stdout
+    run_id = env.submit(bp)
+    assert env.cli("wait", run_id, "--timeout", "30").returncode == 0
+    results = (env.tmp / "results" / "escapes" / "results.md").read_text()
+    for text in (shown.stdout, env.cli("status", run_id).stdout, results):
+        assert "\x1b" not in text and "\x07" not in text
+        assert escaped in text
+    assert env.status(run_id)["purpose"] == escaped

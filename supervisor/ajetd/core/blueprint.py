@@ -109,6 +109,11 @@ def clean_text(raw: str) -> str:
         text = whole.group(2).strip()
     else:
         text = raw.strip()
+    return visible(text)
+
+
+def visible(text: str) -> str:
+    """`text` with its control characters (but tab and newline) escaped, as `\\x1b`."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import gpuuse
+from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Trial
 from ajetd.core.runparts import Provenance
@@ -264,7 +265,7 @@ def render_results(run: Run, ctx: ReportContext) -> str:
             "## Blueprint as submitted",
             "",
             "~~~~markdown",
-            ctx.blueprint_text.rstrip(),
+            visible(ctx.blueprint_text.rstrip()),  # as submitted, but no ESC reaches a terminal
             "~~~~",
         ]
     lines.append("")
