@@ -90,6 +90,35 @@ def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
     assert out.returncode == 2  # a usage error is caught before anything starts
 
 
+def test_daemons_started_at_once_on_one_home_leave_one_and_the_others_say_why(
+    detached: Env,
+) -> None:
+    """Starts racing past the "already running" check: one daemon holds the home, each other
+    start exits 1 naming the one that runs, with what it wrote, not the log's history."""
+    env = detached
+    env.home.mkdir(mode=0o700)
+    (env.home / "daemon.log").write_text("an old line from last week\n")
+    (env.home / "daemon.log").chmod(0o600)
+    starts = [
+        subprocess.Popen(
+            [PYTHON, "-m", "ajetd", "daemon", "--detach", *FAST],
+            env=env.vars,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [(p.wait(timeout=60), *p.communicate()) for p in starts]
+    assert sorted(code for code, _, _ in results) == [0, 1, 1], results
+    pid = Home(env.home).daemon_info()["pid"]
+    for code, _, err in results:
+        if code == 1:
+            assert "an old line" not in err
+            assert "already running" in err or "another ajetd daemon" in err, err
+            assert str(pid) in err, err
+
+
 def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> None:
     """A run reads `done` a moment before its finish.flag is written (`reports_pending` on
     record): `wait` waits until the daemon has written the flag and then the record."""

@@ -66,11 +66,17 @@ def _open_log(path: Path) -> int:
         raise DaemonCtlError(f"cannot open the daemon log {path}: {exc.strerror}") from exc
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
-    """The daemon log's last lines ("" when it cannot be read), to say why a start failed."""
+def log_tail(path: Path, lines: int = 15, since: int = 0) -> str:
+    """The daemon log's last lines from byte `since` on ("" when it cannot be read), to say
+    why a start failed: what that start wrote, not the log's earlier history."""
     from ajetd.diagnosis.scan import tail_bytes
 
-    return "\n".join(tail_bytes(path, 16384).decode(errors="replace").splitlines()[-lines:])
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return ""
+    text = tail_bytes(path, min(16384, max(size - since, 0))).decode(errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOUT_S) -> Started:
@@ -83,6 +89,7 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
         )
     home.ensure()
     fd = _open_log(home.log_file)
+    written_from = os.fstat(fd).st_size  # what this start writes comes after
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ajetd", "daemon", *daemon_args],
@@ -99,7 +106,7 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
         if proc.poll() is not None:
             raise DaemonCtlError(
                 f"the daemon exited at start (code {proc.returncode}); "
-                f"the end of {home.log_file}:\n{log_tail(home.log_file)}"
+                f"what it wrote in {home.log_file}:\n{log_tail(home.log_file, since=written_from)}"
             )
         if time.monotonic() >= deadline:
             raise DaemonCtlError(
