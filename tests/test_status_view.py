@@ -238,3 +238,26 @@ def test_campaign_lines_follow_the_filters() -> None:
     assert shown(Filters(state="queued")) == []
     assert shown(Filters(since_s=1)) == ["c2"]  # ended a minute ago; the live one stays
     assert shown(Filters(since_s=3600)) == ["c1", "c2"]
+
+
+def test_the_default_view_shows_live_campaigns_and_the_last_ended_ones() -> None:
+    """As for runs, the default view stays a screen: every live campaign, the three that
+    ended last, then a count of the others; `--all` shows every one."""
+    ended = [
+        view.Campaign(f"e{i}", "3/3", f"old{i}", "done", "completed", done=True, ended_at=NOW - i)
+        for i in range(6)
+    ]
+    going = view.Campaign("live", "1/3", "going", started_at=NOW - 600)
+
+    def shown(f: Filters) -> list[str]:
+        return plain(overview([], f, NOW, 120, True, {}, [*ended, going])).splitlines()
+
+    default = shown(Filters())
+    assert [line.split()[1] for line in default if line.startswith("campaign ")] == [
+        "e0",
+        "e1",
+        "e2",
+        "live",
+    ]
+    assert default[-1].startswith("3 older ended campaign(s) not shown (--all")
+    assert len([line for line in shown(Filters(all=True)) if line.startswith("campaign ")]) == 7

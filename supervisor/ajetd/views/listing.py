@@ -28,6 +28,7 @@ Line = list[Segment]
 
 SPARK = "▁▂▃▄▅▆▇█"
 RECENT = 10  # ended runs in the default view
+RECENT_CAMPAIGNS = 3  # ended campaigns in the default view (live ones always)
 SPARK_POINTS = 8
 MIN_SESSION = 8
 GAP = "  "
@@ -377,7 +378,12 @@ def overview(
         lines += table(sel, now, width, selected)
         lines += notes(sel, width)
     shown = [c for c in campaigns if campaign_matches(c, f, now)]
-    lines += [[(cut(c.line(), width), "campaign")] for c in shown]
+    ended = sorted((c for c in shown if c.done), key=lambda c: c.ended_at or 0, reverse=True)
+    old = [] if f.all or f.narrowed else [c.campaign_id for c in ended[RECENT_CAMPAIGNS:]]
+    lines += [[(cut(c.line(), width), "campaign")] for c in shown if c.campaign_id not in old]
+    if hidden := len(old):  # as for runs: the default view stays a screen whatever the history
+        text = f"{hidden} older ended campaign(s) not shown (--all, or `ajetd campaign list`)"
+        lines.append([(cut(text, width), "dim")])
     return lines
 
 
