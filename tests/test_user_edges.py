@@ -193,3 +193,18 @@ def test_control_characters_in_prose_are_shown_escaped(daemon_env: Env) -> None:
         assert "\x1b" not in text and "\x07" not in text
         assert escaped in text
     assert env.status(run_id)["purpose"] == escaped
+
+
+def test_a_campaign_folder_is_read_as_blueprints_are_and_refused_by_name(env: Env) -> None:
+    """A campaign.yaml that is not UTF-8 is refused naming the file and the byte (exit 2,
+    no traceback); a base blueprint saved as UTF-16 on Windows is read as every blueprint is."""
+    folder = _campaign(env, "bytes", env.tmp / "campaigns" / "bytes")
+    good = (folder / "campaign.yaml").read_bytes()
+    (folder / "campaign.yaml").write_bytes(good.replace(b"name: bytes", b"name: bytes\xff"))
+    done = env.cli("campaign", str(folder))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "campaign.yaml: not UTF-8 text (invalid start byte at byte 11)" in done.stderr
+    (folder / "campaign.yaml").write_bytes(good)
+    (folder / "base.md").write_bytes((folder / "base.md").read_text().encode("utf-16"))
+    done = env.cli("campaign", str(folder))
+    assert done.returncode == 0, done.stderr

@@ -18,10 +18,10 @@ from typing import Any
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space
 from ajetd.adapters.inbox import SETTLE_S
-from ajetd.adapters.regular import kind_of, open_regular
+from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
-from ajetd.core.blueprint import Blueprint, parse_blueprint
+from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignrecord import CampaignState, ExpState
 from ajetd.core.errors import AjetdError
 
@@ -53,17 +53,37 @@ def load_folder(
     """The spec (with what was added and set live), its base blueprint (parsed), and the
     base's text; CampaignError if unusable."""
     spec = read_spec(folder, added, stop, extra_files)
-    base_text = _read_text(folder / spec.base)
     try:
+        base_text = read_blueprint(folder / spec.base)
         return spec, parse_blueprint(base_text), base_text
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
 
 
-def _read_text(path: Path) -> str:
-    """A folder's file, read only if it is a regular one (a FIFO would block the reader)."""
+def read_blueprint(path: Path) -> str:
+    """A blueprint of the folder (the base, an experiment's own), read as every blueprint is
+    (`decode_blueprint`: at most 1 MiB; a UTF-16 file saved on Windows reads right) and only
+    if it is a regular file (a FIFO would block the reader); AjetdError naming what is wrong."""
     with open_regular(path) as handle:
-        return handle.read().decode()
+        return decode_blueprint(handle.read(MAX_BYTES + 1))
+
+
+def _read_text(path: Path) -> str:
+    """campaign.yaml, read only if it is a regular file, at most its limit, as UTF-8;
+    CampaignError naming what is wrong (never a traceback, never unbounded)."""
+    limit = cs.CAMPAIGN_MAX_CHARS * 4  # UTF-8 bytes; the YAML reader then counts characters
+    try:
+        with open_regular(path) as handle:
+            raw = handle.read(limit + 1)
+    except NotRegularError as exc:
+        raise cs.CampaignError([str(exc)]) from exc
+    if len(raw) > limit:
+        raise cs.CampaignError([f"{path.name}: larger than {limit // 1024} KiB"])
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        where = f"{exc.reason} at byte {exc.start}"
+        raise cs.CampaignError([f"{path.name}: not UTF-8 text ({where})"]) from exc
 
 
 def _odd_files(folder: Path) -> list[str]:

@@ -37,6 +37,7 @@ from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.campaignblueprint import experiment_blueprint
 from ajetd.core.campaignrecord import CampaignState, ExpState, ledger_fields, progress_of, standing
+from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, State
 from ajetd.core.naming import new_run_id
 from ajetd.daemon import campaignrequests
@@ -356,19 +357,18 @@ class Campaigns:
             codebase = where
         text = base_text
         if exp.blueprint:
-            text = (self.folder(state.campaign_id) / exp.blueprint).read_text()
+            try:
+                text = cf.read_blueprint(self.folder(state.campaign_id) / exp.blueprint)
+            except (AjetdError, OSError) as exc:
+                record.refused = f"blueprint {exp.blueprint}: {exc}"
+                return
         blueprint = experiment_blueprint(spec, exp, index, text, codebase, now - state.started_at)
         run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
         target = self.home.inbox / f"{run_id}__{spec.name}-{index:02d}-{exp.name}.md"
         write_atomic(target, blueprint, OWNER_FILE)
         record.run_id = run_id
-        log.info(
-            "campaign %s: experiment %d (%s) submitted as run %s",
-            spec.name,
-            index,
-            exp.name,
-            run_id,
-        )
+        what = (spec.name, index, exp.name, run_id)
+        log.info("campaign %s: experiment %d (%s) submitted as run %s", *what)
 
     def _worktree(
         self,
