@@ -208,3 +208,22 @@ def test_a_campaign_folder_is_read_as_blueprints_are_and_refused_by_name(env: En
     (folder / "base.md").write_bytes((folder / "base.md").read_text().encode("utf-16"))
     done = env.cli("campaign", str(folder))
     assert done.returncode == 0, done.stderr
+
+
+def test_an_agentjet_config_with_odd_sections_is_refused_by_name_or_fixed(env: Env) -> None:
+    """A section ajetd must fix inside that is not a mapping is named (it was an internal
+    TypeError in lint and a rejection "internal error while admitting"); an empty one is
+    made in the fixed copy."""
+    from ajetd.frameworks.agentjet import apply_patches
+
+    config = env.codebase / "configs" / "odd.yaml"
+    config.write_text("ajet:\n  trainer_common: 5\nfakejet: {steps: 2, step_time: 0.01}\n")
+    bp = env.blueprint("odd", config="configs/odd.yaml", ajetd="gpus: 0")
+    done = env.cli("lint", str(bp))
+    assert done.returncode == 2 and "TypeError" not in done.stdout + done.stderr
+    assert "exp_yaml_path: ajet.trainer_common must be a mapping, not 5" in done.stderr
+    config.write_text("ajet:\n  trainer_common:\n    logger: 5\n")
+    assert env.cli("lint", str(bp)).returncode == 0
+    empty = {"ajet": {"trainer_common": None}}
+    fixed = apply_patches(empty, {("ajet", "trainer_common", "val_before_train"): True})
+    assert fixed == {"ajet": {"trainer_common": {"val_before_train": True}}}

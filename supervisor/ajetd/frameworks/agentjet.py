@@ -102,6 +102,8 @@ def review(
     if isinstance(model, str) and model.startswith("/") and not exists(model):
         out.problems.append(f"exp_yaml_path: ajet.model.path {model} does not exist")
     _review_logger(ajet, env, logged_in, out)
+    blocked = {_not_mapping(config, path) for path in out.patches}
+    out.problems.extend(sorted(p for p in blocked if p))
     if out.patches and conf is None:
         out.warnings.append(
             "the launch command passes no --conf, so the config fixes above "
@@ -113,6 +115,25 @@ def review(
                 "no --conf to point at a fixed copy"
             )
     return out
+
+
+def _not_mapping(config: Mapping[str, Any], path: tuple[str, ...]) -> str | None:
+    """Why a fix at `path` cannot be written into the copy: a section on the way that is set
+    but is not a mapping (`trainer_common: 5`); None when it can (a missing or empty section
+    is made)."""
+    for depth in range(1, len(path)):
+        node = _get(config, *path[:depth])
+        if node is not None and not isinstance(node, Mapping):
+            shown = repr(node) if len(repr(node)) <= 40 else repr(node)[:39] + "…"
+            return f"exp_yaml_path: {'.'.join(path[:depth])} must be a mapping, not {shown}"
+    return None
+
+
+def _logger_names(value: Any) -> list[Any]:
+    """A `logger:` value as the list of names AgentJet reads: one name or a list of them."""
+    if value is None:
+        return [DEFAULT_LOGGER]
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigReview) -> None:
@@ -162,10 +183,7 @@ def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
 def _review_logger(
     ajet: Mapping[str, Any], env: Mapping[str, str], logged_in: frozenset[str], out: ConfigReview
 ) -> None:
-    logger = _get(ajet, "trainer_common", "logger")
-    if logger is None:
-        logger = DEFAULT_LOGGER
-    names = [logger] if isinstance(logger, str) else list(logger or [])
+    names = _logger_names(_get(ajet, "trainer_common", "logger"))
     missing = []
     for name in names:
         key = _KEYED_LOGGERS.get(str(name))
@@ -206,8 +224,7 @@ def local_logger_patch(config: Mapping[str, Any]) -> dict[tuple[str, ...], Any] 
     """Switch an AgentJet config's logger to a local one; None if it is local already."""
     if "ajet" not in config:
         return None
-    current = _get(config, "ajet", "trainer_common", "logger")
-    names = [current] if isinstance(current, str) else list(current or [DEFAULT_LOGGER])
+    names = _logger_names(_get(config, "ajet", "trainer_common", "logger"))
     if not any(str(n) in _KEYED_LOGGERS for n in names):
         return None
     return {("ajet", "trainer_common", "logger"): LOCAL_LOGGER}
@@ -220,7 +237,9 @@ def apply_patches(
     patched: dict[str, Any] = copy.deepcopy(dict(config))
     for path, value in patches.items():
         node = patched
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
+        for key in path[:-1]:  # a missing or empty (null) section is made
+            if node.get(key) is None:
+                node[key] = {}
+            node = node[key]
         node[path[-1]] = value
     return patched
