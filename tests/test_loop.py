@@ -233,17 +233,26 @@ def _failing_program(env: Env, gates: Path) -> str:
     return "bash fail.sh"
 
 
+def _windows(env: Env, session: str) -> list[str]:
+    """A session's windows as tmux has them: name and whether tmux renames it (1) or not."""
+    fmt = "#{window_name} #{automatic-rename}"
+    return env.tmux("list-windows", "-t", f"={session}", "-F", fmt).stdout.split("\n")[:-1]
+
+
 def test_a_retryable_failure_is_relaunched_at_once_and_counted(env: Env, loop: Loop) -> None:
     gates = env.tmp / "gates"
     program = _failing_program(env, gates)
     bp = env.blueprint("retry", command=program, ajetd="gpus: 0", max_time="2h")
     run_id = loop.submit(bp)
     loop.started(run_id)
+    session = loop.run(run_id).trials[0].session
+    assert _windows(env, session) == ["trial-1 0"]  # named: tmux does not rename it
     loop.run_for(300)
     (gates / "1").touch()  # trial 1 fails with connection_refused at 300
     loop.until(lambda: len(loop.run(run_id).trials) == 2, "the relaunch")
     run = loop.run(run_id)
     assert run.state is State.RUNNING and run.fixes == ("retry_connection_refused",)
+    assert _windows(env, session) == ["trial-2 0"]  # the same pane, renamed with its trial
     assert run.trials[0].exit_code == 1 and run.trials[1].started_at == loop.clock()
     assert loop.event_at(run_id, "trial 1 failed; connection_refused is often transient") == (
         loop.clock()

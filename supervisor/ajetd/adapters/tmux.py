@@ -155,10 +155,17 @@ class Tmux:
                 return []
             raise
 
-    def new_session(self, name: str, cwd: str, script: str, log: str | None = None) -> Pane:
+    def new_session(
+        self, name: str, cwd: str, script: str, log: str | None = None, window: str = "run"
+    ) -> Pane:
         """A detached session whose only pane runs `bash <script>` as its own process; with
         `log`, armed in the same tmux call (one process, not three): `remain-on-exit` set and
-        the output piped to `log` (`keep_dead_pane`, `pipe_to_file`)."""
+        the output piped to `log` (`keep_dead_pane`, `pipe_to_file`).
+
+        The window is named (`window`), which turns tmux's `automatic-rename` off for this
+        window only: renaming a window after its running command makes the server look the
+        command up after each output, a fifth of its CPU for a run printing a line every few
+        seconds (`bench/tmuxcost.py`). The user's other windows keep their own settings."""
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
         arm = (
@@ -172,6 +179,8 @@ class Tmux:
             fmt,
             "-s",
             name,
+            "-n",
+            window,
             "-c",
             cwd,
             "-x",
@@ -184,11 +193,13 @@ class Tmux:
         pane_id, _, pid = out.strip().partition("\t")
         return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
 
-    def respawn(self, pane_id: str, script: str) -> Pane:
-        """Run `bash <script>` in an existing (dead) pane: same session, same attached users."""
+    def respawn(self, pane_id: str, script: str, window: str | None = None) -> Pane:
+        """Run `bash <script>` in an existing (dead) pane: same session, same attached users;
+        with `window`, its window is renamed in the same call (automatic-rename stays off)."""
         command = f"exec bash {shlex.quote(script)}"
         forget = ("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION)  # the last trial's
-        self._run(*forget, ";", "respawn-pane", "-k", "-t", pane_id, command)
+        rename = (";", "rename-window", "-t", pane_id, window) if window is not None else ()
+        self._run(*forget, *rename, ";", "respawn-pane", "-k", "-t", pane_id, command)
         out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
         pid = out.strip()
         return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)

@@ -1,4 +1,4 @@
-"""Run ids and tmux session names (DESIGN §3): short, unique, `[a-z0-9_]`."""
+"""Run ids, tmux session names (DESIGN §3: short, unique, `[a-z0-9_]`) and window names."""
 
 from __future__ import annotations
 
@@ -51,3 +51,10 @@ def unique_session(base: str, taken: Collection[str]) -> str:
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
+
+
+def window_name(trial: int) -> str:
+    """The name of a run's tmux window while trial `trial` runs in it. A named window is not
+    renamed after its running command (tmux's `automatic-rename`), which costs the server a
+    look-up after every output."""
+    return f"trial-{trial}"

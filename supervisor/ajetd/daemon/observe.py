@@ -258,7 +258,10 @@ class Observe(Base):
         if not slot.live.pending(key, size):
             return
         self.live_growing = True
-        new = slot.live.scan(key, log_file, now, self._kinds(slot))
+        # the user's kinds are taken once, with the trial's cursor (not a `stat` of kinds.yaml
+        # and a merge of compiled sets at each read)
+        user = None if slot.live.started(key) else self._kinds(slot)
+        new = slot.live.scan(key, log_file, now, user)
         if new:
             for f in new:
                 text = f"seen while running: {f.kind} (line {f.line})"

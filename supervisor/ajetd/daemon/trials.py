@@ -24,7 +24,7 @@ from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import model
 from ajetd.core.model import Run, State, Trial
-from ajetd.core.naming import session_base, unique_session
+from ajetd.core.naming import session_base, unique_session, window_name
 from ajetd.core.options import Options
 from ajetd.core.trialscript import (
     TrialSpec,
@@ -195,12 +195,14 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float, host: Host) -> Run
     )
     p.log.parent.mkdir(parents=True, exist_ok=True)
     if pane is None and previous is None:  # a new session, armed in the same tmux call
-        pane = tmux.new_session(trial.session, run.codebase_dir, str(p.script), str(p.log))
+        pane = tmux.new_session(
+            trial.session, run.codebase_dir, str(p.script), str(p.log), window_name(trial.number)
+        )
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
             assert previous is not None
             await_exit(previous)
-            pane = tmux.respawn(previous.pane_id, str(p.script))
+            pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
         tmux.pipe_to_file(pane.pane_id, str(p.log))
     write_atomic(p.go, f"{now}\n", OWNER_FILE)

@@ -46,6 +46,10 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return cursor is None or size > cursor.offset
 
+    def started(self, key: tuple[str, int]) -> bool:
+        """Whether `key` has its cursor (the user kinds given to `scan` are used only before)."""
+        return key in self._cursors
+
     def step_times(self, key: tuple[str, int]) -> tuple[float, ...]:
         cursor = self._cursors.get(key)
         return tuple(cursor.step_times) if cursor else ()

@@ -216,7 +216,7 @@ class SwarmServers:
                 pane = self.tmux.respawn(pane.pane_id, str(f["sh"]))
             else:
                 pane = self.tmux.new_session(
-                    session_name(spec.port), run.codebase_dir, str(f["sh"])
+                    session_name(spec.port), run.codebase_dir, str(f["sh"]), window="swarm"
                 )
             self.tmux.keep_dead_pane(pane.pane_id)
             open_owner(f["log"]).close()  # tmux's `cat >>` would make it with tmux's umask

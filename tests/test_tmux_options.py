@@ -1,0 +1,25 @@
+"""The options ajetd sets on its tmux sessions are in effect on a real server, and only there:
+the user's own sessions on the same server keep theirs."""
+
+from __future__ import annotations
+
+from ajetd.adapters.tmux import Tmux
+from conftest import Env
+
+
+def _show(env: Env, *args: str) -> str:
+    return env.tmux("show-options", "-v", *args).stdout.strip()
+
+
+def test_a_run_window_is_named_kept_and_piped_and_the_users_are_untouched(env: Env) -> None:
+    env.tmux("new-session", "-d", "-s", "mine", "sleep 60")  # the user's own session
+    log = env.tmp / "trial-1.log"
+    script = env.tmp / "trial-1.sh"
+    script.write_text("echo hello\nsleep 60\n")
+    pane = Tmux(env.socket).new_session("ajet_x", str(env.tmp), str(script), str(log), "trial-1")
+    fmt = "#{window_name} #{automatic-rename} #{remain-on-exit} #{pane_pipe}"
+    shown = env.tmux("display-message", "-p", "-t", pane.pane_id, fmt).stdout.split()
+    assert shown == ["trial-1", "0", "on", "1"]  # not renamed by tmux, kept dead, piped
+    assert _show(env, "-w", "-t", "=mine:", "automatic-rename") in ("", "on")  # inherited
+    assert _show(env, "-gw", "automatic-rename") == "on"  # the server's default as it was
+    assert _show(env, "-gw", "remain-on-exit") == "off"
