@@ -3,8 +3,10 @@ the user's own sessions on the same server keep theirs."""
 
 from __future__ import annotations
 
+import psutil
+
 from ajetd.adapters.tmux import Tmux
-from conftest import Env
+from conftest import Env, wait_for
 
 
 def _show(env: Env, *args: str) -> str:
@@ -23,3 +25,12 @@ def test_a_run_window_is_named_kept_and_piped_and_the_users_are_untouched(env: E
     assert _show(env, "-w", "-t", "=mine:", "automatic-rename") in ("", "on")  # inherited
     assert _show(env, "-gw", "automatic-rename") == "on"  # the server's default as it was
     assert _show(env, "-gw", "remain-on-exit") == "off"
+    server = psutil.Process(int(env.tmux("display-message", "-p", "#{pid}").stdout))
+    panes = {int(p) for p in env.tmux("list-panes", "-a", "-F", "#{pane_pid}").stdout.split()}
+
+    def helpers() -> list[str]:  # the pipe's processes: one `cat` once tmux's `sh` exec'd it
+        found = [c for c in server.children() if c.pid not in panes]
+        return [p.name() for c in found for p in (c, *c.children())]
+
+    wait_for(lambda: helpers() == ["cat"], what="the pipe's one process, a cat")
+    wait_for(lambda: log.exists() and "hello" in log.read_text(), what="the output in the log")

@@ -69,6 +69,19 @@ def lost_terminal(pid: int) -> bool:
         return False
 
 
+def pane_process(pid: int) -> tuple[int, bool] | None:
+    """A pane process's start time (`started`) and whether it lost its terminal
+    (`lost_terminal`) from one read of its `stat` (the liveness check reads every pane's
+    each period); None once it has ended or is a zombie."""
+    fields = _fields(str(pid))
+    try:
+        if fields is None or fields[0] in (b"Z", b"X"):
+            return None
+        return int(fields[19]), int(fields[4]) == 0
+    except (IndexError, ValueError):
+        return None
+
+
 def started(pid: int) -> int | None:
     """When a process started (clock ticks since boot), to tell it from a later process
     given the same pid; None once it has ended."""

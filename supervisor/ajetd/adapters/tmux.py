@@ -210,7 +210,8 @@ class Tmux:
 
     @staticmethod
     def _pipe(path: str, *target: str) -> tuple[str, ...]:
-        return ("pipe-pane", *target, f"cat >> {shlex.quote(path)}")
+        # `exec`: tmux's `sh -c` becomes the `cat`, one process per run instead of two
+        return ("pipe-pane", *target, f"exec cat >> {shlex.quote(path)}")
 
     def keep_dead_pane(self, pane_id: str) -> None:
         """Set remain-on-exit before the program can end, so its status can be read."""

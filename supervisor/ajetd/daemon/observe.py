@@ -93,9 +93,10 @@ class Observe(Base):
             if pane is None or pane.dead or not pane.pid:
                 return False
             began = self.pane_starts.get(pane.pid)
-            if began is None or procs.started(pane.pid) != began:
+            now_seen = procs.pane_process(pane.pid)
+            if began is None or now_seen is None or now_seen[0] != began:
                 return False
-            if procs.lost_terminal(pane.pid):  # the session was killed, its process lingers
+            if now_seen[1]:  # it lost its terminal: the session was killed, it lingers
                 return False
         return True
 
