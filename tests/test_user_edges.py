@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,3 +228,28 @@ def test_an_agentjet_config_with_odd_sections_is_refused_by_name_or_fixed(env: E
     empty = {"ajet": {"trainer_common": None}}
     fixed = apply_patches(empty, {("ajet", "trainer_common", "val_before_train"): True})
     assert fixed == {"ajet": {"trainer_common": {"val_before_train": True}}}
+
+
+def test_a_bare_path_with_a_space_is_refused_not_cut_at_the_space(env: Env) -> None:
+    """`/data/my runs/x` written bare was read as `/data/my` and the results went there; it
+    is now refused naming the fix, while backticks or quotes bound the path and a note after
+    a path (`/data/out (NFS)`) is still a note."""
+    bp = env.blueprint("spaced", ajetd="gpus: 0")
+    text = bp.read_text()
+    wanted = str(env.tmp / "results" / "my runs" / "x")
+    line = next(x for x in text.splitlines() if x.startswith("- [exp_result_dir]"))
+
+    def lint(value: str) -> dict[str, Any]:
+        bp.write_text(text.replace(line, f"- [exp_result_dir] 结果数据存储路径: {value}"))
+        return dict(json.loads(env.cli("lint", str(bp), "--json").stdout))
+
+    refused = lint(wanted)
+    assert not refused["ok"]
+    assert refused["problems"] == [
+        f"exp_result_dir: {wanted!r} holds a space, so only {env.tmp / 'results' / 'my'} "
+        "would be read; put the whole path in backticks or quotes"
+    ]
+    assert lint(f"`{wanted}`")["blueprint"]["result_dir"] == wanted
+    assert lint(f'"{wanted}"')["blueprint"]["result_dir"] == wanted
+    noted = lint(f"{env.tmp / 'results' / 'out'} (NFS share)")
+    assert noted["blueprint"]["result_dir"] == str(env.tmp / "results" / "out")

@@ -78,12 +78,37 @@ def clean_value(raw: str) -> str:
 
 
 def clean_path(raw: str) -> str:
-    """A path: the value's first token, unless backticks or a fence say exactly what it is."""
+    """A path: the value's first token (words after it are a note), unless backticks, a
+    fence or quotes say exactly what it is."""
     value = clean_value(raw)
-    if "`" in raw:
+    if "`" in raw or _quoted(raw):
         return value.strip("\"'")
     token = value.split()[0] if value.split() else ""
     return token.strip("\"'").rstrip("，,。;；")
+
+
+def _quoted(raw: str) -> bool:
+    """The value's line is one quoted string (`"/data/my runs"`): the quotes bound it."""
+    for line in raw.splitlines():
+        text = re.sub(r"^\s*(?:[-*+]|>)\s+", "", line).strip()
+        if text:
+            return len(text) > 1 and text[0] == text[-1] and text[0] in "\"'"
+    return False
+
+
+def spaced_path(part: str, raw: str) -> str | None:
+    """A path written bare whose next word goes on with a `/` (`/data/my runs/x`) holds a
+    space: read as its first word it would name another folder, so it is refused, not
+    misread (a note after a path, `/data/out (NFS)`, is still allowed)."""
+    value = clean_value(raw)
+    words = value.split()
+    if "`" in raw or _quoted(raw) or len(words) < 2 or "/" not in words[1]:
+        return None
+    shown = value if len(value) <= 120 else value[:119] + "…"
+    return (
+        f"{part}: {shown!r} holds a space, so only {words[0]} would be read; put the whole "
+        "path in backticks or quotes"
+    )
 
 
 def usable_path(part: str, raw: str) -> str:
@@ -198,6 +223,7 @@ def parse_blueprint(text: str) -> Blueprint:
         )
     paths = {part: clean_path(raw.get(part, "")) for part in PATH_PARTS}
     problems += [p for p in (path_problem(part, path) for part, path in paths.items()) if p]
+    problems += [p for p in (spaced_path(part, raw.get(part, "")) for part in PATH_PARTS) if p]
     if problems:
         raise BlueprintError(problems)
     return Blueprint(
