@@ -24,6 +24,7 @@ import pytest
 from ajetd.adapters import inbox
 from ajetd.core.model import State
 from ajetd.core.policy import Timing
+from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, parse_exit_note, render_trial_script
 from ajetd.daemon import trials
 from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, wait_for
@@ -299,6 +300,48 @@ def fill(folder: Path) -> Path:
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     return filler
+
+
+def test_a_script_that_cannot_write_its_exit_file_leaves_no_cut_one(
+    tmp_path: Path, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """On a full disk the exit file is created but its line cannot be written: the script
+    removes the empty file (no reader waits on it; `parse_exit_file` would never call it an
+    end) and puts the line on its tmux pane instead (a stand-in `tmux` notes the call)."""
+    full = tmpfs(tmp_path / "full", "64k")
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    calls = tmp_path / "calls"
+    (bin_dir / "tmux").write_text(f'#!/bin/bash\necho "$*" >> {calls}\n')
+    (bin_dir / "tmux").chmod(0o755)
+    (tmp_path / "go").write_text("go\n")
+    spec = TrialSpec(
+        run_id="full01",
+        trial=1,
+        command="exit 5",
+        codebase_dir=str(tmp_path),
+        venv_dir=str(tmp_path / "venv"),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(full / "trial-1.exit"),
+        hup_file=str(full / "trial-1.hup"),
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    fill(full)
+    done = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+        env={**os.environ, "TMUX_PANE": "%7"},
+    )
+    assert done.returncode == 5
+    assert not (full / "trial-1.exit").exists()
+    note = calls.read_text().split()
+    assert note[:5] == ["set-option", "-p", "-t", "%7", EXIT_OPTION], note
+    assert parse_exit_note(" ".join(note[5:])) == (5, float(note[6]))
 
 
 def _waiting_command(env: Env, code: int) -> str:

@@ -8,7 +8,13 @@ from pathlib import Path
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.naming import MAX_SESSION, session_base, unique_session
-from ajetd.core.trialscript import TrialSpec, parse_exit_file, protect_autokill, render_trial_script
+from ajetd.core.trialscript import (
+    TrialSpec,
+    parse_exit_file,
+    parse_exit_note,
+    protect_autokill,
+    render_trial_script,
+)
 from ajetd.diagnosis.text import clean_line, tail_lines
 from ajetd.views import report
 
@@ -60,8 +66,15 @@ def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
 
 def test_exit_file_parsing() -> None:
     assert parse_exit_file("") is None
-    assert parse_exit_file("x 1") is None
+    assert parse_exit_file("x 1\n") is None
     assert parse_exit_file("130 1700000000.5\n") == (130, 1700000000.5)
+    # the script writes the line straight into the file: caught before its newline, it is
+    # not an end yet (a reader waits for the close), whatever it holds so far
+    assert parse_exit_file("130 1700000000.5") is None
+    assert parse_exit_file("1") is None
+    # the pane's exit note (a full disk) is a whole tmux option value, without a newline
+    assert parse_exit_note("130 1700000000.5") == (130, 1700000000.5)
+    assert parse_exit_note("") is None
 
 
 def test_log_lines_are_cleaned() -> None:

@@ -99,15 +99,13 @@ def render_trial_script(spec: TrialSpec) -> str:
             "umask 077",
             f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             'now; ended="$rc $t"',
-            'printf \'%s\\n\' "$ended" > "$exit_file.tmp" &&',
-            # its stderr closed: bash says `Terminated` there when the daemon's reap of the
-            # trial's leftovers, woken by the rename, TERMs the `mv` before it exits
-            '  { mv -f "$exit_file.tmp" "$exit_file"; } 2>/dev/null ||',
-            # a full disk: the status goes to tmux's memory instead (the pane's own option).
-            # Not when the file is there: `mv` ended by a signal after its rename (the daemon,
-            # woken by it, ends the trial's leftovers), the pane may run the next trial already
-            f'  [ -e "$exit_file" ] || {{ rm -f "$exit_file.tmp"; tmux set-option -p -t '
-            f'"$TMUX_PANE" {EXIT_OPTION} "$ended"; }} 2>/dev/null',
+            # one write by bash itself, no process: the record is complete once its newline
+            # is there (`parse_exit_file`), and its close wakes the daemon
+            '{ printf \'%s\\n\' "$ended" > "$exit_file"; } 2>/dev/null ||',
+            # a full disk: the status goes to tmux's memory instead (the pane's own option);
+            # the empty or cut file is removed first, so no reader waits on it
+            f'  {{ rm -f "$exit_file"; tmux set-option -p -t "$TMUX_PANE" {EXIT_OPTION} '
+            '"$ended"; } 2>/dev/null',
             'exit "$rc"',
             "",
         ]
@@ -161,7 +159,17 @@ def exit_line(trial: int) -> bytes:
 
 
 def parse_exit_file(text: str) -> tuple[int, float | None] | None:
-    """`"<rc> <epoch>"` as the script writes it; None while it is incomplete or garbled."""
+    """`"<rc> <epoch>\\n"` as the script writes it (one `write`, straight into the file);
+    None while it is incomplete (no newline yet: caught between the script's open and its
+    write, or cut short by a full disk) or garbled."""
+    if not text.endswith("\n"):
+        return None
+    return parse_exit_note(text)
+
+
+def parse_exit_note(text: str) -> tuple[int, float | None] | None:
+    """`"<rc> <epoch>"`, the exit line the script keeps on its pane (tmux's option `EXIT_OPTION`)
+    when the exit file cannot be written: a whole value, set in one tmux call."""
     fields = text.split()
     if not fields:
         return None

@@ -22,7 +22,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import port_from_text
-from ajetd.core.trialscript import parse_exit_file
+from ajetd.core.trialscript import parse_exit_note
 from ajetd.daemon import trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
@@ -156,7 +156,7 @@ class Observe(Base):
         exit_info = trials.read_exit(p.exit)
         pane = slot.current_pane()
         if exit_info is None and pane is not None and pane.exit_note:  # the disk was full
-            exit_info = parse_exit_file(pane.exit_note)
+            exit_info = parse_exit_note(pane.exit_note)
         gone, dead_status = False, None
         if exit_info is None and panes_fresh and (pane is None or pane.dead):
             exit_info = trials.read_exit(p.exit)  # written just before the pane died?

@@ -136,15 +136,18 @@ def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -
 
 def stream_script(rdir: str, trial: int, offset: int) -> str:
     """Print the trial's output from byte `offset` on until it ends; exit 0 when its exit
-    file is there, VANISHED when its process is gone without one."""
+    file is complete, VANISHED when its process is gone without one."""
     q, n = shlex.quote, trial
+    # the script writes its exit line straight into the file: complete once the line has its
+    # newline, which is when `read` (a shell builtin, no process) succeeds
+    complete = f"read -r _ 2>/dev/null < trial-{n}.exit"
     return (
         f"cd {q(rdir)} || exit 4\n"
         f"tail -c +{offset + 1} -F trial-{n}.log 2>/dev/null & t=$!\n"
         f"pid=$(cat trial-{n}.pid)\n"
-        f"while [ ! -e trial-{n}.exit ]; do\n"
+        f"until {complete}; do\n"
         '  if ! kill -0 "$pid" 2>/dev/null; then\n'
-        f"    sleep 0.5; [ -e trial-{n}.exit ] || {{ kill $t; exit {VANISHED}; }}\n"
+        f"    sleep 0.5; {complete} || {{ kill $t; exit {VANISHED}; }}\n"
         "  fi\n"
         "  sleep 0.2\n"
         "done\n"
