@@ -19,6 +19,7 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.daemon import ending, trials
 from conftest import Env, marked_processes, wait_for
+from loopkit import Loop
 
 
 def _exit_time(env: Env, run_id: str) -> float:
@@ -129,6 +130,34 @@ def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: 
             os.kill(pid, signal.SIGKILL)
         for proc in (marked, other, root):
             proc.kill()
+            proc.wait()
+
+
+def test_run_pids_does_not_look_into_other_trials_sessions(tmp_path: Path) -> None:
+    """A process in another trial's pane session is that trial's: its environment is not
+    read. A process there that leads a session of its own (`setsid`), or a session whose
+    leader is no longer the pane process named (a later process given its pid), is looked at."""
+    began = time.time()
+    env = {**os.environ, "AJETD_RUN_ID": "scan02"}
+    pane = subprocess.Popen(  # another trial's pane process: its own session, a child in it
+        ["bash", "-c", f"{sys.executable} -c 'import time; time.sleep(60)' & wait"],
+        env=env,
+        start_new_session=True,
+    )
+    apart = _spawn(env, new_session=True)  # a leftover of scan02 that left for its own session
+    try:
+        member = wait_for(lambda: procs.run_pids("none", pane.pid, began), what="the child")[0]
+        start = procs.started(pane.pid)
+        assert start is not None
+        everything = procs.run_pids("scan02", None, began)
+        assert member in everything and pane.pid in everything and apart.pid in everything
+        theirs = procs.run_pids("scan02", None, began, others={pane.pid: start})
+        assert member not in theirs and pane.pid in theirs and apart.pid in theirs
+        stale = procs.run_pids("scan02", None, began, others={pane.pid: start - 1})
+        assert member in stale
+    finally:
+        for proc in (pane, apart):
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
@@ -249,3 +278,26 @@ def test_a_relaunch_waits_for_the_previous_script_to_exit() -> None:
     finally:
         script.kill()
         script.wait()
+
+
+def test_an_end_that_comes_during_a_tick_is_recorded_before_the_tick_ends(
+    env: Env, loop: Loop
+) -> None:
+    """An exit file that wakes the watcher while a tick runs is recorded between the tick's
+    steps (`ends_meanwhile`), not after the rest of the tick."""
+    trigger = env.tmp / "end-now"
+    command = f"while [ ! -e {trigger} ]; do sleep 0.05; done; exit 0"
+    run_id = loop.submit(env.blueprint("mid", command=command, ajetd="gpus: 0"))
+    loop.started(run_id)
+    trigger.touch()
+    exit_file = env.home / "runs" / run_id / "trial-1.exit"
+    wait_for(
+        lambda: trialscript.parse_exit_file(exit_file.read_text() if exit_file.exists() else ""),
+        what="the exit file",
+    )
+    wait_for(loop.daemon.watcher.ends_waiting, what="the watcher to see it")
+    assert loop.run(run_id).state is State.RUNNING  # no tick has run since
+    loop.daemon.ends_meanwhile()  # as between two steps of a tick
+    run = loop.run(run_id)
+    assert run.state is State.DONE and run.exit_code == 0
+    assert not loop.daemon.watcher.ends_waiting()

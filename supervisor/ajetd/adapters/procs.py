@@ -17,7 +17,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import psutil
 
@@ -46,14 +46,17 @@ def _fields(pid: str) -> list[bytes] | None:
     return data[data.rfind(b")") + 2 :].split(None, 20)  # the name may hold spaces, ")"
 
 
-def _stat(pid: str) -> tuple[int, int] | None:
-    """(parent pid, start time in ticks since boot) of a live process; None once it is gone
-    or a zombie (it has ended; only its parent's wait is missing, no signal can end it)."""
+def _stat(pid: str) -> tuple[int, int, int] | None:
+    """(parent pid, start time in ticks since boot, session id) of a live process; None once
+    it is gone or a zombie (it has ended; only its parent's wait is missing, no signal can end
+    it)."""
     fields = _fields(pid)
     if fields is None:
         return None
     try:
-        return None if fields[0] in (b"Z", b"X") else (int(fields[1]), int(fields[19]))
+        if fields[0] in (b"Z", b"X"):
+            return None
+        return int(fields[1]), int(fields[19]), int(fields[3])
     except (IndexError, ValueError):
         return None
 
@@ -89,8 +92,8 @@ def started(pid: int) -> int | None:
     return None if got is None else got[1]
 
 
-def _young(since: float | None) -> Iterator[tuple[int, int]]:
-    """(pid, parent pid) of every process started after `since` (all of them for None)."""
+def _young(since: float | None) -> Iterator[tuple[int, int, int]]:
+    """(pid, parent pid, session) of every process started after `since` (all for None)."""
     floor = -1.0 if since is None else _ticks_since_boot(since - START_SLACK_S)
     try:
         names = os.listdir(PROC)
@@ -101,7 +104,7 @@ def _young(since: float | None) -> Iterator[tuple[int, int]]:
             continue
         got = _stat(name)
         if got is not None and got[1] >= floor:
-            yield int(name), got[0]
+            yield int(name), got[0], got[2]
 
 
 def _carries(pid: int, marker: bytes, me: int) -> bool:
@@ -116,17 +119,30 @@ def _carries(pid: int, marker: bytes, me: int) -> bool:
     return env.startswith(marker) or b"\0" + marker in env
 
 
-def run_pids(run_id: str, root_pid: int | None, since: float | None = None) -> list[int]:
+def run_pids(
+    run_id: str,
+    root_pid: int | None,
+    since: float | None = None,
+    others: Mapping[int, int] | None = None,
+) -> list[int]:
     """The run's live processes, the trial script itself excluded: descendants of `root_pid`
     and this user's processes started with its `AJETD_RUN_ID`, among those started after
-    `since` (when the run began; None looks at every process)."""
-    young = dict(_young(since))
+    `since` (when the run began; None looks at every process). `others`: other trials' pane
+    processes (pid: start time), each the leader of its own session; a process in one of those
+    sessions is that trial's (a session is only ever inherited), so its environment is not
+    read: with many runs, most processes are theirs."""
+    young = {pid: (parent, sid) for pid, parent, sid in _young(since)}
+    theirs = _sessions_led(others or {}, {sid for _, sid in young.values()})
     me, own = os.getuid(), os.getpid()
     marker = f"AJETD_RUN_ID={run_id}\0".encode()
-    found = {pid for pid in young if pid != own and _carries(pid, marker, me)}
+    found = {
+        pid
+        for pid, (_, sid) in young.items()
+        if pid != own and (sid not in theirs or sid == pid) and _carries(pid, marker, me)
+    }
     if root_pid:
         children: dict[int, list[int]] = {}
-        for pid, parent in young.items():
+        for pid, (parent, _) in young.items():
             children.setdefault(parent, []).append(pid)
         todo = list(children.get(root_pid, ()))
         while todo:
@@ -136,6 +152,12 @@ def run_pids(run_id: str, root_pid: int | None, since: float | None = None) -> l
                 todo.extend(children.get(pid, ()))
         found.discard(root_pid)
     return sorted(found)
+
+
+def _sessions_led(leaders: Mapping[int, int], seen: set[int]) -> set[int]:
+    """Those of `seen` (session ids) led by one of `leaders` (pid: start time) still: the same
+    process, not a later one given its pid."""
+    return {sid for sid in seen if sid in leaders and started(sid) == leaders[sid]}
 
 
 def owners(pids: Iterable[int]) -> dict[int, str]:
@@ -153,12 +175,15 @@ def owners(pids: Iterable[int]) -> dict[int, str]:
 
 
 def run_processes(
-    run_id: str, root_pid: int | None, since: float | None = None
+    run_id: str,
+    root_pid: int | None,
+    since: float | None = None,
+    others: Mapping[int, int] | None = None,
 ) -> list[psutil.Process]:
     """The run's live processes (`run_pids`) as psutil handles, which guard against a pid
     being reused before they are signalled."""
     found = []
-    for pid in run_pids(run_id, root_pid, since):
+    for pid in run_pids(run_id, root_pid, since, others):
         with contextlib.suppress(psutil.Error):
             found.append(psutil.Process(pid))
     return found
@@ -243,12 +268,17 @@ def port_holder(port: int, run_id: str) -> str | None:
 
 
 def reap_run(
-    run_id: str, root_pid: int | None, since: float | None = None, grace_s: float = 2.0
+    run_id: str,
+    root_pid: int | None,
+    since: float | None = None,
+    grace_s: float = 2.0,
+    others: Mapping[int, int] | None = None,
 ) -> list[int]:
-    """After a trial ended: TERM what is left of the run (started after `since`), KILL it
-    after `grace_s`. A process that has ended counts as gone even while it waits, a zombie,
-    for its parent (or init) to collect it."""
-    left = run_processes(run_id, root_pid, since)
+    """After a trial ended: TERM what is left of the run (started after `since`; `others`:
+    other trials' pane processes, as `run_pids` takes them), KILL it after `grace_s`. A
+    process that has ended counts as gone even while it waits, a zombie, for its parent (or
+    init) to collect it."""
+    left = run_processes(run_id, root_pid, since, others)
     for proc in left:
         with contextlib.suppress(psutil.Error):
             proc.terminate()

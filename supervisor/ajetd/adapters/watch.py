@@ -117,6 +117,10 @@ class Watcher:
             self.ready.clear()
         return names
 
+    def ends_waiting(self) -> bool:
+        """Some trial end file was seen since the last `take_ended` (a quick look: no copy)."""
+        return bool(self.ended)
+
     def take_ended(self) -> set[str]:
         """The trial end files seen since the last call, so that their runs are looked at
         first: their ends are recorded before anything else is done."""

@@ -44,6 +44,7 @@ class Act(Observe):
             return
         pane = slot.current_pane()
         obs = self.observe(slot, now, panes_fresh)
+
         self._deep_check(slot, now)
         if obs.exit is None:
             self._live_scan(slot, now, slot.paths(self.home).log)
@@ -91,12 +92,19 @@ class Act(Observe):
             case _:
                 unreachable(action)
 
+    def _others(self, pid: int | None) -> dict[int, int]:
+        """The other panes' processes (pid: start time, as tmux listed them last): what runs
+        in their sessions is not this trial's (`procs.run_pids`)."""
+        return {p: t for p, t in self.pane_starts.items() if p != pid and t is not None}
+
     def _finish(
         self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, found: Findings
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
         slot.host.end(run, now, final=True)
-        end = ending.TrialEnd(action.reason, action.exit_code, pid, found or None)
+        end = ending.TrialEnd(
+            action.reason, action.exit_code, pid, found or None, self._others(pid)
+        )
         run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
         self._keep(run)  # finish_run saved it: not saved a second time
         self.finish_hooks[run.run_id] = (run, slot.options)  # fired once the end is on disk
@@ -107,7 +115,8 @@ class Act(Observe):
         self, slot: RunSlot, run: Run, action: NextStage, now: float, pid: int | None
     ) -> Run:
         reason = f"stage done; next: stage {action.name}"
-        run = ending.end_trial(self.home, run, ending.TrialEnd(reason, 0, pid, ()), now)
+        end = ending.TrialEnd(reason, 0, pid, (), self._others(pid))
+        run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
         run = model.next_stage(run, action.command, f"stage {action.name} next")
         self.home.append_event(run.run_id, now, f"stage {action.name} next: {action.command}")
@@ -127,12 +136,11 @@ class Act(Observe):
             if moved is None:
                 why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
                 why += "run's config)"
-                end = ending.TrialEnd(why, action.exit_code, pid, found)
+                end = ending.TrialEnd(why, action.exit_code, pid, found, self._others(pid))
                 return ending.finish_run(self.home, run, Status.FAILED, end, now)
             command, config_path = moved
-        run = ending.end_trial(
-            self.home, run, ending.TrialEnd(reason, action.exit_code, pid, found), now
-        )
+        end = ending.TrialEnd(reason, action.exit_code, pid, found, self._others(pid))
+        run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
         run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")

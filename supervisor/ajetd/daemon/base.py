@@ -88,6 +88,7 @@ class Base:
         self.live_growing = False  # some running trial printed during the last tick
         self.deep_batch = False  # some run's deep check is due this tick: near ones join it
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
+        self.tmux_due = False  # an end recorded in the middle of a tick asked for tmux
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health

@@ -10,7 +10,8 @@ import logging
 import math
 import socket
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ajetd.adapters import procs
@@ -56,13 +57,15 @@ def ended_at(home: Home, run: Run, now: float) -> float:
 @dataclass(frozen=True)
 class TrialEnd:
     """How the loop saw a trial end: why, its exit code (None: it never exited on its own),
-    its pane's process (what is left around it is ended), and its diagnosis (None: read from
-    its log when it failed)."""
+    its pane's process (what is left around it is ended), its diagnosis (None: read from
+    its log when it failed), and the other trials' pane processes (pid: start time), whose
+    sessions the search for leftovers need not look into (`procs.run_pids`)."""
 
     reason: str
     exit_code: int | None
     pane_pid: int | None = None
     findings: tuple[Finding, ...] | None = None
+    others: Mapping[int, int] = field(default_factory=dict)
 
 
 def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
@@ -81,14 +84,14 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
-        reap_leftovers(run, end.pane_pid)
+        reap_leftovers(run, end)
     return run
 
 
-def reap_leftovers(run: Run, pane_pid: int | None) -> None:
+def reap_leftovers(run: Run, end: TrialEnd) -> None:
     """End what is left of the run's processes; only those started since it began are
     looked at (`procs.run_pids`)."""
-    procs.reap_run(run.run_id, pane_pid, run.started_at)
+    procs.reap_run(run.run_id, end.pane_pid, run.started_at, others=end.others)
 
 
 def finish_run(
@@ -118,7 +121,7 @@ def finish_run(
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     saved = home.save_run(run)
     if run.trial is not None:
-        reap_leftovers(run, end.pane_pid)
+        reap_leftovers(run, end)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved:  # reports only once the record says the same (a full home waits); the

@@ -153,7 +153,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
     def tick(self, now: float) -> None:
         self.live_growing = False
         self.deep_batch = False  # set by supervise_live once ends are on record
-        ask_tmux = self.record_ends(now)
+        ask_tmux = self.record_ends(now) or self.tmux_due
+        self.tmux_due = False
         self.relaunch(now)  # a trial that ended into a next one: at once, before the rest
         with self._step("disk", "writing what a full disk held back"):
             self.held.retry()
@@ -168,11 +169,14 @@ class Daemon(Act, Launch, Admit, Housekeep):
         with self._step("launch", "placing waiting runs"):
             self.launch(now)
         self.watcher.trial_end.clear()  # exit files were taken by record_ends
+        self.ends_meanwhile()
         self.supervise_live(now, ask_tmux)
+        self.ends_meanwhile()
         self.relaunch(now)
         with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
             self.campaigns.tick(now, dict(self.runs))  # soon as a run ends
         self.housekeeping(now)
+        self.ends_meanwhile()
         with self._step("daemon.json", "publishing the daemon's state"):
             self.publish(now)
 
@@ -195,6 +199,15 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 after = self.runs.get(run.run_id)
                 ask_tmux |= after is None or after.trial == run.trial  # nothing came of it
         return ask_tmux
+
+    def ends_meanwhile(self) -> None:
+        """Trials that ended while this tick ran are recorded between its steps, not after
+        the rest of it: the steps after an end (tmux asked for every pane, the ended run's
+        session closed, daemon.json written) take several milliseconds, and ends come close
+        together (a campaign's trials, a job array). What else they need (tmux asked, a
+        relaunch) comes with the next tick, which the same exit files have woken."""
+        if self.watcher.ends_waiting():
+            self.tmux_due |= self.record_ends(self.clock())
 
     def supervise_live(self, now: float, ended: bool) -> None:
         """Observe and act on every live run whose moment has come; the others' new output
