@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,3 +254,21 @@ def test_a_bare_path_with_a_space_is_refused_not_cut_at_the_space(env: Env) -> N
     assert lint(f'"{wanted}"')["blueprint"]["result_dir"] == wanted
     noted = lint(f"{env.tmp / 'results' / 'out'} (NFS share)")
     assert noted["blueprint"]["result_dir"] == str(env.tmp / "results" / "out")
+
+
+def test_a_venv_given_as_the_line_that_activates_it_is_that_venv(daemon_env: Env) -> None:
+    """`source .venv/bin/activate` (or the activate script's path) names the venv as people
+    write it after the seed: the trial runs in that venv, not a rejection of `source`."""
+    env = daemon_env
+    venv = env.tmp / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "activate").write_text("# made by the test\n")
+    for i, given in enumerate((f"source {venv}/bin/activate", f"{venv}/bin/activate")):
+        bp = env.blueprint(f"activate{i}", command="echo VE=$VIRTUAL_ENV", ajetd="gpus: 0")
+        text = bp.read_text().replace(str(sys.executable), given)
+        bp.write_text(text)
+        run_id = env.submit(bp)
+        done = env.cli("wait", run_id, "--timeout", "30")
+        assert done.returncode == 0, done.stdout
+        assert f"VE={venv}" in env.cli("logs", run_id).stdout

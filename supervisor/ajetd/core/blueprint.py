@@ -87,6 +87,17 @@ def clean_path(raw: str) -> str:
     return token.strip("\"'").rstrip("，,。;；")
 
 
+_SOURCE = re.compile(r"(?:source|\.)\s+(\S.*)")
+
+
+def unsourced(raw: str) -> str:
+    """The venv as people also write it, the line that activates it (`source
+    .venv/bin/activate`, `. venv/bin/activate`): the script's path (the venv is found from
+    it); any other value as it is."""
+    match = _SOURCE.fullmatch(clean_value(raw))
+    return match.group(1) if match else raw
+
+
 def _quoted(raw: str) -> bool:
     """The value's line is one quoted string (`"/data/my runs"`): the quotes bound it."""
     for line in raw.splitlines():
@@ -221,9 +232,11 @@ def parse_blueprint(text: str) -> Blueprint:
             f"exp_launch_command: {len(command)} characters long (at most {MAX_COMMAND_CHARS}: "
             "put a long command in a script and run that)"
         )
-    paths = {part: clean_path(raw.get(part, "")) for part in PATH_PARTS}
+    texts = {part: raw.get(part, "") for part in PATH_PARTS}
+    texts["exp_venv_exe"] = unsourced(texts["exp_venv_exe"])
+    paths = {part: clean_path(text) for part, text in texts.items()}
     problems += [p for p in (path_problem(part, path) for part, path in paths.items()) if p]
-    problems += [p for p in (spaced_path(part, raw.get(part, "")) for part in PATH_PARTS) if p]
+    problems += [p for p in (spaced_path(part, text) for part, text in texts.items()) if p]
     if problems:
         raise BlueprintError(problems)
     return Blueprint(

@@ -217,6 +217,9 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
     venv_exe = _abs(bp.venv_exe, fs)
     if fs.isdir(venv_exe) and fs.isfile(os.path.join(venv_exe, "bin", "python")):
         venv_exe = os.path.join(venv_exe, "bin", "python")  # the venv folder itself was given
+    elif os.path.basename(venv_exe) == "activate" and fs.isfile(venv_exe):
+        python = os.path.join(os.path.dirname(venv_exe), "python")  # its activate script
+        venv_exe = python if fs.isfile(python) else venv_exe
     if not os.path.isabs(venv_exe):
         problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
     elif not fs.exists(venv_exe):
