@@ -58,6 +58,18 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # the repositories once measured on fewer than ten excerpts (issue 12's held-out target)
     for small in ("openrlhf/openrlhf", "deepspeedai/deepspeed", "vllm-project/vllm-ascend"):
         assert repos[small] >= 12, repos
+    # after freeze 5's batch (bench/heldout/batch-freeze5.txt): 582 excerpts
+    assert len(FILES) >= 582
+    assert repos["openrlhf/openrlhf"] >= 21 and repos["vllm-project/vllm-ascend"] >= 21, repos
+
+
+@pytest.mark.parametrize(
+    "freeze", sorted((Path(__file__).parent.parent / "bench" / "heldout").glob("batch-*.txt"))
+)
+def test_every_excerpt_a_held_out_batch_names_is_in_the_corpus(freeze: Path) -> None:
+    root = Path(__file__).parent.parent
+    missing = [name for name in freeze.read_text().split() if not (root / name).is_file()]
+    assert not missing, missing
 
 
 def test_top1_accuracy_is_at_least_95_percent() -> None:
@@ -159,6 +171,19 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
         ("cuda_oom/vllmascend-1617.log", "vllm-project/vllm-ascend"),
         # the linker's own failure
         ("build_error/deepspeed-5192.log", "deepspeedai/deepspeed"),
+        # after freeze 5: a Ray system component that ended (crashed, terminated, its
+        # connection closed) or the cluster named by its address; vLLM's engine core reporting
+        # a failure; a device index rejected as invalid; a compiler quoted as the failed
+        # command; a traceback the excerpt ends inside
+        ("ray_cluster/ray-19695.log", "ray-project/ray"),
+        ("ray_cluster/ray-4723.log", "ray-project/ray"),
+        ("ray_cluster/ray-31119.log", "ray-project/ray"),
+        ("ray_cluster/openrlhf-415.log", "openrlhf/openrlhf"),
+        ("vllm_engine_dead/vllm-17276.log", "vllm-project/vllm"),
+        ("insufficient_gpus/vllmascend-167.log", "vllm-project/vllm-ascend"),
+        ("build_error/vllmascend-6242.log", "vllm-project/vllm-ascend"),
+        ("unknown_traceback/lmmr1-49.log", "tidedra/lmm-r1"),
+        ("unknown_traceback/segzero-105.log", "jia-lab-research/seg-zero"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

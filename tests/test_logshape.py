@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.diagnosis.findings import Finding, diagnose_chunks, diagnose_text
+from ajetd.diagnosis.findings import Finding, StreamDiagnoser, diagnose_chunks, diagnose_text
 from ajetd.diagnosis.shape import continued, strip_dress
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
@@ -99,6 +99,12 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("segfault/deepspeedexamples-626.log", "segfault", "sigkill_handler"),
         # a specific echo (a worker exit) is named before an unexplained exception
         ("ray_worker_died/verl-4921.log", "ray_worker_died", "ActorDiedError"),
+        # a traceback the excerpt ends inside (cut before its exception line)
+        ("unknown_traceback/lmmr1-49.log", "unknown_traceback", "Traceback (most recent"),
+        ("unknown_traceback/segzero-105.log", "unknown_traceback", "Traceback (most recent"),
+        # a Ray system component that ended (crashed, terminated, its connection closed)
+        ("ray_cluster/ray-19695.log", "ray_cluster", "the local raylet has crashed"),
+        ("ray_cluster/ray-31119.log", "ray_cluster", "Raylet is terminated"),
         # an exception message wrapped over two lines is read as one
         (
             "insufficient_gpus/vllmascend-14628-2.log",
@@ -168,10 +174,49 @@ def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
         "Command '['sshpass', '-f', 'pw', 'rsync', 'a', 'b']' returned non-zero exit status 255.",
         # a collective library's timeout setting is not a timeout that happened
         "export HCCL_CONNECT_TIMEOUT=7200 RCCL_TIMEOUT_MS=600000",
+        # Ray named, nothing failed
+        "INFO worker.py:1841 -- Connected to Ray cluster. View the dashboard at 127.0.0.1:8265",
+        # vLLM's engine core starting is not the engine core failing
+        "(EngineCore_DP0 pid=6940) INFO 09-03 11:03:37 [core.py:71] Initializing a V1 LLM engine",
+        # a compiler quoted as a command that did not fail (pip's verbose output)
+        "running command 'gcc -O2 -c x.c -o x.o'",
+        # a failed command that is not a compiler or a build tool
+        "Command '['git', 'clone', 'https://x/y']' returned non-zero exit status 128.",
+        # a library's logger line `[ERROR] COMPONENT(pid,...)` (CANN's plog) is not a launch
+        # script's own error
+        "[ERROR] RUNTIME(129510,all__):2026-01-20-09:48:14.622.900 [stars_engine.cc:1502]133843 "
+        "ProcLogicCqReport:Task run failed, device_id=5",
     ],
 )
 def test_shapes_that_say_nothing_by_themselves(line: str) -> None:
     assert diagnose_text(line + "\n") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an invalid device *function* is a kernel built for another GPU, an invalid device
+        # *pointer* a memory bug: neither is a device index the run cannot have
+        "RuntimeError: CUDA error: invalid device function",
+        "RuntimeError: CUDA error: invalid device pointer",
+    ],
+)
+def test_an_invalid_device_that_is_not_an_index_is_a_cuda_error(line: str) -> None:
+    assert [f.kind for f in diagnose_text(line + "\n")] == ["cuda_error"]
+
+
+def test_a_traceback_cut_off_is_unexplained_only_once_the_output_has_ended() -> None:
+    text = 'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n    f()\n'
+    stream = StreamDiagnoser()
+    stream.feed(text.encode())
+    assert stream.findings() == []  # the live daemon: the traceback may still be printing
+    assert [(f.kind, f.line) for f in stream.close()] == [("unknown_traceback", 1)]
+    # ended by its exception line: one finding, not a second for the header
+    ended = diagnose_text(text + "ValueError: bad value\n")
+    assert [(f.kind, f.count) for f in ended] == [("unknown_traceback", 1)]
+    # cut, but a frame already said what it was: no unexplained exception beside it
+    said = text + "    torch.cuda.OutOfMemoryError: CUDA out of memory\n"
+    assert [f.kind for f in diagnose_text(said)] == ["cuda_oom"]
 
 
 def test_a_write_refused_by_permissions_is_not_a_full_disk() -> None:

@@ -281,12 +281,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"failed to get register_center_actor",
             r"runtime.env.agent.*(error|failed|refused)",
             r"failed to connect to the default ray cluster",
-            # shape: a Ray system component (raylet, GCS, its agents, the client) failed or
-            # could not be reached
+            # shape: a Ray system component (raylet, GCS, its agents, the client) failed, ended
+            # (crashed, terminated, its connection closed) or could not be reached; the cluster
+            # named by its address (`Failed to connect to Ray at address: ...`)
             r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b.*"
-            r"\b(exited|failed|refused|timed out|retrying|error)\b",
+            r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
             r"\b(failed|unable|could not|cannot|can.t) to (connect|reach|register)\b.*"
-            r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head)",
+            r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
         ),
     ),
     Kind(
@@ -322,7 +323,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"engine loop is not running",
             r"engine core initialization failed",
             r"engine process failed to start",
-            r"enginecore.*(died|encountered an issue|hit an exception|failed to start)",
+            r"enginecore.*(died|hit an exception|failed to start)",
+            # shape: the engine core reporting that it met a failure (`encountered an issue`,
+            # `encountered a fatal error`)
+            r"\benginecore encountered an? (\w+ )?(issue|error|exception)\b",
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
             r"worker proc \S+ died unexpectedly",
@@ -476,6 +480,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"no cuda gpus are available",
             r"found no nvidia driver",
             r"invalid device ordinal",
+            # shape: a device index the runtime rejects as invalid (CUDA's `invalid device
+            # ordinal`, Ascend's `invalid device=1`); not `invalid device function|pointer`
+            r"\binvalid device( ordinal| id| index|\s*=\s*\d+)",
             r"requested \d+ gpus? but only \d+",
             r"resource request cannot be scheduled right now.*gpu",
             r"no available node types can fulfill resource request.*gpu",
@@ -610,6 +617,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: the linker's own failure (a library or object it cannot find, its exit)
             r"\bld: cannot find\b",
             r"\bcollect2: (error: )?ld returned \d+ exit status",
+            # shape: a compiler or build tool quoted as the command that failed
+            # (`CalledProcessError: Command '['ninja', '-v']'`, `error: command 'gcc' failed`,
+            # `Worker failed with error 'Command '['/usr/bin/clang++', ...`)
+            r"^(?=.*\b(error|fail\w*|non-zero|exit status)\b).*\bcommand '\W*[^']*?"
+            r"\b(gcc|g\+\+|c\+\+|clang\+\+|clang|nvcc|ninja|cmake)'",
             r'^\s*file "[^"]*[/\\](pyproject_hooks|pep517|setuptools[/\\]build_meta\.py'
             r"|torch[/\\]utils[/\\]cpp_extension\.py)",
             # the same frames as IPython/Jupyter print them: `<path> in <function>(<args>)`
@@ -644,7 +656,8 @@ CATALOGUE: tuple[Kind, ...] = (
         "Read the launcher's message: the allocation (nodes, memory, GPUs, account), the "
         "container or the node named; fix the launch, then relaunch.",
         _p(
-            r"^\[error\] (?!\d{4}-|\[)",  # a script's own; not a logger's `[ERROR] 2025-10-29-...`
+            # a script's own; not a logger's `[ERROR] 2025-10-29-...` nor `[ERROR] RUNTIME(pid,..)`
+            r"^\[error\] (?!\d{4}-|\[|[a-z_]+\(\d+,)",
             r"^(srun|slurmstepd|sbatch|salloc|sacct|scontrol|pyxis|enroot)\s*:\s*error\s*:"
             r"(?!.*(exited with exit code|task \d+: (killed|terminated)))",
             r"^(srun|slurmstepd|sbatch|salloc)\s*:\s*error\s*:\s*(unable to|invalid|"
@@ -839,6 +852,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "ray cluster",
         "ray instance",
         "ray head",
+        "ray at",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -943,6 +957,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "gpu",
         "nvidia driver",
         "invalid device ordinal",
+        "invalid device",
         "cuda_visible_devices",
         "equal to the number",
         "visible devices",
@@ -1053,6 +1068,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cpp_extension.py",
         "ld: cannot find",
         "collect2",
+        "command '",
     ),
     "missing_file": (
         "datasetnotfounderror",

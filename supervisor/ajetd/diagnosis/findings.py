@@ -7,6 +7,10 @@ or without a `Traceback` header above it) that no kind explains becomes `unknown
 A wrapping exception (`RayTaskError(Inner)`, `ActorDiedError` raised by a creation task,
 torchrun's `ChildFailedError`) is classified by what it wraps, and ranked after it.
 
+A traceback the output ends inside (the log, or the paste of it, cut before its exception
+line) says that an exception ended the program without saying which: at the end of the stream
+it is `unknown_traceback`, unless a kind was already read in its frames.
+
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
 themselves. Within a rank, the earlier line first.
@@ -118,6 +122,8 @@ class Diagnoser:
     _traceback_indent: int = 0  # a traceback printed indented (pip's subprocess output) ends
     # with an exception line indented as much as its header
     _in_logger: bool = False  # the traceback's last frame is in an experiment logger's package
+    _traceback_at: int = 0  # the line of the open traceback's header, and its text
+    _traceback_header: str = ""
 
     @property
     def in_traceback(self) -> bool:
@@ -192,6 +198,7 @@ class Diagnoser:
                     known = kind is not UNKNOWN
                     self._record(kind, number, body, rank)
             self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
+            self._traceback_at, self._traceback_header = number, body
             self._in_logger = False
             self._traceback_indent = indent if stripped == _TRACEBACK else 0
             return True
@@ -228,6 +235,13 @@ class Diagnoser:
         if kind is None and not self._traceback_known and not BENIGN.match(stripped):
             self._record(UNKNOWN, number, body, UNEXPLAINED)
         return True
+
+    def end(self) -> None:
+        """The output has ended: a traceback still open (cut before its exception line) and
+        unexplained by its frames is an exception no kind explains."""
+        if self._in_traceback and not self._traceback_known:
+            self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
+        self._in_traceback = False
 
     def findings(self) -> list[Finding]:
         """Every kind seen, root cause first, each with how many lines showed it."""
@@ -286,6 +300,7 @@ class StreamDiagnoser:
         if self._partial:
             self._scan(self._partial + b"\n")
             self._partial = b""
+        self.diagnoser.end()
         return self.findings()
 
     def _scan(self, block: bytes) -> None:
