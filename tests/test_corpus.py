@@ -184,6 +184,9 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
         ("build_error/vllmascend-6242.log", "vllm-project/vllm-ascend"),
         ("unknown_traceback/lmmr1-49.log", "tidedra/lmm-r1"),
         ("unknown_traceback/segzero-105.log", "jia-lab-research/seg-zero"),
+        # the accelerator runtime's advice to launch kernels synchronously (Ascend's, CUDA's)
+        ("cuda_error/vllmascend-1007.log", "vllm-project/vllm-ascend"),
+        ("cuda_error/vllmascend-6190.log", "vllm-project/vllm-ascend"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

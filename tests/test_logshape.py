@@ -174,6 +174,8 @@ def test_an_indented_traceback_ends_at_its_own_indentation() -> None:
         "Command '['sshpass', '-f', 'pw', 'rsync', 'a', 'b']' returned non-zero exit status 255.",
         # a collective library's timeout setting is not a timeout that happened
         "export HCCL_CONNECT_TIMEOUT=7200 RCCL_TIMEOUT_MS=600000",
+        # a script that sets the variable, not the runtime advising it after a failure
+        "export CUDA_LAUNCH_BLOCKING=1 ASCEND_LAUNCH_BLOCKING=1",
         # Ray named, nothing failed
         "INFO worker.py:1841 -- Connected to Ray cluster. View the dashboard at 127.0.0.1:8265",
         # vLLM's engine core starting is not the engine core failing

@@ -217,6 +217,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cutlass error",
             r"\.cu:\d+: .*assertion .* failed",
             r"curesult error",
+            # shape: the accelerator runtime's own advice after a kernel failed and was reported
+            # late (CUDA's, ROCm's or Ascend's: pass, set or unset `*_LAUNCH_BLOCKING`), not a
+            # script that merely sets the variable
+            r"\b(consider passing|environment variable|please unset)\s+(cuda|hip|ascend)"
+            r"_launch_blocking\b",
         ),
     ),
     Kind(
@@ -789,6 +794,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "illegal instruction",
         "cuda error",
         "cuda driver error",
+        "_launch_blocking",
         "xid",
         "triton",
         "cutlass",
