@@ -26,6 +26,9 @@ def test_session_names() -> None:
     assert session_base("数学实验", "my-exp", "abc123") == "ajet_my_exp"
     assert session_base("数学实验", "实验", "abc123") == "ajet_abc123"
     assert session_base("AJET math", "x", "abc123") == "ajet_math"
+    # accents are taken off, not turned into word breaks; full-width letters are read
+    assert session_base("café ünïcode", "x", "abc123") == "ajet_cafe_unicode"
+    assert session_base("ＧＲＰＯ ｑｗｅｎ", "x", "abc123") == "ajet_grpo_qwen"
     long = session_base(" ".join(["word"] * 40), "x", "abc123")
     assert len(long) <= MAX_SESSION - 3 and long.startswith("ajet_word_word")
     assert unique_session("ajet_x", {"ajet_x", "ajet_x_2"}) == "ajet_x_3"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import string
+import unicodedata
 from collections.abc import Callable, Collection
 
 RUN_ID = re.compile(r"^[a-z0-9]{6}$")
@@ -22,7 +23,12 @@ def new_run_id(taken: Callable[[str], bool]) -> str:
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
+    """The ASCII words of `text`, accents taken off first (`café ünïcode` -> `cafe`,
+    `unicode`, not `caf`, `n`, `code`); letters with no ASCII form split words."""
+    bare = "".join(
+        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+    )
+    return re.findall(r"[a-z0-9]+", bare.lower())
 
 
 def session_base(purpose: str, file_stem: str, run_id: str) -> str:
