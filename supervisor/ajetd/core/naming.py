@@ -25,9 +25,7 @@ def new_run_id(taken: Callable[[str], bool]) -> str:
 def _words(text: str) -> list[str]:
     """The ASCII words of `text`, accents taken off first (`café ünïcode` -> `cafe`,
     `unicode`, not `caf`, `n`, `code`); letters with no ASCII form split words."""
-    bare = "".join(
-        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-    )
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return re.findall(r"[a-z0-9]+", bare.lower())
 
 
