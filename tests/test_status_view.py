@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import signal
 import time
 from dataclasses import replace
 
@@ -261,3 +262,35 @@ def test_the_default_view_shows_live_campaigns_and_the_last_ended_ones() -> None
     ]
     assert default[-1].startswith("3 older ended campaign(s) not shown (--all")
     assert len([line for line in shown(Filters(all=True)) if line.startswith("campaign ")]) == 7
+
+
+def test_a_stalled_heartbeat_is_named_only_past_three_periods() -> None:
+    info = {"pid": 7, "heartbeat": 1000.0, "publish_every": 60}
+    assert view.stalled(True, info, 1000.0 + 180) is None
+    said = view.stalled(True, info, 1000.0 + 181)
+    assert said is not None and "NOT RESPONDING" in said and "3m01s" in said and "pid 7" in said
+    assert view.stalled(False, info, 5000.0) is None  # down is said otherwise
+    held = {**info, "disk": ["cannot write to $AJETD_HOME: Read-only file system"]}
+    assert view.stalled(True, held, 5000.0) is None  # it cannot write its heartbeat
+    assert view.stalled(True, {"heartbeat": 1000.0}, 5000.0) is None  # an older daemon's file
+    assert view.stalled(True, {**info, "publish_every": "x"}, 5000.0) is None
+
+
+def test_status_names_a_daemon_whose_loop_stopped(daemon_env: Env) -> None:
+    """A daemon that holds its home but whose loop no longer turns (stopped, wedged in a
+    system call) looked healthy: nothing watched the runs and nothing said so."""
+    env = daemon_env
+    home = Home(env.home)
+    wait_for(lambda: home.daemon_info().get("publish_every"), what="daemon.json")
+    daemon = env.daemons[-1]
+    daemon.send_signal(signal.SIGSTOP)
+    try:
+        info = home.daemon_info()
+        info["heartbeat"] -= 17 * 60  # as if it had been stopped for 17 minutes
+        env.home.joinpath("daemon.json").write_text(json.dumps(info))
+        out = env.cli("status")
+        assert "daemon: NOT RESPONDING" in out.stdout and f"pid {daemon.pid}" in out.stdout, out
+        listed = env.cli("status", "--json")  # the list stays the contract; stderr says it
+        assert json.loads(listed.stdout) == [] and "NOT RESPONDING" in listed.stderr, listed
+    finally:
+        daemon.send_signal(signal.SIGCONT)

@@ -15,6 +15,7 @@ from ajetd.daemon import ending
 from ajetd.daemon.base import Base
 
 DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
+PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the loop turns
 
 
 class Housekeep(Base):
@@ -54,10 +55,11 @@ class Housekeep(Base):
         moved = checks != self.published_checks and now - self.published_at >= 1
         disk = self.troubles.lines(self.held.count())
         problems = [*self.problems, *self.refused, *disk]
-        if problems != self.published or moved or now - self.published_at >= 60:
+        if problems != self.published or moved or now - self.published_at >= PUBLISH_EVERY_S:
             info = {
                 "pid": os.getpid(),
                 "heartbeat": now,
+                "publish_every": PUBLISH_EVERY_S,  # how `status` tells a stalled loop
                 "problems": self.problems,
                 "refused": self.refused,
                 "disk": disk,  # full folders, with free space

@@ -344,10 +344,34 @@ def inbox_reason(up: bool, info: dict[str, Any]) -> str:
     return "waiting in the inbox for the daemon to take it"
 
 
-def daemon_lines(up: bool, info: dict[str, Any], width: int) -> list[Line]:
+def stalled(up: bool, info: dict[str, Any], now: float) -> str | None:
+    """Why a daemon that holds its home looks stuck: its heartbeat (daemon.json, rewritten at
+    least every `publish_every` seconds while its loop turns) is over three periods old. Not
+    while its writes are held (a full or read-only home: the heartbeat cannot be written)."""
+    beat, every = info.get("heartbeat"), info.get("publish_every")
+    if not up or info.get("disk") or not isinstance(beat, (int, float)):
+        return None
+    if not isinstance(every, (int, float)) or isinstance(every, bool) or every <= 0:
+        return None
+    age = now - beat
+    if age <= 3 * every:
+        return None
+    pid = info.get("pid")
+    return (
+        f"NOT RESPONDING: its last heartbeat was {format_duration(age)} ago (pid {pid}); "
+        "runs are not being watched: see daemon.log, or restart it (`ajetd shutdown`, then "
+        "`ajetd daemon --detach`; runs go on in tmux)"
+    )
+
+
+def daemon_lines(
+    up: bool, info: dict[str, Any], width: int, now: float | None = None
+) -> list[Line]:
     lines: list[Line] = []
     if not up:
         lines.append([(cut(f"daemon: {DAEMON_DOWN}", width), "bad")])
+    elif now is not None and (stuck := stalled(up, info, now)):
+        lines.append([(cut(f"daemon: {stuck}", width), "bad")])
     for problem in info.get("problems") or []:
         lines.append([(cut(f"daemon: {NOT_TAKING}: {problem}", width), "attention")])
     for line in info.get("refused") or []:  # the other files are taken
@@ -369,7 +393,7 @@ def overview(
 ) -> list[Line]:
     """The default view: the daemon's trouble, the table, its notes, one line per campaign."""
     sel = select(runs, f, now)
-    lines = daemon_lines(daemon_up, info, width)
+    lines = daemon_lines(daemon_up, info, width, now)
     if not runs:
         lines.append(
             [("(no runs yet: `ajetd submit FILE` or drop a blueprint.md into the inbox)", "dim")]
