@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import time
@@ -148,3 +149,22 @@ def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> Non
         assert waiting.wait(timeout=20) == 0
     finally:
         os.close(lock)
+
+
+def test_ctrl_c_on_wait_exits_130_and_says_the_run_goes_on(env: Env) -> None:
+    """click's `Aborted!` exited 1, the code of a failed run: a script could not tell them."""
+    run_id = env.submit(env.blueprint("interrupted"))  # no daemon: the wait blocks
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "wait", run_id],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = proc.stderr.readline()  # the no-daemon line: it is in its loop now
+    assert "no daemon is running" in said, said
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "interrupted; it goes on" in err and "Aborted" not in err, err

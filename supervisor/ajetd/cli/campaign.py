@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.cli.campaignread import read_campaign, resolve_or_fail, status_data, wait_campaign
-from ajetd.cli.common import NOT_NEGATIVE, POLL_S, echo_json, open_home
+from ajetd.cli.common import NOT_NEGATIVE, POLL_S, echo_json, interruptible, open_home
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
@@ -237,6 +237,7 @@ def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
 @click.argument("campaign_id")
 @click.option("--no-wait", is_flag=True, help="Return once the daemon took the request.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
+@interruptible("the stop request stands (`ajetd campaign status ID` to see it)")
 def stop_cmd(campaign_id: str, no_wait: bool, timeout: float) -> None:
     """End a campaign: running experiments stopped cleanly, their rows written."""
     stop_campaign(campaign_id, no_wait, timeout)
@@ -293,6 +294,7 @@ def list_cmd(as_json: bool) -> None:
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
 @click.option("--json", "as_json", is_flag=True, help="The ended row (or the campaign) as JSON.")
+@interruptible("the campaign goes on (`ajetd campaign status ID` to see it)")
 def wait_cmd(campaign_id: str, next_one: bool, timeout: float | None, as_json: bool) -> None:
     """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision, 124
     timeout), or with --next until its next experiment ends (0 keep/discard/smoke, 1

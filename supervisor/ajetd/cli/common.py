@@ -3,7 +3,9 @@ error), and `--json`."""
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +23,28 @@ POLL_S = 0.1
 # not a daemon that spins (0 s between checks) or a wait that never waits (a negative one).
 POSITIVE = click.FloatRange(min=0.0, min_open=True)
 NOT_NEGATIVE = click.FloatRange(min=0.0)
+
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+
+
+def interruptible(what: str) -> Callable[[F], F]:
+    """A command that blocks (wait, stop): Ctrl-C ends the waiting with exit 130 and one line
+    saying that `what` goes on, not click's `Aborted!` with exit 1, which a script cannot
+    tell from a run that failed."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except KeyboardInterrupt:
+                click.echo(f"ajetd: interrupted; {what}", err=True)
+                sys.exit(INTERRUPTED)
+
+        return run  # type: ignore[return-value]
+
+    return wrap
 
 
 def json_option(fn: F) -> F:

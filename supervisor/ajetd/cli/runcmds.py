@@ -21,7 +21,14 @@ import click
 
 from ajetd.adapters.control import is_campaign_id
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
-from ajetd.cli.common import NOT_NEGATIVE, POLL_S, json_option, load_run, open_home
+from ajetd.cli.common import (
+    NOT_NEGATIVE,
+    POLL_S,
+    interruptible,
+    json_option,
+    load_run,
+    open_home,
+)
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.core.model import Run
@@ -146,6 +153,7 @@ def _status_filters(
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
 @json_option
+@interruptible("it goes on (`ajetd status ID` shows it)")
 def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
     2 needs attention, 124 timeout. A campaign id waits for the campaign (`campaign wait`)."""
@@ -207,6 +215,7 @@ def _settled(run: Run) -> bool:
 @click.argument("run_id")
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
+@interruptible("the stop request stands (`ajetd status RUN` to see it)")
 def stop(run_id: str, no_wait: bool, timeout: float) -> None:
     """Stop a run (or a campaign, by its id) cleanly; results and finish.flag are still
     written."""
