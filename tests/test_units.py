@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from ajetd.adapters.store import write_all_atomic
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.naming import MAX_SESSION, session_base, unique_session
@@ -124,3 +127,16 @@ def test_attach_switches_inside_same_server_and_nests_elsewhere(monkeypatch) -> 
     monkeypatch.setenv("TMUX", "/tmp/tmux-0/other,1,0")
     argv, env = tmux.attach("ajet_x")
     assert argv[-3:] == ["attach-session", "-t", "=ajet_x"] and "TMUX" not in env
+
+
+def test_files_written_together_are_whole_and_leave_nothing_on_failure(tmp_path: Path) -> None:
+    """`write_all_atomic` (the reports): each file whole with its mode, replaced in one
+    rename; when one cannot be written, no temporary file is left behind."""
+    (tmp_path / "a.md").write_text("old\n")
+    write_all_atomic([(tmp_path / "a.md", "new\n", 0o644), (tmp_path / "b.json", b"{}\n", 0o600)])
+    assert (tmp_path / "a.md").read_text() == "new\n"
+    assert (tmp_path / "b.json").read_bytes() == b"{}\n"
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600
+    with pytest.raises(OSError):
+        write_all_atomic([(tmp_path / "c.md", "c\n", 0o644), (tmp_path / "no" / "d", "d", 0o644)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ajetd.adapters import procs
-from ajetd.adapters.store import Home, write_atomic, write_json
+from ajetd.adapters.store import Home, json_text, write_all_atomic, write_json
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
@@ -207,12 +207,16 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
         plot_problem=plot_problem,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(result_dir / "results.md", report.render_results(run, ctx))
-    write_atomic(result_dir / "trials.md", report.render_trials(run, ctx))
-    write_json(result_dir / "run.json", report.run_record(run))
+    files: list[tuple[Path, str | bytes, int]] = [
+        (result_dir / "results.md", report.render_results(run, ctx), 0o644),
+        (result_dir / "trials.md", report.render_trials(run, ctx), 0o644),
+        (result_dir / "run.json", json_text(report.run_record(run)), 0o644),
+    ]
     if run.config_path and not run.remote_dir:
         with contextlib.suppress(OSError):
-            write_atomic(result_dir / "config-used.yaml", Path(run.config_path).read_bytes())
+            config = Path(run.config_path).read_bytes()
+            files.append((result_dir / "config-used.yaml", config, 0o644))
+    write_all_atomic(files)  # synced together: one wait for the disk, not one per file
     write_json(result_dir / "finish.flag", report.finish_flag(run))
 
 
