@@ -71,7 +71,7 @@ class Loop:
         d = self.daemon
         d.home.ensure()
         d.reconcile(self.clock())
-        d.watcher.start(d.home.inbox, d.home.control, (d.home.runs, d.home.swarm))
+        d.watcher.start(d.home.inbox, d.home.control, (d.home.swarm,))
         self.wake_at = self.clock()  # when the daemon wakes by itself, as its last pass said
 
     def close(self) -> None:

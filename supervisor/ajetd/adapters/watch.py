@@ -1,8 +1,10 @@
-"""watchdog observers that only wake the daemon loop; they decide nothing.
+"""Watchers that only wake the daemon loop; they decide nothing.
 
 The inbox watch also records which files were completed by a rename or a close, so intake can
 take them at once instead of waiting for them to settle. A file moved in from another folder
 (`mv`, inotify's unpaired IN_MOVED_TO) counts as renamed in: the observer reports full events.
+The live runs' folders, where trials write their exit files, are watched from the loop's own
+thread (`endwatch`); watchdog's threads watch the inbox, control and swarm folders.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers.inotify import InotifyObserver
+
+from ajetd.adapters.endwatch import EndWatch, Wake
+
+END_SUFFIXES = (".exit", ".hup", ".sshlost")  # a trial's exit file, hang-up and SSH-lost markers
 
 # watchdog holds each IN_MOVED_FROM for up to this long to pair it with its IN_MOVED_TO, and
 # every later event of that watch waits behind it. When its reader thread wakes between the
@@ -40,7 +46,7 @@ with contextlib.suppress(ImportError):
 class _Waker(FileSystemEventHandler):
     def __init__(
         self,
-        wake: threading.Event,
+        wake: Wake,
         ready: set[str] | None,
         lock: threading.Lock,
         suffixes: tuple[str, ...] = (),
@@ -79,19 +85,24 @@ class _Waker(FileSystemEventHandler):
 
 
 class Watcher:
-    """Wakes `wake` on any change in the inbox or control folder, and on trial exit files."""
+    """Wakes `wake` on any change in the inbox or control folder, and on trial end files: under
+    the swarm folder (watchdog), in the live runs' folders (`watch_run`, read in `wake.wait`)."""
 
-    def __init__(self, wake: threading.Event) -> None:
+    def __init__(self, wake: Wake) -> None:
         self.wake = wake
         self.ready: set[str] = set()
         self.trial_end = threading.Event()  # set when a trial ended: look at tmux at once
         self.ended: set[str] = set()  # the exit files (and markers) seen since the last take
         self.lock = threading.Lock()
         self._observer = InotifyObserver(generate_full_events=True)
+        self._runs: EndWatch | None = None  # the live runs' folders, once started
 
     def start(self, inbox: Path, control: Path, ends: tuple[Path, ...]) -> None:
-        """Watch `inbox`, `control`, and the folders under which trials (`runs/`) and swarm
-        servers (`swarm/`) write their exit files."""
+        """Watch `inbox`, `control`, and the folders under which swarm servers write their
+        exit files (`ends`, recursively); run folders are added one by one (`watch_run`)."""
+        self.wake.open()
+        self._runs = EndWatch(END_SUFFIXES)
+        self.wake.add(self._runs.fd, self._take_run_ends)
         self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
@@ -99,17 +110,42 @@ class Watcher:
             self.wake,
             None,
             self.lock,
-            suffixes=(".exit", ".hup", ".sshlost"),
+            suffixes=END_SUFFIXES,
             flag=self.trial_end,
             ended=self.ended,
         )
-        # Exit files arrive by rename, markers by writing: only those events are asked of the
-        # kernel, not the opens, reads and writes of every file the daemon itself touches.
+        # Exit files arrive by a close after writing (by rename from older scripts), markers by
+        # writing: only those events are asked of the kernel, not the opens, reads and writes of
+        # every file the daemon itself touches.
         wanted = [FileMovedEvent, FileClosedEvent]
         for folder in ends:
             self._observer.schedule(waker, str(folder), recursive=True, event_filter=wanted)
         self._observer.daemon = True
         self._observer.start()
+
+    def watch_run(self, folder: Path) -> None:
+        """Watch a live run's folder for its trials' end files (before its trial may go)."""
+        if self._runs is not None:
+            self._runs.watch(folder)
+
+    def keep_runs(self, folders: set[str]) -> set[str]:
+        """Watch exactly these run folders (the live runs'); returns those newly watched."""
+        if self._runs is None:
+            return set()
+        self._runs.keep(folders)
+        new = folders - self._runs.watched()
+        for folder in new:
+            self._runs.watch(Path(folder))
+        return new
+
+    def _take_run_ends(self) -> bool:
+        """In the loop's thread, from `wake.wait`: the end files that just appeared."""
+        assert self._runs is not None
+        found = self._runs.read()
+        if found:
+            with self.lock:
+                self.ended.update(found)
+        return bool(found)
 
     def take_ready(self) -> set[str]:
         with self.lock:
@@ -118,12 +154,17 @@ class Watcher:
         return names
 
     def ends_waiting(self) -> bool:
-        """Some trial end file was seen since the last `take_ended` (a quick look: no copy)."""
+        """Some trial end file was seen since the last `take_ended` (a quick look: no copy;
+        the run folders' events are read first, without waiting)."""
+        if self._runs is not None:
+            self._take_run_ends()
         return bool(self.ended)
 
     def take_ended(self) -> set[str]:
         """The trial end files seen since the last call, so that their runs are looked at
         first: their ends are recorded before anything else is done."""
+        if self._runs is not None:
+            self._take_run_ends()
         with self.lock:
             paths = set(self.ended)
             self.ended.clear()
@@ -132,3 +173,7 @@ class Watcher:
     def stop(self) -> None:
         self._observer.stop()
         self._observer.join(timeout=5)
+        if self._runs is not None:
+            self._runs.close()
+            self._runs = None
+        self.wake.close()

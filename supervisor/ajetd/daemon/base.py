@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ajetd.adapters import diskfull, inbox
+from ajetd.adapters.endwatch import Wake
 from ajetd.adapters.hooks import Hooks
 from ajetd.adapters.kindsfile import home_kinds
 from ajetd.adapters.nvml import NoGpu
@@ -68,7 +68,7 @@ class Base:
         self.clock = clock
         self.home = Home(cfg.home)
         self.tmux = Tmux(cfg.tmux_socket)
-        self.wake = threading.Event()
+        self.wake = Wake()
         self.watcher = Watcher(self.wake)
         self.runs = Runs()  # every run's record; the live ones' slots
         self.slots = self.runs.slots

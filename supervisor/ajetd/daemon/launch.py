@@ -125,6 +125,14 @@ class Launch(Base):
     def _start(self, slot: RunSlot, now: float) -> bool:
         """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
         run = slot.run
+        try:  # its exit file wakes the loop from the start (the periodic checks if not)
+            self.watcher.watch_run(self.home.run_dir(run.run_id))
+        except OSError as exc:
+            log.warning(
+                "run %s: its folder is not watched (%s): its end is seen by polling",
+                run.run_id,
+                exc,
+            )
         try:  # start_trial saved it: not saved a second time
             self._keep(trials.start_trial(self.home, self.tmux, run, self.clock(), slot.host))
         except (AjetdError, OSError) as exc:

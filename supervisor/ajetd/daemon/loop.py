@@ -54,9 +54,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         log.info("GPUs: %s", self.gpus.probe.description)
         try:
             self.reconcile(self.clock())
-            self.watcher.start(
-                self.home.inbox, self.home.control, (self.home.runs, self.home.swarm)
-            )
+            self.watcher.start(self.home.inbox, self.home.control, (self.home.swarm,))
             woken = True
             while not self.stopping:
                 woken = self.wake.wait(self.turn(woken))
@@ -151,6 +149,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
+        self.watch_live()
         self.live_growing = False
         self.deep_batch = False  # set by supervise_live once ends are on record
         ask_tmux = self.record_ends(now) or self.tmux_due
@@ -199,6 +198,16 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 after = self.runs.get(run.run_id)
                 ask_tmux |= after is None or after.trial == run.trial  # nothing came of it
         return ask_tmux
+
+    def watch_live(self) -> None:
+        """The live runs' folders are watched for their trials' end files, the others not: a
+        run launched here was watched before its trial could go (`Launch._start`); this
+        catches the runs live after a restart (before this tick reads their exit files) and
+        drops the ended ones."""
+        runs = str(self.home.runs)  # as `Home.run_dir` has it, a string each (every tick)
+        folders = {f"{runs}/{s.run_id}" for s in self.live_slots()}
+        with self._step("watch", "watching the live runs' folders"):
+            self.watcher.keep_runs(folders)
 
     def ends_meanwhile(self) -> None:
         """Trials that ended while this tick ran are recorded between its steps, not after
