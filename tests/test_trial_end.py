@@ -19,7 +19,7 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.daemon import ending, trials
 from conftest import Env, marked_processes, wait_for
-from loopkit import Loop
+from loopkit import REAL_WAIT_S, Loop
 
 
 def _exit_time(env: Env, run_id: str) -> float:
@@ -135,7 +135,7 @@ def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: 
 
 def test_run_pids_does_not_look_into_other_trials_sessions(tmp_path: Path) -> None:
     """A process in another trial's pane session is that trial's: its environment is not
-    read. A process there that leads a session of its own (`setsid`), or a session whose
+    read. A process that left for a session of its own (`setsid`), or one in a session whose
     leader is no longer the pane process named (a later process given its pid), is looked at."""
     began = time.time()
     env = {**os.environ, "AJETD_RUN_ID": "scan02"}
@@ -152,7 +152,7 @@ def test_run_pids_does_not_look_into_other_trials_sessions(tmp_path: Path) -> No
         everything = procs.run_pids("scan02", None, began)
         assert member in everything and pane.pid in everything and apart.pid in everything
         theirs = procs.run_pids("scan02", None, began, others={pane.pid: start})
-        assert member not in theirs and pane.pid in theirs and apart.pid in theirs
+        assert member not in theirs and pane.pid not in theirs and apart.pid in theirs
         stale = procs.run_pids("scan02", None, began, others={pane.pid: start - 1})
         assert member in stale
     finally:
@@ -301,3 +301,49 @@ def test_an_end_that_comes_during_a_tick_is_recorded_before_the_tick_ends(
     run = loop.run(run_id)
     assert run.state is State.DONE and run.exit_code == 0
     assert not loop.daemon.watcher.ends_waiting()
+
+
+def test_after_a_restart_a_live_runs_exit_file_wakes_the_loop_itself(env: Env) -> None:
+    """The run folders are watched from the loop's own thread: a restarted daemon watches its
+    live runs' folders again before its first pass reads their exit files, so an exit wakes it
+    at once (not the liveness period, a minute here); an ended run's folder is let go."""
+    trigger = env.tmp / "end-now"
+    command = f"while [ ! -e {trigger} ]; do sleep 0.05; done; exit 0"
+    first = Loop(env, liveness_s=60.0)
+    try:
+        run_id = first.submit(env.blueprint("again", command=command, ajetd="gpus: 0"))
+        first.started(run_id)
+    finally:
+        first.close()
+    second = Loop(env, liveness_s=60.0)  # a restart on the same home
+    try:
+        second.turn()
+        folder = str(env.home / "runs" / run_id)
+        assert second.daemon.watcher.watched_runs() == {folder}
+        trigger.touch()
+        assert second.daemon.wake.wait(REAL_WAIT_S)  # the exit file woke it, no timer
+        second.daemon.wake.clear()
+        second.turn()
+        run = second.run(run_id)
+        assert run.state is State.DONE and run.exit_code == 0
+        second.turn()  # the next pass lets its folder go
+        assert second.daemon.watcher.watched_runs() == set()
+        assert not second.daemon.watcher.ends_waiting()
+    finally:
+        second.close()
+
+
+def test_an_exit_file_without_its_newline_is_not_an_end_yet(env: Env, loop: Loop) -> None:
+    """The script writes its exit line straight into the file: a reader that catches it before
+    the line is whole (here: a file closed without its newline) takes it as no end; the whole
+    line, when it comes, is one."""
+    run_id = loop.submit(env.blueprint("half", command="sleep 1000", ajetd="gpus: 0"))
+    loop.started(run_id)
+    exit_file = env.home / "runs" / run_id / "trial-1.exit"
+    exit_file.write_text(f"0 {time.time()}")
+    assert loop.daemon.wake.wait(REAL_WAIT_S)  # its close woke the loop ...
+    loop.turn()
+    assert loop.run(run_id).state is State.RUNNING  # ... but it is not an end
+    exit_file.write_text(f"0 {time.time()}\n")
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded" and flag["exit_code"] == 0

@@ -129,8 +129,9 @@ def run_pids(
     and this user's processes started with its `AJETD_RUN_ID`, among those started after
     `since` (when the run began; None looks at every process). `others`: other trials' pane
     processes (pid: start time), each the leader of its own session; a process in one of those
-    sessions is that trial's (a session is only ever inherited), so its environment is not
-    read: with many runs, most processes are theirs."""
+    sessions is that trial's (a session is only ever inherited; one of this run's that left
+    for a session of its own leads that one, not theirs), so its environment is not read:
+    with many runs, most processes are theirs."""
     young = {pid: (parent, sid) for pid, parent, sid in _young(since)}
     theirs = _sessions_led(others or {}, {sid for _, sid in young.values()})
     me, own = os.getuid(), os.getpid()
@@ -138,7 +139,7 @@ def run_pids(
     found = {
         pid
         for pid, (_, sid) in young.items()
-        if pid != own and (sid not in theirs or sid == pid) and _carries(pid, marker, me)
+        if pid != own and sid not in theirs and _carries(pid, marker, me)
     }
     if root_pid:
         children: dict[int, list[int]] = {}

@@ -138,6 +138,10 @@ class Watcher:
             self._runs.watch(Path(folder))
         return new
 
+    def watched_runs(self) -> set[str]:
+        """The run folders watched now."""
+        return set() if self._runs is None else self._runs.watched()
+
     def _take_run_ends(self) -> bool:
         """In the loop's thread, from `wake.wait`: the end files that just appeared."""
         assert self._runs is not None

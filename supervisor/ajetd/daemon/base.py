@@ -75,7 +75,7 @@ class Base:
         self.places = Places(self.home, cfg.liveness_s)
         self.last_liveness = 0.0
         self.tmux_polled_at = float("-inf")
-        self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start, as tmux listed
+        self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start (tmux; launches since)
         self.stop_asked: set[str] = set()  # runs with a stop request in control/
         self.problems: list[str] = []  # why nothing is taken from the inbox now
         self.refused: list[str] = []  # inbox entries not taken (links, FIFOs, foreign files)

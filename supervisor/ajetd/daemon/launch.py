@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from ajetd.adapters import diskfull
+from ajetd.adapters import diskfull, procs
 from ajetd.core import model, placement
 from ajetd.core.backoff import Backoff
 from ajetd.core.errors import AjetdError
@@ -142,6 +142,9 @@ class Launch(Base):
             self._launch_failed(run, exc, now)
             return False
         slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
+        pid = slot.run.trial.pane_pid if slot.run.trial is not None else None
+        if pid:  # known from its start, not only from tmux's next listing (up to a minute)
+            self.pane_starts[pid] = procs.started(pid)
         return True
 
     def _launch_failed(self, run: Run, exc: Exception | str, now: float) -> None:
