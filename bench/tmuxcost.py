@@ -39,6 +39,7 @@ class Variant:
     pipe: str = "-O"  # pipe-pane flag; "" = no pipe-pane
     size: tuple[int, int] = (220, 50)
     named: bool = False  # new-session -n: a window name given turns automatic-rename off
+    background_sleep: bool = False  # `sleep P & wait $!`, as bench/peers.py's programs do
 
 
 def _g(*opts: str) -> tuple[str, ...]:
@@ -83,6 +84,8 @@ VARIANTS = {
         Variant("aggr", "aggressive-resize on", server=(_w("aggressive-resize", "on"),)),
         Variant("named", "new-session -n NAME (automatic-rename off for that window)", named=True),
         Variant("named-nopipe", "-n NAME and no pipe-pane", named=True, pipe=""),
+        Variant("bg", "as base, `sleep & wait` (peers.py's program)", background_sleep=True),
+        Variant("bg-named", "as named, `sleep & wait`", named=True, background_sleep=True),
         Variant(
             "all",
             "history-limit 100, status off, alerts off, automatic-rename off, 80x24",
@@ -144,7 +147,8 @@ class Server:
             log = work / f"p{n}.log"
             self.logs.append(log)
             text = shlex.quote(LINE.format(n=n))
-            loop = f"while :; do echo {text}; sleep {period}; done"
+            pause = f"sleep {period} & wait $!" if variant.background_sleep else f"sleep {period}"
+            loop = f"while :; do echo {text}; {pause}; done"
             prog = f"exec bash -c {shlex.quote(loop)}"
             argv = ["new-session", "-d", "-s", f"p{n}", "-x", str(variant.size[0])]
             argv += ["-y", str(variant.size[1]), *(("-n", "run") if variant.named else ())]

@@ -243,6 +243,10 @@ class Diagnoser:
             self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
         self._in_traceback = False
 
+    def kinds(self) -> frozenset[str]:
+        """The kinds seen so far (without building their findings)."""
+        return frozenset(self._first)
+
     def findings(self) -> list[Finding]:
         """Every kind seen, root cause first, each with how many lines showed it."""
         found = [replace_count(f, self._counts[f.kind]) for f in self._first.values()]
@@ -295,6 +299,9 @@ class StreamDiagnoser:
     def findings(self) -> list[Finding]:
         """Findings so far (a held partial line counts once the stream ends: call `close`)."""
         return self.diagnoser.findings()
+
+    def kinds(self) -> frozenset[str]:
+        return self.diagnoser.kinds()
 
     def close(self) -> list[Finding]:
         if self._partial:
