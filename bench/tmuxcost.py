@@ -7,8 +7,10 @@ ticks of `cpu_times`), and so are its wake-ups (voluntary context switches) and 
 helpers' CPU. Each variant is a fresh server; variants are interleaved across repetitions so
 that the shared machine's load drifts over all of them alike.
 
+With `--together`, the variants' servers run side by side in each window (the same load for
+each: the fairest comparison on a shared machine).
 Usage: python bench/tmuxcost.py [--panes 50] [--period 0.5] [--window 20] [--reps 3]
-                                [--variants base,nopipe,...]
+                                [--variants base,nopipe,...] [--together]
 """
 
 from __future__ import annotations
@@ -192,19 +194,36 @@ class Server:
         )
 
 
-def measure(variant: Variant, panes: int, period: float, window: float) -> Sample:
+def measure(variants: list[Variant], panes: int, period: float, window: float) -> list[Sample]:
+    """The variants' servers side by side over one window: the same load for each."""
     work = Path(tempfile.mkdtemp(prefix="tmuxcost-"))
-    server = Server(variant, panes, period, work)
+    servers: list[Server] = []
     try:
+        for i, variant in enumerate(variants):
+            (work / str(i)).mkdir()
+            servers.append(Server(variant, panes, period, work / str(i)))
         time.sleep(2)
-        s0, w0, h0 = server.read()
+        before = [server.read() for server in servers]
         time.sleep(window)
-        s1, w1, h1 = server.read()
+        after = [server.read() for server in servers]
     finally:
-        server.close()
+        for server in servers:
+            server.close()
         shutil.rmtree(work, ignore_errors=True)
     lines = round(panes * window / period)
-    return Sample(s1 - s0, w1 - w0, h1 - h0, lines)
+    return [
+        Sample(s1 - s0, w1 - w0, h1 - h0, lines)
+        for (s0, w0, h0), (s1, w1, h1) in zip(before, after, strict=True)
+    ]
+
+
+def report(rep: int, v: Variant, got: Sample) -> None:
+    print(
+        f"  rep {rep + 1} {v.name}: {got.server_ns / got.lines / 1000:.1f} us/line, "
+        f"{got.wakes / got.lines:.2f} wakes/line, helpers "
+        f"{got.helpers_ns / got.lines / 1000:.1f} us/line (load {os.getloadavg()[0]:.2f})",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -214,6 +233,9 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--together", action="store_true", help="all variants' servers in the same window"
+    )
     args = parser.parse_args()
     chosen = [VARIANTS[v] for v in args.variants.split(",")]
     version = subprocess.run(["tmux", "-V"], capture_output=True, text=True, check=False)
@@ -225,15 +247,12 @@ def main() -> None:
     )
     results = {v.name: Result(v) for v in chosen}
     for rep in range(args.reps):
-        for v in chosen:
-            got = measure(v, args.panes, args.period, args.window)
-            results[v.name].samples.append(got)
-            print(
-                f"  rep {rep + 1} {v.name}: {got.server_ns / got.lines / 1000:.1f} us/line, "
-                f"{got.wakes / got.lines:.2f} wakes/line, helpers "
-                f"{got.helpers_ns / got.lines / 1000:.1f} us/line (load {os.getloadavg()[0]:.2f})",
-                flush=True,
-            )
+        groups = [chosen] if args.together else [[v] for v in chosen]
+        for group in groups:
+            got_all = measure(group, args.panes, args.period, args.window)
+            for v, got in zip(group, got_all, strict=True):
+                results[v.name].samples.append(got)
+                report(rep, v, got)
     print("\nvariant | server us/line (median, range) | wakes/line | helpers us/line | what")
     for r in results.values():
         per = [s.server_ns / s.lines / 1000 for s in r.samples]
