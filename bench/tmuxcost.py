@@ -41,7 +41,7 @@ class Variant:
     pipe: str = "-O"  # pipe-pane flag; "" = no pipe-pane
     size: tuple[int, int] = (220, 50)
     named: bool = False  # new-session -n: a window name given turns automatic-rename off
-    background_sleep: bool = False  # `sleep P & wait $!`, as bench/peers.py's programs do
+    background_sleep: bool | str = False  # `sleep P & wait $!`, as bench/peers.py's programs
 
 
 def _g(*opts: str) -> tuple[str, ...]:
@@ -88,6 +88,7 @@ VARIANTS = {
         Variant("named-nopipe", "-n NAME and no pipe-pane", named=True, pipe=""),
         Variant("bg", "as base, `sleep & wait` (peers.py's program)", background_sleep=True),
         Variant("bg-named", "as named, `sleep & wait`", named=True, background_sleep=True),
+        Variant("bg-trap", "as bg, with a USR1 trap", background_sleep="trap"),
         Variant(
             "all",
             "history-limit 100, status off, alerts off, automatic-rename off, 80x24",
@@ -150,6 +151,8 @@ class Server:
             self.logs.append(log)
             text = shlex.quote(LINE.format(n=n))
             pause = f"sleep {period} & wait $!" if variant.background_sleep else f"sleep {period}"
+            if variant.background_sleep == "trap":  # peers.py's program, its USR1 trap too
+                pause = f"trap 'exit 0' USR1; {pause}"
             loop = f"while :; do echo {text}; {pause}; done"
             prog = f"exec bash -c {shlex.quote(loop)}"
             argv = ["new-session", "-d", "-s", f"p{n}", "-x", str(variant.size[0])]
