@@ -128,15 +128,19 @@ class Watcher:
         if self._runs is not None:
             self._runs.watch(folder)
 
-    def keep_runs(self, folders: set[str]) -> set[str]:
-        """Watch exactly these run folders (the live runs'); returns those newly watched."""
+    def keep_runs(self, folders: set[str]) -> dict[str, str]:
+        """Watch exactly these run folders (the live runs'); returns those the kernel refused
+        (gone, or its watches used up), with why: their ends are seen by polling."""
+        refused: dict[str, str] = {}
         if self._runs is None:
-            return set()
+            return refused
         self._runs.keep(folders)
-        new = folders - self._runs.watched()
-        for folder in new:
-            self._runs.watch(Path(folder))
-        return new
+        for folder in folders - self._runs.watched():
+            try:
+                self._runs.watch(Path(folder))
+            except OSError as exc:
+                refused[folder] = exc.strerror or str(exc)
+        return refused
 
     def watched_runs(self) -> set[str]:
         """The run folders watched now."""

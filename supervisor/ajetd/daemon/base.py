@@ -89,6 +89,7 @@ class Base:
         self.deep_batch = False  # some run's deep check is due this tick: near ones join it
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
         self.tmux_due = False  # an end recorded in the middle of a tick asked for tmux
+        self.unwatched: set[str] = set()  # live runs' folders the kernel would not watch
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health

@@ -206,8 +206,14 @@ class Daemon(Act, Launch, Admit, Housekeep):
         drops the ended ones."""
         runs = str(self.home.runs)  # as `Home.run_dir` has it, a string each (every tick)
         folders = {f"{runs}/{s.run_id}" for s in self.live_slots()}
-        with self._step("watch", "watching the live runs' folders"):
-            self.watcher.keep_runs(folders)
+        refused = self.watcher.keep_runs(folders)
+        for folder in refused.keys() - self.unwatched:  # said once, tried again each tick
+            log.warning(
+                "%s is not watched (%s): its trial's end is seen by polling",
+                folder,
+                refused[folder],
+            )
+        self.unwatched = set(refused)
 
     def ends_meanwhile(self) -> None:
         """Trials that ended while this tick ran are recorded between its steps, not after
