@@ -347,3 +347,32 @@ def test_an_exit_file_without_its_newline_is_not_an_end_yet(env: Env, loop: Loop
     exit_file.write_text(f"0 {time.time()}\n")
     flag = loop.until_done(run_id)
     assert flag["status"] == "succeeded" and flag["exit_code"] == 0
+
+
+def test_a_restart_between_done_and_finish_flag_writes_the_reports(env: Env) -> None:
+    """The daemon stops after `done` is on disk and before the reports (the record says
+    `reports_pending`, no finish.flag): the restarted daemon writes them, finish.flag last, and
+    the record keeps the exit code and the exit's own time."""
+    first = Loop(env)
+    try:
+        run_id = first.submit(env.blueprint("between", command="exit 4", ajetd="gpus: 0"))
+        first.until_done(run_id)
+    finally:
+        first.close()
+    result_dir = env.tmp / "results" / "between"
+    record = env.record(run_id)
+    for name in ("finish.flag", "results.md", "trials.md", "run.json"):
+        (result_dir / name).unlink()
+    state = env.home / "runs" / run_id / "state.json"
+    state.write_text(json.dumps({**record, "reports_pending": True}))  # as saved before them
+    second = Loop(env)  # the restart
+    try:
+        second.turn()
+        flag = json.loads((result_dir / "finish.flag").read_text())
+        assert (flag["status"], flag["exit_code"]) == ("failed", 4)
+        assert (result_dir / "results.md").exists() and (result_dir / "run.json").exists()
+        after = env.record(run_id)
+        assert not after["reports_pending"] and after["ended_at"] == record["ended_at"]
+        assert after["trials"][-1]["exit_code"] == 4
+    finally:
+        second.close()
