@@ -81,15 +81,20 @@ class Tmux:
         base = ["tmux"] if self.socket_name is None else ["tmux", "-L", self.socket_name]
         return [*base, *args]
 
+    @staticmethod
+    def _env() -> dict[str, str]:
+        """This process's environment without the variables that would make tmux think it
+        runs inside one of its panes."""
+        return {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+
     def _run(self, *args: str) -> str:
-        env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
         try:
             proc = subprocess.run(
                 self.argv(*args),
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
-                env=env,
+                env=self._env(),
                 check=False,
                 stdin=subprocess.DEVNULL,
             )
@@ -227,6 +232,21 @@ class Tmux:
         except TmuxError as exc:
             if not exc.gone:
                 raise
+
+    def kill_session_soon(self, name: str) -> subprocess.Popen[bytes]:
+        """`kill-session`, started and not waited for: the caller reaps it. A tmux client
+        takes 3-6 ms here, which a trial end that comes meanwhile would wait for; whether it
+        found the session (gone already) is of no interest to the caller."""
+        try:
+            return subprocess.Popen(
+                self.argv("kill-session", "-t", f"={name}"),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=self._env(),
+            )
+        except OSError as exc:
+            raise TmuxError(f"cannot run tmux: {exc}") from exc
 
     def capture(self, pane_id: str) -> str:
         """What the pane shows now (its visible screen, as text)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -90,6 +91,7 @@ class Base:
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
         self.tmux_due = False  # an end recorded in the middle of a tick asked for tmux
         self.unwatched: set[str] = set()  # live runs' folders the kernel would not watch
+        self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health

@@ -9,6 +9,7 @@ import contextlib
 import logging
 import math
 import socket
+import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -172,10 +173,12 @@ def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
     return replace(run, trials=(*run.trials[:-1], updated))
 
 
-def close_session(tmux: Tmux, run: Run) -> None:
+def close_session(tmux: Tmux, run: Run) -> subprocess.Popen[bytes] | None:
+    """Close an ended run's session without waiting for tmux (the caller reaps the client)."""
     if run.session:
         with contextlib.suppress(TmuxError):
-            tmux.kill_session(run.session)
+            return tmux.kill_session_soon(run.session)
+    return None
 
 
 def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ class Housekeep(Base):
         that no run has needed for their keep time."""
         in_use = {s.options.swarm.port for s in self.slots.values() if s.options.swarm is not None}
         self.swarm.housekeep(in_use, now)
+        self._reap_closing()
         for run in list(self.runs.ended.values()):
             if (
                 not run.session_closed
@@ -33,8 +35,20 @@ class Housekeep(Base):
                 and self.home.saved(run.run_id)  # its pane may hold the only exit status
             ):
                 with self._each(run.run_id, "closing its session"):
-                    ending.close_session(self.tmux, run)
+                    closing = ending.close_session(self.tmux, run)
+                    if closing is not None:
+                        self.closing.append((time.monotonic(), closing))
                     self._store(replace(run, session_closed=True))
+
+    def _reap_closing(self) -> None:
+        """Collect the `kill-session` clients that are done; one that hangs past tmux's own
+        timeout is killed (a tmux server that does not answer)."""
+        late = time.monotonic() - self.tmux.timeout
+        for started, proc in self.closing:
+            if proc.poll() is None and started < late:
+                proc.kill()
+                proc.wait()
+        self.closing = [(t, p) for t, p in self.closing if p.poll() is None]
 
     def retry_reports(self, now: float) -> None:
         """Ended runs whose reports a full (or unwritable) result dir or home held back: write
