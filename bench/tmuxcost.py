@@ -195,6 +195,8 @@ class Server:
             capture_output=True,
             check=False,
         )
+        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        Path(folder, f"tmux-{os.getuid()}", self.socket).unlink(missing_ok=True)  # left behind
 
 
 def measure(variants: list[Variant], panes: int, period: float, window: float) -> list[Sample]:
