@@ -195,7 +195,7 @@ class Server:
             capture_output=True,
             check=False,
         )
-        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
+        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # tmux's own default
         Path(folder, f"tmux-{os.getuid()}", self.socket).unlink(missing_ok=True)  # left behind
 
 
