@@ -135,7 +135,7 @@ class Wake:
         """From any thread, or a signal handler."""
         self._flag.set()
         if self._pipe is not None:
-            with contextlib.suppress(BlockingIOError, OSError):
+            with contextlib.suppress(OSError):  # a full pipe wakes the loop already
                 os.write(self._pipe[1], b"\0")
 
     def clear(self) -> None:

@@ -46,17 +46,19 @@ def _fields(pid: str) -> list[bytes] | None:
     return data[data.rfind(b")") + 2 :].split(None, 20)  # the name may hold spaces, ")"
 
 
+def _live_fields(pid: str) -> list[bytes] | None:
+    """`_fields` of a live process; None once it is gone or a zombie (it has ended; only its
+    parent's wait is missing, no signal can end it)."""
+    fields = _fields(pid)
+    return None if fields is None or fields[:1] in ([b"Z"], [b"X"]) else fields
+
+
 def _stat(pid: str) -> tuple[int, int, int] | None:
     """(parent pid, start time in ticks since boot, session id) of a live process; None once
-    it is gone or a zombie (it has ended; only its parent's wait is missing, no signal can end
-    it)."""
-    fields = _fields(pid)
-    if fields is None:
-        return None
+    it has ended."""
+    fields = _live_fields(pid)
     try:
-        if fields[0] in (b"Z", b"X"):
-            return None
-        return int(fields[1]), int(fields[19]), int(fields[3])
+        return None if fields is None else (int(fields[1]), int(fields[19]), int(fields[3]))
     except (IndexError, ValueError):
         return None
 
@@ -76,11 +78,9 @@ def pane_process(pid: int) -> tuple[int, bool] | None:
     """A pane process's start time (`started`) and whether it lost its terminal
     (`lost_terminal`) from one read of its `stat` (the liveness check reads every pane's
     each period); None once it has ended or is a zombie."""
-    fields = _fields(str(pid))
+    fields = _live_fields(str(pid))
     try:
-        if fields is None or fields[0] in (b"Z", b"X"):
-            return None
-        return int(fields[19]), int(fields[4]) == 0
+        return None if fields is None else (int(fields[19]), int(fields[4]) == 0)
     except (IndexError, ValueError):
         return None
 

@@ -38,20 +38,8 @@ def encode(text: str) -> bytes:
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Replace `path` with `data` in one rename; the file gets `mode`."""
-    raw = encode(data) if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
+    """Replace `path` with `data` in one rename, synced first; the file gets `mode`."""
+    write_all_atomic([(path, data, mode)])
 
 
 def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:

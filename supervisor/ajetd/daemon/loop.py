@@ -204,8 +204,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         run launched here was watched before its trial could go (`Launch._start`); this
         catches the runs live after a restart (before this tick reads their exit files) and
         drops the ended ones."""
-        runs = str(self.home.runs)  # as `Home.run_dir` has it, a string each (every tick)
-        folders = {f"{runs}/{s.run_id}" for s in self.live_slots()}
+        folders = {str(self.home.run_dir(s.run_id)) for s in self.live_slots()}
         refused = self.watcher.keep_runs(folders)
         for folder in refused.keys() - self.unwatched:  # said once, tried again each tick
             log.warning(
