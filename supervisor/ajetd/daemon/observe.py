@@ -121,6 +121,10 @@ class Observe(Base):
         failed trial, its findings, root cause first."""
         run = slot.run
         exit_info, gone, dead_status = self._exit_seen(slot, now, panes_fresh)
+        if exit_info is not None and run.trial is not None:
+            # everything read below from the log (a failure's traceback, how a NeMo-RL run
+            # said it ended) must have come through tmux first: the end is seen sooner
+            trials.await_output(slot.paths(self.home).log, run.trial.number)
         stop_file = self.home.control / f"{run.run_id}.stop"
         findings: tuple[Finding, ...] = ()
         config = holder = None
@@ -182,8 +186,7 @@ class Observe(Base):
         """A failed trial's findings: what ajetd saw outside its output, then its output's."""
         run = slot.run
         assert run.trial is not None
-        p = slot.paths(self.home)
-        trials.await_output(p.log, run.trial.number)  # its traceback is in the log
+        p = slot.paths(self.home)  # its output is in the log (`observe` waited for it)
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
             found = diagnose_file(p.log, user=self._kinds(slot))
