@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home
 from ajetd.core import trialscript
@@ -100,11 +102,12 @@ def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> N
 
 
 def _spawn(env: dict[str, str], *, new_session: bool = False) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"],
-        env=env,
-        start_new_session=new_session,
-    )
+    """A sleeping python with `env`, returned once it has exec'd: between fork and exec the
+    child's /proc environ is still this test's, without the AJETD_RUN_ID it is given."""
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    proc = subprocess.Popen(argv, env=env, start_new_session=new_session)
+    wait_for(lambda: psutil.Process(proc.pid).cmdline() == argv, what="the child's exec")
+    return proc
 
 
 def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: Path) -> None:
