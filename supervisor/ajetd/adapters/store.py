@@ -28,7 +28,10 @@ OWNER_FILE = 0o600
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
+    """`$AJETD_HOME` (else `~/.ajetd`), made absolute against the current folder: a trial's
+    pane starts in its codebase, so a relative home would name its script nowhere."""
+    home = Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
+    return Path(os.path.abspath(home))
 
 
 def encode(text: str) -> bytes:

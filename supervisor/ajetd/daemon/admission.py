@@ -57,15 +57,15 @@ def admit(
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
-    read = _read(home, run, claimed, now)
+    read = _read(home, run, claimed, now, busy_dirs)
     if isinstance(read, Run):
         return read, None
     text, bp = read
     resolved, problems = check_blueprint(bp, val_writers)
-    if resolved is not None and resolved.result_dir in busy_dirs:
+    if resolved is not None and in_use(resolved.result_dir, busy_dirs):
         problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
     if resolved is None or problems:
-        return _reject(home, run, text, problems, now, bp), None
+        return _reject(home, run, text, problems, now, bp, busy_dirs), None
     run = _accepted(run, bp, resolved)
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
@@ -77,21 +77,30 @@ def admit(
     return run, bp.options
 
 
-def _read(home: Home, run: Run, claimed: Path, now: float) -> tuple[str, Blueprint] | Run:
+def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
+    """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
+    a symlink to it): that run alone writes there."""
+    real = os.path.realpath(result_dir)
+    return any(real == os.path.realpath(busy) for busy in busy_dirs if busy)
+
+
+def _read(
+    home: Home, run: Run, claimed: Path, now: float, busy: Collection[str]
+) -> tuple[str, Blueprint] | Run:
     """The claimed blueprint's text and parts, or the run rejected with the reason."""
     try:
         raw = inbox.read_regular(claimed, MAX_BYTES + 1)
     except NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
-        return _reject(home, run, "", [str(exc)], now, None)
+        return _reject(home, run, "", [str(exc)], now, None, busy)
     try:
         text = decode_blueprint(raw)
     except BlueprintError as exc:  # too large: what fits is kept beside the reason
         text = decode_blueprint(raw[:MAX_BYTES])
-        return _reject(home, run, text, exc.problems, now, None)
+        return _reject(home, run, text, exc.problems, now, None, busy)
     try:
         return text, parse_blueprint(text)
     except BlueprintError as exc:
-        return _reject(home, run, text, exc.problems, now, None)
+        return _reject(home, run, text, exc.problems, now, None, busy)
 
 
 def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
@@ -176,7 +185,13 @@ def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, s
 
 
 def _reject(
-    home: Home, run: Run, text: str, problems: list[str], now: float, bp: Blueprint | None
+    home: Home,
+    run: Run,
+    text: str,
+    problems: list[str],
+    now: float,
+    bp: Blueprint | None,
+    busy: Collection[str],
 ) -> Run:
     reason = "; ".join(problems)
     parts = extract_parts(text)
@@ -188,7 +203,9 @@ def _reject(
     # `reports_pending` on record until the reports are written (or found impossible): `ajetd
     # wait` and `stop` trust the record, so they neither race the flag nor wait for one that
     # a refused result dir (an earlier run's results, a live run's) will never get.
-    writable = bool(result_dir) and result_dir_problem(result_dir) is None
+    writable = (
+        bool(result_dir) and not in_use(result_dir, busy) and result_dir_problem(result_dir) is None
+    )
     run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
     run = replace(run, reports_pending=writable)
     home.save_run(run)

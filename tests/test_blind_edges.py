@@ -1,0 +1,80 @@
+"""More of what a user meets at the edges, found by driving the contract blind (DESIGN §3) as
+a user does: the CLI, a real daemon, real tmux, real files. Each test stands for a defect that
+a user saw; see the README for the behaviour it pins.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import Env, wait_for
+
+
+def _in(env: Env, cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """`ajetd ARGS` run from `cwd` with this test's variables (plus `extra`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ajetd", *args],
+        cwd=cwd,
+        env={**env.vars, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_relative_ajetd_home_is_taken_from_the_current_folder(env: Env) -> None:
+    """`AJETD_HOME=rel ajetd daemon --detach` used to hand each trial's pane (which starts in
+    the codebase) a relative script path: every run failed with exit 127, `No such file or
+    directory`. The home is the folder the name means where the command was typed."""
+    cwd = env.tmp / "work"
+    cwd.mkdir()
+    started = _in(env, cwd, "daemon", "--detach", "--backoff-scale", "0.001", AJETD_HOME="rel")
+    assert started.returncode == 0, started.stderr
+    assert str(cwd / "rel" / "daemon.log") in started.stdout  # the log's path is absolute
+    try:
+        bp = env.blueprint("relhome", command="echo hello-from-rel", ajetd="gpus: 0")
+        run_id = _in(env, cwd, "submit", str(bp), AJETD_HOME="rel").stdout.strip()
+        done = _in(env, cwd, "wait", run_id, "--timeout", "30", AJETD_HOME="rel")
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        log = (env.tmp / "results" / "relhome" / "logs" / "trial-1.log").read_text()
+        assert "hello-from-rel" in log
+        seen = _in(env, cwd, "status", run_id, "--json", AJETD_HOME=str(cwd / "rel"))
+        assert json.loads(seen.stdout)["status"] == "succeeded"  # the same home, spelt whole
+    finally:
+        _in(env, cwd, "shutdown", AJETD_HOME="rel")
+
+
+def test_a_rejected_blueprint_never_writes_into_a_live_runs_result_dir(daemon_env: Env) -> None:
+    """A second blueprint naming a live run's result dir (as written, with a trailing `/.`,
+    or through a symlink) is rejected, and its rejection report goes nowhere near that dir:
+    it used to write a `rejected` finish.flag, results.md and trials.md there while the first
+    run went on, so whoever watched that dir's finish.flag saw the wrong run end. The same
+    for a blueprint rejected for another reason that names the live run's dir."""
+    env = daemon_env
+    shared = env.tmp / "results" / "shared"
+    first = env.submit(
+        env.blueprint("first", result=str(shared), ajetd="gpus: 0", command="sleep 60")
+    )
+    wait_for(lambda: env.record(first).get("state") == "running", what="the first run to start")
+    link = env.tmp / "results" / "link"
+    link.symlink_to(shared)
+    others = [
+        env.blueprint("same", result=str(shared), ajetd="gpus: 0", command="true"),
+        env.blueprint("dotted", result=f"{shared}//./", ajetd="gpus: 0", command="true"),
+        env.blueprint("linked", result=str(link), ajetd="gpus: 0", command="true"),
+        env.blueprint("bad", result=str(shared), ajetd="gpus: 0", max_time="forever"),
+    ]
+    for bp in others:
+        run_id = env.submit(bp)
+        done = env.cli("wait", run_id, "--timeout", "20")
+        assert done.returncode == 1, (bp.name, done.stdout, done.stderr)
+        assert env.status(run_id)["status"] == "rejected", bp.name
+        assert sorted(p.name for p in shared.iterdir()) == ["logs"], bp.name
+    assert env.record(first).get("state") == "running"
+    assert env.cli("stop", first).returncode == 0
+    flag = json.loads((shared / "finish.flag").read_text())
+    assert (flag["run_id"], flag["status"]) == (first, "stopped")
