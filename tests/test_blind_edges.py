@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import Env, wait_for
 
@@ -78,3 +79,46 @@ def test_a_rejected_blueprint_never_writes_into_a_live_runs_result_dir(daemon_en
     assert env.cli("stop", first).returncode == 0
     flag = json.loads((shared / "finish.flag").read_text())
     assert (flag["run_id"], flag["status"]) == (first, "stopped")
+
+
+def _lint(env: Env, text: str) -> dict[str, Any]:
+    path = env.tmp / "lint.md"
+    path.write_text(text)
+    out = env.cli("lint", "--json", str(path))
+    assert out.returncode in (0, 2), out.stderr
+    return dict(json.loads(out.stdout))
+
+
+def test_a_fenced_block_nested_in_a_bullet_is_read_as_rendered(env: Env) -> None:
+    """Markdown nests a fenced block under a bullet by indenting it; its lines are read
+    without that indentation, as a viewer renders them. `- [ajetd]` followed by an
+    indented ```yaml block used to be refused as "mapping values are not allowed here"
+    (only the first line lost its indentation)."""
+    config = env.config("nested")
+    text = env.blueprint("nested", config=config).read_text()
+    text = text.replace(
+        f"- [exp_launch_command] 执行训练的命令: `python -m fakejet.launcher --conf {config} --autokill`\n",
+        "- [exp_launch_command] 执行训练的命令:\n"
+        "  ```bash\n"
+        f"  python -m fakejet.launcher \\\n      --conf {config}\n"
+        "  ```\n",
+    )
+    nested = text + "- [ajetd]\n  ```yaml\n  gpus: 0\n  max_trials: 2\n  env:\n    A: b\n  ```\n"
+    found = _lint(env, nested)
+    assert found["ok"], found["problems"]
+    assert found["blueprint"]["launch_command"] == (
+        f"python -m fakejet.launcher \\\n    --conf {config}"
+    )
+    options = found["blueprint"]["options"]
+    assert (options["gpus"], options["max_trials"], options["env"]) == ("0", 2, {"A": "b"})
+    indented = text + "\n## [ajetd]\n```yaml\n  gpus: 0\n  max_trials: 2\n```\n"
+    assert _lint(env, indented)["blueprint"]["options"]["max_trials"] == 2
+
+
+def test_a_tab_that_indents_yaml_is_named(env: Env) -> None:
+    """YAML indents with spaces only; a tab there used to be refused as "found character
+    that cannot start any token", which does not say what to change."""
+    text = env.blueprint("tabbed").read_text() + "\n## [ajetd]\ngpus: 0\nenv:\n\tA: b\n"
+    problems = _lint(env, text)["problems"]
+    assert len(problems) == 1 and "(line 3, column 1)" in problems[0], problems
+    assert "a tab indents line 3: YAML indents with spaces" in problems[0], problems

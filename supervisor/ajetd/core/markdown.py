@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 
 FENCE = re.compile(r"\s*(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
@@ -36,7 +37,9 @@ _FENCE_LINE = re.compile(r"(?:^|\n)[^\S\n]*(`{3,}|~{3,})")
 
 
 def fenced_body(raw: str) -> str | None:
-    """The body of the first fenced block (to its closing fence, or to the end), else None."""
+    """The body of the first fenced block (to its closing fence, or to the end), else None;
+    without the indentation its lines share (a block nested under a bullet is indented),
+    as a Markdown viewer shows it: YAML there reads as written."""
     opening = _FENCE_LINE.search(raw)
     if opening is None:
         return None
@@ -44,7 +47,7 @@ def fenced_body(raw: str) -> str | None:
     if first < 0:
         return ""
     close = closing_fence(raw, first, opening.group(1))
-    return raw[first + 1 : close if close is not None else len(raw)].strip()
+    return textwrap.dedent(raw[first + 1 : close if close is not None else len(raw)]).strip()
 
 
 def code_span(raw: str) -> str | None:

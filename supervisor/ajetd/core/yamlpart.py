@@ -115,8 +115,22 @@ def _name(text: str | None) -> str:
     return text if len(text) <= 30 else text[:25] + "…"
 
 
-def _describe(exc: Exception) -> str:
-    """One line for a loader exception: its problem and line, never the whole context."""
+def _tab_hint(text: str, index: int) -> str:
+    """`; a tab indents line N: ...` when line `index` (from 0) begins with a tab."""
+    start = 0
+    for _ in range(index):  # no split: the text may be long, the line is found in place
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    line = text[start : start + 64].lstrip(" ")
+    if not line.startswith("\t"):
+        return ""
+    return f"; a tab indents line {index + 1}: YAML indents with spaces"
+
+
+def _describe(exc: Exception, text: str) -> str:
+    """One line for a loader exception: its problem and line, never the whole context; a
+    tab where YAML wants spaces is named (the loader only says it cannot start a token)."""
     if isinstance(exc, yaml.MarkedYAMLError):
         problem = (exc.problem or exc.context or "not valid YAML").splitlines()[0]
         mark = exc.problem_mark or exc.context_mark
@@ -125,7 +139,8 @@ def _describe(exc: Exception) -> str:
             return f"nested more than {MAX_DEPTH} levels deep{line}"
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         where = "" if "(line" in problem else where
-        return f"not valid YAML: {problem[:120]}{where}"
+        hint = _tab_hint(text, mark.line) if mark else ""
+        return f"not valid YAML: {problem[:120]}{where}{hint}"
     first = (str(exc).splitlines() or [type(exc).__name__])[0]
     return f"not valid YAML: {first[:120]}"
 
@@ -140,4 +155,4 @@ def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
     except YamlError:
         raise
     except Exception as exc:  # the promise: whatever the loader raises becomes one message
-        raise YamlError(_describe(exc)) from None
+        raise YamlError(_describe(exc, text)) from None
