@@ -122,3 +122,43 @@ def test_a_tab_that_indents_yaml_is_named(env: Env) -> None:
     problems = _lint(env, text)["problems"]
     assert len(problems) == 1 and "(line 3, column 1)" in problems[0], problems
     assert "a tab indents line 3: YAML indents with spaces" in problems[0], problems
+
+
+def test_a_rejected_blueprint_keeps_the_settings_it_gave(daemon_env: Env) -> None:
+    """A blueprint refused for its result dir, or for one bad part, still said its time limit,
+    codebase and command: `status --json` gave `max_time_s: null` and results.md "max time:
+    (none)", "launch command: (none)", so a reader could not tell what had been asked."""
+    env = daemon_env
+    taken = env.tmp / "results" / "taken"
+    taken.mkdir()
+    (taken / "results.md").write_text("an earlier run's results\n")
+    cases = {
+        "dir": env.blueprint("dir", result=str(taken / "sub" / ".."), command="echo a 'b c'"),
+        "part": env.blueprint("part", command="echo a 'b c'", ajetd="gpus: 0\ncolour: red"),
+    }
+    for name, bp in cases.items():
+        run_id = env.submit(bp)
+        assert env.cli("wait", run_id, "--timeout", "20").returncode == 1
+        seen = env.status(run_id)
+        assert (seen["status"], seen["max_time_s"]) == ("rejected", 120.0), name
+        if name == "part":
+            results = (env.tmp / "results" / "part" / "results.md").read_text()
+            assert "- max time: 2m" in results
+            assert f"- codebase dir: `{env.codebase}`" in results
+            assert "- launch command (blueprint): `echo a 'b c'`" in results
+
+
+def test_a_submission_waiting_in_the_inbox_shows_what_it_asks_for(env: Env) -> None:
+    """Before the daemon takes a blueprint, `status --json` used to give it `purpose: ""`,
+    `result_dir: null`, `max_time_s: null`: a program polling right after `ajetd submit`
+    (or while no daemon runs) could not tell its runs apart."""
+    run_id = env.submit(env.blueprint("waiting", purpose="Math top-k ablation", max_time="90 分钟"))
+    seen = env.status(run_id)
+    assert (seen["state"], seen["purpose"], seen["max_time_s"]) == (
+        "queued",
+        "Math top-k ablation",
+        5400.0,
+    )
+    assert seen["result_dir"] == str(env.tmp / "results" / "waiting")
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert [r["purpose"] for r in listed] == ["Math top-k ablation"]

@@ -34,6 +34,39 @@ def default_home() -> Path:
     return Path(os.path.abspath(home))
 
 
+def _as_written(path: Path, run: Run) -> Run:
+    """A submission waiting in the inbox with what its blueprint says (purpose, result dir,
+    time limit, codebase, command), read as intake will read it, so that `status` shows
+    them before the daemon takes it; as it is where the file cannot be read or parsed."""
+    from dataclasses import replace
+
+    from ajetd.adapters.regular import NotRegularError, open_regular
+    from ajetd.core.blueprint import (
+        MAX_BYTES,
+        asked,
+        clean_text,
+        decode_blueprint,
+        extract_parts,
+        usable_path,
+    )
+
+    try:
+        with open_regular(path, follow=False) as handle:
+            parts = extract_parts(decode_blueprint(handle.read(MAX_BYTES)))
+    except (OSError, NotRegularError):
+        return run
+    max_time_s, codebase_dir, command = asked(parts)
+    result_dir = usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
+    return replace(
+        run,
+        purpose=clean_text(parts.get("exp_purpose", "")),
+        result_dir=os.path.normpath(os.path.expanduser(result_dir)) if result_dir else "",
+        max_time_s=max_time_s,
+        codebase_dir=codebase_dir,
+        launch_command=command,
+    )
+
+
 def encode(text: str) -> bytes:
     """UTF-8 that never raises: a lone surrogate (from a file name that is not UTF-8) is
     written as its escape, so no odd name can make a write fail."""
@@ -236,11 +269,14 @@ class Home:
             match = SUBMITTED.match(path.name)
             if match and match["run_id"] == run_id:
                 with contextlib.suppress(OSError):
-                    return Run(
-                        run_id=run_id,
-                        source=f"{match['stem']}.md",
-                        submitted_at=path.stat().st_mtime,
-                        reason=inbox_reason(self.daemon_running(), self.daemon_info()),
+                    return _as_written(
+                        path,
+                        Run(
+                            run_id=run_id,
+                            source=f"{match['stem']}.md",
+                            submitted_at=path.stat().st_mtime,
+                            reason=inbox_reason(self.daemon_running(), self.daemon_info()),
+                        ),
                     )
         claimed = self.run_dir(run_id) / "blueprint.md"
         if claimed.exists() and not self.state_file(run_id).exists():

@@ -129,6 +129,22 @@ def usable_path(part: str, raw: str) -> str:
     return "" if path_problem(part, path) else path
 
 
+def asked(parts: dict[str, str]) -> tuple[float | None, str, str]:
+    """What a blueprint that was refused asked for, where its parts can be read: the time
+    limit, the codebase and the command (`None`/"" for one that cannot), so that the rejected
+    run's status and results.md still say them."""
+    try:
+        max_time_s: float | None = parse_duration(
+            clean_text(parts.get("exp_max_time", "")).replace("`", " ")
+        )
+    except AjetdError:
+        max_time_s = None
+    command = clean_value(parts.get("exp_launch_command", ""))
+    if control_character(command, allowed="\t\n") or len(command) > MAX_COMMAND_CHARS:
+        command = ""
+    return max_time_s, usable_path("exp_codebase_dir", parts.get("exp_codebase_dir", "")), command
+
+
 # Control characters other than tab and newline: shown escaped in prose, so that a purpose
 # holding ESC sequences cannot move the cursor or retitle the terminal of whoever reads
 # `ajetd status RUN`, `lint` or results.md (as file names are shown escaped).

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.core import hostspecs, values, yamlpart
+from ajetd.core import hostspecs, values
 from ajetd.core.errors import BlueprintError
 from ajetd.core.hostspecs import (
     MAX_GPUS,
@@ -112,6 +112,8 @@ class Options:
 def load_yaml_part(text: str) -> dict[str, Any]:
     """The `[ajetd]` part's YAML (plain or the first fenced block) as a mapping, loaded with
     bounds (`ajetd.core.yamlpart`); raise BlueprintError saying what is wrong."""
+    from ajetd.core import yamlpart  # here: `ajetd status` reads inbox blueprints without YAML
+
     body = text.strip()
     fenced = fenced_body(body)
     if fenced is not None:

@@ -20,6 +20,7 @@ from ajetd.core import model
 from ajetd.core.blueprint import (
     MAX_BYTES,
     Blueprint,
+    asked,
     clean_text,
     decode_blueprint,
     extract_parts,
@@ -200,13 +201,18 @@ def _reject(
         bp.result_dir if bp else usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
     )
     result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
+    max_time_s, codebase_dir, command = (
+        (bp.max_time_s, bp.codebase_dir, bp.launch_command) if bp else asked(parts)
+    )
     # `reports_pending` on record until the reports are written (or found impossible): `ajetd
     # wait` and `stop` trust the record, so they neither race the flag nor wait for one that
     # a refused result dir (an earlier run's results, a live run's) will never get.
     writable = (
         bool(result_dir) and not in_use(result_dir, busy) and result_dir_problem(result_dir) is None
     )
-    run = model.reject(replace(run, purpose=purpose, result_dir=result_dir), reason, now)
+    said = replace(run, purpose=purpose, result_dir=result_dir, max_time_s=max_time_s)
+    said = replace(said, codebase_dir=codebase_dir, launch_command=command)
+    run = model.reject(said, reason, now)
     run = replace(run, reports_pending=writable)
     home.save_run(run)
     inbox.set_aside(home, run.run_id, run.source, text, reason)
