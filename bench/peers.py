@@ -9,8 +9,9 @@ prints a line every 5 s until SIGUSR1, when its last statement writes the time a
    children, its tmux server and the server's `pipe-pane` helpers; supervisord: its own
    process; task-spooler: its server and its per-job runner processes) and RSS at 50 and 100;
 3. program exit -> recorded, one end at a time (ajetd: `done` in state.json and
-   `finish.flag`; supervisord: the time stamp of its `exited:` log line; task-spooler: the time
-   its `TS_ONFINISH` hook starts, which its job runner calls once the end is recorded);
+   `finish.flag`; supervisord: its `exited:` log line; both as an inotify observer sees them
+   appear, see observe.py; task-spooler: the time its `TS_ONFINISH` hook starts, which its job
+   runner calls once the end is recorded);
 4. CPU to record 50 ends that come at once (until every end is recorded, plus a second).
 
 A peer that is not installed is skipped with a message (`pip install supervisor`,
@@ -34,11 +35,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 import psutil
 from common import PYTHON, Bench, wait
+from observe import Observer
+
+from ajetd.adapters.endwatch import IN_CLOSE_WRITE, IN_MODIFY, IN_MOVED_TO
 
 LIVE = 50  # programs live during the CPU window
 MORE = 50  # started after it, for RSS at 100
@@ -250,11 +253,36 @@ class Ajetd(Peer):
         self.route = route
         self.run_ids: dict[str, str] = {}
         self.results: dict[str, Path] = {}
-        self.done_at: dict[str, float] = {}
         self.outbox = work / "outbox"
         self.outbox.mkdir()
         self.helpers: dict[int, tuple[psutil.Process, float]] = {}
         self.tmux_pid = 0  # the daemon starts its server with the first run
+        self.folders: dict[str, str] = {}  # run folder or result folder -> program
+        self.seen: dict[str, dict[str, float]] = {}
+        self.observer = Observer(
+            ("state.json", "finish.flag"), IN_CLOSE_WRITE | IN_MOVED_TO, self.saw
+        )
+
+    def saw(self, path: str, when: float) -> None:
+        """The observer's thread: a record renamed into a watched folder."""
+        folder, name = os.path.split(path)
+        n = self.folders.get(folder)
+        if n is None:
+            return
+        if name == "finish.flag":
+            self.seen.setdefault(n, {}).setdefault("finish.flag", when)
+        elif name == "state.json":
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(Path(path).read_text())["state"] == "done":
+                    self.seen.setdefault(n, {}).setdefault("done in state.json", when)
+
+    def end(self, n: str) -> None:
+        """Watch where the end's records will appear, then end the program."""
+        if n in self.run_ids:  # one `mv`ed into the inbox is only ended, not timed
+            for folder in (self.bench.home / "runs" / self.run_ids[n], self.results[n]):
+                self.folders[str(folder)] = n
+                self.observer.watch(folder)
+        super().end(n)
 
     def blueprint(self, n: str) -> str:
         text = self.bench.blueprint(" ".join(self.argv(n)), "2h")
@@ -281,16 +309,10 @@ class Ajetd(Peer):
         return t0
 
     def recorded(self, n: str) -> dict[str, float] | None:
-        flag = self.results[n] / "finish.flag"
-        if n not in self.done_at:
-            state = self.bench.home / "runs" / self.run_ids[n] / "state.json"
-            with contextlib.suppress(OSError, ValueError):
-                info = state.stat()
-                if json.loads(state.read_text())["state"] == "done":
-                    self.done_at[n] = info.st_mtime_ns / 1e9
-        if n in self.done_at and flag.exists():
-            return {"done in state.json": self.done_at[n], "finish.flag": flag.stat().st_mtime}
-        return None
+        got = dict(self.seen.get(n, {}))
+        if len(got) < 2:
+            return None
+        return {k: got[k] for k in ("done in state.json", "finish.flag")}
 
     def tmux_server(self) -> psutil.Process | None:
         if not self.tmux_pid:
@@ -377,6 +399,7 @@ class Ajetd(Peer):
             self.end(n)
 
     def close(self) -> None:
+        self.observer.close()
         self.bench.close()
 
 
@@ -390,7 +413,8 @@ class Supervisord(Peer):
         exe = tool("supervisord")
         if exe is None or self.ctl is None:
             raise FileNotFoundError("supervisord not installed (pip install supervisor)")
-        self.log = work / "supervisord.log"
+        (work / "log").mkdir()  # its own folder: the observer wakes for this file only
+        self.log = work / "log" / "supervisord.log"
         self.conf = work / "supervisord.conf"
         sections = [
             f"[unix_http_server]\nfile={work}/sv.sock\n",
@@ -414,6 +438,8 @@ class Supervisord(Peer):
         wait((work / "sv.sock").exists, 30)
         self.ended: dict[str, float] = {}
         self.offset = 0
+        self.observer = Observer(("supervisord.log",), IN_MODIFY, self.saw)
+        self.observer.watch(self.log.parent)
 
     def start(self, n: str) -> float:
         t0 = time.time()
@@ -422,21 +448,19 @@ class Supervisord(Peer):
         )
         return t0
 
-    def recorded(self, n: str) -> dict[str, float] | None:
+    def saw(self, _: str, when: float) -> None:
+        """The observer's thread: lines added to the log."""
         with open(self.log, "rb") as handle:
             handle.seek(self.offset)
             data = handle.read()
-            written = os.fstat(handle.fileno()).st_mtime_ns / 1e9
         cut = data.rfind(b"\n") + 1
         self.offset += cut
-        lines = data[:cut].decode().splitlines()
-        for i, line in enumerate(lines):
-            m = re.match(r"(\S+ \S+),(\d+) INFO exited: (\S+) ", line)
+        for line in data[:cut].decode().splitlines():
+            m = re.match(r"\S+ \S+,\d+ INFO exited: (\S+) ", line)
             if m:
-                at = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").timestamp() + int(m[2]) / 1000
-                # the file's mtime is the write of its last line, finer than the stamp's ms
-                last = i == len(lines) - 1 and 0 <= written - at < 0.002
-                self.ended[m[3]] = written if last else at
+                self.ended.setdefault(m[1], when)
+
+    def recorded(self, n: str) -> dict[str, float] | None:
         return {"its log line": self.ended[n]} if n in self.ended else None
 
     def supervisor(self) -> list[tuple[psutil.Process, bool]]:
@@ -446,6 +470,7 @@ class Supervisord(Peer):
         return float(psutil.Process(self.proc.pid).memory_info().rss)
 
     def close(self) -> None:
+        self.observer.close()
         self.proc.terminate()
         self.proc.wait(timeout=30)
 

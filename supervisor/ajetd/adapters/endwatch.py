@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+IN_MODIFY = 0x00000002
 IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_TO = 0x00000080
 IN_Q_OVERFLOW = 0x00004000
@@ -37,7 +38,9 @@ OVERFLOW = "<inotify overflow>"  # taken as "some trial may have ended": tmux is
 class EndWatch:
     """An inotify instance watching run folders for end files (`suffixes`)."""
 
-    def __init__(self, suffixes: tuple[str, ...]) -> None:
+    def __init__(
+        self, suffixes: tuple[str, ...], events: int = IN_CLOSE_WRITE | IN_MOVED_TO
+    ) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
@@ -51,6 +54,7 @@ class EndWatch:
             raise OSError(err, f"inotify: {os.strerror(err)}")
         self.fd: int = fd
         self._suffixes = tuple(s.encode() for s in suffixes)
+        self._events = events  # the daemon's: closed after writing, renamed in
         self._folders: dict[int, str] = {}  # watch descriptor -> folder
         self._watches: dict[str, int] = {}  # folder -> watch descriptor
 
@@ -59,7 +63,7 @@ class EndWatch:
         key = str(folder)
         if key in self._watches:
             return
-        mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
+        mask = self._events | IN_ONLYDIR | IN_DONT_FOLLOW
         wd = self._add(self.fd, os.fsencode(key), mask)
         if wd < 0:
             err = ctypes.get_errno()
