@@ -54,6 +54,13 @@ def _diagnose(name: str) -> list[Finding]:
             "[36m(main_task pid=3523385)[0m ValueError: x (8) is smaller",
             "ValueError: x (8) is smaller",
         ),
+        # pytest's column before the lines of an exception a failing test raised
+        (
+            "E       ray.exceptions.RayTaskError: ray::W.f()",
+            "ray.exceptions.RayTaskError: ray::W.f()",
+        ),
+        # glog's level letter is not pytest's column
+        ("E0328 18:23:00.165781 81395 core_worker.cc:382] x", "x"),
     ],
 )
 def test_dress_is_stripped(dressed: str, bare: str) -> None:
@@ -111,6 +118,15 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
             "insufficient_gpus",
             "the number of visible devices (0)",
         ),
+        # after freeze 6: Ray's RaySystemError read as the cause its message carries
+        ("import_error/ray-27015.log", "import_error", "No module named 'policy'"),
+        # an actor's constructor that raised, its exception cut from the paste
+        ("unknown_traceback/nemorl-621.log", "unknown_traceback", "Exception raised in creation"),
+        # pytest's `E` column; a RayTaskError naming no inner exception is an exception in a
+        # task, not a dead worker
+        ("unknown_traceback/nemorl-1633.log", "unknown_traceback", "RayTaskError: ray::Megatron"),
+        # Hydra's `Error in call to target` announces the failure printed after it
+        ("build_error/voteflow-2.log", "build_error", "Error building extension"),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -260,3 +276,53 @@ def test_a_collective_timeout_of_nccls_counterparts_is_a_collective_timeout() ->
     assert [f.kind for f in _diagnose("nccl_timeout/vllmascend-16646.log")] == ["nccl_timeout"]
     line = "RCCL operation AllReduce timed out after 600000 ms on rank 3\n"
     assert [f.kind for f in diagnose_text(line)] == ["nccl_timeout"]
+
+
+def test_a_ray_system_error_whose_cause_says_nothing_is_the_clusters() -> None:
+    line = "ray.exceptions.RaySystemError: System error: Failed to unpickle serialized exception\n"
+    assert [f.kind for f in diagnose_text(line)] == ["ray_cluster"]
+
+
+def test_a_task_exception_is_named_by_what_follows_it_not_as_a_dead_worker() -> None:
+    bare = "ray.exceptions.RayTaskError: ray::Worker.generate() (pid=1, ip=10.0.0.1)\n"
+    assert [f.kind for f in diagnose_text(bare)] == ["unknown_traceback"]
+    caused = bare + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose_text(caused)[0].kind == "cuda_error"
+
+
+def test_an_announced_failure_is_named_alone_when_nothing_follows() -> None:
+    hydra = "Error in call to target 'trainer.Model':\nTypeError: __init__() got an unexpected\n"
+    assert diagnose_text(hydra)[0].kind == "config_error"
+    ray = "Exception raised in creation task: The actor died because of an error raised in its "
+    found = diagnose_text(ray + "creation task, ray::A.__init__() (pid=1)\nValueError: bad x\n")
+    assert (found[0].kind, found[0].evidence) == ("unknown_traceback", "ValueError: bad x")
+
+
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        # a client error (404), or requests' own words for a 5xx, is not Ray's job server
+        ("RuntimeError: Request failed with status code 404: job not found", ["unknown_traceback"]),
+        (
+            "HTTPError: 500 Server Error: Internal Server Error for url: http://rm/s",
+            ["unknown_traceback"],
+        ),
+        # the raylet's generic worker death names a node (its id) but no node that died
+        (
+            "(raylet) A worker died or was killed while executing a task by an unexpected system "
+            "error. Worker ID: 5e Node ID: 75 Worker IP address: 10.0.1.75 Worker port: 10230",
+            ["ray_worker_died"],
+        ),
+        # the KV cache's budget, when there is room for it
+        ("INFO 01-12 08:36:24 gpu_worker.py:276] Available KV cache memory: 10.52 GiB", []),
+        # an optional import that failed, logged as a warning, is not the failure
+        ("WARNING: Failed to import apex, falling back to torch", ["import_error"]),
+    ],
+)
+def test_lines_the_freeze6_shapes_leave_alone(line: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(line + "\n")] == kinds
+
+
+def test_a_failed_import_warned_about_is_ranked_after_the_failure() -> None:
+    text = "WARNING: Failed to import apex\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+    assert [f.kind for f in diagnose_text(text)] == ["cuda_oom", "import_error"]

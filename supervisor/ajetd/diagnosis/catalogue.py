@@ -79,6 +79,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"free memory on device .* is less than desired",
             r"increase --?mem[-_]fraction[-_]static",
             r"larger than the profiled value -\d+",
+            # shape: vLLM's own budget line showing no room left for the KV cache (the weights
+            # alone take more than the memory it may use): `Available KV cache memory: -0.87 GiB`
+            r"\bkv cache memory:?\s*-\d",
         ),
     ),
     Kind(
@@ -94,7 +97,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"out of memory: kill(ed)? process",
             r"\boom-kill",
             r"^\s*killed\s*$",
-            r"line \d+:\s+\d+ killed\s",
+            # shape: a shell reporting a job it ran as killed (`script: line 155: 1126 Killed`,
+            # also pasted as `line 155 : 1126 Killed :9`)
+            r"\bline \d+\s*:\s*\d+\s+killed\b",
             r"\bmemoryerror\b",
             r"std::bad_alloc",
             r"cannot allocate memory",
@@ -293,6 +298,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
             r"\b(failed|unable|could not|cannot|can.t) to (connect|reach|register)\b.*"
             r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
+            # shape: a node of the cluster that died (an actor dead *because its node died*,
+            # Ray's NodeDiedError, a node marked dead by the GCS)
+            r"\bnode\b[^.]{0,80}\b(has died|died|dying|marked (as )?dead)\b",
+            r"\bnodediederror\b",
+            # shape: Ray's job server answering a job request with a server error (its SDK's own
+            # words; other HTTP clients print a 5xx as `500 Server Error` or the like)
+            r"\brequest failed with status code 5\d\d\b",
         ),
     ),
     Kind(
@@ -308,7 +320,6 @@ CATALOGUE: tuple[Kind, ...] = (
             r"a worker died or was killed while executing",
             r"workercrashederror",
             r"the actor is dead because its worker process has died",
-            r"ray\.exceptions\.raytaskerror",
             r"the actor is already dead",
             r"actor .*state: dead\b",
             r"^(task_receiver|core_worker|task_manager|actor_\w+|raylet\w*|node_manager|worker_pool)"
@@ -561,6 +572,10 @@ CATALOGUE: tuple[Kind, ...] = (
         "A Python module or native library could not be imported.",
         "Install the missing package in the run's venv (or fix the version mismatch); relaunch.",
         _p(
+            # shape: a library's own words for an import that failed (`Failed to import
+            # torch_npu.`, vLLM's `Failed to import from vllm._C with ...`, transformers'
+            # `Failed to import transformers.x because of the following error`)
+            r"\bfailed to import\b",
             r"modulenotfounderror",
             r"\bimporterror\b",
             r"no module named",
@@ -735,6 +750,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "mem-fraction-static",
         "mem_fraction_static",
         "profiled value",
+        "kv cache memory",
     ),
     "host_oom": (
         "outofmemoryerror",
@@ -859,6 +875,12 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "ray instance",
         "ray head",
         "ray at",
+        "died",
+        "dying",
+        "marked dead",
+        "marked as dead",
+        "nodediederror",
+        "request failed with status code",
     ),
     "ray_worker_died": (
         "actordiederror",
@@ -1016,6 +1038,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "notimplementederror",
     ),
     "import_error": (
+        "failed to import",
         "modulenotfounderror",
         "importerror",
         "no module named",

@@ -35,26 +35,26 @@ from ahocorasick_rs import BytesAhoCorasick, MatchKind
 from ajetd.core.finding import Finding
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import UserKind
-from ajetd.diagnosis.catalogue import (
-    BY_NAME,
-    DIGIT_BLIND,
-    SHAPE_WORDS,
-    TRIGGERS,
-    UNKNOWN,
-    Kind,
-    candidates,
-)
+from ajetd.diagnosis.catalogue import BY_NAME, DIGIT_BLIND, SHAPE_WORDS, TRIGGERS, UNKNOWN, Kind
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.shape import (
     BENIGN,
     DRESS_BYTES,
     EXCEPTION_LINE,
     TRACEBACK_END,
-    WRAPPERS,
     joined_with_next,
     strip_dress,
 )
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
+from ajetd.diagnosis.wrapped import (
+    ECHO,
+    SPECIFIC,
+    UNEXPLAINED,
+    WRAPPER,
+    classify,
+    exception_kind,
+    line_kind,
+)
 
 EVIDENCE_CHARS = 300
 _TRACEBACK = "Traceback (most recent call last):"
@@ -73,39 +73,10 @@ _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 _QUIET_LINES = 4096
 _QUIET_LINE_BYTES = 512
 _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-# Ranks: the root cause first, echoes after (see the module's docstring).
-SPECIFIC, ECHO, UNEXPLAINED, WRAPPER = 0, 1, 2, 3
-# An ActorDiedError whose cause (the creation task's exception) is printed with it.
-_DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died because of an error")
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 _REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
-
-
-def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
-    """The first catalogue kind whose pattern matches `line`, or None (`words`: its trigger
-    words)."""
-    for kind in candidates(line.lower(), words):
-        for pattern in kind.patterns:
-            if pattern.search(line):
-                return kind
-    return None
-
-
-def _unwrapped(body: str, match: re.Match[str]) -> tuple[str, int]:
-    """The text to classify for an exception line, and its rank if nothing more specific
-    explains it: a wrapper is read as what it wraps."""
-    name = match.group("name")
-    if not WRAPPERS.match(name):
-        return body, UNEXPLAINED
-    inner = match.group("inner")
-    if inner:  # RayTaskError(EngineDeadError): ... -> EngineDeadError: ...
-        return f"{inner}: {body[match.end() :]}", UNEXPLAINED
-    told_after = _DIED_WITH_CAUSE.search(body) or name.endswith(
-        ("ChildFailedError", "ValidationError")
-    )
-    return body, WRAPPER if told_after else ECHO
 
 
 @dataclass
@@ -146,6 +117,11 @@ class Diagnoser:
             )
             self._rank[kind.name] = rank
         elif rank < self._rank[kind.name]:
+            if self._rank[kind.name] == WRAPPER:  # announced first, the failure itself now
+                evidence = text.strip()[:EVIDENCE_CHARS]
+                self._first[kind.name] = replace(
+                    self._first[kind.name], line=number, evidence=evidence
+                )
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
 
     def _kind(
@@ -158,18 +134,14 @@ class Diagnoser:
                 return mine, SPECIFIC
         shape = EXCEPTION_LINE.match(body.lstrip())
         if shape is None:
-            kind = classify(body, words)
-            return kind, (ECHO if kind is not None and kind.consequence else SPECIFIC)
+            return line_kind(body, words)
         own = body.lstrip()
-        text, fallback = _unwrapped(own, shape)
-        kind = classify(text, words if text is own else None)
+        kind, fallback = exception_kind(own, shape, words)
         if kind is None:
             if BENIGN.match(own) or (self._in_traceback and self._traceback_known):
                 return None, fallback
             return UNKNOWN, max(fallback, UNEXPLAINED)
-        if fallback == WRAPPER:  # what it wraps is printed after it: that is the cause
-            return kind, WRAPPER
-        return kind, ECHO if kind.consequence or fallback == ECHO else SPECIFIC
+        return kind, fallback
 
     def _raised_by_logger(self, kind: Kind | UserKind | None, stripped: str) -> bool:
         """Whether this line ends a traceback whose last frame is an experiment logger's own

@@ -4,9 +4,9 @@ Real failure logs are dressed: colour codes (their ESC byte often lost when past
 issue), a Ray worker's lines carry `(Actor pid=N, ip=A)` (or `(raylet)`), vLLM's logger puts
 `ERROR 07-27 23:31:27 [core.py:591] ` before each line of a traceback, torch.distributed
 puts `[rank0]: `, srun `--label` puts `0: `, Python's logging and most launchers put a
-timestamp and a level, and `set -x` shell traces put `+ `. Diagnosis reads the text under all
-of these, so that a traceback keeps its indentation and an exception line starts its line
-whatever dress it came in.
+timestamp and a level, `set -x` shell traces put `+ ` and pytest puts `E   `. Diagnosis
+reads the text under all of these, so that a traceback keeps its indentation and an exception
+line starts its line whatever dress it came in.
 
 An exception line (`SomethingError: ...`, `Fatal Python error: ...`, `ray.exceptions.
 RayTaskError(Inner): ...`) is recognised by its shape alone, so a log pasted from the error
@@ -46,6 +46,8 @@ DRESS_SOURCE = (
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+[-|:]\s"
     # a shell trace: `+ cmd`, `++ cmd`
     r"|\++ "
+    # pytest: the `E   ` column before the lines of an exception a failing test raised
+    r"|E {3,}"
     r")"
 )
 _DRESS = re.compile(DRESS_SOURCE)

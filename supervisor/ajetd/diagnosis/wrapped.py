@@ -1,0 +1,88 @@
+"""How one undressed line is read: which kind it names and how it ranks among the findings; pure.
+
+A line is given the first catalogue kind whose pattern matches it. An exception line that
+wraps another is read as what it wraps: `RayTaskError(Inner): ...` as `Inner: ...`, Ray's
+`RaySystemError: System error: <cause>` as its cause (Ray puts there the exception its own
+machinery hit, a module a worker cannot import for instance), and only when the cause says
+nothing as the wrapper itself. A line that announces a wrapped failure printed after it
+(Hydra's `Error in call to target '...':`, torchrun's `ChildFailedError`, an `ActorDiedError`
+raised by a creation task) ranks after what it wraps, so the wrapped cause comes first;
+Hydra's only after a specific cause (an exception no kind explains, a `TypeError` for an
+argument the target does not take, is the configuration's failure, which Hydra's line names).
+
+Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
+an exception no kind explains; what a wrapper said about itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ajetd.diagnosis.catalogue import UNKNOWN, Kind, candidates
+from ajetd.diagnosis.shape import WRAPPERS
+
+SPECIFIC, ECHO, UNEXPLAINED, WRAPPER = 0, 1, 2, 3
+# An ActorDiedError whose cause (the creation task's exception) is printed with it.
+_DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died because of an error")
+# A wrapper that carries its cause in its own message: `RaySystemError: System error: <cause>`.
+_CARRIED_CAUSE = re.compile(r"^(?:[\w.]+\.)?RaySystemError: System error: (?P<cause>\S.*)$")
+# A line that announces a failure printed after it (Hydra instantiating a target that raised).
+_ANNOUNCES_WRAPPED = re.compile(r"^Error in call to target '[^']*'")
+# Ray announcing that an actor's constructor raised: the exception is printed after it (and
+# when the paste stops before it, an exception no kind explains ended the actor).
+_RAISED_IN_CREATION = re.compile(r"^Exception raised in creation task\b")
+
+
+def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
+    """The first catalogue kind whose pattern matches `line`, or None (`words`: its trigger
+    words)."""
+    for kind in candidates(line.lower(), words):
+        for pattern in kind.patterns:
+            if pattern.search(line):
+                return kind
+    return None
+
+
+def unwrapped(body: str, match: re.Match[str]) -> tuple[str, int]:
+    """The text to classify for an exception line (`match`: its `EXCEPTION_LINE` shape), and
+    its rank if nothing more specific explains it: a wrapper is read as what it wraps."""
+    name = match.group("name")
+    if not WRAPPERS.match(name):
+        return body, UNEXPLAINED
+    inner = match.group("inner")
+    if inner:  # RayTaskError(EngineDeadError): ... -> EngineDeadError: ...
+        return f"{inner}: {body[match.end() :]}", UNEXPLAINED
+    told_after = _DIED_WITH_CAUSE.search(body) or name.endswith(
+        ("ChildFailedError", "ValidationError")
+    )
+    return body, WRAPPER if told_after else ECHO
+
+
+def exception_kind(
+    own: str, match: re.Match[str], words: frozenset[bytes] | None
+) -> tuple[Kind | None, int]:
+    """The kind of an exception line (`own`: undressed, `match`: its shape) and its rank if
+    nothing explains it; None when no kind does. A cause carried in the message is tried
+    first, then the line as a whole."""
+    carried = _CARRIED_CAUSE.match(own)
+    if carried is not None:
+        kind = classify(carried.group("cause"))
+        if kind is not None:
+            return kind, ECHO if kind.consequence else SPECIFIC
+    text, fallback = unwrapped(own, match)
+    kind = classify(text, words if text is own else None)
+    if kind is None or fallback == WRAPPER:  # what it wraps is printed after it
+        return kind, fallback
+    return kind, ECHO if kind.consequence or fallback == ECHO else SPECIFIC
+
+
+def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, int]:
+    """The kind of a line that is not an exception line, and its rank; None when it says
+    nothing."""
+    own = body.lstrip()
+    kind = classify(body, words)
+    if kind is None:
+        return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(own) else (None, SPECIFIC)
+    if _ANNOUNCES_WRAPPED.match(own):  # a specific failure printed after it comes first; an
+        return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
+    return kind, ECHO if kind.consequence else SPECIFIC
