@@ -198,6 +198,9 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
         ("unknown_traceback/nemorl-621.log", "nvidia-nemo/rl"),
         ("unknown_traceback/nemorl-1633.log", "nvidia-nemo/rl"),
         ("build_error/voteflow-2.log", "tudelft-iv/voteflow"),
+        # a setting compared by name with what it is checked against
+        ("config_error/openrlhf-346.log", "openrlhf/openrlhf"),
+        ("config_error/verl-259.log", "verl-project/verl"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

@@ -317,6 +317,22 @@ def test_an_announced_failure_is_named_alone_when_nothing_follows() -> None:
         ("INFO 01-12 08:36:24 gpu_worker.py:276] Available KV cache memory: 10.52 GiB", []),
         # an optional import that failed, logged as a warning, is not the failure
         ("WARNING: Failed to import apex, falling back to torch", ["import_error"]),
+        # a device count compared is about devices, not a setting; tensors compared are a bug
+        (
+            "AssertionError: local_world_size (8) must be less than or equal to the number of "
+            "visible devices (0).",
+            ["insufficient_gpus"],
+        ),
+        (
+            "RuntimeError: The size of tensor a (5) must match the size of tensor b (3)",
+            ["unknown_traceback"],
+        ),
+        # a setting compared by name with what it is checked against
+        (
+            "AssertionError: train_batch_size is not equal to micro_batch_per_gpu * "
+            "gradient_acc_step * world_size 256 != 2 * 18 * 7",
+            ["config_error"],
+        ),
     ],
 )
 def test_lines_the_freeze6_shapes_leave_alone(line: str, kinds: list[str]) -> None:

@@ -561,6 +561,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(longer|larger|greater|bigger) than (the )?max(imum)?[_ ]",
             # shape: a ValueError/AssertionError that states a setting's constraint
             r"^(valueerror|assertionerror): .*\b(must|should|has to|needs to)( not)? be\b",
+            # shape: a setting, named as code names it (snake_case, maybe with its value),
+            # found not equal to, or smaller or larger than, what it is checked against
+            r"\b[a-z]+(_[a-z0-9]+)+( \(\d[\d.]*\))? (is|are) (not equal to|(smaller|larger|greater"
+            r"|less) than)\b",
             # shape: NotImplementedError at run time: the chosen option or combination is not
             # supported
             r"^notimplementederror: ",
@@ -1028,6 +1032,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "to be greater",
         "to be less",
         "to be smaller",
+        "not equal to",
+        "greater than",
+        "less than",
         "to be larger",
         "must not be",
         "than the max",
