@@ -403,7 +403,8 @@ def test_live_cursor_finishes_with_the_same_findings_as_a_full_read(tmp_path: Pa
     log = tmp_path / "trial-1.log"
     log.write_bytes(b"step:1 ok\n(WorkerDict pid=3) CUDA out of memory\n")
     live = LiveScans()
-    assert [f.kind for f in live.scan(("r", 1), log, 0.0)] == ["cuda_oom"]
+    seen = live.scan(("r", 1), log, 0.0)
+    assert seen is not None and [f.kind for f in seen.findings] == ["cuda_oom"]
     with open(log, "ab") as handle:  # printed after the last live scan
         handle.write(b'Traceback (most recent call last):\n  File "x.py"\nValueError: odd')
     finished = live.finish(("r", 1), log)

@@ -144,8 +144,8 @@ def test_user_kinds_come_first_in_the_stream_under_any_dress(tmp_path: Path) -> 
         assert [(f.kind, f.line) for f in found] == [("quota_hit", 2), ("cuda_error", 3)]
     log = tmp_path / "trial.log"
     log.write_bytes(text)
-    new = LiveScans().scan(("run", 1), log, 0.0, kinds)
-    assert [f.kind for f in new] == ["quota_hit", "cuda_error"]
+    seen = LiveScans().scan(("run", 1), log, 0.0, kinds)
+    assert seen is not None and [f.kind for f in seen.findings] == ["quota_hit", "cuda_error"]
 
 
 def yaml_kinds() -> list[dict[str, object]]:

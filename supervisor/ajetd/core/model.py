@@ -256,6 +256,17 @@ def found_live(run: Run, findings: tuple[Finding, ...]) -> Run:
     return _update_trial(run, live_findings=(*trial.live_findings, *findings))
 
 
+def seen_in_output(run: Run, findings: tuple[Finding, ...], replaced: frozenset[str]) -> Run:
+    """A running trial's output read so far: its `findings` (root cause first) replace those
+    it gave before (kinds `replaced`); what ajetd saw outside the output (a lost GPU, a lost
+    connection: `found_live`) stays, before them, as a failed trial's findings put it."""
+    trial = run.trial
+    assert trial is not None
+    gone = replaced | {f.kind for f in findings}
+    kept = tuple(f for f in trial.live_findings if f.kind not in gone)
+    return _update_trial(run, live_findings=(*kept, *findings))
+
+
 def trial_ended(
     run: Run,
     exit_code: int | None,

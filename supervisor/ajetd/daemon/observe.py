@@ -259,18 +259,21 @@ class Observe(Base):
             size = log_file.stat().st_size
         except OSError:
             return
-        if not slot.live.pending(key, size):
-            return
-        self.live_growing = True
-        # the user's kinds are taken once, with the trial's cursor (not a `stat` of kinds.yaml
-        # and a merge of compiled sets at each read)
-        user = None if slot.live.started(key) else self._kinds(slot)
-        new = slot.live.scan(key, log_file, now, user)
-        if new:
-            for f in new:
-                text = f"seen while running: {f.kind} (line {f.line})"
-                self.home.append_event(run.run_id, now, text)
-            self._store(model.found_live(run, tuple(new)))
+        if not slot.live.pending(key, size):  # paused: its unfinished last line is read
+            seen = slot.live.paused(key, size)
+        else:
+            self.live_growing = True
+            # the user's kinds are taken once, with the trial's cursor (not a `stat` of
+            # kinds.yaml and a merge of compiled sets at each read)
+            user = None if slot.live.started(key) else self._kinds(slot)
+            seen = slot.live.scan(key, log_file, now, user)
+        if seen is not None:
+            known = {f.kind for f in run.trial.live_findings}
+            for f in seen.findings:
+                if f.kind not in known:
+                    text = f"seen while running: {f.kind} (line {f.line})"
+                    self.home.append_event(run.run_id, now, text)
+            self._store(model.seen_in_output(run, seen.findings, seen.replaced))
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with

@@ -43,9 +43,10 @@ from ajetd.diagnosis.shape import (
     EXCEPTION_LINE,
     TRACEBACK_END,
     joined_with_next,
+    may_go_on,
     strip_dress,
 )
-from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
+from ajetd.diagnosis.text import decode_line, seen_bytes
 from ajetd.diagnosis.wrapped import (
     ECHO,
     SPECIFIC,
@@ -77,6 +78,8 @@ _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 _REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
+# The script's exit line, glued to the program's last line when that had no newline.
+_OWN_EXIT_LINE = re.compile(re.escape(OWN_LINE_PREFIX) + r"trial \d+ exited with code -?\d+\s*$")
 
 
 @dataclass
@@ -95,10 +98,22 @@ class Diagnoser:
     _in_logger: bool = False  # the traceback's last frame is in an experiment logger's package
     _traceback_at: int = 0  # the line of the open traceback's header, and its text
     _traceback_header: str = ""
+    _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
 
     @property
     def in_traceback(self) -> bool:
         return self._in_traceback
+
+    @property
+    def changes(self) -> int:
+        """How many times the findings' kinds or order have changed (not their counts)."""
+        return self._changes
+
+    def fork(self) -> Diagnoser:
+        """A copy that reads on without changing this one (a look at where it stands)."""
+        return replace(
+            self, _first=dict(self._first), _rank=dict(self._rank), _counts=dict(self._counts)
+        )
 
     def feed(self, lines: Iterable[tuple[int, str]]) -> None:
         for number, text in lines:
@@ -116,6 +131,7 @@ class Diagnoser:
                 kind.name, severity, number, evidence, kind.explanation, kind.fix, 1, remedy
             )
             self._rank[kind.name] = rank
+            self._changes += 1
         elif rank < self._rank[kind.name]:
             if self._rank[kind.name] == WRAPPER:  # announced first, the failure itself now
                 evidence = text.strip()[:EVIDENCE_CHARS]
@@ -123,6 +139,7 @@ class Diagnoser:
                     self._first[kind.name], line=number, evidence=evidence
                 )
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
+            self._changes += 1
 
     def _kind(
         self, body: str, words: frozenset[bytes] | None
@@ -159,6 +176,8 @@ class Diagnoser:
         (its banner with the launch command, its exit line, a follower's note) says nothing."""
         if text.startswith(OWN_LINE_PREFIX):
             return False
+        if OWN_LINE_PREFIX in text:  # a last line without its newline, then the exit line
+            text = _OWN_EXIT_LINE.sub("", text)
         body = strip_dress(text)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())
@@ -249,38 +268,72 @@ def _clean_block(block: bytes, undress: bool = True) -> str:
 
 @dataclass
 class StreamDiagnoser:
-    """Feed raw output bytes in chunks cut anywhere; memory holds one partial line at most.
-    `user`: user-defined kinds, tried before the catalogue's."""
+    """Feed raw output bytes in chunks cut anywhere: the findings are the same however the
+    output is cut (a line or a traceback split across reads, a wrapped message whose second
+    line comes later, a line longer than MAX_LINE_BYTES, a progress bar redrawn with `\\r`).
+    Memory holds one line still arriving (`seen_bytes` of it) and at most one complete line
+    waiting for its next (`may_go_on`). `user`: user-defined kinds, tried before the
+    catalogue's."""
 
     diagnoser: Diagnoser = field(default_factory=Diagnoser)
-    lines_done: int = 0  # complete lines consumed before `_partial`
+    lines_done: int = 0  # complete lines consumed before `_held` and `_partial`
     user: KindSet = field(default_factory=KindSet)
     _partial: bytes = b""
     _quiet: set[bytes] = field(default_factory=set)
+    _held: bytes = b""  # a complete line (newline included) waiting for the next one
 
     def __post_init__(self) -> None:
         if self.user:
             self.diagnoser.user = self.user
 
     def feed(self, chunk: bytes) -> None:
-        data = self._partial + chunk
+        data = self._held + self._partial + chunk
         cut = data.rfind(b"\n") + 1
-        self._partial = data[cut:][-MAX_LINE_BYTES:]
-        self._scan(data[:cut])
+        start = data.rfind(b"\n", 0, max(cut - 1, 0)) + 1
+        held = data[start:cut] if cut and may_go_on(data[start : cut - 1]) else b""
+        self._held = held
+        self._partial = seen_bytes(data[cut:])
+        self._scan(data[: cut - len(held)])
 
     def findings(self) -> list[Finding]:
-        """Findings so far (a held partial line counts once the stream ends: call `close`)."""
+        """Findings so far (the unread end counts once the stream ends: `close`, `peek`)."""
         return self.diagnoser.findings()
 
     def kinds(self) -> frozenset[str]:
         return self.diagnoser.kinds()
 
+    @property
+    def changes(self) -> int:
+        return self.diagnoser.changes
+
+    def unread(self) -> bool:
+        """Whether the end of the output so far is not read yet: a line without its newline,
+        a line waiting for its next, or a traceback not ended."""
+        return bool(self._held or self._partial or self.diagnoser.in_traceback)
+
     def close(self) -> list[Finding]:
-        if self._partial:
-            self._scan(self._partial + b"\n")
-            self._partial = b""
+        tail = self._held + self._partial + (b"\n" if self._partial else b"")
+        self._held = self._partial = b""
+        self._scan(tail)
         self.diagnoser.end()
         return self.findings()
+
+    def holds_line(self) -> bool:
+        """Whether a complete line waits for its next (see `may_go_on`)."""
+        return bool(self._held)
+
+    def peek(self, ending: bool = True) -> list[Finding]:
+        """The findings were the output to end now (as `diagnose` of the output so far reads
+        it), without ending it: this reader goes on unchanged. `ending` False: only a complete
+        line waiting for its next is read (as it stands), not a line still arriving nor the
+        end of a traceback."""
+        if not (self._held or (ending and self.unread())):
+            return self.findings()
+        fork = replace(self, diagnoser=self.diagnoser.fork(), _quiet=set())
+        if ending:
+            return fork.close()
+        fork._scan(fork._held)
+        return fork.findings()
 
     def _scan(self, block: bytes) -> None:
         if not block:

@@ -4,6 +4,14 @@ per call), and of an ended trial's log tail (`diagnose_file`).
 A signature a still-running program prints (a traceback in a Ray worker while the driver
 hangs, a NaN loss) is noticed at the next tick, not when the trial ends. Each trial keeps one
 `StreamDiagnoser` and the offset it has read to; memory stays bounded whatever the log size.
+
+What a running trial shows is what `ajetd diagnose` of its output so far says: the whole list,
+root cause first (a later line may outrank an earlier one), not the kinds in the order they
+appeared. While output arrives, an exception line waiting for a possible second line of its
+message is read as it stands; once the output pauses (`paused`: a pass that finds nothing
+new), its unfinished last line is read too (a program that prints an error without a newline
+and hangs) and a traceback it stopped inside counts as ended. Such a reading is provisional:
+the next one replaces it.
 """
 
 from __future__ import annotations
@@ -34,11 +42,37 @@ class _Cursor:
     stream: StreamDiagnoser
     last_step: int = -1
     step_times: list[float] = field(default_factory=list)  # when each new step was first seen
+    shown: tuple[Finding, ...] = ()  # the findings last given out
+    changes: int = 0  # the stream's `changes` when they were read
+    provisional: bool = False  # they read the output's unread end as it stood
+    paused_at: int = -1  # the offset at which a pause was last read
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A running trial's output findings, root cause first, when they have changed;
+    `replaced`: the kinds of those given out before (which these replace)."""
+
+    findings: tuple[Finding, ...]
+    replaced: frozenset[str]
+
+
+def _shown(finding: Finding) -> tuple[str, int, str]:
+    return finding.kind, finding.line, finding.evidence
+
+
+def _show(cursor: _Cursor, findings: list[Finding], provisional: bool) -> Seen | None:
+    cursor.changes, cursor.provisional = cursor.stream.changes, provisional
+    before = cursor.shown
+    if [_shown(f) for f in findings] == [_shown(f) for f in before]:  # counts aside
+        return None
+    cursor.shown = tuple(findings)
+    return Seen(cursor.shown, frozenset(f.kind for f in before))
 
 
 @dataclass
 class LiveScans:
-    """One cursor per (run, trial); `scan` returns the kinds seen for the first time."""
+    """One cursor per (run, trial); `scan` and `paused` return the findings when they change."""
 
     _cursors: dict[tuple[str, int], _Cursor] = field(default_factory=dict)
 
@@ -57,26 +91,39 @@ class LiveScans:
 
     def scan(
         self, key: tuple[str, int], log_file: Path, now: float, user: KindSet | None = None
-    ) -> list[Finding]:
-        """`user`: user-defined kinds, taken when the trial's cursor is made."""
+    ) -> Seen | None:
+        """Read what the log gained; its findings when they changed. `user`: user-defined
+        kinds, taken when the trial's cursor is made."""
         cursor = self._cursors.get(key)
         try:
             if cursor is None:  # first look (or after a daemon restart): the log's tail
                 start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES, user)
                 cursor = self._cursors[key] = _Cursor(start, stream)
-            before = cursor.stream.kinds()
             data = _read_from(log_file, cursor.offset)
         except OSError:
-            return []
+            return None
         cursor.offset += len(data)
-        cursor.stream.feed(data)
+        stream = cursor.stream
+        stream.feed(data)
         steps = [int(a or b) for a, b in _STEP.findall(data)]
         if steps and max(steps) > cursor.last_step:  # training moved on: learn its pace
             cursor.last_step = max(steps)
             cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
-        if cursor.stream.kinds() == before:  # most reads: nothing new, no findings built
-            return []
-        return [f for f in cursor.stream.findings() if f.kind not in before]
+        held = stream.holds_line()
+        if stream.changes == cursor.changes and not (held or cursor.provisional):
+            return None  # most reads: nothing new, no findings built
+        return _show(cursor, stream.peek(ending=False), held)
+
+    def paused(self, key: tuple[str, int], size: int) -> Seen | None:
+        """The log has not grown since the last read (`size`: its size now): its unread end
+        read as it stands, once per pause; the findings when that changed them."""
+        cursor = self._cursors.get(key)
+        if cursor is None or size != cursor.offset or cursor.paused_at == cursor.offset:
+            return None
+        cursor.paused_at = cursor.offset
+        if not cursor.stream.unread():
+            return None
+        return _show(cursor, cursor.stream.peek(), True)
 
     def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
         """The whole diagnosis of an ended trial from its live cursor (only unread bytes are

@@ -106,15 +106,32 @@ def _dress_of(line: str) -> str:
     return line[:at]
 
 
-def continued(text: str, following: str) -> str | None:
-    """`text` (one line as seen, dress included) read together with the `following` line when
-    the two are one exception message wrapped in two; None when they are not."""
+def _wrapped_dress(text: str) -> str | None:
+    """The dress of `text` (one line as seen) when it may be the first line of an exception
+    message wrapped in two (it stops mid-sentence); None when it cannot be."""
     dress = _dress_of(text)
     body = text[len(dress) :].lstrip()
     shape = EXCEPTION_LINE.match(body)
     if shape is None or len(body) - shape.end() < MIN_WRAPPED_MESSAGE:
         return None
-    if not _STOPS_MID_SENTENCE.search(body):
+    return dress if _STOPS_MID_SENTENCE.search(body) else None
+
+
+def may_go_on(raw: bytes) -> bool:
+    """Whether a complete raw line may be an exception message that its next line goes on
+    with (`continued` decides once that line is there): a reader of output still arriving
+    waits for the next line before reading this one, as a reader of the whole output does."""
+    end = raw.rstrip(b"\r")[-1:]
+    if not (end.isalnum() or end == b",") or len(raw) > MAX_LINE_BYTES:
+        return False  # `m`, the end of a colour code, passes on to the full test
+    return _wrapped_dress(decode_line(raw)) is not None
+
+
+def continued(text: str, following: str) -> str | None:
+    """`text` (one line as seen, dress included) read together with the `following` line when
+    the two are one exception message wrapped in two; None when they are not."""
+    dress = _wrapped_dress(text)
+    if dress is None:
         return None
     next_dress = _dress_of(following)
     rest = following[len(next_dress) :]

@@ -43,6 +43,17 @@ def strip_ray(line: str) -> str:
     return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
 
 
+def seen_bytes(raw: bytes) -> bytes:
+    """The part of a raw line (complete or still arriving) that shows what a person saw: from
+    its last `\\r` redraw on, at most MAX_LINE_BYTES of it. The same whether the line came in
+    one read or in many, so a live reader keeps only this of a line still arriving (a progress
+    bar redrawn for hours is one line that never ends)."""
+    redraw = raw.rfind(b"\r", 0, len(raw.rstrip(b"\r")))
+    if redraw > 0:
+        raw = raw[redraw:]
+    return raw[:MAX_LINE_BYTES]
+
+
 def decode_line(raw: bytes) -> str:
     """One raw output line as the text a person saw, Ray's decorations removed."""
-    return strip_ray(clean_line(raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace")))
+    return strip_ray(clean_line(seen_bytes(raw).decode("utf-8", errors="replace")))

@@ -1,0 +1,175 @@
+"""Live reading equals offline reading, on every excerpt of the corpus of real failure logs.
+
+`ajetd diagnose FILE` reads a whole log; the daemon reads a running trial's log as tmux's
+`pipe-pane` appends to it: through a pty (every `\\n` is `\\r\\n`), in pieces cut anywhere (a
+line, a wrapped message or a traceback split across reads and ticks), sometimes paused in the
+middle of a line, with colours and progress bars. Whatever the cut, the findings must be
+those of the whole file; the dresses a terminal adds must not change the root cause.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.core.finding import Finding
+from ajetd.diagnosis.findings import StreamDiagnoser, diagnose_chunks
+from ajetd.diagnosis.live import LiveScans
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+FILES = sorted(CORPUS.glob("*/*.log"))
+
+
+def _body(path: Path) -> bytes:
+    data = path.read_bytes()
+    return data[data.find(b"\n") + 1 :]
+
+
+@cache
+def _offline() -> dict[Path, tuple[bytes, list[tuple[str, int, int, str]]]]:
+    """Each excerpt's bytes and its findings read whole, as `ajetd diagnose` reads them."""
+    return {p: (_body(p), _sig(diagnose_chunks([_body(p)]))) for p in FILES}
+
+
+def _sig(findings: list[Finding], counts: bool = True) -> list[tuple[str, int, int, str]]:
+    return [(f.kind, f.line, f.count if counts else 0, f.evidence) for f in findings]
+
+
+def _first(findings: list[Finding]) -> str | None:
+    return findings[0].kind if findings else None
+
+
+def _pieces(data: bytes, rng: random.Random, count: int) -> list[bytes]:
+    cuts = sorted(rng.sample(range(1, len(data)), min(count, len(data) - 1)))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+def _through_a_pty(data: bytes) -> bytes:
+    return data.replace(b"\n", b"\r\n")
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32), cuts=st.sampled_from([1, 3, 12, 60, 400]), pty=st.booleans())
+def test_every_excerpt_read_in_pieces_gives_the_findings_of_the_whole_file(
+    seed: int, cuts: int, pty: bool
+) -> None:
+    rng = random.Random(seed)
+    differ = []
+    for path, (body, whole) in _offline().items():
+        data = _through_a_pty(body) if pty else body
+        if _sig(diagnose_chunks(_pieces(data, rng, cuts))) != whole:
+            differ.append(path.relative_to(CORPUS))
+    assert not differ, differ
+
+
+def _coloured(body: bytes) -> bytes:
+    return b"\n".join(
+        b"\x1b[1;31m" + line + b"\x1b[0m" if line else line for line in body.split(b"\n")
+    )
+
+
+def _redrawn(body: bytes) -> bytes:
+    """A progress bar drawn and redrawn with `\\r` before each line (the line is what stays)."""
+    return b"\n".join(
+        b"Loading 10%\rLoading 99%\r" + line if line else line for line in body.split(b"\n")
+    )
+
+
+DRESSES = {
+    "colour codes around every line": _coloured,
+    "a progress bar redrawn before every line": _redrawn,
+    "a last line without its newline": lambda body: body.rstrip(b"\n"),
+    "the script's exit line glued to a last line without its newline": lambda body: (
+        body.rstrip(b"\n") + b"[ajetd] trial 1 exited with code 1\n"
+    ),
+    "a line longer than a reader keeps, first": lambda body: b"x" * 70_000 + b"\n" + body,
+    "a progress bar redrawn 6000 times, first": lambda body: (
+        b"\r".join(b"step %d loss: 0.5" % i for i in range(6000)) + b"\r\n" + body
+    ),
+}
+
+
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 2**32))
+def test_a_terminals_dress_does_not_change_the_root_cause(seed: int) -> None:
+    rng = random.Random(seed)
+    differ = []
+    for path, (body, whole) in _offline().items():
+        for name, dress in DRESSES.items():
+            data = _through_a_pty(dress(body))
+            found = diagnose_chunks(_pieces(data, rng, 20))
+            if _first(found) != (whole[0][0] if whole else None):
+                differ.append(f"{path.relative_to(CORPUS)}: {name}: {_first(found)}")
+    assert not differ, differ
+
+
+def test_pieces_longer_than_a_line_keeps_are_read_as_the_whole_line_is() -> None:
+    error = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB "
+    line = error + b"y" * 70_000 + b"\n"
+    bar = b"\r".join(b"step %d loss: 0.5" % i for i in range(6000))
+    redrawn = bar + b"\rRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    for data, kind in ((line, "cuda_oom"), (redrawn, "cuda_error")):
+        assert _first(diagnose_chunks([data])) == kind
+        for cut in (100, 50_000, 68_000, len(data) - 3):
+            assert _first(diagnose_chunks([data[:cut], data[cut:]])) == kind
+
+
+def test_a_message_wrapped_in_two_is_one_whichever_read_brings_its_second_line() -> None:
+    text = (
+        b"[rank0]: AssertionError: local_world_size (8) must be less than or equal to the "
+        b"number\r\n[rank0]: of visible devices (0).\r\n"
+    )
+    whole = _sig(diagnose_chunks([text]))
+    assert whole[0][3].endswith("number of visible devices (0).")
+    for cut in range(1, len(text)):
+        assert _sig(diagnose_chunks([text[:cut], text[cut:]])) == whole, cut
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32), pty=st.booleans())
+def test_a_pause_anywhere_reads_as_diagnose_of_the_output_so_far(seed: int, pty: bool) -> None:
+    """Where a running program stops printing (mid-line, mid-traceback, after a wrapped
+    message's first line), a look at the stream equals the offline reading of what was printed,
+    and the stream reads on unchanged."""
+    rng = random.Random(seed)
+    differ = []
+    for path, (body, whole) in _offline().items():
+        data = _through_a_pty(body) if pty else body
+        stream, done = StreamDiagnoser(), 0
+        for cut in sorted(rng.sample(range(1, len(data) + 1), min(3, len(data)))):
+            stream.feed(data[done:cut])
+            done = cut
+            if _sig(stream.peek()) != _sig(diagnose_chunks([data[:cut]])):
+                differ.append(f"{path.relative_to(CORPUS)} at byte {cut}")
+        stream.feed(data[done:])
+        if _sig(stream.close()) != whole:
+            differ.append(f"{path.relative_to(CORPUS)}: read on after a look")
+    assert not differ, differ
+
+
+def test_a_running_trials_log_shows_what_diagnose_says_when_it_pauses(tmp_path: Path) -> None:
+    """The daemon's reader (`LiveScans`) on a log growing in pieces: after each pause the
+    findings it shows are `diagnose` of the log so far, root cause first; at the end, the
+    whole file's."""
+    rng = random.Random(12)
+    differ = []
+    for number, (path, (body, whole)) in enumerate(_offline().items()):
+        data, key, live = _through_a_pty(body), ("r", number), LiveScans()
+        log = tmp_path / f"{number}.log"
+        log.write_bytes(b"")
+        shown: tuple[Finding, ...] = ()
+        for piece in _pieces(data, rng, 4):
+            with open(log, "ab") as handle:
+                handle.write(piece)
+            for seen in (live.scan(key, log, 0.0), live.paused(key, log.stat().st_size)):
+                shown = seen.findings if seen is not None else shown
+            offline = diagnose_chunks([log.read_bytes()])  # the counts are not kept current
+            if _sig(list(shown), counts=False) != _sig(offline, counts=False):
+                differ.append(f"{path.relative_to(CORPUS)}: shown {[f.kind for f in shown]}")
+        if _sig(live.finish(key, log) or []) != whole:
+            differ.append(f"{path.relative_to(CORPUS)}: at its end")
+    assert not differ, differ
