@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,37 @@ def test_a_submission_waiting_in_the_inbox_shows_what_it_asks_for(env: Env) -> N
     assert seen["result_dir"] == str(env.tmp / "results" / "waiting")
     listed = json.loads(env.cli("status", "--json").stdout)
     assert [r["purpose"] for r in listed] == ["Math top-k ablation"]
+
+
+def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
+    """A lost run (or one whose session was closed after it ended) used to exec tmux, which
+    printed only "can't find session: ajet_x"; it says which run, why, and where its output is."""
+    from ajetd.adapters.store import Home
+    from ajetd.core.model import Run, State, Status
+
+    reason = "tmux session ajet_gone vanished outside ajetd's control (no exit recorded)"
+    home = Home(env.home)
+    home.ensure()
+    home.run_dir("gon001").mkdir(parents=True)
+    home.save_run(
+        Run(
+            run_id="gon001",
+            source="bp.md",
+            submitted_at=time.time(),
+            session="ajet_gone",
+            state=State.DONE,
+            status=Status.LOST,
+            reason=reason,
+        )
+    )
+    out = subprocess.run(
+        ["script", "-qec", f"{sys.executable} -m ajetd attach gon001", "/dev/null"],
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 1, out.stdout
+    assert "run gon001's tmux session ajet_gone is gone (done, lost:" in out.stdout, out.stdout
+    assert "ajetd logs gon001" in out.stdout

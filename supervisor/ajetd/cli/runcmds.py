@@ -31,6 +31,7 @@ from ajetd.cli.common import (
 )
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
+    from ajetd.adapters.tmux import Tmux
     from ajetd.core.model import Run
     from ajetd.views.listing import Filters
 
@@ -291,6 +292,25 @@ def logs(run_id: str, follow: bool) -> None:
         time.sleep(0.25)
 
 
+def _session_alive(tmux: Tmux, run: Run) -> None:
+    """Exit 1 saying so when the run's session is not on the server (lost, closed after the
+    run ended), rather than leave the user with tmux's bare "can't find session"."""
+    from ajetd.core.errors import TmuxError
+
+    try:
+        alive = run.session in tmux.session_names()
+    except TmuxError:
+        return  # tmux itself will say what is wrong
+    if alive:
+        return
+    why = run.state.value + (f", {run.status.value}" if run.status else "")
+    why += f": {run.reason}" if run.reason else ""
+    raise click.ClickException(
+        f"run {run.run_id}'s tmux session {run.session} is gone ({why}); its output: "
+        f"ajetd logs {run.run_id}"
+    )
+
+
 @click.command()
 @click.argument("run_id")
 def attach(run_id: str) -> None:
@@ -306,4 +326,5 @@ def attach(run_id: str) -> None:
             f"attach needs a terminal and stdin is not one; to read the run's output: "
             f"ajetd logs {run_id} (-f to follow), or ajetd status {run_id}"
         )
+    _session_alive(Tmux(socket_from_env()), run)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell
