@@ -33,8 +33,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.diagnosis import catalogue
-from ajetd.diagnosis.findings import diagnose_chunks
 from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.stream import diagnose_chunks
 from ajetd.diagnosis.text import decode_line
 
 try:  # the held-out-in-time figures run this on trees that predate wrapped-message reading

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from ajetd.core.userkinds import parse_kinds
-from ajetd.diagnosis.findings import diagnose_chunks
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.scan import read_chunks
+from ajetd.diagnosis.stream import diagnose_chunks
 
 USER_KINDS = [
     {"name": name, "patterns": patterns, "severity": "retryable", "explanation": "e", "fix": "f"}

@@ -31,6 +31,7 @@ HEAVY = (
     "ajetd.adapters.procs",
     "ajetd.daemon.trials",
     "ajetd.diagnosis.findings",
+    "ajetd.diagnosis.stream",
     "ajetd.diagnosis.catalogue",
     "ajetd.daemon.admission",
     "ajetd.core.policy",

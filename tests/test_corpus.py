@@ -17,8 +17,8 @@ import pytest
 
 from ajetd.diagnosis import catalogue
 from ajetd.diagnosis.catalogue import BY_NAME
-from ajetd.diagnosis.findings import diagnose_chunks
 from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.stream import diagnose_chunks
 from ajetd.diagnosis.text import clean_line
 
 CORPUS = Path(__file__).parent / "data" / "corpus"

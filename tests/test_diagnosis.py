@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ajetd.diagnosis.catalogue import BY_NAME, TRIGGER_WORDS
-from ajetd.diagnosis.findings import Diagnoser, StreamDiagnoser, diagnose_chunks, diagnose_text
+from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.scan import read_chunks
+from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 from ajetd.diagnosis.text import decode_line
 
 FIXTURES = Path(__file__).parent / "data" / "logs"

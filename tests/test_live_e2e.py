@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ajetd.diagnosis.findings import diagnose_chunks
 from ajetd.diagnosis.scan import read_chunks
+from ajetd.diagnosis.stream import diagnose_chunks
 from conftest import Env, wait_for
 
 CORPUS = Path(__file__).parent / "data" / "corpus"

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
-from ajetd.diagnosis.findings import StreamDiagnoser, diagnose_chunks
 from ajetd.diagnosis.live import LiveScans
+from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))

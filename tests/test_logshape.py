@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.diagnosis.findings import Finding, StreamDiagnoser, diagnose_chunks, diagnose_text
+from ajetd.core.finding import Finding
 from ajetd.diagnosis.shape import continued, strip_dress
+from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 

@@ -11,9 +11,9 @@ from ajetd.adapters.kindsfile import load_kinds_file
 from ajetd.core.errors import BlueprintError
 from ajetd.core.options import parse_options
 from ajetd.core.userkinds import parse_kinds
-from ajetd.diagnosis.findings import StreamDiagnoser
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.live import LiveScans
+from ajetd.diagnosis.stream import StreamDiagnoser
 
 GOOD = """
 kinds:

@@ -101,9 +101,9 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.adapters.regular import open_regular
-    from ajetd.diagnosis.findings import diagnose_chunks
     from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import CHUNK_BYTES
+    from ajetd.diagnosis.stream import diagnose_chunks
 
     user = KindSet()
     if kinds_file is not None:

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ajetd.core.finding import Finding
-from ajetd.diagnosis.findings import StreamDiagnoser
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.scan import count_lines, read_chunks
+from ajetd.diagnosis.stream import StreamDiagnoser
 from ajetd.diagnosis.text import MAX_LINE_BYTES
 
 MAX_BYTES_PER_SCAN = 8 * 1024 * 1024  # a burst of output is read over several ticks

@@ -1,0 +1,228 @@
+"""Raw output read in chunks cut anywhere, as a running trial's log grows or a whole file is
+read: the findings (`findings.Diagnoser`) are the same however the output is cut; pure.
+
+Speed: `StreamDiagnoser` takes raw chunks, finds every trigger word of the catalogue (and the
+shape words of exception lines) in one Aho-Corasick pass over the whole chunk
+(`ahocorasick_rs`, in Rust), and decodes and classifies only the lines that hold one, plus the
+lines of any traceback; everything else is never touched in Python. A line equal to one
+already found to say nothing (NCCL INFO chatter, vLLM's throughput lines, repeated worker
+lines; equal but for its digits where no candidate kind looks at digits) is skipped without
+decoding. User kinds are found in the chunk by one RE2 pass (linear time) over it.
+
+Live reading equals offline reading: a line, a wrapped exception message or a traceback split
+across reads, a line longer than MAX_LINE_BYTES, a progress bar redrawn with `\\r` for hours,
+`\\r\\n` line ends from a pty: `tests/test_live_reading.py` holds it over the whole corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from ahocorasick_rs import BytesAhoCorasick, MatchKind
+
+from ajetd.core.finding import Finding
+from ajetd.diagnosis.catalogue import DIGIT_BLIND, SHAPE_WORDS, TRIGGERS
+from ajetd.diagnosis.findings import Diagnoser
+from ajetd.diagnosis.kindset import KindSet
+from ajetd.diagnosis.shape import DRESS_BYTES, joined_with_next, may_go_on
+from ajetd.diagnosis.text import decode_line, seen_bytes
+
+_TRIGGER_SEARCH = BytesAhoCorasick([*TRIGGERS, *SHAPE_WORDS], matchkind=MatchKind.Standard)
+_WORD_OF_INDEX = (*TRIGGERS, *SHAPE_WORDS)
+# Lines remembered as saying nothing: bounded in count and length so memory stays flat.
+_QUIET_LINES = 4096
+_QUIET_LINE_BYTES = 512
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
+_REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
+
+
+def _clean_block(block: bytes, undress: bool = True) -> str:
+    """A block of raw output as the lines a person saw, with as many newlines as the raw
+    block; `undress`: also without each line's dress (only for patterns with an anchor inside
+    them: anchors at a pattern's ends are widened over the dress by `kindset`)."""
+    if b"\x1b" in block:
+        block = _ANSI_BYTES.sub(b"", block)
+    if b"\r" in block:  # what a `\r` redraw left on screen: the text after the last one
+        block = b"\n".join(
+            line.rstrip(b"\r").rsplit(b"\r", 1)[-1] if b"\r" in line else line
+            for line in block.split(b"\n")
+        )
+    if undress:
+        block = DRESS_BYTES.sub(b"", block)
+        if b"across cluster]" in block:
+            block = _REPEATED_BYTES.sub(b"", block)
+    return block.decode("utf-8", errors="replace")
+
+
+@dataclass
+class StreamDiagnoser:
+    """Feed raw output bytes in chunks cut anywhere: the findings are the same however the
+    output is cut (a line or a traceback split across reads, a wrapped message whose second
+    line comes later, a line longer than MAX_LINE_BYTES, a progress bar redrawn with `\\r`).
+    Memory holds one line still arriving (`seen_bytes` of it) and at most one complete line
+    waiting for its next (`may_go_on`). `user`: user-defined kinds, tried before the
+    catalogue's."""
+
+    diagnoser: Diagnoser = field(default_factory=Diagnoser)
+    lines_done: int = 0  # complete lines consumed before `_held` and `_partial`
+    user: KindSet = field(default_factory=KindSet)
+    _partial: bytes = b""
+    _quiet: set[bytes] = field(default_factory=set)
+    _held: bytes = b""  # a complete line (newline included) waiting for the next one
+
+    def __post_init__(self) -> None:
+        if self.user:
+            self.diagnoser.user = self.user
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._held + self._partial + chunk
+        cut = data.rfind(b"\n") + 1
+        start = data.rfind(b"\n", 0, max(cut - 1, 0)) + 1
+        held = data[start:cut] if cut and may_go_on(data[start : cut - 1]) else b""
+        self._held = held
+        self._partial = seen_bytes(data[cut:])
+        self._scan(data[: cut - len(held)])
+
+    def findings(self) -> list[Finding]:
+        """Findings so far (the unread end counts once the stream ends: `close`, `peek`)."""
+        return self.diagnoser.findings()
+
+    def kinds(self) -> frozenset[str]:
+        return self.diagnoser.kinds()
+
+    @property
+    def changes(self) -> int:
+        return self.diagnoser.changes
+
+    def unread(self) -> bool:
+        """Whether the end of the output so far is not read yet: a line without its newline,
+        a line waiting for its next, or a traceback not ended."""
+        return bool(self._held or self._partial or self.diagnoser.in_traceback)
+
+    def close(self) -> list[Finding]:
+        tail = self._held + self._partial + (b"\n" if self._partial else b"")
+        self._held = self._partial = b""
+        self._scan(tail)
+        self.diagnoser.end()
+        return self.findings()
+
+    def holds_line(self) -> bool:
+        """Whether a complete line waits for its next (see `may_go_on`)."""
+        return bool(self._held)
+
+    def peek(self, ending: bool = True) -> list[Finding]:
+        """The findings were the output to end now (as `diagnose` of the output so far reads
+        it), without ending it: this reader goes on unchanged. `ending` False: only a complete
+        line waiting for its next is read (as it stands), not a line still arriving nor the
+        end of a traceback."""
+        if not (self._held or (ending and self.unread())):
+            return self.findings()
+        fork = replace(self, diagnoser=self.diagnoser.fork(), _quiet=set())
+        if ending:
+            return fork.close()
+        fork._scan(fork._held)
+        return fork.findings()
+
+    def _scan(self, block: bytes) -> None:
+        if not block:
+            return
+        diagnoser, quiet = self.diagnoser, self._quiet
+        counted_at, number, done = 0, self.lines_done, 0  # `number`: lines before `counted_at`
+        for start, end, words in self._trigger_lines(block):
+            if start < done:
+                continue  # already read while following a traceback
+            raw = block[start:end]
+            tracing = diagnoser.in_traceback
+            key = raw.translate(_ZERO_DIGITS) if words and words <= DIGIT_BLIND else raw
+            if not tracing and key in quiet:
+                continue
+            number += block.count(b"\n", counted_at, start)
+            said, last = self._read(block, start, end, number, words)
+            if not (said or tracing) and len(raw) <= _QUIET_LINE_BYTES and words is not None:
+                if len(quiet) >= _QUIET_LINES:
+                    quiet.clear()
+                quiet.add(key)
+            number += last != end
+            while diagnoser.in_traceback and last + 1 < len(block):  # follow it to its end
+                nxt = last + 1
+                number += 1
+                _, last = self._read(block, nxt, block.find(b"\n", nxt), number, None)
+                number += block.count(b"\n", nxt, last)
+            counted_at = done = last + 1
+            number += 1
+        self.lines_done += block.count(b"\n")
+
+    def _read(
+        self, block: bytes, start: int, end: int, number: int, words: frozenset[bytes] | None
+    ) -> tuple[bool, int]:
+        """Give the diagnoser the line at `start`..`end` (line `number` + 1), read together
+        with the next one when the two are one wrapped exception message (then every kind is
+        tried on it); whether it said something, and where what was read ends."""
+        text = decode_line(block[start:end])
+        wrapped = joined_with_next(block, end, text)
+        if wrapped is not None:
+            text, end = wrapped
+            words = None
+        return self.diagnoser.line(number + 1, text, words), end
+
+    def _trigger_lines(self, block: bytes) -> list[tuple[int, int, frozenset[bytes] | None]]:
+        """Each line holding a trigger word, in order: start, end, and its words (a block
+        that begins inside a traceback also yields its first line; a line where a user kind
+        may match comes with None: every kind is tried on it)."""
+        lines: list[tuple[int, int, frozenset[bytes] | None]] = []
+        if self.diagnoser.in_traceback:
+            lines.append((0, block.find(b"\n"), None))
+        start, end, words = -1, -1, set[bytes]()
+        for index, pos, _ in _TRIGGER_SEARCH.find_matches_as_indexes(
+            block.lower(), overlapping=True
+        ):
+            if pos >= end:  # a new line: close the previous one
+                if words:
+                    lines.append((start, end, frozenset(words)))
+                start = block.rfind(b"\n", 0, pos) + 1
+                end = block.find(b"\n", pos)
+                words = set()
+            words.add(_WORD_OF_INDEX[index])
+        if words:
+            lines.append((start, end, frozenset(words)))
+        if self.user:
+            mine = self._user_lines(block)
+            if mine:
+                seen = {line[0] for line in lines if line[2] is not None}
+                lines = sorted([*lines, *(m for m in mine if m[0] not in seen)])
+                lines = [
+                    line for i, line in enumerate(lines) if i == 0 or line[0] != lines[i - 1][0]
+                ]
+        if len(lines) > 1 and lines[0][0] == 0 and lines[1][0] == 0:
+            lines.pop(0)  # the traceback's first line also holds a trigger word
+        return lines
+
+    def _user_lines(self, block: bytes) -> list[tuple[int, int, frozenset[bytes] | None]]:
+        """The raw lines of `block` in which a user kind's pattern may match (one RE2 pass
+        over the block as seen, mapped back to raw offsets by line number)."""
+        text = _clean_block(block, self.user.anchored)
+        out: list[tuple[int, int, frozenset[bytes] | None]] = []
+        line_no, text_at, raw_at = 0, 0, 0
+        for begin in self.user.line_starts(text):
+            ahead = text.count("\n", text_at, begin)
+            for _ in range(ahead):
+                raw_at = block.find(b"\n", raw_at) + 1
+            line_no, text_at = line_no + ahead, begin
+            end = block.find(b"\n", raw_at)
+            out.append((raw_at, end if end >= 0 else len(block), None))
+        return out
+
+
+def diagnose_chunks(chunks: Iterable[bytes], user: KindSet | None = None) -> list[Finding]:
+    """Findings in a whole stream of output bytes (`user`: user-defined kinds)."""
+    stream = StreamDiagnoser(user=user or KindSet())
+    for chunk in chunks:
+        stream.feed(chunk)
+    return stream.close()
+
+
+def diagnose_text(text: str, user: KindSet | None = None) -> list[Finding]:
+    return diagnose_chunks([text.encode("utf-8", errors="replace")], user)
