@@ -197,3 +197,17 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert out.returncode == 1, out.stdout
     assert "run gon001's tmux session ajet_gone is gone (done, lost:" in out.stdout, out.stdout
     assert "ajetd logs gon001" in out.stdout
+
+
+def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(
+    daemon_env: Env,
+) -> None:
+    """`on_finish: notify-send ...` is what people write: a one-liner that cannot parse the
+    JSON on its stdin used to get only AJETD_RUN_ID; it also gets the status and result dir."""
+    env = daemon_env
+    sink = env.tmp / "hook.env"
+    line = f"echo $AJETD_HOOK $AJETD_RUN_ID $AJETD_STATUS $AJETD_RESULT_DIR > {sink}"
+    bp = env.blueprint("hookenv", command="exit 3", ajetd=f"gpus: 0\non_finish: '{line}'")
+    run_id = env.submit(bp)
+    said = wait_for(lambda: sink.exists() and sink.read_text(), what="on_finish")
+    assert said.split() == ["on_finish", run_id, "failed", str(env.tmp / "results" / "hookenv")]

@@ -1,4 +1,6 @@
-"""`[ajetd] on_finish` / `on_attention`: the user's commands, run with the run's JSON on stdin.
+"""`[ajetd] on_finish` / `on_attention`: the user's commands, run with the run's JSON on stdin
+(and its id, status and result dir as AJETD_RUN_ID, AJETD_STATUS, AJETD_RESULT_DIR, for a
+one-line hook that does not parse JSON).
 
 The command is the user's on purpose (like the launch command), so it goes to `bash -c` as
 written. Hooks never block the loop: each runs detached, its output appended to the run's
@@ -60,6 +62,8 @@ class Hooks:
                     env={
                         **os.environ,
                         "AJETD_RUN_ID": str(payload.get("run_id", "")),
+                        "AJETD_STATUS": str(payload.get("status") or ""),
+                        "AJETD_RESULT_DIR": str(payload.get("result_dir") or ""),
                         "AJETD_HOOK": name,
                     },
                 )
