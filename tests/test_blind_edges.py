@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import Env, wait_for
+from conftest import Env, shared_paths, wait_for
 
 
 def _in(env: Env, cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -211,3 +211,35 @@ def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(
     run_id = env.submit(bp)
     said = wait_for(lambda: sink.exists() and sink.read_text(), what="on_finish")
     assert said.split() == ["on_finish", run_id, "failed", str(env.tmp / "results" / "hookenv")]
+
+
+def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) -> None:
+    """`exp_venv_exe: /usr/bin/python3` (a system or conda python, no `bin/python` beside it):
+    a bare `python` in the command used to be whatever came first on the daemon's PATH (here
+    a decoy; for a daemon started from its own venv, that venv's python), silently."""
+    import os
+
+    decoy = env.tmp / "decoy"
+    decoy.mkdir()
+    (decoy / "python").write_text("#!/bin/sh\necho EXE DECOY\n")
+    (decoy / "python").chmod(0o755)
+    env.vars["PATH"] = f"{decoy}:{env.vars['PATH']}"
+    interp = env.tmp / "interp" / "bin"
+    interp.mkdir(parents=True)
+    real = os.path.realpath(sys.executable)
+    (interp / "python3.99").symlink_to(real)
+    env.start_daemon()
+    shown = "import os, sys; print('EXE', os.path.realpath(sys.executable))"
+    cases = {
+        "outside": str(interp / "python3.99"),  # no python beside it: `python` is it
+        "venv": sys.executable,  # a venv's own python: as before
+    }
+    for name, python in cases.items():
+        command = f'python -c "{shown}" && python3 -c "{shown}"'
+        bp = env.blueprint(name, python=python, command=command, ajetd="gpus: 0")
+        run_id = env.submit(bp)
+        assert env.cli("wait", run_id, "--timeout", "30").returncode == 0, name
+        log = (env.tmp / "results" / name / "logs" / "trial-1.log").read_text()
+        assert "DECOY" not in log, (name, log)
+        assert log.count(f"EXE {real}") == 2 or name == "venv", (name, log)
+    assert not shared_paths(env.home)  # the links' folder is owner-only, as the home is

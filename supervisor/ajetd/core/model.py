@@ -125,6 +125,7 @@ class Run:
     max_time_s: float | None = None
     codebase_dir: str = ""
     venv_dir: str = ""
+    venv_exe: str = ""  # exp_venv_exe resolved (a bare `python` runs it: TrialSpec.venv_exe)
     launch_command: str = ""
     started_at: float | None = None
     ended_at: float | None = None

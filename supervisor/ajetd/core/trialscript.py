@@ -48,6 +48,9 @@ class TrialSpec:
     # A FIFO the daemon writes to once the go file is there: the script blocks on it (bash's
     # `read -t`, no process started) instead of polling, and goes at once. Empty: polling.
     wake_fifo: str = ""
+    # exp_venv_exe itself: where the venv's `bin/python` is not this file (a system or conda
+    # python, `/usr/bin/python3`), a bare `python`/`python3` is made to run it (_venv_python)
+    venv_exe: str = ""
 
 
 _AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
@@ -62,12 +65,31 @@ def protect_autokill(command: str) -> tuple[str, bool]:
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
 
 
+def _venv_python(spec: TrialSpec) -> list[str]:
+    """Lines that make a bare `python` (and `python3`) the blueprint's python when the venv's
+    `bin/python` is another file or none (`-ef`: the same file, links followed; a test, no
+    process): links to it in `bin/` beside the go file, first on PATH. A venv's own python
+    passes the test, so a venv is used exactly as `source bin/activate` leaves it."""
+    if not spec.venv_exe:
+        return []
+    q = shlex.quote
+    shim = '"${go%/*}/bin"'
+    return [
+        f"venv_exe={q(spec.venv_exe)}",
+        'if ! [ "$VIRTUAL_ENV/bin/python" -ef "$venv_exe" ]; then',
+        f'  mkdir -m 700 -p -- {shim} && ln -sfn -- "$venv_exe" {shim}/python &&',
+        f'    ln -sfn -- "$venv_exe" {shim}/python3 && export PATH={shim}":$PATH"',
+        "fi",
+    ]
+
+
 def render_trial_script(spec: TrialSpec) -> str:
     """Return the bash script for one trial. Every value but the command is shell-quoted."""
     q = shlex.quote
     exports = [
         f"export VIRTUAL_ENV={q(spec.venv_dir)}",
         'export PATH="$VIRTUAL_ENV/bin:$PATH"',
+        *_venv_python(spec),
         "unset PYTHONHOME",
         f"export AJETD_RUN_ID={q(spec.run_id)}",
         f"export AJETD_RESULT_DIR={q(spec.result_dir)}",

@@ -123,6 +123,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
         max_time_s=bp.max_time_s,
         codebase_dir=resolved.codebase_dir,
         venv_dir=resolved.venv_dir,
+        venv_exe=resolved.venv_exe,
         launch_command=command,
         val_path=resolved.val_path,
         val_offset=resolved.val_size,  # count only validation lines written during this run

@@ -128,6 +128,7 @@ def prepare_trial(
         command=command,
         codebase_dir=run.codebase_dir,
         venv_dir=run.venv_dir,
+        venv_exe=run.venv_exe,
         result_dir=run.result_dir,
         go_file=str(p.go),
         exit_file=str(p.exit),

@@ -59,7 +59,7 @@ class SlurmHost(LocalHost):
         name = slurm.job_name(run.run_id, n)
         if not self.batch:
             command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
-            return run, replace(spec, command=command, env=(), prefix=())
+            return run, replace(spec, command=command, env=(), prefix=(), venv_exe="")
         log_file = log.with_suffix(".job.log")  # trial-N.job.log, shown in the pane
         argv = slurm.sbatch_argv(wanted, run.max_time_s, name, str(script), str(log_file), 30)
         q = shlex.quote
@@ -70,7 +70,7 @@ class SlurmHost(LocalHost):
             f"--exit-file {q(job.exit_file)} "
             f"--done-file {q(str(home.trial_file(run.run_id, n, 'job.done')))}"
         )
-        return run, replace(spec, command=follow, env=(), prefix=())
+        return run, replace(spec, command=follow, env=(), prefix=(), venv_exe="")
 
     def signal(self, run: Run, pid: int | None, name: str) -> int:
         """Through `scancel` once the job has an id (a job still pending has nothing to save:

@@ -85,7 +85,9 @@ class SshHost(LocalHost):
             f"--rdir {q(rdir)} --trial {n} --run-id {q(run.run_id)} "
             f"--lost {q(str(home.trial_file(run.run_id, n, 'sshlost')))}"
         )
-        local = replace(spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=())
+        local = replace(
+            spec, command=follow, codebase_dir=run.result_dir, env=(), prefix=(), venv_exe=""
+        )
         Path(run.result_dir).mkdir(parents=True, exist_ok=True)
         return run, local
 
