@@ -101,8 +101,10 @@ def test_a_failed_runs_kind_is_the_offline_kind_of_what_it_printed(daemon_env: E
     for run_id, path in runs.items():
         status = shown[run_id]
         assert status["status"] == "failed", json.dumps(status)
-        assert (Path(status["result_dir"]) / "finish.flag").is_file()
+        result = Path(status["result_dir"])
+        assert json.loads((result / "finish.flag").read_text())["status"] == "failed"
         live = [f["kind"] for f in status["diagnosis"]]
+        assert not live or f"({live[0]})" in (result / "results.md").read_text()  # its reason
         if live != _offline_kinds(path):
             differ.append(f"{path.relative_to(CORPUS)}: ran {live}, offline {_offline_kinds(path)}")
     assert not differ, differ
