@@ -6,11 +6,14 @@ a user saw; see the README for the behaviour it pins.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import Env, shared_paths, wait_for
 
@@ -217,8 +220,6 @@ def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) ->
     """`exp_venv_exe: /usr/bin/python3` (a system or conda python, no `bin/python` beside it):
     a bare `python` in the command used to be whatever came first on the daemon's PATH (here
     a decoy; for a daemon started from its own venv, that venv's python), silently."""
-    import os
-
     decoy = env.tmp / "decoy"
     decoy.mkdir()
     (decoy / "python").write_text("#!/bin/sh\necho EXE DECOY\n")
@@ -243,3 +244,20 @@ def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) ->
         assert "DECOY" not in log, (name, log)
         assert log.count(f"EXE {real}") == 2 or name == "venv", (name, log)
     assert not shared_paths(env.home)  # the links' folder is owner-only, as the home is
+
+
+def test_an_empty_or_relative_home_means_the_users_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`HOME= ajetd status` (cron, some containers) used to look for `.ajetd` in whatever
+    folder the command was typed in, so `submit` and `status` typed in two folders saw two
+    homes; the password database's home is used instead, as with HOME unset."""
+    import pwd
+
+    from ajetd.adapters.store import default_home
+
+    monkeypatch.delenv("AJETD_HOME", raising=False)
+    mine = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ajetd"
+    for odd in ("", "relative/home"):
+        monkeypatch.setenv("HOME", odd)
+        assert default_home() == mine
+    monkeypatch.setenv("AJETD_HOME", "rel")
+    assert default_home() == Path.cwd() / "rel"

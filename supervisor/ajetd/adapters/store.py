@@ -30,8 +30,23 @@ OWNER_FILE = 0o600
 def default_home() -> Path:
     """`$AJETD_HOME` (else `~/.ajetd`), made absolute against the current folder: a trial's
     pane starts in its codebase, so a relative home would name its script nowhere."""
-    home = Path(os.environ.get("AJETD_HOME") or Path.home() / ".ajetd").expanduser()
+    home = Path(os.environ.get("AJETD_HOME") or _user_home() / ".ajetd").expanduser()
     return Path(os.path.abspath(home))
+
+
+def _user_home() -> Path:
+    """`$HOME`, or the user's home from the password database where HOME is unset, empty or
+    relative (`HOME= ajetd ...`, some cron and container setups): every command then finds
+    the same `~/.ajetd`, wherever it is typed."""
+    home = os.environ.get("HOME", "")
+    if os.path.isabs(home):
+        return Path(home)
+    import pwd
+
+    try:
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:  # a uid with no entry: the current folder, as Python would
+        return Path(os.path.abspath(home or "."))
 
 
 def _as_written(path: Path, run: Run) -> Run:
@@ -280,11 +295,14 @@ class Home:
                     )
         claimed = self.run_dir(run_id) / "blueprint.md"
         if claimed.exists() and not self.state_file(run_id).exists():
-            return Run(
-                run_id=run_id,
-                source="blueprint.md",
-                submitted_at=claimed.stat().st_mtime,
-                reason="being admitted by the daemon",
+            return _as_written(
+                claimed,
+                Run(
+                    run_id=run_id,
+                    source="blueprint.md",
+                    submitted_at=claimed.stat().st_mtime,
+                    reason="being admitted by the daemon",
+                ),
             )
         return None
 
