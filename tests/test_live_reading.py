@@ -118,6 +118,17 @@ def test_pieces_longer_than_a_line_keeps_are_read_as_the_whole_line_is() -> None
             assert _first(diagnose_chunks([data[:cut], data[cut:]])) == kind
 
 
+def test_ajetds_own_line_glued_to_a_line_without_its_newline_is_not_the_programs() -> None:
+    """The script's exit line after a last line printed without its newline, a Slurm
+    follower's note in the middle of a line: the program's text before it is read alone."""
+    for own in (b"trial 1 exited with code 1", b"could not pass SIGINT on to job 7: timed out"):
+        text = b"step 3\r\nKeyError: 'model'[ajetd] " + own + b"\r\n"
+        found = diagnose_chunks([text])
+        assert [(f.kind, f.line, f.evidence) for f in found] == [
+            ("unknown_traceback", 2, "KeyError: 'model'")
+        ]
+
+
 def test_a_message_wrapped_in_two_is_one_whichever_read_brings_its_second_line() -> None:
     text = (
         b"[rank0]: AssertionError: local_world_size (8) must be less than or equal to the "

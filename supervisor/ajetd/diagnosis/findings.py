@@ -58,8 +58,6 @@ _LOGGER_FRAME = re.compile(
 _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
-# The script's exit line, glued to the program's last line when that had no newline.
-_OWN_EXIT_LINE = re.compile(re.escape(OWN_LINE_PREFIX) + r"trial \d+ exited with code -?\d+\s*$")
 
 
 @dataclass
@@ -156,8 +154,8 @@ class Diagnoser:
         (its banner with the launch command, its exit line, a follower's note) says nothing."""
         if text.startswith(OWN_LINE_PREFIX):
             return False
-        if OWN_LINE_PREFIX in text:  # a last line without its newline, then the exit line
-            text = _OWN_EXIT_LINE.sub("", text)
+        if OWN_LINE_PREFIX in text:  # a line without its newline, then one of ajetd's lines
+            text = text[: text.index(OWN_LINE_PREFIX)]  # (the exit line, a follower's note)
         body = strip_dress(text)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())
