@@ -261,3 +261,49 @@ def test_an_empty_or_relative_home_means_the_users_home(monkeypatch: pytest.Monk
         assert default_home() == mine
     monkeypatch.setenv("AJETD_HOME", "rel")
     assert default_home() == Path.cwd() / "rel"
+
+
+NCCL = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
+)
+
+
+def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: Env) -> None:
+    """`RUN=$(ajetd submit f.md); ajetd logs -f "$RUN"` used to print nothing and exit 0 while
+    the run was queued, and a follow begun in trial 1 stayed on trial 1's log: a relaunch's
+    output never showed. It now waits for the first trial, follows each one in turn, ends
+    with the run (exit 0), and Ctrl-C ends it with 130 saying the run goes on."""
+    fail = {"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}}
+    config = env.config("follow", fail=fail, steps=3, step_time=0.2)
+    run_id = env.submit(env.blueprint("follow", config=config, ajetd="gpus: 0"))
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "ajetd", "logs", run_id, "-f"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    env.start_daemon()
+    out, err = follow.communicate(timeout=60)
+    assert follow.returncode == 0, err
+    assert f"[ajetd] run {run_id} trial 1:" in out and "NCCL error" in out, out
+    assert f"[ajetd] run {run_id} trial 2:" in out, out
+    assert out.rstrip().endswith("[ajetd] trial 2 exited with code 0"), out[-500:]
+    assert env.status(run_id)["trial"] == 2
+
+    hang = env.config("follow-hang", steps=1, hang=True)
+    run_id = env.submit(env.blueprint("follow-hang", config=hang, ajetd="gpus: 0"))
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "ajetd", "logs", run_id, "-f"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the hang to start")
+    follow.send_signal(2)
+    _, err = follow.communicate(timeout=20)
+    assert follow.returncode == 130 and "the run goes on" in err, (follow.returncode, err)
+    assert "Aborted" not in err
+    env.cli("stop", run_id)

@@ -253,11 +253,11 @@ def stop(run_id: str, no_wait: bool, timeout: float) -> None:
 @click.command()
 @click.argument("run_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
+@interruptible("the run goes on (`ajetd status RUN` shows it)")
 def logs(run_id: str, follow: bool) -> None:
     """The run's full output, every trial in order. A run that ended without a trial (one
-    rejected) has none: exit 1, with its reason on stderr."""
-    from ajetd.core.trialscript import trial_log
-
+    rejected) has none: exit 1, with its reason on stderr. With -f: from a queued run's first
+    trial through every relaunch to the run's end."""
     home = open_home()
     run = load_run(home, run_id)
     if not run.trials and not run.active:
@@ -268,28 +268,33 @@ def logs(run_id: str, follow: bool) -> None:
             err=True,
         )
         sys.exit(1)
+    printed: dict[int, int] = {}
+    _print_new(run, printed)
+    while follow and run.active:
+        time.sleep(0.25)
+        run = load_run(home, run_id)  # before the logs: once it has ended, they are whole
+        _print_new(run, printed)
+
+
+def _print_new(run: Run, printed: dict[int, int]) -> None:
+    """Each trial's output not printed yet (`printed`: bytes already out, by trial number),
+    in trial order."""
+    from ajetd.core.trialscript import trial_log
+
     out = sys.stdout.buffer
     for trial in run.trials:
         path = trial_log(run, trial.number)
-        if path.exists():
-            out.write(path.read_bytes())
-    out.flush()
-    if not follow or not run.trials:
-        return
-    number = run.trials[-1].number
-    path = trial_log(run, number)
-    offset = path.stat().st_size if path.exists() else 0
-    while True:
-        if path.exists() and path.stat().st_size > offset:
+        done = printed.get(trial.number, 0)
+        try:
             with open(path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-            offset += len(chunk)
-            out.write(chunk)
-            out.flush()
-        elif not load_run(home, run_id).active:
-            return
-        time.sleep(0.25)
+                handle.seek(done)
+                while chunk := handle.read(1 << 20):  # a log of any size, in bounded pieces
+                    out.write(chunk)
+                    done += len(chunk)
+        except FileNotFoundError:
+            continue
+        printed[trial.number] = done
+    out.flush()
 
 
 def _session_alive(tmux: Tmux, run: Run) -> None:
