@@ -328,6 +328,9 @@ def test_an_announced_failure_is_named_alone_when_nothing_follows() -> None:
             "RuntimeError: The size of tensor a (5) must match the size of tensor b (3)",
             ["unknown_traceback"],
         ),
+        # a job whose launch failed is not a kernel whose launch failed
+        ("srun: error: Application launch failed: Job step creation failed", ["launch_error"]),
+        ("ERROR 07-07 06:13:02 [x.py:9] FlashAttentionScore launch kernel failed.", ["cuda_error"]),
         # a setting compared by name with what it is checked against
         (
             "AssertionError: train_batch_size is not equal to micro_batch_per_gpu * "

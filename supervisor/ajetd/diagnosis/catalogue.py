@@ -227,6 +227,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # script that merely sets the variable
             r"\b(consider passing|environment variable|please unset)\s+(cuda|hip|ascend)"
             r"_launch_blocking\b",
+            # shape: a kernel whose launch failed, in words that name the kernel launch
+            # (Ascend's `FlashAttentionScore launch kernel failed.`); not a job's launch
+            r"\b(kernel launch|launch(ing)? (the )?kernels?)\b.{0,20}\bfail",
         ),
     ),
     Kind(
@@ -820,6 +823,11 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cutlass",
         ".cu:",
         "curesult error",
+        "kernel launch",
+        "launch kernel",
+        "launching kernel",
+        "launching the kernel",
+        "launch the kernel",
     ),
     "segfault": (
         "segmentation fault",

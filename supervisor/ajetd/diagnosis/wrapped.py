@@ -27,10 +27,10 @@ _DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died bec
 # A wrapper that carries its cause in its own message: `RaySystemError: System error: <cause>`.
 _CARRIED_CAUSE = re.compile(r"^(?:[\w.]+\.)?RaySystemError: System error: (?P<cause>\S.*)$")
 # A line that announces a failure printed after it (Hydra instantiating a target that raised).
-_ANNOUNCES_WRAPPED = re.compile(r"^Error in call to target '[^']*'")
+_ANNOUNCES_WRAPPED = re.compile(r"\s*Error in call to target '[^']*'")
 # Ray announcing that an actor's constructor raised: the exception is printed after it (and
 # when the paste stops before it, an exception no kind explains ended the actor).
-_RAISED_IN_CREATION = re.compile(r"^Exception raised in creation task\b")
+_RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
 
 
 def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
@@ -79,10 +79,9 @@ def exception_kind(
 def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, int]:
     """The kind of a line that is not an exception line, and its rank; None when it says
     nothing."""
-    own = body.lstrip()
     kind = classify(body, words)
     if kind is None:
-        return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(own) else (None, SPECIFIC)
-    if _ANNOUNCES_WRAPPED.match(own):  # a specific failure printed after it comes first; an
+        return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
+    if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
     return kind, ECHO if kind.consequence else SPECIFIC
