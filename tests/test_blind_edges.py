@@ -67,6 +67,9 @@ def test_a_rejected_blueprint_never_writes_into_a_live_runs_result_dir(daemon_en
     wait_for(lambda: env.record(first).get("state") == "running", what="the first run to start")
     link = env.tmp / "results" / "link"
     link.symlink_to(shared)
+    linted = env.cli("lint", str(env.blueprint("lintme", result=str(link), command="true")))
+    assert linted.returncode == 2  # lint says it before a submission is refused
+    assert f"exp_result_dir: {link} is in use by live run {first}" in linted.stderr
     others = [
         env.blueprint("same", result=str(shared), ajetd="gpus: 0", command="true"),
         env.blueprint("dotted", result=f"{shared}//./", ajetd="gpus: 0", command="true"),

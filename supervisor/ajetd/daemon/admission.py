@@ -35,7 +35,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
-from ajetd.hosts.preflight import Resolved, check_blueprint, result_dir_problem
+from ajetd.hosts.preflight import Resolved, check_blueprint, in_use, result_dir_problem
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,6 @@ def admit(
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
-
-
-def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
-    """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
-    a symlink to it): that run alone writes there."""
-    real = os.path.realpath(result_dir)
-    return any(real == os.path.realpath(busy) for busy in busy_dirs if busy)
 
 
 def _read(

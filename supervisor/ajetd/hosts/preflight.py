@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -138,6 +138,13 @@ def _logged_in() -> frozenset[str]:
     except OSError:
         pass
     return frozenset(found)
+
+
+def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
+    """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
+    a symlink to it): that run alone writes there."""
+    real = os.path.realpath(result_dir)
+    return any(real == os.path.realpath(busy) for busy in busy_dirs if busy)
 
 
 def result_dir_problem(result_dir: str) -> str | None:
