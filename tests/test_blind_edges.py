@@ -310,3 +310,22 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
     assert follow.returncode == 130 and "the run goes on" in err, (follow.returncode, err)
     assert "Aborted" not in err
     env.cli("stop", run_id)
+
+
+def test_an_env_value_is_the_text_as_written(env: Env) -> None:
+    """`[ajetd] env: {VLLM_VERSION: 0.10, MASK: 010, OFFLINE: yes}` used to export 0.1, 8 and
+    true: YAML's numbers and booleans, not what was typed. Quoted text stays as it was."""
+    text = env.blueprint("envtext").read_text() + (
+        "\n## [ajetd]\ngpus: 0\nenv: {VLLM_VERSION: 0.10, MASK: 010, OFFLINE: yes, N: 4,\n"
+        "      Q: '0.10', E: 1e3, HEX: 0x1F}\n"
+    )
+    found = _lint(env, text)
+    assert found["blueprint"]["options"]["env"] == {
+        "VLLM_VERSION": "0.10",
+        "MASK": "010",
+        "OFFLINE": "yes",
+        "N": "4",
+        "Q": "0.10",
+        "E": "1e3",
+        "HEX": "0x1F",
+    }

@@ -128,6 +128,11 @@ def load_yaml_part(text: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise BlueprintError([f"must be a YAML mapping of keys, got {show(data)}"])
+    if isinstance(data.get("env"), dict):  # `VERSION: 0.10` is "0.10", not 0.1
+        typed = yamlpart.plain_scalars_under(body, "env")
+        data["env"] = {
+            k: typed.get(k, v) if isinstance(k, str) else v for k, v in data["env"].items()
+        }
     return {str(k): v for k, v in data.items()}
 
 

@@ -156,3 +156,25 @@ def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
         raise
     except Exception as exc:  # the promise: whatever the loader raises becomes one message
         raise YamlError(_describe(exc, text)) from None
+
+
+def plain_scalars_under(text: str, key: str) -> dict[str, str]:
+    """The plain (unquoted) scalars of the mapping under top-level `key`, as written: YAML
+    reads `0.10` as 0.1, `010` as 8, `yes` as true, but an environment variable is the text
+    the user typed. Call after `load` accepted `text` (its bounds hold for this pass too)."""
+    root = yaml.compose(text, Loader=_Loader)
+    if not isinstance(root, MappingNode):
+        return {}
+    for key_node, value_node in root.value:
+        if isinstance(key_node, ScalarNode) and key_node.value == key:
+            if not isinstance(value_node, MappingNode):
+                return {}
+            return {
+                str(name.value): str(value.value)
+                for name, value in value_node.value
+                if isinstance(name, ScalarNode)
+                and isinstance(value, ScalarNode)
+                and not value.style  # plain: None in PyYAML, "" in libyaml
+                and value.tag != "tag:yaml.org,2002:null"
+            }
+    return {}
