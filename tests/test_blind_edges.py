@@ -203,6 +203,11 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert out.returncode == 1, out.stdout
     assert "run gon001's tmux session ajet_gone is gone (done, lost:" in out.stdout, out.stdout
     assert "ajetd logs gon001" in out.stdout
+    queued = env.submit(env.blueprint("notyet"))  # no daemon: it waits in the inbox
+    out = env.cli("attach", queued)  # before the terminal check: no session to attach to
+    assert out.returncode == 1, out.stderr
+    assert f"run {queued} has no tmux session (queued: waiting in the inbox" in out.stderr
+    assert f"ajetd logs -f {queued} follows it once it starts" in out.stderr
 
 
 def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(

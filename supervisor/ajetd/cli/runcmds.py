@@ -306,14 +306,17 @@ def _session_alive(tmux: Tmux, run: Run) -> None:
         alive = run.session in tmux.session_names()
     except TmuxError:
         return  # tmux itself will say what is wrong
-    if alive:
-        return
+    if not alive:
+        raise click.ClickException(
+            f"run {run.run_id}'s tmux session {run.session} is gone ({_why(run)}); its "
+            f"output: ajetd logs {run.run_id}"
+        )
+
+
+def _why(run: Run) -> str:
+    """`queued: waiting for 1 GPU(s) ...`, `done, lost: ...`: where the run stands."""
     why = run.state.value + (f", {run.status.value}" if run.status else "")
-    why += f": {run.reason}" if run.reason else ""
-    raise click.ClickException(
-        f"run {run.run_id}'s tmux session {run.session} is gone ({why}); its output: "
-        f"ajetd logs {run.run_id}"
-    )
+    return why + (f": {run.reason}" if run.reason else "")
 
 
 @click.command()
@@ -323,8 +326,11 @@ def attach(run_id: str) -> None:
     from ajetd.adapters.tmux import Tmux, socket_from_env
 
     run = load_run(open_home(), run_id)
-    if not run.session:
-        raise click.UsageError(f"run {run_id} has no tmux session ({run.state.value})")
+    if not run.session:  # not a usage error: exit 1, saying where the run stands
+        raise click.ClickException(
+            f"run {run_id} has no tmux session ({_why(run)})"
+            + (f"; ajetd logs -f {run_id} follows it once it starts" if run.active else "")
+        )
     argv, env = Tmux(socket_from_env()).attach(run.session)
     if "attach-session" in argv and not sys.stdin.isatty():  # tmux would only say "not a terminal"
         raise click.UsageError(
