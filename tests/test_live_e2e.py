@@ -135,3 +135,6 @@ def test_a_hung_runs_diagnosis_is_the_offline_kind_of_what_it_printed(daemon_env
     ]
     assert all(printed(r) and shown[r]["state"] == "running" for r in runs)
     assert not differ, differ
+    for run_id, kinds in expected.items():  # and the timeline says when each was seen
+        events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+        assert all("seen while running" in events and f": {k} (line" in events for k in kinds)

@@ -268,10 +268,11 @@ class Observe(Base):
             user = None if slot.live.started(key) else self._kinds(slot)
             seen = slot.live.scan(key, log_file, now, user)
         if seen is not None:
-            known = {f.kind for f in run.trial.live_findings}
-            for f in seen.findings:
+            known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
+            where = " in its unfinished last output" if seen.paused else ""
+            for f in seen.new:
                 if f.kind not in known:
-                    text = f"seen while running: {f.kind} (line {f.line})"
+                    text = f"seen while running{where}: {f.kind} (line {f.line})"
                     self.home.append_event(run.run_id, now, text)
             self._store(model.seen_in_output(run, seen.findings, seen.replaced))
 

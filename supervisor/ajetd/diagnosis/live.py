@@ -46,28 +46,38 @@ class _Cursor:
     changes: int = 0  # the stream's `changes` when they were read
     provisional: bool = False  # they read the output's unread end as it stood
     paused_at: int = -1  # the offset at which a pause was last read
+    told: set[str] = field(default_factory=set)  # the kinds given out as new once
 
 
 @dataclass(frozen=True)
 class Seen:
     """A running trial's output findings, root cause first, when they have changed;
-    `replaced`: the kinds of those given out before (which these replace)."""
+    `replaced`: the kinds of those given out before (which these replace); `new`: those of
+    kinds never given out before for this trial (a provisional kind that went and came back is
+    not new); `paused`: read at a pause, the output's unfinished end (a line, a traceback)
+    included."""
 
     findings: tuple[Finding, ...]
     replaced: frozenset[str]
+    new: tuple[Finding, ...] = ()
+    paused: bool = False
 
 
 def _shown(finding: Finding) -> tuple[str, int, str]:
     return finding.kind, finding.line, finding.evidence
 
 
-def _show(cursor: _Cursor, findings: list[Finding], provisional: bool) -> Seen | None:
+def _show(
+    cursor: _Cursor, findings: list[Finding], provisional: bool, paused: bool = False
+) -> Seen | None:
     cursor.changes, cursor.provisional = cursor.stream.changes, provisional
     before = cursor.shown
     if [_shown(f) for f in findings] == [_shown(f) for f in before]:  # counts aside
         return None
     cursor.shown = tuple(findings)
-    return Seen(cursor.shown, frozenset(f.kind for f in before))
+    new = tuple(f for f in findings if f.kind not in cursor.told)
+    cursor.told.update(f.kind for f in new)
+    return Seen(cursor.shown, frozenset(f.kind for f in before), new, paused)
 
 
 @dataclass
@@ -123,7 +133,7 @@ class LiveScans:
         cursor.paused_at = cursor.offset
         if not cursor.stream.unread():
             return None
-        return _show(cursor, cursor.stream.peek(), True)
+        return _show(cursor, cursor.stream.peek(), True, paused=True)
 
     def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
         """The whole diagnosis of an ended trial from its live cursor (only unread bytes are
