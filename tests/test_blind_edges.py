@@ -334,3 +334,20 @@ def test_an_env_value_is_the_text_as_written(env: Env) -> None:
         "E": "1e3",
         "HEX": "0x1F",
     }
+
+
+def test_an_exp_max_time_in_chinese_numerals_is_read(env: Env) -> None:
+    """`运行时间不超过两小时` is how the time limit is written in Chinese; it used to be refused
+    ("no duration found"), as were `半小时` and `一个半小时`. `十分` alone ("very") is no time."""
+    said = {
+        "运行时间不超过两小时，每个实验强制在两小时后终止": 7200.0,
+        "半小时": 1800.0,
+        "一个半小时": 5400.0,
+        "三十分钟": 1800.0,
+        "一小时二十五分钟": 5100.0,
+        "十分重要：2 小時": 7200.0,
+    }
+    for text, seconds in said.items():
+        bp = env.blueprint("zh", max_time=text)
+        found = _lint(env, bp.read_text())
+        assert found["blueprint"]["max_time_s"] == seconds, (text, found["problems"])

@@ -22,9 +22,10 @@ MAX_DURATION_S = 365 * 86400.0  # more than a year is a typo, not a training run
 MAX_DIGITS = 15  # a float holds 15 significant digits; longer is no duration anyone meant
 _UNITS: dict[str, float] = {}
 for _names, _secs in (
-    (("s", "sec", "secs", "second", "seconds", "秒", "秒钟"), 1.0),
-    (("m", "min", "mins", "minute", "minutes", "分", "分钟"), 60.0),
-    (("h", "hr", "hrs", "hour", "hours", "小时", "个小时", "时", "鐘頭", "钟头", "個小時"), 3600.0),
+    (("s", "sec", "secs", "second", "seconds", "秒", "秒钟", "秒鐘"), 1.0),
+    (("m", "min", "mins", "minute", "minutes", "分", "分钟", "分鐘"), 60.0),
+    (("h", "hr", "hrs", "hour", "hours", "时", "小时", "个小时", "小時", "個小時"), 3600.0),
+    (("钟头", "鐘頭"), 3600.0),
     (("d", "day", "days", "天", "日"), 86400.0),
 ):
     for _name in _names:
@@ -45,6 +46,39 @@ _JOINERS = " \t,和又"
 EXAMPLES = "90s, 30m, 2h, 1h30m, 1.5 hours, 2 小时, 01:30:00"
 
 
+# Chinese numerals before a Chinese unit (`两小时`, `半小时`, `一个半小时`, `三十分钟`) are
+# read as digits. Only before an unambiguous unit word: `十分` alone also means "very".
+_CN_DIGITS = dict(
+    zip("零〇一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)
+)
+_CN_UNIT = "(?:个|個)?(?:小时|小時|钟头|鐘頭|分钟|分鐘|秒钟|秒鐘|秒|天)"
+_CN_NUMBER = re.compile(
+    rf"(?:([零〇一二两兩三四五六七八九十百]{{1,8}})(?:个|個)?(半)?|(半))(?={_CN_UNIT})"
+)
+
+
+def _cn_value(numeral: str) -> int:
+    """`十五` -> 15, `二十` -> 20, `一百二十` -> 120, `两` -> 2."""
+    total = current = 0
+    for char in numeral:
+        if char in _CN_DIGITS:
+            current = _CN_DIGITS[char]
+        else:  # 十 or 百
+            total += (current or 1) * (10 if char == "十" else 100)
+            current = 0
+    return total + current
+
+
+def _arabic(text: str) -> str:
+    """`text` with Chinese numerals before a Chinese unit written in digits."""
+
+    def digits(match: re.Match[str]) -> str:
+        whole = _cn_value(match.group(1)) if match.group(1) else 0
+        return f"{whole + (0.5 if match.group(2) or match.group(3) else 0):g}"
+
+    return _CN_NUMBER.sub(digits, text)
+
+
 def _short(text: str) -> str:
     text = text.strip()
     return repr(text) if len(text) <= 60 else repr(text[:40] + "…") + f" ({len(text)} characters)"
@@ -59,6 +93,7 @@ def parse_duration(
     a text that is only a number counts `bare_unit_s` seconds per unit (hours by default).
     `whole`: the text must be the duration and nothing else.
     """
+    text = _arabic(text)
     stripped = text.strip()
     if len(stripped) > 40 and stripped.isdigit():
         raise DurationError(f"a number of {len(stripped)} digits is not a duration")
