@@ -351,3 +351,22 @@ def test_an_exp_max_time_in_chinese_numerals_is_read(env: Env) -> None:
         bp = env.blueprint("zh", max_time=text)
         found = _lint(env, bp.read_text())
         assert found["blueprint"]["max_time_s"] == seconds, (text, found["problems"])
+
+
+def test_odd_but_plain_ajetd_values_are_read_as_meant(env: Env) -> None:
+    """`gpus: 0,1` (CUDA_VISIBLE_DEVICES' way), `gpus: "2"`, `gpus: ALL`, and `env:` or
+    `hang:` with nothing under them were refused, while `max_trials: "3"` was taken."""
+    base = env.blueprint("odd").read_text() + "\n## [ajetd]\n"
+    said = {
+        "gpus: 0,1": "[0,1]",
+        'gpus: "2"': "2",
+        "gpus: ALL": "all",
+        "gpus: 1, 3,": "[1,3]",
+    }
+    for line, gpus in said.items():
+        found = _lint(env, base + line + "\n")
+        assert found["blueprint"]["options"]["gpus"] == gpus, (line, found["problems"])
+    found = _lint(env, base + "gpus: 0\nenv:\nhang:\n")
+    assert found["ok"], found["problems"]
+    refused = _lint(env, base + "gpus: 0,,1\n")["problems"]
+    assert refused == ["[ajetd]: gpus: expected a count, `all` or a list of indices, got '0,,1'"]

@@ -139,8 +139,25 @@ def load_yaml_part(text: str) -> dict[str, Any]:
 MAX_TRIALS = 100
 
 
+_GPU_LIST = re.compile(r"\d{1,4}(?:[ \t]*,[ \t]*\d{1,4})*[ \t]*,?")
+
+
+def _gpus_as_text(value: str) -> Any:
+    """`gpus:` as text, read as its YAML value would be: `"2"` a count, `0,1` (as in
+    CUDA_VISIBLE_DEVICES) a list, `ALL` all; anything else as it is (refused by name)."""
+    text = value.strip()
+    if text.lower() == "all":
+        return "all"
+    if len(text) <= 200 and _GPU_LIST.fullmatch(text):
+        numbers = [int(n) for n in text.rstrip(", \t").split(",")]
+        return numbers if "," in text else numbers[0]
+    return value
+
+
 def _gpus(value: Any, problems: list[str]) -> str:
     expected = "gpus: expected a count, `all` or a list of indices"
+    if isinstance(value, str):
+        value = _gpus_as_text(value)
     if value == "all" or value is None:
         return "all"
     if isinstance(value, list) and value:
@@ -167,6 +184,8 @@ def _indices(value: list[Any]) -> list[int]:
 
 
 def _env(value: Any, problems: list[str]) -> dict[str, str]:
+    if value is None:  # `env:` with nothing under it
+        return {}
     if not isinstance(value, dict):
         problems.append(f"env: expected a mapping NAME: value, got {show(value)}")
         return {}
@@ -186,6 +205,8 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
 
 
 def _hang(value: Any, problems: list[str]) -> tuple[float | None, str]:
+    if value is None:  # `hang:` with nothing under it: the defaults
+        value = {}
     if not isinstance(value, dict):
         problems.append(
             "hang: expected {window: auto | DURATION, action: attention | stop | relaunch}"
