@@ -370,3 +370,33 @@ def test_odd_but_plain_ajetd_values_are_read_as_meant(env: Env) -> None:
     assert found["ok"], found["problems"]
     refused = _lint(env, base + "gpus: 0,,1\n")["problems"]
     assert refused == ["[ajetd]: gpus: expected a count, `all` or a list of indices, got '0,,1'"]
+
+
+def test_on_finish_fires_for_every_end_also_without_a_trial(env: Env) -> None:
+    """A rejected blueprint and a run stopped while it queued ended without a trial; neither
+    fired `on_finish` (the daemon's `--on-finish` nor the blueprint's), so a hook that
+    reports every end never heard of them."""
+    sink = env.tmp / "ends.jsonl"
+    env.fake_gpus(1)
+    env.start_daemon("--on-finish", f"cat >> {sink}; echo >> {sink}")
+
+    def ends() -> dict[str, str]:
+        lines = sink.read_text().splitlines() if sink.exists() else []
+        return {d["run_id"]: d["status"] for d in map(json.loads, filter(None, lines))}
+
+    mine = env.tmp / "mine.txt"
+    hook = f"on_finish: 'echo $AJETD_RUN_ID >> {mine}'"
+    taken = env.tmp / "results" / "taken"
+    taken.mkdir()
+    (taken / "finish.flag").write_text("{}\n")
+    rejected = env.submit(env.blueprint("rej", result=str(taken), ajetd=f"gpus: 0\n{hook}"))
+    bad = env.submit(env.blueprint("bad", max_time="forever"))
+    holder = env.submit(env.blueprint("holder", command="sleep 60", ajetd="gpus: 1"))
+    waiting = env.submit(env.blueprint("waiting", command="true", ajetd=f"gpus: 1\n{hook}"))
+    wait_for(lambda: env.record(waiting).get("state") == "queued", what="the queued run")
+    assert env.cli("stop", waiting).returncode == 0
+    want = {rejected: "rejected", bad: "rejected", waiting: "stopped"}
+    wait_for(lambda: want.items() <= ends().items(), what="on_finish of each end")
+    wait_for(lambda: mine.exists() and len(mine.read_text().split()) == 2, what="own hooks")
+    assert sorted(mine.read_text().split()) == sorted([rejected, waiting])
+    env.cli("stop", holder)

@@ -107,7 +107,7 @@ class Act(Observe):
         )
         run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
         self._keep(run)  # finish_run saved it: not saved a second time
-        self.finish_hooks[run.run_id] = (run, slot.options)  # fired once the end is on disk
+        self.on_finish_due(run, slot.options)  # fired once the end is on disk
         self._finish_hooks(now)
         return run
 

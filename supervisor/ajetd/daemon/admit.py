@@ -115,6 +115,8 @@ class Admit(Base):
             self.open_slot(run, options)
         else:
             self._keep(run)
+            if not run.active:  # rejected: an end like any other
+                self.on_finish_due(run)
 
     def _admit_later(self, run_id: str, claimed: Path, source: str, exc: OSError) -> None:
         """A full disk is not the blueprint's fault: it is admitted again once the folder

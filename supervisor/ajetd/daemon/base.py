@@ -129,7 +129,17 @@ class Base:
 
     def _finish_now(self, run: Run, outcome: Status, reason: str, now: float) -> Run:
         """End a run whose trial never ran (or cannot run again): no exit, no processes."""
-        return ending.finish_run(self.home, run, outcome, ending.TrialEnd(reason, None), now)
+        ended = ending.finish_run(self.home, run, outcome, ending.TrialEnd(reason, None), now)
+        self.on_finish_due(ended)
+        return ended
+
+    def on_finish_due(self, run: Run, options: Options | None = None) -> None:
+        """Every end fires on_finish, also one without a trial (a rejection, a stop while
+        queued, a launch that failed): once its record is on disk (`_finish_hooks`)."""
+        if options is None:
+            slot = self.slots.get(run.run_id)
+            options = slot.options if slot else inbox.stored_options(self.home, run.run_id)
+        self.finish_hooks[run.run_id] = (run, options)
 
     def _missing(self, slot: RunSlot, paths: tuple[str, ...]) -> tuple[str, ...]:
         """Which of `paths` (relative to the codebase) do not exist where the run runs."""
