@@ -400,3 +400,13 @@ def test_on_finish_fires_for_every_end_also_without_a_trial(env: Env) -> None:
     wait_for(lambda: mine.exists() and len(mine.read_text().split()) == 2, what="own hooks")
     assert sorted(mine.read_text().split()) == sorted([rejected, waiting])
     env.cli("stop", holder)
+
+
+def test_a_command_copied_with_its_shell_prompt_runs_without_it(env: Env) -> None:
+    """```bash\\n$ python -m ajet.launcher ...``` is how commands are shown in docs; the `$ `
+    was kept, so every trial failed with exit 127 (`$: command not found`)."""
+    bp = env.blueprint("prompt", command="$ python -m fakejet.launcher --conf x.yaml")
+    found = _lint(env, bp.read_text())
+    assert found["blueprint"]["launch_command"] == "python -m fakejet.launcher --conf x.yaml"
+    bp = env.blueprint("dollar", command="$HOME/bin/train --lr 1")  # a variable, not a prompt
+    assert _lint(env, bp.read_text())["blueprint"]["launch_command"] == "$HOME/bin/train --lr 1"

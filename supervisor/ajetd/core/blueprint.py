@@ -90,6 +90,15 @@ def clean_path(raw: str) -> str:
 _SOURCE = re.compile(r"(?:source|\.)\s+(\S.*)")
 
 
+_PROMPT = re.compile(r"^([ \t]*)\$[ \t]+", re.MULTILINE)
+
+
+def unprompted(command: str) -> str:
+    """A command copied from a terminal with its prompt (`$ python train.py`): without the
+    `$ ` (bash would look for a program named `$` and exit 127)."""
+    return _PROMPT.sub(r"\1", command) if command.lstrip().startswith("$") else command
+
+
 def unsourced(raw: str) -> str:
     """The venv as people also write it, the line that activates it (`source
     .venv/bin/activate`, `. venv/bin/activate`): the script's path (the venv is found from
@@ -237,7 +246,7 @@ def parse_blueprint(text: str) -> Blueprint:
         options = parse_options(raw.get("ajetd", ""))
     except BlueprintError as exc:
         problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
-    command = clean_value(raw.get("exp_launch_command", ""))
+    command = unprompted(clean_value(raw.get("exp_launch_command", "")))
     if raw.get("exp_launch_command", "").strip() and not command:
         problems.append("exp_launch_command: empty command")
     bad = control_character(command, allowed="\t\n")
