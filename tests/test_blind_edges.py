@@ -410,3 +410,13 @@ def test_a_command_copied_with_its_shell_prompt_runs_without_it(env: Env) -> Non
     assert found["blueprint"]["launch_command"] == "python -m fakejet.launcher --conf x.yaml"
     bp = env.blueprint("dollar", command="$HOME/bin/train --lr 1")  # a variable, not a prompt
     assert _lint(env, bp.read_text())["blueprint"]["launch_command"] == "$HOME/bin/train --lr 1"
+
+
+def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> None:
+    """`[ajetd] env: {CUDA_VISIBLE_DEVICES: "1"}` was taken and then silently replaced by
+    the GPUs ajetd placed the run on: the run went to another GPU than the one written."""
+    text = env.blueprint("cvd").read_text() + '\n## [ajetd]\nenv: {CUDA_VISIBLE_DEVICES: "1,2"}\n'
+    assert _lint(env, text)["problems"] == [
+        "[ajetd]: env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "
+        "GPUs write `gpus: [1,2]`"
+    ]

@@ -195,6 +195,11 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
             problems.append(f"env: {show(name)} is not a valid environment variable name")
         elif name in _RESERVED_ENV:
             problems.append(f"env: {name} is set by ajetd and cannot be overridden")
+        elif name == "CUDA_VISIBLE_DEVICES":  # placement would replace it, silently
+            problems.append(
+                "env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "
+                f"GPUs write `gpus: [{str(val)[:64]}]`"
+            )
         elif isinstance(val, (dict, list)) or val is None:
             problems.append(f"env: {name} must be a string or number")
         else:
