@@ -414,9 +414,18 @@ def test_a_command_copied_with_its_shell_prompt_runs_without_it(env: Env) -> Non
 
 def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> None:
     """`[ajetd] env: {CUDA_VISIBLE_DEVICES: "1"}` was taken and then silently replaced by
-    the GPUs ajetd placed the run on: the run went to another GPU than the one written."""
+    the GPUs ajetd placed the run on: the run went to another GPU than the one written. A
+    command that sets it itself (`CUDA_VISIBLE_DEVICES=0 python ...`) is run as written, with a
+    warning that it overrides the placement (lint, status, results.md)."""
     text = env.blueprint("cvd").read_text() + '\n## [ajetd]\nenv: {CUDA_VISIBLE_DEVICES: "1,2"}\n'
     assert _lint(env, text)["problems"] == [
         "[ajetd]: env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "
         "GPUs write `gpus: [1,2]`"
     ]
+    for command in ("CUDA_VISIBLE_DEVICES=0 python train.py", "export CUDA_VISIBLE_DEVICES=0; x"):
+        found = _lint(env, env.blueprint("cvd", command=command).read_text())
+        assert (
+            found["ok"] and "sets CUDA_VISIBLE_DEVICES itself" in found["blueprint"]["warnings"][0]
+        )
+    found = _lint(env, env.blueprint("cvd", command="echo $CUDA_VISIBLE_DEVICES").read_text())
+    assert found["blueprint"]["warnings"] == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,20 @@ def _logged_in() -> frozenset[str]:
     except OSError:
         pass
     return frozenset(found)
+
+
+_SETS_GPUS = re.compile(r"(?:^|[\s;&|(])(?:export[ \t]+)?CUDA_VISIBLE_DEVICES=")
+
+
+def _own_placement(command: str) -> list[str]:
+    """A command that sets CUDA_VISIBLE_DEVICES itself overrides the GPUs ajetd placed the run
+    on (another run may hold them): said, not refused (the user may mean it)."""
+    if not _SETS_GPUS.search(command):
+        return []
+    return [
+        "the command sets CUDA_VISIBLE_DEVICES itself, overriding the GPUs ajetd gives the "
+        "run (other runs may hold them); say which GPUs with `[ajetd] gpus: [0, 1]` instead"
+    ]
 
 
 def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
@@ -302,6 +317,7 @@ def check_blueprint(
         problems.extend(found.problems)
     if problems:
         return None, problems
+    found.warnings.extend(_own_placement(bp.launch_command))
     val_path = _val_path(apply_patches(config, found.patches), codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
