@@ -173,7 +173,10 @@ def test_a_submission_waiting_in_the_inbox_shows_what_it_asks_for(env: Env) -> N
 
 def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     """A lost run (or one whose session was closed after it ended) used to exec tmux, which
-    printed only "can't find session: ajet_x"; it says which run, why, and where its output is."""
+    printed only "can't find session: ajet_x"; it says which run, why, and where its output is.
+    A queued run (`RUN=$(ajetd submit f); ajetd attach $RUN`, as the README's walkthrough
+    goes) was refused as having no session: it is attached once it starts, or told how it
+    ended without one."""
     from ajetd.adapters.store import Home
     from ajetd.core.model import Run, State, Status
 
@@ -203,11 +206,21 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert out.returncode == 1, out.stdout
     assert "run gon001's tmux session ajet_gone is gone (done, lost:" in out.stdout, out.stdout
     assert "ajetd logs gon001" in out.stdout
-    queued = env.submit(env.blueprint("notyet"))  # no daemon: it waits in the inbox
-    out = env.cli("attach", queued)  # before the terminal check: no session to attach to
-    assert out.returncode == 1, out.stderr
-    assert f"run {queued} has no tmux session (queued: waiting in the inbox" in out.stderr
-    assert f"ajetd logs -f {queued} follows it once it starts" in out.stderr
+    queued = env.submit(env.blueprint("notyet", max_time="forever"))  # waits in the inbox
+    attach = subprocess.Popen(
+        ["script", "-qec", f"{sys.executable} -m ajetd attach {queued}", "/dev/null"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert attach.stdout is not None
+    said = attach.stdout.readline()  # it waits for the run to start, saying so
+    assert f"run {queued} is queued: waiting in the inbox" in said, said
+    assert "attaching once it starts" in said
+    env.start_daemon()  # the blueprint is rejected: it never gets a session
+    out, _ = attach.communicate(timeout=30)
+    assert attach.returncode == 1, out
+    assert f"run {queued} has no tmux session (done, rejected: exp_max_time" in out, out
 
 
 def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(

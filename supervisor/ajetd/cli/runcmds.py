@@ -321,21 +321,28 @@ def _why(run: Run) -> str:
 
 @click.command()
 @click.argument("run_id")
+@interruptible("the run goes on (`ajetd status RUN` shows it)")
 def attach(run_id: str) -> None:
-    """`tmux attach` to the run's session (Ctrl-b d to detach)."""
+    """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it
+    starts."""
     from ajetd.adapters.tmux import Tmux, socket_from_env
 
-    run = load_run(open_home(), run_id)
-    if not run.session:  # not a usage error: exit 1, saying where the run stands
-        raise click.ClickException(
-            f"run {run_id} has no tmux session ({_why(run)})"
-            + (f"; ajetd logs -f {run_id} follows it once it starts" if run.active else "")
-        )
-    argv, env = Tmux(socket_from_env()).attach(run.session)
-    if "attach-session" in argv and not sys.stdin.isatty():  # tmux would only say "not a terminal"
+    home = open_home()
+    run = load_run(home, run_id)
+    tmux = Tmux(socket_from_env())
+    inside = "switch-client" in tmux.attach(run.session or "-")[0]  # needs no terminal
+    if not inside and not sys.stdin.isatty():  # tmux would only say "not a terminal"
         raise click.UsageError(
             f"attach needs a terminal and stdin is not one; to read the run's output: "
             f"ajetd logs {run_id} (-f to follow), or ajetd status {run_id}"
         )
-    _session_alive(Tmux(socket_from_env()), run)
+    if not run.session and run.active:
+        click.echo(f"ajetd: run {run_id} is {_why(run)}; attaching once it starts", err=True)
+        while not run.session and run.active:
+            time.sleep(0.25)
+            run = load_run(home, run_id)
+    if not run.session:  # it ended without one: exit 1, saying how
+        raise click.ClickException(f"run {run_id} has no tmux session ({_why(run)})")
+    argv, env = tmux.attach(run.session)
+    _session_alive(tmux, run)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell
