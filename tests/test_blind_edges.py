@@ -442,3 +442,32 @@ def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> No
         )
     found = _lint(env, env.blueprint("cvd", command="echo $CUDA_VISIBLE_DEVICES").read_text())
     assert found["blueprint"]["warnings"] == []
+
+
+def test_a_blueprint_with_a_long_file_name_is_taken_and_its_end_reported(
+    daemon_env: Env,
+) -> None:
+    """Linux takes 255-byte file names; ajetd prefixes the run id (`ID__name.md`, and a temp
+    name around that), so `ajetd submit` refused such a file ("File name too long"), and one
+    dropped by hand and rejected never got its report: `reports_pending` stayed on record
+    and `ajetd wait` never returned."""
+    env = daemon_env
+    source = env.blueprint("long", max_time="forever")
+    named = env.tmp / ("实" * 80 + ".md")  # 242 bytes
+    named.write_bytes(source.read_bytes())
+    run_id = env.submit(named)
+    assert env.cli("wait", run_id, "--timeout", "20").returncode == 1
+    dropped = env.home / "inbox" / ("d" * 250 + ".md")
+    dropped.write_bytes(source.read_bytes().replace(b"/long", b"/dropped"))
+
+    def taken() -> list[str]:
+        runs = json.loads(env.cli("status", "--json").stdout)
+        return [r["run_id"] for r in runs if r["blueprint"].startswith("ddd")]
+
+    run_id = wait_for(taken, what="the dropped file to be taken")[0]
+    done = env.cli("wait", run_id, "--timeout", "20")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    flag = json.loads((env.tmp / "results" / "dropped" / "finish.flag").read_text())
+    assert flag["status"] == "rejected"
+    assert len(list((env.home / "rejected").glob("*.why.txt"))) == 2
+    assert "Traceback" not in env.daemon_log()

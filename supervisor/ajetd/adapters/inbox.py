@@ -24,7 +24,7 @@ from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
-from ajetd.core.naming import SUBMITTED
+from ajetd.core.naming import SUBMITTED, fit_stem
 from ajetd.core.options import Options
 
 SETTLE_S = 1.0
@@ -171,7 +171,7 @@ def read_regular(path: Path, limit: int) -> bytes:
 
 def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
     """Move an inbox file that could not be taken to rejected/, beside a note saying why."""
-    stem = safe_name(os.path.splitext(path.name)[0])
+    stem = fit_stem(safe_name(os.path.splitext(path.name)[0]))
     target = home.rejected / f"{int(now)}__{stem}.md"
     path.rename(target)
     write_atomic(home.rejected / f"{int(now)}__{stem}.why.txt", why + "\n", OWNER_FILE)
@@ -194,7 +194,7 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
 
 def set_aside(home: Home, run_id: str, source: str, text: str, why: str) -> Path:
     """Keep a rejected blueprint's text beside a note saying why, for the user to fix."""
-    stem = source[: -len(".md")] if source.endswith(".md") else source
+    stem = fit_stem(source[: -len(".md")] if source.endswith(".md") else source)
     target = home.rejected / f"{run_id}__{stem}.md"
     write_atomic(target, text, OWNER_FILE)
     write_atomic(home.rejected / f"{run_id}__{stem}.why.txt", why + "\n", OWNER_FILE)

@@ -8,7 +8,7 @@ from pathlib import Path
 from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
 from ajetd.core.errors import AjetdError
-from ajetd.core.naming import new_run_id
+from ajetd.core.naming import fit_stem, new_run_id
 
 
 def submit(file: Path) -> tuple[str, str | None]:
@@ -21,6 +21,7 @@ def submit(file: Path) -> tuple[str, str | None]:
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
+    stem = fit_stem(stem)
     try:
         write_atomic(home.inbox / f"{run_id}__{stem}.md", data, OWNER_FILE)
     except OSError as exc:

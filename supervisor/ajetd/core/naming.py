@@ -14,6 +14,18 @@ MAX_SESSION = 48
 _ALPHABET = string.ascii_lowercase + string.digits
 
 
+STEM_BYTES = 160  # a stem in a name ajetd makes (`ID__stem.why.txt`, its temp) fits NAME_MAX
+
+
+def fit_stem(stem: str, limit: int = STEM_BYTES) -> str:
+    """`stem` cut to `limit` UTF-8 bytes at a character boundary (`…` marks the cut): a user's
+    255-byte file name must still fit once ajetd puts its run id and suffixes around it."""
+    if len(stem.encode("utf-8", errors="surrogateescape")) <= limit:
+        return stem
+    cut = stem.encode("utf-8", errors="surrogateescape")[: limit - 3]
+    return cut.decode("utf-8", errors="ignore") + "…"
+
+
 def new_run_id(taken: Callable[[str], bool]) -> str:
     """A fresh six-character id for which `taken` is False."""
     while True:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ajetd.adapters import git, inbox
+from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home, write_atomic
@@ -209,7 +209,12 @@ def _reject(
     run = model.reject(said, reason, now)
     run = replace(run, reports_pending=writable)
     home.save_run(run)
-    inbox.set_aside(home, run.run_id, run.source, text, reason)
+    try:
+        inbox.set_aside(home, run.run_id, run.source, text, reason)
+    except OSError as exc:  # a copy for the user to fix; never a reason to leave no report
+        if diskfull.is_full(exc):
+            raise
+        log.warning("run %s: its blueprint not kept in %s: %s", run.run_id, home.rejected, exc)
     home.append_event(run.run_id, now, f"rejected: {reason}")
     log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
     if not writable:
