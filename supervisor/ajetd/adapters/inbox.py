@@ -179,11 +179,15 @@ def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
 
 
 def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
-    """Run folders holding a claimed blueprint but no record: a claim cut short by a crash."""
+    """Run folders holding a claimed blueprint but no record: a claim cut short by a crash.
+    A folder that holds trials had a record (it is saved before a trial's first file): its
+    record was lost, and it is never admitted again (`Home.load_runs` names it)."""
     out = []
     for run_id in home.run_ids():
         folder = home.run_dir(run_id)
         if (folder / CLAIMED_NAME).exists() and not home.state_file(run_id).exists():
+            if any(folder.glob("trial-*")):
+                continue
             try:
                 source = (folder / "source-name").read_text().strip()
             except OSError:

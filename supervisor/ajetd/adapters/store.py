@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 OWNER_DIR = 0o700
 OWNER_FILE = 0o600
+LEFT_OUT = (
+    "run {run_id} is left out (not listed, not supervised, never launched again): restore "
+    "the file, or move the folder out of runs/"
+)
 
 
 def default_home() -> Path:
@@ -203,6 +207,7 @@ class Home:
         self.log_file = root / "daemon.log"
         # Set by the daemon: writes refused by a full disk are held there, not raised.
         self.held: Held | None = None
+        self.damaged: dict[str, str] = {}  # run folders `load_runs` left out, and why
 
     def check(self) -> None:
         """A StoreError when the home, or a folder above it, is a file: every command says
@@ -263,8 +268,10 @@ class Home:
         path = self.state_file(run_id)
         try:
             return Run.from_json(json.loads(path.read_text()))
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise StoreError(f"corrupt run record {path}: {exc}") from exc
+        except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+            raise StoreError(f"unreadable run record {path}: {exc.strerror}") from exc
 
     def blueprint_text(self, run_id: str) -> str:
         """The run's claimed blueprint as text, decoded as intake decoded it (a UTF-16 or
@@ -325,10 +332,34 @@ class Home:
         """Every run with a saved, readable record, oldest submission first (what the daemon
         owns; submissions still in the inbox are not records)."""
         runs = []
+        damaged: dict[str, str] = {}
         for run_id in self.run_ids():
-            with contextlib.suppress(FileNotFoundError, StoreError):
+            try:
                 runs.append(self._read_state(run_id))
+            except StoreError as exc:
+                damaged[run_id] = f"{exc}; {LEFT_OUT.format(run_id=run_id)}"
+            except FileNotFoundError:
+                if why := self._lost_record(run_id):
+                    damaged[run_id] = why
+        self.damaged = damaged
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
+
+    def _lost_record(self, run_id: str) -> str | None:
+        """Why a run folder without a record is left out, or None where it is a claim cut
+        short (a blueprint and no trial: admitted again by the daemon) or is being made."""
+        folder = self.run_dir(run_id)
+        if not folder.is_dir():
+            return f"{folder} is not a run folder (a stray file): ignored; move it aside"
+        if not any(folder.glob("trial-*")):
+            return None
+        return (
+            f"run record {self.state_file(run_id)} is missing, and the folder holds trials; "
+            f"{LEFT_OUT.format(run_id=run_id)}"
+        )
+
+    def damaged_lines(self) -> list[str]:
+        """The run folders the last `load_runs` left out, and why (for `status` and the log)."""
+        return [self.damaged[run_id] for run_id in sorted(self.damaged)]
 
     def listing(self) -> list[Run]:
         """What `ajetd status` shows: every saved run, plus submissions not admitted yet."""
@@ -394,6 +425,8 @@ class Home:
         except (FileNotFoundError, ValueError):
             data = {}
         info = data if isinstance(data, dict) else {}
+        if self.damaged:  # what this reader's own `load_runs` left out
+            info = {**info, "damaged": self.damaged_lines()}
         with contextlib.suppress(OSError):
             if os.statvfs(self.root).f_flag & os.ST_RDONLY:
                 line = (

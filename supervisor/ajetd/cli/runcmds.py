@@ -111,9 +111,10 @@ def status(
         statusterm.watch(home, filters, selected=run_id and load_run(home, run_id).run_id)
         return
     if as_json:  # the list of runs stays the contract; the daemon's own trouble goes to stderr
+        listed = home.listing()  # first: it finds the damaged records daemon_info names
         for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
             click.echo("".join(text for text, _ in line), err=True)
-        runs = view.for_json(home.listing(), filters, now)
+        runs = view.for_json(listed, filters, now)
         click.echo(statusterm.json_dump([status_view.run_json(r, now) for r in runs]))
         return
     statusterm.show(statusterm.overview(home, filters, statusterm.width()))

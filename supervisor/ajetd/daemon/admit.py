@@ -160,16 +160,24 @@ class Admit(Base):
             if not run.active:
                 self._keep(run)
                 continue
-            slot = self.open_slot(run, inbox.stored_options(self.home, run.run_id))
-            trial = run.trial
-            if trial is not None and trial.started_at is None:
-                script = trials.paths(self.home, run, trial.number).script
-                if not script.exists():  # cut between its record and its script: prepare again
-                    self._store(model.unprepare(run))
-                    log.info("run %s: trial %d was never prepared; again", run.run_id, trial.number)
-                    continue
-                self._start(slot, now)
-            elif run.state in LIVE:
-                slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
-                log.info("run %s: watching again (session %s)", run.run_id, run.session)
+            with self._each(run.run_id, "taking it up again"):  # one run never stops a start
+                self._take_up(run, now)
+        for line in self.home.damaged_lines():  # named; the other runs go on
+            log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
+
+    def _take_up(self, run: Run, now: float) -> None:
+        """A live run found on start: its trial started if it was prepared but never let go,
+        else watched again."""
+        slot = self.open_slot(run, inbox.stored_options(self.home, run.run_id))
+        trial = run.trial
+        if trial is not None and trial.started_at is None:
+            script = trials.paths(self.home, run, trial.number).script
+            if not script.exists():  # cut between its record and its script: prepare again
+                self._store(model.unprepare(run))
+                log.info("run %s: trial %d was never prepared; again", run.run_id, trial.number)
+                return
+            self._start(slot, now)
+        elif run.state in LIVE:
+            slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
+            log.info("run %s: watching again (session %s)", run.run_id, run.session)

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
@@ -158,7 +159,7 @@ class Campaigns:
         self._save(state)
 
     # -- each tick --------------------------------------------------------------------------
-    def tick(self, now: float, runs: dict[str, Run]) -> None:
+    def tick(self, now: float, runs: Mapping[str, Run]) -> None:
         """Record ended experiments, apply the requests filed, launch what the stop rules
         allow, and say where each campaign stands."""
         problem = control_problem(self.home)
@@ -200,7 +201,11 @@ class Campaigns:
         return min((t for t in due if now < t < math.inf), default=None)
 
     def _step(
-        self, state: CampaignState, now: float, runs: dict[str, Run], filed: list[tuple[str, Path]]
+        self,
+        state: CampaignState,
+        now: float,
+        runs: Mapping[str, Run],
+        filed: list[tuple[str, Path]],
     ) -> None:
         if state.status in ("stopped", "refused"):  # ended for good: answer, never load
             for req_id, path in filed:
@@ -247,7 +252,7 @@ class Campaigns:
         state.done = phase == "done"
         state.progress = progress
 
-    def _record(self, state: CampaignState, spec: cs.CampaignSpec, runs: dict[str, Run]) -> bool:
+    def _record(self, state: CampaignState, spec: cs.CampaignSpec, runs: Mapping[str, Run]) -> bool:
         """A ledger row for each experiment that ended (or was refused) since last time."""
         changed = False
         for exp in state.experiments:

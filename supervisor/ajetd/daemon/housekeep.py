@@ -26,7 +26,7 @@ class Housekeep(Base):
         in_use = {s.options.swarm.port for s in self.slots.values() if s.options.swarm is not None}
         self.swarm.housekeep(in_use, now)
         self._reap_closing()
-        for run in list(self.runs.ended.values()):
+        for run in self.runs.unsettled_runs():
             if (
                 not run.session_closed
                 and run.session
@@ -53,10 +53,10 @@ class Housekeep(Base):
     def retry_reports(self, now: float) -> None:
         """Ended runs whose reports a full (or unwritable) result dir or home held back: write
         them once the record is on disk and the folder's retry is due; attention then clears."""
-        for run in list(self.runs.ended.values()):
-            folder = Path(run.result_dir)
+        for run in self.runs.unsettled_runs():
             if not run.reports_pending or not self.home.saved(run.run_id):
                 continue
+            folder = Path(run.result_dir)
             if self.troubles.blocked(folder):
                 continue
             with self._each(run.run_id, "writing its reports"):

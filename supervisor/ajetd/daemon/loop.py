@@ -173,7 +173,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.ends_meanwhile()
         self.relaunch(now)
         with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
-            self.campaigns.tick(now, dict(self.runs))  # soon as a run ends
+            self.campaigns.tick(now, self.runs)  # soon as a run ends
         self.housekeeping(now)
         self.ends_meanwhile()
         with self._step("daemon.json", "publishing the daemon's state"):

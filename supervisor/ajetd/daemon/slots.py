@@ -67,6 +67,9 @@ class Runs(Mapping[str, Run]):
     def __init__(self) -> None:
         self.slots: dict[str, RunSlot] = {}
         self.ended: dict[str, Run] = {}
+        # ended runs with something left to do (reports to write, a session to close): what
+        # housekeeping looks at each tick, not every run the home ever held
+        self.unsettled: set[str] = set()
 
     def __getitem__(self, run_id: str) -> Run:
         slot = self.slots.get(run_id)
@@ -85,6 +88,7 @@ class Runs(Mapping[str, Run]):
     def open(self, run: Run, options: Options, host: Host) -> RunSlot:
         """A slot for a live run (admitted, or found live after a restart)."""
         self.ended.pop(run.run_id, None)
+        self.unsettled.discard(run.run_id)
         slot = self.slots[run.run_id] = RunSlot(run, options, host)
         return slot
 
@@ -95,4 +99,12 @@ class Runs(Mapping[str, Run]):
             slot.run = run
             return None
         self.ended[run.run_id] = run
+        if run.reports_pending or (run.session and not run.session_closed):
+            self.unsettled.add(run.run_id)
+        else:
+            self.unsettled.discard(run.run_id)
         return self.slots.pop(run.run_id, None)
+
+    def unsettled_runs(self) -> list[Run]:
+        """The ended runs with reports still to write or a session still open."""
+        return [self.ended[run_id] for run_id in sorted(self.unsettled)]

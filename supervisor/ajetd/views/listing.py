@@ -378,6 +378,8 @@ def daemon_lines(
         lines.append([(cut(f"inbox: {line}", width), "attention")])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
         lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
+    for problem in info.get("damaged") or []:  # run folders left out, whether or not it runs
+        lines.append([(cut(f"DAMAGED: {problem}", width), "bad")])
     return lines
 
 

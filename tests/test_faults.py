@@ -1,0 +1,67 @@
+"""Faults met as a user meets them (a real daemon, real tmux, real files): records damaged
+while the daemon was down, the daemon killed at odd moments, a home of many ended runs.
+
+Each damaged thing is named (daemon log, `ajetd status`, stderr of `status --json`), nothing
+else is lost or hidden, live runs stay supervised, and nothing is launched twice.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from conftest import Env, wait_for
+
+
+def _waiting_command(env: Env, code: int, trigger: str = "end-now") -> str:
+    path = env.tmp / trigger
+    return f"while [ ! -e {path} ]; do sleep 0.05; done; echo ending; exit {code}"
+
+
+def test_damaged_records_are_named_and_the_rest_is_supervised(env: Env) -> None:
+    daemon = env.start_daemon("--liveness", "0.5")
+    ended = env.submit(env.blueprint("ended", command="true", ajetd="gpus: 0"))
+    live = env.submit(env.blueprint("live", command=_waiting_command(env, 3), ajetd="gpus: 0"))
+    env.wait_done(ended)
+    wait_for(lambda: env.record(live).get("started_at"), what="the live run to start")
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    runs = env.home / "runs"
+    (runs / ended / "state.json").write_text("")  # emptied
+    (env.home / "daemon.json").write_text("garbage{")
+    (runs / "zzzzzz").write_text("a stray file where a run folder should be\n")
+    gone = runs / "q1w2e3"  # a run that had trials but lost its record
+    gone.mkdir(mode=0o700)
+    (gone / "blueprint.md").write_bytes((runs / ended / "blueprint.md").read_bytes())
+    (gone / "trial-1.log").write_text("it ran once\n")
+    daemon = env.start_daemon("--liveness", "0.5")
+    shown = env.cli("status")
+    assert shown.returncode == 0, shown.stderr
+    for needle in (f"runs/{ended}/state.json", "runs/zzzzzz", "runs/q1w2e3", live):
+        assert needle in shown.stdout, (needle, shown.stdout)
+    as_json = env.cli("status", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert live in [r["run_id"] for r in json.loads(as_json.stdout)]
+    assert f"runs/{ended}/state.json" in as_json.stderr and "runs/zzzzzz" in as_json.stderr
+    one = env.cli("status", ended, "--json")
+    assert one.returncode == 1 and f"runs/{ended}/state.json" in one.stderr, one.stderr
+    assert "Traceback" not in one.stderr + as_json.stderr + shown.stderr
+    (env.tmp / "end-now").touch()  # the live run is still supervised: its end is recorded
+    status = env.wait_done(live)
+    assert (status["status"], status["exit_code"]) == ("failed", 3)
+    assert json.loads((env.tmp / "results" / "live" / "finish.flag").read_text())["exit_code"] == 3
+    assert not (gone / "state.json").exists()  # not admitted again: no second launch
+    assert env.launches() == []  # (fakejet never ran: the commands are shell lines)
+    log = env.daemon_log()
+    assert f"runs/{ended}/state.json" in log and "runs/q1w2e3" in log
+    assert daemon.poll() is None
+
+
+def test_a_damaged_record_is_named_without_a_daemon(env: Env) -> None:
+    """Without a daemon: `status` reads the home itself and still names what it skipped."""
+    (env.home / "runs").mkdir(parents=True, mode=0o700)
+    (env.home / "runs" / "abc123").mkdir(mode=0o700)
+    (env.home / "runs" / "abc123" / "state.json").write_text('{"run_id": "abc1')
+    shown = env.cli("status")
+    assert shown.returncode == 0, shown.stderr
+    assert "runs/abc123/state.json" in shown.stdout
