@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conftest import Env, wait_for
+from loopkit import Loop
 
 
 def _waiting_command(env: Env, code: int, trigger: str = "end-now") -> str:
@@ -65,3 +70,71 @@ def test_a_damaged_record_is_named_without_a_daemon(env: Env) -> None:
     shown = env.cli("status")
     assert shown.returncode == 0, shown.stderr
     assert "runs/abc123/state.json" in shown.stdout
+
+
+# -- the daemon killed at any write ----------------------------------------------------------
+NCCL = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
+)
+
+
+class Killed(BaseException):
+    """The daemon's death (`kill -9`) right after a file landed: no guard catches it."""
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "source-name",  # a claim cut before its rename: the id submit printed is kept
+        "trial-1.go",  # the first trial let go, its start not on record
+        "trial-2.sh",  # the relaunch prepared after the failure
+        "trial-2.go",  # the relaunch let go
+        "finish.flag",  # the reports written, the record not yet saying so
+    ],
+)
+def test_a_daemon_killed_after_any_write_ends_the_run_once(
+    env: Env, after: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial fails (NCCL), is relaunched with the fix and succeeds; the daemon dies right
+    after `after` is written and a new one takes over: each trial launched once, the run ended
+    once, finish.flag written once and saying what the record says."""
+    launches = env.tmp / "launches"
+    command = (
+        f"echo x >> {launches}; sleep 0.2; "
+        f"if [ -z \"$NCCL_NVLS_ENABLE\" ]; then echo '{NCCL}'; exit 1; fi; echo ok"
+    )
+    written: list[str] = []
+    armed = [True]
+    real = Path.replace
+
+    def replace(self: Path, target: Any) -> Any:
+        out = real(self, target)
+        written.append(str(target))
+        if armed[0] and Path(target).name == after:
+            raise Killed(str(target))
+        return out
+
+    monkeypatch.setattr(Path, "replace", replace)
+    first = Loop(env)
+    with pytest.raises(Killed):
+        try:
+            run_id = first.submit(env.blueprint("killed", command=command, ajetd="gpus: 0"))
+            first.until_done(run_id)
+        finally:
+            first.close()
+    armed[0] = False
+    run_id = Path(next(p for p in written if p.endswith("__killed.md"))).name[:6]
+    second = Loop(env)
+    try:
+        second.until(lambda: run_id in second.daemon.runs, f"run {run_id} to be taken up")
+        flag = second.until_done(run_id)
+        second.turn()
+    finally:
+        second.close()
+    assert launches.read_text().count("x") == 2
+    ended = [text for _, text in second.events(run_id) if text.startswith("run ended")]
+    assert len(ended) == 1, ended
+    assert (flag["run_id"], flag["status"], flag["trials"]) == (run_id, "succeeded", 2)
+    assert sum(p.endswith("/finish.flag") for p in written) == 1
+    assert sorted(p.name for p in (env.home / "runs").iterdir()) == [run_id]

@@ -178,6 +178,20 @@ def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
     return target
 
 
+def claimable(home: Home, run_id: str) -> bool:
+    """The id `ajetd submit` printed is still this file's: no folder has it, or only the
+    start of its own claim (`source-name`, written before the rename that commits it) that
+    a daemon killed in between left behind. Else the file gets a fresh id."""
+    folder = home.run_dir(run_id)
+    try:
+        names = {entry.name for entry in os.scandir(folder)}
+    except FileNotFoundError:
+        return True
+    except OSError:  # a stray file of that name, a folder it may not read
+        return False
+    return names <= {"source-name"}
+
+
 def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
     """Run folders holding a claimed blueprint but no record: a claim cut short by a crash.
     A folder that holds trials had a record (it is saved before a trial's first file): its

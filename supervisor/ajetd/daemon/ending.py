@@ -6,6 +6,7 @@ depends on it; a result dir that refuses the reports leaves them pending, retrie
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import socket
@@ -145,7 +146,10 @@ def publish_reports(
     held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
     done = replace(run, reports_pending=False, attention=None if held else run.attention)
     try:
-        write_reports(home, done, drawn)
+        if _flag_written(folder, done):  # a daemon killed after finish.flag, before this
+            home.append_event(run.run_id, now, "finish.flag was written before a restart")
+        else:
+            write_reports(home, done, drawn)
     except OSError as exc:
         if troubles is not None:
             troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
@@ -164,6 +168,17 @@ def publish_reports(
         )
     home.save_run(done)
     return done
+
+
+def _flag_written(folder: Path, run: Run) -> bool:
+    """The result dir's finish.flag already says what this record says: the reports were
+    written in full (the flag comes last) by a daemon that died before saving that they were.
+    Not written twice: a reader that saw the flag sees no second one."""
+    try:
+        written = json.loads((folder / "finish.flag").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(written == json.loads(json_text(report.finish_flag(run))))
 
 
 def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
