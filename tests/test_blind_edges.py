@@ -471,3 +471,13 @@ def test_a_blueprint_with_a_long_file_name_is_taken_and_its_end_reported(
     assert flag["status"] == "rejected"
     assert len(list((env.home / "rejected").glob("*.why.txt"))) == 2
     assert "Traceback" not in env.daemon_log()
+
+
+def test_exit_127_says_a_command_was_not_found(daemon_env: Env) -> None:
+    """`uv run python ...` where uv is not installed ended "the program exited with code 127;
+    no known failure in the output": the reason now says what 127 means from bash."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("nocmd", command="uv-not-here run python x.py"))
+    env.cli("wait", run_id, "--timeout", "20")
+    reason = env.status(run_id)["reason"]
+    assert reason.startswith("the program exited with code 127 (command not found: "), reason

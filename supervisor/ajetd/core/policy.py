@@ -97,9 +97,18 @@ class NextStage:
 Action = Finish | BeginStop | Send | Attention | Restart | NextStage
 
 
+_SHELL_CODES = {
+    127: "command not found: a program the launch command names is not installed or not on "
+    "the venv's PATH; the log's last lines name it",
+    126: "a command could not be executed: not executable, or a folder",
+}
+
+
 def describe_exit(code: int) -> str:
     """`the program exited with code 130 (SIGINT: interrupted, as by Ctrl-C)`."""
     text = f"the program exited with code {code}"
+    if code in _SHELL_CODES:  # bash's own codes for a command it could not run
+        return f"{text} ({_SHELL_CODES[code]})"
     if code > 128:
         try:
             name = signal.Signals(code - 128).name
