@@ -5,6 +5,7 @@ Nothing here sleeps to wait: `wait_for` polls a condition until a deadline.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -373,3 +374,40 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     cluster = slurmcluster.start(tmp_path_factory.mktemp("slurm"))
     yield cluster
     slurmcluster.stop(cluster)
+
+
+# -- full disks: small tmpfs mounts (the tests run as root, as CI does) -----------------------
+@pytest.fixture
+def tmpfs() -> Iterator[Callable[[Path, str], Path]]:
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+        path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the disk under `folder` to its last byte."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from conftest import Env, wait_for
@@ -138,3 +140,45 @@ def test_a_daemon_killed_after_any_write_ends_the_run_once(
     assert (flag["run_id"], flag["status"], flag["trials"]) == (run_id, "succeeded", 2)
     assert sum(p.endswith("/finish.flag") for p in written) == 1
     assert sorted(p.name for p in (env.home / "runs").iterdir()) == [run_id]
+
+
+# -- a result dir that the program itself fills ----------------------------------------------
+def test_a_result_dir_the_program_fills_keeps_its_log_and_gets_its_reports(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The program writes into its result dir until the disk is full (its own trial log is
+    there too); space returns while it still runs: what it prints afterwards reaches the log,
+    the run ends with its exit code and why, and finish.flag is written."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    hog, go, full = result / "hog.bin", env.tmp / "go-on", env.tmp / "printed-while-full"
+    command = (
+        f"head -c 2000000 /dev/zero > {hog}; seq 1 4000; touch {full}; "
+        f"while [ ! -e {go} ]; do sleep 0.05; done; echo printed-after-space-returned; exit 7"
+    )
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("hog", command=command, result=str(result), ajetd="gpus: 0"))
+    log = result / "logs" / "trial-1.log"
+    wait_for(full.exists, what="the program to fill its disk and print")
+    wait_for(lambda: not _writers(log), what="the log's writer to meet the full disk")
+    hog.unlink()
+    go.touch()
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("failed", 7)
+    flag = json.loads((result / "finish.flag").read_text())
+    assert (flag["status"], flag["exit_code"]) == ("failed", 7)
+    text = log.read_text()
+    assert "printed-after-space-returned" in text and "exited with code 7" in text
+    assert "[ajetd] output is missing here" in text  # what the full disk took is said
+
+
+def _writers(path: Path) -> list[int]:
+    """The processes that hold `path` open."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if any(f.path == str(path) for f in proc.open_files()):
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found

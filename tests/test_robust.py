@@ -8,14 +8,13 @@ mounts: the tests run as root, as CI does).
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from ajetd.core.policy import Timing
 from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, parse_exit_note, render_trial_script
 from ajetd.daemon import trials
 from ajetd.daemon.loop import Daemon, DaemonConfig
-from conftest import Env, wait_for
+from conftest import Env, fill, wait_for
 
 INJECTED = "injected by the test"
 
@@ -266,42 +265,6 @@ def test_a_file_still_settling_wakes_the_loop_itself(env: Env) -> None:
 
 
 # -- disk full is a state, not a crash ------------------------------------------------------
-@pytest.fixture
-def tmpfs() -> Iterator[Callable[[Path, str], Path]]:
-    mounted: list[Path] = []
-
-    def mount(path: Path, size: str) -> Path:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-        path.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-        mounted.append(path)
-        return path
-
-    yield mount
-    for path in reversed(mounted):
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(folder: Path) -> Path:
-    """Fill the disk under `folder` to its last byte."""
-    filler = folder / "filler"
-    with open(filler, "wb", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return filler
-
-
 def test_a_script_that_cannot_write_its_exit_file_leaves_no_cut_one(
     tmp_path: Path, tmpfs: Callable[[Path, str], Path]
 ) -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 from ajetd.core.errors import TmuxError
 from ajetd.core.trialscript import EXIT_OPTION
 
+# Put into a trial's log where its writer lost output (a full disk), once room came back.
+MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
 _GONE_MARKERS = (
     "no server running",
     "error connecting to",
@@ -215,8 +217,13 @@ class Tmux:
 
     @staticmethod
     def _pipe(path: str, *target: str) -> tuple[str, ...]:
-        # `exec`: tmux's `sh -c` becomes the `cat`, one process per run instead of two
-        return ("pipe-pane", *target, f"exec cat >> {shlex.quote(path)}")
+        """`cat` appends the pane's output; where a write fails (the log's disk is full: the
+        program may fill its own result dir) it is started again a second later with a line
+        saying output is missing, so the rest of the run still reaches the log once there is
+        room. At the pane's end `cat` reads end-of-file and exits 0: the loop ends with it."""
+        log = shlex.quote(path)
+        again = f"sleep 1; printf '\\n{MISSING_OUTPUT}\\n' >> {log}"
+        return ("pipe-pane", *target, f"until cat >> {log}; do {again}; done 2>/dev/null")
 
     def keep_dead_pane(self, pane_id: str) -> None:
         """Set remain-on-exit before the program can end, so its status can be read."""
