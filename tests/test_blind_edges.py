@@ -88,6 +88,13 @@ def test_a_rejected_blueprint_never_writes_into_a_live_runs_result_dir(daemon_en
     assert (flag["run_id"], flag["status"]) == (first, "stopped")
 
 
+def _started(env: Env, *argv: str) -> subprocess.Popen[str]:
+    """A command started in the background with this test's variables, its output piped."""
+    return subprocess.Popen(
+        argv, env=env.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def _lint(env: Env, text: str) -> dict[str, Any]:
     path = env.tmp / "lint.md"
     path.write_text(text)
@@ -207,11 +214,8 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert "run gon001's tmux session ajet_gone is gone (done, lost:" in out.stdout, out.stdout
     assert "ajetd logs gon001" in out.stdout
     queued = env.submit(env.blueprint("notyet", max_time="forever"))  # waits in the inbox
-    attach = subprocess.Popen(
-        ["script", "-qec", f"{sys.executable} -m ajetd attach {queued}", "/dev/null"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        text=True,
+    attach = _started(
+        env, "script", "-qec", f"{sys.executable} -m ajetd attach {queued}", "/dev/null"
     )
     assert attach.stdout is not None
     said = attach.stdout.readline()  # it waits for the run to start, saying so
@@ -298,13 +302,7 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
     fail = {"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}}
     config = env.config("follow", fail=fail, steps=3, step_time=0.2)
     run_id = env.submit(env.blueprint("follow", config=config, ajetd="gpus: 0"))
-    follow = subprocess.Popen(
-        [sys.executable, "-m", "ajetd", "logs", run_id, "-f"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = _started(env, sys.executable, "-m", "ajetd", "logs", run_id, "-f")
     env.start_daemon()
     out, err = follow.communicate(timeout=60)
     assert follow.returncode == 0, err
@@ -315,13 +313,7 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
 
     hang = env.config("follow-hang", steps=1, hang=True)
     run_id = env.submit(env.blueprint("follow-hang", config=hang, ajetd="gpus: 0"))
-    follow = subprocess.Popen(
-        [sys.executable, "-m", "ajetd", "logs", run_id, "-f"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    follow = _started(env, sys.executable, "-m", "ajetd", "logs", run_id, "-f")
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the hang to start")
     follow.send_signal(2)
     _, err = follow.communicate(timeout=20)
