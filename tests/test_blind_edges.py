@@ -473,3 +473,19 @@ def test_exit_127_says_a_command_was_not_found(daemon_env: Env) -> None:
     env.cli("wait", run_id, "--timeout", "20")
     reason = env.status(run_id)["reason"]
     assert reason.startswith("the program exited with code 127 (command not found: "), reason
+
+
+def test_nemo_overrides_never_land_in_a_comment_or_on_another_line(daemon_env: Env) -> None:
+    """ajetd appends `++logger.log_dir=...` (and the checkpoint dir, wandb off) to a NeMo-RL
+    command. After `# 1B model`, or with another command on the next line, they went into
+    the comment or to that command, while results.md listed them as applied. Such a command
+    is now run as written, with the warning that no overrides were added."""
+    env = daemon_env
+    conf = "examples/configs/grpo_fake.yaml"
+    run = f"python examples/run_grpo.py --config {conf} grpo.max_num_steps=2"
+    for name, command in {"comment": f"{run}  # 1B model", "lines": f"{run}\necho done"}.items():
+        run_id = env.submit(env.blueprint(name, config=conf, command=command, ajetd="gpus: 0"))
+        env.wait_done(run_id)
+        seen = env.status(run_id)
+        assert seen["command"] == command, seen["command"]
+        assert any("added no overrides" in w for w in seen["warnings"]), seen["warnings"]

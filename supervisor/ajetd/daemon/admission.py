@@ -144,7 +144,8 @@ def _nemo_overrides(
         changes += [f"NeMo-RL override {n}" for n in notes]
     else:
         warnings.append(
-            "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub): "
+            "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub, or "
+            "followed by another line or a # comment): "
             "ajetd added no overrides; give it its own logger.log_dir and "
             "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
             "a WANDB_API_KEY is set"

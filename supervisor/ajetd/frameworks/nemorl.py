@@ -79,16 +79,21 @@ def _names_run_script(token: str) -> bool:
 
 def overridable(command: str) -> bool:
     """Whether overrides appended to the command reach `run_*.py`: it is a word of its own
-    and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor a
-    `COMMAND="uv run ... run_grpo.py"` handed to ray.sub)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor another
+    line, nor a `# comment`, nor a `COMMAND="uv run ... run_grpo.py"` handed to ray.sub)."""
+    joined = re.sub(r"\\\r?\n", " ", command.strip())  # a continued line is one line
+    lexer = shlex.shlex(joined, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace, lexer.commenters = " \t\r", ""  # a line break or a comment is seen
     lexer.whitespace_split = True
     try:
         tokens = list(lexer)
     except ValueError:
         return False
     at = next((i for i, t in enumerate(tokens) if _names_run_script(t)), None)
-    return at is not None and not _OPERATORS.intersection(tokens[at:])
+    if at is None or _OPERATORS.intersection(tokens[at:]):
+        return False
+    # appended text would go to the next line's command, or into the comment
+    return not any("\n" in t or t.startswith("#") for t in tokens[at:])
 
 
 def launch_overrides(
