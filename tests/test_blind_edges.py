@@ -311,6 +311,7 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
     assert out.rstrip().endswith("[ajetd] trial 2 exited with code 0"), out[-500:]
     assert env.status(run_id)["trial"] == 2
 
+    bad = env.blueprint("follow-bad", max_time="forever")
     hang = env.config("follow-hang", steps=1, hang=True)
     run_id = env.submit(env.blueprint("follow-hang", config=hang, ajetd="gpus: 0"))
     follow = _started(env, sys.executable, "-m", "ajetd", "logs", run_id, "-f")
@@ -320,6 +321,10 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
     assert follow.returncode == 130 and "the run goes on" in err, (follow.returncode, err)
     assert "Aborted" not in err
     env.cli("stop", run_id)
+
+    follow = _started(env, sys.executable, "-m", "ajetd", "logs", "-f", env.submit(bad))
+    _, err = follow.communicate(timeout=20)  # followed while queued, then refused
+    assert follow.returncode == 1 and "was rejected: exp_max_time" in err, err
 
 
 def test_an_env_value_is_the_text_as_written(env: Env) -> None:

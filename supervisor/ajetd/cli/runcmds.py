@@ -261,7 +261,13 @@ def logs(run_id: str, follow: bool) -> None:
     trial through every relaunch to the run's end."""
     home = open_home()
     run = load_run(home, run_id)
-    if not run.trials and not run.active:
+    printed: dict[int, int] = {}
+    _print_new(run, printed)
+    while follow and run.active:
+        time.sleep(0.25)
+        run = load_run(home, run_id)  # before the logs: once it has ended, they are whole
+        _print_new(run, printed)
+    if not run.trials and not run.active:  # also a queued run followed until it was refused
         ended = run.status.value if run.status else run.state.value
         how = "was rejected" if ended == "rejected" else f"ended ({ended})"
         click.echo(
@@ -269,12 +275,6 @@ def logs(run_id: str, follow: bool) -> None:
             err=True,
         )
         sys.exit(1)
-    printed: dict[int, int] = {}
-    _print_new(run, printed)
-    while follow and run.active:
-        time.sleep(0.25)
-        run = load_run(home, run_id)  # before the logs: once it has ended, they are whole
-        _print_new(run, printed)
 
 
 def _print_new(run: Run, printed: dict[int, int]) -> None:
