@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import Env, wait_for
+from conftest import Env, fill, wait_for
 from loopkit import Loop
 
 
@@ -182,3 +182,45 @@ def _writers(path: Path) -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+# -- a full home between two experiments of a campaign ---------------------------------------
+def test_a_full_home_between_experiments_delays_the_next_never_loses_it(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The home fills while a campaign's baseline runs: its end and the next experiment's
+    blueprint wait in memory (the row too: nothing reported that is not recorded); once
+    there is room the next experiment runs, and each gets one ledger row."""
+    from test_campaign_live import CONFIG, _folder, _ledger, committed_baseline
+
+    tmpfs(env.home, "3m")
+    committed_baseline(env)
+    go = env.tmp / "go"
+    spec = (
+        "stop: {max_experiments: 2}\n"
+        "experiments: [{name: two, description: more, overrides: ['grpo.max_num_steps=6']}]\n"
+    )
+    command = (
+        f"while [ ! -e {go} ]; do sleep 0.05; done; python examples/run_grpo.py --config {CONFIG}"
+    )
+    env.start_daemon("--liveness", "0.5")
+    made = env.cli("campaign", str(_folder(env, "full", spec, command)))
+    assert made.returncode == 0, made.stderr
+    cid = made.stdout.strip()
+
+    def campaign() -> dict[str, Any]:
+        shown = env.cli("campaign", "status", cid, "--json")
+        return dict(json.loads(shown.stdout)) if shown.returncode == 0 else {}
+
+    wait_for(lambda: campaign().get("running"), 30, "the baseline to run")
+    filler = fill(env.home)
+    go.touch()
+    wait_for(lambda: "ended succeeded" in env.daemon_log(), 30, "the baseline to end")
+    assert not (env.tmp / "campaigns" / "full" / "ledger.tsv").exists() or not _ledger(env, "full")
+    assert "DISK FULL" in env.cli("status").stdout
+    filler.unlink()
+    wait_for(lambda: campaign().get("state") == "done", 60, "the campaign to end")
+    assert [(r["index"], r["status"]) for r in _ledger(env, "full")] == [
+        ("0", "keep"),
+        ("1", "keep"),
+    ]

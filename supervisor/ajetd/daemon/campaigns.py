@@ -32,7 +32,7 @@ from ajetd.adapters.control import (
     write_answer,
 )
 from ajetd.adapters.inbox import stored_options
-from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic, write_json
+from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, encode, json_text, write_atomic
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint
@@ -83,7 +83,16 @@ class Campaigns:
         return cached[1], cached[2], cached[3]
 
     def _save(self, state: CampaignState) -> None:
-        write_json(self.root / state.campaign_id / "state.json", asdict(state), OWNER_FILE)
+        self._write(self.root / state.campaign_id / "state.json", json_text(asdict(state)))
+
+    def _write(self, path: Path, text: str) -> None:
+        """An owner-only file of the home, written whole; held in memory and written later
+        while the home is full (the daemon's `Held`): a full disk between two experiments
+        delays the next one, never loses it."""
+        if self.home.held is None:
+            write_atomic(path, text, OWNER_FILE)
+        else:
+            self.home.held.write(path, encode(text), OWNER_FILE)
 
     # -- intake ---------------------------------------------------------------------------
     def claim(self, now: float) -> None:
@@ -261,6 +270,8 @@ class Campaigns:
             run = runs.get(exp.run_id) if exp.run_id else None
             if not exp.refused and (run is None or run.state is not State.DONE):
                 continue
+            if run is not None and not self.home.saved(run.run_id):
+                continue  # its end is not on disk yet (a full home): no row reports it
             value = None
             status = "failed"
             if run is not None and run.status is not None:
@@ -338,7 +349,7 @@ class Campaigns:
             "points": points,
         }
         source = self.root / state.campaign_id / "plot.json"
-        write_json(source, data, OWNER_FILE)
+        self._write(source, json_text(data))
         self.plots.request(state.campaign_id, source, Path(spec.result_dir) / "progress.png")
 
     # -- one experiment ---------------------------------------------------------------------
@@ -370,7 +381,7 @@ class Campaigns:
         blueprint = experiment_blueprint(spec, exp, index, text, codebase, now - state.started_at)
         run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
         target = self.home.inbox / f"{run_id}__{spec.name}-{index:02d}-{exp.name}.md"
-        write_atomic(target, blueprint, OWNER_FILE)
+        self._write(target, blueprint)  # a full home: it reaches the inbox once there is room
         record.run_id = run_id
         what = (spec.name, index, exp.name, run_id)
         log.info("campaign %s: experiment %d (%s) submitted as run %s", *what)
