@@ -184,3 +184,30 @@ def test_a_running_trials_log_shows_what_diagnose_says_when_it_pauses(tmp_path: 
         if _sig(live.finish(key, log) or []) != whole:
             differ.append(f"{path.relative_to(CORPUS)}: at its end")
     assert not differ, differ
+
+
+def test_a_trials_reader_is_let_go_once_the_next_trial_is_read(tmp_path: Path) -> None:
+    """A trial that ended without a failure to diagnose (exit 0, a hang stopped, a stop) has
+    no `finish`: its reader (up to a line still arriving, a held line and 4096 quiet lines)
+    goes when the run's next trial is read, not when the run ends."""
+    live = LiveScans()
+    for number in (1, 2, 3):
+        log = tmp_path / f"trial-{number}.log"
+        log.write_bytes(b"step 1\nstill going")
+        live.scan(("r", number), log, 0.0)
+    live.scan(("other", 1), log, 0.0)
+    assert [live.started(("r", n)) for n in (1, 2, 3)] == [False, False, True]
+    assert live.started(("other", 1))
+
+
+def test_a_program_line_holding_ajetds_prefix_keeps_its_own_text() -> None:
+    """Only ajetd's line glued at the end of a line is cut off, not the program's own text
+    that happens to hold `[ajetd] ` (a blueprint's directive it quotes)."""
+    text = (
+        b"ValueError: [ajetd] gpus: 0 refused: No space left on device"
+        b"[ajetd] trial 1 exited with code 1\n"
+    )
+    found = diagnose_chunks([text])
+    assert [(f.kind, f.evidence) for f in found] == [
+        ("disk_full", "ValueError: [ajetd] gpus: 0 refused: No space left on device")
+    ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ajetd.core.model import State, StopCause
-from conftest import Env
+from conftest import Env, wait_for
 from loopkit import SHORTEST_SLEEP_S, FakeClock, Loop
 
 STUBBORN = "trap '' INT TERM; sleep 1000"  # ignores INT and TERM (as does its sleep)
@@ -337,5 +337,44 @@ def test_a_restarted_daemon_keeps_the_time_limit_and_the_hang_window(env: Env) -
         second.reach(t0 + 120)  # exp_max_time counts from the run's start, not the daemon's
         assert second.on_time(run_id, "stopping: time_limit", t0 + 120)
         assert second.until_done(run_id)["status"] == "time_limit"
+    finally:
+        second.close()
+
+
+def test_a_restarted_daemon_drops_what_its_reading_of_the_output_no_longer_says(
+    env: Env,
+) -> None:
+    """An open traceback read at a pause shows as unknown_traceback (provisional); the daemon
+    restarts; the exception line comes: the new daemon's reading replaces the old one's (it
+    was kept, first, as if ajetd had seen it outside the output)."""
+    go = env.tmp / "go"
+    script = env.tmp / "oom_later.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "print('Traceback (most recent call last):')\n"
+        "print('  File \"train.py\", line 1, in <module>', flush=True)\n"
+        "while not os.path.exists(sys.argv[1]):\n"
+        "    time.sleep(0.05)\n"
+        "print('torch.OutOfMemoryError: CUDA out of memory.', flush=True)\n"
+        "time.sleep(1000)\n"
+    )
+    first = Loop(env)
+    bp = env.blueprint("later", command=f"python {script} {go}", ajetd="gpus: 0")
+    run_id = first.submit(bp)
+    first.started(run_id)
+
+    def kinds(loop: Loop) -> list[str]:
+        trial = loop.run(run_id).trial
+        return [f.kind for f in trial.live_findings] if trial else []
+
+    first.until(lambda: kinds(first) == ["unknown_traceback"], "the open traceback at a pause")
+    first.close()
+    go.touch()
+    log = Path(first.run(run_id).result_dir) / "logs/trial-1.log"
+    wait_for(lambda: b"CUDA out of memory" in log.read_bytes(), 20, "the exception line")
+    second = Loop(env)
+    try:
+        second.until(lambda: "cuda_oom" in kinds(second), "the exception line read")
+        assert kinds(second) == ["cuda_oom"]
     finally:
         second.close()

@@ -29,6 +29,7 @@ from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.hosts import swarm
+from ajetd.hosts.ssh import SSH_LOST
 from ajetd.pictures import drawing
 
 log = logging.getLogger(__name__)
@@ -269,12 +270,15 @@ class Observe(Base):
             seen = slot.live.scan(key, log_file, now, user)
         if seen is not None:
             known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
+            replaced = seen.replaced
+            if seen.first:  # what the output showed before a restart goes too, unless read again
+                replaced |= known - _outside_output(slot)
             where = " in its unfinished last output" if seen.paused else ""
             for f in seen.new:
                 if f.kind not in known:
                     text = f"seen while running{where}: {f.kind} (line {f.line})"
                     self.home.append_event(run.run_id, now, text)
-            self._store(model.seen_in_output(run, seen.findings, seen.replaced))
+            self._store(model.seen_in_output(run, seen.findings, replaced))
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with
@@ -321,6 +325,12 @@ class Observe(Base):
             self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
             run = model.found_live(run, (lost_finding(lost),))
         self._store(run)
+
+
+def _outside_output(slot: RunSlot) -> frozenset[str]:
+    """The kinds ajetd finds outside a trial's output (`model.found_live`), which a reading of
+    the output never replaces."""
+    return frozenset((GPU_LOST, swarm.SERVER_DIED, SSH_LOST, *slot.host.root_kinds))
 
 
 def _started(slot: RunSlot) -> bool:

@@ -154,8 +154,9 @@ class Diagnoser:
         (its banner with the launch command, its exit line, a follower's note) says nothing."""
         if text.startswith(OWN_LINE_PREFIX):
             return False
-        if OWN_LINE_PREFIX in text:  # a line without its newline, then one of ajetd's lines
-            text = text[: text.index(OWN_LINE_PREFIX)]  # (the exit line, a follower's note)
+        glued = text.rfind(OWN_LINE_PREFIX)  # a line without its newline, then one of ajetd's
+        if glued > 0:  # (the exit line, a follower's note: the last on the line, never holding
+            text = text[:glued]  # the prefix; the program's own text may quote it)
         body = strip_dress(text)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())

@@ -47,6 +47,7 @@ class _Cursor:
     provisional: bool = False  # they read the output's unread end as it stood
     paused_at: int = -1  # the offset at which a pause was last read
     told: set[str] = field(default_factory=set)  # the kinds given out as new once
+    fresh: bool = True  # nothing given out yet (what a reader before a restart gave is unknown)
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,14 @@ class Seen:
     `replaced`: the kinds of those given out before (which these replace); `new`: those of
     kinds never given out before for this trial (a provisional kind that went and came back is
     not new); `paused`: read at a pause, the output's unfinished end (a line, a traceback)
-    included."""
+    included; `first`: this reader's first (after a daemon restart, these replace every kind
+    the reader before it gave out, which it does not know: given out even when empty)."""
 
     findings: tuple[Finding, ...]
     replaced: frozenset[str]
     new: tuple[Finding, ...] = ()
     paused: bool = False
+    first: bool = False
 
 
 def _shown(finding: Finding) -> tuple[str, int, str]:
@@ -71,13 +74,13 @@ def _show(
     cursor: _Cursor, findings: list[Finding], provisional: bool, paused: bool = False
 ) -> Seen | None:
     cursor.changes, cursor.provisional = cursor.stream.changes, provisional
-    before = cursor.shown
-    if [_shown(f) for f in findings] == [_shown(f) for f in before]:  # counts aside
-        return None
-    cursor.shown = tuple(findings)
+    before, first = cursor.shown, cursor.fresh
+    if not first and [_shown(f) for f in findings] == [_shown(f) for f in before]:
+        return None  # (counts aside)
+    cursor.shown, cursor.fresh = tuple(findings), False
     new = tuple(f for f in findings if f.kind not in cursor.told)
     cursor.told.update(f.kind for f in new)
-    return Seen(cursor.shown, frozenset(f.kind for f in before), new, paused)
+    return Seen(cursor.shown, frozenset(f.kind for f in before), new, paused, first)
 
 
 @dataclass
@@ -108,6 +111,7 @@ class LiveScans:
         try:
             if cursor is None:  # first look (or after a daemon restart): the log's tail
                 start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES, user)
+                self._let_go(key)
                 cursor = self._cursors[key] = _Cursor(start, stream)
             data = _read_from(log_file, cursor.offset)
         except OSError:
@@ -120,7 +124,7 @@ class LiveScans:
             cursor.last_step = max(steps)
             cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
         held = stream.holds_line()
-        if stream.changes == cursor.changes and not (held or cursor.provisional):
+        if stream.changes == cursor.changes and not (held or cursor.provisional or cursor.fresh):
             return None  # most reads: nothing new, no findings built
         return _show(cursor, stream.peek(ending=False), held)
 
@@ -151,6 +155,13 @@ class LiveScans:
         except OSError:
             return None
         return cursor.stream.close()
+
+    def _let_go(self, key: tuple[str, int]) -> None:
+        """The run's earlier trials' cursors, read by now: one that ended without a failure
+        (exit 0, a hang stopped, a stop) has no `finish`, and each holds up to a line still
+        arriving, a held line and its quiet lines."""
+        for old in [k for k in self._cursors if k[0] == key[0] and k != key]:
+            del self._cursors[old]
 
     def forget(self, run_id: str) -> None:
         for key in [k for k in self._cursors if k[0] == run_id]:
