@@ -211,3 +211,18 @@ def test_a_program_line_holding_ajetds_prefix_keeps_its_own_text() -> None:
     assert [(f.kind, f.evidence) for f in found] == [
         ("disk_full", "ValueError: [ajetd] gpus: 0 refused: No space left on device")
     ]
+
+
+def test_a_kind_read_only_from_a_line_that_may_go_on_is_said_to_be_unsure(tmp_path: Path) -> None:
+    """A complete exception line that stops mid-sentence is read as it stands while its next
+    line is awaited: the kind it alone gives is as provisional as one read at a pause (the
+    next line may make it another), and said so; a kind read before it is not."""
+    log = tmp_path / "trial-1.log"
+    log.write_bytes(
+        b"OSError: [Errno 28] No space left on device\n"
+        b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB on device number\n"
+    )
+    seen = LiveScans().scan(("r", 1), log, 0.0)
+    assert seen is not None
+    assert [f.kind for f in seen.findings] == ["disk_full", "cuda_oom"]
+    assert seen.unsure == frozenset({"cuda_oom"})

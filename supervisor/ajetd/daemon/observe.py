@@ -273,9 +273,9 @@ class Observe(Base):
             replaced = seen.replaced
             if seen.first:  # what the output showed before a restart goes too, unless read again
                 replaced |= known - _outside_output(slot)
-            where = " in its unfinished last output" if seen.paused else ""
             for f in seen.new:
                 if f.kind not in known:
+                    where = " in its unfinished last output" if f.kind in seen.unsure else ""
                     text = f"seen while running{where}: {f.kind} (line {f.line})"
                     self.home.append_event(run.run_id, now, text)
             self._store(model.seen_in_output(run, seen.findings, replaced))

@@ -55,14 +55,16 @@ class Seen:
     """A running trial's output findings, root cause first, when they have changed;
     `replaced`: the kinds of those given out before (which these replace); `new`: those of
     kinds never given out before for this trial (a provisional kind that went and came back is
-    not new); `paused`: read at a pause, the output's unfinished end (a line, a traceback)
-    included; `first`: this reader's first (after a daemon restart, these replace every kind
-    the reader before it gave out, which it does not know: given out even when empty)."""
+    not new); `unsure`: the kinds read only from the output's unfinished end, as it stood (at
+    a pause: a line without its newline, a traceback not ended; a line that may go on in its
+    next), which the next reading may not give; `first`: this reader's first (after a daemon
+    restart, these replace every kind the reader before it gave out, which it does not know:
+    given out even when empty)."""
 
     findings: tuple[Finding, ...]
     replaced: frozenset[str]
     new: tuple[Finding, ...] = ()
-    paused: bool = False
+    unsure: frozenset[str] = frozenset()
     first: bool = False
 
 
@@ -70,17 +72,18 @@ def _shown(finding: Finding) -> tuple[str, int, str]:
     return finding.kind, finding.line, finding.evidence
 
 
-def _show(
-    cursor: _Cursor, findings: list[Finding], provisional: bool, paused: bool = False
-) -> Seen | None:
-    cursor.changes, cursor.provisional = cursor.stream.changes, provisional
+def _show(cursor: _Cursor, findings: list[Finding], provisional: bool) -> Seen | None:
+    """`findings`: the stream's, its unread end read as it stands when `provisional`."""
+    stream = cursor.stream
+    cursor.changes, cursor.provisional = stream.changes, provisional
     before, first = cursor.shown, cursor.fresh
     if not first and [_shown(f) for f in findings] == [_shown(f) for f in before]:
         return None  # (counts aside)
     cursor.shown, cursor.fresh = tuple(findings), False
     new = tuple(f for f in findings if f.kind not in cursor.told)
     cursor.told.update(f.kind for f in new)
-    return Seen(cursor.shown, frozenset(f.kind for f in before), new, paused, first)
+    unsure = frozenset(f.kind for f in findings) - stream.kinds() if provisional else frozenset()
+    return Seen(cursor.shown, frozenset(f.kind for f in before), new, unsure, first)
 
 
 @dataclass
@@ -137,7 +140,7 @@ class LiveScans:
         cursor.paused_at = cursor.offset
         if not cursor.stream.unread():
             return None
-        return _show(cursor, cursor.stream.peek(), True, paused=True)
+        return _show(cursor, cursor.stream.peek(), True)
 
     def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
         """The whole diagnosis of an ended trial from its live cursor (only unread bytes are
