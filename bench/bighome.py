@@ -138,13 +138,31 @@ def tick_time(root: Path, repeat: int) -> tuple[float, float]:
     return reconcile, statistics.median(spent)
 
 
+def listing_ms(root: Path, repeat: int) -> tuple[float, float]:
+    """In this process: the best of `repeat` readings of every record in full (`--json`,
+    `--all`) and of the default view's brief reading (live runs and the 10 newest ended)."""
+    home = Home(root)
+    best = []
+    for brief in (None, 10):
+        spent = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            home.listing(brief)
+            spent.append(time.perf_counter() - t0)
+        best.append(min(spent) * 1000)
+    return best[0], best[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--repeat", type=int, default=3)
     opts = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    head = "runs  make_s  status  json   one    wait   start  rss_MiB  reconcile  tick_ms"
+    head = (
+        "runs  make_s  status  json   one    wait   start  rss_MiB  reconcile  tick_ms"
+        "  full_ms  brief_ms"
+    )
     print(head)
     for count in (int(s) for s in opts.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="ajetd-bighome-") as tmp:
@@ -162,6 +180,7 @@ def main() -> None:
             waited = timed([*cli, "wait", last, "--timeout", "5"], env, opts.repeat)
             start, rss = daemon_start(env, root)
             reconcile, tick = tick_time(root, max(opts.repeat, 5))
+            full, brief = listing_ms(root, opts.repeat)
             listed = json.loads(
                 subprocess.run(
                     [*cli, "status", "--json", "--all"], env=env, capture_output=True, check=True
@@ -170,7 +189,7 @@ def main() -> None:
             assert len(listed) == count, len(listed)
             print(
                 f"{count:<5} {made:6.1f}  {status:6.2f}  {as_json:5.2f}  {one:5.2f}  "
-                f"{waited:5.2f}  {start:5.2f}  {rss:7.0f}  {reconcile:9.2f}  {tick * 1000:7.1f}"
+                f"{waited:5.2f}  {start:5.2f}  {rss:7.0f}  {reconcile:9.2f}  {tick * 1000:7.1f}  {full:7.0f}  {brief:8.0f}"
             )
 
 

@@ -16,6 +16,10 @@ from typing import Any
 import psutil
 import pytest
 
+from ajetd.adapters.store import Home
+from ajetd.core import model
+from ajetd.core.model import Run, State, Status, Trial
+from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
 from loopkit import Loop
 
@@ -224,3 +228,49 @@ def test_a_full_home_between_experiments_delays_the_next_never_loses_it(
         ("0", "keep"),
         ("1", "keep"),
     ]
+
+
+# -- a home of many ended runs ---------------------------------------------------------------
+def _ended(n: int, at: float) -> Run:
+    trial = Trial(1, "true", f"ajet_old_{n}", at, at + 60, n % 2)
+    run = Run(
+        run_id=f"o{n:05d}",
+        source=f"old{n}.md",
+        submitted_at=at,
+        purpose=f"old run {n}",
+        session=f"ajet_old_{n}",
+        state=State.RUNNING,
+        started_at=at,
+        trials=(trial,),
+        history=({"global_steps": 1, "mean_reward": n / 300},),
+        session_closed=True,
+    )
+    return model.finish(run, Status.FAILED if n % 2 else Status.SUCCEEDED, "exited", n % 2, at + 60)
+
+
+def test_a_home_of_hundreds_of_ended_runs(env: Env) -> None:
+    """Written with the store's own functions: `status` reads the newest in full and counts
+    the rest (the same view as reading all), `--json` lists all, and the daemon's tick
+    looks at none of them (nothing is left to do for any)."""
+    home = Home(env.home)
+    home.ensure()
+    for n in range(300):
+        run = _ended(n, 1_700_000_000 + n * 100)
+        home.run_dir(run.run_id).mkdir(mode=0o700)
+        home.save_run(run)
+    home.state_file("o00150").write_text("{")  # one damaged among them
+    f, now = Filters(), 1_700_100_000.0
+    full = overview(home.listing(), f, now, 200, False, {})
+    assert overview(home.listing(f.recent), f, now, 200, False, {}) == full
+    assert "o00150/state.json" in plain(daemon_lines(False, home.daemon_info(), 200))
+    shown = env.cli("status")
+    assert shown.returncode == 0 and "o00299" in shown.stdout and "o00289" not in shown.stdout
+    assert "289 older ended run(s) not shown" in shown.stdout, shown.stdout
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert len(listed) == 299 and listed[0]["run_id"] == "o00000"
+    loop = Loop(env)
+    try:
+        assert len(loop.daemon.runs) == 299 and not loop.daemon.runs.unsettled
+        loop.turn()
+    finally:
+        loop.close()

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from ajetd.adapters import runrecords
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.model import Run
 from ajetd.core.naming import RUN_ID, SUBMITTED
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 
 OWNER_DIR = 0o700
 OWNER_FILE = 0o600
-LEFT_OUT = (
-    "run {run_id} is left out (not listed, not supervised, never launched again): restore "
-    "the file, or move the folder out of runs/"
-)
 
 
 def default_home() -> Path:
@@ -266,12 +263,7 @@ class Home:
 
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)
-        try:
-            return Run.from_json(json.loads(path.read_text()))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise StoreError(f"corrupt run record {path}: {exc}") from exc
-        except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
-            raise StoreError(f"unreadable run record {path}: {exc.strerror}") from exc
+        return runrecords.as_run(path, runrecords.read_data(path))
 
     def blueprint_text(self, run_id: str) -> str:
         """The run's claimed blueprint as text, decoded as intake decoded it (a UTF-16 or
@@ -328,42 +320,22 @@ class Home:
             return []
         return sorted(p.name for p in self.runs.iterdir() if RUN_ID.match(p.name))
 
-    def load_runs(self) -> Iterator[Run]:
+    def load_runs(self, brief: int | None = None) -> Iterator[Run]:
         """Every run with a saved, readable record, oldest submission first (what the daemon
-        owns; submissions still in the inbox are not records)."""
-        runs = []
-        damaged: dict[str, str] = {}
-        for run_id in self.run_ids():
-            try:
-                runs.append(self._read_state(run_id))
-            except StoreError as exc:
-                damaged[run_id] = f"{exc}; {LEFT_OUT.format(run_id=run_id)}"
-            except FileNotFoundError:
-                if why := self._lost_record(run_id):
-                    damaged[run_id] = why
-        self.damaged = damaged
+        owns; submissions still in the inbox are not records); the ones left out and why are
+        kept in `damaged`. `brief`: only live runs and the `brief` newest ended ones in full
+        (`runrecords.read_all`), for a view that shows no more."""
+        runs, self.damaged = runrecords.read_all(self.runs, self.run_ids(), brief)
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
-
-    def _lost_record(self, run_id: str) -> str | None:
-        """Why a run folder without a record is left out, or None where it is a claim cut
-        short (a blueprint and no trial: admitted again by the daemon) or is being made."""
-        folder = self.run_dir(run_id)
-        if not folder.is_dir():
-            return f"{folder} is not a run folder (a stray file): ignored; move it aside"
-        if not any(folder.glob("trial-*")):
-            return None
-        return (
-            f"run record {self.state_file(run_id)} is missing, and the folder holds trials; "
-            f"{LEFT_OUT.format(run_id=run_id)}"
-        )
 
     def damaged_lines(self) -> list[str]:
         """The run folders the last `load_runs` left out, and why (for `status` and the log)."""
         return [self.damaged[run_id] for run_id in sorted(self.damaged)]
 
-    def listing(self) -> list[Run]:
-        """What `ajetd status` shows: every saved run, plus submissions not admitted yet."""
-        runs = {run.run_id: run for run in self.load_runs()}
+    def listing(self, brief: int | None = None) -> list[Run]:
+        """What `ajetd status` shows: every saved run, plus submissions not admitted yet
+        (`brief`: as `load_runs`)."""
+        runs = {run.run_id: run for run in self.load_runs(brief)}
         for run in self.pending_runs():
             runs.setdefault(run.run_id, run)
         return sorted(runs.values(), key=lambda r: (r.submitted_at, r.run_id))

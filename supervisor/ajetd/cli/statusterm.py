@@ -122,11 +122,17 @@ def show(lines: Sequence[view.Line], stream: TextIO = sys.stdout) -> None:
     Console(file=stream, highlight=False, soft_wrap=True).print(to_text(lines))
 
 
+def shown_ended(filters: view.Filters) -> int | None:
+    """How many ended runs the view shows in full (the older ones are only counted), None
+    for all: reading thousands of records in full is most of a big home's `status`."""
+    return None if filters.all or filters.narrowed else filters.recent
+
+
 def overview(
     home: Home, filters: view.Filters, cols: int, selected: str | None = None
 ) -> list[view.Line]:
     return view.overview(
-        home.listing(),
+        home.listing(shown_ended(filters)),
         filters,
         time.time(),
         cols,
@@ -169,7 +175,7 @@ def frame(
     home: Home, filters: view.Filters, cols: int, rows: int, selected: str | None
 ) -> tuple[list[view.Line], list[str]]:
     """One screen of the live view and the order of the runs it shows (for j/k)."""
-    runs = home.listing()
+    runs = home.listing(shown_ended(filters))
     now = time.time()
     sel = view.select(runs, filters, now)
     order = [r.run_id for r in (*sel.live, *sel.ended)]

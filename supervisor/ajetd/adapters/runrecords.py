@@ -1,0 +1,132 @@
+"""Every run record of a home, read at once: the runs, the folders left out and why, and a
+brief reading for `ajetd status`'s default view.
+
+A record that cannot be read (empty, cut short, not JSON, a file where a run folder should
+be, a folder that held trials but lost its record) is never dropped without a word: it is
+named, with what to do. The default view shows live runs and the newest ended ones only, so
+the brief reading builds those in full and the older ended ones as bare stand-ins (id, state,
+status, times: what ordering and counting them needs); turning a record into a `Run` is most
+of the cost of reading thousands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ajetd.core.errors import StoreError
+from ajetd.core.model import Run, State, Status
+
+LEFT_OUT = (
+    "run {run_id} is left out (not listed, not supervised, never launched again): restore "
+    "the file, or move the folder out of runs/"
+)
+
+
+def read_data(path: Path) -> dict[str, Any]:
+    """A record's JSON object; StoreError naming the file where it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise StoreError(f"corrupt run record {path}: {exc}") from exc
+    except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+        raise StoreError(f"unreadable run record {path}: {exc.strerror}") from exc
+    if not isinstance(data, dict):
+        raise StoreError(f"corrupt run record {path}: not a JSON object")
+    return data
+
+
+def as_run(path: Path, data: Mapping[str, Any]) -> Run:
+    try:
+        return Run.from_json(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise StoreError(f"corrupt run record {path}: {exc}") from exc
+
+
+def lost_record(folder: Path, state_file: Path, run_id: str) -> str | None:
+    """Why a run folder without a record is left out, or None where it is a claim cut short
+    (a blueprint and no trial: admitted again by the daemon) or is being made."""
+    if not folder.is_dir():
+        return f"{folder} is not a run folder (a stray file): ignored; move it aside"
+    if not any(folder.glob("trial-*")):
+        return None
+    return (
+        f"run record {state_file} is missing, and the folder holds trials; "
+        f"{LEFT_OUT.format(run_id=run_id)}"
+    )
+
+
+def read_all(
+    runs_dir: Path, run_ids: list[str], brief: int | None = None
+) -> tuple[list[Run], dict[str, str]]:
+    """Every readable record as a Run, and the run ids left out with why. `brief`: build in
+    full only the live runs and the `brief` newest ended ones (`_stand_in` for the rest)."""
+    found: list[tuple[Path, dict[str, Any]]] = []  # brief: kept to choose which to build
+    runs: list[Run] = []
+    damaged: dict[str, str] = {}
+    for run_id in run_ids:
+        path = runs_dir / run_id / "state.json"
+        try:
+            data = read_data(path)
+            if brief is None:  # built at once: no run's JSON is held longer than its reading
+                runs.append(as_run(path, data))
+            else:
+                found.append((path, data))
+        except StoreError as exc:
+            damaged[run_id] = f"{exc}; {LEFT_OUT.format(run_id=run_id)}"
+        except FileNotFoundError:
+            if why := lost_record(runs_dir / run_id, path, run_id):
+                damaged[run_id] = why
+    if brief is not None:
+        runs += _brief(found, brief, damaged)
+    return runs, damaged
+
+
+def _brief(
+    found: list[tuple[Path, dict[str, Any]]], keep: int, damaged: dict[str, str]
+) -> list[Run]:
+    """The live runs and the `keep` newest ended ones in full, stand-ins for the others."""
+    ended: list[tuple[tuple[float, str], int]] = []
+    for i, (_, data) in enumerate(found):
+        key = _ended_key(data) if data.get("state") == "done" else None
+        if key is not None:
+            ended.append((key, i))
+    ended.sort(reverse=True)
+    older = {i for _, i in ended[keep:]}
+    runs = []
+    for i, (path, data) in enumerate(found):
+        run = _stand_in(data) if i in older else None
+        try:
+            runs.append(run or as_run(path, data))
+        except StoreError as exc:
+            damaged[path.parent.name] = f"{exc}; {LEFT_OUT.format(run_id=path.parent.name)}"
+    return runs
+
+
+def _ended_key(data: Mapping[str, Any]) -> tuple[float, str] | None:
+    """How `status` orders ended runs (newest first), or None where the record is odd."""
+    at, submitted, run_id = data.get("ended_at"), data.get("submitted_at"), data.get("run_id")
+    if not isinstance(run_id, str) or not isinstance(submitted, int | float):
+        return None
+    if at is not None and not isinstance(at, int | float):
+        return None
+    return (float(at or submitted), run_id)
+
+
+def _stand_in(data: Mapping[str, Any]) -> Run | None:
+    """An older ended run as the default view counts it, not shows it; None where the record
+    is odd (it is then read in full, and named if it is damaged)."""
+    try:
+        status = Status(data["status"]) if data.get("status") else None
+        return Run(
+            run_id=str(data["run_id"]),
+            source=str(data.get("source", "")),
+            submitted_at=float(data["submitted_at"]),
+            state=State.DONE,
+            status=status,
+            ended_at=None if data.get("ended_at") is None else float(data["ended_at"]),
+        )
+    except (ValueError, TypeError, KeyError):
+        return None
