@@ -68,6 +68,17 @@ def test_damaged_records_are_named_and_the_rest_is_supervised(env: Env) -> None:
     assert daemon.poll() is None
 
 
+def test_a_file_where_a_folder_of_the_home_should_be_is_named(env: Env) -> None:
+    env.home.mkdir(mode=0o700)
+    (env.home / "inbox").write_text("not a folder\n")
+    started = env.cli("daemon", timeout=20)
+    assert started.returncode == 1 and f"{env.home / 'inbox'} is not a folder" in started.stderr
+    (env.home / "inbox").unlink()
+    (env.home / "daemon.json").mkdir()  # not even a file: status still lists the runs
+    shown = env.cli("status")
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+
+
 def test_a_damaged_record_is_named_without_a_daemon(env: Env) -> None:
     """Without a daemon: `status` reads the home itself and still names what it skipped."""
     (env.home / "runs").mkdir(parents=True, mode=0o700)

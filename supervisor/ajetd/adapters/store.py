@@ -223,6 +223,8 @@ class Home:
         for folder in (self.root, self.inbox, self.runs, self.rejected, self.control, self.swarm):
             try:
                 folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
+            except FileExistsError as exc:  # a file (or a dangling link) where it should be
+                raise StoreError(f"{folder} is not a folder: move it aside") from exc
             except OSError as exc:
                 raise StoreError(f"cannot create {folder}: {exc.strerror}") from exc
 
@@ -394,7 +396,7 @@ class Home:
         its writes in memory (`disk`, as the daemon's own full-disk lines)."""
         try:
             data = json.loads(self.daemon_file.read_text())
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError):  # none yet, garbled, or not a file: the daemon rewrites it
             data = {}
         info = data if isinstance(data, dict) else {}
         if self.damaged:  # what this reader's own `load_runs` left out
