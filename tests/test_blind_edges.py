@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Env, shared_paths, wait_for
+from conftest import Env, marked_processes, shared_paths, wait_for
 
 
 def _in(env: Env, cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -494,3 +494,30 @@ def test_nemo_overrides_never_land_in_a_comment_or_on_another_line(daemon_env: E
         seen = env.status(run_id)
         assert seen["command"] == command, seen["command"]
         assert any("added no overrides" in w for w in seen["warnings"]), seen["warnings"]
+
+
+def test_a_daemon_on_another_tmux_server_refuses_rather_than_lose_the_runs(env: Env) -> None:
+    """Runs live on the tmux server they were launched on (`AJETD_TMUX_SOCKET`). A daemon
+    restarted without that variable (or with another) saw no session, declared every live
+    run `lost` and killed its program. It now refuses to start, naming the server, and the
+    runs go on; `status RUN` and `attach` use the run's own server, whatever the shell has."""
+    from ajetd.adapters.store import Home
+
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("socket", command="sleep 60", ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    assert env.cli("shutdown").returncode == 0
+    mine = env.vars["AJETD_TMUX_SOCKET"]
+    for other in ("elsewhere", ""):
+        started = _in(env, env.tmp, "daemon", AJETD_TMUX_SOCKET=other)
+        assert started.returncode == 1, started.stderr
+        assert f"run {run_id} lives on tmux server -L {mine}" in started.stderr, started.stderr
+        assert f"AJETD_TMUX_SOCKET={mine}" in started.stderr
+    assert env.record(run_id)["state"] == "running"
+    assert marked_processes(run_id)  # its program was never touched
+    shown = _in(env, env.tmp, "status", run_id, AJETD_TMUX_SOCKET="")
+    assert f"tmux -L {mine} attach -t ajet_test_run" in shown.stdout, shown.stdout
+    env.start_daemon()  # the right server: it takes the run up again
+    wait_for(Home(env.home).daemon_running, what="the daemon to hold its home")
+    assert env.cli("stop", run_id).returncode == 0
+    assert env.status(run_id)["status"] == "stopped"

@@ -147,9 +147,11 @@ def diag(run_id: str, as_json: bool) -> None:
     its result dir; the run is never touched."""
     from ajetd.adapters.tmux import Tmux, socket_from_env
     from ajetd.cli import diag
+    from ajetd.core.model import tmux_socket_of
 
     home = open_home()
-    text, saved, data = diag.take(home, Tmux(socket_from_env()), load_run(home, run_id))
+    run = load_run(home, run_id)
+    text, saved, data = diag.take(home, Tmux(tmux_socket_of(run, socket_from_env())), run)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return

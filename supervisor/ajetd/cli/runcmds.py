@@ -327,10 +327,11 @@ def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it
     starts."""
     from ajetd.adapters.tmux import Tmux, socket_from_env
+    from ajetd.core.model import tmux_socket_of
 
     home = open_home()
     run = load_run(home, run_id)
-    tmux = Tmux(socket_from_env())
+    tmux = Tmux(tmux_socket_of(run, socket_from_env()))
     inside = "switch-client" in tmux.attach(run.session or "-")[0]  # needs no terminal
     if not inside and not sys.stdin.isatty():  # tmux would only say "not a terminal"
         raise click.UsageError(
@@ -344,6 +345,7 @@ def attach(run_id: str) -> None:
             run = load_run(home, run_id)
     if not run.session:  # it ended without one: exit 1, saying how
         raise click.ClickException(f"run {run_id} has no tmux session ({_why(run)})")
+    tmux = Tmux(tmux_socket_of(run, socket_from_env()))  # known once it started
     argv, env = tmux.attach(run.session)
     _session_alive(tmux, run)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ajetd.adapters.store import Home
-from ajetd.core.model import Run
+from ajetd.core.model import Run, tmux_socket_of
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.diagnosis.text import tail_lines
 from ajetd.views import listing as view
@@ -79,7 +79,7 @@ def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
     checks = home.daemon_info().get("deep_checks") or {}
     at = checks.get(run.run_id) if isinstance(checks, dict) else None
     return rundetail.RunExtras(
-        tmux_socket=os.environ.get("AJETD_TMUX_SOCKET") or None,
+        tmux_socket=tmux_socket_of(run, os.environ.get("AJETD_TMUX_SOCKET") or None),
         next_check_at=float(at) if isinstance(at, (int, float)) else None,
         output=output_tail(run, output_lines),
     )

@@ -126,6 +126,9 @@ class Run:
     codebase_dir: str = ""
     venv_dir: str = ""
     venv_exe: str = ""  # exp_venv_exe resolved (a bare `python` runs it: TrialSpec.venv_exe)
+    # the tmux server its session lives on, as `tmux -L` names it ("default": the user's own);
+    # "" in a record older than this field
+    tmux_socket: str = ""
     launch_command: str = ""
     started_at: float | None = None
     ended_at: float | None = None
@@ -360,3 +363,14 @@ def finish(run: Run, status: Status, reason: str, exit_code: int | None, ended: 
         ended_at=ended,
         attention=None,
     )
+
+
+def tmux_socket_of(run: Run, fallback: str | None) -> str | None:
+    """The `tmux -L` socket of the run's server (None: the default one); `fallback` where
+    the record predates the field."""
+    if not run.tmux_socket:
+        return fallback
+    return None if run.tmux_socket == DEFAULT_TMUX else run.tmux_socket
+
+
+DEFAULT_TMUX = "default"  # tmux's own name for the socket of `tmux` without -L

@@ -22,7 +22,8 @@ from types import FrameType
 
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.tmux import Tmux
-from ajetd.core.model import State
+from ajetd.core.errors import StoreError
+from ajetd.core.model import DEFAULT_TMUX, State
 from ajetd.core.policy import hang_window as policy_hang_window
 from ajetd.core.policy import next_wake
 from ajetd.daemon.act import Act
@@ -45,6 +46,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
     def serve(self) -> None:
         """Run until SIGTERM/SIGINT. Runs keep going in tmux after the daemon exits."""
         self.home.ensure()
+        self._same_tmux_server()
         lock_fd = self.home.acquire_lock()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
@@ -66,6 +68,19 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 self._write_daemon_json(stopped)
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
+
+    def _same_tmux_server(self) -> None:
+        """Refuse to start where a live run's session is on another tmux server than this
+        daemon's: it would see no session, call the run lost and end its program."""
+        mine = self.tmux.socket_name or DEFAULT_TMUX
+        for run in self.home.load_runs():
+            theirs = run.tmux_socket
+            if run.active and run.session and theirs and theirs != mine:
+                raise StoreError(
+                    f"run {run.run_id} lives on tmux server -L {theirs}, and this daemon would "
+                    f"use -L {mine} (AJETD_TMUX_SOCKET): it would find none of its sessions "
+                    f"and call its runs lost; start it with AJETD_TMUX_SOCKET={theirs}"
+                )
 
     def turn(self, woken: bool) -> float:
         """One pass of the loop at the clock's now: a full tick when an event woke it or a

@@ -118,6 +118,7 @@ def prepare_trial(
     shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
     stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
+    run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
     if dropped:
         run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
     home.save_run(run)
