@@ -521,3 +521,13 @@ def test_a_daemon_on_another_tmux_server_refuses_rather_than_lose_the_runs(env: 
     wait_for(Home(env.home).daemon_running, what="the daemon to hold its home")
     assert env.cli("stop", run_id).returncode == 0
     assert env.status(run_id)["status"] == "stopped"
+
+
+def test_a_path_written_with_a_variable_is_refused_saying_so(env: Env) -> None:
+    """`exp_result_dir: $HOME/results/x` was refused as "not an absolute path", which does
+    not say that the variable is the reason."""
+    bp = env.blueprint("var", result="$HOME/results/x")
+    assert _lint(env, bp.read_text())["problems"] == [
+        "exp_result_dir: $HOME/results/x is not an absolute path (variables such as $HOME are "
+        "not expanded: write the path in full, or ~/...)"
+    ]

@@ -155,6 +155,13 @@ def _own_placement(command: str) -> list[str]:
     ]
 
 
+def _unexpanded(path: str) -> str:
+    """A hint for `$HOME/x`, `${DATA}/x`: a blueprint's paths are taken as written."""
+    if path.startswith("$"):
+        return " (variables such as $HOME are not expanded: write the path in full, or ~/...)"
+    return ""
+
+
 def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
     """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
     a symlink to it): that run alone writes there."""
@@ -166,7 +173,7 @@ def result_dir_problem(result_dir: str) -> str | None:
     """Why `result_dir` cannot receive this run's results, or None if it can."""
     path = Path(result_dir)
     if not path.is_absolute():
-        return f"exp_result_dir: {result_dir} is not an absolute path"
+        return f"exp_result_dir: {result_dir} is not an absolute path{_unexpanded(result_dir)}"
     if path.exists():
         if not path.is_dir():
             return f"exp_result_dir: {result_dir} exists and is not a directory"
@@ -233,7 +240,10 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
     """The codebase dir and the venv's python, resolved (`where`: on which host) and checked."""
     codebase = _abs(bp.codebase_dir, fs)
     if not os.path.isabs(codebase):
-        problems.append(f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path")
+        problems.append(
+            f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path"
+            + _unexpanded(bp.codebase_dir)
+        )
     elif not fs.isdir(codebase):
         problems.append(f"exp_codebase_dir: {codebase} does not exist{where} or is not a directory")
     venv_exe = _abs(bp.venv_exe, fs)
@@ -243,7 +253,9 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
         python = os.path.join(os.path.dirname(venv_exe), "python")  # its activate script
         venv_exe = python if fs.isfile(python) else venv_exe
     if not os.path.isabs(venv_exe):
-        problems.append(f"exp_venv_exe: {bp.venv_exe} is not an absolute path")
+        problems.append(
+            f"exp_venv_exe: {bp.venv_exe} is not an absolute path{_unexpanded(bp.venv_exe)}"
+        )
     elif not fs.exists(venv_exe):
         problems.append(f"exp_venv_exe: {venv_exe} does not exist{where}")
     elif fs.isdir(venv_exe) or not fs.executable(venv_exe):
