@@ -19,6 +19,7 @@ import pytest
 from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
+from ajetd.daemon import slots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
 from loopkit import Loop
@@ -259,7 +260,7 @@ def _ended(n: int, at: float) -> Run:
     return model.finish(run, Status.FAILED if n % 2 else Status.SUCCEEDED, "exited", n % 2, at + 60)
 
 
-def test_a_home_of_hundreds_of_ended_runs(env: Env) -> None:
+def test_a_home_of_hundreds_of_ended_runs(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """Written with the store's own functions: `status` reads the newest in full and counts
     the rest (the same view as reading all), `--json` lists all, and the daemon's tick
     looks at none of them (nothing is left to do for any)."""
@@ -279,9 +280,13 @@ def test_a_home_of_hundreds_of_ended_runs(env: Env) -> None:
     assert "289 older ended run(s) not shown" in shown.stdout, shown.stdout
     listed = json.loads(env.cli("status", "--json").stdout)
     assert len(listed) == 299 and listed[0]["run_id"] == "o00000"
+    monkeypatch.setattr(slots, "ENDED_IN_MEMORY", 50)  # the daemon keeps the recent ones
     loop = Loop(env)
     try:
-        assert len(loop.daemon.runs) == 299 and not loop.daemon.runs.unsettled
+        runs = loop.daemon.runs
+        assert len(runs) == 299 and not runs.unsettled and len(runs.ended) == 50
+        assert (runs["o00001"].status, runs["o00002"].exit_code) == (Status.FAILED, 0)  # disk
+        assert len(runs.ended) == 50
         loop.turn()
     finally:
         loop.close()

@@ -12,7 +12,7 @@ of the cost of reading thousands.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,25 +63,35 @@ def read_all(
 ) -> tuple[list[Run], dict[str, str]]:
     """Every readable record as a Run, and the run ids left out with why. `brief`: build in
     full only the live runs and the `brief` newest ended ones (`_stand_in` for the rest)."""
-    found: list[tuple[Path, dict[str, Any]]] = []  # brief: kept to choose which to build
-    runs: list[Run] = []
     damaged: dict[str, str] = {}
+    if brief is None:
+        return list(each(runs_dir, run_ids, damaged)), damaged
+    found = list(_records(runs_dir, run_ids, damaged))
+    return _brief(found, brief, damaged), damaged
+
+
+def each(runs_dir: Path, run_ids: list[str], damaged: dict[str, str]) -> Iterator[Run]:
+    """Every readable record as a Run, one at a time (no run's JSON is held longer than its
+    reading); the ones left out go into `damaged`."""
+    for path, data in _records(runs_dir, run_ids, damaged):
+        try:
+            yield as_run(path, data)
+        except StoreError as exc:
+            damaged[path.parent.name] = f"{exc}; {LEFT_OUT.format(run_id=path.parent.name)}"
+
+
+def _records(
+    runs_dir: Path, run_ids: list[str], damaged: dict[str, str]
+) -> Iterator[tuple[Path, dict[str, Any]]]:
     for run_id in run_ids:
         path = runs_dir / run_id / "state.json"
         try:
-            data = read_data(path)
-            if brief is None:  # built at once: no run's JSON is held longer than its reading
-                runs.append(as_run(path, data))
-            else:
-                found.append((path, data))
+            yield path, read_data(path)
         except StoreError as exc:
             damaged[run_id] = f"{exc}; {LEFT_OUT.format(run_id=run_id)}"
         except FileNotFoundError:
             if why := lost_record(runs_dir / run_id, path, run_id):
                 damaged[run_id] = why
-    if brief is not None:
-        runs += _brief(found, brief, damaged)
-    return runs, damaged
 
 
 def _brief(

@@ -330,6 +330,13 @@ class Home:
         runs, self.damaged = runrecords.read_all(self.runs, self.run_ids(), brief)
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
 
+    def each_run(self) -> Iterator[Run]:
+        """Every readable record, one at a time and in no order (the daemon's start keeps
+        only what it needs of each); `damaged` is set once all were read."""
+        damaged: dict[str, str] = {}
+        yield from runrecords.each(self.runs, self.run_ids(), damaged)
+        self.damaged = damaged
+
     def damaged_lines(self) -> list[str]:
         """The run folders the last `load_runs` left out, and why (for `status` and the log)."""
         return [self.damaged[run_id] for run_id in sorted(self.damaged)]

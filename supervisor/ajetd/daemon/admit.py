@@ -93,7 +93,7 @@ class Admit(Base):
         self.problems, self.refused = problems, refused
 
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
-        live = [r for r in self.runs.values() if r.active]
+        live = self.runs.live()
         busy = {r.result_dir for r in live}
         writers = {r.val_path: r.run_id for r in live if r.val_path}
         try:
@@ -156,10 +156,13 @@ class Admit(Base):
         """Take up where a previous daemon left off; never launch a started trial again."""
         for run_id, claimed, source in inbox.unfinished_claims(self.home):
             self.accept(run_id, claimed, source, now)
-        for run in self.home.load_runs():
-            if not run.active:
+        live = []
+        for run in self.home.each_run():  # one at a time: ended ones are kept, not all held
+            if run.active:
+                live.append(run)
+            else:
                 self._keep(run)
-                continue
+        for run in sorted(live, key=lambda r: (r.submitted_at, r.run_id)):
             with self._each(run.run_id, "taking it up again"):  # one run never stops a start
                 self._take_up(run, now)
         for line in self.home.damaged_lines():  # named; the other runs go on

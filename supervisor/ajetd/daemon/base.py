@@ -71,7 +71,7 @@ class Base:
         self.tmux = Tmux(cfg.tmux_socket)
         self.wake = Wake()
         self.watcher = Watcher(self.wake)
-        self.runs = Runs()  # every run's record; the live ones' slots
+        self.runs = Runs(self._ended_record, self.home.saved)  # every run's; live ones' slots
         self.slots = self.runs.slots
         self.places = Places(self.home, cfg.liveness_s)
         self.last_liveness = 0.0
@@ -109,6 +109,14 @@ class Base:
         self.finish_hooks: dict[str, tuple[Run, Options]] = {}
 
     # -- the run table ------------------------------------------------------------------------
+    def _ended_record(self, run_id: str) -> Run | None:
+        """An ended run's record read again from disk (the daemon keeps only recent ones)."""
+        try:
+            return self.home.load_run(run_id)
+        except (AjetdError, OSError) as exc:
+            log.warning("run %s: its record cannot be read again: %s", run_id, exc)
+            return None
+
     def open_slot(self, run: Run, options: Options) -> RunSlot:
         return self.runs.open(run, options, self.places.host_for(run.run_id, options))
 

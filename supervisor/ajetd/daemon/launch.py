@@ -55,7 +55,7 @@ class Launch(Base):
         if not self._placed(slot.run, place, now) or not self._may_start(slot, now):
             return
         queued = slot.run
-        taken = trials.active_sessions(list(self.runs.values()))
+        taken = trials.active_sessions(self.runs.live())
         try:
             run = trials.prepare_trial(self.home, self.tmux, queued, slot.options, slot.host, taken)
         except (AjetdError, OSError) as exc:

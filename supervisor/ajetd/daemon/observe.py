@@ -146,7 +146,7 @@ class Observe(Base):
             port_holder=holder,
             step_times=slot.step_times(),
             gpu_busy_at=slot.gpu_busy_at,
-            gpus_taken=self.placer.taken(run, self.runs, now) if findings else None,
+            gpus_taken=self.placer.taken(run, self.runs.live(), now) if findings else None,
             program_end=trials.program_end(run) if exit_info and exit_info[0] == 0 else None,
             missing_outputs=self._stage_outputs_missing(slot) if exit_info else (),
             slurm_signalled=bool(exit_info) and slot.host.signalled(run),

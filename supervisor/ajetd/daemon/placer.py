@@ -4,7 +4,7 @@ are `placement.plan`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 from ajetd.core import placement
 from ajetd.core.errors import AjetdError
@@ -90,12 +90,12 @@ class GpuPlacer:
             out.update(plan)
         return out
 
-    def taken(self, run: Run, runs: Mapping[str, Run], now: float) -> str | None:
+    def taken(self, run: Run, live: Iterable[Run], now: float) -> str | None:
         """Why a failed run's own GPUs are not free now (other processes' memory)."""
         if not run.gpu_ids:
             return None
         gpus = self.watch.take(now)
-        own = self.watch.own_pids({r.run_id for r in runs.values() if r.active})
+        own = self.watch.own_pids({r.run_id for r in live if r.active})
         reasons = [
             why
             for g in gpus

@@ -5,7 +5,7 @@ read it). Finishing a run drops its slot, and with it all that was kept for it."
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ajetd.adapters.store import Home
@@ -18,6 +18,7 @@ from ajetd.diagnosis.live import LiveScans
 from ajetd.hosts.base import Host
 
 LIVE = (State.RUNNING, State.STOPPING)  # a trial runs, or is being stopped
+ENDED_IN_MEMORY = 500  # ended runs kept in memory besides those with something left to do
 
 
 @dataclass
@@ -62,32 +63,57 @@ class RunSlot:
 
 
 class Runs(Mapping[str, Run]):
-    """Every run's record by id: live runs' in their slots, ended runs' in `ended`."""
+    """Every run's record by id: live runs' in their slots, ended runs' in `ended` while they
+    have something left to do or are among the `ENDED_IN_MEMORY` most recent; the older ones
+    are read again from disk when asked for (`load`), so the daemon's memory does not grow
+    with every run the home ever held. One is let go only once its record is on disk
+    (`on_disk`: a full home may hold the newest in memory)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        load: Callable[[str], Run | None] | None = None,
+        on_disk: Callable[[str], bool] | None = None,
+    ) -> None:
         self.slots: dict[str, RunSlot] = {}
-        self.ended: dict[str, Run] = {}
+        self.ended: dict[str, Run] = {}  # in memory, least recently used first
+        self.ended_ids: dict[str, None] = {}  # every ended run, in the order they came
         # ended runs with something left to do (reports to write, a session to close): what
         # housekeeping looks at each tick, not every run the home ever held
         self.unsettled: set[str] = set()
+        self._load = load
+        self._on_disk = on_disk
 
     def __getitem__(self, run_id: str) -> Run:
         slot = self.slots.get(run_id)
-        return slot.run if slot is not None else self.ended[run_id]
+        if slot is not None:
+            return slot.run
+        run = self.ended.get(run_id)
+        if run is None and run_id in self.ended_ids and self._load is not None:
+            run = self._load(run_id)
+            if run is not None:
+                self._remember(run)
+        if run is None:
+            raise KeyError(run_id)
+        return run
 
     def __contains__(self, run_id: object) -> bool:
-        return run_id in self.slots or run_id in self.ended
+        return run_id in self.slots or run_id in self.ended_ids
 
     def __iter__(self) -> Iterator[str]:
         yield from self.slots
-        yield from self.ended
+        yield from self.ended_ids
 
     def __len__(self) -> int:
-        return len(self.slots) + len(self.ended)
+        return len(self.slots) + len(self.ended_ids)
+
+    def live(self) -> list[Run]:
+        """The runs not ended (each in its slot), without reading any ended one."""
+        return [s.run for s in self.slots.values()] + [r for r in self.ended.values() if r.active]
 
     def open(self, run: Run, options: Options, host: Host) -> RunSlot:
         """A slot for a live run (admitted, or found live after a restart)."""
         self.ended.pop(run.run_id, None)
+        self.ended_ids.pop(run.run_id, None)
         self.unsettled.discard(run.run_id)
         slot = self.slots[run.run_id] = RunSlot(run, options, host)
         return slot
@@ -98,12 +124,26 @@ class Runs(Mapping[str, Run]):
         if slot is not None and run.active:
             slot.run = run
             return None
-        self.ended[run.run_id] = run
+        self.ended_ids[run.run_id] = None
         if run.reports_pending or (run.session and not run.session_closed):
             self.unsettled.add(run.run_id)
         else:
             self.unsettled.discard(run.run_id)
+        self._remember(run)
         return self.slots.pop(run.run_id, None)
+
+    def _remember(self, run: Run) -> None:
+        """Keep an ended run in memory as the most recent; let the least recent settled ones
+        go (their records are on disk) beyond `ENDED_IN_MEMORY`."""
+        self.ended.pop(run.run_id, None)
+        self.ended[run.run_id] = run
+        if len(self.ended) <= ENDED_IN_MEMORY or self._load is None or self._on_disk is None:
+            return
+        for run_id, kept in list(self.ended.items()):
+            if len(self.ended) <= ENDED_IN_MEMORY:
+                break
+            if run_id not in self.unsettled and not kept.active and self._on_disk(run_id):
+                del self.ended[run_id]
 
     def unsettled_runs(self) -> list[Run]:
         """The ended runs with reports still to write or a session still open."""
