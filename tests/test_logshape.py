@@ -6,11 +6,15 @@ each case names the shape it stands for and the line that must be read as the ro
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from ajetd.core.finding import Finding
+from ajetd.diagnosis.catalogue import CATALOGUE
+from ajetd.diagnosis.patterns import Unless
 from ajetd.diagnosis.shape import continued, strip_dress
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 
@@ -346,3 +350,53 @@ def test_lines_the_freeze6_shapes_leave_alone(line: str, kinds: list[str]) -> No
 def test_a_failed_import_warned_about_is_ranked_after_the_failure() -> None:
     text = "WARNING: Failed to import apex\ntorch.OutOfMemoryError: CUDA out of memory.\n"
     assert [f.kind for f in diagnose_text(text)] == ["cuda_oom", "import_error"]
+
+
+def _hostile_lines(source: str) -> list[str]:
+    """64 KiB lines that hold a pattern's own words thousands of times: where a backtracking
+    matcher tries a `.*` from each of them to the line's end."""
+    words = sorted(set(re.findall(r"[a-z]{2,}", source.lower())))
+    units = ["a", " ", "a_", "a.", *(w + sep for w in words for sep in (" ", "", "_"))]
+    return [(unit * (65536 // len(unit) + 1))[:65536] for unit in units]
+
+
+def test_every_catalogue_pattern_stays_linear_on_a_hostile_line() -> None:
+    """Quadratic patterns took 10 to 25 s each on such a line (`gcs .*(cannot|...)`, tried
+    from each `gcs `); a linear one takes milliseconds (0.5 s leaves room for a loaded VM)."""
+    slow = []
+    for kind in CATALOGUE:
+        for pattern in kind.patterns:
+            for line in _hostile_lines(pattern.pattern):
+                start = time.perf_counter()
+                pattern.search(line)
+                took = time.perf_counter() - start
+                if took > 0.5:
+                    slow.append(f"{kind.name} {pattern.pattern!r}: {took:.1f} s on {line[:30]!r}")
+                    break
+    assert not slow, slow
+
+
+def test_a_head_with_nothing_unless_after_it_reads_as_its_lookahead_did() -> None:
+    """`Unless` (RE2 has no lookahead) gives what `head(?!.*unless).*tail` gave in `re`."""
+    words = [
+        "nccl ",
+        "NCCL operation ",
+        "hccl ",
+        "failed or timed out ",
+        "call to ncclX failed ",
+        "call to nccl failed ",
+        "timed out ",
+        "write ",
+        "fail ",
+        "permission ",
+        "x ",
+    ]
+    lines = [
+        " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(i % 6 + 1)) for i in range(600)
+    ]
+    unless = [p for k in CATALOGUE for p in k.patterns if isinstance(p, Unless)]
+    assert len(unless) == 5
+    for pattern in unless:
+        before = re.compile(pattern.pattern, re.IGNORECASE)
+        for line in lines:
+            assert pattern.search(line) == bool(before.search(line)), (pattern.pattern, line)

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from ajetd.diagnosis.patterns import Pattern, Unless, compiled
+
 
 class Severity(str, Enum):
     FATAL = "fatal"  # retrying cannot help until a person changes something
@@ -28,13 +30,17 @@ class Kind:
     severity: Severity
     explanation: str
     fix: str
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Pattern, ...]
     consequence: bool = False  # usually the cascade of another failure, not its root
 
 
-def _p(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+def _p(*patterns: str | Unless) -> tuple[Pattern, ...]:
+    """Each linear in a line's length (`patterns`)."""
+    return tuple(compiled(p) if isinstance(p, str) else p for p in patterns)
 
+
+# NCCL's own words for a call that failed (its timeout said as a failure): not a timeout
+_NCCL_SAID_FAILED = r"(failed or timed out|call to \w+ failed)"
 
 F, R, W, S = Severity.FATAL, Severity.RETRYABLE, Severity.WARNING, Severity.SCIENCE
 
@@ -59,8 +65,8 @@ CATALOGUE: tuple[Kind, ...] = (
             r"error writing .*file.*resource exhausted",
             # shape: a write that failed (a file, a checkpoint, a stream); not a file that could
             # not be opened, nor one refused by permissions or a read-only file system
-            r"\bwrit(e|ing)\b.*\bfail(?!.*\b(open(ed)?|permission|read-only)\b)",
-            r"\bfail\w* (to )?writ(?!.*\b(permission|read-only)\b)",
+            Unless((r"\bwrit(e|ing)\b", r"\bfail"), r"\b(open(ed)?|permission|read-only)\b"),
+            Unless((r"\bfail\w* (to )?writ",), r"\b(permission|read-only)\b"),
         ),
     ),
     Kind(
@@ -159,13 +165,12 @@ CATALOGUE: tuple[Kind, ...] = (
         _p(
             r"watchdog caught collective operation timeout",
             r"ran for \d+ milliseconds before timing out",
-            r"processgroupnccl(?!.*failed or timed out).*time(d)? ?out",
-            r"nccl (operation|communicator)?(?!.*(failed or timed out|call to \w+ failed))"
-            r".*timed? ?out",
+            Unless(("processgroupnccl",), "failed or timed out", "time(d)? ?out"),
+            Unless(("nccl (operation|communicator)?",), _NCCL_SAID_FAILED, "timed? ?out"),
             r"collective operation timeout",
             # shape: NCCL's AMD and Ascend counterparts (RCCL, HCCL) saying that a task or
             # operation of theirs timed out
-            r"\b[hr]ccl\b(?!.*(failed or timed out|call to \w+ failed)).*\btime(d)? ?out\b",
+            Unless((r"\b[hr]ccl\b",), _NCCL_SAID_FAILED, r"\btime(d)? ?out\b"),
         ),
     ),
     Kind(
@@ -207,7 +212,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"illegal memory access",
             r"device-side assert(ion)? triggered",
             r"unspecified launch failure",
-            r"cublas_status_(?!alloc_failed)\w+",
+            r"cublas_status_(?!alloc_failed)\w",  # (one is enough: `\w+` ran to the word's end)
             r"cudnn_status_\w+",
             r"cudnn error",
             r"no kernel image is available",

@@ -1,0 +1,70 @@
+"""How the catalogue's patterns are compiled: each linear in a line's length, whatever the
+line (lines are read up to 64 KiB, and a program may print anything); pure.
+
+Python's `re` backtracks: `gcs .*(cannot|failed to) connect` is tried from every `gcs ` of a
+line to its end, so a 64 KiB line holding the word thousands of times took seconds per
+pattern (17 patterns of the catalogue took 0.1 to 1.6 s on a 16 KiB line; 16 times that on
+64 KiB). So a pattern with an unbounded repetition is compiled in RE2 (linear time); one whose
+matches are bounded in length stays in `re`, quicker on the short lines most are. RE2 has no
+lookaround: `unless` gives, in linear time, the one shape of the catalogue that needed it
+(`head(?!.*unless).*tail`: a head with no `unless` after it). `tests/test_logshape.py`
+times every pattern on the lines worst for it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import re2
+
+from ajetd.core.userkinds import RE2_OPTIONS
+
+# An unbounded repetition (`*`, `+`, `{n,}`), not escaped: a match may be as long as the line.
+_UNBOUNDED = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+class Pattern(Protocol):
+    """A compiled pattern of the catalogue (case-insensitive), as `re` and RE2 give them."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def search(self, text: str) -> Any: ...
+
+
+def compiled(pattern: str) -> Pattern:
+    """`pattern` in RE2 if it holds an unbounded repetition, else in `re`."""
+    if _UNBOUNDED.search(pattern) and not _LOOKAROUND.search(pattern):
+        linear: Pattern = re2.compile(pattern, RE2_OPTIONS)
+        return linear
+    if _UNBOUNDED.search(pattern) and not pattern.startswith("^"):
+        raise ValueError(f"an unbounded lookaround tried from anywhere (see Unless): {pattern}")
+    return re.compile(pattern, re.IGNORECASE)  # (anchored: tried once, at the line's start)
+
+
+class Unless:
+    """`head[0].*head[1]...(?!.*unless).*tail` in linear time: the head's parts in order on
+    the line, none of `unless` after its last part, then the tail. `pattern`: that source."""
+
+    def __init__(self, head: tuple[str, ...], unless: str, tail: str = "") -> None:
+        self.pattern = ".*".join(head) + f"(?!.*{unless})" + (f".*{tail}" if tail else "")
+        self._head = [re2.compile(part, RE2_OPTIONS) for part in head]
+        self._last_unless = re2.compile(f"^.*({unless})", RE2_OPTIONS)  # its rightmost start
+        self._tail = re2.compile(tail, RE2_OPTIONS) if tail else None
+
+    def search(self, text: str) -> bool:
+        *before, last = self._head
+        at = 0
+        for part in before:  # the earliest of each leaves the most room after it
+            found = part.search(text, at)
+            if found is None:
+                return False
+            at = found.end()
+        unless = self._last_unless.search(text)
+        after = unless.start(1) if unless is not None else -1
+        for found in last.finditer(text, at):
+            if found.end() > after:  # no `unless` begins after it: the earliest such
+                return self._tail is None or self._tail.search(text, found.end()) is not None
+        return False
