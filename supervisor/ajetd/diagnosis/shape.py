@@ -52,7 +52,8 @@ DRESS_SOURCE = (
 )
 _DRESS = re.compile(DRESS_SOURCE)
 DRESS_BYTES = re.compile(b"(?m)^(?:" + DRESS_SOURCE.encode() + b")+")
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# (`(?<!\s)`: tried from the first blank of a run only, not from each: linear)
+_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 MAX_DRESS = 6  # decorations stacked on one line, at most
 
 # `pkg.mod.SomeError: msg`, `KeyError: 'x'`, `ray.exceptions.RayTaskError(EngineDeadError): ...`

@@ -36,7 +36,7 @@ _QUIET_LINES = 4096
 _QUIET_LINE_BYTES = 512
 _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
-_REPEATED_BYTES = re.compile(rb"(?m)[ \t]*\[repeated \d+x across cluster\][ \t]*$")
+_REPEATED_BYTES = re.compile(rb"(?m)(?<![ \t])[ \t]*\[repeated \d+x across cluster\][ \t]*$")
 
 
 def _clean_block(block: bytes, undress: bool = True) -> str:
