@@ -290,3 +290,24 @@ def test_a_home_of_hundreds_of_ended_runs(env: Env, monkeypatch: pytest.MonkeyPa
         loop.turn()
     finally:
         loop.close()
+
+
+def test_a_program_that_fills_its_result_dir_and_fails_is_said_to_have_a_full_disk(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """Its own words about the full disk never reached its log (the log is on that disk):
+    the diagnosis says so anyway; the reports wait for room, named in `attention`."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    command = f"head -c 2000000 /dev/zero > {result / 'hog.bin'} 2>/dev/null || exit 28"
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("hog", command=command, result=str(result), ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("attention"), 30, what="the run to end, held")
+    status = env.status(run_id)
+    assert (status["state"], status["status"], status["exit_code"]) == ("done", "failed", 28)
+    assert status["diagnosis"][0]["kind"] == "disk_full", status["diagnosis"]
+    assert str(result) in status["diagnosis"][0]["evidence"]
+    assert str(result) in status["attention"] and not (result / "finish.flag").exists()
+    (result / "hog.bin").unlink()
+    wait_for((result / "finish.flag").exists, 30, what="finish.flag once there is room")
+    assert json.loads((result / "finish.flag").read_text())["exit_code"] == 28

@@ -32,6 +32,15 @@ def is_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
 
 
+def free_bytes(folder: Path) -> int | None:
+    """What an unprivileged writer may still put there, in bytes (None: cannot tell)."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
 def free_space(folder: Path) -> str:
     """What an unprivileged writer may still put there, for people ("0 B", "3.1 MiB")."""
     try:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import procs
+from ajetd.adapters import diskfull, procs
 from ajetd.adapters.store import Home, json_text, write_all_atomic, write_json
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
@@ -25,6 +25,7 @@ from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
+from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts.base import Fetch, read_local
@@ -33,6 +34,7 @@ from ajetd.pictures import drawing
 from ajetd.views import report, words
 
 log = logging.getLogger(__name__)
+FULL_BELOW_BYTES = 64 * 1024  # a log's disk with less free than this at a failure is full
 REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 
 
@@ -81,13 +83,29 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
         if exit_code != 0:
             if findings is None:
                 log_file = paths(home, run, trial.number).log
-                findings = tuple(diagnose_file(log_file))
+                findings = with_full_disk(tuple(diagnose_file(log_file)), log_file, trial.number)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
         reap_leftovers(run, end)
     return run
+
+
+def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> tuple[Finding, ...]:
+    """A failed trial's findings, with its log's disk said to be full where it is and they
+    do not say so (the program may have filled its own result dir: its own words about it may
+    never have reached the log)."""
+    free = diskfull.free_bytes(log_file.parent)
+    if free is None or free >= FULL_BELOW_BYTES or any(f.kind == "disk_full" for f in found):
+        return found
+    kind = BY_NAME["disk_full"]
+    evidence = (
+        f"{log_file.parent} has {diskfull.free_space(log_file.parent)} free as trial {number} "
+        "ends: what it printed last may be missing from its log"
+    )
+    full = Finding(kind.name, kind.severity.value, 0, evidence, kind.explanation, kind.fix)
+    return (full, *found)
 
 
 def reap_leftovers(run: Run, end: TrialEnd) -> None:

@@ -23,7 +23,7 @@ from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import port_from_text
 from ajetd.core.trialscript import parse_exit_note
-from ajetd.daemon import trials
+from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
@@ -191,7 +191,8 @@ class Observe(Base):
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
             found = diagnose_file(p.log, user=self._kinds(slot))
-        return (*self._observed_findings(slot), *found)
+        output = ending.with_full_disk(tuple(found), p.log, run.trial.number)
+        return (*self._observed_findings(slot), *output)
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
