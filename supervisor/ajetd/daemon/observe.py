@@ -273,7 +273,9 @@ class Observe(Base):
             known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
             replaced = seen.replaced
             if seen.first:  # what the output showed before a restart goes too, unless read again
-                replaced |= known - _outside_output(slot)
+                outside = _outside_output(slot)
+                shown = run.trial.live_findings
+                replaced |= {f.kind for f in shown if f.line and f.kind not in outside}
             for f in seen.new:
                 if f.kind not in known:
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
@@ -330,7 +332,8 @@ class Observe(Base):
 
 def _outside_output(slot: RunSlot) -> frozenset[str]:
     """The kinds ajetd finds outside a trial's output (`model.found_live`), which a reading of
-    the output never replaces."""
+    the output never replaces (nor a finding at line 0, as each of those is: Slurm's final
+    state may say host_oom, a kind the output may say too)."""
     return frozenset((GPU_LOST, swarm.SERVER_DIED, SSH_LOST, *slot.host.root_kinds))
 
 
