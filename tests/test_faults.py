@@ -8,6 +8,7 @@ else is lost or hidden, live runs stay supervised, and nothing is launched twice
 from __future__ import annotations
 
 import json
+import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
 from ajetd.daemon import slots
+from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
 from loopkit import Loop
@@ -311,3 +313,20 @@ def test_a_program_that_fills_its_result_dir_and_fails_is_said_to_have_a_full_di
     (result / "hog.bin").unlink()
     wait_for((result / "finish.flag").exists, 30, what="finish.flag once there is room")
     assert json.loads((result / "finish.flag").read_text())["exit_code"] == 28
+
+
+def test_a_live_plot_that_cannot_start_is_tried_again_at_its_pace(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A home that refuses the plot's spec (full, or its folder gone) is not asked again at
+    every tick: once per drawing period (it logged a warning several times a second)."""
+    home = Home(tmp_path / "home")  # never created: every write into a run folder fails
+    (tmp_path / "out").mkdir()
+    run = Run("abc123", "x.md", 0.0, result_dir=str(tmp_path / "out"), history=({"a": 1},))
+    plots = LivePlots(every_s=60)
+    with caplog.at_level(logging.WARNING):
+        for now in (100.0, 100.5, 101.0, 159.0):
+            plots.request(home, run, now)
+        assert sum("cannot start the plotter" in r.getMessage() for r in caplog.records) == 1
+        plots.request(home, run, 160.5)
+        assert sum("cannot start the plotter" in r.getMessage() for r in caplog.records) == 2

@@ -146,11 +146,14 @@ class LivePlots:
         self.every_s = every_s
         self.started: dict[str, float] = {}
         self.records: dict[str, int] = {}  # validation records at the last drawing
+        self.failed: dict[str, float] = {}  # when the plotter last could not start (a full home)
 
     def request(self, home: Home, run: Run, now: float) -> None:
         running = _LIVE.get(run.run_id)
         if running is not None and running.poll() is None:
             return
+        if now - self.failed.get(run.run_id, float("-inf")) < self.every_s:
+            return  # it could not start: tried again at the drawing pace, not every tick
         first_curves = bool(run.history) and not self.records.get(run.run_id)
         if not first_curves and now - self.started.get(run.run_id, float("-inf")) < self.every_s:
             return  # the first validation record is drawn at once, later ones at this pace
@@ -169,7 +172,9 @@ class LivePlots:
                 )
         except OSError as exc:
             log.warning("run %s: cannot start the plotter: %s", run.run_id, exc)
+            self.failed[run.run_id] = now
             return
+        self.failed.pop(run.run_id, None)
         self.started[run.run_id] = now
         self.records[run.run_id] = len(run.history)
 
@@ -177,6 +182,7 @@ class LivePlots:
         """The run ended (its final pictures are drawn by draw_final)."""
         self.started.pop(run_id, None)
         self.records.pop(run_id, None)
+        self.failed.pop(run_id, None)
 
     def reap(self) -> None:
         for run_id, proc in list(_LIVE.items()):
