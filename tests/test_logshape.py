@@ -362,14 +362,15 @@ def _hostile_lines(source: str) -> list[str]:
 
 def test_every_catalogue_pattern_stays_linear_on_a_hostile_line() -> None:
     """Quadratic patterns took 10 to 25 s each on such a line (`gcs .*(cannot|...)`, tried
-    from each `gcs `); a linear one takes milliseconds (0.5 s leaves room for a loaded VM)."""
+    from each `gcs `); a linear one takes milliseconds (0.5 s of this process's CPU time, not
+    of the clock: a loaded VM does not make it fail)."""
     slow = []
     for kind in CATALOGUE:
         for pattern in kind.patterns:
             for line in _hostile_lines(pattern.pattern):
-                start = time.perf_counter()
+                start = time.process_time()
                 pattern.search(line)
-                took = time.perf_counter() - start
+                took = time.process_time() - start
                 if took > 0.5:
                     slow.append(f"{kind.name} {pattern.pattern!r}: {took:.1f} s on {line[:30]!r}")
                     break
@@ -406,9 +407,9 @@ def test_rays_repeated_tag_after_a_long_run_of_blanks_is_removed_in_linear_time(
     """`\\s*\\[repeated Nx across cluster\\]` was tried from each blank of the run: 4 s on one
     64 KiB line (each line ending so is undressed; each chunk with it for user kinds)."""
     line = " " * 65000 + "x  [repeated 2x across cluster]"
-    start = time.perf_counter()
+    start = time.process_time()
     assert strip_dress(line) == " " * 65000 + "x"
     assert strip_dress(" " * 65000 + "[repeated 2x across cluster]") == ""
     raw = line.encode() + b"\n"
     assert _clean_block(raw) == " " * 65000 + "x\n"
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
