@@ -59,6 +59,9 @@ def test_damaged_records_are_named_and_the_rest_is_supervised(env: Env) -> None:
     assert f"runs/{ended}/state.json" in as_json.stderr and "runs/zzzzzz" in as_json.stderr
     one = env.cli("status", ended, "--json")
     assert one.returncode == 1 and f"runs/{ended}/state.json" in one.stderr, one.stderr
+    for args in (("status", "q1w2e3"), ("wait", "q1w2e3", "--timeout", "5")):
+        lost = env.cli(*args)  # not "queued, being admitted": it never will be
+        assert lost.returncode == 1 and "runs/q1w2e3/state.json is missing" in lost.stderr
     assert "Traceback" not in one.stderr + as_json.stderr + shown.stderr
     (env.tmp / "end-now").touch()  # the live run is still supervised: its end is recorded
     status = env.wait_done(live)

@@ -258,6 +258,9 @@ class Home:
             try:
                 return self._read_state(run_id)
             except FileNotFoundError:
+                lost = runrecords.lost_record(self.run_dir(run_id), self.state_file(run_id), run_id)
+                if lost is not None:  # it had trials: never admitted again, never "queued"
+                    raise StoreError(lost) from None
                 pending = self.pending(run_id)
                 if pending is not None:
                     return pending
