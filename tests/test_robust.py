@@ -106,6 +106,19 @@ def test_a_file_that_breaks_intake_is_put_aside_and_others_are_taken(
     assert tracebacks(caplog, "inbox file bad.md") == 1
 
 
+def test_two_files_of_one_name_put_aside_in_one_second_are_both_kept(env: Env) -> None:
+    """The second was renamed over the first's copy (and its note over the first's note)."""
+    daemon = in_process(env)
+    texts = []
+    for n in (1, 2):
+        path = env.home / "inbox" / "same.md"
+        path.write_text(f"blueprint {n}\n")
+        texts.append(inbox.put_aside(daemon.home, path, f"why {n}", 1000.0))
+    assert [p.read_text() for p in texts] == ["blueprint 1\n", "blueprint 2\n"]
+    notes = sorted((env.home / "rejected").glob("*.why.txt"))
+    assert sorted(p.read_text() for p in notes) == ["why 1\n", "why 2\n"]
+
+
 def _running(daemon: Daemon, env: Env) -> str:
     drop(daemon, env, "long.md", command="sleep 60")
     run = tick_until(

@@ -172,10 +172,22 @@ def read_regular(path: Path, limit: int) -> bytes:
 def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
     """Move an inbox file that could not be taken to rejected/, beside a note saying why."""
     stem = fit_stem(safe_name(os.path.splitext(path.name)[0]))
-    target = home.rejected / f"{int(now)}__{stem}.md"
+    name = _free_name(home.rejected, f"{int(now)}__{stem}")
+    target = home.rejected / f"{name}.md"
     path.rename(target)
-    write_atomic(home.rejected / f"{int(now)}__{stem}.why.txt", why + "\n", OWNER_FILE)
+    write_atomic(home.rejected / f"{name}.why.txt", why + "\n", OWNER_FILE)
     return target
+
+
+def _free_name(folder: Path, base: str) -> str:
+    """`base`, or `base-N` where that is taken: two files of one name put aside in one second
+    (or one file and a stray) each keep their text and note. The daemon is the only writer
+    in rejected/, so the name stays free until it renames into it."""
+    name, n = base, 1
+    while any((folder / f"{name}{end}").exists() for end in (".md", ".why.txt")):
+        n += 1
+        name = f"{base}-{n}"
+    return name
 
 
 def claimable(home: Home, run_id: str) -> bool:
