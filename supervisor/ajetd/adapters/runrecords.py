@@ -12,6 +12,7 @@ of the cost of reading thousands.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ def lost_record(folder: Path, state_file: Path, run_id: str) -> str | None:
     """Why a run folder without a record is left out, or None where it is a claim cut short
     (a blueprint and no trial: admitted again by the daemon) or is being made."""
     if not folder.is_dir():
+        if not os.path.lexists(folder):  # no such run (yet: a submission in the inbox)
+            return None
         return f"{folder} is not a run folder (a stray file): ignored; move it aside"
     if not any(folder.glob("trial-*")):
         return None
