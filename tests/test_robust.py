@@ -129,6 +129,26 @@ def _running(daemon: Daemon, env: Env) -> str:
     return str(run.run_id)
 
 
+def test_a_live_runs_stored_blueprint_that_no_longer_parses_is_named_when_taken_up(
+    env: Env,
+) -> None:
+    """Its `[ajetd]` options are read again from runs/<id>/blueprint.md at a start: a copy
+    edited into something else gave the defaults without a word."""
+    daemon = in_process(env)
+    run_id = _running(daemon, env)
+    stored = env.home / "runs" / run_id / "blueprint.md"
+    stored.write_text("not a blueprint any more\n")
+    again = in_process(env)  # a daemon started again on the home, the run still live
+    assert again.runs[run_id].state is State.RUNNING
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert f"{stored} cannot be read as a blueprint" in events
+    assert "default [ajetd] options used" in events
+    stored.unlink()
+    in_process(env)
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "No such file or directory" in events
+
+
 RUN_STEPS: dict[str, Callable[[pytest.MonkeyPatch, Daemon, Env], str]] = {}
 
 

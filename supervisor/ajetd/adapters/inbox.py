@@ -233,7 +233,18 @@ def set_aside(home: Home, run_id: str, source: str, text: str, why: str) -> Path
 
 def stored_options(home: Home, run_id: str) -> Options:
     """A run's `[ajetd]` options, read again from its stored blueprint (defaults if unreadable)."""
+    return read_stored_options(home, run_id)[0]
+
+
+def read_stored_options(home: Home, run_id: str) -> tuple[Options, str | None]:
+    """A run's `[ajetd]` options from its stored blueprint, and why the defaults stand in for
+    them when that copy cannot be read or parsed any more (removed, or edited by hand since
+    the run was admitted): a daemon taking a live run up again says so, not silently."""
     try:
-        return parse_blueprint(home.blueprint_text(run_id)).options
-    except (OSError, AjetdError):
-        return Options()
+        return parse_blueprint(home.blueprint_text(run_id)).options, None
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except AjetdError as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    where = home.run_dir(run_id) / "blueprint.md"
+    return Options(), f"{where} cannot be read as a blueprint ({why}): default [ajetd] options used"

@@ -172,7 +172,11 @@ class Admit(Base):
     def _take_up(self, run: Run, now: float) -> None:
         """A live run found on start: its trial started if it was prepared but never let go,
         else watched again."""
-        slot = self.open_slot(run, inbox.stored_options(self.home, run.run_id))
+        options, problem = inbox.read_stored_options(self.home, run.run_id)
+        if problem is not None:
+            log.error("run %s: %s", run.run_id, problem)
+            self.home.append_event(run.run_id, now, problem)
+        slot = self.open_slot(run, options)
         trial = run.trial
         if trial is not None and trial.started_at is None:
             script = trials.paths(self.home, run, trial.number).script
