@@ -74,6 +74,25 @@ def test_a_home_that_is_a_file_is_named_by_every_command(env: Env) -> None:
     no_traceback(got.stderr)
 
 
+def test_a_file_too_large_for_a_blueprint_is_refused_by_submit_never_copied(env: Env) -> None:
+    """`submit` read the whole file into memory and copied it into the inbox (2 GiB of it),
+    where the daemon then rejected it; it is refused at once, as `lint` and the daemon do."""
+    huge = env.tmp / "huge.md"
+    with open(huge, "wb") as handle:
+        handle.truncate(2 * 1024**3)  # sparse: nothing is written
+    for args in (("submit", str(huge)), ("submit", "--", str(huge))):  # fast path, full CLI
+        got = env.cli(*args, timeout=30)
+        assert got.returncode == 2, (args, got.stderr)
+        assert (
+            f"{huge}: larger than 1024 KiB" in got.stderr and "nothing was submitted" in got.stderr
+        )
+        no_traceback(got.stderr)
+    assert not (env.home / "inbox").exists() or not list((env.home / "inbox").iterdir())
+    exact = env.tmp / "exact.md"
+    exact.write_bytes(b"x" * (1024 * 1024))  # at the limit: submitted (the daemon judges it)
+    assert env.cli("submit", str(exact)).returncode == 0
+
+
 def test_fifos_and_devices_are_refused_never_read(env: Env) -> None:
     fifo = env.tmp / "f.md"
     os.mkfifo(fifo)

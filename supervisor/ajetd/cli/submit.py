@@ -5,18 +5,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ajetd.adapters.regular import open_regular
+from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
 from ajetd.core.errors import AjetdError
+from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.naming import fit_stem, new_run_id
+
+
+class TooLargeError(NotRegularError):
+    """The file named cannot be a blueprint (as a FIFO cannot): a usage error, exit 2."""
 
 
 def submit(file: Path) -> tuple[str, str | None]:
     """Copy a blueprint into the inbox atomically: its run id, and a warning when no daemon
     runs to take it. A write that fails (a full disk) is an AjetdError saying so; a FIFO or a
-    device given as the file is a NotRegularError (never read, nothing created)."""
+    device given as the file is a NotRegularError, a file over the size a blueprint may have a
+    TooLargeError (never read whole, nothing created)."""
     with open_regular(file) as handle:
-        data = handle.read()
+        data = handle.read(BLUEPRINT_MAX_BYTES + 1)
+    if len(data) > BLUEPRINT_MAX_BYTES:  # never read whole, never copied: a usage error
+        raise TooLargeError(
+            f"{file}: larger than {BLUEPRINT_MAX_BYTES // 1024} KiB, the most a blueprint may "
+            "be (is this the right file?); nothing was submitted"
+        )
     home = Home(default_home())
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))

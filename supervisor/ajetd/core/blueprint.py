@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from ajetd.core.blueprintscan import scan_parts
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
+from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body
 from ajetd.core.options import Options, parse_options
 from ajetd.core.values import control_character, path_problem
 
-MAX_BYTES = MAX_CHARS = 1024 * 1024  # the daemon reads at most 1 MiB of a blueprint; lint too
+MAX_BYTES = MAX_CHARS = BLUEPRINT_MAX_BYTES  # the daemon reads at most 1 MiB; lint too
 MAX_COMMAND_CHARS = 64 * 1024  # Linux takes at most 128 KiB in one argument
 PATH_PARTS = ("exp_codebase_dir", "exp_venv_exe", "exp_yaml_path", "exp_result_dir")
 
