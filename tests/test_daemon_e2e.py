@@ -436,10 +436,13 @@ def test_stop_before_admission_is_honoured(env: Env) -> None:
 
 
 def test_huge_file_is_rejected_not_read(daemon_env: Env) -> None:
+    """Dropped into the inbox (`ajetd submit` refuses such a file itself: test_cli_usage)."""
     env = daemon_env
     huge = env.tmp / "huge.md"
     huge.write_bytes(b"x" * (2 * 1024 * 1024))
-    status = env.wait_done(env.submit(huge))
+    os.rename(huge, env.home / "inbox" / "huge.md")
+    runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
+    status = env.wait_done(runs[0]["run_id"])
     assert status["status"] == "rejected" and "larger than" in status["reason"]
 
 
