@@ -427,6 +427,34 @@ def test_submit_then_wait_at_once(daemon_env: Env) -> None:
         assert env.cli("wait", run_id, "--timeout", "30").returncode == 0
 
 
+def test_a_blueprint_on_standard_input_is_submitted(daemon_env: Env) -> None:
+    """`ajetd submit -` (an agent's here-document): by the fast path and the full command line;
+    more than a blueprint may be is refused, nothing submitted."""
+    env = daemon_env
+    for n, args in enumerate((("submit", "-"), ("submit", "--", "-"))):
+        got = subprocess.run(
+            [sys.executable, "-m", "ajetd", *args],
+            input=env.blueprint(f"piped{n}").read_bytes(),  # a result dir each
+            env=env.vars,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert got.returncode == 0, got.stderr
+        status = env.wait_done(got.stdout.decode().strip())
+        assert status["status"] == "succeeded" and status["blueprint"] == "stdin.md"
+    got = subprocess.run(
+        [sys.executable, "-m", "ajetd", "submit", "-"],
+        input=b"x" * (1024 * 1024 + 1),
+        env=env.vars,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert got.returncode == 2
+    assert b"standard input: larger than 1024 KiB" in got.stderr
+
+
 def test_stop_before_admission_is_honoured(env: Env) -> None:
     run_id = env.submit(env.blueprint("early_stop"))
     assert env.cli("stop", run_id, "--no-wait").returncode == 1  # no daemon: filed, says so

@@ -1,7 +1,8 @@
 """The console script's entry point. `ajetd submit FILE`, what scripts and agents call most,
 runs here without loading click or any other command (python's own start-up is then most of
-its time); everything else, and any submit with options or a file that is not there, goes to
-the full command line (`ajetd.cli.main`), which also gives the usage errors."""
+its time), as does `ajetd submit -` (standard input); everything else, and any submit with
+options or a file that is not there, goes to the full command line (`ajetd.cli.main`), which
+also gives the usage errors."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from pathlib import Path
 
 def entry() -> None:
     args = sys.argv[1:]
-    if len(args) == 2 and args[0] == "submit" and args[1][:1] != "-" and os.path.isfile(args[1]):
+    given = args[1] if len(args) == 2 else ""
+    if args[:1] == ["submit"] and (
+        given == "-" or (given[:1] not in ("", "-") and os.path.isfile(given))
+    ):
         from ajetd.adapters.regular import NotRegularError
         from ajetd.cli.submit import submit
         from ajetd.core.errors import AjetdError

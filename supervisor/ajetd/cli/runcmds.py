@@ -37,9 +37,12 @@ if TYPE_CHECKING:  # the client commands import only what they use (they must st
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 def submit(file: Path) -> None:
-    """Copy a blueprint into the inbox atomically; print the run id."""
+    """Copy a blueprint (FILE, or - for standard input) into the inbox atomically; print the
+    run id."""
     from ajetd.cli.submit import submit as submit_file  # also `ajetd.cli.entry`'s fast path
 
     run_id, warning = submit_file(file)  # a write that fails: AjetdError, exit 1

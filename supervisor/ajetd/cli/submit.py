@@ -3,6 +3,7 @@ fast path (`ajetd.cli.entry`) and the full command line (`ajetd.cli.main`) do ex
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, open_regular
@@ -17,21 +18,26 @@ class TooLargeError(NotRegularError):
 
 
 def submit(file: Path) -> tuple[str, str | None]:
-    """Copy a blueprint into the inbox atomically: its run id, and a warning when no daemon
-    runs to take it. A write that fails (a full disk) is an AjetdError saying so; a FIFO or a
-    device given as the file is a NotRegularError, a file over the size a blueprint may have a
-    TooLargeError (never read whole, nothing created)."""
-    with open_regular(file) as handle:
-        data = handle.read(BLUEPRINT_MAX_BYTES + 1)
+    """Copy a blueprint (`-`: standard input, named `stdin.md`) into the inbox atomically: its
+    run id, and a warning when no daemon runs to take it. A write that fails (a full disk) is
+    an AjetdError saying so; a FIFO or a device given as the file is a NotRegularError, a file
+    over the size a blueprint may have a TooLargeError (never read whole, nothing created)."""
+    if str(file) == "-":  # standard input: an agent's here-document, a pipe
+        data, stem = sys.stdin.buffer.read(BLUEPRINT_MAX_BYTES + 1), "stdin"
+        shown = "standard input"
+    else:
+        with open_regular(file) as handle:
+            data = handle.read(BLUEPRINT_MAX_BYTES + 1)
+        stem, shown = file.stem, str(file)
     if len(data) > BLUEPRINT_MAX_BYTES:  # never read whole, never copied: a usage error
         raise TooLargeError(
-            f"{file}: larger than {BLUEPRINT_MAX_BYTES // 1024} KiB, the most a blueprint may "
+            f"{shown}: larger than {BLUEPRINT_MAX_BYTES // 1024} KiB, the most a blueprint may "
             "be (is this the right file?); nothing was submitted"
         )
     home = Home(default_home())
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in file.stem) or "blueprint"
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "blueprint"
     stem = fit_stem(stem)
     try:
         write_atomic(home.inbox / f"{run_id}__{stem}.md", data, OWNER_FILE)
