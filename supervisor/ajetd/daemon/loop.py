@@ -71,9 +71,10 @@ class Daemon(Act, Launch, Admit, Housekeep):
 
     def _same_tmux_server(self) -> None:
         """Refuse to start where a live run's session is on another tmux server than this
-        daemon's: it would see no session, call the run lost and end its program."""
+        daemon's: it would see no session, call the run lost and end its program. The records
+        are read one at a time (`each_run`), as `reconcile` reads them: not all held at once."""
         mine = self.tmux.socket_name or DEFAULT_TMUX
-        for run in self.home.load_runs():
+        for run in self.home.each_run():
             theirs = run.tmux_socket
             if run.active and run.session and theirs and theirs != mine:
                 raise StoreError(
