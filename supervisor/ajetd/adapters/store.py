@@ -57,30 +57,26 @@ def _as_written(path: Path, run: Run) -> Run:
     from dataclasses import replace
 
     from ajetd.adapters.regular import NotRegularError, open_regular
-    from ajetd.core.blueprint import (
-        MAX_BYTES,
-        asked,
-        clean_text,
-        decode_blueprint,
-        extract_parts,
-        usable_path,
-    )
+    from ajetd.core.blueprint import MAX_BYTES, asked, decode_blueprint, extract_parts
 
     try:
         with open_regular(path, follow=False) as handle:
-            parts = extract_parts(decode_blueprint(handle.read(MAX_BYTES)))
+            said = asked(extract_parts(decode_blueprint(handle.read(MAX_BYTES))))
     except (OSError, NotRegularError):
         return run
-    max_time_s, codebase_dir, command = asked(parts)
-    result_dir = usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
     return replace(
         run,
-        purpose=clean_text(parts.get("exp_purpose", "")),
-        result_dir=os.path.normpath(os.path.expanduser(result_dir)) if result_dir else "",
-        max_time_s=max_time_s,
-        codebase_dir=codebase_dir,
-        launch_command=command,
+        purpose=said.purpose,
+        result_dir=expanded(said.result_dir),
+        max_time_s=said.max_time_s,
+        codebase_dir=said.codebase_dir,
+        launch_command=said.command,
     )
+
+
+def expanded(path: str) -> str:
+    """A result dir as intake spells it: `~` expanded, normalised ("" stays "")."""
+    return os.path.normpath(os.path.expanduser(path)) if path else ""
 
 
 def encode(text: str) -> bytes:

@@ -139,10 +139,21 @@ def usable_path(part: str, raw: str) -> str:
     return "" if path_problem(part, path) else path
 
 
-def asked(parts: dict[str, str]) -> tuple[float | None, str, str]:
-    """What a blueprint that was refused asked for, where its parts can be read: the time
-    limit, the codebase and the command (`None`/"" for one that cannot), so that the rejected
-    run's status and results.md still say them."""
+@dataclass(frozen=True)
+class Asked:
+    """What a blueprint says of itself where it cannot be taken (refused, or not admitted
+    yet): each part that can be read, `None`/"" for one that cannot."""
+
+    purpose: str
+    result_dir: str  # as written (`store.expanded` spells it as intake does)
+    max_time_s: float | None
+    codebase_dir: str
+    command: str
+
+
+def asked(parts: dict[str, str]) -> Asked:
+    """What a blueprint that was refused (or is waiting in the inbox) asked for, where its
+    parts can be read, so that the run's status and results.md still say them."""
     try:
         max_time_s: float | None = parse_duration(
             clean_text(parts.get("exp_max_time", "")).replace("`", " ")
@@ -152,7 +163,13 @@ def asked(parts: dict[str, str]) -> tuple[float | None, str, str]:
     command = clean_value(parts.get("exp_launch_command", ""))
     if control_character(command, allowed="\t\n") or len(command) > MAX_COMMAND_CHARS:
         command = ""
-    return max_time_s, usable_path("exp_codebase_dir", parts.get("exp_codebase_dir", "")), command
+    return Asked(
+        purpose=clean_text(parts.get("exp_purpose", "")),
+        result_dir=usable_path("exp_result_dir", parts.get("exp_result_dir", "")),
+        max_time_s=max_time_s,
+        codebase_dir=usable_path("exp_codebase_dir", parts.get("exp_codebase_dir", "")),
+        command=command,
+    )
 
 
 # Control characters other than tab and newline: shown escaped in prose, so that a purpose

@@ -15,17 +15,16 @@ from pathlib import Path
 from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.regular import NotRegularError
-from ajetd.adapters.store import Home, write_atomic
+from ajetd.adapters.store import Home, expanded, write_atomic
 from ajetd.core import model
 from ajetd.core.blueprint import (
     MAX_BYTES,
+    Asked,
     Blueprint,
     asked,
-    clean_text,
     decode_blueprint,
     extract_parts,
     parse_blueprint,
-    usable_path,
 )
 from ajetd.core.errors import BlueprintError
 from ajetd.core.model import Run
@@ -180,6 +179,12 @@ def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, s
     return moved, str(copy), f"launched with the fixed copy {copy}"
 
 
+def _said(bp: Blueprint) -> Asked:
+    """A parsed blueprint's own reading of what `asked` reads from the parts of one that
+    could not be parsed."""
+    return Asked(bp.purpose, bp.result_dir, bp.max_time_s, bp.codebase_dir, bp.launch_command)
+
+
 def _reject(
     home: Home,
     run: Run,
@@ -190,24 +195,17 @@ def _reject(
     busy: Collection[str],
 ) -> Run:
     reason = "; ".join(problems)
-    parts = extract_parts(text)
-    purpose = bp.purpose if bp else clean_text(parts.get("exp_purpose", ""))
-    raw_dir = (
-        bp.result_dir if bp else usable_path("exp_result_dir", parts.get("exp_result_dir", ""))
-    )
-    result_dir = os.path.normpath(os.path.expanduser(raw_dir)) if raw_dir else ""
-    max_time_s, codebase_dir, command = (
-        (bp.max_time_s, bp.codebase_dir, bp.launch_command) if bp else asked(parts)
-    )
+    said = _said(bp) if bp is not None else asked(extract_parts(text))
+    result_dir = expanded(said.result_dir)
     # `reports_pending` on record until the reports are written (or found impossible): `ajetd
     # wait` and `stop` trust the record, so they neither race the flag nor wait for one that
     # a refused result dir (an earlier run's results, a live run's) will never get.
     writable = (
         bool(result_dir) and not in_use(result_dir, busy) and result_dir_problem(result_dir) is None
     )
-    said = replace(run, purpose=purpose, result_dir=result_dir, max_time_s=max_time_s)
-    said = replace(said, codebase_dir=codebase_dir, launch_command=command)
-    run = model.reject(said, reason, now)
+    shown = replace(run, purpose=said.purpose, result_dir=result_dir, max_time_s=said.max_time_s)
+    shown = replace(shown, codebase_dir=said.codebase_dir, launch_command=said.command)
+    run = model.reject(shown, reason, now)
     run = replace(run, reports_pending=writable)
     home.save_run(run)
     try:
