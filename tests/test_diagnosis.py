@@ -195,6 +195,21 @@ CORPUS: dict[str, list[str]] = {
         "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output. detected NaN",
         "train loss: nan at step 40",
     ],
+    "command_not_found": [
+        "bash: line 1: ajet: command not found",
+        "run.sh: line 4: torchrun: command not found",
+        "sh: 1: uv: not found",
+        "bash: line 1: ./scripts/train_grpo.sh: No such file or directory",
+    ],
+    "not_executable": [
+        "bash: line 1: ./scripts/train_grpo.sh: Permission denied",
+        "bash: ./train.sh: /bin/bash^M: bad interpreter: No such file or directory",
+        "bash: ./vllm-arm64: cannot execute binary file: Exec format error",
+    ],
+    "no_workdir": [
+        "/home/me/.ajetd/runs/k3x9az/trial-1.sh: line 20: cd: /data/agentjet: No such file or directory",
+        "bash: line 1: cd: /mnt/nfs/verl: Permission denied",
+    ],
 }
 
 

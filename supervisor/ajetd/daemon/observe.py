@@ -27,6 +27,7 @@ from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
+from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
@@ -130,7 +131,7 @@ class Observe(Base):
         findings: tuple[Finding, ...] = ()
         config = holder = None
         if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
-            findings = self._failure_findings(slot)
+            findings = self._failure_findings(slot, exit_info[0])
             config = trials.load_config(run.config_path)
             holder = _port_holder(findings, run.run_id)
         return Observation(
@@ -183,15 +184,17 @@ class Observe(Base):
         slot.dead_since = None
         return False
 
-    def _failure_findings(self, slot: RunSlot) -> tuple[Finding, ...]:
-        """A failed trial's findings: what ajetd saw outside its output, then its output's."""
+    def _failure_findings(self, slot: RunSlot, code: int) -> tuple[Finding, ...]:
+        """A failed trial's findings: what ajetd saw outside its output, then its output's
+        (where it names none, what its exit code `code` names: the shell's 126 and 127)."""
         run = slot.run
         assert run.trial is not None
         p = slot.paths(self.home)  # its output is in the log (`observe` waited for it)
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
             found = diagnose_file(p.log, user=self._kinds(slot))
-        output = ending.with_full_disk(tuple(found), p.log, run.trial.number)
+        output = with_exit_code(tuple(found), code)
+        output = ending.with_full_disk(output, p.log, run.trial.number)
         return (*self._observed_findings(slot), *output)
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:

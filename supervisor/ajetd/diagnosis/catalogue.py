@@ -661,6 +661,55 @@ CATALOGUE: tuple[Kind, ...] = (
             r"|torch[/\\]utils[/\\]cpp_extension\.py) in \w+\(",
         ),
     ),
+    # The shell's own words for a command it could not run at all (bash's exit codes 127 and
+    # 126, and the trial script's 126 when it cannot enter the codebase): before missing_file,
+    # whose "no such file or directory" a missing script or folder also says.
+    Kind(
+        "command_not_found",
+        F,
+        "The shell could not find a program the launch command runs (exit code 127): it is "
+        "not installed, not on the venv's PATH, misspelt, or a script's #! interpreter is "
+        "missing.",
+        "Install the program in the venv (exp_venv_exe) or give its full path, check the "
+        "spelling and the script's #! line; then submit again.",
+        _p(
+            r":\s*command not found\b",  # bash `foo: command not found`, zsh `... found: foo`
+            r"^(\S*/)?(ba|da|k|z)?sh: (line )?\d+: [^:]+: not found\s*$",  # dash's
+            # a command given as a path that does not exist (not a `cd`, which names no `/`
+            # before its colon)
+            r"^(\S*/)?(ba|da|k|z)?sh: (line \d+: )?[^\s:]*/[^\s:]*: no such file or directory",
+            r"cannot execute: required file not found",  # bash 5.2: no such #! interpreter
+        ),
+    ),
+    Kind(
+        "not_executable",
+        F,
+        "The shell found the program but could not run it (exit code 126): the file lacks "
+        "its execute bit (or lies on a noexec mount), is a folder, is a binary for another "
+        "machine, or its #! line is broken (a Windows line end, a wrong path).",
+        "chmod +x the script (or run it as `bash script.sh` / `python script.py`), fix its "
+        "#! line (dos2unix), or use the binary built for this machine; then submit again.",
+        _p(
+            r"^(\S*/)?(ba|da|k|z)?sh: (line \d+: |\d+: )?[^:]+: (permission denied|is a "
+            r"directory)\s*$",
+            r"\bbad interpreter\b",
+            r"cannot execute binary file",
+            r"\bexec format error\b",
+        ),
+    ),
+    Kind(
+        "no_workdir",
+        F,
+        "The folder the command must run in cannot be entered: the codebase dir (ajetd runs "
+        "every trial there; its script exits 126 without it) or a folder a `cd` in the launch "
+        "command names was removed, moved, unmounted, or is not a folder or not readable.",
+        "Restore or remount the folder (check exp_codebase_dir and the launch command's "
+        "`cd`), then submit again.",
+        _p(
+            r"^\S+: (line \d+: )?cd: .*: (no such file or directory|not a directory|permission "
+            r"denied)"
+        ),
+    ),
     Kind(
         "missing_file",
         F,
@@ -1119,6 +1168,20 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "collect2",
         "command '",
     ),
+    "command_not_found": (
+        "command not found",
+        "not found",
+        "no such file or directory",
+        "required file not found",
+    ),
+    "not_executable": (
+        "permission denied",
+        "is a directory",
+        "bad interpreter",
+        "cannot execute binary file",
+        "exec format error",
+    ),
+    "no_workdir": ("cd: ",),
     "missing_file": (
         "datasetnotfounderror",
         "filenotfounderror",
