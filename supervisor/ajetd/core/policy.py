@@ -15,6 +15,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Signal, Status, StopCause
 from ajetd.core.options import Options
+from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
 from ajetd.core.stoprules import PlateauRule, learned_window, plateau_reason
 from ajetd.core.timefmt import iso
@@ -222,6 +223,30 @@ def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Acti
 
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
+    actions = _decide(run, obs, timing, options)
+    return [_as_rebuilt(a) for a in actions] if is_rebuilt(run) else actions
+
+
+def _session(run: Run) -> str:
+    return f"tmux session {run.session}" if run.session else "its tmux session"
+
+
+def _as_rebuilt(action: Action) -> Action:
+    """A run whose record was rebuilt (`core.rebuilt`) ends with its trial: what it was
+    relaunched with, or which stage it is in, was only in the lost record, so nothing is
+    launched on a guess; its end says why."""
+    if isinstance(action, Finish):
+        return replace(action, reason=f"{action.reason}; {ENDED_NOTE}")
+    if isinstance(action, Restart):
+        why = f"{describe_exit(action.exit_code)}; not relaunched ({action.remedy.why}): "
+        return Finish(Status.FAILED, why + ENDED_NOTE, action.exit_code)
+    if isinstance(action, NextStage):
+        why = f"a stage exited with code 0; the next ({action.name}) not started: {ENDED_NOTE}"
+        return Finish(Status.FAILED, why, 0)
+    return action
+
+
+def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
         return [_after_exit(run, obs.exit[0], obs, options)]
@@ -231,7 +256,7 @@ def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list
         return [
             Finish(
                 Status.LOST,
-                f"tmux session {run.session} vanished outside ajetd's control (no exit recorded)",
+                f"{_session(run)} vanished outside ajetd's control (no exit recorded)",
                 None,
             )
         ]

@@ -174,6 +174,53 @@ def _run_lines(spec: TrialSpec) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class ScriptFacts:
+    """What a trial's script says of its trial (`read_trial_script`): the values it was
+    rendered with, as the program got them."""
+
+    run_id: str
+    trial: int
+    command: str
+    codebase_dir: str
+    venv_dir: str
+    result_dir: str
+    env: dict[str, str]  # every `export NAME=value` with a literal value
+
+
+_HEADER = re.compile(r"^# ajetd: run (?P<run_id>[a-z0-9]+), trial (?P<trial>\d{1,6})\.", re.M)
+
+
+def read_trial_script(text: str) -> ScriptFacts | None:
+    """The facts a script `render_trial_script` wrote holds (its header, exports, banner and
+    `cd`), read back as bash would unquote them; None for any other text, or one cut short.
+    How a run whose record was damaged is rebuilt from its folder."""
+    header = _HEADER.search(text)
+    if header is None:
+        return None
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True  # words as bash splits them; `;`, `&&` their own
+        words = list(lexer)
+    except ValueError:  # an open quote: cut short
+        return None
+    env: dict[str, str] = {}
+    command = codebase = None
+    banner = f"{OWN_LINE_PREFIX}run {header['run_id']} trial {header['trial']}: "
+    for before, word, after in zip(words, words[1:], [*words[2:], ""], strict=False):
+        if before == "export" and "=" in word and "$" not in word:
+            name, _, value = word.partition("=")
+            env[name] = value
+        elif before == "printf" and word == "%s\\n" and after.startswith(banner):
+            command = command if command is not None else after[len(banner) :]
+        elif before == "cd" and word == "--" and codebase is None:
+            codebase = after
+    venv, result = env.get("VIRTUAL_ENV"), env.get("AJETD_RESULT_DIR")
+    if command is None or codebase is None or venv is None or result is None:
+        return None
+    return ScriptFacts(header["run_id"], int(header["trial"]), command, codebase, venv, result, env)
+
+
 def exit_line(trial: int) -> bytes:
     """How the line the script prints just before it writes the exit file begins: once it is
     in the log, so is everything the program printed."""

@@ -13,7 +13,7 @@ from ajetd.core import model
 from ajetd.core.backoff import Backoff
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id
-from ajetd.daemon import admission, trials
+from ajetd.daemon import admission, rebuild, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.slots import LIVE
 
@@ -162,12 +162,29 @@ class Admit(Base):
                 live.append(run)
             else:
                 self._keep(run)
+        live += self._rebuild_damaged(now)
         for run in sorted(live, key=lambda r: (r.submitted_at, r.run_id)):
             with self._each(run.run_id, "taking it up again"):  # one run never stops a start
                 self._take_up(run, now)
         for line in self.home.damaged_lines():  # named; the other runs go on
             log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
+
+    def _rebuild_damaged(self, now: float) -> list[Run]:
+        """The live runs among the damaged records, rebuilt from their folders (`rebuild`):
+        never left running unwatched. The others stay named."""
+        if not self.home.damaged:
+            return []
+        panes = self.tmux.panes_or_empty()
+        socket = self.tmux.socket_name or model.DEFAULT_TMUX
+        found = []
+        for run_id, line in sorted(self.home.damaged.items()):
+            with self._each(run_id, "rebuilding its damaged record"):
+                run = rebuild.rebuild(self.home, run_id, line, panes, socket, now)
+                if run is not None:
+                    del self.home.damaged[run_id]
+                    found.append(run)
+        return found
 
     def _take_up(self, run: Run, now: float) -> None:
         """A live run found on start: its trial started if it was prepared but never let go,

@@ -1,0 +1,101 @@
+"""A live run's record rebuilt from its folder when its state.json was damaged; pure.
+
+A run whose record cannot be read would otherwise be left running in tmux with nobody watching
+its end (its time limit, its exit, its finish.flag). What ajetd wrote itself is still there:
+each trial's generated script (run id, command, codebase, venv, result dir, GPUs), its go file
+(the trial was let go: when), its exit file (how it ended), the stored blueprint (purpose,
+time limit), and the pane that runs the script (its session). The rebuilt record holds those
+and nothing guessed: a trial without its go file is not started (the daemon lets it go, exactly
+once, as for any record), one with its go file is never launched again. What only the record
+held (fixes, findings, metrics, GPU samples so far, a pipeline's stage) is lost, so the run is
+flagged for attention, watched to its end and never relaunched (`policy.decide` ends it with its
+trial, the reason saying why); `warnings` keeps the note across restarts (`is_rebuilt`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+from ajetd.core.blueprint import Asked
+from ajetd.core.model import Run, State, Trial
+from ajetd.core.trialscript import ScriptFacts
+
+REBUILT = "record rebuilt: "  # how the note in `warnings` (and the attention) begins
+ENDED_NOTE = "its record was damaged and rebuilt (earlier history lost), so nothing is relaunched"
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """One trial as its files in the run's folder tell it."""
+
+    number: int
+    facts: ScriptFacts
+    started_at: float | None  # its go file's time; None: never let go
+    exit: tuple[int, float | None] | None  # its exit file, whole
+
+
+def is_rebuilt(run: Run) -> bool:
+    return any(w.startswith(REBUILT) for w in run.warnings)
+
+
+def rebuilt_run(
+    run_id: str,
+    damage: str,
+    source: str,
+    submitted_at: float,
+    said: Asked | None,
+    trials: list[TrialFiles],
+    session: str,
+    tmux_socket: str,
+) -> Run:
+    """The live run these files describe (`trials` in order, at least one); `damage`: what
+    was wrong with its record, and where the damaged file was kept."""
+    last = trials[-1]
+    ended = [
+        Trial(
+            number=t.number,
+            command=t.facts.command,
+            session=session,
+            started_at=t.started_at,
+            ended_at=t.exit[1] if t.exit else nxt.started_at,
+            exit_code=t.exit[0] if t.exit else None,
+        )
+        for t, nxt in pairwise(trials)
+    ]
+    # the last trial is left open even if its exit file is there: the loop records its end
+    # as for any run (diagnosis, reports, finish.flag)
+    current = Trial(last.number, last.facts.command, session, started_at=last.started_at)
+    note = (
+        f"{REBUILT}{damage}; rebuilt from the run's folder (trial scripts, go and exit files, "
+        "stored blueprint, tmux session): what only the record held (fixes, findings, metrics "
+        "so far) is lost; the run is watched to its end and not relaunched"
+    )
+    return Run(
+        run_id=run_id,
+        source=source,
+        submitted_at=submitted_at,
+        purpose=said.purpose if said is not None else "",
+        session=session,
+        state=State.RUNNING,
+        attention=note,
+        result_dir=last.facts.result_dir,
+        max_time_s=said.max_time_s if said is not None else None,
+        codebase_dir=last.facts.codebase_dir,
+        venv_dir=last.facts.venv_dir,
+        tmux_socket=tmux_socket,
+        launch_command=last.facts.command,
+        started_at=trials[0].started_at,
+        trials=(*ended, current),
+        val_path=None,
+        gpu_ids=_gpus(last.facts.env.get("CUDA_VISIBLE_DEVICES")),
+        warnings=(note,),
+    )
+
+
+def _gpus(visible: str | None) -> tuple[int, ...] | None:
+    """The GPUs the trial was placed on (so that no other run is placed there meanwhile)."""
+    if visible is None:
+        return None
+    words = [w.strip() for w in visible.split(",") if w.strip()]
+    return tuple(int(w) for w in words) if all(w.isdigit() for w in words) else None

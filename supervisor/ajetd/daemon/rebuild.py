@@ -1,0 +1,76 @@
+"""At start, a live run whose record is damaged (state.json empty, cut, not JSON, or gone from
+a folder that holds trials) is rebuilt from its folder (`core.rebuilt`) and supervised again,
+instead of being left running in tmux with nobody watching its end.
+
+Only a run that may still live is rebuilt: one whose trial scripts are all there and whose own
+finish.flag is not in its result dir (a run that ended has its end written there; it stays
+named as damaged). A run on an SSH host or through Slurm is not rebuilt either: what ties its
+trial to the job or the remote folder was only in the record. The damaged file is kept beside
+the new one (`state.json.damaged`); the journal and the daemon's log say what was done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from ajetd.adapters import inbox, runrecords
+from ajetd.adapters.store import Home
+from ajetd.adapters.tmux import Pane, find_pane
+from ajetd.core.blueprint import asked, extract_parts
+from ajetd.core.model import Run
+from ajetd.core.naming import session_base, unique_session
+from ajetd.core.rebuilt import rebuilt_run
+
+log = logging.getLogger(__name__)
+
+
+def rebuild(
+    home: Home, run_id: str, line: str, panes: list[Pane], socket: str, now: float
+) -> Run | None:
+    """The damaged run `run_id` (`line`: why it was left out) rebuilt and saved, or None
+    where it is not a live run that its folder can describe."""
+    folder = home.run_dir(run_id)
+    if not folder.is_dir():
+        return None
+    trials = runrecords.trial_files(folder, run_id)
+    if not trials or runrecords.flag_of(trials[-1].facts.result_dir, run_id):
+        return None
+    options, _ = inbox.read_stored_options(home, run_id)
+    if options.ssh is not None or options.slurm is not None:
+        return None
+    text = ""
+    with contextlib.suppress(OSError):
+        text = home.blueprint_text(run_id)
+    said = asked(extract_parts(text)) if text else None
+    source = _source(folder)
+    pane = find_pane(panes, home.trial_file(run_id, trials[-1].number, "sh"))
+    session = pane.session if pane is not None else ""
+    if not session and trials[-1].started_at is None:  # never let go: a session to create
+        base = session_base(said.purpose if said else "", Path(source).stem, run_id)
+        session = unique_session(base, {p.session for p in panes})
+    aside = runrecords.keep_damaged(home.state_file(run_id))
+    kept = f" (kept as {aside.name})" if aside is not None else ""
+    damage = runrecords.damage(line, run_id) + kept
+    submitted = _submitted_at(folder, trials[0].facts.result_dir)
+    run = rebuilt_run(run_id, damage, source, submitted, said, trials, session, socket)
+    home.save_run(run)
+    home.append_event(run_id, now, run.warnings[0])
+    log.error("run %s: %s", run_id, run.warnings[0])
+    return run
+
+
+def _source(folder: Path) -> str:
+    """The name the blueprint came by (written at its claim), else the stored copy's."""
+    with contextlib.suppress(OSError):
+        return (folder / "source-name").read_text().strip() or "blueprint.md"
+    return "blueprint.md"
+
+
+def _submitted_at(folder: Path, result_dir: str) -> float:
+    """When it was claimed: the stored blueprint's time (its first script's, without one)."""
+    for path in (folder / "blueprint.md", folder / "trial-1.sh", Path(result_dir)):
+        with contextlib.suppress(OSError):
+            return path.stat().st_mtime
+    return 0.0

@@ -1,0 +1,137 @@
+"""A live run whose record (runs/<id>/state.json) was damaged while the daemon was down is not
+left running with nobody watching it: the daemon rebuilds a minimal record from what is on
+disk (its trial scripts and exit files, its stored blueprint, its tmux pane), keeps the damaged
+file beside it, flags the run for attention and supervises it to its end, never launching
+anything again; finish.flag says why. Real tmux on a private socket, a real daemon process and
+the loop driven in-process."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from ajetd.core.model import State
+from ajetd.core.trialscript import TrialSpec, read_trial_script, render_trial_script
+from conftest import Env, wait_for
+from loopkit import Loop
+
+
+def _waiting_command(env: Env, code: int) -> str:
+    path = env.tmp / "end-now"
+    return f"while [ ! -e {path} ]; do sleep 0.05; done; echo ending; exit {code}"
+
+
+def _damage(env: Env, run_id: str) -> bytes:
+    state = env.home / "runs" / run_id / "state.json"
+    cut = state.read_bytes()[:120]  # cut short, as by a crash mid-write
+    state.write_bytes(cut)
+    return cut
+
+
+def test_a_live_run_with_a_damaged_record_is_rebuilt_and_supervised(env: Env) -> None:
+    daemon = env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(
+        env.blueprint("dmg", command=_waiting_command(env, 3), max_time="1h", ajetd="gpus: 0")
+    )
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    before = env.record(run_id)
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    cut = _damage(env, run_id)
+    daemon = env.start_daemon("--liveness", "0.5")
+    wait_for(lambda: env.record(run_id).get("attention"), what="the record to be rebuilt")
+    assert (env.home / "runs" / run_id / "state.json.damaged").read_bytes() == cut  # kept
+    status = env.status(run_id)
+    assert status["state"] == "running" and status["session"] == before["session"]
+    assert "state.json" in status["attention"] and "rebuilt" in status["attention"]
+    assert status["max_time_s"] == 3600  # exp_max_time still counts from the first launch:
+    assert abs(env.record(run_id)["started_at"] - before["started_at"]) < 1  # its go file's
+    assert status["result_dir"] == before["result_dir"]
+    shown = env.cli("status")
+    assert "DAMAGED" not in shown.stdout and run_id in shown.stdout
+    waited = env.cli("wait", run_id, "--timeout", "5")
+    assert waited.returncode == 2 and "rebuilt" in waited.stdout  # a person should look
+    assert f"run {run_id}" in env.daemon_log() and "rebuilt" in env.daemon_log()
+    (env.tmp / "end-now").touch()  # its end is seen and recorded
+    ended = env.wait_done(run_id)
+    assert (ended["status"], ended["exit_code"], ended["trials"]) == ("failed", 3, 1)
+    flag = json.loads((env.tmp / "results" / "dmg" / "finish.flag").read_text())
+    assert (flag["status"], flag["exit_code"]) == ("failed", 3) and "rebuilt" in flag["reason"]
+    assert "rebuilt" in (env.tmp / "results" / "dmg" / "results.md").read_text()
+    assert daemon.poll() is None
+
+
+def test_a_damaged_record_whose_session_vanished_meanwhile_is_lost_not_forgotten(
+    env: Env,
+) -> None:
+    first = Loop(env)
+    try:
+        run_id = first.submit(env.blueprint("gone", command="sleep 1000", ajetd="gpus: 0"))
+        first.started(run_id)
+        session = first.run(run_id).session
+    finally:
+        first.close()
+    _damage(env, run_id)
+    assert env.tmux("kill-session", "-t", f"={session}").returncode == 0
+    second = Loop(env)
+    try:
+        flag = second.until_done(run_id)
+        assert flag["status"] == "lost" and "rebuilt" in flag["reason"]
+    finally:
+        second.close()
+
+
+def test_a_run_damaged_before_its_trial_was_let_go_is_started_once(env: Env) -> None:
+    """Cut between its script and its go file (no session yet): the rebuilt record has the
+    trial unstarted, so the daemon lets it go, once, as for any record."""
+    first = Loop(env)
+    try:
+        bp = env.blueprint("late", command="echo hello >> $AJETD_RESULT_DIR/ran; exit 0")
+        run_id = first.submit(bp)
+        first.until_done(run_id)
+        session = first.run(run_id).session
+    finally:
+        first.close()
+    runs, result = env.home / "runs" / run_id, env.tmp / "results" / "late"
+    for path in (runs / "trial-1.go", runs / "trial-1.exit", result / "finish.flag"):
+        path.unlink()  # as if the daemon died before it let the trial go
+    (result / "ran").unlink()
+    assert env.tmux("kill-session", "-t", f"={session}").returncode == 0
+    _damage(env, run_id)
+    second = Loop(env)
+    try:
+        assert second.run(run_id).state is not State.DONE
+        flag = second.until_done(run_id)
+        assert (flag["status"], flag["trials"]) == ("succeeded", 1) and "rebuilt" in flag["reason"]
+        assert (result / "ran").read_text() == "hello\n"  # it ran once
+    finally:
+        second.close()
+
+
+def test_a_trial_script_reads_back_as_it_was_rendered() -> None:
+    spec = TrialSpec(
+        run_id="ab12cd",
+        trial=2,
+        command="cd sub && python -m x --conf 'a b.yaml'\necho \"$HOME\" it's",
+        codebase_dir="/src/my code",
+        venv_dir="/v/.venv",
+        result_dir="/out/r's",
+        go_file="/h/runs/ab12cd/trial-2.go",
+        exit_file="/h/runs/ab12cd/trial-2.exit",
+        hup_file="/h/runs/ab12cd/trial-2.hup",
+        env=(("CUDA_VISIBLE_DEVICES", "0,3"), ("NCCL_DEBUG", "WARN")),
+        wake_fifo="/h/runs/ab12cd/trial-2.wake",
+        venv_exe="/usr/bin/python3",
+    )
+    facts = read_trial_script(render_trial_script(spec))
+    assert facts is not None
+    assert (facts.run_id, facts.trial, facts.command) == ("ab12cd", 2, spec.command)
+    assert (facts.codebase_dir, facts.venv_dir, facts.result_dir) == (
+        "/src/my code",
+        "/v/.venv",
+        "/out/r's",
+    )
+    assert facts.env["CUDA_VISIBLE_DEVICES"] == "0,3" and facts.env["NCCL_DEBUG"] == "WARN"
+    assert read_trial_script("#!/usr/bin/env bash\necho 'unclosed\n") is None
+    assert read_trial_script(Path(__file__).read_text()) is None  # not a trial script
