@@ -28,6 +28,10 @@ from ajetd.core.naming import SUBMITTED, fit_stem
 from ajetd.core.options import Options
 
 SETTLE_S = 1.0
+# An entry that is never taken (a hidden name, another extension, a folder without
+# campaign.yaml) is named in the log and `status` once unchanged this long: a writer's temp
+# file is hidden only until it is renamed in, so a fresh one is no one's concern yet.
+STALE_S = 60.0
 BLUEPRINT_EXTENSIONS = (".md", ".markdown")
 CLAIMED_NAME = "blueprint.md"
 
@@ -67,6 +71,29 @@ def _refusal(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
     return f"is {kind}, not a regular file: not taken (drop the file itself)"
 
 
+def _never_taken(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
+    """Why an inbox entry is never taken by its name or kind (a blueprint is a file named
+    `*.md` or `*.markdown`, not hidden; a campaign a folder holding campaign.yaml); "" for
+    one taken elsewhere (a campaign folder); None for a blueprint's name (`scan` goes on)."""
+    folder = stat.S_ISDIR(info.st_mode)
+    ext = os.path.splitext(entry.name)[1].lower()
+    if entry.name.startswith("."):  # a temp file of an atomic writer, renamed in when whole
+        return (
+            "has a hidden name (it begins with '.'), which is never taken; if the writer that "
+            "left it is done, rename it without the dot (a blueprint ends in .md)"
+        )
+    if folder and os.path.isfile(os.path.join(entry.path, "campaign.yaml")):
+        return ""
+    if folder and ext not in BLUEPRINT_EXTENSIONS:
+        return (
+            "is a folder without campaign.yaml: never taken (a campaign folder holds "
+            "campaign.yaml; a blueprint is a file ending in .md)"
+        )
+    if ext not in BLUEPRINT_EXTENSIONS:
+        return "is not named *.md or *.markdown: never taken; a blueprint's name ends in .md"
+    return None
+
+
 def security_problems(home: Home) -> list[str]:
     """Why nothing may be taken from the inbox now (empty when it is safe)."""
     problems = []
@@ -91,19 +118,23 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
     served), a line for each entry refused, and when to look again for one still settling."""
     refused: list[str] = []
     entries = []
+    settle_at: float | None = None
     try:
         with os.scandir(home.inbox) as found_entries:
             for entry in found_entries:
-                stem, ext = os.path.splitext(entry.name)
-                if entry.name.startswith(".") or ext.lower() not in BLUEPRINT_EXTENSIONS:
-                    continue
                 with contextlib.suppress(OSError):
-                    entries.append((entry.stat(follow_symlinks=False), entry))
+                    info = entry.stat(follow_symlinks=False)
+                    if (why := _never_taken(entry, info)) is None:
+                        entries.append((info, entry))
+                        continue
+                    if why and now >= (stale := info.st_ctime + STALE_S):
+                        refused.append(f"{home.inbox}/{safe_name(entry.name)} {why}")
+                    elif why:  # said once it has sat there a while: the daemon wakes for it
+                        settle_at = stale if settle_at is None else min(settle_at, stale)
     except OSError:
         return Scan([], [], None)
     entries.sort(key=lambda pair: (pair[0].st_mtime_ns, pair[1].name))
     found: list[Candidate] = []
-    settle_at: float | None = None
     for info, entry in entries:
         shown = f"{home.inbox}/{safe_name(entry.name)}"
         why = _refusal(entry, info)
