@@ -58,9 +58,11 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # the repositories once measured on fewer than ten excerpts (issue 12's held-out target)
     for small in ("openrlhf/openrlhf", "deepspeedai/deepspeed", "vllm-project/vllm-ascend"):
         assert repos[small] >= 12, repos
-    # after freeze 6's batch (bench/heldout/batch-freeze6.txt): 615 excerpts
-    assert len(FILES) >= 615
-    assert repos["openrlhf/openrlhf"] >= 25 and repos["vllm-project/vllm-ascend"] >= 27, repos
+    # after freeze 6's batch (bench/heldout/batch-freeze6.txt): 615 excerpts; after freeze 7's
+    # (batch-freeze7.txt, aimed at Ascend's classes): 638, LlamaFactory one of the large ones
+    assert len(FILES) >= 638
+    assert repos["openrlhf/openrlhf"] >= 25 and repos["vllm-project/vllm-ascend"] >= 34, repos
+    assert repos["hiyouga/llamafactory"] >= 17, repos
 
 
 @pytest.mark.parametrize(
@@ -132,6 +134,23 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
     assert hits >= 0.90 * len(rows), f"held out: {hits}/{len(rows)}"
 
 
+def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
+    """Issue 12's target for the repositories large enough to say it (vLLM-Ascend reached it
+    after freeze 7: 70.4 % before it; NeMo Speech, 6 excerpts, is below and not asserted)."""
+    bench = _bench()
+    rows = bench.corpus()
+    named, _ = bench.held_out(rows)
+    per: dict[str, Counter[bool]] = {}
+    for (_, kind, repo), got in zip(rows, named, strict=True):
+        per.setdefault(repo, Counter())[got == kind] += 1
+    low = {
+        repo: f"{c[True]}/{c[True] + c[False]}"
+        for repo, c in per.items()
+        if c[True] + c[False] >= 20 and c[True] < 0.85 * (c[True] + c[False])
+    }
+    assert not low, low
+
+
 @pytest.mark.parametrize(
     ("name", "repo"),
     [
@@ -201,6 +220,24 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
         # a setting compared by name with what it is checked against
         ("config_error/openrlhf-346.log", "openrlhf/openrlhf"),
         ("config_error/verl-259.log", "verl-project/verl"),
+        # after freeze 7 (Ascend NPUs): a call into the operator library that failed; an
+        # operator whose kernel could not be launched; no kernel binary for an operator; a
+        # compute unit of the NPU that faulted (the runtime's report, the unit's exception);
+        # HCCL's error codes for a timed-out wait and for another failure; and, by the support
+        # the batch gave them, a kernel launch that failed, HCCL's own timeout and vLLM's
+        # negative KV-cache budget
+        ("cuda_error/opensoraplan-360.log", "pku-yuangroup/open-sora-plan"),
+        ("cuda_error/vllmomni-845.log", "vllm-project/vllm-omni"),
+        ("cuda_error/vllmascend-8679.log", "vllm-project/vllm-ascend"),
+        ("cuda_error/vllmascend-4859.log", "vllm-project/vllm-ascend"),
+        ("cuda_error/vllmascend-6018.log", "vllm-project/vllm-ascend"),
+        ("cuda_error/glmocr-232.log", "zai-org/glm-ocr"),
+        ("cuda_error/ascendpytorch-66.log", "ascend/pytorch"),
+        ("nccl_timeout/llamafactory-5071.log", "hiyouga/llamafactory"),
+        ("nccl_timeout/vllmascend-1443.log", "vllm-project/vllm-ascend"),
+        ("cuda_error/vllmascend-11720.log", "vllm-project/vllm-ascend"),
+        ("nccl_timeout/vllmascend-16646.log", "vllm-project/vllm-ascend"),
+        ("vllm_memory/vllmascend-9372.log", "vllm-project/vllm-ascend"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

@@ -347,6 +347,48 @@ def test_lines_the_freeze6_shapes_leave_alone(line: str, kinds: list[str]) -> No
     assert [f.kind for f in diagnose_text(line + "\n")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        # npu-smi's table names the AI Core as a column, not as a fault
+        ("| Chip | Bus-Id | AICore(%)    Memory-Usage(MB)  HBM-Usage(MB) |", []),
+        # the runtime's report of a faulted compute unit, and the unit's own exception
+        (
+            "EZ9999[PID: 7] The error from device(chipId:3, dieId:0), serial number is 7, there "
+            "is an exception of aivec error, core id is 3, error code = 0x800000",
+            ["cuda_error"],
+        ),
+        ("        Kernel task happen error, retCode=0x2a, [aicpu exception].", ["cuda_error"]),
+        # an operator call that failed, and one whose kernel binary is missing
+        ("RuntimeError: call aclnnCast failed, detail:EZ9999: Inner Error!", ["cuda_error"]),
+        ("        launch failed for Cast, errno:561000.", ["cuda_error"]),
+        # HCCL's codes: a timed-out wait is a collective timeout, another failure an HCCL error;
+        # a CANN inner error (EI9999) says neither, and a timeout setting is not a timeout
+        (
+            "EI0002: The wait execution of the Notify register times out. Reason: the Notify "
+            "register has not received the Notify record from remote rank [4].",
+            ["nccl_timeout"],
+        ),
+        (
+            "[rank1]: EI0009: [PID: 2] 2025-09-24-20:59:48.119.066 Transport init error. Reason: "
+            "[Create][DestLink]Create Dest error!",
+            ["nccl_error"],
+        ),
+        ("EI9999: Inner Error!", []),
+        ("        Possible Cause: ... (You can set the interval by using HCCL_EXEC_TIMEOUT.)", []),
+    ],
+)
+def test_lines_the_freeze7_shapes_read_and_leave_alone(line: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(line + "\n")] == kinds
+
+
+def test_an_npu_traceback_is_named_by_the_compute_unit_that_faulted() -> None:
+    # Ascend/pytorch#66: the NPU function error's traceback first, the vector core's fault after
+    found = _diagnose("cuda_error/ascendpytorch-66.log")
+    assert found[0].kind == "cuda_error"
+    assert "vector core execution is abnormal" in found[0].evidence
+
+
 def test_a_failed_import_warned_about_is_ranked_after_the_failure() -> None:
     text = "WARNING: Failed to import apex\ntorch.OutOfMemoryError: CUDA out of memory.\n"
     assert [f.kind for f in diagnose_text(text)] == ["cuda_oom", "import_error"]

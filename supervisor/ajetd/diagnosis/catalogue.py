@@ -171,6 +171,10 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: NCCL's AMD and Ascend counterparts (RCCL, HCCL) saying that a task or
             # operation of theirs timed out
             Unless((r"\b[hr]ccl\b",), _NCCL_SAID_FAILED, r"\btime(d)? ?out\b"),
+            # shape: HCCL's own error codes (CANN's `EI00..`) saying that a wait of a collective
+            # timed out (`EI0002 ... The wait execution of the Notify register times out`,
+            # `EI0006 ... Getting socket times out`)
+            r"\bei00\d\d\b.{0,160}\btimes out\b",
         ),
     ),
     Kind(
@@ -198,6 +202,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # collective library (an `nccl*`/`hccl*` function) that returned an error code
             r"\bgot completion\b.*\bwith (error|status)\b",
             r"\b[nh]ccl[a-z]\w*\b.{0,80}\berror code is [1-9]",
+            # shape: HCCL's own error codes (`EI00..`) for a failure that is not a timeout
+            # (`EI0009 ... Transport init error`); its timeouts are read first, by nccl_timeout
+            r"\bei00\d\d\b.{0,160}\berror\b",
         ),
     ),
     Kind(
@@ -235,6 +242,18 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: a kernel whose launch failed, in words that name the kernel launch
             # (Ascend's `FlashAttentionScore launch kernel failed.`); not a job's launch
             r"\b(kernel launch|launch(ing)? (the )?kernels?)\b.{0,20}\bfail",
+            # shapes, an Ascend NPU's operators in torch_npu's and CANN's words: a call into the
+            # operator library (`aclnn*`) that failed; an operator whose kernel the launcher
+            # could not start (`launch failed for Cast`); no kernel binary for an operator (the
+            # CANN kernels package missing or not matching: the NPU's `no kernel image`)
+            r"\bcall aclnn\w+ failed\b",
+            r"\blaunch failed for \w",
+            r"\b(does not ha(s|ve) any binary|parse dynamic kernel config fail)",
+            # shape: the runtime's report that one of the NPU's compute units (AI Core, AI
+            # Vector, AI CPU) faulted while it ran a kernel (`there is an exception of aivec
+            # error`, `[aicpu exception]`, `The vector core execution is abnormal`)
+            r"\bexception of (fftsplus )?(aicore|aivec|aivector|aicpu) error\b",
+            r"\b(aicore|aicpu|vector core) (exception|execution is abnormal)\b",
         ),
     ),
     Kind(
@@ -846,7 +865,14 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "memory_allocation_failure",
         "failed to allocate memory",
     ),
-    "nccl_timeout": ("collective operation timeout", "before timing out", "nccl", "hccl", "rccl"),
+    "nccl_timeout": (
+        "collective operation timeout",
+        "before timing out",
+        "nccl",
+        "hccl",
+        "rccl",
+        "ei00",
+    ),
     "nccl_error": (
         "nccl",
         "nvls",
@@ -857,6 +883,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "hccl",
         "ibv_",
         "got completion",
+        "ei00",
     ),
     "cuda_error": (
         "illegal memory access",
@@ -882,6 +909,14 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "launching kernel",
         "launching the kernel",
         "launch the kernel",
+        "call aclnn",
+        "launch failed for",
+        "any binary",
+        "parse dynamic kernel config",
+        "aicore",
+        "aicpu",
+        "aivec",
+        "vector core",
     ),
     "segfault": (
         "segmentation fault",
