@@ -707,13 +707,18 @@ def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:
     assert status["metrics"]["global_steps"] == 4  # its own file, not the first run's
     assert (result / "val_results.md").exists()
     assert f"live run {first} writes" in (result / "results.md").read_text()
-    no_conf = env.blueprint("noconf", config=first_conf, command="python -m fakejet.launcher")
-    refused = env.wait_done(env.submit(no_conf))  # no --conf: no copy to point elsewhere
-    assert refused["status"] == "rejected" and f"written by live run {first}" in refused["reason"]
+    # no --conf (a script runs the launcher): no copy to point elsewhere; it waits its turn
+    (env.codebase / "noconf.sh").write_text(f"exec python -m fakejet.launcher --conf {second_conf}")
+    waiting = env.submit(env.blueprint("noconf", config=second_conf, command="bash noconf.sh"))
+    wait_for(lambda: f"run {first} to end" in env.status(waiting)["reason"], what="its reason")
+    assert env.status(waiting)["state"] == "queued" and not env.record(waiting)["trials"]
     env.cli("stop", first)
     assert env.wait_done(first)["status"] == "stopped"
     steps = [h["global_steps"] for h in env.record(first)["history"]]
     assert steps == sorted(steps) and len(steps) == len(set(steps)), steps  # none of the second's
+    after = env.wait_done(waiting)  # then it ran, reading only its own validations
+    assert after["status"] == "succeeded" and after["metrics"]["global_steps"] == 4
+    assert [h["global_steps"] for h in env.record(waiting)["history"]] == [2, 4]
 
 
 def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ajetd.core.gpuuse import GpuSample
+from ajetd.core.model import Run
 
 DEFAULT_THRESHOLD = 0.05
 
@@ -178,3 +179,25 @@ def _wait_reason(
         elif i in reserved:
             parts.append(f"GPU {i} is reserved for an earlier run in the queue")
     return f"waiting for {count} GPU(s): " + "; ".join(parts)
+
+
+def val_file_wait(run: Run, live: Sequence[Run]) -> str | None:
+    """Why a run that has not started waits for its val file, or None when it may start.
+
+    AgentJet appends every validation to one file: two runs writing it at once would each
+    read the other's results as their own. A run given no file of its own (no `--conf` for a
+    copy, `preflight._own_val_file`) therefore waits while another live run writes it: one
+    started, or one ahead of it in the queue (first come, first served)."""
+    if run.val_path is None or run.trials:
+        return None
+    mine = (run.submitted_at, run.run_id)
+    for other in live:
+        if other.run_id == run.run_id or other.val_path != run.val_path:
+            continue
+        if other.trials or (other.submitted_at, other.run_id) < mine:
+            return (
+                f"waiting for run {other.run_id} to end: it writes the same val file "
+                f"{run.val_path} (AgentJet appends every validation to it; the command passes "
+                "no --conf for a copy that gives this run a file of its own)"
+            )
+    return None

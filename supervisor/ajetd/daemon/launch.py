@@ -28,6 +28,7 @@ class Launch(Base):
             (s for s in self.slots.values() if s.run.state in WAITING),
             key=lambda s: s.run.submitted_at,
         )
+        queue = [s for s in queue if not self._val_file_taken(s, now)]
         places = self.placer.decide(queue, self.slots, now)
         for slot in queue:
             with self._each(slot.run_id, "launching it"):
@@ -54,7 +55,7 @@ class Launch(Base):
             return
         if not self._placed(slot.run, place, now) or not self._may_start(slot, now):
             return
-        queued = slot.run
+        queued = _val_offset_now(slot)
         taken = trials.active_sessions(self.runs.live())
         try:
             run = trials.prepare_trial(self.home, self.tmux, queued, slot.options, slot.host, taken)
@@ -70,6 +71,17 @@ class Launch(Base):
             log.info(
                 "run %s: trial %d started in session %s", run.run_id, len(run.trials), run.session
             )
+
+    def _val_file_taken(self, slot: RunSlot, now: float) -> bool:
+        """The run waits for its val file (another live run writes it): recorded with the
+        reason; it reserves no GPU meanwhile (it could not use one)."""
+        why = placement.val_file_wait(slot.run, self.runs.live())
+        if why is None:
+            return False
+        if why != slot.run.reason:
+            self.home.append_event(slot.run_id, now, why)
+        self._store(model.waiting(slot.run, why))
+        return True
 
     def _placed(self, run: Run, decision: placement.Decision, now: float) -> bool:
         """Record where a waiting run goes, or why it waits or can never start."""
@@ -150,3 +162,13 @@ class Launch(Base):
     def _launch_failed(self, run: Run, exc: Exception | str, now: float) -> None:
         log.error("run %s: launch failed: %s", run.run_id, exc)
         self._store(self._finish_now(run, Status.FAILED, f"launch failed: {exc}", now))
+
+
+def _val_offset_now(slot: RunSlot) -> Run:
+    """A run about to launch its first trial counts only the validation lines written from
+    now on: its val file may have grown since admission (a run it waited for wrote it)."""
+    run = slot.run
+    if run.trials or run.val_path is None:
+        return run
+    size = slot.host.fs().size(run.val_path)
+    return run if size is None or size <= run.val_offset else replace(run, val_offset=size)

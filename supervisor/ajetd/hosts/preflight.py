@@ -268,27 +268,29 @@ VAL_KEY = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
 
 def _own_val_file(
     found: ConfigReview, val_path: str, result_dir: str, command: str, sharer: str
-) -> tuple[str, str | None]:
+) -> str:
     """The val file this run writes when `val_path` is written by live run `sharer` too.
 
-    AgentJet appends every validation to one file; two runs on one file would each read the
-    other's results as their own (and stop on each other's plateau). The copy of the config
-    points this run at its own file in its result dir; without `--conf` there is no copy, and
-    the run is refused: the problem is returned beside the path.
+    AgentJet appends every validation to one file; two runs on one file at once would each
+    read the other's results as their own (and stop on each other's plateau). The copy of the
+    config points this run at its own file in its result dir; without `--conf` there is no
+    copy, and the run keeps the file and waits in the queue until no earlier run writes it
+    (`placement.val_file_wait`): not invalid, only not yet (a warning says so).
     """
     target = os.path.join(result_dir, "val_results.md")
     if conf_argument(command) is None:
-        return val_path, (
-            f"exp_yaml_path: ajet.trainer_common.val_print_to_markdown_file_path {val_path} is "
-            f"written by live run {sharer}, and the command passes no --conf to point at a "
-            "copy that gives this run a file of its own"
+        found.warnings.append(
+            f"ajet.trainer_common.val_print_to_markdown_file_path {val_path} is written by "
+            f"live run {sharer}, and the command passes no --conf to point at a copy that "
+            "gives this run a file of its own: it waits in the queue until that run ends"
         )
+        return val_path
     found.patches[VAL_KEY] = target
     found.changes.append(
         f"ajet.trainer_common.val_print_to_markdown_file_path: {val_path} → {target} "
         f"(live run {sharer} writes {val_path}; each run reads only its own results)"
     )
-    return target, None
+    return target
 
 
 def check_blueprint(
@@ -297,7 +299,7 @@ def check_blueprint(
     """Resolve and check every path; return the resolution (None if unusable) and problems.
 
     `val_writers`: the val files live runs write, each with the run's id (a run that would
-    share one is given its own, see _own_val_file)."""
+    share one is given its own, or waits for it: see _own_val_file)."""
     problems: list[str] = []
     fs = remote_fs(bp)
     if isinstance(fs, str):
@@ -337,9 +339,7 @@ def check_blueprint(
         val_path = os.path.join(result_dir, "val_results.md")
     sharer = (val_writers or {}).get(val_path or "")
     if val_path and sharer:
-        val_path, problem = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
-        if problem:
-            return None, [problem]
+        val_path = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,
