@@ -29,6 +29,11 @@ def wait(cond: Callable[[], object], timeout: float = 60.0, step: float = 0.002)
     raise TimeoutError("benchmark condition not met")
 
 
+# e.g. AJETD_BENCH_PY_ARGS="-m cProfile -o /tmp/daemon.prof": the daemon under a profiler (it
+# writes the profile when the bench stops it), to see where a figure's time goes
+PROFILE = os.environ.get("AJETD_BENCH_PY_ARGS", "").split()
+
+
 class Bench:
     def __init__(self, *daemon_args: str, extra_env: dict[str, str] | None = None) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="ajetd-bench-"))
@@ -41,7 +46,7 @@ class Bench:
         self.env.update(AJETD_HOME=str(self.home), AJETD_TMUX_SOCKET=self.socket)
         self.env.update(extra_env or {})
         self.daemon = subprocess.Popen(
-            [PYTHON, "-m", "ajetd", "daemon", "--log-level", "WARNING", *daemon_args],
+            [PYTHON, *PROFILE, "-m", "ajetd", "daemon", "--log-level", "WARNING", *daemon_args],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.tmp / "daemon.log", "w"),  # noqa: SIM115

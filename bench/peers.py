@@ -260,7 +260,7 @@ class Ajetd(Peer):
         self.folders: dict[str, str] = {}  # run folder or result folder -> program
         self.seen: dict[str, dict[str, float]] = {}
         self.observer = Observer(
-            ("state.json", "finish.flag"), IN_CLOSE_WRITE | IN_MOVED_TO, self.saw
+            ("state.json", "finish.flag", ".exit"), IN_CLOSE_WRITE | IN_MOVED_TO, self.saw
         )
 
     def saw(self, path: str, when: float) -> None:
@@ -271,6 +271,8 @@ class Ajetd(Peer):
             return
         if name == "finish.flag":
             self.seen.setdefault(n, {}).setdefault("finish.flag", when)
+        elif name.endswith(".exit"):  # the trial script's record, the daemon's wake-up
+            self.seen.setdefault(n, {}).setdefault("exit file (trial script)", when)
         elif name == "state.json":
             with contextlib.suppress(OSError, ValueError):
                 if json.loads(Path(path).read_text())["state"] == "done":
@@ -310,9 +312,9 @@ class Ajetd(Peer):
 
     def recorded(self, n: str) -> dict[str, float] | None:
         got = dict(self.seen.get(n, {}))
-        if len(got) < 2:
+        if "done in state.json" not in got or "finish.flag" not in got:
             return None
-        return {k: got[k] for k in ("done in state.json", "finish.flag")}
+        return got
 
     def tmux_server(self) -> psutil.Process | None:
         if not self.tmux_pid:

@@ -20,6 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.finding import Finding
@@ -154,3 +156,20 @@ def test_old_reports_render_the_same(env: Env) -> None:
         for file, text in old.items():
             again = (scratch / file).read_text().replace(str(scratch), str(folder))
             assert again == text, (name, file)
+
+
+def test_reports_that_fail_on_the_way_leave_no_finish_flag(env: Env) -> None:
+    """The reports and finish.flag are synced together, then renamed flag last: where one
+    report cannot be put in place (here run.json is a folder), the flag is not written and
+    no temporary file is left; `publish_reports` holds them, naming the folder."""
+    _old_home(env)
+    home = Home(env.home)
+    run = home.load_run(RUNS["failed"])
+    scratch = env.tmp / "refuses"
+    (scratch / "run.json" / "inside").mkdir(parents=True)
+    with pytest.raises(OSError):
+        ending.write_reports(home, replace(run, result_dir=str(scratch)), ([], ""))
+    assert sorted(p.name for p in scratch.iterdir()) == ["results.md", "run.json", "trials.md"]
+    again = ending.publish_reports(home, replace(run, result_dir=str(scratch)), 1.0, ([], ""))
+    assert again.attention and again.attention.startswith(ending.REPORTS_HELD)
+    assert str(scratch) in again.attention and not (scratch / "finish.flag").exists()

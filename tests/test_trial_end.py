@@ -3,6 +3,7 @@ written; leftovers found among the processes started since the run began."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -110,6 +111,12 @@ def _spawn(env: dict[str, str], *, new_session: bool = False) -> subprocess.Pope
     return proc
 
 
+def _execd(pid: int) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).cmdline()[:1] == [sys.executable]
+    return False
+
+
 def test_run_pids_finds_marked_and_descendant_processes_started_since(tmp_path: Path) -> None:
     began = time.time()
     marked = _spawn({**os.environ, "AJETD_RUN_ID": "scan01"}, new_session=True)
@@ -150,6 +157,9 @@ def test_run_pids_does_not_look_into_other_trials_sessions(tmp_path: Path) -> No
     apart = _spawn(env, new_session=True)  # a leftover of scan02 that left for its own session
     try:
         member = wait_for(lambda: procs.run_pids("none", pane.pid, began), what="the child")[0]
+        # the child is bash's fork until it has exec'd python: its environment is read only
+        # once the exec is over (mid-exec, /proc may refuse it for an instant)
+        wait_for(lambda: _execd(member), what="the child's exec")
         start = procs.started(pane.pid)
         assert start is not None
         everything = procs.run_pids("scan02", None, began)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, procs
-from ajetd.adapters.store import Home, json_text, write_all_atomic, write_json
+from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
@@ -252,8 +252,11 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
         with contextlib.suppress(OSError):
             config = Path(run.config_path).read_bytes()
             files.append((result_dir / "config-used.yaml", config, 0o644))
-    write_all_atomic(files)  # synced together: one wait for the disk, not one per file
-    write_json(result_dir / "finish.flag", report.finish_flag(run))
+    # finish.flag last, in the same wait for the disk: every file is synced before the first
+    # is renamed into place, and the flag is renamed after the others (a failure on the way
+    # leaves it unwritten, the reports pending); one wait instead of two on the exit path
+    files.append((result_dir / "finish.flag", json_text(report.finish_flag(run)), 0o644))
+    write_all_atomic(files)
 
 
 def move_rejection_aside(result_dir: Path) -> Path | None:

@@ -123,15 +123,19 @@ class Observe(Base):
         failed trial, its findings, root cause first."""
         run = slot.run
         exit_info, gone, dead_status = self._exit_seen(slot, now, panes_fresh)
-        if exit_info is not None and run.trial is not None:
-            # everything read below from the log (a failure's traceback, how a NeMo-RL run
-            # said it ended) must have come through tmux first: the end is seen sooner
+        code = exit_info[0] if exit_info is not None else None
+        failed = code not in (0, None) and run.stop_cause is None
+        said = code == 0 and trials.says_how_it_ended(run)
+        if (failed or said) and run.trial is not None:
+            # what is read below from the log (a failure's traceback, how a NeMo-RL run said
+            # it ended) must have come through tmux first: the end is seen sooner. A clean
+            # exit reads nothing there, so its record does not wait (its reports do)
             trials.await_output(slot.paths(self.home).log, run.trial.number)
         stop_file = self.home.control / f"{run.run_id}.stop"
         findings: tuple[Finding, ...] = ()
         config = holder = None
-        if exit_info is not None and exit_info[0] != 0 and run.stop_cause is None:
-            findings = self._failure_findings(slot, exit_info[0])
+        if failed and code is not None:
+            findings = self._failure_findings(slot, code)
             config = trials.load_config(run.config_path)
             holder = _port_holder(findings, run.run_id)
         return Observation(
@@ -148,7 +152,7 @@ class Observe(Base):
             step_times=slot.step_times(),
             gpu_busy_at=slot.gpu_busy_at,
             gpus_taken=self.placer.taken(run, self.runs.live(), now) if findings else None,
-            program_end=trials.program_end(run) if exit_info and exit_info[0] == 0 else None,
+            program_end=trials.program_end(run) if said else None,
             missing_outputs=self._stage_outputs_missing(slot) if exit_info else (),
             slurm_signalled=bool(exit_info) and slot.host.signalled(run),
         )

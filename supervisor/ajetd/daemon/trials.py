@@ -265,9 +265,15 @@ def _read_nemo(run: Run) -> Run:
     return replace(run, nemo=state, history=history, metrics=metrics)
 
 
+def says_how_it_ended(run: Run) -> bool:
+    """The run's program says in its last output why it ended (NeMo-RL: `max_steps`,
+    `timeout`), so even a clean exit's decision reads the log (`program_end`)."""
+    return run.kind == "nemo_rl"
+
+
 def program_end(run: Run) -> str | None:
     """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
-    if run.kind != "nemo_rl" or run.trial is None:
+    if not says_how_it_ended(run) or run.trial is None:
         return None
     data = tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
     return nemorl.ending(data.decode("utf-8", errors="replace"))
