@@ -314,7 +314,9 @@ class Ajetd(Peer):
         got = dict(self.seen.get(n, {}))
         if "done in state.json" not in got or "finish.flag" not in got:
             return None
-        return got
+        # the record first (the side-by-side table takes the first), the step before it last
+        order = ("done in state.json", "finish.flag", "exit file (trial script)")
+        return {k: got[k] for k in order if k in got}
 
     def tmux_server(self) -> psutil.Process | None:
         if not self.tmux_pid:
