@@ -437,3 +437,21 @@ def test_lines_ajetd_prints_are_not_diagnosed() -> None:
     )
     assert diagnose_text(text) == []
     assert diagnose_text(text + "torch.OutOfMemoryError: CUDA out of memory.\n")[0].line == 4
+
+
+def test_a_number_is_a_trigger_word_only_as_a_whole_number() -> None:
+    """HTTP's 401 and 403 are trigger words of `auth`, taken only as whole numbers: a step
+    counter, pid or loss that holds the digits (step:14013) is not read at all (a long log has
+    one on every line: the scan read them all, a third of its time), while a refusal is still
+    named, at the start of a block or at its end."""
+    noise = b"".join(
+        b"(TaskRunner pid=4013) step:%d - loss:0.4031 - t:4010s\n" % (14010 + i) for i in range(50)
+    )
+    assert StreamDiagnoser()._trigger_lines(noise) == []
+    for refusal in (
+        b"HfHubHTTPError: 403 Client Error: Forbidden for url: https://hf.co/x",
+        b"urllib.error.HTTPError: HTTP Error 401",
+        b"403 Client Error: Forbidden for url: https://hf.co/x",
+    ):
+        for text in (noise + refusal + b"\n", refusal + b"\n" + noise, refusal):
+            assert [f.kind for f in diagnose_chunks([text])][:1] == ["auth"], (refusal, text[:9])

@@ -31,6 +31,12 @@ from ajetd.diagnosis.text import decode_line, seen_bytes
 
 _TRIGGER_SEARCH = BytesAhoCorasick([*TRIGGERS, *SHAPE_WORDS], matchkind=MatchKind.Standard)
 _WORD_OF_INDEX = (*TRIGGERS, *SHAPE_WORDS)
+# Trigger words that are a number ("401", "403" of HTTP's refusals): they count only as a
+# whole number, not inside a step counter, a pid or a timestamp (step:14013), which would
+# send every such line of a long log to be read; their kinds' patterns all take the number
+# whole (`\b401 client error\b`, `status code:? 40[13]\b`)
+_NUMBERS = frozenset(i for i, word in enumerate(_WORD_OF_INDEX) if word.isdigit())
+_DIGITS = frozenset(b"0123456789")
 # Lines remembered as saying nothing: bounded in count and length so memory stays flat.
 _QUIET_LINES = 4096
 _QUIET_LINE_BYTES = 512
@@ -175,19 +181,44 @@ class StreamDiagnoser:
         lines: list[tuple[int, int, frozenset[bytes] | None]] = []
         if self.diagnoser.in_traceback:
             lines.append((0, block.find(b"\n"), None))
+        # the loop runs once per trigger word found (a long log's NCCL INFO and wandb lines):
+        # names are local, and a line already found to say nothing is dropped here, before a
+        # frozenset or a tuple is made for it (`_scan` checks again, as lines found quiet in
+        # this block join the set)
+        quiet, rfind, find, size, append = (
+            self._quiet,
+            block.rfind,
+            block.find,
+            len(block),
+            lines.append,
+        )
+        numbers, digits, word_of, blind, zero = (
+            _NUMBERS,
+            _DIGITS,
+            _WORD_OF_INDEX,
+            DIGIT_BLIND,
+            _ZERO_DIGITS,
+        )
         start, end, words = -1, -1, set[bytes]()
-        for index, pos, _ in _TRIGGER_SEARCH.find_matches_as_indexes(
-            block.lower(), overlapping=True
-        ):
-            if pos >= end:  # a new line: close the previous one
-                if words:
-                    lines.append((start, end, frozenset(words)))
-                start = block.rfind(b"\n", 0, pos) + 1
-                end = block.find(b"\n", pos)
-                words = set()
-            words.add(_WORD_OF_INDEX[index])
-        if words:
-            lines.append((start, end, frozenset(words)))
+        found = _TRIGGER_SEARCH.find_matches_as_indexes(block.lower(), overlapping=True)
+        found.append((-1, size + 1, 0))  # past the end: closes the last line
+        for index, pos, stop in found:
+            if index in numbers and (
+                (pos and block[pos - 1] in digits) or (stop < size and block[stop] in digits)
+            ):
+                continue  # part of a longer number
+            if pos < end:
+                words.add(word_of[index])
+                continue
+            if words:  # a new line: close the previous one
+                raw = block[start:end]
+                if (raw.translate(zero) if words <= blind else raw) not in quiet:
+                    append((start, end, frozenset(words)))
+            if index < 0:
+                break
+            start = rfind(b"\n", 0, pos) + 1
+            end = find(b"\n", pos)
+            words = {word_of[index]}
         if self.user:
             mine = self._user_lines(block)
             if mine:
