@@ -35,6 +35,8 @@ HEAVY = (
     "ajetd.diagnosis.catalogue",
     "ajetd.daemon.admission",
     "ajetd.core.policy",
+    "ajetd.core.options",  # the [ajetd] options' parser: 20 ms of imports
+    "ajetd.core.trialscript",  # trial scripts written and read back (a damaged record's rebuild)
 )
 
 

@@ -19,8 +19,6 @@ from typing import Any
 
 from ajetd.core.errors import StoreError
 from ajetd.core.model import Run, State, Status
-from ajetd.core.rebuilt import TrialFiles
-from ajetd.core.trialscript import parse_exit_file, read_trial_script
 
 LEFT_OUT = (
     "run {run_id} is left out (not listed, not supervised, never launched again): restore "
@@ -28,57 +26,9 @@ LEFT_OUT = (
 )
 
 
-MAX_SCRIPT_BYTES = 1024 * 1024  # a trial script: a command of at most 64 KiB, and ajetd's lines
-
-
 def damage(line: str, run_id: str) -> str:
     """What was wrong with a record, from its line in `damaged` (without what is done)."""
     return line.removesuffix(f"; {LEFT_OUT.format(run_id=run_id)}")
-
-
-def trial_files(folder: Path, run_id: str) -> list[TrialFiles]:
-    """The run's trials as the files in its folder tell them, in order (trial 1 on, none
-    missing); none where a script is missing, cut short or another run's."""
-    numbers = sorted(int(p.name[6:-3]) for p in folder.glob("trial-*.sh") if p.name[6:-3].isdigit())
-    if numbers != list(range(1, len(numbers) + 1)):
-        return []
-    found = []
-    for number in numbers:
-        try:
-            with open(folder / f"trial-{number}.sh", "rb") as handle:
-                text = handle.read(MAX_SCRIPT_BYTES).decode(errors="replace")
-        except OSError:
-            return []
-        facts = read_trial_script(text)
-        if facts is None or (facts.run_id, facts.trial) != (run_id, number):
-            return []
-        found.append(
-            TrialFiles(number, facts, _mtime(folder / f"trial-{number}.go"), _exit(folder, number))
-        )
-    return found
-
-
-def _mtime(path: Path) -> float | None:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return None
-
-
-def _exit(folder: Path, number: int) -> tuple[int, float | None] | None:
-    try:
-        return parse_exit_file((folder / f"trial-{number}.exit").read_text(errors="replace"))
-    except OSError:
-        return None
-
-
-def flag_of(result_dir: str, run_id: str) -> bool:
-    """The run's own finish.flag is in its result dir: it ended, its end written."""
-    try:
-        data = json.loads((Path(result_dir) / "finish.flag").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("run_id") == run_id
 
 
 def keep_damaged(state_file: Path) -> Path | None:

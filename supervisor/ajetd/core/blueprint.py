@@ -18,14 +18,17 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ajetd.core.blueprintscan import scan_parts
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body
-from ajetd.core.options import Options, parse_options
 from ajetd.core.values import control_character, path_problem
+
+if TYPE_CHECKING:  # imported where options are parsed: a client that only shows what a
+    from ajetd.core.options import Options  # waiting blueprint asked does not load them
 
 MAX_BYTES = MAX_CHARS = BLUEPRINT_MAX_BYTES  # the daemon reads at most 1 MiB; lint too
 MAX_COMMAND_CHARS = 64 * 1024  # Linux takes at most 128 KiB in one argument
@@ -259,6 +262,8 @@ def parse_blueprint(text: str) -> Blueprint:
             max_time_s = parse_duration(clean_text(raw["exp_max_time"]).replace("`", " "))
         except AjetdError as exc:
             problems.append(f"exp_max_time: {exc}")
+    from ajetd.core.options import Options, parse_options  # 20 ms of imports: see the top
+
     options = Options()
     try:
         options = parse_options(raw.get("ajetd", ""))

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-from ajetd.core.blueprint import Asked
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import ScriptFacts
+
+if TYPE_CHECKING:  # the store reads records through this module on every client command:
+    from ajetd.core.blueprint import Asked  # the blueprint parser is not loaded for a type
 
 REBUILT = "record rebuilt: "  # how the note in `warnings` (and the attention) begins
 ENDED_NOTE = "its record was damaged and rebuilt (earlier history lost), so nothing is relaunched"

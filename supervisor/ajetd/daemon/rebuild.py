@@ -15,7 +15,7 @@ import contextlib
 import logging
 from pathlib import Path
 
-from ajetd.adapters import inbox, runrecords
+from ajetd.adapters import inbox, runrecords, trialfiles
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
@@ -34,8 +34,8 @@ def rebuild(
     folder = home.run_dir(run_id)
     if not folder.is_dir():
         return None
-    trials = runrecords.trial_files(folder, run_id)
-    if not trials or runrecords.flag_of(trials[-1].facts.result_dir, run_id):
+    trials = trialfiles.trial_files(folder, run_id)
+    if not trials or trialfiles.flag_of(trials[-1].facts.result_dir, run_id):
         return None
     options, _ = inbox.read_stored_options(home, run_id)
     if options.ssh is not None or options.slurm is not None:
