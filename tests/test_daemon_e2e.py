@@ -685,6 +685,10 @@ def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> Non
     assert status["metrics"]["global_steps"] == 4  # read from the new val file
     text = (result / "results.md").read_text()
     assert "## Config changes (preflight)" in text and "execute_test: True → False" in text
+    # the line labelled as the blueprint's says what the blueprint said, not ajetd's copy
+    own = f"python -m fakejet.launcher --conf {config} --autokill"
+    assert f"- launch command (blueprint): `{own}`\n" in text
+    assert f"patch.ajetd-{run_id}.yaml" in text.split("- command run:")[1]
 
 
 def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:
@@ -743,6 +747,9 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     trials = (env.tmp / "results" / "allowed" / "trials.md").read_text()
     assert "ppo_micro_batch_size_per_gpu 8 → 4" in trials and "4 → 2" in trials
     assert "`cuda_oom` (science fix allowed" in trials
+    results = (env.tmp / "results" / "allowed" / "results.md").read_text()
+    own = "python -m fakejet.launcher --conf configs/allowed.yaml --autokill"
+    assert f"- launch command (blueprint): `{own}`\n" in results  # not the last fix's copy
     refused = env.wait_done(runs["refused"])
     assert refused["status"] == "failed" and refused["trials"] == 1
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]

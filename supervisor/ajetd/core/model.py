@@ -129,7 +129,10 @@ class Run:
     # the tmux server its session lives on, as `tmux -L` names it ("default": the user's own);
     # "" in a record older than this field
     tmux_socket: str = ""
+    # what the next trial launches: the blueprint's command with ajetd's changes (a config
+    # copy, NeMo-RL overrides, a fix's copy, a pipeline's next stage)
     launch_command: str = ""
+    blueprint_command: str = ""  # exp_launch_command as written ("": a record older than it)
     started_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None

@@ -117,6 +117,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
         venv_dir=resolved.venv_dir,
         venv_exe=resolved.venv_exe,
         launch_command=command,
+        blueprint_command=bp.launch_command,
         val_path=resolved.val_path,
         val_offset=resolved.val_size,  # count only validation lines written during this run
         keep_session_s=bp.options.keep_session_s,

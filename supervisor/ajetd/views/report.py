@@ -138,7 +138,7 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
         f"- max time: {format_duration(run.max_time_s) if run.max_time_s else '(none)'}",
         f"- codebase dir: `{run.codebase_dir}`" if run.codebase_dir else "- codebase dir: (none)",
         f"- venv: `{run.venv_dir}`" if run.venv_dir else "- venv: (none)",
-        f"- launch command (blueprint): `{run.launch_command}`"
+        f"- launch command (blueprint): `{run.blueprint_command or run.launch_command}`"
         if run.launch_command
         else "- launch command: (none)",
         f"- command run: `{run.trial.command}`" if run.trial else "- command run: (none)",
