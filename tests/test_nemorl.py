@@ -123,3 +123,29 @@ def test_a_nemo_save_by_timeout_is_a_time_limit(daemon_env: Env) -> None:
     assert status["status"] == "time_limit" and status["exit_code"] == 0
     assert "save-by timeout" in status["reason"]
     assert env.cli("wait", run_id).returncode == 0
+
+
+def test_each_validation_keeps_the_step_it_followed_however_much_is_read_at_once() -> None:
+    """A deep check reads all the output since the last one (up to 16 min of it): every
+    validation block in that read was given the step of the read's last `Step N/M` header."""
+    text = "".join(
+        f"========================= Step {s}/6 =========================\n"
+        + (f"📊 Validation Results:\n    • Accuracy: {s / 10:.4f}\n\n" if s % 2 == 0 else "")
+        for s in range(1, 7)
+    )
+    _, records = nemorl.feed(NemoRead(), text)
+    assert [(r["step"], r["global_steps"], r["accuracy"]) for r in records] == [
+        (2, 2, 0.2),
+        (4, 4, 0.4),
+        (6, 6, 0.6),
+    ]
+    lines = text.splitlines(keepends=True)
+    for seed in range(20):  # cut anywhere between lines, the state saved and read back
+        rng = random.Random(seed)
+        state, found, i = NemoRead(), [], 0
+        while i < len(lines):
+            n = rng.randint(1, 12)
+            state, got = nemorl.feed(NemoRead.from_json(state.to_json()), "".join(lines[i : i + n]))
+            found += got
+            i += n
+        assert found == records

@@ -100,22 +100,30 @@ class SlurmJob:
 
 @dataclass(frozen=True)
 class NemoBlock:
-    """A NeMo-RL `Validation Results` block still open: its name prefix and the values read."""
+    """A NeMo-RL `Validation Results` block still open: its name prefix, the values read, and
+    the step of the last `Step N/M` header before it opened (None: a record older than it)."""
 
     prefix: str = ""
     values: tuple[tuple[str, float], ...] = ()
+    step: int | None = None
 
     def to_json(self) -> JsonObject:
-        return {"prefix": self.prefix, **dict(self.values)}
+        # "@step" is no metric's key: a bullet's label begins with a letter
+        at: JsonObject = {} if self.step is None else {"@step": self.step}
+        return {"prefix": self.prefix, **at, **dict(self.values)}
 
     @classmethod
     def from_json(cls, data: Any) -> NemoBlock | None:
         if not isinstance(data, Mapping):
             return None
         values = tuple(
-            (str(k), float(v)) for k, v in data.items() if k != "prefix" and _num(v) is not None
+            (str(k), float(v))
+            for k, v in data.items()
+            if k not in ("prefix", "@step") and _num(v) is not None
         )
-        return cls(_text(data.get("prefix")) or "", values)
+        step = data.get("@step")
+        at = step if isinstance(step, int) and not isinstance(step, bool) else None
+        return cls(_text(data.get("prefix")) or "", values, at)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ as `Step N/M`, its log dir as `📊 Using log directory: ...`, and ends either n
 number of steps has been reached, stopping training early`) or at its save-by timeout
 (`Timeout has been reached, stopping training early`), both with exit code 0. Records use the
 metric names of `checkpointing.metric_name` without `val:` (`accuracy`, `val_loss`), plus
-`step` and `global_steps` (the step of the last `Step N/M` header) so reports and stop rules
-treat them as AgentJet's.
+`step` and `global_steps` (the step of the last `Step N/M` header before the block) so
+reports and stop rules treat them as AgentJet's.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
         elif m := _RESULTS.search(line):
             if block:
                 records.append(block)
-            block = NemoBlock(f"{m.group('name').strip()}/" if m.group("name") else "")
+            block = NemoBlock(f"{m.group('name').strip()}/" if m.group("name") else "", step=step)
             continue
         if block is None:
             continue
@@ -151,10 +151,11 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
             records.append(block)
             block = None
     out = replace(state, step=step, max_steps=max_steps, log_dir=log_dir, block=block)
-    at = step if step is not None else 0
-    finished = [
-        {"step": at, "global_steps": at, **dict(rec.values)} for rec in records if rec.values
-    ]
+    finished = []
+    for rec in records:  # each at the step it followed (an older record's block: the last)
+        at = next((s for s in (rec.step, step) if s is not None), 0)
+        if rec.values:
+            finished.append({"step": at, "global_steps": at, **dict(rec.values)})
     return out, finished
 
 
