@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from ajetd.core.model import State
@@ -27,6 +28,19 @@ def _damage(env: Env, run_id: str) -> bytes:
     cut = state.read_bytes()[:120]  # cut short, as by a crash mid-write
     state.write_bytes(cut)
     return cut
+
+
+def _live_then_damaged(env: Env, name: str) -> tuple[str, str]:
+    """A run started by one daemon, whose record is cut once it stopped; its id and session."""
+    first = Loop(env)
+    try:
+        run_id = first.submit(env.blueprint(name, command="sleep 1000", ajetd="gpus: 0"))
+        first.started(run_id)
+        session = first.run(run_id).session
+    finally:
+        first.close()
+    _damage(env, run_id)
+    return run_id, session
 
 
 def test_a_live_run_with_a_damaged_record_is_rebuilt_and_supervised(env: Env) -> None:
@@ -65,19 +79,27 @@ def test_a_live_run_with_a_damaged_record_is_rebuilt_and_supervised(env: Env) ->
 def test_a_damaged_record_whose_session_vanished_meanwhile_is_lost_not_forgotten(
     env: Env,
 ) -> None:
-    first = Loop(env)
-    try:
-        run_id = first.submit(env.blueprint("gone", command="sleep 1000", ajetd="gpus: 0"))
-        first.started(run_id)
-        session = first.run(run_id).session
-    finally:
-        first.close()
-    _damage(env, run_id)
+    run_id, session = _live_then_damaged(env, "gone")
     assert env.tmux("kill-session", "-t", f"={session}").returncode == 0
+    # its `sleep` lingers without a terminal (the hang-up never reached it): gone all the same
     second = Loop(env)
     try:
         flag = second.until_done(run_id)
         assert flag["status"] == "lost" and "rebuilt" in flag["reason"]
+    finally:
+        second.close()
+
+
+def test_a_damaged_run_alive_on_another_tmux_server_is_never_called_lost(env: Env) -> None:
+    """The record alone named the tmux server; a daemon started on another one finds no pane,
+    yet the program runs on a terminal: it is left named (as before), never ended."""
+    run_id, session = _live_then_damaged(env, "elsewhere")
+    second = Loop(replace(env, socket=f"{env.socket}-other"))
+    try:
+        second.turn()
+        assert run_id in second.daemon.home.damaged and run_id not in second.daemon.slots
+        assert env.tmux("has-session", "-t", f"={session}").returncode == 0  # untouched
+        assert not (env.home / "runs" / run_id / "state.json.damaged").exists()
     finally:
         second.close()
 

@@ -5,7 +5,10 @@ instead of being left running in tmux with nobody watching its end.
 Only a run that may still live is rebuilt: one whose trial scripts are all there and whose own
 finish.flag is not in its result dir (a run that ended has its end written there; it stays
 named as damaged). A run on an SSH host or through Slurm is not rebuilt either: what ties its
-trial to the job or the remote folder was only in the record. The damaged file is kept beside
+trial to the job or the remote folder was only in the record; nor one whose started trial has
+no pane on this tmux server while its program runs on a terminal: another tmux server's pane,
+which only the record named (a program that lingers without its terminal after its session
+was killed makes the run `lost`, as for any run). The damaged file is kept beside
 the new one (`state.json.damaged`); the journal and the daemon's log say what was done.
 """
 
@@ -15,7 +18,7 @@ import contextlib
 import logging
 from pathlib import Path
 
-from ajetd.adapters import inbox, runrecords, trialfiles
+from ajetd.adapters import inbox, procs, runrecords, trialfiles
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
@@ -45,9 +48,26 @@ def rebuild(
         text = home.blueprint_text(run_id)
     said = asked(extract_parts(text)) if text else None
     source = _source(folder)
-    pane = find_pane(panes, home.trial_file(run_id, trials[-1].number, "sh"))
+    last = trials[-1]
+    pane = find_pane(panes, home.trial_file(run_id, last.number, "sh"))
+    if (
+        pane is None
+        and last.started_at is not None
+        and last.exit is None
+        and _on_a_terminal(home, run_id, last.number, last.started_at)
+    ):
+        # no pane here, yet its program has a terminal: it runs on another tmux server, which
+        # only the lost record named; calling it lost would end its processes
+        log.error(
+            "run %s: not rebuilt: trial %d runs, on a terminal that is no pane of this tmux "
+            "server (%s): start the daemon with the AJETD_TMUX_SOCKET it was started with",
+            run_id,
+            last.number,
+            socket,
+        )
+        return None
     session = pane.session if pane is not None else ""
-    if not session and trials[-1].started_at is None:  # never let go: a session to create
+    if not session and last.started_at is None:  # never let go: a session to create
         base = session_base(said.purpose if said else "", Path(source).stem, run_id)
         session = unique_session(base, {p.session for p in panes})
     aside = runrecords.keep_damaged(home.state_file(run_id))
@@ -59,6 +79,15 @@ def rebuild(
     home.append_event(run_id, now, run.warnings[0])
     log.error("run %s: %s", run_id, run.warnings[0])
     return run
+
+
+def _on_a_terminal(home: Home, run_id: str, number: int, since: float) -> bool:
+    """A started trial without a pane on this server: whether its program still runs on a
+    terminal (another server's pane). A session killed by hand leaves its trial script's
+    hang-up marker, or a program that lingers without its terminal; both make it `lost`."""
+    if home.trial_file(run_id, number, "hup").exists():
+        return False
+    return any(not procs.lost_terminal(pid) for pid in procs.run_pids(run_id, None, since))
 
 
 def _source(folder: Path) -> str:
