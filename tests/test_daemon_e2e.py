@@ -935,6 +935,12 @@ def test_a_stage_never_runs_on_a_missing_checkpoint(daemon_env: Env) -> None:
     assert status["status"] == "failed" and status["trials"] == 1
     assert "stage train exited with code 0 but did not leave ckpt/final.pt" in status["reason"]
     assert not (env.codebase / "eval.json").exists()
+    # the trial-and-error log says what went wrong with the trial that failed the run
+    trials = (env.tmp / "results" / "nockpt" / "trials.md").read_text()
+    assert "- what went wrong: stage train exited with code 0 but did not leave" in trials
+    assert "nothing (exit 0)" not in trials
+    results = (env.tmp / "results" / "nockpt" / "results.md").read_text()
+    assert "| 0 | stage train exited with code 0 but did not leave" in results
     early = env.submit(_pipeline(env, "noreq", "saved_val_result/noreq.md", "ckpt/other.pt"))
     status = env.wait_done(early)
     assert status["status"] == "failed" and status["trials"] == 1

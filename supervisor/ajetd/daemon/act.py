@@ -102,8 +102,9 @@ class Act(Observe):
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
         slot.host.end(run, now, final=True)
+        failed = action.status is Status.FAILED
         end = ending.TrialEnd(
-            action.reason, action.exit_code, pid, found or None, self._others(pid)
+            action.reason, action.exit_code, pid, found or None, self._others(pid), failed
         )
         run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
         self._keep(run)  # finish_run saved it: not saved a second time

@@ -62,14 +62,16 @@ def ended_at(home: Home, run: Run, now: float) -> float:
 class TrialEnd:
     """How the loop saw a trial end: why, its exit code (None: it never exited on its own),
     its pane's process (what is left around it is ended), its diagnosis (None: read from
-    its log when it failed), and the other trials' pane processes (pid: start time), whose
-    sessions the search for leftovers need not look into (`procs.run_pids`)."""
+    its log when it failed), the other trials' pane processes (pid: start time), whose
+    sessions the search for leftovers need not look into (`procs.run_pids`), and whether
+    this end fails the run although the program exited 0 (a stage that left no outputs)."""
 
     reason: str
     exit_code: int | None
     pane_pid: int | None = None
     findings: tuple[Finding, ...] | None = None
     others: Mapping[int, int] = field(default_factory=dict)
+    failed: bool = False
 
 
 def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
@@ -86,6 +88,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 findings = with_full_disk(tuple(diagnose_file(log_file)), log_file, trial.number)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
+        elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
+            problem = reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
         reap_leftovers(run, end)
