@@ -558,28 +558,41 @@ NCCL = (
 )
 
 
-def _proxychains_shim(env: Env) -> None:
-    """A stand-in for proxychains4 on the daemon's PATH: marks the environment, runs the rest."""
+def _proxychains_shim(env: Env, name: str = "proxychains4") -> None:
+    """A stand-in for proxychains4 on the daemon's PATH: marks the environment, runs the rest.
+    Named `proxychains` (version 3, the command seed 001 names), it takes no `-q`: its
+    script would run `-q` as the program."""
     bin_dir = env.tmp / "bin"
     bin_dir.mkdir()
-    shim = bin_dir / "proxychains4"
-    shim.write_text('#!/bin/sh\n[ "$1" = "-q" ] && shift\nexport PROXIED=1\nexec "$@"\n')
+    shim = bin_dir / name
+    quiet = '[ "$1" = "-q" ] && shift' if name == "proxychains4" else '[ "$1" = "-q" ] && exit 127'
+    shim.write_text(f'#!/bin/sh\n{quiet}\nexport PROXIED=1\nexec "$@"\n')
     shim.chmod(0o755)
     env.vars["PATH"] = f"{bin_dir}:{env.vars['PATH']}"
 
 
-def test_network_failure_is_relaunched_under_proxychains(env: Env) -> None:
-    _proxychains_shim(env)
+@pytest.mark.parametrize(
+    "proxychains, under",
+    [
+        ("proxychains4", "proxychains4 -q python"),
+        # seed 001 says `proxychains python xxx.py`: version 3 alone installed is used as the
+        # seed writes it (it takes no -q), not "proxychains4 is not installed"
+        ("proxychains", "/proxychains python"),
+    ],
+)
+def test_network_failure_is_relaunched_under_proxychains(
+    env: Env, proxychains: str, under: str
+) -> None:
+    _proxychains_shim(env, proxychains)
     env.start_daemon()
     config = env.config("net", fail={"text": NETWORK, "unless_env": {"PROXIED": 1}})
     run_id = env.submit(env.blueprint("net", config=config, purpose="net fix"))
     status = env.wait_done(run_id)
     assert status["status"] == "succeeded" and status["trials"] == 2, status
-    assert status["command"].endswith(
-        "proxychains4 -q python -m fakejet.launcher --conf configs/net.yaml"
-    )
+    assert status["command"].endswith(f"{under} -m fakejet.launcher --conf configs/net.yaml")
     trials = (env.tmp / "results" / "net" / "trials.md").read_text()
-    assert "`network` (retryable" in trials and "relaunched under proxychains4 -q" in trials
+    shown = under.lstrip("/").removesuffix(" python")
+    assert "`network` (retryable" in trials and f"relaunched under {shown}\n" in trials
     assert "## Fixes applied" in (env.tmp / "results" / "net" / "results.md").read_text()
     assert env.launches() == [f"{run_id} 1", f"{run_id} 2"]
     assert [s for s in env.tmux("ls", "-F", "#{session_name}").stdout.split() if "net" in s] == [

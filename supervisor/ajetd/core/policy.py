@@ -45,7 +45,7 @@ class Observation:
     stop_requested: bool = False  # `ajetd stop` asked for this run
     last_output_at: float | None = None  # when the trial's log last grew
     findings: tuple[Finding, ...] = ()  # diagnosis of a trial that exited non-zero
-    proxychains: str | None = None  # an installed proxychains4, if any
+    proxychains: str | None = None  # an installed proxychains4 (or proxychains), if any
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
     port_holder: str | None = None  # a foreign holder of the port a bind error names
     step_times: tuple[float, ...] = ()  # when each new training step was first seen

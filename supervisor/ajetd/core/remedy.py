@@ -1,12 +1,12 @@
 """What to do after a trial failed: relaunch with a fix, or give up and say why; pure.
 
 A bounded, recorded remedy per failure kind. Environment fixes apply by themselves, each at
-most once per run (`network` → run under proxychains4 when it is installed; `nccl_error` →
-NCCL_NVLS_ENABLE=0, AgentJet's documented fix). Kinds that are often transient (a timed-out
-collective, a dead Ray actor or vLLM engine, a refused connection, a stale Ray, a port still
-held) get one plain relaunch after this run's leftover processes were ended. Fatal kinds end
-the run at once: no blind retries. Every path is bounded by the retry budget (`max_trials`)
-and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
+most once per run (`network` → run under proxychains4, or proxychains, when installed;
+`nccl_error` → NCCL_NVLS_ENABLE=0, AgentJet's documented fix). Kinds that are often transient
+(a timed-out collective, a dead Ray actor or vLLM engine, a refused connection, a stale Ray, a
+port still held) get one plain relaunch after this run's leftover processes were ended. Fatal
+kinds end the run at once: no blind retries. Every path is bounded by the retry budget
+(`max_trials`) and a thrashing guard (THRASH_FAILURES failures within THRASH_WINDOW_S).
 """
 
 from __future__ import annotations
@@ -142,10 +142,9 @@ def _user_remedy(
         return Relaunch(name, f"{kind}: relaunched once, as its user-defined kind says")
     if remedy == "proxychains":
         if proxychains is None:
-            return GiveUp(f"{kind}: its remedy is proxychains4, which is not installed: {fix}")
-        return Relaunch(
-            name, f"{kind}: relaunched under proxychains4 -q", prefix=(proxychains, "-q")
-        )
+            return GiveUp(f"{kind}: its remedy is proxychains, which is not installed: {fix}")
+        prefix = proxy_prefix(proxychains)
+        return Relaunch(name, f"{kind}: relaunched under {_shown(prefix)}", prefix=prefix)
     variable, _, value = remedy.removeprefix("env:").partition("=")
     return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
 
@@ -163,19 +162,35 @@ def _refusal(run: Run, root: Finding, max_trials: int, now: float) -> GiveUp | N
     return None
 
 
+PROXYCHAINS = ("proxychains4", "proxychains")  # looked up in this order (`shutil.which`)
+
+
+def proxy_prefix(proxychains: str) -> tuple[str, ...]:
+    """The words before the command: proxychains-ng's `proxychains4` quietened with `-q`;
+    version 3's `proxychains` (the name seed 001 writes) as it is, since its script would
+    run `-q` as the program."""
+    quiet = ("-q",) if proxychains.rsplit("/", 1)[-1] == "proxychains4" else ()
+    return (proxychains, *quiet)
+
+
+def _shown(prefix: tuple[str, ...]) -> str:
+    return " ".join([prefix[0].rsplit("/", 1)[-1], *prefix[1:]])
+
+
 def _network(applied: set[str], proxychains: str | None) -> Relaunch | GiveUp:
-    """A network error: once under proxychains4, when it is installed."""
+    """A network error: once under proxychains (proxychains4 or version 3's proxychains),
+    when it is installed."""
     if "proxychains" in applied:
-        return GiveUp("network error again under proxychains4: check the proxy configuration")
+        return GiveUp("network error again under proxychains: check the proxy configuration")
     if proxychains is None:
         return GiveUp(
-            "network error; proxychains4 is not installed, so it cannot be retried "
-            "through a proxy (install and configure proxychains4, or fix DNS/proxy)"
+            "network error; proxychains (proxychains4, or version 3's proxychains) is not "
+            "installed, so it cannot be retried through a proxy (install and configure it, or "
+            "fix DNS/proxy)"
         )
+    prefix = proxy_prefix(proxychains)
     return Relaunch(
-        "proxychains",
-        "network error: relaunched under proxychains4 -q",
-        prefix=(proxychains, "-q"),
+        "proxychains", f"network error: relaunched under {_shown(prefix)}", prefix=prefix
     )
 
 

@@ -21,7 +21,7 @@ from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
-from ajetd.core.remedy import port_from_text
+from ajetd.core.remedy import PROXYCHAINS, port_from_text
 from ajetd.core.trialscript import parse_exit_note
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
 TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
 Exit = tuple[int, float | None]
+
+
+def _proxychains() -> str | None:
+    """The installed proxychains to relaunch a network failure under, if any."""
+    return next((found for name in PROXYCHAINS if (found := shutil.which(name))), None)
 
 
 def _port_holder(findings: tuple[Finding, ...], run_id: str) -> str | None:
@@ -146,7 +151,7 @@ class Observe(Base):
             stop_requested=stop_file.exists(),
             last_output_at=self._last_output(slot, now),
             findings=findings,
-            proxychains=shutil.which("proxychains4") if findings else None,
+            proxychains=_proxychains() if findings else None,
             config=config,
             port_holder=holder,
             step_times=slot.step_times(),
