@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ajetd.core.model import Run
 from ajetd.frameworks.valresults import metric_series, parse_dict_line, parse_val_text
+from ajetd.views.report import ReportContext, render_results
 
 DATA = Path(__file__).parent / "data"
 
@@ -52,3 +54,27 @@ def test_partial_last_line_is_not_counted() -> None:
 
 def test_garbage_is_ignored() -> None:
     assert parse_val_text("hello\n{not a dict}\n[1, 2]\n\x00\n{'a': __import__('os')}\n") == []
+
+
+def test_results_table_holds_the_seeds_validation_attributes() -> None:
+    """Seed 001 names num_pass_n_tasks and task_pass_rate@N among the val attributes, and asks
+    for results as complete as possible: results.md's table by step left out
+    `num_pass_n_tasks(pass@8)` (and would leave out task_pass_rate@16 at pass_n 16)."""
+    history = parse_val_text((DATA / "val_result_sample_pass8.md").read_text())
+    sixteen = [{**r, "task_pass_rate@16": 0.5} for r in history]
+    run = Run("r1", "bp.md", 0.0, history=tuple(sixteen), metrics=dict(sixteen[-1]))
+    text = render_results(run, ReportContext(host="h"))
+    header = next(line for line in text.splitlines() if line.startswith("| step |"))
+    assert header.split(" | ")[1:] == [
+        "mean_reward",
+        "task_pass_rate@1",
+        "task_pass_rate@2",
+        "task_pass_rate@4",
+        "task_pass_rate@8",
+        "task_pass_rate@16",
+        "std_reward",
+        "num_all_success_tasks",
+        "num_pass_n_tasks(pass@8) |",
+    ]
+    first = next(line for line in text.splitlines() if line.startswith("| 0 |"))
+    assert first.endswith(" | 85 |")  # num_pass_n_tasks(pass@8) at step 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 _NUMPY = re.compile(r"\b(?:np|numpy)\.[a-z_]+\d*\(\s*([^()]*?)\s*\)")
@@ -27,6 +28,20 @@ TABLE_KEYS = (
     "std_reward",
     "num_all_success_tasks",
 )
+
+
+_PASS_AT = re.compile(r"task_pass_rate@(\d{1,6})")
+
+
+def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The validation attributes of seed 001 that `history` holds, in its order: mean_reward,
+    task_pass_rate@N for every N written (pass_n may be 16 or 32, not only 1-8), std_reward,
+    num_all_success_tasks, then num_pass_n_tasks (AgentJet writes `num_pass_n_tasks(pass@N)`)."""
+    held = list(dict.fromkeys(k for r in history for k in r))
+    rates = sorted((int(m.group(1)), k) for k in held if (m := _PASS_AT.fullmatch(k)) is not None)
+    passed = [k for k in held if k.startswith("num_pass_n_tasks")]
+    order = ["mean_reward", *(k for _, k in rates), "std_reward", "num_all_success_tasks"]
+    return [k for k in order if k in held] + passed
 
 
 def _number(value: Any) -> Any:

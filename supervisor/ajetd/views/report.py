@@ -15,7 +15,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Trial
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import TABLE_KEYS, metric_series
+from ajetd.frameworks.valresults import metric_series, table_keys
 from ajetd.views.listing import sparkline
 from ajetd.views.records import run_json
 from ajetd.views.words import action_label
@@ -89,7 +89,7 @@ def _metrics_section(run: Run) -> list[str]:
     history = list(run.history)
     if not history:
         return ["No validation results were written during this run."]
-    keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    keys = table_keys(history)
     if run.metric not in keys and any(run.metric in r for r in history):
         keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
     lines = [

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import TABLE_KEYS, metric_series
+from ajetd.frameworks.valresults import metric_series, table_keys
 from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
 
 
@@ -76,7 +76,7 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     history = list(run.history)
     if not history:
         return [[("METRICS", "header")], [("  no validation results yet", "dim")]]
-    keys = [k for k in TABLE_KEYS if any(k in r for r in history)]
+    keys = table_keys(history)
     if run.metric not in keys:
         keys.insert(0, run.metric)
     keys = keys[:4]
