@@ -136,3 +136,33 @@ def test_a_config_pyyaml_cannot_build_is_named(env: Env, body: str) -> None:
     code, out = _lint(env, env.blueprint("broken", config=str(config)).read_text())
     assert code == 2 and "Traceback" not in out, out
     assert f"exp_yaml_path: {config} is not valid YAML" in out, out
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kept"),
+    [
+        ("SWANLAB_API_KEY=k123 ", True),  # bash's own `K=V command`
+        ("export SWANLAB_API_KEY='k 1' && ", True),
+        ("cd . ; env SWANLAB_API_KEY=k123 ", True),
+        ("SWANLAB_MODE=offline ", True),  # swanlab's offline mode needs no key
+        ("SWANLAB_API_KEY= ", False),  # set, but empty
+        ("echo SWANLAB_API_KEY=k123 && ", False),  # an argument, not an assignment
+        ("", False),
+    ],
+)
+def test_a_key_the_launch_command_sets_keeps_the_users_logger(
+    env: Env, prefix: str, kept: bool
+) -> None:
+    """`SWANLAB_API_KEY=... python -m ajet.launcher ...` sets the key for the launcher: the
+    preflight said 'SWANLAB_API_KEY is not set' and switched the user's logger to tensorboard."""
+    config = env.config("keyed")
+    path = env.codebase / config
+    path.write_text(path.read_text().replace("logger: console", "logger: swanlab"))
+    command = f"{prefix}python -m fakejet.launcher --conf {config}"
+    for name in [k for k in env.vars if k.startswith("SWANLAB")]:
+        del env.vars[name]
+    out = env.cli("lint", str(env.blueprint("keyed", config=config, command=command)), "--json")
+    data = json.loads(out.stdout)
+    assert data["ok"] is True, data
+    changes = " ".join(data["blueprint"].get("config_changes", []))
+    assert ("logger: swanlab → tensorboard" not in changes) is kept, changes

@@ -30,6 +30,7 @@ from ajetd.core.errors import BlueprintError
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
+from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
@@ -138,7 +139,7 @@ def _nemo_overrides(
 ) -> str:
     """A NeMo-RL command with the overrides it needs (noted in `changes`), or as it is with a
     warning where ajetd cannot add them."""
-    env = {**os.environ, **bp.options.env}
+    env = launch_env(os.environ, bp.options.env, bp.launch_command)
     if nemorl.overridable(command):
         command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
         changes += [f"NeMo-RL override {n}" for n in notes]

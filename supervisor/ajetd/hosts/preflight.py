@@ -21,6 +21,7 @@ from ajetd.adapters.regular import open_regular
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
+from ajetd.core.shellenv import launch_env
 from ajetd.frameworks.agentjet import ConfigReview, apply_patches, conf_argument, review
 from ajetd.hosts import slurm
 from ajetd.hosts.sshcmd import RemoteFs, SshError
@@ -324,7 +325,7 @@ def check_blueprint(
             command=bp.launch_command,
             result_dir=result_dir,
             gpus=bp.options.gpus,
-            env={**os.environ, **bp.options.env},
+            env=launch_env(os.environ, bp.options.env, bp.launch_command),
             exists=fs.exists,
             logged_in=_logged_in(),
         )

@@ -1,0 +1,52 @@
+"""What a launch command sets in its own environment, read from its words; pure.
+
+`SWANLAB_API_KEY=k python -m ajet.launcher ...`, `export WANDB_MODE=offline && ...` and
+`env K=V cmd` set variables for the program as much as `[ajetd] env:` does, so the preflight
+(a logger that needs a key, NeMo-RL's wandb) counts them. Words are read as bash splits them
+(quotes removed, a continued line joined); a command whose words cannot be read (an open
+quote) sets nothing that can be known.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BETWEEN = frozenset({";", "&", "&&", "|", "||", "(", ")", ";;", "\n"})
+
+
+def command_env(command: str) -> dict[str, str]:
+    """The variables `command` assigns for what it runs: `K=V` words at the start of a simple
+    command, after `export`, and after `env` before its command."""
+    joined = re.sub(r"\\\r?\n", " ", command)
+    lexer = shlex.shlex(joined, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace, lexer.commenters = " \t\r", ""
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return {}
+    found: dict[str, str] = {}
+    mode = "start"  # start: a command's first words; export / env: after that word; "": args
+    for word in words:
+        if word in _BETWEEN:
+            mode = "start"
+            continue
+        name, eq, value = word.partition("=")
+        if eq and _NAME.fullmatch(name) and mode:
+            found[name] = value
+        elif mode == "start" and word in ("export", "env"):
+            mode = word
+        elif mode != "export" and not (mode == "env" and word.startswith("-")):
+            mode = ""  # the command itself: what follows are its arguments
+    return found
+
+
+def launch_env(
+    base: Mapping[str, str], options_env: Mapping[str, str], command: str
+) -> dict[str, str]:
+    """The environment the launch command's program sees, as far as it can be known here:
+    the daemon's (`base`), the blueprint's `[ajetd] env:`, then what the command sets."""
+    return {**base, **options_env, **command_env(command)}
