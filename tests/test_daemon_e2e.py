@@ -69,6 +69,26 @@ def test_success_writes_results_and_flag_last(daemon_env: Env) -> None:
     assert env.launches() == [f"{run_id} 1"]
 
 
+def test_a_command_on_continued_lines_runs_without_its_autokill(daemon_env: Env) -> None:
+    """A launch command written over several lines (a fenced block, `\\` continuations) with
+    `--autokill` on its own last line: removing the flag left the command ending in a lone
+    `\\`, which the launcher got as an argument (exit 2, 'unrecognized arguments')."""
+    env = daemon_env
+    config = env.config("multi")
+    command = f"python -m fakejet.launcher \\\n    --conf {config} \\\n    --autokill"
+    bp = env.blueprint("multi", config=config, command="MULTI")
+    text = bp.read_text().replace(
+        "- [exp_launch_command] 执行训练的命令: `MULTI`\n",
+        f"\n## [exp_launch_command]\n```bash\n{command}\n```\n\n## 其他实验相关信息\n",
+    )
+    assert "MULTI" not in text
+    bp.write_text(text)
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "succeeded", status
+    log = (env.tmp / "results" / "multi" / "logs" / "trial-1.log").read_text()
+    assert "autokill=False" in log and "Training finished." in log
+
+
 def test_venv_is_active_in_the_trial(daemon_env: Env) -> None:
     env = daemon_env
     venv = env.tmp / "venv"

@@ -44,6 +44,16 @@ def test_autokill_is_removed_as_a_whole_word() -> None:
         True,
     )
     assert protect_autokill("x --autokill-later") == ("x --autokill-later", False)
+    # the rest of the command is left byte for byte: a word on its own continued line leaves
+    # a continuation bash still reads (it ended the command with a lone `\`), and spaces
+    # inside quotes are the program's arguments (they were squeezed to one)
+    multi = "python -m ajet.launcher \\\n    --conf a.yaml \\\n    --autokill"
+    assert protect_autokill(multi) == ("python -m ajet.launcher \\\n    --conf a.yaml \\\n", True)
+    middle = "python -m ajet.launcher \\\n  --autokill \\\n  --conf a.yaml"
+    assert protect_autokill(middle) == ("python -m ajet.launcher \\\n \\\n  --conf a.yaml", True)
+    quoted = 'python -m ajet.launcher --conf a.yaml --note "two  spaces" --autokill'
+    assert protect_autokill(quoted) == (quoted.removesuffix(" --autokill"), True)
+    assert protect_autokill("x --autokill=1") == ("x --autokill=1", False)  # not the flag
 
 
 def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:

@@ -53,16 +53,23 @@ class TrialSpec:
     venv_exe: str = ""
 
 
-_AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w-])")
+# the word alone (`--autokill=...` is not AgentJet's flag); linear: no repetition
+_AUTOKILL = re.compile(r"(?<!\S)--autokill(?![^\s;&|)])")
 
 
 def protect_autokill(command: str) -> tuple[str, bool]:
     """Drop AgentJet's `--autokill`, which kills every python/ray/vllm process of every user
-    (this daemon and other runs included); ajetd cleans up the run's own processes instead."""
-    cleaned = _AUTOKILL.sub("", command)
-    if cleaned == command:
+    (this daemon and other runs included); ajetd cleans up the run's own processes instead.
+    Only the word goes, with the spaces before it: the rest stays byte for byte (spaces in a
+    quoted argument; a `\\` continuation, which still continues onto the next line or ends
+    the command where the word stood alone on the last)."""
+    kept, at = [], 0
+    for found in _AUTOKILL.finditer(command):
+        kept.append(command[at : found.start()].rstrip(" \t"))
+        at = found.end()
+    if not kept:
         return command, False
-    return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), True
+    return "".join([*kept, command[at:]]), True
 
 
 def _venv_python(spec: TrialSpec) -> list[str]:
