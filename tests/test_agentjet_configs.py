@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ajetd.frameworks.agentjet import apply_patches, conf_argument, point_conf_at, review
+from ajetd.frameworks.agentjet import (
+    apply_patches,
+    conf_argument,
+    point_conf_at,
+    review,
+    runs_launcher,
+)
 
 CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
 ALL = sorted(p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml"))
@@ -91,3 +97,19 @@ def test_conf_without_directory_part_and_command_rewrite() -> None:
     assert point_conf_at(cmd, "tests/x.ajetd-abc123.yaml") == (
         "python -m ajet.launcher --conf=tests/x.ajetd-abc123.yaml --autokill"
     )
+
+
+def test_the_launcher_is_recognised_and_a_folder_named_ajet_is_not() -> None:
+    for command in (
+        "python -m ajet.launcher --conf a/b.yaml --autokill",
+        "source .venv/bin/activate && ajet --conf tutorial/x/y.yaml",
+        "SWANLAB_API_KEY=k .venv/bin/ajet --conf a/b.yaml",
+        "python ajet/launcher.py --conf a/b.yaml",
+    ):
+        assert runs_launcher(command), command
+    for command in (
+        "cd /work/ajet && uv run examples/run_grpo.py --config c.yaml",
+        "python -m fakejet.launcher --conf a/b.yaml",
+        "x" * 70000 + ";" * 70000,
+    ):
+        assert not runs_launcher(command), command[:60]

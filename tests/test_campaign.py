@@ -303,3 +303,30 @@ def test_the_plotted_best_follows_kept_experiments_only() -> None:
     ]
     assert running_best(points, True) == ([0, 3, 4], [0.38, 0.42, 0.42])
     assert running_best(points[2:3], True) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m ajet.launcher --conf configs/c.yaml",
+        "source .venv/bin/activate && ajet --conf configs/c.yaml --autokill",
+    ],
+)
+def test_overrides_on_agentjets_launcher_are_refused_with_the_way_to_do_it(
+    env: Env, command: str
+) -> None:
+    """AgentJet's launcher parses its arguments with argparse and takes no `key=value`: an
+    override appended to it made every experiment exit 2 ('unrecognized arguments') and
+    crash. The campaign is refused, saying so and what to use instead."""
+    folder = env.tmp / "aj-campaign"
+    folder.mkdir()
+    (folder / "base.md").write_text(env.blueprint("aj", command=command).read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: aj\nmetric: mean_reward\nbase: base.md\nresult_dir: {env.tmp / 'aj-out'}\n"
+        "experiments:\n  - {name: hot, description: hotter, overrides: [ajet.rollout.temperature=1.0]}\n"
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "experiments[0] (hot): override 'ajet.rollout.temperature=1.0'" in out.stderr
+    assert "AgentJet's launcher" in out.stderr and "patch" in out.stderr
+    assert "Traceback" not in out.stderr and not list(env.home.glob("inbox/*"))

@@ -22,6 +22,7 @@ from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
+from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState
 from ajetd.core.errors import AjetdError
 
@@ -55,9 +56,13 @@ def load_folder(
     spec = read_spec(folder, added, stop, extra_files)
     try:
         base_text = read_blueprint(folder / spec.base)
-        return spec, parse_blueprint(base_text), base_text
+        base = parse_blueprint(base_text)
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
+    problems = override_problems(spec, base)
+    if problems:
+        raise cs.CampaignError(problems)
+    return spec, base, base_text
 
 
 def read_blueprint(path: Path) -> str:

@@ -13,8 +13,24 @@ import shlex
 import yaml
 
 from ajetd.core import campaignspec as cs
-from ajetd.core.blueprint import extract_parts, parse_blueprint
+from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.options import load_yaml_part
+from ajetd.frameworks import agentjet
+
+
+def override_problems(spec: cs.CampaignSpec, base: Blueprint) -> list[str]:
+    """Overrides that cannot reach what the base blueprint runs: appended to AgentJet's
+    launcher, they end every such experiment at once."""
+    if not agentjet.runs_launcher(base.launch_command):
+        return []
+    return [
+        f"experiments[{i}] ({exp.name}): override {exp.overrides[0]!r} would be appended to "
+        "AgentJet's launcher in the base's command, which takes no key=value arguments (it "
+        "exits 2: unrecognized arguments); change its YAML with a `patch` (or give the "
+        "experiment its own `blueprint`)"
+        for i, exp in enumerate(spec.experiments)
+        if exp.overrides and not exp.blueprint
+    ]
 
 
 def experiment_blueprint(

@@ -53,6 +53,26 @@ def _get(config: Mapping[str, Any], *keys: str) -> Any:
     return node
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def runs_launcher(command: str) -> bool:
+    """Whether `command` runs AgentJet's launcher, which parses its arguments with argparse:
+    it takes no Hydra `key=value` words (one exits it with code 2, unrecognized arguments).
+    Run as a module or as its file anywhere in the line, or as the `ajet` console script, the
+    program of a simple command (not a folder named ajet that is `cd`'d into); words split as
+    the shell would at spaces and operators (linear in the command)."""
+    for simple in re.split(r"[;&|()\n]+", command):
+        words = simple.split()
+        program = next((w for w in words if not _ASSIGNMENT.match(w)), "")
+        if program.rsplit("/", 1)[-1] == "ajet" or any(
+            (w == "ajet.launcher" and before == "-m") or w.endswith("ajet/launcher.py")
+            for before, w in zip(["", *words], words, strict=False)
+        ):
+            return True
+    return False
+
+
 def conf_argument(command: str) -> str | None:
     """The value of `--conf` in a launch command, if it has one."""
     match = _CONF.search(command)
