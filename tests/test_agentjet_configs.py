@@ -113,3 +113,14 @@ def test_the_launcher_is_recognised_and_a_folder_named_ajet_is_not() -> None:
         "x" * 70000 + ";" * 70000,
     ):
         assert not runs_launcher(command), command[:60]
+
+
+def test_a_logger_list_says_what_it_keeps() -> None:
+    """`logger: [swanlab, console]` without a key keeps `console`: the change said
+    'swanlab → tensorboard' while the copy said console."""
+    config = {"ajet": {"trainer_common": {"logger": ["swanlab", "console"]}}}
+    found = review(
+        config, command="x --conf a/b.yaml", result_dir="/r", gpus="all", env={}, exists=bool
+    )
+    assert found.patches[("ajet", "trainer_common", "logger")] == "console"
+    assert "ajet.trainer_common.logger: swanlab → console (" in " ".join(found.changes)

@@ -217,9 +217,10 @@ def _review_logger(
         return
     kept = [n for n in names if str(n) not in {m for m, _ in missing}] or [LOCAL_LOGGER]
     out.patches[("ajet", "trainer_common", "logger")] = kept[0] if len(kept) == 1 else kept
+    now = ", ".join(map(str, kept))  # what the copy logs to: the loggers kept, else a local one
     for name, key in missing:
         out.changes.append(
-            f"ajet.trainer_common.logger: {name} → {LOCAL_LOGGER} ({key} is not "
+            f"ajet.trainer_common.logger: {name} → {now} ({key} is not "
             f"set; {name} would exit or block without it)"
         )
 
