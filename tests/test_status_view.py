@@ -294,3 +294,12 @@ def test_status_names_a_daemon_whose_loop_stopped(daemon_env: Env) -> None:
         assert json.loads(listed.stdout) == [] and "NOT RESPONDING" in listed.stderr, listed
     finally:
         daemon.send_signal(signal.SIGCONT)
+
+
+def test_an_ended_run_without_validation_says_none_were_written() -> None:
+    """'no validation results yet' promised some to come for a run that had ended."""
+    live = replace(_run(8, State.RUNNING), history=(), metrics={})
+    assert "no validation results yet" in plain(detail(live, NOW, 100))
+    ended = replace(live, state=State.DONE, status=Status.SUCCEEDED, ended_at=NOW)
+    text = plain(detail(ended, NOW, 100))
+    assert "yet" not in text and "no validation results were written" in text

@@ -75,7 +75,8 @@ def _finding_lines(run: Run, width: int) -> list[Line]:
 def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     history = list(run.history)
     if not history:
-        return [[("METRICS", "header")], [("  no validation results yet", "dim")]]
+        none = "no validation results yet" if run.active else "no validation results were written"
+        return [[("METRICS", "header")], [(f"  {none}", "dim")]]
     keys = table_keys(history)
     if run.metric not in keys:
         keys.insert(0, run.metric)
