@@ -166,3 +166,20 @@ def test_a_key_the_launch_command_sets_keeps_the_users_logger(
     assert data["ok"] is True, data
     changes = " ".join(data["blueprint"].get("config_changes", []))
     assert ("logger: swanlab → tensorboard" not in changes) is kept, changes
+
+
+def test_a_command_over_several_lines_is_shown_as_such(env: Env) -> None:
+    """lint printed the first line of a multi-line command alone (here its comment), as if
+    that were the command."""
+    config = env.config("lines")
+    bp = env.blueprint("lines", config=config, command="MULTI")
+    command = f"# train\npython -m fakejet.launcher \\\n  --conf {config}"
+    bp.write_text(
+        bp.read_text().replace(
+            "- [exp_launch_command] 执行训练的命令: `MULTI`\n",
+            f"\n## [exp_launch_command]\n```bash\n{command}\n```\n\n## 其他实验相关信息\n",
+        )
+    )
+    out = env.cli("lint", str(bp))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "  launch_command: # train (+2 more lines)\n" in out.stdout

@@ -141,8 +141,9 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
         "val_path",
     ):
         value = summary.get(key)
-        shown = str(value).splitlines()[0] if value else "-"
-        lines.append(f"  {key}: {shown}")
+        parts = str(value).splitlines() if value else ["-"]
+        more = f" (+{len(parts) - 1} more line{'s' * (len(parts) > 2)})" if len(parts) > 1 else ""
+        lines.append(f"  {key}: {parts[0]}{more}")
     lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
     lines.append(f"  options: {summary['options']}")
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
