@@ -382,6 +382,52 @@ def test_lines_the_freeze7_shapes_read_and_leave_alone(line: str, kinds: list[st
     assert [f.kind for f in diagnose_text(line + "\n")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        # PyTorch's class for an accelerator's error, named alone by a Ray wrapper (THUDM/slime
+        # #1783), and with its message: `out of memory` is memory (NVIDIA-NeMo/RL#2702)
+        (
+            "ray.exceptions.RayTaskError(AcceleratorError): ray::MegatronTrainRayActor.train() "
+            "(pid=15345, ip=10.217.25.171, actor_id=1da0d4093917dd238330b9a602000000, repr=<"
+            "slime.backends.megatron_utils.actor.MegatronTr",
+            ["cuda_error"],
+        ),
+        (
+            "(MegatronPolicyWorker pid=35477) torch.AcceleratorError: CUDA error: out of memory",
+            ["cuda_oom"],
+        ),
+        ("class AcceleratorErrorHandler: pass", []),
+        # a GPU kernel compiler's fatal error (Triton through LLVM on a V100: verl#985, the same
+        # line under vLLM's engine in vllm#17449); LLVM's own host allocation failure is not
+        (
+            "(WorkerDict pid=1473743) LLVM ERROR: Failed to compute parent layout for slice "
+            "layout.",
+            ["cuda_error"],
+        ),
+        ("LLVM ERROR: out of memory", []),
+        ("Dependency 'llvm error: foo' installed", []),
+        # Ray's client that could not connect to the raylet's socket (verl#158, Slurm); another
+        # program's socket is not Ray's
+        (
+            "raylet_client.cc:60: Could not connect to socket /traindata/huida/runs/verl/"
+            "ray_clusters/session_2025-01-31_21-33-56_370352_2880738/sockets/raylet.1",
+            ["ray_cluster"],
+        ),
+        ("Could not connect to socket /var/run/docker.sock", []),
+    ],
+)
+def test_lines_the_freeze8_shapes_read_and_leave_alone(line: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(line + "\n")] == kinds
+
+
+def test_a_kernel_compiler_abort_is_named_by_the_compiler_before_the_abort() -> None:
+    # verl#985: Triton's LLVM error first, then SIGABRT and faulthandler's `Fatal Python error`
+    found = _diagnose("cuda_error/verl-985.log")
+    assert [f.kind for f in found] == ["cuda_error", "segfault"]
+    assert "LLVM ERROR" in found[0].evidence
+
+
 def test_an_npu_traceback_is_named_by_the_compute_unit_that_faulted() -> None:
     # Ascend/pytorch#66: the NPU function error's traceback first, the vector core's fault after
     found = _diagnose("cuda_error/ascendpytorch-66.log")

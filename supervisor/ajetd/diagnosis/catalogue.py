@@ -254,6 +254,16 @@ CATALOGUE: tuple[Kind, ...] = (
             # error`, `[aicpu exception]`, `The vector core execution is abnormal`)
             r"\bexception of (fftsplus )?(aicore|aivec|aivector|aicpu) error\b",
             r"\b(aicore|aicpu|vector core) (exception|execution is abnormal)\b",
+            # shape: PyTorch's own class for an accelerator's error (`torch.AcceleratorError`,
+            # raised for CUDA errors since PyTorch 2.8), named alone when a wrapper says only
+            # its class: `RayTaskError(AcceleratorError): ray::Actor.fn()`; one whose message
+            # says `out of memory` is read by cuda_oom first
+            r"\bacceleratorerror\b",
+            # shape: a GPU kernel compiler's fatal error (Triton compiles its kernels through
+            # LLVM; one it cannot build for this GPU aborts the process: `LLVM ERROR: Failed to
+            # compute parent layout for slice layout.` on a V100, then SIGABRT); not LLVM's
+            # own host allocation failure
+            r"^\s{0,8}llvm error: (?!out of memory)",
         ),
     ),
     Kind(
@@ -323,7 +333,7 @@ CATALOGUE: tuple[Kind, ...] = (
             # named by its address (`Failed to connect to Ray at address: ...`)
             r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b.*"
             r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
-            r"\b(failed|unable|could not|cannot|can.t) to (connect|reach|register)\b.*"
+            r"\b((failed|unable) to|could not|couldn.t|cannot|can.t) (connect|reach|register)\b.*"
             r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
             # shape: a node of the cluster that died (an actor dead *because its node died*,
             # Ray's NodeDiedError, a node marked dead by the GCS)
@@ -917,6 +927,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "aicpu",
         "aivec",
         "vector core",
+        "acceleratorerror",
+        "llvm error",
     ),
     "segfault": (
         "segmentation fault",
