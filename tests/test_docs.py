@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
+
+from ajetd.cli.main import main
 from ajetd.core.blueprint import parse_blueprint
 from conftest import PYTHON, Env
 
@@ -109,3 +113,42 @@ def test_the_templates_run_modes_parse_once_uncommented() -> None:
     for line in stages:
         uncommented = uncommented.replace(line, line[2:])
     assert [s.name for s in parse_blueprint(uncommented).options.stages] == ["train", "eval"]
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
+    for name, command in group.commands.items():
+        yield " ".join(("ajetd", *path, name)), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+def _synopses() -> list[str]:
+    """README's command table, one synopsis each (`ajetd campaign list [--json]` / `stop ID`
+    is two: `ajetd campaign list [--json]` and `ajetd campaign stop ID`)."""
+    found = []
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("| `ajetd "):
+            forms = line.split(" | ")[0].removeprefix("| `").removesuffix("`").split("` / `")
+            head = forms[0].split()
+            parent = " ".join(head[:2]) if head[1] == "campaign" else "ajetd"
+            found += [f if f.startswith("ajetd ") else f"{parent} {f}" for f in forms]
+    return found
+
+
+def test_readme_table_names_every_option_a_program_relies_on() -> None:
+    """A blind program learns a command's machine-facing options from README's table: every
+    `--json`, `--timeout` and `--no-wait` a command takes is in its synopsis, and no synopsis
+    offers one the command refuses (an agent reading `wait RUN [--timeout S]` never learnt
+    `--json`)."""
+    synopses = _synopses()
+    machine = ("--json", "--timeout", "--no-wait")
+    wrong = []
+    for name, command in _commands(main):
+        mine = [f for f in synopses if f == name or f.startswith(name + " ")]
+        if not mine or isinstance(command, click.Group):
+            continue
+        takes = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        shown = {o for o in machine if any(re.search(re.escape(o) + r"\b", f) for f in mine)}
+        wrong += [f"{name}: {o} not in README" for o in machine if o in takes - shown]
+        wrong += [f"{name}: README offers {o}" for o in shown - takes]
+    assert not wrong, wrong
