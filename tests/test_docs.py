@@ -115,7 +115,9 @@ def test_the_templates_run_modes_parse_once_uncommented() -> None:
     assert [s.name for s in parse_blueprint(uncommented).options.stages] == ["train", "eval"]
 
 
-def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, click.Command]]:
     for name, command in group.commands.items():
         yield " ".join(("ajetd", *path, name)), command
         if isinstance(command, click.Group):
