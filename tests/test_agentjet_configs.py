@@ -10,6 +10,7 @@ import yaml
 from ajetd.frameworks.agentjet import (
     apply_patches,
     conf_argument,
+    original_of,
     point_conf_at,
     review,
     runs_launcher,
@@ -124,3 +125,9 @@ def test_a_logger_list_says_what_it_keeps() -> None:
     )
     assert found.patches[("ajet", "trainer_common", "logger")] == "console"
     assert "ajet.trainer_common.logger: swanlab → console (" in " ".join(found.changes)
+
+
+def test_a_config_copy_names_its_original() -> None:
+    assert original_of("tests/bench/x.ajetd-abc123.yaml") == "tests/bench/x.yaml"
+    assert original_of("tests/bench/x.ajetd-abc123-t3.yaml") == "tests/bench/x.yaml"
+    assert original_of("/a/b/x.yaml") == "/a/b/x.yaml"

@@ -14,14 +14,21 @@ from typing import Any
 import yaml
 
 from ajetd.adapters.store import write_atomic
-from ajetd.frameworks.agentjet import apply_patches, conf_argument, point_conf_at
+from ajetd.frameworks.agentjet import (
+    COPY_TAG,
+    apply_patches,
+    conf_argument,
+    original_of,
+    point_conf_at,
+)
 
 
 def write_copy(
     original: Path, config: Mapping[str, Any], patches: Mapping[tuple[str, ...], Any], tag: str
 ) -> Path:
     """Write `config` with `patches` applied as `<stem>.ajetd-<tag><suffix>` beside `original`."""
-    copy = original.with_name(f"{original.stem.split('.ajetd-')[0]}.ajetd-{tag}{original.suffix}")
+    base = Path(original_of(str(original)))
+    copy = base.with_name(f"{base.stem}{COPY_TAG}{tag}{base.suffix}")
     patched = apply_patches(config, patches)
     write_atomic(copy, yaml.safe_dump(patched, sort_keys=False, allow_unicode=True))
     return copy

@@ -8,12 +8,14 @@ only this (and YAML for the spec), not the daemon's modules. Pure: the file is r
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.model import Run
+from ajetd.frameworks.agentjet import original_of
 
 
 @dataclass
@@ -117,6 +119,15 @@ def standing(
     return phase, status, reason, prog.text
 
 
+def recipe(run: Run) -> str:
+    """The config the run's experiment ran, as its codebase names it (the same for every
+    experiment of one recipe, whichever worktree ran it), never ajetd's copy of it."""
+    path = original_of(run.config_path)
+    if run.codebase_dir and path.startswith(run.codebase_dir.rstrip("/") + "/"):
+        return posixpath.relpath(path, run.codebase_dir)
+    return path
+
+
 def ledger_fields(
     spec: cs.CampaignSpec, exp: ExpState, run: Run | None, note: str, launcher: str
 ) -> dict[str, Any]:
@@ -134,7 +145,7 @@ def ledger_fields(
         "branch": exp.branch,
         "parent_commit": exp.parent_commit,
         "commit": exp.commit,
-        "recipe": run.config_path if run else "",
+        "recipe": recipe(run) if run else "",
         "metric_name": spec.metric,
         "metric_value": exp.value,
         "memory_gb": memory,

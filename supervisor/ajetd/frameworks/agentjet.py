@@ -79,6 +79,19 @@ def conf_argument(command: str) -> str | None:
     return match.group(3) if match else None
 
 
+COPY_TAG = ".ajetd-"  # ajetd's copies of a config are named `<stem>.ajetd-<tag><suffix>`
+
+
+def original_of(path: str) -> str:
+    """The config a copy of ajetd's was made from (`x.ajetd-abc123-t3.yaml` -> `x.yaml`), or
+    `path` itself where it is no copy."""
+    folder, name = os.path.split(path)
+    stem, suffix = os.path.splitext(name)
+    if COPY_TAG not in stem:
+        return path
+    return os.path.join(folder, stem.split(COPY_TAG)[0] + suffix)
+
+
 def point_conf_at(command: str, path: str) -> str:
     """The command with its `--conf` value replaced by `path` (quoted for the shell)."""
     return _CONF.sub(lambda m: m.group(1) + shlex.quote(path), command, count=1)
