@@ -171,6 +171,10 @@ def test_gpus_command_shows_who_holds_what(env: Env) -> None:
     rows = json.loads(env.cli("gpus", "--json").stdout)["local"]
     assert [g["index"] for g in rows] == [0, 1]
     assert any(f"run {run_id}" in h and "30000 MiB" in h for h in rows[0]["held_by"])
+    # the same, for a program: run ids as values, not words to parse out of `held_by`
+    assert [g["run_ids"] for g in rows] == [[run_id], []]
+    assert {p["run_id"] for p in rows[0]["processes"]} == {run_id}
+    assert rows[1]["processes"] == [{"pid": 1, "memory_mib": 5000.0, "run_id": None}]
     env.cli("stop", run_id)
 
 

@@ -170,43 +170,48 @@ def gpus(as_json: bool) -> None:
     probe = open_probe()
     samples = probe.sample()
     holders: dict[int, list[str]] = {}
+    placed: dict[int, list[str]] = {}
     for run in open_home().listing():
         if run.active and run.gpu_ids:
             for index in run.gpu_ids:
                 holders.setdefault(index, []).append(f"run {run.run_id} (placed)")
+                placed.setdefault(index, []).append(run.run_id)
     owners = procs.owners({p.pid for g in samples for p in g.processes})
     for g in samples:
         for p in g.processes:
             who = owners.get(p.pid)
             mem = "" if p.memory_mib is None else f", {p.memory_mib:.0f} MiB"
-            label = f"run {who}" if who and not who.startswith("swarm_") else who or "not ajetd's"
+            run_id = status_view.owner_run(who)
+            label = f"run {run_id}" if run_id else who or "not ajetd's"
             holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
     hosts = _remote_gpus(open_home())
     if as_json:
-        out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders)}
+        out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders, placed, owners)}
         out.update(
             {
-                host: None if got is None else status_view.gpus_json(got, held)
-                for host, (got, held, _) in hosts.items()
+                host: None if got is None else status_view.gpus_json(got, held, placed_there, {})
+                for host, (got, held, placed_there, _) in hosts.items()
             }
         )
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(status_view.render_gpus(probe.description, samples, holders))
-    for host, (got, held, why) in hosts.items():
+    for host, (got, held, _, why) in hosts.items():
         click.echo("")
         click.echo(status_view.render_gpus(f"{host}: {why}", got or [], held))
 
 
 def _remote_gpus(
     home: Home,
-) -> dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]]:
-    """Each remote host of a live run: its GPUs (nvidia-smi over SSH), who holds them, and a
-    word on how they were read."""
+) -> dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], dict[int, list[str]], str]]:
+    """Each remote host of a live run: its GPUs (nvidia-smi over SSH), who holds them (in
+    words, and the runs placed on each), and a word on how they were read."""
     from ajetd.core.blueprint import parse_blueprint
     from ajetd.hosts import sshcmd
 
-    found: dict[str, tuple[list[GpuSample] | None, dict[int, list[str]], str]] = {}
+    found: dict[
+        str, tuple[list[GpuSample] | None, dict[int, list[str]], dict[int, list[str]], str]
+    ] = {}
     for run in home.listing():
         if not run.active:
             continue
@@ -222,7 +227,8 @@ def _remote_gpus(
                 why = "nvidia-smi over SSH" if got is not None else "no nvidia-smi there"
             except AjetdError as exc:
                 got, why = None, f"not reachable ({exc})"
-            found[spec.target] = (got, {}, why)
+            found[spec.target] = (got, {}, {}, why)
         for index in run.gpu_ids or ():
             found[spec.target][1].setdefault(index, []).append(f"run {run.run_id} (placed)")
+            found[spec.target][2].setdefault(index, []).append(run.run_id)
     return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,25 @@ def _state_word(run: Run) -> str:
     return shown_state(run) + (" (!)" if run.attention else "")
 
 
-def gpus_json(samples: list[GpuSample], holders: dict[int, list[str]]) -> list[dict[str, Any]]:
-    """`ajetd gpus --json`: every figure of each GPU, and who holds it."""
+def owner_run(who: str | None) -> str | None:
+    """The run a GPU process's `AJETD_RUN_ID` names: None outside ajetd and for a swarm
+    server (`swarm_<port>`, shared by runs)."""
+    return None if who is None or who.startswith("swarm_") else who
+
+
+def gpus_json(
+    samples: list[GpuSample],
+    holders: dict[int, list[str]],
+    placed: Mapping[int, list[str]],
+    owners: Mapping[int, str],
+) -> list[dict[str, Any]]:
+    """`ajetd gpus --json`: every figure of each GPU, and who holds it: in words (`held_by`)
+    and as values, the runs placed on it or with a process on it (`run_ids`) and each
+    process's run (`owners`: pid -> its `AJETD_RUN_ID`; a swarm server's is no run)."""
+
+    def run_of(pid: int) -> str | None:
+        return owner_run(owners.get(pid))
+
     return [
         {
             "index": g.index,
@@ -85,8 +103,14 @@ def gpus_json(samples: list[GpuSample], holders: dict[int, list[str]]) -> list[d
             "temperature_c": g.temperature_c,
             "power_w": g.power_w,
             "lost": g.lost,
-            "processes": [{"pid": p.pid, "memory_mib": p.memory_mib} for p in g.processes],
+            "processes": [
+                {"pid": p.pid, "memory_mib": p.memory_mib, "run_id": run_of(p.pid)}
+                for p in g.processes
+            ],
             "held_by": holders.get(g.index, []),
+            "run_ids": sorted(
+                {*placed.get(g.index, []), *filter(None, map(run_of, (p.pid for p in g.processes)))}
+            ),
         }
         for g in samples
     ]
