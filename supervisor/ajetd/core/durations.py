@@ -124,8 +124,9 @@ def _first_start(text: str) -> int:
     return len(text)
 
 
-def _part_at(text: str, number: re.Match[str]) -> tuple[float, int] | None:
-    """The duration part starting at this number (seconds, end), or None if none does."""
+def _part_at(text: str, number: re.Match[str]) -> tuple[float, int, float | None] | None:
+    """The duration part starting at this number (seconds, end, its unit's seconds: None for
+    a clock), or None if none does."""
     start = number.start()
     clock = None
     if "." not in number.group() and not (start and text[start - 1] == "."):
@@ -133,12 +134,42 @@ def _part_at(text: str, number: re.Match[str]) -> tuple[float, int] | None:
     if clock:
         _check_context(text, start)
         h, m, s = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
-        return float(h * 3600 + m * 60 + s), clock.end()
+        return float(h * 3600 + m * 60 + s), clock.end(), None
     unit = _UNIT.match(text, number.end())
     if unit is None:
         return None
     _check_context(text, start)
-    return _number(number.group(), text) * _UNITS[unit.group(1).lower()], unit.end()
+    per = _UNITS[unit.group(1).lower()]
+    return _number(number.group(), text) * per, unit.end(), per
+
+
+# `2h30`, `1m30`, `1 hour 30`: a number without a unit right after a part counts the next
+# smaller unit, where it ends the duration (nothing but punctuation or the end after it)
+_TRAILING = re.compile(r"[ \t]?(\d{1,3})(?![\d.:])")
+_SMALLER = {86400.0: 3600.0, 3600.0: 60.0, 60.0: 1.0}
+_NAMES = {86400.0: "days", 3600.0: "hours", 60.0: "minutes", 1.0: "seconds"}
+
+
+def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | None:
+    """The unit-less number ending a duration at `pos` (seconds, end), or None: not one, or a
+    count of something else (`2h 30 epochs`, `2 小时 30 个实验`)."""
+    smaller = _SMALLER.get(per) if per is not None else None
+    found = _TRAILING.match(text, pos) if smaller is not None else None
+    if smaller is None or found is None:
+        return None
+    after = found.end()
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    if after < len(text) and (text[after].isalnum() or text[after] in "_%"):
+        return None
+    value = int(found.group(1))
+    if per is None or value * smaller >= per:
+        whole = _NAMES.get(per or 0.0, "unit")[:-1]
+        raise DurationError(
+            f"{_short(text)}: the {value} after the {whole}s would be {_NAMES[smaller]}, but "
+            f"{value} {_NAMES[smaller]} is a whole {whole} or more (write the units, e.g. 2h30m)"
+        )
+    return value * smaller, found.end()
 
 
 def _scan(text: str) -> tuple[float | None, int]:
@@ -147,8 +178,9 @@ def _scan(text: str) -> tuple[float | None, int]:
         first = _part_at(text, number)
         if first is None:
             continue
-        total, pos = first
+        total, pos, per = first
         while True:
+            end = pos
             while pos < len(text) and text[pos] in _JOINERS:
                 pos += 1
             if text[pos : pos + 3].lower() == "and":
@@ -158,9 +190,12 @@ def _scan(text: str) -> tuple[float | None, int]:
             following = _NUMBER.match(text, pos)
             part = _part_at(text, following) if following else None
             if part is None:
-                return total, pos
+                rest = _trailing(text, end, per)
+                if rest is None:
+                    return total, pos
+                return total + rest[0], rest[1]
             total += part[0]
-            pos = part[1]
+            pos, per = part[1], part[2]
     return None, 0
 
 
