@@ -332,3 +332,26 @@ def test_overrides_on_agentjets_launcher_are_refused_with_the_way_to_do_it(
     assert "experiments[0] (hot): override 'ajet.rollout.temperature=1.0'" in out.stderr
     assert "AgentJet's launcher" in out.stderr and "patch" in out.stderr
     assert "Traceback" not in out.stderr and not list(env.home.glob("inbox/*"))
+
+
+def test_a_rows_empty_columns_are_null_as_everywhere_else_in_the_json() -> None:
+    """`rows` are the ledger's columns typed: an empty column (no branch without
+    branch_prefix, no command for a refused experiment) is null, as `best`, `baseline` and
+    `running` say the same fields; it was "" in `rows` and null in `best` for one experiment."""
+    from ajetd.core.campaignrecord import CampaignState, ExpState, ledger_fields
+    from ajetd.views.campaign import status_json
+
+    spec = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    kept = ExpState(0, "baseline", "unchanged", run_id="k3x9az", recorded=True, status="keep")
+    kept.value = 0.5
+    kept.row = ledger_fields(spec, kept, None, "", "ajetd")
+    refused = ExpState(1, "x", "y", refused="no such ref", recorded=True, status="crash")
+    refused.row = ledger_fields(spec, refused, None, "", "ajetd")
+    state = CampaignState("c-k3x9az", 0.0, experiments=[kept, refused], best=0.5, best_index=0)
+    data = status_json(spec, state, {}, 1.0)
+    first, second = data["rows"]
+    assert "" not in first.values() and "" not in second.values()
+    for key in ("branch", "parent_commit", "commit", "run_id"):
+        assert first[key] == data["best"][key], key
+    assert second["command"] is None and second["log_path"] is None and second["run_id"] is None
+    assert first["job_id"] == "k3x9az" and first["metric_value"] == 0.5

@@ -43,8 +43,10 @@ def _experiment(exp: ExpState) -> dict[str, Any]:
 
 
 def row_json(exp: ExpState) -> dict[str, Any]:
-    """A ledger row (the TSV's columns, typed) with the experiment's name and run."""
-    return {**exp.row, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
+    """A ledger row (the TSV's columns, typed) with the experiment's name and run; an empty
+    column is null, as the same fields are in `best`, `baseline` and `running`."""
+    typed = {key: None if value == "" else value for key, value in exp.row.items()}
+    return {**typed, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
 
 
 def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
