@@ -411,3 +411,18 @@ def fill(folder: Path) -> Path:
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     return filler
+
+
+def cli_commands() -> list[tuple[str, Any]]:
+    """Every `ajetd` command as (`ajetd campaign stop`, its click command), groups too."""
+    import click
+
+    from ajetd.cli.main import main
+
+    def walk(group: click.Group, path: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+        for name, command in group.commands.items():
+            yield " ".join(("ajetd", *path, name)), command
+            if isinstance(command, click.Group):
+                yield from walk(command, (*path, name))
+
+    return list(walk(main, ()))

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from ajetd.cli.main import main
 from ajetd.core.blueprint import parse_blueprint
-from conftest import PYTHON, Env
+from conftest import PYTHON, Env, cli_commands
 
 ROOT = Path(__file__).parent.parent
 
@@ -115,15 +113,6 @@ def test_the_templates_run_modes_parse_once_uncommented() -> None:
     assert [s.name for s in parse_blueprint(uncommented).options.stages] == ["train", "eval"]
 
 
-def _commands(
-    group: click.Group, path: tuple[str, ...] = ()
-) -> Iterator[tuple[str, click.Command]]:
-    for name, command in group.commands.items():
-        yield " ".join(("ajetd", *path, name)), command
-        if isinstance(command, click.Group):
-            yield from _commands(command, (*path, name))
-
-
 def _synopses() -> list[str]:
     """README's command table, one synopsis each (`ajetd campaign list [--json]` / `stop ID`
     is two: `ajetd campaign list [--json]` and `ajetd campaign stop ID`)."""
@@ -145,7 +134,7 @@ def test_readme_table_names_every_option_a_program_relies_on() -> None:
     synopses = _synopses()
     machine = ("--json", "--timeout", "--no-wait")
     wrong = []
-    for name, command in _commands(main):
+    for name, command in cli_commands():
         mine = [f for f in synopses if f == name or f.startswith(name + " ")]
         if not mine or isinstance(command, click.Group):
             continue

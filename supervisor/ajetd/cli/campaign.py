@@ -184,6 +184,7 @@ def add_cmd(
 @click.option("--target-metric", type=float, default=None, help="Stop once the best reaches it.")
 @click.option("--continue", "go_on", is_flag=True, help="Another round of the default rule.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=60.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the daemon's answer as JSON.")
 def set_cmd(
     campaign_id: str,
     max_experiments: int | None,
@@ -192,6 +193,7 @@ def set_cmd(
     target_metric: float | None,
     go_on: bool,
     timeout: float,
+    as_json: bool,
 ) -> None:
     """Set stop rules of a live campaign (a needs_decision or completed one goes on if no rule
     is met any more); print where it stands."""
@@ -210,25 +212,37 @@ def set_cmd(
     home = open_home()
     cid = resolve_or_fail(home, campaign_id)
     answer = _request(home, cid, {"op": "set", "stop": stop, "continue": go_on}, timeout)
-    click.echo(answer.get("message", ""))
+    if as_json:
+        echo_json(answer)
+    else:
+        click.echo(answer.get("message", ""))
 
 
-def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
-    """`ajetd campaign stop` (also `ajetd stop CAMPAIGN_ID`)."""
+def stop_campaign(text: str, no_wait: bool, timeout: float, as_json: bool) -> None:
+    """`ajetd campaign stop` (also `ajetd stop CAMPAIGN_ID`); --json: the campaign's status
+    object (`campaign status --json`) as it stands when it returns."""
     home = open_home()
     cid = resolve_or_fail(home, text)
     answer = _request(home, cid, {"op": "stop"}, 60.0)
+
+    def say(line: str) -> None:
+        if as_json:
+            echo_json(status_data(home, cid)[0])
+        elif line:
+            click.echo(line)
+
     if no_wait:
-        click.echo(answer.get("message", ""))
+        say(answer.get("message", ""))
         return
     deadline = time.monotonic() + timeout
     while True:
         _, state, _ = read_campaign(home, cid, with_spec=False)
         if state.done:
-            click.echo(f"campaign {cid} {state.status}: {state.reason}")
+            say(f"campaign {cid} {state.status}: {state.reason}")
             return
         if time.monotonic() >= deadline:
             click.echo(f"campaign {cid} is still stopping after {timeout:.0f}s", err=True)
+            say("")
             sys.exit(124)
         time.sleep(POLL_S)
 
@@ -237,10 +251,12 @@ def stop_campaign(text: str, no_wait: bool, timeout: float) -> None:
 @click.argument("campaign_id")
 @click.option("--no-wait", is_flag=True, help="Return once the daemon took the request.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
 @interruptible("the stop request stands (`ajetd campaign status ID` to see it)")
-def stop_cmd(campaign_id: str, no_wait: bool, timeout: float) -> None:
-    """End a campaign: running experiments stopped cleanly, their rows written."""
-    stop_campaign(campaign_id, no_wait, timeout)
+def stop_cmd(campaign_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
+    """End a campaign: running experiments stopped cleanly, their rows written; --json: its
+    status object (`campaign status --json`) as it stands when this returns."""
+    stop_campaign(campaign_id, no_wait, timeout, as_json)
 
 
 def show_status(text: str, as_json: bool) -> None:

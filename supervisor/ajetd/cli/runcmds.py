@@ -220,38 +220,55 @@ def _settled(run: Run) -> bool:
 @click.argument("run_id")
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
+@json_option
 @interruptible("the stop request stands (`ajetd status RUN` to see it)")
-def stop(run_id: str, no_wait: bool, timeout: float) -> None:
+def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
     """Stop a run (or a campaign, by its id) cleanly; results and finish.flag are still
-    written."""
+    written. --json: the run's (campaign's) status object as it stands when stop returns."""
     if is_campaign_id(run_id):
         from ajetd.cli.campaign import stop_campaign
 
-        stop_campaign(run_id, no_wait, timeout)
+        stop_campaign(run_id, no_wait, timeout, as_json)
         return
     home = open_home()
     run = load_run(home, run_id)
     if not run.active:
-        click.echo(f"run {run_id} already ended: {run.status.value if run.status else ''}")
+        _stop_says(
+            run, f"run {run_id} already ended: {run.status.value if run.status else ''}", as_json
+        )
         return
     write_atomic(home.control / f"{run_id}.stop", f"{time.time()}\n", OWNER_FILE)
     if not home.daemon_running():
         click.echo(
             f"ajetd: no daemon is running on {home.root}; the run stops when one starts", err=True
         )
+        _stop_says(run, "", as_json)
         sys.exit(1)
     if no_wait:
-        click.echo(f"stop requested for run {run_id}")
+        _stop_says(run, f"stop requested for run {run_id}", as_json)
         return
     deadline = time.monotonic() + timeout
     while not _settled(run := load_run(home, run_id)):
         if time.monotonic() >= deadline:
             click.echo(f"run {run_id} is still stopping after {timeout:.0f}s", err=True)
+            _stop_says(run, "", as_json)
             sys.exit(124)
         time.sleep(POLL_S)
-    click.echo(f"run {run_id} {run.status.value if run.status else ''}: {run.reason}")
+    _stop_says(run, f"run {run_id} {run.status.value if run.status else ''}: {run.reason}", as_json)
     if run.attention:
         click.echo(f"ajetd: run {run_id} needs attention: {run.attention}", err=True)
+
+
+def _stop_says(run: Run, line: str, as_json: bool) -> None:
+    """`stop`'s answer on stdout: its line, or with --json the run's status object (the one
+    `status RUN --json` prints)."""
+    from ajetd.cli import statusterm
+    from ajetd.views import records as status_view
+
+    if as_json:
+        click.echo(statusterm.json_dump(status_view.run_json(run, time.time())))
+    elif line:
+        click.echo(line)
 
 
 @click.command()

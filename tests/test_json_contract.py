@@ -1,0 +1,84 @@
+"""The machine-facing contract as a program that drives ajetd blind relies on it: every
+command that shows data takes `--json`, prints exactly one JSON document on stdout, and names
+one concept with one field across commands."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from conftest import Env, cli_commands, wait_for
+
+# commands whose stdout is not data about runs: an id, a log, a terminal, the daemon itself
+NOT_DATA = {
+    "ajetd daemon",
+    "ajetd shutdown",
+    "ajetd submit",
+    "ajetd logs",
+    "ajetd attach",
+    "ajetd campaign",
+    "ajetd campaign submit",
+}
+
+
+def test_every_command_that_shows_data_takes_json() -> None:
+    """DESIGN §3: `stop` printed its outcome, `campaign set` and `campaign stop` the
+    daemon's answer, in words only."""
+    lacking = [
+        name
+        for name, command in cli_commands()
+        if name not in NOT_DATA
+        and not any("--json" in p.opts for p in command.params if isinstance(p, click.Option))
+    ]
+    assert not lacking, lacking
+
+
+def test_stop_json_is_the_runs_status_object(daemon_env: Env) -> None:
+    env = daemon_env
+    config = env.config("forever", forever=True)
+    run_id = env.submit(env.blueprint("forever", config=config, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    out = env.cli("stop", run_id, "--json")
+    assert out.returncode == 0, out.stderr
+    stopped = json.loads(out.stdout)
+    assert stopped == env.status(run_id)
+    assert (stopped["state"], stopped["status"]) == ("done", "stopped")
+    flag = json.loads((env.tmp / "results" / "forever" / "finish.flag").read_text())
+    assert {k: stopped[k] for k in flag} == flag
+    again = env.cli("stop", run_id, "--json")  # already ended: the same object, exit 0
+    assert again.returncode == 0 and json.loads(again.stdout) == stopped
+
+
+def test_campaign_set_and_stop_json(daemon_env: Env) -> None:
+    from test_campaign_live import CONFIG, committed_baseline
+
+    env = daemon_env
+    committed_baseline(env)
+    base = env.blueprint(
+        "cbase", config=CONFIG, command=f"python examples/run_grpo.py --config {CONFIG}"
+    )
+    folder = env.tmp / "camp"
+    folder.mkdir()
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        "name: audit\nmetric: accuracy\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campres'}\nstop: {{max_experiments: 1}}\n"
+    )
+    cid = env.cli("campaign", str(folder)).stdout.split()[-1]
+    done = env.cli("campaign", "wait", cid, "--json", "--timeout", "60")
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "completed"
+    raised = env.cli("campaign", "set", cid, "--max-experiments", "3", "--json")
+    assert raised.returncode == 0, raised.stderr
+    assert json.loads(raised.stdout)["ok"] is True
+    stopped = env.cli("stop", cid, "--json")  # `stop` takes a campaign id too
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout) == json.loads(
+        env.cli("campaign", "status", cid, "--json").stdout
+    )
+    assert (json.loads(stopped.stdout)["state"], json.loads(stopped.stdout)["status"]) == (
+        "done",
+        "stopped",
+    )
+    again = env.cli("campaign", "stop", cid, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "stopped"
