@@ -183,3 +183,30 @@ def test_a_command_over_several_lines_is_shown_as_such(env: Env) -> None:
     out = env.cli("lint", str(bp))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "  launch_command: # train (+2 more lines)\n" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("conf", "ok"),
+    [
+        ("configs/other.yaml", False),  # another config than exp_yaml_path runs
+        ("./configs/named.yaml", True),  # the same file, spelt another way
+        ("{codebase}/configs/named.yaml", True),
+        ("configs/absent.yaml", True),  # no such file: the program will say so itself
+    ],
+)
+def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
+    env: Env, conf: str, ok: bool
+) -> None:
+    """The preflight read exp_yaml_path's config (its val file, its logger) while the command
+    ran another: the run 'succeeded' with no metrics, its validation in a file never read."""
+    named, other = env.config("named"), env.config("other")
+    conf = conf.format(codebase=env.codebase)
+    for flag in ("--conf", "--config"):
+        command = f"python -m fakejet.launcher {flag} {conf}"
+        out = env.cli("lint", str(env.blueprint("mismatch", config=named, command=command)))
+        assert (out.returncode == 0) is ok, out.stdout + out.stderr
+        if not ok:
+            assert f"exp_launch_command: {flag} {other} is not exp_yaml_path" in out.stderr
+    cd = f"cd configs && python -m fakejet.launcher --conf {other.split('/')[1]}"
+    out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
+    assert out.returncode == 0 or "is not exp_yaml_path" not in out.stderr  # not resolvable here

@@ -294,6 +294,28 @@ def _own_val_file(
     return target
 
 
+_CONFIG_FLAG = re.compile(r"(?<!\S)(--conf(?:ig)?)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
+_CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
+
+
+def _other_config(bp: Blueprint, codebase: str, yaml_path: str, fs: Fs) -> str | None:
+    """The launch command's `--conf` (AgentJet) or `--config` (NeMo-RL) naming another file
+    than exp_yaml_path: ajetd would check, fix and read the results of a config that does not
+    run. Only where it can tell (the file exists; no `cd` moves the command elsewhere; no
+    shell variable in it)."""
+    found = _CONFIG_FLAG.search(bp.launch_command)
+    if found is None or "$" in found.group(3) or _CD.search(bp.launch_command):
+        return None
+    path = _abs(os.path.join(codebase, fs.expand(found.group(3))), fs)
+    if not fs.isfile(path) or fs.realpath(path) == fs.realpath(yaml_path):
+        return None
+    return (
+        f"exp_launch_command: {found.group(1)} {found.group(3)} is not exp_yaml_path "
+        f"({bp.yaml_path}): ajetd would check and fix that config and read its validation "
+        "results while the command runs another; name the same file in both"
+    )
+
+
 def check_blueprint(
     bp: Blueprint, val_writers: Mapping[str, str] | None = None
 ) -> tuple[Resolved | None, list[str]]:
@@ -309,6 +331,9 @@ def check_blueprint(
     codebase, venv_exe = _codebase_and_venv(bp, fs, where, problems)
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
+    if config is not None:
+        other = _other_config(bp, codebase, yaml_path, fs)
+        problems.extend([other] if other else [])
     if bp.options.slurm is not None:
         try:
             problems.extend(slurm.check(bp.options.slurm, slurm.partitions(), bp.max_time_s))
