@@ -5,10 +5,13 @@ one concept with one field across commands."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from conftest import Env, cli_commands, wait_for
+
+ROOT = Path(__file__).parent.parent
 
 # commands whose stdout is not data about runs: an id, a log, a terminal, the daemon itself
 NOT_DATA = {
@@ -82,3 +85,20 @@ def test_campaign_set_and_stop_json(daemon_env: Env) -> None:
     )
     again = env.cli("campaign", "stop", cid, "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["status"] == "stopped"
+
+
+def test_status_of_a_live_run_says_on_stderr_that_no_daemon_watches_it(daemon_env: Env) -> None:
+    """A program polling `status RUN --json` saw `running` for ever once the daemon was gone
+    (`wait` said so, `status --json` said so, `status RUN` did not); stdout stays the object."""
+    env = daemon_env
+    config = env.config("forever", forever=True)
+    run_id = env.submit(env.blueprint("forever", config=config, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    assert env.cli("status", run_id, "--json").stderr == ""
+    assert env.cli("shutdown").returncode == 0
+    for args in (("--json",), ()):
+        out = env.cli("status", run_id, *args)
+        assert out.returncode == 0 and "daemon: not running" in out.stderr, out.stderr
+    assert json.loads(env.cli("status", run_id, "--json").stdout)["state"] == "running"
+    env.start_daemon()
+    env.cli("stop", run_id)

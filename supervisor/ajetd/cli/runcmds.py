@@ -104,6 +104,11 @@ def status(
     now = time.time()
     if run_id is not None and not watch:
         run = load_run(home, run_id)
+        if run.active:  # the daemon's own trouble, where it leaves this run unwatched
+            for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
+                text = "".join(part for part, _ in line)
+                if text.startswith("daemon: "):
+                    click.echo(text, err=True)
         if as_json:
             click.echo(statusterm.json_dump(status_view.run_json(run, now)))
         else:
