@@ -102,3 +102,21 @@ def test_status_of_a_live_run_says_on_stderr_that_no_daemon_watches_it(daemon_en
     assert json.loads(env.cli("status", run_id, "--json").stdout)["state"] == "running"
     env.start_daemon()
     env.cli("stop", run_id)
+
+
+def test_readme_documents_every_field_of_the_status_object(daemon_env: Env) -> None:
+    """README is the contract a program reads: each field `status RUN --json` (and `wait`,
+    `stop`, `status --json`, run.json) prints is named in its "The status object" section, and
+    finish.flag is a part of the same object, field for field."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("ok", ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    readme = (ROOT / "README.md").read_text()
+    assert "\n### The status object\n" in readme
+    section = readme.split("\n### The status object\n")[1].split("\n#")[0]
+    assert not [key for key in status if f"`{key}`" not in section]
+    flag = json.loads((env.tmp / "results" / "ok" / "finish.flag").read_text())
+    assert {key: status[key] for key in flag} == flag
+    listed = json.loads(env.cli("status", "--json").stdout)
+    waited = json.loads(env.cli("wait", run_id, "--json").stdout)
+    assert listed == [status] and waited == status
