@@ -120,3 +120,38 @@ def test_readme_documents_every_field_of_the_status_object(daemon_env: Env) -> N
     listed = json.loads(env.cli("status", "--json").stdout)
     waited = json.loads(env.cli("wait", run_id, "--json").stdout)
     assert listed == [status] and waited == status
+
+
+def test_campaign_wait_json_prints_the_campaign_whatever_the_exit_code(daemon_env: Env) -> None:
+    """`wait RUN --json` prints the run's object also at 124; `campaign wait --json` printed
+    nothing on stdout at 124 and at 2 (nothing to wait for): a program read an empty
+    document. Now the campaign's status object, as it stands."""
+    from test_campaign_live import CONFIG, committed_baseline
+
+    env = daemon_env
+    committed_baseline(env)
+    base = env.blueprint(
+        "cbase", config=CONFIG, command=f"python examples/run_grpo.py --config {CONFIG}"
+    )
+    folder = env.tmp / "camp"
+    folder.mkdir()
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        "name: audit\nmetric: accuracy\nbase: base.md\nbaseline: false\n"
+        f"result_dir: {env.tmp / 'campres'}\nstop: {{max_experiments: 2}}\n"
+    )
+    cid = env.cli("campaign", str(folder)).stdout.split()[-1]
+    wait_for(
+        lambda: (
+            json.loads(env.cli("campaign", "status", cid, "--json").stdout)["state"] == "waiting"
+        ),
+        what="the campaign to wait for an experiment",
+    )
+    for args, code in ((("--timeout", "0"), 124), (("--next",), 2)):
+        out = env.cli("campaign", "wait", cid, "--json", *args)
+        assert out.returncode == code, out.stderr
+        assert json.loads(out.stdout)["campaign_id"] == cid, args
+        assert out.stderr  # the reason, in words
+    out = env.cli("wait", cid, "--json", "--timeout", "0")  # a campaign id given to `wait`
+    assert out.returncode == 124 and json.loads(out.stdout)["state"] == "waiting"
+    env.cli("campaign", "stop", cid)

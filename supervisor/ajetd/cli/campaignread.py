@@ -112,6 +112,16 @@ def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
     sys.exit(ROW_EXIT.get(row["status"], 1))
 
 
+def _campaign_exit(home: Home, cid: str, code: int, line: str, as_json: bool) -> NoReturn:
+    """`campaign wait`'s end without a row: its line, or with --json the campaign's status
+    object as it stands, whatever the exit code (as `wait RUN --json` prints the run's)."""
+    if as_json:
+        echo_json(status_data(home, cid)[0])
+    elif line:
+        click.echo(line)
+    sys.exit(code)
+
+
 def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
     """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
     from ajetd.views.campaign import WAIT_EXIT, row_json
@@ -135,15 +145,11 @@ def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: boo
                 click.echo(
                     f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
                 )
-                sys.exit(2)
+                _campaign_exit(home, cid, 2, "", as_json)
         if state.done:
-            code = WAIT_EXIT.get(state.status, 1)
-            if as_json:
-                echo_json(status_data(home, cid)[0])
-            else:
-                click.echo(f"campaign {cid} {state.status}: {state.reason}")
-            sys.exit(code)
+            line = f"campaign {cid} {state.status}: {state.reason}"
+            _campaign_exit(home, cid, WAIT_EXIT.get(state.status, 1), line, as_json)
         if deadline is not None and time.monotonic() >= deadline:
             click.echo(f"campaign {cid} {state.phase}: {state.progress}", err=True)
-            sys.exit(124)
+            _campaign_exit(home, cid, 124, "", as_json)
         time.sleep(POLL_S)
