@@ -143,3 +143,17 @@ def test_readme_table_names_every_option_a_program_relies_on() -> None:
         wrong += [f"{name}: {o} not in README" for o in machine if o in takes - shown]
         wrong += [f"{name}: README offers {o}" for o in shown - takes]
     assert not wrong, wrong
+
+
+def test_readme_says_what_each_json_prints() -> None:
+    """Each row of README's command table that offers `--json` says what it prints (or where
+    its fields are listed): `lint --json`, `campaign list --json`, `campaign add --json` and
+    `campaign wait --json` did not."""
+    silent = [
+        line.split(" | ")[0]
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| `ajetd ")
+        and "--json" in line.split(" | ")[0]
+        and "--json" not in line.split(" | ", 1)[1]
+    ]
+    assert not silent, silent
