@@ -53,10 +53,10 @@ def test_stop_json_is_the_runs_status_object(daemon_env: Env) -> None:
     assert again.returncode == 0 and json.loads(again.stdout) == stopped
 
 
-def test_campaign_set_and_stop_json(daemon_env: Env) -> None:
+def _campaign(env: Env, rules: str) -> str:
+    """A campaign of NeMo-RL fake runs on a committed codebase, submitted; its id."""
     from test_campaign_live import CONFIG, committed_baseline
 
-    env = daemon_env
     committed_baseline(env)
     base = env.blueprint(
         "cbase", config=CONFIG, command=f"python examples/run_grpo.py --config {CONFIG}"
@@ -65,10 +65,16 @@ def test_campaign_set_and_stop_json(daemon_env: Env) -> None:
     folder.mkdir()
     (folder / "base.md").write_text(base.read_text())
     (folder / "campaign.yaml").write_text(
-        "name: audit\nmetric: accuracy\nbase: base.md\n"
-        f"result_dir: {env.tmp / 'campres'}\nstop: {{max_experiments: 1}}\n"
+        f"name: audit\nmetric: accuracy\nbase: base.md\nresult_dir: {env.tmp / 'campres'}\n" + rules
     )
-    cid = env.cli("campaign", str(folder)).stdout.split()[-1]
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()[-1]
+
+
+def test_campaign_set_and_stop_json(daemon_env: Env) -> None:
+    env = daemon_env
+    cid = _campaign(env, "stop: {max_experiments: 1}\n")
     done = env.cli("campaign", "wait", cid, "--json", "--timeout", "60")
     assert done.returncode == 0 and json.loads(done.stdout)["status"] == "completed"
     raised = env.cli("campaign", "set", cid, "--max-experiments", "3", "--json")
@@ -126,21 +132,8 @@ def test_campaign_wait_json_prints_the_campaign_whatever_the_exit_code(daemon_en
     """`wait RUN --json` prints the run's object also at 124; `campaign wait --json` printed
     nothing on stdout at 124 and at 2 (nothing to wait for): a program read an empty
     document. Now the campaign's status object, as it stands."""
-    from test_campaign_live import CONFIG, committed_baseline
-
     env = daemon_env
-    committed_baseline(env)
-    base = env.blueprint(
-        "cbase", config=CONFIG, command=f"python examples/run_grpo.py --config {CONFIG}"
-    )
-    folder = env.tmp / "camp"
-    folder.mkdir()
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        "name: audit\nmetric: accuracy\nbase: base.md\nbaseline: false\n"
-        f"result_dir: {env.tmp / 'campres'}\nstop: {{max_experiments: 2}}\n"
-    )
-    cid = env.cli("campaign", str(folder)).stdout.split()[-1]
+    cid = _campaign(env, "baseline: false\nstop: {max_experiments: 2}\n")
     wait_for(
         lambda: (
             json.loads(env.cli("campaign", "status", cid, "--json").stdout)["state"] == "waiting"
