@@ -148,3 +148,18 @@ def test_campaign_wait_json_prints_the_campaign_whatever_the_exit_code(daemon_en
     out = env.cli("wait", cid, "--json", "--timeout", "0")  # a campaign id given to `wait`
     assert out.returncode == 124 and json.loads(out.stdout)["state"] == "waiting"
     env.cli("campaign", "stop", cid)
+
+
+def test_diag_json_says_what_status_says_in_the_same_fields(daemon_env: Env) -> None:
+    """`diag --json` shares five fields with the status object; its `reason` was "" where
+    status says null, and its `state` the record's (a Slurm job still pending is `queued`
+    in status, `running` in diag)."""
+    env = daemon_env
+    config = env.config("forever", forever=True)
+    run_id = env.submit(env.blueprint("forever", config=config, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    diag = json.loads(env.cli("diag", run_id, "--json").stdout)
+    status = env.status(run_id)
+    shared = ("run_id", "state", "status", "reason", "attention")
+    assert {k: diag[k] for k in shared} == {k: status[k] for k in shared}
+    env.cli("stop", run_id)

@@ -24,6 +24,7 @@ from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import trial_log
 from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts import sshcmd
+from ajetd.views.records import run_json
 
 
 def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, Any]]:
@@ -31,13 +32,14 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     facts as a JSON-ready dict (`ajetd diag RUN --json`: every command that shows data takes
     `--json`)."""
     now = time.time()
+    shown = run_json(run, now)  # the fields diag shares with the status object, as it has them
     trial = run.trial
     screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
     findings = (trial.findings or trial.live_findings) if trial else ()
     log_file = trial_log(run, trial.number) if trial else None
     tail = (log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
-    lines += [f"- state: {run.state.value}" + (f" ({run.status.value})" if run.status else "")]
+    lines += [f"- state: {shown['state']}" + (f" ({run.status.value})" if run.status else "")]
     lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
     lines += [f"- attention: {run.attention}"] if run.attention else []
     lines += ["", "## Pane", "", "```text", *screen, "```"]
@@ -62,10 +64,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     data: dict[str, Any] = {
         "run_id": run.run_id,
         "taken_at": iso(now),
-        "state": run.state.value,
-        "status": run.status.value if run.status else None,
-        "reason": run.reason,
-        "attention": run.attention,
+        **{key: shown[key] for key in ("state", "status", "reason", "attention")},
         "pane": screen,
         "processes": processes,
         "gpus": gpus,
