@@ -163,3 +163,24 @@ def test_diag_json_says_what_status_says_in_the_same_fields(daemon_env: Env) -> 
     shared = ("run_id", "state", "status", "reason", "attention")
     assert {k: diag[k] for k in shared} == {k: status[k] for k in shared}
     env.cli("stop", run_id)
+
+
+def test_json_commands_that_cannot_answer_leave_stdout_empty(env: Env) -> None:
+    """README: with --json, stdout is one JSON document or, where the command cannot answer
+    (an unknown id: exit 2), empty; never words a JSON reader chokes on."""
+    unknown = {"ajetd diagnose": "/nonexistent.log", "ajetd lint": "/nonexistent.md"}
+    for name, command in cli_commands():
+        if not any("--json" in p.opts for p in command.params if isinstance(p, click.Option)):
+            continue
+        words = name.split()[1:]
+        if name in ("ajetd status", "ajetd gpus", "ajetd campaign list"):
+            out = env.cli(*words, "--json")  # an empty home: an empty answer, still JSON
+            doc = json.loads(out.stdout)
+            assert out.returncode == 0 and (doc == [] or "local" in doc), name
+            continue
+        target = unknown.get(name, "c-zzzzzz" if "campaign" in words else "zzzzzz")
+        extra = ("--name", "n", "--description", "d") if name == "ajetd campaign add" else ()
+        extra += ("--max-experiments", "2") if name == "ajetd campaign set" else ()
+        out = env.cli(*words, target, *extra, "--json")
+        assert (out.returncode, out.stdout) == (2, ""), (name, out.returncode, out.stdout)
+        assert out.stderr, name
