@@ -184,3 +184,16 @@ def test_json_commands_that_cannot_answer_leave_stdout_empty(env: Env) -> None:
         out = env.cli(*words, target, *extra, "--json")
         assert (out.returncode, out.stdout) == (2, ""), (name, out.returncode, out.stdout)
         assert out.stderr, name
+
+
+def test_a_field_without_a_value_is_null_never_empty_text(daemon_env: Env) -> None:
+    """A blueprint that says nothing is rejected with every field it lacks null (README: the
+    status object); `purpose` alone was "" beside a null result_dir, command, session."""
+    env = daemon_env
+    junk = env.tmp / "junk.md"
+    junk.write_text("hello\n")
+    run_id = env.submit(junk)
+    status = env.wait_done(run_id)
+    assert status["status"] == "rejected"
+    assert "" not in status.values(), status
+    assert status["purpose"] is None and status["result_dir"] is None

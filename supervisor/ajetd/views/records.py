@@ -25,7 +25,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
     trial = run.trial
     return {
         "run_id": run.run_id,
-        "purpose": run.purpose,
+        "purpose": run.purpose or None,
         "session": run.session or None,
         "state": shown_state(run),
         "status": run.status.value if run.status else None,
