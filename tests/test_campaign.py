@@ -355,3 +355,24 @@ def test_a_rows_empty_columns_are_null_as_everywhere_else_in_the_json() -> None:
         assert first[key] == data["best"][key], key
     assert second["command"] is None and second["log_path"] is None and second["run_id"] is None
     assert first["job_id"] == "k3x9az" and first["metric_value"] == 0.5
+
+
+def test_a_refused_campaigns_status_has_every_field_of_any_other() -> None:
+    """A campaign refused before its folder could be read lacked best, attempted, result_dir
+    and 15 more fields of `campaign status --json`: a program reading `best` got a KeyError.
+    Now null (or empty) where there is nothing to say."""
+    from ajetd.core.campaignrecord import CampaignState
+    from ajetd.views.campaign import status_json
+
+    spec = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    good = status_json(spec, CampaignState("c-k3x9az", 0.0), {}, 1.0)
+    refused = CampaignState("c-k3x9az", 0.0, done=True, phase="done", status="refused")
+    refused.reason = refused.refused = "campaign.yaml: base: missing"
+    data = status_json(None, refused, {}, 1.0)
+    assert list(data) == list(good)
+    assert (data["best"], data["attempted"], data["result_dir"], data["planned"]) == (
+        None,
+        0,
+        None,
+        [],
+    )

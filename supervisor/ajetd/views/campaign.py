@@ -115,6 +115,34 @@ def _campaign_json(spec: cs.CampaignSpec, state: CampaignState, now: float) -> d
     }
 
 
+# `status_json`'s fields that come from the campaign's spec, in its order: a refused
+# campaign (no spec) has them too, null where nothing is known
+_SPEC_FIELDS = (
+    "goal",
+    "stop_rules",
+    "default_stop_rule",
+    "stop_met",
+    "attempted",
+    "remaining",
+    "deadline_at",
+    "deadline_left_s",
+    "per_experiment_timeout_s",
+    "best",
+    "baseline",
+    "running",
+    "planned",
+    "rows",
+    "result_dir",
+    "ledger",
+    "report",
+    "plot",
+    "branch_prefix",
+    "repo",
+    "baseline_commit",
+    "parallel",
+)
+
+
 def status_json(
     spec: cs.CampaignSpec | None,
     state: CampaignState,
@@ -135,8 +163,17 @@ def status_json(
         "folder": folder,
     }
     rows = [row_json(e) for e in state.experiments if e.recorded]
-    if spec is None:  # refused before its folder could be read
-        return {**out, "goal": None, "stop_rules": [], "rows": rows, "running": []}
+    if spec is None:  # refused before its folder could be read: every field, few known
+        known = {
+            "stop_rules": [],
+            "attempted": attempted(state),
+            "running": [],
+            "planned": [],
+            "rows": rows,
+            "repo": state.repo or None,
+            "baseline_commit": state.baseline_commit or None,
+        }
+        return {**out, **{key: known.get(key) for key in _SPEC_FIELDS}}
     best, baseline = _best_and_baseline(state)
     plan = cs.planned(spec)
     out.update(_campaign_json(spec, state, now))
