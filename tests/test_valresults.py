@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from ajetd.core.model import Run
+from ajetd.core.model import Run, State, Status
 from ajetd.frameworks.valresults import metric_series, parse_dict_line, parse_val_text
 from ajetd.views.report import ReportContext, render_results
 
@@ -78,3 +79,15 @@ def test_results_table_holds_the_seeds_validation_attributes() -> None:
     ]
     first = next(line for line in text.splitlines() if line.startswith("| 0 |"))
     assert first.endswith(" | 85 |")  # num_pass_n_tasks(pass@8) at step 0
+
+
+def test_a_success_without_any_validation_record_says_where_none_was_found() -> None:
+    """An AgentJet run that exited 0 with nothing in its val file read as a plain success
+    ('No validation results were written'); AgentJet writes one before training, so it says
+    where it looked and what that means."""
+    run = Run("r2", "bp.md", 0.0, status=Status.SUCCEEDED, state=State.DONE, val_path="/c/v/val.md")
+    text = render_results(run, ReportContext(host="h"))
+    assert "No validation results were written during this run" in text
+    assert "`/c/v/val.md`" in text and "val_before_train" in text
+    quiet = render_results(replace(run, kind="nemo_rl", val_path=None), ReportContext(host="h"))
+    assert "val_before_train" not in quiet

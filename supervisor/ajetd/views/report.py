@@ -12,7 +12,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
-from ajetd.core.model import Run, Trial
+from ajetd.core.model import Run, Status, Trial
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import metric_series, table_keys
@@ -88,7 +88,14 @@ def _fmt(value: Any) -> str:
 def _metrics_section(run: Run) -> list[str]:
     history = list(run.history)
     if not history:
-        return ["No validation results were written during this run."]
+        none = "No validation results were written during this run."
+        if run.kind == "agentjet" and run.val_path and run.status is Status.SUCCEEDED:
+            none += (
+                " AgentJet writes one before training (val_before_train) and every test_freq "
+                f"steps, to `{run.val_path}`: the program exited 0 without one there (it wrote "
+                "them elsewhere, or ended before validating), so its results are not here."
+            )
+        return [none]
     keys = table_keys(history)
     if run.metric not in keys and any(run.metric in r for r in history):
         keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
