@@ -210,3 +210,29 @@ def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
     cd = f"cd configs && python -m fakejet.launcher --conf {other.split('/')[1]}"
     out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
     assert out.returncode == 0 or "is not exp_yaml_path" not in out.stderr  # not resolvable here
+
+
+def test_a_swarm_client_without_its_server_is_warned(env: Env) -> None:
+    """Seed 001: a swarm client needs its server started first. A YAML with
+    `enable_swarm_mode: True` and no `[ajetd] swarm:` got no word: ajetd starts no server, and
+    the client failed on a refused connection."""
+    config = env.config("client")
+    path = env.codebase / config
+    path.write_text(path.read_text().replace("ajet:\n", "ajet:\n  enable_swarm_mode: true\n", 1))
+    assert "enable_swarm_mode: true" in path.read_text()
+    bp = env.blueprint("client", config=config, command="python agent_roll.py")
+    data = json.loads(env.cli("lint", str(bp), "--json").stdout)
+    warned = " ".join(data["blueprint"]["warnings"])
+    assert data["ok"] and "enable_swarm_mode" in warned and "[ajetd] swarm" in warned
+    with_server = env.blueprint(
+        "client2", config=config, command="python agent_roll.py", ajetd="swarm: {port: 10123}"
+    )
+    warned = " ".join(
+        json.loads(env.cli("lint", str(with_server), "--json").stdout)["blueprint"]["warnings"]
+    )
+    assert "enable_swarm_mode" not in warned
+    server = env.blueprint("server", config=config, command=f"ajet-swarm start --conf {config}")
+    warned = " ".join(
+        json.loads(env.cli("lint", str(server), "--json").stdout)["blueprint"]["warnings"]
+    )
+    assert "enable_swarm_mode" not in warned  # the server itself

@@ -316,6 +316,22 @@ def _other_config(bp: Blueprint, codebase: str, yaml_path: str, fs: Fs) -> str |
     )
 
 
+def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
+    """A swarm client (its YAML enables swarm mode) for which ajetd starts no server: seed
+    001 starts the server first. Not the server itself (`ajet-swarm`, `--swarm-server`)."""
+    ajet = config.get("ajet") if isinstance(config, Mapping) else None
+    if not isinstance(ajet, Mapping) or ajet.get("enable_swarm_mode") is not True:
+        return []
+    command = bp.launch_command
+    if bp.options.swarm is not None or "ajet-swarm" in command or "--swarm-server" in command:
+        return []
+    return [
+        "ajet.enable_swarm_mode is True: a swarm client, whose server must run first (seed "
+        "001); ajetd starts none without `[ajetd] swarm: {port: ...}`, with which it starts "
+        "`ajet-swarm start` first (or uses a server already answering on that port)"
+    ]
+
+
 def check_blueprint(
     bp: Blueprint, val_writers: Mapping[str, str] | None = None
 ) -> tuple[Resolved | None, list[str]]:
@@ -358,6 +374,7 @@ def check_blueprint(
     if problems:
         return None, problems
     found.warnings.extend(_own_placement(bp.launch_command))
+    found.warnings.extend(_serverless_client(bp, config))
     val_path = _val_path(apply_patches(config, found.patches), codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
