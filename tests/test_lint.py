@@ -201,12 +201,21 @@ def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
     ran another: the run 'succeeded' with no metrics, its validation in a file never read."""
     named, other = env.config("named"), env.config("other")
     conf = conf.format(codebase=env.codebase)
-    for flag in ("--conf", "--config"):
-        command = f"python -m fakejet.launcher {flag} {conf}"
+    for command in (
+        f"python -m fakejet.launcher --conf {conf}",  # AgentJet's flag, an `ajet:` config
+        f"uv run examples/run_grpo.py --config {conf}",  # NeMo-RL's
+    ):
         out = env.cli("lint", str(env.blueprint("mismatch", config=named, command=command)))
         assert (out.returncode == 0) is ok, out.stdout + out.stderr
         if not ok:
+            flag = command.split()[-2]
             assert f"exp_launch_command: {flag} {other} is not exp_yaml_path" in out.stderr
+    # another program's own --config is its business: ajetd reads no config of it
+    mine = f"python train.py --config {other}"
+    path = env.codebase / named
+    path.write_text("model: {lr: 1}\n")
+    out = env.cli("lint", str(env.blueprint("own", config=named, command=mine)))
+    assert "is not exp_yaml_path" not in out.stdout + out.stderr
     cd = f"cd configs && python -m fakejet.launcher --conf {other.split('/')[1]}"
     out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
     assert out.returncode == 0 or "is not exp_yaml_path" not in out.stderr  # not resolvable here

@@ -22,6 +22,7 @@ from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.shellenv import launch_env
+from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import ConfigReview, apply_patches, conf_argument, review
 from ajetd.hosts import slurm
 from ajetd.hosts.sshcmd import RemoteFs, SshError
@@ -294,17 +295,25 @@ def _own_val_file(
     return target
 
 
-_CONFIG_FLAG = re.compile(r"(?<!\S)(--conf(?:ig)?)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
+_CONF_FLAG = re.compile(r"(?<!\S)(--conf)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
+_CONFIG_FLAG = re.compile(r"(?<!\S)(--config)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
 _CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
 
 
-def _other_config(bp: Blueprint, codebase: str, yaml_path: str, fs: Fs) -> str | None:
-    """The launch command's `--conf` (AgentJet) or `--config` (NeMo-RL) naming another file
-    than exp_yaml_path: ajetd would check, fix and read the results of a config that does not
-    run. Only where it can tell (the file exists; no `cd` moves the command elsewhere; no
-    shell variable in it)."""
-    found = _CONFIG_FLAG.search(bp.launch_command)
-    if found is None or "$" in found.group(3) or _CD.search(bp.launch_command):
+def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs: Fs) -> str | None:
+    """The config the program runs naming another file than exp_yaml_path, whose config
+    ajetd reads: AgentJet's `--conf` (exp_yaml_path is an `ajet:` config), NeMo-RL's
+    `--config` (a `run_*.py` launch). ajetd would check, fix and read the results of a
+    config that does not run. Only where it can tell (the file exists; no `cd` moves the
+    command elsewhere; no shell variable in it)."""
+    command = bp.launch_command
+    if nemorl.is_nemo_launch(command):
+        found = _CONFIG_FLAG.search(command)
+    elif isinstance(config, Mapping) and "ajet" in config:
+        found = _CONF_FLAG.search(command)
+    else:
+        return None
+    if found is None or "$" in found.group(3) or _CD.search(command):
         return None
     path = _abs(os.path.join(codebase, fs.expand(found.group(3))), fs)
     if not fs.isfile(path) or fs.realpath(path) == fs.realpath(yaml_path):
@@ -348,7 +357,7 @@ def check_blueprint(
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
     if config is not None:
-        other = _other_config(bp, codebase, yaml_path, fs)
+        other = _other_config(bp, codebase, yaml_path, config, fs)
         problems.extend([other] if other else [])
     if bp.options.slurm is not None:
         try:
