@@ -295,8 +295,7 @@ def _own_val_file(
     return target
 
 
-_CONF_FLAG = re.compile(r"(?<!\S)(--conf)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
-_CONFIG_FLAG = re.compile(r"(?<!\S)(--config)(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\2")
+_CONFIG_FLAG = re.compile(r"(?<!\S)--config(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\1")
 _CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
 
 
@@ -308,18 +307,19 @@ def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs:
     command elsewhere; no shell variable in it)."""
     command = bp.launch_command
     if nemorl.is_nemo_launch(command):
-        found = _CONFIG_FLAG.search(command)
+        flag, found = "--config", _CONFIG_FLAG.search(command)
+        named = found.group(2) if found else None
     elif isinstance(config, Mapping) and "ajet" in config:
-        found = _CONF_FLAG.search(command)
+        flag, named = "--conf", conf_argument(command)
     else:
         return None
-    if found is None or "$" in found.group(3) or _CD.search(command):
+    if named is None or "$" in named or _CD.search(command):
         return None
-    path = _abs(os.path.join(codebase, fs.expand(found.group(3))), fs)
+    path = _abs(os.path.join(codebase, fs.expand(named)), fs)
     if not fs.isfile(path) or fs.realpath(path) == fs.realpath(yaml_path):
         return None
     return (
-        f"exp_launch_command: {found.group(1)} {found.group(3)} is not exp_yaml_path "
+        f"exp_launch_command: {flag} {named} is not exp_yaml_path "
         f"({bp.yaml_path}): ajetd would check and fix that config and read its validation "
         "results while the command runs another; name the same file in both"
     )
