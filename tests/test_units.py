@@ -54,6 +54,22 @@ def test_autokill_is_removed_as_a_whole_word() -> None:
     quoted = 'python -m ajet.launcher --conf a.yaml --note "two  spaces" --autokill'
     assert protect_autokill(quoted) == (quoted.removesuffix(" --autokill"), True)
     assert protect_autokill("x --autokill=1") == ("x --autokill=1", False)  # not the flag
+    # wherever bash still passes the flag: before a continuation, inside a quoted command,
+    # before a redirection, after a parenthesis
+    for command, left in (
+        (
+            "ajet --conf a.yaml --autokill\\\n  --backbone verl",
+            "ajet --conf a.yaml\\\n  --backbone verl",
+        ),
+        ('bash -c "ajet --conf a.yaml --autokill"', 'bash -c "ajet --conf a.yaml"'),
+        ("sh -c 'ajet --conf a.yaml --autokill'", "sh -c 'ajet --conf a.yaml'"),
+        ("ajet --autokill>log.txt 2>&1", "ajet>log.txt 2>&1"),
+        ("(ajet --conf a.yaml --autokill)", "(ajet --conf a.yaml)"),
+        ("(--autokill ajet)", "( ajet)"),
+    ):
+        assert protect_autokill(command) == (left, True), command
+    for word in ("x--autokill", "---autokill", "--autokillx", "--autokill_x"):
+        assert protect_autokill(f"ajet {word}") == (f"ajet {word}", False), word
 
 
 def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:

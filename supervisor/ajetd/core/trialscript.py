@@ -53,8 +53,11 @@ class TrialSpec:
     venv_exe: str = ""
 
 
-# the word alone (`--autokill=...` is not AgentJet's flag); linear: no repetition
-_AUTOKILL = re.compile(r"(?<!\S)--autokill(?![^\s;&|)])")
+# the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,
+# `--autokill=...` is not AgentJet's flag), but followed by anything else: a space, `;`, a
+# closing quote (`bash -c "... --autokill"`), a `\` continuation, a redirection (`>log`), the
+# end; linear: no repetition
+_AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w=-])")
 
 
 def protect_autokill(command: str) -> tuple[str, bool]:
