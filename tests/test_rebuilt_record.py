@@ -157,3 +157,37 @@ def test_a_trial_script_reads_back_as_it_was_rendered() -> None:
     assert facts.env["CUDA_VISIBLE_DEVICES"] == "0,3" and facts.env["NCCL_DEBUG"] == "WARN"
     assert read_trial_script("#!/usr/bin/env bash\necho 'unclosed\n") is None
     assert read_trial_script(Path(__file__).read_text()) is None  # not a trial script
+
+
+def test_an_ended_runs_damaged_record_never_writes_into_another_runs_result_dir(
+    env: Env,
+) -> None:
+    """Run A ended; its result dir was archived and run B wrote there since. A's record cut
+    at a start must leave it named, not rebuilt as live and ended again over B's results (the
+    rebuild writes only into a result dir that is there, holds no finish.flag and is no live
+    run's)."""
+    result = env.tmp / "results" / "shared"
+    first = Loop(env)
+    try:
+        a = first.submit(env.blueprint("a", command="echo A; exit 0", result=str(result)))
+        assert first.until_done(a)["run_id"] == a
+    finally:
+        first.close()
+    result.rename(env.tmp / "results" / "shared.archived")
+    second = Loop(env)
+    try:
+        b = second.submit(env.blueprint("b", command="echo B; exit 0", result=str(result)))
+        assert second.until_done(b)["status"] == "succeeded"
+    finally:
+        second.close()
+    written = {name: (result / name).read_bytes() for name in ("results.md", "finish.flag")}
+    _damage(env, a)
+    third = Loop(env)
+    try:
+        for _ in range(20):
+            third.turn()
+        assert a not in third.daemon.slots and a in third.daemon.home.damaged
+    finally:
+        third.close()
+    assert {name: (result / name).read_bytes() for name in written} == written
+    assert json.loads(written["finish.flag"])["run_id"] == b

@@ -1,11 +1,9 @@
-"""A run's folder read back as its trials (scripts, go and exit files) and whether its own
-finish.flag is in its result dir: what rebuilding a run whose record was damaged needs
-(`daemon.rebuild`). Apart from `runrecords`, which every client command loads to read
+"""A run's folder read back as its trials (scripts, go and exit files): what rebuilding a run
+whose record was damaged needs (`daemon.rebuild`). Apart from `runrecords`, which every client command loads to read
 records: the script reader is not loaded for `ajetd status`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ajetd.core.rebuilt import TrialFiles
@@ -48,12 +46,3 @@ def _exit(folder: Path, number: int) -> tuple[int, float | None] | None:
         return parse_exit_file((folder / f"trial-{number}.exit").read_text(errors="replace"))
     except OSError:
         return None
-
-
-def flag_of(result_dir: str, run_id: str) -> bool:
-    """The run's own finish.flag is in its result dir: it ended, its end written."""
-    try:
-        data = json.loads((Path(result_dir) / "finish.flag").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("run_id") == run_id

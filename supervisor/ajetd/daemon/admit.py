@@ -162,7 +162,7 @@ class Admit(Base):
                 live.append(run)
             else:
                 self._keep(run)
-        live += self._rebuild_damaged(now)
+        live += self._rebuild_damaged(now, {r.result_dir for r in live})
         for run in sorted(live, key=lambda r: (r.submitted_at, r.run_id)):
             with self._each(run.run_id, "taking it up again"):  # one run never stops a start
                 self._take_up(run, now)
@@ -170,9 +170,10 @@ class Admit(Base):
             log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
 
-    def _rebuild_damaged(self, now: float) -> list[Run]:
+    def _rebuild_damaged(self, now: float, taken: set[str]) -> list[Run]:
         """The live runs among the damaged records, rebuilt from their folders (`rebuild`):
-        never left running unwatched. The others stay named."""
+        never left running unwatched. The others stay named. `taken`: the live runs' result
+        dirs, which no rebuilt run may write into."""
         if not self.home.damaged:
             return []
         panes = self.tmux.panes_or_empty()
@@ -180,10 +181,11 @@ class Admit(Base):
         found = []
         for run_id, line in sorted(self.home.damaged.items()):
             with self._each(run_id, "rebuilding its damaged record"):
-                run = rebuild.rebuild(self.home, run_id, line, panes, socket, now)
+                run = rebuild.rebuild(self.home, run_id, line, panes, socket, now, taken)
                 if run is not None:
                     del self.home.damaged[run_id]
                     found.append(run)
+                    taken.add(run.result_dir)
         return found
 
     def _take_up(self, run: Run, now: float) -> None:

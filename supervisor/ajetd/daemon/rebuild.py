@@ -2,9 +2,10 @@
 a folder that holds trials) is rebuilt from its folder (`core.rebuilt`) and supervised again,
 instead of being left running in tmux with nobody watching its end.
 
-Only a run that may still live is rebuilt: one whose trial scripts are all there and whose own
-finish.flag is not in its result dir (a run that ended has its end written there; it stays
-named as damaged). A run on an SSH host or through Slurm is not rebuilt either: what ties its
+Only a run that may still live is rebuilt: one whose trial scripts are all there, whose last
+trial has not ended without a pane left, and whose result dir is there, holds no finish.flag
+(its own: it ended; another run's: the folder is that run's now) and is no live run's. The
+others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on an SSH host or through Slurm is not rebuilt either: what ties its
 trial to the job or the remote folder was only in the record; nor one whose started trial has
 no pane on this tmux server while its program runs on a terminal: another tmux server's pane,
 which only the record named (a program that lingers without its terminal after its session
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Collection
 from pathlib import Path
 
 from ajetd.adapters import inbox, procs, runrecords, trialfiles
@@ -25,20 +27,28 @@ from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
 from ajetd.core.rebuilt import rebuilt_run
+from ajetd.hosts.preflight import in_use
 
 log = logging.getLogger(__name__)
 
 
 def rebuild(
-    home: Home, run_id: str, line: str, panes: list[Pane], socket: str, now: float
+    home: Home,
+    run_id: str,
+    line: str,
+    panes: list[Pane],
+    socket: str,
+    now: float,
+    taken: Collection[str] = (),
 ) -> Run | None:
     """The damaged run `run_id` (`line`: why it was left out) rebuilt and saved, or None
-    where it is not a live run that its folder can describe."""
+    where it is not a live run that its folder can describe. `taken`: the live runs' result
+    dirs."""
     folder = home.run_dir(run_id)
     if not folder.is_dir():
         return None
     trials = trialfiles.trial_files(folder, run_id)
-    if not trials or trialfiles.flag_of(trials[-1].facts.result_dir, run_id):
+    if not trials or not _result_dir_free(trials[-1].facts.result_dir, taken):
         return None
     options, _ = inbox.read_stored_options(home, run_id)
     if options.ssh is not None or options.slurm is not None:
@@ -66,6 +76,8 @@ def rebuild(
             socket,
         )
         return None
+    if pane is None and last.exit is not None:
+        return None  # it ended while no daemon watched, and its pane is gone: not live
     session = pane.session if pane is not None else ""
     if not session and last.started_at is None:  # never let go: a session to create
         base = session_base(said.purpose if said else "", Path(source).stem, run_id)
@@ -103,3 +115,14 @@ def _submitted_at(folder: Path, result_dir: str) -> float:
         with contextlib.suppress(OSError):
             return path.stat().st_mtime
     return 0.0
+
+
+def _result_dir_free(result_dir: str, taken: Collection[str]) -> bool:
+    """A rebuilt run may write its reports into `result_dir`: the folder is there (a live run's
+    holds its logs), holds no finish.flag (its own: it ended, its end written; another run's:
+    the folder is that run's now) and is no live run's (`taken`). Anything else leaves the
+    damaged record named, never a result overwritten."""
+    folder = Path(result_dir)
+    if not folder.is_dir() or (folder / "finish.flag").exists():
+        return False
+    return not in_use(result_dir, list(taken))
