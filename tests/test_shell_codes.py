@@ -93,3 +93,32 @@ def test_the_exit_code_alone_names_the_kind_when_the_log_does_not(code: int, kin
     said = diagnose_text("bash: line 1: foo: command not found\n")
     assert with_exit_code(tuple(said), 127) == tuple(said)  # the log's own line is enough
     assert with_exit_code((), 1) == ()
+
+
+NCCL_TIMEOUT = (
+    "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+    "600012 milliseconds before timing out.\n"
+)
+CUDA_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.10 GiB of which 1.02 GiB is free.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "kind"), [(NCCL_TIMEOUT, "nccl_timeout"), (CUDA_OOM, "cuda_oom")]
+)
+def test_a_probes_not_found_line_is_an_echo_unless_the_exit_code_says_so(
+    failure: str, kind: str
+) -> None:
+    """DeepSpeed's and vLLM's probes print `sh: 1: nvcc: not found` and carry on: a run that
+    then fails otherwise is read by that failure (its retry or science fix is kept), the
+    shell's line after it; only the trial's exit code 127 makes it the root."""
+    text = "/bin/sh: 1: nvcc: not found\nbash: git: command not found\n" + failure
+    found = tuple(diagnose_text(text))
+    assert [f.kind for f in found] == [kind, "command_not_found"]
+    assert with_exit_code(found, 1) == found
+    assert [f.kind for f in with_exit_code(found, 127)] == ["command_not_found", kind]
+    alone = tuple(diagnose_text("bash: line 1: no_such_program: command not found\n"))
+    assert [f.kind for f in with_exit_code(alone, 1)] == ["command_not_found"]  # the only one

@@ -26,6 +26,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
+from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts.base import Fetch, read_local
@@ -85,7 +86,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
         if exit_code != 0:
             if findings is None:
                 log_file = paths(home, run, trial.number).log
-                findings = with_full_disk(tuple(diagnose_file(log_file)), log_file, trial.number)
+                found = with_exit_code(tuple(diagnose_file(log_file)), exit_code)
+                findings = with_full_disk(found, log_file, trial.number)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why

@@ -692,7 +692,10 @@ CATALOGUE: tuple[Kind, ...] = (
     ),
     # The shell's own words for a command it could not run at all (bash's exit codes 127 and
     # 126, and the trial script's 126 when it cannot enter the codebase): before missing_file,
-    # whose "no such file or directory" a missing script or folder also says.
+    # whose "no such file or directory" a missing script or folder also says. Ranked as
+    # echoes (`consequence`): a program that goes on to fail otherwise was not ended by such a
+    # line (DeepSpeed's and vLLM's probes print `sh: 1: nvcc: not found` and carry on); the
+    # trial's exit code 127 or 126 puts the matching one first (`exitcodes`).
     Kind(
         "command_not_found",
         F,
@@ -709,6 +712,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^(\S*/)?(ba|da|k|z)?sh: (line \d+: )?[^\s:]*/[^\s:]*: no such file or directory",
             r"cannot execute: required file not found",  # bash 5.2: no such #! interpreter
         ),
+        consequence=True,
     ),
     Kind(
         "not_executable",
@@ -725,6 +729,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cannot execute binary file",
             r"\bexec format error\b",
         ),
+        consequence=True,
     ),
     Kind(
         "no_workdir",
@@ -738,6 +743,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^\S+: (line \d+: )?cd: .*: (no such file or directory|not a directory|permission "
             r"denied)"
         ),
+        consequence=True,
     ),
     Kind(
         "missing_file",

@@ -5,7 +5,9 @@ be entered); pure.
 The shell prints why into the output (`bash: line 1: foo: command not found`) and the catalogue
 reads that line; where the output holds no finding (the line never reached the log, a wrapper
 swallowed it) the code itself still names the kind, so such a failure never ends with no
-finding or a generic one.
+finding or a generic one. The catalogue ranks these kinds as echoes (a probe's `sh: 1: nvcc:
+not found` is printed by programs that go on); the exit code saying the same puts the matching
+finding first: then it is what ended the trial.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import BY_NAME
 
+# the kinds whose lines say why the shell exited with each code
+MATCHING = {127: ("command_not_found",), 126: ("not_executable", "no_workdir")}
 SHELL_CODES = {
     127: (
         "command_not_found",
@@ -28,10 +32,13 @@ SHELL_CODES = {
 
 
 def with_exit_code(found: tuple[Finding, ...], exit_code: int | None) -> tuple[Finding, ...]:
-    """A failed trial's findings, with the kind its exit code names where they name none."""
-    said = SHELL_CODES.get(exit_code) if exit_code is not None else None
-    if said is None or found:
+    """A failed trial's findings, with the kind its exit code names where they name none, and
+    the finding that says why the shell gave that code first where they hold one."""
+    if exit_code is None or exit_code not in SHELL_CODES:
         return found
-    name, evidence = said
+    if found:
+        agreeing = [f for f in found if f.kind in MATCHING[exit_code]][:1]
+        return (*agreeing, *(f for f in found if f not in agreeing))
+    name, evidence = SHELL_CODES[exit_code]
     kind = BY_NAME[name]
     return (Finding(kind.name, kind.severity.value, 0, evidence, kind.explanation, kind.fix),)
