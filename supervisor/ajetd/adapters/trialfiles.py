@@ -1,6 +1,6 @@
-"""A run's folder read back as its trials (scripts, go and exit files): what rebuilding a run
-whose record was damaged needs (`daemon.rebuild`). Apart from `runrecords`, which every client command loads to read
-records: the script reader is not loaded for `ajetd status`."""
+"""A run's folder read back as its trials (scripts, go and exit files): what rebuilding a run whose
+record was damaged needs (`daemon.rebuild`). Apart from `runrecords`, which every client command
+loads to read records: the script reader is not loaded for `ajetd status`."""
 
 from __future__ import annotations
 

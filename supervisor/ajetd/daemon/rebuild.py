@@ -1,16 +1,17 @@
-"""At start, a live run whose record is damaged (state.json empty, cut, not JSON, or gone from
-a folder that holds trials) is rebuilt from its folder (`core.rebuilt`) and supervised again,
+"""At start, a live run whose record is damaged (state.json empty, cut, not JSON, or gone from a
+folder that holds trials) is rebuilt from its folder (`core.rebuilt`) and supervised again,
 instead of being left running in tmux with nobody watching its end.
 
 Only a run that may still live is rebuilt: one whose trial scripts are all there, whose last
 trial has not ended without a pane left, and whose result dir is there, holds no finish.flag
 (its own: it ended; another run's: the folder is that run's now) and is no live run's. The
-others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on an SSH host or through Slurm is not rebuilt either: what ties its
-trial to the job or the remote folder was only in the record; nor one whose started trial has
-no pane on this tmux server while its program runs on a terminal: another tmux server's pane,
-which only the record named (a program that lingers without its terminal after its session
-was killed makes the run `lost`, as for any run). The damaged file is kept beside
-the new one (`state.json.damaged`); the journal and the daemon's log say what was done.
+others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on
+an SSH host or through Slurm is not rebuilt either: what ties its trial to the job or the remote
+folder was only in the record; nor one whose started trial has no pane on this tmux server while
+its program runs on a terminal: another tmux server's pane, which only the record named (a
+program that lingers without its terminal after its session was killed makes the run `lost`, as
+for any run). The damaged file is kept beside the new one (`state.json.damaged`); the journal
+and the daemon's log say what was done.
 """
 
 from __future__ import annotations
