@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from ajetd.core.shellenv import launch_env
 from conftest import PYTHON, Env
 
 
@@ -148,6 +149,12 @@ def test_a_config_pyyaml_cannot_build_is_named(env: Env, body: str) -> None:
         ("SWANLAB_API_KEY= ", False),  # set, but empty
         ("echo SWANLAB_API_KEY=k123 && ", False),  # an argument, not an assignment
         ("", False),
+        # passed on from a shell that has none (the lint's environment has no SWANLAB_*):
+        # the shell's expansion is empty, not the text `$SWANLAB_API_KEY`
+        ("SWANLAB_API_KEY=$SWANLAB_API_KEY ", False),
+        ("export SWANLAB_API_KEY=${SWANLAB_API_KEY} && ", False),
+        ("SWANLAB_API_KEY=${SWANLAB_API_KEY:-} ", False),
+        ("SWANLAB_API_KEY=$(cat /nonexistent) ", False),
     ],
 )
 def test_a_key_the_launch_command_sets_keeps_the_users_logger(
@@ -245,3 +252,17 @@ def test_a_swarm_client_without_its_server_is_warned(env: Env) -> None:
         json.loads(env.cli("lint", str(server), "--json").stdout)["blueprint"]["warnings"]
     )
     assert "enable_swarm_mode" not in warned  # the server itself
+
+
+def test_a_key_passed_on_is_the_value_of_what_it_passes() -> None:
+    """`K=$K` and `K=${K}` are the variable's value where it is set (here: the daemon's or
+    `[ajetd] env:`), unset where it is not; an expansion ajetd cannot know leaves it as it
+    was; a literal value is the value."""
+    base = {"HOME": "/h", "KEY": "from-daemon"}
+    assert launch_env(base, {}, "K=$KEY python x.py")["K"] == "from-daemon"
+    assert launch_env(base, {"O": "opt"}, "export K=${O} && python x.py")["K"] == "opt"
+    assert "K" not in launch_env(base, {}, "K=$NOPE python x.py")
+    assert launch_env({"K": "old"}, {}, "K=$(cat key) python x.py")["K"] == "old"
+    assert "K" not in launch_env(base, {}, "K=${KEY:-x} python x.py")
+    # the words are read with their quotes removed: a quoted `$` reads as an expansion too
+    assert launch_env(base, {}, "K='$literal' python x.py").get("K") is None

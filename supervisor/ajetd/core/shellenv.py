@@ -44,9 +44,28 @@ def command_env(command: str) -> dict[str, str]:
     return found
 
 
+_PASSED = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
 def launch_env(
     base: Mapping[str, str], options_env: Mapping[str, str], command: str
 ) -> dict[str, str]:
     """The environment the launch command's program sees, as far as it can be known here:
-    the daemon's (`base`), the blueprint's `[ajetd] env:`, then what the command sets."""
-    return {**base, **options_env, **command_env(command)}
+    the daemon's (`base`), the blueprint's `[ajetd] env:`, then what the command sets. A value
+    the shell would expand counts only where it can be known: one variable passed on
+    (`K=$K`, `K=${K}`) is that variable's value here, or unset; anything else with a `$` or a
+    backquote (`${K:-x}`, `$(cat key)`) leaves the variable as it was, so a key passed on
+    from a shell that has none is not taken as set."""
+    env = {**base, **options_env}
+    for name, value in command_env(command).items():
+        if "$" not in value and "`" not in value:
+            env[name] = value
+            continue
+        passed = _PASSED.fullmatch(value)
+        if passed is None:
+            continue
+        if (got := env.get(passed.group(1) or passed.group(2))) is not None:
+            env[name] = got
+        else:
+            env.pop(name, None)
+    return env
