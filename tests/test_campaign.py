@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ajetd.adapters import campaignfolder as cf
 from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
@@ -376,3 +377,27 @@ def test_a_refused_campaigns_status_has_every_field_of_any_other() -> None:
         None,
         [],
     )
+
+
+def test_a_running_campaigns_folder_read_again_is_not_refused_for_its_overrides(
+    env: Env,
+) -> None:
+    """The override check is made where experiments come in (the folder submitted, the
+    campaign's start, `campaign add`): a campaign taken up by an earlier version, whose folder
+    the daemon reads again at each change, goes on (its every tick failed: no row recorded, no
+    request answered); `add` checks the experiment it adds."""
+    folder = env.tmp / "aj-running"
+    folder.mkdir()
+    command = "python -m ajet.launcher --conf configs/c.yaml"
+    (folder / "base.md").write_text(env.blueprint("aj", command=command).read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: aj\nmetric: mean_reward\nbase: base.md\nresult_dir: {env.tmp / 'aj-out'}\n"
+        "experiments:\n  - {name: plain, description: as is}\n"
+        "  - {name: hot, description: hotter, overrides: [ajet.rollout.temperature=1.0]}\n"
+    )
+    spec, base, _ = cf.load_folder(folder)  # read again as a running campaign's: no refusal
+    assert [e.name for e in spec.experiments] == ["plain", "hot"]
+    with pytest.raises(cs.CampaignError) as refused:
+        cf.check_overrides(spec, base)
+    assert "experiments[1] (hot)" in "\n".join(refused.value.problems)
+    cf.check_overrides(spec, base, ["plain"])  # the one `add` brought: nothing to refuse

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,17 @@ def load_folder(
         base = parse_blueprint(base_text)
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
-    problems = override_problems(spec, base)
+    return spec, base, base_text
+
+
+def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[str] = ()) -> None:
+    """Refuse experiments whose overrides cannot reach what the base runs (`names`: only
+    those; all where empty). Checked where experiments come in (the folder submitted, the
+    campaign's start, `campaign add`), not each time a running campaign's folder is read
+    again: a campaign taken up by an earlier version goes on with the experiments it has."""
+    problems = override_problems(spec, base, frozenset(names))
     if problems:
         raise cs.CampaignError(problems)
-    return spec, base, base_text
 
 
 def read_blueprint(path: Path) -> str:
@@ -137,7 +145,8 @@ def submit_folder(home: Home, folder: Path) -> str:
     odd = _odd_files(folder)
     if odd:
         raise cs.CampaignError(odd)
-    spec, _, _ = load_folder(folder)
+    spec, base, _ = load_folder(folder)
+    check_overrides(spec, base)
     check_result_dir(Path(spec.result_dir))
     home.ensure()
     campaign_id = new_campaign_id(home)

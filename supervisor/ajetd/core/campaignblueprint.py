@@ -18,9 +18,11 @@ from ajetd.core.options import load_yaml_part
 from ajetd.frameworks import agentjet
 
 
-def override_problems(spec: cs.CampaignSpec, base: Blueprint) -> list[str]:
+def override_problems(
+    spec: cs.CampaignSpec, base: Blueprint, names: frozenset[str] = frozenset()
+) -> list[str]:
     """Overrides that cannot reach what the base blueprint runs: appended to AgentJet's
-    launcher, they end every such experiment at once."""
+    launcher, they end every such experiment at once (`names`: only these experiments)."""
     if not agentjet.runs_launcher(base.launch_command):
         return []
     return [
@@ -29,7 +31,7 @@ def override_problems(spec: cs.CampaignSpec, base: Blueprint) -> list[str]:
         "exits 2: unrecognized arguments); change its YAML with a `patch` (or give the "
         "experiment its own `blueprint`)"
         for i, exp in enumerate(spec.experiments)
-        if exp.overrides and not exp.blueprint
+        if exp.overrides and not exp.blueprint and (not names or exp.name in names)
     ]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters.campaignfolder import load_folder
+from ajetd.adapters.campaignfolder import check_overrides, load_folder
 from ajetd.adapters.campaigngit import git
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.core import campaignspec as cs
@@ -85,7 +85,10 @@ def _add(
         state.rounds = rounds
         return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
     try:
-        load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files.values()))
+        spec, base, _ = load_folder(
+            folder, [*state.added, raw], state.stop_set, frozenset(files.values())
+        )
+        check_overrides(spec, base, [spec.experiments[-1].name])  # the one added: last
     except cs.CampaignError as exc:
         state.rounds = rounds
         return {"ok": False, "error": "; ".join(exc.problems)}

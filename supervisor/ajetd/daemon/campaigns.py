@@ -145,6 +145,7 @@ class Campaigns:
         """Check the folder and the git state once, at the campaign's start."""
         try:
             spec, base, _ = self._load(state)
+            cf.check_overrides(spec, base)
             cf.check_result_dir(Path(spec.result_dir))
         except (cs.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
