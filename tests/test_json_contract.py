@@ -197,3 +197,18 @@ def test_a_field_without_a_value_is_null_never_empty_text(daemon_env: Env) -> No
     assert status["status"] == "rejected"
     assert "" not in status.values(), status
     assert status["purpose"] is None and status["result_dir"] is None
+
+
+def test_diag_of_a_run_not_launched_writes_nothing_into_the_dir_it_names(env: Env) -> None:
+    """A submission not taken yet may still be refused for its result dir (another run's
+    results, a live run's): its snapshot is not saved there (nor anywhere, while it has no
+    folder in the home); the JSON still says what is known."""
+    taken = env.tmp / "results" / "someone-elses"
+    taken.mkdir(parents=True)
+    (taken / "finish.flag").write_text('{"run_id": "other1"}\n')
+    run_id = env.submit(env.blueprint("early", result=str(taken)))  # no daemon: it waits
+    out = env.cli("diag", run_id, "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["run_id"] == run_id and data["saved"] is None
+    assert sorted(p.name for p in taken.iterdir()) == ["finish.flag"]

@@ -249,7 +249,9 @@ class Home:
     def load_run(self, run_id: str) -> Run:
         """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
         if not RUN_ID.match(run_id):
-            raise UnknownRunError(f"no run {run_id!r} (run ids are six letters and digits)")
+            raise UnknownRunError(
+                f"no run {run_id!r} (run ids are six lower-case letters and digits)"
+            )
         for _ in range(2):  # the daemon may be admitting it right now: look twice
             try:
                 return self._read_state(run_id)

@@ -77,9 +77,10 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
 
 def _where(home: Home, run: Run) -> tuple[Path | None, int]:
     """Where a snapshot is saved, and its mode: the run's result dir, beside its results; for
-    a rejected run, its folder in the home (owner-only), because the dir it named may be one
-    it was refused for: another run's results, or a live run's."""
-    if run.status is Status.REJECTED:
+    a rejected run, or one not launched yet (its blueprint may still be refused), its folder
+    in the home (owner-only), because the dir it named may be one it was (or will be) refused
+    for: another run's results, or a live run's."""
+    if run.status is Status.REJECTED or not run.trials:
         folder = home.run_dir(run.run_id)
         return (folder if folder.is_dir() else None), OWNER_FILE
     return (Path(run.result_dir) if run.result_dir else None), 0o644
