@@ -153,9 +153,10 @@ _NAMES = {86400.0: "days", 3600.0: "hours", 60.0: "minutes", 1.0: "seconds"}
 def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | None:
     """The unit-less number ending a duration at `pos` (seconds, end), or None: not one, or a
     count of something else (`2h 30 epochs`, `2 小时 30 个实验`)."""
-    smaller = _SMALLER.get(per) if per is not None else None
-    found = _TRAILING.match(text, pos) if smaller is not None else None
-    if smaller is None or found is None:
+    if per is None or (smaller := _SMALLER.get(per)) is None:
+        return None
+    found = _TRAILING.match(text, pos)
+    if found is None:
         return None
     after = found.end()
     while after < len(text) and text[after] in " \t":
@@ -163,8 +164,8 @@ def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | Non
     if after < len(text) and (text[after].isalnum() or text[after] in "_%"):
         return None
     value = int(found.group(1))
-    if per is None or value * smaller >= per:
-        whole = _NAMES.get(per or 0.0, "unit")[:-1]
+    if value * smaller >= per:
+        whole = _NAMES[per][:-1]
         raise DurationError(
             f"{_short(text)}: the {value} after the {whole}s would be {_NAMES[smaller]}, but "
             f"{value} {_NAMES[smaller]} is a whole {whole} or more (write the units, e.g. 2h30m)"

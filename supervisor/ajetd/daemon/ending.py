@@ -86,8 +86,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
         if exit_code != 0:
             if findings is None:
                 log_file = paths(home, run, trial.number).log
-                found = with_exit_code(tuple(diagnose_file(log_file)), exit_code)
-                findings = with_full_disk(found, log_file, trial.number)
+                found = tuple(diagnose_file(log_file))
+                findings = failure_findings(found, exit_code, log_file, trial.number)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
@@ -96,6 +96,14 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
     if trial is not None and reap:
         reap_leftovers(run, end)
     return run
+
+
+def failure_findings(
+    found: tuple[Finding, ...], exit_code: int | None, log_file: Path, number: int
+) -> tuple[Finding, ...]:
+    """A failed trial's findings from its output (`found`), as every end reads them: weighed
+    by its exit code (`exitcodes.with_exit_code`), its log's disk said full where it is."""
+    return with_full_disk(with_exit_code(found, exit_code), log_file, number)
 
 
 def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> tuple[Finding, ...]:

@@ -27,7 +27,6 @@ from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
-from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
@@ -202,8 +201,7 @@ class Observe(Base):
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
             found = diagnose_file(p.log, user=self._kinds(slot))
-        output = with_exit_code(tuple(found), code)
-        output = ending.with_full_disk(output, p.log, run.trial.number)
+        output = ending.failure_findings(tuple(found), code, p.log, run.trial.number)
         return (*self._observed_findings(slot), *output)
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:

@@ -126,4 +126,4 @@ def _result_dir_free(result_dir: str, taken: Collection[str]) -> bool:
     folder = Path(result_dir)
     if not folder.is_dir() or (folder / "finish.flag").exists():
         return False
-    return not in_use(result_dir, list(taken))
+    return not in_use(result_dir, taken)

@@ -40,7 +40,8 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     held = list(dict.fromkeys(k for r in history for k in r))
     rates = sorted((int(m.group(1)), k) for k in held if (m := _PASS_AT.fullmatch(k)) is not None)
     passed = [k for k in held if k.startswith("num_pass_n_tasks")]
-    order = ["mean_reward", *(k for _, k in rates), "std_reward", "num_all_success_tasks"]
+    first, *rest = [k for k in TABLE_KEYS if not _PASS_AT.fullmatch(k)]  # TABLE_KEYS' order,
+    order = [first, *(k for _, k in rates), *rest]  # every pass@N where its 1-8 stand
     return [k for k in order if k in held] + passed
 
 
