@@ -7,6 +7,7 @@ Every file another process reads is written whole (temp file, fsync, rename), so
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -102,10 +103,7 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
         for path, data, mode in files:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             held.append((fd, tmp, path))
-            os.fchmod(fd, mode)
-            view = memoryview(encode(data) if isinstance(data, str) else data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_fd(fd, data, mode)
         _sync_all([fd for fd, _, _ in held])
         for _, tmp, path in held:
             Path(tmp).replace(path)
@@ -116,6 +114,36 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
         for _, tmp, _ in held[renamed:]:
             with contextlib.suppress(OSError):
                 Path(tmp).unlink()
+
+
+def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
+    """Write `data` whole under `path`, or `<stem>-2<suffix>`, `-3`, ... where that name is
+    taken: never over a file (a second snapshot within one second keeps the first). The file
+    appears whole (written and synced under a temporary name, then linked in); its path."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        _write_fd(fd, data, mode)
+        os.fsync(fd)
+        for n in range(1, 1000):
+            target = path.with_name(f"{path.stem}-{n}{path.suffix}") if n > 1 else path
+            try:
+                os.link(tmp, target)  # fails on a name already taken: nothing overwritten
+            except FileExistsError:
+                continue
+            return target
+        raise FileExistsError(errno.EEXIST, "every name is taken", str(path))
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+
+
+def _write_fd(fd: int, data: str | bytes, mode: int) -> None:
+    """All of `data` into the new file `fd`, which gets `mode` (not synced yet)."""
+    os.fchmod(fd, mode)
+    view = memoryview(encode(data) if isinstance(data, str) else data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _sync_all(fds: list[int]) -> None:

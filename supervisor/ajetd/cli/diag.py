@@ -15,7 +15,7 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.nvml import open_probe
-from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.adapters.store import OWNER_FILE, Home, write_new
 from ajetd.adapters.tmux import Tmux, find_pane
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
@@ -57,8 +57,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
         target = folder / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
         try:
             target.parent.mkdir(0o700 if mode == OWNER_FILE else 0o777, parents=True, exist_ok=True)
-            write_atomic(target, text, mode)
-            saved = target
+            saved = write_new(target, text, mode)  # a second one this second: diag-...-2.md
         except OSError:
             saved = None
     data: dict[str, Any] = {
