@@ -7,6 +7,7 @@ Each test here stands for a place where ajetd did not do what the README says.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -49,3 +50,28 @@ def test_diag_never_overwrites_an_earlier_snapshot(daemon_env: Env) -> None:
     again = env.cli("diag", run_id)
     assert again.returncode == 0, again.stderr
     assert len(list(folder.iterdir())) == len(taken) + 2
+
+
+def test_submit_keeps_the_file_name_it_was_given(daemon_env: Env) -> None:
+    """The status object's `blueprint` is "the file name it was submitted as", and a file
+    copied into the inbox keeps its name (odd bytes shown escaped, `caf\\xe9.md`); `ajetd
+    submit` turned every space, bracket and odd byte into `_` (`my bp (v2).md` was
+    `my_bp__v2_.md`), so the same file read differently by the way it came in. A name
+    holding a newline still keeps the id `submit` printed (shown escaped)."""
+    env = daemon_env
+    folder = env.tmp / "my blueprints"
+    folder.mkdir()
+    names = {
+        "my bp (v2).md": "my bp (v2).md",
+        "café+ünï.md": "café+ünï.md",
+        b"caf\xe9.md": "caf\\xe9.md",
+        "two\nlines.md": "two\\nlines.md",
+    }
+    for n, (name, shown) in enumerate(names.items()):
+        path = folder / (os.fsdecode(name) if isinstance(name, bytes) else name)
+        bp = env.blueprint(f"name{n}", command="true", ajetd="gpus: 0")
+        path.write_bytes(bp.read_bytes())
+        run_id = env.submit(path)
+        status = env.wait_done(run_id)
+        assert (status["run_id"], status["blueprint"]) == (run_id, shown)
+        assert status["status"] == "succeeded", status["reason"]

@@ -24,7 +24,7 @@ from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
-from ajetd.core.naming import SUBMITTED, fit_stem
+from ajetd.core.naming import SUBMITTED, fit_stem, safe_name
 from ajetd.core.options import Options
 
 SETTLE_S = 1.0
@@ -48,13 +48,6 @@ class Scan:
     found: list[Candidate]
     refused: list[str]  # one line per file not taken, and why
     settle_at: float | None  # when the next file still being written counts as complete
-
-
-def safe_name(name: str) -> str:
-    """A file name as it may be shown and stored: bytes that are not UTF-8 as `\\xNN`,
-    control characters escaped, so no name breaks a log line, a record or a terminal."""
-    text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _refusal(entry: os.DirEntry[str], info: os.stat_result) -> str | None:

@@ -10,7 +10,7 @@ from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
-from ajetd.core.naming import fit_stem, new_run_id
+from ajetd.core.naming import fit_stem, new_run_id, safe_name
 
 
 class TooLargeError(NotRegularError):
@@ -37,8 +37,7 @@ def submit(file: Path) -> tuple[str, str | None]:
     home = Home(default_home())
     home.ensure()
     run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "blueprint"
-    stem = fit_stem(stem)
+    stem = fit_stem(safe_name(stem) or "blueprint")  # as the daemon shows a name copied in
     try:
         write_atomic(home.inbox / f"{run_id}__{stem}.md", data, OWNER_FILE)
     except OSError as exc:

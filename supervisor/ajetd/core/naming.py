@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import string
@@ -24,6 +25,14 @@ def fit_stem(stem: str, limit: int = STEM_BYTES) -> str:
         return stem
     cut = stem.encode("utf-8", errors="surrogateescape")[: limit - 3]
     return cut.decode("utf-8", errors="ignore") + "…"
+
+
+def safe_name(name: str) -> str:
+    """A file name as it may be shown and stored: bytes that are not UTF-8 as `\\xNN`,
+    control characters escaped, so no name breaks a log line, a record or a terminal (nor
+    `SUBMITTED`, whose stem holds no newline)."""
+    text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def new_run_id(taken: Callable[[str], bool]) -> str:

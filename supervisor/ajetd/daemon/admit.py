@@ -12,7 +12,7 @@ from ajetd.adapters import diskfull, inbox
 from ajetd.core import model
 from ajetd.core.backoff import Backoff
 from ajetd.core.model import Run, State, Status
-from ajetd.core.naming import RUN_ID, new_run_id
+from ajetd.core.naming import RUN_ID, new_run_id, safe_name
 from ajetd.daemon import admission, rebuild, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.slots import LIVE
@@ -42,9 +42,7 @@ class Admit(Base):
                     self._file_failed(candidate.path, exc, now)
         folder = self.home.inbox  # a file that could not be put aside is listed while it is there
         self.stuck = {n: w for n, w in self.stuck.items() if os.path.lexists(folder / n)}
-        refused += [
-            f"{self.home.inbox}/{inbox.safe_name(n)}: {why}" for n, why in self.stuck.items()
-        ]
+        refused += [f"{self.home.inbox}/{safe_name(n)}: {why}" for n, why in self.stuck.items()]
         self._set_problems(problems, refused)
 
     def _admit_held(self, now: float) -> None:
@@ -72,7 +70,7 @@ class Admit(Base):
 
     def _file_failed(self, path: Path, exc: Exception, now: float) -> None:
         """An inbox file that could not be taken: put aside with the reason, once."""
-        shown = inbox.safe_name(path.name)
+        shown = safe_name(path.name)
         text = self._logged_once(f"inbox file {shown}", "taking it", exc)
         why = f"not taken: internal error while taking it: {text}"
         try:
