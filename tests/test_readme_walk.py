@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -75,3 +77,33 @@ def test_submit_keeps_the_file_name_it_was_given(daemon_env: Env) -> None:
         status = env.wait_done(run_id)
         assert (status["run_id"], status["blueprint"]) == (run_id, shown)
         assert status["status"] == "succeeded", status["reason"]
+
+
+def test_an_empty_blueprint_is_named_empty(daemon_env: Env) -> None:
+    """`ajetd submit -` reads standard input; given none (a here-document that failed, `cat
+    missing.md | ajetd submit -`) the run was rejected with seven lines `exp_purpose: missing
+    (write it as ...)`, as if the parts were misspelt. It says the blueprint is empty, and
+    where its parts are shown; `lint` of an empty file says the same."""
+    env = daemon_env
+    out = subprocess.run(
+        [sys.executable, "-m", "ajetd", "submit", "-"],
+        env=env.vars,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    done = env.cli("wait", run_id, "--json", "--timeout", "30")
+    assert done.returncode == 1, done.stderr
+    status = json.loads(done.stdout)
+    assert status["status"] == "rejected"
+    assert status["reason"].startswith("blueprint: empty"), status["reason"]
+    assert "missing" not in status["reason"] and "TEMPLATE.md" in status["reason"]
+    blank = env.tmp / "blank.md"
+    blank.write_text("\n  \n")
+    lint = env.cli("lint", str(blank), "--json")
+    assert lint.returncode == 2
+    assert [p.split(":")[0] for p in json.loads(lint.stdout)["problems"]] == ["blueprint"]

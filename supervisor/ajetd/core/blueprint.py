@@ -250,6 +250,13 @@ def parse_blueprint(text: str) -> Blueprint:
         raise BlueprintError(
             [f"blueprint: larger than {MAX_CHARS // 1024} KiB; is this the right file?"]
         )
+    if not text.strip():  # `ajetd submit -` given no input, a save that wrote nothing
+        raise BlueprintError(
+            [
+                "blueprint: empty (no text at all); it needs the parts "
+                f"{', '.join(REQUIRED)}: blueprints/TEMPLATE.md shows them"
+            ]
+        )
     raw, problems = scan_parts(text)
     problems += [
         f"{part}: missing (write it as `## [{part}]` or `- [{part}] ...: value`)"
