@@ -92,9 +92,13 @@ class Env:
     vars: dict[str, str] = field(default_factory=dict)
     daemons: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def cli(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, timeout: float = 60.0, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`ajetd ARGS` as a user runs it; `stdin` its standard input (else none is given)."""
         return subprocess.run(
             [PYTHON, "-m", "ajetd", *args],
+            input=stdin,
             env=self.vars,
             capture_output=True,
             text=True,

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -85,15 +83,7 @@ def test_an_empty_blueprint_is_named_empty(daemon_env: Env) -> None:
     (write it as ...)`, as if the parts were misspelt. It says the blueprint is empty, and
     where its parts are shown; `lint` of an empty file says the same."""
     env = daemon_env
-    out = subprocess.run(
-        [sys.executable, "-m", "ajetd", "submit", "-"],
-        env=env.vars,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    out = env.cli("submit", "-", stdin="")
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.strip()
     done = env.cli("wait", run_id, "--json", "--timeout", "30")
