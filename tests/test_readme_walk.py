@@ -97,3 +97,22 @@ def test_an_empty_blueprint_is_named_empty(daemon_env: Env) -> None:
     lint = env.cli("lint", str(blank), "--json")
     assert lint.returncode == 2
     assert [p.split(":")[0] for p in json.loads(lint.stdout)["problems"]] == ["blueprint"]
+
+
+def test_an_unknown_run_id_says_where_the_runs_are(daemon_env: Env) -> None:
+    """`status`, `wait`, `stop`, `logs`, `attach` and `diag` of an id the home does not hold
+    exit 2 naming the id and the home; they said nothing of what to do (a mistyped id, or a
+    shell whose AJETD_HOME is not the daemon's: the usual cause when an agent's id is not
+    found). Each says how to list the runs and that AJETD_HOME chooses the home; so does
+    `status --campaign` of a campaign it does not hold."""
+    env = daemon_env
+    for args in (("status",), ("wait",), ("stop",), ("logs",), ("attach",), ("diag",)):
+        for run_id in ("zz99zz", "ZZ99"):
+            out = env.cli(*args, run_id, "--json") if args[0] in {"status", "wait"} else None
+            out = out or env.cli(*args, run_id)
+            assert out.returncode == 2 and out.stdout == "", (args, out.stdout)
+            assert f"no run '{run_id}'" in out.stderr, out.stderr
+            assert "ajetd status --all" in out.stderr and "AJETD_HOME" in out.stderr, out.stderr
+    out = env.cli("status", "--campaign", "nope")
+    assert out.returncode == 2 and "no campaign 'nope'" in out.stderr
+    assert "ajetd campaign list" in out.stderr, out.stderr

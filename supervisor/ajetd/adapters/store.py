@@ -25,6 +25,10 @@ from ajetd.core.naming import RUN_ID, SUBMITTED
 if TYPE_CHECKING:
     from ajetd.adapters.diskfull import Held
 
+# What to do about an id the home does not hold: a mistyped id, or a shell whose AJETD_HOME
+# is not the daemon's (an agent's usual cause)
+_LIST_RUNS = "`ajetd status --all` lists this home's runs (AJETD_HOME chooses the home)"
+
 OWNER_DIR = 0o700
 OWNER_FILE = 0o600
 
@@ -278,7 +282,7 @@ class Home:
         """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
         if not RUN_ID.match(run_id):
             raise UnknownRunError(
-                f"no run {run_id!r} (run ids are six lower-case letters and digits)"
+                f"no run {run_id!r} (run ids are six lower-case letters and digits); {_LIST_RUNS}"
             )
         for _ in range(2):  # the daemon may be admitting it right now: look twice
             try:
@@ -290,7 +294,7 @@ class Home:
                 pending = self.pending(run_id)
                 if pending is not None:
                     return pending
-        raise UnknownRunError(f"no run {run_id!r} in {self.root}")
+        raise UnknownRunError(f"no run {run_id!r} in {self.root}; {_LIST_RUNS}")
 
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)

@@ -152,7 +152,9 @@ def _status_filters(
         runs = statusterm.campaign_runs(home, campaign)
         if runs is None:
             raise click.BadParameter(
-                f"no campaign {campaign!r} in {home.root}", param_hint="--campaign"
+                f"no campaign {campaign!r} in {home.root} (an id, c-k3x9az, or a name only one "
+                "campaign has; see `ajetd campaign list`)",
+                param_hint="--campaign",
             )
     return view.Filters(all=show_all, state=state, since_s=since_s, campaign_runs=runs)
 
