@@ -116,3 +116,30 @@ def test_an_unknown_run_id_says_where_the_runs_are(daemon_env: Env) -> None:
     out = env.cli("status", "--campaign", "nope")
     assert out.returncode == 2 and "no campaign 'nope'" in out.stderr
     assert "ajetd campaign list" in out.stderr, out.stderr
+
+
+def test_a_bare_path_followed_by_words_is_said_as_it_is_read(daemon_env: Env) -> None:
+    """README: "a bare path ends at its first space, the words after it being a note"; one
+    whose next word goes on with a `/` is refused. `/data/my runs` was read as `/data/my`
+    without a word: the run wrote its results into another folder than the one meant, and
+    nothing said so. It still runs (the note may be meant), but `lint` and the run's
+    warnings say which path was read and what was taken as a note; a note that reads as one,
+    `(NFS)`, is not doubted."""
+    env = daemon_env
+    meant = env.tmp / "results" / "my runs"
+    bp = env.blueprint("spaced", result=str(meant), command="true", ajetd="gpus: 0")
+    lint = env.cli("lint", str(bp), "--json")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    found = json.loads(lint.stdout)["blueprint"]
+    assert found["result_dir"] == str(env.tmp / "results" / "my")
+    said = [w for w in found["warnings"] if w.startswith("exp_result_dir:")]
+    assert len(said) == 1 and f"read as {env.tmp / 'results' / 'my'}" in said[0], said
+    assert "'runs'" in said[0] and "backticks" in said[0]
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "succeeded", status["reason"]
+    assert said[0] in status["warnings"], status["warnings"]
+
+    noted = env.blueprint("noted", result=f"{env.tmp / 'results' / 'nfs'} (NFS)", command="true")
+    lint = env.cli("lint", str(noted), "--json")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert not [w for w in json.loads(lint.stdout)["blueprint"]["warnings"] if "note" in w]

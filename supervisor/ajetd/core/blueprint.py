@@ -59,6 +59,7 @@ class Blueprint:
     max_time_text: str
     notes: str
     options: Options
+    warnings: tuple[str, ...] = ()  # what was read but may not be what was meant
 
 
 def extract_parts(text: str) -> dict[str, str]:
@@ -132,6 +133,23 @@ def spaced_path(part: str, raw: str) -> str | None:
     return (
         f"{part}: {shown!r} holds a space, so only {words[0]} would be read; put the whole "
         "path in backticks or quotes"
+    )
+
+
+def trailing_note(part: str, raw: str) -> str | None:
+    """A bare path followed by words that read as more of a name (`/data/my runs`), not as
+    a note (`/data/out (NFS)`): said, since the run writes to the first word's folder and
+    the user may have meant the whole (spaced_path refuses one whose next word has a `/`)."""
+    value = clean_value(raw)
+    if "`" in raw or _quoted(raw) or len(value.split(maxsplit=1)) < 2:
+        return None
+    rest = value.split(maxsplit=1)[1]
+    if not (rest[0].isalnum() or rest[0] in "._~"):
+        return None
+    shown = rest if len(rest) <= 60 else rest[:59] + "…"
+    return (
+        f"{part}: read as {clean_path(raw)}; the words after it ({shown!r}) are taken as a "
+        "note: a path holding a space goes in backticks or quotes"
     )
 
 
@@ -305,4 +323,5 @@ def parse_blueprint(text: str) -> Blueprint:
         max_time_text=clean_text(raw["exp_max_time"]),
         notes=clean_text(raw.get("exp_notes", "")),
         options=options,
+        warnings=tuple(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
     )

@@ -382,6 +382,7 @@ def check_blueprint(
         problems.extend(found.problems)
     if problems:
         return None, problems
+    found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
     found.warnings.extend(_serverless_client(bp, config))
     val_path = _val_path(apply_patches(config, found.patches), codebase)
