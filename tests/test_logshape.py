@@ -66,6 +66,9 @@ def _diagnose(name: str) -> list[Finding]:
         ),
         # glog's level letter is not pytest's column
         ("E0328 18:23:00.165781 81395 core_worker.cc:382] x", "x"),
+        # SGLang's timestamp with its ranks (tensor, data, expert parallel)
+        ("[2025-04-15 12:43:15 TP0] Load weight begin.", "Load weight begin."),
+        ("[2026-05-28 00:11:09.816 DP0 TP0 EP0] Scheduler hit an", "Scheduler hit an"),
     ],
 )
 def test_dress_is_stripped(dressed: str, bare: str) -> None:
@@ -132,6 +135,15 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("unknown_traceback/nemorl-1633.log", "unknown_traceback", "RayTaskError: ray::Megatron"),
         # Hydra's `Error in call to target` announces the failure printed after it
         ("build_error/voteflow-2.log", "build_error", "Error building extension"),
+        # after freeze 9: a traceback cut while a module is being imported (its last source
+        # line an import; importlib's own frames, in a paste that begins below the header)
+        ("import_error/megatron-577.log", "import_error", "from megatron.arguments import"),
+        ("import_error/vllm-21226.log", "import_error", "from .communication_op import"),
+        ("import_error/vllm-13047.log", "import_error", "in _find_and_load"),
+        # a C++ assertion that failed (glog's `Check failed:`), no kind explaining it
+        ("unknown_traceback/nemorl-1051.log", "unknown_traceback", "Check failed: !core_worker"),
+        # ROCm's `HIP error:` is CUDA's `CUDA error:`
+        ("cuda_error/verl-3163.log", "cuda_error", "HIP error: invalid device function"),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -419,6 +431,72 @@ def test_lines_the_freeze7_shapes_read_and_leave_alone(line: str, kinds: list[st
 )
 def test_lines_the_freeze8_shapes_read_and_leave_alone(line: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(line + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # ROCm's spelling of CUDA's runtime error and of its advice (verl#3163, an AMD R9700);
+        # its out of memory and invalid ordinal are what CUDA's are; a script's setting is not
+        ("(TaskRunner pid=2) RuntimeError: HIP error: invalid device function", ["cuda_error"]),
+        ("For debugging consider passing AMD_SERIALIZE_KERNEL=3", ["cuda_error"]),
+        ("RuntimeError: HIP error: out of memory", ["cuda_oom"]),
+        ("RuntimeError: HIP error: invalid device ordinal", ["insufficient_gpus"]),
+        ("export AMD_SERIALIZE_KERNEL=3", []),
+        ("Fixing the chip error: none left", []),
+        # the GPUs wanted and the GPUs there are, compared (verl#5954, NeMo-RL#89); a count
+        # stated, or compared without GPUs, is not
+        (
+            "ValueError: Total available GPUs 7.0 is less than total desired GPUs 8",
+            ["insufficient_gpus"],
+        ),
+        ("Requested 16 GPUs, but only 8 are available in the cluster.", ["insufficient_gpus"]),
+        ("8 GPUs available, 8 requested", []),
+        ("the requested batch is less than the available memory", []),
+        # a program saying it ignores an error it caught (SGLang with an older transformers)
+        (
+            "[2025-04-15 12:43:15 TP0] Ignore import error when loading sglang.srt.models."
+            "mllama4. cannot import name 'Llama4Config' from 'transformers'",
+            [],
+        ),
+        ("ImportError: cannot import name 'Llama4Config' from 'transformers'", ["import_error"]),
+        # a C++ assertion that failed (NeMo-RL#1051: Ray's core worker initialised twice)
+        (
+            "[2025-09-03 01:42:26,011 C 576323 576323] core_worker_process.cc:69:  Check failed:"
+            " !core_worker_process The process is already initialized for core worker.",
+            ["unknown_traceback"],
+        ),
+        ("test_check_failed_count: 3", []),
+        # a traceback cut while importing, and cut elsewhere; an import that ran to its end
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'
+            '    from b import c\n  File "b.py", line',
+            ["import_error"],
+        ),
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'
+            '    from b import c\n  File "b.py", line 5, in <module>\n    x = f()',
+            ["unknown_traceback"],
+        ),
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'
+            "    import torch\nRuntimeError: CUDA error: an illegal memory access was encountered",
+            ["cuda_error"],
+        ),
+        # a paste that begins below a traceback's header; faulthandler's frames are not one
+        ('  File "x.py", line 3, in f\n    y()', ["unknown_traceback"]),
+        ('  File "x.py", line 3 in f', []),
+    ],
+)
+def test_lines_the_freeze9_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
+    # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
+    found = _diagnose("build_error/sglang-5389.log")
+    assert [f.kind for f in found] == ["unknown_traceback"]
+    assert "Scheduler hit an exception" in found[0].evidence
 
 
 def test_a_kernel_compiler_abort_is_named_by_the_compiler_before_the_abort() -> None:

@@ -153,6 +153,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: an accelerator other than a CUDA GPU that ran out of its device memory
             # (Ascend NPUs, Intel XPUs, Gaudi HPUs, Cambricon MLUs)
             r"\b(npu|xpu|hpu|mlu)\s+out of memory\b",
+            # ROCm's spelling of CUDA's `CUDA error: out of memory` (PyTorch built for AMD GPUs
+            # says `HIP error:` where the CUDA build says `CUDA error:`; see cuda_error)
+            r"\bhip error: out of memory",
         ),
     ),
     Kind(
@@ -264,6 +267,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # compute parent layout for slice layout.` on a V100, then SIGABRT); not LLVM's
             # own host allocation failure
             r"^\s{0,8}llvm error: (?!out of memory)",
+            # shapes: ROCm's spelling of two of the CUDA shapes above (PyTorch built for AMD GPUs
+            # says `HIP error: invalid device function` where the CUDA build says `CUDA error:
+            # ...`, and advises `AMD_SERIALIZE_KERNEL=3` where CUDA's advises
+            # `CUDA_LAUNCH_BLOCKING=1`); its out of memory is cuda_oom's, an invalid device
+            # ordinal insufficient_gpus'
+            r"\bhip error: (?!out of memory|invalid device ordinal|no hip-capable device)",
+            r"\bconsider passing amd_serialize_kernel=",
         ),
     ),
     Kind(
@@ -556,6 +566,12 @@ CATALOGUE: tuple[Kind, ...] = (
             # visible devices`), in code or in words
             r"(<=?|\bless than( or equal to)?|\bgreater than|\bmore than|\bexceeds?)\s*(the )?"
             r"(num_(gpus|devices)\b|number of (visible |available )?(devices|gpus|npus)\b)",
+            # shape: the GPUs a run wants and the GPUs there are, compared in one sentence,
+            # either first (NeMo-RL's `Requested 16 GPUs, but only 8 are available`, verl's
+            # `Total available GPUs 7.0 is less than total desired GPUs 8`)
+            r"\b(available|requested|desired|required|needed)\b.{0,40}\bgpus?\b.{0,60}"
+            r"\b(less than|fewer than|but only)\b.{0,60}"
+            r"\b(available|requested|desired|required|needed)\b",
         ),
     ),
     Kind(
@@ -920,6 +936,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cutlass",
         ".cu:",
         "curesult error",
+        "hip error",
+        "amd_serialize_kernel",
         "kernel launch",
         "launch kernel",
         "launching kernel",
@@ -1278,6 +1296,8 @@ SHAPE_WORDS: tuple[bytes, ...] = (
     b"stopiteration",
     b"assertionerror",
     b"[error]",
+    # a traceback's frame (`File "x.py", line 3, in f`): a paste may begin below the header
+    b'", line ',
 )
 TRIGGERS: tuple[bytes, ...] = tuple(
     sorted({w.encode() for ws in TRIGGER_WORDS.values() for w in ws})

@@ -3,13 +3,18 @@
 Each line is read under its dress (`logshape.strip_dress`: Ray, vLLM, torch.distributed,
 timestamps, shell traces) and given the first kind that matches it: the user's kinds first,
 then the catalogue's. An exception line (`SomethingError: ...`, recognised by its shape, with
-or without a `Traceback` header above it) that no kind explains becomes `unknown_traceback`.
+or without a `Traceback` header above it) that no kind explains becomes `unknown_traceback`, and
+so does a C++ assertion that failed (glog's `file.cc:69:  Check failed: ...`).
 A wrapping exception (`RayTaskError(Inner)`, `ActorDiedError` raised by a creation task,
 torchrun's `ChildFailedError`) is classified by what it wraps, and ranked after it.
 
 A traceback the output ends inside (the log, or the paste of it, cut before its exception
 line) says that an exception ended the program without saying which: at the end of the stream
-it is `unknown_traceback`, unless a kind was already read in its frames.
+it is `unknown_traceback`, unless a kind was already read in its frames, or unless it was cut
+while a module was being imported (its last source line an `import`, or its last frame
+importlib's own): an exception raised while importing is the import's failure, `import_error`.
+A paste that begins inside a traceback (its frames, `File "...", line N, in f`, without the
+`Traceback` header above them) is read as one.
 
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
@@ -47,6 +52,19 @@ from ajetd.diagnosis.wrapped import (
 
 EVIDENCE_CHARS = 300
 _TRACEBACK = "Traceback (most recent call last):"
+# A frame as a Python traceback prints it (faulthandler's `line N in f` has no comma: not one).
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in \S')
+# A traceback's frame running an import: importlib's own frames, or a source line that imports.
+_IMPORT_FRAME = re.compile(
+    r'^\s*File "(?:<frozen importlib\._bootstrap(?:_external)?>|[^"]*[/\\]importlib[/\\]'
+    r'__init__\.py)", line \d+, in \w'
+)
+_IMPORT_SOURCE = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\s+\S|import\s+[\w.]+)")
+_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# A C++ program's failed internal assertion, as glog/absl CHECK print it (Ray's core among
+# them): `core_worker_process.cc:69:  Check failed: !core_worker_process ...`; the program
+# aborts there, as a Python program does at an exception line.
+_CHECK_FAILED = re.compile(r"^[\w./\-]+\.(?:cc|cpp|cxx|h|hpp):\d+:\s+Check failed\b")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
 # A frame inside an experiment logger's own package: an exception raised there that no more
@@ -76,6 +94,8 @@ class Diagnoser:
     _in_logger: bool = False  # the traceback's last frame is in an experiment logger's package
     _traceback_at: int = 0  # the line of the open traceback's header, and its text
     _traceback_header: str = ""
+    _importing: tuple[int, str] | None = None  # the open traceback's last frame imports: where
+    _headerless: bool = False  # the open traceback began with a frame (its header not shown)
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
 
     @property
@@ -129,7 +149,10 @@ class Diagnoser:
                 return mine, SPECIFIC
         shape = EXCEPTION_LINE.match(body.lstrip())
         if shape is None:
-            return line_kind(body, words)
+            kind, rank = line_kind(body, words)
+            if kind is None and _CHECK_FAILED.match(body.lstrip()):
+                return UNKNOWN, UNEXPLAINED  # an abort no kind explains
+            return kind, rank
         own = body.lstrip()
         kind, fallback = exception_kind(own, shape, words)
         if kind is None:
@@ -167,14 +190,12 @@ class Diagnoser:
                 if kind is not None:
                     known = kind is not UNKNOWN
                     self._record(kind, number, body, rank)
-            self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
-            self._traceback_at, self._traceback_header = number, body
-            self._in_logger = False
-            self._traceback_indent = indent if stripped == _TRACEBACK else 0
+            self._open(number, body, known, indent if stripped == _TRACEBACK else 0, False)
             return True
+        if not self._in_traceback and _FRAME.match(body):  # pasted from below the header
+            self._open(number, body, False, max(indent - 1, 0), True)
         if self._in_traceback and (indent > self._traceback_indent or not stripped):
-            if stripped.startswith("File "):
-                self._in_logger = bool(_LOGGER_FRAME.match(body))
+            self._frame(number, body, stripped)
             kind = classify(body, words)  # a frame or its source line: the traceback goes on
             if kind is not None:
                 self._traceback_known = True
@@ -206,11 +227,34 @@ class Diagnoser:
             self._record(UNKNOWN, number, body, UNEXPLAINED)
         return True
 
+    def _open(self, number: int, body: str, known: bool, indent: int, headerless: bool) -> None:
+        """A traceback begins at this line (its header, or its first frame when the header is
+        not shown); `indent`: deeper lines go on with it."""
+        self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
+        self._traceback_at, self._traceback_header = number, body
+        self._in_logger, self._importing, self._headerless = False, None, headerless
+        self._traceback_indent = indent
+
+    def _frame(self, number: int, body: str, stripped: str) -> None:
+        """Note what a line inside a traceback says of its last frame: an experiment logger's
+        code, or an import running."""
+        if stripped.startswith("File "):
+            self._in_logger = bool(_LOGGER_FRAME.match(body))
+            if _IMPORT_FRAME.match(body):
+                self._importing = (number, body)
+        elif stripped and not _CARETS.match(stripped):  # the frame's source line
+            self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
+
     def end(self) -> None:
         """The output has ended: a traceback still open (cut before its exception line) and
-        unexplained by its frames is an exception no kind explains."""
+        unexplained by its frames is an exception no kind explains, or an import's failure
+        when it was cut while importing."""
         if self._in_traceback and not self._traceback_known:
-            self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
+            if self._importing is not None:
+                self._record(BY_NAME["import_error"], *self._importing, SPECIFIC)
+            elif not (self._headerless and UNKNOWN.name in self._first):  # (a line before it,
+                # `Exception raised in creation task`, already said more than a frame can)
+                self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
         self._in_traceback = False
 
     def kinds(self) -> frozenset[str]:

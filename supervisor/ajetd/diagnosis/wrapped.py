@@ -9,6 +9,8 @@ nothing as the wrapper itself. A line that announces a wrapped failure printed a
 raised by a creation task) ranks after what it wraps, so the wrapped cause comes first;
 Hydra's only after a specific cause (an exception no kind explains, a `TypeError` for an
 argument the target does not take, is the configuration's failure, which Hydra's line names).
+A line that says the program ignores an error it caught (`Ignore import error when loading
+...`) says nothing.
 
 Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
 an exception no kind explains; what a wrapper said about itself.
@@ -31,6 +33,10 @@ _ANNOUNCES_WRAPPED = re.compile(r"\s*Error in call to target '[^']*'")
 # Ray announcing that an actor's constructor raised: the exception is printed after it (and
 # when the paste stops before it, an exception no kind explains ended the actor).
 _RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
+# A program saying that it ignores an error it caught and goes on (SGLang at every start with
+# an older transformers: `Ignore import error when loading sglang.srt.models.mllama4. cannot
+# import name 'Llama4Config' ...`): a notice, not a failure.
+_IGNORED = re.compile(r"\s*Ignor(?:e|es|ed|ing) (?:an? |the )?[\w ]{0,20}?error\b", re.IGNORECASE)
 
 
 def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
@@ -82,6 +88,8 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
     kind = classify(body, words)
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
+    if _IGNORED.match(body):
+        return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
     return kind, ECHO if kind.consequence else SPECIFIC
