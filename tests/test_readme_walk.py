@@ -143,3 +143,20 @@ def test_a_bare_path_followed_by_words_is_said_as_it_is_read(daemon_env: Env) ->
     lint = env.cli("lint", str(noted), "--json")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert not [w for w in json.loads(lint.stdout)["blueprint"]["warnings"] if "note" in w]
+
+
+def test_a_misspelt_stop_rule_names_the_rules(daemon_env: Env) -> None:
+    """`campaign.yaml`'s `stop: {max_experiment: 3}` (one letter short) was refused with
+    `stop: unknown rule 'max_experiment'` alone, where a misspelt key of the file or of an
+    experiment lists the known ones: it names the four rules too."""
+    env = daemon_env
+    folder = env.tmp / "typo campaign"
+    folder.mkdir()
+    (folder / "base.md").write_text(env.blueprint("typo-base", command="true").read_text())
+    (folder / "campaign.yaml").write_text(
+        "name: typo\nmetric: mean_reward\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'typo-ledger'}\nstop: {{max_experiment: 3}}\n"
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    assert "stop: unknown rule 'max_experiment' (known: max_experiments, deadline, " in out.stderr

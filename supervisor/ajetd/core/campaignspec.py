@@ -145,7 +145,7 @@ def _stop_rules(
         return None, None, None, None
     bad = sorted(set(map(str, stop)) - set(STOP_KEYS))
     if bad:
-        problems.append(f"stop: unknown rule {show(bad[0])}")
+        problems.append(f"stop: unknown rule {show(bad[0])} (known: {', '.join(STOP_KEYS)})")
     count = stop.get("max_experiments")
     if count is not None:
         count = take(problems, None, values.count, "stop.max_experiments", count, 1, 100000)
