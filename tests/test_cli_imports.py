@@ -98,6 +98,18 @@ def test_client_commands_import_nothing_heavy(env: Env, ended_run: str, tmp_path
         assert heavy_in(modules) == [], (args, heavy_in(modules))
 
 
+def test_submit_reads_no_run_records(env: Env, tmp_path: Path) -> None:
+    """`ajetd submit FILE`, what scripts and agents call most, only writes into the inbox:
+    no command-line library and no run record (the records' dataclasses were a third of its
+    start-up: 124 -> 78 ms p50 on the 2-core VM, docs/benchmarks.md)."""
+    blueprint = tmp_path / "bp.md"
+    blueprint.write_text("## [exp_purpose]\nx\n")
+    modules = imported(env, "submit", str(blueprint))
+    assert "ajetd.cli.submit" in modules
+    record = ("click", "ajetd.core.model", "ajetd.adapters.runrecords", "ajetd.core.blueprint")
+    assert sorted(m for m in record if m in modules) == []
+
+
 def test_the_import_check_sees_heavy_modules(env: Env) -> None:
     """The check above would notice: a daemon-side command's imports show up in it."""
     assert "psutil" in heavy_in(imported(env, "gpus", "--json"))

@@ -20,7 +20,7 @@ import pytest
 from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
-from ajetd.daemon import slots
+from ajetd.daemon import slots, trials
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
@@ -131,14 +131,23 @@ def test_a_daemon_killed_after_any_write_ends_the_run_once(
     armed = [True]
     real = Path.replace
 
-    def replace(self: Path, target: Any) -> Any:
-        out = real(self, target)
+    def landed(target: Path | str) -> None:
         written.append(str(target))
         if armed[0] and Path(target).name == after:
             raise Killed(str(target))
+
+    def replace(self: Path, target: Any) -> Any:
+        out = real(self, target)
+        landed(target)
         return out
 
+    def mark(path: Path, mode: int = 0o600) -> None:  # a go file: made in place, no rename
+        real_mark(path, mode)
+        landed(path)
+
+    real_mark = trials.mark
     monkeypatch.setattr(Path, "replace", replace)
+    monkeypatch.setattr(trials, "mark", mark)
     first = Loop(env)
     with pytest.raises(Killed):
         try:

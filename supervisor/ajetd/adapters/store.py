@@ -17,13 +17,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ajetd.adapters import runrecords
 from ajetd.core.errors import StoreError, UnknownRunError
-from ajetd.core.model import Run
 from ajetd.core.naming import RUN_ID, SUBMITTED
 
 if TYPE_CHECKING:
     from ajetd.adapters.diskfull import Held
+    from ajetd.core.model import Run
+
+# The run records (`runrecords`, `ajetd.core.model`: ~30 dataclasses, a third of the client's
+# imports) are imported where a record is read or made, not here: `ajetd submit` only writes
+# into the inbox (tests/test_cli_imports.py).
 
 # What to do about an id the home does not hold: a mistyped id, or a shell whose AJETD_HOME
 # is not the daemon's (an agent's usual cause)
@@ -202,6 +205,14 @@ def append_bytes(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def mark(path: Path, mode: int = OWNER_FILE) -> None:
+    """Make a marker file whose being there (and its mtime) is all it says: one `open`, no
+    content, no sync, no link followed. A trial's go file is one: it lets a script waiting in
+    its pane go, and a machine that loses power before the disk has it loses that pane too
+    (the `fsync` of `write_atomic` was 1-3 ms between a submit and its program's start)."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode))
+
+
 def write_in_place(path: Path, data: bytes) -> None:
     """Overwrite an existing file's first bytes without allocating (its blocks are already
     there): how daemon.json still tells `status` about a full home. A reader may see a torn
@@ -288,6 +299,8 @@ class Home:
             try:
                 return self._read_state(run_id)
             except FileNotFoundError:
+                from ajetd.adapters import runrecords
+
                 lost = runrecords.lost_record(self.run_dir(run_id), self.state_file(run_id), run_id)
                 if lost is not None:  # it had trials: never admitted again, never "queued"
                     raise StoreError(lost) from None
@@ -298,6 +311,8 @@ class Home:
 
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)
+        from ajetd.adapters import runrecords
+
         return runrecords.as_run(path, runrecords.read_data(path))
 
     def blueprint_text(self, run_id: str) -> str:
@@ -312,6 +327,7 @@ class Home:
     def pending(self, run_id: str) -> Run | None:
         """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`);
         why it waits names what the status header says stops the daemon taking it, if known."""
+        from ajetd.core.model import Run
         from ajetd.views.listing import inbox_reason  # not on `ajetd submit`'s path
 
         for path in self.inbox.glob(f"{run_id}__*"):
@@ -360,12 +376,16 @@ class Home:
         owns; submissions still in the inbox are not records); the ones left out and why are
         kept in `damaged`. `brief`: only live runs and the `brief` newest ended ones in full
         (`runrecords.read_all`), for a view that shows no more."""
+        from ajetd.adapters import runrecords
+
         runs, self.damaged = runrecords.read_all(self.runs, self.run_ids(), brief)
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
 
     def each_run(self) -> Iterator[Run]:
         """Every readable record, one at a time and in no order (the daemon's start keeps
         only what it needs of each); `damaged` is set once all were read."""
+        from ajetd.adapters import runrecords
+
         damaged: dict[str, str] = {}
         yield from runrecords.each(self.runs, self.run_ids(), damaged)
         self.damaged = damaged

@@ -8,6 +8,7 @@ import logging
 from dataclasses import replace
 
 from ajetd.adapters import diskfull, procs
+from ajetd.adapters.tmux import Pane
 from ajetd.core import model, placement
 from ajetd.core.backoff import Backoff
 from ajetd.core.errors import AjetdError
@@ -58,7 +59,10 @@ class Launch(Base):
         queued = _val_offset_now(slot)
         taken = trials.active_sessions(self.runs.live())
         try:
-            run = trials.prepare_trial(self.home, self.tmux, queued, slot.options, slot.host, taken)
+            panes = self.tmux.panes_or_empty()
+            run = trials.prepare_trial(
+                self.home, self.tmux, queued, slot.options, slot.host, taken, panes
+            )
         except (AjetdError, OSError) as exc:
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # it waits for space
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
@@ -67,7 +71,7 @@ class Launch(Base):
             self._launch_failed(queued, exc, now)
             return
         self._keep(run)  # prepare_trial saved it
-        if self._start(slot, now):
+        if self._start(slot, now, panes):
             log.info(
                 "run %s: trial %d started in session %s", run.run_id, len(run.trials), run.session
             )
@@ -134,8 +138,9 @@ class Launch(Base):
             return False
         return True
 
-    def _start(self, slot: RunSlot, now: float) -> bool:
-        """Let a prepared trial go and schedule its deep checks; a failed launch ends the run."""
+    def _start(self, slot: RunSlot, now: float, panes: list[Pane] | None = None) -> bool:
+        """Let a prepared trial go and schedule its deep checks; a failed launch ends the run.
+        `panes`: tmux's panes as just listed for its preparation, if they were."""
         run = slot.run
         try:  # its exit file wakes the loop from the start (the periodic checks if not)
             self.watcher.watch_run(self.home.run_dir(run.run_id))
@@ -146,7 +151,8 @@ class Launch(Base):
                 exc,
             )
         try:  # start_trial saved it: not saved a second time
-            self._keep(trials.start_trial(self.home, self.tmux, run, self.clock(), slot.host))
+            started = trials.start_trial(self.home, self.tmux, run, self.clock(), slot.host, panes)
+            self._keep(started)
         except (AjetdError, OSError) as exc:
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")

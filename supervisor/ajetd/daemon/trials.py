@@ -20,7 +20,7 @@ import yaml
 
 from ajetd.adapters import procs
 from ajetd.adapters.configcopy import repoint, write_copy
-from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import model
 from ajetd.core.model import Run, State, Trial
@@ -102,10 +102,18 @@ def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
 
 
 def prepare_trial(
-    home: Home, tmux: Tmux, run: Run, options: Options, host: Host, taken: set[str]
+    home: Home,
+    tmux: Tmux,
+    run: Run,
+    options: Options,
+    host: Host,
+    taken: set[str],
+    panes: list[Pane],
 ) -> Run:
     """Record trial N+1 with its session name and write its script (as `host` runs it);
-    nothing runs yet."""
+    nothing runs yet. `panes`: the tmux server's panes as listed for this launch (a new
+    session's name is unique among their sessions, and `start_trial` takes the same list:
+    one tmux call less between a submit and its program's first statement)."""
     number = len(run.trials) + 1
     command, dropped = protect_autokill(run.launch_command)
     if options.autokill == "allow":
@@ -114,7 +122,7 @@ def prepare_trial(
         session = run.session
     else:
         base = session_base(run.purpose, Path(run.source).stem, run.run_id)
-        session = unique_session(base, taken | tmux.session_names())
+        session = unique_session(base, taken | {p.session for p in panes})
     shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
     stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
@@ -181,13 +189,16 @@ def trial_env(run: Run, options: Options) -> dict[str, str]:
     return env
 
 
-def start_trial(home: Home, tmux: Tmux, run: Run, now: float, host: Host) -> Run:
+def start_trial(
+    home: Home, tmux: Tmux, run: Run, now: float, host: Host, panes: list[Pane] | None = None
+) -> Run:
     """Create (or find again) the trial's session, arm it, and let the program go (where
-    `host` starts it elsewhere: there first; the pane then follows it)."""
+    `host` starts it elsewhere: there first; the pane then follows it). `panes`: the server's
+    panes as listed just before (`prepare_trial`'s), else they are listed here."""
     trial = run.trial
     assert trial is not None
     p = paths(home, run, trial.number)
-    panes = tmux.panes_or_empty()
+    panes = tmux.panes_or_empty() if panes is None else panes
     pane = find_pane(panes, p.script)
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
@@ -207,7 +218,7 @@ def start_trial(home: Home, tmux: Tmux, run: Run, now: float, host: Host) -> Run
             pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
         tmux.pipe_to_file(pane.pane_id, str(p.log))
-    write_atomic(p.go, f"{now}\n", OWNER_FILE)
+    mark(p.go)
     _wake(p.wake)
     return _started(home, run, now, pane.pid)
 

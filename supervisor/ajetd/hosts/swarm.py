@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters import procs
-from ajetd.adapters.store import OWNER_FILE, open_owner, write_atomic
+from ajetd.adapters.store import mark, open_owner, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import placement
 from ajetd.core.errors import TmuxError
@@ -221,7 +221,7 @@ class SwarmServers:
             self.tmux.keep_dead_pane(pane.pane_id)
             open_owner(f["log"]).close()  # tmux's `cat >>` would make it with tmux's umask
             self.tmux.pipe_to_file(pane.pane_id, str(f["log"]))
-            write_atomic(f["go"], f"{now}\n", OWNER_FILE)
+            mark(f["go"])
         except (TmuxError, OSError) as exc:
             del self.servers[spec.port]
             return Fail(f"the swarm server on port {spec.port} could not be started: {exc}")
