@@ -14,12 +14,12 @@ from pathlib import Path
 from conftest import Env, wait_for
 
 
-def _running(env: Env, name: str) -> str:
+def _running(env: Env, name: str, ajetd: str = "gpus: 0") -> str:
     """A live run that prints a line now and then and lasts longer than any test."""
     bp = env.blueprint(
         name,
         command="python -c 'import time\nwhile True: print(\"step\", flush=True); time.sleep(1)'",
-        ajetd="gpus: 0",
+        ajetd=ajetd,
     )
     run_id = env.submit(bp)
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
@@ -160,3 +160,19 @@ def test_a_misspelt_stop_rule_names_the_rules(daemon_env: Env) -> None:
     out = env.cli("campaign", str(folder))
     assert out.returncode == 2 and out.stdout == "", out.stdout
     assert "stop: unknown rule 'max_experiment' (known: max_experiments, deadline, " in out.stderr
+
+
+def test_logs_of_a_queued_run_says_it_has_no_output_yet(env: Env) -> None:
+    """`ajetd logs RUN` of a run still queued (waiting for a GPU here) printed nothing at all
+    and exited 0: an agent could not tell an empty log from a run not started. It says on
+    stderr that no trial has started yet, why it waits, and that `-f` waits for it (exit 0:
+    nothing is wrong); stdout stays the output, empty."""
+    env.fake_gpus(1)
+    env.start_daemon()
+    _running(env, "holder", ajetd="gpus: 1")
+    queued = env.submit(env.blueprint("waiter", ajetd="gpus: 1"))
+    wait_for(lambda: env.record(queued).get("state") == "queued", what="the second to queue")
+    out = env.cli("logs", queued)
+    assert out.returncode == 0 and out.stdout == "", out.stdout
+    assert f"run {queued} is queued" in out.stderr and "waiting for 1 GPU" in out.stderr
+    assert f"ajetd logs {queued} -f" in out.stderr, out.stderr

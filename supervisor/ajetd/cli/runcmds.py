@@ -290,6 +290,12 @@ def logs(run_id: str, follow: bool) -> None:
     run = load_run(home, run_id)
     printed: dict[int, int] = {}
     _print_new(run, printed)
+    if not follow and run.active and not run.trials:  # an empty stdout alone says nothing
+        click.echo(
+            f"ajetd: run {run_id} is {_why(run)}; no trial has started yet, so it has no "
+            f"output yet (`ajetd logs {run_id} -f` waits for it)",
+            err=True,
+        )
     while follow and run.active:
         time.sleep(0.25)
         run = load_run(home, run_id)  # before the logs: once it has ended, they are whole
