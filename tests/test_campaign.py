@@ -3,6 +3,7 @@ the fake NeMo-RL launcher (its accuracy grows with the number of steps)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -308,30 +309,131 @@ def test_the_plotted_best_follows_kept_experiments_only() -> None:
     assert running_best(points[2:3], True) == ([], [])
 
 
+def _agentjet_folder(env: Env, name: str, command: str, experiments: str) -> Path:
+    """A campaign whose base runs AgentJet's launcher (the fake one under its name)."""
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(f"{name}-base", command=command, ajetd="max_trials: 1")
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: mean_reward\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campaigns' / name}\nstop: {{max_experiments: 3}}\n" + experiments
+    )
+    return folder
+
+
+def test_overrides_for_agentjets_launcher_are_set_in_a_copy_of_its_yaml(daemon_env: Env) -> None:
+    """AgentJet's launcher parses its arguments with argparse and takes no `key=value` (one
+    exits it 2, unrecognized arguments), so a campaign's overrides for it are set in a copy of
+    the experiment's YAML (`[ajetd] yaml_overrides`) that `--conf` is pointed at, and
+    results.md says what each changed; the user's file is never edited. The seed-002 loop
+    as an agent runs it: one experiment written, one added live (`campaign add --overrides`),
+    a bad one refused at `add` naming it."""
+    env = daemon_env
+    command = "python -m ajet.launcher --conf configs/aj-base.yaml --autokill"
+    folder = _agentjet_folder(
+        env,
+        "aj",
+        command,
+        "experiments:\n  - {name: often, description: validate every step, "
+        "overrides: [ajet.trainer_common.test_freq=1, fakejet.steps=3]}\n",
+    )
+    user_config = (env.codebase / "configs" / "aj-base.yaml").read_text()
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    wait_for(lambda: len(_ledger(env, "aj")) >= 2, timeout=60, what="two ledger rows")
+    refused = env.cli(
+        "campaign",
+        "add",
+        cid,
+        "--name",
+        "gone",
+        "--description",
+        "d",
+        "--overrides",
+        "~fakejet.steps",
+    )
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "override: '~fakejet.steps' removes a key" in refused.stderr
+    added = env.cli(
+        "campaign",
+        "add",
+        cid,
+        "--name",
+        "short",
+        "--description",
+        "two steps",
+        "--overrides",
+        "fakejet.steps=2",
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    rows = _done(env, "aj", 3)
+    assert [(r["index"], r["status"]) for r in rows] == [
+        ("0", "keep"),
+        ("1", rows[1]["status"]),
+        ("2", rows[2]["status"]),
+    ]
+    assert all(r["status"] in ("keep", "discard") for r in rows), rows  # none crashed
+    steps = {}
+    for row in rows:
+        run_id = row["job_id"]
+        status = env.status(run_id)
+        assert status["status"] == "succeeded", status
+        steps[row["index"]] = status["metrics"]["global_steps"]
+        # the baseline runs the user's file as it is (nothing to change); each experiment
+        # its own copy, and no key=value reaches the launcher's command line
+        conf = (
+            "configs/aj-base.yaml"
+            if row["index"] == "0"
+            else f"configs/aj-base.ajetd-{run_id}.yaml"
+        )
+        assert row["command"] == f"python -m ajet.launcher --conf {conf}", row
+    assert steps == {"0": 4, "1": 3, "2": 2}  # each ran with its own overrides
+    often = env.tmp / "campaigns" / "aj" / "01-often"
+    results = (often / "results.md").read_text()
+    assert "- ajet.trainer_common.test_freq: 2 → 1 (yaml_overrides)" in results
+    assert "- fakejet.steps: 4 → 3 (yaml_overrides)" in results
+    history = json.loads((often / "run.json").read_text())["history"]
+    assert [h["global_steps"] for h in history] == [1, 2, 3]  # validated at every step
+    assert (
+        "fakejet.steps: 4 → 2 (yaml_overrides)"
+        in (env.tmp / "campaigns" / "aj" / "02-short" / "results.md").read_text()
+    )
+    assert (env.codebase / "configs" / "aj-base.yaml").read_text() == user_config
+
+
 @pytest.mark.parametrize(
-    "command",
+    ("command", "override", "needle"),
     [
-        "python -m ajet.launcher --conf configs/c.yaml",
-        "source .venv/bin/activate && ajet --conf configs/c.yaml --autokill",
+        (
+            "python -m ajet.launcher --conf configs/c.yaml",
+            "~ajet.rollout.temperature",
+            "experiments[1] (hot): override: '~ajet.rollout.temperature' removes a key",
+        ),
+        (
+            "source .venv/bin/activate && ajet --conf configs/c.yaml --autokill",
+            "ajet.rollout=[1",
+            "experiments[1] (hot): override: 'ajet.rollout=[1': the value is not valid YAML",
+        ),
+        (
+            "AJET_CONF=configs/c.yaml python -m ajet.launcher",
+            "ajet.rollout.temperature=1.0",
+            "the base's command passes no --conf to point at that copy",
+        ),
     ],
 )
-def test_overrides_on_agentjets_launcher_are_refused_with_the_way_to_do_it(
-    env: Env, command: str
+def test_agentjet_overrides_that_cannot_be_carried_out_are_refused_at_intake(
+    env: Env, command: str, override: str, needle: str
 ) -> None:
-    """AgentJet's launcher parses its arguments with argparse and takes no `key=value`: an
-    override appended to it made every experiment exit 2 ('unrecognized arguments') and
-    crash. The campaign is refused, saying so and what to use instead."""
-    folder = env.tmp / "aj-campaign"
-    folder.mkdir()
-    (folder / "base.md").write_text(env.blueprint("aj", command=command).read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: aj\nmetric: mean_reward\nbase: base.md\nresult_dir: {env.tmp / 'aj-out'}\n"
-        "experiments:\n  - {name: hot, description: hotter, overrides: [ajet.rollout.temperature=1.0]}\n"
+    """What a copy of the YAML cannot carry out is refused when the campaign is submitted,
+    naming the experiment and the override (exit 2, nothing submitted)."""
+    folder = _agentjet_folder(
+        env, "bad", command, f"experiments:\n  - {{name: hot, overrides: ['{override}']}}\n"
     )
     out = env.cli("campaign", str(folder))
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "experiments[0] (hot): override 'ajet.rollout.temperature=1.0'" in out.stderr
-    assert "AgentJet's launcher" in out.stderr and "patch" in out.stderr
+    assert needle in out.stderr
     assert "Traceback" not in out.stderr and not list(env.home.glob("inbox/*"))
 
 
@@ -393,11 +495,11 @@ def test_a_running_campaigns_folder_read_again_is_not_refused_for_its_overrides(
     (folder / "campaign.yaml").write_text(
         f"name: aj\nmetric: mean_reward\nbase: base.md\nresult_dir: {env.tmp / 'aj-out'}\n"
         "experiments:\n  - {name: plain, description: as is}\n"
-        "  - {name: hot, description: hotter, overrides: [ajet.rollout.temperature=1.0]}\n"
+        "  - {name: hot, description: hotter, overrides: ['~ajet.rollout.temperature']}\n"
     )
     spec, base, _ = cf.load_folder(folder)  # read again as a running campaign's: no refusal
     assert [e.name for e in spec.experiments] == ["plain", "hot"]
     with pytest.raises(cs.CampaignError) as refused:
         cf.check_overrides(spec, base)
-    assert "experiments[1] (hot)" in "\n".join(refused.value.problems)
+    assert "experiments[2] (hot)" in "\n".join(refused.value.problems)
     cf.check_overrides(spec, base, ["plain"])  # the one `add` brought: nothing to refuse

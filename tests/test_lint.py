@@ -266,3 +266,45 @@ def test_a_key_passed_on_is_the_value_of_what_it_passes() -> None:
     assert "K" not in launch_env(base, {}, "K=${KEY:-x} python x.py")
     # the words are read with their quotes removed: a quoted `$` reads as an expansion too
     assert launch_env(base, {}, "K='$literal' python x.py").get("K") is None
+
+
+def test_yaml_overrides_are_checked_against_the_config_and_its_conf(env: Env) -> None:
+    """`[ajetd] yaml_overrides` (a campaign's overrides for AgentJet's launcher come this way)
+    are set in the config's copy: lint lists each change (the value before, in the file), and
+    names what cannot be carried out: a section on the way that is a value, a section set to
+    a value, a command whose --conf is not exp_yaml_path or that has none."""
+    overrides = "yaml_overrides: [ajet.trainer_common.test_freq=1, ajet.rollout.temperature=0.7]"
+    bp = env.blueprint("ov", ajetd=overrides)
+    data = json.loads(env.cli("lint", str(bp), "--json").stdout)
+    assert data["ok"] is True, data
+    assert data["blueprint"]["config_changes"][:2] == [
+        "ajet.trainer_common.test_freq: 2 → 1 (yaml_overrides)",
+        "ajet.rollout.temperature: (not in the file) → 0.7 (yaml_overrides)",
+    ]
+    assert data["blueprint"]["config_verdict"] == "patched"
+    for ajetd, command, needle in (
+        (
+            "yaml_overrides: [ajet.execute_test.x=1]",
+            None,
+            "yaml_overrides[1] 'ajet.execute_test.x=1': exp_yaml_path: ajet.execute_test "
+            "must be a mapping, not False",
+        ),
+        (
+            "yaml_overrides: [ajet.trainer_common=3]",
+            None,
+            "exp_yaml_path: ajet.trainer_common is a section; set one of its keys",
+        ),
+        (
+            "yaml_overrides: [a=1]",
+            "python -m ajet.launcher",
+            "yaml_overrides: the launch command passes no --conf",
+        ),
+        (
+            "yaml_overrides: [a=1]",
+            "python -m ajet.launcher --conf $CONF",
+            "yaml_overrides: --conf $CONF is not exp_yaml_path (configs/ov.yaml)",
+        ),
+    ):
+        path = env.blueprint("ov", ajetd=ajetd, command=command)
+        out = env.cli("lint", str(path))
+        assert out.returncode == 2 and needle in out.stdout + out.stderr, (needle, out)

@@ -18,6 +18,7 @@ from ajetd.frameworks.agentjet import (
     COPY_TAG,
     apply_patches,
     conf_argument,
+    conf_path,
     original_of,
     point_conf_at,
 )
@@ -38,8 +39,7 @@ def repoint(command: str, codebase: str, current: str, copy: Path) -> str | None
     """`command` with its `--conf` moved from `current` to `copy`; None if `--conf` is not
     `current` (then the copy cannot reach what runs)."""
     conf = conf_argument(command)
-    if conf is None:
-        return None
-    if os.path.realpath(os.path.join(codebase, conf)) != os.path.realpath(current):
+    named = conf_path(command, codebase)
+    if conf is None or named is None or os.path.realpath(named) != os.path.realpath(current):
         return None
     return point_conf_at(command, os.path.join(os.path.dirname(conf), copy.name))

@@ -1,6 +1,8 @@
 """An experiment's blueprint (seed 002): the campaign's base blueprint with the experiment's
-codebase (its worktree), its overrides on the launch command, its own result dir under the
-campaign's, its time limit, and the campaign's `gpus`. Pure: text in, text out.
+codebase (its worktree), its overrides (appended to the launch command; for AgentJet's
+launcher, which takes no key=value arguments, set in a copy of its YAML: `yaml_overrides`),
+its own result dir under the campaign's, its time limit, and the campaign's `gpus`. Pure:
+text in, text out.
 
 Each experiment is an ordinary blueprint written into the inbox, so it is validated, placed,
 supervised, fixed and reported like any run.
@@ -15,24 +17,36 @@ import yaml
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.options import load_yaml_part
+from ajetd.core.values import OptionError
 from ajetd.frameworks import agentjet
 
 
 def override_problems(
     spec: cs.CampaignSpec, base: Blueprint, names: frozenset[str] = frozenset()
 ) -> list[str]:
-    """Overrides that cannot reach what the base blueprint runs: appended to AgentJet's
-    launcher, they end every such experiment at once (`names`: only these experiments)."""
+    """Overrides that cannot be carried out for the base blueprint (`names`: only these
+    experiments). AgentJet's launcher takes no `key=value` arguments, so an experiment's
+    overrides for it are set in a copy of its YAML (`yaml_overrides`): each must be K=V
+    (no `~K`), and the base's command must pass `--conf` for the copy to take its place."""
     if not agentjet.runs_launcher(base.launch_command):
         return []
-    return [
-        f"experiments[{i}] ({exp.name}): override {exp.overrides[0]!r} would be appended to "
-        "AgentJet's launcher in the base's command, which takes no key=value arguments (it "
-        "exits 2: unrecognized arguments); change its YAML with a `patch` (or give the "
-        "experiment its own `blueprint`)"
-        for i, exp in enumerate(spec.experiments)
-        if exp.overrides and not exp.blueprint and (not names or exp.name in names)
-    ]
+    problems = []
+    for i, exp in enumerate(spec.experiments, 1):  # numbered as parse_campaign names them
+        if not exp.overrides or exp.blueprint or (names and exp.name not in names):
+            continue
+        where = f"experiments[{i}] ({exp.name}): override"
+        if agentjet.conf_argument(base.launch_command) is None:
+            problems.append(
+                f"{where} {exp.overrides[0]!r} is set in a copy of the base's exp_yaml_path "
+                "(AgentJet's launcher takes no key=value arguments), and the base's command "
+                "passes no --conf to point at that copy"
+            )
+        for override in exp.overrides:
+            try:
+                agentjet.parse_override(where, override)
+            except OptionError as exc:
+                problems.append(str(exc))
+    return problems
 
 
 def experiment_blueprint(
@@ -53,8 +67,13 @@ def experiment_blueprint(
         limits.append(spec.per_experiment_s)
     if spec.deadline_s:
         limits.append(max(60.0, spec.deadline_s - elapsed_s))
-    command = " ".join([base.launch_command, *(shlex.quote(o) for o in exp.overrides)])
     options = load_yaml_part(parts.get("ajetd", ""))
+    command = base.launch_command
+    if agentjet.runs_launcher(command):  # set in a copy of its YAML (`yaml_overrides`)
+        if exp.overrides:
+            options["yaml_overrides"] = [*base.options.yaml_overrides, *exp.overrides]
+    else:  # appended to the command (Hydra's key=value, as NeMo-RL takes them)
+        command = " ".join([command, *(shlex.quote(o) for o in exp.overrides)])
     if spec.gpus is not None:
         options["gpus"] = spec.gpus
     purpose = f"{base.purpose} (campaign {spec.name}, experiment {index} {exp.name}"

@@ -41,7 +41,7 @@ class CampaignError(AjetdError):
 class Experiment:
     name: str
     description: str = ""
-    overrides: tuple[str, ...] = ()  # appended to the base launch command (Hydra key=value)
+    overrides: tuple[str, ...] = ()  # K=V: on the command; for AgentJet in a copy of its YAML
     patch: str = ""  # a patch file in the folder, applied and committed (branch_prefix only)
     start: str = ""  # the branch or commit it starts from (default: the baseline commit)
     blueprint: str = ""  # its own blueprint in the folder instead of the base

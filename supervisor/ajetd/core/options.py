@@ -26,6 +26,7 @@ from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
 from ajetd.core.userkinds import UserKind, parse_kinds
 from ajetd.core.values import OptionError, show, take, unknown_keys
+from ajetd.frameworks.agentjet import checked_override
 
 KNOWN_KEYS = (
     "gpus",
@@ -44,6 +45,7 @@ KNOWN_KEYS = (
     "on_attention",
     "slurm",
     "kinds",
+    "yaml_overrides",
 )
 # The science fixes (`allow_fixes`): for each failure kind one can help, the YAML keys a
 # remedy lowers, in order (`ajetd.core.remedy`); a blueprint may permit only these keys.
@@ -107,6 +109,9 @@ class Options:
     stages: tuple[Stage, ...] = ()  # a pipeline; empty: the launch command alone
     slurm: SlurmSpec | None = None
     kinds: tuple[UserKind, ...] = ()  # user-defined failure kinds (core/userkinds.py)
+    # K=V set in the copy of exp_yaml_path that --conf is pointed at (AgentJet's launcher
+    # takes no key=value arguments; a campaign's overrides for it come this way)
+    yaml_overrides: tuple[str, ...] = ()
 
 
 def load_yaml_part(text: str) -> dict[str, Any]:
@@ -398,6 +403,14 @@ def parse_options(text: str) -> Options:
         stages=_stages(data.get("stages"), problems),
         slurm=hostspecs.slurm(data.get("slurm"), problems),
         kinds=parse_kinds(data.get("kinds"), problems),
+        yaml_overrides=take(
+            problems,
+            (),
+            values.string_list,
+            "yaml_overrides",
+            data.get("yaml_overrides"),
+            checked_override,
+        ),
     )
     if options.slurm is not None and options.ssh is not None:
         problems.append("slurm and ssh: one or the other (ajetd submits to Slurm from here)")

@@ -5,7 +5,9 @@ whether it blocks the run or can be fixed mechanically in a copy of the config: 
 must be False (True ends a run early by design), validation results must go to a file with a
 directory part (default: `val_results.md` in the result dir), `val_before_train` should be true,
 and a logger that needs an API key must find one (else a local logger is used). The user's file
-is never edited; patches go into a copy beside it.
+is never edited; patches go into a copy beside it, with the blueprint's `yaml_overrides`
+(`override_patches`: a campaign's overrides for AgentJet's launcher, which takes no
+key=value arguments) set first.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ajetd.core import yamlpart
+from ajetd.core.values import OptionError, show
 
 LOCAL_LOGGER = "tensorboard"
 DEFAULT_LOGGER = "swanlab"  # ajet_default.yaml's trainer_common.logger
@@ -90,6 +95,12 @@ def original_of(path: str) -> str:
     if COPY_TAG not in stem:
         return path
     return os.path.join(folder, stem.split(COPY_TAG)[0] + suffix)
+
+
+def conf_path(command: str, codebase: str) -> str | None:
+    """The file the command's `--conf` names, as a path from the codebase (where it runs)."""
+    conf = conf_argument(command)
+    return None if conf is None else os.path.join(codebase, conf)
 
 
 def point_conf_at(command: str, path: str) -> str:
@@ -277,3 +288,71 @@ def apply_patches(
             node = node[key]
         node[path[-1]] = value
     return patched
+
+
+_KEY_PART = re.compile(r"[^\s.=]+")
+
+
+def parse_override(key: str, text: Any) -> tuple[tuple[str, ...], Any]:
+    """One `yaml_overrides` entry (`key`: how a message names it): `K=V`, the dotted key path
+    K set to V's YAML value in the copy of the config (`a.b=2e-6`, `a.c=[x, y]`; `a.d=` is
+    the empty text). Hydra's `+K=V` and `++K=V` set K alike: a key AgentJet's `defaults:`
+    give is not in the file, so adding and replacing are one thing here. `~K` (remove a key)
+    cannot be carried out in a copy and is refused, as anything that is not K=V is
+    (OptionError saying what is wrong)."""
+    if not isinstance(text, str):
+        raise OptionError(f"{key}: expected K=V (a string), got {show(text)}")
+    name, equals, value = text.partition("=")
+    if text.startswith("~"):
+        raise OptionError(
+            f"{key}: {show(text)} removes a key, which a copy of exp_yaml_path cannot do for "
+            "a key its `defaults:` give; set it to a value instead (K=V)"
+        )
+    parts = name.lstrip("+").split(".")
+    if not equals or not all(_KEY_PART.fullmatch(p) for p in parts):
+        raise OptionError(
+            f"{key}: {show(text)} is not K=V (a dotted key such as "
+            "ajet.trainer_common.optim.lr, =, a YAML value)"
+        )
+    if not value:
+        return tuple(parts), ""
+    try:
+        return tuple(parts), yamlpart.load(value)
+    except yamlpart.YamlError as exc:
+        raise OptionError(f"{key}: {show(text)}: the value is {exc}") from None
+
+
+def checked_override(key: str, text: Any) -> str:
+    """`text` once it is a `yaml_overrides` entry (`parse_override`)."""
+    parse_override(key, text)
+    return str(text)
+
+
+def override_patches(config: Mapping[str, Any], overrides: tuple[str, ...]) -> ConfigReview:
+    """A blueprint's `yaml_overrides` as patches for the copy of its config, with a line for
+    each (the value before, in the file, and after), or the problems: a section on the way
+    that is not a mapping (`trainer_common: 5`), a section replaced by a plain value."""
+    out = ConfigReview()
+    for i, text in enumerate(overrides, 1):
+        try:
+            path, value = parse_override(f"yaml_overrides[{i}]", text)
+        except OptionError as exc:
+            out.problems.append(str(exc))
+            continue
+        now = apply_patches(config, out.patches)
+        blocked = _not_mapping(now, path)
+        old = _get(now, *path)
+        if blocked is None and isinstance(old, Mapping) and not isinstance(value, Mapping):
+            blocked = f"exp_yaml_path: {'.'.join(path)} is a section; set one of its keys"
+        if blocked is not None:
+            out.problems.append(f"yaml_overrides[{i}] {show(text)}: {blocked}")
+            continue
+        out.patches[path] = value
+        before = show(old) if _has(now, path) else "(not in the file)"
+        out.changes.append(f"{'.'.join(path)}: {before} → {show(value)} (yaml_overrides)")
+    return out
+
+
+def _has(config: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    parent = _get(config, *path[:-1])
+    return isinstance(parent, Mapping) and path[-1] in parent

@@ -23,7 +23,14 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.shellenv import launch_env
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import ConfigReview, apply_patches, conf_argument, review
+from ajetd.frameworks.agentjet import (
+    ConfigReview,
+    apply_patches,
+    conf_argument,
+    conf_path,
+    override_patches,
+    review,
+)
 from ajetd.hosts import slurm
 from ajetd.hosts.sshcmd import RemoteFs, SshError
 
@@ -341,6 +348,38 @@ def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
     ]
 
 
+def _overridden(
+    bp: Blueprint, codebase: str, yaml_path: str, config: dict[str, Any], fs: Fs, said: bool
+) -> ConfigReview:
+    """The blueprint's `yaml_overrides` as patches of the config's copy, or the problems:
+    they reach what runs only where `--conf` names exp_yaml_path (the copy takes its place;
+    `said`: a --conf naming another file was refused already)."""
+    found = override_patches(config, bp.options.yaml_overrides)
+    named = conf_path(bp.launch_command, codebase)
+    if named is None:
+        found.problems.append(
+            "yaml_overrides: the launch command passes no --conf, so the copy of "
+            "exp_yaml_path they are set in cannot reach what runs"
+        )
+    elif not said and fs.realpath(_abs(named, fs)) != fs.realpath(yaml_path):
+        found.problems.append(
+            f"yaml_overrides: --conf {conf_argument(bp.launch_command)} is not exp_yaml_path "
+            f"({bp.yaml_path}), so the copy of it they are set in would not be what runs"
+        )
+    return found
+
+
+def _with_overrides(overrides: ConfigReview, found: ConfigReview) -> ConfigReview:
+    """The review of the overridden config, after the overrides themselves: one copy holds
+    both, the review's fix last where both set a key (it was made on the overridden config)."""
+    return ConfigReview(
+        problems=[*overrides.problems, *found.problems],
+        warnings=[*overrides.warnings, *found.warnings],
+        patches={**overrides.patches, **found.patches},
+        changes=[*overrides.changes, *found.changes],
+    )
+
+
 def check_blueprint(
     bp: Blueprint, val_writers: Mapping[str, str] | None = None
 ) -> tuple[Resolved | None, list[str]]:
@@ -356,9 +395,8 @@ def check_blueprint(
     codebase, venv_exe = _codebase_and_venv(bp, fs, where, problems)
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
-    if config is not None:
-        other = _other_config(bp, codebase, yaml_path, config, fs)
-        problems.extend([other] if other else [])
+    other = None if config is None else _other_config(bp, codebase, yaml_path, config, fs)
+    problems.extend([other] if other else [])
     if bp.options.slurm is not None:
         try:
             problems.extend(slurm.check(bp.options.slurm, slurm.partitions(), bp.max_time_s))
@@ -370,8 +408,11 @@ def check_blueprint(
         problems.append(problem)
     found = ConfigReview()
     if isinstance(config, dict):
+        overrides = ConfigReview()
+        if bp.options.yaml_overrides:
+            overrides = _overridden(bp, codebase, yaml_path, config, fs, said=other is not None)
         found = review(
-            config,
+            apply_patches(config, overrides.patches),
             command=bp.launch_command,
             result_dir=result_dir,
             gpus=bp.options.gpus,
@@ -379,6 +420,7 @@ def check_blueprint(
             exists=fs.exists,
             logged_in=_logged_in(),
         )
+        found = _with_overrides(overrides, found)
         problems.extend(found.problems)
     if problems:
         return None, problems
