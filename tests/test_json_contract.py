@@ -212,3 +212,38 @@ def test_diag_of_a_run_not_launched_writes_nothing_into_the_dir_it_names(env: En
     data = json.loads(out.stdout)
     assert data["run_id"] == run_id and data["saved"] is None
     assert sorted(p.name for p in taken.iterdir()) == ["finish.flag"]
+
+
+FINDING_FIELDS = ["kind", "severity", "line", "evidence", "explanation", "fix", "count", "remedy"]
+
+
+def test_a_finding_is_the_same_object_in_every_json(daemon_env: Env) -> None:
+    """One concept, one shape: `status --json`'s `diagnosis` lacked `count` and `remedy`,
+    which `diag --json` and `diagnose --json` print for the same finding. Now every field in
+    each (`remedy` null for a kind without one), and the three agree on a failed trial."""
+    env = daemon_env
+    kind = (
+        "{name: flaky_store, patterns: ['STORE: timed out'], severity: retryable, "
+        "explanation: the object store timed out, fix: retry later, remedy: relaunch}"
+    )
+    text = "STORE: timed out\nSTORE: timed out\ntorch.OutOfMemoryError: CUDA out of memory."
+    config = env.config("failing", fail={"text": text, "unless_env": {"STORE_UP": "1"}})
+    ajetd = f"gpus: 0\nmax_trials: 1\nkinds: [{kind}]"
+    run_id = env.submit(env.blueprint("failing", config=config, ajetd=ajetd))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed", status
+    found = status["diagnosis"]
+    assert [list(f) for f in found] == [FINDING_FIELDS] * len(found)
+    by_kind = {f["kind"]: f for f in found}
+    assert by_kind["flaky_store"]["remedy"] == "relaunch" and by_kind["flaky_store"]["count"] == 2
+    assert by_kind["cuda_oom"]["remedy"] is None and by_kind["cuda_oom"]["count"] == 1
+    diag = json.loads(env.cli("diag", run_id, "--json").stdout)
+    assert diag["findings"] == found
+    kinds = env.tmp / "kinds.yaml"
+    kinds.write_text(f"- {kind}\n")
+    log = env.tmp / "results" / "failing" / "logs" / "trial-1.log"
+    out = env.cli("diagnose", str(log), "--kinds", str(kinds), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == found
+    run_json = json.loads((env.tmp / "results" / "failing" / "run.json").read_text())
+    assert run_json["diagnosis"] == found

@@ -1,9 +1,10 @@
 """A finding: one failure kind seen in a trial's output (or by ajetd around it); pure.
 
 The one type findings have inside ajetd, from the diagnosis to the policy, the remedies, the
-views and the hooks' payloads. JSON only at the edges: `to_json` for state.json, `status
---json`, `diagnose --json` and the reports; `from_json` reads a stored one back, tolerant of
-older records (a missing field takes its default, an unknown one is ignored).
+views and the hooks' payloads. JSON only at the edges: `to_json`, the one shape, for
+state.json, `status --json`, `diag --json`, `diagnose --json` and the reports; `from_json`
+reads a stored one back, tolerant of older records (a missing field takes its default, an
+unknown one is ignored).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ class Finding:
     count: int = 1
     remedy: str = ""
 
-    def to_json(self) -> dict[str, str | int]:
-        """The stored and shown shape (`remedy` only where there is one)."""
-        data: dict[str, str | int] = {
+    def to_json(self) -> dict[str, str | int | None]:
+        """The one shape a finding has in JSON, stored and shown alike (`status --json`'s
+        `diagnosis`, `diag --json` and `diagnose --json`'s findings, hooks, run.json): every
+        field, `remedy` null where the kind has none (as every field without a value)."""
+        return {
             "kind": self.kind,
             "severity": self.severity,
             "line": self.line,
@@ -37,10 +40,8 @@ class Finding:
             "explanation": self.explanation,
             "fix": self.fix,
             "count": self.count,
+            "remedy": self.remedy or None,
         }
-        if self.remedy:
-            data["remedy"] = self.remedy
-        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:

@@ -47,15 +47,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
         "gpu": gpuuse.now_view(run.gpu_stats),
         "diagnosis": [
-            {
-                "kind": f.kind,
-                "severity": f.severity,
-                "line": f.line,
-                "evidence": f.evidence,
-                "explanation": f.explanation,
-                "fix": f.fix,
-            }
-            for f in ((trial.findings or trial.live_findings) if trial else ())
+            f.to_json() for f in ((trial.findings or trial.live_findings) if trial else ())
         ],
     }
 
