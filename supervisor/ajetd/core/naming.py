@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import string
@@ -31,7 +30,8 @@ def safe_name(name: str) -> str:
     """A file name as it may be shown and stored: bytes that are not UTF-8 as `\\xNN`,
     control characters escaped, so no name breaks a log line, a record or a terminal (nor
     `SUBMITTED`, whose stem holds no newline)."""
-    text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    raw = name.encode("utf-8", errors="surrogateescape")  # the name's bytes, as Linux has them
+    text = raw.decode("utf-8", errors="backslashreplace")
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
