@@ -176,3 +176,21 @@ def test_logs_of_a_queued_run_says_it_has_no_output_yet(env: Env) -> None:
     assert out.returncode == 0 and out.stdout == "", out.stdout
     assert f"run {queued} is queued" in out.stderr and "waiting for 1 GPU" in out.stderr
     assert f"ajetd logs {queued} -f" in out.stderr, out.stderr
+
+
+def test_a_result_dir_in_use_names_the_run_that_uses_it(daemon_env: Env) -> None:
+    """The same blueprint submitted twice while the first runs: the second was rejected with
+    `exp_result_dir: X is in use by a live run`, naming neither the run nor what to do
+    (`lint` named the run). The rejection names the live run and says to choose another
+    result dir or wait for that run, as lint does, in one wording."""
+    env = daemon_env
+    first = _running(env, "twice")
+    bp = env.tmp / "twice.md"
+    second = env.submit(bp)
+    done = env.cli("wait", second, "--json", "--timeout", "30")
+    assert done.returncode == 1, done.stderr
+    reason = json.loads(done.stdout)["reason"]
+    assert f"is in use by live run {first}" in reason, reason
+    assert "another result dir" in reason and f"ajetd wait {first}" in reason, reason
+    lint = env.cli("lint", str(bp))
+    assert lint.returncode == 2 and reason in lint.stderr, lint.stderr

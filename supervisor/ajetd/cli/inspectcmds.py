@@ -31,7 +31,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
-    from ajetd.hosts.preflight import check_blueprint, in_use
+    from ajetd.hosts.preflight import check_blueprint, in_use_problem
     from ajetd.views import records as status_view
 
     problems: list[str]
@@ -52,11 +52,10 @@ def lint(file: Path, as_json: bool) -> None:
             )
         except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
             resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
-        problems += [
-            f"exp_result_dir: {resolved.result_dir} is in use by live run {r.run_id}"
-            for r in live
-            if resolved and in_use(resolved.result_dir, [r.result_dir])
-        ]
+        shared = resolved and in_use_problem(
+            resolved.result_dir, {r.result_dir: r.run_id for r in live}
+        )
+        problems += [shared] if shared else []
         summary = {
             "purpose": bp.purpose,
             "codebase_dir": bp.codebase_dir,

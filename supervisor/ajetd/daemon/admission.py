@@ -35,7 +35,13 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
-from ajetd.hosts.preflight import Resolved, check_blueprint, in_use, result_dir_problem
+from ajetd.hosts.preflight import (
+    Resolved,
+    check_blueprint,
+    in_use,
+    in_use_problem,
+    result_dir_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +52,15 @@ def admit(
     claimed: Path,
     source: str,
     now: float,
-    busy_dirs: Collection[str],
+    busy_dirs: Mapping[str, str],
     val_writers: Mapping[str, str],
     host_for: Callable[[str, Options], Host],
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
-    `busy_dirs` are the result dirs of live runs: two runs never share one, nor a val file
-    (`val_writers`: each live run's val file and its id); `host_for`: where
-    a run with these options runs (its codebase's git state is read there).
+    `busy_dirs` are the result dirs of live runs, with their ids: two runs never share one,
+    nor a val file (`val_writers`: each live run's val file and its id); `host_for`: where a
+    run with these options runs (its codebase's git state is read there).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     home.append_event(run_id, now, f"blueprint {source} claimed")
@@ -63,8 +69,9 @@ def admit(
         return read, None
     text, bp = read
     resolved, problems = check_blueprint(bp, val_writers)
-    if resolved is not None and in_use(resolved.result_dir, busy_dirs):
-        problems = [f"exp_result_dir: {resolved.result_dir} is in use by a live run"]
+    shared = in_use_problem(resolved.result_dir, busy_dirs) if resolved is not None else None
+    if shared is not None:
+        problems = [shared]
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp, busy_dirs), None
     run = _accepted(run, bp, resolved)

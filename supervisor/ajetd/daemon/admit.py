@@ -92,7 +92,7 @@ class Admit(Base):
 
     def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
         live = self.runs.live()
-        busy = {r.result_dir for r in live}
+        busy = {r.result_dir: r.run_id for r in live}
         writers = {r.val_path: r.run_id for r in live if r.val_path}
         try:
             run, options = admission.admit(

@@ -178,6 +178,19 @@ def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
     return any(real == os.path.realpath(busy) for busy in busy_dirs if busy)
 
 
+def in_use_problem(result_dir: str, live: Mapping[str, str]) -> str | None:
+    """Why `result_dir` is refused where a live run (`live`: each one's result dir and id)
+    writes there: naming that run and what to do; None where none does."""
+    for busy, run_id in live.items():
+        if in_use(result_dir, [busy]):
+            return (
+                f"exp_result_dir: {result_dir} is in use by live run {run_id} (two runs never "
+                "share one: choose another result dir, or submit this once that run ended: "
+                f"`ajetd wait {run_id}`)"
+            )
+    return None
+
+
 def result_dir_problem(result_dir: str) -> str | None:
     """Why `result_dir` cannot receive this run's results, or None if it can."""
     path = Path(result_dir)
