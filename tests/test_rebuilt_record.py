@@ -145,10 +145,18 @@ def test_a_trial_script_reads_back_as_it_was_rendered() -> None:
         env=(("CUDA_VISIBLE_DEVICES", "0,3"), ("NCCL_DEBUG", "WARN")),
         wake_fifo="/h/runs/ab12cd/trial-2.wake",
         venv_exe="/usr/bin/python3",
+        val_file="/src/my code/val's $x.md",
+        val_offset=1234,
     )
     facts = read_trial_script(render_trial_script(spec))
     assert facts is not None
     assert (facts.run_id, facts.trial, facts.command) == ("ab12cd", 2, spec.command)
+    assert (facts.val_file, facts.val_offset) == ("/src/my code/val's $x.md", 1234)
+    # no val file (a NeMo-RL run; a script of an older ajetd): none read back, even where the
+    # command itself looks like ajetd's line
+    plain = replace(spec, command="ajetd_val_file=/x ajetd_val_offset=9 true", val_file="")
+    again = read_trial_script(render_trial_script(plain))
+    assert again is not None and (again.val_file, again.val_offset) == ("", 0)
     assert (facts.codebase_dir, facts.venv_dir, facts.result_dir) == (
         "/src/my code",
         "/v/.venv",
@@ -191,3 +199,32 @@ def test_an_ended_runs_damaged_record_never_writes_into_another_runs_result_dir(
         third.close()
     assert {name: (result / name).read_bytes() for name in written} == written
     assert json.loads(written["finish.flag"])["run_id"] == b
+
+
+def test_a_rebuilt_run_reads_its_validation_results_as_any_run(env: Env) -> None:
+    """A rebuilt record had no val file (`val_path` None): the run's metrics, results.md and
+    finish.flag said nothing of its validations. Its trial script now names the val file and
+    the byte its lines count from, so the rebuilt run reads them as the run did: the whole
+    run's validations (before the damage too), never the lines an earlier run left there."""
+    config = env.config("valdmg", steps=6, step_time=0.5)
+    val = env.codebase / "saved_val_result" / "valdmg.md"
+    val.parent.mkdir(parents=True, exist_ok=True)
+    val.write_text("{'global_steps': 99, 'mean_reward': 0.99}\n")  # an earlier run's line
+    daemon = env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("valdmg", config=config, max_time="1h", ajetd="gpus: 0"))
+    wait_for(lambda: val.read_text().count("\n") >= 2, what="the run's first validation")
+    assert env.record(run_id)["val_offset"] == len(val.read_text().splitlines()[0]) + 1
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    _damage(env, run_id)
+    env.start_daemon("--liveness", "0.5")
+    wait_for(lambda: env.record(run_id).get("attention"), what="the record to be rebuilt")
+    ended = env.wait_done(run_id)
+    assert ended["status"] == "succeeded" and "rebuilt" in ended["reason"], ended
+    assert ended["metrics"]["global_steps"] == 6, ended
+    record = env.record(run_id)
+    assert [h["global_steps"] for h in record["history"]] == [2, 4, 6]  # not the 99
+    assert record["val_path"] == str(val)
+    flag = json.loads((env.tmp / "results" / "valdmg" / "finish.flag").read_text())
+    assert flag["metrics"] == ended["metrics"]
+    assert "| 6 |" in (env.tmp / "results" / "valdmg" / "results.md").read_text()

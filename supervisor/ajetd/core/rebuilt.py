@@ -2,12 +2,14 @@
 
 A run whose record cannot be read would otherwise be left running in tmux with nobody watching
 its end (its time limit, its exit, its finish.flag). What ajetd wrote itself is still there:
-each trial's generated script (run id, command, codebase, venv, result dir, GPUs), its go file
-(the trial was let go: when), its exit file (how it ended), the stored blueprint (purpose,
-time limit), and the pane that runs the script (its session). The rebuilt record holds those
-and nothing guessed: a trial without its go file is not started (the daemon lets it go, exactly
-once, as for any record), one with its go file is never launched again. What only the record
-held (fixes, findings, metrics, GPU samples so far, a pipeline's stage) is lost, so the run is
+each trial's generated script (run id, command, codebase, venv, result dir, GPUs, the val file
+and the byte its lines count from), its go file (the trial was let go: when), its exit file
+(how it ended), the stored blueprint (purpose, time limit), and the pane that runs the script
+(its session). The rebuilt record holds those and nothing guessed: a trial without its go file
+is not started (the daemon lets it go, exactly once, as for any record), one with its go file
+is never launched again; its validation results are read from the val file as any run's (all
+of them again: the offset is the one its first trial started from). What only the record
+held (fixes, findings, GPU samples so far, a pipeline's stage) is lost, so the run is
 flagged for attention, watched to its end and never relaunched (`policy.decide` ends it with its
 trial, the reason saying why); `warnings` keeps the note across restarts (`is_rebuilt`).
 """
@@ -71,8 +73,8 @@ def rebuilt_run(
     current = Trial(last.number, last.facts.command, session, started_at=last.started_at)
     note = (
         f"{REBUILT}{damage}; rebuilt from the run's folder (trial scripts, go and exit files, "
-        "stored blueprint, tmux session): what only the record held (fixes, findings, metrics "
-        "so far) is lost; the run is watched to its end and not relaunched"
+        "stored blueprint, tmux session): what only the record held (fixes, findings, GPU "
+        "samples so far) is lost; the run is watched to its end and not relaunched"
     )
     return Run(
         run_id=run_id,
@@ -90,7 +92,8 @@ def rebuilt_run(
         launch_command=last.facts.command,
         started_at=trials[0].started_at,
         trials=(*ended, current),
-        val_path=None,
+        val_path=last.facts.val_file or None,  # read from its offset on, as any run's
+        val_offset=last.facts.val_offset,
         gpu_ids=_gpus(last.facts.env.get("CUDA_VISIBLE_DEVICES")),
         warnings=(note,),
     )

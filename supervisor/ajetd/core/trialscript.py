@@ -51,6 +51,11 @@ class TrialSpec:
     # exp_venv_exe itself: where the venv's `bin/python` is not this file (a system or conda
     # python, `/usr/bin/python3`), a bare `python`/`python3` is made to run it (_venv_python)
     venv_exe: str = ""
+    # the run's val file and the byte its validation lines count from (`Run.val_path`,
+    # `val_offset`): kept in the script as plain shell variables (never exported, so the
+    # program sees nothing) for a rebuild to read them back as the run had them
+    val_file: str = ""
+    val_offset: int = 0
 
 
 # the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,
@@ -119,6 +124,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             """trap 'umask 077; now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
+            *_val_lines(spec),
             *_wait_for_go(spec),
             *exports,
             f"printf '%s\\n' {q(banner)}",
@@ -142,6 +148,17 @@ def render_trial_script(spec: TrialSpec) -> str:
             "",
         ]
     )
+
+
+VAL_FILE, VAL_OFFSET = "ajetd_val_file", "ajetd_val_offset"
+_VAL_WORDS = (f"{VAL_FILE}=", f"{VAL_OFFSET}=")
+
+
+def _val_lines(spec: TrialSpec) -> list[str]:
+    """Where the run reads its validation results (none for a run without a val file)."""
+    if not spec.val_file:
+        return []
+    return [f"{VAL_FILE}={shlex.quote(spec.val_file)}", f"{VAL_OFFSET}={spec.val_offset}"]
 
 
 def _wait_for_go(spec: TrialSpec) -> list[str]:
@@ -196,6 +213,8 @@ class ScriptFacts:
     venv_dir: str
     result_dir: str
     env: dict[str, str]  # every `export NAME=value` with a literal value
+    val_file: str = ""  # the run's val file ("": none, or a script of an older ajetd)
+    val_offset: int = 0
 
 
 _HEADER = re.compile(r"^# ajetd: run (?P<run_id>[a-z0-9]+), trial (?P<trial>\d{1,6})\.", re.M)
@@ -215,6 +234,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
     except ValueError:  # an open quote: cut short
         return None
     env: dict[str, str] = {}
+    val: dict[str, str] = {}
     command = codebase = None
     banner = f"{OWN_LINE_PREFIX}run {header['run_id']} trial {header['trial']}: "
     for before, word, after in zip(words, words[1:], [*words[2:], ""], strict=False):
@@ -225,10 +245,24 @@ def read_trial_script(text: str) -> ScriptFacts | None:
             command = command if command is not None else after[len(banner) :]
         elif before == "cd" and word == "--" and codebase is None:
             codebase = after
+        elif command is None and before != "export" and word.startswith(_VAL_WORDS):
+            name, _, value = word.partition("=")  # ajetd's own lines, before the command's
+            val.setdefault(name, value)
     venv, result = env.get("VIRTUAL_ENV"), env.get("AJETD_RESULT_DIR")
     if command is None or codebase is None or venv is None or result is None:
         return None
-    return ScriptFacts(header["run_id"], int(header["trial"]), command, codebase, venv, result, env)
+    offset = val.get(VAL_OFFSET, "")
+    return ScriptFacts(
+        header["run_id"],
+        int(header["trial"]),
+        command,
+        codebase,
+        venv,
+        result,
+        env,
+        val.get(VAL_FILE, ""),
+        int(offset) if offset.isdigit() and len(offset) <= 18 else 0,
+    )
 
 
 def exit_line(trial: int) -> bytes:

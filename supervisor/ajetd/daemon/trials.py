@@ -145,6 +145,8 @@ def prepare_trial(
         env=tuple(sorted(trial_env(run, options).items())),
         prefix=run.fix_prefix,
         wake_fifo=_make_fifo(p.wake),
+        val_file=run.val_path or "",
+        val_offset=run.val_offset,
     )
     run, spec = host.prepare(run, spec, p.log)
     write_atomic(p.script, render_trial_script(spec), 0o700)
