@@ -375,7 +375,16 @@ def test_diagnose_command(tmp_path: Path) -> None:
     )
     data = json.loads(out.stdout)
     assert out.returncode == 0 and data[0]["kind"] == "ray_cluster"
-    assert set(data[0]) == {"kind", "severity", "line", "evidence", "explanation", "fix", "count"}
+    assert set(data[0]) == {
+        "kind",
+        "severity",
+        "line",
+        "evidence",
+        "explanation",
+        "fix",
+        "count",
+        "remedy",
+    }
     text = subprocess.run(
         [sys.executable, "-m", "ajetd", "diagnose", str(log)],
         capture_output=True,
