@@ -194,3 +194,23 @@ def test_a_result_dir_in_use_names_the_run_that_uses_it(daemon_env: Env) -> None
     assert "another result dir" in reason and f"ajetd wait {first}" in reason, reason
     lint = env.cli("lint", str(bp))
     assert lint.returncode == 2 and reason in lint.stderr, lint.stderr
+
+
+def test_stop_that_times_out_says_the_stop_goes_on(daemon_env: Env) -> None:
+    """README: `stop` waits S seconds, then `exit 124, the stop goes on`. It said only `run X
+    is still stopping after 0s` (a --timeout under a second shown as 0s), which reads as a
+    stop that failed: it says the stop goes on and how to wait for its end."""
+    env = daemon_env
+    bp = env.blueprint(
+        "deaf",
+        command="python -c 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        'while True: print("step", flush=True); time.sleep(1)\'',
+        ajetd="gpus: 0",
+    )
+    run_id = env.submit(bp)
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    out = env.cli("stop", run_id, "--timeout", "0.3")
+    assert out.returncode == 124, out.stderr
+    assert f"run {run_id} is still stopping after 0.3s" in out.stderr, out.stderr
+    assert "the stop goes on" in out.stderr and f"ajetd wait {run_id}" in out.stderr
+    assert env.cli("wait", run_id, "--timeout", "30").returncode == 1  # stopped

@@ -241,7 +241,11 @@ def stop_campaign(text: str, no_wait: bool, timeout: float, as_json: bool) -> No
             say(f"campaign {cid} {state.status}: {state.reason}")
             return
         if time.monotonic() >= deadline:
-            click.echo(f"campaign {cid} is still stopping after {timeout:.0f}s", err=True)
+            click.echo(
+                f"campaign {cid} is still stopping after {timeout:g}s; the stop goes on "
+                f"(`ajetd campaign wait {cid}` blocks until it ended)",
+                err=True,
+            )
             say("")
             sys.exit(124)
         time.sleep(POLL_S)

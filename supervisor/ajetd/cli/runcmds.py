@@ -257,7 +257,11 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
     deadline = time.monotonic() + timeout
     while not _settled(run := load_run(home, run_id)):
         if time.monotonic() >= deadline:
-            click.echo(f"run {run_id} is still stopping after {timeout:.0f}s", err=True)
+            click.echo(
+                f"run {run_id} is still stopping after {timeout:g}s; the stop goes on "
+                f"(`ajetd wait {run_id}` blocks until the run ended)",
+                err=True,
+            )
             _stop_says(run, "", as_json)
             sys.exit(124)
         time.sleep(POLL_S)
