@@ -11,9 +11,12 @@ import json
 import signal
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ajetd.core.model import State
-from ajetd.core.trialscript import TrialSpec, read_trial_script, render_trial_script
+from ajetd.core.rebuilt import TrialFiles, rebuilt_run
+from ajetd.core.trialscript import MetricSource, TrialSpec, read_trial_script, render_trial_script
+from ajetd.daemon.trials import read_metrics
 from conftest import Env, wait_for
 from loopkit import Loop
 
@@ -131,32 +134,45 @@ def test_a_run_damaged_before_its_trial_was_let_go_is_started_once(env: Env) -> 
         second.close()
 
 
+def _spec(run_id: str, trial: int, command: str, codebase: str, **more: Any) -> TrialSpec:
+    """A trial's spec, ajetd's files for it in /h/runs/<run_id>."""
+    files = f"/h/runs/{run_id}/trial-{trial}"
+    return TrialSpec(
+        run_id=run_id,
+        trial=trial,
+        command=command,
+        codebase_dir=codebase,
+        go_file=f"{files}.go",
+        exit_file=f"{files}.exit",
+        hup_file=f"{files}.hup",
+        **more,
+    )
+
+
 def test_a_trial_script_reads_back_as_it_was_rendered() -> None:
-    spec = TrialSpec(
-        run_id="ab12cd",
-        trial=2,
-        command="cd sub && python -m x --conf 'a b.yaml'\necho \"$HOME\" it's",
-        codebase_dir="/src/my code",
+    spec = _spec(
+        "ab12cd",
+        2,
+        "cd sub && python -m x --conf 'a b.yaml'\necho \"$HOME\" it's",
+        "/src/my code",
         venv_dir="/v/.venv",
         result_dir="/out/r's",
-        go_file="/h/runs/ab12cd/trial-2.go",
-        exit_file="/h/runs/ab12cd/trial-2.exit",
-        hup_file="/h/runs/ab12cd/trial-2.hup",
         env=(("CUDA_VISIBLE_DEVICES", "0,3"), ("NCCL_DEBUG", "WARN")),
         wake_fifo="/h/runs/ab12cd/trial-2.wake",
         venv_exe="/usr/bin/python3",
-        val_file="/src/my code/val's $x.md",
-        val_offset=1234,
+        metrics=MetricSource("agentjet", "task_pass_rate@1", "/src/my code/val's $x.md", 1234),
     )
     facts = read_trial_script(render_trial_script(spec))
     assert facts is not None
     assert (facts.run_id, facts.trial, facts.command) == ("ab12cd", 2, spec.command)
-    assert (facts.val_file, facts.val_offset) == ("/src/my code/val's $x.md", 1234)
-    # no val file (a NeMo-RL run; a script of an older ajetd): none read back, even where the
-    # command itself looks like ajetd's line
-    plain = replace(spec, command="ajetd_val_file=/x ajetd_val_offset=9 true", val_file="")
+    assert facts.metrics == spec.metrics
+    # none given (a script of an older ajetd): none read back, even where the command itself
+    # looks like ajetd's lines
+    plain = replace(
+        spec, command="ajetd_val_file=/x ajetd_kind=nemo_rl true", metrics=MetricSource()
+    )
     again = read_trial_script(render_trial_script(plain))
-    assert again is not None and (again.val_file, again.val_offset) == ("", 0)
+    assert again is not None and again.metrics == MetricSource()
     assert (facts.codebase_dir, facts.venv_dir, facts.result_dir) == (
         "/src/my code",
         "/v/.venv",
@@ -228,3 +244,30 @@ def test_a_rebuilt_run_reads_its_validation_results_as_any_run(env: Env) -> None
     flag = json.loads((env.tmp / "results" / "valdmg" / "finish.flag").read_text())
     assert flag["metrics"] == ended["metrics"]
     assert "| 6 |" in (env.tmp / "results" / "valdmg" / "results.md").read_text()
+
+
+def test_a_rebuilt_nemo_rl_run_reads_its_metrics_from_its_output(tmp_path: Path) -> None:
+    """A NeMo-RL run's metrics come from its output, not a val file (`kind`), judged by its
+    recipe's metric (`metric`): both were only in the record, so a rebuilt one read nothing
+    (and counted as AgentJet's). The script keeps them; the rebuilt run reads its current
+    trial's validations from its log (here NeMo-RL's real output)."""
+    result = tmp_path / "out"
+    (result / "logs").mkdir(parents=True)
+    sample = Path(__file__).parent / "data" / "nemo_rl" / "sample_grpo_stdout.log"
+    (result / "logs" / "trial-1.log").write_bytes(sample.read_bytes())
+    spec = _spec(
+        "nm12ab",
+        1,
+        "uv run examples/run_grpo.py --config examples/configs/grpo_math_1B.yaml",
+        "/src/RL",
+        venv_dir="/src/RL/.venv",
+        result_dir=str(result),
+        metrics=MetricSource("nemo_rl", "accuracy"),
+    )
+    facts = read_trial_script(render_trial_script(spec))
+    assert facts is not None
+    files = [TrialFiles(1, facts, started_at=100.0, exit=None)]
+    run = rebuilt_run("nm12ab", "cut", "bp.md", 90.0, None, files, "ajet_nm", "ajetd")
+    assert (run.kind, run.metric, run.val_path) == ("nemo_rl", "accuracy", None)
+    read = read_metrics(run)
+    assert read.metrics["accuracy"] == 0.4219 and read.history

@@ -2,13 +2,14 @@
 
 A run whose record cannot be read would otherwise be left running in tmux with nobody watching
 its end (its time limit, its exit, its finish.flag). What ajetd wrote itself is still there:
-each trial's generated script (run id, command, codebase, venv, result dir, GPUs, the val file
-and the byte its lines count from), its go file (the trial was let go: when), its exit file
-(how it ended), the stored blueprint (purpose, time limit), and the pane that runs the script
-(its session). The rebuilt record holds those and nothing guessed: a trial without its go file
-is not started (the daemon lets it go, exactly once, as for any record), one with its go file
-is never launched again; its validation results are read from the val file as any run's (all
-of them again: the offset is the one its first trial started from). What only the record
+each trial's generated script (run id, command, codebase, venv, result dir, GPUs, how the run
+reads its metrics), its go file (the trial was let go: when), its exit file (how it ended),
+the stored blueprint (purpose, time limit), and the pane that runs the script (its session).
+The rebuilt record holds those and nothing guessed: a trial without its go file is not
+started (the daemon lets it go, exactly once, as for any record), one with its go file is
+never launched again; its validation results are read as any run's (an AgentJet run's from
+its val file, all of them again: the offset is the one its first trial started from; a
+NeMo-RL run's from its current trial's output). What only the record
 held (fixes, findings, GPU samples so far, a pipeline's stage) is lost, so the run is
 flagged for attention, watched to its end and never relaunched (`policy.decide` ends it with its
 trial, the reason saying why); `warnings` keeps the note across restarts (`is_rebuilt`).
@@ -57,6 +58,7 @@ def rebuilt_run(
     """The live run these files describe (`trials` in order, at least one); `damage`: what
     was wrong with its record, and where the damaged file was kept."""
     last = trials[-1]
+    reading = last.facts.metrics
     ended = [
         Trial(
             number=t.number,
@@ -92,8 +94,12 @@ def rebuilt_run(
         launch_command=last.facts.command,
         started_at=trials[0].started_at,
         trials=(*ended, current),
-        val_path=last.facts.val_file or None,  # read from its offset on, as any run's
-        val_offset=last.facts.val_offset,
+        # its metrics read as the run read them: from its val file, from the byte its first
+        # trial started at, or from its output (NeMo-RL: the current trial's)
+        kind=reading.kind or Run.kind,
+        metric=reading.metric or Run.metric,
+        val_path=reading.val_file or None,
+        val_offset=reading.val_offset,
         gpu_ids=_gpus(last.facts.env.get("CUDA_VISIBLE_DEVICES")),
         warnings=(note,),
     )

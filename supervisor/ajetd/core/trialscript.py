@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ajetd.core.model import Run
@@ -25,6 +25,17 @@ from ajetd.core.model import Run
 # line, the SSH and Slurm followers' notes): never the program's, so never diagnosed.
 OWN_LINE_PREFIX = "[ajetd] "
 EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
+
+
+@dataclass(frozen=True)
+class MetricSource:
+    """How a run reads its metrics (`Run.kind`, `metric`, `val_path`, `val_offset`): from its
+    output (NeMo-RL) or from its val file, counted from a byte on (AgentJet)."""
+
+    kind: str = ""
+    metric: str = ""
+    val_file: str = ""
+    val_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -51,11 +62,9 @@ class TrialSpec:
     # exp_venv_exe itself: where the venv's `bin/python` is not this file (a system or conda
     # python, `/usr/bin/python3`), a bare `python`/`python3` is made to run it (_venv_python)
     venv_exe: str = ""
-    # the run's val file and the byte its validation lines count from (`Run.val_path`,
-    # `val_offset`): kept in the script as plain shell variables (never exported, so the
-    # program sees nothing) for a rebuild to read them back as the run had them
-    val_file: str = ""
-    val_offset: int = 0
+    # how the run reads its metrics, kept in the script as plain shell variables (never
+    # exported, so the program sees nothing) for a rebuild to read back as the run had it
+    metrics: MetricSource = MetricSource()
 
 
 # the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,
@@ -124,7 +133,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             """trap 'umask 077; now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",
-            *_val_lines(spec),
+            *_metric_lines(spec.metrics),
             *_wait_for_go(spec),
             *exports,
             f"printf '%s\\n' {q(banner)}",
@@ -150,15 +159,24 @@ def render_trial_script(spec: TrialSpec) -> str:
     )
 
 
-VAL_FILE, VAL_OFFSET = "ajetd_val_file", "ajetd_val_offset"
-_VAL_WORDS = (f"{VAL_FILE}=", f"{VAL_OFFSET}=")
+_OWN = "ajetd_"  # the script's variables that say how the run reads its metrics
 
 
-def _val_lines(spec: TrialSpec) -> list[str]:
-    """Where the run reads its validation results (none for a run without a val file)."""
-    if not spec.val_file:
-        return []
-    return [f"{VAL_FILE}={shlex.quote(spec.val_file)}", f"{VAL_OFFSET}={spec.val_offset}"]
+def _metric_lines(source: MetricSource) -> list[str]:
+    """`ajetd_kind=...` and the rest, each field that has a value."""
+    given = ((name, value) for name, value in asdict(source).items() if value not in ("", 0))
+    return [f"{_OWN}{name}={shlex.quote(str(value))}" for name, value in given]
+
+
+def _metric_source(own: dict[str, str]) -> MetricSource:
+    """What `_metric_lines` wrote, read back (nothing: a script of an older ajetd)."""
+    offset = own.get("val_offset", "")
+    return MetricSource(
+        own.get("kind", ""),
+        own.get("metric", ""),
+        own.get("val_file", ""),
+        int(offset) if offset.isdigit() and len(offset) <= 18 else 0,
+    )
 
 
 def _wait_for_go(spec: TrialSpec) -> list[str]:
@@ -213,8 +231,7 @@ class ScriptFacts:
     venv_dir: str
     result_dir: str
     env: dict[str, str]  # every `export NAME=value` with a literal value
-    val_file: str = ""  # the run's val file ("": none, or a script of an older ajetd)
-    val_offset: int = 0
+    metrics: MetricSource = MetricSource()
 
 
 _HEADER = re.compile(r"^# ajetd: run (?P<run_id>[a-z0-9]+), trial (?P<trial>\d{1,6})\.", re.M)
@@ -234,7 +251,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
     except ValueError:  # an open quote: cut short
         return None
     env: dict[str, str] = {}
-    val: dict[str, str] = {}
+    own: dict[str, str] = {}
     command = codebase = None
     banner = f"{OWN_LINE_PREFIX}run {header['run_id']} trial {header['trial']}: "
     for before, word, after in zip(words, words[1:], [*words[2:], ""], strict=False):
@@ -245,13 +262,12 @@ def read_trial_script(text: str) -> ScriptFacts | None:
             command = command if command is not None else after[len(banner) :]
         elif before == "cd" and word == "--" and codebase is None:
             codebase = after
-        elif command is None and before != "export" and word.startswith(_VAL_WORDS):
+        elif command is None and before != "export" and word.startswith(_OWN) and "=" in word:
             name, _, value = word.partition("=")  # ajetd's own lines, before the command's
-            val.setdefault(name, value)
+            own.setdefault(name.removeprefix(_OWN), value)
     venv, result = env.get("VIRTUAL_ENV"), env.get("AJETD_RESULT_DIR")
     if command is None or codebase is None or venv is None or result is None:
         return None
-    offset = val.get(VAL_OFFSET, "")
     return ScriptFacts(
         header["run_id"],
         int(header["trial"]),
@@ -260,8 +276,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
         venv,
         result,
         env,
-        val.get(VAL_FILE, ""),
-        int(offset) if offset.isdigit() and len(offset) <= 18 else 0,
+        _metric_source(own),
     )
 
 

@@ -27,6 +27,7 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session, window_name
 from ajetd.core.options import Options
 from ajetd.core.trialscript import (
+    MetricSource,
     TrialSpec,
     exit_line,
     parse_exit_file,
@@ -145,8 +146,7 @@ def prepare_trial(
         env=tuple(sorted(trial_env(run, options).items())),
         prefix=run.fix_prefix,
         wake_fifo=_make_fifo(p.wake),
-        val_file=run.val_path or "",
-        val_offset=run.val_offset,
+        metrics=MetricSource(run.kind, run.metric, run.val_path or "", run.val_offset),
     )
     run, spec = host.prepare(run, spec, p.log)
     write_atomic(p.script, render_trial_script(spec), 0o700)
