@@ -214,3 +214,32 @@ def test_stop_that_times_out_says_the_stop_goes_on(daemon_env: Env) -> None:
     assert f"run {run_id} is still stopping after 0.3s" in out.stderr, out.stderr
     assert "the stop goes on" in out.stderr and f"ajetd wait {run_id}" in out.stderr
     assert env.cli("wait", run_id, "--timeout", "30").returncode == 1  # stopped
+
+
+def test_a_misspelt_part_label_is_named_with_its_line(daemon_env: Env) -> None:
+    """A misspelt `[ajetd]` key is named (`unknown key 'max_trail' (known: ...)`), but a
+    misspelt part label (`## [exp_purpse]`, `- [exp_results_dir] ...: /x`) left only
+    `exp_purpose: missing (write it as ...)`, though the part is there, a letter off: the
+    rejection (and lint) name the line that holds the near miss."""
+    env = daemon_env
+    bp = env.blueprint("misspelt", command="true", ajetd="gpus: 0")
+    text = bp.read_text().replace("[exp_result_dir]", "[exp_results_dir]")
+    bp.write_text(text.replace("[exp_purpose]", "[exp_purpse]"))
+    lines = bp.read_text().splitlines()
+    at = {
+        word: 1 + next(i for i, line in enumerate(lines) if word in line)
+        for word in ("[exp_purpse]", "[exp_results_dir]")
+    }
+    lint = env.cli("lint", str(bp), "--json")
+    assert lint.returncode == 2
+    problems = json.loads(lint.stdout)["problems"]
+    assert problems == [
+        "exp_purpose: missing (write it as `## [exp_purpose]` or `- [exp_purpose] ...: value`);"
+        f" line {at['[exp_purpse]']} has [exp_purpse]: is that it, misspelt?",
+        "exp_result_dir: missing (write it as `## [exp_result_dir]` or `- [exp_result_dir] "
+        f"...: value`); line {at['[exp_results_dir]']} has [exp_results_dir]: is that it, "
+        "misspelt?",
+    ], problems
+    done = env.cli("wait", env.submit(bp), "--json", "--timeout", "30")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["reason"] == "; ".join(problems)

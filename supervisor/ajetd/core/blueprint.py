@@ -262,6 +262,40 @@ def parse_blueprint_bytes(raw: bytes) -> Blueprint:
     return parse_blueprint(decode_blueprint(raw))
 
 
+# A line that names a part the way a blueprint does (`## [x]`, `- [x] ...`, `**x**:`, `## x`):
+# where a part is missing, a label of this shape a few letters off its name is pointed at.
+_LABEL_LIKE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|[-*+][ \t]+)?(?:\[[ \t]*([A-Za-z_][A-Za-z0-9_]{0,40})[ \t]*\]"
+    r"|\*\*([A-Za-z_][A-Za-z0-9_]{0,40})\*\*)"
+    r"|^[ \t]*#{1,6}[ \t]*([A-Za-z_][A-Za-z0-9_]{0,40})[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def near_misses(text: str, missing: list[str]) -> dict[str, tuple[int, str]]:
+    """For each missing part, the first line (1-based) whose label is that part's name
+    misspelt (`[exp_purpse]`, `[exp_results_dir]`), and the label; none where no label is
+    that close. Read only where a part is missing: the error path."""
+    import difflib
+
+    labels: list[tuple[int, str]] = []
+    line, counted = 1, 0
+    for found in _LABEL_LIKE.finditer(text):
+        word = next(group for group in found.groups() if group)
+        if word.lower() not in REQUIRED:
+            line += text.count("\n", counted, found.start())
+            counted = found.start()
+            labels.append((line, word))
+            if len(labels) >= 200:
+                break
+    near: dict[str, tuple[int, str]] = {}
+    for part in missing:
+        close = difflib.get_close_matches(part, [w.lower() for _, w in labels], n=1, cutoff=0.8)
+        if close:
+            near[part] = next((n, w) for n, w in labels if w.lower() == close[0])
+    return near
+
+
 def parse_blueprint(text: str) -> Blueprint:
     """Parse a blueprint's text; raise BlueprintError naming every problem at once."""
     if len(text) > MAX_CHARS:
@@ -276,10 +310,16 @@ def parse_blueprint(text: str) -> Blueprint:
             ]
         )
     raw, problems = scan_parts(text)
+    missing = [part for part in REQUIRED if not raw.get(part, "").strip()]
+    near = near_misses(text, missing) if missing else {}
     problems += [
         f"{part}: missing (write it as `## [{part}]` or `- [{part}] ...: value`)"
-        for part in REQUIRED
-        if not raw.get(part, "").strip()
+        + (
+            f"; line {near[part][0]} has [{near[part][1]}]: is that it, misspelt?"
+            if part in near
+            else ""
+        )
+        for part in missing
     ]
     max_time_s = 0.0
     if raw.get("exp_max_time", "").strip():
