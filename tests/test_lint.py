@@ -273,14 +273,22 @@ def test_yaml_overrides_are_checked_against_the_config_and_its_conf(env: Env) ->
     are set in the config's copy: lint lists each change (the value before, in the file), and
     names what cannot be carried out: a section on the way that is a value, a section set to
     a value, a command whose --conf is not exp_yaml_path or that has none."""
-    overrides = "yaml_overrides: [ajet.trainer_common.test_freq=1, ajet.rollout.temperature=0.7]"
+    overrides = (
+        "yaml_overrides: [ajet.trainer_common.test_freq=1, ajet.rollout.temperature=0.7, "
+        "ajet.trainer_common.optim.lr=2e-6, 'ajet.trainer_common.logger=[console, tensorboard]']"
+    )
     bp = env.blueprint("ov", ajetd=overrides)
     data = json.loads(env.cli("lint", str(bp), "--json").stdout)
     assert data["ok"] is True, data
-    assert data["blueprint"]["config_changes"][:2] == [
+    assert data["blueprint"]["config_changes"][:4] == [  # values as the copy writes them
         "ajet.trainer_common.test_freq: 2 → 1 (yaml_overrides)",
         "ajet.rollout.temperature: (not in the file) → 0.7 (yaml_overrides)",
+        "ajet.trainer_common.optim.lr: (not in the file) → 2e-6 (yaml_overrides)",
+        "ajet.trainer_common.logger: console → [console, tensorboard] (yaml_overrides)",
     ]
+    assert "config change (in a copy beside the original): ajet.trainer_common.optim.lr" in (
+        env.cli("lint", str(bp)).stdout
+    )
     assert data["blueprint"]["config_verdict"] == "patched"
     for ajetd, command, needle in (
         (

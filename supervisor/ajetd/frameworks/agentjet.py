@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from ajetd.core import yamlpart
 from ajetd.core.values import OptionError, show
 
@@ -348,9 +350,18 @@ def override_patches(config: Mapping[str, Any], overrides: tuple[str, ...]) -> C
             out.problems.append(f"yaml_overrides[{i}] {show(text)}: {blocked}")
             continue
         out.patches[path] = value
-        before = show(old) if _has(now, path) else "(not in the file)"
-        out.changes.append(f"{'.'.join(path)}: {before} → {show(value)} (yaml_overrides)")
+        before = _as_yaml(old) if _has(now, path) else "(not in the file)"
+        out.changes.append(f"{'.'.join(path)}: {before} → {_as_yaml(value)} (yaml_overrides)")
     return out
+
+
+def _as_yaml(value: Any) -> str:
+    """A value as the copy writes it (`2e-6`, `[a, b]`, `''`), cut as `show` cuts: the
+    program reads the YAML, so a Python repr ('2e-6') would say a string where it reads a
+    number."""
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+    text = text.removesuffix("\n").removesuffix("\n...")
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _has(config: Mapping[str, Any], path: tuple[str, ...]) -> bool:

@@ -164,5 +164,5 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     lines.append(f"  options: {summary['options']}")
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
     for change in summary.get("config_changes", []):
-        lines.append(f"  config fix (in a copy beside the original): {change}")
+        lines.append(f"  config change (in a copy beside the original): {change}")
     return "\n".join(lines)
