@@ -243,3 +243,31 @@ def test_a_misspelt_part_label_is_named_with_its_line(daemon_env: Env) -> None:
     done = env.cli("wait", env.submit(bp), "--json", "--timeout", "30")
     assert done.returncode == 1
     assert json.loads(done.stdout)["reason"] == "; ".join(problems)
+
+
+def test_a_request_to_a_stopped_campaign_says_what_is_left_to_do(daemon_env: Env) -> None:
+    """`ajetd campaign set` (or `add`) on a campaign ended by `campaign stop` was refused with
+    `campaign c-x stopped: stopped by ...` alone, which does not say the campaign cannot go
+    on: the refusal says it takes nothing more and how to start another."""
+    env = daemon_env
+    folder = env.tmp / "halted"
+    folder.mkdir()
+    base = env.blueprint("halted-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(  # waits for experiments once its baseline ended
+        f"name: halted\nmetric: mean_reward\nbase: base.md\nresult_dir: {env.tmp / 'ledger'}\n"
+        "stop: {max_experiments: 5}\n"
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    stop = env.cli("campaign", "stop", cid, "--timeout", "60")
+    assert stop.returncode == 0 and f"campaign {cid} stopped" in stop.stdout, stop.stdout
+    for args in (
+        ("set", cid, "--max-experiments", "5"),
+        ("add", cid, "--name", "n", "--description", "d"),
+    ):
+        refused = env.cli("campaign", *args)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        assert f"campaign {cid} stopped" in refused.stderr, refused.stderr
+        assert "takes no more" in refused.stderr and "ajetd campaign FOLDER" in refused.stderr

@@ -35,9 +35,16 @@ def apply(
     if op == "stop":
         return _stop(home, state)
     if state.status in ("stopped", "refused"):
+        left = (
+            "a stopped campaign takes no more experiments or rules: start another with "
+            "`ajetd campaign FOLDER` (a new result_dir)"
+            if state.status == "stopped"
+            else "a refused campaign never ran: fix its folder and submit it again with "
+            "`ajetd campaign FOLDER`"
+        )
         return {
             "ok": False,
-            "error": f"campaign {state.campaign_id} {state.status}: {state.reason}",
+            "error": f"campaign {state.campaign_id} {state.status}: {state.reason}; {left}",
         }
     if state.stopping:
         return {"ok": False, "error": f"campaign {state.campaign_id} is stopping"}
