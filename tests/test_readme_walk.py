@@ -271,3 +271,19 @@ def test_a_request_to_a_stopped_campaign_says_what_is_left_to_do(daemon_env: Env
         assert refused.returncode == 2 and refused.stdout == "", refused.stdout
         assert f"campaign {cid} stopped" in refused.stderr, refused.stderr
         assert "takes no more" in refused.stderr and "ajetd campaign FOLDER" in refused.stderr
+
+
+def test_a_damaged_record_says_what_to_do_on_every_command(daemon_env: Env) -> None:
+    """README: `status <id>` / `wait <id>` on a damaged record exit 1 naming the file; `ajetd
+    status` says `restore the file, or move the folder out of runs/`, but `wait`, `stop`,
+    `logs` and `diag` said only `corrupt run record ...: <the JSON error>`. Each now says
+    what to do, as the listing does."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("torn", command="true", ajetd="gpus: 0"))
+    env.wait_done(run_id)
+    (env.home / "runs" / run_id / "state.json").write_text('{"run_id": "tor')
+    for args in (("status", "--json"), ("wait",), ("stop",), ("logs",), ("diag",)):
+        out = env.cli(args[0], run_id, *args[1:])
+        assert out.returncode == 1 and out.stdout == "", (args, out.stdout)
+        assert "corrupt run record" in out.stderr and "state.json" in out.stderr, out.stderr
+        assert "restore the file, or move the folder out of runs/" in out.stderr, out.stderr

@@ -295,12 +295,14 @@ class Home:
             raise UnknownRunError(
                 f"no run {run_id!r} (run ids are six lower-case letters and digits); {_LIST_RUNS}"
             )
+        from ajetd.adapters import runrecords
+
         for _ in range(2):  # the daemon may be admitting it right now: look twice
             try:
                 return self._read_state(run_id)
+            except StoreError as exc:  # damaged: what to do, as `status` says of it
+                raise StoreError(f"{exc}; {runrecords.LEFT_OUT.format(run_id=run_id)}") from None
             except FileNotFoundError:
-                from ajetd.adapters import runrecords
-
                 lost = runrecords.lost_record(self.run_dir(run_id), self.state_file(run_id), run_id)
                 if lost is not None:  # it had trials: never admitted again, never "queued"
                     raise StoreError(lost) from None
