@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from ajetd.adapters.store import Home
+from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
 from ajetd.daemon import slots, trials
@@ -342,3 +343,37 @@ def test_a_live_plot_that_cannot_start_is_tried_again_at_its_pace(
         assert sum("cannot start the plotter" in r.getMessage() for r in caplog.records) == 1
         plots.request(home, run, 160.5)
         assert sum("cannot start the plotter" in r.getMessage() for r in caplog.records) == 2
+
+
+# -- a log whose folder goes away ------------------------------------------------------------
+def _pipe_helpers(log: Path) -> list[psutil.Process]:
+    """The `pipe-pane` processes that copy a pane's output to `log` (by their command line)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if str(log) in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("end", ["pane", "server"])
+def test_a_logs_writer_ends_with_its_pane_when_the_logs_folder_is_gone(env: Env, end: str) -> None:
+    """The trial's log cannot be opened (its result dir was removed or unmounted, or `cat`
+    met a full disk and its folder went away before it opened the log again): the pipe's
+    copier keeps trying while the pane lives, and ends once the pane (or the whole tmux server)
+    is gone. It used to retry `cat >> log` every second for ever, never reading the pipe, so
+    never seeing its end: an orphan per such run, a `sleep` started each second."""
+    log = env.tmp / "removed" / "logs" / "trial-1.log"  # no such folder
+    script = env.tmp / "prog.sh"
+    script.write_text("echo first; read -r _\n")  # prints, then waits for Enter
+    tmux = Tmux(env.socket)
+    pane = tmux.new_session("ajet_gone", str(env.tmp), str(script), str(log), "trial-1")
+    wait_for(lambda: _pipe_helpers(log), what="the copier trying to open the log")
+    if end == "pane":
+        env.tmux("kill-pane", "-t", pane.pane_id)
+    else:
+        env.tmux("kill-server")
+    wait_for(lambda: not _pipe_helpers(log), timeout=10, what="the copier to end with its pane")
+    assert not log.parent.exists()  # nothing made where the folder was

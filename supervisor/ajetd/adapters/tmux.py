@@ -220,9 +220,13 @@ class Tmux:
         """`cat` appends the pane's output; where a write fails (the log's disk is full: the
         program may fill its own result dir) it is started again a second later with a line
         saying output is missing, so the rest of the run still reaches the log once there is
-        room. At the pane's end `cat` reads end-of-file and exits 0: the loop ends with it."""
+        room. Where the log cannot even be opened (its folder removed or unmounted), the pane's
+        output is read and dropped a second at a time instead: the pipe is still read, so its
+        end is seen and the loop ends with the pane (retrying the open alone never read it and
+        outlived the pane for ever). At the pane's end `cat` reads end-of-file and exits 0."""
         log = shlex.quote(path)
-        again = f"sleep 1; printf '\\n{MISSING_OUTPUT}\\n' >> {log}"
+        wait = f"if : >> {log}; then sleep 1; else timeout 1 cat > /dev/null && exit 0; fi"
+        again = f"{wait}; printf '\\n{MISSING_OUTPUT}\\n' >> {log}"
         return ("pipe-pane", *target, f"until cat >> {log}; do {again}; done 2>/dev/null")
 
     def keep_dead_pane(self, pane_id: str) -> None:
