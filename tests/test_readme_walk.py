@@ -287,3 +287,22 @@ def test_a_damaged_record_says_what_to_do_on_every_command(daemon_env: Env) -> N
         assert out.returncode == 1 and out.stdout == "", (args, out.stdout)
         assert "corrupt run record" in out.stderr and "state.json" in out.stderr, out.stderr
         assert "restore the file, or move the folder out of runs/" in out.stderr, out.stderr
+
+
+def test_a_run_whose_session_was_the_last_one_on_a_server_kept_up_is_lost(
+    daemon_env: Env,
+) -> None:
+    """README: `lost` is "the session vanished outside ajetd's control; seen within seconds".
+    A tmux server set to stay up without sessions (`exit-empty off`, a tmux.conf setting)
+    answers `list-panes -a` with "no current target" once its last session is gone; ajetd took
+    that for a tmux that did not answer, logged it every liveness period, and showed the run
+    `running` (with its attach line) until its time limit. No session is no pane: it is lost."""
+    env = daemon_env
+    run_id = _running(env, "lastone")
+    session = wait_for(lambda: env.record(run_id).get("session"), what="its session's name")
+    wait_for(lambda: session in env.tmux("list-sessions").stdout, what="its session")
+    assert env.tmux("set", "-g", "exit-empty", "off").returncode == 0
+    assert env.tmux("kill-session", "-t", f"={session}").returncode == 0
+    assert env.tmux("list-sessions").stdout == ""  # the server is up, with no session
+    wait_for(lambda: env.record(run_id).get("status") == "lost", 30, "the run to be lost")
+    assert "tmux did not answer" not in env.daemon_log()

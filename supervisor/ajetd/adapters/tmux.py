@@ -133,7 +133,14 @@ class Tmux:
                 "#{pane_start_command}",
             )
         )
-        out = self._run("list-panes", "-a", "-F", fmt)
+        try:
+            out = self._run("list-panes", "-a", "-F", fmt)
+        except TmuxError as exc:
+            # A server that holds no session (`exit-empty off`, or one exiting after its last
+            # session) answers "no current target": it has no pane, so each run's is gone.
+            if "no current target" in str(exc):
+                return []
+            raise
         panes = []
         for line in out.splitlines():
             fields = line.split("\t", 6)
