@@ -6,10 +6,13 @@ Each test here stands for a place where ajetd did not do what the README says.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import Env, wait_for
 
@@ -306,3 +309,22 @@ def test_a_run_whose_session_was_the_last_one_on_a_server_kept_up_is_lost(
     assert env.tmux("list-sessions").stdout == ""  # the server is up, with no session
     wait_for(lambda: env.record(run_id).get("status") == "lost", 30, "the run to be lost")
     assert "tmux did not answer" not in env.daemon_log()
+
+
+def test_a_snapshot_name_is_claimed_where_the_file_system_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`store.write_new` (diag's snapshots) links its file in under a free name; a result dir
+    on a file system without hard links (vfat, some FUSE and SMB mounts: `link` fails with
+    EPERM) still gets each snapshot, whole, never over another."""
+    from ajetd.adapters import store
+
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(store.os, "link", no_links)
+    first = store.write_new(tmp_path / "diag-1.md", "first\n")
+    second = store.write_new(tmp_path / "diag-1.md", "second\n")
+    assert (first.name, second.name) == ("diag-1.md", "diag-1-2.md")
+    assert (first.read_text(), second.read_text()) == ("first\n", "second\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["diag-1-2.md", "diag-1.md"]

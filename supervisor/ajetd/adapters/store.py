@@ -126,7 +126,8 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
 def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
     """Write `data` whole under `path`, or `<stem>-2<suffix>`, `-3`, ... where that name is
     taken: never over a file (a second snapshot within one second keeps the first). The file
-    appears whole (written and synced under a temporary name, then linked in); its path."""
+    appears whole (written and synced under a temporary name, then linked in; where the file
+    system has no hard links, renamed over an empty file that claimed the name); its path."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         _write_fd(fd, data, mode)
@@ -137,6 +138,12 @@ def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
                 os.link(tmp, target)  # fails on a name already taken: nothing overwritten
             except FileExistsError:
                 continue
+            except OSError:  # no hard links here (vfat, some FUSE and SMB mounts)
+                try:
+                    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode))
+                except FileExistsError:
+                    continue
+                os.replace(tmp, target)  # over its own claim only
             return target
         raise FileExistsError(errno.EEXIST, "every name is taken", str(path))
     finally:
