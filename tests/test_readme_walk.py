@@ -328,3 +328,20 @@ def test_a_snapshot_name_is_claimed_where_the_file_system_has_no_hard_links(
     assert (first.name, second.name) == ("diag-1.md", "diag-1-2.md")
     assert (first.read_text(), second.read_text()) == ("first\n", "second\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["diag-1-2.md", "diag-1.md"]
+
+
+def test_status_of_one_run_shows_its_warnings(daemon_env: Env) -> None:
+    """README: a doubted blueprint (a swarm client without `[ajetd] swarm`, a bare path read
+    only to its first space, `--autokill` removed) "gets a warning from `lint` and in
+    `status`"; `status RUN --json` held them under `warnings`, but `ajetd status RUN`, what a
+    person reads, showed none. Each is a `warning` line there."""
+    env = daemon_env
+    bp = env.blueprint("warned", result=str(env.tmp / "results" / "my runs"), ajetd="gpus: 0")
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "succeeded", status["reason"]
+    assert len(status["warnings"]) == 2, status["warnings"]  # --autokill, and the bare path
+    out = env.cli("status", status["run_id"])
+    assert out.returncode == 0, out.stderr
+    shown = " ".join(out.stdout.split())
+    for warning in status["warnings"]:
+        assert f"warning {' '.join(warning.split())[:40]}" in shown, (warning, out.stdout)

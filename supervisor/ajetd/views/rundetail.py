@@ -10,6 +10,7 @@ view (statusterm.frame) shows its head and the run's last lines of output.
 from __future__ import annotations
 
 import shlex
+import textwrap
 from dataclasses import dataclass
 
 from ajetd.core.durations import format_duration
@@ -135,6 +136,9 @@ def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) ->
             )
         )
     lines.append(_kv("result dir", run.result_dir or "-", width))
+    for warning in run.warnings:  # what admission changed or doubted, whole (wrapped)
+        for i, part in enumerate(textwrap.wrap(warning, max(width - 11, 20)) or [""]):
+            lines.append(_kv("" if i else "warning", part, width, "waiting"))
     if run.active and extras.next_check_at is not None:
         due = extras.next_check_at - now
         text = f"in {format_duration(due)}" if due > 0 else "due now"
