@@ -144,6 +144,13 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("unknown_traceback/nemorl-1051.log", "unknown_traceback", "Check failed: !core_worker"),
         # ROCm's `HIP error:` is CUDA's `CUDA error:`
         ("cuda_error/verl-3163.log", "cuda_error", "HIP error: invalid device function"),
+        # after freeze 10: argparse refusing one argument (an older trl without `vllm-serve`);
+        # the NCCLCHECK macro's failure line; vLLM's advice to lower its own memory budget;
+        # a node marked dead, named by its IP address
+        ("config_error/simplear-24.log", "config_error", "invalid choice: 'vllm-serve'"),
+        ("nccl_error/nccltests-15.log", "nccl_error", "NCCL failure common.cu:921"),
+        ("vllm_memory/vllm-17939.log", "vllm_memory", "lowering `max_num_seqs`"),
+        ("ray_cluster/verl-1632.log", "ray_cluster", "10.122.123.196 has been marked dead"),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -489,6 +496,58 @@ def test_lines_the_freeze8_shapes_read_and_leave_alone(line: str, kinds: list[st
     ],
 )
 def test_lines_the_freeze9_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # argparse refusing one argument (wdrink/SimpleAR#24: a trl older than its
+        # `vllm-serve`), and its other messages for one argument; prose that says the words is not
+        (
+            "usage: trl\nTRL CLI: error: argument command: invalid choice: 'vllm-serve' "
+            "(choose from 'chat', 'dpo', 'env', 'grpo', 'kto', 'sft')",
+            ["config_error"],
+        ),
+        ("train.py: error: argument --lr: invalid float value: 'x'", ["config_error"]),
+        ("main.py: error: argument -n/--nodes: expected one argument", ["config_error"]),
+        ("an error: argument parsing takes 2 ms", []),
+        # the NCCLCHECK macro's line (NVIDIA/nccl-tests#15), with or without the host and
+        # `Test`; a line about NCCL failures in general is not one
+        ("NCCL failure common.cu:921 'unhandled system error'", ["nccl_error"]),
+        (
+            "node1: Test NCCL failure common.cu:1010 'remote process exited or there was a "
+            "network error'",
+            ["nccl_error"],
+        ),
+        ("INFO NCCL failure detection is on", []),
+        # vLLM's advice to lower its budget after its own allocation failed (vllm#17939), read
+        # before the out of memory it follows; an out of memory without that advice is the
+        # computation's; the setting merely printed, or a function named so, is not advice
+        (
+            "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy "
+            "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+            "initializing the engine.",
+            ["vllm_memory"],
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+            ["cuda_oom"],
+        ),
+        ("INFO rollout: gpu_memory_utilization=0.6, lower_bound=0.1", []),
+        ("    reduce_gpu_memory_utilization(cfg)", []),
+        # a node marked dead with its IP address in the sentence (verl#1632, ray#46548); a
+        # sentence that ended before `dead` is not one node's death
+        (
+            "(raylet) The node with node id: f30f and address: 10.122.123.196 and node name: "
+            "10.122.123.196 has been marked dead because the detector has missed too many "
+            "heartbeats from it.",
+            ["ray_cluster"],
+        ),
+        ("Started node 10.0.0.3. Two queue items were marked dead", []),
+    ],
+)
+def test_lines_the_freeze10_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 

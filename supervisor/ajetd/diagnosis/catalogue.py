@@ -82,6 +82,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(insufficient|not enough) (gpu )?memory .*(kv cache|gpu_memory_utilization)",
             r"gpu_memory_utilization.*(too (low|small|high)|insufficient|increase|decrease)",
             r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
+            # shape: vLLM's advice, after an allocation of its own failed, to lower its budget
+            # or the setting beside it (`CUDA out of memory occurred when warming up sampler
+            # ... Please try lowering `max_num_seqs` or `gpu_memory_utilization``): the budget
+            # is the cause, not the computation that ran out
+            r"\b(lower|reduc)\w{0,4}\b[^.]{0,80}gpu_memory_utilization",
             r"free memory on device .* is less than desired",
             r"increase --?mem[-_]fraction[-_]static",
             r"larger than the profiled value -\d+",
@@ -208,6 +213,10 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: HCCL's own error codes (`EI00..`) for a failure that is not a timeout
             # (`EI0009 ... Transport init error`); its timeouts are read first, by nccl_timeout
             r"\bei00\d\d\b.{0,160}\berror\b",
+            # shape: the NCCLCHECK macro of NCCL's examples, nccl-tests and the C++ programs that
+            # copy it: a call that did not return ncclSuccess, with NCCL's error string quoted
+            # (`NCCL failure common.cu:921 'unhandled system error'`)
+            r"\bnccl failure [^\s:']{1,200}:\d+ '",
         ),
     ),
     Kind(
@@ -346,8 +355,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b((failed|unable) to|could not|couldn.t|cannot|can.t) (connect|reach|register)\b.*"
             r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
             # shape: a node of the cluster that died (an actor dead *because its node died*,
-            # Ray's NodeDiedError, a node marked dead by the GCS)
-            r"\bnode\b[^.]{0,80}\b(has died|died|dying|marked (as )?dead)\b",
+            # Ray's NodeDiedError, a node marked dead by the GCS), within one sentence; a node
+            # named by its IP address (`node name: 10.122.123.196 has been marked dead`) is
+            # still in it: a dot before a digit does not end the sentence
+            r"\bnode\b(?:[^.]|\.\d){0,80}\b(has died|died|dying|marked (as )?dead)\b",
             r"\bnodediederror\b",
             # shape: Ray's job server answering a job request with a server error (its SDK's own
             # words; other HTTP clients print a 5xx as `500 Server Error` or the like)
@@ -595,6 +606,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"instantiationexception",
             r"error: unrecognized arguments",
             r"error: the following arguments are required",
+            # shape: argparse refusing one argument of the command line (`TRL CLI: error:
+            # argument command: invalid choice: 'vllm-serve' (choose from ...)`, `invalid int
+            # value`, `expected one argument`): its messages for one argument all begin so
+            r"error: argument [^:\s]{1,80}: ",
             r"(must|should) be divisible by",
             r"is not divisible by",
             r"validation errors? for \w+",
@@ -1147,6 +1162,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "instantiationexception",
         "unrecognized arguments",
         "arguments are required",
+        "error: argument",
         "divisible by",
         "validation error",
         "unsupported",
