@@ -345,3 +345,15 @@ def test_status_of_one_run_shows_its_warnings(daemon_env: Env) -> None:
     shown = " ".join(out.stdout.split())
     for warning in status["warnings"]:
         assert f"warning {' '.join(warning.split())[:40]}" in shown, (warning, out.stdout)
+
+
+def test_a_blueprint_given_to_campaign_points_to_submit(env: Env) -> None:
+    """`ajetd campaign blueprint.md` (a blueprint where a campaign folder goes) answered
+    `Directory 'blueprint.md' is a file` under a usage line for `ajetd campaign submit`, a
+    command the README never names. It says a campaign is a folder and that a blueprint
+    is submitted with `ajetd submit`."""
+    bp = env.blueprint("notacampaign", ajetd="gpus: 0")
+    out = env.cli("campaign", str(bp))
+    assert out.returncode == 2 and out.stdout == ""
+    assert f"{bp} is not a folder" in out.stderr, out.stderr
+    assert "campaign.yaml" in out.stderr and f"ajetd submit {bp}" in out.stderr, out.stderr

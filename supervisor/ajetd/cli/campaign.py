@@ -85,12 +85,20 @@ def campaign() -> None:
 
 
 @campaign.command("submit")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folder", type=click.Path(exists=True, path_type=Path))
 def submit_cmd(folder: Path) -> None:
     """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
     from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.core.campaignspec import CampaignError
 
+    if not folder.is_dir():  # a blueprint given where its campaign's folder goes
+        import shlex
+
+        raise click.UsageError(
+            f"{folder} is not a folder: a campaign is a folder holding campaign.yaml and its "
+            f"base blueprint; a blueprint alone is submitted with "
+            f"`ajetd submit {shlex.quote(str(folder))}`"
+        )
     home = open_home()
     try:  # a folder with problems exits 2; a home that cannot take it, 1 (ajetd.cli.main)
         campaign_id = submit_folder(home, folder)
