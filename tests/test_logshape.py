@@ -638,3 +638,27 @@ def test_rays_repeated_tag_after_a_long_run_of_blanks_is_removed_in_linear_time(
     raw = line.encode() + b"\n"
     assert _clean_block(raw) == " " * 65000 + "x\n"
     assert time.process_time() - start < 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # logging's stack_info=True: a stack printed under its own header, then the log goes on
+        'WARNING:root:slow step\nStack (most recent call last):\n  File "/app/train.py", line 10,'
+        ' in <module>\n    main()\n  File "/app/train.py", line 7, in main\n    logging.warning('
+        '"slow step", stack_info=True)\nINFO:root:step 1 loss=0.3\nINFO:root:step 2 loss=0.2',
+        # traceback.print_stack(): frames alone, then lines shaped like an exception's last
+        # (`word:`, a lone word)
+        '  File "/app/train.py", line 10, in <module>\n    main()\n  File "/app/train.py", line'
+        " 7, in main\n    traceback.print_stack()\nepoch: 1 loss 0.3\nDone",
+        # asyncio's debug mode on a coroutine never awaited, then the run goes on
+        'Coroutine created at (most recent call last)\n  File "/app/rollout.py", line 88, in '
+        "generate\n    self.fetch(x)\nwandb: step 3",
+    ],
+)
+def test_a_stack_printed_without_an_exception_is_not_a_traceback(text: str) -> None:
+    # frames without a traceback's header begin a paste's traceback (freeze 9) only when an
+    # exception line ends them, or the output ends inside them; a stack a healthy program
+    # prints and goes on from is no failure, read whole or as it grows
+    assert diagnose_text(text + "\n") == []
+    assert diagnose_chunks([line.encode() + b"\n" for line in text.split("\n")]) == []

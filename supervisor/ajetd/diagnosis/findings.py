@@ -14,7 +14,9 @@ it is `unknown_traceback`, unless a kind was already read in its frames, or unle
 while a module was being imported (its last source line an `import`, or its last frame
 importlib's own): an exception raised while importing is the import's failure, `import_error`.
 A paste that begins inside a traceback (its frames, `File "...", line N, in f`, without the
-`Traceback` header above them) is read as one.
+`Traceback` header above them) is read as one, up to an exception line; a line that is not one
+ends it saying nothing (a stack a program printed and went on from: logging's `stack_info`,
+`traceback.print_stack`).
 
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
@@ -213,6 +215,12 @@ class Diagnoser:
             self._record(kind, number, body, rank)
         if not self._in_traceback:
             return kind is not None
+        if self._headerless and kind is None and not EXCEPTION_LINE.match(stripped):
+            # frames without a header, then a line that is no exception's: a stack a program
+            # printed and went on from (logging's stack_info, traceback.print_stack, asyncio's
+            # `Coroutine created at`), not a paste of a traceback's lower part
+            self._in_traceback = False
+            return False
         self._traceback_lines += 1
         if kind is not None:
             self._traceback_known = True
