@@ -662,3 +662,40 @@ def test_a_stack_printed_without_an_exception_is_not_a_traceback(text: str) -> N
     # prints and goes on from is no failure, read whole or as it grows
     assert diagnose_text(text + "\n") == []
     assert diagnose_chunks([line.encode() + b"\n" for line in text.split("\n")]) == []
+
+
+def test_vllms_advice_to_lower_its_budget_ranks_before_the_out_of_memory_chained_above_it() -> None:
+    # vllm-project/vllm#15105, #26278: the worker prints the out of memory it caught, then
+    # `The above exception was the direct cause ...`, then its RuntimeError with the advice
+    # (freeze 10's excerpt, vllm-17939, begins below the first part); another rank's out of
+    # memory printed after the advice is an echo too
+    worker = "(VllmWorker rank=0 pid=2445155) ERROR 05-10 16:00:15 [multiproc_executor.py:470] "
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 1600, in _dummy_sampler_run',
+        "    sampler_output = self.sampler(logits=logits, sampling_metadata=dummy_metadata)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 0 has a "
+        "total capacity of 23.57 GiB of which 605.88 MiB is free.",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/v1/worker/gpu_model_runner.py", line 1604, in _dummy_sampler_run',
+        "    raise RuntimeError(",
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB.",
+    ]
+    text = "".join(worker + line + "\n" for line in lines)
+    found = diagnose_text(text)
+    assert [(f.kind, f.line, f.count) for f in found] == [
+        ("vllm_memory", 11, 1),
+        ("cuda_oom", 4, 2),
+    ]
+    # read as it grows, the out of memory is named first until the advice comes
+    stream = StreamDiagnoser()
+    stream.feed(text.split("The above")[0].encode())
+    assert [f.kind for f in stream.peek()] == ["cuda_oom"]
+    stream.feed(("The above" + text.split("The above")[1]).encode())
+    assert [f.kind for f in stream.close()] == ["vllm_memory", "cuda_oom"]

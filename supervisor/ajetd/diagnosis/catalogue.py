@@ -32,6 +32,8 @@ class Kind:
     fix: str
     patterns: tuple[Pattern, ...]
     consequence: bool = False  # usually the cascade of another failure, not its root
+    # kinds whose failure this one names the cause of: found with it, they rank as its echoes
+    explains: tuple[str, ...] = ()
 
 
 def _p(*patterns: str | Unless) -> tuple[Pattern, ...]:
@@ -94,6 +96,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # alone take more than the memory it may use): `Available KV cache memory: -0.87 GiB`
             r"\bkv cache memory:?\s*-\d",
         ),
+        # vLLM's advice follows the out of memory it caught, chained above it in the log
+        # (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`, then `The above
+        # exception was the direct cause ...`, then `RuntimeError: CUDA out of memory occurred
+        # when warming up sampler ... Please try lowering ... gpu_memory_utilization`)
+        explains=("cuda_oom",),
     ),
     Kind(
         "host_oom",

@@ -20,7 +20,9 @@ ends it saying nothing (a stack a program printed and went on from: logging's `s
 
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
-themselves. Within a rank, the earlier line first.
+themselves. Within a rank, the earlier line first. A kind that names another's cause
+(`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
+makes that other kind its echo, wherever either was found.
 
 Reading raw output, in chunks cut anywhere: `stream`.
 """
@@ -99,6 +101,8 @@ class Diagnoser:
     _importing: tuple[int, str] | None = None  # the open traceback's last frame imports: where
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
+    _explained: set[str] = field(default_factory=set)  # kinds a specific kind found names the
+    # cause of (`Kind.explains`): echoes of it
 
     @property
     def in_traceback(self) -> bool:
@@ -112,7 +116,11 @@ class Diagnoser:
     def fork(self) -> Diagnoser:
         """A copy that reads on without changing this one (a look at where it stands)."""
         return replace(
-            self, _first=dict(self._first), _rank=dict(self._rank), _counts=dict(self._counts)
+            self,
+            _first=dict(self._first),
+            _rank=dict(self._rank),
+            _counts=dict(self._counts),
+            _explained=set(self._explained),
         )
 
     def feed(self, lines: Iterable[tuple[int, str]]) -> None:
@@ -121,6 +129,11 @@ class Diagnoser:
 
     def _record(self, kind: Kind | UserKind, number: int, text: str, rank: int) -> None:
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
+        if isinstance(kind, Kind):
+            if kind.name in self._explained:
+                rank = max(rank, ECHO)  # a kind found names its cause
+            elif kind.explains and rank == SPECIFIC:
+                self._explain(kind.explains)
         if kind.name not in self._first:
             evidence = text.strip()[:EVIDENCE_CHARS]
             if isinstance(kind, UserKind):
@@ -140,6 +153,15 @@ class Diagnoser:
                 )
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
             self._changes += 1
+
+    def _explain(self, names: tuple[str, ...]) -> None:
+        """A specific kind found names the cause of these: those found before it, as the cause
+        printed above the advice that names it, rank as its echoes from now on."""
+        for name in names:
+            self._explained.add(name)
+            if self._rank.get(name, ECHO) < ECHO:
+                self._rank[name] = ECHO
+                self._changes += 1
 
     def _kind(
         self, body: str, words: frozenset[bytes] | None
