@@ -102,6 +102,32 @@ def test_impossible_requests_fail_with_the_reason(env: Env) -> None:
     assert "n_gpus_per_node x nnodes = 8, but the run gets 2" in status["reason"]
 
 
+def test_gpus_all_is_checked_against_the_yaml_as_overridden(env: Env) -> None:
+    """`gpus: all` is checked against the YAML's GPU count when the run is placed: the count
+    of the config that runs, its `yaml_overrides` applied (a campaign's overrides for AgentJet
+    come this way). It was the count of the user's file before its overrides, so a run whose
+    copy asks for the GPUs it gets was refused, and one whose copy asks for more was started."""
+    file = _gpus(env, 2)
+    _start(env)
+    runs = {}
+    for name, in_file, overridden in (("fits", 8, 2), ("toomany", 2, 8)):
+        config = env.config(name, fake_gpu={"file": str(file), "memory_mib": 30000})
+        path = env.codebase / config
+        path.write_text(
+            path.read_text().replace(
+                "test_freq: 2", f"test_freq: 2\n    n_gpus_per_node: {in_file}"
+            )
+        )
+        override = f"ajet.trainer_common.n_gpus_per_node={overridden}"
+        runs[name] = env.submit(
+            env.blueprint(name, config=config, ajetd=f"yaml_overrides: [{override}]")
+        )
+    fits = env.wait_done(runs["fits"])
+    assert fits["status"] == "succeeded" and fits["gpus"] == [0, 1], fits["reason"]
+    refused = env.wait_done(runs["toomany"])
+    assert "n_gpus_per_node x nnodes = 8, but the run gets 2" in refused["reason"], refused
+
+
 def test_vllm_memory_relaunch_waits_for_the_gpu_to_drain(env: Env) -> None:
     file = _gpus(env, 1)
     _start(env)

@@ -33,7 +33,7 @@ from ajetd.core.runparts import Provenance
 from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import yaml_gpu_count
+from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
 from ajetd.hosts.base import Host
 from ajetd.hosts.preflight import (
     Resolved,
@@ -110,9 +110,12 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
     command, changes = bp.launch_command, list(resolved.review.changes)
     warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
+    config = resolved.config  # as the run reads it: the copy's, where --conf points at it
     if resolved.review.patches:
         command, config_path, note = _patched_copy(resolved, command, run.run_id)
         changes.append(note)
+        if config_path != resolved.yaml_path:  # its yaml_overrides too (n_gpus_per_node=2)
+            config = apply_patches(resolved.config, resolved.review.patches)
     nemo = nemorl.is_nemo_launch(command)
     if nemo:
         command = _nemo_overrides(command, bp, resolved, changes, warnings)
@@ -132,9 +135,9 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
         warnings=tuple(warnings),
         config_changes=tuple(changes),
         config_path=config_path,
-        yaml_gpus=yaml_gpu_count(resolved.config),
+        yaml_gpus=yaml_gpu_count(config),
         kind="nemo_rl" if nemo else "agentjet",
-        metric=nemorl.primary_metric(resolved.config)[0] if nemo else "mean_reward",
+        metric=nemorl.primary_metric(config)[0] if nemo else "mean_reward",
     )
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)
