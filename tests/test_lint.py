@@ -252,6 +252,15 @@ def test_a_swarm_client_without_its_server_is_warned(env: Env) -> None:
         json.loads(env.cli("lint", str(server), "--json").stdout)["blueprint"]["warnings"]
     )
     assert "enable_swarm_mode" not in warned  # the server itself
+    # the config as it runs: its yaml_overrides turn swarm mode off, or on
+    for name, ajetd, file_says, expected in (
+        ("off", "yaml_overrides: [ajet.enable_swarm_mode=false]", config, False),
+        ("on", "yaml_overrides: [ajet.enable_swarm_mode=true]", env.config("plain"), True),
+    ):
+        bp = env.blueprint(name, config=file_says, ajetd=ajetd)
+        data = json.loads(env.cli("lint", str(bp), "--json").stdout)
+        assert data["ok"], data
+        assert ("enable_swarm_mode" in " ".join(data["blueprint"]["warnings"])) is expected, name
 
 
 def test_a_key_passed_on_is_the_value_of_what_it_passes() -> None:

@@ -439,8 +439,9 @@ def check_blueprint(
         return None, problems
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
-    found.warnings.extend(_serverless_client(bp, config))
-    val_path = _val_path(apply_patches(config, found.patches), codebase)
+    runs_with = apply_patches(config, found.patches)  # the copy's: its yaml_overrides too
+    found.warnings.extend(_serverless_client(bp, runs_with))
+    val_path = _val_path(runs_with, codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
         # client: `<RESULT_DIR>/val_results.md`)
