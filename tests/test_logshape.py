@@ -699,3 +699,36 @@ def test_vllms_advice_to_lower_its_budget_ranks_before_the_out_of_memory_chained
     assert [f.kind for f in stream.peek()] == ["cuda_oom"]
     stream.feed(("The above" + text.split("The above")[1]).encode())
     assert [f.kind for f in stream.close()] == ["vllm_memory", "cuda_oom"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        # vLLM's advice after its own allocation failed, and another program's after its OOM
+        (
+            "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy "
+            "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+            "initializing the engine.",
+            ["vllm_memory"],
+        ),
+        (
+            "ERROR GPU OOM at minimum chunk size 64. Cannot recover further. Consider reducing "
+            "gpu_memory_utilization in generation.yaml.",
+            ["vllm_memory"],
+        ),
+        # no failure on the line: a program lowering its own budget, a recommendation printed
+        # by a healthy check, a config dump (freeze 10's rule read each as vllm_memory)
+        (
+            "INFO GPU cache low (12.0% < 20%), other models need VRAM, lowering "
+            "gpu_memory_utilization to 0.60",
+            [],
+        ),
+        ("Reducing gpu_memory_utilization to 0.80", []),
+        ("GPU 0: Consider reducing gpu_memory_utilization below 0.95 to avoid OOM errors", []),
+        ("'loss_agg_mode': 'token-mean', 'reduction': 'mean', 'gpu_memory_utilization': 0.6", []),
+    ],
+)
+def test_advice_to_lower_the_vllm_budget_is_a_finding_only_after_a_memory_failure(
+    line: str, kinds: list[str]
+) -> None:
+    assert [f.kind for f in diagnose_text(line + "\n")] == kinds

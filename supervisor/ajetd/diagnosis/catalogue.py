@@ -87,8 +87,10 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: vLLM's advice, after an allocation of its own failed, to lower its budget
             # or the setting beside it (`CUDA out of memory occurred when warming up sampler
             # ... Please try lowering `max_num_seqs` or `gpu_memory_utilization``): the budget
-            # is the cause, not the computation that ran out
-            r"\b(lower|reduc)\w{0,4}\b[^.]{0,80}gpu_memory_utilization",
+            # is the cause, not the computation that ran out. The failure is on the line: a
+            # program lowering its own budget (`lowering gpu_memory_utilization to 0.60`), a
+            # recommendation (`... below 0.95 to avoid OOM errors`) or a config key is no failure
+            r"(out of memory|\boom\b).*\b(lower|reduc)\w{0,4}\b[^.]{0,80}gpu_memory_utilization",
             r"free memory on device .* is less than desired",
             r"increase --?mem[-_]fraction[-_]static",
             r"larger than the profiled value -\d+",
