@@ -503,3 +503,30 @@ def test_a_running_campaigns_folder_read_again_is_not_refused_for_its_overrides(
         cf.check_overrides(spec, base)
     assert "experiments[2] (hot)" in "\n".join(refused.value.problems)
     cf.check_overrides(spec, base, ["plain"])  # the one `add` brought: nothing to refuse
+
+
+def test_an_experiments_paths_are_read_whole_where_they_hold_spaces() -> None:
+    """An experiment's blueprint names its codebase (the worktree), the base's venv and YAML
+    and its result dir under the campaign's: written bare, a path holding a space was read
+    as its first word (a codebase `/src/my repo` ran in `/src/my`) or refused (`/data/my
+    runs/01-lr`), though the base said it whole in quotes and campaign.yaml's result_dir is
+    taken as written."""
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.core.campaignblueprint import experiment_blueprint
+
+    base = (Path(__file__).parent.parent / "blueprints" / "TEMPLATE.md").read_text()
+    venv = "/mnt/my data/.venv/bin/python"
+    base = base.replace("/mnt/data/agentjet/.venv/bin/python", f'"{venv}"')
+    assert parse_blueprint(base).venv_exe == venv
+    exp = cs.Experiment("lr")
+    spec = cs.CampaignSpec(
+        name="c",
+        metric="mean_reward",
+        maximise=True,
+        base="base.md",
+        result_dir="/data/my runs",
+        experiments=(exp,),
+    )
+    bp = parse_blueprint(experiment_blueprint(spec, exp, 1, base, "/src/my repo", 0.0))
+    assert (bp.codebase_dir, bp.venv_exe) == ("/src/my repo", venv)
+    assert bp.result_dir == "/data/my runs/01-lr" and bp.warnings == ()

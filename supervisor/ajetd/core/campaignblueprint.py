@@ -80,11 +80,11 @@ def experiment_blueprint(
     purpose += f": {exp.description})" if exp.description else ")"
     sections = {
         "exp_purpose": purpose,
-        "exp_codebase_dir": codebase,
-        "exp_venv_exe": base.venv_exe,
-        "exp_yaml_path": base.yaml_path,
+        "exp_codebase_dir": _whole(codebase),
+        "exp_venv_exe": _whole(base.venv_exe),
+        "exp_yaml_path": _whole(base.yaml_path),
         "exp_launch_command": f"```bash\n{command}\n```",
-        "exp_result_dir": f"{spec.result_dir}/{index:02d}-{exp.name}",
+        "exp_result_dir": _whole(f"{spec.result_dir}/{index:02d}-{exp.name}"),
         "exp_max_time": f"{int(min(limits))}s",
     }
     lines = [f"# {spec.name}: experiment {index} ({exp.name})", ""]
@@ -93,3 +93,9 @@ def experiment_blueprint(
     if options:
         lines += ["## [ajetd]", "```yaml", yaml.safe_dump(options, sort_keys=False).strip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _whole(path: str) -> str:
+    """A path as a blueprint part reads it whole, a space in it too (bare, only its first
+    word would be read): in backticks, or in quotes where it holds a backtick."""
+    return f'"{path}"' if "`" in path else f"`{path}`"
