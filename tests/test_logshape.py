@@ -732,3 +732,15 @@ def test_advice_to_lower_the_vllm_budget_is_a_finding_only_after_a_memory_failur
     line: str, kinds: list[str]
 ) -> None:
     assert [f.kind for f in diagnose_text(line + "\n")] == kinds
+
+
+@pytest.mark.parametrize("frames", [1, 2, 3])
+def test_a_paste_of_frames_that_lost_their_indentation_is_still_read_as_a_traceback(
+    frames: int,
+) -> None:
+    # a traceback's lower part pasted flush left: each frame goes on with it, to its exception
+    # line or to the end of the output; a line that is neither still ends it saying nothing
+    text = "".join(f'File "/app/m{i}.py", line {i + 1}, in f\n    g()\n' for i in range(frames))
+    assert [f.kind for f in diagnose_text(text)] == ["unknown_traceback"]
+    assert [f.kind for f in diagnose_text(text + "ValueError: bad\n")] == ["unknown_traceback"]
+    assert diagnose_text(text + "Done\n") == []

@@ -237,7 +237,12 @@ class Diagnoser:
             self._record(kind, number, body, rank)
         if not self._in_traceback:
             return kind is not None
-        if self._headerless and kind is None and not EXCEPTION_LINE.match(stripped):
+        if (
+            self._headerless
+            and kind is None
+            and not EXCEPTION_LINE.match(stripped)
+            and not _FRAME.match(body)  # (a paste that lost its indentation: frames go on)
+        ):
             # frames without a header, then a line that is no exception's: a stack a program
             # printed and went on from (logging's stack_info, traceback.print_stack, asyncio's
             # `Coroutine created at`), not a paste of a traceback's lower part
