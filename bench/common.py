@@ -23,7 +23,7 @@ PYTHON = sys.executable
 # Every Python program a benchmark starts (the daemon, `ajetd submit`, supervisorctl) runs from
 # its bytecode, as an installed one does (pip compiles at install): where the environment says
 # PYTHONDONTWRITEBYTECODE (this project's development shells do), an editable install would
-# compile each of its modules at every start, 20-40 ms more for `ajetd submit`.
+# compile each of its modules at every start (4-11 ms more for `ajetd submit` on the 2-core VM).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 compileall.compile_dir(str(Path(ajetd.__file__).parent), quiet=1)
 
