@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
-from ajetd.diagnosis.catalogue import CATALOGUE
+from ajetd.diagnosis.catalogue import CATALOGUE, candidates
 from ajetd.diagnosis.patterns import Unless
 from ajetd.diagnosis.shape import continued, strip_dress
 from ajetd.diagnosis.stream import StreamDiagnoser, _clean_block, diagnose_chunks, diagnose_text
+from ajetd.diagnosis.wrapped import classify
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 
@@ -744,3 +747,47 @@ def test_a_paste_of_frames_that_lost_their_indentation_is_still_read_as_a_traceb
     assert [f.kind for f in diagnose_text(text)] == ["unknown_traceback"]
     assert [f.kind for f in diagnose_text(text + "ValueError: bad\n")] == ["unknown_traceback"]
     assert diagnose_text(text + "Done\n") == []
+
+
+# -- each kind's patterns behind one search (patterns.gate) ----------------------------------
+_PATTERN_WORDS = sorted(
+    {w for k in CATALOGUE for p in k.patterns for w in re.findall(r"[a-z_]{2,}", p.pattern)}
+)
+
+
+def _tried_one_by_one(line: str) -> str | None:
+    """The kind `classify` named before the gates: every pattern of every candidate tried."""
+    for kind in candidates(line.lower()):
+        if any(p.search(line) for p in kind.patterns):
+            return kind.name
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PATTERN_WORDS),
+            st.sampled_from(
+                [" ", "  ", ": ", ".", ",", "'", "(", ")", "=", "/", "0", "8", "16", "é", "\t"]
+            ),
+            st.text(max_size=3),
+        ),
+        max_size=24,
+    )
+)
+def test_a_kinds_gate_never_changes_what_a_line_is(parts: list[str]) -> None:
+    """A kind's patterns are tried one by one only where their shared RE2 search found one of
+    them could match: the kind named is the one trying every pattern names (words of the
+    catalogue's own patterns, joined at random, ASCII or not)."""
+    line = "".join(parts)
+    got = classify(line)
+    assert (got.name if got else None) == _tried_one_by_one(line)
+
+
+def test_the_gates_keep_every_catalogue_line_read_the_same() -> None:
+    """On every corpus line holding a trigger word, gated and one-by-one reading agree."""
+    for path in sorted(CORPUS.glob("*/*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            got = classify(line)
+            assert (got.name if got else None) == _tried_one_by_one(line), (path.name, line)

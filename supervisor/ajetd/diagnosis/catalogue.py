@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
-from ajetd.diagnosis.patterns import Pattern, Unless, compiled
+from ajetd.diagnosis.patterns import Pattern, Unless, compiled, gate
 
 
 class Severity(str, Enum):
@@ -34,6 +35,13 @@ class Kind:
     consequence: bool = False  # usually the cascade of another failure, not its root
     # kinds whose failure this one names the cause of: found with it, they rank as its echoes
     explains: tuple[str, ...] = ()
+
+    @cached_property
+    def gated(self) -> tuple[Pattern | None, tuple[Pattern, ...]]:
+        """Its patterns behind one RE2 search (`patterns.gate`): the search, and the patterns
+        tried whatever it says. Made from this kind's own patterns (a copy with fewer, as the
+        held-out figures make, has its own)."""
+        return gate(self.patterns)
 
 
 def _p(*patterns: str | Unless) -> tuple[Pattern, ...]:

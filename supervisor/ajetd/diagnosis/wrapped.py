@@ -43,7 +43,10 @@ def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
     """The first catalogue kind whose pattern matches `line`, or None (`words`: its trigger
     words)."""
     for kind in candidates(line.lower(), words):
-        for pattern in kind.patterns:
+        shared, always = kind.gated
+        gated = shared is not None and line.isascii() and shared.search(line) is None
+        tried = always if gated else kind.patterns
+        for pattern in tried:
             if pattern.search(line):
                 return kind
     return None
