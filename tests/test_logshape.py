@@ -477,6 +477,21 @@ def test_lines_the_freeze8_shapes_read_and_leave_alone(line: str, kinds: list[st
             ["unknown_traceback"],
         ),
         ("test_check_failed_count: 3", []),
+        # glog's own dress (severity F: a CHECK aborting), and absl's (XLA, JAX: `E0000
+        # 00:00:<epoch>.us`), stripped before the line is read: a C++ check that failed all the
+        # same (the review of 2026-12-01: read as nothing)
+        (
+            "F1201 12:34:56.789012 12345 gpu_process.cc:123] Check failed: status == 0 (1 vs. 0)",
+            ["unknown_traceback"],
+        ),
+        (
+            "F0000 00:00:1712345678.123456   81234 pjrt_client.cc:55] Check failed: buffer != "
+            "nullptr",
+            ["unknown_traceback"],
+        ),
+        ("E0000 00:00:1712345678.123456   81234 hlo.cc:12] Failed to parse", []),
+        ("health: Check failed for endpoint /v1/models, retrying", []),
+        ("the Check failed: line glog prints is read as an abort", []),
         # a traceback cut while importing, and cut elsewhere; an import that ran to its end
         (
             'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n'

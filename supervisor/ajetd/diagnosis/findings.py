@@ -68,7 +68,12 @@ _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 # A C++ program's failed internal assertion, as glog/absl CHECK print it (Ray's core among
 # them): `core_worker_process.cc:69:  Check failed: !core_worker_process ...`; the program
 # aborts there, as a Python program does at an exception line.
-_CHECK_FAILED = re.compile(r"^[\w./\-]+\.(?:cc|cpp|cxx|h|hpp):\d+:\s+Check failed\b")
+# A C++ CHECK that failed (it aborts the program): Ray's `file.cc:69:  Check failed: ...`, and
+# glog's and absl's `F1201 12:34:56.789 123 file.cc:12] Check failed: ...` once their dress is
+# stripped (`shape.strip_dress`), which leaves the words at the line's start.
+_CHECK_FAILED = re.compile(
+    r"^(?:[\w./\-]+\.(?:cc|cpp|cxx|h|hpp):\d+:\s+Check failed\b|Check failed: )"
+)
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
 # A frame inside an experiment logger's own package: an exception raised there that no more

@@ -40,8 +40,8 @@ DRESS_SOURCE = (
     r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
     r"(?:\s+[DIWEFC]\s+\d+\s+\d+|(?:\s[A-Z]P\d{1,4}){1,4})?\]?\s?(?:[-|:]\s)?"
     r"|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s?"
-    # glog: I0523 18:02:42.123456  1234 file.cc:12]
-    r"|[DIWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?"
+    # glog: I0523 18:02:42.123456  1234 file.cc:12]; absl's (XLA, JAX): E0000 00:00:1712345678.12
+    r"|[DIWEF]\d{4}\s+\d\d:\d\d:\d{2,10}\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?"
     # logging's default format and levels in brackets: ERROR:root: , INFO:nemo_rl.x: , [ERROR]?
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:\s?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+[-|:]\s"
