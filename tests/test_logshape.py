@@ -462,6 +462,10 @@ def test_lines_the_freeze8_shapes_read_and_leave_alone(line: str, kinds: list[st
         ),
         ("Requested 16 GPUs, but only 8 are available in the cluster.", ["insufficient_gpus"]),
         ("8 GPUs available, 8 requested", []),
+        # the wanted ones more, said the other way round; the wanted ones fewer is no failure
+        ("requested 16 GPUs, more than the 8 available on this node", ["insufficient_gpus"]),
+        ("Requested 4 GPUs, fewer than the 8 available; 4 will stay idle", []),
+        ("available GPUs 8 is more than the requested 4", []),
         ("the requested batch is less than the available memory", []),
         # a program saying it ignores an error it caught (SGLang with an older transformers)
         (

@@ -595,11 +595,14 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(<=?|\bless than( or equal to)?|\bgreater than|\bmore than|\bexceeds?)\s*(the )?"
             r"(num_(gpus|devices)\b|number of (visible |available )?(devices|gpus|npus)\b)",
             # shape: the GPUs a run wants and the GPUs there are, compared in one sentence,
-            # either first (NeMo-RL's `Requested 16 GPUs, but only 8 are available`, verl's
-            # `Total available GPUs 7.0 is less than total desired GPUs 8`)
-            r"\b(available|requested|desired|required|needed)\b.{0,40}\bgpus?\b.{0,60}"
-            r"\b(less than|fewer than|but only)\b.{0,60}"
-            r"\b(available|requested|desired|required|needed)\b",
+            # either first, the wanted ones more (NeMo-RL's `Requested 16 GPUs, but only 8 are
+            # available`, verl's `Total available GPUs 7.0 is less than total desired GPUs 8`;
+            # not `Requested 4 GPUs, fewer than the 8 available`)
+            # (one shape, so one pattern: either order, the comparison word saying which way)
+            r"\bavailable\b.{0,40}\bgpus?\b.{0,60}\b(less than|fewer than)\b.{0,60}"
+            r"\b(requested|desired|required|needed)\b"
+            r"|\b(requested|desired|required|needed)\b.{0,40}\bgpus?\b.{0,60}"
+            r"\b(but only|more than)\b.{0,60}\bavailable\b",
         ),
     ),
     Kind(
