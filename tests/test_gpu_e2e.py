@@ -36,8 +36,15 @@ def test_runs_get_disjoint_gpus_and_queue_in_order(env: Env) -> None:
     file = _gpus(env, 2)
     _start(env)
     first = _run(env, "first", "1", file, forever=True)
-    second = _run(env, "second", "1", file, steps=4)
+    go = env.tmp / "second-may-end"  # held until the third waits, however slow the machine
+    second = _run(env, "second", "1", file, steps=4, hold_until=str(go))
     third = _run(env, "third", "1", file, steps=4)
+    wait_for(
+        lambda: "waiting for 1 GPU(s)" in env.record(third).get("reason", ""),
+        what="the third run to wait for a GPU",
+    )
+    assert env.record(second).get("state") == "running"
+    go.touch()
     wait_for(lambda: env.record(second).get("state") == "done", what="second run")
     assert env.status(second)["status"] == "succeeded"
     wait_for(lambda: env.record(third).get("state") == "done", what="third run")

@@ -173,6 +173,9 @@ def main() -> int:
             )
             with open(val_path, "a") as handle:
                 handle.write(record)
+    hold = fake.get("hold_until")  # a file a test creates when this run may end
+    while hold and not Path(hold).exists():
+        time.sleep(0.02)
     if fake.get("hang"):
         print("waiting for rollout workers...", flush=True)
         while True:
