@@ -31,17 +31,48 @@ from ajetd.core.hostspecs import SshSpec
 FAKEJET = Path(__file__).parent / "fakejet"
 PYTHON = sys.executable
 
+# The commands the tests start see what a user's shell gives them, however pytest was started:
+# pytest-xdist's workers (the suite runs in several, pyproject's addopts) set COLUMNS=80 and
+# LINES=24, which would cut `ajetd status` to 80 columns where a pipe gets whole lines (a test
+# that wants a width sets COLUMNS itself); a pytest started in the background by a shell
+# without job control ignores SIGINT, and so would every command it starts (Ctrl-C tests).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker under `--dist loadgroup`, each test marked `xdist_group` must
+    carry its group in its id (what the scheduler reads): where the pytest and xdist versions
+    do not agree on that (pytest 9.2, xdist 3.8), the run fails at once rather than spread a
+    group over the workers."""
+    if not getattr(config.option, "loadgroup", False):  # set in the workers by xdist
+        return
+    lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup did not group {lost[0]} (and {len(lost) - 1} more): this "
+            "pytest and pytest-xdist do not work together (pyproject's dev extra pins them)"
+        )
+
 
 def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll `cond` until it returns something truthy; fail the test at the deadline."""
+    """Poll `cond` until it returns something truthy; fail the test at the deadline. Between
+    two polls it pauses 20 ms, or as long as the last poll took when that was longer (an
+    `ajetd` command run to look): polling takes at most half a core, never all of one, from
+    the daemon it waits on and the tests beside it."""
     deadline = time.monotonic() + timeout
     while True:
+        began = time.monotonic()
         value = cond()
         if value:
             return value
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(min(max(0.02, now - began), deadline - now))
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -14,6 +14,10 @@ from conftest import Env, SlurmCluster, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# One worker runs these (pytest-xdist `--dist loadgroup`): one Slurm cluster for them all, as
+# without workers, rather than one per worker on two cores.
+pytestmark = pytest.mark.xdist_group("slurm")
+
 
 @pytest.fixture
 def cluster_env(env: Env, slurm_cluster: SlurmCluster) -> Env:

@@ -17,6 +17,10 @@ import pytest
 from ajetd.hosts import sshcmd
 from conftest import Env, Sshd, git, marked_processes, wait_for
 
+# One worker runs these (pytest-xdist `--dist loadgroup`): the dropped-connection test kills
+# every shared connection in this user's socket folder, which other workers' runs would use.
+pytestmark = pytest.mark.xdist_group("ssh")
+
 
 @pytest.fixture
 def remote(env: Env, sshd: Sshd) -> Iterator[Env]:
