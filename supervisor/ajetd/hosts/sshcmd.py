@@ -69,6 +69,11 @@ def argv(spec: SshSpec) -> list[str]:
         out += ["-i", os.path.expanduser(spec.identity_file)]
     for key, value in spec.options:
         out += ["-o", f"{key}={value}"]
+    # ssh's notices ("Warning: Permanently added ... to the list of known hosts" at a host's
+    # first connection) are not failures: what ajetd quotes of its stderr (a copy back's
+    # notes, an error) is ssh's errors only. After the user's options: ssh takes the first
+    # value given, so a LogLevel of theirs wins.
+    out += ["-o", "LogLevel=ERROR"]
     return [*out, spec.target]
 
 
