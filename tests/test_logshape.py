@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import CATALOGUE, candidates
-from ajetd.diagnosis.patterns import Unless
+from ajetd.diagnosis.patterns import Unless, compiled, gate
 from ajetd.diagnosis.shape import continued, strip_dress
 from ajetd.diagnosis.stream import StreamDiagnoser, _clean_block, diagnose_chunks, diagnose_text
-from ajetd.diagnosis.wrapped import classify
+from ajetd.diagnosis.wrapped import _gate_exact, classify
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 
@@ -788,7 +788,26 @@ def _tried_one_by_one(line: str) -> str | None:
         st.one_of(
             st.sampled_from(_PATTERN_WORDS),
             st.sampled_from(
-                [" ", "  ", ": ", ".", ",", "'", "(", ")", "=", "/", "0", "8", "16", "é", "\t"]
+                [
+                    " ",
+                    "  ",
+                    ": ",
+                    ".",
+                    ",",
+                    "'",
+                    "(",
+                    ")",
+                    "=",
+                    "/",
+                    "0",
+                    "8",
+                    "16",
+                    "é",
+                    "\t",
+                    "\x0b",
+                    "\x1c",
+                    "\x1f",
+                ]
             ),
             st.text(max_size=3),
         ),
@@ -802,6 +821,21 @@ def test_a_kinds_gate_never_changes_what_a_line_is(parts: list[str]) -> None:
     line = "".join(parts)
     got = classify(line)
     assert (got.name if got else None) == _tried_one_by_one(line)
+
+
+def test_a_gate_leaves_lines_with_res_own_spaces_to_the_patterns() -> None:
+    """`re`'s `\\s` counts a vertical tab and the ASCII separators \\x1c-\\x1f as space, RE2's
+    does not: a gate standing for an `re` pattern with `\\s` would miss such a line, so a line
+    holding one is not given to the gates (`_gate_exact`), and is read pattern by pattern."""
+    own, other = compiled(r"no space\sleft"), compiled(r"disk .* full")
+    shared, always = gate((own, other))
+    assert shared is not None and always == ()
+    for sep in ("\x0b", "\x1c", "\x1f"):
+        line = f"OSError: no space{sep}left on device"
+        assert own.search(line) and shared.search(line) is None  # where the two differ
+        assert not _gate_exact(line)
+    assert _gate_exact("OSError: no space left\ton device")
+    assert not _gate_exact("OSError: no space left on device é")
 
 
 def test_the_gates_keep_every_catalogue_line_read_the_same() -> None:

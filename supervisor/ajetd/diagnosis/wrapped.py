@@ -39,12 +39,22 @@ _RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
 _IGNORED = re.compile(r"\s*Ignor(?:e|es|ed|ing) (?:an? |the )?[\w ]{0,20}?error\b", re.IGNORECASE)
 
 
+def _gate_exact(line: str) -> bool:
+    """Whether a kind's shared RE2 search (`patterns.gate`) reads `line` as `re` would: ASCII,
+    without the control characters `re`'s `\\s` counts as space and RE2's does not (vertical
+    tab, the file, group, record and unit separators)."""
+    return line.isascii() and _RE_ONLY_SPACE.search(line) is None
+
+
+_RE_ONLY_SPACE = re.compile("[\x0b\x1c-\x1f]")
+
+
 def classify(line: str, words: frozenset[bytes] | None = None) -> Kind | None:
     """The first catalogue kind whose pattern matches `line`, or None (`words`: its trigger
     words)."""
     for kind in candidates(line.lower(), words):
         shared, always = kind.gated
-        gated = shared is not None and line.isascii() and shared.search(line) is None
+        gated = shared is not None and _gate_exact(line) and shared.search(line) is None
         tried = always if gated else kind.patterns
         for pattern in tried:
             if pattern.search(line):
