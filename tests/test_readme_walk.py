@@ -174,7 +174,13 @@ def test_logs_of_a_queued_run_says_it_has_no_output_yet(env: Env) -> None:
     env.start_daemon()
     _running(env, "holder", ajetd="gpus: 1")
     queued = env.submit(env.blueprint("waiter", ajetd="gpus: 1"))
-    wait_for(lambda: env.record(queued).get("state") == "queued", what="the second to queue")
+    wait_for(  # queued at admission, its reason saved by the launch step after it
+        lambda: (
+            env.record(queued).get("state") == "queued"
+            and "waiting for 1 GPU" in (env.record(queued).get("reason") or "")
+        ),
+        what="the second to queue, waiting for the GPU",
+    )
     out = env.cli("logs", queued)
     assert out.returncode == 0 and out.stdout == "", out.stdout
     assert f"run {queued} is queued" in out.stderr and "waiting for 1 GPU" in out.stderr
