@@ -4,7 +4,7 @@ Each line is read under its dress (`logshape.strip_dress`: Ray, vLLM, torch.dist
 timestamps, shell traces) and given the first kind that matches it: the user's kinds first,
 then the catalogue's. An exception line (`SomethingError: ...`, recognised by its shape, with
 or without a `Traceback` header above it) that no kind explains becomes `unknown_traceback`, and
-so does a C++ assertion that failed (glog's `file.cc:69:  Check failed: ...`).
+so does a C++ assertion that failed (glog's and absl's `Check failed: ...`, which aborts).
 A wrapping exception (`RayTaskError(Inner)`, `ActorDiedError` raised by a creation task,
 torchrun's `ChildFailedError`) is classified by what it wraps, and ranked after it.
 
@@ -65,9 +65,6 @@ _IMPORT_FRAME = re.compile(
 )
 _IMPORT_SOURCE = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\s+\S|import\s+[\w.]+)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
-# A C++ program's failed internal assertion, as glog/absl CHECK print it (Ray's core among
-# them): `core_worker_process.cc:69:  Check failed: !core_worker_process ...`; the program
-# aborts there, as a Python program does at an exception line.
 # A C++ CHECK that failed (it aborts the program): Ray's `file.cc:69:  Check failed: ...`, and
 # glog's and absl's `F1201 12:34:56.789 123 file.cc:12] Check failed: ...` once their dress is
 # stripped (`shape.strip_dress`), which leaves the words at the line's start.
