@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajetd.adapters import runrecords
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.blueprint import parse_blueprint
@@ -230,13 +231,15 @@ def claimable(home: Home, run_id: str) -> bool:
 
 def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
     """Run folders holding a claimed blueprint but no record: a claim cut short by a crash.
-    A folder that holds trials had a record (it is saved before a trial's first file): its
-    record was lost, and it is never admitted again (`Home.load_runs` names it)."""
+    A folder that holds trials had a record (it is saved before a trial's first file), and
+    one whose journal says it ended had one too: its record was lost, and it is never
+    admitted again (`runrecords.lost_record` names it)."""
     out = []
     for run_id in home.run_ids():
         folder = home.run_dir(run_id)
-        if (folder / CLAIMED_NAME).exists() and not home.state_file(run_id).exists():
-            if any(folder.glob("trial-*")):
+        state = home.state_file(run_id)
+        if (folder / CLAIMED_NAME).exists() and not state.exists():
+            if runrecords.lost_record(folder, state, run_id) is not None:
                 continue
             try:
                 source = (folder / "source-name").read_text().strip()

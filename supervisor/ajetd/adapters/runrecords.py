@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.store import read_events
 from ajetd.core.errors import StoreError
+from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Status
 
 LEFT_OUT = (
@@ -69,17 +71,19 @@ def as_run(path: Path, data: Mapping[str, Any]) -> Run:
 
 def lost_record(folder: Path, state_file: Path, run_id: str) -> str | None:
     """Why a run folder without a record is left out, or None where it is a claim cut short
-    (a blueprint and no trial: admitted again by the daemon) or is being made."""
+    (a blueprint and no trial: admitted again by the daemon) or is being made. One whose
+    journal says it ended is never admitted again (`core.journal`)."""
     if not folder.is_dir():
         if not os.path.lexists(folder):  # no such run (yet: a submission in the inbox)
             return None
         return f"{folder} is not a run folder (a stray file): ignored; move it aside"
-    if not any(folder.glob("trial-*")):
+    if any(folder.glob("trial-*")):
+        held = "the folder holds trials"
+    elif ended_in_journal(text for _, text in read_events(folder / "events.jsonl")):
+        held = "its journal (events.jsonl) says the run ended"
+    else:
         return None
-    return (
-        f"run record {state_file} is missing, and the folder holds trials; "
-        f"{LEFT_OUT.format(run_id=run_id)}"
-    )
+    return f"run record {state_file} is missing, and {held}; {LEFT_OUT.format(run_id=run_id)}"
 
 
 def read_all(

@@ -234,6 +234,18 @@ def write_in_place(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def read_events(path: Path) -> list[tuple[float, str]]:
+    """A run's journal (events.jsonl): each line's time and text; a line that is not one (cut
+    short by a full disk) is skipped, a missing journal is empty."""
+    out: list[tuple[float, str]] = []
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                item = json.loads(line)
+                out.append((float(item["at"]), str(item["event"])))
+    return out
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -420,14 +432,7 @@ class Home:
             self.held.append(path, encode(line))
 
     def events(self, run_id: str) -> list[tuple[float, str]]:
-        path = self.run_dir(run_id) / "events.jsonl"
-        out: list[tuple[float, str]] = []
-        with contextlib.suppress(FileNotFoundError):
-            for line in path.read_text().splitlines():
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    item = json.loads(line)
-                    out.append((float(item["at"]), str(item["event"])))
-        return out
+        return read_events(self.run_dir(run_id) / "events.jsonl")
 
     def acquire_lock(self) -> int:
         """Hold the one-daemon-per-home lock for the life of the process; return its fd."""

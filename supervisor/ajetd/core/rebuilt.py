@@ -13,6 +13,14 @@ NeMo-RL run's from its current trial's output). What only the record
 held (fixes, findings, GPU samples so far, a pipeline's stage) is lost, so the run is
 flagged for attention, watched to its end and never relaunched (`policy.decide` ends it with its
 trial, the reason saying why); `warnings` keeps the note across restarts (`is_rebuilt`).
+
+A run that never launched a trial (queued: waiting for GPUs or its turn) lost nothing but its
+admission's record, and its stored blueprint is still there: it is admitted again from that
+copy (`readmission`), with its run id and result dir, its submission time and a warning
+(`READMITTED`), and then waits, is placed and launched as any run (nothing is flagged: no
+person needs to look). Never one that ended: its journal says so (`core.journal`: every end, a
+rejection included, is journalled), or its result dir holds
+a finish.flag (its end, or another run's results: that folder is not this run's any more).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import ScriptFacts
 
@@ -28,6 +37,7 @@ if TYPE_CHECKING:  # the store reads records through this module on every client
     from ajetd.core.blueprint import Asked  # the blueprint parser is not loaded for a type
 
 REBUILT = "record rebuilt: "  # how the note in `warnings` (and the attention) begins
+READMITTED = "record damaged before its first trial: "  # a re-admitted run's warning begins so
 ENDED_NOTE = "its record was damaged and rebuilt (earlier history lost), so nothing is relaunched"
 
 
@@ -39,6 +49,43 @@ class TrialFiles:
     facts: ScriptFacts
     started_at: float | None  # its go file's time; None: never let go
     exit: tuple[int, float | None] | None  # its exit file, whole
+
+
+@dataclass(frozen=True)
+class Unstarted:
+    """A damaged run's folder that holds no trial file: what admitting it again depends on."""
+
+    run_id: str
+    has_blueprint: bool  # its stored copy (runs/<id>/blueprint.md) can be read
+    journal: tuple[str, ...]  # its events.jsonl, as texts
+    result_dir: str  # as its stored blueprint names it (expanded); "" where it names none
+    flagged: bool  # that dir holds a finish.flag
+    taken: bool  # that dir is a live run's
+
+
+def not_readmitted(facts: Unstarted) -> str | None:
+    """Why this never-started run is not admitted again (it stays named as damaged), or None
+    where it is: it had not ended and its result dir is still its own."""
+    if not facts.has_blueprint:
+        return "its stored blueprint (blueprint.md) cannot be read: nothing to admit again"
+    if ended_in_journal(facts.journal):
+        return "its journal (events.jsonl) says it ended: never admitted again"
+    if facts.flagged:
+        return (
+            f"its result dir {facts.result_dir} holds a finish.flag (its end, or another run's "
+            "results): never admitted again"
+        )
+    if facts.taken:
+        return f"its result dir {facts.result_dir} is a live run's: never admitted again"
+    return None
+
+
+def readmitted_note(damage: str) -> str:
+    """The warning a re-admitted run carries (and its journal and the daemon's log say)."""
+    return (
+        f"{READMITTED}{damage}; no trial had been launched, so it was admitted again from "
+        "its stored blueprint (same run id and result dir)"
+    )
 
 
 def is_rebuilt(run: Run) -> bool:

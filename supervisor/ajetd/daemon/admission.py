@@ -27,6 +27,7 @@ from ajetd.core.blueprint import (
     parse_blueprint,
 )
 from ajetd.core.errors import BlueprintError
+from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
@@ -55,14 +56,19 @@ def admit(
     busy_dirs: Mapping[str, str],
     val_writers: Mapping[str, str],
     host_for: Callable[[str, Options], Host],
+    again: tuple[float, str] | None = None,
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
     `busy_dirs` are the result dirs of live runs, with their ids: two runs never share one,
     nor a val file (`val_writers`: each live run's val file and its id); `host_for`: where a
-    run with these options runs (its codebase's git state is read there).
+    run with these options runs (its codebase's git state is read there). `again`: a run
+    admitted a second time (its record was damaged before its first trial): when it was
+    submitted first, and the warning it carries.
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
+    if again is not None:
+        run = replace(run, submitted_at=again[0], warnings=(again[1],))
     home.append_event(run_id, now, f"blueprint {source} claimed")
     read = _read(home, run, claimed, now, busy_dirs)
     if isinstance(read, Run):
@@ -132,7 +138,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
         val_path=resolved.val_path,
         val_offset=resolved.val_size,  # count only validation lines written during this run
         keep_session_s=bp.options.keep_session_s,
-        warnings=tuple(warnings),
+        warnings=(*run.warnings, *warnings),
         config_changes=tuple(changes),
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(config),
@@ -226,7 +232,7 @@ def _reject(
         if diskfull.is_full(exc):
             raise
         log.warning("run %s: its blueprint not kept in %s: %s", run.run_id, home.rejected, exc)
-    home.append_event(run.run_id, now, f"rejected: {reason}")
+    home.append_event(run.run_id, now, f"{REJECTED}{reason}")
     log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
     if not writable:
         return run

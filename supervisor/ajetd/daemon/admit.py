@@ -11,6 +11,7 @@ from pathlib import Path
 from ajetd.adapters import diskfull, inbox
 from ajetd.core import model
 from ajetd.core.backoff import Backoff
+from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id, safe_name
 from ajetd.daemon import admission, rebuild, trials
@@ -47,11 +48,11 @@ class Admit(Base):
 
     def _admit_held(self, now: float) -> None:
         """Blueprints claimed while a folder they need was full, once it takes writes."""
-        for run_id, (claimed, source, folder) in list(self.unadmitted.items()):
+        for run_id, (claimed, source, folder, again) in list(self.unadmitted.items()):
             if not self.troubles.blocked(folder):
                 del self.unadmitted[run_id]
-                self.accept(run_id, claimed, source, now)
-                if all(f != folder for _, _, f in self.unadmitted.values()):
+                self.accept(run_id, claimed, source, now, again)
+                if all(held[2] != folder for held in self.unadmitted.values()):
                     self.troubles.clear(folder)  # it took the writes this time
 
     def _take(self, candidate: inbox.Candidate, now: float) -> None:
@@ -90,23 +91,32 @@ class Admit(Base):
             log.info("inbox: problems resolved; taking blueprints again")
         self.problems, self.refused = problems, refused
 
-    def accept(self, run_id: str, claimed: Path, source: str, now: float) -> None:
+    def accept(
+        self,
+        run_id: str,
+        claimed: Path,
+        source: str,
+        now: float,
+        again: tuple[float, str] | None = None,
+    ) -> None:
+        """Admit a claimed blueprint (`again`: a second time, `admission.admit`'s)."""
         live = self.runs.live()
         busy = {r.result_dir: r.run_id for r in live}
         writers = {r.val_path: r.run_id for r in live if r.val_path}
         try:
             run, options = admission.admit(
-                self.home, run_id, claimed, source, now, busy, writers, self.places.host_for
+                self.home, run_id, claimed, source, now, busy, writers, self.places.host_for, again
             )
         except OSError as exc:
             if not diskfull.is_full(exc):
                 raise
-            self._admit_later(run_id, claimed, source, exc)
+            self._admit_later(run_id, claimed, source, exc, again)
             return
         except Exception as exc:  # never die on input; never retry it forever
             text = self._logged_once(f"run {run_id}", "admitting it", exc)
             reason = f"internal error while admitting the blueprint: {text}"
             run = model.reject(Run(run_id=run_id, source=source, submitted_at=now), reason, now)
+            self.home.append_event(run_id, now, f"{REJECTED}{reason}")  # its end, journalled
             self.home.save_run(run)
             options = None
         if options is not None and run.active:
@@ -116,7 +126,14 @@ class Admit(Base):
             if not run.active:  # rejected: an end like any other
                 self.on_finish_due(run)
 
-    def _admit_later(self, run_id: str, claimed: Path, source: str, exc: OSError) -> None:
+    def _admit_later(
+        self,
+        run_id: str,
+        claimed: Path,
+        source: str,
+        exc: OSError,
+        again: tuple[float, str] | None,
+    ) -> None:
         """A full disk is not the blueprint's fault: it is admitted again once the folder
         that refused a write takes it (the claimed file waits in the run's folder)."""
         folder = Path(exc.filename).parent if exc.filename else self.home.root
@@ -125,7 +142,7 @@ class Admit(Base):
         else:
             what = f"a folder run {run_id} needs"
         self.troubles.hit(folder, exc, what)
-        self.unadmitted[run_id] = (claimed, source, folder)
+        self.unadmitted[run_id] = (claimed, source, folder, again)
 
     def control(self, now: float) -> None:
         """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
@@ -160,13 +177,34 @@ class Admit(Base):
                 live.append(run)
             else:
                 self._keep(run)
-        live += self._rebuild_damaged(now, {r.result_dir for r in live})
+        taken = {r.result_dir for r in live}
+        readmit = self._readmissions(now, taken)
+        live += self._rebuild_damaged(now, taken)
         for run in sorted(live, key=lambda r: (r.submitted_at, r.run_id)):
             with self._each(run.run_id, "taking it up again"):  # one run never stops a start
                 self._take_up(run, now)
+        for run_id, again in readmit:  # once the live runs are known: their dirs are busy
+            with self._each(run_id, "admitting it again"):
+                self.accept(
+                    run_id, again.claimed, again.source, now, (again.submitted_at, again.note)
+                )
         for line in self.home.damaged_lines():  # named; the other runs go on
             log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
+
+    def _readmissions(self, now: float, taken: set[str]) -> list[tuple[str, rebuild.Readmission]]:
+        """The damaged records of runs that never launched a trial (queued), to admit again
+        from their stored blueprints (`rebuild.readmission`); the others stay for
+        `_rebuild_damaged`, or named."""
+        found = []
+        for run_id, line in sorted(self.home.damaged.items()):
+            with self._each(run_id, "admitting its damaged record again"):
+                again = rebuild.readmission(self.home, run_id, line, now, taken)
+                if again is not None:
+                    del self.home.damaged[run_id]
+                    found.append((run_id, again))
+                    taken.add(again.result_dir)
+        return found
 
     def _rebuild_damaged(self, now: float, taken: set[str]) -> list[Run]:
         """The live runs among the damaged records, rebuilt from their folders (`rebuild`):

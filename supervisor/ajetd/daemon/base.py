@@ -104,7 +104,8 @@ class Base:
         self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
-        self.unadmitted: dict[str, tuple[Path, str, Path]] = {}  # claimed; a disk was full
+        # claimed while a disk was full: (blueprint, source, the full folder, `accept`'s again)
+        self.unadmitted: dict[str, tuple[Path, str, Path, tuple[float, str] | None]] = {}
         # ended runs whose on_finish waits for the record (with their options)
         self.finish_hooks: dict[str, tuple[Run, Options]] = {}
 

@@ -23,6 +23,7 @@ from ajetd.core import model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
+from ajetd.core.journal import RUN_ENDED
 from ajetd.core.model import Run
 from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
@@ -151,7 +152,7 @@ def finish_run(
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
     # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).
-    home.append_event(run.run_id, now, f"run ended: {outcome.value}: {reason}")
+    home.append_event(run.run_id, now, f"{RUN_ENDED}{outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
     saved = home.save_run(run)
     if run.trial is not None:

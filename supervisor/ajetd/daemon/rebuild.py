@@ -12,6 +12,10 @@ its program runs on a terminal: another tmux server's pane, which only the recor
 program that lingers without its terminal after its session was killed makes the run `lost`, as
 for any run). The damaged file is kept beside the new one (`state.json.damaged`); the journal
 and the daemon's log say what was done.
+
+A run that never launched a trial (no trial file in its folder: it was queued) is not rebuilt
+but admitted again from its stored blueprint (`readmission`, `core.rebuilt.not_readmitted`),
+unless its journal says it ended or its result dir holds a finish.flag or is a live run's.
 """
 
 from __future__ import annotations
@@ -19,15 +23,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters import inbox, procs, runrecords, trialfiles
-from ajetd.adapters.store import Home
+from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
-from ajetd.core.rebuilt import rebuilt_run
+from ajetd.core.rebuilt import Unstarted, not_readmitted, readmitted_note, rebuilt_run
 from ajetd.hosts.preflight import in_use
 
 log = logging.getLogger(__name__)
@@ -92,6 +97,55 @@ def rebuild(
     home.append_event(run_id, now, run.warnings[0])
     log.error("run %s: %s", run_id, run.warnings[0])
     return run
+
+
+@dataclass(frozen=True)
+class Readmission:
+    """A damaged run that never launched a trial, to be admitted again (`Admit.accept`)."""
+
+    claimed: Path  # its stored blueprint
+    source: str  # the name it came by
+    submitted_at: float  # when it was claimed first: it keeps its place in the queue
+    result_dir: str  # as its stored blueprint names it ("" where it names none)
+    note: str  # the warning it carries (`core.rebuilt.readmitted_note`)
+
+
+def readmission(
+    home: Home, run_id: str, line: str, now: float, taken: Collection[str] = ()
+) -> Readmission | None:
+    """The damaged run `run_id` (`line`: why it was left out) to admit again, its damaged
+    record kept aside and the journal told; None where it is not one that never started
+    (a folder with trial files is `rebuild`'s), or where it must stay named (logged why).
+    `taken`: the live runs' result dirs."""
+    folder = home.run_dir(run_id)
+    if not folder.is_dir() or any(folder.glob("trial-*")):
+        return None
+    text: str | None = None
+    with contextlib.suppress(OSError):
+        text = home.blueprint_text(run_id)
+    result_dir = expanded(asked(extract_parts(text)).result_dir) if text else ""
+    journal = home.events(run_id)
+    facts = Unstarted(
+        run_id=run_id,
+        has_blueprint=text is not None,
+        journal=tuple(event for _, event in journal),
+        result_dir=result_dir,
+        flagged=bool(result_dir) and Path(result_dir, "finish.flag").exists(),
+        taken=bool(result_dir) and in_use(result_dir, taken),
+    )
+    why = not_readmitted(facts)
+    if why is not None:
+        log.error("run %s: not admitted again: %s", run_id, why)
+        return None
+    aside = runrecords.keep_damaged(home.state_file(run_id))
+    kept = f" (kept as {aside.name})" if aside is not None else ""
+    note = readmitted_note(runrecords.damage(line, run_id) + kept)
+    home.append_event(run_id, now, note)
+    log.error("run %s: %s", run_id, note)
+    claimed = folder / inbox.CLAIMED_NAME
+    # its first admission's time, as its journal's first line has it (its claim)
+    submitted = journal[0][0] if journal else _submitted_at(folder, result_dir)
+    return Readmission(claimed, _source(folder), submitted, result_dir, note)
 
 
 def _on_a_terminal(home: Home, run_id: str, number: int, since: float) -> bool:

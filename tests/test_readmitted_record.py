@@ -1,0 +1,102 @@
+"""A queued run (admitted, waiting for GPUs or its turn, no trial launched) whose record
+(runs/<id>/state.json) was damaged while the daemon was down is not left out: nothing of it
+ran, and its stored blueprint is still in its folder, so the daemon admits it again from that
+copy, with its run id, result dir and place in the queue, keeps the damaged file beside it and
+says so in its warnings; it is then placed and launched, once, as any run. A run that ended
+while queued (stopped) is never admitted again: its journal says it ended. A real daemon,
+real tmux on a private socket, fake GPUs."""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Any
+
+from ajetd.core.rebuilt import READMITTED, Unstarted, not_readmitted
+from conftest import Env, wait_for
+
+
+def _facts(**changed: Any) -> Unstarted:
+    facts = {
+        "run_id": "abc123",
+        "has_blueprint": True,
+        "journal": ("blueprint bp.md claimed", "waiting for 1 GPU(s)"),
+        "result_dir": "/r/x",
+        "flagged": False,
+        "taken": False,
+    }
+    return Unstarted(**{**facts, **changed})
+
+
+def test_only_a_run_that_never_ended_and_owns_its_result_dir_is_admitted_again() -> None:
+    assert not_readmitted(_facts()) is None
+    assert "blueprint.md" in (not_readmitted(_facts(has_blueprint=False)) or "")
+    for end in ("run ended: stopped: stopped by `ajetd stop`", "rejected: no codebase"):
+        journal = ("blueprint bp.md claimed", end)
+        assert "says it ended" in (not_readmitted(_facts(journal=journal)) or "")
+    assert "finish.flag" in (not_readmitted(_facts(flagged=True)) or "")
+    assert "live run's" in (not_readmitted(_facts(taken=True)) or "")
+
+
+def test_a_queued_run_with_a_damaged_record_is_admitted_again_and_launched_once(
+    env: Env,
+) -> None:
+    env.fake_gpus(1)
+    daemon = env.start_daemon("--liveness", "0.5")
+    release = env.tmp / "end-now"
+    holder = env.submit(
+        env.blueprint(
+            "holder", command=f"until [ -e {release} ]; do sleep 0.05; done", ajetd="gpus: 1"
+        )
+    )
+    wait_for(lambda: env.record(holder).get("started_at"), what="the holder to start")
+    ran = "echo ran >> $AJETD_RESULT_DIR/ran"
+    waiting = env.submit(env.blueprint("waiting", command=ran, max_time="1h", ajetd="gpus: 1"))
+    stopped = env.submit(env.blueprint("stopped", command=ran, ajetd="gpus: 1"))
+    wait_for(
+        lambda: all("GPU" in env.record(r).get("reason", "") for r in (waiting, stopped)),
+        what="both runs to wait for the GPU",
+    )
+    assert env.cli("stop", stopped).returncode == 0  # it ended while queued
+    before = env.record(waiting)
+    assert before["state"] == "queued" and before["trials"] == []
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    runs, results = env.home / "runs", env.tmp / "results"
+    state = runs / waiting / "state.json"
+    cut = state.read_bytes()[:120]  # cut short, as by a crash mid-write
+    state.write_bytes(cut)
+    (runs / stopped / "state.json").unlink()  # gone, and its finish.flag with it: only its
+    (results / "stopped" / "finish.flag").unlink()  # journal says it ended
+    daemon = env.start_daemon("--liveness", "0.5")
+    wait_for(lambda: env.record(waiting).get("warnings"), what="the run to be admitted again")
+    assert (runs / waiting / "state.json.damaged").read_bytes() == cut  # kept
+    status = env.status(waiting)
+    assert status["state"] == "queued" and status["trials"] == 0
+    assert (status["result_dir"], status["max_time_s"]) == (before["result_dir"], 3600)
+    assert abs(env.record(waiting)["submitted_at"] - before["submitted_at"]) < 0.01  # its turn
+    [note] = [w for w in status["warnings"] if w.startswith(READMITTED)]
+    assert f"runs/{waiting}/state.json" in note and "state.json.damaged" in note, note
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert next(r["warnings"] for r in listed if r["run_id"] == waiting)[0] == note
+    shown = env.cli("status")
+    assert waiting in shown.stdout and f"runs/{waiting}/state.json" not in shown.stdout
+    assert f"runs/{stopped}/state.json is missing" in shown.stdout  # named, not admitted
+    assert "says the run ended" in shown.stdout
+    assert "admitted again" in env.daemon_log() and "not admitted again" in env.daemon_log()
+    assert any(note == text for text in _journal(env, waiting))
+    release.touch()  # the GPU frees: the re-admitted run is placed and launched
+    ended = env.wait_done(waiting)
+    assert (ended["status"], ended["trials"], ended["gpus"]) == ("succeeded", 1, [0]), ended
+    assert (results / "waiting" / "ran").read_text() == "ran\n"  # once
+    assert env.wait_done(holder)["status"] == "succeeded"
+    assert not (runs / stopped / "state.json").exists()  # never admitted again:
+    assert not (results / "stopped" / "ran").exists()  # never launched
+    one = env.cli("status", stopped)
+    assert one.returncode == 1 and "says the run ended" in one.stderr
+    assert daemon.poll() is None
+
+
+def _journal(env: Env, run_id: str) -> list[str]:
+    lines = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
+    return [json.loads(line)["event"] for line in lines]
