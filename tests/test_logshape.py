@@ -154,6 +154,11 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("nccl_error/nccltests-15.log", "nccl_error", "NCCL failure common.cu:921"),
         ("vllm_memory/vllm-17939.log", "vllm_memory", "lowering `max_num_seqs`"),
         ("ray_cluster/verl-1632.log", "ray_cluster", "10.122.123.196 has been marked dead"),
+        # after freeze 12: a socket between ranks that timed out waiting for the peer (c10d's
+        # store while a rank still loaded its checkpoint); uv refusing an extra the project does
+        # not define, the name quoted in backticks
+        ("nccl_timeout/verl-668.log", "nccl_timeout", "poll for socket SocketImpl"),
+        ("build_error/sleap-2533.log", "build_error", "Extra `dev` is not defined"),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -573,6 +578,55 @@ def test_lines_the_freeze10_shapes_read_and_leave_alone(text: str, kinds: list[s
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # a socket between ranks that timed out waiting for the peer's data (verl#668: c10d's
+        # store, torch's warning dress; LlamaFactory#5071: HCCL's socket)
+        (
+            "(WorkerDict pid=10872) [rank5]:[W319 11:31:42.914854611 socket.cpp:487] [c10d] "
+            "waitForInput: socket SocketImpl(fd=114, addr=[::ffff:10.166.105.83]:38584, "
+            "remote=[::ffff:10.166.105.83]:39283) timed out after 600000ms",
+            ["nccl_timeout"],
+        ),
+        (
+            "[W319 11:31:42.912407157 socket.cpp:462] [c10d] waitForInput: poll for socket "
+            "SocketImpl(fd=114) returned 0, likely a timeout",
+            ["nccl_timeout"],
+        ),
+        (
+            "EI0006: 2024-08-05-18:15:21.270.506 Getting socket times out. Reason: Remote Rank "
+            "did not send the data in time.",
+            ["nccl_timeout"],
+        ),
+        # a socket that could not connect is the network's; Python's socket.timeout, a socket
+        # timeout set or reported healthy, and a socket after the timeout are not a stalled rank
+        (
+            "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying "
+            "to connect to 192.0.0.1:1234",
+            ["network"],
+        ),
+        ("socket.timeout: timed out", []),
+        ("INFO setting socket timeout to 600 s", []),
+        ("the request timed out, then the socket closed", []),
+        # uv refusing an extra the project does not define, its name in quotes or backticks
+        # (NeMo-RL#3547, SLEAP#2533); the extra defined, or only named, is not a failure
+        (
+            "error: Extra 'vllm' is not defined in the project's optional-dependencies table",
+            ["build_error"],
+        ),
+        (
+            "error: Extra `dev` is not defined in the project's `optional-dependencies` table",
+            ["build_error"],
+        ),
+        ("Extra `dev` is defined in the project's `optional-dependencies` table", []),
+        ("uv sync --extra dev --extra nn-cpu", []),
+    ],
+)
+def test_lines_the_freeze12_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
 def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
     # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
     found = _diagnose("build_error/sglang-5389.log")
@@ -637,13 +691,16 @@ def test_a_head_with_nothing_unless_after_it_reads_as_its_lookahead_did() -> Non
         "write ",
         "fail ",
         "permission ",
+        "socket ",
+        "connect ",
+        "likely a timeout ",
         "x ",
     ]
     lines = [
         " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(i % 6 + 1)) for i in range(600)
     ]
     unless = [p for k in CATALOGUE for p in k.patterns if isinstance(p, Unless)]
-    assert len(unless) == 5
+    assert len(unless) == 6
     for pattern in unless:
         before = re.compile(pattern.pattern, re.IGNORECASE)
         for line in lines:

@@ -200,6 +200,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # timed out (`EI0002 ... The wait execution of the Notify register times out`,
             # `EI0006 ... Getting socket times out`)
             r"\bei00\d\d\b.{0,160}\btimes out\b",
+            # shape: a socket between ranks that timed out waiting for the peer's data: a rank
+            # stalled (c10d's store: `[c10d] waitForInput: socket SocketImpl(...) timed out
+            # after 600000ms`, `poll for socket ... returned 0, likely a timeout`; HCCL's
+            # `Getting socket times out. Reason: Remote Rank did not send the data in time`).
+            # Not a socket that could not connect (the network's: `The client socket has timed
+            # out after 60s while trying to connect to ...`), nor Python's `socket.timeout`
+            Unless((r"\bsocket ",), r"\bconnect", r"\b((timed|times) out|likely a timeout)\b"),
         ),
     ),
     Kind(
@@ -722,7 +729,9 @@ CATALOGUE: tuple[Kind, ...] = (
             r"error loading package",
             r"^make(\[\d+\])?: \*\*\*",
             r"failed to download and build",
-            r"extra '[^']+' is not defined in the project's optional-dependencies",
+            # uv asked for an extra the project does not define, the extra's name quoted
+            # (`Extra 'vllm' ...` in older uv, `Extra `dev` ... `optional-dependencies``)
+            r"extra ['`][^'`]{1,100}['`] is not defined in the project's `?optional-dependencies",
             # shapes: a build tool's summary that the build stopped (ninja, bazel, make); a
             # traceback through a Python build backend's frames (a wheel being built)
             r"\b(build|compilation) (stopped|aborted|failed|terminated|did not complete)",
@@ -939,6 +948,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "hccl",
         "rccl",
         "ei00",
+        "socket ",
     ),
     "nccl_error": (
         "nccl",
