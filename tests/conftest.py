@@ -355,12 +355,12 @@ class Sshd:
         )
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+def _sshd(tmp: Path, wrap: list[str]) -> Iterator[Sshd]:
+    """An sshd on a free port of 127.0.0.1 with its own keys in `tmp`, started through
+    `wrap` (a command that ends by running its arguments), stopped at the end."""
     binary = shutil.which("sshd") or "/usr/sbin/sshd"
     if not os.path.exists(binary):
         pytest.skip("no OpenSSH server here: apt-get install openssh-server (.ci/run does)")
-    tmp = tmp_path_factory.mktemp("sshd")
     for name in ("host", "client"):
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / name)], check=True
@@ -384,7 +384,9 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     if os.getuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     log = open(tmp / "sshd.log", "ab")  # noqa: SIM115
-    server = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stderr=log, stdout=log)
+    server = subprocess.Popen(
+        [*wrap, binary, "-D", "-e", "-f", str(config)], stderr=log, stdout=log
+    )
 
     def up() -> bool:
         try:
@@ -399,6 +401,27 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     server.terminate()
     server.wait(timeout=10)
     log.close()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    yield from _sshd(tmp_path_factory.mktemp("sshd"), [])
+
+
+@pytest.fixture(scope="session")
+def sshd_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sshd, Path]]:
+    """An sshd whose logins see a folder this machine does not: `apart` is an empty folder
+    here, and a tmpfs in the server's own mount namespace (what only the host has, as on
+    another machine; needs root, as CI runs)."""
+    tmp = tmp_path_factory.mktemp("sshd-apart")
+    apart = tmp / "apart"
+    apart.mkdir()
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a mount namespace needs root and unshare (util-linux)")
+    mount = 'mount -t tmpfs -o size=32m,mode=0755 ajetd-apart "$0" && exec "$@"'
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(apart)]
+    for found in _sshd(tmp, wrap):
+        yield found, apart
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home
 from ajetd.cli.main import daemon, main
 from ajetd.core.model import Run, State, Status
-from ajetd.hosts.preflight import LOCAL
+from ajetd.hosts.fs import LOCAL
 from conftest import Env
 
 

@@ -319,7 +319,7 @@ def test_yaml_overrides_are_checked_against_the_config_and_its_conf(env: Env) ->
         (
             "yaml_overrides: [a=1]",
             "python -m ajet.launcher --conf $CONF",
-            "yaml_overrides: --conf $CONF is not exp_yaml_path (configs/ov.yaml)",
+            "yaml_overrides: ajetd cannot tell which file --conf $CONF is (a shell variable",
         ),
     ):
         path = env.blueprint("ov", ajetd=ajetd, command=command)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ajetd.adapters import inbox
 from ajetd.core.model import State
@@ -512,3 +513,30 @@ def test_one_failing_campaign_never_stops_the_others(
     assert INJECTED in runner.states[broken].progress
     failures = [r for r in caplog.records if r.exc_info and INJECTED in str(r.exc_info[1])]
     assert len(failures) == 2  # one claim failure, one step failure: each logged once
+
+
+def test_a_config_folder_that_takes_no_copy_rejects_the_run_saying_what_to_do(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The config needs a fix (execute_test) and its folder is read-only (a shared codebase):
+    the run is rejected with a reason naming the folder and the fixes, never left claimed
+    without a record (an error while admitting once left the run in that limbo)."""
+    folder = tmpfs(env.codebase / "ro", "1m")
+    config = env.config("ro")
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["ajet"]["execute_test"] = True
+    (folder / "ro.yaml").write_text(yaml.safe_dump(data))
+    done = subprocess.run(
+        ["mount", "-o", "remount,ro", str(folder)], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("ro", config="ro/ro.yaml"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "rejected", status
+    reason = status["reason"]
+    assert f"{folder} does not take it: Read-only file system" in reason, reason
+    assert "ajet.execute_test: True → False" in reason, reason
+    flag = json.loads((env.tmp / "results" / "ro" / "finish.flag").read_text())
+    assert flag["status"] == "rejected"
+    assert env.launches() == []

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+import yaml
 
 from ajetd.hosts import sshcmd
 from conftest import Env, Sshd, git, marked_processes, wait_for
@@ -164,3 +167,66 @@ def test_provenance_is_read_where_the_run_runs(tmp_path: Path, sshd: Sshd) -> No
     assert here.git and there == here and diff_there == diff_here and b"changed" in diff_here
     closed = SshHost(home, replace(spec, port=1), (), "x1").provenance(str(code))
     assert closed[0].note.startswith("not read over SSH: ") and closed[1] == b""
+
+
+def test_config_fixes_are_written_on_the_host_that_alone_has_the_codebase(
+    env: Env, sshd_apart: tuple[Sshd, Path]
+) -> None:
+    """The codebase and config exist only on the host (a folder this machine sees empty):
+    the copy with admission's fixes (execute_test) and the restart fixes (a smaller micro
+    batch after each out of memory) are written there and run there."""
+    server, apart = sshd_apart
+    spec = server.spec()
+    code = apart / env.tmp.name  # this test's own folder there
+    config = env.config("apart", oom_above_micro_batch=2)
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["ajet"]["execute_test"] = True  # fixed at admission, in the copy
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+    (env.codebase / config).write_text(yaml.safe_dump(data))
+    q = shlex.quote
+    made = sshcmd.run(
+        spec, f"mkdir -p {q(str(code))} && cp -r {q(str(env.codebase))}/. {q(str(code))}"
+    )
+    assert made.returncode == 0, made.stderr
+    assert not code.exists()  # only the host has it
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    bp = env.blueprint("apart", config=config, ajetd=server.ajetd_part() + "\n" + allow)
+    bp.write_text(bp.read_text().replace(str(env.codebase), str(code)))
+    env.start_daemon()
+    run_id = env.submit(bp)
+    try:
+        status = env.wait_done(run_id, timeout=60)
+        assert status["status"] == "succeeded" and status["trials"] == 3, status  # 8 → 4 → 2
+        results = (env.tmp / "results" / "apart" / "results.md").read_text()
+        first = code / "configs" / f"apart.ajetd-{run_id}.yaml"
+        assert f"launched with the fixed copy {first}" in results
+        last = code / "configs" / f"apart.ajetd-{run_id}-t3.yaml"
+
+        def there(path: Path) -> Any:
+            shown = sshcmd.run(spec, f"cat {q(str(path))}")
+            assert shown.returncode == 0, shown.stderr
+            return yaml.safe_load(shown.stdout)
+
+        assert there(first)["ajet"]["execute_test"] is False
+        assert there(last)["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] == 2
+        log = (env.tmp / "results" / "apart" / "logs" / "trial-3.log").read_text()
+        assert f"conf=configs/apart.ajetd-{run_id}-t3.yaml" in log
+        assert not code.exists()  # nothing was written at that path here
+    finally:
+        sshcmd.run(spec, f'rm -rf {q(str(code))} "$HOME"/.ajetd-remote/{q(run_id)}')
+
+
+def test_a_file_written_on_the_host_replaces_whole_and_never_follows_a_link(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    fs = sshcmd.RemoteFs(sshd.spec())
+    target, elsewhere = tmp_path / "copy.yaml", tmp_path / "elsewhere.yaml"
+    elsewhere.write_text("theirs\n")
+    target.symlink_to(elsewhere)
+    fs.write_text(str(target), "ajet: {execute_test: false}\n")
+    assert not target.is_symlink() and target.read_text() == "ajet: {execute_test: false}\n"
+    assert elsewhere.read_text() == "theirs\n"
+    assert oct(target.stat().st_mode & 0o777) == oct(0o644)
+    with pytest.raises(OSError, match=r"cannot write .*/missing/copy.yaml on "):
+        fs.write_text(str(tmp_path / "missing" / "copy.yaml"), "x\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.yaml", "elsewhere.yaml"]

@@ -133,10 +133,9 @@ class Act(Observe):
         reason = describe_exit(action.exit_code)
         command = config_path = None
         if fix.config_patches:
-            moved = trials.config_fix(run, dict(fix.config_patches))
-            if moved is None:
-                why = f"{reason}; {fix.why}, but it cannot reach what runs (--conf is not the "
-                why += "run's config)"
+            moved = trials.config_fix(run, dict(fix.config_patches), slot.host.fs())
+            if isinstance(moved, str):
+                why = f"{reason}; {fix.why}, but it cannot reach what runs ({moved})"
                 end = ending.TrialEnd(why, action.exit_code, pid, found, self._others(pid))
                 return ending.finish_run(self.home, run, Status.FAILED, end, now)
             command, config_path = moved

@@ -6,6 +6,7 @@ result dir can be written it gets results.md and a `rejected` finish.flag (DESIG
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Callable, Collection, Mapping
@@ -26,7 +27,7 @@ from ajetd.core.blueprint import (
     extract_parts,
     parse_blueprint,
 )
-from ajetd.core.errors import BlueprintError
+from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run
 from ajetd.core.options import Options
@@ -36,6 +37,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
 from ajetd.hosts.base import Host
+from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,
     check_blueprint,
@@ -69,7 +71,6 @@ def admit(
     run = Run(run_id=run_id, source=source, submitted_at=now)
     if again is not None:
         run = replace(run, submitted_at=again[0], warnings=(again[1],))
-    home.append_event(run_id, now, f"blueprint {source} claimed")
     read = _read(home, run, claimed, now, busy_dirs)
     if isinstance(read, Run):
         return read, None
@@ -80,12 +81,27 @@ def admit(
         problems = [shared]
     if resolved is None or problems:
         return _reject(home, run, text, problems, now, bp, busy_dirs), None
-    run = _accepted(run, bp, resolved)
+    host = host_for(run_id, bp.options)
+    try:
+        run = _accepted(run, bp, resolved, host.fs)
+    except (OSError, AjetdError) as exc:  # the fixed copy of the config not written
+        if isinstance(exc, OSError) and diskfull.is_full(exc) and exc.errno != errno.EROFS:
+            raise  # not the blueprint's fault: admitted again once there is room
+        # a read-only codebase (a shared checkout, a container's mount) stays read-only:
+        # refused now with what to do, not waited for as a full disk is
+        folder = os.path.dirname(resolved.yaml_path)
+        said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        why = (
+            f"exp_yaml_path: ajetd makes its fixes of the config in a copy beside it, and "
+            f"{folder} does not take it: {said}; make that folder writable, or make the "
+            f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
+        )
+        return _reject(home, run, text, [why], now, bp, busy_dirs), None
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
     Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
-    run = replace(run, provenance=_provenance(run, host_for(run_id, bp.options), text))
+    run = replace(run, provenance=_provenance(run, host, text))
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
@@ -110,15 +126,16 @@ def _read(
         return _reject(home, run, text, exc.problems, now, None, busy)
 
 
-def _accepted(run: Run, bp: Blueprint, resolved: Resolved) -> Run:
-    """The accepted run's record: what it launches (with the config fixes and, for
-    NeMo-RL, the overrides it needs), where, and how its metrics are read."""
+def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs]) -> Run:
+    """The accepted run's record: what it launches (with the config fixes, written where it
+    runs (`fs`, asked only when there are fixes), and for NeMo-RL the overrides it needs),
+    where, and how its metrics are read."""
     command, changes = bp.launch_command, list(resolved.review.changes)
     warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
     config = resolved.config  # as the run reads it: the copy's, where --conf points at it
     if resolved.review.patches:
-        command, config_path, note = _patched_copy(resolved, command, run.run_id)
+        command, config_path, note = _patched_copy(resolved, command, run.run_id, fs())
         changes.append(note)
         if config_path != resolved.yaml_path:  # its yaml_overrides too (n_gpus_per_node=2)
             config = apply_patches(resolved.config, resolved.review.patches)
@@ -179,22 +196,19 @@ def _provenance(run: Run, host: Host, text: str) -> Provenance:
     return replace(found, blueprint_sha256=git.blueprint_hash(text))
 
 
-def _patched_copy(resolved: Resolved, command: str, run_id: str) -> tuple[str, str, str]:
+def _patched_copy(resolved: Resolved, command: str, run_id: str, fs: Fs) -> tuple[str, str, str]:
     """Write the preflight's fixed config beside the original and point `--conf` at it.
     Returns the command, the config that will run, and a line for results.md."""
-    original = Path(resolved.yaml_path)
-    copy = write_copy(original, resolved.config, resolved.review.patches, run_id)
-    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy)
-    if moved is None:
+    copy = write_copy(resolved.yaml_path, resolved.config, resolved.review.patches, run_id, fs)
+    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy, fs)
+    if isinstance(moved, Names):
         return (
             command,
             resolved.yaml_path,
-            (
-                f"config fixes written to {copy}, but the command's --conf is not exp_yaml_path, "
-                "so the command was left as it is"
-            ),
+            f"config fixes written to {copy}, but the command's --conf does not name "
+            f"exp_yaml_path ({moved.value}), so the command was left as it is",
         )
-    return moved, str(copy), f"launched with the fixed copy {copy}"
+    return moved, copy, f"launched with the fixed copy {copy}"
 
 
 def _said(bp: Blueprint) -> Asked:

@@ -67,7 +67,9 @@ class Admit(Base):
                 return
             raise
         if claimed is not None:
-            self.accept(run_id, claimed, f"{candidate.stem}.md", now)
+            source = f"{candidate.stem}.md"
+            self.home.append_event(run_id, now, f"blueprint {source} claimed")  # once: a
+            self.accept(run_id, claimed, source, now)  # blueprint held for space comes again
 
     def _file_failed(self, path: Path, exc: Exception, now: float) -> None:
         """An inbox file that could not be taken: put aside with the reason, once."""
@@ -107,12 +109,10 @@ class Admit(Base):
             run, options = admission.admit(
                 self.home, run_id, claimed, source, now, busy, writers, self.places.host_for, again
             )
-        except OSError as exc:
-            if not diskfull.is_full(exc):
-                raise
-            self._admit_later(run_id, claimed, source, exc, again)
-            return
         except Exception as exc:  # never die on input; never retry it forever
+            if isinstance(exc, OSError) and diskfull.is_full(exc):
+                self._admit_later(run_id, claimed, source, exc, again)
+                return
             text = self._logged_once(f"run {run_id}", "admitting it", exc)
             reason = f"internal error while admitting the blueprint: {text}"
             run = model.reject(Run(run_id=run_id, source=source, submitted_at=now), reason, now)

@@ -13,11 +13,12 @@ import logging
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ajetd.adapters import procs
 from ajetd.adapters.tmux import find_pane
 from ajetd.core import gpuuse, model
-from ajetd.core.errors import TmuxError
+from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
@@ -140,7 +141,7 @@ class Observe(Base):
         config = holder = None
         if failed and code is not None:
             findings = self._failure_findings(slot, code)
-            config = trials.load_config(run.config_path)
+            config = self._config(slot)
             holder = _port_holder(findings, run.run_id)
         return Observation(
             now=now,
@@ -191,6 +192,15 @@ class Observe(Base):
             return True
         slot.dead_since = None
         return False
+
+    def _config(self, slot: RunSlot) -> dict[str, Any] | None:
+        """The failed run's config as it runs, read where it runs (a fix is decided on its
+        values); None where it cannot be read (a host that does not answer)."""
+        try:
+            return trials.load_config(slot.run.config_path, slot.host.fs())
+        except AjetdError as exc:
+            log.warning("run %s: config not read: %s", slot.run.run_id, exc)
+            return None
 
     def _failure_findings(self, slot: RunSlot, code: int) -> tuple[Finding, ...]:
         """A failed trial's findings: what ajetd saw outside its output, then its output's

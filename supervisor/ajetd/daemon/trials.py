@@ -16,8 +16,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ajetd.adapters import procs
 from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.store import Home, mark, write_atomic
@@ -39,6 +37,7 @@ from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts.base import Fetch, Host, read_local
+from ajetd.hosts.fs import Fs, Names, read_config
 
 log = logging.getLogger(__name__)
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
@@ -292,29 +291,28 @@ def program_end(run: Run) -> str | None:
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
-def load_config(path: str) -> dict[str, Any] | None:
-    """The YAML a run launches with, or None if it cannot be read as a mapping."""
+def load_config(path: str, fs: Fs) -> dict[str, Any] | None:
+    """The YAML a run launches with, read where it runs; None if it cannot be read as a
+    mapping (logged)."""
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+    config = read_config(path, fs)
+    if isinstance(config, str):
+        log.warning("config %s", config)
         return None
-    return data if isinstance(data, dict) else None
+    return config
 
 
-def config_fix(run: Run, patches: dict[tuple[str, ...], Any]) -> tuple[str, str] | None:
-    """Write the next trial's fixed config copy and point the command at it: (command, path);
-    None when the command's --conf is not the run's config."""
-    config = load_config(run.config_path)
+def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[str, str] | str:
+    """Write the next trial's fixed config copy where the run runs and point the command at
+    it: (command, path); or why the fix cannot reach what runs."""
+    config = load_config(run.config_path, fs)
     if config is None:
-        return None
-    copy = write_copy(
-        Path(run.config_path), config, patches, f"{run.run_id}-t{len(run.trials) + 1}"
-    )
-    command = repoint(run.launch_command, run.codebase_dir, run.config_path, copy)
-    return None if command is None else (command, str(copy))
+        return f"its config {run.config_path} cannot be read"
+    tag = f"{run.run_id}-t{len(run.trials) + 1}"
+    copy = write_copy(run.config_path, config, patches, tag, fs)
+    moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs)
+    return f"--conf: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
 
 
 def active_sessions(runs: list[Run]) -> set[str]:

@@ -99,12 +99,6 @@ def original_of(path: str) -> str:
     return os.path.join(folder, stem.split(COPY_TAG)[0] + suffix)
 
 
-def conf_path(command: str, codebase: str) -> str | None:
-    """The file the command's `--conf` names, as a path from the codebase (where it runs)."""
-    conf = conf_argument(command)
-    return None if conf is None else os.path.join(codebase, conf)
-
-
 def point_conf_at(command: str, path: str) -> str:
     """The command with its `--conf` value replaced by `path` (quoted for the shell)."""
     return _CONF.sub(lambda m: m.group(1) + shlex.quote(path), command, count=1)

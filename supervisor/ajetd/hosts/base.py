@@ -23,7 +23,7 @@ from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
 from ajetd.core.trialscript import TrialSpec
-from ajetd.hosts.preflight import Fs
+from ajetd.hosts.fs import Fs
 
 Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
 

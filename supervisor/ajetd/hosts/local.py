@@ -12,7 +12,7 @@ from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.base import Poller, read_local
-from ajetd.hosts.preflight import LOCAL, Fs
+from ajetd.hosts.fs import LOCAL, Fs
 
 
 class LocalHost:

@@ -13,11 +13,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import yaml
-
-from ajetd.adapters.regular import open_regular
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -27,11 +24,11 @@ from ajetd.frameworks.agentjet import (
     ConfigReview,
     apply_patches,
     conf_argument,
-    conf_path,
     override_patches,
     review,
 )
 from ajetd.hosts import slurm
+from ajetd.hosts.fs import LOCAL, Fs, Names, config_named, read_config
 from ajetd.hosts.sshcmd import RemoteFs, SshError
 
 EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
@@ -68,53 +65,6 @@ class Resolved:
     config: dict[str, Any] = field(default_factory=dict)
     review: ConfigReview = field(default_factory=ConfigReview)
     val_size: int = 0  # the val file's size now: only lines written after it are this run's
-
-
-class Fs(Protocol):
-    """Where the codebase, venv and YAML live: this machine, or a remote host (`ssh`)."""
-
-    def expand(self, path: str) -> str: ...
-    def isdir(self, path: str) -> bool: ...
-    def isfile(self, path: str) -> bool: ...
-    def exists(self, path: str) -> bool: ...
-    def executable(self, path: str) -> bool: ...
-    def realpath(self, path: str) -> str: ...
-    def read_text(self, path: str) -> str: ...
-    def size(self, path: str) -> int | None: ...
-
-
-class LocalFs:
-    def expand(self, path: str) -> str:
-        return os.path.expanduser(path)
-
-    def isdir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def isfile(self, path: str) -> bool:
-        return os.path.isfile(path)
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path)
-
-    def executable(self, path: str) -> bool:
-        return os.access(path, os.X_OK)
-
-    def realpath(self, path: str) -> str:
-        return os.path.realpath(path)
-
-    def read_text(self, path: str) -> str:
-        """The file's text; a FIFO or a device swapped in is refused (NotRegularError)."""
-        with open_regular(Path(path)) as handle:
-            return handle.read().decode("utf-8")
-
-    def size(self, path: str) -> int | None:
-        try:
-            return os.path.getsize(path)
-        except OSError:
-            return None
-
-
-LOCAL = LocalFs()
 
 
 def _abs(path: str, fs: Fs = LOCAL) -> str:
@@ -237,23 +187,9 @@ def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list
     if not fs.isfile(yaml_path):
         problems.append(f"exp_yaml_path: {yaml_path} does not exist{where}")
         return None
-    try:
-        config = yaml.safe_load(fs.read_text(yaml_path))
-    except OSError as exc:
-        problems.append(f"exp_yaml_path: cannot read {yaml_path}: {exc.strerror or exc}")
-        return None
-    except AjetdError as exc:  # the SSH host's file system did not answer
-        problems.append(f"exp_yaml_path: cannot read {yaml_path}{where}: {exc}")
-        return None
-    except Exception as exc:
-        # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
-        # RecursionError for deep nesting, IndexError for `!!int ''`; whatever the loader
-        # raises is this file's problem, said once (lint and the daemon alike)
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        problems.append(f"exp_yaml_path: {yaml_path} is not valid YAML: {first}")
-        return None
-    if not isinstance(config, dict):
-        problems.append(f"exp_yaml_path: {yaml_path} is not a YAML mapping")
+    config = read_config(yaml_path, fs, where)
+    if isinstance(config, str):
+        problems.append(f"exp_yaml_path: {config}")
         return None
     return config
 
@@ -316,7 +252,6 @@ def _own_val_file(
 
 
 _CONFIG_FLAG = re.compile(r"(?<!\S)--config(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\1")
-_CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
 
 
 def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs: Fs) -> str | None:
@@ -327,16 +262,14 @@ def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs:
     command elsewhere; no shell variable in it)."""
     command = bp.launch_command
     if nemorl.is_nemo_launch(command):
-        flag, found = "--config", _CONFIG_FLAG.search(command)
-        named = found.group(2) if found else None
+        flag, given = "--config", _CONFIG_FLAG.search(command)
+        named = given.group(2) if given else None
     elif isinstance(config, Mapping) and "ajet" in config:
         flag, named = "--conf", conf_argument(command)
     else:
         return None
-    if named is None or "$" in named or _CD.search(command):
-        return None
-    path = _abs(os.path.join(codebase, fs.expand(named)), fs)
-    if not fs.isfile(path) or fs.realpath(path) == fs.realpath(yaml_path):
+    answer = config_named(named, command, codebase, yaml_path, fs)
+    if answer.names is not Names.OTHER or not fs.isfile(answer.path or ""):
         return None
     return (
         f"exp_launch_command: {flag} {named} is not exp_yaml_path "
@@ -368,15 +301,22 @@ def _overridden(
     they reach what runs only where `--conf` names exp_yaml_path (the copy takes its place;
     `said`: a --conf naming another file was refused already)."""
     found = override_patches(config, bp.options.yaml_overrides)
-    named = conf_path(bp.launch_command, codebase)
-    if named is None:
+    conf = conf_argument(bp.launch_command)
+    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs).names
+    if named is Names.NOTHING:
         found.problems.append(
             "yaml_overrides: the launch command passes no --conf, so the copy of "
             "exp_yaml_path they are set in cannot reach what runs"
         )
-    elif not said and fs.realpath(_abs(named, fs)) != fs.realpath(yaml_path):
+    elif named is Names.UNKNOWN:
         found.problems.append(
-            f"yaml_overrides: --conf {conf_argument(bp.launch_command)} is not exp_yaml_path "
+            f"yaml_overrides: ajetd cannot tell which file --conf {conf} is (a shell variable "
+            "in it, or a cd in the command), so it cannot point it at the copy they are set "
+            "in; name exp_yaml_path's file from exp_codebase_dir in --conf"
+        )
+    elif named is Names.OTHER and not said:
+        found.problems.append(
+            f"yaml_overrides: --conf {conf} is not exp_yaml_path "
             f"({bp.yaml_path}), so the copy of it they are set in would not be what runs"
         )
     return found

@@ -24,8 +24,8 @@ from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.hosts import sshcmd
+from ajetd.hosts.fs import Fs
 from ajetd.hosts.local import LocalHost
-from ajetd.hosts.preflight import Fs
 
 log = logging.getLogger(__name__)
 SSH_LOST = "ssh_lost"

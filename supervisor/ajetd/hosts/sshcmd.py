@@ -333,6 +333,22 @@ class RemoteFs:
         text = run(self.spec, f"wc -c < {shlex.quote(path)}").stdout.decode().strip()
         return int(text) if text.isdigit() else None
 
+    def write_text(self, path: str, text: str) -> None:
+        """As `store.write_atomic` does here: a temporary file beside `path`, synced, renamed
+        over it (a link at `path` is replaced, not followed); none is left behind on an error."""
+        q = shlex.quote
+        folder, name = os.path.split(path)
+        script = (
+            f"set -e; t=$(mktemp {q(os.path.join(folder or '.', '.' + name + '.XXXXXX'))})\n"
+            "trap 'rm -f \"$t\"' EXIT\n"
+            'cat > "$t"; chmod 644 "$t"; sync "$t" 2>/dev/null || :\n'
+            f'mv -f "$t" {q(path)}; trap - EXIT\n'
+        )
+        done = run(self.spec, script, stdin=text.encode("utf-8"))
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip().splitlines()
+            raise OSError(f"cannot write {path} on {self.spec.target}: {why[-1] if why else '?'}")
+
 
 def spec_json(spec: SshSpec) -> str:
     """The spec as the follower takes it on its command line."""

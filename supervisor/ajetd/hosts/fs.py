@@ -1,0 +1,127 @@
+"""The filesystem where a run runs, and the questions ajetd asks it about the run's config.
+
+A run's codebase, venv and config live where the run runs: on this machine (`LOCAL`) or on
+its SSH host (`sshcmd.RemoteFs`, one call over the shared connection per question). Every
+reading and writing of them goes through an `Fs`, so a config fix is written on the host that
+runs it, not at the same path on this machine (where it may not exist, or be another file).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from ajetd.adapters.regular import open_regular
+from ajetd.adapters.store import write_atomic
+from ajetd.core.errors import AjetdError
+
+
+class Fs(Protocol):
+    """Where the codebase, venv and YAML live: this machine, or a remote host (`ssh`)."""
+
+    def expand(self, path: str) -> str: ...
+    def isdir(self, path: str) -> bool: ...
+    def isfile(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool: ...
+    def executable(self, path: str) -> bool: ...
+    def realpath(self, path: str) -> str: ...
+    def read_text(self, path: str) -> str: ...
+    def size(self, path: str) -> int | None: ...
+    def write_text(self, path: str, text: str) -> None:
+        """Replace `path` whole (written beside it, renamed into place); OSError if it cannot."""
+        ...
+
+
+class LocalFs:
+    def expand(self, path: str) -> str:
+        return os.path.expanduser(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def executable(self, path: str) -> bool:
+        return os.access(path, os.X_OK)
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def read_text(self, path: str) -> str:
+        """The file's text; a FIFO or a device swapped in is refused (NotRegularError)."""
+        with open_regular(Path(path)) as handle:
+            return handle.read().decode("utf-8")
+
+    def size(self, path: str) -> int | None:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return None
+
+    def write_text(self, path: str, text: str) -> None:
+        write_atomic(Path(path), text)
+
+
+LOCAL = LocalFs()
+
+
+def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
+    """The YAML config at `path` as a mapping, or why it cannot be had (`where`: on which
+    host, for the message)."""
+    try:
+        config = yaml.safe_load(fs.read_text(path))
+    except OSError as exc:
+        return f"cannot read {path}{where}: {exc.strerror or exc}"
+    except AjetdError as exc:  # the SSH host's file system did not answer; a FIFO swapped in
+        return f"cannot read {path}{where}: {exc}"
+    except Exception as exc:
+        # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
+        # RecursionError for deep nesting, IndexError for `!!int ''`; whatever the loader
+        # raises is this file's problem, said once (lint and the daemon alike)
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return f"{path} is not valid YAML: {first}"
+    if not isinstance(config, dict):
+        return f"{path} is not a YAML mapping"
+    return config
+
+
+class Names(enum.Enum):
+    """What a command's config flag (`--conf`, `--config`) names, beside the run's config."""
+
+    NOTHING = "no flag"  # the command passes none
+    SAME = "the same file"
+    OTHER = "another file"
+    UNKNOWN = "cannot tell"  # a shell variable in it, or a `cd` that moves the command
+
+
+@dataclass(frozen=True)
+class Named:
+    names: Names
+    path: str | None = None  # the file the flag names, from the codebase (SAME, OTHER)
+
+
+_CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
+
+
+def config_named(named: str | None, command: str, codebase: str, config_path: str, fs: Fs) -> Named:
+    """Whether the config flag's value `named` in `command` (which runs in `codebase`) is the
+    file `config_path`. The one answer for every question that depends on it: a config that
+    is not what runs is refused (preflight), yaml_overrides and fixes reach what runs only
+    through a copy the flag is moved to (configcopy), and neither may guess."""
+    if named is None:
+        return Named(Names.NOTHING)
+    if "$" in named or _CD.search(command):
+        return Named(Names.UNKNOWN)
+    path = os.path.normpath(os.path.join(codebase, fs.expand(named)))
+    same = fs.realpath(path) == fs.realpath(config_path)
+    return Named(Names.SAME if same else Names.OTHER, path)

@@ -1,0 +1,57 @@
+"""Which file a launch command's config flag names, beside the run's config: the one answer
+preflight, yaml_overrides and the fixed copies share (`hosts.fs.config_named`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ajetd.adapters.configcopy import repoint
+from ajetd.hosts.fs import LOCAL, Names, config_named
+
+
+@pytest.fixture
+def code(tmp_path: Path) -> Path:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "run.yaml").write_text("ajet: {}\n")
+    (tmp_path / "configs" / "other.yaml").write_text("ajet: {}\n")
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "configs" / "run.yaml")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        ("python -m ajet.launcher", Names.NOTHING),
+        ("python -m ajet.launcher --conf configs/run.yaml", Names.SAME),
+        ("python -m ajet.launcher --conf=./configs/../configs/run.yaml", Names.SAME),
+        ("python -m ajet.launcher --conf ./link.yaml", Names.SAME),  # the same file
+        ("python -m ajet.launcher --conf configs/other.yaml", Names.OTHER),
+        ("python -m ajet.launcher --conf configs/missing.yaml", Names.OTHER),
+        ("python -m ajet.launcher --conf $CONF", Names.UNKNOWN),
+        ("cd sub && python -m ajet.launcher --conf configs/run.yaml", Names.UNKNOWN),
+        ("pushd sub; python -m ajet.launcher --conf configs/run.yaml", Names.UNKNOWN),
+    ],
+)
+def test_what_the_flag_names(code: Path, command: str, names: Names) -> None:
+    from ajetd.frameworks.agentjet import conf_argument
+
+    found = config_named(
+        conf_argument(command), command, str(code), str(code / "configs/run.yaml"), LOCAL
+    )
+    assert found.names is names
+    assert (found.path is None) == (names in (Names.NOTHING, Names.UNKNOWN))
+
+
+def test_a_copy_is_pointed_at_only_where_the_flag_is_the_config(code: Path) -> None:
+    config, copy = str(code / "configs/run.yaml"), str(code / "configs/run.ajetd-x.yaml")
+    same = "python -m ajet.launcher --conf ./configs/run.yaml --autokill"
+    moved = repoint(same, str(code), config, copy, LOCAL)
+    assert moved == "python -m ajet.launcher --conf ./configs/run.ajetd-x.yaml --autokill"
+    for command, names in (
+        ("python -m ajet.launcher --conf configs/other.yaml", Names.OTHER),
+        ("python -m ajet.launcher --conf $C", Names.UNKNOWN),
+        ("python -m ajet.launcher", Names.NOTHING),
+    ):
+        assert repoint(command, str(code), config, copy, LOCAL) is names
