@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.adapters.configcopy import repoint
+from ajetd.hosts.configcopy import repoint
 from ajetd.hosts.fs import LOCAL, Names, config_named
 
 

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, git, inbox
-from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home, expanded, write_atomic
 from ajetd.core import model
@@ -37,6 +36,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
 from ajetd.hosts.base import Host
+from ajetd.hosts.configcopy import repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,

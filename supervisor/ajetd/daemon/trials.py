@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters import procs
-from ajetd.adapters.configcopy import repoint, write_copy
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import model
@@ -37,6 +36,7 @@ from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts.base import Fetch, Host, read_local
+from ajetd.hosts.configcopy import repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_config
 
 log = logging.getLogger(__name__)
