@@ -159,6 +159,20 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         # not define, the name quoted in backticks
         ("nccl_timeout/verl-668.log", "nccl_timeout", "poll for socket SocketImpl"),
         ("build_error/sleap-2533.log", "build_error", "Extra `dev` is not defined"),
+        # after freeze 11 (aimed at SGLang): an ignored import error whose error is a compiler's
+        # failed run; a refusal after the connection dropped; Triton's resource refusal before
+        # the shell's `Killed`; an architecture the server cannot run; a setting compared with
+        # the Hugging Face config; a client giving up on the server it launched
+        (
+            "build_error/sglang-4253.log",
+            "build_error",
+            "Ignore import error when loading sglang.srt.models.deepseek_v2. Command",
+        ),
+        ("connection_refused/sglang-25084.log", "connection_refused", "Connection refused"),
+        ("cuda_error/sglang-8513.log", "cuda_error", "out of resource: shared memory"),
+        ("config_error/sglang-5441.log", "config_error", "are not supported for now"),
+        ("config_error/slime-1730.log", "config_error", "is not equal to untie_embeddings"),
+        ("connection_refused/areal-240.log", "connection_refused", "server launch failed"),
     ],
 )
 def test_structural_shapes_on_real_excerpts(name: str, kind: str, evidence: str) -> None:
@@ -624,6 +638,73 @@ def test_lines_the_freeze10_shapes_read_and_leave_alone(text: str, kinds: list[s
     ],
 )
 def test_lines_the_freeze12_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # an ignored import error whose error is a compiler's failed run (sglang#4253) is the
+        # build's failure; one whose error is an import (sglang#5389's notices) says nothing
+        (
+            "[2025-03-10 14:17:52 TP6] Ignore import error when loading "
+            "sglang.srt.models.deepseek_v2. Command '['/usr/bin/gcc', '/tmp/t/main.c', '-O3', "
+            "'-shared', '-fPIC', '-o', '/tmp/t/cuda_utils.so', '-lcuda']' returned non-zero "
+            "exit status 1.",
+            ["build_error"],
+        ),
+        (
+            "[2025-04-15 12:43:15 TP0] Ignore import error when loading "
+            "sglang.srt.models.mllama4. cannot import name 'Llama4Config' from 'transformers'",
+            [],
+        ),
+        # Triton refusing a kernel for its shared memory (sglang#8513), singular as Triton
+        # says it; Triton named beside other words is no failure
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+            "147456, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+            ["cuda_error"],
+        ),
+        ("INFO using triton 3.3.1, kernel cache in /tmp/triton", []),
+        # an architecture the installed server cannot run (sglang#5441, sglang#467's wording);
+        # the architectures merely listed are no failure
+        (
+            "ValueError: Model architectures ['Glm4ForCausalLM'] are not supported for now. "
+            "Supported architectures: dict_keys(['BaichuanForCausalLM', 'ChatGLMModel'])",
+            ["config_error"],
+        ),
+        ("ValueError: Unsupported architectures: LlavaQwenForCausalLM", ["config_error"]),
+        ("INFO model architectures ['Qwen2ForCausalLM'] resolved to qwen2.py", []),
+        # a setting read from the Hugging Face config found not equal to the argument it is
+        # checked against (slime#1730); the check announced is no failure
+        (
+            "AssertionError: hf_validate_args failed: tie_word_embeddings in hf config True is "
+            "not equal to untie_embeddings_and_output_weights True, please check the config.",
+            ["config_error"],
+        ),
+        ("INFO checking tie_word_embeddings in hf config against the arguments", []),
+        # a client that gave up waiting for the server it launched (AReaL#240); a launch that
+        # finished is no failure
+        ("RuntimeError: server launch failed", ["connection_refused"]),
+        ("INFO server launch finished in 12.3 s", []),
+        # a client whose connection dropped and that is then refused saw the server go down
+        # (sglang#25084): the refusal first; a dropped connection alone is the network's
+        (
+            "Error: ('Connection aborted.', RemoteDisconnected('Remote end closed connection "
+            "without response'))\nError: HTTPConnectionPool(host='10.0.0.8', port=30033): Max "
+            "retries exceeded with url: /v1/chat/completions (Caused by NewConnectionError("
+            "'<urllib3.connection.HTTPConnection object at 0x7f6>: Failed to establish a new "
+            "connection: [Errno 111] Connection refused'))",
+            ["connection_refused", "network"],
+        ),
+        (
+            "Error: ('Connection aborted.', RemoteDisconnected('Remote end closed connection "
+            "without response'))",
+            ["network"],
+        ),
+    ],
+)
+def test_lines_the_freeze11_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 

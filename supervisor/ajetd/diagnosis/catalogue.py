@@ -266,7 +266,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cuda error: (?!out of memory|invalid device ordinal|no cuda-capable device)",
             r"cuda driver error",
             r"\bxid\b.*\b(13|31|43|48|63|64|74|79|94|95)\b",
-            r"triton.*(illegal|out of resources)",
+            # Triton refusing a kernel whose launch needs more than the GPU has: its words
+            # are singular (`OutOfResources: out of resource: shared memory, Required: 147456,
+            # Hardware limit: 101376`), the older plural kept
+            r"triton.*(illegal|out of resources?\b)",
             r"cutlass error",
             r"\.cu:\d+: .*assertion .* failed",
             r"curesult error",
@@ -339,8 +342,15 @@ CATALOGUE: tuple[Kind, ...] = (
             r"connectionrefusederror",
             r"actively refused",
             r"server is not up yet",
+            # a client that waited for the inference server it launched and gave up (AReaL's
+            # remote SGLang engine: `RuntimeError: server launch failed`)
+            r"\bserver launch failed\b",
             r"host='(localhost|127\.0\.0\.1|0\.0\.0\.0)'.*max retries exceeded",
         ),
+        # a client that lost its connection to the server (`RemoteDisconnected('Remote end
+        # closed connection without response')`, a reset, a timeout) and is then refused by it
+        # saw the server go down: the refusal names the cause of the drop printed above it
+        explains=("network",),
     ),
     Kind(
         "ray_cluster",
@@ -642,6 +652,12 @@ CATALOGUE: tuple[Kind, ...] = (
             r"validation errors? for \w+",
             r"key '[^']+' is not in struct",
             r"unsupported (config|configuration|value)",
+            # shape: the model's architecture is not one this server version can run
+            # (SGLang's and vLLM's `Model architectures ['Glm4ForCausalLM'] are not supported
+            # for now. Supported architectures: ...`, SGLang's older `Unsupported
+            # architectures: LlavaQwenForCausalLM`): the model chosen does not fit the install
+            r"\bmodel architectures? \[[^\]]{0,300}\] (are|is) not supported\b",
+            r"\bunsupported architectures?: \w",
             r"invalid (config|configuration)",
             r"^in '[^']+': could not (find|load) '",
             r"^config search path:",
@@ -660,6 +676,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # found not equal to, or smaller or larger than, what it is checked against
             r"\b[a-z]+(_[a-z0-9]+)+( \(\d[\d.]*\))? (is|are) (not equal to|(smaller|larger|greater"
             r"|less) than)\b",
+            # the same with where the setting was read and its value between (slime's check of
+            # the Megatron arguments against the Hugging Face config: `tie_word_embeddings in hf
+            # config True is not equal to untie_embeddings_and_output_weights True`)
+            r"\b[a-z]+(_[a-z0-9]+)+ in [a-z_ ]{1,30} [\w.-]{1,40} (is|are) not equal to "
+            r"[a-z]+(_[a-z0-9]+)+\b",
             # shape: NotImplementedError at run time: the chosen option or combination is not
             # supported
             r"^notimplementederror: ",
@@ -1033,6 +1054,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "refused",
         "errno 111",
         "not up yet",
+        "server launch failed",
         "host='localhost'",
         "host='127.0.0.1'",
         "host='0.0.0.0'",
@@ -1196,6 +1218,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "divisible by",
         "validation error",
         "unsupported",
+        "model architecture",
         "invalid",
         "could not find '",
         "could not load '",

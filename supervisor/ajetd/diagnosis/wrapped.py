@@ -10,7 +10,7 @@ raised by a creation task) ranks after what it wraps, so the wrapped cause comes
 Hydra's only after a specific cause (an exception no kind explains, a `TypeError` for an
 argument the target does not take, is the configuration's failure, which Hydra's line names).
 A line that says the program ignores an error it caught (`Ignore import error when loading
-...`) says nothing.
+...`) says nothing, unless the error it ignored is a build that failed (a compiler's command).
 
 Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
 an exception no kind explains; what a wrapper said about itself.
@@ -37,6 +37,11 @@ _RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
 # an older transformers: `Ignore import error when loading sglang.srt.models.mllama4. cannot
 # import name 'Llama4Config' ...`): a notice, not a failure.
 _IGNORED = re.compile(r"\s*Ignor(?:e|es|ed|ing) (?:an? |the )?[\w ]{0,20}?error\b", re.IGNORECASE)
+# ... unless what it ignored is a build that failed: a compiler's run (Triton building its CUDA
+# helpers with gcc: `Ignore import error when loading sglang.srt.models.deepseek_v2. Command
+# '['/usr/bin/gcc', ...]' returned non-zero exit status 1.`) fails the same way for every module
+# and kernel built after it, so the program goes on without what it needs.
+_SAID_THOUGH_IGNORED = frozenset({"build_error"})
 
 
 def _gate_exact(line: str) -> bool:
@@ -101,7 +106,7 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
     kind = classify(body, words)
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
-    if _IGNORED.match(body):
+    if _IGNORED.match(body) and kind.name not in _SAID_THOUGH_IGNORED:
         return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
