@@ -540,3 +540,17 @@ def test_a_config_folder_that_takes_no_copy_rejects_the_run_saying_what_to_do(
     flag = json.loads((env.tmp / "results" / "ro" / "finish.flag").read_text())
     assert flag["status"] == "rejected"
     assert env.launches() == []
+
+
+def test_a_config_swapped_for_a_fifo_never_holds_the_reports(env: Env) -> None:
+    """The run's config is copied into its result dir at the end (config-used.yaml); a
+    program that leaves a FIFO in its place (or a device, or a huge file) gets its reports all
+    the same, without the copy: an open() of a FIFO with no writer waits for ever."""
+    env.start_daemon()
+    config = env.config("fifo")
+    swap = f"rm {config} && mkfifo {config} && echo swapped"
+    run_id = env.submit(env.blueprint("fifo", config=config, command=swap))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    result = env.tmp / "results" / "fifo"
+    assert (result / "finish.flag").exists() and not (result / "config-used.yaml").exists()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, procs
+from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
@@ -263,15 +264,29 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
         (result_dir / "trials.md", report.render_trials(run, ctx), 0o644),
         (result_dir / "run.json", json_text(report.run_record(run)), 0o644),
     ]
-    if run.config_path and not run.remote_dir:
-        with contextlib.suppress(OSError):
-            config = Path(run.config_path).read_bytes()
-            files.append((result_dir / "config-used.yaml", config, 0o644))
+    config = _config_used(run.config_path) if run.config_path and not run.remote_dir else None
+    if config is not None:
+        files.append((result_dir / "config-used.yaml", config, 0o644))
     # finish.flag last, in the same wait for the disk: every file is synced before the first
     # is renamed into place, and the flag is renamed after the others (a failure on the way
     # leaves it unwritten, the reports pending); one wait instead of two on the exit path
     files.append((result_dir / "finish.flag", json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
+
+
+CONFIG_USED_MAX = 16 << 20  # a config larger than this is no config: not copied
+
+
+def _config_used(path: str) -> bytes | None:
+    """The config the last trial ran, for `config-used.yaml`; None where it is gone, too
+    large, or no longer a regular file (a FIFO swapped in would hold the reports, and the
+    loop, for ever)."""
+    try:
+        with open_regular(Path(path)) as handle:
+            data = handle.read(CONFIG_USED_MAX + 1)
+    except (OSError, NotRegularError):
+        return None
+    return data if len(data) <= CONFIG_USED_MAX else None
 
 
 def move_rejection_aside(result_dir: Path) -> Path | None:
