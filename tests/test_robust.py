@@ -554,3 +554,24 @@ def test_a_config_swapped_for_a_fifo_never_holds_the_reports(env: Env) -> None:
     assert status["status"] == "succeeded", status
     result = env.tmp / "results" / "fifo"
     assert (result / "finish.flag").exists() and not (result / "config-used.yaml").exists()
+
+
+def test_fifos_where_ajetd_reads_a_users_folder_never_hold_it(env: Env) -> None:
+    """A FIFO at the val file's path (read at every tick and at the end) and a FIFO named
+    finish.flag in a result dir (read at admission, by lint, and before a report is written
+    twice): each is passed over as unreadable, never opened as a file to wait on."""
+    env.start_daemon()
+    config = env.config("valfifo")
+    (env.codebase / "saved_val_result").mkdir(exist_ok=True)
+    os.mkfifo(env.codebase / "saved_val_result" / "valfifo.md")
+    run_id = env.submit(env.blueprint("valfifo", config=config, command="echo done"))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    result = env.tmp / "results" / "flagfifo"
+    result.mkdir()
+    os.mkfifo(result / "finish.flag")
+    bp = env.blueprint("flagfifo", command="echo done")
+    lint = env.cli("lint", str(bp))
+    assert "Traceback" not in lint.stderr, lint.stderr
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id)
+    assert status["status"] in ("succeeded", "rejected"), status

@@ -56,3 +56,14 @@ def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
         raise
     os.close(fd)
     raise NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
+
+
+def read_small(path: Path, limit: int = 1 << 20) -> str:
+    """A small text file in a folder others write too (a result dir's finish.flag): read
+    only if it is a regular file, and at most `limit` bytes (then a ValueError: it is not the
+    file ajetd wrote). OSError and NotRegularError pass on."""
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit} bytes")
+    return data.decode("utf-8", errors="replace")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, procs
-from ajetd.adapters.regular import NotRegularError, open_regular
+from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
@@ -209,8 +209,8 @@ def _flag_written(folder: Path, run: Run) -> bool:
     written in full (the flag comes last) by a daemon that died before saving that they were.
     Not written twice: a reader that saw the flag sees no second one."""
     try:
-        written = json.loads((folder / "finish.flag").read_text())
-    except (OSError, ValueError):
+        written = json.loads(read_small(folder / "finish.flag"))
+    except (OSError, ValueError, NotRegularError):
         return False
     return bool(written == json.loads(json_text(report.finish_flag(run))))
 

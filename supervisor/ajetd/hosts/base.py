@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol
 
+from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
@@ -29,13 +30,14 @@ Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
 
 
 def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
-    """A file's size and its bytes after `offset` (all of them if it shrank)."""
+    """A file's size and its bytes after `offset` (all of them if it shrank); None where it
+    cannot be read or is no regular file (a FIFO at a val file's path would hold the loop)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(Path(path)) as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(offset if size >= offset else 0)
             return size, handle.read()
-    except OSError:
+    except (OSError, NotRegularError):
         return None
 
 

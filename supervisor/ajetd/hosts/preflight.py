@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -41,8 +42,8 @@ def earlier_rejection(result_dir: Path) -> str | None:
     and the report is moved aside (never deleted) rather than blocking it.
     """
     try:
-        flag = json.loads((result_dir / "finish.flag").read_text())
-    except (OSError, ValueError):
+        flag = json.loads(read_small(result_dir / "finish.flag"))
+    except (OSError, ValueError, NotRegularError):
         return None
     if not isinstance(flag, dict) or flag.get("status") != "rejected":
         return None
