@@ -136,8 +136,8 @@ class Act(Observe):
             moved = trials.config_fix(run, dict(fix.config_patches), slot.host.fs())
             if isinstance(moved, str):
                 why = f"{reason}; {fix.why}, but it cannot reach what runs ({moved})"
-                end = ending.TrialEnd(why, action.exit_code, pid, found, self._others(pid))
-                return ending.finish_run(self.home, run, Status.FAILED, end, now)
+                ended = Finish(Status.FAILED, why, action.exit_code)  # an end as any other:
+                return self._finish(slot, run, ended, now, pid, found)  # cleanup, hooks
             command, config_path = moved
         end = ending.TrialEnd(reason, action.exit_code, pid, found, self._others(pid))
         run = ending.end_trial(self.home, run, end, now)
