@@ -75,6 +75,24 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(min(max(0.02, now - began), deadline - now))
 
 
+def rebuilt_after_a_cut(env: Env, run_id: str, kept: tuple[str, ...]) -> dict[str, Any]:
+    """Stop the daemon, cut the live run's record short (as a crash mid-write does), start
+    another and wait until it rebuilt the record; check that the rebuilt record has the `kept`
+    fields as before and the trial's command, and return it."""
+    before = env.record(run_id)
+    env.daemons[-1].send_signal(signal.SIGTERM)
+    env.daemons[-1].wait(timeout=20)
+    state = env.home / "runs" / run_id / "state.json"
+    state.write_bytes(state.read_bytes()[:120])
+    env.start_daemon()
+    wait_for(lambda: env.record(run_id).get("attention"), what="the record to be rebuilt")
+    record = env.record(run_id)
+    assert "rebuilt" in record["attention"] and record["state"] == "running", record
+    assert {k: record[k] for k in kept} == {k: before[k] for k in kept}
+    assert record["launch_command"] == before["trials"][0]["command"]  # the program's
+    return record
+
+
 def git(cwd: Path, *args: str) -> str:
     """A git command in `cwd` with a throw-away identity; its output."""
     done = subprocess.run(

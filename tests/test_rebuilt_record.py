@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.core.model import State
-from ajetd.core.rebuilt import TrialFiles, rebuilt_run
+from ajetd.core.rebuilt import TrialFiles, rebuilt_run, remote_dir
 from ajetd.core.trialscript import MetricSource, TrialSpec, read_trial_script, render_trial_script
 from ajetd.daemon.trials import read_metrics
 from conftest import Env, wait_for
@@ -179,6 +179,13 @@ def test_a_trial_script_reads_back_as_it_was_rendered() -> None:
         "/out/r's",
     )
     assert facts.env["CUDA_VISIBLE_DEVICES"] == "0,3" and facts.env["NCCL_DEBUG"] == "WARN"
+    assert facts.go_file == "/h/runs/ab12cd/trial-2.go" and remote_dir(facts) is None  # here
+    sent = replace(spec, go_file="/home/u x/.ajetd-remote/ab12cd/trial-2.go", wake_fifo="")
+    there = read_trial_script(render_trial_script(sent))
+    assert there is not None and remote_dir(there) == "/home/u x/.ajetd-remote/ab12cd"
+    for other in ("/h/elsewhere/trial-2.go", "r/.ajetd-remote/ab12cd/trial-2.go", "/r/x.go"):
+        named = read_trial_script(render_trial_script(replace(sent, go_file=other)))
+        assert named is not None and remote_dir(named) is None, other  # never guessed
     assert read_trial_script("#!/usr/bin/env bash\necho 'unclosed\n") is None
     assert read_trial_script(Path(__file__).read_text()) is None  # not a trial script
 
@@ -271,3 +278,22 @@ def test_a_rebuilt_nemo_rl_run_reads_its_metrics_from_its_output(tmp_path: Path)
     assert (run.kind, run.metric, run.val_path) == ("nemo_rl", "accuracy", None)
     read = read_metrics(run)
     assert read.metrics["accuracy"] == 0.4219 and read.history
+
+
+def test_a_run_placed_elsewhere_whose_blueprint_is_gone_stays_named(env: Env) -> None:
+    """Which place a run's trials went to (an SSH host, Slurm) only its stored blueprint says:
+    with that copy gone, a folder holding the program's own script for another place is never
+    rebuilt as a local run (its pane's program is a follower, not the program): left named,
+    its pane untouched, the log saying what to restore."""
+    run_id, session = _live_then_damaged(env, "placed")
+    runs = env.home / "runs" / run_id
+    (runs / "trial-1.remote.sh").write_bytes((runs / "trial-1.sh").read_bytes())
+    (runs / "blueprint.md").unlink()
+    second = Loop(env)
+    try:
+        second.turn()
+        assert run_id in second.daemon.home.damaged and run_id not in second.daemon.slots
+        assert env.tmux("has-session", "-t", f"={session}").returncode == 0  # untouched
+        assert not (runs / "state.json.damaged").exists()
+    finally:
+        second.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Env, SlurmCluster, wait_for
+from conftest import Env, SlurmCluster, rebuilt_after_a_cut, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -311,3 +311,35 @@ def test_slurm_end_states_become_findings_and_fixes() -> None:
         assert isinstance(choice, Relaunch) == (remedy is Relaunch), (state, choice)
     for state in ("COMPLETED", "FAILED", "CANCELLED"):
         assert finding(Job("7", state, "", 1, "n1")) is None
+
+
+@pytest.mark.parametrize("mode", ["batch", "interactive"])
+def test_a_job_with_a_damaged_record_is_rebuilt_never_resubmitted(
+    cluster_env: Env, mode: str
+) -> None:
+    """Its record cut while the daemon was down: the program's facts come from the job's own
+    script (`trial-1.job.sh`), the job from its name and (batch) the id the follower wrote
+    (`trial-1.job.id`), as after any restart; the run is supervised again, `ajetd stop`
+    reaches the job, and it is never submitted twice."""
+    env = cluster_env
+    run_id = _submit(env, "sdmg", f"{{mode: {mode}}}", forever=True, step_time=0.1)
+    log = env.tmp / "results" / "sdmg" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:2 " in log.read_text(), timeout=60, what="output")
+    job = wait_for(
+        lambda: env.record(run_id).get("slurm", {}).get("job_id"), timeout=30, what="its job id"
+    )
+    rebuilt_after_a_cut(env, run_id, ("session", "codebase_dir", "venv_dir", "result_dir"))
+    if mode == "batch":  # what the follower wrote, never in the record alone
+        assert (env.home / "runs" / run_id / "trial-1.job.id").read_text().strip() == job
+    wait_for(
+        lambda: env.record(run_id).get("slurm", {}).get("job_id") == job,
+        timeout=30,
+        what="the job found again in squeue, by its name",
+    )
+    env.cli("stop", run_id)
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "stopped" and status["exit_code"] == 130, status
+    assert "rebuilt" in status["reason"]
+    if mode == "batch":
+        assert log.read_text().count("submitted batch job") == 1
+    assert env.launches() == [f"{run_id} 1"]

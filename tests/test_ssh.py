@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ajetd.hosts import sshcmd
-from conftest import Env, Sshd, git, marked_processes, wait_for
+from conftest import Env, Sshd, git, marked_processes, rebuilt_after_a_cut, wait_for
 
 # One worker runs these (pytest-xdist `--dist loadgroup`): the dropped-connection test kills
 # every shared connection in this user's socket folder, which other workers' runs would use.
@@ -230,3 +230,33 @@ def test_a_file_written_on_the_host_replaces_whole_and_never_follows_a_link(
     with pytest.raises(OSError, match=r"cannot write .*/missing/copy.yaml on "):
         fs.write_text(str(tmp_path / "missing" / "copy.yaml"), "x\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.yaml", "elsewhere.yaml"]
+
+
+def test_a_remote_run_with_a_damaged_record_is_rebuilt_and_reached_there(
+    remote: Env, sshd: Sshd
+) -> None:
+    """Its record cut while the daemon was down: the remote folder and the program's facts are
+    read back from the scripts ajetd kept (`trial-1.remote.sh`, as sent; `trial-1.sh`, the
+    follower's pane), so the run is supervised again where it runs: its output still comes,
+    its metrics are read over the connection, `ajetd stop` reaches the program on the host,
+    and nothing is launched twice."""
+    env = remote
+    run_id = _ssh_run(env, sshd, "sshdmg", forever=True, step_time=0.1)
+    log = env.tmp / "results" / "sshdmg" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:3 " in log.read_text(), what="remote output")
+    kept = ("remote_dir", "session", "codebase_dir", "venv_dir", "result_dir", "val_path")
+    rebuilt_after_a_cut(env, run_id, kept)
+    size = len(log.read_text())
+    wait_for(lambda: len(log.read_text()) > size + 200, what="output after the rebuild")
+    wait_for(lambda: env.record(run_id).get("history"), what="its validations, read there")
+    env.cli("stop", run_id, "--no-wait")
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "stopped" and status["exit_code"] == 130, status
+    assert status["metrics"]["global_steps"] >= 2 and "rebuilt" in status["reason"]
+    wait_for(
+        lambda: (
+            not [p for p in marked_processes(run_id) if "sshfollow" not in " ".join(p.cmdline())]
+        ),
+        what="no process of the run left on the host",
+    )
+    assert env.launches() == [f"{run_id} 1"]  # never launched again

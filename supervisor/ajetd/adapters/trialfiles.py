@@ -7,31 +7,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from ajetd.core.rebuilt import TrialFiles
-from ajetd.core.trialscript import parse_exit_file, read_trial_script
+from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script
 
 MAX_SCRIPT_BYTES = 1024 * 1024  # a trial script: a command of at most 64 KiB, and ajetd's lines
 
 
-def trial_files(folder: Path, run_id: str) -> list[TrialFiles]:
+def trial_files(folder: Path, run_id: str, program: str = "sh") -> list[TrialFiles]:
     """The run's trials as the files in its folder tell them, in order (trial 1 on, none
-    missing); none where a script is missing, cut short or another run's."""
+    missing); none where a script is missing, cut short or another run's. `program`: the
+    suffix of the program's own script where it runs elsewhere (`remote.sh` for an SSH host,
+    `job.sh` for a Slurm job): the facts are that script's, the pane's (`trial-N.sh`: a
+    follower, `srun`) must be whole too."""
     numbers = sorted(int(p.name[6:-3]) for p in folder.glob("trial-*.sh") if p.name[6:-3].isdigit())
     if numbers != list(range(1, len(numbers) + 1)):
         return []
     found = []
     for number in numbers:
-        try:
-            with open(folder / f"trial-{number}.sh", "rb") as handle:
-                text = handle.read(MAX_SCRIPT_BYTES).decode(errors="replace")
-        except OSError:
-            return []
-        facts = read_trial_script(text)
-        if facts is None or (facts.run_id, facts.trial) != (run_id, number):
+        facts = _script(folder / f"trial-{number}.sh", run_id, number)
+        if facts is not None and program != "sh":
+            facts = _script(folder / f"trial-{number}.{program}", run_id, number)
+        if facts is None:
             return []
         found.append(
             TrialFiles(number, facts, _mtime(folder / f"trial-{number}.go"), _exit(folder, number))
         )
     return found
+
+
+def _script(path: Path, run_id: str, number: int) -> ScriptFacts | None:
+    """A trial script's facts; None where it is missing, cut short or another trial's."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_SCRIPT_BYTES).decode(errors="replace")
+    except OSError:
+        return None
+    facts = read_trial_script(text)
+    if facts is None or (facts.run_id, facts.trial) != (run_id, number):
+        return None
+    return facts
 
 
 def _mtime(path: Path) -> float | None:

@@ -49,6 +49,9 @@ class SwarmSpec:
         return self.server_command or f"ajet-swarm start --swarm-port={self.port}"
 
 
+REMOTE_BASE = ".ajetd-remote"  # an SSH host's runs' folders: $HOME/.ajetd-remote/<run id>
+
+
 @dataclass(frozen=True)
 class SshSpec:
     """A remote host: the session stays local, its pane runs `ssh` to the host."""

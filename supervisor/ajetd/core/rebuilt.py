@@ -13,10 +13,15 @@ NeMo-RL run's from its current trial's output). What only the record
 held (fixes, findings, GPU samples so far, a pipeline's stage) is lost, so the run is
 flagged for attention, watched to its end and never relaunched (`policy.decide` ends it with its
 trial, the reason saying why); `warnings` keeps the note across restarts (`is_rebuilt`).
+A run on an SSH host or through Slurm is rebuilt the same way: its pane runs a follower (or
+`srun`) and the program's own script is kept beside it (`trial-N.remote.sh`, `trial-N.job.sh`),
+so the facts are read from that one; an SSH run's folder on its host is where that script's
+go file is (`remote_dir`); a Slurm job is found as after any restart, by its name
+(`ajet_<run>_t<N>`) and the id a batch follower wrote (`trial-N.job.id`).
 
 A run that never launched a trial (queued: waiting for GPUs or its turn) lost nothing but its
 admission's record, and its stored blueprint is still there: it is admitted again from that
-copy (`readmission`), with its run id and result dir, its submission time and a warning
+copy (`not_readmitted`), with its run id and result dir, its submission time and a warning
 (`READMITTED`), and then waits, is placed and launched as any run (nothing is flagged: no
 person needs to look). Never one that ended: its journal says so (`core.journal`: every end, a
 rejection included, is journalled), or its result dir holds
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ajetd.core.hostspecs import REMOTE_BASE
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import ScriptFacts
@@ -101,9 +107,12 @@ def rebuilt_run(
     trials: list[TrialFiles],
     session: str,
     tmux_socket: str,
+    remote: str = "",
 ) -> Run:
-    """The live run these files describe (`trials` in order, at least one); `damage`: what
-    was wrong with its record, and where the damaged file was kept."""
+    """The live run these files describe (`trials` in order, at least one; on an SSH host or
+    through Slurm, each with the facts of the program's own script); `damage`: what was wrong
+    with its record, and where the damaged file was kept; `remote`: an SSH run's folder on its
+    host (`remote_dir`)."""
     last = trials[-1]
     reading = last.facts.metrics
     ended = [
@@ -138,6 +147,7 @@ def rebuilt_run(
         codebase_dir=last.facts.codebase_dir,
         venv_dir=last.facts.venv_dir,
         tmux_socket=tmux_socket,
+        remote_dir=remote,
         launch_command=last.facts.command,
         started_at=trials[0].started_at,
         trials=(*ended, current),
@@ -150,6 +160,17 @@ def rebuilt_run(
         gpu_ids=_gpus(last.facts.env.get("CUDA_VISIBLE_DEVICES")),
         warnings=(note,),
     )
+
+
+def remote_dir(facts: ScriptFacts) -> str | None:
+    """An SSH trial's folder on its host, as the program's script (`trial-N.remote.sh`, kept
+    here as it was sent) names its go file there: `$HOME/.ajetd-remote/<run id>`; None where
+    it names another (nothing is guessed: the run stays named)."""
+    folder, _, name = facts.go_file.rpartition("/")
+    home, _, own = folder.rpartition(f"/{REMOTE_BASE}/")
+    if name != f"trial-{facts.trial}.go" or own != facts.run_id or not home.startswith("/"):
+        return None
+    return folder
 
 
 def _gpus(visible: str | None) -> tuple[int, ...] | None:

@@ -232,6 +232,7 @@ class ScriptFacts:
     result_dir: str
     env: dict[str, str]  # every `export NAME=value` with a literal value
     metrics: MetricSource = MetricSource()
+    go_file: str = ""  # the file it waits for (an SSH trial's: in the run's folder there)
 
 
 _HEADER = re.compile(r"^# ajetd: run (?P<run_id>[a-z0-9]+), trial (?P<trial>\d{1,6})\.", re.M)
@@ -252,7 +253,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
         return None
     env: dict[str, str] = {}
     own: dict[str, str] = {}
-    command = codebase = None
+    command = codebase = go = None
     banner = f"{OWN_LINE_PREFIX}run {header['run_id']} trial {header['trial']}: "
     for before, word, after in zip(words, words[1:], [*words[2:], ""], strict=False):
         if before == "export" and "=" in word and "$" not in word:
@@ -262,6 +263,8 @@ def read_trial_script(text: str) -> ScriptFacts | None:
             command = command if command is not None else after[len(banner) :]
         elif before == "cd" and word == "--" and codebase is None:
             codebase = after
+        elif command is None and go is None and before != "export" and word.startswith("go="):
+            go = word.removeprefix("go=")
         elif command is None and before != "export" and word.startswith(_OWN) and "=" in word:
             name, _, value = word.partition("=")  # ajetd's own lines, before the command's
             own.setdefault(name.removeprefix(_OWN), value)
@@ -277,6 +280,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
         result,
         env,
         _metric_source(own),
+        go or "",
     )
 
 

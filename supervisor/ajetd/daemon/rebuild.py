@@ -6,8 +6,11 @@ Only a run that may still live is rebuilt: one whose trial scripts are all there
 trial has not ended without a pane left, and whose result dir is there, holds no finish.flag
 (its own: it ended; another run's: the folder is that run's now) and is no live run's. The
 others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on
-an SSH host or through Slurm is not rebuilt either: what ties its trial to the job or the remote
-folder was only in the record; nor one whose started trial has no pane on this tmux server while
+an SSH host or through Slurm is rebuilt from the program's own script kept beside the pane's
+(`trial-N.remote.sh`, `trial-N.job.sh`; its SSH folder there: `core.rebuilt.remote_dir`), the
+place from its stored blueprint's `[ajetd]` part: where that cannot be read, a folder holding
+such scripts stays named (which place only that part said). Nor is one rebuilt whose started
+trial has no pane on this tmux server while
 its program runs on a terminal: another tmux server's pane, which only the record named (a
 program that lingers without its terminal after its session was killed makes the run `lost`, as
 for any run). The damaged file is kept beside the new one (`state.json.damaged`); the journal
@@ -32,10 +35,13 @@ from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
-from ajetd.core.rebuilt import Unstarted, not_readmitted, readmitted_note, rebuilt_run
+from ajetd.core.rebuilt import Unstarted, not_readmitted, readmitted_note, rebuilt_run, remote_dir
 from ajetd.hosts.preflight import in_use
+from ajetd.hosts.slurmjob import JOB_SCRIPT
+from ajetd.hosts.ssh import REMOTE_SCRIPT
 
 log = logging.getLogger(__name__)
+ELSEWHERE = (REMOTE_SCRIPT, JOB_SCRIPT)  # the program's own scripts of the other places
 
 
 def rebuild(
@@ -53,11 +59,32 @@ def rebuild(
     folder = home.run_dir(run_id)
     if not folder.is_dir():
         return None
-    trials = trialfiles.trial_files(folder, run_id)
+    options, problem = inbox.read_stored_options(home, run_id)
+    if problem is not None and any(any(folder.glob(f"trial-*.{p}")) for p in ELSEWHERE):
+        log.error(
+            "run %s: not rebuilt: its trials ran on an SSH host or through Slurm (trial-N.%s), "
+            "which only its stored blueprint says, and %s; restore %s and start the daemon "
+            "again",
+            run_id,
+            " / trial-N.".join(ELSEWHERE),
+            problem,
+            folder / inbox.CLAIMED_NAME,
+        )
+        return None
+    program = REMOTE_SCRIPT if options.ssh else JOB_SCRIPT if options.slurm else "sh"
+    trials = trialfiles.trial_files(folder, run_id, program)
     if not trials or not _result_dir_free(trials[-1].facts.result_dir, taken):
         return None
-    options, _ = inbox.read_stored_options(home, run_id)
-    if options.ssh is not None or options.slurm is not None:
+    remote = remote_dir(trials[-1].facts) if options.ssh is not None else ""
+    if remote is None:
+        log.error(
+            "run %s: not rebuilt: trial-%d.remote.sh waits for no go file in its own folder on "
+            "the host ($HOME/.ajetd-remote/%s): look there on %s",
+            run_id,
+            trials[-1].number,
+            run_id,
+            options.ssh.target if options.ssh else "the host",
+        )
         return None
     text = ""
     with contextlib.suppress(OSError):
@@ -92,7 +119,7 @@ def rebuild(
     kept = f" (kept as {aside.name})" if aside is not None else ""
     damage = runrecords.damage(line, run_id) + kept
     submitted = _submitted_at(folder, trials[0].facts.result_dir)
-    run = rebuilt_run(run_id, damage, source, submitted, said, trials, session, socket)
+    run = rebuilt_run(run_id, damage, source, submitted, said, trials, session, socket, remote)
     home.save_run(run)
     home.append_event(run_id, now, run.warnings[0])
     log.error("run %s: %s", run_id, run.warnings[0])

@@ -24,6 +24,7 @@ from ajetd.hosts.local import LocalHost
 log = logging.getLogger(__name__)
 SLURM_POLL_MAX_S = 80.0  # the longest wait between two squeue calls
 ROOT_KINDS = ("node_failure", "preempted", "slurm_timeout")
+JOB_SCRIPT = "job.sh"  # trial-N.job.sh: the program's script, the job's
 
 
 class SlurmHost(LocalHost):
@@ -49,7 +50,7 @@ class SlurmHost(LocalHost):
             exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
             forward_signals=self.batch,
         )
-        script = home.trial_file(run.run_id, n, "job.sh")
+        script = home.trial_file(run.run_id, n, JOB_SCRIPT)
         write_atomic(script, render_trial_script(job), 0o700)
         write_atomic(Path(job.go_file), "go\n", OWNER_FILE)
         wanted = self.spec

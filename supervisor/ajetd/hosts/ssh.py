@@ -29,6 +29,7 @@ from ajetd.hosts.local import LocalHost
 
 log = logging.getLogger(__name__)
 SSH_LOST = "ssh_lost"
+REMOTE_SCRIPT = "remote.sh"  # trial-N.remote.sh: the program's script, kept here as sent
 
 
 def ssh_lost_finding(host: str, at: float) -> Finding:
@@ -78,7 +79,7 @@ class SshHost(LocalHost):
             hup_file=f"{rdir}/trial-{n}.hup",
         )
         script = render_trial_script(remote)
-        write_atomic(home.trial_file(run.run_id, n, "remote.sh"), script, 0o600)
+        write_atomic(home.trial_file(run.run_id, n, REMOTE_SCRIPT), script, 0o600)
         q = shlex.quote
         follow = (
             f"{q(sys.executable)} -m ajetd.hosts.sshfollow --spec {q(sshcmd.spec_json(self.ssh))} "
@@ -95,7 +96,7 @@ class SshHost(LocalHost):
         """Idempotent: a trial already started there is not started again."""
         trial = run.trial
         assert trial is not None
-        script = self.home.trial_file(run.run_id, trial.number, "remote.sh").read_text()
+        script = self.home.trial_file(run.run_id, trial.number, REMOTE_SCRIPT).read_text()
         pid = sshcmd.launch(self.ssh, run.remote_dir, trial.number, script, run.result_dir)
         text = f"trial {trial.number} started on {self.ssh.target} (pid {pid})"
         self.home.append_event(run.run_id, now, text)

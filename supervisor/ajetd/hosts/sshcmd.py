@@ -22,11 +22,10 @@ from pathlib import Path
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
 from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
-from ajetd.core.hostspecs import SshSpec
+from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
 
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600
-REMOTE_BASE = ".ajetd-remote"
 VANISHED = 3  # the stream's code: the remote trial ended without an exit status
 
 
