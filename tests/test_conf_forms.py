@@ -9,6 +9,24 @@ import yaml
 from conftest import Env, wait_for
 
 
+def test_a_cd_before_an_absolute_conf_still_takes_the_overrides(daemon_env: Env) -> None:
+    """A `cd` moves a relative `--conf`, not an absolute one: the copy is pointed at as
+    without it (a `cd` anywhere in the command once refused every yaml_overrides)."""
+    env = daemon_env
+    config = env.codebase / env.config("cdabs")
+    command = f"cd {env.codebase} && python -m fakejet.launcher --conf {config} --autokill"
+    bp = env.blueprint(
+        "cdabs", config=str(config), command=command, ajetd="yaml_overrides: [fakejet.steps=6]"
+    )
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status["reason"]
+    assert status["metrics"]["global_steps"] == 6
+    assert status["command"].endswith(  # (--autokill taken out: autokill: protect)
+        f"--conf {config.parent}/cdabs.ajetd-{run_id}.yaml"
+    )
+
+
 def test_a_fix_that_cannot_reach_what_runs_ends_the_run_as_any_end(daemon_env: Env) -> None:
     """A restart fix whose copy `--conf` does not name ends the run failed: its on_finish
     hook runs, as at every end (that end once skipped the hooks and the place's cleanup)."""

@@ -44,6 +44,13 @@ def test_what_the_flag_names(code: Path, command: str, names: Names) -> None:
     assert (found.path is None) == (names in (Names.NOTHING, Names.UNKNOWN))
 
 
+def test_a_cd_moves_a_relative_flag_only(code: Path) -> None:
+    config = str(code / "configs/run.yaml")
+    for conf, names in ((config, Names.SAME), (str(code / "configs/other.yaml"), Names.OTHER)):
+        command = f"cd {code} && python -m ajet.launcher --conf {conf}"
+        assert config_named(conf, command, str(code), config, LOCAL).names is names
+
+
 def test_a_copy_is_pointed_at_only_where_the_flag_is_the_config(code: Path) -> None:
     config, copy = str(code / "configs/run.yaml"), str(code / "configs/run.ajetd-x.yaml")
     same = "python -m ajet.launcher --conf ./configs/run.yaml --autokill"

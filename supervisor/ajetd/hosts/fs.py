@@ -101,7 +101,7 @@ class Names(enum.Enum):
     NOTHING = "no flag"  # the command passes none
     SAME = "the same file"
     OTHER = "another file"
-    UNKNOWN = "cannot tell"  # a shell variable in it, or a `cd` that moves the command
+    UNKNOWN = "cannot tell"  # a shell variable in it, or a `cd` before a relative one
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,9 @@ def config_named(named: str | None, command: str, codebase: str, config_path: st
     through a copy the flag is moved to (configcopy), and neither may guess."""
     if named is None:
         return Named(Names.NOTHING)
-    if "$" in named or _CD.search(command):
-        return Named(Names.UNKNOWN)
-    path = os.path.normpath(os.path.join(codebase, fs.expand(named)))
+    expanded = fs.expand(named)
+    if "$" in named or (_CD.search(command) and not os.path.isabs(expanded)):
+        return Named(Names.UNKNOWN)  # a cd moves a relative path only
+    path = os.path.normpath(os.path.join(codebase, expanded))
     same = fs.realpath(path) == fs.realpath(config_path)
     return Named(Names.SAME if same else Names.OTHER, path)
