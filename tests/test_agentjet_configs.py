@@ -100,6 +100,22 @@ def test_conf_without_directory_part_and_command_rewrite() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("given", "copy", "pointed"),
+    [  # the shell expands an unquoted `~/` or `~user/` at a word's start: it stays unquoted
+        ("--conf ~/c/x.yaml", "~/c/x.ajetd-1.yaml", "--conf ~/c/x.ajetd-1.yaml"),
+        ("--conf ~me/x.yaml", "~me/x.ajetd-1.yaml", "--conf ~me/x.ajetd-1.yaml"),
+        # where the user's value was quoted the program got a literal `~`: so does the copy's
+        ("--conf '~/c/x.yaml'", "~/c/x.ajetd-1.yaml", "--conf '~/c/x.ajetd-1.yaml'"),
+        ("--conf=~/c/x.yaml", "~/c/x.ajetd-1.yaml", "--conf=~/c/x.ajetd-1.yaml"),
+    ],
+)
+def test_a_tilde_in_conf_keeps_its_meaning_in_the_copy(given: str, copy: str, pointed: str) -> None:
+    assert point_conf_at(f"python -m ajet.launcher {given} --x", copy) == (
+        f"python -m ajet.launcher {pointed} --x"
+    )
+
+
 def test_the_launcher_is_recognised_and_a_folder_named_ajet_is_not() -> None:
     for command in (
         "python -m ajet.launcher --conf a/b.yaml --autokill",

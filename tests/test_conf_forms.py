@@ -9,6 +9,24 @@ import yaml
 from conftest import Env, wait_for
 
 
+def test_a_conf_under_the_home_named_with_a_tilde_runs_its_fixed_copy(daemon_env: Env) -> None:
+    """`--conf ~/x.yaml` is expanded by the shell: the copy's path must be too (a quoted
+    `'~/x.ajetd-ID.yaml'` is a file named `~` in the codebase, which the program cannot open)."""
+    env = daemon_env
+    config = env.codebase / env.config("mine")  # the daemon's and the trial's HOME: env.tmp
+    data = yaml.safe_load(config.read_text())
+    data["ajet"]["execute_test"] = True  # a fix the copy holds
+    config.write_text(yaml.safe_dump(data))
+    named = "~/codebase/configs/mine.yaml"
+    command = f"python -m fakejet.launcher --conf {named} --autokill"
+    run_id = env.submit(env.blueprint("mine", config=named, command=command))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status["reason"]
+    assert status["metrics"]["global_steps"] == 4
+    copy = yaml.safe_load((config.parent / f"mine.ajetd-{run_id}.yaml").read_text())
+    assert copy["ajet"]["execute_test"] is False
+
+
 def test_a_cd_before_an_absolute_conf_still_takes_the_overrides(daemon_env: Env) -> None:
     """A `cd` moves a relative `--conf`, not an absolute one: the copy is pointed at as
     without it (a `cd` anywhere in the command once refused every yaml_overrides)."""

@@ -99,9 +99,21 @@ def original_of(path: str) -> str:
     return os.path.join(folder, stem.split(COPY_TAG)[0] + suffix)
 
 
+_TILDE = re.compile(r"~[A-Za-z0-9._-]*(?=/)")
+
+
 def point_conf_at(command: str, path: str) -> str:
-    """The command with its `--conf` value replaced by `path` (quoted for the shell)."""
-    return _CONF.sub(lambda m: m.group(1) + shlex.quote(path), command, count=1)
+    """The command with its `--conf` value replaced by `path` (quoted for the shell). A
+    leading `~/` or `~user/` stays outside the quotes where the value it replaces was not
+    quoted: the shell expanded it there, and must here (quoted, it is a folder named `~`)."""
+
+    def word(m: re.Match[str]) -> str:
+        tilde = None if m.group(2) else _TILDE.match(path)
+        if tilde is None:
+            return m.group(1) + shlex.quote(path)
+        return m.group(1) + tilde.group() + shlex.quote(path[tilde.end() :])
+
+    return _CONF.sub(word, command, count=1)
 
 
 def review(
