@@ -260,3 +260,47 @@ def test_a_remote_run_with_a_damaged_record_is_rebuilt_and_reached_there(
         what="no process of the run left on the host",
     )
     assert env.launches() == [f"{run_id} 1"]  # never launched again
+
+
+def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    """The ssh that carries a file dies on the way (the daemon kills it at its timeout; a
+    dropped connection): the host's shell then reads the end of its input early, and the cut
+    text was renamed into place as if whole. Nothing is put in place, nothing left beside."""
+    import threading
+
+    fs = sshcmd.RemoteFs(sshd.spec())
+    target = tmp_path / "copy.yaml"
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            fs.write_text(str(target), "a: " + "x" * (100 << 20) + "\n")
+        except OSError as exc:
+            failed.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+
+    def arriving() -> bool:
+        for entry in os.scandir(tmp_path):
+            try:
+                if entry.name.startswith(".copy.yaml.") and entry.stat().st_size:
+                    return True
+            except FileNotFoundError:
+                continue
+        return False
+
+    wait_for(arriving, what="the text to reach the host")
+    carrying = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.name() == "ssh" and any("cat >" in word for word in p.cmdline())
+    ]
+    assert len(carrying) == 1
+    carrying[0].kill()
+    writer.join(timeout=60)
+    assert failed and "cannot write" in str(failed[0])
+    wait_for(lambda: not list(tmp_path.iterdir()), what="the host's shell to clean up")
+    assert not target.exists()

@@ -334,16 +334,21 @@ class RemoteFs:
 
     def write_text(self, path: str, text: str) -> None:
         """As `store.write_atomic` does here: a temporary file beside `path`, synced, renamed
-        over it (a link at `path` is replaced, not followed); none is left behind on an error."""
+        over it (a link at `path` is replaced, not followed); none is left behind on an error.
+        Renamed only once all of `text` is there: an ssh that dies on the way (killed at its
+        timeout, a dropped connection) ends the host's input early, not the script."""
         q = shlex.quote
         folder, name = os.path.split(path)
+        data = text.encode("utf-8")
         script = (
             f"set -e; t=$(mktemp {q(os.path.join(folder or '.', '.' + name + '.XXXXXX'))})\n"
             "trap 'rm -f \"$t\"' EXIT\n"
-            'cat > "$t"; chmod 644 "$t"; sync "$t" 2>/dev/null || :\n'
+            f'cat > "$t"; n=$(wc -c < "$t"); w={len(data)}\n'
+            '[ $n -eq $w ] || { echo "cut short: $n of $w bytes" >&2; exit 1; }\n'
+            'chmod 644 "$t"; sync "$t" 2>/dev/null || :\n'
             f'mv -f "$t" {q(path)}; trap - EXIT\n'
         )
-        done = run(self.spec, script, stdin=text.encode("utf-8"))
+        done = run(self.spec, script, stdin=data)
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()
             raise OSError(f"cannot write {path} on {self.spec.target}: {why[-1] if why else '?'}")
