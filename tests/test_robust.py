@@ -575,3 +575,29 @@ def test_fifos_where_ajetd_reads_a_users_folder_never_hold_it(env: Env) -> None:
     run_id = env.submit(bp)
     status = env.wait_done(run_id)
     assert status["status"] in ("succeeded", "rejected"), status
+
+
+def test_a_restart_fix_whose_copy_cannot_be_written_ends_the_run_saying_why(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The config needs no fix at admission but one at its first failure (out of memory, a
+    smaller batch allowed) and its folder is read-only (a shared checkout): the run ends
+    failed naming the folder and why, as admission does; it was marked for attention with
+    an internal error at every tick, its trial dead and never relaunched nor ended."""
+    folder = tmpfs(env.codebase / "ro", "1m")
+    data = yaml.safe_load((env.codebase / env.config("rofix", oom_above_micro_batch=2)).read_text())
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+    (folder / "rofix.yaml").write_text(yaml.safe_dump(data))
+    done = subprocess.run(
+        ["mount", "-o", "remount,ro", str(folder)], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    env.start_daemon()
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    run_id = env.submit(env.blueprint("rofix", config="ro/rofix.yaml", ajetd=allow))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["trials"] == 1, status["reason"]
+    reason = status["reason"]
+    assert "ppo_micro_batch_size_per_gpu 8 → 4" in reason, reason
+    assert f"{folder} does not take it: Read-only file system" in reason, reason
+    assert "internal error" not in reason and status["attention"] is None, status

@@ -6,7 +6,6 @@ result dir can be written it gets results.md and a `rejected` finish.flag (DESIG
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 from collections.abc import Callable, Collection, Mapping
@@ -36,7 +35,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
 from ajetd.hosts.base import Host
-from ajetd.hosts.configcopy import repoint, write_copy
+from ajetd.hosts.configcopy import refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,
@@ -85,15 +84,12 @@ def admit(
     try:
         run = _accepted(run, bp, resolved, host.fs)
     except (OSError, AjetdError) as exc:  # the fixed copy of the config not written
-        if isinstance(exc, OSError) and diskfull.is_full(exc) and exc.errno != errno.EROFS:
+        said = refused(exc, resolved.yaml_path)
+        if said is None:
             raise  # not the blueprint's fault: admitted again once there is room
-        # a read-only codebase (a shared checkout, a container's mount) stays read-only:
-        # refused now with what to do, not waited for as a full disk is
-        folder = os.path.dirname(resolved.yaml_path)
-        said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         why = (
             f"exp_yaml_path: ajetd makes its fixes of the config in a copy beside it, and "
-            f"{folder} does not take it: {said}; make that folder writable, or make the "
+            f"{said}; make that folder writable, or make the "
             f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
         )
         return _reject(home, run, text, [why], now, bp, busy_dirs), None

@@ -36,7 +36,7 @@ from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts.base import Fetch, Host, read_local
-from ajetd.hosts.configcopy import repoint, write_copy
+from ajetd.hosts.configcopy import refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_config
 
 log = logging.getLogger(__name__)
@@ -310,7 +310,13 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
     if config is None:
         return f"its config {run.config_path} cannot be read"
     tag = f"{run.run_id}-t{len(run.trials) + 1}"
-    copy = write_copy(run.config_path, config, patches, tag, fs)
+    try:
+        copy = write_copy(run.config_path, config, patches, tag, fs)
+    except OSError as exc:  # a host that does not answer (AjetdError) is asked again
+        said = refused(exc, run.config_path)
+        if said is None:
+            raise  # a full disk: tried again at the next tick
+        return f"its fixed copy is not written: {said}"
     moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs)
     return f"--conf: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
 

@@ -8,12 +8,15 @@ program can open.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
+from ajetd.adapters import diskfull
+from ajetd.core.errors import AjetdError
 from ajetd.frameworks.agentjet import (
     COPY_TAG,
     apply_patches,
@@ -39,6 +42,17 @@ def write_copy(
     patched = apply_patches(config, patches)
     fs.write_text(copy, yaml.safe_dump(patched, sort_keys=False, allow_unicode=True))
     return copy
+
+
+def refused(exc: OSError | AjetdError, original: str) -> str | None:
+    """Why no copy of `original` was written beside it, in words ("/x does not take it:
+    Read-only file system"); None for a full disk, which is waited for (the write is tried
+    again once there is room). A read-only folder (a shared checkout, a container's mount)
+    stays read-only: refused now, not waited for."""
+    if isinstance(exc, OSError) and diskfull.is_full(exc) and exc.errno != errno.EROFS:
+        return None
+    said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{os.path.dirname(original)} does not take it: {said}"
 
 
 def repoint(command: str, codebase: str, current: str, copy: str, fs: Fs) -> str | Names:
