@@ -197,3 +197,43 @@ class Loop:
         info = json.loads((self.env.home / "daemon.json").read_text())
         due = info.get("deep_checks", {}).get(run_id)
         return None if due is None else float(due)
+
+
+class Killed(BaseException):
+    """The daemon's death (`kill -9`) right after a file landed: no guard catches it."""
+
+
+class KillAfter:
+    """Make a `Loop`'s daemon die right after a file named `after` lands (renamed into place,
+    or a go file made in place); `written` lists every file that landed, in order. `disarm()`
+    for the next daemon, which takes over."""
+
+    def __init__(self, monkeypatch: Any, after: str) -> None:
+        from ajetd.daemon import trials
+
+        self.after, self.armed, self.written = after, True, []
+        real_replace, real_mark = Path.replace, trials.mark
+
+        def replace(path: Path, target: Any) -> Any:
+            out = real_replace(path, target)
+            self.landed(target)
+            return out
+
+        def mark(path: Path, mode: int = 0o600) -> None:
+            real_mark(path, mode)
+            self.landed(path)
+
+        monkeypatch.setattr(Path, "replace", replace)
+        monkeypatch.setattr(trials, "mark", mark)
+
+    def landed(self, target: Path | str) -> None:
+        self.written.append(str(target))
+        if self.armed and Path(target).name == self.after:
+            raise Killed(str(target))
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def run_id(self, stem: str) -> str:
+        """The id of the run whose blueprint `stem.md` was claimed."""
+        return Path(next(p for p in self.written if p.endswith(f"__{stem}.md"))).name[:6]

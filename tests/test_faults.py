@@ -21,11 +21,11 @@ from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
-from ajetd.daemon import slots, trials
+from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
-from loopkit import Loop
+from loopkit import KillAfter, Killed, Loop
 
 
 def _waiting_command(env: Env, code: int, trigger: str = "end-now") -> str:
@@ -103,10 +103,6 @@ NCCL = (
 )
 
 
-class Killed(BaseException):
-    """The daemon's death (`kill -9`) right after a file landed: no guard catches it."""
-
-
 @pytest.mark.parametrize(
     "after",
     [
@@ -128,27 +124,7 @@ def test_a_daemon_killed_after_any_write_ends_the_run_once(
         f"echo x >> {launches}; sleep 0.2; "
         f"if [ -z \"$NCCL_NVLS_ENABLE\" ]; then echo '{NCCL}'; exit 1; fi; echo ok"
     )
-    written: list[str] = []
-    armed = [True]
-    real = Path.replace
-
-    def landed(target: Path | str) -> None:
-        written.append(str(target))
-        if armed[0] and Path(target).name == after:
-            raise Killed(str(target))
-
-    def replace(self: Path, target: Any) -> Any:
-        out = real(self, target)
-        landed(target)
-        return out
-
-    def mark(path: Path, mode: int = 0o600) -> None:  # a go file: made in place, no rename
-        real_mark(path, mode)
-        landed(path)
-
-    real_mark = trials.mark
-    monkeypatch.setattr(Path, "replace", replace)
-    monkeypatch.setattr(trials, "mark", mark)
+    kill = KillAfter(monkeypatch, after)
     first = Loop(env)
     with pytest.raises(Killed):
         try:
@@ -156,8 +132,8 @@ def test_a_daemon_killed_after_any_write_ends_the_run_once(
             first.until_done(run_id)
         finally:
             first.close()
-    armed[0] = False
-    run_id = Path(next(p for p in written if p.endswith("__killed.md"))).name[:6]
+    kill.disarm()
+    run_id, written = kill.run_id("killed"), kill.written
     second = Loop(env)
     try:
         second.until(lambda: run_id in second.daemon.runs, f"run {run_id} to be taken up")

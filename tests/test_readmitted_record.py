@@ -12,8 +12,11 @@ import json
 import signal
 from typing import Any
 
-from ajetd.core.rebuilt import READMITTED, Unstarted, not_readmitted
+import pytest
+
+from ajetd.core.rebuilt import READMITTED, Unstarted, never_let_go, not_readmitted
 from conftest import Env, wait_for
+from loopkit import KillAfter, Killed, Loop
 
 
 def _facts(**changed: Any) -> Unstarted:
@@ -36,6 +39,14 @@ def test_only_a_run_that_never_ended_and_owns_its_result_dir_is_admitted_again()
         assert "says it ended" in (not_readmitted(_facts(journal=journal)) or "")
     assert "finish.flag" in (not_readmitted(_facts(flagged=True)) or "")
     assert "live run's" in (not_readmitted(_facts(taken=True)) or "")
+
+
+def test_only_a_folder_whose_trials_never_went_counts_as_never_let_go() -> None:
+    queued = ["blueprint.md", "source-name", "events.jsonl", "state.json"]
+    assert never_let_go(queued)
+    assert never_let_go([*queued, "trial-1.sh", "trial-1.wake", "trial-1.job.sh"])
+    for went in ("trial-1.go", "trial-1.exit", "trial-1.hup", "trial-1.remote.sh", "trial-2.sh"):
+        assert not never_let_go([*queued, "trial-1.sh", went]), went
 
 
 def test_a_queued_run_with_a_damaged_record_is_admitted_again_and_launched_once(
@@ -100,3 +111,34 @@ def test_a_queued_run_with_a_damaged_record_is_admitted_again_and_launched_once(
 def _journal(env: Env, run_id: str) -> list[str]:
     lines = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
     return [json.loads(line)["event"] for line in lines]
+
+
+def test_a_run_damaged_before_its_first_trial_was_let_go_is_admitted_again(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon died right after it wrote trial 1's script, before any session or go file;
+    the record was then cut. Nothing of the run ran: it is admitted again whole (its
+    admission's warnings, fixes and relaunches, not a rebuilt run's), and launched once."""
+    kill = KillAfter(monkeypatch, "trial-1.sh")
+    first = Loop(env)
+    ran = env.tmp / "ran"
+    with pytest.raises(Killed):
+        try:
+            first.submit(env.blueprint("early", command=f"echo x >> {ran}", ajetd="gpus: 0"))
+            first.turn()
+        finally:
+            first.close()
+    kill.disarm()
+    run_id = kill.run_id("early")
+    state = env.home / "runs" / run_id / "state.json"
+    state.write_bytes(state.read_bytes()[:120])
+    second = Loop(env)
+    try:
+        run = second.until(lambda: second.daemon.runs.get(run_id), f"run {run_id} again")
+        assert [w for w in run.warnings if w.startswith(READMITTED)]
+        flag = second.until_done(run_id)
+        assert (flag["status"], flag["trials"]) == ("succeeded", 1)
+        assert "rebuilt" not in flag["reason"] and ran.read_text() == "x\n"  # once
+    finally:
+        second.close()
+    assert (env.home / "runs" / run_id / "state.json.damaged").exists()

@@ -13,12 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ajetd.core.model import State
 from ajetd.core.rebuilt import TrialFiles, rebuilt_run, remote_dir
 from ajetd.core.trialscript import MetricSource, TrialSpec, read_trial_script, render_trial_script
 from ajetd.daemon.trials import read_metrics
 from conftest import Env, wait_for
-from loopkit import Loop
+from loopkit import KillAfter, Killed, Loop
 
 
 def _waiting_command(env: Env, code: int) -> str:
@@ -107,29 +109,40 @@ def test_a_damaged_run_alive_on_another_tmux_server_is_never_called_lost(env: En
         second.close()
 
 
-def test_a_run_damaged_before_its_trial_was_let_go_is_started_once(env: Env) -> None:
-    """Cut between its script and its go file (no session yet): the rebuilt record has the
-    trial unstarted, so the daemon lets it go, once, as for any record."""
+NCCL = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
+)
+
+
+def test_a_relaunch_damaged_before_it_was_let_go_is_started_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 1 failed (NCCL) and the daemon died right after it wrote the relaunch's script,
+    before its go file; the record was then cut. Trial 2 is rebuilt unstarted (its script
+    holds the fix's environment), so the daemon lets it go, once, as for any record."""
+    launches = env.tmp / "launches"
+    command = (
+        f"echo x >> {launches}; "
+        f"if [ -z \"$NCCL_NVLS_ENABLE\" ]; then echo '{NCCL}'; exit 1; fi; echo ok"
+    )
+    kill = KillAfter(monkeypatch, "trial-2.sh")
     first = Loop(env)
-    try:
-        bp = env.blueprint("late", command="echo hello >> $AJETD_RESULT_DIR/ran; exit 0")
-        run_id = first.submit(bp)
-        first.until_done(run_id)
-        session = first.run(run_id).session
-    finally:
-        first.close()
-    runs, result = env.home / "runs" / run_id, env.tmp / "results" / "late"
-    for path in (runs / "trial-1.go", runs / "trial-1.exit", result / "finish.flag"):
-        path.unlink()  # as if the daemon died before it let the trial go
-    (result / "ran").unlink()
-    assert env.tmux("kill-session", "-t", f"={session}").returncode == 0
+    with pytest.raises(Killed):
+        try:
+            first.until_done(first.submit(env.blueprint("late", command=command)))
+        finally:
+            first.close()
+    kill.disarm()
+    run_id = kill.run_id("late")
+    assert not (env.home / "runs" / run_id / "trial-2.go").exists()
     _damage(env, run_id)
     second = Loop(env)
     try:
         assert second.run(run_id).state is not State.DONE
         flag = second.until_done(run_id)
-        assert (flag["status"], flag["trials"]) == ("succeeded", 1) and "rebuilt" in flag["reason"]
-        assert (result / "ran").read_text() == "hello\n"  # it ran once
+        assert (flag["status"], flag["trials"]) == ("succeeded", 2) and "rebuilt" in flag["reason"]
+        assert launches.read_text() == "x\nx\n"  # each trial once
     finally:
         second.close()
 

@@ -63,6 +63,26 @@ def _stat(pid: str) -> tuple[int, int, int] | None:
         return None
 
 
+def running_script(script: str) -> list[int]:
+    """This user's processes running `script` as a program's argument (`bash <script>`: a
+    trial's pane process, waiting for its go file or running it, on any tmux server)."""
+    want, me, found = os.fsencode(script), os.getuid(), []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(PROC):
+            if not name.isdigit():
+                continue
+            try:
+                if os.stat(f"{PROC}/{name}").st_uid != me:
+                    continue
+                with open(f"{PROC}/{name}/cmdline", "rb") as handle:
+                    args = handle.read(65536).split(b"\0")
+            except OSError:
+                continue
+            if want in args[1:]:
+                found.append(int(name))
+    return found
+
+
 def lost_terminal(pid: int) -> bool:
     """True when a live process has no controlling terminal any more: its tmux pane was
     closed (the session killed by hand) while it lives on, waiting for a quiet child that

@@ -50,6 +50,7 @@ class SwarmSpec:
 
 
 REMOTE_BASE = ".ajetd-remote"  # an SSH host's runs' folders: $HOME/.ajetd-remote/<run id>
+REMOTE_SCRIPT = "remote.sh"  # trial-N.remote.sh: an SSH trial's program script, kept as sent
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ so the facts are read from that one; an SSH run's folder on its host is where th
 go file is (`remote_dir`); a Slurm job is found as after any restart, by its name
 (`ajet_<run>_t<N>`) and the id a batch follower wrote (`trial-N.job.id`).
 
-A run that never launched a trial (queued: waiting for GPUs or its turn) lost nothing but its
+A run that never let a trial go (queued: waiting for GPUs or its turn; or its first trial
+prepared, script written, by a daemon that died before its go file) lost nothing but its
 admission's record, and its stored blueprint is still there: it is admitted again from that
 copy (`not_readmitted`), with its run id and result dir, its submission time and a warning
 (`READMITTED`), and then waits, is placed and launched as any run (nothing is flagged: no
@@ -30,11 +31,13 @@ a finish.flag (its end, or another run's results: that folder is not this run's 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from ajetd.core.hostspecs import REMOTE_BASE
+from ajetd.core.hostspecs import REMOTE_BASE, REMOTE_SCRIPT
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import ScriptFacts
@@ -57,9 +60,28 @@ class TrialFiles:
     exit: tuple[int, float | None] | None  # its exit file, whole
 
 
+_TRIAL_FILE = re.compile(r"trial-(\d{1,9})\.(.+)")
+# a trial file that says it was let go: its go file, and what only a trial let go writes (its
+# exit and hang-up files; an SSH trial's program script, sent to the host before the go file)
+_LET_GO = frozenset({"go", "exit", "hup", REMOTE_SCRIPT})
+
+
+def never_let_go(names: Iterable[str]) -> bool:
+    """A run folder's file names say no trial of it was ever let go: none but trial 1's files
+    (a second trial follows a first that ran), and none of those says it went (`_LET_GO`):
+    queued, or its first trial prepared (record, script) by a daemon that died before its go
+    file. Such a run is admitted again whole (`not_readmitted`), not rebuilt."""
+    for name in names:
+        found = _TRIAL_FILE.fullmatch(name)
+        if found is not None and (found[1] != "1" or found[2] in _LET_GO):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Unstarted:
-    """A damaged run's folder that holds no trial file: what admitting it again depends on."""
+    """A damaged run's folder whose trials were never let go (`never_let_go`): what admitting
+    it again depends on."""
 
     run_id: str
     has_blueprint: bool  # its stored copy (runs/<id>/blueprint.md) can be read
@@ -89,7 +111,7 @@ def not_readmitted(facts: Unstarted) -> str | None:
 def readmitted_note(damage: str) -> str:
     """The warning a re-admitted run carries (and its journal and the daemon's log say)."""
     return (
-        f"{READMITTED}{damage}; no trial had been launched, so it was admitted again from "
+        f"{READMITTED}{damage}; no trial had been let go, so it was admitted again from "
         "its stored blueprint (same run id and result dir)"
     )
 

@@ -16,15 +16,18 @@ program that lingers without its terminal after its session was killed makes the
 for any run). The damaged file is kept beside the new one (`state.json.damaged`); the journal
 and the daemon's log say what was done.
 
-A run that never launched a trial (no trial file in its folder: it was queued) is not rebuilt
-but admitted again from its stored blueprint (`readmission`, `core.rebuilt.not_readmitted`),
-unless its journal says it ended or its result dir holds a finish.flag or is a live run's.
+A run that never let a trial go (`core.rebuilt.never_let_go`: queued, or its first trial only
+prepared) is not rebuilt but admitted again from its stored blueprint (`readmission`,
+`core.rebuilt.not_readmitted`), unless its journal says it ended or its result dir holds a
+finish.flag or is a live run's; or where a process still runs its first trial's script (a
+pane waiting for the go file: rebuilt, adopting that pane, never a second one let go).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +36,19 @@ from ajetd.adapters import inbox, procs, runrecords, trialfiles
 from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
+from ajetd.core.hostspecs import REMOTE_SCRIPT
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
-from ajetd.core.rebuilt import Unstarted, not_readmitted, readmitted_note, rebuilt_run, remote_dir
+from ajetd.core.rebuilt import (
+    Unstarted,
+    never_let_go,
+    not_readmitted,
+    readmitted_note,
+    rebuilt_run,
+    remote_dir,
+)
 from ajetd.hosts.preflight import in_use
 from ajetd.hosts.slurmjob import JOB_SCRIPT
-from ajetd.hosts.ssh import REMOTE_SCRIPT
 
 log = logging.getLogger(__name__)
 ELSEWHERE = (REMOTE_SCRIPT, JOB_SCRIPT)  # the program's own scripts of the other places
@@ -111,6 +121,19 @@ def rebuild(
         return None
     if pane is None and last.exit is not None:
         return None  # it ended while no daemon watched, and its pane is gone: not live
+    script = home.trial_file(run_id, last.number, "sh")
+    if pane is None and last.started_at is None and procs.running_script(str(script)):
+        # no pane here, yet its script waits for its go file: on another tmux server, which
+        # only the lost record named; a new session here would let both go
+        log.error(
+            "run %s: not rebuilt: trial %d waits to be let go on a terminal that is no pane "
+            "of this tmux server (%s): start the daemon with the AJETD_TMUX_SOCKET it was "
+            "started with",
+            run_id,
+            last.number,
+            socket,
+        )
+        return None
     session = pane.session if pane is not None else ""
     if not session and last.started_at is None:  # never let go: a session to create
         base = session_base(said.purpose if said else "", Path(source).stem, run_id)
@@ -145,8 +168,15 @@ def readmission(
     (a folder with trial files is `rebuild`'s), or where it must stay named (logged why).
     `taken`: the live runs' result dirs."""
     folder = home.run_dir(run_id)
-    if not folder.is_dir() or any(folder.glob("trial-*")):
+    try:
+        names = os.listdir(folder)
+    except OSError:  # a stray file where the folder should be
         return None
+    if not never_let_go(names):
+        return None  # `rebuild`'s
+    script = str(home.trial_file(run_id, 1, "sh"))
+    if "trial-1.sh" in names and procs.running_script(script):
+        return None  # its pane waits for the go file: `rebuild` adopts it (never a second)
     text: str | None = None
     with contextlib.suppress(OSError):
         text = home.blueprint_text(run_id)

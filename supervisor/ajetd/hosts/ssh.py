@@ -18,7 +18,7 @@ from ajetd.core import model
 from ajetd.core.errors import AjetdError
 from ajetd.core.finding import Finding
 from ajetd.core.gpuuse import GpuSample
-from ajetd.core.hostspecs import SshSpec
+from ajetd.core.hostspecs import REMOTE_SCRIPT, SshSpec
 from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
@@ -29,7 +29,6 @@ from ajetd.hosts.local import LocalHost
 
 log = logging.getLogger(__name__)
 SSH_LOST = "ssh_lost"
-REMOTE_SCRIPT = "remote.sh"  # trial-N.remote.sh: the program's script, kept here as sent
 
 
 def ssh_lost_finding(host: str, at: float) -> Finding:
