@@ -310,3 +310,40 @@ def test_a_run_placed_elsewhere_whose_blueprint_is_gone_stays_named(env: Env) ->
         assert not (runs / "state.json.damaged").exists()
     finally:
         second.close()
+
+
+def test_a_run_that_ended_with_its_reports_pending_is_never_rebuilt(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon died after the run's end was journalled and its record saved, before its
+    finish.flag (its reports pending; its dead pane still kept), and the record was then cut.
+    The journal says it ended: it stays named, never brought back to life as a running run,
+    ended a second time (another status) or its on_finish run twice."""
+    hook = env.tmp / "hook-ran"
+    kill = KillAfter(monkeypatch, "run.json")  # the reports land, finish.flag not yet
+    first = Loop(env)
+    bp = env.blueprint(
+        "ended", command="exit 3", ajetd=f"gpus: 0\non_finish: 'echo hook >> {hook}'"
+    )
+    with pytest.raises(Killed):
+        try:
+            first.until_done(first.submit(bp))
+        finally:
+            first.close()
+    kill.disarm()
+    run_id = kill.run_id("ended")
+    folder = env.home / "runs" / run_id
+    assert not (env.tmp / "results" / "ended" / "finish.flag").exists()
+    _damage(env, run_id)
+    second = Loop(env)
+    try:
+        second.turn()
+        assert second.daemon.runs.get(run_id) is None  # not rebuilt
+        assert run_id in second.daemon.home.damaged  # named
+    finally:
+        second.close()
+    lines = (folder / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in lines]
+    assert sum(e.startswith("run ended: ") for e in events) == 1, events  # ended once
+    assert not any(e.startswith("record rebuilt") for e in events), events
+    assert not hook.exists()  # never a second end's hook

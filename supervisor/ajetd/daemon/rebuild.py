@@ -2,7 +2,9 @@
 folder that holds trials) is rebuilt from its folder (`core.rebuilt`) and supervised again,
 instead of being left running in tmux with nobody watching its end.
 
-Only a run that may still live is rebuilt: one whose trial scripts are all there, whose last
+Only a run that may still live is rebuilt: one whose journal does not say it ended (its end
+is journalled before its record is saved: one that ended with its reports pending and its
+dead pane kept is not brought back), whose trial scripts are all there, whose last
 trial has not ended without a pane left, and whose result dir is there, holds no finish.flag
 (its own: it ended; another run's: the folder is that run's now) and is no live run's. The
 others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on
@@ -37,6 +39,7 @@ from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.hostspecs import REMOTE_SCRIPT
+from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
 from ajetd.core.rebuilt import (
@@ -68,6 +71,11 @@ def rebuild(
     dirs."""
     folder = home.run_dir(run_id)
     if not folder.is_dir():
+        return None
+    if ended_in_journal(text for _, text in home.events(run_id)):
+        # its end was recorded (its reports may still be pending, its dead pane kept): never
+        # brought back to life, ended a second time, its on_finish run again
+        log.error("run %s: not rebuilt: its journal (events.jsonl) says it ended", run_id)
         return None
     options, problem = inbox.read_stored_options(home, run_id)
     if problem is not None and any(any(folder.glob(f"trial-*.{p}")) for p in ELSEWHERE):
