@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ajetd.adapters.store import Home
 from ajetd.core.rebuilt import READMITTED, Unstarted, never_let_go, not_readmitted
 from conftest import Env, wait_for
 from loopkit import KillAfter, Killed, Loop
@@ -142,3 +143,41 @@ def test_a_run_damaged_before_its_first_trial_was_let_go_is_admitted_again(
     finally:
         second.close()
     assert (env.home / "runs" / run_id / "state.json.damaged").exists()
+
+
+def test_a_claim_whose_journal_line_was_cut_mid_character_is_admitted_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon died while it appended a claim's first journal line, cut inside a character
+    of the blueprint's name (训练.md: three bytes each), so the journal is not UTF-8, and the
+    run has no record. `status` and the daemon's start read that journal (is this record-less
+    folder a run that ended?): the cut line is skipped, and the claim is admitted, launched
+    once."""
+    real_append = Home.append_event
+
+    def die_mid_line(home: Home, run_id: str, at: float, text: str) -> None:
+        if not text.endswith(" claimed"):
+            return real_append(home, run_id, at, text)
+        line = json.dumps({"at": at, "event": text}, ensure_ascii=False).encode()
+        with open(home.run_dir(run_id) / "events.jsonl", "ab") as journal:
+            journal.write(line[: line.index("训".encode()) + 2])  # cut inside 训
+        raise Killed(text)
+
+    monkeypatch.setattr(Home, "append_event", die_mid_line)
+    first = Loop(env)
+    ran = env.tmp / "ran"
+    with pytest.raises(Killed):
+        try:
+            first.submit(env.blueprint("训练", command=f"echo x >> {ran}", ajetd="gpus: 0"))
+        finally:
+            first.close()
+    monkeypatch.setattr(Home, "append_event", real_append)
+    [run_id] = [p.name for p in (env.home / "runs").iterdir()]
+    assert not (env.home / "runs" / run_id / "state.json").exists()
+    shown = env.cli("status")
+    assert shown.returncode == 0, shown.stderr
+    daemon = env.start_daemon("--liveness", "0.5")
+    ended = env.wait_done(run_id)
+    assert (ended["status"], ended["trials"]) == ("succeeded", 1), ended
+    assert ran.read_text() == "x\n"  # once
+    assert daemon.poll() is None

@@ -236,12 +236,13 @@ def write_in_place(path: Path, data: bytes) -> None:
 
 def read_events(path: Path) -> list[tuple[float, str]]:
     """A run's journal (events.jsonl): each line's time and text; a line that is not one (cut
-    short by a full disk) is skipped, a missing journal is empty."""
+    short by a full disk or a crash, also inside a character: each line is decoded on its
+    own, never the whole file at once) is skipped, a missing journal is empty."""
     out: list[tuple[float, str]] = []
-    with contextlib.suppress(FileNotFoundError):
-        for line in path.read_text().splitlines():
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as handle:
+        for line in handle:
             with contextlib.suppress(ValueError, KeyError, TypeError):
-                item = json.loads(line)
+                item = json.loads(line.decode(errors="replace"))
                 out.append((float(item["at"]), str(item["event"])))
     return out
 
