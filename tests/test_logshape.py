@@ -982,3 +982,81 @@ def test_the_gates_keep_every_catalogue_line_read_the_same() -> None:
         for line in path.read_text(errors="replace").splitlines():
             got = classify(line)
             assert (got.name if got else None) == _tried_one_by_one(line), (path.name, line)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # torch.compile's autotuning (max-autotune) on a GPU with less shared memory than a
+        # candidate kernel needs: Inductor logs Triton's refusal and drops that candidate, and
+        # the run goes on healthy (Physical-Intelligence/openpi#654, pytorch#150980): no failure
+        (
+            "E0912 11:54:57.366000 1121181 torch/_inductor/select_algorithm.py:2100] [7/0] "
+            "Runtime error during autotuning: \n"
+            "E0912 11:54:57.366000 1121181 torch/_inductor/select_algorithm.py:2100] [7/0] No "
+            "valid triton configs. OutOfResources: out of resource: shared memory, Required: "
+            "131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.. \n"
+            "E0912 11:54:57.366000 1121181 torch/_inductor/select_algorithm.py:2100] [7/0] "
+            "Ignoring this choice.\n"
+            "AUTOTUNE bmm(8x50x256, 8x256x1018)",
+            [],
+        ),
+        # ... while Triton's own exception, raised (sglang#8513, the autotuner's older module),
+        # or carried by the compile it ended, is the failure
+        (
+            "triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: "
+            "131072, Hardware limit: 98304. Reducing block sizes or `num_stages` may help.",
+            ["cuda_error"],
+        ),
+        (
+            "(TaskRunner pid=1) triton.runtime.errors.OutOfResources: out of resource: shared "
+            "memory, Required: 147456, Hardware limit: 101376.",
+            ["cuda_error"],
+        ),
+    ],
+)
+def test_triton_refusing_a_kernel_is_a_failure_only_where_it_is_raised(
+    text: str, kinds: list[str]
+) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # the inference server the run launched could not reach the Hub (DNS, an unreachable
+        # host) and ended; the client is then refused by it: the network is the cause (a relaunch
+        # under a proxy may help, a plain one cannot), the refusal its echo
+        (
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+            "find it in the cached files and it looks like Qwen/Qwen2.5-7B is not the path to a "
+            "directory containing a file named config.json.\n"
+            "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=8000)"
+            ": Max retries exceeded with url: /health (Caused by NewConnectionError('<urllib3."
+            "connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: "
+            "[Errno 111] Connection refused'))",
+            ["network", "connection_refused"],
+        ),
+        (
+            "OSError: [Errno -3] Temporary failure in name resolution\n"
+            "Error: HTTPConnectionPool(host='127.0.0.1', port=30000): Max retries exceeded with "
+            "url: /generate (Caused by NewConnectionError('<urllib3.connection.HTTPConnection "
+            "object at 0x7f6>: Failed to establish a new connection: [Errno 111] Connection "
+            "refused'))",
+            ["network", "connection_refused"],
+        ),
+        # a connection to the server that dropped, then refused (sglang#25084), either order of
+        # the two kinds' lines: the server went down, the refusal first
+        (
+            "Error: HTTPConnectionPool(host='10.0.0.8', port=30033): Max retries exceeded with "
+            "url: /v1/chat/completions (Caused by NewConnectionError('<urllib3.connection."
+            "HTTPConnection object at 0x7f6>: Failed to establish a new connection: [Errno 111] "
+            "Connection refused'))\n"
+            "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError("
+            "104, 'Connection reset by peer'))",
+            ["connection_refused", "network"],
+        ),
+    ],
+)
+def test_a_refusal_explains_only_a_connection_that_dropped(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds

@@ -35,6 +35,9 @@ class Kind:
     consequence: bool = False  # usually the cascade of another failure, not its root
     # kinds whose failure this one names the cause of: found with it, they rank as its echoes
     explains: tuple[str, ...] = ()
+    # where given, only their lines this matches are such echoes: the others name a cause of
+    # their own
+    explains_only: re.Pattern[str] | None = None
 
     @cached_property
     def gated(self) -> tuple[Pattern | None, tuple[Pattern, ...]]:
@@ -266,10 +269,14 @@ CATALOGUE: tuple[Kind, ...] = (
             r"cuda error: (?!out of memory|invalid device ordinal|no cuda-capable device)",
             r"cuda driver error",
             r"\bxid\b.*\b(13|31|43|48|63|64|74|79|94|95)\b",
-            # Triton refusing a kernel whose launch needs more than the GPU has: its words
-            # are singular (`OutOfResources: out of resource: shared memory, Required: 147456,
-            # Hardware limit: 101376`), the older plural kept
-            r"triton.*(illegal|out of resources?\b)",
+            r"triton.*(illegal|out of resources\b)",
+            # Triton refusing a kernel whose launch needs more than the GPU has, raised: its
+            # exception line (`triton.runtime.errors.OutOfResources: out of resource: shared
+            # memory, Required: 147456, Hardware limit: 101376`). Not the same words inside a
+            # line: torch.compile's autotuning logs them for a candidate kernel it then drops
+            # (`No valid triton configs. OutOfResources: out of resource: ...`, then `Ignoring
+            # this choice.`) and goes on
+            r"^\s*([\w.]+\.)?outofresources: out of resource\b",
             r"cutlass error",
             r"\.cu:\d+: .*assertion .* failed",
             r"curesult error",
@@ -348,9 +355,17 @@ CATALOGUE: tuple[Kind, ...] = (
             r"host='(localhost|127\.0\.0\.1|0\.0\.0\.0)'.*max retries exceeded",
         ),
         # a client that lost its connection to the server (`RemoteDisconnected('Remote end
-        # closed connection without response')`, a reset, a timeout) and is then refused by it
-        # saw the server go down: the refusal names the cause of the drop printed above it
+        # closed connection without response')`, a reset, a read that timed out) and is then
+        # refused by it saw the server go down: the refusal names the cause of the drop. Only
+        # of a drop: a host that could not be reached at all (DNS, a proxy, TLS, the Hub over
+        # HTTPS, a connect that timed out) is the network's own failure, and a server of the
+        # run that needed it (its model on the Hub) ends and refuses as its echo
         explains=("network",),
+        explains_only=re.compile(
+            r"^(?!.*https).*\b(remotedisconnected|remote end closed|connection ?(reset|aborted)"
+            r"|readtimeout|read timed out)",
+            re.IGNORECASE,
+        ),
     ),
     Kind(
         "ray_cluster",
@@ -999,6 +1014,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "_launch_blocking",
         "xid",
         "triton",
+        "outofresources",
         "cutlass",
         ".cu:",
         "curesult error",

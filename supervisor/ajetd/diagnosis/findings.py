@@ -103,8 +103,9 @@ class Diagnoser:
     _importing: tuple[int, str] | None = None  # the open traceback's last frame imports: where
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
-    _explained: set[str] = field(default_factory=set)  # kinds a specific kind found names the
-    # cause of (`Kind.explains`): echoes of it
+    _explained: dict[str, re.Pattern[str] | None] = field(default_factory=dict)  # kinds a
+    # specific kind found names the cause of (`Kind.explains`), echoes of it where their line
+    # matches the pattern given (`Kind.explains_only`; None: every line)
 
     @property
     def in_traceback(self) -> bool:
@@ -122,7 +123,7 @@ class Diagnoser:
             _first=dict(self._first),
             _rank=dict(self._rank),
             _counts=dict(self._counts),
-            _explained=set(self._explained),
+            _explained=dict(self._explained),
         )
 
     def feed(self, lines: Iterable[tuple[int, str]]) -> None:
@@ -132,10 +133,10 @@ class Diagnoser:
     def _record(self, kind: Kind | UserKind, number: int, text: str, rank: int) -> None:
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
         if isinstance(kind, Kind):
-            if kind.name in self._explained:
+            if self._is_explained(kind.name, text):
                 rank = max(rank, ECHO)  # a kind found names its cause
             elif kind.explains and rank == SPECIFIC:
-                self._explain(kind.explains)
+                self._explain(kind)
         if kind.name not in self._first:
             evidence = text.strip()[:EVIDENCE_CHARS]
             if isinstance(kind, UserKind):
@@ -156,12 +157,23 @@ class Diagnoser:
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
             self._changes += 1
 
-    def _explain(self, names: tuple[str, ...]) -> None:
-        """A specific kind found names the cause of these: those found before it, as the cause
-        printed above the advice that names it, rank as its echoes from now on."""
-        for name in names:
-            self._explained.add(name)
-            if self._rank.get(name, ECHO) < ECHO:
+    def _is_explained(self, name: str, text: str) -> bool:
+        """Whether a specific kind found names the cause of this line of kind `name`."""
+        if name not in self._explained:
+            return False
+        only = self._explained[name]
+        return only is None or only.search(text) is not None
+
+    def _explain(self, kind: Kind) -> None:
+        """A specific kind found names the cause of those it explains: those found before it,
+        as the cause printed above the advice that names it, rank as its echoes from now on
+        (where `Kind.explains_only` is given, those whose first line it matches)."""
+        for name in kind.explains:
+            self._explained[name] = kind.explains_only
+            found = self._first.get(name)
+            if found is None or self._rank[name] >= ECHO:
+                continue
+            if self._is_explained(name, found.evidence):
                 self._rank[name] = ECHO
                 self._changes += 1
 
