@@ -304,3 +304,43 @@ def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
     assert failed and "cannot write" in str(failed[0])
     wait_for(lambda: not list(tmp_path.iterdir()), what="the host's shell to clean up")
     assert not target.exists()
+
+
+def test_a_host_that_stops_answering_before_the_fixed_copy_rejects_saying_so(
+    env: Env, sshd: Sshd
+) -> None:
+    """The host answered the blueprint's checks, then not the write of the fixed copy (its
+    connection gone in between): the run is rejected quoting ssh, told to submit again once
+    the host answers, not to make a folder writable that ajetd never reached."""
+    import time
+
+    from ajetd.adapters.store import Home
+    from ajetd.core.model import Status
+    from ajetd.daemon import admission
+    from ajetd.hosts.ssh import SshHost
+
+    config = env.config("gone")
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["ajet"]["execute_test"] = True  # a fix: the copy must be written
+    (env.codebase / config).write_text(yaml.safe_dump(data))
+    bp = env.blueprint("gone", config=config, ajetd=sshd.ajetd_part())
+    home = Home(env.home)
+    folder = home.run_dir("gone01")
+    folder.mkdir(parents=True)
+    claimed = folder / "blueprint.md"
+    claimed.write_text(bp.read_text())
+    dead = replace(sshd.spec(), port=1)  # where the host's answers stop
+    run, options = admission.admit(
+        home,
+        "gone01",
+        claimed,
+        "gone.md",
+        time.time(),
+        {},
+        {},
+        lambda run_id, _: SshHost(home, dead, (), run_id),
+    )
+    assert run.status is Status.REJECTED and options is None
+    assert "ssh to " in run.reason and "port 1 failed" in run.reason, run.reason
+    assert "make that folder writable" not in run.reason, run.reason
+    assert "submit it again once" in run.reason and "execute_test" in run.reason, run.reason

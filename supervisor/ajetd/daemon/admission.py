@@ -35,7 +35,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
 from ajetd.hosts.base import Host
-from ajetd.hosts.configcopy import refused, repoint, write_copy
+from ajetd.hosts.configcopy import refusal_fix, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,
@@ -89,7 +89,7 @@ def admit(
             raise  # not the blueprint's fault: admitted again once there is room
         why = (
             f"exp_yaml_path: ajetd makes its fixes of the config in a copy beside it, and "
-            f"{said}; make that folder writable, or make the "
+            f"{said}; {refusal_fix(exc)}, or make the "
             f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
         )
         return _reject(home, run, text, [why], now, bp, busy_dirs), None

@@ -51,8 +51,17 @@ def refused(exc: OSError | AjetdError, original: str) -> str | None:
     stays read-only: refused now, not waited for."""
     if isinstance(exc, OSError) and diskfull.is_full(exc) and exc.errno != errno.EROFS:
         return None
-    said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"{os.path.dirname(original)} does not take it: {said}"
+    if not isinstance(exc, OSError):  # the host did not answer: its folder was not asked
+        return f"{os.path.dirname(original)} could not be reached: {exc}"
+    return f"{os.path.dirname(original)} does not take it: {exc.strerror or exc}"
+
+
+def refusal_fix(exc: OSError | AjetdError) -> str:
+    """What the user can do about `refused`'s reason: a folder that refuses writes is made
+    writable; anything else (a host that stopped answering, its full disk) passes."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return "make that folder writable"
+    return "submit it again once it can be written there"
 
 
 def repoint(command: str, codebase: str, current: str, copy: str, fs: Fs) -> str | Names:
