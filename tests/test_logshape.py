@@ -775,6 +775,8 @@ def test_a_head_with_nothing_unless_after_it_reads_as_its_lookahead_did() -> Non
         "socket ",
         "connect ",
         "likely a timeout ",
+        "will retry ",
+        "retrying ",
         "x ",
     ]
     lines = [
@@ -1059,4 +1061,29 @@ def test_triton_refusing_a_kernel_is_a_failure_only_where_it_is_raised(
     ],
 )
 def test_a_refusal_explains_only_a_connection_that_dropped(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # c10d's client whose connect to the store timed out, said in the server's name and
+        # retried (torch's socket.cpp, `C10D_WARNING("The server socket on {} has timed out,
+        # will retry.")`, printed while a rendezvous waits on a host that is not up yet): a
+        # warning a run that goes on prints, no rank stalled waiting for a peer
+        (
+            "[W1201 10:00:00.123456789 socket.cpp:936] [c10d] The server socket on "
+            "[::ffff:10.5.0.2]:29500 has timed out, will retry.",
+            [],
+        ),
+        ("[W socket.cpp:...] [c10d] The server socket has timed out, retrying (attempt 1/3)", []),
+        # the peer that did not send in time is still a stalled rank (verl#668)
+        (
+            "[rank7]:[W410 21:36:52.177160212 socket.cpp:485] [c10d] waitForInput: socket "
+            "timed out after 300000ms",
+            ["nccl_timeout"],
+        ),
+    ],
+)
+def test_a_socket_timeout_retried_is_no_stalled_rank(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds

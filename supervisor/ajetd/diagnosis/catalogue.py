@@ -208,8 +208,15 @@ CATALOGUE: tuple[Kind, ...] = (
             # after 600000ms`, `poll for socket ... returned 0, likely a timeout`; HCCL's
             # `Getting socket times out. Reason: Remote Rank did not send the data in time`).
             # Not a socket that could not connect (the network's: `The client socket has timed
-            # out after 60s while trying to connect to ...`), nor Python's `socket.timeout`
-            Unless((r"\bsocket ",), r"\bconnect", r"\b((timed|times) out|likely a timeout)\b"),
+            # out after 60s while trying to connect to ...`), nor one retried (c10d's client
+            # whose connect timed out, said in the server's name: `The server socket on ... has
+            # timed out, will retry.`, a warning while a rendezvous waits), nor Python's
+            # `socket.timeout`
+            Unless(
+                (r"\bsocket ",),
+                r"\b(connect|retr(y|ying|ies)\b)",
+                r"\b((timed|times) out|likely a timeout)\b",
+            ),
         ),
     ),
     Kind(
