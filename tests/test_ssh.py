@@ -4,10 +4,12 @@ stays local and follows the remote trial; exit codes, logs, val results, the tim
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -344,3 +346,65 @@ def test_a_host_that_stops_answering_before_the_fixed_copy_rejects_saying_so(
     assert "ssh to " in run.reason and "port 1 failed" in run.reason, run.reason
     assert "make that folder writable" not in run.reason, run.reason
     assert "submit it again once" in run.reason and "execute_test" in run.reason, run.reason
+
+
+def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_the_host(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SSH run admitted and queued, its record then cut while the daemon was down; at the
+    next start its host does not answer. Admitting it again from its stored blueprint checks
+    it there: it is not rejected (an end, for good) for an outage, but waits, named, and is
+    admitted again once the host answers; then launched once."""
+    from conftest import _sshd
+    from loopkit import KillAfter, Killed, Loop
+
+    folder = tmp_path / "own-sshd"
+    folder.mkdir()
+    servers = _sshd(folder, [])
+    own = next(servers)
+    restarted: list[Any] = []
+    kill = KillAfter(monkeypatch, "state.json")  # admitted and queued: its record's first save
+    first = Loop(env)
+    bp = env.blueprint("later", config=env.config("later"), ajetd=own.ajetd_part())
+    try:
+        with pytest.raises(Killed):
+            try:
+                first.submit(bp)
+            finally:
+                first.close()
+        kill.disarm()
+        run_id = kill.run_id("later")
+        state = env.home / "runs" / run_id / "state.json"
+        assert json.loads(state.read_text())["state"] == "queued"
+        state.write_bytes(state.read_bytes()[:120])
+        next(servers, None)  # the host stops answering, its shared connections too
+        for master in psutil.process_iter(["cmdline"]):
+            words = master.info["cmdline"] or []
+            if any(str(sshcmd.control_dir()) in a and "[mux]" in a for a in words):
+                master.kill()
+        second = Loop(env, liveness_s=0.2)
+        try:
+            second.turn()
+            assert run_id not in second.daemon.runs  # not rejected: it waits for its host
+            assert not (env.tmp / "results" / "later" / "finish.flag").exists()
+            binary = shutil.which("sshd") or "/usr/sbin/sshd"
+            restarted.append(
+                subprocess.Popen(
+                    [binary, "-D", "-e", "-f", str(folder / "sshd_config")],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            second.until(lambda: run_id in second.daemon.runs, "the run admitted again")
+            flag = second.until_done(run_id)
+            assert (flag["status"], flag["trials"]) == ("succeeded", 1), flag
+        finally:
+            second.close()
+        assert env.launches() == [f"{run_id} 1"]  # once
+    finally:
+        for server in restarted:
+            server.terminate()
+            server.wait(timeout=10)
+        next(servers, None)
+        for run_dir in (env.home / "runs").glob("*"):
+            shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)

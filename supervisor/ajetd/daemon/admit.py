@@ -32,6 +32,7 @@ class Admit(Base):
             problems.append(f"{self.home.root} is full: blueprints wait in the inbox")
         if not problems:
             self._admit_held(now)
+            self.readmit_waiting(now)
             scan = inbox.scan(self.home, self.watcher.take_ready(), now)
             refused, self.settle_at = scan.refused, scan.settle_at
             for candidate in scan.found:
@@ -200,11 +201,33 @@ class Admit(Base):
         for run_id, line in sorted(self.home.damaged.items()):
             with self._each(run_id, "admitting its damaged record again"):
                 again = rebuild.readmission(self.home, run_id, line, now, taken)
-                if again is not None:
+                if isinstance(again, str):  # its place does not answer: named meanwhile
+                    log.error("run %s: not admitted again yet: %s; asked again", run_id, again)
+                    self.readmit_later[run_id] = line
+                elif again is not None:
                     del self.home.damaged[run_id]
                     found.append((run_id, again))
                     taken.add(again.result_dir)
         return found
+
+    def readmit_waiting(self, now: float) -> None:
+        """The damaged queued runs whose place did not answer at start (`_readmissions`),
+        asked again once a liveness period: admitted again once it answers."""
+        if not self.readmit_later or now - self.readmit_asked_at < self.cfg.liveness_s:
+            return
+        self.readmit_asked_at = now
+        for run_id, line in sorted(self.readmit_later.items()):
+            with self._each(run_id, "admitting its damaged record again"):
+                taken = {r.result_dir for r in self.runs.live()}
+                again = rebuild.readmission(self.home, run_id, line, now, taken)
+                if isinstance(again, str):
+                    continue
+                del self.readmit_later[run_id]
+                if again is not None:
+                    self.home.damaged.pop(run_id, None)
+                    self.accept(
+                        run_id, again.claimed, again.source, now, (again.submitted_at, again.note)
+                    )
 
     def _rebuild_damaged(self, now: float, taken: set[str]) -> list[Run]:
         """The live runs among the damaged records, rebuilt from their folders (`rebuild`):

@@ -106,6 +106,9 @@ class Base:
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
         # claimed while a disk was full: (blueprint, source, the full folder, `accept`'s again)
         self.unadmitted: dict[str, tuple[Path, str, Path, tuple[float, str] | None]] = {}
+        # damaged queued runs whose place did not answer at start, and their damaged lines
+        self.readmit_later: dict[str, str] = {}
+        self.readmit_asked_at = float("-inf")
         # ended runs whose on_finish waits for the record (with their options)
         self.finish_hooks: dict[str, tuple[Run, Options]] = {}
 

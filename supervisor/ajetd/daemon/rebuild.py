@@ -38,6 +38,7 @@ from ajetd.adapters import inbox, procs, runrecords, trialfiles
 from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
+from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import REMOTE_SCRIPT
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run
@@ -50,6 +51,7 @@ from ajetd.core.rebuilt import (
     rebuilt_run,
     remote_dir,
 )
+from ajetd.hosts import slurm, sshcmd
 from ajetd.hosts.preflight import in_use
 from ajetd.hosts.slurmjob import JOB_SCRIPT
 
@@ -170,11 +172,14 @@ class Readmission:
 
 def readmission(
     home: Home, run_id: str, line: str, now: float, taken: Collection[str] = ()
-) -> Readmission | None:
+) -> Readmission | str | None:
     """The damaged run `run_id` (`line`: why it was left out) to admit again, its damaged
     record kept aside and the journal told; None where it is not one that never started
-    (a folder with trial files is `rebuild`'s), or where it must stay named (logged why).
-    `taken`: the live runs' result dirs."""
+    (a folder with trial files is `rebuild`'s), or where it must stay named (logged why);
+    why not yet where its place (its SSH host, its Slurm cluster) does not answer: admission
+    checks the run there, and rejects what it cannot check, which is an end, for good, where
+    a queued run only waits for its host (asked again, `Admit.readmit_waiting`). `taken`:
+    the live runs' result dirs."""
     folder = home.run_dir(run_id)
     try:
         names = os.listdir(folder)
@@ -202,6 +207,9 @@ def readmission(
     if why is not None:
         log.error("run %s: not admitted again: %s", run_id, why)
         return None
+    silent = _silent_place(home, run_id)
+    if silent is not None:  # admission checks the run there: an outage would reject it
+        return silent
     aside = runrecords.keep_damaged(home.state_file(run_id))
     kept = f" (kept as {aside.name})" if aside is not None else ""
     note = readmitted_note(runrecords.damage(line, run_id) + kept)
@@ -211,6 +219,20 @@ def readmission(
     # its first admission's time, as its journal's first line has it (its claim)
     submitted = journal[0][0] if journal else _submitted_at(folder, result_dir)
     return Readmission(claimed, _source(folder), submitted, result_dir, note)
+
+
+def _silent_place(home: Home, run_id: str) -> str | None:
+    """Why the place its stored blueprint names (an SSH host, a Slurm cluster) cannot be asked
+    now, or None (this machine, or it answers)."""
+    options, _ = inbox.read_stored_options(home, run_id)
+    try:
+        if options.ssh is not None:
+            sshcmd.run(options.ssh, "true")
+        elif options.slurm is not None:
+            slurm.partitions()
+    except AjetdError as exc:
+        return f"its place does not answer: {exc}"
+    return None
 
 
 def _on_a_terminal(home: Home, run_id: str, number: int, since: float) -> bool:
