@@ -408,3 +408,22 @@ def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_th
         next(servers, None)
         for run_dir in (env.home / "runs").glob("*"):
             shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)
+
+
+def test_the_hosts_files_are_read_only_when_regular(tmp_path: Path, sshd: Sshd) -> None:
+    """A FIFO at a config's or a val file's path on the host (the daemon reads the config at
+    a restart fix, the val file's size at a launch): refused at once, as here, not read until
+    ssh's 30 s timeout with the daemon's loop held."""
+    import time
+
+    fs = sshcmd.RemoteFs(sshd.spec())
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    with pytest.raises(OSError, match="not a regular file"):
+        fs.read_text(str(fifo))
+    assert fs.size(str(fifo)) is None
+    assert time.monotonic() - began < 10
+    (tmp_path / "real.yaml").write_text("ajet: {}\n")
+    assert fs.read_text(str(tmp_path / "real.yaml")) == "ajet: {}\n"
+    assert fs.size(str(tmp_path / "real.yaml")) == 9

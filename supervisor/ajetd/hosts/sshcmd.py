@@ -323,13 +323,20 @@ class RemoteFs:
         return done.stdout.decode().strip() or path
 
     def read_text(self, path: str) -> str:
-        done = run(self.spec, f"cat {shlex.quote(path)}")
+        """The file's text; one that is not a regular file there (a FIFO would hold `cat`
+        until ssh's timeout) is refused, as `LocalFs.read_text` refuses it here."""
+        q = shlex.quote(path)
+        done = run(self.spec, f"[ ! -e {q} ] || [ -f {q} ] || exit 9\ncat {q}")
+        if done.returncode == 9:
+            raise OSError(f"{path}: not a regular file")
         if done.returncode != 0:
             raise OSError(done.stderr.decode(errors="replace").strip() or "cannot read it")
         return done.stdout.decode("utf-8")
 
     def size(self, path: str) -> int | None:
-        text = run(self.spec, f"wc -c < {shlex.quote(path)}").stdout.decode().strip()
+        """The regular file's size; None where there is none (nothing, a FIFO, a folder)."""
+        q = shlex.quote(path)
+        text = run(self.spec, f"[ -f {q} ] && wc -c < {q}").stdout.decode().strip()
         return int(text) if text.isdigit() else None
 
     def write_text(self, path: str, text: str) -> None:
