@@ -348,13 +348,12 @@ def test_a_host_that_stops_answering_before_the_fixed_copy_rejects_saying_so(
     assert "submit it again once" in run.reason and "execute_test" in run.reason, run.reason
 
 
-def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_the_host(
-    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An SSH run admitted and queued, its record then cut while the daemon was down; at the
-    next start its host does not answer. Admitting it again from its stored blueprint checks
-    it there: it is not rejected (an end, for good) for an outage, but waits, named, and is
-    admitted again once the host answers; then launched once."""
+def _queued_remote_run_damaged_while_its_host_is_down(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
+) -> tuple[str, dict[str, Any]]:
+    """An SSH run admitted and queued (`stopped`: `ajetd stop` filed for it meanwhile), its
+    record then cut while the daemon was down; at the next start its host does not answer,
+    and later does again. The run's id and its finish.flag."""
     from conftest import _sshd
     from loopkit import KillAfter, Killed, Loop
 
@@ -376,6 +375,8 @@ def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_th
         run_id = kill.run_id("later")
         state = env.home / "runs" / run_id / "state.json"
         assert json.loads(state.read_text())["state"] == "queued"
+        if stopped:  # no daemon: the request waits in control/ for the next one
+            assert env.cli("stop", run_id, "--no-wait").returncode == 1
         state.write_bytes(state.read_bytes()[:120])
         next(servers, None)  # the host stops answering, its shared connections too
         for master in psutil.process_iter(["cmdline"]):
@@ -387,6 +388,7 @@ def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_th
             second.turn()
             assert run_id not in second.daemon.runs  # not rejected: it waits for its host
             assert not (env.tmp / "results" / "later" / "finish.flag").exists()
+            second.turn()  # its stop request, if any, is taken (or kept) meanwhile
             binary = shutil.which("sshd") or "/usr/sbin/sshd"
             restarted.append(
                 subprocess.Popen(
@@ -396,11 +398,9 @@ def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_th
                 )
             )
             second.until(lambda: run_id in second.daemon.runs, "the run admitted again")
-            flag = second.until_done(run_id)
-            assert (flag["status"], flag["trials"]) == ("succeeded", 1), flag
+            return run_id, second.until_done(run_id)
         finally:
             second.close()
-        assert env.launches() == [f"{run_id} 1"]  # once
     finally:
         for server in restarted:
             server.terminate()
@@ -427,3 +427,28 @@ def test_the_hosts_files_are_read_only_when_regular(tmp_path: Path, sshd: Sshd) 
     (tmp_path / "real.yaml").write_text("ajet: {}\n")
     assert fs.read_text(str(tmp_path / "real.yaml")) == "ajet: {}\n"
     assert fs.size(str(tmp_path / "real.yaml")) == 9
+
+
+def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_the_host(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admitting it again from its stored blueprint checks it on its host: it is not rejected
+    (an end, for good) for an outage, but waits, named, and is admitted again once the host
+    answers; then launched once."""
+    run_id, flag = _queued_remote_run_damaged_while_its_host_is_down(
+        env, tmp_path, monkeypatch, stopped=False
+    )
+    assert (flag["status"], flag["trials"]) == ("succeeded", 1), flag
+    assert env.launches() == [f"{run_id} 1"]  # once
+
+
+def test_a_stop_filed_for_a_run_waiting_to_be_admitted_again_is_kept_and_taken(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ajetd stop` filed while no daemon ran: the request waits with the run (it has no
+    record meanwhile) and stops it once admitted again, before any launch."""
+    _, flag = _queued_remote_run_damaged_while_its_host_is_down(
+        env, tmp_path, monkeypatch, stopped=True
+    )
+    assert (flag["status"], flag["trials"]) == ("stopped", 0), flag
+    assert env.launches() == []  # never launched

@@ -163,9 +163,9 @@ class Admit(Base):
             why = "stopped by `ajetd stop` before it started"
             self._store(self._finish_now(run, Status.STOPPED, why, now))
             Path(entry.path).unlink(missing_ok=True)
-        elif (run is None and self.home.pending(run_id) is None) or (
-            run is not None and not run.active
-        ):
+        elif (
+            run is None and self.home.pending(run_id) is None and run_id not in self.readmit_later
+        ) or (run is not None and not run.active):  # kept for a run waiting to be admitted again
             Path(entry.path).unlink(missing_ok=True)
 
     def reconcile(self, now: float) -> None:
