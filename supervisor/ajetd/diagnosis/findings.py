@@ -22,7 +22,9 @@ Ordering (the root cause first): the first specific failure; then echoes (a dead
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
 themselves. Within a rank, the earlier line first. A kind that names another's cause
 (`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
-makes that other kind its echo, wherever either was found.
+makes that other kind its echo, wherever either was found (where `Kind.explains_only` is given,
+only the lines of it that this matches: a refusal explains a connection that dropped, not a
+host that could not be reached).
 
 Reading raw output, in chunks cut anywhere: `stream`.
 """
