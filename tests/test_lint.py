@@ -106,6 +106,20 @@ def test_real_agentjet_template_is_invalid_yaml(env: Env) -> None:
     assert code == 2 and "is not valid YAML" in out
 
 
+def test_a_config_too_large_to_be_one_is_not_read(env: Env) -> None:
+    """A YAML config is read whole and parsed whole: one larger than 16 MiB (a data file
+    named by mistake) is refused unread, saying its size, by lint and the daemon alike."""
+    from ajetd.core.limits import CONFIG_MAX_BYTES
+
+    big = env.codebase / "configs" / "big.yaml"
+    with big.open("w") as handle:
+        handle.write("ajet: {}\n")
+        handle.truncate(CONFIG_MAX_BYTES + 1)
+    text = env.blueprint("good").read_text().replace("configs/good.yaml", "configs/big.yaml")
+    code, out = _lint(env, text)
+    assert code == 2 and f"{big} is {CONFIG_MAX_BYTES + 1} bytes, more than a config's" in out
+
+
 def test_missing_file_is_a_usage_error(env: Env) -> None:
     assert env.cli("lint", str(env.tmp / "absent.md")).returncode == 2
 

@@ -25,6 +25,7 @@ from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.journal import RUN_ENDED
+from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
@@ -274,19 +275,16 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
     write_all_atomic(files)
 
 
-CONFIG_USED_MAX = 16 << 20  # a config larger than this is no config: not copied
-
-
 def _config_used(path: str) -> bytes | None:
     """The config the last trial ran, for `config-used.yaml`; None where it is gone, too
     large, or no longer a regular file (a FIFO swapped in would hold the reports, and the
     loop, for ever)."""
     try:
         with open_regular(Path(path)) as handle:
-            data = handle.read(CONFIG_USED_MAX + 1)
+            data = handle.read(CONFIG_MAX_BYTES + 1)
     except (OSError, NotRegularError):
         return None
-    return data if len(data) <= CONFIG_USED_MAX else None
+    return data if len(data) <= CONFIG_MAX_BYTES else None
 
 
 def move_rejection_aside(result_dir: Path) -> Path | None:

@@ -20,6 +20,7 @@ import yaml
 from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
+from ajetd.core.limits import CONFIG_MAX_BYTES
 
 
 class Fs(Protocol):
@@ -79,6 +80,9 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
     """The YAML config at `path` as a mapping, or why it cannot be had (`where`: on which
     host, for the message)."""
     try:
+        size = fs.size(path)
+        if size is not None and size > CONFIG_MAX_BYTES:  # read whole, parsed whole: bounded
+            return f"{path} is {size} bytes, more than a config's {CONFIG_MAX_BYTES} (not read)"
         config = yaml.safe_load(fs.read_text(path))
     except OSError as exc:
         return f"cannot read {path}{where}: {exc.strerror or exc}"
