@@ -181,3 +181,59 @@ def test_a_claim_whose_journal_line_was_cut_mid_character_is_admitted_once(
     assert (ended["status"], ended["trials"]) == ("succeeded", 1), ended
     assert ran.read_text() == "x\n"  # once
     assert daemon.poll() is None
+
+
+def test_a_running_run_keeps_its_result_dir_from_a_queued_one_both_damaged(env: Env) -> None:
+    """Queued run A's record was cut and its stored blueprint unreadable, so it was named;
+    run B then took the same result dir and runs. B's record is cut too, and A's blueprint is
+    restored (as the log says to). At the next start B, whose program runs there, is rebuilt
+    and supervised; A is not admitted again into B's dir (it stays named), never launched."""
+    env.fake_gpus(1)
+    release, end_b = env.tmp / "release", env.tmp / "end-b"
+    shared = env.tmp / "results" / "shared"
+    daemon = env.start_daemon("--liveness", "0.5")
+    holder = env.submit(
+        env.blueprint(
+            "holder", command=f"until [ -e {release} ]; do sleep 0.05; done", ajetd="gpus: 1"
+        )
+    )
+    wait_for(lambda: env.record(holder).get("started_at"), what="the holder to start")
+    a = env.submit(
+        env.blueprint("a", command=f"echo ran >> {shared}/ran", result=str(shared), ajetd="gpus: 1")
+    )
+    wait_for(lambda: "GPU" in env.record(a).get("reason", ""), what="A to wait for the GPU")
+    runs = env.home / "runs"
+
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    (runs / a / "state.json").write_bytes((runs / a / "state.json").read_bytes()[:120])
+    (runs / a / "blueprint.md").rename(env.tmp / "a-blueprint.md")  # unreadable: A named
+    daemon = env.start_daemon("--liveness", "0.5")
+    b = env.submit(
+        env.blueprint(
+            "b",
+            command=f"until [ -e {end_b} ]; do sleep 0.05; done",
+            result=str(shared),
+            ajetd="gpus: 0",
+        )
+    )
+    wait_for(lambda: env.record(b).get("started_at"), what="B to start")
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=20)
+    (runs / b / "state.json").write_bytes((runs / b / "state.json").read_bytes()[:120])
+    (env.tmp / "a-blueprint.md").rename(runs / a / "blueprint.md")  # restored
+    daemon = env.start_daemon("--liveness", "0.5")
+    try:
+        wait_for(lambda: env.record(b).get("attention"), what="B to be rebuilt")
+        assert env.status(b)["state"] == "running"
+        assert env.cli("status", a).returncode == 1  # named, not admitted again
+        assert "is a live run's" in env.daemon_log()
+        end_b.touch()
+        assert env.wait_done(b)["status"] == "succeeded"
+    finally:
+        end_b.touch()
+        release.touch()
+    assert env.wait_done(holder)["status"] == "succeeded"
+    assert not (shared / "ran").exists()  # A never launched
+    assert env.cli("status", a).returncode == 1
+    assert daemon.poll() is None

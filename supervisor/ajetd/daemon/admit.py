@@ -179,8 +179,11 @@ class Admit(Base):
             else:
                 self._keep(run)
         taken = {r.result_dir for r in live}
+        # a run whose trial was let go first: its program may write in its result dir, which
+        # no run admitted again may then take (nor one rebuilt unstarted)
+        live += self._rebuild_damaged(now, taken, let_go=True)
         readmit = self._readmissions(now, taken)
-        live += self._rebuild_damaged(now, taken)
+        live += self._rebuild_damaged(now, taken, let_go=False)
         for run in sorted(live, key=lambda r: (r.submitted_at, r.run_id)):
             with self._each(run.run_id, "taking it up again"):  # one run never stops a start
                 self._take_up(run, now)
@@ -229,16 +232,22 @@ class Admit(Base):
                         run_id, again.claimed, again.source, now, (again.submitted_at, again.note)
                     )
 
-    def _rebuild_damaged(self, now: float, taken: set[str]) -> list[Run]:
+    def _rebuild_damaged(self, now: float, taken: set[str], let_go: bool) -> list[Run]:
         """The live runs among the damaged records, rebuilt from their folders (`rebuild`):
         never left running unwatched. The others stay named. `taken`: the live runs' result
-        dirs, which no rebuilt run may write into."""
-        if not self.home.damaged:
+        dirs, which no rebuilt run may write into. `let_go`: those whose folder says a trial
+        was let go (`rebuild.let_go`), else the others."""
+        chosen = [
+            (run_id, line)
+            for run_id, line in sorted(self.home.damaged.items())
+            if rebuild.let_go(self.home, run_id) is let_go
+        ]
+        if not chosen:
             return []
         panes = self.tmux.panes_or_empty()
         socket = self.tmux.socket_name or model.DEFAULT_TMUX
         found = []
-        for run_id, line in sorted(self.home.damaged.items()):
+        for run_id, line in chosen:
             with self._each(run_id, "rebuilding its damaged record"):
                 run = rebuild.rebuild(self.home, run_id, line, panes, socket, now, taken)
                 if run is not None:

@@ -221,6 +221,16 @@ def readmission(
     return Readmission(claimed, _source(folder), submitted, result_dir, note)
 
 
+def let_go(home: Home, run_id: str) -> bool:
+    """The damaged run's folder says a trial of it was let go (`never_let_go` says not): its
+    program may run and write in its result dir, so it is rebuilt before any run is admitted
+    again (a readmitted run never takes that dir from it)."""
+    try:
+        return not never_let_go(os.listdir(home.run_dir(run_id)))
+    except OSError:  # no folder (a stray file): nothing let go
+        return False
+
+
 def _silent_place(home: Home, run_id: str) -> str | None:
     """Why the place its stored blueprint names (an SSH host, a Slurm cluster) cannot be asked
     now, or None (this machine, or it answers)."""
