@@ -601,3 +601,29 @@ def test_a_restart_fix_whose_copy_cannot_be_written_ends_the_run_saying_why(
     assert "ppo_micro_batch_size_per_gpu 8 → 4" in reason, reason
     assert f"{folder} does not take it: Read-only file system" in reason, reason
     assert "internal error" not in reason and status["attention"] is None, status
+
+
+def test_a_restart_fix_waits_for_its_full_config_folder_then_goes_on(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """Out of memory, and the smaller batch's copy meets a full config folder: that folder is
+    shown full in status (no internal error, no attention), and once it takes the write the
+    fix goes on as it would have (8 -> 4 -> 2), the line gone."""
+    folder = tmpfs(env.codebase / "full", "256k")
+    config = env.config("oomfull", oom_above_micro_batch=2)
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+    (folder / "oomfull.yaml").write_text(yaml.safe_dump(data))
+    filler = fill(folder)
+    env.start_daemon("--liveness", "0.5")
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    run_id = env.submit(env.blueprint("oomfull", config="full/oomfull.yaml", ajetd=allow))
+    line = f"cannot write to a folder run {run_id} needs {folder}: No space left on device"
+    wait_for(lambda: line in env.cli("status").stdout, what="status to name the full folder")
+    record = env.record(run_id)
+    assert not record.get("attention") and record.get("state") != "done", record
+    filler.unlink()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 3, status
+    assert line not in env.cli("status").stdout
+    assert "internal error" not in (env.home / "runs" / run_id / "events.jsonl").read_text()

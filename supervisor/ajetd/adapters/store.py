@@ -110,7 +110,12 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
         for path, data, mode in files:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             held.append((fd, tmp, path))
-            _write_fd(fd, data, mode)
+            try:
+                _write_fd(fd, data, mode)
+            except OSError as exc:  # a write() names no file: say which, for the full folder
+                if exc.filename is not None:
+                    raise
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
         _sync_all([fd for fd, _, _ in held])
         for _, tmp, path in held:
             Path(tmp).replace(path)

@@ -102,6 +102,7 @@ class Base:
         self.held = self.home.held = diskfull.Held(clock, self.home.root, cfg.backoff_scale)
         self.troubles = self.held.troubles  # full folders: the home and result dirs
         self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
+        self.step_full: dict[tuple[str, str], Path] = {}  # (run, step) waiting for a full folder
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
         # claimed while a disk was full: (blueprint, source, the full folder, `accept`'s again)
@@ -195,19 +196,50 @@ class Base:
 
     @contextlib.contextmanager
     def _each(self, run_id: str, step: str) -> Iterator[None]:
-        """One run's part of a step: an unexpected error marks that run `attention`."""
+        """One run's part of a step: an unexpected error marks that run `attention`. A full
+        disk is no internal error: the folder is shown full in status and the step, tried
+        again at each tick, goes on once it takes the write (the line then goes)."""
         try:
             yield
+        except OSError as exc:
+            if not diskfull.is_full(exc):
+                self._unexpected(run_id, step, exc)
+                return
+            folder = Path(exc.filename).parent if exc.filename else self.home.root
+            self.troubles.hit(folder, exc, f"a folder run {run_id} needs")
+            self.step_full[(run_id, step)] = folder
         except Exception as exc:  # the loop's guard: logged with its traceback
-            text = self._logged_once(f"run {run_id}", step, exc)
-            run = self.runs.get(run_id)
-            why = f"internal error while {step}: {text}"
-            if run is not None and run.attention != why:
-                with self._step(f"run {run_id}", "marking it for attention"):
-                    now = self.clock()
-                    self.home.append_event(run_id, now, f"attention: {why}")
-                    self._store(model.set_attention(run, why))
-                    self._hook(self.runs[run_id], "on_attention", now)
+            self._unexpected(run_id, step, exc)
+        else:
+            if self.step_full:
+                self._full_step_done(run_id, step)
+
+    def _full_step_done(self, run_id: str, step: str) -> None:
+        """A step that waited for a full folder went through (and runs that ended wait no
+        more): a folder no step waits for is no longer shown full (but the home while writes
+        of its own are held: those clear it)."""
+        live = {r.run_id for r in self.runs.live()}
+        before = set(self.step_full.values())
+        self.step_full = {
+            key: folder
+            for key, folder in self.step_full.items()
+            if key != (run_id, step) and key[0] in live
+        }
+        for folder in before - set(self.step_full.values()):
+            if folder != self.home.root or not self.held.count():
+                self.troubles.clear(folder)
+
+    def _unexpected(self, run_id: str, step: str, exc: Exception) -> None:
+        """The run marked `attention` for an error its step did not expect (logged once)."""
+        text = self._logged_once(f"run {run_id}", step, exc)
+        run = self.runs.get(run_id)
+        why = f"internal error while {step}: {text}"
+        if run is not None and run.attention != why:
+            with self._step(f"run {run_id}", "marking it for attention"):
+                now = self.clock()
+                self.home.append_event(run_id, now, f"attention: {why}")
+                self._store(model.set_attention(run, why))
+                self._hook(self.runs[run_id], "on_attention", now)
 
     # -- hooks and user kinds -----------------------------------------------------------------
     def _finish_hooks(self, now: float) -> None:
