@@ -627,3 +627,61 @@ def test_a_restart_fix_waits_for_its_full_config_folder_then_goes_on(
     assert status["status"] == "succeeded" and status["trials"] == 3, status
     assert line not in env.cli("status").stdout
     assert "internal error" not in (env.home / "runs" / run_id / "events.jsonl").read_text()
+
+
+def _oom_into_full_folder(
+    env: Env, tmpfs: Callable[[Path, str], Path], max_time: str, **fake: Any
+) -> tuple[str, str, Path]:
+    """A run whose trial ran out of memory (batch 8) and whose smaller batch's copy waits for
+    its full config folder: its run id, status's line naming the folder, the filler."""
+    folder = tmpfs(env.codebase / "full", "256k")
+    config = env.config("oomwait", **{"oom_above_micro_batch": 2, **fake})
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+    (folder / "oomwait.yaml").write_text(yaml.safe_dump(data))
+    filler = fill(folder)
+    env.start_daemon("--liveness", "0.5")
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    bp = env.blueprint("oomwait", config="full/oomwait.yaml", ajetd=allow, max_time=max_time)
+    run_id = env.submit(bp)
+    line = f"cannot write to a folder run {run_id} needs {folder}: No space left on device"
+    wait_for(lambda: line in env.cli("status").stdout, what="status to name the full folder")
+    return run_id, line, filler
+
+
+def test_a_stop_ends_a_run_whose_fix_waits_for_a_full_folder(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """`ajetd stop` on a run whose failed trial's fix waits for a full config folder ends it
+    stopped, not relaunched: the exit was decided again at every tick, a stop request unread
+    (before: running until the disk had room, then relaunched and the request deleted)."""
+    run_id, _, _ = _oom_into_full_folder(env, tmpfs, "2m")
+    assert env.cli("stop", "--no-wait", run_id).returncode == 0
+    status = env.wait_done(run_id)
+    assert status["status"] == "stopped" and status["trials"] == 1, status
+
+
+def test_a_time_limit_ends_a_run_whose_fix_waits_for_a_full_folder(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The time limit passing while a failed trial's fix waits for a full config folder ends
+    the run (before: running for ever, exp_max_time never looked at after the exit)."""
+    run_id, _, _ = _oom_into_full_folder(env, tmpfs, "8s")
+    status = env.wait_done(run_id, timeout=40)
+    assert status["status"] == "time_limit" and status["trials"] == 1, status
+
+
+def test_a_full_folder_line_goes_once_the_fix_went_through(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The full config folder's line goes once the fix's copy is written, while the fixed
+    trial runs (before: kept until that trial's end: the exit first met the full folder when
+    its end was recorded, and the fix went through as the run was supervised, a step of
+    another name, so the first one still waited)."""
+    run_id, line, filler = _oom_into_full_folder(
+        env, tmpfs, "2m", oom_above_micro_batch=4, steps=3000, step_time=0.02
+    )
+    filler.unlink()
+    wait_for(lambda: env.status(run_id)["trials"] == 2, what="the fixed trial to start")
+    wait_for(lambda: line not in env.cli("status").stdout, timeout=10, what="the line to go")
+    assert env.status(run_id)["state"] == "running"

@@ -221,6 +221,24 @@ def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Acti
     return outcome(run, code)
 
 
+def _no_next_trial(run: Run, action: Action, obs: Observation) -> Action:
+    """An exit that would start another trial (a restart with its fix, a pipeline's next
+    stage) ends the run instead where `ajetd stop` was asked or the time limit has passed:
+    the exit is decided again at each tick while its next trial cannot be prepared (a fix's
+    copy waiting for a full folder), and neither is read anywhere else once a trial exited."""
+    if not isinstance(action, Restart | NextStage):
+        return action
+    code = action.exit_code if isinstance(action, Restart) else 0
+    ended = f"{describe_exit(code)}; not relaunched"
+    if obs.stop_requested:
+        return Finish(Status.STOPPED, f"stopped by `ajetd stop` ({ended})", code)
+    if run.deadline is not None and obs.now >= run.deadline:
+        limit = format_duration(run.max_time_s or 0)
+        why = f"exp_max_time ({limit}) reached ({ended}); data kept"
+        return Finish(Status.TIME_LIMIT, why, code)
+    return action
+
+
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
     actions = _decide(run, obs, timing, options)
@@ -249,7 +267,7 @@ def _as_rebuilt(action: Action) -> Action:
 def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
-        return [_after_exit(run, obs.exit[0], obs, options)]
+        return [_no_next_trial(run, _after_exit(run, obs.exit[0], obs, options), obs)]
     if obs.gone:
         if obs.dead_status is not None:
             return [outcome(run, obs.dead_status)]

@@ -39,6 +39,9 @@ __all__ = ["Daemon", "DaemonConfig"]
 log = logging.getLogger(__name__)
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
+# the step's one name, also where an exit file brought it first: a full folder it met is
+# waited for as one (`Base.step_full`), whichever of the two takes the write
+SUPERVISING = "supervising it"
 
 
 class Daemon(Act, Launch, Admit, Housekeep):
@@ -209,7 +212,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 continue
             run = slot.run
             if run.state in LIVE:
-                with self._each(run.run_id, "recording its end"):
+                with self._each(run.run_id, SUPERVISING):  # the end first: as supervision
                     self.supervise(run.run_id, now, False)
                 after = self.runs.get(run.run_id)
                 ask_tmux |= after is None or after.trial == run.trial  # nothing came of it
@@ -249,7 +252,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
             recheck = any(now >= t + DEAD_STATUS_WAIT_S for t in self._dead())
             fresh = self.refresh_panes(now, force=ended or recheck)
         for slot in live:
-            with self._each(slot.run_id, "supervising it"):
+            with self._each(slot.run_id, SUPERVISING):
                 if self._due(slot, now, fresh):
                     self.supervise(slot.run_id, now, fresh)
                     slot.supervised_at = now
