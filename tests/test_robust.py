@@ -609,17 +609,7 @@ def test_a_restart_fix_waits_for_its_full_config_folder_then_goes_on(
     """Out of memory, and the smaller batch's copy meets a full config folder: that folder is
     shown full in status (no internal error, no attention), and once it takes the write the
     fix goes on as it would have (8 -> 4 -> 2), the line gone."""
-    folder = tmpfs(env.codebase / "full", "256k")
-    config = env.config("oomfull", oom_above_micro_batch=2)
-    data = yaml.safe_load((env.codebase / config).read_text())
-    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
-    (folder / "oomfull.yaml").write_text(yaml.safe_dump(data))
-    filler = fill(folder)
-    env.start_daemon("--liveness", "0.5")
-    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
-    run_id = env.submit(env.blueprint("oomfull", config="full/oomfull.yaml", ajetd=allow))
-    line = f"cannot write to a folder run {run_id} needs {folder}: No space left on device"
-    wait_for(lambda: line in env.cli("status").stdout, what="status to name the full folder")
+    run_id, line, filler = _oom_into_full_folder(env, tmpfs, "2m")
     record = env.record(run_id)
     assert not record.get("attention") and record.get("state") != "done", record
     filler.unlink()
