@@ -620,7 +620,7 @@ def test_a_restart_fix_waits_for_its_full_config_folder_then_goes_on(
 
 
 def _oom_into_full_folder(
-    env: Env, tmpfs: Callable[[Path, str], Path], max_time: str, **fake: Any
+    env: Env, tmpfs: Callable[[Path, str], Path], max_time: str, liveness: str = "0.5", **fake: Any
 ) -> tuple[str, str, Path]:
     """A run whose trial ran out of memory (batch 8) and whose smaller batch's copy waits for
     its full config folder: its run id, status's line naming the folder, the filler."""
@@ -630,7 +630,7 @@ def _oom_into_full_folder(
     data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
     (folder / "oomwait.yaml").write_text(yaml.safe_dump(data))
     filler = fill(folder)
-    env.start_daemon("--liveness", "0.5")
+    env.start_daemon("--liveness", liveness)
     allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
     bp = env.blueprint("oomwait", config="full/oomwait.yaml", ajetd=allow, max_time=max_time)
     run_id = env.submit(bp)
@@ -645,10 +645,11 @@ def test_a_stop_ends_a_run_whose_fix_waits_for_a_full_folder(
     """`ajetd stop` on a run whose failed trial's fix waits for a full config folder ends it
     stopped, not relaunched: the exit was decided again at every tick, a stop request unread
     (before: running until the disk had room, then relaunched and the request deleted)."""
-    run_id, _, _ = _oom_into_full_folder(env, tmpfs, "2m")
+    run_id, line, _ = _oom_into_full_folder(env, tmpfs, "2m")
     assert env.cli("stop", "--no-wait", run_id).returncode == 0
     status = env.wait_done(run_id)
     assert status["status"] == "stopped" and status["trials"] == 1, status
+    assert line not in env.cli("status").stdout  # an ended run waits for no folder
 
 
 def test_a_time_limit_ends_a_run_whose_fix_waits_for_a_full_folder(
@@ -656,9 +657,10 @@ def test_a_time_limit_ends_a_run_whose_fix_waits_for_a_full_folder(
 ) -> None:
     """The time limit passing while a failed trial's fix waits for a full config folder ends
     the run (before: running for ever, exp_max_time never looked at after the exit)."""
-    run_id, _, _ = _oom_into_full_folder(env, tmpfs, "8s")
+    run_id, line, _ = _oom_into_full_folder(env, tmpfs, "8s")
     status = env.wait_done(run_id, timeout=40)
     assert status["status"] == "time_limit" and status["trials"] == 1, status
+    assert line not in env.cli("status").stdout
 
 
 def test_a_full_folder_line_goes_once_the_fix_went_through(
@@ -675,3 +677,19 @@ def test_a_full_folder_line_goes_once_the_fix_went_through(
     wait_for(lambda: env.status(run_id)["trials"] == 2, what="the fixed trial to start")
     wait_for(lambda: line not in env.cli("status").stdout, timeout=10, what="the line to go")
     assert env.status(run_id)["state"] == "running"
+
+
+def test_a_full_folder_a_fix_waits_for_stays_in_status(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The full config folder a run's fix waits for is in status at every read while it is
+    full, also between the run's own moments (a liveness period of a minute). Before: a tick
+    that only read the run's new output (nothing written) passed for the step going through
+    and took the line out, the next retry put it back: status showed it about one read in
+    five."""
+    run_id, line, _ = _oom_into_full_folder(env, tmpfs, "5m", liveness="60")
+    reads, until = 0, time.monotonic() + 5  # over several of the folder's 1 s retries
+    while time.monotonic() < until:
+        assert line in env.cli("status").stdout, f"the line went after {reads} read(s)"
+        reads += 1
+    assert env.status(run_id)["trials"] == 1

@@ -156,9 +156,13 @@ class Daemon(Act, Launch, Admit, Housekeep):
         is due: `deep_batch`), it is stopping or flagged, a stop was asked, or it was not
         looked at for `SUPERVISE_ALL_S`. Its exit needs none of
         these: an exit file wakes the loop for that run alone (`record_ends`), and a pane
-        process that ended makes the liveness period ask tmux."""
+        process that ended makes the liveness period ask tmux. A run whose supervision waits
+        for a full folder is due at every tick: its new output read alone would pass for the
+        step going through and take the folder's line out of status."""
         run = slot.run
         if panes_fresh or run.stop_cause is not None or run.attention is not None:
+            return True
+        if (slot.run_id, SUPERVISING) in self.step_full:  # tried again, not only read
             return True
         if run.run_id in self.stop_asked or now - slot.supervised_at >= SUPERVISE_ALL_S:
             return True
