@@ -15,7 +15,7 @@ from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id, safe_name
 from ajetd.daemon import admission, rebuild, trials
-from ajetd.daemon.base import Base
+from ajetd.daemon.base import Base, Unadmitted
 from ajetd.daemon.slots import LIVE
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Admit(Base):
             if not self.troubles.blocked(folder):
                 del self.unadmitted[run_id]
                 self.accept(run_id, claimed, source, now, again)
-                if all(held[2] != folder for held in self.unadmitted.values()):
+                if all(held.folder != folder for held in self.unadmitted.values()):
                     self.troubles.clear(folder)  # it took the writes this time
 
     def _take(self, candidate: inbox.Candidate, now: float) -> None:
@@ -143,7 +143,7 @@ class Admit(Base):
         else:
             what = f"a folder run {run_id} needs"
         self.troubles.hit(folder, exc, what)
-        self.unadmitted[run_id] = (claimed, source, folder, again)
+        self.unadmitted[run_id] = Unadmitted(claimed, source, folder, again)
 
     def control(self, now: float) -> None:
         """Take `ajetd stop` requests (files `control/<run_id>.stop`)."""
@@ -189,9 +189,7 @@ class Admit(Base):
                 self._take_up(run, now)
         for run_id, again in readmit:  # once the live runs are known: their dirs are busy
             with self._each(run_id, "admitting it again"):
-                self.accept(
-                    run_id, again.claimed, again.source, now, (again.submitted_at, again.note)
-                )
+                self._admit_again(run_id, again, now)
         for line in self.home.damaged_lines():  # named; the other runs go on
             log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
@@ -213,6 +211,11 @@ class Admit(Base):
                     taken.add(again.result_dir)
         return found
 
+    def _admit_again(self, run_id: str, again: rebuild.Readmission, now: float) -> None:
+        """A damaged run that never let a trial go, admitted from its stored blueprint with its
+        first submission time and the warning it carries."""
+        self.accept(run_id, again.claimed, again.source, now, (again.submitted_at, again.note))
+
     def readmit_waiting(self, now: float) -> None:
         """The damaged queued runs whose place did not answer at start (`_readmissions`),
         asked again once a liveness period: admitted again once it answers."""
@@ -228,9 +231,7 @@ class Admit(Base):
                 del self.readmit_later[run_id]
                 if again is not None:
                     self.home.damaged.pop(run_id, None)
-                    self.accept(
-                        run_id, again.claimed, again.source, now, (again.submitted_at, again.note)
-                    )
+                    self._admit_again(run_id, again, now)
 
     def _rebuild_damaged(self, now: float, taken: set[str], let_go: bool) -> list[Run]:
         """The live runs among the damaged records, rebuilt from their folders (`rebuild`):

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ajetd.adapters import diskfull, inbox
 from ajetd.adapters.endwatch import Wake
@@ -44,6 +45,16 @@ from ajetd.pictures import drawing
 from ajetd.views.records import run_json
 
 log = logging.getLogger(__name__)
+
+
+class Unadmitted(NamedTuple):
+    """A blueprint claimed while a folder it needs was full, admitted once that folder takes
+    writes (`Admit._admit_held`)."""
+
+    claimed: Path  # the blueprint, in its run's folder
+    source: str  # the name it came by
+    folder: Path  # the full folder
+    again: tuple[float, str] | None  # `Admit.accept`'s: a damaged run admitted a second time
 
 
 @dataclass(frozen=True)
@@ -105,8 +116,7 @@ class Base:
         self.step_full: dict[tuple[str, str], Path] = {}  # (run, step) waiting for a full folder
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
-        # claimed while a disk was full: (blueprint, source, the full folder, `accept`'s again)
-        self.unadmitted: dict[str, tuple[Path, str, Path, tuple[float, str] | None]] = {}
+        self.unadmitted: dict[str, Unadmitted] = {}  # claimed while a disk was full
         # damaged queued runs whose place did not answer at start, and their damaged lines
         self.readmit_later: dict[str, str] = {}
         self.readmit_asked_at = float("-inf")
