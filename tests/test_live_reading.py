@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
 from ajetd.diagnosis.live import LiveScans
-from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks
+from ajetd.diagnosis.stream import StreamDiagnoser, _after_redraws, diagnose_chunks
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))
@@ -226,3 +226,15 @@ def test_a_kind_read_only_from_a_line_that_may_go_on_is_said_to_be_unsure(tmp_pa
     assert seen is not None
     assert [f.kind for f in seen.findings] == ["disk_full", "cuda_oom"]
     assert seen.unsure == frozenset({"cuda_oom"})
+
+
+@given(st.binary(max_size=64).map(lambda b: bytes(b"ab\r\n"[c % 4] for c in b)))
+def test_redraws_are_read_line_by_line_as_a_person_sees_them(block: bytes) -> None:
+    """The user kinds' view of `\\r` redraws visits only the lines that hold one; it must equal
+    the rule stated per line: each line is the text after its last `\\r`, trailing ones
+    dropped."""
+    per_line = b"\n".join(
+        line.rstrip(b"\r").rsplit(b"\r", 1)[-1] if b"\r" in line else line
+        for line in block.split(b"\n")
+    )
+    assert _after_redraws(block) == per_line
