@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -41,19 +43,208 @@ def test_the_fixture_log_gives_its_validation_and_normal_end() -> None:
     assert found == records
 
 
-def test_loss_datasets_and_timeout() -> None:
+# The shapes below are NeMo-RL's own print calls, quoted from github.com/NVIDIA-NeMo/RL (main
+# 7ea279abfbeb698b092856d0dab61e7cf39bc909, 2026-08-22, unless a tag is named), printed with
+# invented values.
+SEP = "=" * 25
+
+
+def _feed_all(text: str, state: NemoRead | None = None) -> tuple[NemoRead, list[dict]]:
+    """Every record of `text`, read in one go; and the same read line by line, the state
+    saved and read back between reads (as the daemon does), must give the same."""
+    got = nemorl.feed(state or NemoRead(), text)
+    lines = [f"{line}\n" for line in text.split("\n")[:-1]]  # (a `\r` is no line's end)
+    piecewise, found = state or NemoRead(), []
+    for line in lines:
+        piecewise, records = nemorl.feed(NemoRead.from_json(piecewise.to_json()), line)
+        found += records
+    assert found == got[1]
+    return got
+
+
+def test_dpo_and_rm_print_a_block_per_dataset_named_as_their_metric_name() -> None:
+    """nemo_rl/algorithms/dpo.py:509 (v0.4.0 on): `📊 Validation Results for `{dataset_name}`
+    set:` and `    • Validation {metric_name}: {value:.4f}` for each DPOValMetrics field;
+    NeMo-RL names them `validation-{dataset}_{field}` (dpo.py:378-384), as the recipes'
+    `metric_name: "val:validation-default_loss"` (examples/configs/dpo.yaml:26). Before, the
+    block's keys began with the dataset's name in backticks, which no metric_name names."""
+    fields = ["loss", "sft_loss", "preference_loss", "accuracy", "rewards_chosen_mean"]
+    fields += ["rewards_rejected_mean", "num_valid_samples", "global_valid_seqs"]
+    fields += ["global_valid_toks"]
+
+    def block(name: str, loss: float) -> str:
+        lines = [f"\n📊 Validation Results for `{name}` set:"]
+        lines += [f"    • Validation {f}: {loss if f == 'loss' else 0.5:.4f}" for f in fields]
+        lines += [f"\n  ⏱️  Validation Timing for `{name}` set:"]
+        return "\n".join([*lines, "    • Total validation time: 12.34s"]) + "\n"
+
     text = (
-        "========================= Step 7/100 =========================\n"
-        "📊 Validation Results for math:\n    • Validation loss: 0.8123\n\n"
-        "📊 Validation Results for code:\n    • Validation loss: 1.25\n"
-        "Timeout has been reached, stopping training early\n"
+        f"\n{SEP} Epoch 1/1 {SEP}\n\n{SEP} Step 7/100 {SEP}\n▶ Taking a training step...\n"
+        + block("default", 0.6931)
+        + block("ultra", 0.7001)
+        + "Timeout has been reached, stopping training early\n"
     )
-    _, records = nemorl.feed(NemoRead(), text)
-    assert records == [
-        {"step": 7, "global_steps": 7, "math/val_loss": 0.8123},
-        {"step": 7, "global_steps": 7, "code/val_loss": 1.25},
-    ]
+    _, records = _feed_all(text)
+    assert [r["step"] for r in records] == [7, 7]
+    assert records[0]["validation_default_loss"] == 0.6931
+    assert records[0]["validation_default_num_valid_samples"] == 0.5
+    assert records[1]["validation_ultra_loss"] == 0.7001 and len(records[1]) == 2 + len(fields)
     assert nemorl.ending(text) == "timeout"
+    # one validation, one record, as NeMo-RL's own `val:` metrics
+    (merged,) = nemorl.add_records([], records)
+    assert merged["validation_default_loss"] == 0.6931 and merged["validation_ultra_loss"] == 0.7001
+    config = yaml.safe_load((FIXTURES / "examples" / "configs" / "dpo.yaml").read_text())
+    assert nemorl.primary_metric(config) == ("validation_default_loss", False)
+    # rm.py:447-456: the same, and `num_valid_samples` as `Validation num valid samples: {:.0f}`
+    rm = (
+        f"{SEP} Step 3/40 {SEP}\n\n📊 Validation Results for `default` set:\n"
+        "    • Validation loss: 0.6523\n    • Validation accuracy: 0.6100\n"
+        "    • Validation rewards_chosen_mean: 0.1200\n"
+        "    • Validation rewards_rejected_mean: -0.0800\n"
+        "    • Validation num valid samples: 512\n\n"
+        "  ⏱️  Validation Timing for `default` set:\n    • Total validation time: 3.10s\n"
+    )
+    (record,) = _feed_all(rm)[1]
+    assert record["validation_default_num_valid_samples"] == 512.0
+    assert record["validation_default_accuracy"] == 0.61
+
+
+def test_older_releases_dpo_and_grpo_names() -> None:
+    """v0.3.0 nemo_rl/algorithms/dpo.py:340-342 printed one unnamed block, `• Validation loss:`
+    and `• Validation accuracy:`, judged by `metric_name: "val_loss"`; GRPO's v0.3.0 recipes
+    judged by `metric_name: "val_reward"`, its accuracy (grpo.py:707 `grpo_save_state
+    ["val_reward"] = val_metrics["accuracy"]`): before, `val_reward`, which no block holds."""
+    text = (
+        f"\n{SEP} Step 5/150 {SEP}\n\n📊 Validation Results:\n"
+        "    • Validation loss: 0.6412\n    • Validation accuracy: 0.6250\n\n"
+        "  ⏱️  Validation Timing:\n    • Total validation time: 8.02s\n"
+    )
+    (record,) = _feed_all(text)[1]
+    at_step = {"step": 5, "global_steps": 5}
+    assert record == {**at_step, "val_loss": 0.6412, "validation_accuracy": 0.625}
+    old = {"checkpointing": {"metric_name": "val_reward", "higher_is_better": True}}
+    assert nemorl.primary_metric(old) == ("accuracy", True)
+    assert nemorl.primary_metric({"checkpointing": {"metric_name": "val_loss"}}) == (
+        "val_loss",
+        False,
+    )
+
+
+def test_steps_count_over_the_run_where_the_header_counts_within_an_epoch() -> None:
+    """sft.py:435-440 (and dpo, rm, distillation, ppo, grpo since v0.4): `Epoch E/K`, then
+    `Step {current_step + 1}/{min(len(train_dataloader), max_num_steps)}` with current_step
+    reset to 0 at each epoch (sft.py:676); validation at `total_steps + 1` (sft.py:487). Before,
+    epoch 2's first validation was read at step 2, below epoch 1's."""
+
+    def epoch(e: int, steps: range) -> str:
+        out = f"\n{SEP} Epoch {e}/3 {SEP}\n"
+        for n in steps:
+            out += f"\n{SEP} Step {n}/4 {SEP}\n▶ Preparing batch...\n▶ Taking a training step...\n"
+            if n % 2 == 0:
+                out += f"\n📊 Validation Results:\n    • Validation loss: {1 / (e * 10 + n):.4f}\n"
+                out += "\n  ⏱️  Validation Timing:\n    • Total validation time: 1.50s\n"
+            out += "\n📊 Training Results:\n  • Loss: 0.5000\n\n⏱️  Timing:\n"
+            out += "  • Total step time: 2.00s\n"
+        return out
+
+    initial = "\n🔍 Running initial validation...\n\n📊 Validation Results:\n"
+    initial += "    • Validation loss: 1.2000\n\n"
+    text = initial + epoch(1, range(1, 5)) + epoch(2, range(1, 5)) + epoch(3, range(1, 3))
+    state, records = _feed_all(text)
+    assert [r["step"] for r in records] == [0, 2, 4, 6, 8, 10]  # val_at_start: step 0
+    assert state.step == 10 and state.max_steps == 4 and state.epoch == 3
+    # a relaunch resuming in epoch 3 (its checkpoint at step 9): `Epoch 3/3`, `Step 2/4`
+    resumed = replace(state, trial=2, offset=0)
+    state, again = _feed_all(epoch(3, range(2, 3)), resumed)
+    assert [r["step"] for r in again] == [10]
+    # read from epoch 2 on with nothing before (a record older than the epoch count): M a epoch
+    _, late = _feed_all(epoch(2, range(1, 3)))
+    assert [r["step"] for r in late] == [6]
+    # dynamic sampling: an epoch of 4 batches ran 3 steps; the next epoch follows what was seen
+    short = epoch(1, range(1, 4)) + epoch(2, range(1, 3))
+    assert [r["step"] for r in _feed_all(short)[1]] == [2, 5]
+
+
+def test_values_as_printed_nan_inf_and_the_one_call_block() -> None:
+    """`{:.4f}` of a diverged loss prints `nan` (sft.py:366 `• Validation loss: {:.4f}`), of an
+    overflow `inf`: no number, kept as None (as AgentJet's val file reads them). Before, the
+    bullet was not read and ended the block. grpo_sync.py:328-335 prints the block in one call,
+    its timing line `  ⏱️  Total validation time: ...` right after the bullets."""
+    text = f"{SEP} Step 4/8 {SEP}\n\n📊 Validation Results:\n    • Validation loss: nan\n\n"
+    (record,) = _feed_all(text)[1]
+    assert record == {"step": 4, "global_steps": 4, "val_loss": None}
+    text = (
+        f"{SEP} Step 6/8 {SEP}\n\n📊 Validation Results:\n    • Accuracy: -inf\n"
+        "    • Average response length: 1e+03 tokens\n    • Samples processed: 256\n"
+        "  ⏱️  Total validation time: 14.87s\n"
+    )
+    (record,) = _feed_all(text)[1]
+    assert record["accuracy"] is None and record["average_response_length"] == 1000.0
+    assert record["samples_processed"] == 256.0
+
+
+def test_a_pane_with_colours_redraws_and_worker_lines_between_the_bullets() -> None:
+    """Ray's log monitor prints the workers' lines into the driver's terminal as they come, so
+    one can land between a block's lines (the prefix is Ray's `(Name pid=N)`; NeMo-RL's policy
+    workers name themselves `{cls}[rank={rank}]`, dtensor_policy_worker_v2.py:218), coloured
+    when the pane is a terminal; a tqdm bar redraws with `\\r`. Before, such a line ended the
+    block and the bullets after it were lost."""
+    text = (
+        f"\x1b[1m{SEP} Step 2/2 {SEP}\x1b[0m\n"
+        "Processed prompts:  50%|#####     | 32/64\rProcessed prompts: 100%|##########| 64/64\n"
+        "\n📊 Validation Results:\n"
+        "\x1b[36m(DTensorPolicyWorkerV2[rank=0] pid=52114)\x1b[0m GPU Memory after optimizer "
+        "offload: 2.31GB allocated, 2.46GB reserved\n"
+        "    • \x1b[32mAccuracy: 0.4219\x1b[0m\n"
+        "(VllmGenerationWorker pid=51233, ip=10.0.0.12) INFO 08-23 09:14:41 [x.py:1] hi "
+        "[repeated 7x across cluster]\n"
+        "    • Average response length: 231.4 tokens\n"
+        "\r    • Samples processed: 256\n\n"
+        "  ⏱️  Validation Timing:\n    • Total validation time: 14.87s\n"
+        "\x1b[32mMax number of steps has been reached, stopping training early\x1b[0m\n"
+    )
+    (record,) = _feed_all(text)[1]
+    assert record == {
+        "step": 2,
+        "global_steps": 2,
+        "accuracy": 0.4219,
+        "average_response_length": 231.4,
+        "samples_processed": 256.0,
+    }
+    assert nemorl.ending(text) == "max_steps"
+
+
+def test_every_way_it_says_it_stopped() -> None:
+    """The lines each algorithm prints as it stops, exit code 0 for all: the save-by timeout is
+    a time limit, the others a normal end. xtoken_off_policy_distillation.py:865 and :871,
+    ppo.py:3016 (async PPO), grpo.py:2676-2679 (`grpo.stop_at_validation_threshold`)."""
+    assert nemorl.ending("Timeout reached, stopping training early.\n") == "timeout"
+    assert nemorl.ending("Max steps reached, stopping training.\n") == "max_steps"
+    said = "Configured step/epoch limit has been reached, stopping training\n"
+    assert nemorl.ending(said + "Async PPO training complete!\n") == "max_steps"
+    said = "Validation accuracy reached the early-stop threshold (0.9100 >= 0.9); stopping training"
+    assert nemorl.ending(said) == "early_stop"
+    said = "Initial validation accuracy reached the early-stop threshold (0.9500 >= 0.9); "
+    assert nemorl.ending(said + "stopping training\n") == "early_stop"
+    assert nemorl.ending("🛑 Shutting down environment math...\n") is None  # max_num_epochs
+    both = f"{nemorl.TIMEOUT_END}\n(relaunched)\n{nemorl.NORMAL_END}\n"
+    assert nemorl.ending(both) == "max_steps"  # the last said
+
+
+def test_long_and_hostile_lines_are_read_in_linear_time() -> None:
+    """Patterns run over whatever a program prints: a megabyte of `=`, of spaces after a bullet
+    label, of backticks after a block header, costs no more than reading it."""
+    hostile = [
+        "=" * 1_000_000,
+        "    • a" + " " * 1_000_000 + "x",
+        "📊 Validation Results for `" + "a" * 1_000_000,
+        f"{SEP} Step " + "1" * 1_000_000,
+        "(" + "A" * 1_000_000 + " pid=1",
+    ]
+    for line in hostile:
+        started = time.perf_counter()
+        nemorl.feed(NemoRead(), f"📊 Validation Results:\n{line}\n")
+        assert time.perf_counter() - started < 1.0, line[:20]
 
 
 def test_recipes_name_their_metric_and_launch_lines_are_recognised() -> None:

@@ -100,11 +100,12 @@ class SlurmJob:
 
 @dataclass(frozen=True)
 class NemoBlock:
-    """A NeMo-RL `Validation Results` block still open: its name prefix, the values read, and
-    the step of the last `Step N/M` header before it opened (None: a record older than it)."""
+    """A NeMo-RL `Validation Results` block still open: its name prefix, the values read (None:
+    printed as `nan` or `inf`), and the step of the last `Step N/M` header before it opened
+    (None: a record older than it)."""
 
     prefix: str = ""
-    values: tuple[tuple[str, float], ...] = ()
+    values: tuple[tuple[str, float | None], ...] = ()
     step: int | None = None
 
     def to_json(self) -> JsonObject:
@@ -117,9 +118,9 @@ class NemoBlock:
         if not isinstance(data, Mapping):
             return None
         values = tuple(
-            (str(k), float(v))
+            (str(k), _num(v))
             for k, v in data.items()
-            if k not in ("prefix", "@step") and _num(v) is not None
+            if k not in ("prefix", "@step") and (v is None or _num(v) is not None)
         )
         step = data.get("@step")
         at = step if isinstance(step, int) and not isinstance(step, bool) else None
@@ -129,7 +130,9 @@ class NemoBlock:
 @dataclass(frozen=True)
 class NemoRead:
     """How far a NeMo-RL run's output was read: the trial, the byte offset in its log, the
-    last `Step N/M`, an open validation block, and the log dir it announced."""
+    step of the last `Step N/M` header (counted over the whole run: N counts within an epoch),
+    its M, an open validation block, the log dir it announced, the last `Epoch E/N` header's E
+    and the steps run before that epoch (None: not known yet, estimated at its first step)."""
 
     trial: int | None = None
     offset: int = 0
@@ -137,6 +140,8 @@ class NemoRead:
     max_steps: int | None = None
     block: NemoBlock | None = None
     log_dir: str | None = None
+    epoch: int | None = None
+    epoch_base: int | None = None
 
     def to_json(self) -> JsonObject:
         if self == NemoRead():
@@ -148,6 +153,8 @@ class NemoRead:
             "block": None if self.block is None else self.block.to_json(),
             "log_dir": self.log_dir,
         }
+        if self.epoch is not None:  # (a run without `Epoch` headers keeps the older shape)
+            data.update(epoch=self.epoch, epoch_base=self.epoch_base)
         if self.trial is not None:
             data["trial"] = self.trial
         return data

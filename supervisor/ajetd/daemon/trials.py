@@ -272,7 +272,7 @@ def _read_nemo(run: Run) -> Run:
         return run
     state, records = nemorl.feed(state, complete.decode("utf-8", errors="replace"))
     state = replace(state, offset=state.offset + len(complete))
-    history = (*run.history, *records)
+    history = nemorl.add_records(run.history, records)
     metrics = dict(history[-1]) if history else run.metrics
     return replace(run, nemo=state, history=history, metrics=metrics)
 

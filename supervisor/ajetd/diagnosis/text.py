@@ -3,30 +3,17 @@ per-worker decorations removed. Pure: bytes and strings in, strings out.
 
 Terminal output is not text: it has ANSI colours, `\\r` progress redraws, invalid UTF-8, and
 under Ray every worker line carries a prefix such as `(VllmGenerationWorker pid=331005,
-ip=10.0.0.1)` and may end in `[repeated 7x across cluster]`.
+ip=10.0.0.1)` and may end in `[repeated 7x across cluster]`. One line's cleaning is
+`core.termtext`'s (NeMo-RL's output reader uses it too); here, bytes and whole tails.
 """
 
 from __future__ import annotations
 
-import re
+from ajetd.core.termtext import clean_line, strip_ray
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_CONTROL = {c: None for c in [*range(32), 127] if c != 9}
+__all__ = ["MAX_LINE_BYTES", "clean_line", "decode_line", "seen_bytes", "strip_ray", "tail_lines"]
+
 MAX_LINE_BYTES = 64 * 1024  # a longer line is cut: memory stays bounded whatever is printed
-_RAY_PREFIX = re.compile(
-    r"^(?:\x1b\[[0-9;]*m)*\([A-Za-z_][\w.:-]* pid=\d+(?:, ip=[\d.:a-fA-F]+)?\)\s?"
-)
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
-
-
-def clean_line(line: str) -> str:
-    """What a person saw last on that line: after the final `\\r`, without colour codes."""
-    line = line.rstrip("\r\n")
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    if "\r" in line:
-        line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    return line.translate(_CONTROL)
 
 
 def tail_lines(data: bytes, count: int) -> list[str]:
@@ -36,11 +23,6 @@ def tail_lines(data: bytes, count: int) -> list[str]:
     while lines and not lines[-1].strip():
         lines.pop()
     return lines[-count:]
-
-
-def strip_ray(line: str) -> str:
-    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
-    return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
 
 
 def seen_bytes(raw: bytes) -> bytes:

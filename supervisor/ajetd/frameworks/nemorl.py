@@ -1,36 +1,72 @@
 """NeMo-RL runs: recognising the launch, the overrides each run needs, and reading the
 authoritative metrics from its output; pure.
 
-NeMo-RL prints its validation to stdout (`📊 Validation Results:` then `• Accuracy: 0.42`
-bullets; SFT and DPO print `• Validation loss: ...`, DPO once per dataset), announces each step
-as `Step N/M`, its log dir as `📊 Using log directory: ...`, and ends either normally (`Max
-number of steps has been reached, stopping training early`) or at its save-by timeout
-(`Timeout has been reached, stopping training early`), both with exit code 0. Records use the
-metric names of `checkpointing.metric_name` without `val:` (`accuracy`, `val_loss`), plus
-`step` and `global_steps` (the step of the last `Step N/M` header before the block) so
-reports and stop rules treat them as AgentJet's.
+The shapes read, from NeMo-RL's own print calls (github.com/NVIDIA-NeMo/RL, from the first
+commit of 2025-03-20 to v0.7.0 and main of 2026-08-22; tests/test_nemorl.py quotes each):
+- the step header `===== Step N/M =====` (every algorithm). SFT, DPO, RM, distillation, PPO
+  and GRPO since v0.4 count N within an epoch (`===== Epoch E/K =====` before it), async GRPO
+  and GRPO before v0.4 over the run: the step read is the run's (what NeMo-RL logs and names
+  its checkpoints `step_N` by), the steps of the epochs before added to N.
+- `📊 Validation Results:` then `• Label: value` bullets (GRPO, async GRPO, distillation,
+  PPO: `• Accuracy:`; SFT and DPO before v0.4: `• Validation loss:`), and ``📊 Validation
+  Results for `default` set:`` once per dataset (DPO and RM since v0.4), whose `• Validation
+  loss:` is NeMo-RL's `validation-<name>_loss`. A value is `{:.4f}` (so `nan`, `inf`, read as
+  None: no number), `{:.1f} tokens` or `{:.0f}`. A validation before the first step (`val_at_
+  start`) is at step 0.
+- `📊 Using log directory: <dir>`.
+- how it ended: `Max number of steps has been reached, stopping training early` (also `Max
+  steps reached, stopping training.`, cross-tokenizer distillation; `Configured step/epoch
+  limit has been reached, stopping training`, async PPO), the save-by timeout `Timeout has been
+  reached, stopping training early` (`Timeout reached, stopping training early.`), GRPO's
+  `Validation <metric> reached the early-stop threshold (...); stopping training`, all with exit
+  code 0. Reaching `max_num_epochs` prints nothing.
+Lines are read as a person saw them in the pane (colour codes gone, the last `\\r` redraw); a
+Ray worker's line (`(DTensorPolicyWorkerV2[rank=0] pid=1) ...`), printed by another process
+between a block's lines, does not end the block.
+
+Records use the metric names of `checkpointing.metric_name` without `val:` (`accuracy`,
+`val_loss`, `validation_default_loss`; `val_reward`, GRPO's name before v0.4, is `accuracy`),
+plus `step` and `global_steps` so reports and stop rules treat them as AgentJet's. Not printed,
+so not read: `val:total_reward/mean` (NeMo-Gym VLM recipes), `pass_k`, `train:` metrics.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ajetd.core.runparts import NemoBlock, NemoRead
+from ajetd.core.termtext import clean_line, is_worker_line, strip_ray
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
-_STEP = re.compile(r"=+\s*Step\s+(\d+)/(\d+)\s*=+")
-_RESULTS = re.compile(r"Validation Results(?:\s+(?:for|on)\s+(?P<name>[^:]+?))?\s*:\s*$")
-_BULLET = re.compile(
-    r"^\s*[•*-]\s*(?P<label>[A-Za-z][\w ()/@.-]*?)\s*:\s*(?P<value>-?[\d.]+(?:e-?\d+)?)"
+# (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
+_STEP = re.compile(r"(?<!=)={3,}\s*Step\s+(\d{1,9})/(\d{1,9})\s*=")
+_EPOCH = re.compile(r"(?<!=)={3,}\s*Epoch\s+(\d{1,9})/(\d{1,9})\s*=")
+_RESULTS = re.compile(
+    r"Validation Results(?:\s+(?:for|on)\s+`?(?P<name>[^`:]{1,200}?)`?(?:\s+set)?)?\s*:\s*$"
 )
-_LOG_DIR = re.compile(r"Using log directory:\s*(\S+)")
+_NUMBER = r"[-+]?(?:\d{1,40}(?:\.\d{0,40})?|\.\d{1,40})(?:[eE][-+]?\d{1,4})?|[-+]?(?:nan|inf)\b"
+_BULLET = re.compile(
+    rf"^\s*[•*-]\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
+)
+_LOG_DIR = re.compile(r"Using log directory:\s*(\S.*?)\s*$")
+_MAX_LINE = 2048  # every shape read is a short line: a longer one is read up to here
 NORMAL_END = "Max number of steps has been reached, stopping training early"
 TIMEOUT_END = "Timeout has been reached, stopping training early"
+_ENDS = (  # what the program prints as it stops, and what that stop is
+    (TIMEOUT_END, "timeout"),
+    ("Timeout reached, stopping training early.", "timeout"),  # xtoken_off_policy_distillation
+    (NORMAL_END, "max_steps"),
+    ("Max steps reached, stopping training.", "max_steps"),  # xtoken_off_policy_distillation
+    ("Configured step/epoch limit has been reached, stopping training", "max_steps"),  # PPO
+    (" reached the early-stop threshold (", "early_stop"),  # grpo.stop_at_validation_threshold
+)
 _NAMES = {"validation loss": "val_loss", "loss": "val_loss"}
+# `metric_name`s of the configs before v0.4 (no `val:`): GRPO saved `val_reward` as accuracy
+_OLD_NAMES = {"val_reward": "accuracy"}
 
 
 def is_nemo_launch(command: str) -> bool:
@@ -49,8 +85,9 @@ def primary_metric(config: Mapping[str, Any] | None) -> tuple[str, bool]:
     ckpt = config.get("checkpointing") if isinstance(config, Mapping) else None
     name, higher = "accuracy", True
     if isinstance(ckpt, Mapping):
-        given = str(ckpt.get("metric_name") or "val:accuracy")
-        name = metric_key(given.split(":", 1)[-1].replace("val_loss", "validation loss"))
+        given = str(ckpt.get("metric_name") or "val:accuracy").split(":", 1)[-1]
+        given = _OLD_NAMES.get(given.strip(), given)
+        name = metric_key(given.replace("val_loss", "validation loss"))
         higher = bool(ckpt.get("higher_is_better", not name.endswith("loss")))
     return name, higher
 
@@ -121,48 +158,117 @@ def launch_overrides(
     return f"{command.rstrip()} {' '.join(added)}", notes
 
 
+def _step_of(state: NemoRead, header: re.Match[str]) -> NemoRead:
+    """The state after a `Step N/M` header: the run's step is N plus the steps of the epochs
+    before (estimated as M per epoch where they were not seen: a relaunch that resumes in a
+    later epoch, or a record older than the epoch count)."""
+    n, per = int(header.group(1)), int(header.group(2))
+    base = state.epoch_base
+    if base is None:
+        base = (state.epoch - 1) * per if state.epoch else 0
+    return replace(state, step=base + n, max_steps=per, epoch_base=base)
+
+
+def _epoch_of(state: NemoRead, header: re.Match[str]) -> NemoRead:
+    """The state after an `Epoch E/K` header. The next epoch starts after the steps seen so
+    far (exact, even where dynamic sampling ran fewer steps than batches); the same epoch
+    again (a relaunch resuming in it) changes nothing; any other is estimated at its step."""
+    epoch = int(header.group(1))
+    if state.epoch is not None and epoch == state.epoch:
+        return state
+    follows = state.epoch is not None and epoch == state.epoch + 1 and state.step is not None
+    return replace(state, epoch=epoch, epoch_base=state.step if follows else None)
+
+
+def _key(prefix: str, label: str) -> str:
+    """A bullet's metric name: a named block's `Validation loss` is NeMo-RL's
+    `validation-<name>_loss` (its prefix holds `validation-<name>_`), others `metric_key`'s."""
+    if not prefix:
+        return metric_key(label)
+    field = label[len("validation ") :] if label.lower().startswith("validation ") else label
+    return metric_key(prefix + field)
+
+
+def _value(text: str) -> float | None:
+    number = float(text)
+    return number if number - number == 0 else None  # nan and inf: no number
+
+
+def _seen(raw: str) -> tuple[str, bool]:
+    """A raw line as the text a person saw (up to _MAX_LINE of it), and whether a Ray worker
+    printed it (its prefix removed)."""
+    raw = raw.rstrip("\r")
+    line = clean_line(raw[raw.rfind("\r") + 1 :][:_MAX_LINE])
+    if is_worker_line(line):
+        return strip_ray(line), True
+    return line, False
+
+
 def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
     """Read complete lines of new output: the state moved on, and the validation records that
     ended in them (a block still open at the end stays open in the state)."""
-    step, max_steps, log_dir = state.step, state.max_steps, state.log_dir
     records: list[NemoBlock] = []
     block = state.block
-    for raw in text.splitlines():
-        line = raw.rsplit("\r", 1)[-1]
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # (the end of the last line, not a blank line)
+    for raw in lines:
+        line, worker = _seen(raw)
         if m := _STEP.search(line):
-            step, max_steps = int(m.group(1)), int(m.group(2))
+            state = _step_of(state, m)
+        elif m := _EPOCH.search(line):
+            state = _epoch_of(state, m)
         elif m := _LOG_DIR.search(line):
-            log_dir = m.group(1)
+            state = replace(state, log_dir=m.group(1))
         elif m := _RESULTS.search(line):
             if block:
                 records.append(block)
-            block = NemoBlock(f"{m.group('name').strip()}/" if m.group("name") else "", step=step)
+            name = m.group("name")
+            prefix = f"validation-{name.strip()}_" if name else ""
+            block = NemoBlock(prefix, step=state.step if state.step is not None else 0)
             continue
         if block is None:
             continue
         bullet = _BULLET.match(line)
         if bullet:
-            key = block.prefix + metric_key(bullet.group("label"))
-            value = float(bullet.group("value"))
+            key = _key(block.prefix, bullet.group("label"))
             values = dict(block.values)  # a label seen again keeps its place
-            values[key] = value
+            values[key] = _value(bullet.group("value"))
             block = replace(block, values=tuple(values.items()))
-        elif line.strip() or block.values:  # the block ends at its first non-bullet line
-            records.append(block)
+        elif (line.strip() or block.values) and not worker:
+            records.append(block)  # the block ends at the driver's first non-bullet line
             block = None
-    out = replace(state, step=step, max_steps=max_steps, log_dir=log_dir, block=block)
+    state = replace(state, block=block)
     finished = []
     for rec in records:  # each at the step it followed (an older record's block: the last)
-        at = next((s for s in (rec.step, step) if s is not None), 0)
+        at = next((s for s in (rec.step, state.step) if s is not None), 0)
         if rec.values:
             finished.append({"step": at, "global_steps": at, **dict(rec.values)})
-    return out, finished
+    return state, finished
+
+
+def add_records(
+    history: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], ...]:
+    """`history` with new records after it. A record at the same step as the one before it,
+    with none of its metrics, joins it: DPO and RM print one block per validation dataset, and
+    NeMo-RL's own record of that validation (its `val:` metrics) holds them all."""
+    out = [dict(r) for r in history]
+    for rec in records:
+        last = out[-1] if out else None
+        if last is not None and last.get("step") == rec.get("step"):
+            names = set(rec) - {"step", "global_steps"}
+            if not names & set(last):
+                last.update(rec)
+                continue
+        out.append(dict(rec))
+    return tuple(out)
 
 
 def ending(text: str) -> str | None:
-    """How the program said it ended: `max_steps`, `timeout`, or None."""
-    if TIMEOUT_END in text:
-        return "timeout"
-    if NORMAL_END in text:
-        return "max_steps"
-    return None
+    """How the program said it ended, the last it said: `max_steps`, `timeout` (its save-by
+    timeout), `early_stop` (a validation metric reached its threshold), or None (nothing said:
+    `max_num_epochs` reached, or it did not end by itself)."""
+    found = [(text.rfind(said), kind) for said, kind in _ENDS]
+    at, kind = max(found)
+    return kind if at >= 0 else None

@@ -1,0 +1,41 @@
+"""One line of terminal output as the text a person saw; pure.
+
+Terminal output is not text: it has ANSI colours, `\\r` progress redraws and control bytes,
+and under Ray every worker line carries a prefix such as `(VllmGenerationWorker pid=331005,
+ip=10.0.0.1)` (NeMo-RL's policy workers name themselves `DTensorPolicyWorkerV2[rank=0]`, an
+unnamed task is `(pid=42)`) and may end in `[repeated 7x across cluster]`. Here, below both
+the diagnosis and the frameworks' output readers, so that both read lines the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = {c: None for c in [*range(32), 127] if c != 9}
+# (the name, then at most one `[...]` of a bounded length: no nested repetition, linear)
+_RAY_PREFIX = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)*\((?:[A-Za-z_][\w.:-]*(?:\[[^\]\s]{0,64}\])?\s+)?pid=\d+"
+    r"(?:,\s*ip=[\w.:-]+)?\)(?:\x1b\[0m)?\s?"
+)
+_REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
+
+
+def clean_line(line: str) -> str:
+    """What a person saw last on that line: after the final `\\r`, without colour codes."""
+    line = line.rstrip("\r\n")
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "\r" in line:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    return line.translate(_CONTROL)
+
+
+def is_worker_line(line: str) -> bool:
+    """Whether a line came from a Ray worker (its `(Actor pid=N)` prefix), not the driver."""
+    return line.startswith(("(", "\x1b")) and _RAY_PREFIX.match(line) is not None
+
+
+def strip_ray(line: str) -> str:
+    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
+    return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
