@@ -144,7 +144,7 @@ def test_pull_copies_back_without_overwriting(tmp_path: Path, sshd: Sshd) -> Non
     assert (here / "saved_experiments" / "ckpt" / "model.bin").read_text() == "weights"
     assert (here / "notes.txt").read_text() == "local notes"
     assert sshcmd.same_dir(spec, there, "x1") and sshcmd.read_from(
-        spec, str(there / "notes.txt"), 7
+        spec, str(there / "notes.txt"), 7, 1 << 20
     ) == (12, b"notes")
 
 

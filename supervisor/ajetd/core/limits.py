@@ -6,3 +6,19 @@ from __future__ import annotations
 
 BLUEPRINT_MAX_BYTES = 1024 * 1024  # the daemon, `lint` and `submit` read at most 1 MiB
 CONFIG_MAX_BYTES = 16 << 20  # a run's YAML config: larger than this is no config, not read
+
+# A file a run's program writes and the daemon reads as it grows (its val file, a NeMo-RL
+# run's output) is read in pieces of VAL_PIECE_BYTES, never whole: a program that writes
+# gigabytes, or one line without end, must not take the daemon's memory with it.
+VAL_PIECE_BYTES = 1 << 20
+# A line longer than this is no validation record: skipped (with a note), never held whole.
+VAL_LINE_MAX_BYTES = 64 << 10
+# A NeMo-RL run's output line: longer, as a progress bar redrawn with \r for a whole step is one
+# line whose last part may hold the `Step N/M` its reader looks for.
+LOG_LINE_MAX_BYTES = 512 << 10
+# At most this much is read at one deep check (the rest at the next ones, so the loop keeps
+# turning); a run's final read reads on to the end, piece by piece.
+VAL_TICK_BYTES = 16 << 20
+# Records kept in a run's history (its record, curves, results.md); later ones update its
+# latest metrics but are not kept (noted once). A real run validates far fewer times.
+VAL_RECORDS_MAX = 10_000

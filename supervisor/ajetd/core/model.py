@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Any
 
 from ajetd.core.finding import Finding
-from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob
+from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
 
 
 class State(str, Enum):
@@ -139,6 +139,7 @@ class Run:
     trials: tuple[Trial, ...] = ()
     val_path: str | None = None
     val_offset: int = 0
+    val_read: ValRead = field(default_factory=ValRead)  # how far its val file was read
     metrics: dict[str, Any] = field(default_factory=dict)
     history: tuple[dict[str, Any], ...] = ()
     stop_cause: StopCause | None = None
@@ -189,6 +190,7 @@ class Run:
         data["gpu_stats"] = self.gpu_stats.to_json()
         data["provenance"] = {} if self.provenance is None else self.provenance.to_json()
         data["nemo"] = self.nemo.to_json()
+        data["val_read"] = self.val_read.to_json()
         data["slurm"] = self.slurm.to_json()
         return data
 
@@ -204,6 +206,7 @@ class Run:
         data["gpu_stats"] = GpuStats.from_json(data.get("gpu_stats"))
         data["provenance"] = Provenance.from_json(data.get("provenance"))
         data["nemo"] = NemoRead.from_json(data.get("nemo"))
+        data["val_read"] = ValRead.from_json(data.get("val_read"))
         data["slurm"] = SlurmJob.from_json(data.get("slurm"))
         data["history"] = tuple(data.get("history", ()))
         data["signals_sent"] = tuple(data.get("signals_sent", ()))

@@ -142,6 +142,7 @@ class NemoRead:
     log_dir: str | None = None
     epoch: int | None = None
     epoch_base: int | None = None
+    skipping: bool = False  # the offset lies inside a line too long to read (`core.lines`)
 
     def to_json(self) -> JsonObject:
         if self == NemoRead():
@@ -153,6 +154,8 @@ class NemoRead:
             "block": None if self.block is None else self.block.to_json(),
             "log_dir": self.log_dir,
         }
+        if self.skipping:  # (inside a line too long: rare, the older shape otherwise)
+            data["skipping"] = True
         if self.epoch is not None:  # (a run without `Epoch` headers keeps the older shape)
             data.update(epoch=self.epoch, epoch_base=self.epoch_base)
         if self.trial is not None:
@@ -162,6 +165,28 @@ class NemoRead:
     @classmethod
     def from_json(cls, data: Any) -> NemoRead:
         return cls(**_plain(cls, data), block=NemoBlock.from_json(_obj(data).get("block")))
+
+
+@dataclass(frozen=True)
+class ValRead:
+    """How far an AgentJet run's val file was read (`core.lines`): the byte after the last
+    line taken (None: not yet, or a record older than this field: its history is read again
+    from `Run.val_offset`), whether that byte lies inside a line too long to keep, and the
+    `## Step` block still taking bullets (the last record of the history once it has one)."""
+
+    pos: int | None = None
+    skipping: bool = False
+    block: JsonObject | None = None
+
+    def to_json(self) -> JsonObject:
+        if self == ValRead():
+            return {}
+        return {"pos": self.pos, "skipping": self.skipping, "block": self.block}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ValRead:
+        block = _obj(data).get("block")
+        return cls(**_plain(cls, data), block=dict(block) if isinstance(block, Mapping) else None)
 
 
 @dataclass(frozen=True)

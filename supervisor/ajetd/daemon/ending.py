@@ -150,7 +150,7 @@ def finish_run(
     if open_trial:
         run = _note_next(run, outcome, reason)
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
-    run = read_metrics(run, fetch)
+    run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
     # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).

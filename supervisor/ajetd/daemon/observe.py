@@ -311,10 +311,12 @@ class Observe(Base):
             return
         run = slot.run
         updated = trials.read_metrics(run, slot.host.fetch)
-        if updated is not run:
+        if updated is not run:  # read on: soon again (a file larger than one read's budget)
             self._store(updated)
             slot.backoff = backoff.reset(now)
-            self.home.append_event(run.run_id, now, f"validation: {len(updated.history)} record(s)")
+            if updated.history is not run.history:
+                said = f"validation: {len(updated.history)} record(s)"
+                self.home.append_event(run.run_id, now, said)
         else:
             slot.backoff = backoff.advance(now)
         self.live_plots.request(self.home, slot.run, now)  # a child draws; no wait

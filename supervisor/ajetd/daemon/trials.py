@@ -12,6 +12,7 @@ import logging
 import os
 import shlex
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,17 @@ from ajetd.adapters import procs
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.core import model
+from ajetd.core.limits import (
+    LOG_LINE_MAX_BYTES,
+    VAL_LINE_MAX_BYTES,
+    VAL_RECORDS_MAX,
+    VAL_TICK_BYTES,
+)
+from ajetd.core.lines import Cursor
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session, window_name
 from ajetd.core.options import Options
+from ajetd.core.runparts import ValRead
 from ajetd.core.trialscript import (
     MetricSource,
     TrialSpec,
@@ -34,8 +43,8 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.valresults import parse_val_text
-from ajetd.hosts.base import Fetch, Host, read_local
+from ajetd.frameworks.valresults import parse_val_lines
+from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_config
 
@@ -234,46 +243,119 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     return run
 
 
-def read_metrics(run: Run, fetch: Fetch = read_local) -> Run:
-    """Re-read this run's part of the val-results file (`fetch`: here, or over SSH);
-    unchanged record if nothing is new. A NeMo-RL run's metrics come from its output."""
+def read_metrics(run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES) -> Run:
+    """Read on in this run's part of the val-results file (`fetch`: here, or over SSH), from
+    where the last read stopped, at most `budget` bytes (None: to its end, as a run's final
+    read does); the same record if nothing is new. A NeMo-RL run's metrics come from its
+    output. A file shorter than what was read (truncated, replaced) is read again from its
+    start, its records then the run's history."""
     if run.kind == "nemo_rl":
-        return _read_nemo(run)
+        return _read_nemo(run, budget)
     if not run.val_path:
         return run
-    got = fetch(run.val_path, run.val_offset)
-    if got is None:
-        return run
-    size, data = got
-    offset = run.val_offset if size >= run.val_offset else 0  # truncated: start over
-    text = data.decode("utf-8", errors="replace")
-    history = tuple(parse_val_text(text))
-    if history == run.history and offset == run.val_offset:
-        return run
-    return replace(
-        run, history=history, metrics=dict(history[-1]) if history else {}, val_offset=offset
+    fresh = run.val_read.pos is None  # never read in pieces: its history is read anew
+    start = replace(run, history=(), metrics={}, val_read=ValRead(pos=run.val_offset))
+    read = start if fresh else run
+    feed = _ValFeed(list(read.history), read.val_read)
+    state = read.val_read
+    assert state.pos is not None
+    got = read_lines(
+        fetch, run.val_path, Cursor(state.pos, state.skipping), budget, VAL_LINE_MAX_BYTES, feed
     )
+    if got.shrunk:
+        log.info(
+            "run %s: val file %s is shorter than was read: read again", run.run_id, run.val_path
+        )
+        offset = 0 if fresh else run.val_offset  # shorter than its part's start: all of it
+        return read_metrics(replace(start, val_offset=offset, val_read=ValRead()), fetch, budget)
+    block = None if feed.block is None else dict(feed.block)
+    done = ValRead(pos=got.cursor.pos, skipping=got.cursor.skipping, block=block)
+    warnings = _val_notes(run, got, feed.dropped)
+    same = not fresh or (read.history, read.metrics) == (run.history, run.metrics)
+    if same and not feed.changed and done == read.val_read and warnings == run.warnings:
+        return run  # nothing new (a fresh read that found nothing: fresh again next time)
+    history = tuple(feed.records) if feed.changed else read.history
+    metrics = dict(feed.latest) if feed.latest is not None else read.metrics
+    return replace(read, history=history, metrics=metrics, val_read=done, warnings=warnings)
 
 
-def _read_nemo(run: Run) -> Run:
+class _ValFeed:
+    """The records of a val file as its pieces are read (`parse_val_lines`), at most
+    `VAL_RECORDS_MAX` of them kept; `latest`: the last one read, kept or not."""
+
+    def __init__(self, records: list[dict[str, Any]], state: ValRead) -> None:
+        self.records = records
+        self.block: dict[str, Any] | None = None
+        if state.block is not None:
+            self.block = dict(state.block)
+            if records and records[-1] == state.block:  # it has bullets: it is the last record
+                records[-1] = self.block
+        self.changed = False
+        self.dropped = 0
+        self.latest: dict[str, Any] | None = None
+
+    def __call__(self, lines: Sequence[str]) -> None:
+        self.block, changed = parse_val_lines(lines, self.records, self.block)
+        if not changed:
+            return
+        self.changed = True
+        self.latest = self.block if self.block is not None and len(self.block) > 1 else None
+        self.latest = self.latest or (self.records[-1] if self.records else None)
+        if len(self.records) > VAL_RECORDS_MAX:
+            self.dropped += len(self.records) - VAL_RECORDS_MAX
+            del self.records[VAL_RECORDS_MAX:]
+
+
+_LONG_LINE = "val file {path}: a line longer than {kib} KiB (at byte {at}) is skipped"
+_MANY = "val file {path}: more than {n} validation records"
+
+
+def _val_notes(run: Run, got: LinesRead, dropped: int) -> tuple[str, ...]:
+    """The run's warnings, with a note the first time its val file had a line too long to be
+    a record or more records than are kept (each logged whenever it happens)."""
+    notes = list(run.warnings)
+    path = run.val_path
+    if got.first_skipped is not None:
+        kib = VAL_LINE_MAX_BYTES >> 10
+        log.warning(
+            "run %s: %s", run.run_id, _LONG_LINE.format(path=path, kib=kib, at=got.first_skipped)
+        )
+        if not any(n.startswith(f"val file {path}: a line longer") for n in notes):
+            note = _LONG_LINE.format(path=path, kib=kib, at=got.first_skipped)
+            notes.append(f"{note}, and any later one: no validation record is that long")
+    if dropped:
+        many = _MANY.format(path=path, n=VAL_RECORDS_MAX)
+        log.warning("run %s: %s: %d not kept", run.run_id, many, dropped)
+        if not any(n.startswith(many) for n in notes):
+            notes.append(f"{many}: later ones update its latest metrics but are not kept")
+    return tuple(notes)
+
+
+def _read_nemo(run: Run, budget: int | None) -> Run:
     """New validation records in the current trial's output (complete lines only)."""
     trial = run.trial
     if trial is None or trial.started_at is None:
         return run
     state = run.nemo
     if state.trial != trial.number:
-        state = replace(state, trial=trial.number, offset=0, block=None)
-    got = read_local(str(trial_log(run, trial.number)), state.offset)
-    if got is None:
+        state = replace(state, trial=trial.number, offset=0, block=None, skipping=False)
+    history: tuple[dict[str, Any], ...] = run.history
+    latest: dict[str, Any] | None = None
+
+    def take(lines: Sequence[str]) -> None:
+        nonlocal state, history, latest
+        state, found = nemorl.feed(state, "".join(f"{line}\n" for line in lines))
+        if found:  # at most VAL_RECORDS_MAX kept, as _ValFeed keeps them; the last one read
+            joined = nemorl.add_records(history, found)
+            history, latest = joined[:VAL_RECORDS_MAX], joined[-1]
+
+    at = Cursor(state.offset, state.skipping)
+    log_file = str(trial_log(run, trial.number))
+    got = read_lines(read_local, log_file, at, budget, LOG_LINE_MAX_BYTES, take)
+    if got.shrunk or got.cursor == at:
         return run
-    _, data = got
-    complete = data[: data.rfind(b"\n") + 1]
-    if not complete:
-        return run
-    state, records = nemorl.feed(state, complete.decode("utf-8", errors="replace"))
-    state = replace(state, offset=state.offset + len(complete))
-    history = nemorl.add_records(run.history, records)
-    metrics = dict(history[-1]) if history else run.metrics
+    state = replace(state, offset=got.cursor.pos, skipping=got.cursor.skipping)
+    metrics = dict(latest) if latest is not None else run.metrics
     return replace(run, nemo=state, history=history, metrics=metrics)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 _NUMPY = re.compile(r"\b(?:np|numpy)\.[a-z_]+\d*\(\s*([^()]*?)\s*\)")
@@ -89,10 +89,19 @@ def parse_val_text(text: str) -> list[dict[str, Any]]:
     holds at least one bullet (later bullets of the same block update it in place).
     """
     records: list[dict[str, Any]] = []
-    block: dict[str, Any] | None = None
-    lines = text.split("\n")
-    complete = lines[:-1]  # the last piece has no newline yet
-    for line in complete:
+    parse_val_lines(text.split("\n")[:-1], records, None)  # the last piece has no newline yet
+    return records
+
+
+def parse_val_lines(
+    lines: Iterable[str], records: list[dict[str, Any]], block: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, bool]:
+    """Read complete `lines` on from where an earlier read left off, so that a file is read
+    once, in pieces: their records are appended to `records`; `block` is the `## Step` block
+    still open before them (the same object as `records[-1]` once it has a bullet, updated in
+    place). Returns the block still open after them, and whether `records` changed."""
+    changed = False
+    for line in lines:
         step = _STEP.match(line.strip())
         if step:
             block = {"global_steps": int(step.group(1))}
@@ -103,14 +112,16 @@ def parse_val_text(text: str) -> list[dict[str, Any]]:
                 if len(block) == 1:
                     records.append(block)
                 block[bullet.group(1)] = _scalar(bullet.group(2))
+                changed = True
                 continue
             if line.strip():
                 block = None
         record = parse_dict_line(line)
         if record is not None:
             records.append(record)
+            changed = True
             block = None
-    return records
+    return block, changed
 
 
 def metric_series(history: list[dict[str, Any]], key: str) -> list[float]:

@@ -15,30 +15,80 @@ the client starts and one more cause of its death (`swarm`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ajetd.adapters.regular import NotRegularError, open_regular
+from ajetd.core import lines
 from ajetd.core.gpuuse import GpuSample
+from ajetd.core.limits import VAL_PIECE_BYTES
+from ajetd.core.lines import Cursor
 from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
 from ajetd.core.trialscript import TrialSpec
 from ajetd.hosts.fs import Fs
 
-Fetch = Callable[[str, int], "tuple[int, bytes] | None"]
+Fetch = Callable[[str, int, int], "tuple[int, bytes] | None"]
 
 
-def read_local(path: str, offset: int) -> tuple[int, bytes] | None:
-    """A file's size and its bytes after `offset` (all of them if it shrank); None where it
-    cannot be read or is no regular file (a FIFO at a val file's path would hold the loop)."""
+def read_local(path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
+    """A file's size and at most `limit` of its bytes after `offset` (from its start if it
+    shrank); None where it cannot be read or is no regular file (a FIFO at a val file's path
+    would hold the loop)."""
     try:
         with open_regular(Path(path)) as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(offset if size >= offset else 0)
-            return size, handle.read()
+            return size, handle.read(limit)
     except (OSError, NotRegularError):
         return None
+
+
+@dataclass(frozen=True)
+class LinesRead:
+    """What `read_lines` read: where reading goes on, how many lines it skipped as too long
+    and where the first began; `shrunk`: the file is now shorter than where reading stood
+    (truncated or replaced), so nothing was read and the reader starts over."""
+
+    cursor: Cursor
+    skipped: int = 0
+    first_skipped: int | None = None
+    shrunk: bool = False
+
+
+def read_lines(
+    fetch: Fetch,
+    path: str,
+    at: Cursor,
+    budget: int | None,
+    line_max: int,
+    take: Callable[[Sequence[str]], None],
+) -> LinesRead:
+    """Read the complete lines of a growing file from `at` on, a piece of `VAL_PIECE_BYTES`
+    at a time, each piece's lines given to `take` before the next is read (so at most one
+    piece is held, however large the file), until its end or, with a `budget`, until that
+    many bytes were read (the rest at the next call). A file that cannot be read now reads as
+    nothing new."""
+    read, skipped, first = 0, 0, None
+    while budget is None or read < budget:
+        got = fetch(path, at.pos, VAL_PIECE_BYTES)
+        if got is None:
+            break
+        size, data = got
+        if size < at.pos:
+            return LinesRead(at, skipped, first, shrunk=True)
+        piece = lines.cut(data, at, len(data) >= VAL_PIECE_BYTES, line_max)
+        if piece.lines:
+            take(piece.lines)
+        if piece.skipped and first is None:
+            first = piece.skipped[0]
+        skipped += len(piece.skipped)
+        at, read = piece.cursor, read + len(data)
+        if not piece.more:
+            break
+    return LinesRead(at, skipped, first)
 
 
 class Poller(Protocol):
@@ -80,8 +130,9 @@ class Host(Protocol):
         """INT, TERM or KILL to the trial's program; how many processes were sent it."""
         ...
 
-    def fetch(self, path: str, offset: int) -> tuple[int, bytes] | None:
-        """A file of the run (its val file) where the program writes it: size, bytes after."""
+    def fetch(self, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
+        """A file of the run (its val file) where the program writes it: its size, and at
+        most `limit` of its bytes after `offset` (from its start where it is shorter)."""
         ...
 
     def fs(self) -> Fs:

@@ -40,8 +40,8 @@ class LocalHost:
     def signal(self, run: Run, pid: int | None, name: str) -> int:
         return procs.signal_run(run.run_id, pid, name, run.started_at)
 
-    def fetch(self, path: str, offset: int) -> tuple[int, bytes] | None:
-        return read_local(path, offset)
+    def fetch(self, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
+        return read_local(path, offset, limit)
 
     def fs(self) -> Fs:
         return LOCAL

@@ -100,10 +100,10 @@ class SshHost(LocalHost):
         text = f"trial {trial.number} started on {self.ssh.target} (pid {pid})"
         self.home.append_event(run.run_id, now, text)
 
-    def fetch(self, path: str, offset: int) -> tuple[int, bytes] | None:
+    def fetch(self, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
         """None (logged) when the host does not answer."""
         try:
-            return sshcmd.read_from(self.ssh, path, offset)
+            return sshcmd.read_from(self.ssh, path, offset, limit)
         except AjetdError as exc:
             log.warning("run %s: val file not read on %s: %s", self.run_id, self.ssh.target, exc)
             return None

@@ -227,14 +227,16 @@ def reap(spec: SshSpec, run_id: str, grace_s: float = 2.0) -> int:
     return int(out) if out.isdigit() else 0
 
 
-def read_from(spec: SshSpec, path: str, offset: int) -> tuple[int, bytes] | None:
-    """The remote file's size and its bytes after `offset` (all of it if it shrank); None
-    when it does not exist."""
+def read_from(spec: SshSpec, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
+    """The remote file's size and at most `limit` of its bytes after `offset` (from its start
+    if it shrank): `head -c` cuts it there, so no more crosses the connection or is held
+    here, however large the file; None when it does not exist."""
     q = shlex.quote(path)
     done = run(
         spec,
         f'[ -f {q} ] || exit 7\nsize=$(wc -c < {q}); echo "$size"\n'
-        f'if [ "$size" -ge {offset} ]; then tail -c +{offset + 1} {q}; else cat {q}; fi\n',
+        f'if [ "$size" -ge {offset} ]; then tail -c +{offset + 1} {q}; else cat {q}; fi'
+        f" | head -c {int(limit)}\n",
     )
     if done.returncode == 7:
         return None
