@@ -158,9 +158,11 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # are chunks cut before their error line, 1 a label its thread does not explain (#7918), 1
 # lacks the CUDA error its title names (#4673), 3 hold words only SGLang prints (a negative
 # KV-cache budget, an architecture not supported, Triton's shared memory refusal), so no honest
-# rule reaches 23 (docs/benchmarks.md, "Freeze 11"). An entry must go once its repository
+# rule reaches 23 (docs/benchmarks.md, "Freeze 11"). Freeze 13's blind batch brought it to 34,
+# held out 26 (its 7 new ones right), and 27 once an architecture refused was read in Megatron-
+# Bridge's words too (NeMo-RL#1112): 29 would be 85 %. An entry must go once its repository
 # reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 19}
+BELOW_TARGET = {"sgl-project/sglang": 27}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
@@ -303,6 +305,10 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
         # compiler's words support other repositories); a refusal after a dropped connection
         ("build_error/sglang-4253.log", "sgl-project/sglang"),
         ("connection_refused/sglang-25084.log", "sgl-project/sglang"),
+        # after freeze 13: an architecture refused, in SGLang's words and in Megatron-Bridge's
+        # (its message on the line after `ValueError:`), each supports the other
+        ("config_error/sglang-5441.log", "sgl-project/sglang"),
+        ("config_error/nemorl-1112.log", "nvidia-nemo/rl"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

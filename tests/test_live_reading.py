@@ -140,6 +140,16 @@ def test_a_message_wrapped_in_two_is_one_whichever_read_brings_its_second_line()
         assert _sig(diagnose_chunks([text[:cut], text[cut:]])) == whole, cut
 
 
+def test_a_message_on_the_line_after_its_class_is_one_whichever_read_brings_it() -> None:
+    # NVIDIA-NeMo/RL#1112: `ValueError: ` alone, its message on the next line; a reader of the
+    # running output holds the first line until the next comes, at every cut, through a pty
+    text = _through_a_pty(_body(CORPUS / "config_error" / "nemorl-1112.log"))
+    whole = _sig(diagnose_chunks([text]))
+    assert [kind for kind, *_ in whole] == ["config_error"]
+    for cut in range(1, len(text)):
+        assert _sig(diagnose_chunks([text[:cut], text[cut:]])) == whole, cut
+
+
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**32), pty=st.booleans())
 def test_a_pause_anywhere_reads_as_diagnose_of_the_output_so_far(seed: int, pty: bool) -> None:

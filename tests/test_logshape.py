@@ -708,6 +708,64 @@ def test_lines_the_freeze11_shapes_read_and_leave_alone(text: str, kinds: list[s
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 
+def test_an_exception_whose_message_begins_on_the_next_line_is_read_with_it() -> None:
+    # NVIDIA-NeMo/RL#1112: Megatron-Bridge raises `ValueError(f"\\n✗ Model architecture not
+    # supported ...")`; Python prints `ValueError: ` alone and the message on the next line, in
+    # the Ray actor's dress: an architecture the installed bridge cannot take, not an exception
+    # no kind explains
+    found = _diagnose("config_error/nemorl-1112.log")
+    assert [f.kind for f in found] == ["config_error"]
+    assert found[0].evidence.endswith(
+        "ValueError: ✗ Model architecture not supported by AutoBridge"
+    )
+    joined = continued("(W pid=7) ValueError: ", "(W pid=8) ✗ Model architecture not supported")
+    assert joined == "(W pid=7) ValueError: ✗ Model architecture not supported"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # no colon: Python printed an exception without a message; nothing follows it
+        ("ValueError", "✗ Model architecture not supported by AutoBridge"),
+        # a frame, an indented line, a traceback's header, a new exception, an empty line
+        ("ValueError:", '  File "x.py", line 3, in <module>'),
+        ("ValueError: ", 'File "x.py", line 3, in <module>'),
+        ("ValueError: ", "    raise ValueError("),
+        ("ValueError:", "Traceback (most recent call last):"),
+        ("ValueError:", "The above exception was the direct cause of the following exception:"),
+        ("ValueError:", "KeyError: 'model'"),
+        ("ValueError:", ""),
+        # another process's line is not its message
+        ("(A pid=1) ValueError:", "(B pid=1) ✗ Model architecture not supported"),
+    ],
+)
+def test_lines_that_are_not_an_empty_message_and_its_next_line(first: str, second: str) -> None:
+    assert continued(first, second) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # an architecture refused, said by the exception, on one line or two (sglang#5441,
+        # NeMo-RL#1112); one path not supporting an architecture and falling back to another,
+        # or the words without an exception, is no failure
+        (
+            "ValueError: Model architectures ['Glm4ForCausalLM'] are not supported for now.",
+            ["config_error"],
+        ),
+        ("ValueError: \n✗ Model architecture not supported by AutoBridge", ["config_error"]),
+        (
+            "WARNING 05-01 10:00:00 [arg_utils.py:1] Model architecture ['Qwen2VLForConditional"
+            "Generation'] is not supported by the V1 Engine. Falling back to V0.",
+            [],
+        ),
+        ("INFO checked: model architecture not supported by the fast path, using the slow", []),
+    ],
+)
+def test_lines_the_freeze13_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
 def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
     # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
     found = _diagnose("build_error/sglang-5389.log")

@@ -674,11 +674,15 @@ CATALOGUE: tuple[Kind, ...] = (
             r"validation errors? for \w+",
             r"key '[^']+' is not in struct",
             r"unsupported (config|configuration|value)",
-            # shape: the model's architecture is not one this server version can run
+            # shape: the model's architecture is not one the installed library can run
             # (SGLang's and vLLM's `Model architectures ['Glm4ForCausalLM'] are not supported
-            # for now. Supported architectures: ...`, SGLang's older `Unsupported
-            # architectures: LlavaQwenForCausalLM`): the model chosen does not fit the install
-            r"\bmodel architectures? \[[^\]]{0,300}\] (are|is) not supported\b",
+            # for now. Supported architectures: ...`, Megatron-Bridge's AutoBridge `ValueError:`
+            # with `✗ Model architecture not supported by AutoBridge` on its next line, SGLang's
+            # older `Unsupported architectures: LlavaQwenForCausalLM`): the model chosen does
+            # not fit the install. Said by the exception: a warning that an architecture is not
+            # supported by one path and falls back to another is no failure
+            r"^[\w.]{0,80}(error|exception): \W{0,4}model architectures? (\[[^\]]{0,300}\] )?"
+            r"((are|is) )?not supported\b",
             r"\bunsupported architectures?: \w",
             r"invalid (config|configuration)",
             r"^in '[^']+': could not (find|load) '",

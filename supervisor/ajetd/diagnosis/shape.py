@@ -95,6 +95,11 @@ _STOPS_MID_SENTENCE = re.compile(r"[A-Za-z0-9,]$")
 _GOES_ON = re.compile(r"^[a-z]+(?: |, |\. |\.?$|\))")
 _DIGITS = str.maketrans("123456789", "000000000")
 MIN_WRAPPED_MESSAGE = 30  # characters after the class: a short message is not a wrapped one
+# A message that begins with a newline (Megatron-Bridge's `raise ValueError(f"\n✗ Model
+# architecture not supported ...")`): Python prints the class and its colon alone on a line and
+# the message from the next one on, so that line, in the same dress, is read as the message;
+# an indented line, a frame, a new exception or a traceback's own headers is not a message.
+_NOT_A_MESSAGE = re.compile(r'^(?:\s|$|File "|Traceback \(|During handling |The above exception )')
 
 
 def _dress_of(line: str) -> str:
@@ -108,15 +113,21 @@ def _dress_of(line: str) -> str:
     return line[:at]
 
 
-def _wrapped_dress(text: str) -> str | None:
+def _wrapped_dress(text: str) -> tuple[str, bool] | None:
     """The dress of `text` (one line as seen) when it may be the first line of an exception
-    message wrapped in two (it stops mid-sentence); None when it cannot be."""
+    message in two, and whether its message is empty (all of it on the next line); None when
+    it cannot be."""
     dress = _dress_of(text)
     body = text[len(dress) :].lstrip()
     shape = EXCEPTION_LINE.match(body)
-    if shape is None or len(body) - shape.end() < MIN_WRAPPED_MESSAGE:
+    if shape is None:
         return None
-    return dress if _STOPS_MID_SENTENCE.search(body) else None
+    message = body[shape.end() :]
+    if not message.strip():  # `ValueError:` and nothing after it: the message comes next
+        return (dress, True) if body[shape.end() - 1 : shape.end()] == ":" else None
+    if len(message) < MIN_WRAPPED_MESSAGE:
+        return None
+    return (dress, False) if _STOPS_MID_SENTENCE.search(body) else None
 
 
 def may_go_on(raw: bytes) -> bool:
@@ -124,24 +135,25 @@ def may_go_on(raw: bytes) -> bool:
     with (`continued` decides once that line is there): a reader of output still arriving
     waits for the next line before reading this one, as a reader of the whole output does."""
     end = raw.rstrip(b"\r")[-1:]
-    if not (end.isalnum() or end == b",") or len(raw) > MAX_LINE_BYTES:
+    if not (end.isalnum() or end in (b",", b":", b" ")) or len(raw) > MAX_LINE_BYTES:
         return False  # `m`, the end of a colour code, passes on to the full test
     return _wrapped_dress(decode_line(raw)) is not None
 
 
 def continued(text: str, following: str) -> str | None:
     """`text` (one line as seen, dress included) read together with the `following` line when
-    the two are one exception message wrapped in two; None when they are not."""
-    dress = _wrapped_dress(text)
-    if dress is None:
+    the two are one exception message in two lines; None when they are not."""
+    wrapped = _wrapped_dress(text)
+    if wrapped is None:
         return None
+    dress, empty = wrapped
     next_dress = _dress_of(following)
     rest = following[len(next_dress) :]
-    if dress.translate(_DIGITS) != next_dress.translate(_DIGITS):
+    if dress.translate(_DIGITS) != next_dress.translate(_DIGITS) or EXCEPTION_LINE.match(rest):
         return None
-    if not _GOES_ON.match(rest) or EXCEPTION_LINE.match(rest):
+    if _NOT_A_MESSAGE.match(rest) if empty else not _GOES_ON.match(rest):
         return None
-    return f"{text} {rest}"
+    return f"{text.rstrip()} {rest}"
 
 
 def joined_with_next(block: bytes, end: int, text: str) -> tuple[str, int] | None:
