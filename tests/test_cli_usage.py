@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -50,6 +52,48 @@ def test_bad_daemon_option_values_are_usage_errors(args: list[str], tmp_path: Pa
     assert f"Invalid value for '{args[0]}'" in out.output
     no_traceback(out.output)
     assert not list(tmp_path.iterdir())  # refused before anything started
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in group.commands.items():
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = main
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e308"])
+def test_no_number_option_takes_what_is_no_number(value: str, tmp_path: Path) -> None:
+    """click's FloatRange lets nan through (every comparison with it is false) and inf: `ajetd
+    daemon --liveness nan` (or inf, or 1e308) started and died in its first tick with a
+    traceback (its sleep could not take it), `wait RUN --timeout nan` waited for ever. Every
+    float option of every command refuses them, before anything starts."""
+    floats = [
+        (path, param)
+        for path in _commands(main)
+        for param in _command(path).params
+        if isinstance(param.type, click.types.FloatParamType)
+    ]
+    assert len(floats) >= 14, floats  # the daemon's 9, wait/stop/shutdown, campaign's
+    for path, param in floats:
+        opt = param.opts[0]
+        if value == "1e308" and getattr(param.type, "max", None) is None:
+            continue  # a metric's target may be any number
+        args = list(path)
+        if path[0] in ("wait", "stop") or path[1:] in (("add",), ("set",), ("stop",), ("wait",)):
+            args.append("c-abcdef" if path[0] == "campaign" else "abc123")
+        out = CliRunner().invoke(main, [*args, opt, value], env={"AJETD_HOME": str(tmp_path)})
+        assert out.exit_code == 2, (path, opt, out.output)
+        assert f"Invalid value for '{opt}'" in out.output, (path, opt, out.output)
+        no_traceback(out.output)
+        assert not list(tmp_path.iterdir())  # refused before anything started
 
 
 def test_log_level_takes_any_case_and_timeouts_are_not_negative() -> None:

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.cli.campaignread import read_campaign, resolve_or_fail, status_data, wait_campaign
-from ajetd.cli.common import NOT_NEGATIVE, POLL_S, echo_json, interruptible, open_home
+from ajetd.cli.common import (
+    NOT_NEGATIVE,
+    POLL_S,
+    Number,
+    echo_json,
+    interruptible,
+    open_home,
+)
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
@@ -189,7 +196,7 @@ def add_cmd(
 @click.option("--max-experiments", type=int, default=None, help="Attempts in all (baseline too).")
 @click.option("--deadline", default=None, help="A duration from now (10h, 90m).")
 @click.option("--per-experiment-timeout", default=None, help="Each experiment's time limit.")
-@click.option("--target-metric", type=float, default=None, help="Stop once the best reaches it.")
+@click.option("--target-metric", type=Number(), default=None, help="Stop once the best reaches it.")
 @click.option("--continue", "go_on", is_flag=True, help="Another round of the default rule.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the daemon's answer as JSON.")

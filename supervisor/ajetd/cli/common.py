@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ajetd.adapters.store import Home, default_home
+from ajetd.core.durations import MAX_DURATION_S
 from ajetd.core.errors import UnknownRunError
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
@@ -19,10 +21,29 @@ if TYPE_CHECKING:  # the client commands import only what they use (they must st
 
 F = TypeVar("F", bound=Callable[..., Any])
 POLL_S = 0.1
+
+
+class Number(click.FloatRange):
+    """A number in a range, and a number at all: click's FloatRange lets `nan` through (every
+    comparison with it is false) and `inf` (no upper end), which a sleep cannot take (`ajetd
+    daemon --liveness nan` died in its first tick with a traceback) and a wait reads as
+    never (`wait --timeout nan` waited for ever); a value past the range's end overflows the
+    same way (`--liveness 1e308`). Each is a usage error (exit 2) naming the option."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 # Durations, scales and timeouts on the command line: a bad one is a usage error (exit 2),
-# not a daemon that spins (0 s between checks) or a wait that never waits (a negative one).
-POSITIVE = click.FloatRange(min=0.0, min_open=True)
-NOT_NEGATIVE = click.FloatRange(min=0.0)
+# not a daemon that spins (0 s between checks), a wait that never waits (a negative one) or
+# a sleep that overflows (more than a year of seconds, as a blueprint's durations are bound).
+POSITIVE = Number(min=0.0, min_open=True, max=MAX_DURATION_S)
+NOT_NEGATIVE = Number(min=0.0, max=MAX_DURATION_S)
 
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C

@@ -18,7 +18,7 @@ import click
 from ajetd.adapters.store import default_home
 from ajetd.cli import inspectcmds, runcmds
 from ajetd.cli.campaign import campaign
-from ajetd.cli.common import NOT_NEGATIVE, POSITIVE, open_home
+from ajetd.cli.common import NOT_NEGATIVE, POSITIVE, Number, open_home
 from ajetd.core.errors import AjetdError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -84,7 +84,7 @@ def main() -> None:
 )
 @click.option(
     "--gpu-free-threshold",
-    type=click.FloatRange(0.0, 1.0),
+    type=Number(0.0, 1.0),
     default=0.05,
     show_default=True,
     help="A GPU is free for a run when other processes use at most this share of its memory.",
