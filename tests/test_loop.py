@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ajetd.core.model import State, StopCause
+from ajetd.daemon.housekeep import PUBLISH_EVERY_S
 from conftest import Env, wait_for
 from loopkit import SHORTEST_SLEEP_S, FakeClock, Loop
 
@@ -378,3 +379,22 @@ def test_a_restarted_daemon_drops_what_its_reading_of_the_output_no_longer_says(
         assert kinds(second) == ["cuda_oom"]
     finally:
         second.close()
+
+
+def test_a_liveness_period_over_a_minute_keeps_the_heartbeat_fresh(env: Env) -> None:
+    """daemon.json's heartbeat is at most a minute old while the loop turns (`status` calls a
+    daemon whose heartbeat is three minutes old not responding), but the loop woke only for
+    its timers and `--liveness`: an idle `ajetd daemon --liveness 600` slept ten minutes
+    between passes, and `ajetd status` said it was not responding. It wakes to publish."""
+    loop = Loop(env, liveness_s=600.0)
+    try:
+        loop.turn()
+
+        def fresh() -> None:
+            beat = json.loads((env.home / "daemon.json").read_text())["heartbeat"]
+            assert loop.wake_at <= beat + PUBLISH_EVERY_S + SHORTEST_SLEEP_S, loop.wake_at - beat
+
+        fresh()
+        loop.run_for(1800.0, fresh)
+    finally:
+        loop.close()

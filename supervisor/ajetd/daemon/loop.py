@@ -29,7 +29,7 @@ from ajetd.core.policy import next_wake
 from ajetd.daemon.act import Act
 from ajetd.daemon.admit import Admit
 from ajetd.daemon.base import DaemonConfig
-from ajetd.daemon.housekeep import Housekeep
+from ajetd.daemon.housekeep import PUBLISH_EVERY_S, Housekeep
 from ajetd.daemon.launch import Launch
 from ajetd.daemon.observe import DEAD_STATUS_WAIT_S
 from ajetd.daemon.slots import LIVE, RunSlot
@@ -114,7 +114,9 @@ class Daemon(Act, Launch, Admit, Housekeep):
         return min(max(wake_at - now, 0.005), self.cfg.liveness_s)
 
     def _next_full_tick(self, now: float) -> float:
-        wake_at = [self.last_liveness + self.cfg.liveness_s]
+        # the heartbeat's next publication too: a --liveness over a minute would let it age
+        # past what `status` reads as a loop that stopped turning
+        wake_at = [self.last_liveness + self.cfg.liveness_s, self.published_at + PUBLISH_EVERY_S]
         dead = [t + DEAD_STATUS_WAIT_S for t in self._dead()]  # status by then
         for at in (self.settle_at, self.troubles.next_at(), min(dead, default=None)):
             if at is not None:
