@@ -303,3 +303,40 @@ def test_an_ended_run_without_validation_says_none_were_written() -> None:
     ended = replace(live, state=State.DONE, status=Status.SUCCEEDED, ended_at=NOW)
     text = plain(detail(ended, NOW, 100))
     assert "yet" not in text and "no validation results were written" in text
+
+
+def test_status_run_shows_what_to_read_whole_in_any_width(daemon_env: Env) -> None:
+    """`ajetd status RUN` is the run in full: on 80 columns a failed run's reason, each
+    trial's next step and each finding's evidence, explanation and fix were cut with '…'
+    mid-sentence (the fix unreadable), and a pipe's 400 columns cut a long rejection. They
+    are wrapped; every line still fits the terminal."""
+    env = daemon_env
+    timeout = (
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."
+    )
+    bp = env.blueprint(
+        "wrap", command=f"echo {shlex.quote(timeout)}; exit 1", ajetd="gpus: 0\nmax_trials: 2"
+    )
+    run_id = env.submit(bp)
+    ended = env.wait_done(run_id)
+    assert ended["status"] == "failed" and len(ended["reason"]) > 80, ended
+    finding = ended["diagnosis"][0]
+    texts = [ended["reason"], finding["evidence"], finding["explanation"], finding["fix"]]
+    rejected = env.tmp / "rejected.md"
+    rejected.write_text("just words, no parts\n")
+    rejected_id = env.submit(rejected)
+    reason = env.wait_done(rejected_id)["reason"]
+    assert len(reason) > 400, reason
+    for columns in ("80", "40"):
+        env.vars["COLUMNS"] = columns
+        shown = env.cli("status", run_id)
+        assert shown.returncode == 0, shown.stderr
+        assert max(len(line) for line in shown.stdout.splitlines()) <= int(columns), shown.stdout
+        flat = " ".join(shown.stdout.split())
+        for text in texts:
+            assert " ".join(text.split()) in flat, (columns, text, shown.stdout)
+        assert flat.count("next: ") == 2 and "…" not in flat.split("TRIALS")[0], shown.stdout
+    del env.vars["COLUMNS"]
+    piped = env.cli("status", rejected_id)  # a pipe: lines up to 400 columns, for grep
+    assert " ".join(reason.split()) in " ".join(piped.stdout.split()), piped.stdout

@@ -188,7 +188,7 @@ def frame(
     run = next((r for r in runs if r.run_id == chosen), None)
     if run is not None:
         room = max(rows - len(lines) - 6, 3)
-        detail = rundetail.detail(run, now, cols, extras(home, run, room))
+        detail = rundetail.detail(run, now, cols, extras(home, run, room), whole=False)
         head = [line for line in detail[:8] if line]
         out = [line for line in detail if line and line[0][0] == "LAST OUTPUT"]
         lines += [[], *head]

@@ -33,12 +33,48 @@ def _kv(key: str, value: str, width: int, style: str = "") -> Line:
     return [(f"{key:<11}", "dim"), (cut(value, max(width - 11, 1)), style)]
 
 
+@dataclass(frozen=True)
+class _Fit:
+    """How text wider than the terminal is shown. `ajetd status RUN` is the run in full: what
+    a person reads to act (why the run is in its state, a finding's explanation and fix, what
+    was done next, a warning) is wrapped, never cut with '…' (on 80 columns a fix's advice
+    was cut mid-sentence, and a pipe's 400 columns cut a rejection naming seven parts). The
+    live view's head is a glance in a few rows: it cuts (`whole=False`). Tables and the
+    trials' one-line rows are cut in both."""
+
+    width: int
+    whole: bool
+
+    def kv(self, key: str, value: str, style: str = "") -> list[Line]:
+        """`key  value`, the value wrapped under itself."""
+        if not self.whole:
+            return [_kv(key, value, self.width, style)]
+        parts = textwrap.wrap(value, max(self.width - 11, 1), break_on_hyphens=False) or [""]
+        return [_kv("" if i else key, part, self.width, style) for i, part in enumerate(parts)]
+
+    def prose(self, first: str, text: str, style: str = "") -> list[Line]:
+        """`first` then `text`, wrapped under `text`'s start."""
+        if not self.whole:
+            return [[(cut(first + text, self.width), style)]]
+        head: list[Line] = []
+        if len(first) > self.width // 2:  # a narrow terminal: the text goes under `first`
+            head, first = [[(cut(first.rstrip(), self.width), style)]], "    "
+        parts = textwrap.wrap(
+            text,
+            max(self.width, len(first) + 1),
+            initial_indent=first,
+            subsequent_indent=" " * len(first),
+            break_on_hyphens=False,
+        )
+        return head + [[(part, style)] for part in parts or [first.rstrip()]]
+
+
 def attach_line(session: str, socket: str | None) -> str:
     argv = ["tmux", *(("-L", socket) if socket else ()), "attach", "-t", session]
     return shlex.join(argv)
 
 
-def _trial_lines(run: Run, width: int) -> list[Line]:
+def _trial_lines(run: Run, fit: _Fit) -> list[Line]:
     lines: list[Line] = [[("TRIALS", "header")]]
     for t in run.trials:
         took = (
@@ -49,13 +85,14 @@ def _trial_lines(run: Run, width: int) -> list[Line]:
         code = "-" if t.exit_code is None else str(t.exit_code)
         wrong = t.findings[0].kind if t.findings else (t.problem or "")
         text = f"  #{t.number} {iso(t.started_at) or '':<20} {took:<8} exit {code:<4} {wrong}"
-        lines.append([(cut(text.rstrip(), width), "bad" if t.exit_code not in (0, None) else "")])
+        bad = "bad" if t.exit_code not in (0, None) else ""
+        lines.append([(cut(text.rstrip(), fit.width), bad)])
         if t.next_step:
-            lines.append([(cut(f"     next: {t.next_step}", width), "dim")])
+            lines += fit.prose("     next: ", t.next_step, "dim")
     return lines
 
 
-def _finding_lines(run: Run, width: int) -> list[Line]:
+def _finding_lines(run: Run, fit: _Fit) -> list[Line]:
     trial = run.trial
     found = (trial.findings or trial.live_findings) if trial else ()
     if not found:
@@ -64,12 +101,12 @@ def _finding_lines(run: Run, width: int) -> list[Line]:
         [(f"FINDINGS (trial {trial.number if trial else 0}, root cause first)", "header")]
     ]
     for f in found:
-        head = f"  {f.kind} [{f.severity}] line {f.line}: {f.evidence}"
-        lines.append([(cut(head, width), "bad" if f.severity == "fatal" else "")])
+        head = f"  {f.kind} [{f.severity}] line {f.line}: "
+        lines += fit.prose(head, f.evidence, "bad" if f.severity == "fatal" else "")
         if f.explanation:
-            lines.append([(cut(f"    why: {f.explanation}", width), "")])
+            lines += fit.prose("    why: ", f.explanation)
         if f.fix:
-            lines.append([(cut(f"    fix: {f.fix}", width), "good")])
+            lines += fit.prose("    fix: ", f.fix, "good")
     return lines
 
 
@@ -104,12 +141,15 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     return lines
 
 
-def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) -> list[Line]:
-    """`ajetd status RUN`: one run in full."""
+def detail(
+    run: Run, now: float, width: int, extras: RunExtras = RunExtras(), whole: bool = True
+) -> list[Line]:
+    """`ajetd status RUN`: one run in full (`whole`: long text wrapped, see `_Fit`)."""
+    fit = _Fit(width, whole)
     word = state_word(run)
     lines: list[Line] = [
         [(f"run {run.run_id}  ", "header"), (word.upper(), state_style(word))],
-        _kv("purpose", (run.purpose or "(none)").splitlines()[0], width),
+        *fit.kv("purpose", (run.purpose or "(none)").splitlines()[0]),
     ]
     if run.session:
         lines.append(_kv("session", run.session, width))
@@ -118,7 +158,7 @@ def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) ->
             short = f"ajetd attach {run.run_id}"
             lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
     why = run.attention or run.reason
-    lines.append(_kv("state", f"{word}" + (f": {why}" if why else ""), width, state_style(word)))
+    lines += fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
     if run.started_at is not None:
         used = (run.ended_at or now) - run.started_at
         text = f"used {format_duration(used)}"
@@ -135,10 +175,9 @@ def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) ->
                 width,
             )
         )
-    lines.append(_kv("result dir", run.result_dir or "-", width))
-    for warning in run.warnings:  # what admission changed or doubted, whole (wrapped)
-        for i, part in enumerate(textwrap.wrap(warning, max(width - 11, 20)) or [""]):
-            lines.append(_kv("" if i else "warning", part, width, "waiting"))
+    lines += fit.kv("result dir", run.result_dir or "-")
+    for warning in run.warnings:  # what admission changed or doubted
+        lines += fit.kv("warning", warning, "waiting")
     if run.active and extras.next_check_at is not None:
         due = extras.next_check_at - now
         text = f"in {format_duration(due)}" if due > 0 else "due now"
@@ -146,17 +185,15 @@ def detail(run: Run, now: float, width: int, extras: RunExtras = RunExtras()) ->
     gpus = gpu_cell(run)
     lines.append(_kv("GPUs", gpus if gpus != "-" else "not placed", width))
     lines.append([])
-    lines += _trial_lines(run, width)
-    found = _finding_lines(run, width)
+    lines += _trial_lines(run, fit)
+    found = _finding_lines(run, fit)
     if found:
         lines += [[], *found]
     if run.fixes:
         lines += [[], [("FIXES APPLIED", "header")]]
-        lines += [
-            [(cut(f"  after trial {t.number}: {t.next_step}", width), "")]
-            for t in run.trials
-            if t.next_step and t.number < len(run.trials)
-        ]
+        for t in run.trials:
+            if t.next_step and t.number < len(run.trials):
+                lines += fit.prose(f"  after trial {t.number}: ", t.next_step)
     lines += [[], *_metric_lines(run, width)]
     if extras.output:
         lines += [[], [("LAST OUTPUT", "header")]]
