@@ -195,3 +195,21 @@ def test_preflight_reads_a_config_only_from_a_regular_file(tmp_path: Path) -> No
     os.mkfifo(fifo)
     with pytest.raises(NotRegularError, match="not a regular file \\(a FIFO\\)"):
         LOCAL.read_text(str(fifo))
+
+
+def test_list_filters_given_with_one_run_are_refused_not_ignored(env: Env) -> None:
+    """`--all`, `--state`, `--since` and `--campaign` choose the runs of the list; `ajetd status
+    RUN` shows one run whatever they say, so `status RUN --state running` printed a failed
+    run, exit 0, to a script that asked whether it runs. Given with a RUN (a run's id or a
+    campaign's) and no `--watch` (whose list they do choose), they are a usage error."""
+    _record(env, "fil001", state=State.DONE, status=Status.FAILED, reason="exit 1")
+    for extra in (["--state", "running"], ["--all"], ["--since", "1h"], ["--campaign", "c"]):
+        for target in ("fil001", "c-abcdef"):
+            for json_flag in ([], ["--json"]):
+                got = env.cli("status", target, *extra, *json_flag)
+                assert got.returncode == 2, (target, extra, got.stdout)
+                assert got.stdout == "", (target, extra)
+                assert f"{extra[0]} chooses the runs of the list" in got.stderr, got.stderr
+                no_traceback(got.stderr)
+    assert env.cli("status", "fil001").returncode == 0
+    assert env.cli("status", "--state", "failed", "--json").returncode == 0

@@ -63,6 +63,19 @@ def _check_watch(as_json: bool) -> None:
         )
 
 
+def _check_one(**filters: object) -> None:
+    """`status RUN` shows that run (or campaign) whatever a list filter says: one given with
+    it would be ignored, and a script asking `status RUN --state running` would read a
+    failed run, exit 0, as its answer. A usage error instead."""
+    given = [name for name, value in filters.items() if value not in (None, False)]
+    if given:
+        opt = "--" + given[0].replace("show_all", "all")
+        raise click.UsageError(
+            f"{opt} chooses the runs of the list; `ajetd status RUN` shows that one run "
+            "whatever it says: drop the RUN to filter the list (with --watch, the list beside it)"
+        )
+
+
 @click.command()
 @click.argument("run_id", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
@@ -91,6 +104,8 @@ def status(
     id, in full)."""
     if watch:
         _check_watch(as_json)
+    elif run_id is not None:
+        _check_one(show_all=show_all, state=state, since=since, campaign=campaign)
     if run_id is not None and is_campaign_id(run_id):
         from ajetd.cli.campaign import show_status
 
