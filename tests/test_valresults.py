@@ -6,7 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.core.model import Run, State, Status
-from ajetd.frameworks.valresults import metric_series, parse_dict_line, parse_val_text
+from ajetd.frameworks.valresults import (
+    metric_series,
+    parse_dict_line,
+    parse_val_lines,
+    parse_val_text,
+    table_keys,
+)
 from ajetd.views.report import ReportContext, render_results
 
 DATA = Path(__file__).parent / "data"
@@ -91,3 +97,107 @@ def test_a_success_without_any_validation_record_says_where_none_was_found() -> 
     assert "`/c/v/val.md`" in text and "val_before_train" in text
     quiet = render_results(replace(run, kind="nemo_rl", val_path=None), ReportContext(host="h"))
     assert "val_before_train" not in quiet
+
+
+# The writers below are AgentJet's, quoted from the fork charlesHsuGG/AgentJet at upstream
+# c68c154 (2026-05-26) / its merge af6b611; values invented, printed by the real numpy.
+
+
+def test_classic_line_as_numpy2_prints_it_with_the_forks_verl_keys() -> None:
+    """trainer_verl.py (af6b611) `_validate` returns `{**self._val_metrics_update(...),
+    **val_metrics}`: verl's `val-core/<data_source>/reward/mean@N` (np.float64) and
+    `val-aux/num_turns/min` (`sample_turns.min()`, np.int64) first; `update_metrics` adds
+    `eval_tool_stats/...`, `eval_rewards/...` as `float(np.mean(...))`, `nan` for an empty list;
+    `target_dataset_name` last. The line is `str()` of it, as numpy 2.x prints its scalars."""
+    import numpy as np  # (matplotlib, a dependency, brings it)
+
+    metrics: dict[str, object] = {
+        "val-core/openai/gsm8k/reward/mean@4": np.float64(0.6186504927975739),
+        "val-aux/openai/gsm8k/reward/std@4": np.float64(0.0),
+        "val-aux/num_turns/min": np.int64(3),
+        "val-aux/num_turns/mean": np.float64(3.5),
+        "global_steps": 20,
+        "pass_n": 4,
+        "num_pass_n_tasks(pass@4)": 1265,
+        "task_pass_rate@1": 0.6186504927975739,
+        "mean_reward": 0.6186504927975739,
+        "std_reward": np.std([1.0, 0.0]),
+        "eval_tool_stats/tool_success_rate": float("nan"),  # float(np.mean([])), no stats
+        "eval_rewards/penalty_mean": float("-inf"),
+        "target_dataset_name": "main_val_dataset",
+    }
+    line = str(metrics)
+    assert "np.int64(3)" in line and "np.float64(0.5)" in line and ": nan," in line
+    record = parse_dict_line(line)
+    assert record is not None
+    assert record["val-core/openai/gsm8k/reward/mean@4"] == 0.6186504927975739
+    assert record["val-aux/num_turns/min"] == 3 and record["std_reward"] == 0.5
+    assert record["eval_tool_stats/tool_success_rate"] is None
+    assert record["eval_rewards/penalty_mean"] is None
+    assert record["target_dataset_name"] == "main_val_dataset"
+
+
+def test_a_key_or_text_that_spells_nan_or_a_numpy_call_is_kept_as_written() -> None:
+    """verl's keys carry the data source's own name (`val-core/{data_source}/...`): text in a
+    key or a value is never rewritten (before: `'val-core/inf/...'` became `'val-core/None/...'`)."""
+    line = str(
+        {
+            "val-core/inf/reward/mean@4": 0.25,
+            "note": "np.float64(1) nan -inf",
+            "it's": 'a "quoted" nan',
+        }
+    )
+    assert parse_dict_line(line) == {
+        "val-core/inf/reward/mean@4": 0.25,
+        "note": "np.float64(1) nan -inf",
+        "it's": 'a "quoted" nan',
+    }
+
+
+def _swarm_block(step: int, heading: str, label: str | None, pass1: float, avg: float) -> str:
+    """The write calls of tutorial/example_cocktail_rl_v2/cocktail_v2_runner.py:262-273
+    (`heading`: `f"\\n## Step {n_global_step} ({label})\\n"`) and tutorial/opencode_build_aime/
+    auto_research/auto_train.py:182-193 (`label`: `- dataset: {label}`), k = 4."""
+    out = f"\n## Step {step}{heading}\n"
+    if label is not None:
+        out += f"- dataset: {label}\n"
+    out += "- pass_n: 4\n- total_tasks: 30\n- num_all_success_tasks: 3\n"
+    out += "- num_pass_n_tasks: 12\n"
+    out += f"- task_pass_rate@1: {pass1 * 100:.2f}%\n- task_pass_rate@4: {40.0:.2f}%\n"
+    return out + f"- mean_reward: {avg:.4f}\n- std_reward: {0.3:.4f}\n- n_rollouts: 120\n"
+
+
+def test_swarm_benchmarks_each_a_record_and_a_series_of_the_first() -> None:
+    """Both tutorials evaluate each benchmark in turn and append a block per benchmark. Before,
+    `## Step 10 (aime24)` was no heading: nothing of that file was read; and the AIME file's
+    blocks made `mean_reward`'s series (the plateau rule, the report) alternate between
+    benchmarks. Now each block is a record naming its benchmark (`dataset`), the series is the
+    first benchmark's, and the table shows which row is which."""
+    for heading, bullet in ((True, False), (False, True)):
+        text = ""
+        for step, scale in ((0, 1.0), (10, 2.0)):
+            for label, avg in (("aime24", 0.1), ("aime25", 0.05)):
+                named = f" ({label})" if heading else ""
+                text += _swarm_block(step, named, label if bullet else None, avg, avg * scale)
+        records = parse_val_text(text)
+        assert [(r["global_steps"], r["dataset"]) for r in records] == [
+            (0, "aime24"),
+            (0, "aime25"),
+            (10, "aime24"),
+            (10, "aime25"),
+        ]
+        assert metric_series(records, "mean_reward") == [0.1, 0.2]  # aime24's
+        assert records[3]["task_pass_rate@1"] == 0.05 and records[3]["task_pass_rate@4"] == 0.4
+        assert table_keys(records)[0] == "dataset"
+        # read in pieces, cut anywhere between lines (as the daemon reads it): the same
+        lines = text.split("\n")[:-1]
+        for cut in range(len(lines)):
+            pieces: list[dict[str, object]] = []
+            block = parse_val_lines(lines[:cut], pieces, None)[0]
+            parse_val_lines(lines[cut:], pieces, block)
+            assert pieces == records, cut
+    # one benchmark (example_appworld_swarm/agent_roll.py): as before, a record per step
+    single = _swarm_block(0, "", None, 0.5, 0.5) + _swarm_block(5, "", None, 0.6, 0.6)
+    records = parse_val_text(single)
+    assert [(r["global_steps"], r["mean_reward"]) for r in records] == [(0, 0.5), (5, 0.6)]
+    assert "dataset" not in table_keys(records)

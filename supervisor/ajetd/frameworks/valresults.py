@@ -1,10 +1,23 @@
 """AgentJet validation results: the file named by `val_print_to_markdown_file_path`.
 
-Two layouts (`../shared/fixtures/agentjet/`): the classic one appends `str(dict)` per
-validation pass, with numpy scalars printed as `np.float64(...)` under numpy>=2; the swarm
-client tutorial appends `## Step N` headings followed by `- key: value` bullets, percentages with
-a `%` sign. Both become a list of dicts keyed as the framework names them; percentages become
-fractions (as the classic layout writes them) and the step heading becomes `global_steps`.
+The layouts, from AgentJet's source (github.com/modelscope/AgentJet upstream c68c154, read in
+the fork charlesHsuGG/AgentJet, and its history; tests/test_valresults.py quotes each):
+- classic (`ajet/backbone/trainer_verl.py`, `f.write(str(val_metrics))` then a newline, mode
+  `a+`): one `str(dict)` per validation pass. Numpy scalars print as `np.float64(...)`,
+  `np.int64(...)` under numpy>=2 and bare under numpy 1; an empty mean prints `nan`. The keys
+  changed: from 2026-03-30 12:42 (f2cf697) no `global_steps` and `'target dataset name'` first,
+  from 12:49 (260e37a) `global_steps` first, later `target_dataset_name` last and `eval_tool_
+  stats/...`, `eval_rewards/...` floats; the fork puts verl's `val-core/<source>/reward/
+  mean@N` and `val-aux/num_turns/min` (np.int64) first.
+- the swarm client tutorials' `## Step N` heading then `- key: value` bullets, percentages
+  with a `%` sign (`tutorial/example_appworld_swarm/agent_roll.py`). Those that evaluate several
+  benchmarks write a block per benchmark: `## Step N (label)` (`tutorial/example_cocktail_
+  rl_v2/cocktail_v2_runner.py`) or a `- dataset: label` bullet (`tutorial/opencode_build_aime/
+  auto_research/auto_train.py`); the heading's label is read as that bullet.
+All become a list of dicts keyed as the framework names them; percentages become fractions (as
+the classic layout writes them), the step heading `global_steps`, `nan` and `inf` None (JSON
+has none). Where records name several benchmarks (`dataset`), a metric's series is the first
+benchmark's (it judges the run): the others are shown, never mixed into it.
 """
 
 from __future__ import annotations
@@ -15,9 +28,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-_NUMPY = re.compile(r"\b(?:np|numpy)\.[a-z_]+\d*\(\s*([^()]*?)\s*\)")
-_NONFINITE = re.compile(r"(?<![\w'\"])(-?)(nan|inf)(?![\w'\"])")
-_STEP = re.compile(r"^#{1,6}\s*step\s+(\d+)\s*$", re.IGNORECASE)
+# one match per string literal (left as it is: a key's text is never rewritten), numpy scalar
+# call, or bare nan/inf; each alternative is unambiguous, so the scan is linear
+_TOKENS = re.compile(
+    r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
+    r"|\b(?:np|numpy)\.[a-z_]{1,20}\d{0,3}\(\s*(?P<arg>[^()'\"]{0,80}?)\s*\)"
+    r"|(?<![\w.])(?P<nonfinite>-?(?:nan|inf))(?![\w.])"
+)
+_STEP = re.compile(r"^#{1,6}\s*step\s+(\d{1,12})(?:\s*\((?P<label>[^()]{1,200})\))?\s*$", re.I)
 _BULLET = re.compile(r"^\s*[-*]\s*([^:]+?)\s*:\s*(.*?)\s*$")
 TABLE_KEYS = (
     "mean_reward",
@@ -36,13 +54,15 @@ _PASS_AT = re.compile(r"task_pass_rate@(\d{1,6})")
 def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     """The validation attributes of seed 001 that `history` holds, in its order: mean_reward,
     task_pass_rate@N for every N written (pass_n may be 16 or 32, not only 1-8), std_reward,
-    num_all_success_tasks, then num_pass_n_tasks (AgentJet writes `num_pass_n_tasks(pass@N)`)."""
+    num_all_success_tasks, then num_pass_n_tasks (AgentJet writes `num_pass_n_tasks(pass@N)`);
+    first `dataset`, where records name the benchmark they hold."""
     held = list(dict.fromkeys(k for r in history for k in r))
     rates = sorted((int(m.group(1)), k) for k in held if (m := _PASS_AT.fullmatch(k)) is not None)
     passed = [k for k in held if k.startswith("num_pass_n_tasks")]
     first, *rest = [k for k in TABLE_KEYS if not _PASS_AT.fullmatch(k)]  # TABLE_KEYS' order,
     order = [first, *(k for _, k in rates), *rest]  # every pass@N where its 1-8 stand
-    return [k for k in order if k in held] + passed
+    named = ["dataset"] if "dataset" in held else []  # several benchmarks: which row is which
+    return named + [k for k in order if k in held] + passed
 
 
 def _number(value: Any) -> Any:
@@ -51,15 +71,21 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _literal(match: re.Match[str]) -> str:
+    if match.group("string") is not None:
+        return match.group(0)
+    if match.group("nonfinite") is not None:
+        return "None"
+    arg = match.group("arg")
+    return "None" if arg.lstrip("-+") in ("nan", "inf") else arg
+
+
 def parse_dict_line(line: str) -> dict[str, Any] | None:
     """One classic-layout line as a dict, or None if the line is not a complete dict."""
     text = line.strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None
-    text = _NUMPY.sub(r"\1", text)
-    text = _NONFINITE.sub(lambda m: f"float('{m.group(1)}{m.group(2)}')", text)
-    text = text.replace("float('nan')", "None").replace("float('-nan')", "None")
-    text = text.replace("float('inf')", "None").replace("float('-inf')", "None")
+    text = _TOKENS.sub(_literal, text)
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -105,11 +131,13 @@ def parse_val_lines(
         step = _STEP.match(line.strip())
         if step:
             block = {"global_steps": int(step.group(1))}
+            if step.group("label"):
+                block["dataset"] = step.group("label").strip()
             continue
         if block is not None:
             bullet = _BULLET.match(line)
             if bullet:
-                if len(block) == 1:
+                if not records or records[-1] is not block:  # its first bullet
                     records.append(block)
                 block[bullet.group(1)] = _scalar(bullet.group(2))
                 changed = True
@@ -124,10 +152,14 @@ def parse_val_lines(
     return block, changed
 
 
-def metric_series(history: list[dict[str, Any]], key: str) -> list[float]:
-    """The numeric values of `key` across records, skipping records without it."""
+def metric_series(history: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    """The numeric values of `key` across records, skipping records without it, and those of
+    any benchmark but the first named (`dataset`): a series never mixes benchmarks."""
+    first = next((r["dataset"] for r in history if "dataset" in r), None)
     return [
         float(r[key])
         for r in history
-        if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)
+        if isinstance(r.get(key), (int, float))
+        and not isinstance(r.get(key), bool)
+        and r.get("dataset", first) == first
     ]
