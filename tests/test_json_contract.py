@@ -247,3 +247,22 @@ def test_a_finding_is_the_same_object_in_every_json(daemon_env: Env) -> None:
     assert json.loads(out.stdout) == found
     run_json = json.loads((env.tmp / "results" / "failing" / "run.json").read_text())
     assert run_json["diagnosis"] == found
+
+
+def test_every_json_document_is_written_one_way(env: Env) -> None:
+    """One writer for every `--json`: indented, non-ASCII as it is. `wait --json` printed the
+    status object on one line where `status RUN --json` and `stop --json` indent it (a
+    script comparing them saw two texts), and `gpus --json` escaped a GPU's non-ASCII name
+    (`\\u6607`) that every other command keeps."""
+    env.fake_gpus(1, name="Ascend 910B 昇腾")
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("form", purpose="训练 form", ajetd="gpus: 0"))
+    env.wait_done(run_id)
+    shown = env.cli("status", run_id, "--json").stdout
+    assert "训练" in shown
+    for args in (("wait", run_id, "--json"), ("stop", run_id, "--json")):
+        assert env.cli(*args).stdout == shown, args
+    for args in (("gpus", "--json"), ("status", "--json"), ("diag", run_id, "--json")):
+        out = env.cli(*args).stdout
+        assert out == json.dumps(json.loads(out), indent=2, ensure_ascii=False) + "\n", args
+    assert "昇腾" in env.cli("gpus", "--json").stdout

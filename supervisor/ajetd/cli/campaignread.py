@@ -5,7 +5,6 @@ experiment, ends (`campaign wait`, `ajetd wait CAMPAIGN_ID`).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -108,7 +107,10 @@ def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
 def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
     from ajetd.views.campaign import ROW_EXIT, row_line
 
-    click.echo(json.dumps(row, ensure_ascii=False) if as_json else row_line(row))
+    if as_json:
+        echo_json(row)
+    else:
+        click.echo(row_line(row))
     sys.exit(ROW_EXIT.get(row["status"], 1))
 
 

@@ -7,7 +7,6 @@ Each imports what it needs inside its function, so that loading the command line
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.adapters.store import Home
-from ajetd.cli.common import json_option, load_run, open_home
+from ajetd.cli.common import echo_json, json_option, load_run, open_home
 from ajetd.core.errors import AjetdError
 
 if TYPE_CHECKING:
@@ -78,13 +77,7 @@ def lint(file: Path, as_json: bool) -> None:
         }
     problems = [*problems, *home_kinds(open_home().root)[1]]
     if as_json:
-        click.echo(
-            json.dumps(
-                {"ok": not problems, "problems": problems, "blueprint": summary},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        echo_json({"ok": not problems, "problems": problems, "blueprint": summary})
     elif problems:
         click.echo(f"{file}: {len(problems)} problem(s):", err=True)
         for problem in problems:
@@ -127,7 +120,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
         chunks = iter(lambda: handle.read(CHUNK_BYTES), b"")
         findings = diagnose_chunks(chunks, user + KindSet(mine))
     if as_json:
-        click.echo(json.dumps([f.to_json() for f in findings], indent=2, ensure_ascii=False))
+        echo_json([f.to_json() for f in findings])
         return
     if not findings:
         click.echo(f"{logfile}: no known failure found")
@@ -152,7 +145,7 @@ def diag(run_id: str, as_json: bool) -> None:
     run = load_run(home, run_id)
     text, saved, data = diag.take(home, Tmux(tmux_socket_of(run, socket_from_env())), run)
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        echo_json(data)
         return
     click.echo(text)
     click.echo(f"saved to {saved}" if saved else "not saved: the result dir is not writable")
@@ -192,7 +185,7 @@ def gpus(as_json: bool) -> None:
                 for host, (got, held, placed_there, _) in hosts.items()
             }
         )
-        click.echo(json.dumps(out, indent=2))
+        echo_json(out)
         return
     click.echo(status_view.render_gpus(probe.description, samples, holders))
     for host, (got, held, _, why) in hosts.items():

@@ -10,7 +10,6 @@ attention and 124 for its own timeout (DESIGN §3).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.cli.common import (
     NOT_NEGATIVE,
     POLL_S,
+    echo_json,
     interruptible,
     json_option,
     load_run,
@@ -125,7 +125,7 @@ def status(
                 if text.startswith("daemon: "):
                     click.echo(text, err=True)
         if as_json:
-            click.echo(statusterm.json_dump(status_view.run_json(run, now)))
+            echo_json(status_view.run_json(run, now))
         else:
             statusterm.show(statusterm.detail(home, run, now, statusterm.width()))
         return
@@ -138,7 +138,7 @@ def status(
         for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
             click.echo("".join(text for text, _ in line), err=True)
         runs = view.for_json(listed, filters, now)
-        click.echo(statusterm.json_dump([status_view.run_json(r, now) for r in runs]))
+        echo_json([status_view.run_json(r, now) for r in runs])
         return
     statusterm.show(statusterm.overview(home, filters, statusterm.width()))
 
@@ -214,7 +214,7 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
             _say_if_no_daemon(home, f"run {run.run_id} is taken up when one starts")
         time.sleep(POLL_S)
     if as_json:
-        click.echo(json.dumps(status_view.run_json(run, time.time()), ensure_ascii=False))
+        echo_json(status_view.run_json(run, time.time()))
     else:
         click.echo(status_view.wait_line(run, code))
     sys.exit(code)
@@ -288,11 +288,10 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
 def _stop_says(run: Run, line: str, as_json: bool) -> None:
     """`stop`'s answer on stdout: its line, or with --json the run's status object (the one
     `status RUN --json` prints)."""
-    from ajetd.cli import statusterm
     from ajetd.views import records as status_view
 
     if as_json:
-        click.echo(statusterm.json_dump(status_view.run_json(run, time.time())))
+        echo_json(status_view.run_json(run, time.time()))
     elif line:
         click.echo(line)
 

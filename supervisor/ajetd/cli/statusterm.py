@@ -21,7 +21,7 @@ import time
 import tty
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ajetd.adapters.store import Home
 from ajetd.core.model import Run, tmux_socket_of
@@ -219,7 +219,3 @@ def watch(
                 at = order.index(selected) if selected in order else 0
                 step = 1 if key in ("j", "down") else -1
                 selected = order[(at + step) % len(order)]
-
-
-def json_dump(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
