@@ -307,6 +307,33 @@ def test_a_nemo_run_through_the_loop(daemon_env: Env) -> None:
     assert "- **accuracy**: first 0.3400, best 0.4200 (step 6), last 0.4200" in results
 
 
+def test_a_dpo_run_over_three_epochs_through_the_loop(daemon_env: Env) -> None:
+    """A NeMo-RL DPO run as v0.4+ prints it (tests/fakejet/examples/run_dpo.py: per-epoch step
+    headers, a block per validation dataset, a Ray worker's coloured line between bullets,
+    bold headers, no end line at its last epoch) through the real daemon to results.md. Before:
+    no record held the run's metric (keys began with the dataset's name in backticks), and the
+    steps of epochs 2 and 3 read as 1-3 again."""
+    env = daemon_env
+    command = "python examples/run_dpo.py --config examples/configs/dpo_fake.yaml"
+    blueprint = env.blueprint("dpo", config="examples/configs/dpo_fake.yaml", command=command)
+    run_id = env.submit(blueprint)
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status  # the last epoch: nothing said, exit 0
+    metrics = status["metrics"]
+    assert metrics["global_steps"] == 8 and metrics["validation_default_loss"] == 0.58
+    assert metrics["validation_ultra_loss"] == 0.63  # both datasets in the one record
+    result = env.tmp / "results" / "dpo"
+    record = json.loads((result / "run.json").read_text())
+    history = record["history"]
+    assert [h["step"] for h in history] == [0, 2, 4, 6, 8]
+    assert [h["validation_default_loss"] for h in history] == [0.7, 0.66, 0.62, 0.58, 0.58]
+    results = (result / "results.md").read_text()
+    assert "| step | validation_default_loss |" in results and "| 8 | 0.5800 |" in results
+    assert "- **validation_default_loss**: first 0.7000, best 0.5800 (step 6), last 0.5800" in (
+        results
+    )
+
+
 def test_a_nemo_save_by_timeout_is_a_time_limit(daemon_env: Env) -> None:
     env = daemon_env
     run_id = env.submit(_nemo_blueprint(env, "nemo_t", "checkpointing.checkpoint_must_save_by=3"))
