@@ -98,25 +98,36 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     write_all_atomic([(path, data, mode)])
 
 
+@contextlib.contextmanager
+def named(path: Path) -> Iterator[None]:
+    """An OSError inside names `path` where it names no file: `write()`, `fsync()`,
+    `pwrite()` and `ftruncate()` take a descriptor, so their ENOSPC says only "No space left
+    on device", and the full folder `status` shows, the line the CLI prints and the journal's
+    note must say which. Every write helper here runs its descriptor calls under it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
 def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
     """Replace several files (path, data, mode), each whole as `write_atomic` does, waiting
     for the disk once instead of once per file: all are written to their temporary files,
     then synced together (a thread each besides the first: `fsync` lets go of the GIL, and
     the file system's journal commits them in one go), then renamed into place in order. On an
-    error no temporary file is left; the files renamed before it stay, each whole."""
+    error no temporary file is left; the files renamed before it stay, each whole; the error
+    names the file whose write or sync failed."""
     held: list[tuple[int, str, Path]] = []
     renamed = 0
     try:
         for path, data, mode in files:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             held.append((fd, tmp, path))
-            try:
+            with named(path):
                 _write_fd(fd, data, mode)
-            except OSError as exc:  # a write() names no file: say which, for the full folder
-                if exc.filename is not None:
-                    raise
-                raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        _sync_all([fd for fd, _, _ in held])
+        _sync_all([(fd, path) for fd, _, path in held])
         for _, tmp, path in held:
             Path(tmp).replace(path)
             renamed += 1
@@ -135,8 +146,9 @@ def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
     system has no hard links, renamed over an empty file that claimed the name); its path."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        _write_fd(fd, data, mode)
-        os.fsync(fd)
+        with named(path):
+            _write_fd(fd, data, mode)
+            os.fsync(fd)
         for n in range(1, 1000):
             target = path.with_name(f"{path.stem}-{n}{path.suffix}") if n > 1 else path
             try:
@@ -165,21 +177,23 @@ def _write_fd(fd: int, data: str | bytes, mode: int) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _sync_all(fds: list[int]) -> None:
-    """`fsync` every one of `fds` at the same time; the first error is raised."""
+def _sync_all(files: list[tuple[int, Path]]) -> None:
+    """`fsync` every one of `files` (descriptor, the file it will be) at the same time; the
+    first error is raised, naming its file."""
     errors: list[OSError] = []
 
-    def sync(fd: int) -> None:
+    def sync(fd: int, path: Path) -> None:
         try:
-            os.fsync(fd)
+            with named(path):
+                os.fsync(fd)
         except OSError as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=sync, args=(fd,), daemon=True) for fd in fds[1:]]
+    threads = [threading.Thread(target=sync, args=pair, daemon=True) for pair in files[1:]]
     for thread in threads:
         thread.start()
-    if fds:
-        sync(fds[0])
+    if files:
+        sync(*files[0])
     for thread in threads:
         thread.join()
     if errors:
@@ -204,15 +218,16 @@ def open_owner(path: Path, *, truncate: bool = False) -> BinaryIO:
 
 def append_bytes(path: Path, data: bytes) -> None:
     """Append whole lines to a journal; a line cut short by an earlier full disk is ended
-    first, so the next line stays readable."""
+    first, so the next line stays readable. An error names `path`."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, OWNER_FILE)
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        with named(path):
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
@@ -231,10 +246,13 @@ def write_in_place(path: Path, data: bytes) -> None:
     copy for an instant; it then reads nothing and tries again."""
     fd = os.open(path, os.O_WRONLY)
     try:
-        size = os.fstat(fd).st_size
-        os.pwrite(fd, data.ljust(size), 0)
-        os.ftruncate(fd, max(len(data), size))
-        os.fsync(fd)
+        with named(path):
+            size = os.fstat(fd).st_size
+            view, at = memoryview(data.ljust(size)), 0
+            while at < len(view):  # past its blocks a full disk takes part: the rest raises
+                at += os.pwrite(fd, view[at:], at)
+            os.ftruncate(fd, max(len(data), size))
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -27,10 +27,10 @@ from ajetd.hosts import sshcmd
 from ajetd.views.records import run_json
 
 
-def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, Any]]:
-    """The snapshot as markdown, where it was saved (None when it could not be), and the same
-    facts as a JSON-ready dict (`ajetd diag RUN --json`: every command that shows data takes
-    `--json`)."""
+def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, Any]]:
+    """The snapshot as markdown, where it was saved (or why it was not, naming the file or
+    folder: a full disk names the snapshot's file), and the same facts as a JSON-ready dict
+    (`ajetd diag RUN --json`: every command that shows data takes `--json`)."""
     now = time.time()
     shown = run_json(run, now)  # the fields diag shares with the status object, as it has them
     trial = run.trial
@@ -51,15 +51,15 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
     ]
     lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
     text = "\n".join(lines)
-    saved = None
+    saved: Path | str = "the run has no folder to hold it yet"
     folder, mode = _where(home, run)
     if folder is not None:
         target = folder / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
         try:
             target.parent.mkdir(0o700 if mode == OWNER_FILE else 0o777, parents=True, exist_ok=True)
             saved = write_new(target, text, mode)  # a second one this second: diag-...-2.md
-        except OSError:
-            saved = None
+        except OSError as exc:  # each write names its file (store.named)
+            saved = f"{exc.filename or target}: {exc.strerror or exc}"
     data: dict[str, Any] = {
         "run_id": run.run_id,
         "taken_at": iso(now),
@@ -69,7 +69,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | None, dict[str, 
         "gpus": gpus,
         "findings": [f.to_json() for f in findings],
         "log_tail": tail,
-        "saved": str(saved) if saved else None,
+        "saved": str(saved) if isinstance(saved, Path) else None,
     }
     return text, saved, data
 

@@ -148,7 +148,7 @@ def diag(run_id: str, as_json: bool) -> None:
         echo_json(data)
         return
     click.echo(text)
-    click.echo(f"saved to {saved}" if saved else "not saved: the result dir is not writable")
+    click.echo(f"saved to {saved}" if isinstance(saved, Path) else f"not saved: {saved}")
 
 
 @click.command()

@@ -32,7 +32,15 @@ from ajetd.adapters.control import (
     write_answer,
 )
 from ajetd.adapters.inbox import stored_options
-from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, encode, json_text, write_atomic
+from ajetd.adapters.store import (
+    OWNER_DIR,
+    OWNER_FILE,
+    Home,
+    append_bytes,
+    encode,
+    json_text,
+    write_atomic,
+)
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint
@@ -284,8 +292,7 @@ class Campaigns:
                 state.best, state.best_name, state.best_index = value, exp.name, exp.index
             note = f" (smoke run: {status})" if exp.smoke else ""
             exp.row = ledger_fields(spec, exp, run, note, self._launcher(exp.run_id))
-            with open(Path(spec.result_dir) / "ledger.tsv", "a") as ledger:
-                ledger.write(cr.ledger_row(exp.row))
+            append_bytes(Path(spec.result_dir) / "ledger.tsv", encode(cr.ledger_row(exp.row)))
             exp.recorded, changed = True, True
         if changed:  # at once: a restart before the next save would write the rows again
             self._save(state)

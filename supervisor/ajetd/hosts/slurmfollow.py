@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 from types import FrameType
 
+from ajetd.adapters.store import write_atomic
 from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_file
 from ajetd.hosts import slurm
 
@@ -72,9 +72,7 @@ class Follower:
             self.say(f"following batch job {self.job} again")
         else:
             self.job = slurm.submit(self.argv)
-            tmp = self.job_file.with_suffix(".tmp")
-            tmp.write_text(self.job + "\n")
-            os.replace(tmp, self.job_file)
+            write_atomic(self.job_file, self.job + "\n")  # an error names it
             self.say(f"submitted batch job {self.job}")
         while (code := self.code()) is None:
             self.show()

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
+from ajetd.adapters.store import mark
 from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
@@ -249,7 +250,7 @@ def same_dir(spec: SshSpec, local_dir: Path, run_id: str) -> bool:
     written here is looked for there."""
     marker = local_dir / f".ajetd-shared-{run_id}"
     local_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text("ajetd\n")
+    mark(marker)  # being there is all it says: no write that a full disk could refuse
     try:
         return run(spec, f"test -e {shlex.quote(str(marker))}").returncode == 0
     finally:

@@ -14,8 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 
+from ajetd.adapters.store import append_bytes
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.hosts import sshcmd
 
@@ -45,8 +47,9 @@ class Follower:
         sys.stdout.buffer.flush()
 
     def note(self, word: str) -> None:
-        with open(self.lost_file, "a") as handle:
-            handle.write(f"{time.time():.3f} {word} {self.spec.target}\n")
+        append_bytes(
+            Path(self.lost_file), f"{time.time():.3f} {word} {self.spec.target}\n".encode()
+        )
 
     def stream(self) -> int:
         """One connection's worth of output; its exit code."""

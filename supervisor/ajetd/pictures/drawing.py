@@ -49,14 +49,17 @@ def record_gpus(home: Home, run_id: str, now: float, seen: Sequence[RunGpu]) -> 
         "gpus": [{"index": g.index, "util": g.utilization, "mem": g.memory_mib} for g in seen],
     }
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+    path = gpu_file(home, run_id)
     try:
-        fd = os.open(gpu_file(home, run_id), flags, OWNER_FILE)
+        fd = os.open(path, flags, OWNER_FILE)
     except OSError as exc:
-        log.warning("run %s: cannot record GPU samples: %s", run_id, exc.strerror)
+        log.warning("run %s: cannot record GPU samples in %s: %s", run_id, path, exc.strerror)
         return
     try:
         if os.fstat(fd).st_size < MAX_GPU_LOG_BYTES:
             os.write(fd, (json.dumps(line) + "\n").encode())
+    except OSError as exc:  # a full home: this sample is missing from gpus.png, no more
+        log.warning("run %s: GPU sample not recorded in %s: %s", run_id, path, exc.strerror)
     finally:
         os.close(fd)
 
