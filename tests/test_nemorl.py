@@ -187,8 +187,9 @@ def test_a_pane_with_colours_redraws_and_worker_lines_between_the_bullets() -> N
     """Ray's log monitor prints the workers' lines into the driver's terminal as they come, so
     one can land between a block's lines (the prefix is Ray's `(Name pid=N)`; NeMo-RL's policy
     workers name themselves `{cls}[rank={rank}]`, dtensor_policy_worker_v2.py:218), coloured
-    when the pane is a terminal; a tqdm bar redraws with `\\r`. Before, such a line ended the
-    block and the bullets after it were lost."""
+    when the pane is a terminal; Ray's own processes print `(raylet) ...` and `(autoscaler
+    +18s) ...` (as pasted in public logs); a tqdm bar redraws with `\\r`. Before, such a line
+    ended the block and the bullets after it were lost."""
     text = (
         f"\x1b[1m{SEP} Step 2/2 {SEP}\x1b[0m\n"
         "Processed prompts:  50%|#####     | 32/64\rProcessed prompts: 100%|##########| 64/64\n"
@@ -199,6 +200,9 @@ def test_a_pane_with_colours_redraws_and_worker_lines_between_the_bullets() -> N
         "(VllmGenerationWorker pid=51233, ip=10.0.0.12) INFO 08-23 09:14:41 [x.py:1] hi "
         "[repeated 7x across cluster]\n"
         "    • Average response length: 231.4 tokens\n"
+        "(raylet) [2025-04-19 20:06:00,489 E 120465 120495] (raylet) file_system_monitor.cc:116:"
+        " /tmp/ray/session_x is over 95% full\n"
+        "(autoscaler +18s) Tip: use `ray status` to view detailed cluster status.\n"
         "\r    • Samples processed: 256\n\n"
         "  ⏱️  Validation Timing:\n    • Total validation time: 14.87s\n"
         "\x1b[32mMax number of steps has been reached, stopping training early\x1b[0m\n"
@@ -229,6 +233,22 @@ def test_every_way_it_says_it_stopped() -> None:
     assert nemorl.ending("🛑 Shutting down environment math...\n") is None  # max_num_epochs
     both = f"{nemorl.TIMEOUT_END}\n(relaunched)\n{nemorl.NORMAL_END}\n"
     assert nemorl.ending(both) == "max_steps"  # the last said
+
+
+def test_an_evaluation_gives_its_score() -> None:
+    """examples/run_eval.py prints its result in nemo_rl/evals/eval.py `_print_results`
+    (:542-547): `score={average_score:.4f} ({score}/{dataset_size})`, `{:.2f}` in v0.2.0
+    (nemo_reinforcer/evals/eval.py:184). Its config (examples/configs/evals/eval.yaml) has
+    `eval:` and no checkpointing: the score judges it. Before, it gave no record at all."""
+    text = (
+        "\n" + "=" * 60 + "\nmodel_name='Qwen2.5-Math-1.5B-Instruct' dataset_name='aime2024'\n"
+        "max_new_tokens=2048 temperature=0.0 top_p=1.0 top_k=-1 seed=42\n\n"
+        "metric=pass@1 num_tests_per_prompt=1\n\nscore=0.1000 (3.0/30)\n" + "=" * 60 + "\n"
+    )
+    assert _feed_all(text)[1] == [{"step": 0, "global_steps": 0, "score": 0.1}]
+    assert _feed_all("score=0.10 (3.0/30)\n")[1][0]["score"] == 0.1
+    config = {"eval": {"metric": "pass@k", "k_value": 1}, "generation": {}}
+    assert nemorl.primary_metric(config) == ("score", True)
 
 
 def test_long_and_hostile_lines_are_read_in_linear_time() -> None:

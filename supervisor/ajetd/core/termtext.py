@@ -18,6 +18,11 @@ _RAY_PREFIX = re.compile(
     r"^(?:\x1b\[[0-9;]*m)*\((?:[A-Za-z_][\w.:-]*(?:\[[^\]\s]{0,64}\])?\s+)?pid=\d+"
     r"(?:,\s*ip=[\w.:-]+)?\)(?:\x1b\[0m)?\s?"
 )
+# Ray's own processes: `(raylet) ...`, `(autoscaler +18s) Tip: ...`, `(gcs_server) ...`
+_RAY_DAEMON = re.compile(
+    r"^(?:\x1b\[[0-9;]*m)*\((?:raylet|gcs_server|log_monitor|monitor|dashboard\w{0,40}"
+    r"|autoscaler(?: \+[0-9hms]{1,16})?)(?:,\s*ip=[\w.:-]+)?\)"
+)
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 
 
@@ -32,8 +37,11 @@ def clean_line(line: str) -> str:
 
 
 def is_worker_line(line: str) -> bool:
-    """Whether a line came from a Ray worker (its `(Actor pid=N)` prefix), not the driver."""
-    return line.startswith(("(", "\x1b")) and _RAY_PREFIX.match(line) is not None
+    """Whether a line came from a Ray worker (its `(Actor pid=N)` prefix) or one of Ray's own
+    processes (`(raylet)`, `(autoscaler +18s)`), not the driver."""
+    if not line.startswith(("(", "\x1b")):
+        return False
+    return _RAY_PREFIX.match(line) is not None or _RAY_DAEMON.match(line) is not None
 
 
 def strip_ray(line: str) -> str:

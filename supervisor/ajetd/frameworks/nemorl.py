@@ -14,6 +14,8 @@ commit of 2025-03-20 to v0.7.0 and main of 2026-08-22; tests/test_nemorl.py quot
   None: no number), `{:.1f} tokens` or `{:.0f}`. A validation before the first step (`val_at_
   start`) is at step 0.
 - `📊 Using log directory: <dir>`.
+- an evaluation's result (`run_eval.py`, nemo_rl/evals/eval.py `_print_results`): `score=
+  {:.4f} ({score}/{dataset_size})` (`{:.2f}` in v0.2), a record with `score`, at step 0.
 - how it ended: `Max number of steps has been reached, stopping training early` (also `Max
   steps reached, stopping training.`, cross-tokenizer distillation; `Configured step/epoch
   limit has been reached, stopping training`, async PPO), the save-by timeout `Timeout has been
@@ -21,8 +23,9 @@ commit of 2025-03-20 to v0.7.0 and main of 2026-08-22; tests/test_nemorl.py quot
   `Validation <metric> reached the early-stop threshold (...); stopping training`, all with exit
   code 0. Reaching `max_num_epochs` prints nothing.
 Lines are read as a person saw them in the pane (colour codes gone, the last `\\r` redraw); a
-Ray worker's line (`(DTensorPolicyWorkerV2[rank=0] pid=1) ...`), printed by another process
-between a block's lines, does not end the block.
+Ray worker's line (`(DTensorPolicyWorkerV2[rank=0] pid=1) ...`) or a Ray process's (`(raylet)
+...`, `(autoscaler +18s) ...`), printed by another process between a block's lines, does not
+end the block.
 
 Records use the metric names of `checkpointing.metric_name` without `val:` (`accuracy`,
 `val_loss`, `validation_default_loss`; `val_reward`, GRPO's name before v0.4, is `accuracy`),
@@ -53,6 +56,7 @@ _BULLET = re.compile(
     rf"^\s*[•*-]\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
 )
 _LOG_DIR = re.compile(r"Using log directory:\s*(\S.*?)\s*$")
+_SCORE = re.compile(rf"^score=(?P<value>{_NUMBER}) \(")  # run_eval.py's result
 _MAX_LINE = 2048  # every shape read is a short line: a longer one is read up to here
 NORMAL_END = "Max number of steps has been reached, stopping training early"
 TIMEOUT_END = "Timeout has been reached, stopping training early"
@@ -81,8 +85,11 @@ def metric_key(label: str) -> str:
 
 
 def primary_metric(config: Mapping[str, Any] | None) -> tuple[str, bool]:
-    """The metric that judges a run, and whether higher is better (NeMo-RL's checkpointing)."""
+    """The metric that judges a run, and whether higher is better (NeMo-RL's checkpointing;
+    an evaluation's config, `eval:` and no checkpointing, is judged by its `score=`)."""
     ckpt = config.get("checkpointing") if isinstance(config, Mapping) else None
+    if isinstance(config, Mapping) and ckpt is None and isinstance(config.get("eval"), Mapping):
+        return "score", True
     name, higher = "accuracy", True
     if isinstance(ckpt, Mapping):
         given = str(ckpt.get("metric_name") or "val:accuracy").split(":", 1)[-1]
@@ -220,6 +227,13 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
             state = _epoch_of(state, m)
         elif m := _LOG_DIR.search(line):
             state = replace(state, log_dir=m.group(1))
+        elif m := _SCORE.match(line):
+            if block:
+                records.append(block)
+            at = state.step if state.step is not None else 0
+            block = None
+            records.append(NemoBlock("", (("score", _value(m.group("value"))),), step=at))
+            continue
         elif m := _RESULTS.search(line):
             if block:
                 records.append(block)
