@@ -530,3 +530,21 @@ def test_an_experiments_paths_are_read_whole_where_they_hold_spaces() -> None:
     bp = parse_blueprint(experiment_blueprint(spec, exp, 1, base, "/src/my repo", 0.0))
     assert (bp.codebase_dir, bp.venv_exe) == ("/src/my repo", venv)
     assert bp.result_dir == "/data/my runs/01-lr" and bp.warnings == ()
+
+
+def test_a_campaign_is_named_exactly_never_by_a_pattern_or_a_path(env: Env) -> None:
+    """`campaign status|wait|stop|add|set X` look X up as a campaign's id or its name, but
+    the name went into a glob of the inbox (`*__X.campaign`), so `ajetd campaign status '*'`
+    (or `'sw*'`) named the one campaign waiting there, and X went into a path before it was
+    known to be an id: a name longer than a file name's 255 bytes failed with `File name
+    too long` (exit 1) instead of naming no campaign (exit 2)."""
+    got = env.cli("campaign", str(_folder(env, "sweep", "")))
+    assert got.returncode == 0, got.stderr
+    cid = got.stdout.strip()
+    assert env.cli("campaign", "status", "sweep", "--json").returncode == 0
+    assert json.loads(env.cli("campaign", "status", cid, "--json").stdout)["campaign_id"] == cid
+    for text in ("*", "sw*", "[s]weep", "?weep", "x" * 300, f"../campaigns/{cid}"):
+        for command in ("status", "wait"):
+            got = env.cli("campaign", command, text, "--json")
+            assert got.returncode == 2, (command, text, got.stdout, got.stderr)
+            assert got.stdout == "" and "no campaign" in got.stderr, got.stderr

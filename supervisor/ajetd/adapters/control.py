@@ -131,10 +131,14 @@ def await_answer(home: Home, cid: str, req_id: str, timeout: float) -> dict[str,
 
 def resolve(home: Home, text: str) -> str | None:
     """The campaign id that `text` names (its id, or its name when unique), claimed or still
-    in the inbox; None when none or several match."""
+    in the inbox; None when none or several match. `text` is what a user typed: it goes into
+    a path only once it has an id's form, and is compared with names, never globbed (`*`
+    named whichever campaign waited in the inbox; 300 characters failed as a file name)."""
     root = home.root / "campaigns"
-    known = (root / text / "state.json").exists() or any(home.inbox.glob(f"{text}__*{SUFFIX}"))
-    if (CAMPAIGN_ID.match(text) or LEGACY_ID.match(text)) and known:
+    is_id = CAMPAIGN_ID.match(text) or LEGACY_ID.match(text)
+    if is_id and (
+        (root / text / "state.json").exists() or any(home.inbox.glob(f"{text}__*{SUFFIX}"))
+    ):
         return text
     named: list[str] = []
     with contextlib.suppress(OSError):
@@ -143,6 +147,8 @@ def resolve(home: Home, text: str) -> str | None:
                 if json.loads(state_file.read_text()).get("name") == text:
                     named.append(state_file.parent.name)
     with contextlib.suppress(OSError):
-        for entry in home.inbox.glob(f"*__{text}{SUFFIX}"):
-            named.append(entry.name.partition("__")[0])
+        for entry in home.inbox.iterdir():
+            cid, sep, rest = entry.name.partition("__")
+            if sep and rest == f"{text}{SUFFIX}":
+                named.append(cid)
     return named[0] if len(set(named)) == 1 else None
