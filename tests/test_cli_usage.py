@@ -213,3 +213,25 @@ def test_list_filters_given_with_one_run_are_refused_not_ignored(env: Env) -> No
                 no_traceback(got.stderr)
     assert env.cli("status", "fil001").returncode == 0
     assert env.cli("status", "--state", "failed", "--json").returncode == 0
+
+
+def test_an_argument_is_shown_short_in_its_error(env: Env) -> None:
+    """What a user typed is echoed in the error that names it, but a 100 KB argument (a
+    variable holding a log where an id was meant) was echoed whole, 100 KB of stderr.
+    An unknown run, campaign, state or number is shown as its first characters and its
+    length."""
+    huge = "a" * 100_000
+    for args in (
+        ("status", huge),
+        ("wait", huge),
+        ("logs", huge),
+        ("campaign", "status", huge),
+        ("status", "--state", huge),
+        ("status", "--campaign", huge),
+        ("wait", "abc123", "--timeout", "n" * 100_000),
+    ):
+        got = env.cli(*args)
+        assert got.returncode == 2, args
+        assert len(got.stderr) < 1000, (args, got.stderr[:300])
+        assert "(100000 characters)" in got.stderr, (args, got.stderr[:300])
+        no_traceback(got.stderr)

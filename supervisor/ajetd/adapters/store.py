@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.naming import RUN_ID, SUBMITTED
+from ajetd.core.values import show
 
 if TYPE_CHECKING:
     from ajetd.adapters.diskfull import Held
@@ -336,7 +337,8 @@ class Home:
         """The run's record; a submitted blueprint not yet admitted reads as a queued run."""
         if not RUN_ID.match(run_id):
             raise UnknownRunError(
-                f"no run {run_id!r} (run ids are six lower-case letters and digits); {_LIST_RUNS}"
+                f"no run {show(run_id)} (run ids are six lower-case letters and digits); "
+                + _LIST_RUNS
             )
         from ajetd.adapters import runrecords
 

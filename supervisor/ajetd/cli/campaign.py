@@ -29,6 +29,7 @@ from ajetd.cli.common import (
     interruptible,
     open_home,
 )
+from ajetd.core.values import show
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
@@ -170,7 +171,7 @@ def add_cmd(
 
     if more_overrides and not overrides:
         raise click.UsageError(
-            f"unexpected argument {more_overrides[0]!r} (overrides follow --overrides)"
+            f"unexpected argument {show(more_overrides[0])} (overrides follow --overrides)"
         )
     for override in (*overrides, *more_overrides):
         problem = cs.override_problem(override)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ajetd.cli.common import POLL_S, echo_json, open_home
+from ajetd.core.values import show
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home
@@ -25,7 +26,7 @@ def resolve_or_fail(home: Home, text: str) -> str:
     campaign_id = resolve(home, text)
     if campaign_id is None:
         raise click.UsageError(
-            f"no campaign {text!r} (campaign ids look like c-k3x9az, run ids like k3x9az; "
+            f"no campaign {show(text)} (campaign ids look like c-k3x9az, run ids like k3x9az; "
             "a name must be unique; see `ajetd campaign list`)"
         )
     return campaign_id

@@ -15,6 +15,7 @@ import click
 from ajetd.adapters.store import Home, default_home
 from ajetd.core.durations import MAX_DURATION_S
 from ajetd.core.errors import UnknownRunError
+from ajetd.core.values import SHOW_CHARS, show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.core.model import Run
@@ -33,9 +34,14 @@ class Number(click.FloatRange):
     name = "number"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
+        try:
+            number = super().convert(value, param, ctx)
+        except click.BadParameter:  # click's message holds the value whole (100 KB of it)
+            if isinstance(value, str) and len(value) > SHOW_CHARS:
+                self.fail(f"{show(value)} is not a number", param, ctx)
+            raise
         if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
+            self.fail(f"{show(value)} is not a finite number", param, ctx)
         return number
 
 

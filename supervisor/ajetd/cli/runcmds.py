@@ -29,6 +29,7 @@ from ajetd.cli.common import (
     load_run,
     open_home,
 )
+from ajetd.core.values import show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.adapters.tmux import Tmux
@@ -154,7 +155,7 @@ def _status_filters(
 
     if state is not None and state not in view.STATES:
         raise click.BadParameter(
-            f"{state!r}; one of {', '.join(view.STATES)}", param_hint="--state"
+            f"{show(state)}; one of {', '.join(view.STATES)}", param_hint="--state"
         )
     since_s = None
     if since is not None:
@@ -167,7 +168,7 @@ def _status_filters(
         runs = statusterm.campaign_runs(home, campaign)
         if runs is None:
             raise click.BadParameter(
-                f"no campaign {campaign!r} in {home.root} (an id, c-k3x9az, or a name only one "
+                f"no campaign {show(campaign)} in {home.root} (an id, c-k3x9az, or a name only one "
                 "campaign has; see `ajetd campaign list`)",
                 param_hint="--campaign",
             )
