@@ -10,6 +10,8 @@ script's entry point (its error lines) runs as a real `ajetd` process.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +237,35 @@ def test_an_argument_is_shown_short_in_its_error(env: Env) -> None:
         assert len(got.stderr) < 1000, (args, got.stderr[:300])
         assert "(100000 characters)" in got.stderr, (args, got.stderr[:300])
         no_traceback(got.stderr)
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_escaped_never_a_traceback(env: Env) -> None:
+    """A file name's bytes that are not UTF-8 reach Python as lone surrogates, which the
+    stdout of a UTF-8 locale (en_US.UTF-8: errors 'strict', as PYTHONIOENCODING sets here)
+    refuses: `ajetd lint caf$'\\xe9'.md` and `ajetd diagnose` of it died with a
+    UnicodeEncodeError traceback, and stderr showed the byte as `\\udce9`. Every line now
+    shows it as `\\xe9`, as status shows such names."""
+    env.vars["PYTHONIOENCODING"] = "utf-8:strict"
+    name = os.fsdecode(b"caf\xe9.md")
+    good = env.blueprint("good")
+    (env.tmp / name).write_bytes(good.read_bytes())
+    fifo = env.tmp / os.fsdecode(b"f\xe9.md")
+    os.mkfifo(fifo)
+    for args, code, stream in (
+        (("lint", name), 0, "stdout"),
+        (("lint", "--json", name), 0, "stdout"),
+        (("diagnose", name), 0, "stdout"),
+        (("submit", str(fifo)), 2, "stderr"),
+        (("lint", str(fifo)), 2, "stderr"),
+    ):
+        got = subprocess.run(
+            [sys.executable, "-m", "ajetd", *args],
+            cwd=env.tmp,
+            env=env.vars,
+            capture_output=True,
+            check=False,
+        )
+        no_traceback(got.stderr.decode())
+        assert got.returncode == code, (args, got.stderr)
+        if "--json" not in args:
+            assert b"\\xe9" in getattr(got, stream), (args, got)

@@ -6,12 +6,41 @@ also gives the usage errors."""
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
 import sys
 from pathlib import Path
 
+from ajetd.core.naming import safe_name
+
+ESCAPE = "ajetd-escape"
+
+
+def _escaped(exc: UnicodeError) -> tuple[str, int]:
+    """What the output's encoding cannot take, written as `safe_name` shows a name: a file
+    name's byte that is not UTF-8 (a lone surrogate in Python's text) as `\\xe9`, anything
+    else escaped in ASCII."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start : exc.end]
+    return safe_name(chunk).encode("ascii", "backslashreplace").decode("ascii"), exc.end
+
+
+def escaped_output() -> None:
+    """Every command's text output goes through `_escaped`. A name given on the command line
+    that is not UTF-8 (`caf$'\\xe9'.md`) reaches Python as text holding a lone surrogate,
+    which a UTF-8 locale's stdout refuses: `ajetd lint` and `ajetd diagnose` of such a file
+    died with a UnicodeEncodeError traceback, and stderr showed it as `\\udce9`. (Output
+    written as bytes, `ajetd logs`, is the program's own, untouched.)"""
+    codecs.register_error(ESCAPE, _escaped)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ESCAPE)
+
 
 def entry() -> None:
+    escaped_output()
     args = sys.argv[1:]
     given = args[1] if len(args) == 2 else ""
     if args[:1] == ["submit"] and (
