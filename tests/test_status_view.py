@@ -203,6 +203,32 @@ def test_watch_redraws_in_a_real_tmux_pane_until_q(daemon_env: Env) -> None:
     assert "LAST OUTPUT" not in screen()  # the alternate screen is gone, the shell is back
 
 
+def test_watch_on_a_dumb_terminal_prints_each_frame(env: Env) -> None:
+    """On TERM=dumb (an editor's shell, a serial console) rich's live display draws nothing:
+    `ajetd status --watch` showed a blank screen until q. A terminal that cannot redraw in
+    place gets each frame printed below the last, every 2 s; q still ends it."""
+    _home_with_runs(env, 2, 1)
+    home = shlex.quote(str(env.home))
+    command = (
+        f"env TERM=dumb AJETD_HOME={home} {PYTHON} -m ajetd status --watch;"
+        " echo WATCH-EXIT $?; sleep 600"
+    )
+    made = env.tmux("new-session", "-d", "-s", "dumb", "-x", "100", "-y", "40", command)
+    assert made.returncode == 0, made.stderr
+
+    def screen() -> str:
+        return env.tmux("capture-pane", "-p", "-S", "-", "-t", "=dumb:").stdout
+
+    wait_for(
+        lambda: screen().count("ajetd status --watch") >= 2 and "r00000" in screen(),
+        timeout=30,
+        what="two frames, one below the other",
+    )
+    assert "\x1b" not in screen()
+    env.tmux("send-keys", "-t", "=dumb:", "q")
+    wait_for(lambda: "WATCH-EXIT 0" in screen(), timeout=15, what="q to end the view")
+
+
 def test_watch_without_a_terminal_says_so_and_exits(env: Env) -> None:
     """Once it wrote escape codes into the pipe forever: a script or an agent calling
     `status --watch` never got control back."""

@@ -200,18 +200,26 @@ def frame(
 def watch(
     home: Home, filters: view.Filters, interval: float = REFRESH_S, selected: str | None = None
 ) -> None:
-    """Redraw every `interval` seconds until `q` or Ctrl-C; `selected`: the run shown first."""
+    """Redraw every `interval` seconds until `q` or Ctrl-C; `selected`: the run shown first.
+    A terminal that cannot redraw in place (TERM=dumb: an editor's shell, a serial console),
+    where rich's live display draws nothing at all, gets each frame printed below the last."""
     from rich.console import Console
     from rich.live import Live
 
     console = Console(highlight=False)
-    live = Live(console=console, screen=True, auto_refresh=False)
-    with _keys() as keys, live, contextlib.suppress(KeyboardInterrupt):
+    live = (
+        None if console.is_dumb_terminal else Live(console=console, screen=True, auto_refresh=False)
+    )
+    with _keys() as keys, live or contextlib.nullcontext(), contextlib.suppress(KeyboardInterrupt):
         while True:
             lines, order = frame(home, filters, console.width, console.height, selected)
             if selected not in order:
                 selected = order[0] if order else None
-            live.update(to_text(lines), refresh=True)
+            if live is None:
+                console.print(to_text(lines))
+                console.print()
+            else:
+                live.update(to_text(lines), refresh=True)
             key = _read_key(interval, keys)
             if key in ("q", "Q", "\x03"):
                 break
