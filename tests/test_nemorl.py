@@ -67,7 +67,10 @@ def test_dpo_and_rm_print_a_block_per_dataset_named_as_their_metric_name() -> No
     set:` and `    • Validation {metric_name}: {value:.4f}` for each DPOValMetrics field;
     NeMo-RL names them `validation-{dataset}_{field}` (dpo.py:378-384), as the recipes'
     `metric_name: "val:validation-default_loss"` (examples/configs/dpo.yaml:26). Before, the
-    block's keys began with the dataset's name in backticks, which no metric_name names."""
+    block's keys began with the dataset's name in backticks, which no metric_name names.
+    A run's public log shows the block so (github.com/NVIDIA-NeMo/nemo-platform/pull/943: the
+    nine bullets, `Validation num_valid_samples: 16.0000`, then `Saving checkpoint for step
+    2...`, a `(DTensorPolicyWorker[rank=0] pid=N)` line and `📊 Training Results:` bullets)."""
     fields = ["loss", "sft_loss", "preference_loss", "accuracy", "rewards_chosen_mean"]
     fields += ["rewards_rejected_mean", "num_valid_samples", "global_valid_seqs"]
     fields += ["global_valid_toks"]
@@ -82,6 +85,8 @@ def test_dpo_and_rm_print_a_block_per_dataset_named_as_their_metric_name() -> No
         f"\n{SEP} Epoch 1/1 {SEP}\n\n{SEP} Step 7/100 {SEP}\n▶ Taking a training step...\n"
         + block("default", 0.6931)
         + block("ultra", 0.7001)
+        + "Saving checkpoint for step 7...\n(DTensorPolicyWorker[rank=0] pid=1) Saving x\n"
+        + "\n📊 Training Results:\n  • loss: 0.6931\n  • accuracy: 0.0000\n"
         + "Timeout has been reached, stopping training early\n"
     )
     _, records = _feed_all(text)
@@ -124,6 +129,23 @@ def test_older_releases_dpo_and_grpo_names() -> None:
     assert record == {**at_step, "val_loss": 0.6412, "validation_accuracy": 0.625}
     old = {"checkpointing": {"metric_name": "val_reward", "higher_is_better": True}}
     assert nemorl.primary_metric(old) == ("accuracy", True)
+    # `metric_name: null` (recipes/llm/dpo-llama3.1-8b-tulu3-1n8g-fsdp2tp1.yaml:40): the
+    # algorithm's base config's metric, not accuracy, which a DPO or SFT run never prints
+    null = {"metric_name": None, "higher_is_better": False}
+    assert nemorl.primary_metric({"dpo": {}, "checkpointing": null}) == (
+        "validation_default_loss",
+        False,
+    )
+    assert nemorl.primary_metric({"sft": {}, "checkpointing": {"metric_name": None}}) == (
+        "val_loss",
+        False,
+    )
+    assert nemorl.primary_metric({"grpo": {}, "checkpointing": null}) == ("accuracy", False)
+    # that recipe inherits `dpo:` through `defaults: ../../dpo.yaml`: its script says DPO
+    recipe = {"defaults": "../../dpo.yaml", "checkpointing": {"metric_name": None}}
+    assert nemorl.primary_metric(recipe, "uv run examples/run_dpo.py --config r.yaml")[0] == (
+        "validation_default_loss"
+    )
     assert nemorl.primary_metric({"checkpointing": {"metric_name": "val_loss"}}) == (
         "val_loss",
         False,

@@ -156,7 +156,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(config),
         kind="nemo_rl" if nemo else "agentjet",
-        metric=nemorl.primary_metric(config)[0] if nemo else "mean_reward",
+        metric=nemorl.primary_metric(config, command)[0] if nemo else "mean_reward",
     )
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)

@@ -84,19 +84,33 @@ def metric_key(label: str) -> str:
     return _NAMES.get(text, re.sub(r"[^a-z0-9@]+", "_", text).strip("_"))
 
 
-def primary_metric(config: Mapping[str, Any] | None) -> tuple[str, bool]:
-    """The metric that judges a run, and whether higher is better (NeMo-RL's checkpointing;
-    an evaluation's config, `eval:` and no checkpointing, is judged by its `score=`)."""
-    ckpt = config.get("checkpointing") if isinstance(config, Mapping) else None
-    if isinstance(config, Mapping) and ckpt is None and isinstance(config.get("eval"), Mapping):
+# what each algorithm's base config names (examples/configs/sft.yaml, dpo.yaml, rm.yaml; GRPO,
+# distillation, PPO: val:accuracy), for a recipe that sets `metric_name: null` or none
+_BASE_METRICS = {"sft": "val:val_loss", "dpo": "val:validation-default_loss"}
+_BASE_METRICS["rm"] = "val:validation-default_loss"
+_SCRIPT = re.compile(r"(?:^|[\s/])run_(sft|dpo|rm)\.py(?:\s|$)")
+
+
+def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple[str, bool]:
+    """The metric that judges a run, and whether higher is better (NeMo-RL's checkpointing).
+    Without a metric_name, the one its algorithm's base config names: the algorithm is the
+    config's section (`sft:`) or, for a recipe that inherits it all through `defaults:`, the
+    script the command runs (`run_dpo.py`). An evaluation's config (`eval:`, no checkpointing)
+    is judged by its `score=`."""
+    if not isinstance(config, Mapping):
+        return "accuracy", True
+    ckpt = config.get("checkpointing")
+    if ckpt is None and isinstance(config.get("eval"), Mapping):
         return "score", True
-    name, higher = "accuracy", True
-    if isinstance(ckpt, Mapping):
-        given = str(ckpt.get("metric_name") or "val:accuracy").split(":", 1)[-1]
-        given = _OLD_NAMES.get(given.strip(), given)
-        name = metric_key(given.replace("val_loss", "validation loss"))
-        higher = bool(ckpt.get("higher_is_better", not name.endswith("loss")))
-    return name, higher
+    ckpt = ckpt if isinstance(ckpt, Mapping) else {}
+    script = _SCRIPT.search(command)
+    algorithms = [k for k in _BASE_METRICS if isinstance(config.get(k), Mapping)]
+    algorithms += [script.group(1)] if script else []
+    base = _BASE_METRICS[algorithms[0]] if algorithms else None
+    given = str(ckpt.get("metric_name") or base or "val:accuracy").split(":", 1)[-1]
+    given = _OLD_NAMES.get(given.strip(), given)
+    name = metric_key(given.replace("val_loss", "validation loss"))
+    return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
 
 
 def _given(command: str, key: str) -> bool:
