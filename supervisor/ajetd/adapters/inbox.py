@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ajetd.adapters import runrecords
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
-from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
+from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, temp_of, write_atomic
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import SUBMITTED, fit_stem, safe_name
@@ -35,6 +35,7 @@ SETTLE_S = 1.0
 STALE_S = 60.0
 BLUEPRINT_EXTENSIONS = (".md", ".markdown")
 CLAIMED_NAME = "blueprint.md"
+SOURCE_NAME = "source-name"  # the name the blueprint came by, written before its claim
 
 
 @dataclass(frozen=True)
@@ -160,12 +161,15 @@ def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
     rename is the commit: the name it came by is written before it."""
     folder = home.run_dir(run_id)
     folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
+    for entry in os.scandir(folder):  # a claim cut inside its first write (`claimable`)
+        if temp_of(entry.name, SOURCE_NAME):
+            Path(entry.path).unlink(missing_ok=True)
     target = folder / CLAIMED_NAME
-    write_atomic(folder / "source-name", f"{candidate.stem}.md\n", OWNER_FILE)
+    write_atomic(folder / SOURCE_NAME, f"{candidate.stem}.md\n", OWNER_FILE)
     try:
         candidate.path.rename(target)
     except FileNotFoundError:
-        (folder / "source-name").unlink(missing_ok=True)
+        (folder / SOURCE_NAME).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             folder.rmdir()
         return None
@@ -217,8 +221,9 @@ def _free_name(folder: Path, base: str) -> str:
 
 def claimable(home: Home, run_id: str) -> bool:
     """The id `ajetd submit` printed is still this file's: no folder has it, or only the
-    start of its own claim (`source-name`, written before the rename that commits it) that
-    a daemon killed in between left behind. Else the file gets a fresh id."""
+    start of its own claim (`source-name`, written before the rename that commits it, or the
+    temporary file of that write) that a daemon killed in between left behind. Else the file
+    gets a fresh id."""
     folder = home.run_dir(run_id)
     try:
         names = {entry.name for entry in os.scandir(folder)}
@@ -226,7 +231,7 @@ def claimable(home: Home, run_id: str) -> bool:
         return True
     except OSError:  # a stray file of that name, a folder it may not read
         return False
-    return names <= {"source-name"}
+    return all(n == SOURCE_NAME or temp_of(n, SOURCE_NAME) for n in names)
 
 
 def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
@@ -242,7 +247,7 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
             if runrecords.lost_record(folder, state, run_id) is not None:
                 continue
             try:
-                source = (folder / "source-name").read_text().strip()
+                source = (folder / SOURCE_NAME).read_text().strip()
             except OSError:
                 source = CLAIMED_NAME
             out.append((run_id, folder / CLAIMED_NAME, source))

@@ -140,6 +140,13 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
                 Path(tmp).unlink()
 
 
+def temp_of(name: str, path_name: str) -> bool:
+    """Whether `name` is one of the temporary files `write_atomic` and `write_new` make for a
+    file named `path_name` (`.<name>.XXXXXXXX.tmp`): left behind only by a daemon killed
+    between creating it and its rename, and never a file of anyone's."""
+    return name.startswith(f".{path_name}.") and name.endswith(".tmp")
+
+
 def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
     """Write `data` whole under `path`, or `<stem>-2<suffix>`, `-3`, ... where that name is
     taken: never over a file (a second snapshot within one second keeps the first). The file

@@ -52,9 +52,9 @@ class Act(Observe):
         run = slot.run
         for action in decide(run, obs, self.cfg.timing, slot.options):
             run = self._act(slot, run, action, now, pane, obs.findings)
-        if obs.stop_requested:
-            (self.home.control / f"{run_id}.stop").unlink(missing_ok=True)
         self._store(run)
+        if obs.stop_requested and self.home.saved(run_id):  # taken once on record, not before
+            (self.home.control / f"{run_id}.stop").unlink(missing_ok=True)
 
     def _act(
         self,
@@ -76,7 +76,12 @@ class Act(Observe):
             case BeginStop():
                 why = f" ({action.why})" if action.why else ""
                 self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")
-                return model.begin_stop(run, action.cause, now, action.why)
+                run = model.begin_stop(run, action.cause, now, action.why)
+                # on record before the first signal: a daemon killed between the two would
+                # otherwise find the program ended by its SIGINT (130) and no stop on record,
+                # and call the run failed (bench/chaos.py found it)
+                self._store(run)
+                return run
             case Send():
                 count = slot.host.signal(run, pid, action.signal.value)
                 self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
