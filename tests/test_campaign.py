@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +17,7 @@ from ajetd.adapters import campaignfolder as cf
 from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core.durations import format_duration
 from conftest import Env, git, shared_paths, wait_for
 
 
@@ -548,3 +552,29 @@ def test_a_campaign_is_named_exactly_never_by_a_pattern_or_a_path(env: Env) -> N
             got = env.cli("campaign", command, text, "--json")
             assert got.returncode == 2, (command, text, got.stdout, got.stderr)
             assert got.stdout == "" and "no campaign" in got.stderr, got.stderr
+
+
+def test_a_done_campaign_is_measured_at_its_end(daemon_env: Env) -> None:
+    """A campaign that ended stands where it ended: its deadline rule's `current`, `remaining`
+    and `deadline_left_s` kept counting against the clock after it completed ('59m44s left'
+    an hour later became 'deadline met', for a campaign done long before), where its
+    `progress` and a run's `elapsed_s` are its end's."""
+    env = daemon_env
+    folder = _folder(env, "ended", "stop: {max_experiments: 1, deadline: 1h}\n")
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    waited = env.cli("campaign", "wait", cid, "--timeout", "60")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+
+    def shown() -> dict[str, Any]:
+        return dict(json.loads(env.cli("campaign", "status", cid, "--json").stdout))
+
+    first = shown()
+    deadline = next(r for r in first["stop_rules"] if r["rule"] == "deadline")
+    ended = datetime.fromisoformat(first["ended_at"]) - datetime.fromisoformat(first["started_at"])
+    assert abs(deadline["current"] - ended.total_seconds()) <= 1.0, (deadline, ended)
+    wait_for(lambda: time.time() - datetime.fromisoformat(first["ended_at"]).timestamp() > 2.5)
+    later = shown()
+    assert later["stop_rules"] == first["stop_rules"]
+    assert later["deadline_left_s"] == first["deadline_left_s"] == deadline["remaining"]
+    text = env.cli("campaign", "status", cid).stdout
+    assert f"({format_duration(deadline['remaining'])} left)" in text, text

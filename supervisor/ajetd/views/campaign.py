@@ -96,7 +96,11 @@ def _best_and_baseline(state: CampaignState) -> tuple[Any, Any]:
 
 
 def _campaign_json(spec: cs.CampaignSpec, state: CampaignState, now: float) -> dict[str, Any]:
-    """The goal, the stop rules and how far each is from being met, and the deadline."""
+    """The goal, the stop rules and how far each is from being met, and the deadline: for a
+    campaign that ended, as they stood at its end (as its `progress`, and a run's elapsed
+    time, are), not against the clock since (its deadline 'met' an hour after it completed)."""
+    if state.done and state.ended_at is not None:
+        now = state.ended_at
     prog = progress_of(state, spec, now)
     rules = rules_of(state, spec, now)
     count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
