@@ -452,3 +452,85 @@ def test_a_stop_filed_for_a_run_waiting_to_be_admitted_again_is_kept_and_taken(
     )
     assert (flag["status"], flag["trials"]) == ("stopped", 0), flag
     assert env.launches() == []  # never launched
+
+
+def test_a_full_folder_on_the_host_waits_as_a_local_one_and_goes_on_once_it_has_room(
+    env: Env, sshd_apart: tuple[Sshd, Path]
+) -> None:
+    """The config folder only the host has is full when admission writes its fixed copy
+    there: the run waits, `ajetd status` names the folder on that host (as it names a full
+    folder here), and once the host's disk has room the run is admitted and runs (before:
+    rejected, 'does not take it: cannot write ...', as if the folder refused writes)."""
+    server, apart = sshd_apart
+    spec = server.spec()
+    code = apart / env.tmp.name
+    config = env.config("hostfull")
+    data = yaml.safe_load((env.codebase / config).read_text())
+    data["ajet"]["execute_test"] = True  # fixed at admission, in a copy beside it
+    (env.codebase / config).write_text(yaml.safe_dump(data))
+    q = shlex.quote
+    made = sshcmd.run(
+        spec, f"mkdir -p {q(str(code))} && cp -r {q(str(env.codebase))}/. {q(str(code))}"
+    )
+    assert made.returncode == 0, made.stderr
+    filler = code / "filler"
+    sshcmd.run(spec, f"head -c 64M /dev/zero > {q(str(filler))}")  # 32 MiB: full
+    bp = env.blueprint("hostfull", config=config, ajetd=server.ajetd_part())
+    bp.write_text(bp.read_text().replace(str(env.codebase), str(code)))
+    env.start_daemon()
+    run_id = env.submit(bp)
+    try:
+        folder = f"{spec.target}:{code}/configs"
+        line = (
+            f"cannot write to a folder run {run_id} needs {folder}: No space left on device "
+            "(on another machine)"
+        )
+        wait_for(lambda: line in env.cli("status").stdout, what="status to name the folder")
+        assert env.status(run_id)["state"] == "queued"
+        wait_for(
+            lambda: "retrying" in env.cli("status").stdout and not env.record(run_id),
+            what="it to be tried again, not rejected",
+        )
+        assert sshcmd.run(spec, f"rm -f {q(str(filler))}").returncode == 0
+        status = env.wait_done(run_id, timeout=60)
+        assert status["status"] == "succeeded", status
+        assert "DISK FULL" not in env.cli("status").stdout
+    finally:
+        sshcmd.run(spec, f'rm -rf {q(str(code))} "$HOME"/.ajetd-remote/{q(run_id)}')
+
+
+def test_a_launch_into_a_full_home_on_the_host_waits_for_room_then_runs(
+    env: Env, tmp_path: Path
+) -> None:
+    """The host's disk under ~/.ajetd-remote is full (a tmpfs there, in its own sshd's mount
+    namespace) when a trial's script is sent: the run waits, status names the run's folder on
+    that host, and the trial starts once there is room (before: 'launch failed: could not
+    start trial 1 on ...: cat: write error', the run failed)."""
+    from conftest import _sshd
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a mount namespace needs root and unshare (util-linux)")
+    base = Path.home() / ".ajetd-remote"
+    base.mkdir(mode=0o700, exist_ok=True)
+    mount = 'mount -t tmpfs -o size=1m,mode=0700 ajetd-full "$0" && exec "$@"'
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(base)]
+    folder = tmp_path / "own-sshd"
+    folder.mkdir()
+    servers = _sshd(folder, wrap)
+    own = next(servers)
+    spec = own.spec()
+    try:
+        assert sshcmd.run(spec, "head -c 8M /dev/zero > ~/.ajetd-remote/filler").returncode != 0
+        env.start_daemon()
+        bp = env.blueprint("homefull", config=env.config("homefull"), ajetd=own.ajetd_part())
+        run_id = env.submit(bp)
+        there = f"{spec.target}:{base}/{run_id}"
+        line = f"cannot write to a folder run {run_id} needs {there}: No space left on device"
+        wait_for(lambda: line in env.cli("status").stdout, what="status to name the folder")
+        assert env.record(run_id).get("status") is None  # not failed: waiting
+        assert sshcmd.run(spec, "rm -f ~/.ajetd-remote/filler").returncode == 0
+        status = env.wait_done(run_id, timeout=60)
+        assert status["status"] == "succeeded" and status["trials"] == 1, status
+        assert "DISK FULL" not in env.cli("status").stdout
+    finally:
+        next(servers, None)

@@ -32,6 +32,27 @@ def is_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
 
 
+class RemoteFullError(OSError):
+    """A full disk (over quota, read-only) on another machine, as a command run there said
+    it: waited for as a full folder here is. Its file is named `host:path`, so its folder
+    (`host:folder`) is one of its own in status and in the backoff, never taken for a folder
+    of this machine at the same path; its free space is not read from here."""
+
+    def __init__(self, code: int, path: str, host: str) -> None:
+        super().__init__(code, os.strerror(code), f"{host}:{path}")
+        self.host = host
+
+
+def remote_full(said: str, path: str, host: str) -> RemoteFullError | None:
+    """The full-disk error that a command run on `host` in the C locale said in `said` (its
+    stderr: `cat: write error: No space left on device`) while writing `path`; None if it
+    said none. The C library's words are those of this machine's `os.strerror`."""
+    for code in sorted(FULL_ERRNOS):
+        if os.strerror(code) in said:
+            return RemoteFullError(code, path, host)
+    return None
+
+
 def free_bytes(folder: Path) -> int | None:
     """What an unprivileged writer may still put there, in bytes (None: cannot tell)."""
     try:
@@ -64,6 +85,7 @@ class Full:
     since: float
     retry_at: float
     delay: float
+    host: str | None = None  # the other machine it is on (its free space not read here)
 
 
 class Troubles:
@@ -80,10 +102,10 @@ class Troubles:
         error = exc.strerror or str(exc)
         known = self.full.get(folder)
         if known is None:
-            log.error(
-                "cannot write to %s %s: %s (%s free)", what, folder, error, free_space(folder)
-            )
-            self.full[folder] = Full(what, error, now, now + self.first_s, self.first_s)
+            free = "not read" if isinstance(exc, RemoteFullError) else free_space(folder)
+            log.error("cannot write to %s %s: %s (%s free)", what, folder, error, free)
+            host = exc.host if isinstance(exc, RemoteFullError) else None
+            self.full[folder] = Full(what, error, now, now + self.first_s, self.first_s, host)
             return
         known.delay = min(known.delay * 2, self.max_s)
         known.retry_at, known.error = now + known.delay, error
@@ -106,9 +128,8 @@ class Troubles:
         """One line per full folder, for `ajetd status`: what, where, why, how much is free."""
         out = []
         for folder, known in sorted(self.full.items()):
-            line = (
-                f"cannot write to {known.what} {folder}: {known.error} ({free_space(folder)} free)"
-            )
+            free = f"{free_space(folder)} free" if known.host is None else "on another machine"
+            line = f"cannot write to {known.what} {folder}: {known.error} ({free})"
             if held.get(folder):
                 line += f"; {held[folder]}"
             out.append(line + "; retrying")

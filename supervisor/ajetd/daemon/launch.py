@@ -154,6 +154,8 @@ class Launch(Base):
             started = trials.start_trial(self.home, self.tmux, run, self.clock(), slot.host, panes)
             self._keep(started)
         except (AjetdError, OSError) as exc:
+            if isinstance(exc, diskfull.RemoteFullError):  # the host's: shown, tried again
+                raise  # at each tick by `_each` (`step_full`), as a fix's full folder is
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
                 return False

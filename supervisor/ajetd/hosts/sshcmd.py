@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ajetd.adapters import diskfull
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
 from ajetd.adapters.store import mark
 from ajetd.core.errors import AjetdError
@@ -113,16 +114,19 @@ def remote_dir(spec: SshSpec, run_id: str) -> str:
 
 
 def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -> int:
-    """Start trial `trial`'s script on the host, detached; return its pid there."""
+    """Start trial `trial`'s script on the host, detached; return its pid there. A full disk
+    there raises `diskfull.RemoteFullError` naming the run's folder there: the launch waits
+    for room, as a launch into a full home here does, instead of failing the run."""
     q = shlex.quote
     n = trial
+    c = "LC_ALL=C "  # the C library's words for a full disk; the program keeps its own locale
     started = run(
         spec,
         # ~/.ajetd-remote is ajetd's own: owner-only (an older one made so); results: the user's
-        f"(umask 077 && mkdir -p {q(rdir)} && chmod 700 {q(os.path.dirname(rdir))} {q(rdir)}) && "
-        f"mkdir -p {q(result_dir)} && cd {q(rdir)} || exit 1\n"
+        f"(umask 077 && {c}mkdir -p {q(rdir)} && chmod 700 {q(os.path.dirname(rdir))} {q(rdir)})"
+        f" && {c}mkdir -p {q(result_dir)} && cd {q(rdir)} || exit 1\n"
         f"if [ -e trial-{n}.pid ]; then cat trial-{n}.pid; exit 0; fi\n"
-        f"cat > trial-{n}.sh && chmod 700 trial-{n}.sh && : > trial-{n}.log && "
+        f"{c}cat > trial-{n}.sh && chmod 700 trial-{n}.sh && {c}: > trial-{n}.log && "
         f"touch trial-{n}.go || exit 1\n"
         # `setsid -f`, not `&`: a background job of a non-interactive shell has SIGINT
         # ignored, and neither bash nor Python would then let Ctrl-C stop the program
@@ -135,6 +139,9 @@ def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -
     text = started.stdout.decode().strip()
     if started.returncode != 0 or not text.isdigit():
         err = started.stderr.decode(errors="replace").strip()
+        full = diskfull.remote_full(err, f"{rdir}/trial-{n}.sh", spec.target)
+        if full is not None:
+            raise full
         raise SshError(f"could not start trial {n} on {spec.target}: {err or text or '?'}")
     return int(text)
 
@@ -351,6 +358,7 @@ class RemoteFs:
         folder, name = os.path.split(path)
         data = text.encode("utf-8")
         script = (
+            "export LC_ALL=C\n"  # the C library's words for a full disk (diskfull.remote_full)
             f"set -e; t=$(mktemp {q(os.path.join(folder or '.', '.' + name + '.XXXXXX'))})\n"
             "trap 'rm -f \"$t\"' EXIT\n"
             f'cat > "$t"; n=$(wc -c < "$t"); w={len(data)}\n'
@@ -360,7 +368,11 @@ class RemoteFs:
         )
         done = run(self.spec, script, stdin=data)
         if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()
+            said = done.stderr.decode(errors="replace")
+            full = diskfull.remote_full(said, path, self.spec.target)
+            if full is not None:  # waited for, as a full folder here is
+                raise full
+            why = said.strip().splitlines()
             raise OSError(f"cannot write {path} on {self.spec.target}: {why[-1] if why else '?'}")
 
 
