@@ -5,6 +5,7 @@ one concept with one field across commands."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import click
@@ -266,3 +267,36 @@ def test_every_json_document_is_written_one_way(env: Env) -> None:
         out = env.cli(*args).stdout
         assert out == json.dumps(json.loads(out), indent=2, ensure_ascii=False) + "\n", args
     assert "昇腾" in env.cli("gpus", "--json").stdout
+
+
+def test_the_status_object_names_the_tmux_server_of_the_session(env: Env) -> None:
+    """`status RUN` shows the line that attaches (`tmux -L SOCKET attach -t SESSION`), but its
+    JSON named the session only: an agent whose shell has another AJETD_TMUX_SOCKET (or none)
+    could not reach the pane (`tmux capture-pane`) without parsing the human view. It holds
+    `tmux_socket`, the `tmux -L` name of the run's server (`default`: tmux's default one),
+    null before the first launch."""
+    blueprint = env.blueprint("where", config=env.config("where", forever=True), ajetd="gpus: 0")
+    run_id = env.submit(blueprint)  # no daemon yet: queued in the inbox
+    queued = env.status(run_id)
+    assert queued["tmux_socket"] is None and queued["session"] is None
+    env.start_daemon()
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    running = env.status(run_id)
+    assert running["tmux_socket"] == env.socket
+    pane = subprocess.run(
+        [
+            "tmux",
+            "-L",
+            running["tmux_socket"],
+            "capture-pane",
+            "-p",
+            "-t",
+            f"={running['session']}:",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pane.returncode == 0 and f"run {run_id} trial 1" in pane.stdout, pane
+    stopped = json.loads(env.cli("stop", run_id, "--json").stdout)
+    assert stopped["tmux_socket"] == env.socket

@@ -27,6 +27,9 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "run_id": run.run_id,
         "purpose": run.purpose or None,
         "session": run.session or None,
+        # the `tmux -L` name of the session's server (`default`: tmux's own), which the
+        # human view's attach line names: an agent reaches the pane without parsing that
+        "tmux_socket": run.tmux_socket or None,
         "state": shown_state(run),
         "status": run.status.value if run.status else None,
         "reason": run.reason or None,
