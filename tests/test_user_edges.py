@@ -272,3 +272,31 @@ def test_a_venv_given_as_the_line_that_activates_it_is_that_venv(daemon_env: Env
         done = env.cli("wait", run_id, "--timeout", "30")
         assert done.returncode == 0, done.stdout
         assert f"VE={venv}" in env.cli("logs", run_id).stdout
+
+
+def test_a_result_dir_inside_the_home_is_refused(daemon_env: Env) -> None:
+    """`$AJETD_HOME` is ajetd's own folder. A blueprint whose result dir was its inbox got its
+    run's results.md and trials.md taken as two more blueprints (two runs rejected with every
+    part missing, the reports moved out of the result dir into rejected/); one under `runs/`
+    mixed reports with records. A result dir in the home (however spelt: a symlink to it) is
+    refused by lint and by the daemon, and nothing is written there."""
+    env = daemon_env
+    link = env.tmp / "to-home"
+    link.symlink_to(env.home)
+    for name, result in (
+        ("inbox", env.home / "inbox"),
+        ("records", env.home / "runs" / "mine"),
+        ("linked", link / "out"),
+        ("itself", env.home),
+    ):
+        bp = env.blueprint(name, result=str(result), ajetd="gpus: 0")
+        linted = env.cli("lint", str(bp))
+        assert linted.returncode == 2, (name, linted.stdout)
+        assert f"lies in $AJETD_HOME {env.home}" in linted.stderr, linted.stderr
+        run_id = env.submit(bp)
+        done = env.wait_done(run_id)
+        assert done["status"] == "rejected" and "lies in $AJETD_HOME" in done["reason"], done
+        assert not (result / "finish.flag").exists() and not (result / "results.md").exists()
+    runs = json.loads(env.cli("status", "--json").stdout)
+    assert len(runs) == 4, [(r["blueprint"], r["reason"]) for r in runs]  # nothing else taken
+    assert not env.launches()

@@ -30,7 +30,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
-    from ajetd.hosts.preflight import check_blueprint, in_use_problem
+    from ajetd.hosts.preflight import check_blueprint, placement_problem
     from ajetd.views import records as status_view
 
     problems: list[str]
@@ -44,15 +44,16 @@ def lint(file: Path, as_json: bool) -> None:
         click.echo(f"ajetd lint: cannot read {file}: {exc.strerror or exc}", err=True)
         sys.exit(2)
     else:
-        live = [r for r in open_home().load_runs() if r.active]
+        home = open_home()
+        live = [r for r in home.load_runs() if r.active]
         try:
             resolved, problems = check_blueprint(
                 bp, {r.val_path: r.run_id for r in live if r.val_path}
             )
         except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
             resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
-        shared = resolved and in_use_problem(
-            resolved.result_dir, {r.result_dir: r.run_id for r in live}
+        shared = resolved and placement_problem(
+            resolved.result_dir, {r.result_dir: r.run_id for r in live}, home.root
         )
         problems += [shared] if shared else []
         summary = {

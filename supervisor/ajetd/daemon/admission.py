@@ -40,8 +40,9 @@ from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,
     check_blueprint,
+    in_home,
     in_use,
-    in_use_problem,
+    placement_problem,
     result_dir_problem,
 )
 
@@ -75,7 +76,11 @@ def admit(
         return read, None
     text, bp = read
     resolved, problems = check_blueprint(bp, val_writers)
-    shared = in_use_problem(resolved.result_dir, busy_dirs) if resolved is not None else None
+    shared = (
+        placement_problem(resolved.result_dir, busy_dirs, home.root)
+        if resolved is not None
+        else None
+    )
     if shared is not None:
         problems = [shared]
     if resolved is None or problems:
@@ -229,7 +234,10 @@ def _reject(
     # wait` and `stop` trust the record, so they neither race the flag nor wait for one that
     # a refused result dir (an earlier run's results, a live run's) will never get.
     writable = (
-        bool(result_dir) and not in_use(result_dir, busy) and result_dir_problem(result_dir) is None
+        bool(result_dir)
+        and not in_use(result_dir, busy)
+        and not in_home(result_dir, home.root)
+        and result_dir_problem(result_dir) is None
     )
     shown = replace(run, purpose=said.purpose, result_dir=result_dir, max_time_s=said.max_time_s)
     shown = replace(shown, codebase_dir=said.codebase_dir, launch_command=said.command)

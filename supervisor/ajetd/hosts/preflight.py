@@ -142,6 +142,27 @@ def in_use_problem(result_dir: str, live: Mapping[str, str]) -> str | None:
     return None
 
 
+def in_home(result_dir: str, home: Path) -> bool:
+    """Whether `result_dir` is ajetd's home or lies in it, however it is spelt (a symlink)."""
+    real, root = os.path.realpath(result_dir), os.path.realpath(home)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def placement_problem(result_dir: str, live: Mapping[str, str], home: Path) -> str | None:
+    """Why `result_dir` is refused for where it lies rather than what it holds: a live run
+    writes there (`in_use_problem`), or it is in ajetd's own home, whose inbox takes any
+    `.md` dropped there as a blueprint (a run's results.md and trials.md were taken as two
+    more, and moved out of its result dir) and whose `runs/` holds the records. None where
+    neither."""
+    if in_home(result_dir, home):
+        return (
+            f"exp_result_dir: {result_dir} lies in $AJETD_HOME {home}, ajetd's own folder (its "
+            "inbox takes any .md as a blueprint, its runs/ holds the records): choose a result "
+            "dir outside it"
+        )
+    return in_use_problem(result_dir, live)
+
+
 def result_dir_problem(result_dir: str) -> str | None:
     """Why `result_dir` cannot receive this run's results, or None if it can."""
     path = Path(result_dir)
