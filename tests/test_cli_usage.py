@@ -9,6 +9,7 @@ script's entry point (its error lines) runs as a real `ajetd` process.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -269,3 +270,16 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped_never_a_traceback(env: En
         assert got.returncode == code, (args, got.stderr)
         if "--json" not in args:
             assert b"\\xe9" in getattr(got, stream), (args, got)
+
+
+def test_a_state_is_taken_in_any_case_as_the_table_shows_it(env: Env) -> None:
+    """`ajetd status` shows a run needing attention as `ATTENTION!`; `--state ATTENTION!` (or
+    `FAILED`, `Failed`) was refused as no state, where `--log-level` takes any case."""
+    _record(env, "cas001", state=State.DONE, status=Status.FAILED, reason="exit 1")
+    for given in ("FAILED", "Failed", " failed "):
+        got = env.cli("status", "--state", given, "--json")
+        assert got.returncode == 0, (given, got.stderr)
+        assert [r["run_id"] for r in json.loads(got.stdout)] == ["cas001"], given
+    got = env.cli("status", "--state", "ATTENTION!", "--json")
+    assert got.returncode == 0 and json.loads(got.stdout) == [], got.stderr
+    assert env.cli("status", "--state", "fail").returncode == 2

@@ -153,6 +153,8 @@ def _status_filters(
     from ajetd.core.errors import DurationError
     from ajetd.views import listing as view
 
+    if state is not None:  # as the table shows it (ATTENTION!) or as typed (Failed)
+        state = state.strip().rstrip("!").lower()
     if state is not None and state not in view.STATES:
         raise click.BadParameter(
             f"{show(state)}; one of {', '.join(view.STATES)}", param_hint="--state"
