@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ajetd.core.policy import Timing
 from ajetd.daemon.loop import Daemon, DaemonConfig
@@ -300,3 +301,26 @@ def test_a_result_dir_inside_the_home_is_refused(daemon_env: Env) -> None:
     runs = json.loads(env.cli("status", "--json").stdout)
     assert len(runs) == 4, [(r["blueprint"], r["reason"]) for r in runs]  # nothing else taken
     assert not env.launches()
+
+
+def test_a_fix_made_on_the_overridden_config_is_what_the_copy_holds(env: Env) -> None:
+    """yaml_overrides set `ajet.execute_test`, then the whole `ajet` section with it true;
+    the review (of the overridden config) fixes execute_test to false. The copy that runs
+    holds the fix: before, the patches were merged into one mapping where the fix took the
+    place of the first override, so the later section override put `true` back, while
+    results.md said it was fixed. The copy is now the overridden config made once by the
+    preflight, with the review's fixes on it (admission no longer applies the patches again)."""
+    config = env.config("edge")
+    section = (
+        "ajet={execute_test: true, trainer_common: {test_freq: 2, val_before_train: true, "
+        "logger: console, val_print_to_markdown_file_path: ./saved_val_result/edge.md}}"
+    )
+    overrides = f"yaml_overrides: ['ajet.execute_test=true', '{section}']"
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("edge", config=config, ajetd=f"gpus: 0\n{overrides}"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    copy = env.codebase / "configs" / f"edge.ajetd-{run_id}.yaml"
+    ajet = yaml.safe_load(copy.read_text())["ajet"]
+    assert ajet["execute_test"] is False, ajet
+    assert ajet["trainer_common"]["val_print_to_markdown_file_path"] == "./saved_val_result/edge.md"

@@ -33,7 +33,7 @@ from ajetd.core.runparts import Provenance
 from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import apply_patches, yaml_gpu_count
+from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal_fix, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
@@ -139,7 +139,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         command, config_path, note = _patched_copy(resolved, command, run.run_id, fs())
         changes.append(note)
         if config_path != resolved.yaml_path:  # its yaml_overrides too (n_gpus_per_node=2)
-            config = apply_patches(resolved.config, resolved.review.patches)
+            config = resolved.runs_with
     nemo = nemorl.is_nemo_launch(command)
     if nemo:
         command = _nemo_overrides(command, bp, resolved, changes, warnings)
@@ -200,7 +200,7 @@ def _provenance(run: Run, host: Host, text: str) -> Provenance:
 def _patched_copy(resolved: Resolved, command: str, run_id: str, fs: Fs) -> tuple[str, str, str]:
     """Write the preflight's fixed config beside the original and point `--conf` at it.
     Returns the command, the config that will run, and a line for results.md."""
-    copy = write_copy(resolved.yaml_path, resolved.config, resolved.review.patches, run_id, fs)
+    copy = write_copy(resolved.yaml_path, resolved.runs_with, run_id, fs)
     moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy, fs)
     if isinstance(moved, Names):
         return (

@@ -43,6 +43,7 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
+from ajetd.frameworks.agentjet import apply_patches
 from ajetd.frameworks.valresults import parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import refused, repoint, write_copy
@@ -393,7 +394,7 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
         return f"its config {run.config_path} cannot be read"
     tag = f"{run.run_id}-t{len(run.trials) + 1}"
     try:
-        copy = write_copy(run.config_path, config, patches, tag, fs)
+        copy = write_copy(run.config_path, apply_patches(config, patches), tag, fs)
     except OSError as exc:  # a host that does not answer (AjetdError) is asked again
         said = refused(exc, run.config_path)
         if said is None:

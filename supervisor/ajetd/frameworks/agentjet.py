@@ -286,16 +286,21 @@ def local_logger_patch(config: Mapping[str, Any]) -> dict[tuple[str, ...], Any] 
 def apply_patches(
     config: Mapping[str, Any], patches: Mapping[tuple[str, ...], Any]
 ) -> dict[str, Any]:
-    """A deep copy of `config` with each key path set to its patched value."""
+    """A deep copy of `config` with each key path set to its patched value, in order."""
     patched: dict[str, Any] = copy.deepcopy(dict(config))
     for path, value in patches.items():
-        node = patched
-        for key in path[:-1]:  # a missing or empty (null) section is made
-            if node.get(key) is None:
-                node[key] = {}
-            node = node[key]
-        node[path[-1]] = value
+        _set_path(patched, path, value)
     return patched
+
+
+def _set_path(config: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Set one key path in `config` itself; a missing or empty (null) section is made."""
+    node = config
+    for key in path[:-1]:
+        if node.get(key) is None:
+            node[key] = {}
+        node = node[key]
+    node[path[-1]] = value
 
 
 _KEY_PART = re.compile(r"[^\s.=]+")
@@ -336,18 +341,22 @@ def checked_override(key: str, text: Any) -> str:
     return str(text)
 
 
-def override_patches(config: Mapping[str, Any], overrides: tuple[str, ...]) -> ConfigReview:
+def override_patches(
+    config: Mapping[str, Any], overrides: tuple[str, ...]
+) -> tuple[ConfigReview, dict[str, Any]]:
     """A blueprint's `yaml_overrides` as patches for the copy of its config, with a line for
     each (the value before, in the file, and after), or the problems: a section on the way
-    that is not a mapping (`trainer_common: 5`), a section replaced by a plain value."""
+    that is not a mapping (`trainer_common: 5`), a section replaced by a plain value. Also
+    the config with them set (one copy, each override set in it as it is taken: a config of
+    megabytes was copied once per override), which the preflight reviews and fixes."""
     out = ConfigReview()
+    now: dict[str, Any] = copy.deepcopy(dict(config))
     for i, text in enumerate(overrides, 1):
         try:
             path, value = parse_override(f"yaml_overrides[{i}]", text)
         except OptionError as exc:
             out.problems.append(str(exc))
             continue
-        now = apply_patches(config, out.patches)
         blocked = _not_mapping(now, path)
         old = _get(now, *path)
         if blocked is None and isinstance(old, Mapping) and not isinstance(value, Mapping):
@@ -358,7 +367,8 @@ def override_patches(config: Mapping[str, Any], overrides: tuple[str, ...]) -> C
         out.patches[path] = value
         before = _as_yaml(old) if _has(now, path) else "(not in the file)"
         out.changes.append(f"{'.'.join(path)}: {before} → {_as_yaml(value)} (yaml_overrides)")
-    return out
+        _set_path(now, path, copy.deepcopy(value))  # a later override must not reach into it
+    return out, now
 
 
 def _as_yaml(value: Any) -> str:

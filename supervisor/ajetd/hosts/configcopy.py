@@ -19,7 +19,6 @@ from ajetd.adapters import diskfull
 from ajetd.core.errors import AjetdError
 from ajetd.frameworks.agentjet import (
     COPY_TAG,
-    apply_patches,
     conf_argument,
     original_of,
     point_conf_at,
@@ -27,20 +26,14 @@ from ajetd.frameworks.agentjet import (
 from ajetd.hosts.fs import Fs, Names, config_named
 
 
-def write_copy(
-    original: str,
-    config: Mapping[str, Any],
-    patches: Mapping[tuple[str, ...], Any],
-    tag: str,
-    fs: Fs,
-) -> str:
-    """Write `config` with `patches` applied as `<stem>.ajetd-<tag><suffix>` beside `original`
-    (the user's file, also when `original` is an earlier copy of it); returns its path."""
+def write_copy(original: str, patched: Mapping[str, Any], tag: str, fs: Fs) -> str:
+    """Write `patched` (the config with its fixes, made by the caller: the preflight made it
+    already at admission) as `<stem>.ajetd-<tag><suffix>` beside `original` (the user's file,
+    also when `original` is an earlier copy of it); returns its path."""
     folder, name = os.path.split(original_of(original))
     stem, suffix = os.path.splitext(name)
     copy = os.path.join(folder, f"{stem}{COPY_TAG}{tag}{suffix}")
-    patched = apply_patches(config, patches)
-    fs.write_text(copy, yaml.safe_dump(patched, sort_keys=False, allow_unicode=True))
+    fs.write_text(copy, yaml.safe_dump(dict(patched), sort_keys=False, allow_unicode=True))
     return copy
 
 

@@ -66,6 +66,8 @@ class Resolved:
     config: dict[str, Any] = field(default_factory=dict)
     review: ConfigReview = field(default_factory=ConfigReview)
     val_size: int = 0  # the val file's size now: only lines written after it are this run's
+    # `config` with every patch of `review` (the fixed copy's content; `config` where none)
+    runs_with: dict[str, Any] = field(default_factory=dict)
 
 
 def _abs(path: str, fs: Fs = LOCAL) -> str:
@@ -318,11 +320,11 @@ def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
 
 def _overridden(
     bp: Blueprint, codebase: str, yaml_path: str, config: dict[str, Any], fs: Fs, said: bool
-) -> ConfigReview:
+) -> tuple[ConfigReview, dict[str, Any]]:
     """The blueprint's `yaml_overrides` as patches of the config's copy, or the problems:
     they reach what runs only where `--conf` names exp_yaml_path (the copy takes its place;
-    `said`: a --conf naming another file was refused already)."""
-    found = override_patches(config, bp.options.yaml_overrides)
+    `said`: a --conf naming another file was refused already); and the config with them."""
+    found, overridden = override_patches(config, bp.options.yaml_overrides)
     conf = conf_argument(bp.launch_command)
     named = config_named(conf, bp.launch_command, codebase, yaml_path, fs).names
     if named is Names.NOTHING:
@@ -341,7 +343,7 @@ def _overridden(
             f"yaml_overrides: --conf {conf} is not exp_yaml_path "
             f"({bp.yaml_path}), so the copy of it they are set in would not be what runs"
         )
-    return found
+    return found, overridden
 
 
 def _with_overrides(overrides: ConfigReview, found: ConfigReview) -> ConfigReview:
@@ -382,12 +384,15 @@ def check_blueprint(
     if problem:
         problems.append(problem)
     found = ConfigReview()
+    fixes: dict[tuple[str, ...], Any] = {}
+    overridden: dict[str, Any] = {}
     if isinstance(config, dict):
-        overrides = ConfigReview()
+        overrides, overridden = ConfigReview(), config
         if bp.options.yaml_overrides:
-            overrides = _overridden(bp, codebase, yaml_path, config, fs, said=other is not None)
+            said = other is not None
+            overrides, overridden = _overridden(bp, codebase, yaml_path, config, fs, said)
         found = review(
-            apply_patches(config, overrides.patches),
+            overridden,
             command=bp.launch_command,
             result_dir=result_dir,
             gpus=bp.options.gpus,
@@ -395,13 +400,16 @@ def check_blueprint(
             exists=fs.exists,
             logged_in=_logged_in(),
         )
+        fixes = found.patches
         found = _with_overrides(overrides, found)
         problems.extend(found.problems)
     if problems:
         return None, problems
+    # the copy's content, made here once (admission writes it, and reads its GPUs): the
+    # overrides, then the review's fixes, which were made on the overridden config
+    runs_with = apply_patches(overridden, fixes)
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
-    runs_with = apply_patches(config, found.patches)  # the copy's: its yaml_overrides too
     found.warnings.extend(_serverless_client(bp, runs_with))
     val_path = _val_path(runs_with, codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
@@ -421,5 +429,6 @@ def check_blueprint(
         val_size=(fs.size(val_path) or 0) if val_path else 0,
         config=config,
         review=found,
+        runs_with=runs_with,
     )
     return resolved, []
