@@ -14,8 +14,10 @@ every run has ended, and for every run:
   twice for a trial and never for a trial the record does not know;
 - `ajetd status --json` lists it once;
 - no process of it is left.
-The daemon's logs are searched for tracebacks. Prints each violation and a summary; exit 1 if
-any. Usage: python bench/chaos.py [--runs 24] [--seconds 60] [--kill-every 2.5] [--seed 1]
+The daemon's logs are searched for tracebacks. With `--full-disk` (root: it mounts two small
+tmpfs), the home and the result dirs are each on a 24 MiB disk that is filled to its last byte
+now and then (as often as the kills) and emptied 0.3-4 s later. Prints each violation and a summary; exit 1 if
+any. Usage: python bench/chaos.py [--runs 24] [--seconds 60] [--kill-every 2.5] [--seed 1] [--full-disk]
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from test_daemon_e2e import NCCL  # noqa: E402 - a real NCCL error a relaunch fixes
 
-from conftest import FAKEJET, Env, marked_processes  # noqa: E402 - the tests' world
+from conftest import FAKEJET, Env, fill, marked_processes  # noqa: E402 - the tests' world
 
 EXPECTED = {
     "ok": ("succeeded", 1),
@@ -63,6 +65,14 @@ def make_env() -> Env:
     socket = f"ajetd-chaos-{uuid.uuid4().hex[:8]}"
     variables.update(AJETD_HOME=str(tmp / "home"), AJETD_TMUX_SOCKET=socket, HOME=str(tmp))
     return Env(tmp=tmp, home=tmp / "home", socket=socket, codebase=codebase, vars=variables)
+
+
+def mount(path: Path, size: str) -> Path:
+    """A small tmpfs at `path` (root only), owner-only as ajetd's home must be."""
+    path.mkdir(parents=True, exist_ok=True)
+    cmd = ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)]
+    subprocess.run(cmd, check=True)
+    return path
 
 
 def blueprint(env: Env, name: str, kind: str, rng: random.Random) -> Path:
@@ -95,9 +105,38 @@ class Chaos:
         self.ids: dict[str, str] = {}
         self.kills, self.restart_at, self.next_kill = 0, 0.0, 0.0
         self.daemon: subprocess.Popen[bytes] | None = None
+        self.disks: list[Path] = []  # small tmpfs mounts that fill and empty (--full-disk)
+        self.fillers: list[tuple[float, Path]] = []  # (when it goes, the filler file)
+        self.next_fill, self.fills = 0.0, 0
+        if args.full_disk:
+            for name in ("home", "results"):
+                self.disks.append(mount(self.env.tmp / name, "24m"))
+
+    def fill_or_empty(self) -> None:
+        """Now and then fill one of the disks to its last byte; empty it a while later."""
+        now = time.monotonic()
+        for due, filler in [f for f in self.fillers if f[0] <= now]:
+            filler.unlink()
+            self.fillers.remove((due, filler))
+        if self.disks and not self.fillers and now >= self.next_fill:
+            disk = self.rng.choice(self.disks)
+            self.fillers.append((now + self.rng.uniform(0.3, 4.0), fill(disk)))
+            self.fills += 1
+            self.next_fill = now + self.rng.expovariate(1 / self.args.kill_every)
+
+    def empty_all(self) -> None:
+        for _, filler in self.fillers:
+            filler.unlink()
+        self.fillers.clear()
 
     def submit(self, name: str, now: float) -> None:
-        self.ids[name] = self.env.submit(blueprint(self.env, name, self.kinds[name], self.rng))
+        out = self.env.cli("submit", str(blueprint(self.env, name, self.kinds[name], self.rng)))
+        if out.returncode != 0:  # a full home refuses it whole: submitted again a bit later
+            assert "No space left" in out.stderr, out.stderr
+            self.submit_at.insert(0, (now + 0.5, name))
+            self.submit_at.sort()
+            return
+        self.ids[name] = out.stdout.strip()
         if self.kinds[name] == "stop":
             self.stop_at.append((now + self.rng.uniform(0.5, 8), name))
             self.stop_at.sort()
@@ -128,13 +167,17 @@ class Chaos:
             while self.stop_at and self.stop_at[0][0] <= now:
                 self.stop(self.stop_at.pop(0)[1])
             self.kill_or_restart()
+            self.fill_or_empty()
             time.sleep(0.05)
+        self.empty_all()
         if self.daemon is None:
             self.daemon = self.env.start_daemon()
-        for _, name in self.submit_at:  # what the window did not reach, now
-            self.submit(name, 0.0)
+        while self.submit_at:  # what the window did not reach, now
+            self.submit(self.submit_at.pop(0)[1], 0.0)
         for _, name in self.stop_at:
             self.stop(name)
+        if self.disks:
+            print(f"chaos.py: {self.fills} times a disk was filled")
         return check(self.env, self.kinds, self.ids, self.kills)
 
     def close(self) -> None:
@@ -143,6 +186,8 @@ class Chaos:
                 proc.terminate()
                 proc.wait(timeout=30)
         self.env.tmux("kill-server")
+        for disk in self.disks:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
         for leftover in psutil.process_iter():
             try:
                 if leftover.environ().get("AJETD_RESULT_DIR", "").startswith(str(self.env.tmp)):
@@ -157,6 +202,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the kills go on")
     parser.add_argument("--kill-every", type=float, default=2.5, help="mean seconds between kills")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--full-disk", action="store_true", help="the home and result dirs on small tmpfs mounts"
+    )
     chaos = Chaos(parser.parse_args())
     try:
         return chaos.play()
