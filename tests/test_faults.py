@@ -200,6 +200,45 @@ def test_a_stop_is_on_record_before_the_program_is_signalled(
 
 
 # -- a result dir that the program itself fills ----------------------------------------------
+def test_a_failure_the_full_log_lost_is_read_from_the_pane(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The program prints its NCCL error (after 14 KB of lines, so that the log needs new
+    pages) while its result dir's disk is full, so the log's writer drops that line; room
+    comes back before it exits. The pane kept the line: the
+    failure is named from it and the known fix is tried (before: 'no known failure in the
+    output', failed; bench/chaos.py --full-disk found it)."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    hog = env.tmp / "small" / "hog.bin"
+    command = (
+        'if [ -z "$NCCL_NVLS_ENABLE" ]; then '
+        f"head -c 2000000 /dev/zero > {hog} 2>/dev/null; seq 1 3000; echo '{NCCL}'; sleep 3; "
+        f"rm {hog}; sleep 1.5; exit 1; fi; echo ok"
+    )
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("lost", command=command, result=str(result), ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert (status["status"], status["trials"]) == ("succeeded", 2), status["reason"]
+    first = (result / "logs" / "trial-1.log").read_text()
+    assert NCCL not in first.splitlines()  # the log's copy lost it (the banner quotes it)
+    trials_md = (result / "trials.md").read_text()
+    assert "`nccl_error`" in trials_md
+
+
+def test_the_pane_tells_only_its_own_trials_failure(daemon_env: Env) -> None:
+    """A relaunch reuses the pane, whose scrollback keeps the trial before (what scrolled off
+    its screen: the 100 lines after the error push it there): a second trial that fails
+    naming nothing is not read as the first one's NCCL error again."""
+    env = daemon_env
+    command = f"if [ -z \"$NCCL_NVLS_ENABLE\" ]; then echo '{NCCL}'; seq 1 100; exit 1; fi; exit 3"
+    run_id = env.submit(env.blueprint("twice", command=command, ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert (status["status"], status["trials"], status["exit_code"]) == ("failed", 2, 3)
+    assert "no known failure" in status["reason"], status["reason"]
+    assert [f["kind"] for f in status["diagnosis"]] == []
+
+
 def test_a_result_dir_the_program_fills_keeps_its_log_and_gets_its_reports(
     env: Env, tmpfs: Callable[[Path, str], Path]
 ) -> None:

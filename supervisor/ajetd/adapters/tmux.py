@@ -266,6 +266,12 @@ class Tmux:
         except OSError as exc:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
 
+    def history(self, pane_id: str, rows: int = 2000) -> str:
+        """What the pane kept of its last output: its last `rows` rows of scrollback and
+        screen, rows that tmux wrapped joined again. Bounded by `rows` times the pane's width
+        whatever the server's `history-limit` (a user's may keep millions of lines)."""
+        return self._run("capture-pane", "-p", "-J", "-S", f"-{rows}", "-t", pane_id)
+
     def capture(self, pane_id: str) -> str:
         """What the pane shows now (its visible screen, as text)."""
         return self._run("capture-pane", "-p", "-t", pane_id)

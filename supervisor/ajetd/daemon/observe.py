@@ -23,12 +23,13 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.trialscript import parse_exit_note
+from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
 from ajetd.diagnosis.live import diagnose_file
+from ajetd.diagnosis.stream import diagnose_text
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
 from ajetd.pictures import drawing
@@ -211,8 +212,33 @@ class Observe(Base):
         found = slot.live.finish((run.run_id, run.trial.number), p.log)
         if found is None:  # no live cursor (e.g. after a daemon restart): read the tail
             found = diagnose_file(p.log, user=self._kinds(slot))
+        if not found:
+            found = self._pane_findings(slot)
         output = ending.failure_findings(tuple(found), code, p.log, run.trial.number)
         return (*self._observed_findings(slot), *output)
+
+    def _pane_findings(self, slot: RunSlot) -> list[Finding]:
+        """A failed trial whose log names no failure: what its pane kept. The log is a copy
+        that a full disk may have cut (its writer drops what it cannot write, and the line
+        that said why the program died can be that); the pane keeps the program's last lines
+        whatever the disk. Found there, a finding has no log line (0)."""
+        pane = slot.current_pane() or find_pane(  # not listed since it began: asked now
+            self.tmux.panes_or_empty(), slot.paths(self.home).script
+        )
+        if pane is None:
+            return []
+        try:
+            text = self.tmux.history(pane.pane_id)
+        except TmuxError:
+            return []  # the pane is gone: nothing more to read than the log
+        # a relaunch reuses the pane, whose scrollback keeps the trials before: only what
+        # follows this trial's banner is its own (no banner: every row read is after it)
+        trial = slot.run.trial
+        assert trial is not None
+        text = text[
+            max(text.rfind(f"{OWN_LINE_PREFIX}run {slot.run_id} trial {trial.number}:"), 0) :
+        ]
+        return [replace(f, line=0) for f in diagnose_text(text, user=self._kinds(slot))]
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:
         """For a failed trial, what ajetd saw outside its output, the root cause before the
