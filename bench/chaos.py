@@ -141,9 +141,12 @@ class Chaos:
             self.stop_at.append((now + self.rng.uniform(0.5, 8), name))
             self.stop_at.sort()
 
-    def stop(self, name: str) -> None:
-        out = self.env.cli("stop", self.ids[name])
-        if out.returncode != 0:
+    def stop(self, name: str, now: float = 0.0) -> None:
+        out = self.env.cli("stop", "--no-wait", self.ids[name])
+        if "No space left" in out.stderr:  # refused whole, as it says: asked again a bit later
+            self.stop_at.append((now + 0.5, name))
+            self.stop_at.sort()
+        elif out.returncode != 0:
             print(f"  stop {name} ({self.ids[name]}): exit {out.returncode}: {out.stderr.strip()}")
 
     def kill_or_restart(self) -> None:
@@ -165,7 +168,7 @@ class Chaos:
             while self.submit_at and self.submit_at[0][0] <= now:
                 self.submit(self.submit_at.pop(0)[1], now)
             while self.stop_at and self.stop_at[0][0] <= now:
-                self.stop(self.stop_at.pop(0)[1])
+                self.stop(self.stop_at.pop(0)[1], now)
             self.kill_or_restart()
             self.fill_or_empty()
             time.sleep(0.05)
@@ -174,8 +177,8 @@ class Chaos:
             self.daemon = self.env.start_daemon()
         while self.submit_at:  # what the window did not reach, now
             self.submit(self.submit_at.pop(0)[1], 0.0)
-        for _, name in self.stop_at:
-            self.stop(name)
+        while self.stop_at:  # the disks are empty now: each is taken
+            self.stop(self.stop_at.pop(0)[1])
         if self.disks:
             print(f"chaos.py: {self.fills} times a disk was filled")
         return check(self.env, self.kinds, self.ids, self.kills)
@@ -237,7 +240,11 @@ def check(env: Env, kinds: dict[str, str], ids: dict[str, str], kills: int) -> i
         record = env.record(run_id)
         where = f"{name} ({kinds[name]}, {run_id})"
         early = kinds[name] == "stop" and not record.get("trials")  # stopped before it began
-        if record.get("status") != want_status or (
+        # a failure that met a full result dir is not retried (disk_full is fatal: README)
+        full = record.get("status") == "failed" and "(disk_full)" in record.get("reason", "")
+        if full:
+            print(f"  {where}: failed as its disk was full at its end (as designed)")
+        elif record.get("status") != want_status or (
             len(record["trials"]) != want_trials and not early
         ):
             problems.append(

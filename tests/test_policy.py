@@ -225,3 +225,21 @@ def test_a_hang_moment_next_wake_names_is_decided_at_that_moment(
     assert stop_at == since + 2 * window
     later = decide(flagged, Observation(now=stop_at, last_output_at=since), TIMING, options)
     assert isinstance(later[0], BeginStop if action == "stop" else Attention)
+
+
+def test_a_stop_the_record_lost_is_told_by_what_lasts() -> None:
+    """A daemon killed after its stop's SIGINT, before the record that says so landed (a full
+    home held it): the program's exit to the signal is the stop's, not a failure, where the
+    request is still filed or the exit came at or past the time limit (bench/chaos.py
+    --full-disk found such runs recorded failed)."""
+    run = _run(100)
+    [fin] = _decide(run, exit=(130, T0 + 5), stop_requested=True, now=T0 + 6)
+    assert isinstance(fin, Finish) and fin.status is Status.STOPPED and fin.exit_code == 130
+    [fin] = _decide(run, exit=(130, T0 + 100.4), now=T0 + 101)
+    assert isinstance(fin, Finish) and fin.status is Status.TIME_LIMIT and fin.exit_code == 130
+    # what is not a stop stays what it was: a failure before the limit (noticed after it), a
+    # clean exit past it
+    [fin] = _decide(run, exit=(1, T0 + 99), now=T0 + 300)
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED
+    [fin] = _decide(run, exit=(0, T0 + 100.4), now=T0 + 101)
+    assert isinstance(fin, Finish) and fin.status is Status.SUCCEEDED

@@ -239,6 +239,23 @@ def _no_next_trial(run: Run, action: Action, obs: Observation) -> Action:
     return action
 
 
+def _stop_not_on_record(run: Run, obs: Observation) -> StopCause | None:
+    """The stop that a failed exit was, where the record does not say so: the daemon that
+    began it was killed before its record landed (a full home holds the write in memory;
+    the signal was sent), and the program's exit to its SIGINT would read as a failure. What
+    lasts says it: the `ajetd stop` request is still filed (it is removed only once the stop
+    is on record), or the program exited at or past the time limit (ajetd stops it there). A
+    clean exit stays a success; a plateau's or the hang rule's stop is not told this way."""
+    if run.stop_cause is not None or obs.exit is None or obs.exit[0] == 0:
+        return None
+    if obs.stop_requested:
+        return StopCause.USER
+    ended = obs.exit[1] if obs.exit[1] is not None else obs.now
+    if run.deadline is not None and ended >= run.deadline:
+        return StopCause.TIME_LIMIT
+    return None
+
+
 def decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     """Actions for a live trial, in the order they must be carried out."""
     actions = _decide(run, obs, timing, options)
@@ -267,6 +284,9 @@ def _as_rebuilt(action: Action) -> Action:
 def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
+        cause = _stop_not_on_record(run, obs)
+        if cause is not None:
+            run = replace(run, stop_cause=cause)
         return [_no_next_trial(run, _after_exit(run, obs.exit[0], obs, options), obs)]
     if obs.gone:
         if obs.dead_status is not None:
