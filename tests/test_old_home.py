@@ -2,7 +2,8 @@
 ajetd of commit 4190b39): the daemon of this version takes it up. Its records load into this
 version's types, its live run is re-adopted and ends normally, its ended runs read as they did
 (`status --json`) and their reports are rendered again byte for byte (but for the two
-fields each finding of the status object gained when every JSON was given one finding shape).
+fields each finding of the status object gained when every JSON was given one finding shape,
+and its `tmux_socket`).
 
 The live run is made alive again as its old daemon had it: the test starts the trial's own
 script (the record's) in a tmux session of the record's name on a private socket; the script
@@ -42,12 +43,18 @@ def _findings_now(text: str) -> str:
     """An old status object (or run.json) as this version prints it: the same bytes, but
     for each finding of `diagnosis`, which now holds every field a finding has in any JSON
     (`count`, and `remedy`, null for a kind without one), as `diag --json` and `diagnose
-    --json` printed it already. The old findings were each seen once, of catalogue kinds."""
+    --json` printed it already. The old findings were each seen once, of catalogue kinds. And
+    `tmux_socket` after `session`, which the object gained later: null, the old record does
+    not name its tmux server."""
     data = json.loads(text)
     assert json.dumps(data, indent=2, ensure_ascii=False) + "\n" == text  # nothing else moves
     for finding in data["diagnosis"]:
         assert "count" not in finding and "remedy" not in finding
         finding.update(count=1, remedy=None)
+    assert "tmux_socket" not in data
+    keys = list(data)
+    at = keys.index("session") + 1
+    data = {k: data[k] for k in keys[:at]} | {"tmux_socket": None} | {k: data[k] for k in keys[at:]}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
