@@ -324,3 +324,22 @@ def test_a_fix_made_on_the_overridden_config_is_what_the_copy_holds(env: Env) ->
     ajet = yaml.safe_load(copy.read_text())["ajet"]
     assert ajet["execute_test"] is False, ajet
     assert ajet["trainer_common"]["val_print_to_markdown_file_path"] == "./saved_val_result/edge.md"
+
+
+def test_a_stop_waiting_for_the_daemon_is_shown_where_stop_says_it_is(env: Env) -> None:
+    """`ajetd stop` with no daemon files the request and says the run stops when one starts
+    (Ctrl-C while it waits: 'the stop request stands (`ajetd status RUN` to see it)'), but
+    `status RUN` did not show it: a queued run read 'waiting in the inbox', a running one
+    'running', as if nothing had been asked. Its reason says so until the daemon acts."""
+    run_id = env.submit(env.blueprint("halt", config=env.config("halt", forever=True)))
+    asked = env.cli("stop", run_id, "--json")
+    assert asked.returncode == 1 and "stops when one starts" in asked.stderr
+    said = "a stop is requested (`ajetd stop`) and waits for the daemon"
+    assert json.loads(asked.stdout)["reason"].startswith(said), asked.stdout
+    assert env.status(run_id)["reason"].startswith(said)
+    assert said in env.cli("status", run_id).stdout
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert [r["reason"][: len(said)] for r in listed] == [said]
+    env.start_daemon()
+    done = env.wait_done(run_id)
+    assert done["status"] == "stopped" and said not in done["reason"], done

@@ -351,7 +351,7 @@ class Home:
 
         for _ in range(2):  # the daemon may be admitting it right now: look twice
             try:
-                return self._read_state(run_id)
+                return self.with_stop_asked(self._read_state(run_id))
             except StoreError as exc:  # damaged: what to do, as `status` says of it
                 raise StoreError(f"{exc}; {runrecords.LEFT_OUT.format(run_id=run_id)}") from None
             except FileNotFoundError:
@@ -360,8 +360,24 @@ class Home:
                     raise StoreError(lost) from None
                 pending = self.pending(run_id)
                 if pending is not None:
-                    return pending
+                    return self.with_stop_asked(pending)
         raise UnknownRunError(f"no run {run_id!r} in {self.root}; {_LIST_RUNS}")
+
+    def with_stop_asked(self, run: Run) -> Run:
+        """A live run whose `ajetd stop` request waits in control/ for the daemon (none runs,
+        or it has not read it yet) says so first in its reason: `stop` tells the user the
+        request stands and `status RUN` shows it, where the run read as if nothing had been
+        asked ('waiting in the inbox', or no reason at all while running)."""
+        from dataclasses import replace
+
+        from ajetd.core.model import State
+
+        if not run.active or run.state is State.STOPPING:
+            return run
+        if not (self.control / f"{run.run_id}.stop").exists():
+            return run
+        asked = "a stop is requested (`ajetd stop`) and waits for the daemon"
+        return replace(run, reason=f"{asked}; {run.reason}" if run.reason else asked)
 
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)
@@ -454,7 +470,8 @@ class Home:
         runs = {run.run_id: run for run in self.load_runs(brief)}
         for run in self.pending_runs():
             runs.setdefault(run.run_id, run)
-        return sorted(runs.values(), key=lambda r: (r.submitted_at, r.run_id))
+        shown = (self.with_stop_asked(run) for run in runs.values())
+        return sorted(shown, key=lambda r: (r.submitted_at, r.run_id))
 
     def append_event(self, run_id: str, at: float, text: str) -> None:
         line = json.dumps({"at": at, "event": text}, ensure_ascii=False) + "\n"

@@ -263,6 +263,7 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
         )
         return
     write_atomic(home.control / f"{run_id}.stop", f"{time.time()}\n", OWNER_FILE)
+    run = load_run(home, run_id)  # as it stands with the request filed
     if not home.daemon_running():
         click.echo(
             f"ajetd: no daemon is running on {home.root}; the run stops when one starts", err=True
