@@ -21,6 +21,7 @@ from ajetd.core import trialscript
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.daemon import ending, trials
+from ajetd.diagnosis.stream import diagnose_text
 from conftest import Env, marked_processes, wait_for
 from loopkit import REAL_WAIT_S, Loop
 
@@ -389,3 +390,35 @@ def test_a_restart_between_done_and_finish_flag_writes_the_reports(env: Env) -> 
         assert after["trials"][-1]["exit_code"] == 4
     finally:
         second.close()
+
+
+def test_a_pane_read_for_a_trial_that_printed_no_banner_is_not_the_trial_befores() -> None:
+    """A relaunch reuses the pane (its scrollback keeps trial 1). Trial 2 of an SSH run whose
+    host no longer answers never printed its banner (the script did not start there): its
+    failure, read from the pane, must not be trial 1's NCCL error again (before: the whole
+    scrollback was read where the banner was missing, and trial 1's fix chosen again)."""
+    nccl = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970"
+    banner1 = f"{trialscript.OWN_LINE_PREFIX}run r1 trial 1: python train.py"
+    pane = "\n".join(
+        [
+            banner1,
+            "step 1",
+            nccl,
+            *(f"row {i}" for i in range(50)),
+            trialscript.exit_line(1).decode() + "1",
+            "ssh: connect to host gpu7 port 22: Connection refused",
+            "",
+        ]
+    )
+    assert "nccl_error" in [f.kind for f in diagnose_text(pane)]  # what was read before
+    second = trialscript.trial_rows(pane, "r1", 2)
+    assert second == "ssh: connect to host gpu7 port 22: Connection refused\n"
+    assert "nccl_error" not in [f.kind for f in diagnose_text(second)]
+    # its banner there: what follows it, its own exit line too; trial 1's own rows likewise
+    banner2 = f"{trialscript.OWN_LINE_PREFIX}run r1 trial 2: python train.py"
+    both = pane + banner2 + "\nboom\n" + trialscript.exit_line(2).decode() + "1\n"
+    assert trialscript.trial_rows(both, "r1", 2).startswith(banner2)
+    assert trialscript.trial_rows(both, "r1", 2).endswith("exited with code 1\n")
+    assert trialscript.trial_rows(pane, "r1", 1) == pane
+    # no mark at all (the banner scrolled off the rows read): every row is this trial's
+    assert trialscript.trial_rows("a\nb\n", "r1", 3) == "a\nb\n"

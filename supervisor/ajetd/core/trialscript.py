@@ -290,6 +290,30 @@ def exit_line(trial: int) -> bytes:
     return f"{OWN_LINE_PREFIX}trial {trial} exited with code ".encode()
 
 
+# a line of ajetd's that marks one trial of a run in its pane: its banner or its exit line
+_TRIAL_MARK = re.compile(
+    rf"^{re.escape(OWN_LINE_PREFIX)}(?:run \S+ )?trial (\d+)(?::| exited with code )",
+    re.MULTILINE,
+)
+
+
+def trial_rows(text: str, run_id: str, trial: int) -> str:
+    """What of a pane's `text` is trial `trial`'s own: a relaunch reuses the pane, whose
+    scrollback keeps the trials before. What follows its banner; where the banner is not
+    there (scrolled off the rows read, or never printed: an SSH host that did not answer, a
+    Slurm job not submitted), what follows the last line that marks another trial (its
+    banner, its exit line): never an earlier trial's output."""
+    start = text.rfind(f"{OWN_LINE_PREFIX}run {run_id} trial {trial}:")
+    if start >= 0:
+        return text[start:]
+    cut = 0
+    for mark in _TRIAL_MARK.finditer(text):
+        if int(mark.group(1)) != trial:
+            end = text.find("\n", mark.end())
+            cut = len(text) if end < 0 else end + 1
+    return text[cut:]
+
+
 def parse_exit_file(text: str) -> tuple[int, float | None] | None:
     """`"<rc> <epoch>\\n"` as the script writes it (one `write`, straight into the file);
     None while it is incomplete (no newline yet: caught between the script's open and its

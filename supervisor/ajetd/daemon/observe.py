@@ -23,7 +23,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note
+from ajetd.core.trialscript import parse_exit_note, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
@@ -231,13 +231,9 @@ class Observe(Base):
             text = self.tmux.history(pane.pane_id)
         except TmuxError:
             return []  # the pane is gone: nothing more to read than the log
-        # a relaunch reuses the pane, whose scrollback keeps the trials before: only what
-        # follows this trial's banner is its own (no banner: every row read is after it)
         trial = slot.run.trial
         assert trial is not None
-        text = text[
-            max(text.rfind(f"{OWN_LINE_PREFIX}run {slot.run_id} trial {trial.number}:"), 0) :
-        ]
+        text = trial_rows(text, slot.run_id, trial.number)  # not the trials before's
         return [replace(f, line=0) for f in diagnose_text(text, user=self._kinds(slot))]
 
     def _observed_findings(self, slot: RunSlot) -> list[Finding]:
