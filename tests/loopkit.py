@@ -25,6 +25,7 @@ from older ones by the kernel's (real) start times, compared with the run's star
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -237,3 +238,23 @@ class KillAfter:
     def run_id(self, stem: str) -> str:
         """The id of the run whose blueprint `stem.md` was claimed."""
         return Path(next(p for p in self.written if p.endswith(f"__{stem}.md"))).name[:6]
+
+
+def cut_before_it_went(env: Env, monkeypatch: Any, after: str, blueprint: Path) -> str:
+    """A daemon (a `Loop`) that dies right after `after` lands while it admits and prepares
+    `blueprint`'s run, whose record is then cut short (as a crash mid-write does); the run's
+    id, for the next daemon to take up."""
+    kill = KillAfter(monkeypatch, after)
+    first = Loop(env)
+    try:
+        with contextlib.suppress(Killed):  # its death, the moment `after` landed
+            first.submit(blueprint)
+            first.turn()
+    finally:
+        first.close()
+    assert any(Path(p).name == after for p in kill.written), f"the daemon wrote no {after}"
+    kill.disarm()
+    run_id = kill.run_id(blueprint.stem)
+    state = env.home / "runs" / run_id / "state.json"
+    state.write_bytes(state.read_bytes()[:120])
+    return run_id

@@ -17,7 +17,7 @@ import pytest
 from ajetd.adapters.store import Home
 from ajetd.core.rebuilt import READMITTED, Unstarted, never_let_go, not_readmitted
 from conftest import Env, wait_for
-from loopkit import KillAfter, Killed, Loop
+from loopkit import Killed, Loop, cut_before_it_went
 
 
 def _facts(**changed: Any) -> Unstarted:
@@ -120,19 +120,9 @@ def test_a_run_damaged_before_its_first_trial_was_let_go_is_admitted_again(
     """The daemon died right after it wrote trial 1's script, before any session or go file;
     the record was then cut. Nothing of the run ran: it is admitted again whole (its
     admission's warnings, fixes and relaunches, not a rebuilt run's), and launched once."""
-    kill = KillAfter(monkeypatch, "trial-1.sh")
-    first = Loop(env)
     ran = env.tmp / "ran"
-    with pytest.raises(Killed):
-        try:
-            first.submit(env.blueprint("early", command=f"echo x >> {ran}", ajetd="gpus: 0"))
-            first.turn()
-        finally:
-            first.close()
-    kill.disarm()
-    run_id = kill.run_id("early")
-    state = env.home / "runs" / run_id / "state.json"
-    state.write_bytes(state.read_bytes()[:120])
+    bp = env.blueprint("early", command=f"echo x >> {ran}", ajetd="gpus: 0")
+    run_id = cut_before_it_went(env, monkeypatch, "trial-1.sh", bp)
     second = Loop(env)
     try:
         run = second.until(lambda: second.daemon.runs.get(run_id), f"run {run_id} again")

@@ -534,3 +534,31 @@ def test_a_launch_into_a_full_home_on_the_host_waits_for_room_then_runs(
         assert "DISK FULL" not in env.cli("status").stdout
     finally:
         next(servers, None)
+
+
+def test_an_ssh_run_damaged_before_its_first_trial_reached_the_host_is_admitted_again(
+    env: Env, sshd: Sshd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon died right after it wrote trial 1's program script here
+    (`trial-1.remote.sh`, before its pane's script and before sending it to the host), the
+    record was then cut. Nothing reached the host, which says so: the run is admitted again
+    whole, as a local one that never went is (its admission's warnings, fixes and
+    relaunches), and launched once (before: the remote script counted as a trial let go, the
+    folder could not be rebuilt without the pane's script, and the run stayed named DAMAGED:
+    never supervised, never run)."""
+    from ajetd.core.rebuilt import READMITTED
+    from loopkit import Loop, cut_before_it_went
+
+    bp = env.blueprint("sshearly", config=env.config("sshearly"), ajetd=sshd.ajetd_part())
+    run_id = cut_before_it_went(env, monkeypatch, "trial-1.remote.sh", bp)
+    second = Loop(env)
+    try:
+        run = second.until(lambda: second.daemon.runs.get(run_id), f"run {run_id} again")
+        assert [w for w in run.warnings if w.startswith(READMITTED)], run.warnings
+        flag = second.until_done(run_id)
+        assert (flag["status"], flag["trials"]) == ("succeeded", 1), flag
+        assert "rebuilt" not in flag["reason"]
+        assert [line for line in env.launches() if line.startswith(run_id)] == [f"{run_id} 1"]
+    finally:
+        second.close()
+        shutil.rmtree(Path.home() / ".ajetd-remote" / run_id, ignore_errors=True)

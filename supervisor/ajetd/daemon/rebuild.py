@@ -22,7 +22,9 @@ A run that never let a trial go (`core.rebuilt.never_let_go`: queued, or its fir
 prepared) is not rebuilt but admitted again from its stored blueprint (`readmission`,
 `core.rebuilt.not_readmitted`), unless its journal says it ended or its result dir holds a
 finish.flag or is a live run's; or where a process still runs its first trial's script (a
-pane waiting for the go file: rebuilt, adopting that pane, never a second one let go).
+pane waiting for the go file: rebuilt, adopting that pane, never a second one let go). An SSH
+run whose folder holds trial 1's program script (written as the trial is prepared) counts as
+never let go where its host says nothing of trial 1 reached it (`_never_went`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +188,7 @@ def readmission(
         names = os.listdir(folder)
     except OSError:  # a stray file where the folder should be
         return None
-    if not never_let_go(names):
+    if not _never_went(home, run_id, names):
         return None  # `rebuild`'s
     script = str(home.trial_file(run_id, 1, "sh"))
     if "trial-1.sh" in names and procs.running_script(script):
@@ -226,8 +229,33 @@ def let_go(home: Home, run_id: str) -> bool:
     program may run and write in its result dir, so it is rebuilt before any run is admitted
     again (a readmitted run never takes that dir from it)."""
     try:
-        return not never_let_go(os.listdir(home.run_dir(run_id)))
+        names = os.listdir(home.run_dir(run_id))
     except OSError:  # no folder (a stray file): nothing let go
+        return False
+    return not _never_went(home, run_id, names)
+
+
+def _never_went(home: Home, run_id: str, names: list[str]) -> bool:
+    """No trial of the run went (`never_let_go`), also where its folder holds trial 1's SSH
+    program script (`trial-1.remote.sh`, written as the trial is prepared, before it is sent)
+    and the host says nothing of trial 1 reached it: such a run is admitted again whole, as
+    one here that never went is. Where the host does not answer, the script counts as sent
+    (the run is rebuilt, its launch there idempotent): never a second program."""
+    if never_let_go(names):
+        return True
+    sent = f"trial-1.{REMOTE_SCRIPT}"
+    if sent not in names or not never_let_go([n for n in names if n != sent]):
+        return False
+    options, _ = inbox.read_stored_options(home, run_id)
+    if options.ssh is None:
+        return False
+    try:
+        there = sshcmd.remote_dir(options.ssh, run_id)
+        q = shlex.quote
+        asked = f"test -e {q(there + '/trial-1.sh')} || test -e {q(there + '/trial-1.pid')}"
+        return sshcmd.run(options.ssh, asked).returncode == 1
+    except AjetdError as exc:
+        log.warning("run %s: its host not asked whether trial 1 reached it: %s", run_id, exc)
         return False
 
 
