@@ -13,10 +13,12 @@ import random
 from functools import cache
 from pathlib import Path
 
+from ahocorasick_rs import BytesAhoCorasick, MatchKind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
+from ajetd.diagnosis.catalogue import SHAPE_WORDS, TRIGGERS
 from ajetd.diagnosis.live import LiveScans
 from ajetd.diagnosis.stream import StreamDiagnoser, _after_redraws, diagnose_chunks
 
@@ -248,3 +250,52 @@ def test_redraws_are_read_line_by_line_as_a_person_sees_them(block: bytes) -> No
         for line in block.split(b"\n")
     )
     assert _after_redraws(block) == per_line
+
+
+# the trigger words' lines as the rule states them, found by the default (NFA) automaton: for
+# each line, the words on it, a number word only where no digit touches it
+_WORDS = (*TRIGGERS, *SHAPE_WORDS)
+_NFA = BytesAhoCorasick(list(_WORDS), matchkind=MatchKind.Standard)
+
+
+def _lines_by_the_rule(block: bytes) -> list[tuple[int, int, frozenset[bytes]]]:
+    lines: dict[int, tuple[int, set[bytes]]] = {}
+    for index, pos, stop in _NFA.find_matches_as_indexes(block.lower(), overlapping=True):
+        word = _WORDS[index]
+        touched = (pos and block[pos - 1 : pos].isdigit()) or block[stop : stop + 1].isdigit()
+        if word.isdigit() and touched:
+            continue
+        start = block.rfind(b"\n", 0, pos) + 1
+        lines.setdefault(start, (block.find(b"\n", pos), set()))[1].add(word)
+    return [(start, end, frozenset(words)) for start, (end, words) in sorted(lines.items())]
+
+
+_HOSTILE = st.lists(
+    st.one_of(
+        st.sampled_from([*TRIGGERS[:40], b"401", b"403", b"\n", b"\r", b" ", b"7", b"12", b":"]),
+        st.binary(max_size=6),
+    ),
+    max_size=40,
+).map(lambda parts: b"".join(parts) + b"\n")
+
+
+def _corpus_excerpt(seed: int) -> bytes:
+    rng = random.Random(seed)
+    data = _corpus()[rng.randrange(len(_corpus()))]
+    at = rng.randrange(len(data) + 1)
+    return data[at : at + rng.randrange(8000)] + b"\n"
+
+
+@cache
+def _corpus() -> list[bytes]:
+    return [path.read_bytes() for path in FILES]
+
+
+@settings(max_examples=300)
+@given(st.one_of(_HOSTILE, st.integers(0, 10**6).map(_corpus_excerpt)))
+def test_the_trigger_lines_are_those_the_rule_names(block: bytes) -> None:
+    """The scan's search (a DFA, the words of a line kept as indexes with an 'all digit-blind'
+    flag) must find exactly the lines and words that the rule names, found by the default
+    automaton: hostile bytes (number words beside digits, words split by \\r, bytes that are
+    not UTF-8) and corpus excerpts cut anywhere."""
+    assert StreamDiagnoser()._trigger_lines(block) == _lines_by_the_rule(block)
