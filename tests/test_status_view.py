@@ -366,3 +366,13 @@ def test_status_run_shows_what_to_read_whole_in_any_width(daemon_env: Env) -> No
     del env.vars["COLUMNS"]
     piped = env.cli("status", rejected_id)  # a pipe: lines up to 400 columns, for grep
     assert " ".join(reason.split()) in " ".join(piped.stdout.split()), piped.stdout
+
+
+def test_a_run_without_a_trial_says_so_under_trials() -> None:
+    """A queued or rejected run's `status RUN` printed a bare TRIALS heading with nothing under
+    it, where METRICS says 'no validation results yet'."""
+    queued = Run(run_id="q00001", source="bp.md", submitted_at=NOW - 60)
+    text = plain(detail(queued, NOW, 100))
+    assert "TRIALS\n  none yet" in text, text
+    rejected = model.reject(queued, "exp_purpose: missing", NOW)
+    assert "TRIALS\n  none: no trial was launched" in plain(detail(rejected, NOW, 100))

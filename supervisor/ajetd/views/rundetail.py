@@ -76,6 +76,8 @@ def attach_line(session: str, socket: str | None) -> str:
 
 def _trial_lines(run: Run, fit: _Fit) -> list[Line]:
     lines: list[Line] = [[("TRIALS", "header")]]
+    if not run.trials:  # as METRICS says none: a heading with nothing under it reads as cut
+        lines.append([("  none yet" if run.active else "  none: no trial was launched", "dim")])
     for t in run.trials:
         took = (
             format_duration(t.ended_at - t.started_at)
