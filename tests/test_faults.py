@@ -442,3 +442,33 @@ def test_a_logs_writer_ends_with_its_pane_when_the_logs_folder_is_gone(env: Env,
         env.tmux("kill-server")
     wait_for(lambda: not _pipe_helpers(log), timeout=10, what="the copier to end with its pane")
     assert not log.parent.exists()  # nothing made where the folder was
+
+
+def test_a_stop_asked_while_the_hang_rule_stops_the_run_is_not_lost(env: Env) -> None:
+    """`ajetd stop` asked while the hang rule is stopping a run (its program still ending) was
+    taken off at once though nothing acted on it: the hang rule then relaunched the run the
+    user had asked to stop. The request now stays until a stop of the user's is on record or
+    the run ends: the run ends stopped, with its one trial."""
+    release = env.tmp / "release"
+    command = (
+        f"trap '' INT TERM; echo working; while [ ! -e {release} ]; do sleep 0.05; done; exit 130"
+    )
+    env.start_daemon("--grace-int", "120")
+    rule = "hang: {window: 1s, action: relaunch}\nmax_trials: 2"
+    run_id = env.submit(env.blueprint("hangstop", command=command, ajetd=rule))
+    events = env.home / "runs" / run_id / "events.jsonl"
+    wait_for(
+        lambda: events.exists() and "stopping: hang" in events.read_text(),
+        30,
+        what="the hang rule's stop",
+    )
+    asked = env.cli("stop", "--no-wait", run_id)
+    assert asked.returncode == 0, asked.stderr
+    wait_for(
+        lambda: not (env.home / "control" / f"{run_id}.stop").exists(),
+        20,
+        what="the daemon to take the stop request",
+    )
+    release.touch()
+    status = env.wait_done(run_id, timeout=30)
+    assert (status["status"], status["trials"]) == ("stopped", 1), status["reason"]

@@ -336,7 +336,11 @@ def next_stage(run: Run, command: str, why: str) -> Run:
 
 
 def begin_stop(run: Run, cause: StopCause, now: float, why: str = "") -> Run:
-    """A live trial is asked to end; the first cause wins (a user stop after the limit is moot)."""
+    """A live trial is asked to end; the first cause wins (a user stop after the limit is moot),
+    but a user's stop takes over the hang rule's (whose end may relaunch the run): the signals
+    already sent and their grace go on."""
+    if run.stop_cause is StopCause.HANG and cause is StopCause.USER:
+        return replace(run, stop_cause=cause, stop_reason=why)
     if run.stop_cause is not None:
         return run
     return replace(

@@ -321,6 +321,11 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             cause, why = StopCause.PLATEAU, plateau
         if cause is not None:
             actions.append(BeginStop(cause, why))
+    elif cause is StopCause.HANG and obs.stop_requested:
+        # the user's stop takes over (`model.begin_stop`): the hang rule's end would relaunch
+        # the run, and the request is taken off once this is on record
+        cause = StopCause.USER
+        actions.append(BeginStop(cause, "asked while the hang rule was stopping it"))
     if cause is not None:
         began = run.stop_began_at if run.stop_began_at is not None else obs.now
         sent = run.signals_sent
