@@ -418,7 +418,10 @@ def check_blueprint(
         val_path = os.path.join(result_dir, "val_results.md")
     sharer = (val_writers or {}).get(val_path or "")
     if val_path and sharer:
-        val_path = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
+        own = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
+        if own != val_path:  # the copy that runs points at it too, not only the review's list
+            runs_with = apply_patches(runs_with, {VAL_KEY: own})
+        val_path = own
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,
