@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core import model
 from ajetd.core.model import Run, State, Status, Trial
+from ajetd.core.policy import CLOCK_SLACK_S
 from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
@@ -472,3 +474,36 @@ def test_a_stop_asked_while_the_hang_rule_stops_the_run_is_not_lost(env: Env) ->
     release.touch()
     status = env.wait_done(run_id, timeout=30)
     assert (status["status"], status["trials"]) == ("stopped", 1), status["reason"]
+
+
+def test_a_stop_asked_after_the_program_failed_leaves_the_run_failed(env: Env) -> None:
+    """The daemon down, the program fails (an import error: no fix); `ajetd stop` is asked
+    after that, before a daemon starts again: the run is recorded failed with its diagnosis,
+    not 'stopped' as though the request had been the stop whose record a killed daemon lost
+    (only a request filed before the exit is read so)."""
+    release = env.tmp / "release"
+    command = (
+        f"while [ ! -e {release} ]; do sleep 0.05; done; "
+        "echo \"ModuleNotFoundError: No module named 'flash_attn_missing'\"; exit 1"
+    )
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("failsalone", command=command))
+    wait_for(
+        lambda: any(t.get("started_at") for t in env.record(run_id).get("trials", [])),
+        30,
+        what="the trial to start",
+    )
+    env.daemons[-1].kill()
+    env.daemons[-1].wait(timeout=20)
+    release.touch()
+    exit_file = env.home / "runs" / run_id / "trial-1.exit"
+    wait_for(lambda: exit_file.exists() and exit_file.read_text().endswith("\n"), 20)
+    ended = float(exit_file.read_text().split()[1])
+    # the user asks a while after (past the lag allowed to a trial host's clock)
+    wait_for(lambda: time.time() > ended + CLOCK_SLACK_S + 0.1, 10, what="the clock")
+    asked = env.cli("stop", run_id)
+    assert asked.returncode == 1 and "no daemon" in asked.stderr, asked.stderr
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("failed", 1), status["reason"]
+    assert [f["kind"] for f in status["diagnosis"]][:1] == ["import_error"]

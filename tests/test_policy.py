@@ -243,3 +243,16 @@ def test_a_stop_the_record_lost_is_told_by_what_lasts() -> None:
     assert isinstance(fin, Finish) and fin.status is Status.FAILED
     [fin] = _decide(run, exit=(0, T0 + 100.4), now=T0 + 101)
     assert isinstance(fin, Finish) and fin.status is Status.SUCCEEDED
+
+
+def test_a_stop_asked_after_the_program_failed_leaves_it_failed() -> None:
+    """The daemon down, the program failed (its OOM at T0+5); `ajetd stop` asked at T0+60,
+    before a daemon started again and saw both: the failure is not the stop's (before: read
+    as a stop whose record was lost, 'stopped', its failure and diagnosis hidden). A request
+    filed before the exit (a clock lag of the trial's host allowed) is the stop's."""
+    run = _run(1000)
+    [fin] = _decide(run, exit=(1, T0 + 5), stop_requested=True, stop_requested_at=T0 + 60)
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED, fin
+    for asked in (T0 + 2, T0 + 5.5):
+        [fin] = _decide(run, exit=(130, T0 + 5), stop_requested=True, stop_requested_at=asked)
+        assert isinstance(fin, Finish) and fin.status is Status.STOPPED, fin

@@ -262,7 +262,9 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
             run, f"run {run_id} already ended: {run.status.value if run.status else ''}", as_json
         )
         return
-    write_atomic(home.control / f"{run_id}.stop", f"{time.time()}\n", OWNER_FILE)
+    request = home.control / f"{run_id}.stop"
+    if not request.exists():  # asked again: the first request's time is kept (`policy`)
+        write_atomic(request, f"{time.time()}\n", OWNER_FILE)
     run = load_run(home, run_id)  # as it stands with the request filed
     if not home.daemon_running():
         click.echo(

@@ -43,6 +43,7 @@ class Observation:
     gone: bool = False  # tmux says the session or its pane no longer exists
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
     stop_requested: bool = False  # `ajetd stop` asked for this run
+    stop_requested_at: float | None = None  # when that request was filed (its file's time)
     last_output_at: float | None = None  # when the trial's log last grew
     findings: tuple[Finding, ...] = ()  # diagnosis of a trial that exited non-zero
     proxychains: str | None = None  # an installed proxychains4 (or proxychains), if any
@@ -239,18 +240,26 @@ def _no_next_trial(run: Run, action: Action, obs: Observation) -> Action:
     return action
 
 
+# how far a trial's exit time (its host's clock: an SSH host's, a Slurm node's) may lag this
+# machine's for a stop request filed before it
+CLOCK_SLACK_S = 2.0
+
+
 def _stop_not_on_record(run: Run, obs: Observation) -> StopCause | None:
     """The stop that a failed exit was, where the record does not say so: the daemon that
     began it was killed before its record landed (a full home holds the write in memory;
     the signal was sent), and the program's exit to its SIGINT would read as a failure. What
     lasts says it: the `ajetd stop` request is still filed (it is removed only once the stop
-    is on record), or the program exited at or past the time limit (ajetd stops it there). A
-    clean exit stays a success; a plateau's or the hang rule's stop is not told this way."""
+    is on record) and was filed before the exit (a request filed once the program had failed,
+    the daemon down, does not make its failure a stop), or the program exited at or past the
+    time limit (ajetd stops it there). A clean exit stays a success; a plateau's or the hang
+    rule's stop is not told this way."""
     if run.stop_cause is not None or obs.exit is None or obs.exit[0] == 0:
         return None
-    if obs.stop_requested:
-        return StopCause.USER
     ended = obs.exit[1] if obs.exit[1] is not None else obs.now
+    asked = obs.stop_requested_at
+    if obs.stop_requested and (asked is None or asked <= ended + CLOCK_SLACK_S):
+        return StopCause.USER  # not a request filed after the program had failed
     if run.deadline is not None and ended >= run.deadline:
         return StopCause.TIME_LIMIT
     return None

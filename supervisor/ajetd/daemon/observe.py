@@ -137,7 +137,7 @@ class Observe(Base):
             # it ended) must have come through tmux first: the end is seen sooner. A clean
             # exit reads nothing there, so its record does not wait (its reports do)
             trials.await_output(slot.paths(self.home).log, run.trial.number)
-        stop_file = self.home.control / f"{run.run_id}.stop"
+        asked = _filed_at(self.home.control / f"{run.run_id}.stop")
         findings: tuple[Finding, ...] = ()
         config = holder = None
         if failed and code is not None:
@@ -149,7 +149,8 @@ class Observe(Base):
             exit=exit_info,
             gone=gone,
             dead_status=dead_status,
-            stop_requested=stop_file.exists(),
+            stop_requested=asked is not None,
+            stop_requested_at=asked,
             last_output_at=self._last_output(slot, now),
             findings=findings,
             proxychains=_proxychains() if findings else None,
@@ -384,3 +385,11 @@ def _outside_output(slot: RunSlot) -> frozenset[str]:
 def _started(slot: RunSlot) -> bool:
     trial = slot.run.trial
     return trial is not None and trial.started_at is not None
+
+
+def _filed_at(path: Path) -> float | None:
+    """When the request file at `path` was written; None where there is none."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
