@@ -507,3 +507,36 @@ def test_a_stop_asked_after_the_program_failed_leaves_the_run_failed(env: Env) -
     status = env.wait_done(run_id)
     assert (status["status"], status["exit_code"]) == ("failed", 1), status["reason"]
     assert [f["kind"] for f in status["diagnosis"]][:1] == ["import_error"]
+
+
+def test_a_stop_request_stays_until_the_stopped_runs_end_is_on_disk(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """With a full home the stop's record and the run's end are held in memory; the request
+    was taken off as soon as the run had ended in memory, so a daemon killed before the disk
+    had room left a record with no stop on it and no request: the program's exit 130 read as
+    a failure by the next daemon. The request stays until the end is on disk."""
+    from loopkit import Loop
+
+    tmpfs(env.home, "2m")
+    loop = Loop(env)
+    try:
+        run_id = loop.submit(env.blueprint("heldstop", command="sleep 1000", ajetd="gpus: 0"))
+        loop.started(run_id)
+        request = env.home / "control" / f"{run_id}.stop"
+        request.write_text("stop\n")
+        filler = fill(env.home)
+        loop.until(lambda: loop.run(run_id).state is State.DONE, "the run to end, held")
+        assert not loop.daemon.home.saved(run_id)
+        loop.turn(True)  # passes after the end, the home still full
+        loop.turn(True)
+        assert request.exists()
+    finally:
+        loop.close()  # the daemon is killed: what it held in memory is lost
+    filler.unlink()
+    again = Loop(env)
+    try:
+        flag = again.until_done(run_id)
+    finally:
+        again.close()
+    assert (flag["status"], flag["exit_code"]) == ("stopped", 130), flag

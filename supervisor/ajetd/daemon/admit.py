@@ -162,10 +162,13 @@ class Admit(Base):
         if run is not None and run.state is State.QUEUED:
             why = "stopped by `ajetd stop` before it started"
             self._store(self._finish_now(run, Status.STOPPED, why, now))
-            Path(entry.path).unlink(missing_ok=True)
+            if self.home.saved(run_id):  # else taken once the end is on disk (below)
+                Path(entry.path).unlink(missing_ok=True)
         elif (
             run is None and self.home.pending(run_id) is None and run_id not in self.readmit_later
-        ) or (run is not None and not run.active):  # kept for a run waiting to be admitted again
+        ) or (run is not None and not run.active and self.home.saved(run_id)):
+            # kept for a run waiting to be admitted again, and for one whose end a full home
+            # holds in memory: a daemon killed then finds the request with the program's exit
             Path(entry.path).unlink(missing_ok=True)
 
     def reconcile(self, now: float) -> None:
