@@ -540,3 +540,15 @@ def test_a_stop_request_stays_until_the_stopped_runs_end_is_on_disk(
     finally:
         again.close()
     assert (flag["status"], flag["exit_code"]) == ("stopped", 130), flag
+
+
+def test_a_stop_asked_again_keeps_the_first_requests_time(env: Env) -> None:
+    """The request's time tells an exit after it (the stop's) from one before it: asked again
+    (no daemon to take it), the request filed first is kept, not written anew."""
+    run_id = env.submit(env.blueprint("twice", command="sleep 1000"))
+    request = env.home / "control" / f"{run_id}.stop"
+    assert env.cli("stop", run_id).returncode == 1  # no daemon: filed, it waits
+    first = (request.read_text(), request.stat().st_mtime_ns)
+    wait_for(lambda: time.time_ns() > first[1] + 10_000_000, 5, what="the clock to move")
+    assert env.cli("stop", run_id).returncode == 1
+    assert (request.read_text(), request.stat().st_mtime_ns) == first

@@ -363,6 +363,14 @@ class Home:
                     return self.with_stop_asked(pending)
         raise UnknownRunError(f"no run {run_id!r} in {self.root}; {_LIST_RUNS}")
 
+    def ask_stop(self, run_id: str, text: str) -> None:
+        """File a stop request for the run (control/<id>.stop). One already filed is kept:
+        its time is when the stop was first asked, which tells a program's exit after it
+        (the stop's) from one before it (`policy._stop_not_on_record`)."""
+        request = self.control / f"{run_id}.stop"
+        if not request.exists():
+            write_atomic(request, text, OWNER_FILE)
+
     def with_stop_asked(self, run: Run) -> Run:
         """A live run whose `ajetd stop` request waits in control/ for the daemon (none runs,
         or it has not read it yet) says so first in its reason: `stop` tells the user the

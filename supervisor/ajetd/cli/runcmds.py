@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ajetd.adapters.control import is_campaign_id
-from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.adapters.store import Home
 from ajetd.cli.common import (
     NOT_NEGATIVE,
     POLL_S,
@@ -262,9 +262,7 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
             run, f"run {run_id} already ended: {run.status.value if run.status else ''}", as_json
         )
         return
-    request = home.control / f"{run_id}.stop"
-    if not request.exists():  # asked again: the first request's time is kept (`policy`)
-        write_atomic(request, f"{time.time()}\n", OWNER_FILE)
+    home.ask_stop(run_id, f"{time.time()}\n")
     run = load_run(home, run_id)  # as it stands with the request filed
     if not home.daemon_running():
         click.echo(

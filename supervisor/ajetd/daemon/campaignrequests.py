@@ -156,7 +156,7 @@ def _stop(home: Home, state: CampaignState) -> dict[str, Any]:
     state.stopping = True
     running = [e for e in state.experiments if e.run_id and not e.recorded]
     for exp in running:
-        write_atomic(home.control / f"{exp.run_id}.stop", "campaign stop\n", OWNER_FILE)
+        home.ask_stop(exp.run_id, "campaign stop\n")
     return {
         "ok": True,
         "message": f"stopping campaign {state.campaign_id} ({len(running)} running experiment(s))",
