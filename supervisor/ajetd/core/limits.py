@@ -5,7 +5,10 @@ parser keeps)."""
 from __future__ import annotations
 
 BLUEPRINT_MAX_BYTES = 1024 * 1024  # the daemon, `lint` and `submit` read at most 1 MiB
-CONFIG_MAX_BYTES = 16 << 20  # a run's YAML config: larger than this is no config, not read
+# A run's YAML config: larger than this is no config, not read. Real ones are tens of KB
+# (the fixtures' largest: 24 KB); one is parsed in the daemon's one loop, a 4 MiB one in
+# about 5 s with libyaml (docs/benchmarks.md), so the bound is also the longest such pause.
+CONFIG_MAX_BYTES = 4 << 20
 
 # A file a run's program writes and the daemon reads as it grows (its val file, a NeMo-RL
 # run's output) is read in pieces of VAL_PIECE_BYTES, never whole: a program that writes

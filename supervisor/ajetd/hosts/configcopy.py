@@ -23,7 +23,7 @@ from ajetd.frameworks.agentjet import (
     original_of,
     point_conf_at,
 )
-from ajetd.hosts.fs import Fs, Names, config_named
+from ajetd.hosts.fs import SAFE_DUMPER, Fs, Names, config_named
 
 
 def write_copy(original: str, patched: Mapping[str, Any], tag: str, fs: Fs) -> str:
@@ -33,7 +33,8 @@ def write_copy(original: str, patched: Mapping[str, Any], tag: str, fs: Fs) -> s
     folder, name = os.path.split(original_of(original))
     stem, suffix = os.path.splitext(name)
     copy = os.path.join(folder, f"{stem}{COPY_TAG}{tag}{suffix}")
-    fs.write_text(copy, yaml.safe_dump(dict(patched), sort_keys=False, allow_unicode=True))
+    text = yaml.dump(dict(patched), Dumper=SAFE_DUMPER, sort_keys=False, allow_unicode=True)
+    fs.write_text(copy, text)
     return copy
 
 
