@@ -7,6 +7,7 @@ import re
 import shlex
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -169,20 +170,33 @@ def test_status_run_fits_too(env: Env, columns: str) -> None:
     assert "SUCCEEDED" in out.stdout and "TRIALS" in out.stdout
 
 
+def _watch_in_a_pane(
+    env: Env, name: str, width: int, variables: str, history: bool
+) -> Callable[[], str]:
+    """`ajetd status --watch` in a 40-row tmux pane `width` wide of session `name` (with
+    `variables` set), its exit code echoed after it; what reads the pane (`history`: its
+    scrollback too)."""
+    home = shlex.quote(str(env.home))
+    command = (
+        f"env {variables} AJETD_HOME={home} {PYTHON} -m ajetd status --watch;"
+        " echo WATCH-EXIT $?; sleep 600"
+    )
+    made = env.tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", "40", command)
+    assert made.returncode == 0, made.stderr
+    since = ("-S", "-") if history else ()
+
+    def screen() -> str:
+        return env.tmux("capture-pane", "-p", *since, "-t", f"={name}:").stdout
+
+    return screen
+
+
 def test_watch_redraws_in_a_real_tmux_pane_until_q(daemon_env: Env) -> None:
     env = daemon_env
     run_id = env.submit(env.blueprint("watched", config=env.config("watched", forever=True)))
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
-    home, sock = shlex.quote(str(env.home)), shlex.quote(env.socket)
-    command = (
-        f"env AJETD_HOME={home} AJETD_TMUX_SOCKET={sock} {PYTHON} -m ajetd status --watch;"
-        " echo WATCH-EXIT $?; sleep 600"
-    )
-    made = env.tmux("new-session", "-d", "-s", "watcher", "-x", "110", "-y", "40", command)
-    assert made.returncode == 0, made.stderr
-
-    def screen() -> str:
-        return env.tmux("capture-pane", "-p", "-t", "=watcher:").stdout
+    sock = shlex.quote(env.socket)
+    screen = _watch_in_a_pane(env, "watcher", 110, f"AJETD_TMUX_SOCKET={sock}", history=False)
 
     first = wait_for(
         lambda: (s := screen()) and run_id in s and "LAST OUTPUT" in s and "step:" in s and s,
@@ -208,16 +222,7 @@ def test_watch_on_a_dumb_terminal_prints_each_frame(env: Env) -> None:
     `ajetd status --watch` showed a blank screen until q. A terminal that cannot redraw in
     place gets each frame printed below the last, every 2 s; q still ends it."""
     _home_with_runs(env, 2, 1)
-    home = shlex.quote(str(env.home))
-    command = (
-        f"env TERM=dumb AJETD_HOME={home} {PYTHON} -m ajetd status --watch;"
-        " echo WATCH-EXIT $?; sleep 600"
-    )
-    made = env.tmux("new-session", "-d", "-s", "dumb", "-x", "100", "-y", "40", command)
-    assert made.returncode == 0, made.stderr
-
-    def screen() -> str:
-        return env.tmux("capture-pane", "-p", "-S", "-", "-t", "=dumb:").stdout
+    screen = _watch_in_a_pane(env, "dumb", 100, "TERM=dumb", history=True)
 
     wait_for(
         lambda: screen().count("ajetd status --watch") >= 2 and "r00000" in screen(),
