@@ -4,6 +4,7 @@ appear on the GPUs it was given, and go when it exits)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,17 @@ def _gpus(env: Env, count: int, **extra: Any) -> Path:
 
 
 def _edit(path: Path, change: Any) -> None:
-    doc = json.loads(path.read_text())
-    change(doc)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc))
-    tmp.replace(path)
+    """Change the fake GPUs' file as the fake launcher does (`_edit_fake_gpus`): under its lock.
+    Without it, the launcher putting its process on the GPU (read, change, write) could read
+    the file just before this edit and write it back just after, undoing it: a lost GPU then
+    never showed (test_lost_gpu_is_a_finding_and_the_root_cause timed out once in CI)."""
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        doc = json.loads(path.read_text())
+        change(doc)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(path)
 
 
 def _start(env: Env) -> None:
