@@ -363,11 +363,15 @@ class Home:
                     return self.with_stop_asked(pending)
         raise UnknownRunError(f"no run {run_id!r} in {self.root}; {_LIST_RUNS}")
 
+    def stop_request(self, run_id: str) -> Path:
+        """Where `ajetd stop` files the run's stop request (`control/<id>.stop`)."""
+        return self.control / f"{run_id}.stop"
+
     def ask_stop(self, run_id: str, text: str) -> None:
         """File a stop request for the run (control/<id>.stop). One already filed is kept:
         its time is when the stop was first asked, which tells a program's exit after it
         (the stop's) from one before it (`policy._stop_not_on_record`)."""
-        request = self.control / f"{run_id}.stop"
+        request = self.stop_request(run_id)
         if not request.exists():
             write_atomic(request, text, OWNER_FILE)
 
@@ -382,7 +386,7 @@ class Home:
 
         if not run.active or run.state is State.STOPPING:
             return run
-        if not (self.control / f"{run.run_id}.stop").exists():
+        if not self.stop_request(run.run_id).exists():
             return run
         asked = "a stop is requested (`ajetd stop`) and waits for the daemon"
         return replace(run, reason=f"{asked}; {run.reason}" if run.reason else asked)

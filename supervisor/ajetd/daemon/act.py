@@ -54,7 +54,7 @@ class Act(Observe):
             run = self._act(slot, run, action, now, pane, obs.findings)
         self._store(run)
         if obs.stop_requested and self.home.saved(run_id):  # taken once on record, not before
-            (self.home.control / f"{run_id}.stop").unlink(missing_ok=True)
+            self.home.stop_request(run_id).unlink(missing_ok=True)
 
     def _act(
         self,

@@ -137,7 +137,7 @@ class Observe(Base):
             # it ended) must have come through tmux first: the end is seen sooner. A clean
             # exit reads nothing there, so its record does not wait (its reports do)
             trials.await_output(slot.paths(self.home).log, run.trial.number)
-        asked = _filed_at(self.home.control / f"{run.run_id}.stop")
+        asked = _filed_at(self.home.stop_request(run.run_id))
         findings: tuple[Finding, ...] = ()
         config = holder = None
         if failed and code is not None:
