@@ -9,6 +9,11 @@ BLUEPRINT_MAX_BYTES = 1024 * 1024  # the daemon, `lint` and `submit` read at mos
 # (the fixtures' largest: 24 KB); one is parsed in the daemon's one loop, a 4 MiB one in
 # about 5 s with libyaml (docs/benchmarks.md), so the bound is also the longest such pause.
 CONFIG_MAX_BYTES = 4 << 20
+# ...and nested at most this deep (real ones: under 10). libyaml builds a document by
+# recursion in C, which PyYAML 6.0.3's wheel does not bound: a 200 KB config of `[` or
+# `- - -` killed the process (SIGSEGV); a shallower one deeper than Python's recursion
+# limit raised RecursionError in whatever walked it later. So the depth is read first.
+CONFIG_MAX_DEPTH = 100
 
 # A file a run's program writes and the daemon reads as it grows (its val file, a NeMo-RL
 # run's output) is read in pieces of VAL_PIECE_BYTES, never whole: a program that writes

@@ -110,6 +110,34 @@ def _check_events(text: str) -> None:
         loader.dispose()
 
 
+def deeper_than(text: str, limit: int) -> int | None:
+    """The line (from 1) at which `text` nests collections more than `limit` deep, or None
+    (also when it is no YAML: the load that follows says so). Read from the parser's events,
+    which libyaml and PyYAML alike make without recursion, before anything is built: building
+    recurses (in C for libyaml, unbounded in PyYAML 6.0.3's wheel: a segmentation fault)."""
+    parser = _BASE(text)
+    depth = 0
+    try:
+        while (event := parser.get_event()) is not None:  # None at the stream's end
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > limit:
+                    return int(event.start_mark.line) + 1 if event.start_mark else 0
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:  # libyaml >= 0.2.6 scans ahead, stops at 1000 itself
+        mark = exc.problem_mark or exc.context_mark
+        if "maximum nesting depth" in (exc.problem or "") and mark:
+            return int(mark.line) + 1
+        return None
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return None
+
+
 def _name(text: str | None) -> str:
     text = text or ""
     return text if len(text) <= 30 else text[:25] + "…"
@@ -128,7 +156,7 @@ def _tab_hint(text: str, index: int) -> str:
     return f"; a tab indents line {index + 1}: YAML indents with spaces"
 
 
-def _describe(exc: Exception, text: str) -> str:
+def describe(exc: Exception, text: str, max_depth: int = MAX_DEPTH) -> str:
     """One line for a loader exception: its problem and line, never the whole context; a
     tab where YAML wants spaces is named (the loader only says it cannot start a token)."""
     if isinstance(exc, yaml.MarkedYAMLError):
@@ -136,7 +164,7 @@ def _describe(exc: Exception, text: str) -> str:
         mark = exc.problem_mark or exc.context_mark
         if "maximum nesting depth" in problem:  # libyaml >= 0.2.6 (PyYAML 6.0.4) scans ahead
             line = f" (line {mark.line + 1})" if mark else ""  # and stops at 1000 levels itself
-            return f"nested more than {MAX_DEPTH} levels deep{line}"
+            return f"nested more than {max_depth} levels deep{line}"
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         where = "" if "(line" in problem else where
         hint = _tab_hint(text, mark.line) if mark else ""
@@ -155,7 +183,7 @@ def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
     except YamlError:
         raise
     except Exception as exc:  # the promise: whatever the loader raises becomes one message
-        raise YamlError(_describe(exc, text)) from None
+        raise YamlError(describe(exc, text)) from None
 
 
 def plain_scalars_under(text: str, key: str) -> dict[str, str]:

@@ -20,7 +20,8 @@ import yaml
 from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
-from ajetd.core.limits import CONFIG_MAX_BYTES
+from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH
+from ajetd.core.yamlpart import deeper_than, describe
 
 
 class Fs(Protocol):
@@ -84,21 +85,26 @@ SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
     """The YAML config at `path` as a mapping, or why it cannot be had (`where`: on which
     host, for the message)."""
+    text = ""
     try:
         size = fs.size(path)
         if size is not None and size > CONFIG_MAX_BYTES:  # read whole, parsed whole: bounded
             return f"{path} is {size} bytes, more than a config's {CONFIG_MAX_BYTES} (not read)"
-        config = yaml.load(fs.read_text(path), Loader=SAFE_LOADER)  # noqa: S506 - a SafeLoader
+        text = fs.read_text(path)
+        line = deeper_than(text, CONFIG_MAX_DEPTH)
+        if line is not None:
+            deep = f"nested more than {CONFIG_MAX_DEPTH} levels deep (line {line})"
+            return f"{path} is not valid YAML: {deep}"
+        config = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         return f"cannot read {path}{where}: {exc.strerror or exc}"
     except AjetdError as exc:  # the SSH host's file system did not answer; a FIFO swapped in
         return f"cannot read {path}{where}: {exc}"
     except Exception as exc:
         # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
-        # RecursionError for deep nesting, IndexError for `!!int ''`; whatever the loader
+        # IndexError for `!!int ''`, UnicodeDecodeError for bytes no text; whatever it
         # raises is this file's problem, said once (lint and the daemon alike)
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        return f"{path} is not valid YAML: {first}"
+        return f"{path} is {describe(exc, text, CONFIG_MAX_DEPTH)}"
     if not isinstance(config, dict):
         return f"{path} is not a YAML mapping"
     return config

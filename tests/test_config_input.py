@@ -1,0 +1,96 @@
+"""A run's YAML config is user input too (lint, admission and a config fix read it): whatever
+its bytes, `check_blueprint` gives a resolution or a problem naming the file, never an
+exception or a dead process, quickly.
+
+The regression: PyYAML 6.0.3's wheel (CI's Python has it) builds a document by recursion in
+C with no bound, so a 200 KB config of `[` killed the process with SIGSEGV, and a 3,000-deep
+one raised RecursionError in whatever walked it later ("lint: the checks stopped"). PyYAML
+6.0.4's libyaml stops at 1,000 levels itself, which is why a fresh venv did not see it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ajetd.core.blueprint import parse_blueprint
+from ajetd.core.limits import CONFIG_MAX_DEPTH
+from ajetd.hosts.fs import LOCAL, read_config
+from ajetd.hosts.preflight import check_blueprint
+from conftest import Env
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from fuzz import YAML_TRICKS  # the fuzz script's corpus
+
+DEEP = 200_000  # deep enough to overflow the C stack where building is unbounded
+NESTINGS = {
+    "flow sequences": "x: " + "[" * DEEP + "]" * DEEP + "\n",
+    "flow mappings": "x: " + "{a: " * DEEP + "b" + "}" * DEEP + "\n",
+    "compact block sequences": "x:\n" + "- " * DEEP + "a\n",
+    "complex keys": "? " * DEEP + "a\n",
+    "indented mappings": "".join(" " * i + f"k{i}:\n" for i in range(CONFIG_MAX_DEPTH + 1))
+    + " " * (CONFIG_MAX_DEPTH + 1)
+    + "v\n",
+}
+
+
+@pytest.mark.parametrize("body", list(NESTINGS.values()), ids=list(NESTINGS))
+def test_a_config_nested_too_deep_is_named_with_its_line(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(body)
+    said = read_config(str(path), LOCAL)
+    assert isinstance(said, str), type(said)
+    assert said.startswith(f"{path} is not valid YAML: nested more than {CONFIG_MAX_DEPTH}")
+    assert "(line " in said
+
+
+def test_a_config_at_the_depth_bound_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    depth = CONFIG_MAX_DEPTH - 1  # the top mapping is one level
+    path.write_text("x: " + "[" * depth + "1" + "]" * depth + "\n")
+    config = read_config(str(path), LOCAL)
+    assert isinstance(config, dict)
+
+
+def _checked(env: Env, body: bytes) -> list[str]:
+    """What lint would say of a good blueprint whose config holds `body`."""
+    config = env.codebase / "hostile.yaml"
+    config.write_bytes(body)
+    bp = parse_blueprint(env.blueprint("hostile", config=str(config)).read_text())
+    started = time.monotonic()
+    resolved, problems = check_blueprint(bp)
+    assert time.monotonic() - started < 10, body[:80]
+    assert (resolved is None) == bool(problems), problems
+    return problems
+
+
+HOSTILE = [
+    *(trick.encode() for trick in YAML_TRICKS),
+    *(body.encode() for body in NESTINGS.values()),
+    b"a: \xff\xfe\n",  # no UTF-8
+    b"a:\n\tb: 1\n",  # a tab indents
+    b"- just\n- a list\n",
+    b"ajet: [1, 2]\n",  # the sections ajetd reads, of the wrong shape
+    b"ajet: {trainer_common: 3, rollout: [x]}\n",
+    b"ajet: {trainer_common: {val_print_to_markdown_file_path: [1]}}\n",
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_hostile_config_gives_a_problem_or_a_resolution(env: Env, body: bytes) -> None:
+    for problem in _checked(env, body):
+        assert "Traceback" not in problem and len(problem) < 2000, problem
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(alphabet="[]{}-?:,&*!|># \n'\"\tax1.~", max_size=400))
+def test_any_yaml_shaped_text_gives_a_problem_or_a_resolution(env: Env, body: str) -> None:
+    for problem in _checked(env, body.encode()):
+        assert "Traceback" not in problem, problem
