@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.core.model import Run, State, Status
 from ajetd.frameworks.valresults import (
@@ -201,3 +207,83 @@ def test_swarm_benchmarks_each_a_record_and_a_series_of_the_first() -> None:
     records = parse_val_text(single)
     assert [(r["global_steps"], r["mean_reward"]) for r in records] == [(0, 0.5), (5, 0.6)]
     assert "dataset" not in table_keys(records)
+
+
+# What a program may print into a classic line that Python's literal syntax reads but JSON has
+# no form for, and numbers no float holds. Before: the record held a set (or bytes, a complex,
+# `...`), so the run's record could not be saved ('supervising it failed: TypeError: Object of
+# type set is not JSON serializable', at every tick, the run never ended), and an integer past
+# 1e308 raised OverflowError wherever its series was read; a swarm bullet of 400 digits raised
+# OverflowError in the reader itself.
+ODD_LITERALS = {
+    "set": "{1, 2}",
+    "empty set": "set()",
+    "bytes": "b'\\xff'",
+    "complex": "1j",
+    "ellipsis": "...",
+    "tuple": "(1, (2, {3}))",
+    "dict of int keys": "{3: {4: b''}}",
+    "integer past float": "1" + "0" * 400,
+    "negative integer past float": "-" + "9" * 309,
+    "float overflow": "1e999",
+    "nested lists": "[" * 150 + "1" + "]" * 150,
+}
+
+
+def _writable(records: list[dict[str, Any]], key: str) -> None:
+    """What the daemon does with records: save them as JSON (no NaN) and read the series."""
+    json.dumps(records, allow_nan=False)
+    metric_series(records, key)
+    table_keys(records)
+
+
+@pytest.mark.parametrize("literal", list(ODD_LITERALS.values()), ids=list(ODD_LITERALS))
+def test_a_classic_line_holding_any_literal_gives_a_json_record(literal: str) -> None:
+    records = parse_val_text(f"{{'global_steps': 1, 'mean_reward': {literal}}}\n")
+    _writable(records, "mean_reward")
+    assert [r["global_steps"] for r in records] in ([1], [])
+
+
+SWARM_PAST_FLOAT = {
+    "400 digits": "1" + "0" * 400,
+    "-400 digits": "-" + "9" * 400,
+    "1e999": "1e999",
+    "nan%": "nan%",
+    "inf": "inf",
+    "60000 digits%": "9" * 60000 + "%",
+}
+
+
+@pytest.mark.parametrize("value", list(SWARM_PAST_FLOAT.values()), ids=list(SWARM_PAST_FLOAT))
+def test_a_swarm_bullet_past_any_float_is_no_value(value: str) -> None:
+    records = parse_val_text(f"## Step 3\n- mean_reward: {value}\n- avg: 0.5\n")
+    _writable(records, "mean_reward")
+    assert records == [{"global_steps": 3, "mean_reward": None, "avg": 0.5}]
+
+
+_LITERALS = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**400), max_value=10**400)
+    | st.floats()
+    | st.complex_numbers()
+    | st.binary(max_size=8)
+    | st.text(max_size=8)
+    | st.just(...),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.sets(st.integers(), max_size=3)
+        | st.dictionaries(st.integers() | st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _LITERALS, max_size=4))
+def test_any_literal_dict_line_gives_a_json_record(values: dict[str, Any]) -> None:
+    line = repr({"global_steps": 1, **values})
+    records = parse_val_text(line + "\n")
+    for key in values:
+        _writable(records, key)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -49,6 +50,7 @@ TABLE_KEYS = (
 
 
 _PASS_AT = re.compile(r"task_pass_rate@(\d{1,6})")
+_FLOAT_MAX = int(sys.float_info.max)
 
 
 def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -66,9 +68,22 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _number(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # JSON has no NaN; a missing value reads the same in reports
-    return value
+    """`value` as a record holds it: a JSON value, whatever the line's literal was. A number
+    that is no finite float (nan, inf, an integer past 1e308) is None: JSON has no NaN, a
+    missing value reads the same in reports, and every series converts to float. A tuple is
+    a list; a dict's keys are text; what JSON has no form for (a set, bytes, a complex
+    number, `...`) is kept as written (its repr): the run's record must stay writable."""
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int):
+        return value if -_FLOAT_MAX <= value <= _FLOAT_MAX else None
+    if isinstance(value, (list, tuple)):
+        return [_number(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _number(v) for k, v in value.items()}
+    return repr(value)
 
 
 def _literal(match: re.Match[str]) -> str:
@@ -103,9 +118,11 @@ def _scalar(text: str) -> Any:
         number = float(body)
     except ValueError:
         return raw
+    if not math.isfinite(number):
+        return None  # as _number: `1e999`, or 400 digits, is no value (int() of it raised)
     if pct:
         return round(number / 100.0, 10)
-    return int(number) if re.fullmatch(r"-?\d+", body) else _number(number)
+    return int(number) if re.fullmatch(r"-?\d+", body) else number
 
 
 def parse_val_text(text: str) -> list[dict[str, Any]]:
