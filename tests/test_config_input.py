@@ -10,11 +10,13 @@ one raised RecursionError in whatever walked it later ("lint: the checks stopped
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,3 +96,32 @@ def test_a_hostile_config_gives_a_problem_or_a_resolution(env: Env, body: bytes)
 def test_any_yaml_shaped_text_gives_a_problem_or_a_resolution(env: Env, body: str) -> None:
     for problem in _checked(env, body.encode()):
         assert "Traceback" not in problem, problem
+
+
+# The val file's path is a path the daemon asks the file system about (its size at admission):
+# one holding a NUL raised ValueError ("embedded null byte") there, so lint said 'the checks
+# stopped' and the daemon rejected the run with 'internal error while admitting'. A path no
+# file could have is refused by its key, as the blueprint's own paths are (values.path_problem).
+UNUSABLE_VAL_PATHS = {
+    "NUL": "./saved\x00/val.md",
+    "escape": "./saved/\x1b[2Jval.md",
+    "too long": "./" + "a" * 5000 + "/val.md",
+    "name too long": "./saved/" + "a" * 300 + ".md",
+}
+
+
+@pytest.mark.parametrize("val", list(UNUSABLE_VAL_PATHS.values()), ids=list(UNUSABLE_VAL_PATHS))
+@pytest.mark.parametrize("given", ["in the config", "in yaml_overrides"])
+def test_a_val_path_no_file_could_have_is_named(env: Env, val: str, given: str) -> None:
+    key = "ajet.trainer_common.val_print_to_markdown_file_path"
+    config = env.codebase / "configs" / "val.yaml"
+    written = val if given == "in the config" else "./saved/val.md"
+    config.write_text(
+        yaml.safe_dump({"ajet": {"trainer_common": {"val_print_to_markdown_file_path": written}}})
+    )
+    override = key + "=" + json.dumps(val)  # YAML's escapes: the text itself holds none
+    ajetd = "" if given == "in the config" else f"yaml_overrides: [{json.dumps(override)}]"
+    bp = parse_blueprint(env.blueprint("val", config=str(config), ajetd=ajetd).read_text())
+    resolved, problems = check_blueprint(bp)
+    assert resolved is None
+    assert [p for p in problems if p.startswith(f"exp_yaml_path: {key}: the path ")], problems

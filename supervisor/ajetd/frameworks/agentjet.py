@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from ajetd.core import yamlpart
-from ajetd.core.values import OptionError, show
+from ajetd.core.values import OptionError, path_problem, show
 
 LOCAL_LOGGER = "tensorboard"
 DEFAULT_LOGGER = "swanlab"  # ajet_default.yaml's trainer_common.logger
@@ -193,7 +193,10 @@ def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigRevi
     val_key = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
     before_key = ("ajet", "trainer_common", "val_before_train")
     val = _get(ajet, "trainer_common", "val_print_to_markdown_file_path")
-    if not isinstance(val, str) or not val.strip() or not os.path.dirname(val.strip()):
+    unusable = path_problem(".".join(val_key), val.strip()) if isinstance(val, str) else None
+    if unusable:  # a NUL, a control character, too long: no file could be named so
+        out.problems.append(f"exp_yaml_path: {unusable}")
+    elif not isinstance(val, str) or not val.strip() or not os.path.dirname(val.strip()):
         target = os.path.join(result_dir, "val_results.md")
         out.patches[val_key] = target
         out.changes.append(
