@@ -8,7 +8,6 @@ here, so a folder the CLI accepted is one the daemon can start.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -22,6 +21,7 @@ from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
+from ajetd.core import jsontext
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState
@@ -178,6 +178,6 @@ def make_owner_only(folder: Path) -> None:
 
 def load_state(path: Path) -> CampaignState:
     """A campaign's record, from its `state.json`."""
-    data = json.loads(path.read_text())
+    data = jsontext.loads(path.read_text())
     data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
     return CampaignState(**data)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
+from ajetd.core import jsontext
 from ajetd.core.naming import new_run_id
 
 CAMPAIGN_ID = re.compile(r"^c-[a-z0-9]{6}$")
@@ -99,7 +100,7 @@ def read_request(path: Path) -> dict[str, Any]:
     """The request's JSON object; ValueError or TypeError saying why it is unusable."""
     if path.stat().st_size > MAX_REQUEST_BYTES:
         raise ValueError(f"request larger than {MAX_REQUEST_BYTES // 2**20} MiB")
-    data = json.loads(path.read_text())
+    data = jsontext.loads(path.read_text())
     if not isinstance(data, dict):
         raise TypeError("request is not a JSON object")
     return data
@@ -121,7 +122,7 @@ def await_answer(home: Home, cid: str, req_id: str, timeout: float) -> dict[str,
     deadline = time.monotonic() + timeout
     while True:
         with contextlib.suppress(FileNotFoundError, ValueError):
-            answer = json.loads(path.read_text())
+            answer = jsontext.loads(path.read_text())
             path.unlink(missing_ok=True)
             return dict(answer)
         if time.monotonic() >= deadline:
@@ -144,7 +145,7 @@ def resolve(home: Home, text: str) -> str | None:
     with contextlib.suppress(OSError):
         for state_file in root.glob("*/state.json"):
             with contextlib.suppress(OSError, ValueError):
-                if json.loads(state_file.read_text()).get("name") == text:
+                if jsontext.loads(state_file.read_text()).get("name") == text:
                     named.append(state_file.parent.name)
     with contextlib.suppress(OSError):
         for entry in home.inbox.iterdir():

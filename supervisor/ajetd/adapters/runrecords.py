@@ -11,13 +11,13 @@ of the cost of reading thousands.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.store import read_events
+from ajetd.core import jsontext
 from ajetd.core.errors import StoreError
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Status
@@ -52,7 +52,7 @@ def keep_damaged(state_file: Path) -> Path | None:
 def read_data(path: Path) -> dict[str, Any]:
     """A record's JSON object; StoreError naming the file where it is not one."""
     try:
-        data = json.loads(path.read_text())
+        data = jsontext.loads(path.read_text())
     except ValueError as exc:
         raise StoreError(f"corrupt run record {path}: {exc}") from exc
     except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from ajetd.core import jsontext
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.naming import RUN_ID, SUBMITTED
 from ajetd.core.values import show
@@ -272,8 +273,8 @@ def read_events(path: Path) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = []
     with contextlib.suppress(FileNotFoundError), open(path, "rb") as handle:
         for line in handle:
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                item = json.loads(line.decode(errors="replace"))
+            with contextlib.suppress(ValueError, KeyError, TypeError, OverflowError):
+                item = jsontext.loads(line.decode(errors="replace"))
                 out.append((float(item["at"]), str(item["event"])))
     return out
 
@@ -531,7 +532,7 @@ class Home:
         a home on a read-only file system, where the daemon cannot even publish that it holds
         its writes in memory (`disk`, as the daemon's own full-disk lines)."""
         try:
-            data = json.loads(self.daemon_file.read_text())
+            data = jsontext.loads(self.daemon_file.read_text())
         except (OSError, ValueError):  # none yet, garbled, or not a file: the daemon rewrites it
             data = {}
         info = data if isinstance(data, dict) else {}

@@ -11,7 +11,6 @@ output is shown.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ajetd.adapters.store import Home
+from ajetd.core import jsontext
 from ajetd.core.model import Run, tmux_socket_of
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.diagnosis.text import tail_lines
@@ -53,7 +53,7 @@ def campaigns(home: Home) -> list[view.Campaign]:
     out = []
     for path in sorted((home.root / "campaigns").glob("*/state.json")):
         with contextlib.suppress(OSError, ValueError):
-            data = json.loads(path.read_text())
+            data = jsontext.loads(path.read_text())
             if isinstance(data, dict):
                 out.append(view.Campaign.from_record(data))
     return out

@@ -20,7 +20,7 @@ from ajetd.adapters import diskfull, procs
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
-from ajetd.core import model
+from ajetd.core import jsontext, model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
@@ -210,7 +210,7 @@ def _flag_written(folder: Path, run: Run) -> bool:
     written in full (the flag comes last) by a daemon that died before saving that they were.
     Not written twice: a reader that saw the flag sees no second one."""
     try:
-        written = json.loads(read_small(folder / "finish.flag"))
+        written = jsontext.loads(read_small(folder / "finish.flag"))
     except (OSError, ValueError, NotRegularError):
         return False
     return bool(written == json.loads(json_text(report.finish_flag(run))))

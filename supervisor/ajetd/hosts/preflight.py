@@ -7,7 +7,6 @@ It is in `hosts` because it asks each place (`LocalFs`, `sshcmd.RemoteFs`, `slur
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.core import jsontext
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -42,7 +42,7 @@ def earlier_rejection(result_dir: Path) -> str | None:
     and the report is moved aside (never deleted) rather than blocking it.
     """
     try:
-        flag = json.loads(read_small(result_dir / "finish.flag"))
+        flag = jsontext.loads(read_small(result_dir / "finish.flag"))
     except (OSError, ValueError, NotRegularError):
         return None
     if not isinstance(flag, dict) or flag.get("status") != "rejected":

@@ -20,7 +20,6 @@ host and pass the same gate.
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from pathlib import Path
 from ajetd.adapters import procs
 from ajetd.adapters.store import mark, open_owner, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
-from ajetd.core import placement
+from ajetd.core import jsontext, placement
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SwarmSpec
@@ -56,7 +55,7 @@ def healthy(port: int) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 is local
     try:
         with opener.open(f"http://127.0.0.1:{port}/health", timeout=HEALTH_TIMEOUT_S) as got:
-            body = json.loads(got.read(4096))
+            body = jsontext.loads(got.read(4096))
     except (OSError, ValueError, urllib.error.URLError):
         return False
     return isinstance(body, dict) and body.get("status") == "ok"
