@@ -11,8 +11,19 @@ over a result dir's finish.flag (core/jsontext.py).
 
 from __future__ import annotations
 
-import pytest
+import json
+import traceback
+from pathlib import Path
+from typing import Any
 
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ajetd.cli.main import main
+from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run, State, Status, Trial
 from conftest import Env, wait_for
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -74,3 +85,77 @@ def test_a_campaign_record_too_deep_is_named_by_campaign_status(env: Env) -> Non
     record.write_text(DEEP)
     said = _said(env, "campaign", "status", "c-abc123")
     assert f"campaign record {record} unreadable: nested too deep" in said, said
+
+
+# A run's record edited by hand (or damaged) so that a field holds what its type cannot. Before:
+# 'ajetd status' died with OverflowError (an integer past float as a time or a metric),
+# TypeError or AttributeError (a list where text goes, text where a record goes), ValueError
+# (NaN drawn as a sparkline), 'ajetd logs' with 'embedded null byte' (a NUL in result_dir).
+# Now such a record is named as corrupt (the field, what it holds), or its metric read as none.
+def _record(result_dir: Path) -> dict[str, Any]:
+    trial = Trial(1, "python train.py", "ajet_s", started_at=1e9, ended_at=1e9 + 60, exit_code=0)
+    run = Run(
+        run_id="abc123",
+        source="bp.md",
+        submitted_at=1e9,
+        purpose="p",
+        state=State.DONE,
+        status=Status.SUCCEEDED,
+        result_dir=str(result_dir),
+        started_at=1e9,
+        ended_at=1e9 + 60,
+        trials=(trial,),
+        history=({"global_steps": 1, "mean_reward": 0.5}, {"global_steps": 2, "mean_reward": 0.6}),
+        metrics={"global_steps": 2, "mean_reward": 0.6},
+        gpu_ids=(0,),
+    )
+    return dict(json.loads(json.dumps(run.to_json())))  # as read back: lists, not tuples
+
+
+_FIELDS = [
+    *((name,) for name in _record(Path("/r"))),
+    *(("trials", 0, name) for name in _record(Path("/r"))["trials"][0]),
+    ("history", 0),
+    ("history", 0, "mean_reward"),
+    ("metrics", "mean_reward"),
+]
+_VALUES = {
+    "integer past float": "1" + "0" * 400,
+    "negative one": "-1",
+    "infinity": "Infinity",
+    "nan": "NaN",
+    "text": '"x\\u001b[2J"',
+    "NUL": '"a\\u0000b"',
+    "long text": json.dumps("y" * 5000),
+    "list": "[1, [2]]",
+    "object": '{"a": {"b": 1}}',
+    "null": "null",
+    "true": "true",
+    "nested": "[" * 500 + "]" * 500,
+}
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(_FIELDS), st.sampled_from(list(_VALUES)))
+def test_a_record_field_holding_anything_is_named_or_read(
+    tmp_path: Path, where: tuple[Any, ...], value: str
+) -> None:
+    record = _record(tmp_path / "result")
+    parent = record
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = "@hostile@"
+    folder = tmp_path / "runs" / "abc123"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.json").write_text(json.dumps(record).replace('"@hostile@"', _VALUES[value]))
+    for args in (["status"], ["status", "--json"], ["status", "abc123"], ["logs", "abc123"]):
+        out = CliRunner().invoke(main, args, env={"AJETD_HOME": str(tmp_path)})
+        if isinstance(out.exception, AjetdError | OSError):  # `entry` says these in one line
+            assert "corrupt run record" in str(out.exception) or isinstance(out.exception, OSError)
+            continue
+        assert out.exception is None or isinstance(out.exception, SystemExit), (
+            args,
+            "".join(traceback.format_exception(out.exception)),
+        )

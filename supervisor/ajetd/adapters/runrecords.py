@@ -65,7 +65,7 @@ def read_data(path: Path) -> dict[str, Any]:
 def as_run(path: Path, data: Mapping[str, Any]) -> Run:
     try:
         return Run.from_json(data)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise StoreError(f"corrupt run record {path}: {exc}") from exc
 
 
@@ -150,7 +150,10 @@ def _ended_key(data: Mapping[str, Any]) -> tuple[float, str] | None:
         return None
     if at is not None and not isinstance(at, int | float):
         return None
-    return (float(at or submitted), run_id)
+    try:
+        return (float(at or submitted), run_id)
+    except OverflowError:  # an integer past float: read in full, and named as damaged
+        return None
 
 
 def _stand_in(data: Mapping[str, Any]) -> Run | None:
@@ -166,5 +169,5 @@ def _stand_in(data: Mapping[str, Any]) -> Run | None:
             status=status,
             ended_at=None if data.get("ended_at") is None else float(data["ended_at"]),
         )
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, OverflowError):
         return None

@@ -6,13 +6,15 @@ Times are UTC epoch seconds passed in by the caller (never read here).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
 from ajetd.core.finding import Finding
 from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
+from ajetd.core.values import path_problem, show
 
 
 class State(str, Enum):
@@ -92,6 +94,7 @@ class Trial:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trial:
         """A stored trial; findings become `Finding`s, unknown keys are ignored."""
+        stored_as_declared(cls, data, "trial")
         known = {f.name for f in fields(cls)}
         return cls(
             **{
@@ -100,6 +103,74 @@ class Trial:
                 "live_findings": _findings(data.get("live_findings")),
             }
         )
+
+
+_BIG = 1 << 63  # no count, pid, offset or exit code of ajetd's is larger
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -_BIG <= v <= _BIG
+
+
+def _number(v: Any) -> bool:  # a time or a span: a finite float (a record's times are)
+    return _integer(v) or (isinstance(v, float) and math.isfinite(v))
+
+
+def _each(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list | tuple) and all(fits(x) for x in v)
+
+
+def _or_none(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or fits(v)
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _object(v: Any) -> bool:
+    return isinstance(v, Mapping)
+
+
+# What a stored field may hold, by its declared type (as `runparts._plain` reads a part's); a
+# type not here (a part with its own `from_json`) is read by that part, leniently.
+_STORED: dict[str, Callable[[Any], bool]] = {
+    "str": _text,
+    "str | None": _or_none(_text),
+    "int": _integer,
+    "int | None": _or_none(_integer),
+    "float": _number,
+    "float | None": _or_none(_number),
+    "bool": lambda v: isinstance(v, bool),
+    "State": _text,
+    "Status | None": _or_none(_text),
+    "StopCause | None": _or_none(_text),
+    "dict[str, Any]": _object,
+    "tuple[str, ...]": _each(_text),
+    "tuple[int, ...] | None": _or_none(_each(_integer)),
+    "tuple[tuple[str, str], ...]": _each(lambda v: isinstance(v, list | tuple) and len(v) == 2),
+    "tuple[dict[str, Any], ...]": _each(_object),
+    "tuple[Trial, ...]": _each(_object),
+    "tuple[Finding, ...]": _each(lambda v: True),  # what is no object is skipped (_findings)
+}
+
+
+def stored_as_declared(cls: type, data: Mapping[str, Any], what: str) -> None:
+    """ValueError naming the first field of a stored record (a run's state.json, which a
+    person may edit or a crash may damage) that holds what its type cannot: text where a
+    time goes, a number past any float, a list where text goes. Read as they were, such
+    values broke whatever used them later (`ajetd status` died with OverflowError,
+    AttributeError, TypeError), or a run's supervision."""
+    for f in fields(cls):
+        fits = _STORED.get(str(f.type))
+        if fits is not None and f.name in data and not fits(data[f.name]):
+            raise ValueError(f"{what} field {f.name!r} holds {show(data[f.name])}, not {f.type}")
+        unusable = path_problem(f.name, data.get(f.name) or "") if f.name in _PATHS else None
+        if unusable:  # a NUL, a name too long: what opened it raised (as intake refuses)
+            raise ValueError(f"{what} field {unusable}")
+
+
+_PATHS = ("result_dir", "codebase_dir", "venv_dir", "venv_exe", "val_path", "config_path")
 
 
 def _findings(data: Any) -> tuple[Finding, ...]:
@@ -198,6 +269,7 @@ class Run:
     def from_json(cls, data: Mapping[str, Any]) -> Run:
         """A stored record, written by this version or an older one: what it lacks takes its
         default, what this version does not know is ignored."""
+        stored_as_declared(cls, data, "run")
         data = dict(data)
         data["state"] = State(data["state"])
         data["status"] = Status(data["status"]) if data.get("status") else None
