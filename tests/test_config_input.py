@@ -125,3 +125,13 @@ def test_a_val_path_no_file_could_have_is_named(env: Env, val: str, given: str) 
     resolved, problems = check_blueprint(bp)
     assert resolved is None
     assert [p for p in problems if p.startswith(f"exp_yaml_path: {key}: the path ")], problems
+
+
+@pytest.mark.parametrize("count", ["-3", "10" * 15, "1" + "0" * 300])
+def test_a_gpu_count_no_run_is_given_is_named(env: Env, count: str) -> None:
+    """n_gpus_per_node × nnodes is kept in the run's record (placement reads it); a count of
+    31 digits was kept there with `gpus: all`, and the record could not be read back."""
+    problems = _checked(
+        env, f"ajet:\n  trainer_common:\n    n_gpus_per_node: {count}\n    nnodes: 1\n".encode()
+    )
+    assert [p for p in problems if "n_gpus_per_node × nnodes = " in p], problems

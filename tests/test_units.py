@@ -109,6 +109,15 @@ def test_exit_file_parsing() -> None:
     assert parse_exit_note("") is None
 
 
+@pytest.mark.parametrize("code", ["-1", "256", "99999999999999999999", "1" + "0" * 30])
+def test_an_exit_file_with_a_code_no_exit_has_is_garbled(code: str) -> None:
+    """A program (or a person) may write the exit file; a code no exit status has is garbled,
+    as text is: kept, 10**30 as the run's exit code made its record unreadable (a stored
+    integer is at most 2**63: model.stored_as_declared)."""
+    assert parse_exit_file(f"{code} 1700000000.5\n") is None
+    assert parse_exit_note(f"{code} 1700000000.5") is None
+
+
 def test_log_lines_are_cleaned() -> None:
     assert clean_line("\x1b[32mgreen\x1b[0m\r\n") == "green"
     assert clean_line("10%|█ \r50%|███ \r") == "50%|███ "

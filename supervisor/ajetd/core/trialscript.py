@@ -333,6 +333,8 @@ def parse_exit_note(text: str) -> tuple[int, float | None] | None:
         code = int(fields[0])
     except ValueError:
         return None
+    if not 0 <= code <= 255:  # no exit status is another number: the file is garbled (a
+        return None  # person's or a program's write), and 10**30 kept made the record unreadable
     try:
         ended = float(fields[1]) if len(fields) > 1 else None
     except ValueError:

@@ -211,6 +211,9 @@ def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigRevi
         )
 
 
+MAX_YAML_GPUS = 1 << 20  # no run is given more
+
+
 def yaml_gpu_count(config: Any) -> int | None:
     """`n_gpus_per_node × nnodes` of an AgentJet config, where it says."""
     ajet = config.get("ajet") if isinstance(config, Mapping) else None
@@ -225,6 +228,12 @@ def yaml_gpu_count(config: Any) -> int | None:
 
 def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
     wanted = yaml_gpu_count({"ajet": ajet})
+    if wanted is not None and not 0 <= wanted <= MAX_YAML_GPUS:  # kept, the run's record
+        out.problems.append(  # could not be read back (a stored integer is at most 2**63)
+            f"exp_yaml_path: n_gpus_per_node × nnodes = {show(wanted)} GPUs: "
+            f"a count from 0 to {MAX_YAML_GPUS} is wanted"
+        )
+        return
     if wanted is None or gpus == "all":
         return  # `all`: checked when the run is placed on the GPUs it gets
     given = len(gpus.split(",")) if gpus.startswith("[") else int(gpus)
