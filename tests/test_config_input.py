@@ -20,9 +20,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ajetd.core import yamlpart
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.limits import CONFIG_MAX_DEPTH
-from ajetd.hosts.fs import LOCAL, read_config
+from ajetd.frameworks.agentjet import MAX_KEY_PARTS
+from ajetd.hosts.fs import LOCAL, SAFE_DUMPER, read_config
 from ajetd.hosts.preflight import check_blueprint
 from conftest import Env
 
@@ -135,3 +137,27 @@ def test_a_gpu_count_no_run_is_given_is_named(env: Env, count: str) -> None:
         env, f"ajet:\n  trainer_common:\n    n_gpus_per_node: {count}\n    nnodes: 1\n".encode()
     )
     assert [p for p in problems if "n_gpus_per_node × nnodes = " in p], problems
+
+
+@pytest.mark.parametrize("parts", [MAX_KEY_PARTS + 1, 150, 20_000])
+def test_an_override_key_deeper_than_a_config_is_named(env: Env, parts: int) -> None:
+    """A yaml_overrides key of 20,000 parts raised RecursionError where the copy was made
+    ('lint: the checks stopped'); one of 150 made a copy deeper than a config ajetd reads."""
+    key = ".".join(["a"] * parts)
+    out = env.cli("lint", str(env.blueprint("deepkey", ajetd=f'yaml_overrides: ["{key}=1"]')))
+    said = out.stdout + out.stderr
+    assert f"the key has {parts} parts, at most {MAX_KEY_PARTS}" in said, said[-2000:]
+    assert "checks stopped" not in said
+
+
+def test_the_deepest_override_makes_a_copy_that_reads_back(env: Env, tmp_path: Path) -> None:
+    value = "[" * (yamlpart.MAX_DEPTH - 1) + "1" + "]" * (yamlpart.MAX_DEPTH - 1)
+    override = ".".join(["a"] * MAX_KEY_PARTS) + "=" + value
+    bp = parse_blueprint(
+        env.blueprint("deepest", ajetd=f"yaml_overrides: [{override!r}]").read_text()
+    )
+    resolved, problems = check_blueprint(bp)
+    assert resolved is not None, problems
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(yaml.dump(dict(resolved.runs_with), Dumper=SAFE_DUMPER))
+    assert isinstance(read_config(str(copy), LOCAL), dict)

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from ajetd.core import yamlpart
+from ajetd.core.limits import CONFIG_MAX_DEPTH
 from ajetd.core.values import OptionError, path_problem, show
 
 LOCAL_LOGGER = "tensorboard"
@@ -316,6 +317,11 @@ def _set_path(config: dict[str, Any], path: tuple[str, ...], value: Any) -> None
 
 
 _KEY_PART = re.compile(r"[^\s.=]+")
+# A key's parts are mappings in the copy, its value (yamlpart) at most MAX_DEPTH levels more:
+# the copy must stay a config ajetd reads (CONFIG_MAX_DEPTH). A key of 20,000 parts raised
+# RecursionError where the copy was made ('lint: the checks stopped', an internal error at
+# admission); one of 150 made a copy that no later read took.
+MAX_KEY_PARTS = CONFIG_MAX_DEPTH - yamlpart.MAX_DEPTH - 1
 
 
 def parse_override(key: str, text: Any) -> tuple[tuple[str, ...], Any]:
@@ -338,6 +344,11 @@ def parse_override(key: str, text: Any) -> tuple[tuple[str, ...], Any]:
         raise OptionError(
             f"{key}: {show(text)} is not K=V (a dotted key such as "
             "ajet.trainer_common.optim.lr, =, a YAML value)"
+        )
+    if len(parts) > MAX_KEY_PARTS:
+        raise OptionError(
+            f"{key}: {show(text)}: the key has {len(parts)} parts, at most {MAX_KEY_PARTS} "
+            f"(the copy of exp_yaml_path is read back, {CONFIG_MAX_DEPTH} levels deep at most)"
         )
     if not value:
         return tuple(parts), ""
