@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ajetd.cli.main import main
+from ajetd.core.campaignrecord import CampaignState, ExpState
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, State, Status, Trial
 from conftest import Env, wait_for
@@ -123,6 +125,7 @@ _VALUES = {
     "integer past float": "1" + "0" * 400,
     "negative one": "-1",
     "infinity": "Infinity",
+    "past the year 9999": "1e300",
     "nan": "NaN",
     "text": '"x\\u001b[2J"',
     "NUL": '"a\\u0000b"',
@@ -159,3 +162,40 @@ def test_a_record_field_holding_anything_is_named_or_read(
             args,
             "".join(traceback.format_exception(out.exception)),
         )
+
+
+# A campaign's record is read the same way (campaignrecord.check_stored). Before: `ajetd status`
+# died over experiments that are `true`, `campaign list` over a time of text or of 1e300 (year
+# out of range), a name that is a list, a phase of 400 digits, a run id that is a list.
+def _campaign_record() -> dict[str, Any]:
+    exp = ExpState(0, "e0", "d", run_id="abc123", status="succeeded", value=0.5)
+    state = CampaignState("c-abc123", 1e9, name="cc", experiments=[exp], best=0.5, best_index=0)
+    return dict(json.loads(json.dumps(asdict(state))))
+
+
+_CAMPAIGN_FIELDS = [
+    *((name,) for name in _campaign_record()),
+    *(("experiments", 0, name) for name in _campaign_record()["experiments"][0]),
+]
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.sampled_from(_CAMPAIGN_FIELDS), st.sampled_from(list(_VALUES)))
+def test_a_campaign_record_field_holding_anything_is_named_or_read(
+    tmp_path: Path, where: tuple[Any, ...], value: str
+) -> None:
+    record = _campaign_record()
+    parent = record
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = "@hostile@"
+    folder = tmp_path / "campaigns" / "c-abc123"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.json").write_text(json.dumps(record).replace('"@hostile@"', _VALUES[value]))
+    for args in (["status"], ["campaign", "list"], ["campaign", "status", "c-abc123"]):
+        out = CliRunner().invoke(main, args, env={"AJETD_HOME": str(tmp_path)})
+        assert not isinstance(out.exception, Exception) or isinstance(
+            out.exception, AjetdError | OSError
+        ), (args, "".join(traceback.format_exception(out.exception)))

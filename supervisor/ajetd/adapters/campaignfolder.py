@@ -24,7 +24,7 @@ from ajetd.core import campaignspec as cs
 from ajetd.core import jsontext
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
-from ajetd.core.campaignrecord import CampaignState, ExpState
+from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
 from ajetd.core.errors import AjetdError
 
 EARLIER_CAMPAIGN = ("ledger.tsv", "campaign.md")  # what a campaign's result_dir holds
@@ -179,5 +179,8 @@ def make_owner_only(folder: Path) -> None:
 def load_state(path: Path) -> CampaignState:
     """A campaign's record, from its `state.json`."""
     data = jsontext.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    check_stored(data)
     data["experiments"] = [ExpState(**e) for e in data.get("experiments", [])]
     return CampaignState(**data)

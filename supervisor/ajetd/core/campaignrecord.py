@@ -9,12 +9,13 @@ only this (and YAML for the spec), not the daemon's modules. Pure: the file is r
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
-from ajetd.core.model import Run
+from ajetd.core.model import Run, stored_as_declared
 from ajetd.frameworks.agentjet import original_of
 
 
@@ -59,6 +60,16 @@ class CampaignState:
     stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
     handled: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer
     revision: int = 0  # bumped by every live change of the spec
+
+
+def check_stored(data: Mapping[str, Any]) -> None:
+    """ValueError naming the first field of a stored campaign record (its state.json, which a
+    person may edit or a crash may damage) that holds what its type cannot, as a run's
+    record is checked: such a value broke `ajetd status`, `campaign list` and `campaign
+    status` (a time of text, a name that is a list, experiments that are `true`)."""
+    stored_as_declared(CampaignState, data, "campaign")
+    for exp in data.get("experiments") or ():
+        stored_as_declared(ExpState, exp, "experiment")
 
 
 def attempted(state: CampaignState) -> int:

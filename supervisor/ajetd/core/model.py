@@ -6,7 +6,6 @@ Times are UTC epoch seconds passed in by the caller (never read here).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
@@ -112,8 +111,13 @@ def _integer(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and -_BIG <= v <= _BIG
 
 
-def _number(v: Any) -> bool:  # a time or a span: a finite float (a record's times are)
-    return _integer(v) or (isinstance(v, float) and math.isfinite(v))
+_LATEST = 253402300799.0  # 9999-12-31T23:59:59Z: the last time a record can be shown at
+
+
+def _number(v: Any) -> bool:  # a time or a span: one a calendar holds (a record's times do)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return -_LATEST <= v <= _LATEST  # (and no NaN)
 
 
 def _each(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -152,6 +156,9 @@ _STORED: dict[str, Callable[[Any], bool]] = {
     "tuple[dict[str, Any], ...]": _each(_object),
     "tuple[Trial, ...]": _each(_object),
     "tuple[Finding, ...]": _each(lambda v: True),  # what is no object is skipped (_findings)
+    "list[ExpState]": _each(_object),  # a campaign's record (campaignrecord.check_stored)
+    "list[dict[str, Any]]": _each(_object),
+    "dict[str, dict[str, Any]]": lambda v: _object(v) and all(_object(x) for x in v.values()),
 }
 
 
