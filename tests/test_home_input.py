@@ -138,6 +138,16 @@ _VALUES = {
 }
 
 
+def _write_with(folder: Path, record: dict[str, Any], where: tuple[Any, ...], value: str) -> None:
+    """`folder`/state.json: `record` with the field at `where` holding `_VALUES[value]`."""
+    parent = record
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = "@hostile@"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.json").write_text(json.dumps(record).replace('"@hostile@"', _VALUES[value]))
+
+
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -145,14 +155,7 @@ _VALUES = {
 def test_a_record_field_holding_anything_is_named_or_read(
     tmp_path: Path, where: tuple[Any, ...], value: str
 ) -> None:
-    record = _record(tmp_path / "result")
-    parent = record
-    for key in where[:-1]:
-        parent = parent[key]
-    parent[where[-1]] = "@hostile@"
-    folder = tmp_path / "runs" / "abc123"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "state.json").write_text(json.dumps(record).replace('"@hostile@"', _VALUES[value]))
+    _write_with(tmp_path / "runs" / "abc123", _record(tmp_path / "result"), where, value)
     for args in (["status"], ["status", "--json"], ["status", "abc123"], ["logs", "abc123"]):
         out = CliRunner().invoke(main, args, env={"AJETD_HOME": str(tmp_path)})
         if isinstance(out.exception, AjetdError | OSError):  # `entry` says these in one line
@@ -186,14 +189,7 @@ _CAMPAIGN_FIELDS = [
 def test_a_campaign_record_field_holding_anything_is_named_or_read(
     tmp_path: Path, where: tuple[Any, ...], value: str
 ) -> None:
-    record = _campaign_record()
-    parent = record
-    for key in where[:-1]:
-        parent = parent[key]
-    parent[where[-1]] = "@hostile@"
-    folder = tmp_path / "campaigns" / "c-abc123"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "state.json").write_text(json.dumps(record).replace('"@hostile@"', _VALUES[value]))
+    _write_with(tmp_path / "campaigns" / "c-abc123", _campaign_record(), where, value)
     for args in (["status"], ["campaign", "list"], ["campaign", "status", "c-abc123"]):
         out = CliRunner().invoke(main, args, env={"AJETD_HOME": str(tmp_path)})
         assert not isinstance(out.exception, Exception) or isinstance(
