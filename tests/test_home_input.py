@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ajetd.cli.main import main
-from ajetd.core.campaignrecord import CampaignState, ExpState
+from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, State, Status, Trial
 from conftest import Env, wait_for
@@ -195,3 +195,14 @@ def test_a_campaign_record_field_holding_anything_is_named_or_read(
         assert not isinstance(out.exception, Exception) or isinstance(
             out.exception, AjetdError | OSError
         ), (args, "".join(traceback.format_exception(out.exception)))
+
+
+def test_a_stored_metric_may_be_any_finite_number_a_time_only_a_calendars() -> None:
+    """A campaign's best and an experiment's value are metrics (a diverged loss: 3e12), kept
+    as they are; only a time (`*_at`) is bounded to what status can show."""
+    record = _campaign_record()
+    record["best"] = record["experiments"][0]["value"] = 3e300
+    check_stored(record)
+    record["ended_at"] = 3e300
+    with pytest.raises(ValueError, match="'ended_at' holds"):
+        check_stored(record)

@@ -6,6 +6,7 @@ Times are UTC epoch seconds passed in by the caller (never read here).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
@@ -114,10 +115,12 @@ def _integer(v: Any) -> bool:
 _LATEST = 253402300799.0  # 9999-12-31T23:59:59Z: the last time a record can be shown at
 
 
-def _number(v: Any) -> bool:  # a time or a span: one a calendar holds (a record's times do)
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return -_LATEST <= v <= _LATEST  # (and no NaN)
+def _number(v: Any) -> bool:  # a time, a span, a metric (a campaign's best): a finite float
+    return _integer(v) or (isinstance(v, float) and math.isfinite(v))
+
+
+def _time(v: Any) -> bool:  # a field `*_at`: a time a calendar holds (status formats it)
+    return v is None or (_number(v) and -_LATEST <= v <= _LATEST)
 
 
 def _each(fits: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -172,6 +175,8 @@ def stored_as_declared(cls: type, data: Mapping[str, Any], what: str) -> None:
         fits = _STORED.get(str(f.type))
         if fits is not None and f.name in data and not fits(data[f.name]):
             raise ValueError(f"{what} field {f.name!r} holds {show(data[f.name])}, not {f.type}")
+        if f.name.endswith("_at") and f.name in data and not _time(data[f.name]):
+            raise ValueError(f"{what} field {f.name!r} holds {show(data[f.name])}, no time")
         unusable = path_problem(f.name, data.get(f.name) or "") if f.name in _PATHS else None
         if unusable:  # a NUL, a name too long: what opened it raised (as intake refuses)
             raise ValueError(f"{what} field {unusable}")
