@@ -421,6 +421,25 @@ def _sshd(tmp: Path, wrap: list[str]) -> Iterator[Sshd]:
     log.close()
 
 
+def ssh_masters(port: int) -> list[psutil.Process]:
+    """The shared SSH connections (ControlMaster processes, `ssh: <socket> [mux]`) to the test
+    sshd on `port` only: each xdist worker has its own sshd, whose runs keep theirs."""
+    from ajetd.hosts.sshcmd import control_dir
+
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        words = proc.info["cmdline"] or []
+        if not any(str(control_dir()) in word and "[mux]" in word for word in words):
+            continue
+        try:
+            links = proc.net_connections(kind="tcp")
+        except psutil.Error:  # it ended meanwhile
+            continue
+        if any(link.raddr and link.raddr.port == port for link in links):
+            found.append(proc)
+    return found
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     yield from _sshd(tmp_path_factory.mktemp("sshd"), [])

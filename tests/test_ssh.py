@@ -20,11 +20,15 @@ import pytest
 import yaml
 
 from ajetd.hosts import sshcmd
-from conftest import Env, Sshd, git, marked_processes, rebuilt_after_a_cut, wait_for
-
-# One worker runs these (pytest-xdist `--dist loadgroup`): the dropped-connection test kills
-# every shared connection in this user's socket folder, which other workers' runs would use.
-pytestmark = pytest.mark.xdist_group("ssh")
+from conftest import (
+    Env,
+    Sshd,
+    git,
+    marked_processes,
+    rebuilt_after_a_cut,
+    ssh_masters,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -95,11 +99,7 @@ def test_a_dropped_connection_is_ssh_lost_and_training_goes_on(remote: Env, sshd
     log = env.tmp / "results" / "drop" / "logs" / "trial-1.log"
     wait_for(lambda: log.exists() and "step:3 " in log.read_text(), what="remote output")
     pid = int(re.findall(r"TaskRunner pid=(\d+)", log.read_text())[0])
-    masters = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if any(str(sshcmd.control_dir()) in a and "[mux]" in a for a in p.info["cmdline"] or [])
-    ]
+    masters = ssh_masters(sshd.port)
     assert masters, "no shared ssh connection found"
     for master in masters:
         master.kill()
@@ -379,10 +379,8 @@ def _queued_remote_run_damaged_while_its_host_is_down(
             assert env.cli("stop", run_id, "--no-wait").returncode == 1
         state.write_bytes(state.read_bytes()[:120])
         next(servers, None)  # the host stops answering, its shared connections too
-        for master in psutil.process_iter(["cmdline"]):
-            words = master.info["cmdline"] or []
-            if any(str(sshcmd.control_dir()) in a and "[mux]" in a for a in words):
-                master.kill()
+        for master in ssh_masters(own.port):
+            master.kill()
         second = Loop(env, liveness_s=0.2)
         try:
             second.turn()

@@ -8,8 +8,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from ajetd.core.limits import VAL_LINE_MAX_BYTES, VAL_PIECE_BYTES, VAL_RECORDS_MAX
 from ajetd.core.model import Run
 from ajetd.daemon.trials import read_metrics
@@ -176,7 +174,6 @@ def test_more_records_than_are_kept_update_the_latest_metrics(tmp_path: Path) ->
     assert len([w for w in run.warnings if f"more than {VAL_RECORDS_MAX}" in w]) == 1
 
 
-@pytest.mark.xdist_group("ssh")
 def test_a_remote_val_file_is_read_in_pieces_too(tmp_path: Path, sshd: Sshd) -> None:
     """Over SSH at most a piece crosses the connection per read (`head -c` there), and the
     records read are those read here."""
