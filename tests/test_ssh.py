@@ -560,3 +560,41 @@ def test_an_ssh_run_damaged_before_its_first_trial_reached_the_host_is_admitted_
     finally:
         second.close()
         shutil.rmtree(Path.home() / ".ajetd-remote" / run_id, ignore_errors=True)
+
+
+def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
+    tmp_path: Path, sshd: Sshd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sshd is this machine, so a RemoteFs must say what LocalFs says of every kind of
+    path (folder, file, empty file, FIFO, link, dangling link, nothing, odd names), asking
+    the host once per path for all of it; a write through it forgets what it learned."""
+    from ajetd.hosts.fs import LOCAL
+
+    names = ["dir", "file", "empty", "fifo", "link", "dangling", "absent", "sp ace'q\"", "t\tab"]
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("ajet: {}\n")
+    (tmp_path / "file").chmod(0o755)
+    (tmp_path / "empty").write_text("")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "sp ace'q\"").write_text("x")
+    (tmp_path / "t\tab").mkdir()
+    calls: list[str] = []
+    real_run = sshcmd.run
+    monkeypatch.setattr(
+        sshcmd,
+        "run",
+        lambda spec, script, **kw: (calls.append(script), real_run(spec, script, **kw))[1],
+    )
+    fs = sshcmd.RemoteFs(sshd.spec())
+    for name in names:
+        path = str(tmp_path / name)
+        asked = len(calls)
+        for question in ("isdir", "isfile", "exists", "executable", "size", "realpath"):
+            for _ in range(2):
+                theirs, ours = getattr(fs, question)(path), getattr(LOCAL, question)(path)
+                assert theirs == ours, (name, question, theirs, ours)
+        assert len(calls) - asked == 1, (name, calls[asked:])
+    fs.write_text(str(tmp_path / "file"), "ajet: {x: 1}\n")
+    assert fs.size(str(tmp_path / "file")) == len("ajet: {x: 1}\n")  # asked again

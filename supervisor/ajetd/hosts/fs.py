@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -65,10 +66,13 @@ class LocalFs:
             return handle.read().decode("utf-8")
 
     def size(self, path: str) -> int | None:
+        """The regular file's size; None where there is none (nothing, a FIFO, a folder), as
+        on a host (`RemoteFs.size`)."""
         try:
-            return os.path.getsize(path)
+            found = os.stat(path)
         except OSError:
             return None
+        return found.st_size if stat.S_ISREG(found.st_mode) else None
 
     def write_text(self, path: str, text: str) -> None:
         write_atomic(Path(path), text)

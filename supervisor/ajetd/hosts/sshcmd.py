@@ -17,6 +17,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters import diskfull
@@ -302,35 +303,71 @@ def gpus(spec: SshSpec) -> list[GpuSample] | None:
     return parse_nvidia_smi(gpus_csv, apps_csv)
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What one call learns of a path on the host."""
+
+    exists: bool
+    isdir: bool
+    isfile: bool
+    executable: bool
+    size: int | None  # a regular file's
+    realpath: str
+
+
+# One call for every question about a path: the checks asked them one call each (25 calls for
+# one remote run's admission and launch, each running the user's ~/.bashrc there: 0.2 s a
+# call with `pyenv init` in it on the test machine, a round trip each on a real network).
+_FACTS_SCRIPT = (
+    'p=$1; e=0; d=0; f=0; x=0; s=-; [ -e "$p" ] && e=1; [ -d "$p" ] && d=1\n'
+    '[ -f "$p" ] && f=1 && s=$(wc -c < "$p" 2>/dev/null || echo -); [ -x "$p" ] && x=1\n'
+    'printf "%s %s %s %s %s\\n" $e $d $f $x "${s:--}"; realpath -m -- "$p"'
+)
+
+
 class RemoteFs:
-    """The host's filesystem for the blueprint checks (each question one call over the
-    shared connection); raises SshError at once when the host does not answer."""
+    """The host's filesystem for the blueprint checks over the shared connection; raises
+    SshError at once when the host does not answer. Each path is asked about once (all of
+    its facts in one call) for the life of this object, which callers keep for one check or
+    one action: a write through it forgets what it learned."""
 
     def __init__(self, spec: SshSpec) -> None:
         self.spec = spec
+        self._known: dict[str, _Facts] = {}
         run(spec, "true")
 
-    def _test(self, flag: str, path: str) -> bool:
-        return run(self.spec, f"test {flag} {shlex.quote(path)}").returncode == 0
+    def _facts(self, path: str) -> _Facts:
+        known = self._known.get(path)
+        if known is None:
+            script = f"set -- {shlex.quote(path)}\n{_FACTS_SCRIPT}"
+            out = run(self.spec, script).stdout.decode(errors="surrogateescape")
+            head, _, real = out.partition("\n")
+            words = head.split()
+            if len(words) != 5:  # not what the script prints: ask again next time
+                return _Facts(False, False, False, False, None, path)
+            exists, isdir, isfile, executable = (word == "1" for word in words[:4])
+            size = int(words[4]) if words[4].isdigit() else None
+            known = _Facts(exists, isdir, isfile, executable, size, real.rstrip("\n") or path)
+            self._known[path] = known
+        return known
 
     def expand(self, path: str) -> str:
         return path  # `~` would be this machine's home: remote paths must be absolute
 
     def isdir(self, path: str) -> bool:
-        return self._test("-d", path)
+        return self._facts(path).isdir
 
     def isfile(self, path: str) -> bool:
-        return self._test("-f", path)
+        return self._facts(path).isfile
 
     def exists(self, path: str) -> bool:
-        return self._test("-e", path)
+        return self._facts(path).exists
 
     def executable(self, path: str) -> bool:
-        return self._test("-x", path)
+        return self._facts(path).executable
 
     def realpath(self, path: str) -> str:
-        done = run(self.spec, f"realpath -m {shlex.quote(path)}")
-        return done.stdout.decode().strip() or path
+        return self._facts(path).realpath
 
     def read_text(self, path: str) -> str:
         """The file's text; one that is not a regular file there (a FIFO would hold `cat`
@@ -345,9 +382,7 @@ class RemoteFs:
 
     def size(self, path: str) -> int | None:
         """The regular file's size; None where there is none (nothing, a FIFO, a folder)."""
-        q = shlex.quote(path)
-        text = run(self.spec, f"[ -f {q} ] && wc -c < {q}").stdout.decode().strip()
-        return int(text) if text.isdigit() else None
+        return self._facts(path).size
 
     def write_text(self, path: str, text: str) -> None:
         """As `store.write_atomic` does here: a temporary file beside `path`, synced, renamed
@@ -366,6 +401,7 @@ class RemoteFs:
             'chmod 644 "$t"; sync "$t" 2>/dev/null || :\n'
             f'mv -f "$t" {q(path)}; trap - EXIT\n'
         )
+        self._known.clear()
         done = run(self.spec, script, stdin=data)
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace")
