@@ -598,3 +598,43 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
         assert len(calls) - asked == 1, (name, calls[asked:])
     fs.write_text(str(tmp_path / "file"), "ajet: {x: 1}\n")
     assert fs.size(str(tmp_path / "file")) == len("ajet: {x: 1}\n")  # asked again
+
+
+def test_a_host_whose_shell_prints_before_every_command_is_refused_by_name(
+    env: Env, tmp_path: Path
+) -> None:
+    """A ~/.bashrc that prints for shells that are not interactive puts its words before
+    every answer ajetd reads (a config, a path, a size): refused at the check, saying so."""
+    from conftest import _sshd
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a mount namespace needs root and unshare (util-linux)")
+    chatty = tmp_path / "bashrc"
+    chatty.write_text("echo 'Welcome to the cluster'\n")
+    rc = Path.home() / ".bashrc"
+    rc.touch(exist_ok=True)
+    bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
+    wrap = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        bind,
+        str(chatty),
+        str(rc),
+    ]
+    folder = tmp_path / "own-sshd"
+    folder.mkdir()
+    servers = _sshd(folder, wrap)
+    own = next(servers)
+    try:
+        bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
+        out = env.cli("lint", str(bp))
+        assert out.returncode == 2, out.stdout + out.stderr
+        said = "the host's shell prints 'Welcome to the cluster' before every command"
+        assert said in out.stdout + out.stderr, out.stdout + out.stderr
+        assert "Traceback" not in out.stdout + out.stderr
+    finally:
+        next(servers, None)

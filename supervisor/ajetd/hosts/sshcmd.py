@@ -321,8 +321,15 @@ class _Facts:
 _FACTS_SCRIPT = (
     'p=$1; e=0; d=0; f=0; x=0; s=-; [ -e "$p" ] && e=1; [ -d "$p" ] && d=1\n'
     '[ -f "$p" ] && f=1 && s=$(wc -c < "$p" 2>/dev/null || echo -); [ -x "$p" ] && x=1\n'
-    'printf "%s %s %s %s %s\\n" $e $d $f $x "${s:--}"; realpath -m -- "$p"'
+    'printf "\\n@@ajetd-facts %s %s %s %s %s\\n" $e $d $f $x "${s:--}"; realpath -m -- "$p"'
 )
+_FACTS_MARK = "\n@@ajetd-facts "  # after whatever the user's ~/.bashrc prints there
+
+
+def _shown(said: bytes) -> str:
+    """The first line of what the host's shell printed, short."""
+    text = said.decode(errors="replace").strip().splitlines()[0]
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 class RemoteFs:
@@ -334,17 +341,25 @@ class RemoteFs:
     def __init__(self, spec: SshSpec) -> None:
         self.spec = spec
         self._known: dict[str, _Facts] = {}
-        run(spec, "true")
+        said = run(spec, "true").stdout
+        if said.strip():  # ajetd reads what its commands print there: a config, a path, a size
+            raise SshError(
+                f"ssh to {spec.target}: the host's shell prints {_shown(said)} before every "
+                "command (its ~/.bashrc or the like, for shells that are not interactive); "
+                "ajetd reads what its commands print there: make it print nothing unless "
+                "interactive (e.g. `[[ $- == *i* ]] || return` at its top)"
+            )
 
     def _facts(self, path: str) -> _Facts:
         known = self._known.get(path)
         if known is None:
             script = f"set -- {shlex.quote(path)}\n{_FACTS_SCRIPT}"
             out = run(self.spec, script).stdout.decode(errors="surrogateescape")
-            head, _, real = out.partition("\n")
+            head, _, real = out.rpartition(_FACTS_MARK)[2].partition("\n")
             words = head.split()
-            if len(words) != 5:  # not what the script prints: ask again next time
-                return _Facts(False, False, False, False, None, path)
+            if _FACTS_MARK not in out or len(words) != 5:
+                said = out[-200:]
+                raise SshError(f"ssh to {self.spec.target}: no answer about {path}: {said!r}")
             exists, isdir, isfile, executable = (word == "1" for word in words[:4])
             size = int(words[4]) if words[4].isdigit() else None
             known = _Facts(exists, isdir, isfile, executable, size, real.rstrip("\n") or path)
