@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, TextIO
 
 from ajetd.adapters.store import Home
 from ajetd.core import jsontext
-from ajetd.core.campaignrecord import check_stored
 from ajetd.core.model import Run, tmux_socket_of
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.diagnosis.text import tail_lines
@@ -56,6 +55,8 @@ def campaigns(home: Home) -> list[view.Campaign]:
         with contextlib.suppress(OSError, ValueError):
             data = jsontext.loads(path.read_text())
             if isinstance(data, dict):
+                from ajetd.core.campaignrecord import check_stored  # yaml: only with campaigns
+
                 check_stored(data)  # a damaged one is left out here (`campaign list` names it)
                 out.append(view.Campaign.from_record(data))
     return out
