@@ -444,8 +444,9 @@ def ssh_masters(port: int) -> list[psutil.Process]:
         words = proc.info["cmdline"] or []
         if not any(str(control_dir()) in word and "[mux]" in word for word in words):
             continue
+        ask = getattr(proc, "net_connections", None) or proc.connections  # psutil < 6
         try:
-            links = proc.net_connections(kind="tcp")
+            links = ask(kind="tcp")
         except psutil.Error:  # it ended meanwhile
             continue
         if any(link.raddr and link.raddr.port == port for link in links):

@@ -206,3 +206,15 @@ def test_a_stored_metric_may_be_any_finite_number_a_time_only_a_calendars() -> N
     record["ended_at"] = 3e300
     with pytest.raises(ValueError, match="'ended_at' holds"):
         check_stored(record)
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["1e999", "-1E+400", "1" + "0" * 400, "1" + "0" * 400 + ".0", "-" + "9" * 310 + ".5"],
+)
+def test_a_number_past_any_float_is_read_as_null_however_written(number: str) -> None:
+    """Written without an exponent (309 digits and a fraction) it was read as inf, and a
+    history metric of it made `ajetd status` die drawing its sparkline."""
+    from ajetd.core import jsontext
+
+    assert jsontext.loads(f'[{number}, 1.5, {{"a": {number}}}]') == [None, 1.5, {"a": None}]

@@ -571,6 +571,7 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
     from ajetd.hosts.fs import LOCAL
 
     names = ["dir", "file", "empty", "fifo", "link", "dangling", "absent", "sp ace'q\"", "t\tab"]
+    names += ["a\n@@ajetd-facts 1 1 1 1 5\nz", "trail\n", "-n"]  # a path can print anything
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("ajet: {}\n")
     (tmp_path / "file").chmod(0o755)
@@ -580,6 +581,9 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     (tmp_path / "sp ace'q\"").write_text("x")
     (tmp_path / "t\tab").mkdir()
+    (tmp_path / "a\n@@ajetd-facts 1 1 1 1 5\nz").mkdir()
+    (tmp_path / "trail\n").write_text("xyz")
+    (tmp_path / "-n").write_text("x")
     calls: list[str] = []
     real_run = sshcmd.run
     monkeypatch.setattr(
@@ -600,31 +604,28 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
     assert fs.size(str(tmp_path / "file")) == len("ajet: {x: 1}\n")  # asked again
 
 
+@pytest.mark.parametrize(
+    ("rc", "shown"),
+    [("echo 'Welcome to the cluster'\n", "'Welcome to the cluster' "), ("echo\n", "'\\n")],
+    ids=["words", "a blank line"],
+)
 def test_a_host_whose_shell_prints_before_every_command_is_refused_by_name(
-    env: Env, tmp_path: Path
+    env: Env, tmp_path: Path, rc: str, shown: str
 ) -> None:
     """A ~/.bashrc that prints for shells that are not interactive puts its words before
-    every answer ajetd reads (a config, a path, a size): refused at the check, saying so."""
+    every answer ajetd reads (a config, a path, a size; a blank line shifts the val file's
+    size and the follower's exit code off the first line): refused at the check, saying so.
+    The host's home is a folder of the test's (mounted over it where the sshd runs)."""
     from conftest import _sshd
 
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("a mount namespace needs root and unshare (util-linux)")
-    chatty = tmp_path / "bashrc"
-    chatty.write_text("echo 'Welcome to the cluster'\n")
-    rc = Path.home() / ".bashrc"
-    rc.touch(exist_ok=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text(rc)
     bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
-    wrap = [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        bind,
-        str(chatty),
-        str(rc),
-    ]
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind]
+    wrap += [str(home), str(Path.home())]
     folder = tmp_path / "own-sshd"
     folder.mkdir()
     servers = _sshd(folder, wrap)
@@ -633,8 +634,35 @@ def test_a_host_whose_shell_prints_before_every_command_is_refused_by_name(
         bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
         out = env.cli("lint", str(bp))
         assert out.returncode == 2, out.stdout + out.stderr
-        said = "the host's shell prints 'Welcome to the cluster' before every command"
+        said = f"the host's shell prints {shown}"  # a blank line: as it came, maybe twice
         assert said in out.stdout + out.stderr, out.stdout + out.stderr
+        assert "before every command (its ~/.bashrc" in out.stdout + out.stderr
         assert "Traceback" not in out.stdout + out.stderr
     finally:
         next(servers, None)
+
+
+def test_a_host_that_stops_answering_mid_check_is_a_problem_not_an_exception(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host answers the first call, then not (a dropped link, a garbled answer): the
+    check says so as a problem, never 'the checks stopped: SshError' in lint or 'internal
+    error while admitting' in the daemon."""
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.hosts.preflight import check_blueprint
+
+    calls: list[str] = []
+
+    def flaky(spec: object, script: str, **_: object) -> subprocess.CompletedProcess[bytes]:
+        calls.append(script)
+        if len(calls) == 1:  # the first call (`true`): answered
+            return subprocess.CompletedProcess([], 0, b"", b"")
+        raise sshcmd.SshError("ssh to root@10.9.9.9 port 22 failed: Connection reset by peer")
+
+    monkeypatch.setattr(sshcmd, "run", flaky)
+    part = "ssh: {host: 10.9.9.9, port: 22, user: root}"
+    text = env.blueprint("mid", config="/remote/code/c.yaml", ajetd=part).read_text()
+    bp = parse_blueprint(text.replace(str(env.codebase), "/remote/code"))
+    resolved, problems = check_blueprint(bp)
+    assert resolved is None, problems
+    assert problems == ["ssh: ssh to root@10.9.9.9 port 22 failed: Connection reset by peer"]

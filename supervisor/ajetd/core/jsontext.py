@@ -25,8 +25,9 @@ def loads(text: str | bytes) -> Any:
     (`ajetd status`)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
-    # a float past any float (1e999) is read as inf: checked only where an exponent of three
-    # digits is written, since a hook on every float costs a large record's reading a third
+    # a float past any float (1e999, 1000...0.0) is read as inf: checked only where an exponent
+    # of three digits or a run of 309 digits is written, since a hook on every float costs a
+    # large record's reading a third
     floats = _finite if _LONG_EXPONENT.search(text) else None  # None: json's own float()
     try:
         return json.loads(text, parse_int=_int, parse_float=floats, parse_constant=_none)
@@ -34,7 +35,7 @@ def loads(text: str | bytes) -> Any:
         raise ValueError("nested too deep to be read") from None
 
 
-_LONG_EXPONENT = re.compile(r"[eE][+]?\d{3}")
+_LONG_EXPONENT = re.compile(r"[eE][+]?\d{3}|\d{309}")  # or 309 digits before a fraction
 
 
 def _finite(text: str) -> float | None:

@@ -110,26 +110,44 @@ def _check_events(text: str) -> None:
         loader.dispose()
 
 
-def deeper_than(text: str, limit: int) -> int | None:
-    """The line (from 1) at which `text` nests collections more than `limit` deep, or None
-    (also when it is no YAML: the load that follows says so). Read from the parser's events,
-    which libyaml and PyYAML alike make without recursion, before anything is built: building
-    recurses (in C for libyaml, unbounded in PyYAML 6.0.3's wheel: a segmentation fault)."""
+def shape_problem(text: str, max_depth: int, max_values: int) -> str | None:
+    """What makes `text` too big to build, with its line (from 1), or None (also when it is
+    no YAML: the load that follows says so): collections nested more than `max_depth` deep,
+    or more than `max_values` values once aliases are counted as what they stand for. Read
+    from the parser's events, which libyaml and PyYAML alike make without recursion, before
+    anything is built: building recurses (in C for libyaml, unbounded in PyYAML 6.0.3's wheel:
+    a segmentation fault), and a merge key (`<<: [*a, *a]`) copies what its aliases name, so
+    8 anchors of 9 merges each (492 bytes) took 66 s and 723 MB to build."""
     parser = _BASE(text)
-    depth = 0
+    frames: list[tuple[int, str | None]] = []  # per open collection: values before it, anchor
+    sizes: dict[str, int] = {}  # an anchor's values, its own included
+    values = 0
     try:
         while (event := parser.get_event()) is not None:  # None at the stream's end
             kind = type(event)
+            line = int(event.start_mark.line) + 1 if event.start_mark else 0
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                depth += 1
-                if depth > limit:
-                    return int(event.start_mark.line) + 1 if event.start_mark else 0
+                frames.append((values, event.anchor))
+                values += 1
+                if len(frames) > max_depth:
+                    return f"nested more than {max_depth} levels deep (line {line})"
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                depth -= 1
+                before, anchor = frames.pop()
+                if anchor is not None:
+                    sizes[anchor] = values - before
+            elif kind is yaml.ScalarEvent:
+                values += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif kind is yaml.AliasEvent:
+                values += sizes.get(event.anchor, 1)
+            if values > max_values:
+                aliased = "aliases counted as what they name"
+                return f"more than {max_values} values, {aliased} (line {line})"
     except yaml.MarkedYAMLError as exc:  # libyaml >= 0.2.6 scans ahead, stops at 1000 itself
         mark = exc.problem_mark or exc.context_mark
         if "maximum nesting depth" in (exc.problem or "") and mark:
-            return int(mark.line) + 1
+            return f"nested more than {max_depth} levels deep (line {int(mark.line) + 1})"
         return None
     except yaml.YAMLError:
         return None

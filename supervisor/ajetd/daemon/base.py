@@ -41,6 +41,7 @@ from ajetd.daemon.slots import LIVE, Runs, RunSlot
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.hosts import swarm
 from ajetd.hosts.places import Places
+from ajetd.hosts.sshcmd import SshError
 from ajetd.pictures import drawing
 from ajetd.views.records import run_json
 
@@ -243,7 +244,9 @@ class Base:
         """The run marked `attention` for an error its step did not expect (logged once)."""
         text = self._logged_once(f"run {run_id}", step, exc)
         run = self.runs.get(run_id)
-        why = f"internal error while {step}: {text}"
+        # a host that stops answering is no fault of ajetd's: said as such; tried each tick
+        what = "its SSH host did not answer" if isinstance(exc, SshError) else "internal error"
+        why = f"{what} while {step}: {text}"
         if run is not None and run.attention != why:
             with self._step(f"run {run_id}", "marking it for attention"):
                 now = self.clock()

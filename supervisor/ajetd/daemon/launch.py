@@ -178,5 +178,9 @@ def _val_offset_now(slot: RunSlot) -> Run:
     run = slot.run
     if run.trials or run.val_path is None:
         return run
-    size = slot.host.fs().size(run.val_path)
+    try:
+        size = slot.host.fs().size(run.val_path)
+    except AjetdError as exc:  # a host that does not answer: the launch says so itself
+        log.warning("run %s: val file's size not read: %s", run.run_id, exc)
+        return run
     return run if size is None or size <= run.val_offset else replace(run, val_offset=size)

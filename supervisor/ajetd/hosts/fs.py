@@ -21,8 +21,8 @@ import yaml
 from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
-from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH
-from ajetd.core.yamlpart import deeper_than, describe
+from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
+from ajetd.core.yamlpart import describe, shape_problem
 
 
 class Fs(Protocol):
@@ -95,10 +95,9 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
         if size is not None and size > CONFIG_MAX_BYTES:  # read whole, parsed whole: bounded
             return f"{path} is {size} bytes, more than a config's {CONFIG_MAX_BYTES} (not read)"
         text = fs.read_text(path)
-        line = deeper_than(text, CONFIG_MAX_DEPTH)
-        if line is not None:
-            deep = f"nested more than {CONFIG_MAX_DEPTH} levels deep (line {line})"
-            return f"{path} is not valid YAML: {deep}"
+        too_big = shape_problem(text, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES)
+        if too_big is not None:
+            return f"{path} is not valid YAML: {too_big}"
         config = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         return f"cannot read {path}{where}: {exc.strerror or exc}"

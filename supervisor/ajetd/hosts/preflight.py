@@ -364,10 +364,19 @@ def check_blueprint(
 
     `val_writers`: the val files live runs write, each with the run's id (a run that would
     share one is given its own, or waits for it: see _own_val_file)."""
-    problems: list[str] = []
     fs = remote_fs(bp)
     if isinstance(fs, str):
         return None, [fs]
+    try:
+        return _checked(bp, fs, val_writers)
+    except SshError as exc:  # the host stopped answering (or answered garbled) mid-check
+        return None, [f"ssh: {exc}"]
+
+
+def _checked(
+    bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None
+) -> tuple[Resolved | None, list[str]]:
+    problems: list[str] = []
     where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
     codebase, venv_exe = _codebase_and_venv(bp, fs, where, problems)
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)

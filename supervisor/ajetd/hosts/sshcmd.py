@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import subprocess
 import tempfile
@@ -321,14 +322,14 @@ class _Facts:
 _FACTS_SCRIPT = (
     'p=$1; e=0; d=0; f=0; x=0; s=-; [ -e "$p" ] && e=1; [ -d "$p" ] && d=1\n'
     '[ -f "$p" ] && f=1 && s=$(wc -c < "$p" 2>/dev/null || echo -); [ -x "$p" ] && x=1\n'
-    'printf "\\n@@ajetd-facts %s %s %s %s %s\\n" $e $d $f $x "${s:--}"; realpath -m -- "$p"'
+    'printf "\\n@@%s %s %s %s %s %s\\n" "$2" $e $d $f $x "${s:--}"; realpath -m -- "$p"'
 )
-_FACTS_MARK = "\n@@ajetd-facts "  # after whatever the user's ~/.bashrc prints there
 
 
 def _shown(said: bytes) -> str:
     """The first line of what the host's shell printed, short."""
-    text = said.decode(errors="replace").strip().splitlines()[0]
+    lines = said.decode(errors="replace").strip().splitlines()
+    text = lines[0] if lines else said.decode(errors="replace")[:10]  # blank lines: shown as such
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
@@ -342,7 +343,8 @@ class RemoteFs:
         self.spec = spec
         self._known: dict[str, _Facts] = {}
         said = run(spec, "true").stdout
-        if said.strip():  # ajetd reads what its commands print there: a config, a path, a size
+        if said:  # ajetd reads what its commands print there (a size, an exit code on the
+            # first line): a blank line is as much in the way as words
             raise SshError(
                 f"ssh to {spec.target}: the host's shell prints {_shown(said)} before every "
                 "command (its ~/.bashrc or the like, for shells that are not interactive); "
@@ -353,16 +355,18 @@ class RemoteFs:
     def _facts(self, path: str) -> _Facts:
         known = self._known.get(path)
         if known is None:
-            script = f"set -- {shlex.quote(path)}\n{_FACTS_SCRIPT}"
+            mark = f"\n@@{secrets.token_hex(8)} "  # no path can hold it: the answer's start
+            script = f"set -- {shlex.quote(path)} {mark[3:-1]}\n{_FACTS_SCRIPT}"
             out = run(self.spec, script).stdout.decode(errors="surrogateescape")
-            head, _, real = out.rpartition(_FACTS_MARK)[2].partition("\n")
-            words = head.split()
-            if _FACTS_MARK not in out or len(words) != 5:
+            head, _, real = out.partition(mark)[2].partition("\n")
+            words = head.split(" ")
+            if mark not in out or len(words) != 5:
                 said = out[-200:]
                 raise SshError(f"ssh to {self.spec.target}: no answer about {path}: {said!r}")
+            real = real.removesuffix("\n")  # realpath's own newline; a path may end in one
             exists, isdir, isfile, executable = (word == "1" for word in words[:4])
             size = int(words[4]) if words[4].isdigit() else None
-            known = _Facts(exists, isdir, isfile, executable, size, real.rstrip("\n") or path)
+            known = _Facts(exists, isdir, isfile, executable, size, real or path)
             self._known[path] = known
         return known
 
