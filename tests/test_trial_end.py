@@ -93,7 +93,12 @@ def test_end_recorded_first_then_leftovers_ended_then_flag(daemon_env: Env) -> N
     env = daemon_env
     config = env.config("left", steps=3, orphan=True)
     run_id = env.submit(env.blueprint("left", config=config))
-    wait_for(lambda: len(marked_processes(run_id)) >= 2, what="the program and its helper")
+    # the program of 3 steps may be over before a loaded machine's first look at it (the
+    # wait then timed out in a CI run): the helper's end in the log below says it was there
+    wait_for(
+        lambda: len(marked_processes(run_id)) >= 2 or env.record(run_id).get("state") == "done",
+        what="the program and its helper, or the run's end",
+    )
     env.wait_done(run_id)
     record = env.record(run_id)
     assert record["status"] == "succeeded"
