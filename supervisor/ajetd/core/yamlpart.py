@@ -25,20 +25,22 @@ MAX_CHARS = 64 * 1024
 MAX_DEPTH = 16
 MAX_NODES = 20000
 MAX_INT_CHARS = 30
-_BASE: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: type[Any] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)  # libyaml where PyYAML has it
 
 
 class YamlError(AjetdError):
     """YAML that is refused; the message says what and where (line numbers from 1)."""
 
 
-class _Loader(_BASE):  # type: ignore[misc]
+class _Loader(SAFE_LOADER):  # type: ignore[misc]
     """SafeLoader (libyaml's where present) without timestamps, with bounded integers and
     duplicate keys refused."""
 
     yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, Any]]]] = {
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in _BASE.yaml_implicit_resolvers.items()
+        for first, resolvers in SAFE_LOADER.yaml_implicit_resolvers.items()
     }
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -118,19 +120,18 @@ def shape_problem(text: str, max_depth: int, max_values: int) -> str | None:
     anything is built: building recurses (in C for libyaml, unbounded in PyYAML 6.0.3's wheel:
     a segmentation fault), and a merge key (`<<: [*a, *a]`) copies what its aliases name, so
     8 anchors of 9 merges each (492 bytes) took 66 s and 723 MB to build."""
-    parser = _BASE(text)
+    parser = SAFE_LOADER(text)
     frames: list[tuple[int, str | None]] = []  # per open collection: values before it, anchor
     sizes: dict[str, int] = {}  # an anchor's values, its own included
     values = 0
     try:
         while (event := parser.get_event()) is not None:  # None at the stream's end
             kind = type(event)
-            line = int(event.start_mark.line) + 1 if event.start_mark else 0
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 frames.append((values, event.anchor))
                 values += 1
                 if len(frames) > max_depth:
-                    return f"nested more than {max_depth} levels deep (line {line})"
+                    return f"nested more than {max_depth} levels deep (line {_line(event)})"
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                 before, anchor = frames.pop()
                 if anchor is not None:
@@ -143,7 +144,7 @@ def shape_problem(text: str, max_depth: int, max_values: int) -> str | None:
                 values += sizes.get(event.anchor, 1)
             if values > max_values:
                 aliased = "aliases counted as what they name"
-                return f"more than {max_values} values, {aliased} (line {line})"
+                return f"more than {max_values} values, {aliased} (line {_line(event)})"
     except yaml.MarkedYAMLError as exc:  # libyaml >= 0.2.6 scans ahead, stops at 1000 itself
         mark = exc.problem_mark or exc.context_mark
         if "maximum nesting depth" in (exc.problem or "") and mark:
@@ -154,6 +155,11 @@ def shape_problem(text: str, max_depth: int, max_values: int) -> str | None:
     finally:
         parser.dispose()
     return None
+
+
+def _line(event: Any) -> int:
+    """An event's line (from 1), 0 where it has no mark."""
+    return int(event.start_mark.line) + 1 if event.start_mark else 0
 
 
 def _name(text: str | None) -> str:

@@ -22,7 +22,7 @@ from ajetd.adapters.regular import open_regular
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
-from ajetd.core.yamlpart import describe, shape_problem
+from ajetd.core.yamlpart import SAFE_LOADER, describe, shape_problem
 
 
 class Fs(Protocol):
@@ -82,7 +82,6 @@ LOCAL = LocalFs()
 # libyaml's safe loader and dumper where PyYAML has them (its wheels do): a run's config is
 # read and its fixed copy written in the daemon's one loop, and a 4 MiB config took 25 s to
 # read and 11 s to write in pure Python, 5.3 s and 3.9 s in C (docs/benchmarks.md)
-SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
