@@ -441,6 +441,18 @@ def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> No
     assert found["blueprint"]["warnings"] == []
 
 
+@pytest.mark.parametrize("name", ["exit_file", "hup_file", "stop_code", "TMUX_PANE"])
+def test_an_env_name_the_trial_script_keeps_for_itself_is_refused(env: Env, name: str) -> None:
+    """The run's `env:` is exported inside the trial's script, after the script set its own
+    variables: `env: {exit_file: done.txt}` made it write the trial's exit record there, and
+    the daemon never saw the exit file. Such a name is refused by name."""
+    text = env.blueprint("own").read_text() + f"\n## [ajetd]\nenv: {{{name}: x}}\n"
+    assert _lint(env, text)["problems"] == [
+        f"[ajetd]: env: {name} is a name the trial's script keeps for itself (it would change "
+        "where the script records the exit); choose another name"
+    ]
+
+
 def test_a_blueprint_with_a_long_file_name_is_taken_and_its_end_reported(
     daemon_env: Env,
 ) -> None:

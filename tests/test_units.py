@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
 from ajetd.adapters.store import write_all_atomic
@@ -20,6 +22,7 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.text import clean_line, tail_lines
 from ajetd.views import report
+from conftest import wait_for
 
 
 def test_session_names() -> None:
@@ -94,6 +97,46 @@ def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
     assert "abc123 2 it's $HOME; rm -rf /" in out
     parsed = parse_exit_file((tmp_path / "exit").read_text())
     assert parsed is not None and parsed[0] == 7 and parsed[1] is not None
+
+
+@pytest.mark.parametrize(("name", "code"), [("INT", 130), ("TERM", 143)])
+def test_a_stop_signal_taken_before_the_program_starts_keeps_it_from_starting(
+    tmp_path: Path, name: str, code: int
+) -> None:
+    """ajetd sends its stop once the trial's banner is in the log; a signal that came before
+    the program was forked was caught by the script and lost (the program ran on until the
+    SIGTERM 30 s later; a CI run's stop test timed out on it). Taken before the program, the
+    signal is kept and the program never starts: the trial ends with the signal's code."""
+    spec = TrialSpec(
+        run_id="abc123",
+        trial=1,
+        command=f"touch {tmp_path / 'ran'}",
+        codebase_dir=str(tmp_path),
+        venv_dir=str(tmp_path / "venv"),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(tmp_path / "exit"),
+        hup_file=str(tmp_path / "hup"),
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    # the script waits for its go file with its traps set: the same handlers as after its banner
+    wait_for(lambda: "sleep" in _children(proc.pid), 10, "the script to wait for its go file")
+    proc.send_signal(getattr(signal, f"SIG{name}"))
+    (tmp_path / "go").touch()
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == code, out
+    assert not (tmp_path / "ran").exists()
+    assert f"exited with code {code}" in out
+    assert parse_exit_file((tmp_path / "exit").read_text()) is not None
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return [child.name() for child in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
 
 
 def test_exit_file_parsing() -> None:

@@ -68,6 +68,17 @@ def test_a_good_file_parses_with_remedies(tmp_path: Path) -> None:
             "{name: k8, patterns: [x], severity: fatal, explanation: e, fix: f, colour: red}",
             "k8: unknown key 'colour'",
         ),
+        # a fix's environment is exported where the blueprint's is: the same names are kept
+        (
+            "{name: k9, patterns: [x], severity: retryable, explanation: e, fix: f, "
+            "remedy: {env: {exit_file: x}}}",
+            "k9: remedy env: exit_file is a name the trial's script keeps for itself",
+        ),
+        (
+            "{name: k10, patterns: [x], severity: retryable, explanation: e, fix: f, "
+            "remedy: {env: {AJETD_RUN_ID: x}}}",
+            "k10: remedy env: AJETD_RUN_ID is set by ajetd",
+        ),
     ],
 )
 def test_a_bad_kind_is_an_error_naming_it(entry: str, needle: str) -> None:

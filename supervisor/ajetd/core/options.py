@@ -24,6 +24,7 @@ from ajetd.core.hostspecs import (
 )
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
+from ajetd.core.trialscript import env_name_problem
 from ajetd.core.userkinds import UserKind, parse_kinds
 from ajetd.core.values import OptionError, show, take, unknown_keys
 from ajetd.frameworks.agentjet import checked_override
@@ -73,7 +74,6 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
 }
 HANG_ACTIONS = ("attention", "stop", "relaunch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED_ENV = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "VIRTUAL_ENV")
 
 
 @dataclass(frozen=True)
@@ -198,8 +198,8 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
     for name, val in value.items():
         if not isinstance(name, str) or len(name) > 256 or not _ENV_NAME.match(name):
             problems.append(f"env: {show(name)} is not a valid environment variable name")
-        elif name in _RESERVED_ENV:
-            problems.append(f"env: {name} is set by ajetd and cannot be overridden")
+        elif env_name_problem(name):
+            problems.append(f"env: {env_name_problem(name)}")
         elif name == "CUDA_VISIBLE_DEVICES":  # placement would replace it, silently
             problems.append(
                 "env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "

@@ -25,6 +25,25 @@ from ajetd.core.model import Run
 # line, the SSH and Slurm followers' notes): never the program's, so never diagnosed.
 OWN_LINE_PREFIX = "[ajetd] "
 EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
+STOP_CODE = "stop_code"  # the script's note of an INT (130) or TERM (143) taken before the program
+# what the script exports for the program itself
+SET_BY_AJETD = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "AJETD_TRIAL", "VIRTUAL_ENV")
+# the script's own variables it reads after the run's environment is exported, and the pane it
+# tells tmux of: `env: {exit_file: done.txt}` made it write the trial's exit record there
+SCRIPT_NAMES = ("exit_file", "hup_file", STOP_CODE, "TMUX_PANE")
+
+
+def env_name_problem(name: str) -> str:
+    """Why a run's environment (`[ajetd] env:`, a user kind's `{env: ...}` fix) may not set
+    `name` ('' when it may): the script exports it, or needs it as it is."""
+    if name in SET_BY_AJETD:
+        return f"{name} is set by ajetd and cannot be overridden"
+    if name in SCRIPT_NAMES:
+        return (
+            f"{name} is a name the trial's script keeps for itself (it would change where the "
+            "script records the exit); choose another name"
+        )
+    return ""
 
 
 @dataclass(frozen=True)
@@ -126,7 +145,13 @@ def render_trial_script(spec: TrialSpec) -> str:
         [
             "#!/usr/bin/env bash",
             f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
-            "trap ':' INT TERM",
+            # INT and TERM before the program runs are kept, and it is then never started:
+            # a stop sent as the trial starts (its banner is in the log, the program not yet
+            # forked) was caught here and lost, and the program ran on until the SIGTERM 30 s
+            # later; `:` would do for the rest, the program gets its own dispositions
+            f"{STOP_CODE}=",
+            f"trap '{STOP_CODE}=130' INT",
+            f"trap '{STOP_CODE}=143' TERM",
             # the time without starting a process (bash 5's clock; `date` before), "." always
             "now() { t=${EPOCHREALTIME:-$(date +%s.%N)}; t=${t/,/.}; }",
             f"hup_file={q(spec.hup_file)}",
@@ -138,7 +163,9 @@ def render_trial_script(spec: TrialSpec) -> str:
             *exports,
             f"printf '%s\\n' {q(banner)}",
             f"if cd -- {q(spec.codebase_dir)}; then",
-            *_run_lines(spec),
+            f'  if [ -n "${STOP_CODE}" ]; then rc=${STOP_CODE}; else',
+            *("  " + line for line in _run_lines(spec)),
+            "  fi",
             "else",
             "  rc=126",
             "fi",

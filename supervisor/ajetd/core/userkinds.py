@@ -22,6 +22,8 @@ from typing import Any
 
 import re2
 
+from ajetd.core.trialscript import env_name_problem
+
 MAX_KINDS = 64
 MAX_PATTERNS = 32  # per kind
 MAX_PATTERN_CHARS = 500
@@ -108,7 +110,10 @@ def _remedy(kind: str, value: Any, problems: list[str]) -> str:
         if isinstance(env, dict) and len(env) == 1:
             ((name, val),) = env.items()
             if isinstance(name, str) and _ENV_NAME.match(name) and isinstance(val, (str, int)):
-                return f"env:{name}={val}"
+                if not env_name_problem(name):
+                    return f"env:{name}={val}"
+                problems.append(f"kinds: {kind}: remedy env: {env_name_problem(name)}")
+                return ""
     problems.append(
         f"kinds: {kind}: remedy must be relaunch, proxychains or {{env: {{NAME: value}}}}, "
         f"got {value!r}"
