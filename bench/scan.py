@@ -1,8 +1,10 @@
 """Diagnosis scanning throughput and peak memory on a synthetic log with realistic noise.
 
-Usage: python bench/scan.py [MEGABYTES] [--user-kinds]
+Usage: python bench/scan.py [MEGABYTES] [--user-kinds] [--tracebacks]
 (issue 3's target: >= 100 MB/s on one core, flat memory; `--user-kinds` adds three user-defined
-kinds, as `$AJETD_HOME/kinds.yaml` would, to measure their one extra RE2 pass per chunk)
+kinds, as `$AJETD_HOME/kinds.yaml` would, to measure their one extra RE2 pass per chunk;
+`--tracebacks`: a log that is all tracebacks, as a reward function that fails on each sample
+and logs it with its stack prints, where every line is read, not only those with trigger words)
 """
 
 from __future__ import annotations
@@ -52,9 +54,53 @@ def make_log(path: Path, megabytes: int) -> None:
             i += 1
 
 
-def main(megabytes: int, user: KindSet) -> None:
+FRAMES = [
+    (
+        "/opt/venv/lib/python3.11/site-packages/verl/workers/reward_manager/naive.py",
+        "compute",
+        "score = self.compute_score(data_source, response, ground_truth)",
+    ),
+    (
+        "/work/agent/reward/math_verify.py",
+        "compute_score",
+        "parsed = parse_answer(solution_str.strip())",
+    ),
+    (
+        "/work/agent/reward/math_verify.py",
+        "parse_answer",
+        "return sympy.sympify(text, evaluate=False)",
+    ),
+    (
+        "/opt/venv/lib/python3.11/site-packages/sympy/core/sympify.py",
+        "sympify",
+        "expr = parse_expr(a, local_dict=locals, transformations=transformations)",
+    ),
+]
+
+
+def make_traceback_log(path: Path, megabytes: int) -> None:
+    """Tracebacks one after another, each preceded by the logger's line."""
+    target = megabytes * 1024 * 1024
+    with open(path, "w") as handle:
+        size, i = 0, 0
+        while size < target:
+            frames = "".join(
+                f'  File "{file}", line {100 + n + i % 7}, in {fn}\n    {source}\n'
+                for n, (file, fn, source) in enumerate(FRAMES * 3)
+            )
+            block = (
+                f"(TaskRunner pid=4242) WARNING reward failed for sample {i}:\n"
+                f"Traceback (most recent call last):\n{frames}"
+                f"SympifyError: Sympify of expression 'could not parse {i}' failed\n"
+            )
+            handle.write(block)
+            size += len(block)
+            i += 1
+
+
+def main(megabytes: int, user: KindSet, tracebacks: bool = False) -> None:
     path = Path(tempfile.mkdtemp()) / "synthetic.log"
-    make_log(path, megabytes)
+    (make_traceback_log if tracebacks else make_log)(path, megabytes)
     size = path.stat().st_size
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start, cpu = time.perf_counter(), time.process_time()
@@ -62,7 +108,7 @@ def main(megabytes: int, user: KindSet) -> None:
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
-        f"scan{' with user kinds' if user else ''}: {size / 2**20:.0f} MiB in {elapsed:.1f} s = {size / 2**20 / elapsed:.1f} MiB/s "
+        f"scan{' of tracebacks' if tracebacks else ''}{' with user kinds' if user else ''}: {size / 2**20:.0f} MiB in {elapsed:.1f} s = {size / 2**20 / elapsed:.1f} MiB/s "
         f"({size / 2**20 / cpu:.1f} MiB/s of this process's CPU time: the figure that does not "
         f"depend on what else the machine runs); "
         f"peak RSS {peak / 1024:.0f} MiB (before scan {before / 1024:.0f} MiB); "
@@ -74,4 +120,4 @@ def main(megabytes: int, user: KindSet) -> None:
 if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:] if a.isdigit()]
     kinds = KindSet(parse_kinds(USER_KINDS, [])) if "--user-kinds" in sys.argv else KindSet()
-    main(sizes[0] if sizes else 200, kinds)
+    main(sizes[0] if sizes else 200, kinds, "--tracebacks" in sys.argv)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ajetd.diagnosis.catalogue import BY_NAME, TRIGGER_WORDS
+from ajetd.diagnosis.catalogue import BY_NAME, CATALOGUE, TRIGGER_WORDS, candidates
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.scan import read_chunks
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
@@ -464,3 +466,26 @@ def test_a_number_is_a_trigger_word_only_as_a_whole_number() -> None:
     ):
         for text in (noise + refusal + b"\n", refusal + b"\n" + noise, refusal):
             assert [f.kind for f in diagnose_chunks([text])][:1] == ["auth"], (refusal, text[:9])
+
+
+_WORDS = sorted({w for words in TRIGGER_WORDS.values() for w in words})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_WORDS),
+            st.text(max_size=12),
+            st.sampled_from(["\udcff", "\u2019", "已", "ı", "0", " "]),
+        ),
+        max_size=12,
+    )
+)
+def test_the_kinds_a_line_may_be_are_those_whose_words_it_holds(parts: list[str]) -> None:
+    """A line read without the scan's words (a traceback's frames and source lines) has its
+    kinds' trigger words found in one pass: the same kinds, in the same order, as testing each
+    kind's words in turn (which cost ~420 substring searches a line)."""
+    lowered = "".join(parts).lower()
+    expected = [k for k in CATALOGUE if any(w in lowered for w in TRIGGER_WORDS[k.name])]
+    assert candidates(lowered) == expected
