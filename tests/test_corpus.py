@@ -81,6 +81,10 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # after freeze 11's (batch-freeze11.txt, aimed at SGLang: its threads, slime's and AReaL's)
     assert len(FILES) >= 749 and repos["sgl-project/sglang"] >= 27, repos
     assert repos["thudm/slime"] >= 9, repos
+    # after freeze 13's (batch-freeze13.txt) and 14's (batch-freeze14.txt, aimed at the
+    # held-out repositories under 85 %: SGLang, slime, AReaL; batch-shapes-freeze14.txt after it)
+    assert len(FILES) >= 778 and repos["sgl-project/sglang"] >= 45, repos
+    assert repos["thudm/slime"] >= 12 and repos["areal-project/areal"] >= 6, repos
 
 
 @pytest.mark.parametrize(
@@ -160,9 +164,11 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # KV-cache budget, an architecture not supported, Triton's shared memory refusal), so no honest
 # rule reaches 23 (docs/benchmarks.md, "Freeze 11"). Freeze 13's blind batch brought it to 34,
 # held out 26 (its 7 new ones right), and 27 once an architecture refused was read in Megatron-
-# Bridge's words too (NeMo-RL#1112): 29 would be 85 %. An entry must go once its repository
-# reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 27}
+# Bridge's words too (NeMo-RL#1112): 29 would be 85 %. Freeze 14's blind batch brought it to
+# 45, held out 36 (9 of its 11 new ones right), and 37 once Transformers' words for a model
+# type it has no class for were read (ComfyUI_ExtraModels' log, looked for after, supports
+# SGLang's): 39 would be 85 %. An entry must go once its repository reaches 85 %.
+BELOW_TARGET = {"sgl-project/sglang": 37}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
@@ -309,6 +315,10 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
         # (its message on the line after `ValueError:`), each supports the other
         ("config_error/sglang-5441.log", "sgl-project/sglang"),
         ("config_error/nemorl-1112.log", "nvidia-nemo/rl"),
+        # after freeze 14: a model type Transformers has no class for, in its words, read in
+        # SGLang's log and in ComfyUI_ExtraModels' (looked for after the blind batch)
+        ("config_error/sglang-128.log", "sgl-project/sglang"),
+        ("config_error/comfyextramodels-114.log", "city96/comfyui_extramodels"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

@@ -766,6 +766,53 @@ def test_lines_the_freeze13_shapes_read_and_leave_alone(text: str, kinds: list[s
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        # freeze 14's blind misses: Transformers' words for a model type it has no class for
+        # (sglang#128; ComfyUI_ExtraModels#114, looked for after, prints them too), AReaL's
+        # allocation backend refused with the values it may take, slime's setting another one
+        # requires: each a configuration the run cannot start with, not an exception no kind
+        # explains
+        "config_error/sglang-128.log",
+        "config_error/comfyextramodels-114.log",
+        "config_error/areal-752.log",
+        "config_error/slime-1909.log",
+    ],
+)
+def test_freeze14s_configuration_errors_are_read(name: str) -> None:
+    assert [f.kind for f in _diagnose(name)] == ["config_error"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        (
+            "ValueError: The checkpoint you are trying to load has model type `qwen3` but "
+            "Transformers does not recognize this architecture. This could be because of an "
+            "issue with the checkpoint, or because your version of Transformers is out of date.",
+            ["config_error"],
+        ),
+        ("AssertionError: '--save' is required when save_interval is set.", ["config_error"]),
+        ("ValueError: Invalid backend: megatron, expected fsdp or archon", ["config_error"]),
+        # the words without the model type, or outside an exception, are no failure
+        ("GemmaLoader Transformers does not recognize this architecture.", []),
+        ("INFO rollout_routed_experts is required when replay is set; returning them", []),
+        ("WARNING invalid backend: None, expected sglang or vllm; using sglang", []),
+        # a value refused with no word of what it should be is not a setting's (AReaL's reward
+        # function returning the wrong type); a package another one requires is no setting
+        ("ValueError: Invalid reward type: <class 'NoneType'>", ["unknown_traceback"]),
+        (
+            "ERROR: Could not build wheels for flash-attn, which is required to install "
+            "pyproject.toml-based projects",
+            [],
+        ),
+    ],
+)
+def test_lines_the_freeze14_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
 def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
     # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
     found = _diagnose("build_error/sglang-5389.log")

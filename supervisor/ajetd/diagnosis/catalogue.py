@@ -686,10 +686,22 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^[\w.]{0,80}(error|exception): \W{0,4}model architectures? (\[[^\]]{0,300}\] )?"
             r"((are|is) )?not supported\b",
             r"\bunsupported architectures?: \w",
+            # the same in Transformers' words for a config whose `model_type` it has no class for
+            # (`ValueError: The checkpoint you are trying to load has model type `llava_mistral`
+            # but Transformers does not recognize this architecture.`), whichever program loads it
+            r"\bhas model type `[^`]{1,80}` but transformers does not recognize this "
+            r"architecture\b",
             r"invalid (config|configuration)",
             r"^in '[^']+': could not (find|load) '",
             r"^config search path:",
             r"valueerror: unknown [\w ]{1,40}: \S+",
+            # shape: a setting's value refused with the values it may take (AReaL's trainers on
+            # their allocation: `ValueError: Invalid backend: None, expected sglang or vllm`)
+            r"valueerror: invalid [\w ]{1,40}: [^,\s][^,]{0,80}, expected\b",
+            # shape: a setting that another one requires (slime: `rollout_routed_experts is
+            # required in rollout_data when use_rollout_routing_replay is set.`, `'--save' is
+            # required when save_interval is set.`), said by the exception
+            r"^(valueerror|assertionerror): .{0,160}\bis required (in [\w.]{1,40} )?when\b",
             r"does not have a sharding strategy registered",
             r"\b(must|should|has to|have to|needs to) be "
             r"(greater|larger|less|smaller|no (more|less)) th[ae]n\b",
@@ -1248,6 +1260,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "validation error",
         "unsupported",
         "model architecture",
+        "does not recognize this architecture",
         "invalid",
         "could not find '",
         "could not load '",
@@ -1274,6 +1287,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "needs to be",
         "not be",
         "notimplementederror",
+        "is required",
     ),
     "import_error": (
         "failed to import",
