@@ -813,6 +813,65 @@ def test_lines_the_freeze14_shapes_read_and_leave_alone(text: str, kinds: list[s
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        # a KeyError raised by a name's look-up in a registry or mapping: a reward function not
+        # registered (a miss of the corpus since it was gathered), a model type the installed
+        # Transformers has no entry for (Qwen3#434, OpenRLHF#1043: looked for after, through the
+        # mapping's own `__getitem__`; the second pasted from its first frame, no header)
+        "config_error/dsp-5.log",
+        "config_error/qwen3-434.log",
+        "config_error/openrlhf-1043.log",
+    ],
+)
+def test_a_key_error_of_a_name_looked_up_in_a_registry_is_a_configuration_error(
+    name: str,
+) -> None:
+    assert [f.kind for f in _diagnose(name)] == ["config_error"]
+
+
+_LOOKUP = (
+    "Traceback (most recent call last):\n"
+    '  File "/w/train.py", line 9, in build\n'
+    "    reward_cls = REWARD_REGISTRY[cfg.reward]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        (_LOOKUP + "KeyError: 'mathx'", ["config_error"]),
+        # the mapping's own frames carry the look-up on; any other frame ends it
+        (
+            _LOOKUP + '  File "/w/reg.py", line 3, in __getitem__\n    return self._d[k]\n'
+            "KeyError: 'mathx'",
+            ["config_error"],
+        ),
+        (
+            _LOOKUP + '  File "/w/reward.py", line 5, in __init__\n    x = batch["ids"]\n'
+            "KeyError: 'ids'",
+            ["unknown_traceback"],
+        ),
+        # another exception after a look-up, a KeyError after no look-up, a registry named
+        # but not indexed: no configuration of the run's
+        (_LOOKUP + "TypeError: 'NoneType' object is not subscriptable", ["unknown_traceback"]),
+        (
+            'Traceback (most recent call last):\n  File "/w/t.py", line 2, in f\n'
+            "    return row[\"input_ids_j\"]\nKeyError: 'input_ids_j'",
+            ["unknown_traceback"],
+        ),
+        (
+            'Traceback (most recent call last):\n  File "/w/t.py", line 2, in f\n'
+            "    registry.register(name)\nKeyError: 'x'",
+            ["unknown_traceback"],
+        ),
+    ],
+)
+def test_a_name_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
 def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
     # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
     found = _diagnose("build_error/sglang-5389.log")

@@ -82,6 +82,16 @@ _LOGGER_FRAME = re.compile(
     r"(?:wandb|swanlab|mlflow|tensorboard|tensorboardX|torch[/\\]utils[/\\]tensorboard)[/\\]"
 )
 _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
+# A source line that looks a name up in a registry or a mapping of names (Transformers'
+# `CONFIG_MAPPING[config_dict["model_type"]]`, `AutoModel._model_mapping[type(config)]`, a
+# framework's `cls._registry[reward_fn_id]`, `REWARD_MANAGER_REGISTRY[name]`): a KeyError it
+# raises, through the mapping's own `__getitem__` frames, says that the config names a model
+# type or component this install has no entry for (Transformers too old for the model, a reward
+# function not registered), a setting to change, not a bug to read the frames of.
+_NAME_LOOKUP = re.compile(r"\b\w{0,60}(?:registry|registries|mapping)\w{0,60}\s{0,4}\[", re.I)
+_GETITEM_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in __getitem__\s*$')
+_KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
+_NAME_NOT_FOUND = BY_NAME["config_error"]
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
 
@@ -104,6 +114,8 @@ class Diagnoser:
     _traceback_header: str = ""
     _importing: tuple[int, str] | None = None  # the open traceback's last frame imports: where
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
+    _looking_up: bool = False  # the traceback's last frames look a name up (`_NAME_LOOKUP`)
+    _in_getitem: bool = False  # its last frame is a mapping's `__getitem__`
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
     _explained: dict[str, re.Pattern[str] | None] = field(default_factory=dict)  # kinds a
     # specific kind found names the cause of (`Kind.explains`), echoes of it where their line
@@ -210,6 +222,16 @@ class Diagnoser:
             return False
         return bool(EXCEPTION_LINE.match(stripped) or TRACEBACK_END.match(stripped))
 
+    def _name_not_found(self, kind: Kind | UserKind | None, stripped: str) -> bool:
+        """Whether this line is a KeyError that a name's look-up in a registry or mapping
+        raised (`_NAME_LOOKUP`), where no kind explains it."""
+        return (
+            self._in_traceback
+            and self._looking_up
+            and kind in (None, UNKNOWN)
+            and _KEY_ERROR.match(stripped) is not None
+        )
+
     def line(self, number: int, text: str, words: frozenset[bytes] | None = None) -> bool:
         """Take one cleaned line; lines must come in order, but need not all come. `words`:
         the trigger words the caller already found in it. False when the line said nothing:
@@ -247,6 +269,8 @@ class Diagnoser:
         kind, rank = self._kind(body, words)
         if self._raised_by_logger(kind, stripped):
             kind, rank = BY_NAME["logger_error"], SPECIFIC
+        elif self._name_not_found(kind, stripped):
+            kind, rank = _NAME_NOT_FOUND, SPECIFIC
         if kind is not None:
             if rank == SPECIFIC and _WARNING.match(text):
                 rank = ECHO  # logged as a warning (a retry, a fallback): not what ended the run
@@ -284,6 +308,7 @@ class Diagnoser:
         self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
+        self._looking_up = self._in_getitem = False
         self._traceback_indent = indent
 
     def _frame(self, number: int, body: str, stripped: str) -> None:
@@ -293,8 +318,13 @@ class Diagnoser:
             self._in_logger = bool(_LOGGER_FRAME.match(body))
             if _IMPORT_FRAME.match(body):
                 self._importing = (number, body)
+            self._in_getitem = _GETITEM_FRAME.match(body) is not None
+            # a look-up goes on into the mapping's own `__getitem__`, and ends with any other
+            self._looking_up = self._looking_up and self._in_getitem
         elif stripped and not _CARETS.match(stripped):  # the frame's source line
             self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
+            if "[" in body and _NAME_LOOKUP.search(body):
+                self._looking_up = True
 
     def end(self) -> None:
         """The output has ended: a traceback still open (cut before its exception line) and
