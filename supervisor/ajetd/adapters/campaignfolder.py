@@ -18,10 +18,9 @@ from typing import Any
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space
 from ajetd.adapters.inbox import SETTLE_S
-from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
+from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
-from ajetd.core import jsontext
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
@@ -177,8 +176,9 @@ def make_owner_only(folder: Path) -> None:
 
 
 def load_state(path: Path) -> CampaignState:
-    """A campaign's record, from its `state.json`."""
-    data = jsontext.loads(path.read_text())
+    """A campaign's record, from its `state.json` (ValueError where it is damaged: larger
+    than any record is among them, never read)."""
+    data = load_record(path)
     if not isinstance(data, dict):
         raise TypeError("not a JSON object")
     check_stored(data)

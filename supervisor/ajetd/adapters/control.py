@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.regular import NotRegularError, TooLargeError, load_record
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
-from ajetd.core import jsontext
+from ajetd.core.errors import StoreError
 from ajetd.core.naming import new_run_id
 
 CAMPAIGN_ID = re.compile(r"^c-[a-z0-9]{6}$")
@@ -98,9 +99,7 @@ def pending_requests(home: Home) -> dict[str, list[tuple[str, Path]]]:
 
 def read_request(path: Path) -> dict[str, Any]:
     """The request's JSON object; ValueError or TypeError saying why it is unusable."""
-    if path.stat().st_size > MAX_REQUEST_BYTES:
-        raise ValueError(f"request larger than {MAX_REQUEST_BYTES // 2**20} MiB")
-    data = jsontext.loads(path.read_text())
+    data = load_record(path, MAX_REQUEST_BYTES)
     if not isinstance(data, dict):
         raise TypeError("request is not a JSON object")
     return data
@@ -117,14 +116,25 @@ def write_answer(home: Home, cid: str, req_id: str, answer: dict[str, Any]) -> N
 
 
 def await_answer(home: Home, cid: str, req_id: str, timeout: float) -> dict[str, Any] | None:
-    """The daemon's answer (and the file removed), or None at `timeout`."""
+    """The daemon's answer (and the file removed), or None at `timeout`. One that is no answer
+    the daemon wrote (larger than any record is, never read; not a regular file) is a
+    StoreError naming it, and is left where it is."""
     path = answer_file(home, cid, req_id)
     deadline = time.monotonic() + timeout
     while True:
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            answer = jsontext.loads(path.read_text())
+        try:
+            answer = load_record(path)
+        except FileNotFoundError:
+            answer = None
+        except (TooLargeError, NotRegularError) as exc:
+            raise StoreError(f"the daemon's answer {path} is unreadable: {exc}") from exc
+        except ValueError:  # not JSON (yet)
+            answer = None
+        if answer is not None:
+            if not isinstance(answer, dict):
+                raise StoreError(f"the daemon's answer {path} is unreadable: not a JSON object")
             path.unlink(missing_ok=True)
-            return dict(answer)
+            return answer
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
@@ -144,8 +154,8 @@ def resolve(home: Home, text: str) -> str | None:
     named: list[str] = []
     with contextlib.suppress(OSError):
         for state_file in root.glob("*/state.json"):
-            with contextlib.suppress(OSError, ValueError):
-                if jsontext.loads(state_file.read_text()).get("name") == text:
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # named by `list`
+                if load_record(state_file).get("name") == text:
                     named.append(state_file.parent.name)
     with contextlib.suppress(OSError):
         for entry in home.inbox.iterdir():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.store import append_bytes, write_atomic
+from ajetd.core.limits import size_text
 
 log = logging.getLogger(__name__)
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
@@ -68,12 +69,7 @@ def free_space(folder: Path) -> str:
         info = os.statvfs(folder)
     except OSError as exc:
         return f"unknown ({exc.strerror})"
-    size = float(info.f_bavail * info.f_frsize)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    return size_text(info.f_bavail * info.f_frsize)
 
 
 @dataclass

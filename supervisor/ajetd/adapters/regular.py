@@ -3,6 +3,10 @@ stalled or flooded by what it turns out to be: opened with O_NONBLOCK, so a FIFO
 cannot block the open, and checked on its descriptor to be a regular file, so neither a FIFO
 nor a device (`/dev/zero` never ends) is read. The inbox's reader (`inbox.read_regular`) and
 every command that reads a user's file open it here: one check, one message.
+
+A file read whole (a record in $AJETD_HOME, a result dir's finish.flag, an exit file) is read
+with a bound (`read_bounded`, `load_record`, `read_small`): a larger one, a disk filled by a
+runaway program or a hostile file, is named as damaged with its size, never read into memory.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from ajetd.core import jsontext
 from ajetd.core.errors import AjetdError
+from ajetd.core.limits import RECORD_MAX_BYTES, SMALL_FILE_MAX_BYTES, size_text
 
 _KINDS = (
     (stat.S_ISLNK, "a symbolic link"),
@@ -58,12 +64,40 @@ def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
     raise NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
 
 
-def read_small(path: Path, limit: int = 1 << 20) -> str:
-    """A small text file in a folder others write too (a result dir's finish.flag): read
-    only if it is a regular file, and at most `limit` bytes (then a ValueError: it is not the
-    file ajetd wrote). OSError and NotRegularError pass on."""
-    with open_regular(path) as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path}: larger than {limit} bytes")
-    return data.decode("utf-8", errors="replace")
+class TooLargeError(ValueError):
+    """A file read whole (`read_bounded`) is larger than such a file may be: it was not read.
+    A ValueError, as the text of a damaged record is: its readers name it as damaged."""
+
+
+def read_bounded(path: Path, limit: int, *, follow: bool = True) -> bytes:
+    """All of `path`, a regular file of at most `limit` bytes. A larger one is never read into
+    memory (its descriptor's size says so before any read; one that grows while read stops at
+    `limit` + 1 bytes): TooLargeError, saying its size and the limit (its reader names the
+    file). NotRegularError and OSError pass on."""
+    with open_regular(path, follow=follow) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        size = max(size, len(data))
+        raise TooLargeError(
+            f"{size} bytes ({size_text(size)}), more than the {size_text(limit)} such a file "
+            "may hold: not read"
+        )
+    return data
+
+
+def load_record(path: Path, limit: int = RECORD_MAX_BYTES) -> Any:
+    """The JSON a record in the home or a result dir holds (a run's or a campaign's record,
+    daemon.json, an answer, a request): ValueError where it is no record ajetd wrote (not
+    JSON, nested too deep, larger than `limit`: never read, or not a regular file: a FIFO
+    would hold the reader for ever), which its reader names as damaged. OSError passes on."""
+    try:
+        return jsontext.loads(read_bounded(path, limit))
+    except NotRegularError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def read_small(path: Path, limit: int = SMALL_FILE_MAX_BYTES) -> str:
+    """A small text file in a folder others write too (a result dir's finish.flag, an exit
+    file), as text: `read_bounded`."""
+    return read_bounded(path, limit).decode("utf-8", errors="replace")

@@ -1,12 +1,12 @@
 """Every run record of a home, read at once: the runs, the folders left out and why, and a
 brief reading for `ajetd status`'s default view.
 
-A record that cannot be read (empty, cut short, not JSON, a file where a run folder should
-be, a folder that held trials but lost its record) is never dropped without a word: it is
-named, with what to do. The default view shows live runs and the newest ended ones only, so
-the brief reading builds those in full and the older ended ones as bare stand-ins (id, state,
-status, times: what ordering and counting them needs); turning a record into a `Run` is most
-of the cost of reading thousands.
+A record that cannot be read (empty, cut short, not JSON, larger than any record is, a file
+where a run folder should be, a folder that held trials but lost its record) is never dropped
+without a word: it is named, with what to do. The default view shows live runs and the newest
+ended ones only, so the brief reading builds those in full and the older ended ones as bare
+stand-ins (id, state, status, times: what ordering and counting them needs); turning a record
+into a `Run` is most of the cost of reading thousands.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.regular import load_record
 from ajetd.adapters.store import read_events
-from ajetd.core import jsontext
 from ajetd.core.errors import StoreError
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Status
@@ -52,8 +52,8 @@ def keep_damaged(state_file: Path) -> Path | None:
 def read_data(path: Path) -> dict[str, Any]:
     """A record's JSON object; StoreError naming the file where it is not one."""
     try:
-        data = jsontext.loads(path.read_text())
-    except ValueError as exc:
+        data = load_record(path)
+    except ValueError as exc:  # a record too large among them: never read
         raise StoreError(f"corrupt run record {path}: {exc}") from exc
     except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
         raise StoreError(f"unreadable run record {path}: {exc.strerror}") from exc

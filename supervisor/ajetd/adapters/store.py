@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from ajetd.adapters.regular import NotRegularError, load_record
 from ajetd.core import jsontext
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.naming import RUN_ID, SUBMITTED
@@ -66,7 +67,7 @@ def _as_written(path: Path, run: Run) -> Run:
     them before the daemon takes it; as it is where the file cannot be read or parsed."""
     from dataclasses import replace
 
-    from ajetd.adapters.regular import NotRegularError, open_regular
+    from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, asked, decode_blueprint, extract_parts
 
     try:
@@ -532,8 +533,9 @@ class Home:
         a home on a read-only file system, where the daemon cannot even publish that it holds
         its writes in memory (`disk`, as the daemon's own full-disk lines)."""
         try:
-            data = jsontext.loads(self.daemon_file.read_text())
-        except (OSError, ValueError):  # none yet, garbled, or not a file: the daemon rewrites it
+            data = load_record(self.daemon_file)
+        except (OSError, ValueError):
+            # none yet, garbled, too large (never read), or not a file: the daemon rewrites it
             data = {}
         info = data if isinstance(data, dict) else {}
         if self.damaged:  # what this reader's own `load_runs` left out

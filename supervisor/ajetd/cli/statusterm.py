@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ajetd.adapters.regular import load_record
 from ajetd.adapters.store import Home
-from ajetd.core import jsontext
 from ajetd.core.model import Run, tmux_socket_of
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.diagnosis.text import tail_lines
@@ -53,7 +53,7 @@ def campaigns(home: Home) -> list[view.Campaign]:
     out = []
     for path in sorted((home.root / "campaigns").glob("*/state.json")):
         with contextlib.suppress(OSError, ValueError):
-            data = jsontext.loads(path.read_text())
+            data = load_record(path)  # larger than any record is: left out, never read
             if isinstance(data, dict):
                 from ajetd.core.campaignrecord import check_stored  # yaml: only with campaigns
 

@@ -34,3 +34,27 @@ VAL_TICK_BYTES = 16 << 20
 # Records kept in a run's history (its record, curves, results.md); later ones update its
 # latest metrics but are not kept (noted once). A real run validates far fewer times.
 VAL_RECORDS_MAX = 10_000
+
+# A file ajetd reads whole from its home or a result dir (a run's or a campaign's record,
+# daemon.json, a campaign's answer, a journal) is read only up to its bound: one larger is no
+# file ajetd wrote (a disk filled by a runaway program, a mistake, a hostile file) and is
+# named as damaged, never read into memory (`adapters.regular.read_bounded`). A run's record
+# holds its history (at most VAL_RECORDS_MAX validation records: a real one's 10,000 records
+# of 20 metrics come to about 9 MiB), so its bound is generous.
+RECORD_MAX_BYTES = 64 << 20
+# A journal (events.jsonl) is read a line at a time; a line longer than this is no event
+# (skipped in bounded pieces, never held whole) and a journal larger than the bound is named.
+JOURNAL_MAX_BYTES = 64 << 20
+JOURNAL_LINE_MAX_BYTES = 1 << 20
+# A small file ajetd or a trial's script writes (an exit file, a result dir's finish.flag,
+# a run's source-name, the daemon's lock file, a Slurm job id).
+SMALL_FILE_MAX_BYTES = 1 << 20
+
+
+def size_text(size: float) -> str:
+    """A size for people ("0 B", "3.1 MiB", "2048.0 GiB")."""
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"

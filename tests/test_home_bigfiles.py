@@ -1,0 +1,128 @@
+"""A file ajetd reads whole from its home or a result dir is read with a bound: one that is too
+large (a disk filled by a runaway program, a mistake, a hostile file) is named as damaged with
+its size and the limit, never read into memory, and never a crash (real CLI processes, a real
+daemon; the files are sparse, so several GiB cost no disk).
+
+Before: `ajetd status` over a 1 GiB sparse runs/<id>/state.json read it whole, 2.1 GiB of
+memory at its peak and 49 s, before it said the record was corrupt ("Expecting value"); a
+larger one on a smaller machine was a MemoryError. The daemon did the same at its start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ajetd.adapters.regular import TooLargeError, load_record, read_bounded
+from conftest import PYTHON, Env, wait_for
+
+SPARSE = 3 << 30  # 3 GiB of nothing, on disk as a hole
+PEAK_KIB = 200 << 10  # a CLI or a daemon that read such a file would pass this by far
+
+
+def _sparse(path: Path, size: int = SPARSE) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb"):
+        pass
+    os.truncate(path, size)
+    return path
+
+
+def _cli(env: Env, *args: str) -> tuple[int, str, int]:
+    """`ajetd ARGS` run for real: its exit code, what it said, and its peak memory (KiB)."""
+    with tempfile.TemporaryFile() as said:
+        proc = subprocess.Popen(
+            [PYTHON, "-m", "ajetd", *args], env=env.vars, stdout=said, stderr=said
+        )
+        ended: list[tuple[int, int, object]] = []
+
+        def done() -> bool:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                ended.append((pid, status, usage))
+            return bool(ended)
+
+        wait_for(done, timeout=60, what=f"ajetd {' '.join(args)}")
+        _, status, usage = ended[0]
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        said.seek(0)
+        text = said.read().decode(errors="replace")
+    assert "Traceback" not in text and "MemoryError" not in text, (args, text[-2000:])
+    return proc.returncode, text, int(getattr(usage, "ru_maxrss", 0))
+
+
+def _peak_kib(pid: int) -> int:
+    """A live process's peak resident memory (VmHWM), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+TOO_LARGE = f"{SPARSE} bytes (3.0 GiB), more than the 64.0 MiB such a file may hold: not read"
+
+
+def test_a_huge_run_record_is_named_never_read_by_status_or_the_daemon(env: Env) -> None:
+    record = _sparse(env.home / "runs" / "abc123" / "state.json")
+    _sparse(env.home / "daemon.json")
+    for args in (["status"], ["status", "--json"], ["status", "abc123"], ["logs", "abc123"]):
+        code, said, peak = _cli(env, *args)
+        assert f"corrupt run record {record}: {TOO_LARGE}" in said, (args, said)
+        assert peak < PEAK_KIB, (args, peak)
+        assert code in (0, 1), (args, code, said)
+    (env.home / "daemon.json").unlink()
+    daemon = env.start_daemon()
+    wait_for(lambda: TOO_LARGE in env.daemon_log() or daemon.poll() is not None, what="named")
+    assert daemon.poll() is None, env.daemon_log()[-2000:]
+    assert f"corrupt run record {record}: {TOO_LARGE}" in env.daemon_log()
+    assert _peak_kib(daemon.pid) < PEAK_KIB
+    assert record.stat().st_size == SPARSE  # kept as it was, for a person
+    code, said, _ = _cli(env, "status")  # the daemon's own daemon.json names it too
+    assert code == 0 and f"corrupt run record {record}" in said, said
+
+
+def test_a_huge_campaign_record_is_named_by_the_cli_and_the_daemon(env: Env) -> None:
+    record = _sparse(env.home / "campaigns" / "c-abc123" / "state.json")
+    for args in (["campaign", "list"], ["campaign", "status", "c-abc123"]):
+        code, said, peak = _cli(env, *args)
+        assert f"campaign record {record} unreadable: {TOO_LARGE}" in said, (args, said)
+        assert peak < PEAK_KIB, (args, peak)
+        assert code in (0, 1), (args, code, said)
+    code, said, peak = _cli(env, "status")  # left out of the campaigns it shows
+    assert code == 0 and peak < PEAK_KIB, said
+    daemon = env.start_daemon()
+    said = f"campaign record {record} unreadable, campaign left alone: {TOO_LARGE}"
+    wait_for(lambda: said in env.daemon_log() or daemon.poll() is not None, what="the record")
+    assert daemon.poll() is None, env.daemon_log()[-2000:]
+    assert _peak_kib(daemon.pid) < PEAK_KIB
+    assert record.stat().st_size == SPARSE
+
+
+def test_a_huge_answer_to_a_campaign_request_is_named_and_kept(env: Env) -> None:
+    from ajetd.adapters.control import answer_file, await_answer
+    from ajetd.adapters.store import Home
+    from ajetd.core.errors import StoreError
+
+    home = Home(env.home)
+    answer = _sparse(answer_file(home, "c-abc123", "1-abcdef"))
+    with pytest.raises(StoreError, match=re.escape(f"answer {answer} is unreadable: {TOO_LARGE}")):
+        await_answer(home, "c-abc123", "1-abcdef", 5.0)
+    assert answer.stat().st_size == SPARSE
+
+
+def test_a_file_read_whole_is_refused_past_its_bound_before_any_read(tmp_path: Path) -> None:
+    path = _sparse(tmp_path / "f", 1025)
+    with pytest.raises(TooLargeError, match=r"^1025 bytes \(1\.0 KiB\), more than the 1\.0 KiB"):
+        read_bounded(path, 1024)
+    os.truncate(path, 1024)
+    assert read_bounded(path, 1024) == b"\0" * 1024
+    path.write_text('{"a": 1}')
+    assert load_record(path) == {"a": 1}
+    os.mkfifo(tmp_path / "fifo")  # nobody writes it: refused, never waited on
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_record(tmp_path / "fifo")
