@@ -126,3 +126,50 @@ def test_a_file_read_whole_is_refused_past_its_bound_before_any_read(tmp_path: P
     os.mkfifo(tmp_path / "fifo")  # nobody writes it: refused, never waited on
     with pytest.raises(ValueError, match="not a regular file"):
         load_record(tmp_path / "fifo")
+
+
+def test_a_huge_journal_is_named_and_its_run_never_taken_for_one_that_never_started(
+    env: Env,
+) -> None:
+    """A run folder without its record (a claim cut short is admitted again) whose journal is
+    too large to tell whether the run ended: named, left out, never admitted again."""
+    folder = env.home / "runs" / "abc123"
+    journal = _sparse(folder / "events.jsonl")
+    (folder / "blueprint.md").write_bytes(env.blueprint("j").read_bytes())
+    said = f"its journal {journal} cannot be read ({TOO_LARGE})"
+    code, out, peak = _cli(env, "status")
+    assert code == 0 and said in out and peak < PEAK_KIB, (out, peak)
+    daemon = env.start_daemon()
+    wait_for(lambda: said in env.daemon_log() or daemon.poll() is not None, what="named")
+    assert daemon.poll() is None, env.daemon_log()[-2000:]
+    assert _peak_kib(daemon.pid) < PEAK_KIB
+    assert not (folder / "state.json").exists() and journal.stat().st_size == SPARSE
+
+
+def test_small_files_read_whole_are_refused_past_their_bound_never_read(tmp_path: Path) -> None:
+    """An exit file, a run's source name, the daemon's lock, kinds.yaml, a run's GPU samples:
+    each, larger than such a file is, reads as damaged (as one cut short or garbled does), and
+    costs no memory: it is never read."""
+    import resource
+
+    from ajetd.adapters.kindsfile import home_kinds
+    from ajetd.adapters.store import Home
+    from ajetd.adapters.trialfiles import read_exit
+    from ajetd.cli.daemonctl import lock_holder
+    from ajetd.daemon.rebuild import _source
+    from ajetd.pictures.runcurves import gpu_series
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert read_exit(_sparse(tmp_path / "trial-1.exit")) is None
+    assert _source(_sparse(tmp_path / "run" / "source-name").parent) == "blueprint.md"
+    assert gpu_series(_sparse(tmp_path / "gpus.jsonl")) == {}
+    kinds = _sparse(tmp_path / "home" / "kinds.yaml")
+    assert home_kinds(kinds.parent) == (
+        (),
+        [f"{kinds}: {TOO_LARGE.replace('64.0 MiB', '256.0 KiB')}"],
+    )
+    home = Home(tmp_path / "home")
+    home.ensure()
+    _sparse(home.lock_file)
+    assert lock_holder(home) is None
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 << 10

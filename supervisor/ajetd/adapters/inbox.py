@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters import runrecords
-from ajetd.adapters.regular import NotRegularError, kind_of, open_regular
+from ajetd.adapters.regular import NotRegularError, kind_of, open_regular, read_small
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, temp_of, write_atomic
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
@@ -247,8 +247,8 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
             if runrecords.lost_record(folder, state, run_id) is not None:
                 continue
             try:
-                source = (folder / SOURCE_NAME).read_text().strip()
-            except OSError:
+                source = read_small(folder / SOURCE_NAME).strip()
+            except (OSError, ValueError, NotRegularError):
                 source = CLAIMED_NAME
             out.append((run_id, folder / CLAIMED_NAME, source))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ajetd.adapters.regular import NotRegularError, open_regular
+from ajetd.adapters.regular import NotRegularError, TooLargeError, read_bounded
 from ajetd.core import yamlpart
 from ajetd.core.userkinds import UserKind, parse_kinds
 
@@ -17,16 +17,15 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
     """The kinds a YAML file defines, and the problems found (a missing file: none, no
     problems)."""
     try:
-        with open_regular(path) as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        raw = read_bounded(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return (), []
     except NotRegularError as exc:
         return (), [str(exc)]
+    except TooLargeError as exc:  # never read
+        return (), [f"{path}: {exc}"]
     except OSError as exc:
         return (), [f"{path}: cannot read: {exc.strerror}"]
-    if len(raw) > MAX_FILE_BYTES:
-        return (), [f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB"]
     try:  # the bounded loader of `[ajetd]`: no aliases or tags, depth and size bounded
         data = yamlpart.load(raw.decode("utf-8", errors="replace"), max_chars=MAX_FILE_BYTES)
     except yamlpart.YamlError as exc:

@@ -10,13 +10,13 @@ the bus is sampled as `lost`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from ajetd.adapters.regular import load_record
 from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuProcess, GpuSample
 
@@ -168,7 +168,7 @@ class FakeProbe:
         stamp = (stat.st_mtime, stat.st_size)
         if stamp == self._stamp:
             return
-        data = json.loads(self.path.read_text())
+        data = load_record(self.path)  # larger than any such file: a ValueError, never read
         if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
             raise FakeGpuError(f'{self.path}: expected {{"gpus": [...]}}')
         timeline = [(0.0, [_fake_gpu(g, self.path) for g in data["gpus"]])]

@@ -78,12 +78,16 @@ def read_bounded(path: Path, limit: int, *, follow: bool = True) -> bytes:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(limit + 1) if size <= limit else b""
     if size > limit or len(data) > limit:
-        size = max(size, len(data))
-        raise TooLargeError(
-            f"{size} bytes ({size_text(size)}), more than the {size_text(limit)} such a file "
-            "may hold: not read"
-        )
+        raise too_large(max(size, len(data)), limit)
     return data
+
+
+def too_large(size: int, limit: int) -> TooLargeError:
+    """The error for a file of `size` bytes where such a file holds at most `limit`."""
+    return TooLargeError(
+        f"{size} bytes ({size_text(size)}), more than the {size_text(limit)} such a file may "
+        "hold: not read"
+    )
 
 
 def load_record(path: Path, limit: int = RECORD_MAX_BYTES) -> Any:

@@ -79,11 +79,24 @@ def lost_record(folder: Path, state_file: Path, run_id: str) -> str | None:
         return f"{folder} is not a run folder (a stray file): ignored; move it aside"
     if any(folder.glob("trial-*")):
         held = "the folder holds trials"
-    elif ended_in_journal(text for _, text in read_events(folder / "events.jsonl")):
-        held = "its journal (events.jsonl) says the run ended"
     else:
+        held = journal_bars(folder / "events.jsonl") or ""
+    if not held:
         return None
     return f"run record {state_file} is missing, and {held}; {LEFT_OUT.format(run_id=run_id)}"
+
+
+def journal_bars(path: Path) -> str | None:
+    """Why the run whose journal is at `path` is never admitted again, as its journal has it:
+    it says the run ended, or it cannot be read (larger than any journal is, not a regular
+    file: whether it ended is unknown, so it is not taken for a run that never started)."""
+    try:
+        events = read_events(path)
+    except ValueError as exc:
+        return f"its journal {path} cannot be read ({exc})"
+    if ended_in_journal(text for _, text in events):
+        return "its journal (events.jsonl) says the run ended"
+    return None
 
 
 def read_all(

@@ -17,9 +17,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ajetd.adapters.regular import NotRegularError, load_record
+from ajetd.adapters.regular import NotRegularError, load_record, open_regular, too_large
 from ajetd.core import jsontext
 from ajetd.core.errors import StoreError, UnknownRunError
+from ajetd.core.limits import JOURNAL_MAX_BYTES
 from ajetd.core.naming import RUN_ID, SUBMITTED
 from ajetd.core.values import show
 
@@ -67,7 +68,6 @@ def _as_written(path: Path, run: Run) -> Run:
     them before the daemon takes it; as it is where the file cannot be read or parsed."""
     from dataclasses import replace
 
-    from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, asked, decode_blueprint, extract_parts
 
     try:
@@ -270,9 +270,20 @@ def write_in_place(path: Path, data: bytes) -> None:
 def read_events(path: Path) -> list[tuple[float, str]]:
     """A run's journal (events.jsonl): each line's time and text; a line that is not one (cut
     short by a full disk or a crash, also inside a character: each line is decoded on its
-    own, never the whole file at once) is skipped, a missing journal is empty."""
+    own, never the whole file at once) is skipped, a missing journal is empty. One larger
+    than any journal is (JOURNAL_MAX_BYTES), or no regular file, is a ValueError saying so
+    (its readers name it), never read."""
     out: list[tuple[float, str]] = []
-    with contextlib.suppress(FileNotFoundError), open(path, "rb") as handle:
+    try:
+        handle = open_regular(path)
+    except FileNotFoundError:
+        return out
+    except NotRegularError as exc:  # a FIFO would hold its reader for ever
+        raise ValueError(str(exc)) from exc
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > JOURNAL_MAX_BYTES:
+            raise too_large(size, JOURNAL_MAX_BYTES)
         for line in handle:
             with contextlib.suppress(ValueError, KeyError, TypeError, OverflowError):
                 item = jsontext.loads(line.decode(errors="replace"))
@@ -496,6 +507,7 @@ class Home:
             self.held.append(path, encode(line))
 
     def events(self, run_id: str) -> list[tuple[float, str]]:
+        """The run's journal (`read_events`: ValueError where it cannot be read)."""
         return read_events(self.run_dir(run_id) / "events.jsonl")
 
     def acquire_lock(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.core.rebuilt import TrialFiles
 from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script
 
@@ -55,7 +56,14 @@ def _mtime(path: Path) -> float | None:
 
 
 def _exit(folder: Path, number: int) -> tuple[int, float | None] | None:
+    return read_exit(folder / f"trial-{number}.exit")
+
+
+def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
+    """What a trial's exit file (or a server's, a Slurm job's done file) says: its code and
+    time; None where there is none or it is no such file (damaged, larger than one is: never
+    read, no regular file), as for one not written yet."""
     try:
-        return parse_exit_file((folder / f"trial-{number}.exit").read_text(errors="replace"))
-    except OSError:
+        return parse_exit_file(read_small(exit_file))
+    except (OSError, ValueError, NotRegularError):
         return None

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import OWNER_FILE, Home
 from ajetd.core.errors import AjetdError
 
@@ -42,8 +43,8 @@ def lock_holder(home: Home) -> int | None:
     if not home.daemon_running():
         return None
     try:
-        text = home.lock_file.read_text().strip()
-    except OSError:
+        text = read_small(home.lock_file, 64).strip()  # a pid: larger is no lock ajetd wrote
+    except (OSError, ValueError, NotRegularError):
         return None
     return int(text) if text.isdigit() else None
 

@@ -42,10 +42,9 @@ VAL_RECORDS_MAX = 10_000
 # holds its history (at most VAL_RECORDS_MAX validation records: a real one's 10,000 records
 # of 20 metrics come to about 9 MiB), so its bound is generous.
 RECORD_MAX_BYTES = 64 << 20
-# A journal (events.jsonl) is read a line at a time; a line longer than this is no event
-# (skipped in bounded pieces, never held whole) and a journal larger than the bound is named.
+# A run's journal (events.jsonl) is read a line at a time; one larger than this (a real one
+# holds a few lines a trial) is named by its readers, never read.
 JOURNAL_MAX_BYTES = 64 << 20
-JOURNAL_LINE_MAX_BYTES = 1 << 20
 # A small file ajetd or a trial's script writes (an exit file, a result dir's finish.flag,
 # a run's source-name, the daemon's lock file, a Slurm job id).
 SMALL_FILE_MAX_BYTES = 1 << 20

@@ -20,6 +20,7 @@ from ajetd.adapters import diskfull, procs
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import jsontext, model
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
@@ -27,7 +28,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.journal import RUN_ENDED
 from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
-from ajetd.daemon.trials import await_output, paths, read_exit, read_metrics
+from ajetd.daemon.trials import await_output, paths, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
@@ -55,8 +56,8 @@ def ended_at(home: Home, run: Run, now: float) -> float:
     recorded = read_exit(p.exit)
     at = recorded[1] if recorded else None
     if at is None:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            at = float(p.hup.read_text().split()[0])
+        with contextlib.suppress(OSError, ValueError, IndexError, NotRegularError):
+            at = float(read_small(p.hup).split()[0])
     if at is None or math.isnan(at):
         return now
     return min(max(at, trial.started_at), max(now, time.time()))
@@ -216,6 +217,15 @@ def _flag_written(folder: Path, run: Run) -> bool:
     return bool(written == json.loads(json_text(report.finish_flag(run))))
 
 
+def _journal(home: Home, run: Run) -> list[tuple[float, str]]:
+    """The run's journal for its report; where it cannot be read, one line that says why."""
+    try:
+        return home.events(run.run_id)
+    except ValueError as exc:
+        at = run.ended_at or time.time()
+        return [(at, f"its journal {home.run_dir(run.run_id) / 'events.jsonl'} not read: {exc}")]
+
+
 def _note_next(run: Run, outcome: model.Status, reason: str) -> Run:
     trial = run.trial
     assert trial is not None
@@ -252,7 +262,7 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=blueprint_text,
-        events=home.events(run.run_id),
+        events=_journal(home, run),
         log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,
         allowed_fixes=allowed,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ajetd.adapters import procs
 from ajetd.adapters.tmux import find_pane
+from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import gpuuse, model
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
@@ -170,13 +171,13 @@ class Observe(Base):
         """The trial's exit (its exit file, or the note its pane kept when the disk was full),
         whether it is gone without one, and its dead pane's status."""
         p = slot.paths(self.home)
-        exit_info = trials.read_exit(p.exit)
+        exit_info = read_exit(p.exit)
         pane = slot.current_pane()
         if exit_info is None and pane is not None and pane.exit_note:  # the disk was full
             exit_info = parse_exit_note(pane.exit_note)
         gone, dead_status = False, None
         if exit_info is None and panes_fresh and (pane is None or pane.dead):
-            exit_info = trials.read_exit(p.exit)  # written just before the pane died?
+            exit_info = read_exit(p.exit)  # written just before the pane died?
             gone = exit_info is None
             dead_status = pane.dead_status if pane is not None and pane.dead else None
             if gone and pane is not None and dead_status is None and self._status_due(slot, now):

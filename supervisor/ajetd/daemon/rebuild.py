@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.adapters import inbox, procs, runrecords, trialfiles
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import REMOTE_SCRIPT
-from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run
 from ajetd.core.naming import session_base, unique_session
 from ajetd.core.rebuilt import (
@@ -77,10 +77,12 @@ def rebuild(
     folder = home.run_dir(run_id)
     if not folder.is_dir():
         return None
-    if ended_in_journal(text for _, text in home.events(run_id)):
-        # its end was recorded (its reports may still be pending, its dead pane kept): never
-        # brought back to life, ended a second time, its on_finish run again
-        log.error("run %s: not rebuilt: its journal (events.jsonl) says it ended", run_id)
+    barred = runrecords.journal_bars(folder / "events.jsonl")
+    if barred is not None:
+        # its end was recorded (its reports may still be pending, its dead pane kept), or
+        # its journal cannot tell: never brought back to life, ended a second time, its
+        # on_finish run again
+        log.error("run %s: not rebuilt: %s", run_id, barred)
         return None
     options, problem = inbox.read_stored_options(home, run_id)
     if problem is not None and any(any(folder.glob(f"trial-*.{p}")) for p in ELSEWHERE):
@@ -197,7 +199,11 @@ def readmission(
     with contextlib.suppress(OSError):
         text = home.blueprint_text(run_id)
     result_dir = expanded(asked(extract_parts(text)).result_dir) if text else ""
-    journal = home.events(run_id)
+    try:
+        journal = home.events(run_id)
+    except ValueError as exc:  # whether it ended is unknown: never taken as one that did not
+        log.error("run %s: not admitted again: its journal cannot be read: %s", run_id, exc)
+        return None
     facts = Unstarted(
         run_id=run_id,
         has_blueprint=text is not None,
@@ -284,8 +290,8 @@ def _on_a_terminal(home: Home, run_id: str, number: int, since: float) -> bool:
 
 def _source(folder: Path) -> str:
     """The name the blueprint came by (written at its claim), else the stored copy's."""
-    with contextlib.suppress(OSError):
-        return (folder / "source-name").read_text().strip() or "blueprint.md"
+    with contextlib.suppress(OSError, ValueError, NotRegularError):
+        return read_small(folder / "source-name").strip() or "blueprint.md"
     return "blueprint.md"
 
 

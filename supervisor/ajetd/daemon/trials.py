@@ -36,7 +36,6 @@ from ajetd.core.trialscript import (
     MetricSource,
     TrialSpec,
     exit_line,
-    parse_exit_file,
     protect_autokill,
     render_trial_script,
     trial_log,
@@ -102,13 +101,6 @@ def await_exit(pane: Pane, timeout: float = OUTPUT_WAIT_S) -> bool:
             return False
         time.sleep(0.002)
     return True
-
-
-def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
-    try:
-        return parse_exit_file(exit_file.read_text())
-    except OSError:
-        return None
 
 
 def prepare_trial(

@@ -96,9 +96,9 @@ def _logged_in() -> frozenset[str]:
     if (home / ".swanlab" / ".netrc").exists():
         found.add("swanlab")
     try:
-        if "api.wandb.ai" in (home / ".netrc").read_text(errors="replace"):
+        if "api.wandb.ai" in read_small(home / ".netrc"):
             found.add("wandb")
-    except OSError:
+    except (OSError, ValueError, NotRegularError):  # larger than any .netrc: never read
         pass
     return frozenset(found)
 

@@ -17,9 +17,13 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from ajetd.adapters.regular import read_small
 from ajetd.adapters.store import write_atomic
-from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_file
+from ajetd.adapters.trialfiles import read_exit
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.hosts import slurm
+
+PIECE_BYTES = 1 << 20  # the batch log is passed on in pieces of this, never whole
 
 
 class Follower:
@@ -48,27 +52,23 @@ class Follower:
         try:
             with open(self.log, "rb") as handle:
                 handle.seek(self.offset)
-                data = handle.read()
+                while data := handle.read(PIECE_BYTES):  # a log of any size, in pieces
+                    self.offset += len(data)
+                    sys.stdout.buffer.write(data)
+                    sys.stdout.buffer.flush()
         except OSError:
             return
-        self.offset += len(data)
-        if data:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
 
     def code(self) -> int | None:
         for path in (self.exit_file, self.done_file):
-            try:
-                parsed = parse_exit_file(path.read_text())
-            except OSError:
-                continue
+            parsed = read_exit(path)
             if parsed is not None:
                 return parsed[0]
         return None
 
     def run(self) -> int:
         if self.job_file.exists():
-            self.job = self.job_file.read_text().strip()
+            self.job = read_small(self.job_file).strip()
             self.say(f"following batch job {self.job} again")
         else:
             self.job = slurm.submit(self.argv)

@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
@@ -159,7 +160,12 @@ class SlurmPoller:
         assert run.trial is not None
         job_file = self.home.trial_file(run.run_id, run.trial.number, "job.id")
         known = run.slurm.job_id
-        return known or (job_file.read_text().strip() if job_file.exists() else "")
+        if known or not job_file.exists():
+            return known
+        try:
+            return read_small(job_file).strip()
+        except (ValueError, NotRegularError):  # no job id (larger than one is: never read)
+            return ""
 
     def ended(self, run: Run, done: slurm.Job, now: float) -> Run:
         """How Slurm says the trial's job ended, recorded once (a finding where it says more

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ajetd.adapters import git
+from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import Home, write_atomic
 from ajetd.core import model
 from ajetd.core.errors import AjetdError
@@ -95,7 +96,7 @@ class SshHost(LocalHost):
         """Idempotent: a trial already started there is not started again."""
         trial = run.trial
         assert trial is not None
-        script = self.home.trial_file(run.run_id, trial.number, REMOTE_SCRIPT).read_text()
+        script = read_small(self.home.trial_file(run.run_id, trial.number, REMOTE_SCRIPT))
         pid = sshcmd.launch(self.ssh, run.remote_dir, trial.number, script, run.result_dir)
         text = f"trial {trial.number} started on {self.ssh.target} (pid {pid})"
         self.home.append_event(run.run_id, now, text)
@@ -172,8 +173,8 @@ def connection_notes(home: Home, run: Run, seen: int, now: float) -> tuple[Run, 
     if run.trial is None:
         return run, seen
     try:
-        notes = home.trial_file(run.run_id, run.trial.number, "sshlost").read_text().splitlines()
-    except OSError:
+        notes = read_small(home.trial_file(run.run_id, run.trial.number, "sshlost")).splitlines()
+    except (OSError, ValueError, NotRegularError):  # none yet, or larger than any: never read
         return run, seen
     for line in notes[seen:]:
         at, _, rest = line.partition(" ")

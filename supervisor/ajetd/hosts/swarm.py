@@ -29,13 +29,14 @@ from pathlib import Path
 from ajetd.adapters import procs
 from ajetd.adapters.store import mark, open_owner, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
+from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import jsontext, placement
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.hostspecs import SwarmSpec
 from ajetd.core.model import Run
 from ajetd.core.policy import describe_exit
-from ajetd.core.trialscript import TrialSpec, parse_exit_file, render_trial_script
+from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 
@@ -290,10 +291,7 @@ class SwarmServers:
 
     def _death(self, port: int, start: int) -> str:
         f = self.files(port, start)
-        try:
-            parsed = parse_exit_file(f["exit"].read_text())
-        except OSError:
-            parsed = None
+        parsed = read_exit(f["exit"])
         if parsed is not None:
             return describe_exit(parsed[0]).replace("the program ", "", 1)
         return "vanished (its tmux session or process is gone)"

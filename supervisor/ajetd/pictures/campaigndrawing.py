@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ajetd.adapters.store import open_owner
+from ajetd.diagnosis.scan import tail_bytes
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,8 @@ class Plotter:
                 continue
             del self.running[campaign_id]
             if proc.returncode != 0:
-                try:
-                    tail = errors.read_text(errors="replace")[-2000:].strip()
-                except OSError as exc:
-                    tail = f"(its output is unreadable: {exc})"
+                said = tail_bytes(errors, 8000).decode(errors="replace")  # never all of it
+                tail = said[-2000:].strip() or "(it said nothing, or what it said is unreadable)"
                 log.warning(
                     "campaign %s: progress.png not drawn (exit %s): %s",
                     campaign_id,

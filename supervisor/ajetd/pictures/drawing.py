@@ -28,12 +28,11 @@ from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
 from ajetd.frameworks.valresults import TABLE_KEYS
-from ajetd.pictures.runcurves import segments
+from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments
 
 log = logging.getLogger(__name__)
 FINAL_TIMEOUT_S = 60.0
 LIVE_EVERY_S = 30.0
-MAX_GPU_LOG_BYTES = 16 * 1024 * 1024
 PICTURES = ("curves.png", "gpus.png")
 _LIVE: dict[str, subprocess.Popen[bytes]] = {}  # run id -> the mid-run drawing, if any
 

@@ -10,12 +10,13 @@ written whole (a temporary file renamed over the old one).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ajetd.adapters.regular import load_record
 
 STYLES = {  # status -> (marker, colour, label)
     "keep": ("o", "tab:green", "keep"),
@@ -129,7 +130,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m ajetd.pictures.progress PLOT.json OUT.png", file=sys.stderr)
         return 2
-    data = json.loads(Path(argv[0]).read_text())
+    data = load_record(Path(argv[0]))  # written by campaigndrawing: larger is none, not read
     draw(data, Path(argv[1]))
     return 0
 

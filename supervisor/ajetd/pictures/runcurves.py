@@ -20,7 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.regular import NotRegularError, load_record, read_small
+
 MAX_PANELS = 6
+MAX_GPU_LOG_BYTES = 16 * 1024 * 1024  # samples are appended while the file is smaller
 
 
 def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -108,9 +111,9 @@ def draw_curves(spec: dict[str, Any], out: Path) -> bool:
 def gpu_series(path: Path) -> dict[int, list[tuple[float, float | None, float | None]]]:
     """Per GPU index: (at, utilisation %, memory MiB) from the samples file, in order."""
     series: dict[int, list[tuple[float, float | None, float | None]]] = {}
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
+    try:  # a sample past the bound's last: at most one line more; a larger file is none
+        lines = read_small(path, MAX_GPU_LOG_BYTES + (1 << 20)).splitlines()
+    except (OSError, ValueError, NotRegularError):
         return series
     for line in lines:
         try:
@@ -166,7 +169,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m ajetd.pictures.runcurves SPEC.json", file=sys.stderr)
         return 2
-    spec = json.loads(Path(argv[0]).read_text())
+    spec = load_record(Path(argv[0]))  # written by drawing.spec: larger is none, never read
     import matplotlib
 
     matplotlib.use("Agg")
