@@ -385,25 +385,36 @@ def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
         assert not [m for m in modules if m.startswith(heavy)], args
 
 
+def _claimed(env: Env, name: str, most: int) -> tuple[Any, str, Any]:
+    """A campaign (no baseline, at most `most` experiments) submitted and claimed by the
+    daemon's campaign runner, in this process: the home, its id, the runner."""
+    import time
+
+    from ajetd.adapters.campaignfolder import submit_folder
+    from ajetd.adapters.store import Home
+    from ajetd.daemon.campaigns import Campaigns
+
+    home = Home(env.home)
+    home.ensure()
+    stop = f"baseline: false\nstop: {{max_experiments: {most}}}\n"
+    cid = submit_folder(home, _folder(env, name, stop, "true"))
+    runner = Campaigns(home)
+    runner.load()
+    runner.claim(time.time())
+    return home, cid, runner
+
+
 def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     """The daemon saves a request's change and answer in one write, then removes it; one found
     again (a crash in between) is answered from the record, never applied twice."""
     import time
 
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
-    from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns
 
-    home = Home(env.home)
-    home.ensure()
-    folder = _folder(env, "once", "baseline: false\nstop: {max_experiments: 5}\n", "true")
-    cid = submit_folder(home, folder)
-    runner = Campaigns(home)
-    runner.load()
+    home, cid, runner = _claimed(env, "once", 5)
     now = time.time()
-    runner.claim(now)
     req = file_request(home, cid, {"op": "add", "entry": cs.entry("a", "the idea")})
     request = home.control / f"{cid}.campaign-{req}.json"
     filed = request.read_text()
@@ -419,6 +430,48 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     state = again.states[cid]
     assert [e["name"] for e in state.added] == ["a"] and len(state.experiments) == 1
     assert not request.exists()
+
+
+# A name given to `ajetd campaign add` goes into a file name (`added-NN-<name>.patch`, beside
+# the campaign's copy of its folder) and a branch name. Before: checked only by the daemon,
+# after the file name was made of it, and a name ending in a line break passed (`$` matched
+# before it): `ok\n` named a patch file `added-00-ok\n.patch`.
+BAD_NAMES = ["a/b", "..", "../../../x", "a\nb", "ok\n", "x" * 300, "a b", "-x"]
+
+
+def test_a_name_that_cannot_be_a_file_name_is_refused_by_add(env: Env) -> None:
+    for name in BAD_NAMES:  # refused before any request is filed (NUL cannot be in argv)
+        out = _add(env, "c-abc123", "--name", name, "--description", "d")
+        assert out.returncode == 2 and "--name" in out.stderr and "name " in out.stderr, (
+            name,
+            out.stderr,
+        )
+        assert "Traceback" not in out.stderr
+    assert not list(env.home.glob("control/*"))
+
+
+def test_a_request_whose_name_cannot_be_a_file_name_is_refused_by_the_daemon(env: Env) -> None:
+    """A request filed by other means than the CLI (by hand, a program): its name is checked
+    before it goes into a path, NUL included; nothing is written, the campaign goes on."""
+    import time
+
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.core import campaignspec as cs
+
+    home, cid, runner = _claimed(env, "names", 20)
+    now = time.time()
+    before = sorted(p for p in env.tmp.rglob("*") if "added" in p.name)
+    for name in [*BAD_NAMES, "a\0b", "baseline"]:
+        entry = cs.entry(name, "the idea")
+        req = file_request(home, cid, {"op": "add", "entry": entry, "patch_text": "x\n"})
+        runner.tick(now, {})
+        answer = json.loads(answer_file(home, cid, req).read_text())
+        assert not answer["ok"] and answer["error"].startswith("name "), (name, answer)
+    assert sorted(p for p in env.tmp.rglob("*") if "added" in p.name) == before
+    assert runner.states[cid].added == []
+    req = file_request(home, cid, {"op": "add", "entry": cs.entry("fine", "an idea")})
+    runner.tick(now, {})
+    assert json.loads(answer_file(home, cid, req).read_text())["ok"]
 
 
 def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
@@ -570,3 +623,19 @@ def test_a_refused_campaign_answers_requests(env: Env) -> None:
     answer = json.loads(answer_file(home, "c-bad123", add).read_text())
     assert not answer["ok"] and "refused" in answer["error"] and "missing.md" in answer["error"]
     assert "already ended" in json.loads(answer_file(home, "c-bad123", stop).read_text())["message"]
+
+
+def test_a_line_break_after_a_name_or_id_is_no_part_of_one() -> None:
+    """`$` matches before a final line break: each check of a name or id that ends in a path,
+    a branch, a shell script or an environment ends at the text's end (`\\Z`)."""
+    from ajetd.adapters.control import CAMPAIGN_ID, LEGACY_ID
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.naming import RUN_ID
+    from ajetd.core.options import _env
+
+    assert cs.name_problem("ok") is None and cs.name_problem("ok\n")
+    assert RUN_ID.match("abc123") and not RUN_ID.match("abc123\n")
+    assert CAMPAIGN_ID.match("c-abc123") and not CAMPAIGN_ID.match("c-abc123\n")
+    assert not LEGACY_ID.match("abc123\n")
+    problems: list[str] = []
+    assert _env({"FOO\n": "x"}, problems) == {} and "not a valid environment" in problems[0]

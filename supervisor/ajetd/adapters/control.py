@@ -32,9 +32,11 @@ from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.errors import StoreError
 from ajetd.core.naming import new_run_id
 
-CAMPAIGN_ID = re.compile(r"^c-[a-z0-9]{6}$")
-LEGACY_ID = re.compile(r"^[a-z0-9]{6}$")  # campaigns made before ids had their `c-`
-REQUEST = re.compile(r"^(?P<cid>[a-z0-9-]{6,8})\.campaign-(?P<req>[0-9]{19,20}-[a-z0-9]{6})\.json$")
+CAMPAIGN_ID = re.compile(r"^c-[a-z0-9]{6}\Z")
+LEGACY_ID = re.compile(r"^[a-z0-9]{6}\Z")  # campaigns made before ids had their `c-`
+REQUEST = re.compile(
+    r"^(?P<cid>[a-z0-9-]{6,8})\.campaign-(?P<req>[0-9]{19,20}-[a-z0-9]{6})\.json\Z"
+)
 MAX_REQUEST_BYTES = 16 * 1024 * 1024  # a patch or blueprint travels inside the request
 SUFFIX = ".campaign"
 

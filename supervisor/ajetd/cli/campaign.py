@@ -173,6 +173,9 @@ def add_cmd(
         raise click.UsageError(
             f"unexpected argument {show(more_overrides[0])} (overrides follow --overrides)"
         )
+    problem = cs.name_problem(name)
+    if problem:  # refused here: no request is filed
+        raise click.BadParameter(problem, param_hint="--name")
     for override in (*overrides, *more_overrides):
         problem = cs.override_problem(override)
         if problem:

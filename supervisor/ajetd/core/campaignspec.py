@@ -22,8 +22,8 @@ from ajetd.core.values import show, take
 
 ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
 STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_metric")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}\Z")
 
 
 CAMPAIGN_MAX_CHARS = 256 * 1024
@@ -87,15 +87,23 @@ def override_problem(override: str) -> str | None:
     return None
 
 
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name an experiment, or None. It goes into file names (an added
+    experiment's patch, `added-NN-<name>.patch`) and branch names: no `/`, `..`, NUL, line
+    break or space, at most 64 characters."""
+    if not _NAME.match(name) or name == "baseline":
+        return f"name {show(name)}: letters, digits, . _ - (up to 64); not baseline"
+    return None
+
+
 def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Experiment | None:
     if not isinstance(raw, dict):
         problems.append(f"experiments[{i}]: expected {{name, description, overrides, patch}}")
         return None
     name = str(raw.get("name") or "")
-    if not _NAME.match(name) or name == "baseline":
-        problems.append(
-            f"experiments[{i}]: name {show(name)}: letters, digits, . _ - ; not baseline"
-        )
+    problem = name_problem(name)
+    if problem:
+        problems.append(f"experiments[{i}]: {problem}")
     overrides = raw.get("overrides") or []
     if isinstance(overrides, str):
         overrides = [overrides]

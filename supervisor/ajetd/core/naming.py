@@ -8,8 +8,8 @@ import string
 import unicodedata
 from collections.abc import Callable, Collection
 
-RUN_ID = re.compile(r"^[a-z0-9]{6}$")
-SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.(?i:md|markdown)$")
+RUN_ID = re.compile(r"^[a-z0-9]{6}\Z")
+SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.(?i:md|markdown)\Z")
 MAX_SESSION = 48
 _ALPHABET = string.ascii_lowercase + string.digits
 

@@ -73,7 +73,7 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     "allow_fixes": ("min", "max"),
 }
 HANG_ACTIONS = ("attention", "stop", "relaunch")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)

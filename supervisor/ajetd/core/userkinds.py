@@ -29,8 +29,8 @@ MAX_PATTERNS = 32  # per kind
 MAX_PATTERN_CHARS = 500
 MAX_TEXT_CHARS = 2000  # explanation, fix
 SEVERITIES = ("fatal", "retryable", "science")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _FIELDS = ("name", "patterns", "severity", "explanation", "fix", "remedy")
 REMEDY_WORDS = ("relaunch", "proxychains")
 

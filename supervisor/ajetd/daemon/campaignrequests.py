@@ -80,13 +80,18 @@ def _add(
         state.rounds = rounds
         hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"
         return {"ok": False, "error": f"campaign {state.campaign_id}: {prog.text}{hint}"}
+    name = str(raw.get("name") or "")
+    problem = cs.name_problem(name)
+    if problem:  # before the name goes into a file name
+        state.rounds = rounds
+        return {"ok": False, "error": problem}
     index = len(cs.planned(spec))
     files: dict[str, str] = {}
     for key in ("patch", "blueprint"):
         text = request.get(f"{key}_text")
         if isinstance(text, str):
             ext = "patch" if key == "patch" else "md"
-            files[key] = f"added-{index:02d}-{str(raw.get('name'))[:64]}.{ext}"
+            files[key] = f"added-{index:02d}-{name}.{ext}"
             raw = {**raw, key: files[key]}
     if any((folder / f).exists() for f in files.values()):
         state.rounds = rounds
@@ -110,7 +115,6 @@ def _add(
     state.added.append(raw)
     state.revision += 1
     state.done = False  # a needs_decision campaign goes on
-    name = raw.get("name")
     return {
         "ok": True,
         "index": index,
