@@ -20,7 +20,7 @@ import pytest
 
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
-from ajetd.core import model
+from ajetd.core import model, stopnote
 from ajetd.core.model import Run, State, Status, Trial
 from ajetd.core.policy import CLOCK_SLACK_S
 from ajetd.daemon import slots
@@ -540,6 +540,83 @@ def test_a_stop_request_stays_until_the_stopped_runs_end_is_on_disk(
     finally:
         again.close()
     assert (flag["status"], flag["exit_code"]) == ("stopped", 130), flag
+
+
+def test_the_hang_rules_stop_held_by_a_full_home_is_kept_on_its_pane(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """A stop is on record before its first signal; with a full home that record is held in
+    memory, and a daemon killed then left a record with no stop while the program's exit to
+    the signal (130) waited on its pane: the next daemon called the run failed by SIGINT (a
+    plateau's stop lost its `plateau`, the hang rule's its reason). The pane keeps the stop
+    too (`core.stopnote`), and the next daemon ends the run as the stop decided."""
+    tmpfs(env.home, "2m")
+    rule = "gpus: 0\nhang: {window: 1m, action: stop}"
+    loop = Loop(env)
+    try:
+        bp = env.blueprint("heldhang", command="sleep 1000", ajetd=rule, max_time="2h")
+        run_id = loop.submit(bp)
+        seen = loop.started(run_id)
+        filler = fill(env.home)
+        loop.reach(seen + 120)  # flagged at one window, stopped after a second
+        assert loop.run(run_id).stop_cause is model.StopCause.HANG
+        loop.until(lambda: loop.run(run_id).state is State.DONE, "the run to end, held")
+        assert not loop.daemon.home.saved(run_id)
+        held = loop.run(run_id)
+        assert held.status is Status.FAILED and held.reason.startswith("stopped by the hang rule")
+        pane = next(p for p in Tmux(env.socket).panes() if p.session == held.session)
+        assert pane.stop_note.startswith("hang ")
+    finally:
+        loop.close()  # the daemon is killed: what it held in memory is lost
+    filler.unlink()
+    again = Loop(env)
+    try:
+        flag = again.until_done(run_id)
+        events = [text for _, text in again.events(run_id)]
+    finally:
+        again.close()
+    assert (flag["status"], flag["exit_code"]) == ("failed", 130), flag
+    assert flag["reason"].startswith("stopped by the hang rule: no output for 2m"), flag
+    assert any("as its tmux pane kept it" in text for text in events), events
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "",
+        "plateau",
+        "plateau x - why",
+        "soon 1700000000.0 INT",
+        "plateau nan INT",
+        "plateau 1e300 INT",
+        "plateau 1700000000.0 INT,HUP why",
+        "plateau 1700000000.0 INT;rm why",
+    ],
+)
+def test_a_garbled_stop_note_is_not_taken(note: str) -> None:
+    """The pane's option is the tmux user's too: anything but a note as ajetd writes it is
+    no stop."""
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0)
+    assert stopnote.noted_stop(run, note) is None
+
+
+def test_a_stop_note_reads_back_as_it_was_written() -> None:
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0)
+    began = model.signal_sent(
+        model.begin_stop(run, model.StopCause.PLATEAU, 1700000000.25, "val/acc flat;\n5 checks;"),
+        "INT",
+    )
+    note = stopnote.stop_note(began)
+    assert note == "plateau 1700000000.25 INT val/acc flat; 5 checks"  # one line, no `;` last
+    back = stopnote.noted_stop(run, note)
+    assert back is not None
+    assert (back.stop_cause, back.stop_began_at, back.signals_sent, back.stop_reason) == (
+        model.StopCause.PLATEAU,
+        1700000000.25,
+        ("INT",),
+        "val/acc flat; 5 checks",
+    )
+    assert stopnote.noted_stop(began, note) is None  # a record with its stop keeps its own
 
 
 def test_a_stop_asked_again_keeps_the_first_requests_time(env: Env) -> None:

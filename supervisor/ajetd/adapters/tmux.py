@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ajetd.core.errors import TmuxError
+from ajetd.core.stopnote import STOP_OPTION
 from ajetd.core.trialscript import EXIT_OPTION
 
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
@@ -42,6 +43,7 @@ class Pane:
     dead_status: int | None
     start_command: str
     exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
+    stop_note: str = ""  # the stop the daemon began, set on the pane when the home was full
 
 
 def find_pane(panes: list[Pane], script: Path) -> Pane | None:
@@ -130,6 +132,7 @@ class Tmux:
                 "#{pane_dead}",
                 "#{pane_dead_status}",
                 f"#{{{EXIT_OPTION}}}",
+                f"#{{{STOP_OPTION}}}",
                 "#{pane_start_command}",
             )
         )
@@ -143,10 +146,10 @@ class Tmux:
             raise
         panes = []
         for line in out.splitlines():
-            fields = line.split("\t", 6)
-            if len(fields) != 7:
+            fields = line.split("\t", 7)
+            if len(fields) != 8:
                 continue
-            session, pane_id, pid, dead, status, note, start = fields
+            session, pane_id, pid, dead, status, note, stop, start = fields
             panes.append(
                 Pane(
                     session=session,
@@ -156,6 +159,7 @@ class Tmux:
                     dead_status=int(status) if status.lstrip("-").isdigit() else None,
                     start_command=start,
                     exit_note=note,
+                    stop_note=stop,
                 )
             )
         return panes
@@ -211,7 +215,10 @@ class Tmux:
         """Run `bash <script>` in an existing (dead) pane: same session, same attached users;
         with `window`, its window is renamed in the same call (automatic-rename stays off)."""
         command = f"exec bash {shlex.quote(script)}"
-        forget = ("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION)  # the last trial's
+        forget = (  # the last trial's notes
+            *("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION, ";"),
+            *("set-option", "-p", "-u", "-t", pane_id, STOP_OPTION),
+        )
         rename = (";", "rename-window", "-t", pane_id, window) if window is not None else ()
         self._run(*forget, *rename, ";", "respawn-pane", "-k", "-t", pane_id, command)
         out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
@@ -235,6 +242,10 @@ class Tmux:
         wait = f"if : >> {log}; then sleep 1; else timeout 1 cat > /dev/null && exit 0; fi"
         again = f"{wait}; printf '\\n{MISSING_OUTPUT}\\n' >> {log}"
         return ("pipe-pane", *target, f"until cat >> {log}; do {again}; done 2>/dev/null")
+
+    def note_stop(self, pane_id: str, note: str) -> None:
+        """Keep a stop's note (`core.stopnote`) on the pane, in the tmux server's memory."""
+        self._run("set-option", "-p", "-t", pane_id, STOP_OPTION, note)
 
     def keep_dead_pane(self, pane_id: str) -> None:
         """Set remain-on-exit before the program can end, so its status can be read."""

@@ -9,7 +9,8 @@ import logging
 from typing import NoReturn
 
 from ajetd.adapters.tmux import Pane
-from ajetd.core import model
+from ajetd.core import model, stopnote
+from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Status
 from ajetd.core.policy import (
@@ -49,12 +50,45 @@ class Act(Observe):
         if obs.exit is None:
             self._live_scan(slot, now, slot.paths(self.home).log)
         self._store(slot.host.notes(slot.run, now))
+        self._take_noted_stop(slot, pane, now)
         run = slot.run
         for action in decide(run, obs, self.cfg.timing, slot.options):
             run = self._act(slot, run, action, now, pane, obs.findings)
         self._store(run)
+        self._note_stop(slot, pane)
         if obs.stop_requested and self.home.saved(run_id):  # taken once on record, not before
             self.home.stop_request(run_id).unlink(missing_ok=True)
+
+    def _take_noted_stop(self, slot: RunSlot, pane: Pane | None, now: float) -> None:
+        """A stop its pane kept (`core.stopnote`) and its record lacks: begun by a daemon that
+        ended while its home was full. Taken back before the exit or the next signal is
+        decided, so the run ends as that stop decided, and no signal is sent twice."""
+        noted = stopnote.noted_stop(slot.run, pane.stop_note) if pane is not None else None
+        if noted is None or noted.stop_cause is None:
+            return
+        why = f" ({noted.stop_reason})" if noted.stop_reason else ""
+        self.home.append_event(
+            noted.run_id,
+            now,
+            f"stopping: {noted.stop_cause.value}{why}, as its tmux pane kept it (the daemon "
+            "that began it ended before its home had room for the record)",
+        )
+        self._store(noted)
+
+    def _note_stop(self, slot: RunSlot, pane: Pane | None) -> None:
+        """While a stop's record is held in memory by a full home, keep it on the pane too."""
+        run = slot.run
+        if pane is None or run.stop_cause is None or self.home.saved(run.run_id):
+            return
+        note = stopnote.stop_note(run)
+        if note in (pane.stop_note, slot.stop_noted):
+            return
+        try:
+            self.tmux.note_stop(pane.pane_id, note)
+        except TmuxError as exc:
+            log.warning("run %s: its stop could not be kept on its pane: %s", run.run_id, exc)
+            return
+        slot.stop_noted = note
 
     def _act(
         self,
