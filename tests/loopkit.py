@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from ajetd.adapters.store import OWNER_FILE, write_atomic
 from ajetd.core.model import Run, State
 from ajetd.core.naming import new_run_id
@@ -140,8 +142,10 @@ class Loop:
         return self.daemon.runs[run_id]
 
     def started(self, run_id: str) -> float:
-        """Wait until the run's current trial runs and its banner line reached the log, and a
-        pass has seen it; that pass's fake moment (the trial's silence counts from there)."""
+        """Wait until the run's current trial runs, its banner line reached the log and its
+        script forked the program (a stop sent from then on reaches the program: one sent
+        just before, the script takes and the program is never started), and a pass has seen
+        it; that pass's fake moment (the trial's silence counts from there)."""
 
         def going() -> bool:
             run = self.daemon.runs.get(run_id)
@@ -151,7 +155,9 @@ class Loop:
             log = Path(run.result_dir) / "logs" / f"trial-{trial.number}.log"
             text = log.read_text(errors="replace") if log.exists() else ""
             banner = text.find(f"trial {trial.number}:")  # the whole line: tmux may split it
-            return banner >= 0 and "\n" in text[banner:]
+            if banner < 0 or "\n" not in text[banner:]:
+                return False
+            return "exited with code" in text[banner:] or _forked(trial.pane_pid)
 
         self.until(going, f"run {run_id} to start")
         self.turn(True)  # the line may have landed just after the last pass looked
@@ -258,3 +264,13 @@ def cut_before_it_went(env: Env, monkeypatch: Any, after: str, blueprint: Path) 
     state = env.home / "runs" / run_id / "state.json"
     state.write_bytes(state.read_bytes()[:120])
     return run_id
+
+
+def _forked(pid: int | None) -> bool:
+    """Whether the trial script `pid` has a child (its program), or has ended."""
+    if pid is None:
+        return True
+    try:
+        return bool(psutil.Process(pid).children())
+    except psutil.Error:
+        return True

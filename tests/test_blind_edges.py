@@ -441,15 +441,35 @@ def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> No
     assert found["blueprint"]["warnings"] == []
 
 
-@pytest.mark.parametrize("name", ["exit_file", "hup_file", "stop_code", "TMUX_PANE"])
-def test_an_env_name_the_trial_script_keeps_for_itself_is_refused(env: Env, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        (name, "is a name the trial's script keeps for itself")
+        for name in ("exit_file", "hup_file", "stop_code", "TMUX_PANE", "TMUX")
+    ]
+    + [(name, "is bash's own") for name in ("SHELLOPTS", "POSIXLY_CORRECT", "UID", "IFS")]
+    + [("PATH", "to add a folder, do it in the launch command"), ("AJETD_TRIAL", "set by ajetd")],
+)
+def test_an_env_name_the_trial_script_reads_itself_is_refused(
+    env: Env, name: str, why: str
+) -> None:
     """The run's `env:` is exported inside the trial's script, after the script set its own
     variables: `env: {exit_file: done.txt}` made it write the trial's exit record there, and
-    the daemon never saw the exit file. Such a name is refused by name."""
+    the daemon never saw the exit file; `TMUX` lost the exit note of a full disk, `PATH` the
+    script's `bash`, `POSIXLY_CORRECT` with `SHELLOPTS` killed the script before it recorded
+    anything. Such a name is refused by name, saying why."""
     text = env.blueprint("own").read_text() + f"\n## [ajetd]\nenv: {{{name}: x}}\n"
+    problems = _lint(env, text)["problems"]
+    assert len(problems) == 1 and problems[0].startswith(f"[ajetd]: env: {name} "), problems
+    assert why in problems[0]
+
+
+def test_an_env_name_ending_in_a_newline_is_refused(env: Env) -> None:
+    """`$` of a `match` lets a name end in a newline: `env: {"A\\n": x}` passed the check and
+    the newline split the script's `export` line, running `=x` as a command."""
+    text = env.blueprint("nl").read_text() + '\n## [ajetd]\nenv: {"A\\n": x}\n'
     assert _lint(env, text)["problems"] == [
-        f"[ajetd]: env: {name} is a name the trial's script keeps for itself (it would change "
-        "where the script records the exit); choose another name"
+        "[ajetd]: env: 'A\\n' is not a valid environment variable name"
     ]
 
 

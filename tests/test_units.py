@@ -132,6 +132,57 @@ def test_a_stop_signal_taken_before_the_program_starts_keeps_it_from_starting(
     assert parse_exit_file((tmp_path / "exit").read_text()) is not None
 
 
+def _forwarding_spec(tmp_path: Path, command: str, prefix: tuple[str, ...] = ()) -> Path:
+    spec = TrialSpec(
+        run_id="abc123",
+        trial=1,
+        command=command,
+        codebase_dir=str(tmp_path),
+        venv_dir=str(tmp_path / "venv"),
+        result_dir=str(tmp_path / "r"),
+        go_file=str(tmp_path / "go"),
+        exit_file=str(tmp_path / "exit"),
+        hup_file=str(tmp_path / "hup"),
+        forward_signals=True,
+        prefix=prefix,
+    )
+    script = tmp_path / "t.sh"
+    script.write_text(render_trial_script(spec))
+    return script
+
+
+def test_a_slurm_jobs_int_before_its_program_is_noted_as_slurms_warning(tmp_path: Path) -> None:
+    """A Slurm batch job's INT is Slurm's warning before its time limit unless ajetd sent it,
+    noted beside the exit file (`Host.signalled`); one that came before the program started
+    ended the trial with no note, and the run read as failed instead of at its time limit."""
+    script = _forwarding_spec(tmp_path, f"touch {tmp_path / 'ran'}")
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    wait_for(lambda: "sleep" in _children(proc.pid), 10, "the script to wait for its go file")
+    proc.send_signal(signal.SIGINT)
+    (tmp_path / "go").touch()
+    proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert not (tmp_path / "ran").exists()
+    assert (tmp_path / "exit.sigint").exists()
+
+
+def test_a_slurm_jobs_signal_as_its_program_starts_is_passed_on(tmp_path: Path) -> None:
+    """On the Slurm path the program runs in its own process group and the script passes INT
+    and TERM on; one that reached the script after its check for a stop and before its traps
+    that pass them on was kept and never passed on (the program ran to its end). Here the
+    program's first process sends it, as the program starts: whichever trap takes it, the
+    program is interrupted."""
+    prefix = ("sh", "-c", 'kill -INT "$PPID"; exec "$@"', "sh")
+    script = _forwarding_spec(tmp_path, f"sleep 5; touch {tmp_path / 'ran'}", prefix)
+    (tmp_path / "go").touch()
+    done = subprocess.run(
+        ["bash", str(script)], check=False, capture_output=True, text=True, timeout=20
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert not (tmp_path / "ran").exists()
+    assert (tmp_path / "exit.sigint").exists()
+
+
 def _children(pid: int) -> list[str]:
     try:
         return [child.name() for child in psutil.Process(pid).children()]

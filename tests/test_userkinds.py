@@ -79,6 +79,17 @@ def test_a_good_file_parses_with_remedies(tmp_path: Path) -> None:
             "remedy: {env: {AJETD_RUN_ID: x}}}",
             "k10: remedy env: AJETD_RUN_ID is set by ajetd",
         ),
+        # placement replaces it: the fix's value was dropped while its event named it
+        (
+            "{name: k11, patterns: [x], severity: retryable, explanation: e, fix: f, "
+            "remedy: {env: {CUDA_VISIBLE_DEVICES: '0'}}}",
+            "k11: remedy env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`",
+        ),
+        (
+            "{name: k12, patterns: [x], severity: retryable, explanation: e, fix: f, "
+            'remedy: {env: {"exit_file\\n": x}}}',
+            "k12: remedy env: 'exit_file\\n' is not a valid environment variable name",
+        ),
     ],
 )
 def test_a_bad_kind_is_an_error_naming_it(entry: str, needle: str) -> None:

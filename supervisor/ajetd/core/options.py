@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import hostspecs, values
+from ajetd.core.envnames import env_name_problem
 from ajetd.core.errors import BlueprintError
 from ajetd.core.hostspecs import (
     MAX_GPUS,
@@ -24,7 +25,6 @@ from ajetd.core.hostspecs import (
 )
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
-from ajetd.core.trialscript import env_name_problem
 from ajetd.core.userkinds import UserKind, parse_kinds
 from ajetd.core.values import OptionError, show, take, unknown_keys
 from ajetd.frameworks.agentjet import checked_override
@@ -73,7 +73,6 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     "allow_fixes": ("min", "max"),
 }
 HANG_ACTIONS = ("attention", "stop", "relaunch")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -196,15 +195,13 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
         return {}
     env: dict[str, str] = {}
     for name, val in value.items():
-        if not isinstance(name, str) or len(name) > 256 or not _ENV_NAME.match(name):
-            problems.append(f"env: {show(name)} is not a valid environment variable name")
-        elif env_name_problem(name):
-            problems.append(f"env: {env_name_problem(name)}")
-        elif name == "CUDA_VISIBLE_DEVICES":  # placement would replace it, silently
+        if name == "CUDA_VISIBLE_DEVICES":  # placement would replace it, silently
             problems.append(
                 "env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "
                 f"GPUs write `gpus: [{str(val)[:64]}]`"
             )
+        elif env_name_problem(name):
+            problems.append(f"env: {env_name_problem(name)}")
         elif isinstance(val, (dict, list)) or val is None:
             problems.append(f"env: {name} must be a string or number")
         else:

@@ -26,24 +26,6 @@ from ajetd.core.model import Run
 OWN_LINE_PREFIX = "[ajetd] "
 EXIT_OPTION = "@ajetd_exit"  # a pane option: the exit line when the exit file cannot be written
 STOP_CODE = "stop_code"  # the script's note of an INT (130) or TERM (143) taken before the program
-# what the script exports for the program itself
-SET_BY_AJETD = ("AJETD_RUN_ID", "AJETD_RESULT_DIR", "AJETD_TRIAL", "VIRTUAL_ENV")
-# the script's own variables it reads after the run's environment is exported, and the pane it
-# tells tmux of: `env: {exit_file: done.txt}` made it write the trial's exit record there
-SCRIPT_NAMES = ("exit_file", "hup_file", STOP_CODE, "TMUX_PANE")
-
-
-def env_name_problem(name: str) -> str:
-    """Why a run's environment (`[ajetd] env:`, a user kind's `{env: ...}` fix) may not set
-    `name` ('' when it may): the script exports it, or needs it as it is."""
-    if name in SET_BY_AJETD:
-        return f"{name} is set by ajetd and cannot be overridden"
-    if name in SCRIPT_NAMES:
-        return (
-            f"{name} is a name the trial's script keeps for itself (it would change where the "
-            "script records the exit); choose another name"
-        )
-    return ""
 
 
 @dataclass(frozen=True)
@@ -145,19 +127,21 @@ def render_trial_script(spec: TrialSpec) -> str:
         [
             "#!/usr/bin/env bash",
             f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
+            f"hup_file={q(spec.hup_file)}",
+            f"go={q(spec.go_file)}",
+            f"exit_file={q(spec.exit_file)}",
             # INT and TERM before the program runs are kept, and it is then never started:
             # a stop sent as the trial starts (its banner is in the log, the program not yet
             # forked) was caught here and lost, and the program ran on until the SIGTERM 30 s
-            # later; `:` would do for the rest, the program gets its own dispositions
+            # later; `:` would do for the rest, the program gets its own dispositions. (Between
+            # the check below and bash's fork of the program a signal is still caught here:
+            # the SIGTERM of the stop's grace ends that program; the Slurm path passes it on.)
             f"{STOP_CODE}=",
-            f"trap '{STOP_CODE}=130' INT",
+            f"trap '{STOP_CODE}=130{_slurm_warning(spec)}' INT",
             f"trap '{STOP_CODE}=143' TERM",
             # the time without starting a process (bash 5's clock; `date` before), "." always
             "now() { t=${EPOCHREALTIME:-$(date +%s.%N)}; t=${t/,/.}; }",
-            f"hup_file={q(spec.hup_file)}",
             """trap 'umask 077; now; printf "%s\\n" "$t" > "$hup_file"; exit 129' HUP""",
-            f"go={q(spec.go_file)}",
-            f"exit_file={q(spec.exit_file)}",
             *_metric_lines(spec.metrics),
             *_wait_for_go(spec),
             *exports,
@@ -223,6 +207,14 @@ def _wait_for_go(spec: TrialSpec) -> list[str]:
     ]
 
 
+def _slurm_warning(spec: TrialSpec) -> str:
+    """A Slurm batch job's INT is Slurm's warning before its time limit unless ajetd sent it:
+    noted beside the exit file (`Host.signalled`), also when it comes before the program."""
+    if not spec.forward_signals:
+        return ""
+    return '; (umask 077; date +%s > "$exit_file.sigint")'
+
+
 def _run_lines(spec: TrialSpec) -> list[str]:
     run = " ".join(shlex.quote(w) for w in (*spec.prefix, "bash", "-c", spec.command))
     if not spec.forward_signals:
@@ -237,6 +229,9 @@ def _run_lines(spec: TrialSpec) -> list[str]:
         '  trap \'umask 077; date +%s > "$exit_file.sigint"; '
         """kill -INT -- "-$child" 2>/dev/null' INT""",
         """  trap 'kill -TERM -- "-$child" 2>/dev/null' TERM""",
+        # a signal that came after the check for one and before these traps: passed on
+        f'  case "${STOP_CODE}" in 130) kill -INT -- "-$child" ;; 143) kill -TERM -- "-$child" ;;'
+        " esac 2>/dev/null",
         "  rc=",
         '  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
         # bash 5.2's last `wait` answers -1 (status lost) when a passed signal lands in it:

@@ -22,7 +22,7 @@ from typing import Any
 
 import re2
 
-from ajetd.core.trialscript import env_name_problem
+from ajetd.core.envnames import env_name_problem
 
 MAX_KINDS = 64
 MAX_PATTERNS = 32  # per kind
@@ -30,7 +30,6 @@ MAX_PATTERN_CHARS = 500
 MAX_TEXT_CHARS = 2000  # explanation, fix
 SEVERITIES = ("fatal", "retryable", "science")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _FIELDS = ("name", "patterns", "severity", "explanation", "fix", "remedy")
 REMEDY_WORDS = ("relaunch", "proxychains")
 
@@ -109,11 +108,11 @@ def _remedy(kind: str, value: Any, problems: list[str]) -> str:
         env = value["env"]
         if isinstance(env, dict) and len(env) == 1:
             ((name, val),) = env.items()
-            if isinstance(name, str) and _ENV_NAME.match(name) and isinstance(val, (str, int)):
-                if not env_name_problem(name):
-                    return f"env:{name}={val}"
+            if env_name_problem(name) and isinstance(val, (str, int)):
                 problems.append(f"kinds: {kind}: remedy env: {env_name_problem(name)}")
                 return ""
+            if isinstance(val, (str, int)):
+                return f"env:{name}={val}"
     problems.append(
         f"kinds: {kind}: remedy must be relaunch, proxychains or {{env: {{NAME: value}}}}, "
         f"got {value!r}"
