@@ -173,3 +173,18 @@ def test_small_files_read_whole_are_refused_past_their_bound_never_read(tmp_path
     _sparse(home.lock_file)
     assert lock_holder(home) is None
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 << 10
+
+
+def test_a_config_grown_past_its_bound_after_its_size_was_asked_is_never_read(
+    tmp_path: Path,
+) -> None:
+    """`read_config` asks a config's size first; the read itself is bounded too (a file that
+    grew in between, or another swapped in)."""
+    from ajetd.core.limits import CONFIG_MAX_BYTES
+    from ajetd.hosts.fs import LOCAL
+
+    path = _sparse(tmp_path / "config.yaml")
+    with pytest.raises(TooLargeError, match=f"^{SPARSE} bytes"):
+        LOCAL.read_text(str(path))
+    os.truncate(path, CONFIG_MAX_BYTES)
+    assert len(LOCAL.read_text(str(path))) == CONFIG_MAX_BYTES

@@ -19,6 +19,7 @@ import psutil
 import pytest
 import yaml
 
+from ajetd.adapters.regular import TooLargeError
 from ajetd.hosts import sshcmd
 from conftest import (
     Env,
@@ -424,6 +425,12 @@ def test_the_hosts_files_are_read_only_when_regular(tmp_path: Path, sshd: Sshd) 
     assert time.monotonic() - began < 10
     (tmp_path / "real.yaml").write_text("ajet: {}\n")
     assert fs.read_text(str(tmp_path / "real.yaml")) == "ajet: {}\n"
+    huge = tmp_path / "huge.yaml"  # 3 GiB of nothing: at most the bound + 1 byte travel
+    with open(huge, "wb"):
+        pass
+    os.truncate(huge, 3 << 30)
+    with pytest.raises(TooLargeError, match=r"larger than the 4\.0 MiB"):
+        fs.read_text(str(huge))
     assert fs.size(str(tmp_path / "real.yaml")) == 9
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from ajetd.adapters.regular import open_regular
+from ajetd.adapters.regular import TooLargeError, read_bounded
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
@@ -34,7 +34,10 @@ class Fs(Protocol):
     def exists(self, path: str) -> bool: ...
     def executable(self, path: str) -> bool: ...
     def realpath(self, path: str) -> str: ...
-    def read_text(self, path: str) -> str: ...
+    def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
+        """The file's text; TooLargeError past `limit` bytes (never read whole)."""
+        ...
+
     def size(self, path: str) -> int | None: ...
     def write_text(self, path: str, text: str) -> None:
         """Replace `path` whole (written beside it, renamed into place); OSError if it cannot."""
@@ -60,10 +63,10 @@ class LocalFs:
     def realpath(self, path: str) -> str:
         return os.path.realpath(path)
 
-    def read_text(self, path: str) -> str:
-        """The file's text; a FIFO or a device swapped in is refused (NotRegularError)."""
-        with open_regular(Path(path)) as handle:
-            return handle.read().decode("utf-8")
+    def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
+        """The file's text; a FIFO or a device swapped in is refused (NotRegularError), one
+        grown past `limit` since its size was asked (TooLargeError) too."""
+        return read_bounded(Path(path), limit).decode("utf-8")
 
     def size(self, path: str) -> int | None:
         """The regular file's size; None where there is none (nothing, a FIFO, a folder), as
@@ -102,6 +105,8 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
         return f"cannot read {path}{where}: {exc.strerror or exc}"
     except AjetdError as exc:  # the SSH host's file system did not answer; a FIFO swapped in
         return f"cannot read {path}{where}: {exc}"
+    except TooLargeError as exc:  # grown past the bound since its size was asked
+        return f"{path} is {exc}"
     except Exception as exc:
         # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
         # IndexError for `!!int ''`, UnicodeDecodeError for bytes no text; whatever it

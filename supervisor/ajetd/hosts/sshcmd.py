@@ -23,10 +23,12 @@ from pathlib import Path
 
 from ajetd.adapters import diskfull
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
+from ajetd.adapters.regular import TooLargeError
 from ajetd.adapters.store import mark
 from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
+from ajetd.core.limits import CONFIG_MAX_BYTES, size_text
 
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600
@@ -388,15 +390,20 @@ class RemoteFs:
     def realpath(self, path: str) -> str:
         return self._facts(path).realpath
 
-    def read_text(self, path: str) -> str:
+    def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
         """The file's text; one that is not a regular file there (a FIFO would hold `cat`
-        until ssh's timeout) is refused, as `LocalFs.read_text` refuses it here."""
+        until ssh's timeout) is refused, as `LocalFs.read_text` refuses it here, and one
+        larger than `limit` is a TooLargeError: at most `limit` + 1 bytes travel."""
         q = shlex.quote(path)
-        done = run(self.spec, f"[ ! -e {q} ] || [ -f {q} ] || exit 9\ncat {q}")
+        done = run(self.spec, f"[ ! -e {q} ] || [ -f {q} ] || exit 9\nhead -c {limit + 1} {q}")
         if done.returncode == 9:
             raise OSError(f"{path}: not a regular file")
         if done.returncode != 0:
             raise OSError(done.stderr.decode(errors="replace").strip() or "cannot read it")
+        if len(done.stdout) > limit:
+            raise TooLargeError(  # its size is not known: the rest never came
+                f"larger than the {size_text(limit)} such a file may hold: not read"
+            )
         return done.stdout.decode("utf-8")
 
     def size(self, path: str) -> int | None:
