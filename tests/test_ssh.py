@@ -4,6 +4,7 @@ stays local and follows the remote trial; exit codes, logs, val results, the tim
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -18,6 +19,8 @@ from typing import Any
 import psutil
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.adapters.regular import TooLargeError
 from ajetd.hosts import sshcmd
@@ -612,41 +615,87 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
 
 
 @pytest.mark.parametrize(
-    ("rc", "shown"),
-    [("echo 'Welcome to the cluster'\n", "'Welcome to the cluster' "), ("echo\n", "'\\n")],
-    ids=["words", "a blank line"],
+    "rc",
+    ["echo 'Welcome to the cluster'\n", "echo\n", "printf 'no newline at the end'\n"],
+    ids=["words", "a blank line", "no newline"],
 )
-def test_a_host_whose_shell_prints_before_every_command_is_refused_by_name(
-    env: Env, tmp_path: Path, rc: str, shown: str
+def test_a_host_whose_shell_prints_before_every_command_works_as_any(
+    env: Env, tmp_path: Path, rc: str
 ) -> None:
     """A ~/.bashrc that prints for shells that are not interactive puts its words before
-    every answer ajetd reads (a config, a path, a size; a blank line shifts the val file's
-    size and the follower's exit code off the first line): refused at the check, saying so.
-    The host's home is a folder of the test's (mounted over it where the sshd runs)."""
+    every answer ajetd reads (a size, an exit code, a tar archive, the trial's log, whose
+    bytes the follower counts to resume): each command prints a random mark first and what
+    came before it is dropped, so such a host works as any other (it was refused, and one
+    whose rc began to print once a run was admitted shifted every answer). The host's
+    ~/.bashrc is a file of the test's (mounted over it where the sshd runs)."""
     from conftest import _sshd
 
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("a mount namespace needs root and unshare (util-linux)")
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / ".bashrc").write_text(rc)
+    real_rc = Path.home() / ".bashrc"
+    if os.geteuid() != 0 or not shutil.which("unshare") or not real_rc.is_file():
+        pytest.skip("a mount namespace needs root, unshare (util-linux) and a ~/.bashrc")
+    chatty = tmp_path / "bashrc"
+    chatty.write_text(rc)
     bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind]
-    wrap += [str(home), str(Path.home())]
+    wrap += [str(chatty), str(real_rc)]
     folder = tmp_path / "own-sshd"
     folder.mkdir()
     servers = _sshd(folder, wrap)
     own = next(servers)
     try:
+        spec = own.spec()
+        there = tmp_path / "there"
+        (there / "ckpt").mkdir(parents=True)
+        (there / "ckpt" / "model.bin").write_bytes(bytes(range(256)) * 64)
+        (there / "notes.txt").write_text("remote notes")
+        here = tmp_path / "here"
+        assert sshcmd.pull(spec, str(there), ["ckpt/", "notes.txt"], here) == ""
+        assert (here / "ckpt" / "model.bin").read_bytes() == bytes(range(256)) * 64
+        assert sshcmd.read_from(spec, str(there / "notes.txt"), 7, 1 << 20) == (12, b"notes")
+        assert sshcmd.RemoteFs(spec).size(str(there / "notes.txt")) == 12
+        assert sshcmd.remote_dir(spec, "abc123") == f"{Path.home()}/.ajetd-remote/abc123"
+
         bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
         out = env.cli("lint", str(bp))
-        assert out.returncode == 2, out.stdout + out.stderr
-        said = f"the host's shell prints {shown}"  # a blank line: as it came, maybe twice
-        assert said in out.stdout + out.stderr, out.stdout + out.stderr
-        assert "before every command (its ~/.bashrc" in out.stdout + out.stderr
-        assert "Traceback" not in out.stdout + out.stderr
+        assert out.returncode == 0, out.stdout + out.stderr
+        env.start_daemon()
+        run_id = env.submit(bp)
+        status = env.wait_done(run_id)
+        assert (status["status"], status["exit_code"]) == ("succeeded", 0), status
+        assert status["metrics"]["global_steps"] == 4  # the val file read over it
+        log = (env.tmp / "results" / "chatty" / "logs" / "trial-1.log").read_text()
+        assert "Training finished." in log
+        assert "Welcome" not in log and "no newline at the end" not in log
     finally:
         next(servers, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    preamble=st.binary(max_size=300),
+    body=st.binary(max_size=300),
+    cuts=st.lists(st.integers(min_value=0, max_value=700), max_size=6),
+)
+def test_a_commands_answer_is_what_follows_its_mark_however_it_comes(
+    preamble: bytes, body: bytes, cuts: list[int]
+) -> None:
+    """What the rc printed, then the mark's line, then the command's bytes (the mark again
+    among them: its own): read in chunks cut anywhere, the command's bytes come out whole."""
+    mark = sshcmd.new_mark()
+    data = preamble.replace(mark.encode(), b"") + f"{mark}\n".encode() + body + mark.encode()
+    reader = sshcmd.Answer(mark)
+    edges = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    out = b"".join(reader.feed(data[a:b]) for a, b in itertools.pairwise(edges))
+    assert out + reader.end() == body + mark.encode()
+
+
+def test_an_answer_without_its_mark_is_passed_on_past_a_bound_and_dropped_below_it() -> None:
+    """No mark: the command's bash never ran (nothing of it to keep), or, past a megabyte,
+    what came is not the rc's alone and goes on as it came."""
+    mark = sshcmd.new_mark()
+    assert sshcmd.answer(b"bash: not found\n", mark) == b""
+    big = b"x" * (sshcmd.MAX_PREAMBLE_BYTES + 1)
+    assert sshcmd.answer(big, mark) == big
 
 
 def test_a_host_that_stops_answering_mid_check_is_a_problem_not_an_exception(

@@ -12,6 +12,7 @@ blueprint's own launch command, which runs as the user wrote it, inside the tria
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -82,18 +83,74 @@ def argv(spec: SshSpec) -> list[str]:
     return [*out, spec.target]
 
 
-def remote_command(script: str) -> str:
-    """The one string sshd hands to the login shell: bash running `script`."""
+def remote_command(script: str, mark: str = "") -> str:
+    """The one string sshd hands to the login shell: bash running `script`, after printing
+    `mark` on a line of its own where one is given (`new_mark`)."""
+    if mark:
+        script = f"printf '%s\\n' {mark}\n{script}"
     return "bash -c " + shlex.quote(script)
+
+
+# Where what ajetd's own command printed begins. The login shell runs the user's ~/.bashrc
+# for every command ssh brings (bash does, for ssh, even when not interactive), and an rc that
+# prints (a welcome, a module system's notes, a blank line) puts its words before every
+# answer: a size, an exit code, a tar archive, the trial's log, whose bytes the follower counts
+# to resume after a reconnection. Each command prints a mark of its own first; what comes
+# before it is the rc's and is dropped.
+MAX_PREAMBLE_BYTES = 1024 * 1024  # past this without the mark, the bytes are passed on as they are
+
+
+def new_mark() -> str:
+    """A mark no rc prints by chance (random for each command)."""
+    return f"@@ajetd-{secrets.token_hex(8)}"
+
+
+class Answer:
+    """A command's output read as it comes, with what the rc printed before `mark` dropped."""
+
+    def __init__(self, mark: str) -> None:
+        self._line = f"{mark}\n".encode()
+        self._held = b""
+        self._found = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The part of `chunk` that is the command's own (the mark's line never is)."""
+        if self._found:
+            return chunk
+        self._held += chunk
+        at = self._held.find(self._line)
+        if at >= 0:
+            self._found = True
+            rest, self._held = self._held[at + len(self._line) :], b""
+            return rest
+        if len(self._held) > MAX_PREAMBLE_BYTES:  # no mark: not ours to cut
+            self._found = True
+            rest, self._held = self._held, b""
+            return rest
+        return b""
+
+    def end(self) -> bytes:
+        """What is still held at the end: none of it is the command's where the mark never
+        came (its bash did not start)."""
+        self._held = b""
+        return b""
+
+
+def answer(data: bytes, mark: str) -> bytes:
+    """A whole output with the rc's preamble dropped (`Answer`)."""
+    reader = Answer(mark)
+    return reader.feed(data) + reader.end()
 
 
 def run(
     spec: SshSpec, script: str, stdin: bytes | None = None, timeout: float = SSH_TIMEOUT_S
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run a bash script on the host; raise SshError when ssh itself fails (code 255)."""
+    """Run a bash script on the host; raise SshError when ssh itself fails (code 255). Its
+    stdout is the script's own: what the host's rc printed before it is dropped (`Answer`)."""
+    mark = new_mark()
     try:
         done = subprocess.run(
-            [*argv(spec), remote_command(script)],
+            [*argv(spec), remote_command(script, mark)],
             input=stdin,
             capture_output=True,
             timeout=timeout,
@@ -106,6 +163,7 @@ def run(
     if done.returncode == 255:
         why = done.stderr.decode(errors="replace").strip().splitlines()
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
+    done.stdout = answer(done.stdout, mark)
     return done
 
 
@@ -276,19 +334,36 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
         return ""
     names = " ".join(shlex.quote(p) for p in paths)
     into.mkdir(parents=True, exist_ok=True)
-    with subprocess.Popen(
-        [*argv(spec), remote_command(f"cd {shlex.quote(base)} && tar -cf - -- {names}")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as sender:
-        untar = subprocess.run(
+    mark = new_mark()
+    script = f"cd {shlex.quote(base)} && tar -cf - -- {names}"
+    # both stderrs into files, read at the end: a pipe left unread while the archive flows
+    # would hold either side once it had said 64 KiB (a tar note for each of many files)
+    with (
+        tempfile.TemporaryFile() as said,
+        subprocess.Popen(
+            [*argv(spec), remote_command(script, mark)], stdout=subprocess.PIPE, stderr=said
+        ) as sender,
+        subprocess.Popen(
             ["tar", "--skip-old-files", "-xf", "-", "-C", str(into)],
-            stdin=sender.stdout,
-            capture_output=True,
-            check=False,
-        )
-        _, err = sender.communicate(timeout=600)
-    return (err + untar.stderr).decode(errors="replace").strip()
+            stdin=subprocess.PIPE,
+            stderr=said,
+        ) as untar,
+    ):
+        # the archive without what the host's rc printed before it
+        assert sender.stdout is not None and untar.stdin is not None
+        archive = Answer(mark)
+        try:
+            while chunk := sender.stdout.read(65536):
+                untar.stdin.write(archive.feed(chunk))
+        except BrokenPipeError:  # tar stopped reading (a broken archive): it says why
+            pass
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                untar.stdin.close()
+        sender.wait(timeout=600)
+        untar.wait(timeout=600)
+        said.seek(0)
+        return said.read(64 * 1024).decode(errors="replace").strip()
 
 
 def gpus(spec: SshSpec) -> list[GpuSample] | None:
@@ -328,13 +403,6 @@ _FACTS_SCRIPT = (
 )
 
 
-def _shown(said: bytes) -> str:
-    """The first line of what the host's shell printed, short."""
-    lines = said.decode(errors="replace").strip().splitlines()
-    text = lines[0] if lines else said.decode(errors="replace")[:10]  # blank lines: shown as such
-    return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
 class RemoteFs:
     """The host's filesystem for the blueprint checks over the shared connection; raises
     SshError at once when the host does not answer. Each path is asked about once (all of
@@ -344,15 +412,7 @@ class RemoteFs:
     def __init__(self, spec: SshSpec) -> None:
         self.spec = spec
         self._known: dict[str, _Facts] = {}
-        said = run(spec, "true").stdout
-        if said:  # ajetd reads what its commands print there (a size, an exit code on the
-            # first line): a blank line is as much in the way as words
-            raise SshError(
-                f"ssh to {spec.target}: the host's shell prints {_shown(said)} before every "
-                "command (its ~/.bashrc or the like, for shells that are not interactive); "
-                "ajetd reads what its commands print there: make it print nothing unless "
-                "interactive (e.g. `[[ $- == *i* ]] || return` at its top)"
-            )
+        run(spec, "true")  # a host that does not answer is said at once
 
     def _facts(self, path: str) -> _Facts:
         known = self._known.get(path)

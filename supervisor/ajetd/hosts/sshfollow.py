@@ -54,15 +54,18 @@ class Follower:
     def stream(self) -> int:
         """One connection's worth of output; its exit code."""
         script = sshcmd.stream_script(self.rdir, self.trial, self.offset)
+        mark = sshcmd.new_mark()  # what the host's rc prints is not the log's: never counted
         with subprocess.Popen(
-            [*sshcmd.argv(self.spec), sshcmd.remote_command(script)],
+            [*sshcmd.argv(self.spec), sshcmd.remote_command(script, mark)],
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
         ) as proc:
             assert proc.stdout is not None
             out = proc.stdout.fileno()
+            log = sshcmd.Answer(mark)
             while chunk := os.read(out, 65536):
-                self.show(chunk)
+                if own := log.feed(chunk):
+                    self.show(own)
             return proc.wait()
 
     def show(self, chunk: bytes) -> None:
