@@ -447,7 +447,10 @@ def test_cuda_visible_devices_in_env_is_refused_pointing_to_gpus(env: Env) -> No
         (name, "is a name the trial's script keeps for itself")
         for name in ("exit_file", "hup_file", "stop_code", "TMUX_PANE", "TMUX")
     ]
-    + [(name, "is bash's own") for name in ("SHELLOPTS", "POSIXLY_CORRECT", "UID", "IFS")]
+    + [
+        (name, "is bash's own")
+        for name in ("SHELLOPTS", "POSIXLY_CORRECT", "UID", "IFS", "EXECIGNORE")
+    ]
     + [("PATH", "to add a folder, do it in the launch command"), ("AJETD_TRIAL", "set by ajetd")],
 )
 def test_an_env_name_the_trial_script_reads_itself_is_refused(
@@ -462,6 +465,33 @@ def test_an_env_name_the_trial_script_reads_itself_is_refused(
     problems = _lint(env, text)["problems"]
     assert len(problems) == 1 and problems[0].startswith(f"[ajetd]: env: {name} "), problems
     assert why in problems[0]
+
+
+def test_a_live_run_admitted_with_a_name_refused_since_keeps_all_its_options(env: Env) -> None:
+    """A run admitted by an ajetd that let its `env:` set PATH (refused since) is taken up by
+    the new one after an upgrade: its stored blueprint is read again, and the whole `[ajetd]`
+    part fell back to its defaults (max_trials 5 -> 3, the hang rule's relaunch -> attention,
+    every env value gone). What may be admitted is decided once, at admission."""
+    from ajetd.adapters import inbox
+    from ajetd.adapters.store import Home
+
+    part = (
+        "env: {PATH: /opt/tool/bin, HF_HOME: /data/hf}\nmax_trials: 5\n"
+        "hang: {window: 10m, action: relaunch}\nkinds:\n  - {name: shard, patterns: [x],"
+        " severity: retryable, explanation: e, fix: f, remedy: {env: {TMUX: y}}}\n"
+    )
+    text = env.blueprint("old").read_text() + f"\n## [ajetd]\n{part}"
+    problems = _lint(env, text)["problems"]
+    assert any("PATH is set by ajetd" in p for p in problems), problems  # not admitted now
+    home = Home(env.home)
+    home.ensure()
+    (home.run_dir("abc123")).mkdir(parents=True)
+    (home.run_dir("abc123") / "blueprint.md").write_text(text)
+    options, problem = inbox.read_stored_options(home, "abc123")
+    assert problem is None
+    assert options.max_trials == 5 and options.hang_action == "relaunch"
+    assert options.env == {"PATH": "/opt/tool/bin", "HF_HOME": "/data/hf"}
+    assert options.kinds[0].remedy == "env:TMUX=y"
 
 
 def test_an_env_name_ending_in_a_newline_is_refused(env: Env) -> None:

@@ -27,7 +27,7 @@ from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
 from conftest import Env, fill, wait_for
-from loopkit import KillAfter, Killed, Loop
+from loopkit import FakeClock, KillAfter, Killed, Loop
 
 
 def _waiting_command(env: Env, code: int, trigger: str = "end-now") -> str:
@@ -543,13 +543,25 @@ def test_a_stop_request_stays_until_the_stopped_runs_end_is_on_disk(
 
 
 def test_the_hang_rules_stop_held_by_a_full_home_is_kept_on_its_pane(
-    env: Env, tmpfs: Callable[[Path, str], Path]
+    env: Env, tmpfs: Callable[[Path, str], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stop is on record before its first signal; with a full home that record is held in
     memory, and a daemon killed then left a record with no stop while the program's exit to
     the signal (130) waited on its pane: the next daemon called the run failed by SIGINT (a
     plateau's stop lost its `plateau`, the hang rule's its reason). The pane keeps the stop
-    too (`core.stopnote`), and the next daemon ends the run as the stop decided."""
+    too (`core.stopnote`), before the first signal goes out, and the next daemon ends the run
+    as the stop decided."""
+    from ajetd.hosts.local import LocalHost
+
+    noted_at_signal: list[str] = []
+    signal_run = LocalHost.signal
+
+    def signal_noting(host: LocalHost, run: Run, pid: int | None, name: str) -> int:
+        panes = Tmux(env.socket).panes()
+        noted_at_signal.extend(p.stop_note for p in panes if p.session == run.session)
+        return signal_run(host, run, pid, name)
+
+    monkeypatch.setattr(LocalHost, "signal", signal_noting)
     tmpfs(env.home, "2m")
     rule = "gpus: 0\nhang: {window: 1m, action: stop}"
     loop = Loop(env)
@@ -565,11 +577,12 @@ def test_the_hang_rules_stop_held_by_a_full_home_is_kept_on_its_pane(
         held = loop.run(run_id)
         assert held.status is Status.FAILED and held.reason.startswith("stopped by the hang rule")
         pane = next(p for p in Tmux(env.socket).panes() if p.session == held.session)
-        assert pane.stop_note.startswith("hang ")
+        assert pane.stop_note.startswith(f"{run_id} 1 hang ")
+        assert noted_at_signal and noted_at_signal[0] == pane.stop_note  # before the SIGINT
     finally:
         loop.close()  # the daemon is killed: what it held in memory is lost
     filler.unlink()
-    again = Loop(env)
+    again = Loop(env, FakeClock(loop.clock()))  # time goes on from where the first left it
     try:
         flag = again.until_done(run_id)
         events = [text for _, text in again.events(run_id)]
@@ -580,43 +593,57 @@ def test_the_hang_rules_stop_held_by_a_full_home_is_kept_on_its_pane(
     assert any("as its tmux pane kept it" in text for text in events), events
 
 
+def _running(started_at: float = 1700000000.0, number: int = 2) -> Run:
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0)
+    run = model.add_trial(run, Trial(number=number, command="sleep 1", session="ajet_x"))
+    return model.trial_started(run, started_at, 4242)
+
+
+T0 = 1700000000.0
+
+
 @pytest.mark.parametrize(
     "note",
     [
         "",
-        "plateau",
-        "plateau x - why",
-        "soon 1700000000.0 INT",
-        "plateau nan INT",
-        "plateau 1e300 INT",
-        "plateau 1700000000.0 INT,HUP why",
-        "plateau 1700000000.0 INT;rm why",
+        "abc123 2 plateau",
+        "abc123 2 plateau x why",
+        "abc123 2 soon 1700000001.0 why",
+        "abc123 2 plateau nan why",
+        "abc123 2 plateau inf why",
+        "abc123 2 plateau 1700009999.0 from the future",
+        "abc123 2 plateau 1699999000.0 before its trial began",
+        # another run's, the trial before (a relaunch reuses the pane), one set for the whole
+        # server or the window (tmux shows a pane those too): never this trial's stop
+        "zzz999 2 plateau 1700000001.0 another run",
+        "abc123 1 plateau 1700000001.0 the trial before",
+        "plateau 1700000001.0 - set once in tmux.conf",
     ],
 )
-def test_a_garbled_stop_note_is_not_taken(note: str) -> None:
-    """The pane's option is the tmux user's too: anything but a note as ajetd writes it is
-    no stop."""
-    run = Run(run_id="abc123", source="x.md", submitted_at=1.0)
-    assert stopnote.noted_stop(run, note) is None
+def test_a_stop_note_not_this_trials_own_is_not_taken(note: str) -> None:
+    """The pane's option is the tmux user's too, and tmux shows a pane the value set for its
+    window, session or server: anything but a note ajetd wrote for this run's current trial,
+    in the past, is no stop (a `set -g` of one stopped every run)."""
+    assert stopnote.noted_stop(_running(), note, T0 + 10) is None
 
 
-def test_a_stop_note_reads_back_as_it_was_written() -> None:
-    run = Run(run_id="abc123", source="x.md", submitted_at=1.0)
-    began = model.signal_sent(
-        model.begin_stop(run, model.StopCause.PLATEAU, 1700000000.25, "val/acc flat;\n5 checks;"),
-        "INT",
-    )
+def test_a_stop_note_reads_back_as_it_was_written_with_its_signals_to_send_again() -> None:
+    run = _running()
+    why = "val/acc flat;\n5 checks;"
+    began = model.signal_sent(model.begin_stop(run, model.StopCause.PLATEAU, T0 + 5, why), "INT")
     note = stopnote.stop_note(began)
-    assert note == "plateau 1700000000.25 INT val/acc flat; 5 checks"  # one line, no `;` last
-    back = stopnote.noted_stop(run, note)
+    assert note == "abc123 2 plateau 1700000005.0 val/acc flat; 5 checks"  # one line, no `;`
+    back = stopnote.noted_stop(run, note, T0 + 10)
     assert back is not None
-    assert (back.stop_cause, back.stop_began_at, back.signals_sent, back.stop_reason) == (
+    assert (back.stop_cause, back.stop_began_at, back.stop_reason) == (
         model.StopCause.PLATEAU,
-        1700000000.25,
-        ("INT",),
+        T0 + 5,
         "val/acc flat; 5 checks",
     )
-    assert stopnote.noted_stop(began, note) is None  # a record with its stop keeps its own
+    # the signals go out again by the stop's clock: a note set just before a signal that a
+    # killed daemon never sent left the run waiting on it
+    assert back.signals_sent == ()
+    assert stopnote.noted_stop(began, note, T0 + 10) is None  # a record with its stop keeps it
 
 
 def test_a_stop_asked_again_keeps_the_first_requests_time(env: Env) -> None:

@@ -25,7 +25,7 @@ from ajetd.adapters import inbox
 from ajetd.core.model import State
 from ajetd.core.policy import Timing
 from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, parse_exit_note, render_trial_script
-from ajetd.daemon import trials
+from ajetd.daemon import observe, trials
 from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, fill, wait_for
 
@@ -171,7 +171,7 @@ def _launch(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
 @_step("supervising it")
 def _supervise(mp: pytest.MonkeyPatch, daemon: Daemon, env: Env) -> str:
     run_id = _running(daemon, env)
-    mp.setattr(trials, "read_exit", boom)
+    mp.setattr(observe, "read_exit", boom)  # the exit file, read at each look at the run
     return run_id
 
 

@@ -273,7 +273,7 @@ def read_stored_options(home: Home, run_id: str) -> tuple[Options, str | None]:
     them when that copy cannot be read or parsed any more (removed, or edited by hand since
     the run was admitted): a daemon taking a live run up again says so, not silently."""
     try:
-        return parse_blueprint(home.blueprint_text(run_id)).options, None
+        return parse_blueprint(home.blueprint_text(run_id), admitted=True).options, None
     except OSError as exc:
         why = exc.strerror or str(exc)
     except AjetdError as exc:

@@ -209,7 +209,7 @@ def _remote_gpus(
         if not run.active:
             continue
         try:
-            spec = parse_blueprint(home.blueprint_text(run.run_id)).options.ssh
+            spec = parse_blueprint(home.blueprint_text(run.run_id), admitted=True).options.ssh
         except (OSError, AjetdError):
             continue
         if spec is None:

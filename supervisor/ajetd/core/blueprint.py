@@ -296,8 +296,10 @@ def near_misses(text: str, missing: list[str]) -> dict[str, tuple[int, str]]:
     return near
 
 
-def parse_blueprint(text: str) -> Blueprint:
-    """Parse a blueprint's text; raise BlueprintError naming every problem at once."""
+def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
+    """Parse a blueprint's text; raise BlueprintError naming every problem at once.
+    `admitted`: an admitted run's stored copy, read again (a rule about what may be admitted
+    that a later ajetd added is not applied to it: `options.parse_options`)."""
     if len(text) > MAX_CHARS:
         raise BlueprintError(
             [f"blueprint: larger than {MAX_CHARS // 1024} KiB; is this the right file?"]
@@ -331,7 +333,7 @@ def parse_blueprint(text: str) -> Blueprint:
 
     options = Options()
     try:
-        options = parse_options(raw.get("ajetd", ""))
+        options = parse_options(raw.get("ajetd", ""), admitted)
     except BlueprintError as exc:
         problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
     command = unprompted(clean_value(raw.get("exp_launch_command", "")))

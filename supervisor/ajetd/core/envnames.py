@@ -27,6 +27,7 @@ BASH_NAMES = (
     "BASHOPTS",
     "BASH_VERSINFO",
     "EUID",
+    "EXECIGNORE",
     "IFS",
     "POSIXLY_CORRECT",
     "PPID",
@@ -35,10 +36,15 @@ BASH_NAMES = (
 )
 
 
-def env_name_problem(name: object) -> str:
-    """Why a run's environment may not set `name` ('' when it may)."""
+def env_name_problem(name: object, admitted: bool = False) -> str:
+    """Why a run's environment may not set `name` ('' when it may). `admitted`: the run's
+    stored blueprint, read again (a restart, its reports): only the name's shape is checked,
+    so a name a later ajetd refuses never takes a live run's other options away (the whole
+    `[ajetd]` part fell back to its defaults)."""
     if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not _SHAPE.fullmatch(name):
         return f"{show(name)} is not a valid environment variable name"
+    if admitted:
+        return ""
     if name in SET_BY_AJETD:
         return f"{name} is set by ajetd and cannot be overridden"
     if name == "PATH":

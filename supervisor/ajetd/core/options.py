@@ -187,7 +187,7 @@ def _indices(value: list[Any]) -> list[int]:
     return [values.count(f"gpus[{i}]", v, 0, MAX_GPUS - 1) for i, v in enumerate(value, 1)]
 
 
-def _env(value: Any, problems: list[str]) -> dict[str, str]:
+def _env(value: Any, problems: list[str], admitted: bool) -> dict[str, str]:
     if value is None:  # `env:` with nothing under it
         return {}
     if not isinstance(value, dict):
@@ -195,13 +195,13 @@ def _env(value: Any, problems: list[str]) -> dict[str, str]:
         return {}
     env: dict[str, str] = {}
     for name, val in value.items():
-        if name == "CUDA_VISIBLE_DEVICES":  # placement would replace it, silently
+        if name == "CUDA_VISIBLE_DEVICES" and not admitted:  # placement replaces it, silently
             problems.append(
                 "env: CUDA_VISIBLE_DEVICES is set by ajetd from `gpus:`; to run on those "
                 f"GPUs write `gpus: [{str(val)[:64]}]`"
             )
-        elif env_name_problem(name):
-            problems.append(f"env: {env_name_problem(name)}")
+        elif env_name_problem(name, admitted):
+            problems.append(f"env: {env_name_problem(name, admitted)}")
         elif isinstance(val, (dict, list)) or val is None:
             problems.append(f"env: {name} must be a string or number")
         else:
@@ -359,8 +359,9 @@ def _hook(key: str, value: Any, problems: list[str]) -> str:
     ).strip()
 
 
-def parse_options(text: str) -> Options:
-    """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem."""
+def parse_options(text: str, admitted: bool = False) -> Options:
+    """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem.
+    `admitted`: an admitted run's stored part, read again (`envnames.env_name_problem`)."""
     data = load_yaml_part(text)
     problems: list[str] = []
     for key in data:
@@ -384,7 +385,7 @@ def parse_options(text: str) -> Options:
     hang_window, hang_action = _hang(data.get("hang", {}), problems)
     options = Options(
         gpus=_gpus(data.get("gpus", "all"), problems),
-        env=_env(data.get("env", {}), problems),
+        env=_env(data.get("env", {}), problems, admitted),
         max_trials=max_trials,
         hang_window_s=hang_window,
         hang_action=hang_action,
@@ -399,7 +400,7 @@ def parse_options(text: str) -> Options:
         pull=_paths("pull", data.get("pull"), problems),
         stages=_stages(data.get("stages"), problems),
         slurm=hostspecs.slurm(data.get("slurm"), problems),
-        kinds=parse_kinds(data.get("kinds"), problems),
+        kinds=parse_kinds(data.get("kinds"), problems, admitted),
         yaml_overrides=take(
             problems,
             (),

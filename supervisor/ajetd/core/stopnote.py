@@ -14,41 +14,50 @@ a plateau or the hang rule leaves nothing else behind. Pure text in, text out.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
-from ajetd.core.model import Run, Signal, StopCause, begin_stop
+from ajetd.core.model import Run, StopCause, begin_stop
 
 STOP_OPTION = "@ajetd_stop"  # a pane option, set by the daemon, read back from `list-panes`
-_SIGNALS = frozenset(s.value for s in Signal)
 MAX_WHY_CHARS = 500  # the note is one tmux argument; the reason is for people
+CLOCK_SLACK_S = 60.0  # a stop noted "later than now": the clock was set back meanwhile
 
 
 def stop_note(run: Run) -> str:
-    """`<cause> <began_at> <signals,...|-> <why>` for a run being stopped ('' for one not)."""
-    if run.stop_cause is None or run.stop_began_at is None:
+    """`<run_id> <trial> <cause> <began_at> <why>` for a run being stopped ('' for one not).
+    The run and trial it is for, because tmux shows a pane a value set for its window, its
+    session or the server too (`set -g`), and a pane is given to the run's next trial."""
+    trial = run.trial
+    if run.stop_cause is None or run.stop_began_at is None or trial is None:
         return ""
-    signals = ",".join(run.signals_sent) or "-"
     # one line; never ending in `;`, which tmux would read as the end of its command
     why = " ".join(run.stop_reason.split())[:MAX_WHY_CHARS].rstrip("; \\")
-    return f"{run.stop_cause.value} {run.stop_began_at!r} {signals} {why}".rstrip()
+    head = f"{run.run_id} {trial.number} {run.stop_cause.value} {run.stop_began_at!r}"
+    return f"{head} {why}".rstrip()
 
 
-def noted_stop(run: Run, note: str) -> Run | None:
-    """`run` with the stop its pane noted (`stop_note`), where its record has none; None when
-    the record has a stop already or the note is empty or garbled (tmux's is the user's too)."""
-    if run.stop_cause is not None or not note:
+def noted_stop(run: Run, note: str, now: float) -> Run | None:
+    """`run` with the stop its pane noted (`stop_note`) for its current trial, where its
+    record has none; None when the record has a stop already, or the note is another run's or
+    trial's, from the future, empty or garbled (tmux's options are the user's too). The signals
+    the stop had sent are not taken from the note: they go out again, by the stop's clock (a
+    second SIGINT, then SIGTERM once its grace is over), so a note set just before a signal
+    that was never sent cannot leave the run waiting on it."""
+    trial = run.trial
+    if run.stop_cause is not None or not note or trial is None:
         return None
-    fields = note.split(" ", 3)
-    if len(fields) < 3:
+    fields = note.split(" ", 4)
+    if len(fields) < 4 or fields[:2] != [run.run_id, str(trial.number)]:
         return None
-    cause_text, began_text, signals_text = fields[:3]
     try:
-        cause = StopCause(cause_text)
-        began = float(began_text)
+        cause = StopCause(fields[2])
+        began = float(fields[3])
     except ValueError:
         return None
-    signals = tuple(s for s in signals_text.split(",") if s != "-")
-    if not all(s in _SIGNALS for s in signals) or not math.isfinite(began) or abs(began) > 1e12:
+    if (
+        not math.isfinite(began)
+        or began > now + CLOCK_SLACK_S
+        or began < (trial.started_at or 0.0) - 1.0
+    ):
         return None
-    why = fields[3] if len(fields) == 4 else ""
-    return replace(begin_stop(run, cause, began, why), signals_sent=signals)
+    why = fields[4] if len(fields) == 5 else ""
+    return begin_stop(run, cause, began, why)

@@ -99,7 +99,7 @@ def _patterns(kind: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     return tuple(good)
 
 
-def _remedy(kind: str, value: Any, problems: list[str]) -> str:
+def _remedy(kind: str, value: Any, problems: list[str], admitted: bool) -> str:
     if value is None or value == "":
         return ""
     if isinstance(value, str) and value in REMEDY_WORDS:
@@ -108,8 +108,9 @@ def _remedy(kind: str, value: Any, problems: list[str]) -> str:
         env = value["env"]
         if isinstance(env, dict) and len(env) == 1:
             ((name, val),) = env.items()
-            if env_name_problem(name) and isinstance(val, (str, int)):
-                problems.append(f"kinds: {kind}: remedy env: {env_name_problem(name)}")
+            if env_name_problem(name, admitted) and isinstance(val, (str, int)):
+                why = env_name_problem(name, admitted)
+                problems.append(f"kinds: {kind}: remedy env: {why}")
                 return ""
             if isinstance(val, (str, int)):
                 return f"env:{name}={val}"
@@ -120,9 +121,9 @@ def _remedy(kind: str, value: Any, problems: list[str]) -> str:
     return ""
 
 
-def parse_kinds(data: Any, problems: list[str]) -> tuple[UserKind, ...]:
+def parse_kinds(data: Any, problems: list[str], admitted: bool = False) -> tuple[UserKind, ...]:
     """Validate user kinds (a YAML list, or a mapping whose `kinds:` holds it); every problem
-    is appended to `problems`, naming the kind."""
+    is appended to `problems`, naming the kind (`admitted`: see `options.parse_options`)."""
     if data is None:
         return ()
     if isinstance(data, dict) and set(map(str, data)) == {"kinds"}:
@@ -153,7 +154,7 @@ def parse_kinds(data: Any, problems: list[str]) -> tuple[UserKind, ...]:
         patterns = _patterns(label, raw.get("patterns"), problems)
         explanation = _text(label, "explanation", raw.get("explanation"), problems)
         fix = _text(label, "fix", raw.get("fix"), problems)
-        remedy = _remedy(label, raw.get("remedy"), problems)
+        remedy = _remedy(label, raw.get("remedy"), problems, admitted)
         if len(problems) == before:
             kinds.append(UserKind(label, str(severity), explanation, fix, patterns, remedy))
     if len({k.name for k in kinds}) != len(kinds):

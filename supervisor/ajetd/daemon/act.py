@@ -55,7 +55,6 @@ class Act(Observe):
         for action in decide(run, obs, self.cfg.timing, slot.options):
             run = self._act(slot, run, action, now, pane, obs.findings)
         self._store(run)
-        self._note_stop(slot, pane)
         if obs.stop_requested and self.home.saved(run_id):  # taken once on record, not before
             self.home.stop_request(run_id).unlink(missing_ok=True)
 
@@ -63,7 +62,7 @@ class Act(Observe):
         """A stop its pane kept (`core.stopnote`) and its record lacks: begun by a daemon that
         ended while its home was full. Taken back before the exit or the next signal is
         decided, so the run ends as that stop decided, and no signal is sent twice."""
-        noted = stopnote.noted_stop(slot.run, pane.stop_note) if pane is not None else None
+        noted = stopnote.noted_stop(slot.run, pane.stop_note, now) if pane is not None else None
         if noted is None or noted.stop_cause is None:
             return
         why = f" ({noted.stop_reason})" if noted.stop_reason else ""
@@ -75,9 +74,9 @@ class Act(Observe):
         )
         self._store(noted)
 
-    def _note_stop(self, slot: RunSlot, pane: Pane | None) -> None:
-        """While a stop's record is held in memory by a full home, keep it on the pane too."""
-        run = slot.run
+    def _note_stop(self, slot: RunSlot, pane: Pane | None, run: Run) -> None:
+        """While a stop's record is held in memory by a full home, keep it on the pane too,
+        before its first signal goes out (a daemon killed between the two lost it)."""
         if pane is None or run.stop_cause is None or self.home.saved(run.run_id):
             return
         note = stopnote.stop_note(run)
@@ -113,8 +112,10 @@ class Act(Observe):
                 run = model.begin_stop(run, action.cause, now, action.why)
                 # on record before the first signal: a daemon killed between the two would
                 # otherwise find the program ended by its SIGINT (130) and no stop on record,
-                # and call the run failed (bench/chaos.py found it)
+                # and call the run failed (bench/chaos.py found it); on its pane too while a
+                # full home holds the record back
                 self._store(run)
+                self._note_stop(slot, pane, run)
                 return run
             case Send():
                 count = slot.host.signal(run, pid, action.signal.value)

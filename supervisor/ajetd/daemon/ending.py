@@ -255,7 +255,7 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
         trial_tails[trial.number] = log_tail(log_file, 20)
     last = run.trial
     try:
-        allowed = tuple(parse_blueprint(blueprint_text).options.allow_fixes)
+        allowed = tuple(parse_blueprint(blueprint_text, admitted=True).options.allow_fixes)
     except AjetdError:
         allowed = ()
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
