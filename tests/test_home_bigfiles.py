@@ -188,3 +188,28 @@ def test_a_config_grown_past_its_bound_after_its_size_was_asked_is_never_read(
         LOCAL.read_text(str(path))
     os.truncate(path, CONFIG_MAX_BYTES)
     assert len(LOCAL.read_text(str(path))) == CONFIG_MAX_BYTES
+
+
+def test_a_live_runs_huge_journal_is_named_in_its_report_and_never_read(env: Env) -> None:
+    """The daemon's loop (in this process) ends a run whose journal became huge while it ran:
+    its results.md says the journal was not read and why; the loop's memory stays flat."""
+    import resource
+
+    from loopkit import Loop
+
+    loop = Loop(env)
+    try:
+        bp = env.blueprint("j", command="sleep 1000", max_time="1m", ajetd="gpus: 0")
+        run_id = loop.submit(bp)
+        loop.started(run_id)
+        journal = env.home / "runs" / run_id / "events.jsonl"
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        os.truncate(journal, SPARSE)  # appended to from here on, never read
+        loop.reach(loop.t0(run_id) + 60)  # its time limit: stopped, its reports written
+        loop.until_done(run_id)
+        results = (Path(loop.run(run_id).result_dir) / "results.md").read_text()
+        said = rf"its journal {re.escape(str(journal))} not read: \d+ bytes \(3\.0 GiB\), more"
+        assert re.search(said, results), results
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 << 10
+    finally:
+        loop.close()
