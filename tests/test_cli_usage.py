@@ -184,6 +184,27 @@ def test_logs_of_a_rejected_run_says_why_and_fails(env: Env) -> None:
     assert f"run rej001 was rejected: {reason}; no trial ran" in got.stderr
 
 
+def test_logs_whose_files_are_gone_say_so_and_fail(env: Env) -> None:
+    """A run whose result dir was removed: `ajetd logs` printed nothing and exited 0, which
+    reads as "the program printed nothing". Each trial whose log is gone is named."""
+    from ajetd.core.model import Trial
+
+    result = env.tmp / "gone"
+    (result / "logs").mkdir(parents=True)
+    (result / "logs" / "trial-1.log").write_text("first trial's output\n")
+    trials = (
+        Trial(number=1, command="x", session="s", started_at=1.0, ended_at=2.0),
+        Trial(number=2, command="x", session="s", started_at=3.0, ended_at=4.0),
+    )
+    _record(
+        env, "gon001", state=State.DONE, status=Status.FAILED, result_dir=str(result), trials=trials
+    )
+    got = env.cli("logs", "gon001")
+    assert got.returncode == 1 and got.stdout == "first trial's output\n"
+    assert f"trial 2's log {result / 'logs' / 'trial-2.log'} is not there" in got.stderr
+    assert "trial 1's" not in got.stderr
+
+
 def test_attach_without_a_terminal_points_to_logs(env: Env) -> None:
     _record(env, "att001", session="ajetd-att001", state=State.RUNNING, started_at=time.time())
     vars_ = {k: v for k, v in env.vars.items() if k != "TMUX"}

@@ -300,3 +300,22 @@ def test_the_status_object_names_the_tmux_server_of_the_session(env: Env) -> Non
     assert pane.returncode == 0 and "step:" in pane.stdout, pane  # the program's own lines
     stopped = json.loads(env.cli("stop", run_id, "--json").stdout)
     assert stopped["tmux_socket"] == env.socket
+
+
+def test_a_stopping_run_says_why_and_how_far_the_stop_has_gone() -> None:
+    """`reason` is why a run is in its state: a `stopping` run's was null for the whole grace
+    of its stop (30 s, then SIGTERM), with nothing saying whether `ajetd stop`, the time limit
+    or the hang rule stopped it."""
+    from ajetd.core import model
+    from ajetd.views.records import run_json
+
+    run = model.Run(run_id="abc123", source="x.md", submitted_at=1.0, state=model.State.RUNNING)
+    assert run_json(run, 5.0)["reason"] is None  # running: no reason to give
+    asked = model.signal_sent(model.begin_stop(run, model.StopCause.USER, 2.0), "INT")
+    assert run_json(asked, 5.0)["reason"] == (
+        "being stopped, asked by `ajetd stop` (SIGINT sent so far)"
+    )
+    hung = model.begin_stop(run, model.StopCause.HANG, 2.0, "no output for 20m")
+    assert run_json(hung, 5.0)["reason"] == (
+        "being stopped, the hang rule: no output for 20m (no signal sent so far)"
+    )

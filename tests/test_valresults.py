@@ -20,6 +20,7 @@ from ajetd.frameworks.valresults import (
     table_keys,
 )
 from ajetd.views.report import ReportContext, render_results
+from conftest import Env
 
 DATA = Path(__file__).parent / "data"
 
@@ -287,3 +288,46 @@ def test_any_literal_dict_line_gives_a_json_record(values: dict[str, Any]) -> No
     records = parse_val_text(line + "\n")
     for key in values:
         _writable(records, key)
+
+
+def test_a_val_file_of_other_keys_is_shown_by_them() -> None:
+    """A program whose validation records hold none of seed 001's keys (`val_score`, a
+    campaign's `accuracy`) had a table of no columns in results.md (`| step |  |`), no
+    first/best/last line, a blank METRICS column headed mean_reward in `ajetd status RUN` and
+    `-` in the list, although finish.flag had the values. Its own numeric keys are shown."""
+    from ajetd.adapters.store import Home
+    from ajetd.pictures.drawing import spec
+    from ajetd.views.listing import _metric_cell
+    from ajetd.views.rundetail import detail
+
+    history = tuple({"global_steps": s, "val_score": 0.1 * s, "note": "x"} for s in (1, 2, 3))
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
+    run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
+    assert table_keys(history) == ["val_score"]  # numbers only: the step and a note apart
+    text = render_results(run, ReportContext(host="h"))
+    assert "| step | val_score |" in text and "| 3 | 0.3000 |" in text
+    assert "- **val_score**: first 0.1000, best 0.3000 (step 3), last 0.3000" in text
+    shown = "\n".join("".join(part for part, _ in line) for line in detail(run, 10.0, 100))
+    assert "val_score" in shown and "0.3000" in shown, shown
+    assert _metric_cell(run).startswith("val_score=0.3000")
+    assert "val_score" in spec(Home(Path("/nonexistent")), run)["keys"]
+
+
+def test_seed_001s_keys_come_first_and_others_fill_a_table_to_eight_columns() -> None:
+    record: dict[str, Any] = {"global_steps": 1, "mean_reward": 0.5, "std_reward": 0.1}
+    record.update({f"extra_{n}": float(n) for n in range(12)})
+    keys = table_keys([record])
+    assert keys[:2] == ["mean_reward", "std_reward"] and len(keys) == 8
+    assert keys[2:] == [f"extra_{n}" for n in range(6)]
+
+
+def test_an_agentjet_run_with_a_plateau_rule_is_judged_by_its_metric(env: Env) -> None:
+    """`plateau: {metric: val_score}`: the rule stopped the run on val_score while its views
+    led with mean_reward (blank); the run's metric is the rule's."""
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.daemon.admission import _judged_by
+
+    text = env.blueprint("pl").read_text()
+    assert _judged_by(parse_blueprint(text)) == "mean_reward"
+    ruled = text + "\n## [ajetd]\nplateau: {metric: val_score, patience: 3}\n"
+    assert _judged_by(parse_blueprint(ruled)) == "val_score"

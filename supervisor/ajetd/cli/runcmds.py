@@ -330,6 +330,26 @@ def logs(run_id: str, follow: bool) -> None:
             err=True,
         )
         sys.exit(1)
+    gone = _logs_gone(run)
+    for number, path in gone:  # an empty stdout alone read as "the program printed nothing"
+        click.echo(
+            f"ajetd: trial {number}'s log {path} is not there (its result dir moved or "
+            "removed?): its output cannot be shown",
+            err=True,
+        )
+    if gone:
+        sys.exit(1)
+
+
+def _logs_gone(run: Run) -> list[tuple[int, str]]:
+    """The started trials whose log is not where the run keeps it."""
+    from ajetd.core.trialscript import trial_log
+
+    return [
+        (t.number, str(trial_log(run, t.number)))
+        for t in run.trials
+        if t.started_at is not None and not os.path.lexists(trial_log(run, t.number))
+    ]
 
 
 def _print_new(run: Run, printed: dict[int, int]) -> None:

@@ -187,7 +187,7 @@ def _indices(value: list[Any]) -> list[int]:
     return [values.count(f"gpus[{i}]", v, 0, MAX_GPUS - 1) for i, v in enumerate(value, 1)]
 
 
-def _env(value: Any, problems: list[str], admitted: bool) -> dict[str, str]:
+def _env(value: Any, problems: list[str], admitted: bool = False) -> dict[str, str]:
     if value is None:  # `env:` with nothing under it
         return {}
     if not isinstance(value, dict):

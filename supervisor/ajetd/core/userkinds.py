@@ -99,7 +99,7 @@ def _patterns(kind: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     return tuple(good)
 
 
-def _remedy(kind: str, value: Any, problems: list[str], admitted: bool) -> str:
+def _remedy(kind: str, value: Any, problems: list[str], admitted: bool = False) -> str:
     if value is None or value == "":
         return ""
     if isinstance(value, str) and value in REMEDY_WORDS:

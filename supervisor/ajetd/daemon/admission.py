@@ -161,11 +161,18 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(config),
         kind="nemo_rl" if nemo else "agentjet",
-        metric=nemorl.primary_metric(config, command)[0] if nemo else "mean_reward",
+        metric=nemorl.primary_metric(config, command)[0] if nemo else _judged_by(bp),
     )
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)
     return run
+
+
+def _judged_by(bp: Blueprint) -> str:
+    """An AgentJet run's metric: the plateau rule's, where it names one (`plateau: {metric:
+    val_score}`: the run is judged by it, and its views lead with it), else mean_reward."""
+    rule = bp.options.plateau
+    return rule.metric if rule is not None else Run.metric
 
 
 def _nemo_overrides(

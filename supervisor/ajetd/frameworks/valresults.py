@@ -52,18 +52,38 @@ _PASS_AT = re.compile(r"task_pass_rate@(\d{1,6})")
 _FLOAT_MAX = int(float.fromhex("0x1.fffffffffffffp+1023"))  # the largest float
 
 
+MAX_TABLE_KEYS = 8  # columns of a validation table, the benchmark's name apart
+
+
 def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     """The validation attributes of seed 001 that `history` holds, in its order: mean_reward,
     task_pass_rate@N for every N written (pass_n may be 16 or 32, not only 1-8), std_reward,
     num_all_success_tasks, then num_pass_n_tasks (AgentJet writes `num_pass_n_tasks(pass@N)`);
-    first `dataset`, where records name the benchmark they hold."""
+    then the other numeric attributes in the order they came (a program's own: `val_score`,
+    `accuracy`; a table of only seed 001's keys left a val file of others empty) while the
+    table has fewer than MAX_TABLE_KEYS; first `dataset`, where records name the benchmark."""
     held = list(dict.fromkeys(k for r in history for k in r))
     rates = sorted((int(m.group(1)), k) for k in held if (m := _PASS_AT.fullmatch(k)) is not None)
     passed = [k for k in held if k.startswith("num_pass_n_tasks")]
     first, *rest = [k for k in TABLE_KEYS if not _PASS_AT.fullmatch(k)]  # TABLE_KEYS' order,
     order = [first, *(k for _, k in rates), *rest]  # every pass@N where its 1-8 stand
     named = ["dataset"] if "dataset" in held else []  # several benchmarks: which row is which
-    return named + [k for k in order if k in held] + passed
+    known = [k for k in order if k in held] + passed
+    own = [
+        k for k in held if k not in known and k not in _NOT_METRICS and metric_series(history, k)
+    ]
+    return named + known + own[: max(0, MAX_TABLE_KEYS - len(known))]
+
+
+_NOT_METRICS = frozenset({"global_steps", "dataset"})  # the step and the benchmark's name
+
+
+def shown_metric(history: Sequence[Mapping[str, Any]], metric: str) -> str:
+    """The attribute a run's views lead with: its own metric where its records hold it, else
+    the first of the table that does (a val file without mean_reward showed a blank)."""
+    if metric_series(history, metric):
+        return metric
+    return next((k for k in table_keys(history) if metric_series(history, k)), metric)
 
 
 def _number(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
-from ajetd.frameworks.valresults import metric_series
+from ajetd.frameworks.valresults import metric_series, shown_metric
 from ajetd.views.records import shown_state
 
 Segment = tuple[str, str]  # (text, style name; "" for none)
@@ -213,11 +213,12 @@ def _time_cell(run: Run, now: float) -> str:
 
 
 def _metric_cell(run: Run) -> str:
-    value = run.metrics.get(run.metric)
+    metric = run.metric if run.metric in run.metrics else shown_metric(run.history, run.metric)
+    value = run.metrics.get(metric)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
-    series = metric_series(list(run.history), run.metric)[-SPARK_POINTS:]
-    shown = f"{value:.4f}" if run.metric == "mean_reward" else f"{run.metric}={value:.4f}"
+    series = metric_series(list(run.history), metric)[-SPARK_POINTS:]
+    shown = f"{value:.4f}" if metric == "mean_reward" else f"{metric}={value:.4f}"
     return f"{shown} {sparkline(series)}".rstrip()
 
 

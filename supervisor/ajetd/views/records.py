@@ -9,7 +9,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.gpuuse import GpuSample
-from ajetd.core.model import Run, State
+from ajetd.core.model import Run, State, StopCause
 from ajetd.core.timefmt import iso
 
 
@@ -32,7 +32,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "tmux_socket": run.tmux_socket or None,
         "state": shown_state(run),
         "status": run.status.value if run.status else None,
-        "reason": run.reason or None,
+        "reason": shown_reason(run) or None,
         "trial": trial.number if trial else 0,
         "trials": len(run.trials),
         "attention": run.attention,
@@ -169,3 +169,22 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     for change in summary.get("config_changes", []):
         lines.append(f"  config change (in a copy beside the original): {change}")
     return "\n".join(lines)
+
+
+_STOP_CAUSES = {
+    StopCause.USER: "asked by `ajetd stop`",
+    StopCause.TIME_LIMIT: "its exp_max_time reached",
+    StopCause.HANG: "the hang rule",
+    StopCause.PLATEAU: "a plateau",
+}
+
+
+def shown_reason(run: Run) -> str:
+    """The run's reason as status shows it: a `stopping` run's is why and how far the stop
+    has gone (its record keeps the reason for its end, which is not there yet: status said
+    null for the whole grace of a stop)."""
+    if run.reason or run.state is not State.STOPPING or run.stop_cause is None:
+        return run.reason
+    why = f": {run.stop_reason}" if run.stop_reason else ""
+    sent = ", ".join(f"SIG{s}" for s in run.signals_sent) or "no signal"
+    return f"being stopped, {_STOP_CAUSES[run.stop_cause]}{why} ({sent} sent so far)"

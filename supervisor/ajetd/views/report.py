@@ -15,7 +15,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, table_keys
+from ajetd.frameworks.valresults import metric_series, shown_metric, table_keys
 from ajetd.views.listing import sparkline
 from ajetd.views.records import run_json
 from ajetd.views.words import action_label
@@ -99,6 +99,7 @@ def _metrics_section(run: Run) -> list[str]:
     keys = table_keys(history)
     if run.metric not in keys and any(run.metric in r for r in history):
         keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
+    lead = shown_metric(history, run.metric)
     lines = [
         "| step | " + " | ".join(keys) + " |",
         "|---:|" + "---:|" * len(keys),
@@ -107,7 +108,7 @@ def _metrics_section(run: Run) -> list[str]:
         step = record.get("global_steps", "")
         lines.append(f"| {step} | " + " | ".join(_fmt(record.get(k)) for k in keys) + " |")
     lines.append("")
-    for key in dict.fromkeys((run.metric, "mean_reward", "task_pass_rate@1")):
+    for key in dict.fromkeys((lead, "mean_reward", "task_pass_rate@1")):
         series = metric_series(history, key)
         if not series:
             continue

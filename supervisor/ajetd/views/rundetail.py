@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, table_keys
+from ajetd.frameworks.valresults import metric_series, shown_metric, table_keys
 from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
+from ajetd.views.records import shown_reason
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,10 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     if not history:
         none = "no validation results yet" if run.active else "no validation results were written"
         return [[("METRICS", "header")], [(f"  {none}", "dim")]]
+    metric = shown_metric(history, run.metric)
     keys = table_keys(history)
-    if run.metric not in keys:
-        keys.insert(0, run.metric)
+    if metric not in keys:
+        keys.insert(0, metric)
     keys = keys[:4]
     lines: list[Line] = [
         [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
@@ -135,10 +137,10 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         lines.append(
             [(cut("  " + str(record.get("global_steps", "")).rjust(6) + cells, width), "")]
         )
-    series = metric_series(history, run.metric)
+    series = metric_series(history, metric)
     if series:
-        best = min(series) if "loss" in run.metric else max(series)
-        text = f"  {run.metric}: {sparkline(series[-40:])}  best {best:.4f}, last {series[-1]:.4f}"
+        best = min(series) if "loss" in metric else max(series)
+        text = f"  {metric}: {sparkline(series[-40:])}  best {best:.4f}, last {series[-1]:.4f}"
         lines.append([(cut(text, width), "good")])
     return lines
 
@@ -159,7 +161,7 @@ def detail(
             line = attach_line(run.session, extras.tmux_socket)  # whole, to copy, or:
             short = f"ajetd attach {run.run_id}"
             lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
-    why = run.attention or run.reason
+    why = run.attention or shown_reason(run)
     lines += fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
     if run.started_at is not None:
         used = (run.ended_at or now) - run.started_at
