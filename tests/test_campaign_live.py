@@ -630,12 +630,11 @@ def test_a_line_break_after_a_name_or_id_is_no_part_of_one() -> None:
     a branch, a shell script or an environment ends at the text's end (`\\Z`)."""
     from ajetd.adapters.control import CAMPAIGN_ID, LEGACY_ID
     from ajetd.core import campaignspec as cs
+    from ajetd.core.envnames import env_name_problem
     from ajetd.core.naming import RUN_ID
-    from ajetd.core.options import _env
 
     assert cs.name_problem("ok") is None and cs.name_problem("ok\n")
     assert RUN_ID.match("abc123") and not RUN_ID.match("abc123\n")
     assert CAMPAIGN_ID.match("c-abc123") and not CAMPAIGN_ID.match("c-abc123\n")
     assert not LEGACY_ID.match("abc123\n")
-    problems: list[str] = []
-    assert _env({"FOO\n": "x"}, problems) == {} and "not a valid environment" in problems[0]
+    assert env_name_problem("FOO") == "" and "not a valid" in env_name_problem("FOO\n")
