@@ -616,8 +616,15 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
 
 @pytest.mark.parametrize(
     "rc",
-    ["echo 'Welcome to the cluster'\n", "echo\n", "printf 'no newline at the end'\n"],
-    ids=["words", "a blank line", "no newline"],
+    [
+        "echo 'Welcome to the cluster'\n",
+        "echo\n",
+        "printf 'no newline at the end'\n",
+        "trap 'echo bye' EXIT\n",  # after every answer
+        "echo 'Lmod: loaded modules' >&2\n",  # a module system's notes, on stderr
+        "head -c 1200000 /dev/zero | tr '\\0' x; echo\n",  # over a megabyte before
+    ],
+    ids=["words", "a blank line", "no newline", "an EXIT trap", "stderr", "1.2 MB"],
 )
 def test_a_host_whose_shell_prints_before_every_command_works_as_any(
     env: Env, tmp_path: Path, rc: str
@@ -665,37 +672,53 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
         assert status["metrics"]["global_steps"] == 4  # the val file read over it
         log = (env.tmp / "results" / "chatty" / "logs" / "trial-1.log").read_text()
         assert "Training finished." in log
-        assert "Welcome" not in log and "no newline at the end" not in log
+        for said in ("Welcome", "no newline at the end", "bye", "Lmod", "xxxx"):
+            assert said not in log, said
     finally:
         next(servers, None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     preamble=st.binary(max_size=300),
     body=st.binary(max_size=300),
-    cuts=st.lists(st.integers(min_value=0, max_value=700), max_size=6),
+    trailer=st.binary(max_size=100),
+    cuts=st.lists(st.integers(min_value=0, max_value=800), max_size=8),
 )
-def test_a_commands_answer_is_what_follows_its_mark_however_it_comes(
-    preamble: bytes, body: bytes, cuts: list[int]
+def test_a_commands_answer_is_what_lies_between_its_marks_however_it_comes(
+    preamble: bytes, body: bytes, trailer: bytes, cuts: list[int]
 ) -> None:
-    """What the rc printed, then the mark's line, then the command's bytes (the mark again
-    among them: its own): read in chunks cut anywhere, the command's bytes come out whole."""
+    """What the rc printed, the mark's line, the command's bytes (the mark among them: its
+    own), the end mark, what an rc's EXIT trap or job printed after: read in chunks cut
+    anywhere, the command's bytes come out whole, and nothing else."""
     mark = sshcmd.new_mark()
-    data = preamble.replace(mark.encode(), b"") + f"{mark}\n".encode() + body + mark.encode()
+    own = body + mark.encode() + b"\n" + body
+    data = (
+        preamble.replace(mark.encode(), b"")
+        + f"{mark}\n".encode()
+        + own
+        + f"{mark}-end 0\n".encode()
+        + trailer
+    )
     reader = sshcmd.Answer(mark)
     edges = sorted({0, len(data), *(c for c in cuts if c < len(data))})
     out = b"".join(reader.feed(data[a:b]) for a, b in itertools.pairwise(edges))
-    assert out + reader.end() == body + mark.encode()
+    assert out + reader.end() == own and reader.ended
 
 
-def test_an_answer_without_its_mark_is_passed_on_past_a_bound_and_dropped_below_it() -> None:
-    """No mark: the command's bash never ran (nothing of it to keep), or, past a megabyte,
-    what came is not the rc's alone and goes on as it came."""
+def test_an_answer_without_its_marks_keeps_what_it_can_tell_is_the_commands() -> None:
+    """No mark: the command's bash never ran, nothing of it to keep, however much came (only
+    what could be the mark's start is held). No end mark (a dropped connection): what came
+    after the mark is the command's, also what could have been the end mark's start."""
     mark = sshcmd.new_mark()
     assert sshcmd.answer(b"bash: not found\n", mark) == b""
-    big = b"x" * (sshcmd.MAX_PREAMBLE_BYTES + 1)
-    assert sshcmd.answer(big, mark) == big
+    reader = sshcmd.Answer(mark)
+    for _ in range(64):
+        assert reader.feed(b"x" * 65536) == b""  # 4 MiB of preamble
+    assert len(reader._held) < len(mark) + 1
+    assert reader.feed(f"{mark}\nlog line\n".encode()) == b"log line\n"  # at once, whole
+    assert reader.feed(b"more\n@@ajetd") == b"more\n"  # what could start the end mark waits
+    assert reader.end() == b"@@ajetd" and not reader.ended
 
 
 def test_a_host_that_stops_answering_mid_check_is_a_problem_not_an_exception(

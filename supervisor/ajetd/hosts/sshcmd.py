@@ -31,6 +31,7 @@ from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
 from ajetd.core.limits import CONFIG_MAX_BYTES, size_text
 
+PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600
 VANISHED = 3  # the stream's code: the remote trial ended without an exit status
@@ -84,60 +85,91 @@ def argv(spec: SshSpec) -> list[str]:
 
 
 def remote_command(script: str, mark: str = "") -> str:
-    """The one string sshd hands to the login shell: bash running `script`, after printing
-    `mark` on a line of its own where one is given (`new_mark`)."""
-    if mark:
-        script = f"printf '%s\\n' {mark}\n{script}"
-    return "bash -c " + shlex.quote(script)
+    """The one string sshd hands to the login shell: bash running `script`. With a `mark`
+    (`new_mark`): the login shell's bash is replaced by one that reads no rc (`exec`, `--norc`:
+    the user's ~/.bashrc ran once, in the login shell; bash would run it again for a command
+    ssh brings, and an EXIT trap it set would print after the answer), which prints the mark
+    on stdout and stderr, runs `script` in a subshell (its own `exit` and traps stay there),
+    then prints the end mark with its status: what came before the one and after the other is
+    not the command's (`Answer`)."""
+    if not mark:
+        return "bash -c " + shlex.quote(script)
+    inner = (
+        f"printf '%s\\n' {mark}; printf '%s\\n' {mark} >&2\n"
+        f"(\n{script}\n)\n"
+        f'rc=$?; printf \'%s %s\\n\' {mark}-end "$rc"; exit "$rc"'
+    )
+    return "exec bash --norc -c " + shlex.quote(inner)
 
 
-# Where what ajetd's own command printed begins. The login shell runs the user's ~/.bashrc
-# for every command ssh brings (bash does, for ssh, even when not interactive), and an rc that
-# prints (a welcome, a module system's notes, a blank line) puts its words before every
-# answer: a size, an exit code, a tar archive, the trial's log, whose bytes the follower counts
-# to resume after a reconnection. Each command prints a mark of its own first; what comes
-# before it is the rc's and is dropped.
-MAX_PREAMBLE_BYTES = 1024 * 1024  # past this without the mark, the bytes are passed on as they are
+# Where what ajetd's own command printed begins and ends. The login shell runs the user's
+# ~/.bashrc for every command ssh brings, and an rc that prints (a welcome, a blank line) puts
+# its words before every answer: a size, an exit code, a tar archive, the trial's log, whose
+# bytes the follower counts to resume after a reconnection; one that sets an EXIT trap or
+# leaves a job behind prints after it. Each command prints a mark of its own first and an end
+# mark last (`remote_command`); only what lies between is the command's.
 
 
 def new_mark() -> str:
-    """A mark no rc prints by chance (random for each command)."""
+    """A mark no rc prints by chance (random for each command; hex never holds `@`, so the
+    mark cannot overlap itself)."""
     return f"@@ajetd-{secrets.token_hex(8)}"
 
 
 class Answer:
-    """A command's output read as it comes, with what the rc printed before `mark` dropped."""
+    """A command's output read as it comes: what lies between its mark's line and its end
+    mark (`remote_command`). Memory stays bounded and the work linear: before the mark only
+    what could be its start is held; inside, only what could be the end mark's start."""
 
     def __init__(self, mark: str) -> None:
-        self._line = f"{mark}\n".encode()
+        self._begin = f"{mark}\n".encode()
+        # no newline first: the last line's own would be held back until more came
+        self._end = f"{mark}-end ".encode()
         self._held = b""
-        self._found = False
+        self._state = 0  # 0: before the mark, 1: the command's own bytes, 2: after its end
 
     def feed(self, chunk: bytes) -> bytes:
-        """The part of `chunk` that is the command's own (the mark's line never is)."""
-        if self._found:
-            return chunk
-        self._held += chunk
-        at = self._held.find(self._line)
+        """The part of `chunk` that is the command's own."""
+        if self._state == 2 or not chunk:
+            return b""
+        data = self._held + chunk
+        if self._state == 0:
+            at = data.find(self._begin)
+            if at < 0:
+                self._held = data[-(len(self._begin) - 1) :]
+                return b""
+            self._state, data = 1, data[at + len(self._begin) :]
+        at = data.find(self._end)
         if at >= 0:
-            self._found = True
-            rest, self._held = self._held[at + len(self._line) :], b""
-            return rest
-        if len(self._held) > MAX_PREAMBLE_BYTES:  # no mark: not ours to cut
-            self._found = True
-            rest, self._held = self._held, b""
-            return rest
-        return b""
+            self._state, self._held = 2, b""
+            return data[:at]
+        keep = _tail_starting(data, self._end)
+        self._held = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
 
     def end(self) -> bytes:
-        """What is still held at the end: none of it is the command's where the mark never
+        """The output has ended: what is still held is the command's where its end mark never
+        came (the connection dropped, the command was killed), none of it where the mark never
         came (its bash did not start)."""
-        self._held = b""
-        return b""
+        held, self._held = (self._held if self._state == 1 else b""), b""
+        return held
+
+    @property
+    def ended(self) -> bool:
+        """Whether the command's end mark came: all of its output is here."""
+        return self._state == 2
+
+
+def _tail_starting(data: bytes, mark: bytes) -> int:
+    """How many of `data`'s last bytes are the start of `mark` (0: none)."""
+    for size in range(min(len(mark) - 1, len(data)), 0, -1):
+        if mark.startswith(data[-size:]):
+            return size
+    return 0
 
 
 def answer(data: bytes, mark: str) -> bytes:
-    """A whole output with the rc's preamble dropped (`Answer`)."""
+    """A whole output's own part (`Answer`)."""
     reader = Answer(mark)
     return reader.feed(data) + reader.end()
 
@@ -164,7 +196,15 @@ def run(
         why = done.stderr.decode(errors="replace").strip().splitlines()
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
     done.stdout = answer(done.stdout, mark)
+    done.stderr = after_mark(done.stderr, mark)
     return done
+
+
+def after_mark(said: bytes, mark: str) -> bytes:
+    """stderr without what the login shell and its rc said before the command (a module
+    system's notes: they read as the command's error); as it came where the mark is not there."""
+    at = said.find(f"{mark}\n".encode())
+    return said[at + len(mark) + 1 :] if at >= 0 else said
 
 
 def remote_dir(spec: SshSpec, run_id: str) -> str:
@@ -181,6 +221,7 @@ def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -
     for room, as a launch into a full home here does, instead of failing the run."""
     q = shlex.quote
     n = trial
+    sent = script.encode()
     c = "LC_ALL=C "  # the C library's words for a full disk; the program keeps its own locale
     started = run(
         spec,
@@ -190,13 +231,17 @@ def launch(spec: SshSpec, rdir: str, trial: int, script: str, result_dir: str) -
         f"if [ -e trial-{n}.pid ]; then cat trial-{n}.pid; exit 0; fi\n"
         f"{c}cat > trial-{n}.sh && chmod 700 trial-{n}.sh && {c}: > trial-{n}.log && "
         f"touch trial-{n}.go || exit 1\n"
+        # all of it, or no launch: an rc that reads stdin takes the script's first line
+        f'[ "$(wc -c < trial-{n}.sh)" -eq {len(sent)} ] || '
+        f'{{ echo "trial-{n}.sh arrived cut short (its first bytes read by the login shell?)" >&2;'
+        f" rm -f trial-{n}.sh trial-{n}.go; exit 1; }}\n"
         # `setsid -f`, not `&`: a background job of a non-interactive shell has SIGINT
         # ignored, and neither bash nor Python would then let Ctrl-C stop the program
         f"setsid -f bash -c 'echo $$ > trial-{n}.pid.tmp && mv trial-{n}.pid.tmp trial-{n}.pid "
         f"&& exec bash trial-{n}.sh' > trial-{n}.log 2>&1 < /dev/null\n"
         f"for i in $(seq 100); do [ -e trial-{n}.pid ] && break; sleep 0.05; done\n"
         f"cat trial-{n}.pid\n",
-        stdin=script.encode(),
+        stdin=sent,
     )
     text = started.stdout.decode().strip()
     if started.returncode != 0 or not text.isdigit():
@@ -336,34 +381,44 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
     into.mkdir(parents=True, exist_ok=True)
     mark = new_mark()
     script = f"cd {shlex.quote(base)} && tar -cf - -- {names}"
-    # both stderrs into files, read at the end: a pipe left unread while the archive flows
+    # the stderrs into files, read at the end: a pipe left unread while the archive flows
     # would hold either side once it had said 64 KiB (a tar note for each of many files)
     with (
-        tempfile.TemporaryFile() as said,
+        tempfile.TemporaryFile() as ssh_said,
+        tempfile.TemporaryFile() as tar_said,
         subprocess.Popen(
-            [*argv(spec), remote_command(script, mark)], stdout=subprocess.PIPE, stderr=said
+            [*argv(spec), remote_command(script, mark)], stdout=subprocess.PIPE, stderr=ssh_said
         ) as sender,
         subprocess.Popen(
             ["tar", "--skip-old-files", "-xf", "-", "-C", str(into)],
             stdin=subprocess.PIPE,
-            stderr=said,
+            stderr=tar_said,
         ) as untar,
     ):
-        # the archive without what the host's rc printed before it
+        # the archive alone: what the host's rc printed before or after it is not tar's
         assert sender.stdout is not None and untar.stdin is not None
         archive = Answer(mark)
         try:
             while chunk := sender.stdout.read(65536):
                 untar.stdin.write(archive.feed(chunk))
-        except BrokenPipeError:  # tar stopped reading (a broken archive): it says why
-            pass
+            untar.stdin.write(archive.end())
+        except BrokenPipeError:  # tar stopped reading (a broken archive): it says why, and
+            sender.kill()  # nothing reads the rest: ssh would wait on its pipe for ever
         finally:
             with contextlib.suppress(BrokenPipeError):
                 untar.stdin.close()
-        sender.wait(timeout=600)
-        untar.wait(timeout=600)
-        said.seek(0)
-        return said.read(64 * 1024).decode(errors="replace").strip()
+        late = ""
+        for proc in (sender, untar):
+            try:
+                proc.wait(timeout=PULL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                late = f"copying back took over {PULL_TIMEOUT_S:.0f} s and was ended"
+        ssh_said.seek(0)
+        tar_said.seek(0)
+        said = after_mark(ssh_said.read(64 * 1024), mark) + tar_said.read(64 * 1024)
+    return "\n".join(t for t in (said.decode(errors="replace").strip(), late) if t)
 
 
 def gpus(spec: SshSpec) -> list[GpuSample] | None:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import FrameType
@@ -55,18 +56,29 @@ class Follower:
         """One connection's worth of output; its exit code."""
         script = sshcmd.stream_script(self.rdir, self.trial, self.offset)
         mark = sshcmd.new_mark()  # what the host's rc prints is not the log's: never counted
-        with subprocess.Popen(
-            [*sshcmd.argv(self.spec), sshcmd.remote_command(script, mark)],
-            stdout=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-        ) as proc:
+        with (
+            tempfile.TemporaryFile() as said,  # ssh's errors, the stream's: shown at its end
+            subprocess.Popen(
+                [*sshcmd.argv(self.spec), sshcmd.remote_command(script, mark)],
+                stdout=subprocess.PIPE,
+                stderr=said,
+                stdin=subprocess.DEVNULL,
+            ) as proc,
+        ):
             assert proc.stdout is not None
             out = proc.stdout.fileno()
             log = sshcmd.Answer(mark)
             while chunk := os.read(out, 65536):
                 if own := log.feed(chunk):
                     self.show(own)
-            return proc.wait()
+            if rest := log.end():  # the connection dropped inside what could be the end mark
+                self.show(rest)
+            code = proc.wait()
+            said.seek(0)
+            errors = sshcmd.after_mark(said.read(64 * 1024), mark).strip()
+            if errors:  # not the rc's notes (before the mark): they are not the trial's
+                self.say(errors.decode(errors="replace"))
+            return code
 
     def show(self, chunk: bytes) -> None:
         if self.lost_at is not None:
