@@ -205,6 +205,33 @@ def test_logs_whose_files_are_gone_say_so_and_fail(env: Env) -> None:
     assert "trial 1's" not in got.stderr
 
 
+def test_a_run_before_its_first_trial_shows_the_limit_and_command_it_names(env: Env) -> None:
+    """A blueprint waiting in the inbox reads as `queued` with the time limit and command it
+    names, and a rejected run keeps them (README): the human view said only `time not
+    started` and `status --json` had `command: null`."""
+    bp = env.blueprint("waits", max_time="45m")
+    run_id = env.cli("submit", str(bp)).stdout.strip()  # no daemon: it waits in the inbox
+    shown = env.cli("status", run_id).stdout
+    assert "not started (limit 45m)" in shown, shown
+    assert "python -m fakejet.launcher" in shown and str(env.codebase) in shown, shown
+    data = json.loads(env.cli("status", run_id, "--json").stdout)
+    assert data["state"] == "queued" and data["max_time_s"] == 2700
+    assert data["command"].startswith("python -m fakejet.launcher"), data
+    _record(
+        env,
+        "rej002",
+        state=State.DONE,
+        status=Status.REJECTED,
+        reason="exp_venv_exe: missing",
+        max_time_s=600.0,
+        codebase_dir="/code",
+        launch_command="python train.py",
+    )
+    shown = env.cli("status", "rej002").stdout
+    assert "not started (limit 10m)" in shown and "python train.py" in shown, shown
+    assert json.loads(env.cli("status", "rej002", "--json").stdout)["command"] == "python train.py"
+
+
 def test_attach_without_a_terminal_points_to_logs(env: Env) -> None:
     _record(env, "att001", session="ajetd-att001", state=State.RUNNING, started_at=time.time())
     vars_ = {k: v for k, v in env.vars.items() if k != "TMUX"}

@@ -45,7 +45,8 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "exit_code": run.exit_code,
         "metrics": run.metrics,
         "blueprint": run.source,
-        "command": trial.command if trial else None,
+        # before a trial ran (queued, rejected): the command its blueprint names
+        "command": trial.command if trial else (run.launch_command or None),
         "warnings": list(run.warnings),
         "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
         "gpu": gpuuse.now_view(run.gpu_stats),

@@ -171,15 +171,14 @@ def detail(
             if run.active:
                 text += f", {format_duration(run.started_at + run.max_time_s - now)} left"
         lines.append(_kv("time", text, width))
-    elif run.active:
-        lines.append(
-            _kv(
-                "time",
-                f"not started; submitted {format_duration(now - run.submitted_at)} ago",
-                width,
-            )
-        )
+    else:  # queued, or ended before a trial ran (rejected): what its blueprint asks for
+        limit = f" (limit {format_duration(run.max_time_s)})" if run.max_time_s else ""
+        when = f"; submitted {format_duration(now - run.submitted_at)} ago" if run.active else ""
+        lines.append(_kv("time", f"not started{limit}{when}", width))
     lines += fit.kv("result dir", run.result_dir or "-")
+    if not run.trials and (run.codebase_dir or run.launch_command):
+        lines += fit.kv("codebase", run.codebase_dir or "-")
+        lines += fit.kv("command", run.launch_command or "-")
     for warning in run.warnings:  # what admission changed or doubted
         lines += fit.kv("warning", warning, "waiting")
     if run.active and extras.next_check_at is not None:
