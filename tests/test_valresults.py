@@ -303,7 +303,7 @@ def test_a_val_file_of_other_keys_is_shown_by_them() -> None:
     history = tuple({"global_steps": s, "val_score": 0.1 * s, "note": "x"} for s in (1, 2, 3))
     run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
     run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
-    assert table_keys(history) == ["val_score"]  # numbers only: the step and a note apart
+    assert table_keys(history) == []  # none of seed 001's
     text = render_results(run, ReportContext(host="h"))
     assert "| step | val_score |" in text and "| 3 | 0.3000 |" in text
     assert "- **val_score**: first 0.1000, best 0.3000 (step 3), last 0.3000" in text
@@ -313,12 +313,19 @@ def test_a_val_file_of_other_keys_is_shown_by_them() -> None:
     assert "val_score" in spec(Home(Path("/nonexistent")), run)["keys"]
 
 
-def test_seed_001s_keys_come_first_and_others_fill_a_table_to_eight_columns() -> None:
+def test_a_val_file_of_seed_001s_keys_is_shown_by_them_alone_and_others_by_eight() -> None:
+    """AgentJet's own records hold more than its metrics (`pass_n`, `total_tasks`), NeMo-RL's
+    their `step`: where seed 001's keys or the run's metric are there, the table is theirs, as
+    before; where none is, the first eight numeric attributes."""
+    from ajetd.frameworks.valresults import shown_keys
+
     record: dict[str, Any] = {"global_steps": 1, "mean_reward": 0.5, "std_reward": 0.1}
-    record.update({f"extra_{n}": float(n) for n in range(12)})
-    keys = table_keys([record])
-    assert keys[:2] == ["mean_reward", "std_reward"] and len(keys) == 8
-    assert keys[2:] == [f"extra_{n}" for n in range(6)]
+    record.update({"pass_n": 4, "total_tasks": 100})
+    assert shown_keys([record], "mean_reward") == ["mean_reward", "std_reward"]
+    nemo = {"step": 4, "accuracy": 0.3, "average_response_length": 231.4}
+    assert shown_keys([nemo], "accuracy") == ["accuracy"]
+    other = {"global_steps": 1, **{f"extra_{n}": float(n) for n in range(12)}}
+    assert shown_keys([other], "mean_reward") == [f"extra_{n}" for n in range(8)]
 
 
 def test_an_agentjet_run_with_a_plateau_rule_is_judged_by_its_metric(env: Env) -> None:

@@ -159,8 +159,8 @@ def review(
     out.problems.extend(sorted(p for p in blocked if p))
     if out.patches and conf is None:
         out.warnings.append(
-            "the launch command passes no --conf, so the config fixes above "
-            "cannot be applied to what runs"
+            "the launch command passes no --conf, so ajetd's fixes to the config are not "
+            f"applied (it runs as it is): {'; '.join(out.changes)}"
         )
         if ("ajet", "execute_test") in out.patches:
             out.problems.append(

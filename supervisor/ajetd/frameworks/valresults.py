@@ -59,31 +59,41 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     """The validation attributes of seed 001 that `history` holds, in its order: mean_reward,
     task_pass_rate@N for every N written (pass_n may be 16 or 32, not only 1-8), std_reward,
     num_all_success_tasks, then num_pass_n_tasks (AgentJet writes `num_pass_n_tasks(pass@N)`);
-    then the other numeric attributes in the order they came (a program's own: `val_score`,
-    `accuracy`; a table of only seed 001's keys left a val file of others empty) while the
-    table has fewer than MAX_TABLE_KEYS; first `dataset`, where records name the benchmark."""
+    first `dataset`, where records name the benchmark they hold."""
     held = list(dict.fromkeys(k for r in history for k in r))
     rates = sorted((int(m.group(1)), k) for k in held if (m := _PASS_AT.fullmatch(k)) is not None)
     passed = [k for k in held if k.startswith("num_pass_n_tasks")]
     first, *rest = [k for k in TABLE_KEYS if not _PASS_AT.fullmatch(k)]  # TABLE_KEYS' order,
     order = [first, *(k for _, k in rates), *rest]  # every pass@N where its 1-8 stand
     named = ["dataset"] if "dataset" in held else []  # several benchmarks: which row is which
-    known = [k for k in order if k in held] + passed
-    own = [
-        k for k in held if k not in known and k not in _NOT_METRICS and metric_series(history, k)
-    ]
-    return named + known + own[: max(0, MAX_TABLE_KEYS - len(known))]
+    return named + [k for k in order if k in held] + passed
 
 
-_NOT_METRICS = frozenset({"global_steps", "dataset"})  # the step and the benchmark's name
+MAX_OWN_KEYS = 8  # columns of a table of a program's own attributes
+_NOT_METRICS = frozenset({"global_steps", "step", "dataset"})  # steps, a benchmark's name
+
+
+def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
+    """The columns of a run's validation table: seed 001's attributes (`table_keys`), the
+    run's own metric first where they lack it (a NeMo-RL run's accuracy); where neither is
+    there, the records' own numeric attributes in the order they came, up to MAX_OWN_KEYS (a
+    program's `val_score`, a campaign's `accuracy`: the table had no column at all)."""
+    keys = table_keys(history)
+    if metric not in keys and metric_series(history, metric):
+        keys.insert(0, metric)
+    if any(k != "dataset" for k in keys):
+        return keys
+    held = dict.fromkeys(k for r in history for k in r)
+    own = [k for k in held if k not in _NOT_METRICS and metric_series(history, k)]
+    return keys + own[:MAX_OWN_KEYS]
 
 
 def shown_metric(history: Sequence[Mapping[str, Any]], metric: str) -> str:
     """The attribute a run's views lead with: its own metric where its records hold it, else
-    the first of the table that does (a val file without mean_reward showed a blank)."""
+    the first of its table that does (a val file without mean_reward showed a blank)."""
     if metric_series(history, metric):
         return metric
-    return next((k for k in table_keys(history) if metric_series(history, k)), metric)
+    return next((k for k in shown_keys(history, metric) if metric_series(history, k)), metric)
 
 
 def _number(value: Any) -> Any:

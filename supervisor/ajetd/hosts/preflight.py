@@ -420,7 +420,10 @@ def _checked(
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
     found.warnings.extend(_serverless_client(bp, runs_with))
-    val_path = _val_path(runs_with, codebase)
+    # the config as the program reads it: the copy only where a --conf can point at it (a
+    # wrapper script reads the original, and its val file is the original's)
+    runs_as = runs_with if conf_argument(bp.launch_command) is not None else overridden
+    val_path = _val_path(runs_as, codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
         # client: `<RESULT_DIR>/val_results.md`)

@@ -27,7 +27,7 @@ from typing import Any
 from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
-from ajetd.frameworks.valresults import TABLE_KEYS, table_keys
+from ajetd.frameworks.valresults import TABLE_KEYS, shown_keys
 from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def segment_labels(run: Run) -> list[str]:
 
 def spec(home: Home, run: Run) -> dict[str, Any]:
     """Everything runplot needs, as JSON."""
-    keys = list(dict.fromkeys([run.metric, *TABLE_KEYS, *table_keys(run.history)]))
+    keys = list(dict.fromkeys([run.metric, *TABLE_KEYS, *shown_keys(run.history, run.metric)]))
     purpose = (run.purpose or "").splitlines()[0][:80] if run.purpose else ""
     return {
         "result_dir": run.result_dir,

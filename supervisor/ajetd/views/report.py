@@ -15,7 +15,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, shown_metric, table_keys
+from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric
 from ajetd.views.listing import sparkline
 from ajetd.views.records import run_json
 from ajetd.views.words import action_label
@@ -96,9 +96,7 @@ def _metrics_section(run: Run) -> list[str]:
                 "them elsewhere, or ended before validating), so its results are not here."
             )
         return [none]
-    keys = table_keys(history)
-    if run.metric not in keys and any(run.metric in r for r in history):
-        keys.insert(0, run.metric)  # a NeMo-RL run's own metric (accuracy, val_loss...)
+    keys = shown_keys(history, run.metric)
     lead = shown_metric(history, run.metric)
     lines = [
         "| step | " + " | ".join(keys) + " |",

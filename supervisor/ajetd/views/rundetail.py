@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, shown_metric, table_keys
+from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric
 from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
 from ajetd.views.records import shown_reason
 
@@ -119,9 +119,9 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         none = "no validation results yet" if run.active else "no validation results were written"
         return [[("METRICS", "header")], [(f"  {none}", "dim")]]
     metric = shown_metric(history, run.metric)
-    keys = table_keys(history)
+    keys = shown_keys(history, run.metric)
     if metric not in keys:
-        keys.insert(0, metric)
+        keys.insert(0, metric)  # a metric with no value yet: its column, empty
     keys = keys[:4]
     lines: list[Line] = [
         [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
