@@ -593,3 +593,30 @@ def test_a_path_written_with_a_variable_is_refused_saying_so(env: Env) -> None:
         "exp_result_dir: $HOME/results/x is not an absolute path (variables such as $HOME are "
         "not expanded: write the path in full, or ~/...)"
     ]
+
+
+def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapplied(
+    loop: Any, env: Env
+) -> None:
+    """A run launched by a script (no --conf): ajetd's config fixes cannot reach what runs.
+    A copy was written into the codebase for every such run and never used, and the warning
+    spoke of 'the config fixes above' where nothing was above. No copy now; the warning lists
+    the fixes not applied; the val file read is the original config's."""
+    import yaml
+
+    conf = env.config("script")
+    data = yaml.safe_load((env.codebase / conf).read_text())
+    data["ajet"]["trainer_common"]["val_before_train"] = False  # ajetd would set it true
+    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    (env.codebase / "run.sh").write_text(f"exec python -m fakejet.launcher --conf {conf}\n")
+    bp = env.blueprint("script", config=conf, command="bash run.sh", ajetd="gpus: 0")
+    found = _lint(env, bp.read_text())
+    said = [w for w in found["blueprint"]["warnings"] if "passes no --conf" in w]
+    assert len(said) == 1 and "are not applied (it runs as it is): " in said[0], found
+    assert "val_before_train" in said[0]
+    run_id = loop.submit(bp)
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
+    assert copies == [], copies
+    assert loop.run(run_id).history, "the original config's val file is read"
