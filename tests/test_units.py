@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -75,21 +76,33 @@ def test_autokill_is_removed_as_a_whole_word() -> None:
         assert protect_autokill(f"ajet {word}") == (f"ajet {word}", False), word
 
 
-def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
+def _script(tmp_path: Path, command: str, **fields: Any) -> Path:
+    """A trial's script in `tmp_path` (its go, exit and hup files there too), as rendered."""
     spec = TrialSpec(
         run_id="abc123",
-        trial=2,
-        command='echo "$AJETD_RUN_ID $AJETD_TRIAL $MY_VAR"; exit 7',
+        trial=fields.pop("trial", 1),
+        command=command,
         codebase_dir=str(tmp_path),
-        venv_dir=str(tmp_path / "v e n v"),
+        venv_dir=fields.pop("venv_dir", str(tmp_path / "venv")),
         result_dir=str(tmp_path / "r"),
         go_file=str(tmp_path / "go"),
         exit_file=str(tmp_path / "exit"),
         hup_file=str(tmp_path / "hup"),
-        env=(("MY_VAR", "it's $HOME; rm -rf /"),),
+        **fields,
     )
     script = tmp_path / "t.sh"
     script.write_text(render_trial_script(spec))
+    return script
+
+
+def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
+    script = _script(
+        tmp_path,
+        'echo "$AJETD_RUN_ID $AJETD_TRIAL $MY_VAR"; exit 7',
+        trial=2,
+        venv_dir=str(tmp_path / "v e n v"),
+        env=(("MY_VAR", "it's $HOME; rm -rf /"),),
+    )
     proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
     (tmp_path / "go").touch()
     out, _ = proc.communicate(timeout=20)
@@ -107,19 +120,7 @@ def test_a_stop_signal_taken_before_the_program_starts_keeps_it_from_starting(
     the program was forked was caught by the script and lost (the program ran on until the
     SIGTERM 30 s later; a CI run's stop test timed out on it). Taken before the program, the
     signal is kept and the program never starts: the trial ends with the signal's code."""
-    spec = TrialSpec(
-        run_id="abc123",
-        trial=1,
-        command=f"touch {tmp_path / 'ran'}",
-        codebase_dir=str(tmp_path),
-        venv_dir=str(tmp_path / "venv"),
-        result_dir=str(tmp_path / "r"),
-        go_file=str(tmp_path / "go"),
-        exit_file=str(tmp_path / "exit"),
-        hup_file=str(tmp_path / "hup"),
-    )
-    script = tmp_path / "t.sh"
-    script.write_text(render_trial_script(spec))
+    script = _script(tmp_path, f"touch {tmp_path / 'ran'}")
     proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
     # the script waits for its go file with its traps set: the same handlers as after its banner
     wait_for(lambda: "sleep" in _children(proc.pid), 10, "the script to wait for its go file")
@@ -133,22 +134,7 @@ def test_a_stop_signal_taken_before_the_program_starts_keeps_it_from_starting(
 
 
 def _forwarding_spec(tmp_path: Path, command: str, prefix: tuple[str, ...] = ()) -> Path:
-    spec = TrialSpec(
-        run_id="abc123",
-        trial=1,
-        command=command,
-        codebase_dir=str(tmp_path),
-        venv_dir=str(tmp_path / "venv"),
-        result_dir=str(tmp_path / "r"),
-        go_file=str(tmp_path / "go"),
-        exit_file=str(tmp_path / "exit"),
-        hup_file=str(tmp_path / "hup"),
-        forward_signals=True,
-        prefix=prefix,
-    )
-    script = tmp_path / "t.sh"
-    script.write_text(render_trial_script(spec))
-    return script
+    return _script(tmp_path, command, forward_signals=True, prefix=prefix)
 
 
 def test_a_slurm_jobs_int_before_its_program_is_noted_as_slurms_warning(tmp_path: Path) -> None:
