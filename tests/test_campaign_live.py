@@ -385,6 +385,24 @@ def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:
         assert not [m for m in modules if m.startswith(heavy)], args
 
 
+def test_campaign_status_of_a_live_campaign_says_when_no_daemon_runs(env: Env) -> None:
+    """`ajetd status` says the daemon is not running; `campaign status` of a campaign that
+    had not ended said nothing of it (exit 0), and nothing moved it. Said on stderr (the JSON
+    stays the contract); an ended campaign needs no daemon."""
+    folder = env.home / "campaigns" / "c-abc123" / "folder"
+    folder.mkdir(parents=True)
+    (folder / "campaign.yaml").write_text("name: rec\nbase: base.md\nresult_dir: /tmp/rec\n")
+    (folder / "base.md").write_text(env.blueprint("rec").read_text())
+    record = {"campaign_id": "c-abc123", "started_at": 1.0, "name": "rec", "phase": "running"}
+    (folder.parent / "state.json").write_text(json.dumps(record))
+    for args in (("campaign", "status", "c-abc123"), ("campaign", "status", "c-abc123", "--json")):
+        out = env.cli(*args)
+        assert out.returncode == 0 and "daemon: not running" in out.stderr, (args, out.stderr)
+    record.update(phase="done", status="completed", done=True, reason="stop condition met")
+    (folder.parent / "state.json").write_text(json.dumps(record))
+    assert "daemon:" not in env.cli("campaign", "status", "c-abc123").stderr
+
+
 def _claimed(env: Env, name: str, most: int) -> tuple[Any, str, Any]:
     """A campaign (no baseline, at most `most` experiments) submitted and claimed by the
     daemon's campaign runner, in this process: the home, its id, the runner."""

@@ -286,6 +286,13 @@ def show_status(text: str, as_json: bool) -> None:
     """`ajetd campaign status` (also `ajetd status CAMPAIGN_ID`)."""
     home = open_home()
     data, view = status_data(home, resolve_or_fail(home, text))
+    if data.get("status") is None:  # not ended: the daemon's own trouble, where it leaves it unrun
+        from ajetd.views.listing import daemon_lines
+
+        for line in daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, time.time()):
+            said = "".join(part for part, _ in line)
+            if said.startswith("daemon: "):
+                click.echo(said, err=True)
     if as_json:
         echo_json(data)
     else:
