@@ -47,8 +47,9 @@ def plateau_reason(
     best = sign * before
     return (
         f"{rule.metric} has not improved by more than {rule.min_delta} over the last "
-        f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}) after "
-        f"{elapsed_s / max_time_s:.0%} of exp_max_time"
+        f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}), seen at "
+        f"{elapsed_s / max_time_s:.0%} of exp_max_time (the rule applies from "
+        f"{rule.after:.0%})"
     )
 
 
