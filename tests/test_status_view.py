@@ -381,3 +381,19 @@ def test_a_run_without_a_trial_says_so_under_trials() -> None:
     assert "TRIALS\n  none yet" in text, text
     rejected = model.reject(queued, "exp_purpose: missing", NOW)
     assert "TRIALS\n  none: no trial was launched" in plain(detail(rejected, NOW, 100))
+
+
+def test_a_run_that_ran_on_no_gpu_ajetd_saw_is_not_called_unplaced() -> None:
+    """`gpus: all` where ajetd sees no GPU leaves CUDA_VISIBLE_DEVICES as it was: the run ran,
+    and `status RUN` said `GPUs not placed` of it (a blind walk read it as a run never placed)."""
+    from ajetd.core.model import Run, State, Status
+    from ajetd.views.rundetail import detail
+
+    def gpus_line(run: Run) -> str:
+        lines = ["".join(part for part, _ in line) for line in detail(run, 100.0, 120)]
+        return next(line for line in lines if line.lstrip().startswith("GPUs"))
+
+    ran = Run("abc123", "x.md", 1.0, state=State.DONE, status=Status.SUCCEEDED, started_at=2.0)
+    assert "not restricted (no GPU seen" in gpus_line(ran)
+    assert "not placed" in gpus_line(Run("abc124", "x.md", 1.0))  # queued
+    assert "cpu" in gpus_line(Run("abc125", "x.md", 1.0, started_at=2.0, gpu_ids=()))

@@ -145,6 +145,17 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     return lines
 
 
+def _gpus_text(run: Run, cell: str) -> str:
+    """The run's GPUs as the list shows them; where none was placed, why: before its start,
+    or none seen (`gpus: all` on a machine where ajetd sees no GPU: it leaves the program's
+    CUDA_VISIBLE_DEVICES as it was, and said "not placed" of a run that ran)."""
+    if cell != "-":
+        return cell
+    if run.started_at is not None:
+        return "not restricted (no GPU seen; CUDA_VISIBLE_DEVICES as it was)"
+    return "not placed"
+
+
 def detail(
     run: Run, now: float, width: int, extras: RunExtras = RunExtras(), whole: bool = True
 ) -> list[Line]:
@@ -186,7 +197,7 @@ def detail(
         text = f"in {format_duration(due)}" if due > 0 else "due now"
         lines.append(_kv("deep check", text + " (val results, plateau, GPUs)", width))
     gpus = gpu_cell(run)
-    lines.append(_kv("GPUs", gpus if gpus != "-" else "not placed", width))
+    lines.append(_kv("GPUs", _gpus_text(run, gpus), width))
     lines.append([])
     lines += _trial_lines(run, fit)
     found = _finding_lines(run, fit)
