@@ -693,3 +693,31 @@ def test_a_full_folder_a_fix_waits_for_stays_in_status(
         assert line in env.cli("status").stdout, f"the line went after {reads} read(s)"
         reads += 1
     assert env.status(run_id)["trials"] == 1
+
+
+def test_reports_held_by_a_full_result_dir_are_written_before_any_picture(env: Env) -> None:
+    """Once a full result dir has room again, the held reports came after the pictures,
+    drawn again first: 46 KB of curves took the room the reports had, and they waited for
+    more. They come first now; the pictures of that run are said not drawn."""
+    from dataclasses import replace
+
+    from ajetd.adapters.store import Home
+    from ajetd.core import model
+    from ajetd.daemon import ending
+
+    home = Home(env.home)
+    home.ensure()
+    home.run_dir("abc123").mkdir(parents=True)
+    result = env.tmp / "held"
+    history = tuple({"global_steps": s, "mean_reward": 0.1 * s} for s in (1, 2, 3))
+    run = model.Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir=str(result))
+    run = model.finish(run, model.Status.SUCCEEDED, "the program exited with code 0", 0, 5.0)
+    why = f"{ending.REPORTS_HELD} {result}: No space left on device; written as soon as it can be"
+    run = replace(run, history=history, metrics=dict(history[-1]), attention=why)
+    run = replace(run, reports_pending=True)
+    home.save_run(run)
+    done = ending.publish_reports(home, run, 6.0)
+    assert done.attention is None and not done.reports_pending
+    text = (result / "results.md").read_text()
+    assert f"Pictures not drawn: {ending.REPORTS_FIRST}" in text
+    assert (result / "finish.flag").exists() and not (result / "curves.png").exists()

@@ -170,6 +170,9 @@ def finish_run(
     return run
 
 
+REPORTS_FIRST = "the result dir was full when the reports were due; they were written first"
+
+
 def publish_reports(
     home: Home, run: Run, now: float, drawn: tuple[list[str], str] | None = None
 ) -> Run:
@@ -181,6 +184,9 @@ def publish_reports(
     troubles = home.held.troubles if home.held is not None else None
     held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
     done = replace(run, reports_pending=False, attention=None if held else run.attention)
+    if held and drawn is None:  # the reports first: a picture drawn again took the room a
+        # freed folder had for them (46 KB of curves), and they waited for more
+        drawn = ([], REPORTS_FIRST)
     try:
         if _flag_written(folder, done):  # a daemon killed after finish.flag, before this
             home.append_event(run.run_id, now, "finish.flag was written before a restart")
