@@ -620,3 +620,28 @@ def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapp
     copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
     assert copies == [], copies
     assert loop.run(run_id).history, "the original config's val file is read"
+
+
+def test_a_conf_ajetd_cannot_resolve_gets_no_copy_and_its_fixes_are_said_unapplied(
+    loop: Any, env: Env
+) -> None:
+    """`--conf ./$CONF` (or a cd before a relative one): ajetd cannot tell which file it is,
+    so a copy cannot be pointed at; a copy was written and its val file (in the result dir)
+    read, while the program wrote and read the original's (a run sharing it was not queued)."""
+    import yaml
+
+    conf = env.config("varconf")
+    data = yaml.safe_load((env.codebase / conf).read_text())
+    data["ajet"]["trainer_common"]["val_before_train"] = False  # ajetd would set it true
+    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    command = f"CONF={conf}; python -m fakejet.launcher --conf ./$CONF"
+    bp = env.blueprint("varconf", config=conf, command=command, ajetd="gpus: 0")
+    found = _lint(env, bp.read_text())
+    said = [w for w in found["blueprint"]["warnings"] if "cannot tell which file" in w]
+    assert len(said) == 1 and "val_before_train" in said[0], found
+    run_id = loop.submit(bp)
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
+    assert copies == [], copies
+    assert loop.run(run_id).history, "the original config's val file is read"

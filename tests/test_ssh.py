@@ -641,7 +641,7 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
     if os.geteuid() != 0 or not shutil.which("unshare") or not real_rc.is_file():
         pytest.skip("a mount namespace needs root, unshare (util-linux) and a ~/.bashrc")
     chatty = tmp_path / "bashrc"
-    chatty.write_text(rc)
+    chatty.write_text(rc + "export FROM_RC=yes\n")  # and what it exports reaches the commands
     bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind]
     wrap += [str(chatty), str(real_rc)]
@@ -661,6 +661,7 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
         assert sshcmd.read_from(spec, str(there / "notes.txt"), 7, 1 << 20) == (12, b"notes")
         assert sshcmd.RemoteFs(spec).size(str(there / "notes.txt")) == 12
         assert sshcmd.remote_dir(spec, "abc123") == f"{Path.home()}/.ajetd-remote/abc123"
+        assert sshcmd.run(spec, 'printf %s "$FROM_RC"').stdout == b"yes"
 
         bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
         out = env.cli("lint", str(bp))
@@ -676,6 +677,13 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
             assert said not in log, said
     finally:
         next(servers, None)
+
+
+def test_a_command_that_ends_with_255_is_said_by_its_own_words(sshd: Sshd) -> None:
+    """ssh's own failure is exit 255, and so is a command's `exit 255`: its reason is the
+    last line it said after the mark, not the mark itself (which the first version showed)."""
+    with pytest.raises(sshcmd.SshError, match=r"failed: no such queue$"):
+        sshcmd.run(sshd.spec(), "echo 'no such queue' >&2; exit 255")
 
 
 @settings(max_examples=300, deadline=None)

@@ -33,7 +33,7 @@ from ajetd.core.runparts import Provenance
 from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import conf_argument, yaml_gpu_count
+from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal_fix, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
@@ -135,7 +135,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
     warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
     config = resolved.config  # as the run reads it: the copy's, where --conf points at it
-    if resolved.review.patches and conf_argument(command) is None:
+    if resolved.review.patches and not resolved.copy_reaches:
         changes = []  # none of them reaches what runs (a warning lists them): no copy written
     elif resolved.review.patches:
         command, config_path, note = _patched_copy(resolved, command, run.run_id, fs())

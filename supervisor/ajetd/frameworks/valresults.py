@@ -80,7 +80,7 @@ def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
     program's `val_score`, a campaign's `accuracy`: the table had no column at all)."""
     keys = table_keys(history)
     if metric not in keys and metric_series(history, metric):
-        keys.insert(0, metric)
+        keys.insert(1 if keys[:1] == ["dataset"] else 0, metric)  # the benchmark's name first
     if any(k != "dataset" for k in keys):
         return keys
     held = dict.fromkeys(k for r in history for k in r)

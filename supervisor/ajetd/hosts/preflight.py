@@ -68,6 +68,9 @@ class Resolved:
     val_size: int = 0  # the val file's size now: only lines written after it are this run's
     # `config` with every patch of `review` (the fixed copy's content; `config` where none)
     runs_with: dict[str, Any] = field(default_factory=dict)
+    # whether a fixed copy reaches what runs: the command's --conf names exp_yaml_path, as
+    # far as ajetd can tell (no --conf, a shell variable in it, a cd before it: it does not)
+    copy_reaches: bool = True
 
 
 def _abs(path: str, fs: Fs = LOCAL) -> str:
@@ -249,7 +252,7 @@ VAL_KEY = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
 
 
 def _own_val_file(
-    found: ConfigReview, val_path: str, result_dir: str, command: str, sharer: str
+    found: ConfigReview, val_path: str, result_dir: str, reaches: bool, sharer: str
 ) -> str:
     """The val file this run writes when `val_path` is written by live run `sharer` too.
 
@@ -260,10 +263,10 @@ def _own_val_file(
     (`placement.val_file_wait`): not invalid, only not yet (a warning says so).
     """
     target = os.path.join(result_dir, "val_results.md")
-    if conf_argument(command) is None:
+    if not reaches:
         found.warnings.append(
             f"ajet.trainer_common.val_print_to_markdown_file_path {val_path} is written by "
-            f"live run {sharer}, and the command passes no --conf to point at a copy that "
+            f"live run {sharer}, and the command's --conf cannot be pointed at a copy that "
             "gives this run a file of its own: it waits in the queue until that run ends"
         )
         return val_path
@@ -420,17 +423,25 @@ def _checked(
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
     found.warnings.extend(_serverless_client(bp, runs_with))
-    # the config as the program reads it: the copy only where a --conf can point at it (a
-    # wrapper script reads the original, and its val file is the original's)
-    runs_as = runs_with if conf_argument(bp.launch_command) is not None else overridden
-    val_path = _val_path(runs_as, codebase)
+    # the config as the program reads it: the copy only where its --conf can point at it (a
+    # wrapper script, a `--conf ./$CONF`, reads the original, and its val file is the original's)
+    conf = conf_argument(bp.launch_command)
+    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs).names
+    reaches = named is Names.SAME
+    if found.patches and named is Names.UNKNOWN:
+        found.warnings.append(
+            f"ajetd cannot tell which file --conf {conf} is (a shell variable in it, or a cd "
+            "in the command), so its fixes to the config are not applied (it runs as it is): "
+            + "; ".join(found.changes)
+        )
+    val_path = _val_path(runs_with if reaches else overridden, codebase)
     if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
         # client: `<RESULT_DIR>/val_results.md`)
         val_path = os.path.join(result_dir, "val_results.md")
     sharer = (val_writers or {}).get(val_path or "")
     if val_path and sharer:
-        own = _own_val_file(found, val_path, result_dir, bp.launch_command, sharer)
+        own = _own_val_file(found, val_path, result_dir, reaches, sharer)
         if own != val_path:  # the copy that runs points at it too, not only the review's list
             runs_with = apply_patches(runs_with, {VAL_KEY: own})
         val_path = own
@@ -445,5 +456,6 @@ def _checked(
         config=config,
         review=found,
         runs_with=runs_with,
+        copy_reaches=reaches,
     )
     return resolved, []

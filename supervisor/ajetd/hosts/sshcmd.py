@@ -86,12 +86,12 @@ def argv(spec: SshSpec) -> list[str]:
 
 def remote_command(script: str, mark: str = "") -> str:
     """The one string sshd hands to the login shell: bash running `script`. With a `mark`
-    (`new_mark`): the login shell's bash is replaced by one that reads no rc (`exec`, `--norc`:
-    the user's ~/.bashrc ran once, in the login shell; bash would run it again for a command
-    ssh brings, and an EXIT trap it set would print after the answer), which prints the mark
-    on stdout and stderr, runs `script` in a subshell (its own `exit` and traps stay there),
-    then prints the end mark with its status: what came before the one and after the other is
-    not the command's (`Answer`)."""
+    (`new_mark`): the login shell is replaced by bash (`exec`), which runs the user's
+    ~/.bashrc as bash does for a command ssh brings (also where the login shell is sh or
+    zsh, which would not: what it exports, a conda or CUDA PATH, reaches the trial), prints
+    the mark on stdout and stderr, runs `script` in a subshell (its own `exit` and traps stay
+    there), then prints the end mark with its status: what came before the one (the rc's
+    words) and after the other (its EXIT trap's) is not the command's (`Answer`)."""
     if not mark:
         return "bash -c " + shlex.quote(script)
     inner = (
@@ -99,7 +99,7 @@ def remote_command(script: str, mark: str = "") -> str:
         f"(\n{script}\n)\n"
         f'rc=$?; printf \'%s %s\\n\' {mark}-end "$rc"; exit "$rc"'
     )
-    return "exec bash --norc -c " + shlex.quote(inner)
+    return "exec bash -c " + shlex.quote(inner)
 
 
 # Where what ajetd's own command printed begins and ends. The login shell runs the user's
@@ -192,8 +192,8 @@ def run(
         raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
     except OSError as exc:
         raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
-    if done.returncode == 255:
-        why = done.stderr.decode(errors="replace").strip().splitlines()
+    if done.returncode == 255:  # ssh's own failure, or the command's 255: said after the mark
+        why = after_mark(done.stderr, mark).decode(errors="replace").strip().splitlines()
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
     done.stdout = answer(done.stdout, mark)
     done.stderr = after_mark(done.stderr, mark)
