@@ -3,7 +3,7 @@
 A stop is put on record before its first signal, so that a daemon killed meanwhile does not
 read the program's exit to that signal (130) as a failure. Where the home is full, that record
 is held in memory only; the exit itself is then kept on the pane (the trial script's
-`EXIT_OPTION`), and so is the stop: its cause, when it began, the signals sent and why, as one
+`EXIT_OPTION`), and so is the stop: its run and trial, cause, when it began and why, as one
 pane option the daemon sets (tmux keeps it in memory, past a daemon's end). The next daemon
 puts a stop it finds there back on a record that has none, and the run ends as the stop
 decided (a plateau's stop is `plateau`, not a failure; the hang rule's may relaunch the run).
