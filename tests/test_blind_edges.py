@@ -595,6 +595,27 @@ def test_a_path_written_with_a_variable_is_refused_saying_so(env: Env) -> None:
     ]
 
 
+def _config_ajetd_fixes(env: Env, name: str) -> str:
+    """A fake AgentJet config ajetd would fix (val_before_train off): its path in the codebase."""
+    import yaml
+
+    conf = env.config(name)
+    data = yaml.safe_load((env.codebase / conf).read_text())
+    data["ajet"]["trainer_common"]["val_before_train"] = False  # ajetd would set it true
+    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    return conf
+
+
+def _runs_on_the_original(loop: Any, env: Env, bp: Path, conf: str) -> None:
+    """The run succeeds with no copy of `conf` written, its val file (the original's) read."""
+    run_id = loop.submit(bp)
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
+    assert copies == [], copies
+    assert loop.run(run_id).history, "the original config's val file is read"
+
+
 def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapplied(
     loop: Any, env: Env
 ) -> None:
@@ -602,24 +623,14 @@ def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapp
     A copy was written into the codebase for every such run and never used, and the warning
     spoke of 'the config fixes above' where nothing was above. No copy now; the warning lists
     the fixes not applied; the val file read is the original config's."""
-    import yaml
-
-    conf = env.config("script")
-    data = yaml.safe_load((env.codebase / conf).read_text())
-    data["ajet"]["trainer_common"]["val_before_train"] = False  # ajetd would set it true
-    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    conf = _config_ajetd_fixes(env, "script")
     (env.codebase / "run.sh").write_text(f"exec python -m fakejet.launcher --conf {conf}\n")
     bp = env.blueprint("script", config=conf, command="bash run.sh", ajetd="gpus: 0")
     found = _lint(env, bp.read_text())
     said = [w for w in found["blueprint"]["warnings"] if "passes no --conf" in w]
     assert len(said) == 1 and "are not applied (it runs as it is): " in said[0], found
     assert "val_before_train" in said[0]
-    run_id = loop.submit(bp)
-    flag = loop.until_done(run_id)
-    assert flag["status"] == "succeeded", flag
-    copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
-    assert copies == [], copies
-    assert loop.run(run_id).history, "the original config's val file is read"
+    _runs_on_the_original(loop, env, bp, conf)
 
 
 def test_a_conf_ajetd_cannot_resolve_gets_no_copy_and_its_fixes_are_said_unapplied(
@@ -628,20 +639,10 @@ def test_a_conf_ajetd_cannot_resolve_gets_no_copy_and_its_fixes_are_said_unappli
     """`--conf ./$CONF` (or a cd before a relative one): ajetd cannot tell which file it is,
     so a copy cannot be pointed at; a copy was written and its val file (in the result dir)
     read, while the program wrote and read the original's (a run sharing it was not queued)."""
-    import yaml
-
-    conf = env.config("varconf")
-    data = yaml.safe_load((env.codebase / conf).read_text())
-    data["ajet"]["trainer_common"]["val_before_train"] = False  # ajetd would set it true
-    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    conf = _config_ajetd_fixes(env, "varconf")
     command = f"CONF={conf}; python -m fakejet.launcher --conf ./$CONF"
     bp = env.blueprint("varconf", config=conf, command=command, ajetd="gpus: 0")
     found = _lint(env, bp.read_text())
     said = [w for w in found["blueprint"]["warnings"] if "cannot tell which file" in w]
     assert len(said) == 1 and "val_before_train" in said[0], found
-    run_id = loop.submit(bp)
-    flag = loop.until_done(run_id)
-    assert flag["status"] == "succeeded", flag
-    copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
-    assert copies == [], copies
-    assert loop.run(run_id).history, "the original config's val file is read"
+    _runs_on_the_original(loop, env, bp, conf)
