@@ -9,6 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ajetd.adapters.nvml import (
     FakeGpuError,
@@ -342,3 +344,28 @@ def test_vllm_memory_waits_for_foreign_memory_to_drain() -> None:
     assert "drains" in choice.why and "pids 999" in choice.why
     # no foreign memory: the science fix path, refused here since the blueprint allows none
     assert not isinstance(choose(run, [finding], 3, None, 1000.0), Relaunch)
+
+
+@given(
+    visible=st.integers(0, 4),
+    asked=st.one_of(
+        st.sampled_from(["all", "0"]),
+        st.integers(1, 6).map(str),
+        st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True).map(
+            lambda ids: "[" + ",".join(map(str, ids)) + "]"
+        ),
+    ),
+    yaml_gpus=st.one_of(st.none(), st.integers(0, 6)),
+)
+def test_never_is_what_plan_decides_as_never(
+    visible: int, asked: str, yaml_gpus: int | None
+) -> None:
+    """`placement.never` (what `ajetd lint` says) and `plan`'s `Never` are one rule: for a run
+    alone on idle GPUs, one says why exactly when the other refuses, with the same words."""
+    ask = placement.Ask("r1", asked, None, yaml_gpus)
+    decided = placement.plan([ask], [gpu(i) for i in range(visible)], {}, frozenset())["r1"]
+    reason = placement.never(ask, list(range(visible)))
+    if isinstance(decided, placement.Never):
+        assert reason == decided.reason
+    else:
+        assert reason is None and isinstance(decided, placement.Place)

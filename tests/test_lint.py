@@ -339,3 +339,46 @@ def test_yaml_overrides_are_checked_against_the_config_and_its_conf(env: Env) ->
         path = env.blueprint("ov", ajetd=ajetd, command=command)
         out = env.cli("lint", str(path))
         assert out.returncode == 2 and needle in out.stdout + out.stderr, (needle, out)
+
+
+@pytest.mark.parametrize(
+    ("gpus_here", "asked", "needle"),
+    [
+        (0, "gpus: 1", "gpus: 1 asks for more GPUs than this machine has (0 visible)"),
+        (2, "gpus: 4", "gpus: 4 asks for more GPUs than this machine has (2 visible)"),
+        (2, "gpus: [1, 3]", "names GPU 3, which this machine does not have (visible: [0, 1])"),
+    ],
+)
+def test_gpus_this_machine_cannot_give_are_named(
+    env: Env, gpus_here: int, asked: str, needle: str
+) -> None:
+    """What the daemon would fail at launch (`placement.never`) lint says first, with the GPUs
+    the same probe shows (the daemon's and the CLI's `AJETD_FAKE_GPUS` here)."""
+    env.fake_gpus(gpus_here)
+    code, out = _lint(env, env.blueprint("gpu", ajetd=asked).read_text())
+    assert code == 2, out
+    assert needle in out and "the daemon would fail this run" in out, out
+
+
+def test_gpus_the_machine_has_pass(env: Env) -> None:
+    env.fake_gpus(2)
+    for asked in ("gpus: 2", "gpus: [1]", "gpus: all", "gpus: 0"):
+        code, out = _lint(env, env.blueprint("gpu", ajetd=asked).read_text())
+        assert code == 0, (asked, out)
+    env.fake_gpus(0)  # no GPU: `all` and `0` leave CUDA_VISIBLE_DEVICES as it is
+    for asked in ("gpus: all", "gpus: 0"):
+        code, out = _lint(env, env.blueprint("gpu", ajetd=asked).read_text())
+        assert code == 0, (asked, out)
+
+
+def test_yaml_gpu_count_that_disagrees_with_the_machine_is_named(env: Env) -> None:
+    """`gpus: all` on a 2-GPU machine gives the run 2; a YAML that asks 4 can never agree."""
+    env.fake_gpus(2)
+    config = env.config("four")
+    path = env.codebase / config
+    path.write_text(
+        path.read_text().replace("trainer_common:", "trainer_common:\n    n_gpus_per_node: 4", 1)
+    )
+    code, out = _lint(env, env.blueprint("four", config=config, ajetd="gpus: all").read_text())
+    assert code == 2, out
+    assert "n_gpus_per_node x nnodes = 4, but the run gets 2 GPU(s)" in out, out

@@ -18,7 +18,9 @@ from ajetd.cli.common import echo_json, json_option, load_run, open_home
 from ajetd.core.errors import AjetdError
 
 if TYPE_CHECKING:
+    from ajetd.core.blueprint import Blueprint
     from ajetd.core.gpuuse import GpuSample
+    from ajetd.hosts.preflight import Resolved
 
 
 @click.command()
@@ -56,6 +58,8 @@ def lint(file: Path, as_json: bool) -> None:
             resolved.result_dir, {r.result_dir: r.run_id for r in live}, home.root
         )
         problems += [shared] if shared else []
+        never = _never_here(bp, resolved)
+        problems += [never] if never else []
         summary = {
             "purpose": bp.purpose,
             "codebase_dir": bp.codebase_dir,
@@ -86,6 +90,30 @@ def lint(file: Path, as_json: bool) -> None:
     else:
         click.echo(status_view.render_lint_summary(file, summary))
     sys.exit(2 if problems else 0)
+
+
+def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
+    """Why the daemon would fail this run at its launch for want of GPUs on this machine
+    (`placement.never`, with the GPUs this machine shows now), or None; runs on an SSH host
+    or through Slurm are placed on other machines and are not judged here."""
+    from ajetd.adapters.nvml import NoGpu, open_probe
+    from ajetd.core import placement
+    from ajetd.frameworks.agentjet import yaml_gpu_count
+
+    opts = bp.options
+    if opts.ssh is not None or opts.slurm is not None or opts.gpus == "0":
+        return None
+    try:
+        probe = open_probe()
+    except AjetdError as exc:  # AJETD_FAKE_GPUS names a file that is not a fake
+        return f"gpus: cannot see this machine's GPUs: {exc}"
+    yaml_gpus = yaml_gpu_count(resolved.config_run) if resolved is not None else None
+    ask = placement.Ask("lint", opts.gpus, None, yaml_gpus)
+    reason = placement.never(ask, [g.index for g in probe.sample()])
+    if reason is None:
+        return None
+    seen = f" ({probe.description})" if isinstance(probe, NoGpu) else ""
+    return f"{reason}{seen}: the daemon would fail this run when it comes to start it"
 
 
 @click.command()

@@ -116,6 +116,23 @@ def _yaml_mismatch(ask: Ask, count: int) -> str | None:
     )
 
 
+def never(ask: Ask, visible: Sequence[int]) -> str | None:
+    """Why `ask` can never start on a machine whose GPUs are `visible`, or None: what `plan`
+    decides as `Never`, for `ajetd lint` to say before the run is dropped in."""
+    if ask.gpus == "0" or (not visible and ask.gpus == "all"):
+        return None
+    need = _sized(ask, visible)
+    return need if isinstance(need, str) else None
+
+
+def _sized(ask: Ask, visible: Sequence[int]) -> tuple[int, tuple[int, ...] | None] | str:
+    """`_need`, and why never where the YAML's GPU count disagrees with it."""
+    need = _need(ask, visible)
+    if isinstance(need, str):
+        return need
+    return _yaml_mismatch(ask, need[0]) or need
+
+
 def plan(
     queue: Sequence[Ask],
     gpus: Sequence[GpuSample],
@@ -137,15 +154,11 @@ def plan(
         if not visible and ask.gpus == "all":
             out[ask.run_id] = Place(None)
             continue
-        need = _need(ask, visible)
+        need = _sized(ask, visible)
         if isinstance(need, str):
             out[ask.run_id] = Never(need)
             continue
         count, named = need
-        mismatch = _yaml_mismatch(ask, count)
-        if mismatch:
-            out[ask.run_id] = Never(mismatch)
-            continue
         if ask.held is not None and len(ask.held) == count:
             named = ask.held  # a relaunch waits for its own GPUs, never for others
         candidates = named if named is not None else tuple(visible)

@@ -72,6 +72,11 @@ class Resolved:
     # far as ajetd can tell (no --conf, a shell variable in it, a cd before it: it does not)
     copy_reaches: bool = True
 
+    @property
+    def config_run(self) -> dict[str, Any]:
+        """The config as the run reads it: the fixed copy's where --conf reaches one."""
+        return self.runs_with if self.review.patches and self.copy_reaches else self.config
+
 
 def _abs(path: str, fs: Fs = LOCAL) -> str:
     return os.path.normpath(fs.expand(path))
