@@ -338,3 +338,20 @@ def test_an_agentjet_run_with_a_plateau_rule_is_judged_by_its_metric(env: Env) -
     assert _judged_by(parse_blueprint(text)) == "mean_reward"
     ruled = text + "\n## [ajetd]\nplateau: {metric: val_score, patience: 3}\n"
     assert _judged_by(parse_blueprint(ruled)) == "val_score"
+
+
+def test_the_list_shows_a_multi_benchmark_runs_metric_from_its_series() -> None:
+    """A run validated on two benchmarks whose latest record is the second's, which lacks the
+    run's metric, showed `-` in `ajetd status`'s list; it shows the series' last value (the
+    first benchmark's, as its sparkline and its curves)."""
+    from ajetd.views.listing import _metric_cell
+
+    history = (
+        {"dataset": "gsm8k", "global_steps": 1, "mean_reward": 0.2},
+        {"dataset": "math", "global_steps": 1, "pass_n": 1},
+        {"dataset": "gsm8k", "global_steps": 2, "mean_reward": 0.4},
+        {"dataset": "math", "global_steps": 2, "pass_n": 1},
+    )
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
+    run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
+    assert _metric_cell(run).startswith("0.4000 "), _metric_cell(run)

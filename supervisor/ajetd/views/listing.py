@@ -214,10 +214,12 @@ def _time_cell(run: Run, now: float) -> str:
 
 def _metric_cell(run: Run) -> str:
     metric = run.metric if run.metric in run.metrics else shown_metric(run.history, run.metric)
-    value = run.metrics.get(metric)
+    series = metric_series(list(run.history), metric)[-SPARK_POINTS:]
+    # the series' last value (the first benchmark's: a run validated on several has its
+    # latest record from another, which may lack the metric, and showed `-`), else the latest
+    value = series[-1] if series else run.metrics.get(metric)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
-    series = metric_series(list(run.history), metric)[-SPARK_POINTS:]
     shown = f"{value:.4f}" if metric == "mean_reward" else f"{metric}={value:.4f}"
     return f"{shown} {sparkline(series)}".rstrip()
 
