@@ -180,6 +180,81 @@ def test_run_pids_does_not_look_into_other_trials_sessions(tmp_path: Path) -> No
             proc.wait()
 
 
+SLEEPER = f"{sys.executable} -c 'import time; time.sleep(60)'"
+
+
+def _execd_children(parent: int, count: int) -> list[int]:
+    """`parent`'s children once `count` of them have exec'd python (their environment is the
+    one they were started with only from then on)."""
+    kids = [c.pid for c in psutil.Process(parent).children()]
+    return sorted(kids) if len(kids) == count and all(map(_execd, kids)) else []
+
+
+def test_run_pids_does_not_look_into_the_tmux_servers_session(tmp_path: Path) -> None:
+    """The parent of the other trials' pane processes is their tmux server, which leads a
+    session of its own with its `pipe-pane` helpers in it: none of them is the run's (a
+    session is only ever inherited), so their environments are not read, whatever they
+    carry. The server's pane processes and its helpers all carry the id here."""
+    began = time.time()
+    env = {**os.environ, "AJETD_RUN_ID": "scan03"}
+    pane_code = "import os, time; os.setsid(); time.sleep(60)"
+    server = subprocess.Popen(  # a pane process (a session of its own) and a helper beside it
+        ["bash", "-c", f"{sys.executable} -c '{pane_code}' & {SLEEPER} & wait"],
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        kids = wait_for(lambda: _execd_children(server.pid, 2), what="the pane and the helper")
+        wait_for(lambda: any(os.getsid(k) == k for k in kids), what="the pane's own session")
+        pane = next(k for k in kids if os.getsid(k) == k)
+        helper = next(k for k in kids if k != pane)
+        start = procs.started(pane)
+        assert start is not None
+        everything = procs.run_pids("scan03", None, began)
+        assert {server.pid, pane, helper} <= set(everything)
+        theirs = procs.run_pids("scan03", None, began, others={pane: start})
+        assert pane not in theirs and helper not in theirs and server.pid not in theirs
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        for kid in psutil.Process(server.pid).children():
+            with contextlib.suppress(OSError):
+                os.kill(kid.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_run_pids_does_not_look_into_a_session_begun_before_the_run(tmp_path: Path) -> None:
+    """A session whose leader started before the run began (a login shell, a service) holds
+    none of the run's processes: one started in it since is not read, whatever it carries;
+    one of the run's that left for a session of its own is still found."""
+    env = {**os.environ, "AJETD_RUN_ID": "scan04"}
+    leader = subprocess.Popen(
+        ["bash", "-c", f"read go; {SLEEPER} & wait"],
+        env=env,
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert leader.stdin is not None
+    leader_started = time.time()
+    apart: subprocess.Popen[bytes] | None = None
+    try:
+        # /proc's start times count from a boot time in whole seconds (procs.START_SLACK_S):
+        # the leader more than a second older than the run, its child younger
+        wait_for(lambda: time.time() > leader_started + 1.1, what="the leader to age")
+        began = time.time() + 1.0
+        leader.stdin.write(b"go\n")
+        leader.stdin.flush()
+        member = wait_for(lambda: _execd_children(leader.pid, 1), what="the member")[0]
+        apart = _spawn(env, new_session=True)
+        found = procs.run_pids("scan04", None, began)
+        assert member not in found and leader.pid not in found and apart.pid in found
+        assert member in procs.run_pids("scan04", None, None)  # no start: nothing is older
+    finally:
+        for proc in (leader, apart):
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def _script_spec(tmp: Path, command: str, venv: Path, wake_fifo: str = "") -> TrialSpec:
     """A trial script's spec with every file in `tmp`, run by bash outside tmux."""
     return TrialSpec(

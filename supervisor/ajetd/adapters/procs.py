@@ -4,10 +4,11 @@ A run's processes are the trial script's descendants plus anything that carries 
 `AJETD_RUN_ID` in its environment: Ray and vLLM daemonise and leave the tree, but keep the
 environment they were started with. Only the current user's processes are ever signalled.
 
-Finding them is one pass over `/proc` that reads each process's `stat` (parent, start time)
-and skips every process started before the run began: it cannot carry the run's id. Only the
-rest, this user's, have their environment read. That pass costs a few milliseconds where
-reading every process's environment through psutil cost ~185 ms of CPU at each trial end.
+Finding them is one pass over `/proc` that reads each process's `stat` (parent, start time,
+session) and skips every process started before the run began: it cannot carry the run's id.
+Of the rest, those in a session that cannot be the run's (`foreign_sessions`) are skipped too;
+only the others, this user's, have their environment read. That pass costs a few milliseconds
+where reading every process's environment through psutil cost ~185 ms of CPU at each trial end.
 """
 
 from __future__ import annotations
@@ -112,9 +113,15 @@ def started(pid: int) -> int | None:
     return None if got is None else got[1]
 
 
-def _young(since: float | None) -> Iterator[tuple[int, int, int]]:
-    """(pid, parent pid, session) of every process started after `since` (all for None)."""
-    floor = -1.0 if since is None else _ticks_since_boot(since - START_SLACK_S)
+def _floor(since: float | None) -> float:
+    """`since` in /proc's start times, a little earlier (`START_SLACK_S`); -1 for None: every
+    process started after it."""
+    return -1.0 if since is None else _ticks_since_boot(since - START_SLACK_S)
+
+
+def _young(floor: float) -> Iterator[tuple[int, int, int, int]]:
+    """(pid, parent pid, start, session) of every process started at or after `floor`
+    (`_floor`)."""
     try:
         names = os.listdir(PROC)
     except OSError:
@@ -124,7 +131,7 @@ def _young(since: float | None) -> Iterator[tuple[int, int, int]]:
             continue
         got = _stat(name)
         if got is not None and got[1] >= floor:
-            yield int(name), got[0], got[2]
+            yield int(name), *got
 
 
 def _carries(pid: int, marker: bytes, me: int) -> bool:
@@ -148,22 +155,23 @@ def run_pids(
     """The run's live processes, the trial script itself excluded: descendants of `root_pid`
     and this user's processes started with its `AJETD_RUN_ID`, among those started after
     `since` (when the run began; None looks at every process). `others`: other trials' pane
-    processes (pid: start time), each the leader of its own session; a process in one of those
-    sessions is that trial's (a session is only ever inherited; one of this run's that left
-    for a session of its own leads that one, not theirs), so its environment is not read:
-    with many runs, most processes are theirs."""
-    young = {pid: (parent, sid) for pid, parent, sid in _young(since)}
-    theirs = _sessions_led(others or {}, {sid for _, sid in young.values()})
+    processes (pid: start time), each the leader of its own session. A process in a session
+    that cannot be the run's (theirs, their tmux server's, one begun before the run:
+    `foreign_sessions`) is not the run's, so its environment is not read: with many runs,
+    most processes are theirs or their server's."""
+    floor = _floor(since)
+    young = {pid: (parent, start, sid) for pid, parent, start, sid in _young(floor)}
+    theirs = foreign_sessions(young, others or {}, floor)
     me, own = os.getuid(), os.getpid()
     marker = f"AJETD_RUN_ID={run_id}\0".encode()
     found = {
         pid
-        for pid, (_, sid) in young.items()
+        for pid, (_, _, sid) in young.items()
         if pid != own and sid not in theirs and _carries(pid, marker, me)
     }
     if root_pid:
         children: dict[int, list[int]] = {}
-        for pid, (parent, _) in young.items():
+        for pid, (parent, _, _) in young.items():
             children.setdefault(parent, []).append(pid)
         todo = list(children.get(root_pid, ()))
         while todo:
@@ -175,10 +183,42 @@ def run_pids(
     return sorted(found)
 
 
-def _sessions_led(leaders: Mapping[int, int], seen: set[int]) -> set[int]:
-    """Those of `seen` (session ids) led by one of `leaders` (pid: start time) still: the same
-    process, not a later one given its pid."""
-    return {sid for sid in seen if sid in leaders and started(sid) == leaders[sid]}
+def foreign_sessions(
+    young: Mapping[int, tuple[int, int, int]], panes: Mapping[int, int], floor: float
+) -> set[int]:
+    """The sessions among `young`'s (pid: (parent, start, session), the processes started
+    since the run began) whose processes cannot be the run's: their environment is not read.
+
+    A process's session is its parent's, or one it leads (`setsid`): it never joins one. So
+    every process of the run is in a session its pane process or another of its processes
+    began, and a session begun by a process that is not the run's holds none of the run's. A
+    session's id stays taken while any process is in it, so a live process whose pid is that
+    id is the one that began it. Such sessions (by their live leader):
+    - another trial's pane session, its leader named in `panes` (pid: start time, as tmux
+      listed it) and still that process, not a later one given its pid;
+    - their tmux server's (the parent of those pane processes, leading a session of its own:
+      the server's `pipe-pane` helpers, a `cat` and its `sh` for every pane, are in it);
+    - one begun by a process started before the run began (`floor`, `_floor`): a login shell,
+      another program's service.
+    A process in one of them that does carry the run's id was given it by hand (`env`,
+    `tmux set-environment`), not by the run: the run's own processes inherit it."""
+    seen = {sid for _, _, sid in young.values()}
+    stats = {sid: young.get(sid) or _stat(str(sid)) for sid in seen}  # their leaders, if live
+    theirs = {sid for sid in seen & panes.keys() if _began(stats[sid], sid) == panes[sid]}
+    pane = next((stats[sid] for sid in theirs), None)  # one: all are the server's children
+    server = pane[0] if pane else 0
+    if server in seen and _began(stats[server], server) is not None:
+        theirs.add(server)
+    for sid in seen - theirs - young.keys():  # led by a process not started since (or gone)
+        began = _began(stats[sid], sid)
+        if began is not None and began < floor:
+            theirs.add(sid)
+    return theirs
+
+
+def _began(stat: tuple[int, int, int] | None, sid: int) -> int | None:
+    """When the live process whose `stat` this is started, where it leads session `sid`."""
+    return stat[1] if stat is not None and stat[2] == sid else None
 
 
 def owners(pids: Iterable[int]) -> dict[int, str]:
