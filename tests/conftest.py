@@ -6,6 +6,7 @@ Nothing here sleeps to wait: `wait_for` polls a condition until a deadline.
 from __future__ import annotations
 
 import errno
+import getpass
 import json
 import os
 import shutil
@@ -397,7 +398,6 @@ def _sshd(tmp: Path, wrap: list[str]) -> Iterator[Sshd]:
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / name)], check=True
         )
     (tmp / "authorized_keys").write_text((tmp / "client.pub").read_text())
-    import getpass
     import socket
 
     with socket.socket() as s:
@@ -473,6 +473,31 @@ def sshd_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sshd,
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(apart)]
     for found in _sshd(tmp, wrap):
         yield found, apart
+
+
+LOGIN_SHELLS = ("sh", "zsh", "fish", "tcsh")  # besides bash: sshd hands them ajetd's command
+
+
+@pytest.fixture(scope="session", params=LOGIN_SHELLS)
+def sshd_shell(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Sshd, str]]:
+    """An sshd whose user logs in to another shell than bash: its own /etc/passwd (bound over
+    the real one in the server's mount namespace) names it, as `chsh` would; needs root."""
+    shell = shutil.which(request.param)
+    if shell is None:
+        pytest.skip(f"no {request.param} here: apt-get install {request.param} (.ci/run does)")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a mount namespace needs root and unshare (util-linux)")
+    tmp = tmp_path_factory.mktemp(f"sshd-{request.param}")
+    user = getpass.getuser()
+    rows = Path("/etc/passwd").read_text().splitlines()
+    mine = [":".join([*r.split(":")[:6], shell]) if r.split(":")[0] == user else r for r in rows]
+    (tmp / "passwd").write_text("\n".join(mine) + "\n")
+    bind = 'mount --bind "$0" /etc/passwd && exec "$@"'
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind, str(tmp / "passwd")]
+    for found in _sshd(tmp, wrap):
+        yield found, request.param
 
 
 @pytest.fixture(scope="session")

@@ -268,6 +268,14 @@ def test_a_remote_run_with_a_damaged_record_is_rebuilt_and_reached_there(
     assert env.launches() == [f"{run_id} 1"]  # never launched again
 
 
+def _sent_script(words: list[str]) -> str:
+    """The script an ssh command line carries (`sshcmd.remote_command`: base64), or ""."""
+    import base64
+
+    found = re.search(r"printf %s ([A-Za-z0-9+/=]+) \| base64 -d", words[-1] if words else "")
+    return base64.b64decode(found.group(1)).decode() if found else ""
+
+
 def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
     tmp_path: Path, sshd: Sshd
 ) -> None:
@@ -302,7 +310,7 @@ def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
     carrying = [
         p
         for p in psutil.Process().children(recursive=True)
-        if p.name() == "ssh" and any("cat >" in word for word in p.cmdline())
+        if p.name() == "ssh" and "cat >" in _sent_script(p.cmdline())
     ]
     assert len(carrying) == 1
     carrying[0].kill()
@@ -753,3 +761,51 @@ def test_a_host_that_stops_answering_mid_check_is_a_problem_not_an_exception(
     resolved, problems = check_blueprint(bp)
     assert resolved is None, problems
     assert problems == ["ssh: ssh to root@10.9.9.9 port 22 failed: Connection reset by peer"]
+
+
+# quotes, backslashes, `$`, `!`, a tab, a newline: each shell reads them its own way
+_AWKWARD = (
+    "printf '%s\\n' \"a\\\\b\" 'it'\"'\"'s' \"\\$HOME=x\" '!!' \"tab\tx\"\n"
+    'echo "two \\\\\\\\ \\\\n"\n'
+    "exit 3"
+)
+
+
+def test_a_host_whose_login_shell_is_not_bash_runs_ajetds_commands_as_bash_would(
+    env: Env, tmp_path: Path, sshd_shell: tuple[Sshd, str]
+) -> None:
+    """sshd hands ajetd's command to the user's login shell, which reads it before bash runs
+    it: fish read a `\\\\` inside single quotes as one backslash, and tcsh refused the command
+    whole (a newline inside quotes). The command is now one line every shell reads the same
+    (`sshcmd.remote_command`): for sh, zsh, fish and tcsh, what a script prints and its exit
+    code are bash's own, files travel whole both ways, and a run succeeds end to end."""
+    own, shell = sshd_shell
+    spec = own.spec()
+    local = subprocess.run(["bash", "-c", _AWKWARD], capture_output=True, check=False)
+    there = sshcmd.run(spec, _AWKWARD)
+    assert (there.stdout, there.returncode) == (local.stdout, 3), (shell, there)
+    assert sshcmd.run(spec, 'printf %s "$0 $BASH_VERSION" | wc -w').stdout.strip() == b"2"
+
+    fs = sshcmd.RemoteFs(spec)
+    text = "key: 'a\\\\b' # $HOME `x` \"q\" !!\n" * 50
+    fs.write_text(str(tmp_path / "conf.yaml"), text)
+    assert (tmp_path / "conf.yaml").read_text() == text
+    assert fs.read_text(str(tmp_path / "conf.yaml")) == text
+    (tmp_path / "far" / "ckpt").mkdir(parents=True)
+    (tmp_path / "far" / "ckpt" / "w.bin").write_bytes(bytes(range(256)) * 16)
+    assert sshcmd.pull(spec, str(tmp_path / "far"), ["ckpt/"], tmp_path / "here") == ""
+    assert (tmp_path / "here" / "ckpt" / "w.bin").read_bytes() == bytes(range(256)) * 16
+
+    if shell not in ("fish", "tcsh"):  # the two that broke; a whole run for each of them
+        return
+    bp = env.blueprint(shell, config=env.config(shell), ajetd=own.ajetd_part())
+    out = env.cli("lint", str(bp))
+    assert out.returncode == 0, out.stdout + out.stderr
+    env.start_daemon()
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("succeeded", 0), status
+    assert status["metrics"]["global_steps"] == 4
+    log = (env.tmp / "results" / shell / "logs" / "trial-1.log").read_text()
+    assert "Training finished." in log
+    shutil.rmtree(Path.home() / ".ajetd-remote" / run_id, ignore_errors=True)

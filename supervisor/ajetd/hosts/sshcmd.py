@@ -12,6 +12,7 @@ blueprint's own launch command, which runs as the user wrote it, inside the tria
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -91,15 +92,21 @@ def remote_command(script: str, mark: str = "") -> str:
     zsh, which would not: what it exports, a conda or CUDA PATH, reaches the trial), prints
     the mark on stdout and stderr, runs `script` in a subshell (its own `exit` and traps stay
     there), then prints the end mark with its status: what came before the one (the rc's
-    words) and after the other (its EXIT trap's) is not the command's (`Answer`)."""
-    if not mark:
-        return "bash -c " + shlex.quote(script)
-    inner = (
-        f"printf '%s\\n' {mark}; printf '%s\\n' {mark} >&2\n"
-        f"(\n{script}\n)\n"
-        f'rc=$?; printf \'%s %s\\n\' {mark}-end "$rc"; exit "$rc"'
-    )
-    return "exec bash -c " + shlex.quote(inner)
+    words) and after the other (its EXIT trap's) is not the command's (`Answer`).
+
+    The login shell reads the string first, and shells quote differently: fish reads `\\`
+    inside single quotes as one backslash, tcsh refuses a newline there. So the script travels
+    as base64 (letters, digits, `+/=`), inside one line of words every shell reads the same:
+    `exec bash -c '<bash decodes and runs it>'`."""
+    inner = script
+    if mark:
+        inner = (
+            f"printf '%s\\n' {mark}; printf '%s\\n' {mark} >&2\n"
+            f"(\n{script}\n)\n"
+            f'rc=$?; printf \'%s %s\\n\' {mark}-end "$rc"; exit "$rc"'
+        )
+    payload = base64.b64encode(inner.encode()).decode("ascii")
+    return f"exec bash -c 'eval \"$(printf %s {payload} | base64 -d)\"'"
 
 
 # Where what ajetd's own command printed begins and ends. The login shell runs the user's
