@@ -87,6 +87,11 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # and the two KeyErrors of a model type Transformers has no entry for (looked for after)
     assert len(FILES) >= 780, len(FILES)
     assert repos["thudm/slime"] >= 12 and repos["areal-project/areal"] >= 6, repos
+    # after freeze 15's (batch-freeze15.txt: the supervised stack's failure classes not queried
+    # before, then SGLang, slime, AReaL)
+    assert len(FILES) >= 800 and repos["ray-project/ray"] >= 54, repos
+    assert repos["vllm-project/vllm"] >= 66 and repos["verl-project/verl"] >= 89, repos
+    assert repos["sgl-project/sglang"] >= 47 and repos["thudm/slime"] >= 13, repos
 
 
 @pytest.mark.parametrize(
@@ -169,8 +174,9 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # Bridge's words too (NeMo-RL#1112): 29 would be 85 %. Freeze 14's blind batch brought it to
 # 45, held out 36 (9 of its 11 new ones right), and 37 once Transformers' words for a model
 # type it has no class for were read (ComfyUI_ExtraModels' log, looked for after, supports
-# SGLang's): 39 would be 85 %. An entry must go once its repository reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 37}
+# SGLang's): 39 would be 85 %. Freeze 15's blind batch brought it to 47, held out 39 (its 2 new
+# ones right, blind): 40 would be 85 %. An entry must go once its repository reaches 85 %.
+BELOW_TARGET = {"sgl-project/sglang": 39}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:

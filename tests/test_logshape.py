@@ -941,13 +941,18 @@ def test_a_head_with_nothing_unless_after_it_reads_as_its_lookahead_did() -> Non
         "likely a timeout ",
         "will retry ",
         "retrying ",
+        "ray client ",
+        "raylet ",
+        "failed ",
+        "failed to install pip requirements ",
+        "failed to install hooks ",
         "x ",
     ]
     lines = [
         " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(i % 6 + 1)) for i in range(600)
     ]
     unless = [p for k in CATALOGUE for p in k.patterns if isinstance(p, Unless)]
-    assert len(unless) == 6
+    assert len(unless) == 7
     for pattern in unless:
         before = re.compile(pattern.pattern, re.IGNORECASE)
         for line in lines:
@@ -1250,4 +1255,80 @@ def test_a_refusal_explains_only_a_connection_that_dropped(text: str, kinds: lis
     ],
 )
 def test_a_socket_timeout_retried_is_no_stalled_rank(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 15's blind misses, each read by a rule for its class: Ray's OwnerDiedError (a
+        # worker that created objects died: ray#31265, ray#40731, verl#572 through a
+        # RayTaskError), Ray's OutOfDiskError (ray#49173), a path longer than the OS allows
+        # (boost's `File name too long` before the abort it causes, ray#7724; Ray's AF_UNIX
+        # check, verl#1120), a setting refused with the values it may take without its
+        # exception's name (vllm#1769), pydantic's words for a config field's validator
+        # (vllm#28857), a request longer than the model's context (vllm#20409), a runtime env's
+        # install that failed under the Ray client (ray#22610), a GPU below the compute
+        # capability a program runs on, printed after the dtype it refused (vllm#1284), and an
+        # OSError's text logged at error level (slime#326)
+        ("ray_worker_died/ray-31265.log", ["ray_worker_died"]),
+        ("ray_worker_died/ray-40731.log", ["ray_worker_died"]),
+        ("ray_worker_died/verl-572.log", ["ray_worker_died", "unknown_traceback"]),
+        ("disk_full/ray-49173.log", ["disk_full"]),
+        ("config_error/ray-7724.log", ["config_error", "segfault"]),
+        ("config_error/verl-1120.log", ["config_error"]),
+        ("config_error/vllm-1769.log", ["config_error"]),
+        ("config_error/vllm-28857.log", ["config_error"]),
+        ("config_error/vllm-20409.log", ["config_error"]),
+        ("build_error/ray-22610.log", ["build_error", "unknown_traceback"]),
+        ("cuda_error/vllm-1284.log", ["cuda_error", "config_error"]),
+        ("unknown_traceback/slime-326.log", ["unknown_traceback"]),
+    ],
+)
+def test_freeze15s_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        ("OSError: [Errno 36] File name too long: '/ckpt/run_lr0.001_bs64_...'", ["config_error"]),
+        (
+            "Unknown load format: foo. Must be one of ['auto', 'pt', 'safetensors']",
+            ["config_error"],
+        ),
+        (
+            "RuntimeError: Failed to create runtime_env for Ray client server: Failed to install "
+            "pip requirements:",
+            ["build_error"],
+        ),
+        # the words of a class outside it: a rule that names no setting, a context length said
+        # otherwise, a Ray client that failed of itself (an install of something else after
+        # it), an OSError's text logged below error level, a more specific kind's validator
+        ("INFO the value must be one of the listed values", []),
+        ("context length 4096 is the maximum this model takes", []),
+        ("Ray client server failed to start; failed to install hooks later", ["ray_cluster"]),
+        ("WARNING: cache write: error: [Errno 5] Input/output error; retrying", []),
+        ("INFO: saved; the previous error: [Errno 5] Input/output error", []),
+        (
+            "  Value error, Invalid repository ID or local directory specified: 'x/y' "
+            "[type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]",
+            ["missing_model"],
+        ),
+        # a GPU refused altogether explains the dtype it refused above it, in either order; any
+        # other CUDA error does not
+        (
+            "RuntimeError: GPUs with compute capability below 7.0 are not supported.\n"
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0.",
+            ["cuda_error", "config_error"],
+        ),
+        (
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0.\nRuntimeError: CUDA error: an illegal memory access was encountered",
+            ["config_error", "cuda_error"],
+        ),
+    ],
+)
+def test_lines_the_freeze15_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds

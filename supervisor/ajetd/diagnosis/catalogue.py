@@ -40,6 +40,9 @@ class Kind:
     # where given, only their lines this matches are such echoes: the others name a cause of
     # their own
     explains_only: re.Pattern[str] | None = None
+    # where given, only this kind's lines that it matches name those causes (a GPU refused
+    # altogether does, any other CUDA error does not)
+    explains_from: re.Pattern[str] | None = None
 
     @cached_property
     def gated(self) -> tuple[Pattern | None, tuple[Pattern, ...]]:
@@ -53,6 +56,13 @@ def _p(*patterns: str | Unless) -> tuple[Pattern, ...]:
     """Each linear in a line's length (`patterns`)."""
     return tuple(compiled(p) if isinstance(p, str) else p for p in patterns)
 
+
+# An environment's install that failed (Ray building a runtime env: `Failed to install conda
+# environment <prefix>:`, `Failed to install pip requirements`): a build's failure
+_ENV_INSTALL_FAILED = (
+    r"\bfailed to install (the )?(conda|pip|uv|python)?\s?(env\w*|requirements|packages?"
+    r"|dependencies)\b"
+)
 
 # NCCL's own words for a call that failed (its timeout said as a failure): not a timeout
 _NCCL_SAID_FAILED = r"(failed or timed out|call to \w+ failed)"
@@ -82,6 +92,12 @@ CATALOGUE: tuple[Kind, ...] = (
             # not be opened, nor one refused by permissions or a read-only file system
             Unless((r"\bwrit(e|ing)\b", r"\bfail"), r"\b(open(ed)?|permission|read-only)\b"),
             Unless((r"\bfail\w* (to )?writ",), r"\b(permission|read-only)\b"),
+            # Ray refusing to create an object when its store is full and the node's disk is
+            # past its threshold (`ray.exceptions.OutOfDiskError: Local disk is full`, `... the
+            # local disk's utilization is over capacity (95% by default)`): spilling filled it
+            r"\boutofdiskerror\b",
+            r"\blocal disk is full\b",
+            r"\bdisk('s)? utilization is over capacity\b",
         ),
     ),
     Kind(
@@ -326,7 +342,19 @@ CATALOGUE: tuple[Kind, ...] = (
             # ordinal insufficient_gpus'
             r"\bhip error: (?!out of memory|invalid device ordinal|no hip-capable device)",
             r"\bconsider passing amd_serialize_kernel=",
+            # shape: GPUs below a compute capability refused altogether (vLLM's `RuntimeError:
+            # GPUs with compute capability below 7.0 are not supported.`): no kernel of the
+            # program is built for this GPU, whatever the settings
+            r"\bgpus? with compute capability (below|less than|lower than|under) [\d.]{1,5} "
+            r"(is|are) not supported\b",
         ),
+        # a GPU that the program or its wheels cannot run names the cause of the dtype or
+        # quantization that the same GPU refused before it (vLLM's `Bfloat16 is only supported
+        # on GPUs with compute capability of at least 8.0`, printed above the refusal of the
+        # GPU itself): that refusal is its echo; a setting refused on a GPU that runs is not
+        explains=("config_error",),
+        explains_only=re.compile(r"compute capability", re.IGNORECASE),
+        explains_from=re.compile(r"compute capability", re.IGNORECASE),
     ),
     Kind(
         "port_in_use",
@@ -408,8 +436,14 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: a Ray system component (raylet, GCS, its agents, the client) failed, ended
             # (crashed, terminated, its connection closed) or could not be reached; the cluster
             # named by its address (`Failed to connect to Ray at address: ...`)
-            r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b.*"
-            r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
+            # (not an install that failed while the runtime env of one was built: `Failed to
+            # create runtime_env for Ray client server: Failed to install conda environment`,
+            # a build's failure, build_error's)
+            Unless(
+                (r"\b(raylet|gcs|ray agent|ray client|runtime.env.agent|ray cluster)\w*\b",),
+                _ENV_INSTALL_FAILED,
+                r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
+            ),
             r"\b((failed|unable) to|could not|couldn.t|cannot|can.t) (connect|reach|register)\b.*"
             r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
             # shape: a node of the cluster that died (an actor dead *because its node died*,
@@ -442,6 +476,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\.cc:\d+:\s+check failed",
             # shape: an actor said to be dead
             r"\bactor\b.*\bdead\b",
+            # the worker that created an object (its owner) died, and the object with it
+            # (Ray's `ray.exceptions.OwnerDiedError: Failed to retrieve object ...` and its
+            # `The object's owner has exited.`)
+            r"\bownerdiederror\b",
+            r"\bthe object's owner has exited\b",
         ),
         consequence=True,
     ),
@@ -724,6 +763,27 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: NotImplementedError at run time: the chosen option or combination is not
             # supported
             r"^notimplementederror: ",
+            # shape: a setting's value refused with the values it may take, in the program's
+            # message without its exception's name (vLLM's `Unknown quantization method: gptq.
+            # Must be one of ['awq', 'squeezellm']`, printed as `str(e)`)
+            r"\b(unknown|invalid|unsupported) [\w ]{1,40}: [^\s,]{1,80}\.? must be one of\b",
+            # shape: one field's validator refusing its value, in pydantic's words for it (vLLM's
+            # engine configs are pydantic dataclasses: `Value error, torch.bfloat16 is not
+            # supported for quantization method awq. Supported dtypes: [torch.float16]
+            # [type=value_error, input_value=...]`); its header (`validation error for
+            # ModelConfig`) is read above
+            r"^value error, .{1,400}\[type=value_error\b",
+            # shape: a request longer than the served model's context (vLLM's and OpenAI's
+            # `This model's maximum context length is 16384 tokens. However, you requested 19591
+            # tokens ...`): the context length or the requests' lengths to change
+            r"\bmaximum context length is \d+ tokens\b",
+            # shape: a path longer than the OS allows (ENAMETOOLONG: `[Errno 36] File name too
+            # long`, boost's `system_error: File name too long`; Ray's check of a socket path
+            # under its temp dir: `AF_UNIX path length cannot exceed 107 bytes`): the directory
+            # the run was given (TMPDIR, Ray's temp dir, an output path) to shorten
+            r"\bfile name too long\b",
+            r"\[errno 36\]",
+            r"\bpath length (cannot|can't|must not|may not) exceed\b",
         ),
     ),
     Kind(
@@ -755,6 +815,8 @@ CATALOGUE: tuple[Kind, ...] = (
         "Fix the dependency or build error in the venv, then relaunch.",
         _p(
             r"failed to build\b",
+            # shape: an environment's install that failed (`_ENV_INSTALL_FAILED`)
+            _ENV_INSTALL_FAILED,
             r"failed building wheel for",
             r"subprocess-exited-with-error",
             r"building wheel for .* (error|did not run successfully)",
@@ -958,6 +1020,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "error writing",
         "writ",
         "fail to write",
+        "outofdiskerror",
+        "disk is full",
+        "over capacity",
     ),
     "vllm_memory": (
         "free memory on device",
@@ -1060,6 +1125,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "vector core",
         "acceleratorerror",
         "llvm error",
+        "compute capability",
     ),
     "segfault": (
         "segmentation fault",
@@ -1140,6 +1206,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "state: dead",
         "check failed",
         "dead",
+        "ownerdiederror",
+        "owner has exited",
     ),
     "vllm_engine_dead": (
         "enginedeaderror",
@@ -1288,6 +1356,12 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "not be",
         "notimplementederror",
         "is required",
+        "must be one of",
+        "type=value_error",
+        "maximum context length",
+        "name too long",
+        "errno 36",
+        "path length",
     ),
     "import_error": (
         "failed to import",
@@ -1304,6 +1378,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
     ),
     "build_error": (
         "failed to build",
+        "failed to install",
         "failed building wheel",
         "subprocess-exited-with-error",
         "building wheel",

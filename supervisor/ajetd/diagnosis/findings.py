@@ -4,7 +4,9 @@ Each line is read under its dress (`logshape.strip_dress`: Ray, vLLM, torch.dist
 timestamps, shell traces) and given the first kind that matches it: the user's kinds first,
 then the catalogue's. An exception line (`SomethingError: ...`, recognised by its shape, with
 or without a `Traceback` header above it) that no kind explains becomes `unknown_traceback`, and
-so does a C++ assertion that failed (glog's and absl's `Check failed: ...`, which aborts).
+so do a C++ assertion that failed (glog's and absl's `Check failed: ...`, which aborts) and an
+OSError's text that a program logged at error level (`... encountered an error: [Errno 5]
+Input/output error`).
 A wrapping exception (`RayTaskError(Inner)`, `ActorDiedError` raised by a creation task,
 torchrun's `ChildFailedError`) is classified by what it wraps, and ranked after it.
 
@@ -24,7 +26,9 @@ themselves. Within a rank, the earlier line first. A kind that names another's c
 (`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
 makes that other kind its echo, wherever either was found (where `Kind.explains_only` is given,
 only the lines of it that this matches: a refusal explains a connection that dropped, not a
-host that could not be reached).
+host that could not be reached; where `Kind.explains_from` is given, only the explaining kind's
+lines that it matches name the cause: a GPU refused altogether explains the dtype it refused, any
+other CUDA error does not).
 
 Reading raw output, in chunks cut anywhere: `stream`.
 """
@@ -73,6 +77,12 @@ _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _CHECK_FAILED = re.compile(
     r"^(?:[\w./\-]+\.(?:cc|cpp|cxx|h|hpp):\d+:\s+Check failed\b|Check failed: )"
 )
+# An OSError's own text (`[Errno 5] Input/output error`) that a program logged after the word
+# error, its exception's name not said (Megatron's checkpoint writer: `Local process 0
+# encountered an error: [Errno 5] Input/output error`): the exception that ended the save, read
+# as one where no kind explains it. A line logged at a lower level than error is not (a retry,
+# a cache it could not write, a note of what happened before).
+_LOGGED_OS_ERROR = re.compile(r"error: \[Errno \d{1,5}\] [A-Za-z]", re.IGNORECASE)
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
 # A frame inside an experiment logger's own package: an exception raised there that no more
@@ -93,7 +103,9 @@ _GETITEM_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in __getitem__\s*$')
 _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
 _NAME_NOT_FOUND = BY_NAME["config_error"]
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
-_WARNING = re.compile(r"^\W{0,3}(?:\([^)]*\)\s*)?\[?WARN(?:ING)?\b")
+_LEVEL = r"^\W{0,3}(?:\([^)]*\)\s*)?\[?"  # where a logged line's level begins
+_WARNING = re.compile(_LEVEL + r"WARN(?:ING)?\b")
+_BELOW_ERROR = re.compile(_LEVEL + r"(?:WARN(?:ING)?|INFO|DEBUG|NOTICE)\b")  # (`_LOGGED_OS_ERROR`)
 
 
 @dataclass
@@ -149,7 +161,7 @@ class Diagnoser:
         if isinstance(kind, Kind):
             if self._is_explained(kind.name, text):
                 rank = max(rank, ECHO)  # a kind found names its cause
-            elif kind.explains and rank == SPECIFIC:
+            elif kind.explains and rank == SPECIFIC and _names_causes(kind, text):
                 self._explain(kind)
         if kind.name not in self._first:
             evidence = text.strip()[:EVIDENCE_CHARS]
@@ -222,6 +234,16 @@ class Diagnoser:
             return False
         return bool(EXCEPTION_LINE.match(stripped) or TRACEBACK_END.match(stripped))
 
+    @staticmethod
+    def _logged_os_error(stripped: str, text: str) -> bool:
+        """Whether this line, no exception line itself, logs an OSError's text at error level
+        (`_LOGGED_OS_ERROR`)."""
+        return (
+            _LOGGED_OS_ERROR.search(stripped) is not None
+            and EXCEPTION_LINE.match(stripped) is None
+            and _BELOW_ERROR.match(text) is None
+        )
+
     def _name_not_found(self, kind: Kind | UserKind | None, stripped: str) -> bool:
         """Whether this line is a KeyError that a name's look-up in a registry or mapping
         raised (`_NAME_LOOKUP`), where no kind explains it."""
@@ -267,6 +289,8 @@ class Diagnoser:
                 self._in_traceback = False
             return True
         kind, rank = self._kind(body, words)
+        if kind is None and self._logged_os_error(stripped, text):
+            kind, rank = UNKNOWN, UNEXPLAINED
         if self._raised_by_logger(kind, stripped):
             kind, rank = BY_NAME["logger_error"], SPECIFIC
         elif self._name_not_found(kind, stripped):
@@ -346,6 +370,12 @@ class Diagnoser:
         """Every kind seen, root cause first, each with how many lines showed it."""
         found = [replace_count(f, self._counts[f.kind]) for f in self._first.values()]
         return sorted(found, key=lambda f: (self._rank[f.kind], f.line))
+
+
+def _names_causes(kind: Kind, text: str) -> bool:
+    """Whether this line of `kind` names the causes of the kinds it explains
+    (`Kind.explains_from`)."""
+    return kind.explains_from is None or kind.explains_from.search(text) is not None
 
 
 def replace_count(finding: Finding, count: int) -> Finding:
