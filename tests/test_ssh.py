@@ -631,8 +631,9 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
         "trap 'echo bye' EXIT\n",  # after every answer
         "echo 'Lmod: loaded modules' >&2\n",  # a module system's notes, on stderr
         "head -c 1200000 /dev/zero | tr '\\0' x; echo\n",  # over a megabyte before
+        "sleep 987 &\n",  # a job that holds the session's output open (`drain`, LINGER_S)
     ],
-    ids=["words", "a blank line", "no newline", "an EXIT trap", "stderr", "1.2 MB"],
+    ids=["words", "a blank line", "no newline", "an EXIT trap", "stderr", "1.2 MB", "a job"],
 )
 def test_a_host_whose_shell_prints_before_every_command_works_as_any(
     env: Env, tmp_path: Path, rc: str
@@ -685,6 +686,9 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
             assert said not in log, said
     finally:
         next(servers, None)
+        for proc in psutil.process_iter(["cmdline"]):  # the rc's jobs
+            if proc.info["cmdline"] == ["sleep", "987"]:
+                proc.kill()
 
 
 def test_a_command_that_ends_with_255_is_said_by_its_own_words(sshd: Sshd) -> None:
@@ -720,6 +724,7 @@ def test_a_commands_answer_is_what_lies_between_its_marks_however_it_comes(
     edges = sorted({0, len(data), *(c for c in cuts if c < len(data))})
     out = b"".join(reader.feed(data[a:b]) for a, b in itertools.pairwise(edges))
     assert out + reader.end() == own and reader.ended
+    assert reader.code == 0  # the status its end mark carries, whatever came after
 
 
 def test_an_answer_without_its_marks_keeps_what_it_can_tell_is_the_commands() -> None:

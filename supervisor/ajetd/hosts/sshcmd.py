@@ -17,9 +17,12 @@ import contextlib
 import json
 import os
 import secrets
+import select
 import shlex
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,8 +128,9 @@ def new_mark() -> str:
 
 class Answer:
     """A command's output read as it comes: what lies between its mark's line and its end
-    mark (`remote_command`). Memory stays bounded and the work linear: before the mark only
-    what could be its start is held; inside, only what could be the end mark's start."""
+    mark (`remote_command`), and the status the end mark carries (`code`). Memory stays
+    bounded and the work linear: before the mark only what could be its start is held;
+    inside, only what could be the end mark's start; after it, only its status line."""
 
     def __init__(self, mark: str) -> None:
         self._begin = f"{mark}\n".encode()
@@ -134,10 +138,14 @@ class Answer:
         self._end = f"{mark}-end ".encode()
         self._held = b""
         self._state = 0  # 0: before the mark, 1: the command's own bytes, 2: after its end
+        self.code: int | None = None  # the status its end mark carries, once its line is whole
 
     def feed(self, chunk: bytes) -> bytes:
         """The part of `chunk` that is the command's own."""
-        if self._state == 2 or not chunk:
+        if self._state == 2:
+            self._status(chunk)
+            return b""
+        if not chunk:
             return b""
         data = self._held + chunk
         if self._state == 0:
@@ -149,22 +157,80 @@ class Answer:
         at = data.find(self._end)
         if at >= 0:
             self._state, self._held = 2, b""
+            self._status(data[at + len(self._end) :])
             return data[:at]
         keep = _tail_starting(data, self._end)
         self._held = data[len(data) - keep :] if keep else b""
         return data[: len(data) - keep]
 
+    def _status(self, chunk: bytes) -> None:
+        """The end mark's status, from the bytes after it (its line: a few digits)."""
+        if self.code is not None or len(self._held) > _STATUS_MAX:
+            return
+        self._held += chunk[: _STATUS_MAX + 1]
+        line, newline, _ = self._held.partition(b"\n")
+        if newline and line.isdigit() and len(line) <= 3:
+            self.code = int(line)
+
     def end(self) -> bytes:
         """The output has ended: what is still held is the command's where its end mark never
         came (the connection dropped, the command was killed), none of it where the mark never
         came (its bash did not start)."""
-        held, self._held = (self._held if self._state == 1 else b""), b""
+        held = self._held if self._state == 1 else b""
+        if self._state != 2:
+            self._held = b""
         return held
 
     @property
     def ended(self) -> bool:
         """Whether the command's end mark came: all of its output is here."""
         return self._state == 2
+
+
+_STATUS_MAX = 8  # the end mark's status line: `0`..`255` and its newline
+# How long ssh may stay once the command's end mark and status have come: at once, unless a
+# job the host's rc started in the background holds the session's output open (`sleep 300 &`
+# in ~/.bashrc; `nohup x &` does, its output not being a terminal); then ssh would wait for
+# that job to end, and every call would time out. It is ended instead: the command is done.
+LINGER_S = 0.5
+STDERR_MAX = (
+    1 << 20
+)  # of a call's stderr, what is read (its errors: the first lines after the mark)
+
+
+def drain(
+    proc: subprocess.Popen[bytes],
+    reader: Answer,
+    sink: Callable[[bytes], object],
+    deadline: float = float("inf"),
+) -> int:
+    """Read `proc`'s stdout into `reader` and the command's own bytes into `sink` until its
+    end mark's status has come or the output ends; then ssh's exit code, or the status the
+    end mark carried where ssh lingered past `LINGER_S` (ended: an rc's job held it open).
+    TimeoutError past `deadline` (`time.monotonic`), ssh killed."""
+    assert proc.stdout is not None
+    out = proc.stdout.fileno()
+    while reader.code is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            proc.kill()
+            proc.wait()
+            raise TimeoutError
+        if not select.select([out], [], [], None if left == float("inf") else left)[0]:
+            continue
+        chunk = os.read(out, 65536)
+        if not chunk:
+            break
+        if own := reader.feed(chunk):
+            sink(own)
+    if rest := reader.end():
+        sink(rest)
+    try:  # with no end mark (a dropped connection, a killed command), ssh is ending anyway
+        return proc.wait(timeout=LINGER_S if reader.code is not None else SSH_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return reader.code if reader.code is not None else 255
 
 
 def _tail_starting(data: bytes, mark: bytes) -> int:
@@ -185,26 +251,30 @@ def run(
     spec: SshSpec, script: str, stdin: bytes | None = None, timeout: float = SSH_TIMEOUT_S
 ) -> subprocess.CompletedProcess[bytes]:
     """Run a bash script on the host; raise SshError when ssh itself fails (code 255). Its
-    stdout is the script's own: what the host's rc printed before it is dropped (`Answer`)."""
+    stdout is the script's own: what the host's rc printed before it is dropped (`Answer`),
+    and a job the rc left running does not hold the call (`drain`)."""
     mark = new_mark()
-    try:
-        done = subprocess.run(
-            [*argv(spec), remote_command(script, mark)],
-            input=stdin,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
-    except OSError as exc:
-        raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
-    if done.returncode == 255:  # ssh's own failure, or the command's 255: said after the mark
-        why = after_mark(done.stderr, mark).decode(errors="replace").strip().splitlines()
+    command = [*argv(spec), remote_command(script, mark)]
+    parts: list[bytes] = []
+    # stdin and stderr are files, not pipes: nothing to feed or read beside stdout
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as said:
+        given.write(stdin or b"")
+        given.seek(0)
+        try:
+            with subprocess.Popen(
+                command, stdin=given, stdout=subprocess.PIPE, stderr=said
+            ) as proc:
+                code = drain(proc, Answer(mark), parts.append, time.monotonic() + timeout)
+        except TimeoutError as exc:
+            raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
+        except OSError as exc:
+            raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
+        said.seek(0)
+        stderr = after_mark(said.read(STDERR_MAX), mark)
+    if code == 255:  # ssh's own failure, or the command's 255: said after the mark
+        why = stderr.decode(errors="replace").strip().splitlines()
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
-    done.stdout = answer(done.stdout, mark)
-    done.stderr = after_mark(done.stderr, mark)
-    return done
+    return subprocess.CompletedProcess(command, code, b"".join(parts), stderr)
 
 
 def after_mark(said: bytes, mark: str) -> bytes:
@@ -394,7 +464,10 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
         tempfile.TemporaryFile() as ssh_said,
         tempfile.TemporaryFile() as tar_said,
         subprocess.Popen(
-            [*argv(spec), remote_command(script, mark)], stdout=subprocess.PIPE, stderr=ssh_said
+            [*argv(spec), remote_command(script, mark)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=ssh_said,
         ) as sender,
         subprocess.Popen(
             ["tar", "--skip-old-files", "-xf", "-", "-C", str(into)],
@@ -404,11 +477,8 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
     ):
         # the archive alone: what the host's rc printed before or after it is not tar's
         assert sender.stdout is not None and untar.stdin is not None
-        archive = Answer(mark)
         try:
-            while chunk := sender.stdout.read(65536):
-                untar.stdin.write(archive.feed(chunk))
-            untar.stdin.write(archive.end())
+            drain(sender, Answer(mark), untar.stdin.write)
         except BrokenPipeError:  # tar stopped reading (a broken archive): it says why, and
             sender.kill()  # nothing reads the rest: ssh would wait on its pipe for ever
         finally:

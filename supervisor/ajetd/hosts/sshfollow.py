@@ -9,7 +9,6 @@ exits with the remote program's exact exit code, which the local trial script re
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -65,15 +64,8 @@ class Follower:
                 stdin=subprocess.DEVNULL,
             ) as proc,
         ):
-            assert proc.stdout is not None
-            out = proc.stdout.fileno()
-            log = sshcmd.Answer(mark)
-            while chunk := os.read(out, 65536):
-                if own := log.feed(chunk):
-                    self.show(own)
-            if rest := log.end():  # the connection dropped inside what could be the end mark
-                self.show(rest)
-            code = proc.wait()
+            # what the connection dropped inside what could be the end mark is shown too
+            code = sshcmd.drain(proc, sshcmd.Answer(mark), self.show)
             said.seek(0)
             errors = sshcmd.after_mark(said.read(64 * 1024), mark).strip()
             if errors:  # not the rc's notes (before the mark): they are not the trial's
