@@ -182,11 +182,19 @@ def _status_filters(
 @click.option(
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
+@click.option(
+    "--through-attention",
+    is_flag=True,
+    help="Wait on while the run needs attention (no exit 2): until it ends and its reports "
+    "are written, or the timeout.",
+)
 @json_option
 @interruptible("it goes on (`ajetd status ID` shows it)")
-def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
+def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
-    2 needs attention, 124 timeout. A campaign id waits for the campaign (`campaign wait`)."""
+    2 needs attention, 124 timeout. With --through-attention, attention does not end the wait
+    (a hang flag, reports held by a full disk): only the run's end on disk or the timeout does.
+    A campaign id waits for the campaign (`campaign wait`)."""
     if is_campaign_id(run_id):
         from ajetd.cli.campaignread import wait_campaign
 
@@ -199,14 +207,17 @@ def wait(run_id: str, timeout: float | None, as_json: bool) -> None:
     checked = False
     while True:
         run = load_run(home, run_id)
+        # attention: a live run's (a hang flag, a rebuilt record), or an ended one's whose
+        # reports a full disk holds back: exit 2 at once, unless asked to wait through it
+        stop_at_attention = bool(run.attention) and not through_attention
         if run.state is State.DONE and run.status is not None:
-            if run.attention:  # ended, but its reports could not be written (a full disk)
+            if stop_at_attention:  # ended, but its reports could not be written (a full disk)
                 code = 2
                 break
             if not run.reports_pending:  # on record: finish.flag written, or never can be
                 code = WAIT_EXIT[run.status]
                 break
-        if run.attention:
+        if stop_at_attention:
             code = 2
             break
         if deadline is not None and time.monotonic() >= deadline:
