@@ -118,12 +118,7 @@ def _experiment(i: int, raw: Any, files: set[str], problems: list[str]) -> Exper
         value = raw.get(key)
         if value and str(value) not in files:
             problems.append(f"experiments[{i}] ({name}): {key} {value} is not in the folder")
-    unknown = sorted(set(map(str, raw)) - set(ENTRY_KEYS))
-    if unknown:
-        known = ", ".join(ENTRY_KEYS)
-        problems.append(
-            f"experiments[{i}] ({name}): unknown key {show(unknown[0])} (known: {known})"
-        )
+    values.unknown_keys(f"experiments[{i}] ({name})", raw, ENTRY_KEYS, problems)
     smoke = raw.get("smoke", False)
     if not isinstance(smoke, bool):
         problems.append(
@@ -207,9 +202,7 @@ def _header(
     data: dict[Any, Any], files: set[str], problems: list[str]
 ) -> tuple[str, str, str, str]:
     """The campaign's name, direction, base blueprint and result dir, each checked."""
-    unknown = sorted(set(map(str, data)) - set(CAMPAIGN_KEYS))
-    if unknown:
-        problems.append(f"unknown key {show(unknown[0])} (known: {', '.join(CAMPAIGN_KEYS)})")
+    values.unknown_keys("", data, CAMPAIGN_KEYS, problems)
     name = str(data.get("name") or "")
     if not _NAME.match(name):
         problems.append(f"name: {show(name)}: letters, digits, . _ - (up to 64)")

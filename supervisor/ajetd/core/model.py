@@ -251,6 +251,13 @@ class Run:
     )  # its Slurm job: id, state, reason, nodes, exclude
     reports_pending: bool = False  # ended, but results.md/finish.flag not written yet
 
+    def __post_init__(self) -> None:
+        # each warning once, in the order first given: a relaunch that meets the same thing
+        # again, or an older home's record that stored it at every relaunch, shows it once
+        unique = tuple(dict.fromkeys(self.warnings))
+        if unique != self.warnings:
+            object.__setattr__(self, "warnings", unique)
+
     @property
     def trial(self) -> Trial | None:
         return self.trials[-1] if self.trials else None
@@ -308,6 +315,11 @@ class Run:
 def reject(run: Run, reason: str, now: float) -> Run:
     """An invalid blueprint never runs; the reason names the part and the problem."""
     return replace(run, state=State.DONE, status=Status.REJECTED, reason=reason, ended_at=now)
+
+
+def warn(run: Run, *notes: str) -> Run:
+    """The run with `notes` added to its warnings, each that it does not hold yet (in order)."""
+    return replace(run, warnings=tuple(dict.fromkeys((*run.warnings, *notes))))
 
 
 def add_trial(run: Run, trial: Trial) -> Run:

@@ -26,7 +26,7 @@ from ajetd.core.hostspecs import (
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
 from ajetd.core.userkinds import UserKind, parse_kinds
-from ajetd.core.values import OptionError, show, take, unknown_keys
+from ajetd.core.values import OptionError, closest, show, take, unknown_key, unknown_keys
 from ajetd.frameworks.agentjet import checked_override
 
 KNOWN_KEYS = (
@@ -273,16 +273,19 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
     out: dict[str, tuple[float | None, float | None]] = {}
     for key, given in value.items():
         if key not in SCIENCE_KEYS:
+            near = closest(str(key), SCIENCE_KEYS)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
             problems.append(
-                f"allow_fixes: {show(key)} is not a key ajetd can fix "
+                f"allow_fixes: {show(key)} is not a key ajetd can fix{hint} "
                 f"(known: {', '.join(SCIENCE_KEYS)})"
             )
             continue
         bounds = {} if given is None else given
-        if not isinstance(bounds, dict) or set(map(str, bounds)) - set(SUBKEYS["allow_fixes"]):
+        if not isinstance(bounds, dict):
             problems.append(f"allow_fixes.{key}: expected {{min: N, max: N}}")
             continue
         mark = len(problems)
+        unknown_keys(f"allow_fixes.{key}", bounds, SUBKEYS["allow_fixes"], problems)
         # YAML reads `1e-7` (no dot) as a string: values.number takes numbers in either form
         low, high = (
             take(problems, None, _bound, f"allow_fixes.{key}.{side}", bounds)
@@ -366,7 +369,7 @@ def parse_options(text: str, admitted: bool = False) -> Options:
     problems: list[str] = []
     for key in data:
         if key not in KNOWN_KEYS:
-            problems.append(f"unknown key {show(key)} (known: {', '.join(KNOWN_KEYS)})")
+            problems.append(unknown_key("", key, KNOWN_KEYS))
     max_trials = take(
         problems, 3, values.count, "max_trials", data.get("max_trials", 3), 1, MAX_TRIALS
     )

@@ -23,6 +23,7 @@ from typing import Any
 import re2
 
 from ajetd.core.envnames import env_name_problem
+from ajetd.core.values import unknown_keys
 
 MAX_KINDS = 64
 MAX_PATTERNS = 32  # per kind
@@ -141,11 +142,7 @@ def parse_kinds(data: Any, problems: list[str], admitted: bool = False) -> tuple
         before = len(problems)
         if not isinstance(name, str) or not _NAME.match(name):
             problems.append(f"kinds: {label}: name must match [a-z][a-z0-9_]*")
-        unknown = sorted(set(map(str, raw)) - set(_FIELDS))
-        if unknown:
-            problems.append(
-                f"kinds: {label}: unknown key {unknown[0]!r} (known: {', '.join(_FIELDS)})"
-            )
+        unknown_keys(f"kinds: {label}", raw, _FIELDS, problems)
         severity = raw.get("severity")
         if severity not in SEVERITIES:
             problems.append(

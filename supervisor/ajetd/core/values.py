@@ -11,6 +11,7 @@ raise (a 5,000-digit integer has no `repr` in Python 3.11).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -304,13 +305,28 @@ def _numeral(key: str, value: int | float) -> str:
     return repr(value)
 
 
+def closest(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> list[str]:
+    """The `n` names of `known` closest to `given` (difflib, cutoff 0.6; a long `given` is cut
+    to 256 characters first, so the comparison stays bounded), best first; [] if none is near."""
+    return difflib.get_close_matches(given[:256], list(known), n=n, cutoff=0.6)
+
+
+def unknown_key(where: str, key: Any, known: tuple[str, ...]) -> str:
+    """The problem for one key not in `known`: its name, the closest known key ("did you
+    mean"), then the known keys; `where` ("" at the top) says which mapping it is in."""
+    near = closest(str(key), known)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}unknown key {show(key)}{hint} (known: {', '.join(known)})"
+
+
 def unknown_keys(
     where: str, given: dict[Any, Any], known: tuple[str, ...], problems: list[str]
 ) -> None:
-    """One problem naming the first key of `given` that is not `known`."""
+    """One problem naming the first key of `given` that is not `known` (`unknown_key`)."""
     unknown = sorted(set(map(str, given)) - set(known))
     if unknown:
-        problems.append(f"{where}: unknown key {show(unknown[0])} (known: {', '.join(known)})")
+        problems.append(unknown_key(where, unknown[0], known))
 
 
 def port(key: str, value: Any) -> int:

@@ -158,7 +158,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         val_path=resolved.val_path,
         val_offset=resolved.val_size,  # count only validation lines written during this run
         keep_session_s=bp.options.keep_session_s,
-        warnings=(*run.warnings, *warnings),
+        warnings=(*run.warnings, *warnings),  # each once (Run keeps its warnings unique)
         config_changes=tuple(changes),
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(config),

@@ -130,7 +130,7 @@ def prepare_trial(
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
     run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
     if dropped:
-        run = replace(run, warnings=(*run.warnings, "--autokill removed (autokill: protect)"))
+        run = model.warn(run, "--autokill removed (autokill: protect)")
     home.save_run(run)
     p = paths(home, run, number)
     spec = TrialSpec(
