@@ -4,10 +4,16 @@ a fake clock, tests/loopkit.py), real tmux, real files, real full disks."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 
-from conftest import PYTHON, Env, wait_for
+from ajetd.core.timefmt import iso
+from ajetd.core.trialscript import EXIT_OPTION
+from conftest import PYTHON, Env, fill, wait_for
 
 
 def _waiting_command(env: Env, first: str = "step 1") -> str:
@@ -49,3 +55,42 @@ def test_wait_through_attention_waits_until_the_run_ends(env: Env) -> None:
     assert through.returncode == 0, (out, err)
     assert out.startswith(f"run {run_id} succeeded"), out
     assert env.record(run_id)["reports_pending"] is False
+
+
+def _pane_exit(env: Env, session: str) -> str:
+    """The exit line the trial script kept on its pane (`EXIT_OPTION`), '' while none."""
+    shown = env.tmux("list-panes", "-s", "-t", session, "-F", f"#{{{EXIT_OPTION}}}")
+    return shown.stdout.strip() if shown.returncode == 0 else ""
+
+
+def test_an_exit_kept_on_the_pane_keeps_its_time_after_a_kill_9(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """A full home: the trial's exit goes to its pane (`@ajetd_exit`, "0 <epoch>"); the daemon
+    is killed (-9), the disk freed, a daemon started: the run's end was the restart's time in
+    the record, finish.flag and trials.md, the pane's time dropped. It is the exit's own."""
+    tmpfs(env.home, "2m")
+    daemon = env.start_daemon("--liveness", "0.5")
+    bp = env.blueprint("paneexit", command=_waiting_command(env), ajetd="gpus: 0")
+    run_id = env.submit(bp)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    session = env.record(run_id)["session"]
+    filler = fill(env.home)
+    (env.tmp / "end-now").touch()
+    note = wait_for(lambda: _pane_exit(env, session), what="the exit on the pane")
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait(timeout=20)
+    code, exited = note.split()
+    assert code == "0" and not (env.home / "runs" / run_id / "trial-1.exit").exists()
+    wait_for(lambda: time.time() > float(exited) + 2.5, what="time to pass")
+    filler.unlink()
+    env.start_daemon("--liveness", "0.5")
+    status = env.wait_done(run_id)
+    record = env.record(run_id)
+    assert (status["status"], status["exit_code"]) == ("succeeded", 0), status["reason"]
+    assert abs(record["ended_at"] - float(exited)) < 1e-3, (record["ended_at"], exited)
+    assert abs(record["trials"][-1]["ended_at"] - float(exited)) < 1e-3
+    result = env.tmp / "results" / "paneexit"
+    flag = json.loads((result / "finish.flag").read_text())
+    assert flag["ended_at"] == iso(float(exited)), (flag["ended_at"], exited)
+    assert f"- end: {iso(float(exited))}" in (result / "trials.md").read_text()

@@ -30,6 +30,7 @@ from ajetd.daemon.slots import RunSlot
 
 log = logging.getLogger(__name__)
 Findings = tuple[Finding, ...]
+Seen = tuple[Findings, float | None]  # a failed trial's findings; when its program exited
 
 
 def unreachable(action: NoReturn) -> NoReturn:
@@ -52,8 +53,9 @@ class Act(Observe):
         self._store(slot.host.notes(slot.run, now))
         self._take_noted_stop(slot, pane, now)
         run = slot.run
+        exited = obs.exit[1] if obs.exit is not None else None  # the pane's line too
         for action in decide(run, obs, self.cfg.timing, slot.options):
-            run = self._act(slot, run, action, now, pane, obs.findings)
+            run = self._act(slot, run, action, now, pane, (obs.findings, exited))
         self._store(run)
         if obs.stop_requested and self.home.saved(run_id):  # taken once on record, not before
             self.home.stop_request(run_id).unlink(missing_ok=True)
@@ -96,16 +98,17 @@ class Act(Observe):
         action: Action,
         now: float,
         pane: Pane | None,
-        found: Findings,
+        seen: Seen,
     ) -> Run:
+        """Carry out one action; `seen`: the failed trial's findings and its exit's time."""
         pid = pane.pid if pane is not None else (run.trial.pane_pid if run.trial else None)
         match action:
             case Finish():
-                return self._finish(slot, run, action, now, pid, found)
+                return self._finish(slot, run, action, now, pid, seen)
             case Restart():
-                return self._restart(slot, run, action, now, pid, found)
+                return self._restart(slot, run, action, now, pid, seen)
             case NextStage():
-                return self._next_stage(slot, run, action, now, pid)
+                return self._next_stage(slot, run, action, now, pid, seen[1])
             case BeginStop():
                 why = f" ({action.why})" if action.why else ""
                 self.home.append_event(run.run_id, now, f"stopping: {action.cause.value}{why}")
@@ -138,13 +141,14 @@ class Act(Observe):
         return {p: t for p, t in self.pane_starts.items() if p != pid and t is not None}
 
     def _finish(
-        self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, found: Findings
+        self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, seen: Seen
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
         slot.host.end(run, now, final=True)
         failed = action.status is Status.FAILED
+        found, exited = seen
         end = ending.TrialEnd(
-            action.reason, action.exit_code, pid, found or None, self._others(pid), failed
+            action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
         run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
         self._keep(run)  # finish_run saved it: not saved a second time
@@ -153,10 +157,16 @@ class Act(Observe):
         return run
 
     def _next_stage(
-        self, slot: RunSlot, run: Run, action: NextStage, now: float, pid: int | None
+        self,
+        slot: RunSlot,
+        run: Run,
+        action: NextStage,
+        now: float,
+        pid: int | None,
+        exited: float | None,
     ) -> Run:
         reason = f"stage done; next: stage {action.name}"
-        end = ending.TrialEnd(reason, 0, pid, (), self._others(pid))
+        end = ending.TrialEnd(reason, 0, pid, (), self._others(pid), exited_at=exited)
         run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
         run = model.next_stage(run, action.command, f"stage {action.name} next")
@@ -166,7 +176,7 @@ class Act(Observe):
         return run
 
     def _restart(
-        self, slot: RunSlot, run: Run, action: Restart, now: float, pid: int | None, found: Findings
+        self, slot: RunSlot, run: Run, action: Restart, now: float, pid: int | None, seen: Seen
     ) -> Run:
         """End the failed trial and record the fix; the relaunch step starts the next trial."""
         fix = action.remedy
@@ -177,9 +187,12 @@ class Act(Observe):
             if isinstance(moved, str):
                 why = f"{reason}; {fix.why}, but it cannot reach what runs ({moved})"
                 ended = Finish(Status.FAILED, why, action.exit_code)  # an end as any other:
-                return self._finish(slot, run, ended, now, pid, found)  # cleanup, hooks
+                return self._finish(slot, run, ended, now, pid, seen)  # cleanup, hooks
             command, config_path = moved
-        end = ending.TrialEnd(reason, action.exit_code, pid, found, self._others(pid))
+        found, exited = seen
+        end = ending.TrialEnd(
+            reason, action.exit_code, pid, found, self._others(pid), exited_at=exited
+        )
         run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
         run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)

@@ -43,18 +43,22 @@ FULL_BELOW_BYTES = 64 * 1024  # a log's disk with less free than this at a failu
 REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 
 
-def ended_at(home: Home, run: Run, now: float) -> float:
-    """When the current trial really ended: the time its script wrote into its exit file (or
-    its hang-up marker), not when the daemon looked, which may be much later after a pause
-    or a restart; kept between its start and this machine's clock read after the file (a
-    remote host's clock may differ). Not `now` alone: that is when the tick began, and a trial
-    may exit while the tick runs, or while the daemon is paused in the middle of one."""
+def ended_at(home: Home, run: Run, now: float, exited_at: float | None = None) -> float:
+    """When the current trial really ended: the time of the exit the daemon saw (`exited_at`:
+    its exit file's, or the exit line its pane kept when the disk was full, `EXIT_OPTION`),
+    else the time its script wrote into its exit file (or its hang-up marker), not when the
+    daemon looked, which may be much later after a pause or a restart; kept between its start
+    and this machine's clock read after the file (a remote host's clock may differ). Not `now`
+    alone: that is when the tick began, and a trial may exit while the tick runs, or while the
+    daemon is paused in the middle of one."""
     trial = run.trial
     if trial is None or trial.started_at is None:
         return now
     p = paths(home, run, trial.number)
-    recorded = read_exit(p.exit)
-    at = recorded[1] if recorded else None
+    at = exited_at
+    if at is None:
+        recorded = read_exit(p.exit)
+        at = recorded[1] if recorded else None
     if at is None:
         with contextlib.suppress(OSError, ValueError, IndexError, NotRegularError):
             at = float(read_small(p.hup).split()[0])
@@ -69,7 +73,9 @@ class TrialEnd:
     its pane's process (what is left around it is ended), its diagnosis (None: read from
     its log when it failed), the other trials' pane processes (pid: start time), whose
     sessions the search for leftovers need not look into (`procs.run_pids`), and whether
-    this end fails the run although the program exited 0 (a stage that left no outputs)."""
+    this end fails the run although the program exited 0 (a stage that left no outputs);
+    `exited_at`: when the program exited, as the exit the loop saw says (its exit file, or its
+    pane's exit line on a full disk; None: read from the exit file, or not known)."""
 
     reason: str
     exit_code: int | None
@@ -77,6 +83,7 @@ class TrialEnd:
     findings: tuple[Finding, ...] | None = None
     others: Mapping[int, int] = field(default_factory=dict)
     failed: bool = False
+    exited_at: float | None = None
 
 
 def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
@@ -85,7 +92,7 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
     reason, exit_code, findings = end.reason, end.exit_code, end.findings
     trial = run.trial
     if trial is not None and trial.started_at is not None and trial.ended_at is None:
-        ended = ended_at(home, run, now)
+        ended = ended_at(home, run, now, end.exited_at)
         problem = ""
         if exit_code != 0:
             if findings is None:
