@@ -80,6 +80,25 @@ def test_detach_shutdown_detach_readopts_a_live_run(detached: Env) -> None:
     assert env.cli("shutdown").returncode == 0
 
 
+def test_shutdown_of_a_stopped_daemon_says_it_is_stopped_and_how_to_end_it(
+    detached: Env,
+) -> None:
+    """A daemon stopped by SIGSTOP (or a debugger) takes no SIGTERM until it is continued:
+    `shutdown` said only that it was still running, and the status line's advice was
+    `ajetd shutdown` again. It says the process is stopped, `kill -CONT`, and `kill -9`."""
+    env = detached
+    pid = _detach(env)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        out = env.cli("shutdown", "--timeout", "1")
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "it is stopped (SIGSTOP" in out.stderr and f"kill -CONT {pid}" in out.stderr
+        assert f"kill -9 {pid}" in out.stderr, out.stderr
+    finally:
+        os.kill(pid, signal.SIGCONT)  # the SIGTERM it holds then ends it
+    wait_for(lambda: _gone(pid), what="the daemon to end once continued")
+
+
 def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
     env = detached
     env.home.mkdir()

@@ -256,3 +256,36 @@ def test_a_stop_asked_after_the_program_failed_leaves_it_failed() -> None:
     for asked in (T0 + 2, T0 + 5.5):
         [fin] = _decide(run, exit=(130, T0 + 5), stop_requested=True, stop_requested_at=asked)
         assert isinstance(fin, Finish) and fin.status is Status.STOPPED, fin
+
+
+def test_a_failed_runs_reason_quotes_its_root_causes_line_on_one_line_and_cut() -> None:
+    """finish.flag's reason named only the kind (`(unknown_traceback)`): which exception, which
+    setting, an agent had to open trials.md to learn. It quotes the root cause's line, its
+    whitespace folded and cut at EVIDENCE_IN_REASON characters."""
+    from ajetd.core.finding import Finding
+    from ajetd.core.policy import EVIDENCE_IN_REASON
+
+    def finding(evidence: str) -> Finding:
+        return Finding("unknown_traceback", "fatal", 9, evidence, "why", "Read the exception.")
+
+    said = "TypeError: unsupported operand type(s) for +: 'int' and 'str'"
+    [fin] = _decide(_run(), exit=(1, None), findings=(finding(said),))
+    assert isinstance(fin, Finish) and fin.status is Status.FAILED
+    assert f"exited with code 1 (unknown_traceback: {said});" in fin.reason, fin.reason
+    [fin] = _decide(_run(), exit=(1, None), findings=(finding("ValueError:\t" + "x" * 500),))
+    assert isinstance(fin, Finish)
+    quoted = fin.reason.split("(unknown_traceback: ", 1)[1].split(");", 1)[0]
+    assert quoted.startswith("ValueError: xxx") and quoted.endswith("…")
+    assert len(quoted) == EVIDENCE_IN_REASON and "\n" not in fin.reason
+
+
+def test_nccl_failing_again_after_its_fix_says_what_to_look_at_not_the_same_fix() -> None:
+    """The reason after NCCL_NVLS_ENABLE=0 failed too recommended NCCL_NVLS_ENABLE=0."""
+    from ajetd.core.finding import Finding
+    from ajetd.core.remedy import GiveUp, choose
+
+    run = replace(_run(), fixes=("nccl_nvls_off",))
+    nccl = Finding("nccl_error", "retryable", 3, "NCCL error", "why", "Relaunch with ...")
+    got = choose(run, [nccl], 3, None, T0)
+    assert isinstance(got, GiveUp) and "NCCL_DEBUG=INFO" in got.reason
+    assert "Relaunch with NCCL_NVLS_ENABLE=0" not in got.reason

@@ -118,6 +118,19 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
     return Started(proc.pid, home.log_file)
 
 
+def _held(pid: int) -> str:
+    """`: it is stopped (...)` where the process is stopped (state T: SIGSTOP, a debugger),
+    which no SIGTERM reaches until it is continued; else ""."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read(4096).rsplit(b")", 1)[-1].split()[:1]
+    except OSError:
+        return ""
+    if state in ([b"T"], [b"t"]):
+        return f": it is stopped (SIGSTOP or a debugger; `kill -CONT {pid}` lets it go on)"
+    return ""
+
+
 def shutdown(home: Home, timeout: float) -> int | None:
     """SIGTERM to the home's daemon and wait until it let go of the lock; its pid, or None
     when no daemon runs."""
@@ -136,8 +149,9 @@ def shutdown(home: Home, timeout: float) -> int | None:
     while home.daemon_running():
         if time.monotonic() >= deadline:
             raise DaemonCtlError(
-                f"the daemon (pid {pid}) is still running {timeout:.0f}s after SIGTERM; "
-                f"see {home.log_file}"
+                f"the daemon (pid {pid}) is still running {timeout:.0f}s after SIGTERM"
+                f"{_held(pid)}; see {home.log_file}, or end it with `kill -9 {pid}` (runs go "
+                "on in tmux; the next daemon takes them up)"
             )
         time.sleep(POLL_S)
     return pid

@@ -171,8 +171,21 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
     )
     if isinstance(choice, Relaunch):
         return Restart(code, choice)
-    root = f" ({obs.findings[0].kind})" if obs.findings else ""
+    root = f" ({root_cause(obs.findings[0])})" if obs.findings else ""
     return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
+
+
+EVIDENCE_IN_REASON = 200  # characters of the root cause's line a failed run's reason quotes
+
+
+def root_cause(finding: Finding) -> str:
+    """`unknown_traceback: TypeError: ...`: the kind, and the line that shows it, on one line
+    and cut, for a reason read in finish.flag and by agents (the kind alone said nothing of
+    which exception, which file, which setting)."""
+    said = " ".join(finding.evidence.split())
+    if len(said) > EVIDENCE_IN_REASON:
+        said = said[: EVIDENCE_IN_REASON - 1] + "…"
+    return f"{finding.kind}: {said}" if said else finding.kind
 
 
 def _plateau(run: Run, options: Options, now: float) -> str | None:

@@ -194,10 +194,14 @@ def _network(applied: set[str], proxychains: str | None) -> Relaunch | GiveUp:
     )
 
 
-def _nccl(applied: set[str], fix: str) -> Relaunch | GiveUp:
+def _nccl(applied: set[str]) -> Relaunch | GiveUp:
     """An NCCL error: once with NVLS off, AgentJet's documented fix."""
-    if "nccl_nvls_off" in applied:
-        return GiveUp("NCCL failed again with NCCL_NVLS_ENABLE=0: " + fix)
+    if "nccl_nvls_off" in applied:  # the fix's text begins with the fix just tried
+        return GiveUp(
+            "NCCL failed again with NCCL_NVLS_ENABLE=0, the known fix: not relaunched; rerun "
+            "with NCCL_DEBUG=INFO (in `[ajetd] env:`) to see the transport that fails, and "
+            "check the driver, the topology (nvidia-smi topo -m) and NCCL_P2P/IB settings"
+        )
     return Relaunch(
         "nccl_nvls_off",
         "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
@@ -260,7 +264,7 @@ def choose(
     if kind == "network":
         return _network(applied, proxychains)
     if kind == "nccl_error":
-        return _nccl(applied, fix)
+        return _nccl(applied)
     if kind == "logger_error":
         return _logger(applied, fix, config)
     if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:

@@ -362,8 +362,9 @@ def stalled(up: bool, info: dict[str, Any], now: float) -> str | None:
     pid = info.get("pid")
     return (
         f"NOT RESPONDING: its last heartbeat was {format_duration(age)} ago (pid {pid}); "
-        "runs are not being watched: see daemon.log, or restart it (`ajetd shutdown`, then "
-        "`ajetd daemon --detach`; runs go on in tmux)"
+        "runs are not being watched: see daemon.log, or restart it (`ajetd shutdown`, or "
+        f"`kill -9 {pid}` where that does not end it, then `ajetd daemon --detach`; runs go "
+        "on in tmux and the next daemon takes them up)"
     )
 
 
