@@ -99,7 +99,7 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     assert re.fullmatch(r"c-[a-z0-9]{6}", cid)
 
     # the baseline runs first; the agent reads its row
-    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    row = _json(env, "campaign", "wait", cid, "--after", "-1", "--json", "--timeout", "60")
     assert (row["index"], row["name"], row["status"], row["metric_value"]) == (
         0,
         "baseline",
@@ -122,9 +122,12 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     assert status["best"]["name"] == "baseline" and status["best"]["commit"]
     assert status["best"]["branch"] == "autoresearch/loop/baseline"
     assert status["running"] == [] and len(status["rows"]) == 1
-    # nothing runs and nothing is planned: `wait --next` gives the latest row at once
-    again = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "5")
-    assert again["index"] == 0
+    # nothing runs and nothing is planned: `wait --next` returns no old row, it exits 2 at
+    # once (what the campaign waits for on stderr); `--after -1` gives the first row again
+    again = env.cli("campaign", "wait", cid, "--next", "--json", "--timeout", "5")
+    assert again.returncode == 2 and "ajetd campaign add" in again.stderr, again.stderr
+    assert json.loads(again.stdout)["state"] == "waiting"
+    assert _json(env, "campaign", "wait", cid, "--after", "-1", "--json")["index"] == 0
     md = (env.tmp / "campaigns" / "loop" / "campaign.md").read_text()
     assert "stop condition not yet met: 1/4 attempted" in md and "waiting" in md
 
@@ -141,7 +144,7 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
         env, cid, "--name", "more-steps", "--description", "train longer", "--patch", str(improve)
     )
     assert (out.returncode, out.stdout.strip()) == (0, "1"), out.stderr
-    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    row = _json(env, "campaign", "wait", cid, "--after", "0", "--json", "--timeout", "60")
     assert (row["name"], row["status"], row["metric_value"]) == ("more-steps", "keep", 0.42)
 
     # the daemon restarts while the campaign waits: nothing is lost, the loop goes on
@@ -174,7 +177,7 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     )
     assert out.returncode == 1 and "no daemon is running" in out.stderr, out.stderr
     env.start_daemon()
-    row = _json(env, "campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    row = _json(env, "campaign", "wait", cid, "--after", "1", "--json", "--timeout", "60")
     assert (row["status"], row["metric_value"]) == ("discard", 0.34)
     assert row["parent_commit"] == best["commit"]
     status = _json(env, "campaign", "status", cid, "--json")  # the row and the wait: one write
@@ -194,7 +197,7 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
         str(crash),
     )
     assert out.returncode == 0, out.stderr
-    wait = env.cli("campaign", "wait", cid, "--next", "--json", "--timeout", "60")
+    wait = env.cli("campaign", "wait", cid, "--after", "2", "--json", "--timeout", "60")
     assert wait.returncode == 1 and json.loads(wait.stdout)["status"] == "crash"
 
     # the fourth attempt ended: the stop rule is met, the campaign ends, a fifth is refused
@@ -327,13 +330,10 @@ def test_a_deadline_ends_a_waiting_campaign(daemon_env: Env) -> None:
         env, "brief", "baseline: false\nstop: {deadline: 2s}\n", "python -c 'print(1)'"
     )
     cid = env.cli("campaign", str(folder)).stdout.strip()
-    # waiting, or already ended: a loaded machine's first look may come after the 2 s
+    # it waits for an `add` (`wait` exits 2 then), until the deadline ends it
     wait_for(
-        lambda: any(
-            word in env.cli("campaign", "status", cid, "--json").stdout
-            for word in ('"waiting"', "deadline reached")
-        ),
-        what="the empty campaign to wait",
+        lambda: "deadline reached" in env.cli("campaign", "status", cid, "--json").stdout,
+        what="the deadline to end the empty campaign",
     )
     out = env.cli("wait", cid, "--timeout", "30")  # `ajetd wait` takes a campaign id too
     assert out.returncode == 0, out.stdout + out.stderr
@@ -656,3 +656,70 @@ def test_a_line_break_after_a_name_or_id_is_no_part_of_one() -> None:
     assert CAMPAIGN_ID.match("c-abc123") and not CAMPAIGN_ID.match("c-abc123\n")
     assert not LEGACY_ID.match("abc123\n")
     assert env_name_problem("FOO") == "" and "not a valid" in env_name_problem("FOO\n")
+
+
+def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
+    daemon_env: Env,
+) -> None:
+    """An agent working one row at a time passes the last index it got (`wait --after`):
+    every row comes exactly once, in ledger order, fast crashes too; once nothing runs or is
+    planned, every form of wait exits 2 at once, saying it waits for an `add`, and no row is
+    ever returned again as if new."""
+    env = daemon_env
+    folder = env.tmp / "rows-folder"
+    folder.mkdir()
+    base = env.blueprint(
+        "rows-base",
+        command="python -m ajet.launcher --conf configs/rows-base.yaml --autokill",
+        ajetd="max_trials: 1",
+    )
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: rows\nmetric: mean_reward\nbase: base.md\nparallel: 2\n"
+        f"result_dir: {env.tmp / 'campaigns' / 'rows'}\nstop: {{max_experiments: 6}}\n"
+        "experiments:\n"
+        "  - {name: a, description: crashes, overrides: [fakejet.crash_at=1]}\n"
+        "  - {name: b, description: crashes too, overrides: [fakejet.crash_at=1]}\n"
+        "  - {name: c, description: runs}\n"
+    )
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    got: list[tuple[int, str, str, int]] = []
+    last = -1
+    for _ in range(5):
+        out = env.cli("campaign", "wait", cid, "--after", str(last), "--json", "--timeout", "90")
+        if out.returncode == 2:
+            break
+        row = json.loads(out.stdout)
+        got.append((row["index"], row["name"], row["status"], out.returncode))
+        last = row["index"]
+    assert [g[:3] for g in got] == [
+        (0, "baseline", "keep"),
+        (1, "a", "crash"),
+        (2, "b", "crash"),
+        (3, "c", got[3][2]),
+    ], got
+    assert [g[3] for g in got] == [0, 1, 1, 0] and got[3][2] in ("keep", "discard")
+    assert out.returncode == 2 and "ajetd campaign add" in out.stderr, out.stderr
+    assert "no row after 3 will come" in out.stderr
+    assert json.loads(out.stdout)["state"] == "waiting"  # --json: the campaign's object
+    # a row already written comes back at once when asked for by its predecessor's index
+    again = env.cli("campaign", "wait", cid, "--after", "1", "--json", "--timeout", "5")
+    assert again.returncode == 1 and json.loads(again.stdout)["name"] == "b"
+    # nothing in flight: `--next` returns no old row as new, plain waits do not block
+    for args in (
+        ("campaign", "wait", cid, "--next", "--json"),
+        ("campaign", "wait", cid),
+        ("wait", cid, "--timeout", "30"),
+    ):
+        out = env.cli(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert f"campaign {cid} waits for the agent" in out.stderr
+        assert f"ajetd campaign add {cid}" in out.stderr
+    assert "the last row is 3" in env.cli("campaign", "wait", cid, "--next").stderr
+    both = env.cli("campaign", "wait", cid, "--next", "--after", "0")
+    assert both.returncode == 2 and "exclude each other" in both.stderr
+    # an `add` answered: the campaign is no longer waiting for the agent, its row comes
+    out = _add(env, cid, "--name", "d", "--description", "one more")
+    assert (out.returncode, out.stdout.strip()) == (0, "4"), out.stderr
+    row = _json(env, "campaign", "wait", cid, "--after", "3", "--json", "--timeout", "60")
+    assert (row["index"], row["name"]) == (4, "d")

@@ -6,9 +6,9 @@ name is one of the subcommands is submitted as `ajetd campaign ./NAME`.
 
 Exit codes: 0 ok; 1 failure (no daemon to answer, a stopped or refused campaign); 2 usage
 error, unknown campaign, or a request the daemon refused (the reason on stderr). `wait` as
-`ajetd wait`: 0 completed (a stop rule met), 1 stopped/refused, 2 needs a decision (or, with
-`--next`, nothing left to wait for), 124 its own timeout; with `--next`, the ended row's
-status: 0 keep/discard/smoke, 1 crash/stopped.
+`ajetd wait`: 0 completed (a stop rule met), 1 stopped/refused, 2 needs a decision or waits
+for an `add` (with `--next` / `--after`: no such row will come), 124 its own timeout; with
+`--next` / `--after`, the row's status: 0 keep/discard/smoke, 1 crash/stopped.
 """
 
 from __future__ import annotations
@@ -335,14 +335,27 @@ def list_cmd(as_json: bool) -> None:
 
 @campaign.command("wait")
 @click.argument("campaign_id")
+@click.option(
+    "--after",
+    type=click.IntRange(min=-1),
+    default=None,
+    metavar="INDEX",
+    help="The row of the next experiment after INDEX (-1: from the first), at once if written.",
+)
 @click.option("--next", "next_one", is_flag=True, help="Until the next experiment ends.")
 @click.option(
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
 @click.option("--json", "as_json", is_flag=True, help="The ended row (or the campaign) as JSON.")
 @interruptible("the campaign goes on (`ajetd campaign status ID` to see it)")
-def wait_cmd(campaign_id: str, next_one: bool, timeout: float | None, as_json: bool) -> None:
-    """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision, 124
-    timeout), or with --next until its next experiment ends (0 keep/discard/smoke, 1
-    crash/stopped, 2 nothing in flight)."""
-    wait_campaign(campaign_id, next_one, timeout, as_json)
+def wait_cmd(
+    campaign_id: str, after: int | None, next_one: bool, timeout: float | None, as_json: bool
+) -> None:
+    """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision or
+    waits for an `add`, 124 timeout); with --after INDEX until the row of the experiment
+    after INDEX is written (every row once, in ledger order: pass the last index you got),
+    with --next until an experiment in flight ends (0 keep/discard/smoke, 1 crash/stopped,
+    2 no such row will come: nothing in flight or planned)."""
+    if after is not None and next_one:
+        raise click.UsageError("--after and --next exclude each other (--after INDEX: every row)")
+    wait_campaign(campaign_id, next_one, timeout, as_json, after)

@@ -105,6 +105,32 @@ def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
     )
 
 
+def _mark(state: CampaignState) -> tuple[Any, ...]:
+    """What a request or an ended experiment changes in the record."""
+    rows = tuple((e.index, e.recorded) for e in state.experiments)
+    return state.revision, rows, state.phase, state.done, state.stopping, len(state.handled)
+
+
+def settled(home: Home, cid: str) -> tuple[CampaignState, bool]:
+    """(the campaign's record, whether anything is in flight), read so that the two agree: the
+    record is read again after the look at the requests, and both taken only when nothing
+    changed in between (an `add` the daemon applies meanwhile leaves neither the old record
+    nor its request file behind)."""
+    _, state, _ = read_campaign(home, cid, with_spec=False)
+    while True:
+        coming = _in_flight(home, cid, state)
+        _, again, _ = read_campaign(home, cid, with_spec=False)
+        if _mark(again) == _mark(state):
+            return again, coming
+        state = again
+
+
+def awaits_agent(state: CampaignState, coming: bool) -> bool:
+    """The campaign waits for an `ajetd campaign add` (or a `set`, or a `stop`): nothing runs,
+    nothing is planned or filed, and no stop rule ended it."""
+    return state.phase == "waiting" and not state.stopping and not state.done and not coming
+
+
 def _row_exit(row: dict[str, Any], as_json: bool) -> NoReturn:
     from ajetd.views.campaign import ROW_EXIT, row_line
 
@@ -125,8 +151,29 @@ def _campaign_exit(home: Home, cid: str, code: int, line: str, as_json: bool) ->
     sys.exit(code)
 
 
-def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: bool) -> NoReturn:
-    """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`)."""
+def _no_row(home: Home, cid: str, state: CampaignState, why: str, as_json: bool) -> NoReturn:
+    """`--next` / `--after` with no row to come: exit 2, what it waits for on stderr."""
+    from ajetd.core.campaignrecord import add_hint
+
+    last = max((e.index for e in state.experiments if e.recorded), default=None)
+    said = f"; the last row is {last}" if last is not None else ""
+    if state.done:
+        what = f"campaign {cid} {state.status}: {state.reason}"
+    else:
+        what = f"campaign {cid} waits for the agent: {add_hint(cid)}"
+    click.echo(f"{what} ({why}{said})", err=True)
+    _campaign_exit(home, cid, 2, "", as_json)
+
+
+def wait_campaign(
+    text: str, next_one: bool, timeout: float | None, as_json: bool, after: int | None = None
+) -> NoReturn:
+    """`ajetd campaign wait` (also `ajetd wait CAMPAIGN_ID`). Plain: until the campaign ends,
+    or 2 at once while it waits for the agent (an `add`). `after`: the row of the experiment
+    with the lowest index above it (every row exactly once, in ledger order, for a caller
+    that passes the last index it got). `next_one`: the first row recorded after the call
+    began; never one recorded before it."""
+    from ajetd.core.campaignrecord import add_hint
     from ajetd.views.campaign import WAIT_EXIT, row_json
 
     home = open_home()
@@ -134,24 +181,29 @@ def wait_campaign(text: str, next_one: bool, timeout: float | None, as_json: boo
     deadline = None if timeout is None else time.monotonic() + timeout
     _, state, _ = read_campaign(home, cid, with_spec=False)
     seen = {e.index for e in state.experiments if e.recorded}
-    if next_one and seen and not _in_flight(home, cid, state):
-        # it ended before this wait began (or nothing was added since): its row at once
-        last = max((e for e in state.experiments if e.recorded), key=lambda e: e.index)
-        _row_exit(row_json(last), as_json)
     while True:
-        _, state, _ = read_campaign(home, cid, with_spec=False)  # cheap: one JSON file
-        if next_one:
+        state, coming = settled(home, cid)
+        if after is not None:
+            later = [e for e in state.experiments if e.index > after]
+            if later:
+                first = min(later, key=lambda e: e.index)
+                if first.recorded:
+                    _row_exit(row_json(first), as_json)
+            elif state.done or awaits_agent(state, coming):
+                _no_row(home, cid, state, f"no row after {after} will come", as_json)
+        elif next_one:
             ended = [e for e in state.experiments if e.recorded and e.index not in seen]
             if ended:
                 _row_exit(row_json(min(ended, key=lambda e: e.index)), as_json)
-            if not seen and not state.done and not _in_flight(home, cid, state):
-                click.echo(
-                    f"campaign {cid} {state.phase}: nothing to wait for: {state.reason}", err=True
-                )
-                _campaign_exit(home, cid, 2, "", as_json)
-        if state.done:
+            if state.done or awaits_agent(state, coming):
+                why = "no experiment in flight; `--after INDEX` returns rows already written"
+                _no_row(home, cid, state, why, as_json)
+        elif state.done:
             line = f"campaign {cid} {state.status}: {state.reason}"
             _campaign_exit(home, cid, WAIT_EXIT.get(state.status, 1), line, as_json)
+        elif awaits_agent(state, coming):
+            click.echo(f"campaign {cid} waits for the agent: {add_hint(cid)}", err=True)
+            _campaign_exit(home, cid, 2, "", as_json)
         if deadline is not None and time.monotonic() >= deadline:
             click.echo(f"campaign {cid} {state.phase}: {state.progress}", err=True)
             _campaign_exit(home, cid, 124, "", as_json)

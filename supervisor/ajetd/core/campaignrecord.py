@@ -122,12 +122,17 @@ def standing(
             phase, status, reason = "done", "completed", prog.text
     elif not running and len(state.experiments) >= planned:
         phase = "waiting"
-        reason = (
-            "no experiment left to run: add the next one with `ajetd campaign add "
-            f"{state.campaign_id} --name N --description D ...` (or stop it: `ajetd "
-            f"campaign stop {state.campaign_id}`)"
-        )
+        reason = add_hint(state.campaign_id)
     return phase, status, reason, prog.text
+
+
+def add_hint(campaign_id: str) -> str:
+    """Why a waiting campaign waits, and what the agent does next."""
+    return (
+        "no experiment left to run: add the next one with `ajetd campaign add "
+        f"{campaign_id} --name N --description D ...` (or stop it: `ajetd "
+        f"campaign stop {campaign_id}`)"
+    )
 
 
 def recipe(run: Run) -> str:
