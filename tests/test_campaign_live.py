@@ -672,6 +672,7 @@ def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
         "rows-base",
         command="python -m ajet.launcher --conf configs/rows-base.yaml --autokill",
         ajetd="max_trials: 1",
+        purpose="campaign base: math GRPO on Qwen, the recipe every experiment starts from",
     )
     (folder / "base.md").write_text(base.read_text())
     (folder / "campaign.yaml").write_text(
@@ -699,6 +700,12 @@ def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
         (3, "c", got[3][2]),
     ], got
     assert [g[3] for g in got] == [0, 1, 1, 0] and got[3][2] in ("keep", "discard")
+    # each experiment's tmux session ends with its name: the base's long purpose is cut first
+    rows = _json(env, "campaign", "status", cid, "--json")["rows"]
+    sessions = [env.status(r["run_id"])["session"] for r in rows]
+    for session, name in zip(sessions, ["baseline", "a", "b", "c"], strict=True):
+        assert session.endswith(f"_{name}") and session.startswith("ajet_campaign_base_math")
+        assert len(session) <= 45 and re.fullmatch(r"[a-z0-9_]+", session)
     assert out.returncode == 2 and "ajetd campaign add" in out.stderr, out.stderr
     assert "no row after 3 will come" in out.stderr
     assert json.loads(out.stdout)["state"] == "waiting"  # --json: the campaign's object

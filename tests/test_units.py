@@ -13,7 +13,7 @@ import pytest
 from ajetd.adapters.store import write_all_atomic
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
-from ajetd.core.naming import MAX_SESSION, session_base, unique_session
+from ajetd.core.naming import MAX_SESSION, experiment_purpose, session_base, unique_session
 from ajetd.core.trialscript import (
     TrialSpec,
     parse_exit_file,
@@ -39,6 +39,24 @@ def test_session_names() -> None:
     long = session_base(" ".join(["word"] * 40), "x", "abc123")
     assert len(long) <= MAX_SESSION - 3 and long.startswith("ajet_word_word")
     assert unique_session("ajet_x", {"ajet_x", "ajet_x_2"}) == "ajet_x_3"
+    # a campaign experiment's name survives the cut: the base's and campaign's words go first
+    base = "campaign base: math GRPO on Qwen2.5 7B, the quick recipe"
+    names = [
+        session_base(experiment_purpose(base, "quick", i, name, "a long hypothesis"), "x", "id")
+        for i, name in enumerate(["lr-3e-6", "kl_0.01", "no-validation", "AJET"], 1)
+    ]
+    assert names == [
+        "ajet_campaign_base_math_grpo_on_qwen2_lr_3e_6",
+        "ajet_campaign_base_math_grpo_on_qwen2_kl_0_01",
+        "ajet_campaign_base_math_grpo_on_no_validation",
+        "ajet_campaign_base_math_grpo_on_qwen2_5_7b",  # no word of its own: as any run
+    ]
+    short = session_base(experiment_purpose("数学", "quick", 2, "a", ""), "x", "id")
+    assert short == "ajet_quick_a"  # no ASCII word in the base: the campaign's name
+    huge = session_base(experiment_purpose("math", "c", 1, "x" * 64, ""), "x", "id")
+    assert huge == "ajet_" + "x" * 40  # a name too long alone is cut as any word
+    mimic = session_base("math (campaign not a name, experiment 1 x)", "x", "id")
+    assert mimic == "ajet_math_campaign_not_a_name_experiment_1_x"  # not the campaign form
     assert unique_session("ajet_x", set()) == "ajet_x"
 
 

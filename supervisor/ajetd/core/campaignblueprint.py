@@ -16,6 +16,7 @@ import yaml
 
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
+from ajetd.core.naming import experiment_purpose
 from ajetd.core.options import load_yaml_part
 from ajetd.core.values import OptionError
 from ajetd.frameworks import agentjet
@@ -76,8 +77,7 @@ def experiment_blueprint(
         command = " ".join([command, *(shlex.quote(o) for o in exp.overrides)])
     if spec.gpus is not None:
         options["gpus"] = spec.gpus
-    purpose = f"{base.purpose} (campaign {spec.name}, experiment {index} {exp.name}"
-    purpose += f": {exp.description})" if exp.description else ")"
+    purpose = experiment_purpose(base.purpose, spec.name, index, exp.name, exp.description)
     sections = {
         "exp_purpose": purpose,
         "exp_codebase_dir": _whole(codebase),

@@ -50,22 +50,46 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", bare.lower())
 
 
+_EXPERIMENT = re.compile(
+    r" \(campaign (?P<campaign>[A-Za-z0-9._-]{1,64}), experiment \d{1,9} "
+    r"(?P<name>[A-Za-z0-9._-]{1,64})[:)]"
+)
+
+
+def experiment_purpose(base: str, campaign: str, index: int, name: str, description: str) -> str:
+    """A campaign experiment's purpose: the base blueprint's, then which campaign and
+    experiment (`session_base` finds the experiment's name in it)."""
+    purpose = f"{base} (campaign {campaign}, experiment {index} {name}"
+    return purpose + (f": {description})" if description else ")")
+
+
 def session_base(purpose: str, file_stem: str, run_id: str) -> str:
-    """`ajet_<slug>` from the purpose's ASCII words, else the file name, else the run id."""
+    """`ajet_<slug>` from the purpose's ASCII words, else the file name, else the run id. A
+    campaign experiment's (`experiment_purpose`) ends with the experiment's name, which is
+    kept: the base's and the campaign's words are cut first, so its sessions differ by what
+    each tries."""
+    tail: list[str] = []
+    found = _EXPERIMENT.search(purpose)
+    if found:
+        tail = [w for w in _words(found["name"]) if w != "ajet"]
+        purpose = f"{purpose[: found.start()]} {found['campaign']}"
     for source in (purpose, file_stem):
         words = [w for w in _words(source) if w != "ajet"]
-        if words:
+        if words or tail:
             break
     else:
         words = [run_id]
+    end = "".join("_" + w for w in tail)
+    if len("ajet" + end) > MAX_SESSION - 3:  # the name alone is too long: cut as any words
+        words, end = tail, ""
     name = "ajet"
     for word in words:
-        if len(name) + 1 + len(word) > MAX_SESSION - 3:  # room for a `_N` suffix
+        if len(name) + 1 + len(word) + len(end) > MAX_SESSION - 3:  # room for a `_N` suffix
             break
         name += "_" + word
-    if name == "ajet":  # the first word alone is too long
+    if name == "ajet" and not end:  # the first word alone is too long
         name = "ajet_" + words[0][: MAX_SESSION - 8]
-    return name
+    return name + end
 
 
 def unique_session(base: str, taken: Collection[str]) -> str:
