@@ -134,8 +134,8 @@ def test_a_tab_that_indents_yaml_is_named(env: Env) -> None:
     that cannot start any token", which does not say what to change."""
     text = env.blueprint("tabbed").read_text() + "\n## [ajetd]\ngpus: 0\nenv:\n\tA: b\n"
     problems = _lint(env, text)["problems"]
-    assert len(problems) == 1 and "(line 3, column 1)" in problems[0], problems
-    assert "a tab indents line 3: YAML indents with spaces" in problems[0], problems
+    assert len(problems) == 1 and "(line 3 of the [ajetd] part, column 1)" in problems[0], problems
+    assert "a tab indents line 3 of the [ajetd] part: YAML indents" in problems[0], problems
 
 
 def test_a_rejected_blueprint_keeps_the_settings_it_gave(daemon_env: Env) -> None:

@@ -113,6 +113,9 @@ class Options:
     yaml_overrides: tuple[str, ...] = ()
 
 
+_IN_PART = re.compile(r"\bline \d{1,9}")  # "line 3" in a YAML error: the part's own line
+
+
 def load_yaml_part(text: str) -> dict[str, Any]:
     """The `[ajetd]` part's YAML (plain or the first fenced block) as a mapping, loaded with
     bounds (`ajetd.core.yamlpart`); raise BlueprintError saying what is wrong."""
@@ -126,8 +129,8 @@ def load_yaml_part(text: str) -> dict[str, Any]:
         return {}
     try:
         data = yamlpart.load(body)
-    except yamlpart.YamlError as exc:
-        raise BlueprintError([str(exc)]) from None
+    except yamlpart.YamlError as exc:  # its lines count from the part's first, not the file's
+        raise BlueprintError([_IN_PART.sub(r"\g<0> of the [ajetd] part", str(exc))]) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
