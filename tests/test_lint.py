@@ -212,7 +212,7 @@ def test_a_command_over_several_lines_is_shown_as_such(env: Env) -> None:
         ("configs/other.yaml", False),  # another config than exp_yaml_path runs
         ("./configs/named.yaml", True),  # the same file, spelt another way
         ("{codebase}/configs/named.yaml", True),
-        ("configs/absent.yaml", True),  # no such file: the program will say so itself
+        ("configs/absent.yaml", False),  # no such file: the program would stop at once
     ],
 )
 def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
@@ -228,8 +228,14 @@ def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
     ):
         out = env.cli("lint", str(env.blueprint("mismatch", config=named, command=command)))
         assert (out.returncode == 0) is ok, out.stdout + out.stderr
-        if not ok:
-            flag = command.split()[-2]
+        flag = command.split()[-2]
+        if not ok and "absent" in conf:
+            path = env.codebase / conf
+            assert (
+                f"exp_launch_command: {flag} {conf} names {path}, which does not exist (the"
+                in out.stderr
+            )
+        elif not ok:
             assert f"exp_launch_command: {flag} {other} is not exp_yaml_path" in out.stderr
     # another program's own --config is its business: ajetd reads no config of it
     mine = f"python train.py --config {other}"

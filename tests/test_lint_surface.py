@@ -11,7 +11,7 @@ import pytest
 
 from ajetd.adapters.store import Home
 from ajetd.daemon import ending
-from conftest import Env
+from conftest import Env, Sshd, wait_for
 
 
 def _lint(env: Env, ajetd: str, **kw: str) -> tuple[int, dict[str, object], str]:
@@ -73,3 +73,164 @@ def test_a_warning_met_at_every_relaunch_is_shown_once(daemon_env: Env) -> None:
     scratch.mkdir()
     ending.write_reports(home, replace(run, result_dir=str(scratch)), ([], ""))
     assert (scratch / "results.md").read_text().count(removed) == 1
+
+
+def _walk27(env: Env, ajetd: str = "") -> tuple[object, str]:
+    """The walk's blueprint: its --conf repeats the codebase's own folder name, so the path it
+    names from exp_codebase_dir does not exist (exp_yaml_path is right)."""
+    config = env.config("ok")
+    conf = f"{env.codebase.name}/{config}"
+    command = f"python -m fakejet.launcher --conf {conf}"
+    return env.blueprint("walk", config=config, command=command, ajetd=ajetd), conf
+
+
+def test_a_conf_that_does_not_exist_where_the_command_runs_is_a_problem(env: Env) -> None:
+    bp, conf = _walk27(env)
+    out = env.cli("lint", str(bp), "--json")
+    data = json.loads(out.stdout)
+    wanted = (
+        f"exp_launch_command: --conf {conf} names {env.codebase / conf}, which does not exist "
+        f"(the command runs in exp_codebase_dir {env.codebase}; exp_yaml_path is configs/ok.yaml)"
+    )
+    assert out.returncode == 2 and not data["ok"], data
+    assert any(p.startswith(wanted) for p in data["problems"]), data["problems"]
+    # where ajetd cannot tell which file it is (a cd before it, a shell variable), it says nothing
+    for command in (
+        f"cd .. && python -m fakejet.launcher --conf {conf}",
+        "python -m fakejet.launcher --conf $CONF",
+    ):
+        bp = env.blueprint("blind", config="configs/ok.yaml", command=command)
+        out = env.cli("lint", str(bp), "--json")
+        assert "does not exist" not in out.stdout, out.stdout
+
+
+def test_a_conf_that_does_not_exist_is_rejected_at_admission(daemon_env: Env) -> None:
+    env = daemon_env
+    bp, conf = _walk27(env)
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "rejected", status
+    assert f"--conf {conf} names {env.codebase / conf}, which does not exist" in status["reason"]
+    assert env.launches() == []
+
+
+def test_a_conf_that_does_not_exist_on_the_ssh_host_is_a_problem(env: Env, sshd: Sshd) -> None:
+    bp, conf = _walk27(env, sshd.ajetd_part())
+    out = env.cli("lint", str(bp))
+    assert out.returncode == 2
+    assert (
+        f"--conf {conf} names {env.codebase / conf}, which does not exist on {sshd.user}@127.0.0.1"
+        in out.stderr
+    ), out.stderr
+
+
+def _warnings(data: dict[str, object]) -> list[str]:
+    blueprint = data["blueprint"]
+    assert isinstance(blueprint, dict)
+    return list(blueprint["warnings"])
+
+
+def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env) -> None:
+    """`hang: {window: 30}` on a 10 min run is 30 hours and can never fire; `keep_session:
+    600` is 25 days: said, with the value as read and how to write seconds or minutes; and
+    lint shows hang, plateau and allow_fixes as read."""
+    ajetd = (
+        "hang: {window: 30}\nkeep_session: '600'\n"
+        "plateau: {metric: mean_reward, after: 1.0}\nallow_fixes: {lr: {min: 1e-7}}"
+    )
+    code, data, text = _lint(env, ajetd, max_time="10m")
+    assert code == 0 and data["ok"], data
+    warned = _warnings(data)
+    for needle in (
+        "keep_session: 600 is a bare number, read as 600 hours (25 days); for seconds or "
+        "minutes write `600s` or `600m`",
+        "hang.window: 30 is a bare number, read as 30 hours; for seconds or minutes write "
+        "`30s` or `30m`",
+        "hang.window: 30h is not shorter than exp_max_time (10m): the hang rule can never fire",
+        "plateau.after: 1 of exp_max_time leaves no time for the rule to act",
+    ):
+        assert any(w.startswith(needle) for w in warned), (needle, warned)
+        assert needle in text
+    options = data["blueprint"]["options"]  # type: ignore[index]
+    assert options["hang"] == {"window_s": 108000.0, "action": "attention"}
+    assert options["plateau"] == {
+        "metric": "mean_reward",
+        "patience": 3,
+        "min_delta": 0.005,
+        "after": 1.0,
+        "mode": "auto",
+    }
+    assert options["allow_fixes"] == {"lr": {"min": 1e-7, "max": None}}
+    assert "  hang: window 30h, action attention\n" in text
+    assert "  plateau: metric mean_reward, patience 3, min_delta 0.005, after 1 (10m)" in text
+    assert "  allow_fixes: lr 1e-07..-\n" in text
+    # with units (or zero, the same in any unit), and within the time: nothing said
+    ajetd = "hang: {window: 30s, action: stop}\nkeep_session: 0\nplateau: {after: 0.5}"
+    code, data, text = _lint(env, ajetd, max_time="10m")
+    assert code == 0 and _warnings(data) == [], data
+    assert data["blueprint"]["options"]["hang"] == {"window_s": 30.0, "action": "stop"}  # type: ignore[index]
+    assert "  hang: window 30s, action stop\n" in text and "after 0.5 (5m)" in text
+
+
+@pytest.mark.parametrize(
+    ("command", "metric", "needle"),
+    [
+        (
+            None,
+            "mean_rewad",
+            "'mean_rewad' is not a validation key AgentJet is known to write; "
+            "did you mean 'mean_reward'",
+        ),
+        (None, "task_pass_rate@16", None),  # any pass@N
+        (None, "val-core/gsm8k/reward/mean@4", None),  # verl's families
+        (
+            "uv run examples/run_grpo.py --config {c}",
+            "accuracyy",
+            "'accuracyy' is not a validation key NeMo-RL is known to write; did you mean 'accuracy'",
+        ),
+        (
+            "uv run examples/run_grpo.py --config {c}",
+            "val:accuracy",
+            "its records name NeMo-RL's val:accuracy 'accuracy': write that",
+        ),
+        ("uv run examples/run_grpo.py --config {c}", "accuracy", None),
+    ],
+)
+def test_a_plateau_metric_the_framework_does_not_write_is_warned(
+    env: Env, command: str | None, metric: str, needle: str | None
+) -> None:
+    config = env.config("lint")
+    kw = {"command": command.format(c=config)} if command else {}
+    code, data, text = _lint(env, f"plateau: {{metric: '{metric}'}}", config=config, **kw)
+    assert code == 0, data
+    said = [w for w in _warnings(data) if w.startswith("plateau.metric: ")]
+    if needle is None:
+        assert said == [], said
+    else:
+        assert len(said) == 1 and needle in said[0], said
+        assert needle in text
+
+
+def test_a_plateau_metric_no_record_holds_is_a_run_warning(daemon_env: Env) -> None:
+    """Once the run has validation records and none holds the rule's metric, status, status
+    --json and results.md say so, naming the keys they hold; the admission's warnings (a bare
+    number) are there too."""
+    env = daemon_env
+    config = env.config("typo", forever=True, flat=True, step_time=0.05)
+    rule = "plateau: {metric: mean_rewad, patience: 2}\nkeep_session: 2"
+    run_id = env.submit(env.blueprint("typo", config=config, max_time="1m", ajetd=rule))
+    wanted = "plateau.metric 'mean_rewad': none of the run's "
+
+    def warned() -> list[str]:
+        return [w for w in env.record(run_id).get("warnings", []) if w.startswith(wanted)]
+
+    [note] = wait_for(warned, timeout=30, what="the plateau metric's warning")
+    assert "did you mean 'mean_reward'" in note
+    assert "mean_reward, std_reward" in note.split("(the records hold: ")[1]
+    assert "keep_session: 2 is a bare number, read as 2 hours" in " ".join(
+        env.status(run_id)["warnings"]
+    )
+    assert wanted in env.cli("status", run_id).stdout
+    env.cli("stop", run_id)
+    status = env.wait_done(run_id)
+    assert [w for w in status["warnings"] if w.startswith(wanted)] == [note]
+    assert note in (env.tmp / "results" / "typo" / "results.md").read_text()

@@ -226,7 +226,7 @@ def test_stop_that_times_out_says_the_stop_goes_on(daemon_env: Env) -> None:
 
 
 def test_a_misspelt_part_label_is_named_with_its_line(daemon_env: Env) -> None:
-    """A misspelt `[ajetd]` key is named (`unknown key 'max_trail' (known: ...)`), but a
+    """A misspelt `[ajetd]` key is named (`unknown key 'max_trail'; did you mean ...`), but a
     misspelt part label (`## [exp_purpse]`, `- [exp_results_dir] ...: /x`) left only
     `exp_purpose: missing (write it as ...)`, though the part is there, a letter off: the
     rejection (and lint) name the line that holds the near miss."""

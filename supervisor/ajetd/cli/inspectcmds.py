@@ -75,6 +75,7 @@ def lint(file: Path, as_json: bool) -> None:
                 "max_trials": bp.options.max_trials,
                 "autokill": bp.options.autokill,
                 "keep_session_s": bp.options.keep_session_s,
+                **_rules(bp),
             },
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
@@ -90,6 +91,26 @@ def lint(file: Path, as_json: bool) -> None:
     else:
         click.echo(status_view.render_lint_summary(file, summary))
     sys.exit(2 if problems else 0)
+
+
+def _rules(bp: Blueprint) -> dict[str, Any]:
+    """The stop rules and the fixes it permits, as read (seconds, fractions, bounds): what
+    `hang: {window: 30}` and its kin turned into is seen before the run, not after it."""
+    opts = bp.options
+    rule = opts.plateau
+    return {
+        "hang": {"window_s": opts.hang_window_s, "action": opts.hang_action},  # None: auto
+        "plateau": None
+        if rule is None
+        else {
+            "metric": rule.metric,
+            "patience": rule.patience,
+            "min_delta": rule.min_delta,
+            "after": rule.after,
+            "mode": rule.mode,
+        },
+        "allow_fixes": {k: {"min": lo, "max": hi} for k, (lo, hi) in opts.allow_fixes.items()},
+    }
 
 
 def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:

@@ -329,7 +329,11 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
             max_time_s = parse_duration(clean_text(raw["exp_max_time"]).replace("`", " "))
         except AjetdError as exc:
             problems.append(f"exp_max_time: {exc}")
-    from ajetd.core.options import Options, parse_options  # 20 ms of imports: see the top
+    from ajetd.core.options import (  # 20 ms of imports: see the top
+        Options,
+        never_notes,
+        parse_options,
+    )
 
     options = Options()
     try:
@@ -365,5 +369,9 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         max_time_text=clean_text(raw["exp_max_time"]),
         notes=clean_text(raw.get("exp_notes", "")),
         options=options,
-        warnings=tuple(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
+        warnings=(
+            *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
+            *options.notes,
+            *never_notes(options, max_time_s),
+        ),
     )

@@ -8,10 +8,12 @@ paths, lists); an unknown key is an error that names it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ajetd.core import hostspecs, values
+from ajetd.core.durations import format_duration
 from ajetd.core.envnames import env_name_problem
 from ajetd.core.errors import BlueprintError
 from ajetd.core.hostspecs import (
@@ -111,6 +113,8 @@ class Options:
     # K=V set in the copy of exp_yaml_path that --conf is pointed at (AgentJet's launcher
     # takes no key=value arguments; a campaign's overrides for it come this way)
     yaml_overrides: tuple[str, ...] = ()
+    # what was read but may not be what was meant: a duration given as a bare number (hours)
+    notes: tuple[str, ...] = ()
 
 
 _IN_PART = re.compile(r"\bline \d{1,9}")  # "line 3" in a YAML error: the part's own line
@@ -365,6 +369,74 @@ def _hook(key: str, value: Any, problems: list[str]) -> str:
     ).strip()
 
 
+# The duration options, each where it sits in the part and where its seconds are kept.
+DURATION_KEYS: tuple[tuple[tuple[str, ...], Callable[[Options], float | None]], ...] = (
+    (("keep_session",), lambda o: o.keep_session_s),
+    (("hang", "window"), lambda o: o.hang_window_s),
+    (("swarm", "health_timeout"), lambda o: o.swarm.health_timeout_s if o.swarm else None),
+    (("swarm", "keep"), lambda o: o.swarm.keep_s if o.swarm else None),
+)
+_BARE_NUMBER = re.compile(r"[ \t]*\d{1,15}(?:\.\d{1,15})?[ \t]*")
+
+
+def _given(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at `path` in the part as written (None where a mapping on the way is not)."""
+    given: Any = data
+    for key in path:
+        if not isinstance(given, dict):
+            return None
+        given = given.get(key)
+    return given
+
+
+def bare_number_note(key: str, given: Any, seconds: float) -> str | None:
+    """The note for a duration option given as a bare number, which ajetd reads as hours
+    (as exp_max_time): `hang: {window: 30}` is 30 hours, `keep_session: 600` 25 days; None
+    for a value with a unit, or zero (the same in any unit)."""
+    bare = isinstance(given, (int, float)) and not isinstance(given, bool)
+    if isinstance(given, str) and len(given) <= 40 and _BARE_NUMBER.fullmatch(given):
+        bare = True
+    if not bare or not seconds:
+        return None
+    number = show(given).strip("'").strip()
+    days = f" ({seconds / 86400:.3g} days)" if seconds >= 2 * 86400 else ""
+    return (
+        f"{key}: {number} is a bare number, read as {seconds / 3600:g} hours{days}; "
+        f"for seconds or minutes write `{number}s` or `{number}m`, for hours `{number}h`"
+    )
+
+
+def _bare_numbers(data: dict[str, Any], options: Options) -> tuple[str, ...]:
+    notes = []
+    for path, seconds in DURATION_KEYS:
+        got = seconds(options)
+        note = got and bare_number_note(".".join(path), _given(data, path), got)
+        notes += [note] if note else []
+    return tuple(notes)
+
+
+def never_notes(options: Options, max_time_s: float) -> tuple[str, ...]:
+    """The rules that can never act within exp_max_time (`max_time_s`): a hang window not
+    shorter than it (the time limit stops the run first), a plateau whose `after` leaves no
+    time after it."""
+    notes = []
+    window = options.hang_window_s
+    if window is not None and max_time_s and window >= max_time_s:
+        notes.append(
+            f"hang.window: {format_duration(window)} is not shorter than exp_max_time "
+            f"({format_duration(max_time_s)}): the hang rule can never fire (the time limit "
+            "stops the run first); give a shorter window, with its unit (`90s`, `5m`)"
+        )
+    rule = options.plateau
+    if rule is not None and max_time_s and rule.after >= 1.0:
+        notes.append(
+            f"plateau.after: {rule.after:g} of exp_max_time leaves no time for the rule to "
+            "act (the time limit stops the run when it would begin); `after` is a fraction "
+            "of exp_max_time, e.g. 0.5"
+        )
+    return tuple(notes)
+
+
 def parse_options(text: str, admitted: bool = False) -> Options:
     """Validate the `[ajetd]` part's YAML; raise BlueprintError listing every problem.
     `admitted`: an admitted run's stored part, read again (`envnames.env_name_problem`)."""
@@ -422,4 +494,4 @@ def parse_options(text: str, admitted: bool = False) -> Options:
         problems.append("pull: only for runs on a remote host (`ssh:`)")
     if problems:
         raise BlueprintError(problems)
-    return options
+    return replace(options, notes=_bare_numbers(data, options))

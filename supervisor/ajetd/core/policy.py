@@ -17,7 +17,7 @@ from ajetd.core.model import Run, Signal, Status, StopCause
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
-from ajetd.core.stoprules import PlateauRule, learned_window, plateau_reason
+from ajetd.core.stoprules import followed, learned_window, plateau_reason
 from ajetd.core.timefmt import iso
 
 HANG_PREFIX = "no output for "
@@ -192,8 +192,7 @@ def _plateau(run: Run, options: Options, now: float) -> str | None:
     rule = options.plateau
     if rule is None or run.max_time_s is None or run.started_at is None:
         return None
-    if rule.metric == PlateauRule().metric and run.metric != rule.metric:
-        rule = replace(rule, metric=run.metric)  # the default follows the run's own metric
+    rule = followed(rule, run.metric)  # the default follows the run's own metric
     return plateau_reason(rule, list(run.history), now - run.started_at, run.max_time_s)
 
 

@@ -8,10 +8,13 @@ fraction `after` of `exp_max_time` has passed.
 
 from __future__ import annotations
 
+import difflib
 import itertools
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
 from ajetd.frameworks.valresults import metric_series
 
 
@@ -28,6 +31,36 @@ class PlateauRule:
         if self.mode == "auto":
             return "loss" not in self.metric.lower()
         return self.mode == "max"
+
+
+def followed(rule: PlateauRule, run_metric: str) -> PlateauRule:
+    """The rule as it judges a run: the default metric follows the run's own (NeMo-RL's
+    `checkpointing.metric_name`); a metric the blueprint names stays as named."""
+    if rule.metric == PlateauRule().metric and run_metric != rule.metric:
+        return replace(rule, metric=run_metric)
+    return rule
+
+
+MISSING_PREFIX = "plateau.metric "
+SHOWN_KEYS = 12  # a record's keys named in the note, at most
+
+
+def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the plateau rule cannot act on this run: it has validation records and none holds
+    the rule's metric (a typo, `mean_rewad`, or a key the program does not write), naming the
+    keys they do hold; None where one holds it, or there is no record yet."""
+    if not history or any(rule.metric in r for r in history):
+        return None
+    held = list(dict.fromkeys(str(k) for r in history for k in r if k not in _NOT_METRICS))
+    more = len(held) - SHOWN_KEYS
+    shown = ", ".join(k[:80] for k in held[:SHOWN_KEYS]) + (f" (+{more} more)" if more > 0 else "")
+    near = difflib.get_close_matches(rule.metric[:256], held, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return (
+        f"{MISSING_PREFIX}{rule.metric!r}: none of the run's {len(history)} validation "
+        f"record(s) holds it, so the plateau rule cannot stop the run{hint} (the records "
+        f"hold: {shown or 'no metric'})"
+    )
 
 
 def plateau_reason(

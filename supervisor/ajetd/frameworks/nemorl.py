@@ -71,6 +71,8 @@ _ENDS = (  # what the program prints as it stops, and what that stop is
 _NAMES = {"validation loss": "val_loss", "loss": "val_loss"}
 # `metric_name`s of the configs before v0.4 (no `val:`): GRPO saved `val_reward` as accuracy
 _OLD_NAMES = {"val_reward": "accuracy"}
+# the metrics of NeMo-RL's algorithms' base configs, as its records name them (metric_key)
+KNOWN_METRICS = ("accuracy", "val_loss", "validation_default_loss")
 
 
 def is_nemo_launch(command: str) -> bool:

@@ -49,6 +49,17 @@ TABLE_KEYS = (
 
 
 _PASS_AT = re.compile(r"task_pass_rate@(\d{1,6})")
+# key families AgentJet writes with names of their own: verl's `val-core/<source>/reward/
+# mean@N`, `val-aux/...`, `eval_rewards/...`, `eval_tool_stats/...`, num_pass_n_tasks(pass@N)
+_FAMILIES = ("val-core/", "val-aux/", "eval_rewards/", "eval_tool_stats/", "num_pass_n_tasks")
+
+
+def agentjet_writes(key: str) -> bool:
+    """Whether `key` is a validation key AgentJet is known to write (TABLE_KEYS, any pass@N,
+    and the families of its verl layouts)."""
+    return key in TABLE_KEYS or bool(_PASS_AT.fullmatch(key)) or key.startswith(_FAMILIES)
+
+
 _FLOAT_MAX = int(float.fromhex("0x1.fffffffffffffp+1023"))  # the largest float
 
 
@@ -70,7 +81,7 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 MAX_OWN_KEYS = 8  # columns of a table of a program's own attributes
-_NOT_METRICS = frozenset({"global_steps", "step", "dataset"})  # steps, a benchmark's name
+NOT_METRICS = frozenset({"global_steps", "step", "dataset"})  # steps, a benchmark's name
 
 
 def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
@@ -84,7 +95,7 @@ def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
     if any(k != "dataset" for k in keys):
         return keys
     held = dict.fromkeys(k for r in history for k in r)
-    own = [k for k in held if k not in _NOT_METRICS and metric_series(history, k)]
+    own = [k for k in held if k not in NOT_METRICS and metric_series(history, k)]
     return keys + own[:MAX_OWN_KEYS]
 
 

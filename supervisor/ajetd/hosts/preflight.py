@@ -20,7 +20,9 @@ from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.shellenv import launch_env
-from ajetd.frameworks import nemorl
+from ajetd.core.stoprules import PlateauRule
+from ajetd.core.values import closest
+from ajetd.frameworks import nemorl, valresults
 from ajetd.frameworks.agentjet import (
     ConfigReview,
     apply_patches,
@@ -286,12 +288,15 @@ def _own_val_file(
 _CONFIG_FLAG = re.compile(r"(?<!\S)--config(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\1")
 
 
-def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs: Fs) -> str | None:
-    """The config the program runs naming another file than exp_yaml_path, whose config
-    ajetd reads: AgentJet's `--conf` (exp_yaml_path is an `ajet:` config), NeMo-RL's
-    `--config` (a `run_*.py` launch). ajetd would check, fix and read the results of a
-    config that does not run. Only where it can tell (the file exists; no `cd` moves the
-    command elsewhere; no shell variable in it)."""
+def _other_config(
+    bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs: Fs, where: str
+) -> str | None:
+    """The config flag of the program, AgentJet's `--conf` (exp_yaml_path is an `ajet:`
+    config) or NeMo-RL's `--config` (a `run_*.py` launch), naming a file that does not exist
+    where the command runs (it would fail at once: `FileNotFoundError`), or another file than
+    exp_yaml_path (ajetd would check, fix and read the results of a config that does not
+    run). Only where it can tell: no `cd` moves the command elsewhere, no shell variable in
+    it; `fs` is where it runs (this machine, or the SSH host: `where` names it)."""
     command = bp.launch_command
     if nemorl.is_nemo_launch(command):
         flag, given = "--config", _CONFIG_FLAG.search(command)
@@ -301,8 +306,15 @@ def _other_config(bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs:
     else:
         return None
     answer = config_named(named, command, codebase, yaml_path, fs)
-    if answer.names is not Names.OTHER or not fs.isfile(answer.path or ""):
+    if answer.names is not Names.OTHER or answer.path is None:
         return None
+    if not fs.isfile(answer.path):
+        return (
+            f"exp_launch_command: {flag} {named} names {answer.path}, which does not exist"
+            f"{where} (the command runs in exp_codebase_dir {codebase}; exp_yaml_path is "
+            f"{bp.yaml_path}): the program would stop at once; name the config from "
+            "exp_codebase_dir"
+        )
     return (
         f"exp_launch_command: {flag} {named} is not exp_yaml_path "
         f"({bp.yaml_path}): ajetd would check and fix that config and read its validation "
@@ -324,6 +336,43 @@ def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
         "001); ajetd starts none without `[ajetd] swarm: {port: ...}`, with which it starts "
         "`ajet-swarm start` first (or uses a server already answering on that port)"
     ]
+
+
+def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
+    """A plateau metric the framework is not known to write (`mean_rewad`): the rule would
+    never act. AgentJet's val-file keys (`valresults.agentjet_writes`); NeMo-RL's records
+    name its `val:` metrics without `val:` (`nemorl.metric_key`), its run's own first."""
+    rule = bp.options.plateau
+    command = bp.launch_command
+    nemo = nemorl.is_nemo_launch(command)
+    if rule is None or rule.metric == PlateauRule().metric:  # the default follows the run's
+        return []
+    if nemo:
+        own = nemorl.primary_metric(config if isinstance(config, Mapping) else None, command)[0]
+        known = list(dict.fromkeys((own, *nemorl.KNOWN_METRICS)))
+        if rule.metric in known:
+            return []
+        if rule.metric.startswith("val:"):
+            name = nemorl.metric_key(rule.metric[4:])
+            hint = f"; its records name NeMo-RL's {rule.metric} {name!r}: write that"
+        else:
+            hint = _closest(rule.metric, known)
+        framework = "NeMo-RL"
+    else:
+        if valresults.agentjet_writes(rule.metric):
+            return []
+        known = list(valresults.TABLE_KEYS)
+        hint, framework = _closest(rule.metric, known), "AgentJet"
+    return [
+        f"plateau.metric: {rule.metric!r} is not a validation key {framework} is known to "
+        f"write{hint} (known: {', '.join(known)}); if the program writes it, the rule reads "
+        "it, else the rule never acts"
+    ]
+
+
+def _closest(metric: str, known: list[str]) -> str:
+    near = closest(metric, known, n=3)
+    return f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
 
 
 def _overridden(
@@ -389,7 +438,7 @@ def _checked(
     codebase, venv_exe = _codebase_and_venv(bp, fs, where, problems)
     yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
-    other = None if config is None else _other_config(bp, codebase, yaml_path, config, fs)
+    other = None if config is None else _other_config(bp, codebase, yaml_path, config, fs, where)
     problems.extend([other] if other else [])
     if bp.options.slurm is not None:
         try:
@@ -428,6 +477,7 @@ def _checked(
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
     found.warnings.extend(_serverless_client(bp, runs_with))
+    found.warnings.extend(_plateau_metric(bp, runs_with))
     # the config as the program reads it: the copy only where its --conf can point at it (a
     # wrapper script, a `--conf ./$CONF`, reads the original, and its val file is the original's)
     conf = conf_argument(bp.launch_command)

@@ -165,11 +165,42 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
         more = f" (+{len(parts) - 1} more line{'s' * (len(parts) > 2)})" if len(parts) > 1 else ""
         lines.append(f"  {key}: {parts[0]}{more}")
     lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
-    lines.append(f"  options: {summary['options']}")
+    options = dict(summary["options"])
+    rules = {key: options.pop(key, None) for key in ("hang", "plateau", "allow_fixes")}
+    lines.append(f"  options: {options}")
+    lines += _rule_lines(rules, summary["max_time_s"])
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
     for change in summary.get("config_changes", []):
         lines.append(f"  config change (in a copy beside the original): {change}")
     return "\n".join(lines)
+
+
+def _rule_lines(rules: dict[str, Any], max_time_s: float) -> list[str]:
+    """lint's lines for the stop rules and the permitted fixes, as read (durations as
+    durations, `after` also as the time it begins)."""
+    lines = []
+    hang = rules.get("hang")
+    if hang:
+        window = hang["window_s"]
+        shown = "auto" if window is None else format_duration(window)
+        lines.append(f"  hang: window {shown}, action {hang['action']}")
+    plateau = rules.get("plateau")
+    if plateau:
+        begins = format_duration(plateau["after"] * max_time_s)
+        lines.append(
+            f"  plateau: metric {plateau['metric']}, patience {plateau['patience']}, "
+            f"min_delta {plateau['min_delta']:g}, after {plateau['after']:g} ({begins}), "
+            f"mode {plateau['mode']}"
+        )
+    fixes = rules.get("allow_fixes") or {}
+    if fixes:
+        bounds = (
+            f"{key} {'-' if b['min'] is None else format(b['min'], 'g')}.."
+            f"{'-' if b['max'] is None else format(b['max'], 'g')}"
+            for key, b in fixes.items()
+        )
+        lines.append(f"  allow_fixes: {', '.join(bounds)}")
+    return lines
 
 
 _STOP_CAUSES = {
