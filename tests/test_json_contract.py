@@ -141,13 +141,24 @@ def test_campaign_wait_json_prints_the_campaign_whatever_the_exit_code(daemon_en
         ),
         what="the campaign to wait for an experiment",
     )
-    for args, code in ((("--timeout", "0"), 124), (("--next",), 2)):
-        out = env.cli("campaign", "wait", cid, "--json", *args)
-        assert out.returncode == code, out.stderr
+    # waiting for an `add`: 2 at once, whichever wait
+    for args in ((), ("--next",), ("--after", "-1")):
+        out = env.cli("campaign", "wait", cid, "--json", "--timeout", "30", *args)
+        assert out.returncode == 2, out.stderr
         assert json.loads(out.stdout)["campaign_id"] == cid, args
-        assert out.stderr  # the reason, in words
-    out = env.cli("wait", cid, "--json", "--timeout", "0")  # a campaign id given to `wait`
-    assert out.returncode == 124 and json.loads(out.stdout)["state"] == "waiting"
+        assert "ajetd campaign add" in out.stderr  # the reason, in words
+    out = env.cli("wait", cid, "--json", "--timeout", "30")  # a campaign id given to `wait`
+    assert out.returncode == 2 and json.loads(out.stdout)["state"] == "waiting"
+    # an experiment in flight: 124 at the timeout, the object as it stands
+    added = env.cli(
+        "campaign", "add", cid, "--name", "long", "--description", "d",
+        "--overrides", "grpo.max_num_steps=100000",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    for args in (("campaign", "wait", cid), ("campaign", "wait", cid, "--next"), ("wait", cid)):
+        out = env.cli(*args, "--json", "--timeout", "0")
+        assert out.returncode == 124, (args, out.stderr)
+        assert json.loads(out.stdout)["campaign_id"] == cid and out.stderr, args
     env.cli("campaign", "stop", cid)
 
 
