@@ -658,6 +658,26 @@ def test_a_line_break_after_a_name_or_id_is_no_part_of_one() -> None:
     assert env_name_problem("FOO") == "" and "not a valid" in env_name_problem("FOO\n")
 
 
+def _agentjet_campaign(env: Env, name: str, rest: str, purpose: str = "test run") -> str:
+    """A campaign whose base runs AgentJet's launcher (the fake one), submitted; its id."""
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(
+        f"{name}-base",
+        command=f"python -m ajet.launcher --conf configs/{name}-base.yaml --autokill",
+        ajetd="max_trials: 1",
+        purpose=purpose,
+    )
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: mean_reward\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campaigns' / name}\n" + rest
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
     daemon_env: Env,
 ) -> None:
@@ -666,24 +686,15 @@ def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
     planned, every form of wait exits 2 at once, saying it waits for an `add`, and no row is
     ever returned again as if new."""
     env = daemon_env
-    folder = env.tmp / "rows-folder"
-    folder.mkdir()
-    base = env.blueprint(
-        "rows-base",
-        command="python -m ajet.launcher --conf configs/rows-base.yaml --autokill",
-        ajetd="max_trials: 1",
-        purpose="campaign base: math GRPO on Qwen, the recipe every experiment starts from",
-    )
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: rows\nmetric: mean_reward\nbase: base.md\nparallel: 2\n"
-        f"result_dir: {env.tmp / 'campaigns' / 'rows'}\nstop: {{max_experiments: 6}}\n"
-        "experiments:\n"
+    cid = _agentjet_campaign(
+        env,
+        "rows",
+        "parallel: 2\nstop: {max_experiments: 6}\nexperiments:\n"
         "  - {name: a, description: crashes, overrides: [fakejet.crash_at=1]}\n"
         "  - {name: b, description: crashes too, overrides: [fakejet.crash_at=1]}\n"
-        "  - {name: c, description: runs}\n"
+        "  - {name: c, description: runs}\n",
+        purpose="campaign base: math GRPO on Qwen, the recipe every experiment starts from",
     )
-    cid = env.cli("campaign", str(folder)).stdout.strip()
     got: list[tuple[int, str, str, int]] = []
     last = -1
     for _ in range(5):
@@ -730,3 +741,42 @@ def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
     assert (out.returncode, out.stdout.strip()) == (0, "4"), out.stderr
     row = _json(env, "campaign", "wait", cid, "--after", "3", "--json", "--timeout", "60")
     assert (row["index"], row["name"]) == (4, "d")
+
+
+def test_add_refuses_at_once_what_it_can_and_the_daemon_s_refusals_are_on_record(
+    daemon_env: Env,
+) -> None:
+    """With the daemon killed, `campaign add` / `set` refuse at once (exit 2, the reason,
+    nothing filed) what campaign.yaml would not take (a `~K` for AgentJet's launcher, a
+    deadline that is no duration); a request only the daemon can judge waits, and its refusal
+    by the next daemon is in `campaign status` (text and --json) and in campaign.md."""
+    env = daemon_env
+    cid = _agentjet_campaign(env, "late", "stop: {max_experiments: 1}\n")
+    done = env.cli("campaign", "wait", cid, "--timeout", "60")
+    assert done.returncode == 0, done.stdout + done.stderr  # the baseline: 1/1 attempted
+    env.daemons[-1].send_signal(signal.SIGKILL)
+    env.daemons[-1].wait(timeout=20)
+
+    bad = _add(env, cid, "--name", "bad", "--description", "x", "--overrides", "~fakejet.steps")
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert "override: '~fakejet.steps' removes a key" in bad.stderr and not bad.stdout
+    late = env.cli("campaign", "set", cid, "--deadline", "soon")
+    assert late.returncode == 2 and "deadline:" in late.stderr, late.stderr
+    assert not list((env.home / "control").glob("*"))  # nothing filed for either
+
+    # the stop rule is met: only the daemon judges that (a `set` may come first)
+    waits = _add(env, cid, "--name", "more", "--description", "one more")
+    assert waits.returncode == 1 and "no daemon is running" in waits.stderr, waits.stderr
+    env.start_daemon()
+
+    def refused() -> Any:
+        return _json(env, "campaign", "status", cid, "--json")["refused_requests"]
+
+    (entry,) = wait_for(refused, timeout=30, what="the refusal on record")
+    assert (entry["op"], entry["name"]) == ("add", "more")
+    assert "stop condition met: 1/1 attempted" in entry["reason"]
+    assert entry["filed_at"] <= entry["refused_at"] and entry["request_id"]
+    text = env.cli("campaign", "status", cid).stdout
+    assert re.search(r"refused: add more \(filed .*Z, refused .*Z\): .*stop condition met", text)
+    md = (env.tmp / "campaigns" / "late" / "campaign.md").read_text()
+    assert "refused: add more" in md and "stop condition met: 1/1 attempted" in md

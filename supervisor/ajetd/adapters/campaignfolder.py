@@ -24,7 +24,8 @@ from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
-from ajetd.core.errors import AjetdError
+from ajetd.core.durations import parse_duration
+from ajetd.core.errors import AjetdError, DurationError
 
 EARLIER_CAMPAIGN = ("ledger.tsv", "campaign.md")  # what a campaign's result_dir holds
 
@@ -70,6 +71,35 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
     problems = override_problems(spec, base, frozenset(names))
     if problems:
         raise cs.CampaignError(problems)
+
+
+def check_entry(
+    folder: Path, state: CampaignState, raw: dict[str, Any], files: Collection[str] = ()
+) -> None:
+    """CampaignError when `raw`, added live, is not a valid campaign.yaml entry for this
+    campaign (its base, what was added and set before; `files`: the patch or blueprint it
+    brings, by the names they will have in the folder): as the daemon applies an `add`, and
+    as `ajetd campaign add` checks it before filing, so the CLI refuses at once what the
+    daemon would."""
+    spec, base, _ = load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files))
+    check_overrides(spec, base, [spec.experiments[-1].name])  # the one added: last
+
+
+def check_rules(
+    folder: Path, state: CampaignState, given: dict[str, Any], now: float
+) -> tuple[dict[str, Any], cs.CampaignSpec]:
+    """(the rules to store, the spec with them) for stop rules set live (a deadline counts
+    from now, stored from the start); CampaignError when they are not valid in campaign.yaml:
+    as the daemon applies a `set`, and as `ajetd campaign set` checks it before filing."""
+    rules = dict(given)
+    if "deadline" in rules:
+        try:
+            seconds = parse_duration(str(rules["deadline"]))
+        except DurationError as exc:
+            raise cs.CampaignError([f"deadline: {exc}"]) from exc
+        rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
+    changed, _, _ = load_folder(folder, state.added, {**state.stop_set, **rules})
+    return rules, changed
 
 
 def read_blueprint(path: Path) -> str:

@@ -32,7 +32,10 @@ from ajetd.cli.common import (
 from ajetd.core.values import show
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ajetd.adapters.store import Home
+    from ajetd.core.campaignrecord import CampaignState
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a patch or a blueprint sent with `add`
 
@@ -66,6 +69,29 @@ def _request(home: Home, campaign_id: str, payload: dict[str, Any], timeout: flo
         click.echo(f"ajetd: refused: {answer.get('error')}", err=True)
         sys.exit(2)
     return answer
+
+
+def _refuse_now(home: Home, cid: str, check: Callable[[Path, CampaignState], None]) -> None:
+    """What the daemon would surely refuse, refused here at once without it (exit 2, the
+    reason on stderr, no request filed): a campaign ended for good, an experiment or stop
+    rules its campaign.yaml would not take (`check`, the daemon's own). What depends on the
+    moment the daemon applies it (a stop rule met, a `--from` branch an earlier `add` makes)
+    is left to the daemon."""
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.campaignrecord import closed_problem
+
+    _, state, folder = read_campaign(home, cid, with_spec=False)
+    problem = closed_problem(state)
+    if problem is None:
+        try:
+            check(Path(folder), state)
+        except cs.CampaignError as exc:
+            problem = "; ".join(exc.problems)
+        except OSError:  # the folder unreadable here: the daemon says why
+            problem = None
+    if problem:
+        click.echo(f"ajetd: refused: {problem}", err=True)
+        sys.exit(2)
 
 
 def _read_file(path: Path | None) -> str | None:
@@ -184,10 +210,19 @@ def add_cmd(
     cid = resolve_or_fail(home, campaign_id)
     entry = cs.entry(name, description, [*overrides, *more_overrides], "", start, "", smoke)
     payload: dict[str, Any] = {"op": "add", "entry": entry, "continue": go_on}
+    files = {}
     for key, path in (("patch", patch), ("blueprint", blueprint)):
         text = _read_file(path)
         if text is not None:
             payload[f"{key}_text"] = text
+            files[key] = cs.added_file(0, name, key)  # as the daemon names it (any index)
+
+    def check(folder: Path, state: CampaignState) -> None:
+        from ajetd.adapters.campaignfolder import check_entry
+
+        check_entry(folder, state, {**entry, **files}, files.values())
+
+    _refuse_now(home, cid, check)
     answer = _request(home, cid, payload, timeout)
     if as_json:
         echo_json(answer)
@@ -230,6 +265,13 @@ def set_cmd(
         raise click.UsageError("nothing to set: give a stop rule or --continue")
     home = open_home()
     cid = resolve_or_fail(home, campaign_id)
+
+    def check(folder: Path, state: CampaignState) -> None:
+        from ajetd.adapters.campaignfolder import check_rules
+
+        check_rules(folder, state, stop, time.time())
+
+    _refuse_now(home, cid, check)
     answer = _request(home, cid, {"op": "set", "stop": stop, "continue": go_on}, timeout)
     if as_json:
         echo_json(answer)

@@ -60,6 +60,43 @@ class CampaignState:
     stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
     handled: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> answer
     revision: int = 0  # bumped by every live change of the spec
+    # requests the daemon refused (`refusal`): `campaign status` shows them, so one filed
+    # while no daemon ran, whose CLI could not wait for the answer, is never lost
+    refused_requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+MAX_REFUSALS = 20  # refused requests kept in the record (the newest)
+
+
+def refusal(req_id: str, request: Mapping[str, Any], why: str, now: float) -> dict[str, Any]:
+    """A refused request as the record keeps it: what it asked (`op`, the experiment's
+    `name` for an add), why not, when it was filed (its id begins with the time in ns) and
+    when refused."""
+    head = req_id.partition("-")[0]
+    entry = request.get("entry")
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    return {
+        "request_id": req_id,
+        "op": str(request.get("op") or ""),
+        "name": str(name) if name else None,
+        "reason": why,
+        "filed_at": int(head) / 1e9 if head.isdigit() else None,
+        "refused_at": now,
+    }
+
+
+def closed_problem(state: CampaignState) -> str | None:
+    """Why a campaign takes no more experiments or rules, ever (stopped, refused), or None."""
+    if state.status not in ("stopped", "refused"):
+        return None
+    left = (
+        "a stopped campaign takes no more experiments or rules: start another with "
+        "`ajetd campaign FOLDER` (a new result_dir)"
+        if state.status == "stopped"
+        else "a refused campaign never ran: fix its folder and submit it again with "
+        "`ajetd campaign FOLDER`"
+    )
+    return f"campaign {state.campaign_id} {state.status}: {state.reason}; {left}"
 
 
 def check_stored(data: Mapping[str, Any]) -> None:

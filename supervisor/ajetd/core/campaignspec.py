@@ -87,6 +87,11 @@ def override_problem(override: str) -> str | None:
     return None
 
 
+def added_file(index: int, name: str, key: str) -> str:
+    """The folder's name for the patch (`key` patch) or blueprint an `add` brings."""
+    return f"added-{index:02d}-{name}.{'patch' if key == 'patch' else 'md'}"
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` cannot name an experiment, or None. It goes into file names (an added
     experiment's patch, `added-NN-<name>.patch`) and branch names: no `/`, `..`, NUL, line

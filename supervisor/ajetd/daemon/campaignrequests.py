@@ -12,13 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters.campaignfolder import check_overrides, load_folder
+from ajetd.adapters.campaignfolder import check_entry, check_rules
 from ajetd.adapters.campaigngit import git
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.core import campaignspec as cs
-from ajetd.core.campaignrecord import CampaignState, progress_of
-from ajetd.core.durations import parse_duration
-from ajetd.core.errors import DurationError
+from ajetd.core.campaignrecord import CampaignState, closed_problem, progress_of
 
 
 def apply(
@@ -34,18 +32,9 @@ def apply(
     op = request.get("op")
     if op == "stop":
         return _stop(home, state)
-    if state.status in ("stopped", "refused"):
-        left = (
-            "a stopped campaign takes no more experiments or rules: start another with "
-            "`ajetd campaign FOLDER` (a new result_dir)"
-            if state.status == "stopped"
-            else "a refused campaign never ran: fix its folder and submit it again with "
-            "`ajetd campaign FOLDER`"
-        )
-        return {
-            "ok": False,
-            "error": f"campaign {state.campaign_id} {state.status}: {state.reason}; {left}",
-        }
+    closed = closed_problem(state)
+    if closed:
+        return {"ok": False, "error": closed}
     if state.stopping:
         return {"ok": False, "error": f"campaign {state.campaign_id} is stopping"}
     if op == "add":
@@ -90,17 +79,13 @@ def _add(
     for key in ("patch", "blueprint"):
         text = request.get(f"{key}_text")
         if isinstance(text, str):
-            ext = "patch" if key == "patch" else "md"
-            files[key] = f"added-{index:02d}-{name}.{ext}"
+            files[key] = cs.added_file(index, name, key)
             raw = {**raw, key: files[key]}
     if any((folder / f).exists() for f in files.values()):
         state.rounds = rounds
         return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
     try:
-        spec, base, _ = load_folder(
-            folder, [*state.added, raw], state.stop_set, frozenset(files.values())
-        )
-        check_overrides(spec, base, [spec.experiments[-1].name])  # the one added: last
+        check_entry(folder, state, raw, files.values())
     except cs.CampaignError as exc:
         state.rounds = rounds
         return {"ok": False, "error": "; ".join(exc.problems)}
@@ -131,15 +116,8 @@ def _set(
     rules = given or {}
     if not isinstance(rules, dict):
         return {"ok": False, "error": "the request holds no stop rules"}
-    rules = dict(rules)
-    if "deadline" in rules:  # from now, as the user means it; stored from the start
-        try:
-            seconds = parse_duration(str(rules["deadline"]))
-        except DurationError as exc:
-            return {"ok": False, "error": f"deadline: {exc}"}
-        rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
     try:
-        changed, _, _ = load_folder(folder, state.added, {**state.stop_set, **rules})
+        rules, changed = check_rules(folder, state, rules, now)
     except cs.CampaignError as exc:
         return {"ok": False, "error": "; ".join(exc.problems)}
     if go_on:

@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ajetd.adapters import campaignfolder as cf
 from ajetd.adapters import campaigngit, inbox
@@ -45,7 +46,15 @@ from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.campaignblueprint import experiment_blueprint
-from ajetd.core.campaignrecord import CampaignState, ExpState, ledger_fields, progress_of, standing
+from ajetd.core.campaignrecord import (
+    MAX_REFUSALS,
+    CampaignState,
+    ExpState,
+    ledger_fields,
+    progress_of,
+    refusal,
+    standing,
+)
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, State
 from ajetd.core.naming import new_run_id
@@ -315,13 +324,15 @@ class Campaigns:
         answer = state.handled.get(req_id)
         applied = answer is None
         if answer is None:
+            request: dict[str, Any] = {}
             try:
+                request = read_request(path)
                 answer = campaignrequests.apply(
                     self.home,
                     self.folder(state.campaign_id),
                     state,
                     lambda: self._load(state)[0],
-                    read_request(path),
+                    request,
                     now,
                 )
             except (OSError, ValueError, TypeError) as exc:
@@ -330,6 +341,11 @@ class Campaigns:
             state.handled[req_id] = answer
             for old in list(state.handled)[:-MAX_HANDLED]:
                 del state.handled[old]
+            if not answer.get("ok"):  # on record: its CLI may not have waited for the answer
+                state.refused_requests.append(
+                    refusal(req_id, request, str(answer.get("error")), now)
+                )
+                del state.refused_requests[:-MAX_REFUSALS]
             self._save(state)
         write_answer(self.home, state.campaign_id, req_id, answer)
         path.unlink(missing_ok=True)

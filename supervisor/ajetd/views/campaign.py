@@ -165,6 +165,10 @@ def status_json(
         "started_at": iso(state.started_at),
         "ended_at": iso(state.ended_at),
         "folder": folder,
+        "refused_requests": [
+            {**r, "filed_at": _iso(r.get("filed_at")), "refused_at": _iso(r.get("refused_at"))}
+            for r in state.refused_requests
+        ],
     }
     rows = [row_json(e) for e in state.experiments if e.recorded]
     if spec is None:  # refused before its folder could be read: every field, few known
@@ -226,6 +230,7 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
     lines = [f"campaign {data['campaign_id']} ({data['name']}): {phase}"]
     if data["reason"]:
         lines.append(f"  {data['reason']}")
+    lines += [refused_line(r) for r in state.refused_requests]
     if spec is None:
         return "\n".join(lines)
     goal = data["goal"]
@@ -279,6 +284,19 @@ def row_line(row: dict[str, Any]) -> str:
     return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}"
 
 
+def _iso(value: Any) -> str | None:
+    """A time of a refused request as stored (a person may edit the record): ISO or None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e11
+    return iso(value) if ok else None
+
+
+def refused_line(refused: Mapping[str, Any]) -> str:
+    """`refused: add bad (filed 2026-12-02T03:00:00Z, refused ...): why`."""
+    what = " ".join(str(w) for w in (refused.get("op"), refused.get("name")) if w)
+    when = f"filed {_iso(refused.get('filed_at'))}, refused {_iso(refused.get('refused_at'))}"
+    return f"refused: {what} ({when}): {refused.get('reason')}"
+
+
 def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     """campaign.md: the handoff a reader (or an agent that lost its context) resumes from."""
     lines = [f"# Campaign {spec.name}", "", f"- id: `{state.campaign_id}`"]
@@ -287,6 +305,7 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- state: {shown}" + (f": {state.reason}" if state.reason else "")]
     lines += [f"- {state.progress}"]
     lines += [f"- best: {best_line(spec, state)}"]
+    lines += [f"- {refused_line(r)}" for r in state.refused_requests]
     if state.baseline_commit:
         lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
     lines += [
