@@ -4,13 +4,16 @@ stays local and follows the remote trial; exit codes, logs, val results, the tim
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.adapters.regular import TooLargeError
-from ajetd.hosts import sshcmd
+from ajetd.hosts import sshcmd, sshstream
 from conftest import (
     Env,
     Sshd,
@@ -631,9 +634,21 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
         "trap 'echo bye' EXIT\n",  # after every answer
         "echo 'Lmod: loaded modules' >&2\n",  # a module system's notes, on stderr
         "head -c 1200000 /dev/zero | tr '\\0' x; echo\n",  # over a megabyte before
-        "sleep 987 &\n",  # a job that holds the session's output open (`drain`, LINGER_S)
+        "sleep 987 &\n",  # a job that holds the session's output open (LINGER_S)
+        "head -c 1100000 /dev/zero | tr '\\0' y >&2\n",  # over a megabyte on stderr
+        "trap 'exit 7' EXIT\n",  # an EXIT trap that sets the exit status
     ],
-    ids=["words", "a blank line", "no newline", "an EXIT trap", "stderr", "1.2 MB", "a job"],
+    ids=[
+        "words",
+        "a blank line",
+        "no newline",
+        "an EXIT trap",
+        "stderr",
+        "1.2 MB",
+        "a job",
+        "1.1 MB on stderr",
+        "an EXIT trap's status",
+    ],
 )
 def test_a_host_whose_shell_prints_before_every_command_works_as_any(
     env: Env, tmp_path: Path, rc: str
@@ -671,6 +686,12 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
         assert sshcmd.RemoteFs(spec).size(str(there / "notes.txt")) == 12
         assert sshcmd.remote_dir(spec, "abc123") == f"{Path.home()}/.ajetd-remote/abc123"
         assert sshcmd.run(spec, 'printf %s "$FROM_RC"').stdout == b"yes"
+        said = sshcmd.run(spec, "echo out; echo 'mv: No space left on device' >&2; exit 4")
+        assert (said.stdout, said.stderr, said.returncode) == (
+            b"out\n",
+            b"mv: No space left on device\n",
+            4,
+        )
 
         bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
         out = env.cli("lint", str(bp))
@@ -682,7 +703,7 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
         assert status["metrics"]["global_steps"] == 4  # the val file read over it
         log = (env.tmp / "results" / "chatty" / "logs" / "trial-1.log").read_text()
         assert "Training finished." in log
-        for said in ("Welcome", "no newline at the end", "bye", "Lmod", "xxxx"):
+        for said in ("Welcome", "no newline at the end", "bye", "Lmod", "xxxx", "yyyy"):
             assert said not in log, said
     finally:
         next(servers, None)
@@ -720,7 +741,7 @@ def test_a_commands_answer_is_what_lies_between_its_marks_however_it_comes(
         + f"{mark}-end 0\n".encode()
         + trailer
     )
-    reader = sshcmd.Answer(mark)
+    reader = sshstream.Answer(mark)
     edges = sorted({0, len(data), *(c for c in cuts if c < len(data))})
     out = b"".join(reader.feed(data[a:b]) for a, b in itertools.pairwise(edges))
     assert out + reader.end() == own and reader.ended
@@ -732,8 +753,8 @@ def test_an_answer_without_its_marks_keeps_what_it_can_tell_is_the_commands() ->
     what could be the mark's start is held). No end mark (a dropped connection): what came
     after the mark is the command's, also what could have been the end mark's start."""
     mark = sshcmd.new_mark()
-    assert sshcmd.answer(b"bash: not found\n", mark) == b""
-    reader = sshcmd.Answer(mark)
+    assert sshstream.answer(b"bash: not found\n", mark) == b""
+    reader = sshstream.Answer(mark)
     for _ in range(64):
         assert reader.feed(b"x" * 65536) == b""  # 4 MiB of preamble
     assert len(reader._held) < len(mark) + 1
@@ -814,3 +835,107 @@ def test_a_host_whose_login_shell_is_not_bash_runs_ajetds_commands_as_bash_would
     log = (env.tmp / "results" / shell / "logs" / "trial-1.log").read_text()
     assert "Training finished." in log
     shutil.rmtree(Path.home() / ".ajetd-remote" / run_id, ignore_errors=True)
+
+
+def _own_sshd(tmp_path: Path, rc: str) -> Iterator[Sshd]:
+    """An sshd whose logins read `rc` as ~/.bashrc (mounted over it where the sshd runs)."""
+    from conftest import _sshd
+
+    real_rc = Path.home() / ".bashrc"
+    if os.geteuid() != 0 or not shutil.which("unshare") or not real_rc.is_file():
+        pytest.skip("a mount namespace needs root, unshare (util-linux) and a ~/.bashrc")
+    (tmp_path / "bashrc").write_text(rc)
+    bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind]
+    folder = tmp_path / "own-sshd"
+    folder.mkdir()
+    yield from _sshd(folder, [*wrap, str(tmp_path / "bashrc"), str(real_rc)])
+
+
+def test_a_host_that_does_not_run_the_command_is_an_error_never_a_success(
+    tmp_path: Path,
+) -> None:
+    """An rc that ends the shell (`exec true`; a host without base64 fails the same way):
+    no mark came, so nothing the command was to say is there. It was read as exit 0 and an
+    empty answer: `same_dir` said the host shares the folder, `read_from` an empty file."""
+    for own in _own_sshd(tmp_path, "exec true\n"):
+        with pytest.raises(sshcmd.SshError, match="did not run ajetd's command"):
+            sshcmd.run(own.spec(), "echo hi; exit 3")
+        with pytest.raises(sshcmd.SshError):
+            sshcmd.same_dir(own.spec(), tmp_path / "nowhere", "abc123")
+
+
+def test_a_full_local_temporary_folder_costs_no_answer(
+    sshd: Sshd, tmp_path: Path, tmpfs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/tmp full here (Ray's spill files, compiler caches): a call's stdin and stderr went
+    through temporary files, so every remote error was lost and a write's ENOSPC was read as
+    the home's. The streams are pipes: stdout, stderr, stdin and the status arrive whole."""
+    full = tmpfs(tmp_path / "full", "64k")
+    with contextlib.suppress(OSError):
+        (full / "filler").write_bytes(b"x" * (1 << 20))
+    sockets = sshcmd.control_dir()  # the shared connections' sockets stay where they are
+    monkeypatch.setattr(sshcmd, "control_dir", lambda: sockets)
+    monkeypatch.setattr(tempfile, "tempdir", str(full))
+    done = sshcmd.run(
+        sshd.spec(),
+        "cat; echo 'cat: write error: No space left on device' >&2; exit 1",
+        stdin=b"given\n",
+    )
+    assert (done.stdout, done.returncode) == (b"given\n", 1)
+    assert done.stderr == b"cat: write error: No space left on device\n"
+    fs = sshcmd.RemoteFs(sshd.spec())
+    fs.write_text(str(tmp_path / "conf.yaml"), "a: 1\n" * 1000)
+    assert (tmp_path / "conf.yaml").read_text() == "a: 1\n" * 1000
+
+
+def test_a_call_works_with_descriptors_past_1024_open(sshd: Sshd) -> None:
+    """select() refuses a descriptor past 1023 (a daemon with many runs' files open); the
+    streams are read through `selectors`."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("this machine allows fewer than 1200 open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert sshcmd.run(sshd.spec(), "echo far; exit 5").stdout == b"far\n"
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_ctrl_c_in_a_remote_runs_pane_reaches_the_trial_and_loses_no_connection(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    """Ctrl-C in the pane goes to its whole foreground group: the follower passes it to the
+    remote trial, and its ssh, in the same group, died of it (exit 255): a false `ssh_lost`.
+    The stream's ssh has a session of its own."""
+    import sys
+
+    spec = sshd.spec()
+    rdir = str(tmp_path / "rdir")
+    script = (
+        "trap 'echo got-INT' INT\n"
+        "for i in $(seq 60); do echo step $i; sleep 0.1; done\n"
+        "printf '0 1\\n' > trial-1.exit\n"
+    )
+    sshcmd.launch(spec, rdir, 1, script, str(tmp_path / "res"))
+    lost, shown = tmp_path / "lost", tmp_path / "pane"
+    follower = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "ajetd.hosts.sshfollow", "--spec", sshcmd.spec_json(spec)),
+            *("--rdir", rdir, "--trial", "1", "--run-id", "abc123", "--lost", str(lost)),
+        ],
+        stdout=shown.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    wait_for(lambda: b"step 5" in shown.read_bytes(), what="the follower to show steps")
+    os.killpg(follower.pid, signal.SIGINT)  # as the pane's Ctrl-C does
+    assert follower.wait(timeout=60) == 0, shown.read_bytes()
+    out = shown.read_bytes()
+    assert b"got-INT" in out and b"step 60" in out, out
+    assert not lost.exists() and b"lost" not in out, out

@@ -17,12 +17,10 @@ import contextlib
 import json
 import os
 import secrets
-import select
 import shlex
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
 from ajetd.core.limits import CONFIG_MAX_BYTES, size_text
+from ajetd.hosts.sshstream import exchange
 
 PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
 SSH_TIMEOUT_S = 30.0
@@ -106,10 +105,12 @@ def remote_command(script: str, mark: str = "") -> str:
         inner = (
             f"printf '%s\\n' {mark}; printf '%s\\n' {mark} >&2\n"
             f"(\n{script}\n)\n"
-            f'rc=$?; printf \'%s %s\\n\' {mark}-end "$rc"; exit "$rc"'
+            f"rc=$?; printf '%s %s\\n' {mark}-end \"$rc\"\n"
+            f'printf \'%s %s\\n\' {mark}-end "$rc" >&2; exit "$rc"'
         )
     payload = base64.b64encode(inner.encode()).decode("ascii")
-    return f"exec bash -c 'eval \"$(printf %s {payload} | base64 -d)\"'"
+    # a host without base64 (or whose decoding failed) exits 127 saying so, never runs half
+    return f"exec bash -c 's=$(printf %s {payload} | base64 -d) || exit 127; eval \"$s\"'"
 
 
 # Where what ajetd's own command printed begins and ends. The login shell runs the user's
@@ -126,162 +127,35 @@ def new_mark() -> str:
     return f"@@ajetd-{secrets.token_hex(8)}"
 
 
-class Answer:
-    """A command's output read as it comes: what lies between its mark's line and its end
-    mark (`remote_command`), and the status the end mark carries (`code`). Memory stays
-    bounded and the work linear: before the mark only what could be its start is held;
-    inside, only what could be the end mark's start; after it, only its status line."""
-
-    def __init__(self, mark: str) -> None:
-        self._begin = f"{mark}\n".encode()
-        # no newline first: the last line's own would be held back until more came
-        self._end = f"{mark}-end ".encode()
-        self._held = b""
-        self._state = 0  # 0: before the mark, 1: the command's own bytes, 2: after its end
-        self.code: int | None = None  # the status its end mark carries, once its line is whole
-
-    def feed(self, chunk: bytes) -> bytes:
-        """The part of `chunk` that is the command's own."""
-        if self._state == 2:
-            self._status(chunk)
-            return b""
-        if not chunk:
-            return b""
-        data = self._held + chunk
-        if self._state == 0:
-            at = data.find(self._begin)
-            if at < 0:
-                self._held = data[-(len(self._begin) - 1) :]
-                return b""
-            self._state, data = 1, data[at + len(self._begin) :]
-        at = data.find(self._end)
-        if at >= 0:
-            self._state, self._held = 2, b""
-            self._status(data[at + len(self._end) :])
-            return data[:at]
-        keep = _tail_starting(data, self._end)
-        self._held = data[len(data) - keep :] if keep else b""
-        return data[: len(data) - keep]
-
-    def _status(self, chunk: bytes) -> None:
-        """The end mark's status, from the bytes after it (its line: a few digits)."""
-        if self.code is not None or len(self._held) > _STATUS_MAX:
-            return
-        self._held += chunk[: _STATUS_MAX + 1]
-        line, newline, _ = self._held.partition(b"\n")
-        if newline and line.isdigit() and len(line) <= 3:
-            self.code = int(line)
-
-    def end(self) -> bytes:
-        """The output has ended: what is still held is the command's where its end mark never
-        came (the connection dropped, the command was killed), none of it where the mark never
-        came (its bash did not start)."""
-        held = self._held if self._state == 1 else b""
-        if self._state != 2:
-            self._held = b""
-        return held
-
-    @property
-    def ended(self) -> bool:
-        """Whether the command's end mark came: all of its output is here."""
-        return self._state == 2
-
-
-_STATUS_MAX = 8  # the end mark's status line: `0`..`255` and its newline
-# How long ssh may stay once the command's end mark and status have come: at once, unless a
-# job the host's rc started in the background holds the session's output open (`sleep 300 &`
-# in ~/.bashrc; `nohup x &` does, its output not being a terminal); then ssh would wait for
-# that job to end, and every call would time out. It is ended instead: the command is done.
-LINGER_S = 0.5
-STDERR_MAX = (
-    1 << 20
-)  # of a call's stderr, what is read (its errors: the first lines after the mark)
-
-
-def drain(
-    proc: subprocess.Popen[bytes],
-    reader: Answer,
-    sink: Callable[[bytes], object],
-    deadline: float = float("inf"),
-) -> int:
-    """Read `proc`'s stdout into `reader` and the command's own bytes into `sink` until its
-    end mark's status has come or the output ends; then ssh's exit code, or the status the
-    end mark carried where ssh lingered past `LINGER_S` (ended: an rc's job held it open).
-    TimeoutError past `deadline` (`time.monotonic`), ssh killed."""
-    assert proc.stdout is not None
-    out = proc.stdout.fileno()
-    while reader.code is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            proc.kill()
-            proc.wait()
-            raise TimeoutError
-        if not select.select([out], [], [], None if left == float("inf") else left)[0]:
-            continue
-        chunk = os.read(out, 65536)
-        if not chunk:
-            break
-        if own := reader.feed(chunk):
-            sink(own)
-    if rest := reader.end():
-        sink(rest)
-    try:  # with no end mark (a dropped connection, a killed command), ssh is ending anyway
-        return proc.wait(timeout=LINGER_S if reader.code is not None else SSH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return reader.code if reader.code is not None else 255
-
-
-def _tail_starting(data: bytes, mark: bytes) -> int:
-    """How many of `data`'s last bytes are the start of `mark` (0: none)."""
-    for size in range(min(len(mark) - 1, len(data)), 0, -1):
-        if mark.startswith(data[-size:]):
-            return size
-    return 0
-
-
-def answer(data: bytes, mark: str) -> bytes:
-    """A whole output's own part (`Answer`)."""
-    reader = Answer(mark)
-    return reader.feed(data) + reader.end()
-
-
 def run(
     spec: SshSpec, script: str, stdin: bytes | None = None, timeout: float = SSH_TIMEOUT_S
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run a bash script on the host; raise SshError when ssh itself fails (code 255). Its
-    stdout is the script's own: what the host's rc printed before it is dropped (`Answer`),
-    and a job the rc left running does not hold the call (`drain`)."""
+    """Run a bash script on the host; raise SshError when ssh itself fails (code 255) or the
+    host's shell did not run it. Its stdout and stderr are the script's own: what the host's
+    rc printed around them is dropped, and a job it left running does not hold the call
+    (`sshstream.exchange`)."""
     mark = new_mark()
     command = [*argv(spec), remote_command(script, mark)]
     parts: list[bytes] = []
-    # stdin and stderr are files, not pipes: nothing to feed or read beside stdout
-    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as said:
-        given.write(stdin or b"")
-        given.seek(0)
-        try:
-            with subprocess.Popen(
-                command, stdin=given, stdout=subprocess.PIPE, stderr=said
-            ) as proc:
-                code = drain(proc, Answer(mark), parts.append, time.monotonic() + timeout)
-        except TimeoutError as exc:
-            raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
-        except OSError as exc:
-            raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
-        said.seek(0)
-        stderr = after_mark(said.read(STDERR_MAX), mark)
-    if code == 255:  # ssh's own failure, or the command's 255: said after the mark
-        why = stderr.decode(errors="replace").strip().splitlines()
-        raise SshError(f"ssh to {spec.target} port {spec.port} failed: {why[-1] if why else '?'}")
-    return subprocess.CompletedProcess(command, code, b"".join(parts), stderr)
-
-
-def after_mark(said: bytes, mark: str) -> bytes:
-    """stderr without what the login shell and its rc said before the command (a module
-    system's notes: they read as the command's error); as it came where the mark is not there."""
-    at = said.find(f"{mark}\n".encode())
-    return said[at + len(mark) + 1 :] if at >= 0 else said
+    try:
+        with subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as proc:
+            got = exchange(proc, mark, parts.append, stdin or b"", time.monotonic() + timeout)
+    except TimeoutError as exc:  # (before OSError: it is one)
+        raise SshError(f"ssh to {spec.target}: no answer within {timeout:.0f} s") from exc
+    except OSError as exc:
+        raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
+    said = got.stderr.decode(errors="replace").strip().splitlines()
+    last = said[-1][-500:] if said else "?"
+    if got.code == 255:  # ssh's own failure, the connection lost, or the command's own 255
+        raise SshError(f"ssh to {spec.target} port {spec.port} failed: {last}")
+    if not got.begun and got.code >= 0:  # ssh ended as such (not killed) with no mark
+        raise SshError(
+            f"ssh to {spec.target}: the host's login shell did not run ajetd's command "
+            f"(exit {got.code}: {last}); it needs bash and base64 there"
+        )
+    return subprocess.CompletedProcess(command, got.code, b"".join(parts), got.stderr)
 
 
 def remote_dir(spec: SshSpec, run_id: str) -> str:
@@ -460,14 +334,15 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
     script = f"cd {shlex.quote(base)} && tar -cf - -- {names}"
     # the stderrs into files, read at the end: a pipe left unread while the archive flows
     # would hold either side once it had said 64 KiB (a tar note for each of many files)
+    # tar's stderr into a file, read at the end: a pipe left unread while the archive flows
+    # would hold it once it had said 64 KiB (a note for each of many files)
     with (
-        tempfile.TemporaryFile() as ssh_said,
         tempfile.TemporaryFile() as tar_said,
         subprocess.Popen(
             [*argv(spec), remote_command(script, mark)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=ssh_said,
+            stderr=subprocess.PIPE,
         ) as sender,
         subprocess.Popen(
             ["tar", "--skip-old-files", "-xf", "-", "-C", str(into)],
@@ -476,9 +351,11 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
         ) as untar,
     ):
         # the archive alone: what the host's rc printed before or after it is not tar's
-        assert sender.stdout is not None and untar.stdin is not None
+        assert untar.stdin is not None
+        ssh_said = b""
         try:
-            drain(sender, Answer(mark), untar.stdin.write)
+            got = exchange(sender, mark, untar.stdin.write)
+            ssh_said = got.stderr if got.begun else got.stderr or b"the host did not run tar"
         except BrokenPipeError:  # tar stopped reading (a broken archive): it says why, and
             sender.kill()  # nothing reads the rest: ssh would wait on its pipe for ever
         finally:
@@ -492,9 +369,8 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
                 proc.kill()
                 proc.wait()
                 late = f"copying back took over {PULL_TIMEOUT_S:.0f} s and was ended"
-        ssh_said.seek(0)
         tar_said.seek(0)
-        said = after_mark(ssh_said.read(64 * 1024), mark) + tar_said.read(64 * 1024)
+        said = ssh_said[-64 * 1024 :] + tar_said.read(64 * 1024)
     return "\n".join(t for t in (said.decode(errors="replace").strip(), late) if t)
 
 

@@ -12,14 +12,13 @@ import argparse
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import FrameType
 
 from ajetd.adapters.store import append_bytes
 from ajetd.core.trialscript import OWN_LINE_PREFIX
-from ajetd.hosts import sshcmd
+from ajetd.hosts import sshcmd, sshstream
 
 MAX_BACKOFF_S = 30.0
 
@@ -55,22 +54,20 @@ class Follower:
         """One connection's worth of output; its exit code."""
         script = sshcmd.stream_script(self.rdir, self.trial, self.offset)
         mark = sshcmd.new_mark()  # what the host's rc prints is not the log's: never counted
-        with (
-            tempfile.TemporaryFile() as said,  # ssh's errors, the stream's: shown at its end
-            subprocess.Popen(
-                [*sshcmd.argv(self.spec), sshcmd.remote_command(script, mark)],
-                stdout=subprocess.PIPE,
-                stderr=said,
-                stdin=subprocess.DEVNULL,
-            ) as proc,
-        ):
-            # what the connection dropped inside what could be the end mark is shown too
-            code = sshcmd.drain(proc, sshcmd.Answer(mark), self.show)
-            said.seek(0)
-            errors = sshcmd.after_mark(said.read(64 * 1024), mark).strip()
-            if errors:  # not the rc's notes (before the mark): they are not the trial's
-                self.say(errors.decode(errors="replace"))
-            return code
+        # its own process group: a Ctrl-C in the pane reaches the follower (which passes it to
+        # the remote trial), never this ssh, whose end would read as a lost connection
+        with subprocess.Popen(
+            [*sshcmd.argv(self.spec), sshcmd.remote_command(script, mark)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        ) as proc:
+            got = sshstream.exchange(proc, mark, self.show)
+        errors = got.stderr.strip()[-64 * 1024 :]
+        if errors:  # not the rc's notes (before the mark): they are not the trial's
+            self.say(errors.decode(errors="replace"))
+        return got.code if got.begun else (got.code or 255)  # no mark: never a success
 
     def show(self, chunk: bytes) -> None:
         if self.lost_at is not None:
