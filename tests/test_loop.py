@@ -42,7 +42,10 @@ def test_time_limit_stops_at_its_moment_and_escalates_after_each_grace(
     loop.reach(began + 45)
     flag = loop.until_done(run_id)  # SIGKILL ends it in real time
     assert flag["status"] == "time_limit" and flag["exit_code"] == 137
-    assert flag["reason"] == "stopped at exp_max_time (2m); data kept"
+    assert flag["reason"] == (  # `sleep 1000` printed nothing and wrote no val record
+        "stopped at exp_max_time (2m) with no output at all from its program; "
+        "no validation record either: no data to keep"
+    )
     assert (Path(loop.run(run_id).result_dir) / "results.md").exists()
     assert loop.on_time(run_id, "sent SIGTERM", began + 30)
     assert loop.on_time(run_id, "sent SIGKILL", began + 45)

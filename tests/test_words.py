@@ -42,4 +42,8 @@ def test_every_way_a_failed_run_ends_has_its_own_words() -> None:
         assert expected in note, (expected, choice.reason, note)
         notes.add(note)
     assert len(notes) == len(cases)
-    assert "data kept" in ending_note(Status.TIME_LIMIT, "stopped at exp_max_time")
+    assert "data kept" in ending_note(Status.TIME_LIMIT, "stopped at exp_max_time (2m); data kept")
+    hung = (
+        "stopped at exp_max_time (2m) while hung: no output for 1m50s (...); data up to then kept"
+    )
+    assert hung in ending_note(Status.TIME_LIMIT, hung)  # the note says what the reason says

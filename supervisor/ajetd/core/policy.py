@@ -21,6 +21,11 @@ from ajetd.core.stoprules import followed, learned_window, plateau_reason
 from ajetd.core.timefmt import iso
 
 HANG_PREFIX = "no output for "
+HUNG = "while hung: "  # how a time limit's reason begins to say the run was hung then
+SILENT = "with no output at all"  # ... that its program printed nothing
+LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
+DATA_KEPT = "data kept"
+DATA_KEPT_THEN = "data up to then kept"  # a run stopped while hung: what it did before
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ class Observation:
     program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
     missing_outputs: tuple[str, ...] = ()  # a pipeline stage's outputs absent after exit 0
     slurm_signalled: bool = False  # the job got SIGINT that ajetd did not send: --signal
+    printed: bool = True  # its program printed a line (read where a time limit is due)
+    last_step: int | None = None  # the last training step its output named, if seen
+    daemon_began_at: float | None = None  # when this daemon started
+    pass_before: float | None = None  # the daemon's full pass before this one (None: none)
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,7 @@ def describe_exit(code: int) -> str:
 def outcome(run: Run, code: int) -> Finish:
     """The terminal status of a run whose trial exited with `code`."""
     if run.stop_cause is StopCause.TIME_LIMIT:
-        limit = format_duration(run.max_time_s or 0)
-        return Finish(Status.TIME_LIMIT, f"stopped at exp_max_time ({limit}); data kept", code)
+        return Finish(Status.TIME_LIMIT, limit_reason(run), code)
     if run.stop_cause is StopCause.USER:
         return Finish(Status.STOPPED, "stopped by `ajetd stop`", code)
     if run.stop_cause is StopCause.PLATEAU:
@@ -135,6 +143,71 @@ def outcome(run: Run, code: int) -> Finish:
     if code == 0:
         return Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
     return Finish(Status.FAILED, describe_exit(code), code)
+
+
+def limit_reason(run: Run) -> str:
+    """`stopped at exp_max_time (1m30s) while hung: no output for 1m28s (...), enforced 33s
+    late: ...; data up to then kept`: the limit, what the run was doing when it fell and how
+    late it was enforced (the stop's why, `_limit_why`), and what is kept."""
+    why = run.stop_reason
+    head = f"stopped at exp_max_time ({format_duration(run.max_time_s or 0)})"
+    if why:
+        head += f" {why}" if why.startswith((HUNG, SILENT)) else f", {why}"
+    return f"{head}; {DATA_KEPT_THEN if why.startswith(HUNG) else DATA_KEPT}"
+
+
+def kept_truly(reason: str, records: int) -> str:
+    """An end's reason whose `data kept` is true: a run that wrote no validation record has
+    no metrics to keep, and its reason says so instead (read once its val file was read to
+    its end: `records`, how many it holds)."""
+    kept = next((k for k in (DATA_KEPT_THEN, DATA_KEPT) if reason.endswith(f"; {k}")), None)
+    if kept is None or records:
+        return reason
+    if f" {SILENT}" in reason:  # nothing printed, nothing measured
+        return f"{reason[: -len(kept)]}no validation record either: no data to keep"
+    return f"{reason[: -len(kept)]}no validation record was written: no metrics, its log kept"
+
+
+def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
+    """What a run was doing when its time limit fell, as its stop's why: its program printed
+    nothing at all, or it was hung (no output for the hang window or more, or flagged so);
+    and, where the limit was enforced `LATE_S` or more after it fell, by how much and why."""
+    parts = []
+    quiet = _quiet_since(obs)
+    flagged = run.attention is not None and run.attention.startswith(HANG_PREFIX)
+    trial = run.trial
+    if not obs.printed:
+        which = f" (trial {trial.number})" if trial is not None and trial.number > 1 else ""
+        parts.append(f"{SILENT} from its program{which}")
+    elif quiet is not None and (obs.now >= quiet + window_s or flagged):
+        after = f", after step {obs.last_step}" if obs.last_step is not None else ""
+        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
+        since = f"since {iso(quiet)}{after}"
+        if flagged:  # flagged at one window of silence
+            since += f"; needs attention since {iso(quiet + window_s)}"
+        parts.append(f"{HUNG}no output for {format_duration(obs.now - quiet)}{idle} ({since})")
+    if run.deadline is not None and obs.now - run.deadline >= LATE_S:
+        late = format_duration(obs.now - run.deadline)
+        parts.append(f"enforced {late} late: {_why_late(run.deadline, obs)}")
+    return ", ".join(parts)
+
+
+def _why_late(deadline: float, obs: Observation) -> str:
+    """Why a time limit is enforced late: no daemon ran when it fell (this one started
+    after), or the daemon made no pass across it (stopped with SIGSTOP, suspended, its
+    machine asleep, or one step that took that long)."""
+    began, before = obs.daemon_began_at, obs.pass_before
+    if began is not None and began > deadline:
+        return (
+            f"the daemon was not running (this one started {format_duration(began - deadline)} "
+            "after the limit fell)"
+        )
+    if before is not None and before < deadline:
+        return (
+            f"the daemon made no pass for {format_duration(obs.now - before)} (it was stopped, "
+            "suspended or its machine asleep, or one of its steps took that long)"
+        )
+    return "the daemon was busy"
 
 
 def hang_window(
@@ -332,6 +405,7 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             cause = StopCause.USER
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
+            why = _limit_why(run, obs, window_s)
         elif obs.now >= quiet + 2 * window_s and options.hang_action in ("stop", "relaunch"):
             cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
             why = (

@@ -87,6 +87,9 @@ class Base:
         self.slots = self.runs.slots
         self.places = Places(self.home, cfg.liveness_s)
         self.last_liveness = 0.0
+        self.began_at = clock()  # when this daemon started (a time limit it enforces late
+        self.last_pass: float | None = None  # says why: its full passes, the last and the
+        self.pass_before: float | None = None  # one before the current one)
         self.tmux_polled_at = float("-inf")
         self.pane_starts: dict[int, int | None] = {}  # pane pid -> its start (tmux; launches since)
         self.stop_asked: set[str] = set()  # runs with a stop request in control/

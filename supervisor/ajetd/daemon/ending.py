@@ -28,6 +28,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.journal import RUN_ENDED
 from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
+from ajetd.core.policy import kept_truly
 from ajetd.daemon.trials import await_output, paths, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
@@ -152,13 +153,15 @@ def finish_run(
     reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
     exit file holds one."""
     open_trial = run.trial is not None and run.trial.ended_at is None
-    reason, exit_code = end.reason, end.exit_code
+    exit_code = end.exit_code
+    run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
+    reason = kept_truly(end.reason, len(run.history))  # no record read: no `data kept`
+    end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)
     ended = now
     if open_trial:
         run = _note_next(run, outcome, reason)
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
-    run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
     # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).

@@ -174,6 +174,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
 
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
+        self.pass_before, self.last_pass = self.last_pass, now
         self.watch_live()
         self.live_growing = False
         self.deep_batch = False  # set by supervise_live once ends are on record

@@ -25,12 +25,13 @@ from ajetd.core.model import Run, State
 from ajetd.core.options import Options
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.trialscript import parse_exit_note, trial_rows
+from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
 from ajetd.diagnosis.live import diagnose_file
+from ajetd.diagnosis.scan import log_tail
 from ajetd.diagnosis.stream import diagnose_text
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
@@ -140,6 +141,11 @@ class Observe(Base):
             # exit reads nothing there, so its record does not wait (its reports do)
             trials.await_output(slot.paths(self.home).log, run.trial.number)
         asked = _filed_at(self.home.stop_request(run.run_id))
+        # whether its program printed anything, read once its time limit is due (a stop's
+        # why says so), before any signal: a killed program's shell may print a line
+        limit_due = run.deadline is not None and now >= run.deadline and run.stop_cause is None
+        printed = not (limit_due and exit_info is None) or self._printed(slot)
+        key = (run.run_id, run.trial.number) if run.trial is not None else None
         findings: tuple[Finding, ...] = ()
         config = holder = None
         if failed and code is not None:
@@ -164,7 +170,17 @@ class Observe(Base):
             program_end=trials.program_end(run) if said else None,
             missing_outputs=self._stage_outputs_missing(slot) if exit_info else (),
             slurm_signalled=bool(exit_info) and slot.host.signalled(run),
+            printed=printed,
+            last_step=slot.live.last_step(key) if key is not None else None,
+            daemon_began_at=self.began_at,
+            pass_before=self.pass_before,
         )
+
+    def _printed(self, slot: RunSlot) -> bool:
+        """Whether the current trial's program printed a line into its log: any line there
+        but ajetd's own (the script's banner, the followers' notes)."""
+        lines = log_tail(slot.paths(self.home).log, 3)
+        return any(line.strip() and not line.startswith(OWN_LINE_PREFIX) for line in lines)
 
     def _exit_seen(
         self, slot: RunSlot, now: float, panes_fresh: bool

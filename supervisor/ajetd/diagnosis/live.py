@@ -105,6 +105,11 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return tuple(cursor.step_times) if cursor else ()
 
+    def last_step(self, key: tuple[str, int]) -> int | None:
+        """The last training step the output of `key` named, as far as it was read."""
+        cursor = self._cursors.get(key)
+        return cursor.last_step if cursor is not None and cursor.last_step >= 0 else None
+
     def scan(
         self, key: tuple[str, int], log_file: Path, now: float, user: KindSet | None = None
     ) -> Seen | None:

@@ -61,8 +61,9 @@ def ending_note(status: Status, reason: str) -> str:
             if phrase in reason:
                 return note
         return "nothing more to try: the run ends"
+    if status is Status.TIME_LIMIT:  # how it was then (hung, silent, enforced late), and
+        return f"time limit reached, the run ends: {reason}"  # what is kept, as it says
     return {
-        Status.TIME_LIMIT: "time limit reached: the run ends with its data kept",
         Status.STOPPED: "stopped by the user: the run ends",
         Status.LOST: "the session vanished: the run ends as lost",
         Status.PLATEAU: "stopped early on a plateau: the run ends with its data kept",
