@@ -282,7 +282,7 @@ def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Acti
         bool(obs.findings) and obs.findings[0].kind == "slurm_timeout"
     )
     if code != 0 and run.stop_cause is None and slurm_limit:
-        why = "Slurm's time limit (--time, with its --signal warning) ended the job; data kept"
+        why = f"Slurm's time limit (--time, with its --signal warning) ended the job; {DATA_KEPT}"
         return Finish(Status.TIME_LIMIT, why, code)
     if code != 0 and run.stop_cause is None:
         return after_failure(run, code, obs, options)
@@ -301,7 +301,7 @@ def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Acti
         why = (
             "NeMo-RL stopped at its own save-by timeout (checkpointing."
             "checkpoint_must_save_by: 'Timeout has been reached'), before its last step; "
-            "data kept"
+            f"{DATA_KEPT}"
         )
         return Finish(Status.TIME_LIMIT, why, 0)
     return outcome(run, code)
@@ -320,7 +320,7 @@ def _no_next_trial(run: Run, action: Action, obs: Observation) -> Action:
         return Finish(Status.STOPPED, f"stopped by `ajetd stop` ({ended})", code)
     if run.deadline is not None and obs.now >= run.deadline:
         limit = format_duration(run.max_time_s or 0)
-        why = f"exp_max_time ({limit}) reached ({ended}); data kept"
+        why = f"exp_max_time ({limit}) reached ({ended}); {DATA_KEPT}"
         return Finish(Status.TIME_LIMIT, why, code)
     return action
 

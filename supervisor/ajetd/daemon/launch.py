@@ -13,6 +13,7 @@ from ajetd.core import model, placement
 from ajetd.core.backoff import Backoff
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, State, Status
+from ajetd.core.policy import DATA_KEPT
 from ajetd.daemon import trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.slots import RunSlot
@@ -123,7 +124,7 @@ class Launch(Base):
         run, spec = slot.run, slot.options.swarm
         assert spec is not None
         if run.deadline is not None and now >= run.deadline:  # a relaunch waited too long
-            why = f"stopped at exp_max_time while waiting: {run.reason}; data kept"
+            why = f"stopped at exp_max_time while waiting: {run.reason}; {DATA_KEPT}"
             self._store(self._finish_now(run, Status.TIME_LIMIT, why, now))
             return False
         gate = self.swarm.gate(spec, run, trials.trial_env(run, slot.options), now)
