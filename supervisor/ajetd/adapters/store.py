@@ -119,9 +119,12 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
     """Replace several files (path, data, mode), each whole as `write_atomic` does, waiting
     for the disk once instead of once per file: all are written to their temporary files,
     then synced together (a thread each besides the first: `fsync` lets go of the GIL, and
-    the file system's journal commits them in one go), then renamed into place in order. On an
+    the file system's journal commits them in one go), then renamed into place in order, the
+    last one only once the others' renames are on disk too (their folders synced): a reader
+    that finds the last (a result dir's finish.flag) finds the others whole, also after a
+    power loss. On an
     error no temporary file is left; the files renamed before it stay, each whole; the error
-    names the file whose write or sync failed."""
+    names the file or folder whose write or sync failed."""
     held: list[tuple[int, str, Path]] = []
     renamed = 0
     try:
@@ -131,7 +134,11 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
             with named(path):
                 _write_fd(fd, data, mode)
         _sync_all([(fd, path) for fd, _, path in held])
-        for _, tmp, path in held:
+        for _, tmp, path in held[:-1]:
+            Path(tmp).replace(path)
+            renamed += 1
+        _sync_folders({path.parent for _, _, path in held[:-1]})
+        for _, tmp, path in held[-1:]:
             Path(tmp).replace(path)
             renamed += 1
     finally:
@@ -140,6 +147,25 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
         for _, tmp, _ in held[renamed:]:
             with contextlib.suppress(OSError):
                 Path(tmp).unlink()
+
+
+def _sync_folders(folders: set[Path]) -> None:
+    """`fsync` each folder, so that the renames into it are on disk. A folder this user cannot
+    open, or a file system that syncs no folder (EINVAL: some FUSE and network mounts), is left
+    to the file system's own order of renames; another error is raised, naming the folder."""
+    for folder in sorted(folders):
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except PermissionError:
+            continue
+        try:
+            with named(folder):
+                os.fsync(fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+        finally:
+            os.close(fd)
 
 
 def temp_of(name: str, path_name: str) -> bool:
