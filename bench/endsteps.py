@@ -89,8 +89,11 @@ def _probe() -> None:
         (procs, "_wait_gone"),
         (report, "render_results"),
         (report, "render_trials"),
+        (store, "_sync_all"),
+        (store, "_sync_folders"),
     ):
-        setattr(module, name, _timed(name, getattr(module, name)))
+        if hasattr(module, name):  # an older tree may lack one
+            setattr(module, name, _timed(name, getattr(module, name)))
     finish_run = ending.finish_run
 
     def finish(home: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
@@ -165,7 +168,11 @@ def main() -> None:
         numbers = [a for a in sys.argv[1:] if a.isdigit()]
         _report(Path(name), int(numbers[1]) if len(numbers) > 1 else 20)
     finally:
-        os.unlink(name)
+        keep = os.environ.get("AJETD_ENDSTEPS_KEEP")  # the raw lines, for a closer look
+        if keep:
+            os.replace(name, keep)
+        else:
+            os.unlink(name)
 
 
 if __name__ == "__main__":

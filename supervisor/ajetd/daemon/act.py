@@ -150,7 +150,8 @@ class Act(Observe):
         end = ending.TrialEnd(
             action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
-        run = ending.finish_run(self.home, run, action.status, end, now, slot.host.fetch)
+        fetch, options = slot.host.fetch, slot.options
+        run = ending.finish_run(self.home, run, action.status, end, now, fetch, options)
         self._keep(run)  # finish_run saved it: not saved a second time
         self.on_finish_due(run, slot.options)  # fired once the end is on disk
         self._finish_hooks(now)

@@ -28,6 +28,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.journal import RUN_ENDED
 from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
+from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
 from ajetd.daemon.trials import await_output, paths, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
@@ -147,11 +148,13 @@ def finish_run(
     end: TrialEnd,
     now: float,
     fetch: Fetch = read_local,
+    options: Options | None = None,
 ) -> Run:
     """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
     recorded first, as soon as the exit is seen; then leftover processes are ended and the
     reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
-    exit file holds one."""
+    exit file holds one; `options`: the run's `[ajetd]` options as the daemon holds them
+    (None: read from its stored blueprint for the reports)."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     exit_code = end.exit_code
     run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
@@ -174,7 +177,7 @@ def finish_run(
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved:  # reports only once the record says the same (a full home waits); the
         # pictures are drawn before them: finish.flag comes last, the pictures beside it
-        run = publish_reports(home, run, now, drawing.draw_final(home, run))
+        run = publish_reports(home, run, now, drawing.draw_final(home, run), options)
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run
@@ -184,12 +187,17 @@ REPORTS_FIRST = "the result dir was full when the reports were due; they were wr
 
 
 def publish_reports(
-    home: Home, run: Run, now: float, drawn: tuple[list[str], str] | None = None
+    home: Home,
+    run: Run,
+    now: float,
+    drawn: tuple[list[str], str] | None = None,
+    options: Options | None = None,
 ) -> Run:
     """Write an ended run's reports and finish.flag (its record is on disk already). Where the
     result dir refuses them, the run keeps its true status, gets `attention` naming the folder
     and keeps `reports_pending`, so the daemon writes them once it can (also after a restart);
-    then the attention clears and the journal says so."""
+    then the attention clears and the journal says so. `options`: as `write_reports` takes
+    them."""
     folder = Path(run.result_dir)
     troubles = home.held.troubles if home.held is not None else None
     held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
@@ -201,7 +209,7 @@ def publish_reports(
         if _flag_written(folder, done):  # a daemon killed after finish.flag, before this
             home.append_event(run.run_id, now, "finish.flag was written before a restart")
         else:
-            write_reports(home, done, drawn)
+            write_reports(home, done, drawn, options)
     except OSError as exc:
         if troubles is not None:
             troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
@@ -257,9 +265,16 @@ def close_session(tmux: Tmux, run: Run) -> subprocess.Popen[bytes] | None:
     return None
 
 
-def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = None) -> None:
+def write_reports(
+    home: Home,
+    run: Run,
+    drawn: tuple[list[str], str] | None = None,
+    options: Options | None = None,
+) -> None:
     """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
-    pictures already drawn (drawing.draw_final), else they are drawn here."""
+    pictures already drawn (drawing.draw_final), else they are drawn here. `options`: the
+    run's `[ajetd]` options (its allowed fixes are named), None: read from its stored
+    blueprint (the daemon's end path has them: the parse is not on its way to finish.flag)."""
     result_dir = Path(run.result_dir)
     try:
         blueprint_text = home.blueprint_text(run.run_id)
@@ -270,10 +285,12 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
         log_file = paths(home, run, trial.number).log
         trial_tails[trial.number] = log_tail(log_file, 20)
     last = run.trial
-    try:
-        allowed = tuple(parse_blueprint(blueprint_text, admitted=True).options.allow_fixes)
-    except AjetdError:
-        allowed = ()
+    if options is None:
+        try:
+            options = parse_blueprint(blueprint_text, admitted=True).options
+        except AjetdError:
+            options = Options()
+    allowed = tuple(options.allow_fixes)
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
     ctx = report.ReportContext(
         host=socket.gethostname(),
@@ -295,8 +312,9 @@ def write_reports(home: Home, run: Run, drawn: tuple[list[str], str] | None = No
     if config is not None:
         files.append((result_dir / "config-used.yaml", config, 0o644))
     # finish.flag last, in the same wait for the disk: every file is synced before the first
-    # is renamed into place, and the flag is renamed after the others (a failure on the way
-    # leaves it unwritten, the reports pending); one wait instead of two on the exit path
+    # is renamed into place, and the flag is renamed once the others' renames are on disk (a
+    # failure on the way leaves it unwritten, the reports pending); one wait for the files'
+    # data instead of two on the exit path
     files.append((result_dir / "finish.flag", json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
 
