@@ -409,3 +409,59 @@ def test_each_validation_keeps_the_step_it_followed_however_much_is_read_at_once
             found += got
             i += n
         assert found == records
+
+
+def test_a_nemo_runs_cuda_oom_is_fixed_in_a_copy_its_config_flag_points_at(
+    daemon_env: Env,
+) -> None:
+    """A NeMo-RL run out of GPU memory, `allow_fixes` permitting NeMo-RL's own micro batch
+    key: the key was not one ajetd could fix, and a fix could not reach the run (`--conf: no
+    flag, not its config`: NeMo-RL's flag is `--config`). The micro batch is halved in a copy
+    beside the config (its `defaults:` resolve as before), `--config` points at it, and the
+    next trial runs with it."""
+    env = daemon_env
+    config = "examples/configs/grpo_oom.yaml"
+    command = (
+        f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4 grpo.val_period=2"
+    )
+    blueprint = env.blueprint(
+        "nemo_oom",
+        config=config,
+        command=command,
+        ajetd="allow_fixes: {train_micro_batch_size: {min: 1}}",
+    )
+    run_id = env.submit(blueprint)
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    assert env.record(run_id)["trials"][0]["exit_code"] == 1
+    copy = f"examples/configs/grpo_oom.ajetd-{run_id}-t2.yaml"
+    assert f"--config {copy}" in status["command"], status["command"]
+    assert (
+        yaml.safe_load((env.codebase / copy).read_text())["policy"]["train_micro_batch_size"] == 2
+    )
+    log = (env.tmp / "results" / "nemo_oom" / "logs" / "trial-2.log").read_text()
+    assert "policy.train_micro_batch_size=2" in log
+    trials = (env.tmp / "results" / "nemo_oom" / "trials.md").read_text()
+    assert "train_micro_batch_size 4 → 2" in trials, trials
+
+
+def test_a_nemo_science_fix_the_commands_own_override_would_beat_ends_the_run_saying_so(
+    daemon_env: Env,
+) -> None:
+    """The command sets the key itself (`policy.train_micro_batch_size=4`): NeMo-RL applies
+    it over any config, so a fixed copy would change nothing; the run ends saying why."""
+    env = daemon_env
+    config = "examples/configs/grpo_oom.yaml"
+    command = (
+        f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4 "
+        "policy.train_micro_batch_size=4"
+    )
+    blueprint = env.blueprint(
+        "nemo_own",
+        config=config,
+        command=command,
+        ajetd="allow_fixes: {train_micro_batch_size: {min: 1}}",
+    )
+    status = env.wait_done(env.submit(blueprint))
+    assert status["status"] == "failed" and status["trials"] == 1, status
+    assert "the command sets policy.train_micro_batch_size itself" in status["reason"], status

@@ -54,10 +54,12 @@ KNOWN_KEYS = (
 # remedy lowers, in order (`ajetd.core.remedy`); a blueprint may permit only these keys.
 SCIENCE_STEPS = {
     "cuda_oom": (
-        "ppo_micro_batch_size_per_gpu",
+        "ppo_micro_batch_size_per_gpu",  # AgentJet's (verl's)
         "log_prob_micro_batch_size_per_gpu",
         "micro_batch_size_per_gpu",
-        "gpu_memory_utilization",
+        "train_micro_batch_size",  # NeMo-RL's `policy.` keys
+        "logprob_batch_size",
+        "gpu_memory_utilization",  # vLLM's, in both
         "max_response_length",
     ),
     "vllm_memory": ("gpu_memory_utilization",),

@@ -384,6 +384,10 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
     config = load_config(run.config_path, fs)
     if config is None:
         return f"its config {run.config_path} cannot be read"
+    if nemorl.is_nemo_launch(run.launch_command):  # an override on its command line wins
+        set_there = [".".join(p) for p in patches if nemorl.given(run.launch_command, ".".join(p))]
+        if set_there:
+            return f"the command sets {', '.join(set_there)} itself, over any config"
     tag = f"{run.run_id}-t{len(run.trials) + 1}"
     try:
         copy = write_copy(run.config_path, apply_patches(config, patches), tag, fs)

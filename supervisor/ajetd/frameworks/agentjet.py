@@ -33,7 +33,12 @@ _OFFLINE_MODES = {
     "swanlab": ("SWANLAB_MODE", ("local", "offline", "disabled")),
     "wandb": ("WANDB_MODE", ("offline", "disabled", "dryrun")),
 }
-_CONF = re.compile(r"(--conf(?:=|\s+))(['\"]?)([^\s'\"]+)\2")
+# a config flag and its value (`--conf x.yaml`, `--conf=x.yaml`, quoted): AgentJet's `--conf`,
+# NeMo-RL's `--config` (`config_flag`); not part of a longer word
+_FLAGS = {
+    flag: re.compile(rf"((?<![\w-]){flag}(?:=|\s+))(['\"]?)([^\s'\"]+)\2")
+    for flag in ("--conf", "--config")
+}
 
 
 @dataclass(frozen=True)
@@ -81,9 +86,9 @@ def runs_launcher(command: str) -> bool:
     return False
 
 
-def conf_argument(command: str) -> str | None:
-    """The value of `--conf` in a launch command, if it has one."""
-    match = _CONF.search(command)
+def conf_argument(command: str, flag: str = "--conf") -> str | None:
+    """The value of `--conf` (or `flag`: `config_flag`) in a launch command, if it has one."""
+    match = _FLAGS[flag].search(command)
     return match.group(3) if match else None
 
 
@@ -103,8 +108,8 @@ def original_of(path: str) -> str:
 _TILDE = re.compile(r"~[A-Za-z0-9._-]*(?=/)")
 
 
-def point_conf_at(command: str, path: str) -> str:
-    """The command with its `--conf` value replaced by `path` (quoted for the shell). A
+def point_conf_at(command: str, path: str, flag: str = "--conf") -> str:
+    """The command with its `--conf` (or `flag`) value replaced by `path` (quoted). A
     leading `~/` or `~user/` stays outside the quotes where the value it replaces was not
     quoted: the shell expanded it there, and must here (quoted, it is a folder named `~`)."""
 
@@ -114,7 +119,7 @@ def point_conf_at(command: str, path: str) -> str:
             return m.group(1) + shlex.quote(path)
         return m.group(1) + tilde.group() + shlex.quote(path[tilde.end() :])
 
-    return _CONF.sub(word, command, count=1)
+    return _FLAGS[flag].sub(word, command, count=1)
 
 
 def review(

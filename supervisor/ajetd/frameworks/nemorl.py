@@ -115,7 +115,9 @@ def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple
     return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
 
 
-def _given(command: str, key: str) -> bool:
+def given(command: str, key: str) -> bool:
+    """Whether the command sets `key` itself (`key=...`, `+key=`, `++key=`): it wins over the
+    config file."""
     return re.search(rf"(?:^|\s)\+{{0,2}}{re.escape(key)}=", command) is not None
 
 
@@ -171,7 +173,7 @@ def launch_overrides(
         wanted["logger.wandb_enabled"] = "False"
     added, notes = [], []
     for key, value in wanted.items():
-        if _given(command, key):
+        if given(command, key):
             continue
         added.append(shlex.quote(f"++{key}={value}"))
         why = "no WANDB_API_KEY in the environment" if "wandb" in key else "this run's own"

@@ -17,6 +17,7 @@ import yaml
 
 from ajetd.adapters import diskfull
 from ajetd.core.errors import AjetdError
+from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import (
     COPY_TAG,
     conf_argument,
@@ -61,8 +62,16 @@ def refusal_fix(exc: OSError | AjetdError) -> str:
 def repoint(command: str, codebase: str, current: str, copy: str, fs: Fs) -> str | Names:
     """`command` with its `--conf` moved from `current` to `copy`; or, where `--conf` is not
     `current` as far as ajetd can tell, what it names (the copy cannot reach what runs)."""
-    conf = conf_argument(command)
+    flag = config_flag(command)
+    conf = conf_argument(command, flag)
     names = config_named(conf, command, codebase, current, fs).names
     if conf is None or names is not Names.SAME:
         return names
-    return point_conf_at(command, os.path.join(os.path.dirname(conf), os.path.basename(copy)))
+    moved = os.path.join(os.path.dirname(conf), os.path.basename(copy))
+    return point_conf_at(command, moved, flag)
+
+
+def config_flag(command: str) -> str:
+    """The flag that names the program's config: NeMo-RL's `--config` for a `run_*.py`
+    launch, else AgentJet's `--conf`."""
+    return "--config" if nemorl.is_nemo_launch(command) else "--conf"

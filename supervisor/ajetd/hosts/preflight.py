@@ -285,9 +285,6 @@ def _own_val_file(
     return target
 
 
-_CONFIG_FLAG = re.compile(r"(?<!\S)--config(?:=|[ \t]+)(['\"]?)([^\s'\"]+)\1")
-
-
 def _other_config(
     bp: Blueprint, codebase: str, yaml_path: str, config: Any, fs: Fs, where: str
 ) -> str | None:
@@ -299,8 +296,7 @@ def _other_config(
     it; `fs` is where it runs (this machine, or the SSH host: `where` names it)."""
     command = bp.launch_command
     if nemorl.is_nemo_launch(command):
-        flag, given = "--config", _CONFIG_FLAG.search(command)
-        named = given.group(2) if given else None
+        flag, named = "--config", conf_argument(command, "--config")
     elif isinstance(config, Mapping) and "ajet" in config:
         flag, named = "--conf", conf_argument(command)
     else:

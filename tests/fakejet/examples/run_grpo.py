@@ -31,8 +31,11 @@ def main() -> int:
     timeout_at = int(values.get("checkpointing.checkpoint_must_save_by", "0") or 0)
     log_dir = values.get("logger.log_dir", conf["logger"]["log_dir"])
     ckpt = Path(values.get("checkpointing.checkpoint_dir", conf["checkpointing"]["checkpoint_dir"]))
+    # (`fake.oom_above_micro`: a CUDA OOM after the first step while the micro batch is larger)
+    micro = int(conf.get("policy", {}).get("train_micro_batch_size", 1))
     print(f"Loaded configuration from: {conf_path}")
     print(f"Overrides: {overrides}")
+    print(f"policy.train_micro_batch_size={micro}")
     print(f"📊 Using log directory: {log_dir}/exp_001")
     print(f"📊 Using checkpoint directory: {ckpt}")
     print(f"wandb_enabled={values.get('logger.wandb_enabled', 'default')}")
@@ -54,6 +57,16 @@ def main() -> int:
             print("  ⏱️  Validation Timing:")
             print("    • Total validation time: 14.87s", flush=True)
         (ckpt / f"step_{step}").mkdir(parents=True, exist_ok=True)
+        if micro > int(conf.get("fake", {}).get("oom_above_micro", micro)):
+            print("Traceback (most recent call last):", file=sys.stderr)
+            print('  File "nemo_rl/algorithms/grpo.py", line 812, in grpo_train', file=sys.stderr)
+            print(
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+                "has a total capacity of 79.10 GiB of which 1.02 GiB is free.",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
         if step == timeout_at:
             print("Timeout has been reached, stopping training early", flush=True)
             return 0
