@@ -173,8 +173,9 @@ CATALOGUE: tuple[Kind, ...] = (
         "cuda_oom",
         S,
         "A GPU ran out of memory during computation.",
-        "Lower the micro batch size (ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size), "
-        "the sequence lengths, or vLLM's gpu_memory_utilization; enable offload or "
+        "Lower the micro batch size (ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size; "
+        "NeMo-RL: policy.train_micro_batch_size, policy.logprob_batch_size), the sequence "
+        "lengths, or vLLM's gpu_memory_utilization; enable offload or "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
         _p(
             r"cuda out of memory",
