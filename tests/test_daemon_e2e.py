@@ -626,6 +626,11 @@ def test_nccl_error_is_relaunched_with_nvls_off(daemon_env: Env) -> None:
     run_id = env.submit(env.blueprint("nccl", config=config))
     status = env.wait_done(run_id)
     assert status["status"] == "succeeded" and status["trials"] == 2
+    # the relaunch's command shows its fix (it read as trial 1's, the fix nowhere in it)
+    first, second = (t["command"] for t in env.record(run_id)["trials"])
+    assert second == f"NCCL_NVLS_ENABLE=0 {first}" and status["command"] == second
+    trials = (env.tmp / "results" / "nccl" / "trials.md").read_text()
+    assert f"- command: `NCCL_NVLS_ENABLE=0 {first}`" in trials, trials
 
 
 def test_fatal_kind_is_not_retried_and_budget_is_kept(daemon_env: Env) -> None:

@@ -125,7 +125,7 @@ def prepare_trial(
     else:
         base = session_base(run.purpose, Path(run.source).stem, run.run_id)
         session = unique_session(base, taken | {p.session for p in panes})
-    shown = shlex.join(run.fix_prefix) + " " + command if run.fix_prefix else command
+    shown = shown_command(run, command)
     stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
     run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
@@ -179,6 +179,16 @@ def _wake(path: Path) -> None:
             os.write(fd, b"go\n")
     finally:
         os.close(fd)
+
+
+def shown_command(run: Run, command: str) -> str:
+    """The trial's command as it is recorded and shown (status, trials.md, results.md): with
+    the fixes' environment and prefix before it, as a shell would read them
+    (`NCCL_NVLS_ENABLE=0 proxychains4 -q python ...`): a relaunch's command read the same as
+    the trial before it, its fix nowhere in it."""
+    fixed = dict(run.fix_env)  # a key set by two fixes: its last value, as the trial gets it
+    words = [f"{name}={shlex.quote(value)}" for name, value in fixed.items()]
+    return " ".join([*words, *([shlex.join(run.fix_prefix)] if run.fix_prefix else []), command])
 
 
 def trial_env(run: Run, options: Options) -> dict[str, str]:
