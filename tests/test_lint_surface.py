@@ -234,3 +234,15 @@ def test_a_plateau_metric_no_record_holds_is_a_run_warning(daemon_env: Env) -> N
     status = env.wait_done(run_id)
     assert [w for w in status["warnings"] if w.startswith(wanted)] == [note]
     assert note in (env.tmp / "results" / "typo" / "results.md").read_text()
+
+
+def test_a_plateau_metric_no_final_record_holds_is_warned_in_the_reports(daemon_env: Env) -> None:
+    """A run that ends before its val file is read on the way: the final read's records are
+    judged too, so results.md says the rule could not act."""
+    env = daemon_env
+    config = env.config("short", steps=2, step_time=0.01)
+    rule = "plateau: {metric: mean_rewad}"
+    status = env.wait_done(env.submit(env.blueprint("short", config=config, ajetd=rule)))
+    assert status["status"] == "succeeded", status
+    [note] = [w for w in status["warnings"] if w.startswith("plateau.metric 'mean_rewad'")]
+    assert note in (env.tmp / "results" / "short" / "results.md").read_text()

@@ -30,7 +30,7 @@ from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
-from ajetd.daemon.trials import await_output, paths, read_metrics
+from ajetd.daemon.trials import await_output, paths, plateau_unmet, read_metrics
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
@@ -154,10 +154,12 @@ def finish_run(
     recorded first, as soon as the exit is seen; then leftover processes are ended and the
     reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
     exit file holds one; `options`: the run's `[ajetd]` options as the daemon holds them
-    (None: read from its stored blueprint for the reports)."""
+    (None: read from its stored blueprint for the reports); with them, a plateau metric no
+    final record holds is warned (`trials.plateau_unmet`)."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     exit_code = end.exit_code
     run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
+    run = run if options is None else plateau_unmet(run, options)
     reason = kept_truly(end.reason, len(run.history))  # no record read: no `data kept`
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)

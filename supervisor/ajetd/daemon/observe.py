@@ -18,11 +18,10 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.tmux import find_pane
 from ajetd.adapters.trialfiles import read_exit
-from ajetd.core import gpuuse, model, stoprules
+from ajetd.core import gpuuse, model
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
-from ajetd.core.model import Run, State
-from ajetd.core.options import Options
+from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
 from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
@@ -351,7 +350,7 @@ class Observe(Base):
         if backoff is None or not backoff.due(now, self.deep_batch):
             return
         run = slot.run
-        updated = _plateau_unmet(trials.read_metrics(run, slot.host.fetch), slot.options)
+        updated = trials.plateau_unmet(trials.read_metrics(run, slot.host.fetch), slot.options)
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
             self._store(updated)
             slot.backoff = backoff.reset(now)
@@ -411,13 +410,3 @@ def _filed_at(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
-
-
-def _plateau_unmet(run: Run, options: Options) -> Run:
-    """The run with a warning, once, where its validation records hold none of its plateau
-    rule's metric: the rule would never act, and nothing else would say so."""
-    rule = options.plateau
-    if rule is None or any(w.startswith(stoprules.MISSING_PREFIX) for w in run.warnings):
-        return run
-    note = stoprules.metric_missing(stoprules.followed(rule, run.metric), run.history)
-    return run if note is None else model.warn(run, note)

@@ -20,7 +20,7 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
-from ajetd.core import model
+from ajetd.core import model, stoprules
 from ajetd.core.limits import (
     LOG_LINE_MAX_BYTES,
     VAL_LINE_MAX_BYTES,
@@ -412,3 +412,13 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
 
 def active_sessions(runs: list[Run]) -> set[str]:
     return {r.session for r in runs if r.session and r.state is not State.DONE}
+
+
+def plateau_unmet(run: Run, options: Options) -> Run:
+    """The run with a warning, once, where its validation records hold none of its plateau
+    rule's metric: the rule would never act, and nothing else would say so."""
+    rule = options.plateau
+    if rule is None or any(w.startswith(stoprules.MISSING_PREFIX) for w in run.warnings):
+        return run
+    note = stoprules.metric_missing(stoprules.followed(rule, run.metric), run.history)
+    return run if note is None else model.warn(run, note)
