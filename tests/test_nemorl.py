@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from ajetd.core.model import Run
 from ajetd.core.runparts import NemoRead
 from ajetd.frameworks import nemorl
 from conftest import Env
@@ -465,3 +466,56 @@ def test_a_nemo_science_fix_the_commands_own_override_would_beat_ends_the_run_sa
     status = env.wait_done(env.submit(blueprint))
     assert status["status"] == "failed" and status["trials"] == 1, status
     assert "the command sets policy.train_micro_batch_size itself" in status["reason"], status
+
+
+def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_copy(
+    tmp_path: Path,
+) -> None:
+    """NeMo-RL's recipes set only what differs from their parent (`defaults: ../../x.yaml`):
+    read alone, the keys a CUDA OOM's fix lowers were not there ("unset or at their bounds").
+    The config is read as NeMo-RL reads it, and the fix is written into the recipe's copy
+    beside it (whose `defaults:` still resolve), the parent untouched. A command-line
+    override of the key, quoted or not, is the command's own."""
+    import shutil as sh
+
+    from ajetd.core.remedy import Relaunch, _science
+    from ajetd.daemon.trials import config_fix, load_config
+    from ajetd.hosts.fs import LOCAL, read_inherited
+
+    configs = tmp_path / "examples" / "configs"
+    sh.copytree(Path(__file__).parent / "data" / "nemo_rl" / "examples" / "configs", configs)
+    recipe = configs / "recipes" / "llm" / "grpo-llama3.2-1b-instruct-1n8g-fsdp2tp1.v3.yaml"
+    alone = load_config(str(recipe), LOCAL)
+    assert alone is not None and "train_micro_batch_size" not in alone.get("policy", {})
+    merged = read_inherited(str(recipe), LOCAL)
+    assert isinstance(merged, dict) and "defaults" not in merged
+    assert merged["policy"]["train_micro_batch_size"] == 4  # the parent's
+    assert merged["grpo"]["max_num_steps"] == alone["grpo"]["max_num_steps"]  # the recipe's
+    fix = _science("cuda_oom", merged, {"train_micro_batch_size": (1, None)})
+    assert isinstance(fix, Relaunch), fix
+    command = f"uv run examples/run_grpo.py --config {recipe.relative_to(tmp_path)}"
+    run = Run(
+        run_id="abc123",
+        source="x.md",
+        submitted_at=1.0,
+        launch_command=command,
+        codebase_dir=str(tmp_path),
+        config_path=str(recipe),
+        kind="nemo_rl",
+        trials=(),
+    )
+    moved = config_fix(run, dict(fix.config_patches), LOCAL)
+    assert not isinstance(moved, str), moved
+    copy = Path(moved[1])
+    assert copy.parent == recipe.parent and f"--config {copy.relative_to(tmp_path)}" in moved[0]
+    written = yaml.safe_load(copy.read_text())
+    assert written["defaults"] == "../../grpo_math_1B.yaml"
+    assert written["policy"]["train_micro_batch_size"] == 2
+    again = read_inherited(str(copy), LOCAL)
+    assert isinstance(again, dict) and again["policy"]["train_micro_batch_size"] == 2
+    for given in ("policy.train_micro_batch_size=4", "'policy.train_micro_batch_size=4'"):
+        assert nemorl.given(f"{command} {given}", "policy.train_micro_batch_size"), given
+        said = config_fix(
+            replace(run, launch_command=f"{command} {given}"), dict(fix.config_patches), LOCAL
+        )
+        assert isinstance(said, str) and "sets policy.train_micro_batch_size itself" in said

@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -294,7 +296,7 @@ def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
     def write() -> None:
         try:
             fs.write_text(str(target), "a: " + "x" * (100 << 20) + "\n")
-        except OSError as exc:
+        except (OSError, sshcmd.SshError) as exc:  # the host's refusal; an ssh killed (-9)
             failed.append(exc)
 
     writer = threading.Thread(target=write)
@@ -318,7 +320,7 @@ def test_a_write_cut_short_on_its_way_to_the_host_leaves_no_file_there(
     assert len(carrying) == 1
     carrying[0].kill()
     writer.join(timeout=60)
-    assert failed and "cannot write" in str(failed[0])
+    assert failed and ("cannot write" in str(failed[0]) or "ended by signal 9" in str(failed[0]))
     wait_for(lambda: not list(tmp_path.iterdir()), what="the host's shell to clean up")
     assert not target.exists()
 
@@ -939,3 +941,86 @@ def test_ctrl_c_in_a_remote_runs_pane_reaches_the_trial_and_loses_no_connection(
     out = shown.read_bytes()
     assert b"got-INT" in out and b"step 60" in out, out
     assert not lost.exists() and b"lost" not in out, out
+
+
+def test_a_job_that_holds_only_stderr_open_costs_a_linger_not_the_jobs_life() -> None:
+    """Once stdout's end mark (the command's status) has come, stderr's end mark is awaited
+    `LINGER_S` more, no longer: a job the rc left with the session's stderr alone (stdout
+    elsewhere) kept every call until the job ended. Local bash stands in for the login shell."""
+    mark = sshcmd.new_mark()
+    shell = f"(sleep 30 >/dev/null &) ; {sshcmd.remote_command('echo hi; exit 6', mark)}"
+    began = time.monotonic()
+    with subprocess.Popen(
+        ["bash", "-c", shell], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        parts: list[bytes] = []
+        got = sshstream.exchange(proc, mark, parts.append, deadline=time.monotonic() + 20)
+    assert (b"".join(parts), got.code, got.ended) == (b"hi\n", 6, True)
+    assert time.monotonic() - began < 10 * sshstream.LINGER_S
+
+
+def test_a_killed_ssh_is_an_error_not_an_empty_answer(sshd: Sshd) -> None:
+    """SIGKILL (the OOM killer, kill -9) ends ssh before the command's status came: it was a
+    normal answer, `read_from` an empty file."""
+    spec = sshd.spec()
+    killer = threading.Timer(1.0, _kill_ssh_running, args=("sleep 4; echo 12345",))
+    killer.start()
+    try:
+        with pytest.raises(sshcmd.SshError, match="ended by signal 9"):
+            sshcmd.run(spec, "sleep 4; echo 12345 1")
+    finally:
+        killer.cancel()
+
+
+def _kill_ssh_running(script_part: str) -> None:
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if proc.name() == "ssh" and script_part in _sent_script(proc.cmdline()):
+                proc.kill()
+
+
+def test_a_hang_up_of_the_pane_ends_the_followers_ssh_and_a_gone_folder_is_no_lost_link(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    """The follower's ssh has a session of its own (a Ctrl-C is the follower's to pass on),
+    so a hang-up of the pane (its session killed) no longer reached it: it stayed, reading a
+    remote stream no one showed. The follower ends it. And a trial folder gone on the host
+    was read as a lost connection, retried for ever with a false `ssh_lost`."""
+    import sys
+
+    spec = sshd.spec()
+    rdir = str(tmp_path / "rdir")
+    sshcmd.launch(
+        spec,
+        rdir,
+        1,
+        "for i in $(seq 300); do echo step $i; sleep 0.1; done\n",
+        str(tmp_path / "r"),
+    )
+    shown, lost = tmp_path / "pane", tmp_path / "lost"
+
+    def follower(folder: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [
+                *(sys.executable, "-m", "ajetd.hosts.sshfollow", "--spec", sshcmd.spec_json(spec)),
+                *("--rdir", folder, "--trial", "1", "--run-id", "abc123", "--lost", str(lost)),
+            ],
+            stdout=shown.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    first = follower(rdir)
+    wait_for(lambda: b"step 3" in shown.read_bytes(), what="the follower to show steps")
+    ssh = [p for p in psutil.Process(first.pid).children() if p.name() == "ssh"]
+    assert len(ssh) == 1
+    os.killpg(first.pid, signal.SIGHUP)  # as tmux does when the session is killed
+    assert first.wait(timeout=30) == 128 + signal.SIGHUP
+    wait_for(
+        lambda: not ssh[0].is_running() or ssh[0].status() == psutil.STATUS_ZOMBIE,
+        what="its ssh to end",
+    )
+
+    gone = follower(str(tmp_path / "no-such-folder"))
+    assert gone.wait(timeout=60) == 255
+    assert b"is gone on" in shown.read_bytes() and not lost.exists()

@@ -216,7 +216,8 @@ class Observe(Base):
         """The failed run's config as it runs, read where it runs (a fix is decided on its
         values); None where it cannot be read (a host that does not answer)."""
         try:
-            return trials.load_config(slot.run.config_path, slot.host.fs())
+            nemo = slot.run.kind == "nemo_rl"  # what its `defaults:` name counts too
+            return trials.load_config(slot.run.config_path, slot.host.fs(), inherited=nemo)
         except AjetdError as exc:
             log.warning("run %s: config not read: %s", slot.run.run_id, exc)
             return None

@@ -46,7 +46,7 @@ from ajetd.frameworks.agentjet import apply_patches
 from ajetd.frameworks.valresults import parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import refused, repoint, write_copy
-from ajetd.hosts.fs import Fs, Names, read_config
+from ajetd.hosts.fs import Fs, Names, read_config, read_inherited
 
 log = logging.getLogger(__name__)
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
@@ -376,12 +376,13 @@ def program_end(run: Run) -> str | None:
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
-def load_config(path: str, fs: Fs) -> dict[str, Any] | None:
-    """The YAML a run launches with, read where it runs; None if it cannot be read as a
+def load_config(path: str, fs: Fs, inherited: bool = False) -> dict[str, Any] | None:
+    """The YAML a run launches with, read where it runs (`inherited`: with the files its
+    `defaults:` names merged under it, as NeMo-RL reads it); None if it cannot be read as a
     mapping (logged)."""
     if not path:
         return None
-    config = read_config(path, fs)
+    config = read_inherited(path, fs) if inherited else read_config(path, fs)
     if isinstance(config, str):
         log.warning("config %s", config)
         return None
@@ -394,7 +395,7 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
     config = load_config(run.config_path, fs)
     if config is None:
         return f"its config {run.config_path} cannot be read"
-    if nemorl.is_nemo_launch(run.launch_command):  # an override on its command line wins
+    if run.kind == "nemo_rl":  # an override on its command line wins
         set_there = [".".join(p) for p in patches if nemorl.given(run.launch_command, ".".join(p))]
         if set_there:
             return f"the command sets {', '.join(set_there)} itself, over any config"
@@ -406,8 +407,9 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
         if said is None:
             raise  # a full disk: tried again at the next tick
         return f"its fixed copy is not written: {said}"
-    moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs)
-    return f"--conf: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
+    flag = "--config" if run.kind == "nemo_rl" else "--conf"
+    moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs, flag)
+    return f"{flag}: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
 
 
 def active_sessions(runs: list[Run]) -> set[str]:

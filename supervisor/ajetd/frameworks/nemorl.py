@@ -116,9 +116,9 @@ def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple
 
 
 def given(command: str, key: str) -> bool:
-    """Whether the command sets `key` itself (`key=...`, `+key=`, `++key=`): it wins over the
-    config file."""
-    return re.search(rf"(?:^|\s)\+{{0,2}}{re.escape(key)}=", command) is not None
+    """Whether the command sets `key` itself (`key=...`, `+key=`, `++key=`, quoted or not): it
+    wins over the config file."""
+    return re.search(rf"(?:^|\s)['\"]?\+{{0,2}}{re.escape(key)}=", command) is not None
 
 
 _OPERATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}

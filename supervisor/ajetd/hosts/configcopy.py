@@ -59,10 +59,12 @@ def refusal_fix(exc: OSError | AjetdError) -> str:
     return "submit it again once it can be written there"
 
 
-def repoint(command: str, codebase: str, current: str, copy: str, fs: Fs) -> str | Names:
+def repoint(
+    command: str, codebase: str, current: str, copy: str, fs: Fs, flag: str = ""
+) -> str | Names:
     """`command` with its `--conf` moved from `current` to `copy`; or, where `--conf` is not
     `current` as far as ajetd can tell, what it names (the copy cannot reach what runs)."""
-    flag = config_flag(command)
+    flag = flag or config_flag(command)  # the run's kind says which, where it is known
     conf = conf_argument(command, flag)
     names = config_named(conf, command, codebase, current, fs).names
     if conf is None or names is not Names.SAME:

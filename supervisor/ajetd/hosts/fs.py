@@ -117,6 +117,46 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
     return config
 
 
+MAX_INHERITANCE = 8  # `defaults:` levels followed (NeMo-RL's recipes use one or two)
+
+
+def read_inherited(path: str, fs: Fs, depth: int = 0) -> dict[str, Any] | str:
+    """A NeMo-RL config as NeMo-RL loads it (`load_config_with_inheritance`): each file its
+    `defaults:` names (one path or a list, from the folder of the file that names it) read
+    the same way, merged in order, and the file's own keys over them; `defaults` itself
+    dropped. A recipe sets only what differs from its parent: read alone, the keys a fix
+    lowers were not there. Or why it cannot be had (a parent unreadable, too deep a chain)."""
+    config = read_config(path, fs)
+    if isinstance(config, str) or "defaults" not in config:
+        return config
+    parents = config.pop("defaults")
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        return f"{path}: defaults is not a path or a list of paths"
+    if depth >= MAX_INHERITANCE:
+        return f"{path}: defaults nested more than {MAX_INHERITANCE} levels deep"
+    merged: dict[str, Any] = {}
+    for parent in parents:
+        got = read_inherited(os.path.join(os.path.dirname(path), parent), fs, depth + 1)
+        if isinstance(got, str):
+            return got
+        merged = _merged(merged, got)
+    return _merged(merged, config)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, mappings merged key by key (as OmegaConf merges)."""
+    out = dict(base)
+    for key, value in over.items():
+        below = out.get(key)
+        if isinstance(below, dict) and isinstance(value, dict):
+            out[key] = _merged(below, value)
+        else:
+            out[key] = value
+    return out
+
+
 class Names(enum.Enum):
     """What a command's config flag (`--conf`, `--config`) names, beside the run's config."""
 

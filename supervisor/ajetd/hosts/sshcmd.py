@@ -38,6 +38,7 @@ PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600
 VANISHED = 3  # the stream's code: the remote trial ended without an exit status
+GONE = 4  # the stream's code: the trial's folder on the host is not there
 
 
 class SshError(AjetdError):
@@ -150,7 +151,11 @@ def run(
     last = said[-1][-500:] if said else "?"
     if got.code == 255:  # ssh's own failure, the connection lost, or the command's own 255
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {last}")
-    if not got.begun and got.code >= 0:  # ssh ended as such (not killed) with no mark
+    if got.code < 0 and not got.ended:  # ssh killed (SIGKILL) before the command's status
+        raise SshError(
+            f"ssh to {spec.target}: ended by signal {-got.code} before the command's end"
+        )
+    if not got.begun:  # ssh ended as such with no mark: the host's shell did not run it
         raise SshError(
             f"ssh to {spec.target}: the host's login shell did not run ajetd's command "
             f"(exit {got.code}: {last}); it needs bash and base64 there"
@@ -212,7 +217,7 @@ def stream_script(rdir: str, trial: int, offset: int) -> str:
     # newline, which is when `read` (a shell builtin, no process) succeeds
     complete = f"read -r _ 2>/dev/null < trial-{n}.exit"
     return (
-        f"cd {q(rdir)} || exit 4\n"
+        f"cd {q(rdir)} || exit {GONE}\n"
         f"tail -c +{offset + 1} -F trial-{n}.log 2>/dev/null & t=$!\n"
         f"pid=$(cat trial-{n}.pid)\n"
         f"until {complete}; do\n"
@@ -230,7 +235,7 @@ def finish_script(rdir: str, trial: int, offset: int) -> str:
     the exit file's content."""
     q, n = shlex.quote, trial
     return (
-        f"cd {q(rdir)} || exit 4\n"
+        f"cd {q(rdir)} || exit {GONE}\n"
         f'printf "%s\\n" "$(cat trial-{n}.exit 2>/dev/null)"\n'
         f"tail -c +{offset + 1} trial-{n}.log\n"
     )

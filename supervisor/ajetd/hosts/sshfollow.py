@@ -32,6 +32,15 @@ class Follower:
         self.lost_file: str = args.lost
         self.offset = 0  # bytes of the remote log shown so far
         self.lost_at: float | None = None
+        self.ssh: subprocess.Popen[bytes] | None = None  # the stream's ssh, while it runs
+
+    def hang_up(self, signum: int, frame: FrameType | None) -> None:
+        """The pane's session ended (SIGHUP): the stream's ssh, in a session of its own, gets
+        no hang-up of its own; it is ended here, and so is the follower (the remote trial
+        goes on: it was never this connection's)."""
+        if self.ssh is not None and self.ssh.poll() is None:
+            self.ssh.kill()
+        raise SystemExit(128 + signal.SIGHUP)
 
     def forward(self, signum: int, frame: FrameType | None) -> None:
         """Ctrl-C (or a TERM) here means: to the remote trial."""
@@ -63,7 +72,13 @@ class Follower:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         ) as proc:
-            got = sshstream.exchange(proc, mark, self.show)
+            self.ssh = proc
+            try:
+                got = sshstream.exchange(proc, mark, self.show)
+            finally:  # the pane gone (EIO on a write), a hang-up: never an ssh left behind
+                self.ssh = None
+                if proc.poll() is None:
+                    proc.kill()
         errors = got.stderr.strip()[-64 * 1024 :]
         if errors:  # not the rc's notes (before the mark): they are not the trial's
             self.say(errors.decode(errors="replace"))
@@ -83,6 +98,9 @@ class Follower:
             code = self.stream()
             if code == 0:
                 return self.finish()
+            if code == sshcmd.GONE:
+                self.say(f"the trial's folder {self.rdir} is gone on {self.spec.target}")
+                return 255
             if code == sshcmd.VANISHED:
                 self.say(
                     "the remote trial ended without an exit status (killed, or the host rebooted)"
@@ -126,6 +144,7 @@ def main() -> int:
     follower = Follower(parser.parse_args())
     signal.signal(signal.SIGINT, follower.forward)
     signal.signal(signal.SIGTERM, follower.forward)
+    signal.signal(signal.SIGHUP, follower.hang_up)
     return follower.follow()
 
 

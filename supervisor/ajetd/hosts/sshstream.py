@@ -145,6 +145,7 @@ class Exchanged:
     code: int
     begun: bool
     stderr: bytes
+    ended: bool = False  # its end mark came: `code` is the command's own status
 
 
 def exchange(
@@ -172,14 +173,17 @@ def exchange(
             else:
                 proc.stdin.close()
         reading = {"out", "err"}
+        stderr_by = float("inf")  # once stdout's end mark came: stderr's end mark awaited so long
         while ("out" in reading and out.code is None) or (
-            "err" in reading and err.reader.code is None
+            "err" in reading and err.reader.code is None and time.monotonic() < stderr_by
         ):
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if out.code is not None and stderr_by == float("inf"):
+                stderr_by = time.monotonic() + LINGER_S  # a job may hold stderr alone
+            left = min(deadline, stderr_by) - time.monotonic()
+            if left <= 0 and time.monotonic() >= deadline:
                 _end(proc)
                 raise TimeoutError
-            for key, _ in selector.select(None if left == float("inf") else left):
+            for key, _ in selector.select(None if left == float("inf") else max(left, 0.0)):
                 if key.data == "in":
                     pending = _write(proc, pending)
                     if not pending:
@@ -206,7 +210,9 @@ def exchange(
     except subprocess.TimeoutExpired:
         _end(proc)
         exited = 255
-    return Exchanged(out.code if out.code is not None else exited, out.begun, err.text())
+    if out.code is not None:
+        return Exchanged(out.code, out.begun, err.text(), ended=True)
+    return Exchanged(exited, out.begun, err.text())
 
 
 def _write(proc: subprocess.Popen[bytes], pending: memoryview) -> memoryview:
