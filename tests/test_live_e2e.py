@@ -104,7 +104,9 @@ def test_a_failed_runs_kind_is_the_offline_kind_of_what_it_printed(daemon_env: E
         result = Path(status["result_dir"])
         assert json.loads((result / "finish.flag").read_text())["status"] == "failed"
         live = [f["kind"] for f in status["diagnosis"]]
-        assert not live or f"({live[0]})" in (result / "results.md").read_text()  # its reason
+        # its reason names the root cause's kind, and its line (policy.root_cause)
+        said = (result / "results.md").read_text()
+        assert not live or f"({live[0]})" in said or f"({live[0]}: " in said
         if live != _offline_kinds(path):
             differ.append(f"{path.relative_to(CORPUS)}: ran {live}, offline {_offline_kinds(path)}")
     assert not differ, differ
