@@ -620,6 +620,19 @@ def test_network_failure_is_relaunched_under_proxychains(
     ]  # the relaunch reused the session's pane
 
 
+def test_a_clean_exit_without_a_validation_record_is_a_success_that_says_so(
+    daemon_env: Env,
+) -> None:
+    env = daemon_env
+    command = "python -c \"print('nothing to do')\""
+    run_id = env.submit(env.blueprint("noop", command=command))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert status["reason"] == "the program exited with code 0; it wrote no validation record"
+    flag = json.loads((env.tmp / "results" / "noop" / "finish.flag").read_text())
+    assert flag["reason"] == status["reason"]
+
+
 def test_nccl_error_is_relaunched_with_nvls_off(daemon_env: Env) -> None:
     env = daemon_env
     config = env.config("nccl", fail={"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}})

@@ -289,3 +289,14 @@ def test_nccl_failing_again_after_its_fix_says_what_to_look_at_not_the_same_fix(
     got = choose(run, [nccl], 3, None, T0)
     assert isinstance(got, GiveUp) and "NCCL_DEBUG=INFO" in got.reason
     assert "Relaunch with NCCL_NVLS_ENABLE=0" not in got.reason
+
+
+def test_a_clean_exit_that_validated_nothing_says_so() -> None:
+    """An exit 0 of a run whose program was to write validation records (a val file,
+    NeMo-RL's output) that wrote none read as any success (the blind walk: exit 0 after
+    0.09 s); its reason says it wrote none. Where none were to come, or some came: as before."""
+    from ajetd.core.policy import EXITED_0, kept_truly
+
+    assert kept_truly(EXITED_0, 0, expected=True) == f"{EXITED_0}; it wrote no validation record"
+    assert kept_truly(EXITED_0, 3, expected=True) == EXITED_0
+    assert kept_truly(EXITED_0, 0, expected=False) == EXITED_0

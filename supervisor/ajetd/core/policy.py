@@ -25,6 +25,7 @@ HUNG = "while hung: "  # how a time limit's reason begins to say the run was hun
 SILENT = "with no output at all"  # ... that its program printed nothing
 LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
 DATA_KEPT = "data kept"
+EXITED_0 = "the program exited with code 0"
 DATA_KEPT_THEN = "data up to then kept"  # a run stopped while hung: what it did before
 
 
@@ -141,7 +142,7 @@ def outcome(run: Run, code: int) -> Finish:
     if run.stop_cause is StopCause.HANG:
         return Finish(Status.FAILED, f"stopped by the hang rule: {run.stop_reason}", code)
     if code == 0:
-        return Finish(Status.SUCCEEDED, "the program exited with code 0", 0)
+        return Finish(Status.SUCCEEDED, EXITED_0, 0)
     return Finish(Status.FAILED, describe_exit(code), code)
 
 
@@ -156,10 +157,14 @@ def limit_reason(run: Run) -> str:
     return f"{head}; {DATA_KEPT_THEN if why.startswith(HUNG) else DATA_KEPT}"
 
 
-def kept_truly(reason: str, records: int) -> str:
+def kept_truly(reason: str, records: int, expected: bool = False) -> str:
     """An end's reason whose `data kept` is true: a run that wrote no validation record has
     no metrics to keep, and its reason says so instead (read once its val file was read to
-    its end: `records`, how many it holds)."""
+    its end: `records`, how many it holds). A clean exit of a run whose program was to write
+    them (`expected`: a val file, NeMo-RL's output) says it wrote none: an exit 0 after 0.1 s
+    that validated nothing read as any success."""
+    if reason == EXITED_0 and expected and not records:
+        return f"{reason}; it wrote no validation record"
     kept = next((k for k in (DATA_KEPT_THEN, DATA_KEPT) if reason.endswith(f"; {k}")), None)
     if kept is None or records:
         return reason

@@ -160,7 +160,8 @@ def finish_run(
     exit_code = end.exit_code
     run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
     run = run if options is None else plateau_unmet(run, options)
-    reason = kept_truly(end.reason, len(run.history))  # no record read: no `data kept`
+    expected = bool(run.val_path) or run.kind == "nemo_rl"  # its program writes records
+    reason = kept_truly(end.reason, len(run.history), expected)  # none read: no `data kept`
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)
     ended = now
