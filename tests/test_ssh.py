@@ -627,6 +627,20 @@ def test_the_hosts_answers_are_this_machines_and_each_path_is_asked_once(
     assert fs.size(str(tmp_path / "file")) == len("ajet: {x: 1}\n")  # asked again
 
 
+def _whole_run_on(env: Env, own: Sshd, name: str) -> tuple[str, str]:
+    """A blueprint for `own`'s host linted, submitted and run to success on it (the val file
+    read over it); the run's id and its trial's log here."""
+    bp = env.blueprint(name, config=env.config(name), ajetd=own.ajetd_part())
+    out = env.cli("lint", str(bp))
+    assert out.returncode == 0, out.stdout + out.stderr
+    env.start_daemon()
+    run_id = env.submit(bp)
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("succeeded", 0), status
+    assert status["metrics"]["global_steps"] == 4
+    return run_id, (env.tmp / "results" / name / "logs" / "trial-1.log").read_text()
+
+
 @pytest.mark.parametrize(
     "rc",
     [
@@ -661,19 +675,7 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
     came before it is dropped, so such a host works as any other (it was refused, and one
     whose rc began to print once a run was admitted shifted every answer). The host's
     ~/.bashrc is a file of the test's (mounted over it where the sshd runs)."""
-    from conftest import _sshd
-
-    real_rc = Path.home() / ".bashrc"
-    if os.geteuid() != 0 or not shutil.which("unshare") or not real_rc.is_file():
-        pytest.skip("a mount namespace needs root, unshare (util-linux) and a ~/.bashrc")
-    chatty = tmp_path / "bashrc"
-    chatty.write_text(rc + "export FROM_RC=yes\n")  # and what it exports reaches the commands
-    bind = 'mount --bind "$0" "$1" && shift && exec "$@"'
-    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind]
-    wrap += [str(chatty), str(real_rc)]
-    folder = tmp_path / "own-sshd"
-    folder.mkdir()
-    servers = _sshd(folder, wrap)
+    servers = _own_sshd(tmp_path, rc + "export FROM_RC=yes\n")  # what it exports: reached
     own = next(servers)
     try:
         spec = own.spec()
@@ -695,18 +697,10 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
             4,
         )
 
-        bp = env.blueprint("chatty", config=env.config("chatty"), ajetd=own.ajetd_part())
-        out = env.cli("lint", str(bp))
-        assert out.returncode == 0, out.stdout + out.stderr
-        env.start_daemon()
-        run_id = env.submit(bp)
-        status = env.wait_done(run_id)
-        assert (status["status"], status["exit_code"]) == ("succeeded", 0), status
-        assert status["metrics"]["global_steps"] == 4  # the val file read over it
-        log = (env.tmp / "results" / "chatty" / "logs" / "trial-1.log").read_text()
+        _, log = _whole_run_on(env, own, "chatty")
         assert "Training finished." in log
-        for said in ("Welcome", "no newline at the end", "bye", "Lmod", "xxxx", "yyyy"):
-            assert said not in log, said
+        for words in ("Welcome", "no newline at the end", "bye", "Lmod", "xxxx", "yyyy"):
+            assert words not in log, words
     finally:
         next(servers, None)
         for proc in psutil.process_iter(["cmdline"]):  # the rc's jobs
@@ -826,15 +820,7 @@ def test_a_host_whose_login_shell_is_not_bash_runs_ajetds_commands_as_bash_would
 
     if shell not in ("fish", "tcsh"):  # the two that broke; a whole run for each of them
         return
-    bp = env.blueprint(shell, config=env.config(shell), ajetd=own.ajetd_part())
-    out = env.cli("lint", str(bp))
-    assert out.returncode == 0, out.stdout + out.stderr
-    env.start_daemon()
-    run_id = env.submit(bp)
-    status = env.wait_done(run_id)
-    assert (status["status"], status["exit_code"]) == ("succeeded", 0), status
-    assert status["metrics"]["global_steps"] == 4
-    log = (env.tmp / "results" / shell / "logs" / "trial-1.log").read_text()
+    run_id, log = _whole_run_on(env, own, shell)
     assert "Training finished." in log
     shutil.rmtree(Path.home() / ".ajetd-remote" / run_id, ignore_errors=True)
 
