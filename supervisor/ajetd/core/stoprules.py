@@ -8,12 +8,12 @@ fraction `after` of `exp_max_time` has passed.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ajetd.core.values import closest
 from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
 from ajetd.frameworks.valresults import metric_series
 
@@ -54,7 +54,7 @@ def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> s
     held = list(dict.fromkeys(str(k) for r in history for k in r if k not in _NOT_METRICS))
     more = len(held) - SHOWN_KEYS
     shown = ", ".join(k[:80] for k in held[:SHOWN_KEYS]) + (f" (+{more} more)" if more > 0 else "")
-    near = difflib.get_close_matches(rule.metric[:256], held, n=3, cutoff=0.6)
+    near = closest(rule.metric, held, n=3)
     hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
     return (
         f"{MISSING_PREFIX}{rule.metric!r}: none of the run's {len(history)} validation "

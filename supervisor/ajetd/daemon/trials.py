@@ -45,7 +45,7 @@ from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches
 from ajetd.frameworks.valresults import parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
-from ajetd.hosts.configcopy import refused, repoint, write_copy
+from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_config, read_inherited
 
 log = logging.getLogger(__name__)
@@ -407,7 +407,7 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
         if said is None:
             raise  # a full disk: tried again at the next tick
         return f"its fixed copy is not written: {said}"
-    flag = "--config" if run.kind == "nemo_rl" else "--conf"
+    flag = config_flag(run.launch_command, run.kind)
     moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs, flag)
     return f"{flag}: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
 

@@ -73,7 +73,9 @@ def repoint(
     return point_conf_at(command, moved, flag)
 
 
-def config_flag(command: str) -> str:
-    """The flag that names the program's config: NeMo-RL's `--config` for a `run_*.py`
-    launch, else AgentJet's `--conf`."""
-    return "--config" if nemorl.is_nemo_launch(command) else "--conf"
+def config_flag(command: str, kind: str = "") -> str:
+    """The flag that names the program's config: NeMo-RL's `--config` for a NeMo-RL run
+    (`kind`, the run's, where it is known; else a `run_*.py` launch), else AgentJet's
+    `--conf`."""
+    nemo = kind == "nemo_rl" if kind else nemorl.is_nemo_launch(command)
+    return "--config" if nemo else "--conf"
