@@ -28,7 +28,14 @@ from ajetd.core.hostspecs import (
 from ajetd.core.markdown import fenced_body
 from ajetd.core.stoprules import PlateauRule
 from ajetd.core.userkinds import UserKind, parse_kinds
-from ajetd.core.values import OptionError, closest, show, take, unknown_key, unknown_keys
+from ajetd.core.values import (
+    OptionError,
+    did_you_mean,
+    show,
+    take,
+    unknown_key,
+    unknown_keys,
+)
 from ajetd.frameworks.agentjet import checked_override
 
 KNOWN_KEYS = (
@@ -282,10 +289,9 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
     out: dict[str, tuple[float | None, float | None]] = {}
     for key, given in value.items():
         if key not in SCIENCE_KEYS:
-            near = closest(str(key), SCIENCE_KEYS)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
             problems.append(
-                f"allow_fixes: {show(key)} is not a key ajetd can fix{hint} "
+                f"allow_fixes: {show(key)} is not a key ajetd can fix"
+                f"{did_you_mean(str(key), SCIENCE_KEYS)} "
                 f"(known: {', '.join(SCIENCE_KEYS)})"
             )
             continue

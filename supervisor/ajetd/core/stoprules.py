@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ajetd.core.values import closest
+from ajetd.core.values import did_you_mean
 from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
 from ajetd.frameworks.valresults import metric_series
 
@@ -54,8 +54,7 @@ def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> s
     held = list(dict.fromkeys(str(k) for r in history for k in r if k not in _NOT_METRICS))
     more = len(held) - SHOWN_KEYS
     shown = ", ".join(k[:80] for k in held[:SHOWN_KEYS]) + (f" (+{more} more)" if more > 0 else "")
-    near = closest(rule.metric, held, n=3)
-    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    hint = did_you_mean(rule.metric, held, n=3)
     return (
         f"{MISSING_PREFIX}{rule.metric!r}: none of the run's {len(history)} validation "
         f"record(s) holds it, so the plateau rule cannot stop the run{hint} (the records "

@@ -311,11 +311,18 @@ def closest(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> list[
     return difflib.get_close_matches(given[:256], list(known), n=n, cutoff=0.6)
 
 
+def did_you_mean(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> str:
+    """`; did you mean 'a' or 'b'?` with the `n` names of `known` closest to `given`
+    (`closest`), or "" where none is near: the one hint every message of a misspelt name
+    ends with."""
+    near = closest(given, known, n)
+    return f"; did you mean {' or '.join(repr(k) for k in near)}?" if near else ""
+
+
 def unknown_key(where: str, key: Any, known: tuple[str, ...]) -> str:
     """The problem for one key not in `known`: its name, the closest known key ("did you
     mean"), then the known keys; `where` ("" at the top) says which mapping it is in."""
-    near = closest(str(key), known)
-    hint = f"; did you mean {near[0]!r}?" if near else ""
+    hint = did_you_mean(str(key), known)
     prefix = f"{where}: " if where else ""
     return f"{prefix}unknown key {show(key)}{hint} (known: {', '.join(known)})"
 

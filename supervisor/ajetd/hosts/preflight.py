@@ -21,7 +21,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.shellenv import launch_env
 from ajetd.core.stoprules import PlateauRule
-from ajetd.core.values import closest
+from ajetd.core.values import did_you_mean
 from ajetd.frameworks import nemorl, valresults
 from ajetd.frameworks.agentjet import (
     ConfigReview,
@@ -352,23 +352,18 @@ def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
             name = nemorl.metric_key(rule.metric[4:])
             hint = f"; its records name NeMo-RL's {rule.metric} {name!r}: write that"
         else:
-            hint = _closest(rule.metric, known)
+            hint = did_you_mean(rule.metric, known, n=3)
         framework = "NeMo-RL"
     else:
         if valresults.agentjet_writes(rule.metric):
             return []
         known = list(valresults.TABLE_KEYS)
-        hint, framework = _closest(rule.metric, known), "AgentJet"
+        hint, framework = did_you_mean(rule.metric, known, n=3), "AgentJet"
     return [
         f"plateau.metric: {rule.metric!r} is not a validation key {framework} is known to "
         f"write{hint} (known: {', '.join(known)}); if the program writes it, the rule reads "
         "it, else the rule never acts"
     ]
-
-
-def _closest(metric: str, known: list[str]) -> str:
-    near = closest(metric, known, n=3)
-    return f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
 
 
 def _overridden(
