@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -708,11 +709,33 @@ def test_a_host_whose_shell_prints_before_every_command_works_as_any(
                 proc.kill()
 
 
-def test_a_command_that_ends_with_255_is_said_by_its_own_words(sshd: Sshd) -> None:
-    """ssh's own failure is exit 255, and so is a command's `exit 255`: its reason is the
-    last line it said after the mark, not the mark itself (which the first version showed)."""
-    with pytest.raises(sshcmd.SshError, match=r"failed: no such queue$"):
-        sshcmd.run(sshd.spec(), "echo 'no such queue' >&2; exit 255")
+def test_a_commands_own_255_is_its_answer_and_only_ssh_without_an_end_mark_fails(
+    sshd: Sshd,
+) -> None:
+    """ssh exits 255 when it fails, and so does a command's `exit 255` (nvidia-smi's unknown
+    error, a scheduler's client): the end mark with its status says which. Every 255 was read
+    as ssh's failure (SshError: the host 'does not answer'); now a command that ended with it
+    answered, with its status and its own words, and a connection that never came still
+    fails as ssh's."""
+    done = sshcmd.run(sshd.spec(), "echo 'no such queue' >&2; exit 255")
+    assert (done.returncode, done.stdout, done.stderr) == (255, b"", b"no such queue\n")
+    with socket.socket() as s:  # a port nothing listens on: ssh's own 255, no mark
+        s.bind(("127.0.0.1", 0))
+        closed = replace(sshd.spec(), port=s.getsockname()[1])
+    with pytest.raises(sshcmd.SshError, match=r"failed: .*Connection refused"):
+        sshcmd.run(closed, "exit 255")
+
+
+def test_a_remote_program_that_exits_255_failed_by_its_own_code(remote: Env, sshd: Sshd) -> None:
+    """A trial whose program ends with 255 on the host is that program's failure, exit code
+    255, never a lost connection."""
+    env = remote
+    run_id = _ssh_run(env, sshd, "c255", "max_trials: 1", crash_at=2, exit_code=255)
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("failed", 255), status
+    assert "ssh_lost" not in [f["kind"] for f in status["diagnosis"]], status["diagnosis"]
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "ssh connection to" not in events
 
 
 @settings(max_examples=300, deadline=None)

@@ -131,9 +131,10 @@ def new_mark() -> str:
 def run(
     spec: SshSpec, script: str, stdin: bytes | None = None, timeout: float = SSH_TIMEOUT_S
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run a bash script on the host; raise SshError when ssh itself fails (code 255) or the
-    host's shell did not run it. Its stdout and stderr are the script's own: what the host's
-    rc printed around them is dropped, and a job it left running does not hold the call
+    """Run a bash script on the host; raise SshError when ssh itself fails (code 255 with no
+    end mark: a command's own `exit 255` is its answer) or the host's shell did not run it.
+    Its stdout and stderr are the script's own: what the host's rc printed around them is
+    dropped, and a job it left running does not hold the call
     (`sshstream.exchange`)."""
     mark = new_mark()
     command = [*argv(spec), remote_command(script, mark)]
@@ -149,7 +150,10 @@ def run(
         raise SshError(f"ssh: cannot run it: {exc.strerror}") from exc
     said = got.stderr.decode(errors="replace").strip().splitlines()
     last = said[-1][-500:] if said else "?"
-    if got.code == 255:  # ssh's own failure, the connection lost, or the command's own 255
+    # ssh exits 255 when it fails (no connection, a connection lost), and so may the
+    # command: its end mark says which. With the mark, 255 is the command's own status, an
+    # answer as any other; without it, ssh's.
+    if got.code == 255 and not got.ended:
         raise SshError(f"ssh to {spec.target} port {spec.port} failed: {last}")
     if got.code < 0 and not got.ended:  # ssh killed (SIGKILL) before the command's status
         raise SshError(
