@@ -738,6 +738,53 @@ def test_a_remote_program_that_exits_255_failed_by_its_own_code(remote: Env, ssh
     assert "ssh connection to" not in events
 
 
+NVIDIA_FAILED = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+    "that the latest NVIDIA driver is installed and running."
+)
+
+
+def test_a_hosts_failing_nvidia_smi_is_said_never_read_as_no_gpus(env: Env, tmp_path: Path) -> None:
+    """nvidia-smi there, failing (exit 9: NVIDIA's words when the driver is not loaded; 255,
+    its unknown error): it was read as 'no nvidia-smi' (9) or 'the host does not answer'
+    (255), and its GPUs as none. Now its code and its last line are said, by `gpus()`, by
+    `ajetd gpus` and to a queued run that waits for its GPUs; a run asking for none runs; one
+    not there (127) is still no nvidia-smi."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    said = shlex.quote(NVIDIA_FAILED)
+    smi.write_text(f"#!/bin/sh\necho {said}\nexit $(cat {tmp_path / 'code'})\n")
+    smi.chmod(0o755)
+    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    own = next(servers)
+    try:
+        spec = own.spec()
+        for code in (255, 9):
+            (tmp_path / "code").write_text(f"{code}\n")
+            said = f"failed \\(exit {code}\\): {re.escape(NVIDIA_FAILED)}$"
+            with pytest.raises(sshcmd.NvidiaSmiError, match=said):
+                sshcmd.gpus(spec)
+        env.start_daemon()
+        waits = env.submit(
+            env.blueprint("needs", config=env.config("needs"), ajetd=own.ajetd_part() + "\ngpus: 1")
+        )
+        reason = f"nvidia-smi on {spec.target} failed (exit 9): {NVIDIA_FAILED}"
+        wait_for(lambda: reason in (env.record(waits).get("reason") or ""), what="the reason")
+        assert env.record(waits)["state"] == "queued"
+        assert f"{spec.target}: {reason}" in env.cli("gpus").stdout
+        runs = env.submit(
+            env.blueprint("none", config=env.config("none"), ajetd=own.ajetd_part() + "\ngpus: 0")
+        )
+        assert env.wait_done(runs)["status"] == "succeeded"
+        env.cli("stop", waits)
+        assert env.wait_done(waits)["status"] == "stopped"
+        smi.unlink()  # not there: no nvidia-smi, as before
+        assert sshcmd.gpus(spec) is None
+    finally:
+        next(servers, None)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     preamble=st.binary(max_size=300),

@@ -267,6 +267,8 @@ def _remote_gpus(
             try:
                 got = sshcmd.gpus(spec)
                 why = "nvidia-smi over SSH" if got is not None else "no nvidia-smi there"
+            except sshcmd.NvidiaSmiError as exc:
+                got, why = None, str(exc)
             except AjetdError as exc:
                 got, why = None, f"not reachable ({exc})"
             found[spec.target] = (got, {}, {}, why)

@@ -11,6 +11,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.slots import RunSlot
+from ajetd.hosts.sshcmd import NvidiaSmiError
 
 
 def remote_as_given(gpus: str, host: str) -> placement.Decision:
@@ -25,6 +26,15 @@ def remote_as_given(gpus: str, host: str) -> placement.Decision:
         f"gpus: {gpus}: {host} has no nvidia-smi, so ajetd cannot see or choose its GPUs; "
         "name them (gpus: [0, 1]) or take them all (gpus: all)"
     )
+
+
+def _without_gpus(slot: RunSlot, why: str) -> placement.Decision:
+    """A run on a host whose `nvidia-smi` fails: one that asks for no GPU is placed; the
+    others wait, saying why (its driver may come back; a run started there now would find
+    no GPU it can use)."""
+    if slot.options.gpus == "0":
+        return placement.Place(())
+    return placement.Wait(f"{why}; its GPUs cannot be seen or used until it works")
 
 
 def _ask(slot: RunSlot) -> placement.Ask:
@@ -72,6 +82,9 @@ class GpuPlacer:
             where = host.name
             try:
                 gpus = host.gpus()
+            except NvidiaSmiError as exc:  # GPUs there, unseen: a run needing none goes on
+                out.update({s.run_id: _without_gpus(s, str(exc)) for s in waiting})
+                continue
             except AjetdError as exc:
                 reason = f"{where} does not answer: {exc}"
                 out.update({s.run_id: placement.Wait(reason) for s in waiting})

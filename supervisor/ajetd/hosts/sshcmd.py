@@ -383,19 +383,43 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
     return "\n".join(t for t in (said.decode(errors="replace").strip(), late) if t)
 
 
+class NvidiaSmiError(AjetdError):
+    """The host has `nvidia-smi`, and it failed (a driver not loaded, NVML unable to talk to
+    it, no device): its GPUs cannot be read, which is not the same as having none."""
+
+
+NO_SMI = 127  # the shell's code for a command not found: this host has no nvidia-smi
+
+
 def gpus(spec: SshSpec) -> list[GpuSample] | None:
-    """The host's GPUs from `nvidia-smi` over the shared connection; None when it has none."""
+    """The host's GPUs from `nvidia-smi` over the shared connection; None when it has no
+    `nvidia-smi`. One that is there and fails (exit 9: it cannot talk to the driver; 255, an
+    unknown error) raises NvidiaSmiError with its code and last line: those GPUs are not
+    seen, never read as none."""
     done = run(
         spec,
-        "command -v nvidia-smi >/dev/null || exit 9\n"
-        f"nvidia-smi --query-gpu={SMI_GPU_FIELDS} --format=csv,noheader,nounits\n"
+        f"command -v nvidia-smi >/dev/null || exit {NO_SMI}\n"
+        # `|| exit`: with nvidia-smi's own status, its words unmixed with the apps' query's
+        f"nvidia-smi --query-gpu={SMI_GPU_FIELDS} --format=csv,noheader,nounits || exit\n"
         "echo '--apps--'\n"
         f"nvidia-smi --query-compute-apps={SMI_APP_FIELDS} --format=csv,noheader,nounits\n",
     )
-    if done.returncode == 9:
+    if done.returncode == NO_SMI:
         return None
+    if done.returncode != 0:
+        # NVIDIA's message ("NVIDIA-SMI has failed because it couldn't communicate with the
+        # NVIDIA driver...") comes on stdout; where stderr says something, that is the error
+        said = [*_lines(done.stdout), *_lines(done.stderr)]
+        last = said[-1][:300] if said else "it said nothing"
+        raise NvidiaSmiError(f"nvidia-smi on {spec.target} failed (exit {done.returncode}): {last}")
     gpus_csv, _, apps_csv = done.stdout.decode(errors="replace").partition("--apps--")
     return parse_nvidia_smi(gpus_csv, apps_csv)
+
+
+def _lines(data: bytes) -> list[str]:
+    """The lines of a command's output that say something (the last 64 KiB of it)."""
+    text = data[-64 * 1024 :].decode(errors="replace")
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 @dataclass(frozen=True)
