@@ -407,6 +407,44 @@ def test_overrides_for_agentjets_launcher_are_set_in_a_copy_of_its_yaml(daemon_e
     assert (env.codebase / "configs" / "aj-base.yaml").read_text() == user_config
 
 
+def test_overrides_go_in_the_yaml_copy_by_the_conf_flag_whatever_the_program_is_named(
+    daemon_env: Env,
+) -> None:
+    """Whether overrides go in a copy of the YAML was told by the program's name: only a
+    command running `ajet.launcher` got one; a wrapper script of the launcher (here one that
+    execs the fake launcher) had `key=value` words appended, which AgentJet's argparse
+    refuses (exit 2: the experiment crashed). Now the command's config flag tells it: `--conf`
+    is an AgentJet run's, `--config` with a NeMo-RL `run_*.py` takes Hydra's words."""
+    from ajetd.core.campaignblueprint import in_yaml_copy
+
+    env = daemon_env
+    wrapper = env.codebase / "train.sh"
+    wrapper.write_text('#!/bin/sh\nexec python -m fakejet.launcher "$@"\n')
+    wrapper.chmod(0o755)
+    command = "./train.sh --conf configs/wr-base.yaml --autokill"
+    assert in_yaml_copy(command) and in_yaml_copy("python -m fakejet.launcher --conf=a/b.yaml")
+    assert not in_yaml_copy("uv run examples/run_grpo.py --config examples/configs/grpo.yaml")
+    assert not in_yaml_copy("python train.py lr=1")  # no config flag: key=value appended
+    folder = _agentjet_folder(
+        env,
+        "wr",
+        command,
+        "experiments:\n  - {name: short, description: three steps, overrides: [fakejet.steps=3]}\n",
+    )
+    spec = folder / "campaign.yaml"
+    spec.write_text(spec.read_text().replace("max_experiments: 3", "max_experiments: 2"))
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    rows = _done(env, "wr", 2)
+    assert [r["status"] for r in rows] == ["keep", rows[1]["status"]], rows
+    run_id = rows[1]["job_id"]
+    status = env.status(run_id)
+    assert status["status"] == "succeeded", status  # no `fakejet.steps=3` word refused
+    assert rows[1]["command"] == f"./train.sh --conf configs/wr-base.ajetd-{run_id}.yaml", rows
+    results = (env.tmp / "campaigns" / "wr" / "01-short" / "results.md").read_text()
+    assert "- fakejet.steps: 4 → 3 (yaml_overrides)" in results
+
+
 @pytest.mark.parametrize(
     ("command", "override", "needle"),
     [

@@ -1,8 +1,8 @@
 """An experiment's blueprint (seed 002): the campaign's base blueprint with the experiment's
-codebase (its worktree), its overrides (appended to the launch command; for AgentJet's
-launcher, which takes no key=value arguments, set in a copy of its YAML: `yaml_overrides`),
-its own result dir under the campaign's, its time limit, and the campaign's `gpus`. Pure:
-text in, text out.
+codebase (its worktree), its overrides (appended to the launch command; for an AgentJet run,
+told by its `--conf`, whose launcher takes no key=value arguments, set in a copy of its YAML:
+`yaml_overrides`), its own result dir under the campaign's, its time limit, and the
+campaign's `gpus`. Pure: text in, text out.
 
 Each experiment is an ordinary blueprint written into the inbox, so it is validated, placed,
 supervised, fixed and reported like any run.
@@ -19,7 +19,19 @@ from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.naming import experiment_purpose
 from ajetd.core.options import load_yaml_part
 from ajetd.core.values import OptionError
-from ajetd.frameworks import agentjet
+from ajetd.frameworks import agentjet, nemorl
+
+
+def in_yaml_copy(command: str) -> bool:
+    """Whether an experiment's overrides are set in a copy of the base's YAML rather than
+    appended to its command as `key=value`: for an AgentJet run, as its config flag tells it
+    (`--conf`; NeMo-RL's launch takes `--config` and Hydra's `key=value` on its command line),
+    whatever the program is named (a wrapper script, a renamed launcher: they were given
+    `key=value` words that AgentJet's argparse refuses, exit 2); also for a command that runs
+    AgentJet's launcher without `--conf` (`override_problems` says it has nothing to point)."""
+    if nemorl.is_nemo_launch(command):
+        return False
+    return agentjet.conf_argument(command) is not None or agentjet.runs_launcher(command)
 
 
 def override_problems(
@@ -29,7 +41,7 @@ def override_problems(
     experiments). AgentJet's launcher takes no `key=value` arguments, so an experiment's
     overrides for it are set in a copy of its YAML (`yaml_overrides`): each must be K=V
     (no `~K`), and the base's command must pass `--conf` for the copy to take its place."""
-    if not agentjet.runs_launcher(base.launch_command):
+    if not in_yaml_copy(base.launch_command):
         return []
     problems = []
     for i, exp in enumerate(spec.experiments, 1):  # numbered as parse_campaign names them
@@ -70,7 +82,7 @@ def experiment_blueprint(
         limits.append(max(60.0, spec.deadline_s - elapsed_s))
     options = load_yaml_part(parts.get("ajetd", ""))
     command = base.launch_command
-    if agentjet.runs_launcher(command):  # set in a copy of its YAML (`yaml_overrides`)
+    if in_yaml_copy(command):  # set in a copy of its YAML (`yaml_overrides`)
         if exp.overrides:
             options["yaml_overrides"] = [*base.options.yaml_overrides, *exp.overrides]
     else:  # appended to the command (Hydra's key=value, as NeMo-RL takes them)
