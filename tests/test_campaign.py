@@ -237,6 +237,19 @@ def test_target_metric_and_a_crash(daemon_env: Env) -> None:
         ("crash", ""),
         ("keep", "0.38"),
     ]  # the target is reached: `after` never runs
+    # the crash row says why, as its run does (one line, bounded): the row gave no reason
+    reason = env.status(rows[1]["job_id"])["reason"]
+    assert reason and "\n" not in reason and len(reason) <= 200, reason
+    assert rows[1]["description"].endswith(f" ({reason})"), rows[1]
+    cid = env.cli("campaign", "list", "--json").stdout
+    cid = json.loads(cid)[0]["campaign_id"]
+    data = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+    assert [r["reason"] for r in data["rows"]] == [None, reason, None]
+    assert f"     why: {reason}" in env.cli("campaign", "status", cid).stdout.splitlines()
+    report = (env.tmp / "campaigns" / "target" / "campaign.md").read_text()
+    assert f"| crash |  | {reason.replace('|', chr(92) + '|')} |" in report, report
+    waited = env.cli("campaign", "wait", cid, "--after", "0")
+    assert waited.returncode == 1 and waited.stdout.strip().endswith(f"({reason})"), waited
 
 
 PATCH = """--- a/examples/configs/grpo_fake.yaml
@@ -483,7 +496,13 @@ def test_a_rows_empty_columns_are_null_as_everywhere_else_in_the_json() -> None:
     """`rows` are the ledger's columns typed: an empty column (no branch without
     branch_prefix, no command for a refused experiment) is null, as `best`, `baseline` and
     `running` say the same fields; it was "" in `rows` and null in `best` for one experiment."""
-    from ajetd.core.campaignrecord import CampaignState, ExpState, ledger_fields
+    from ajetd.core.campaignrecord import (
+        REASON_MAX,
+        CampaignState,
+        ExpState,
+        crash_reason,
+        ledger_fields,
+    )
     from ajetd.views.campaign import status_json
 
     spec = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
@@ -500,6 +519,10 @@ def test_a_rows_empty_columns_are_null_as_everywhere_else_in_the_json() -> None:
         assert first[key] == data["best"][key], key
     assert second["command"] is None and second["log_path"] is None and second["run_id"] is None
     assert first["job_id"] == "k3x9az" and first["metric_value"] == 0.5
+    long = ExpState(2, "z", "d", refused="no such ref\n" * 100, recorded=True, status="crash")
+    why = crash_reason(long, None)  # bounded, one line: a table's cell, a TSV's
+    assert "\n" not in why and len(why) == REASON_MAX and why.endswith("…"), why
+    assert crash_reason(kept, None) == ""  # only a crash row says why
 
 
 def test_a_refused_campaigns_status_has_every_field_of_any_other() -> None:

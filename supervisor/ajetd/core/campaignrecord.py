@@ -15,6 +15,7 @@ from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
 from ajetd.frameworks.agentjet import original_of
 
@@ -29,6 +30,7 @@ class ExpState:
     parent_commit: str = ""
     commit: str = ""
     refused: str = ""  # why it could not be launched (recorded as a crash)
+    reason: str = ""  # a crash row's why: its run's reason (one line, bounded), or `refused`
     recorded: bool = False
     status: str = ""
     value: float | None = None
@@ -181,6 +183,18 @@ def recipe(run: Run) -> str:
     return path
 
 
+REASON_MAX = 200  # characters of a crash row's reason: one line of a table, a TSV cell
+
+
+def crash_reason(exp: ExpState, run: Run | None) -> str:
+    """Why a crash row crashed, on one line of at most REASON_MAX characters: its run's
+    reason (`exited with code 1; cuda_oom: ...`, `no validation record`), or why it could
+    not be launched; "" for any other row."""
+    if exp.status != "crash":
+        return ""
+    return one_line(exp.refused or (run.reason if run is not None else ""), REASON_MAX)
+
+
 def ledger_fields(
     spec: cs.CampaignSpec, exp: ExpState, run: Run | None, note: str, launcher: str
 ) -> dict[str, Any]:
@@ -193,6 +207,8 @@ def ledger_fields(
         memory = round(sum(g.mem_peak for g in run.gpu_stats.gpus) / 1024, 2)
     trial = run.trial if run else None
     refused = f" (refused: {exp.refused})" if exp.refused else ""
+    if exp.reason and not exp.refused:  # a crash's why (`crash_reason`), as a refusal's
+        refused = f" ({exp.reason})"
     return {
         "index": exp.index,
         "branch": exp.branch,

@@ -29,9 +29,13 @@ class BlueprintError(AjetdError):
         super().__init__("; ".join(self.problems))
 
 
-def _cap(problem: str) -> str:
-    line = " ".join(problem.split("\n"))
-    return line if len(line) <= MAX_PROBLEM_CHARS else line[: MAX_PROBLEM_CHARS - 1] + "…"
+def one_line(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """`text` on one line (its newlines spaces) of at most `limit` characters (cut: `…`)."""
+    line = " ".join(text.split("\n"))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_cap = one_line
 
 
 class DurationError(AjetdError):

@@ -50,6 +50,7 @@ from ajetd.core.campaignrecord import (
     MAX_REFUSALS,
     CampaignState,
     ExpState,
+    crash_reason,
     ledger_fields,
     progress_of,
     refusal,
@@ -299,6 +300,7 @@ class Campaigns:
             exp.status = cr.verdict(status, value, state.best, spec.maximise, exp.smoke)
             if exp.status == "keep" and value is not None:
                 state.best, state.best_name, state.best_index = value, exp.name, exp.index
+            exp.reason = crash_reason(exp, run)
             note = f" (smoke run: {status})" if exp.smoke else ""
             exp.row = ledger_fields(spec, exp, run, note, self._launcher(exp.run_id))
             append_bytes(Path(spec.result_dir) / "ledger.tsv", encode(cr.ledger_row(exp.row)))

@@ -46,7 +46,13 @@ def row_json(exp: ExpState) -> dict[str, Any]:
     """A ledger row (the TSV's columns, typed) with the experiment's name and run; an empty
     column is null, as the same fields are in `best`, `baseline` and `running`."""
     typed = {key: None if value == "" else value for key, value in exp.row.items()}
-    return {**typed, "name": exp.name, "run_id": exp.run_id or None, "smoke": exp.smoke}
+    return {
+        **typed,
+        "name": exp.name,
+        "run_id": exp.run_id or None,
+        "smoke": exp.smoke,
+        "reason": exp.reason or None,
+    }
 
 
 def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
@@ -218,10 +224,11 @@ def _running_line(run: dict[str, Any], metric: str) -> str:
 
 def _table_line(row: dict[str, Any]) -> str:
     value = "" if row["metric_value"] is None else f"{row['metric_value']:g}"
-    return (
+    line = (
         f"{row['index']:>3}  {row['status']:<8} {value:>10}  "
         f"{row['name']:<24} {row['branch'] or '-'}"
     )
+    return line + (f"\n{'':>5}why: {row['reason']}" if row.get("reason") else "")
 
 
 def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
@@ -281,7 +288,8 @@ def row_line(row: dict[str, Any]) -> str:
         if row["metric_value"] is None
         else f"{row['metric_name']} {row['metric_value']:g}"
     )
-    return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}"
+    why = f" ({row['reason']})" if row.get("reason") else ""
+    return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}{why}"
 
 
 def _iso(value: Any) -> str | None:
@@ -310,14 +318,16 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
         lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
     lines += [
         "",
-        "| # | experiment | branch | run | status | metric |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| # | experiment | branch | run | status | metric | why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for e in state.experiments:
         value = "" if e.value is None else f"{e.value:g}"
         status = e.status or ("refused" if e.refused else "running")
+        why = e.reason.replace("|", "\\|")  # a crash row's (bounded); a `|` is no column
         lines.append(
-            f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value} |"
+            f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value}"
+            f" | {why} |"
         )
     lines += [
         "",
