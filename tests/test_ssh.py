@@ -1080,3 +1080,86 @@ def test_a_hang_up_of_the_pane_ends_the_followers_ssh_and_a_gone_folder_is_no_lo
     gone = follower(str(tmp_path / "no-such-folder"))
     assert gone.wait(timeout=60) == 255
     assert b"is gone on" in shown.read_bytes() and not lost.exists()
+
+
+def test_a_copy_back_that_stalls_ends_at_its_deadline_as_a_host_that_does_not_answer(
+    tmp_path: Path, tmpfs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host answers ssh's keepalives but its tar stops sending mid-archive (a hung mount):
+    the copy back had no deadline, and the daemon, which waits for it in its loop, hung with
+    every run. It now ends at a deadline proportional to the size (a floor under it, here
+    2 s), raising SshError as a host that does not answer; a run's end says so in its events
+    and goes on. The host's tar is a script of the test's (first on PATH in its rc) that
+    sends 10 KiB of the archive and then nothing; the result dir is a tmpfs mounted here
+    after the sshd started, so the host does not share it (the copy back is due)."""
+    from ajetd.adapters.store import Home
+    from ajetd.core.model import Run
+    from ajetd.hosts.ssh import SshHost
+
+    real_tar = shutil.which("tar")
+    assert real_tar
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tar").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -cf ]; then {real_tar} "$@" | head -c 10240; exec sleep 654; fi\n'
+        f'exec {real_tar} "$@"\n'
+    )
+    (bin_dir / "tar").chmod(0o755)
+    monkeypatch.setattr(sshcmd, "PULL_FLOOR_S", 2.0)
+    big = 10 * 2**30  # 10 GiB: 5120 s at the least rate, the floor below it
+    assert sshcmd.pull_deadline_s(big) == big / sshcmd.PULL_MIN_RATE == 5120.0
+    assert sshcmd.pull_deadline_s(0) == 2.0
+    there = tmp_path / "there"
+    (there / "ckpt").mkdir(parents=True)
+    (there / "ckpt" / "w.bin").write_bytes(os.urandom(1 << 20))
+    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    own = next(servers)
+    try:
+        spec = own.spec()
+        here = tmpfs(tmp_path / "here", "64m")
+        outcome: list[object] = []
+
+        def copy_back() -> None:
+            try:
+                outcome.append(sshcmd.pull(spec, str(there), ["ckpt/"], here / "pulled"))
+            except sshcmd.SshError as exc:
+                outcome.append(exc)
+
+        began = time.monotonic()
+        worker = threading.Thread(target=copy_back, daemon=True)
+        worker.start()
+        worker.join(timeout=60)  # the test's own deadline: before, it never ended
+        assert not worker.is_alive(), "the copy back never ended"
+        assert time.monotonic() - began < 30
+        said = str(outcome[0])
+        assert isinstance(outcome[0], sshcmd.SshError), outcome
+        assert f"ssh to {spec.target}: no answer within 2 s while copying back ckpt/" in said
+        assert "(1.0 MiB there); what came is kept" in said
+
+        home = Home(tmp_path / "home")
+        home.ensure()
+        run = Run(
+            "abc123",
+            "stall.md",
+            time.time(),
+            result_dir=str(here / "result"),
+            codebase_dir=str(there),
+            remote_dir=str(tmp_path / "rdir"),
+        )
+        home.run_dir(run.run_id).mkdir()
+        host = SshHost(home, spec, ("ckpt/",), run.run_id)
+        ender = threading.Thread(target=host.end, args=(run, time.time(), True), daemon=True)
+        ender.start()
+        ender.join(timeout=60)
+        assert not ender.is_alive(), "the run's end never came back"
+        events = [text for _, text in home.events(run.run_id)]
+        assert any(
+            t.startswith(f"cleanup on {spec.target} failed: ssh to {spec.target}: no answer")
+            for t in events
+        ), events
+    finally:
+        next(servers, None)
+        for proc in psutil.process_iter(["cmdline"]):  # the stalled tars' sleeps there
+            if proc.info["cmdline"] == ["sleep", "654"]:
+                proc.kill()

@@ -35,6 +35,15 @@ from ajetd.core.limits import CONFIG_MAX_BYTES, size_text
 from ajetd.hosts.sshstream import exchange
 
 PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
+# A copy back's deadline: ssh's keepalives (ServerAliveInterval x CountMax, 15 s) end it when
+# the host or the network goes silent, but not when the host answers them and its tar sends
+# nothing (a hung NFS mount, a disk in D state, a stopped tar); the daemon waits for the copy
+# in its loop, so every run would wait with it, for ever. Proportional to the size, so a big
+# checkpoint on a slow link is never cut: PULL_MIN_RATE is far below any link a GPU host is
+# on (16 Mbit/s); PULL_FLOOR_S for what a small copy spends on more than bytes (ssh's
+# connection, tar's start on a cold file system, du's own walk).
+PULL_FLOOR_S = 300.0
+PULL_MIN_RATE = 2 * 1024 * 1024  # bytes a second
 SSH_TIMEOUT_S = 30.0
 CONTROL_PERSIST_S = 600
 VANISHED = 3  # the stream's code: the remote trial ended without an exit status
@@ -334,15 +343,16 @@ def same_dir(spec: SshSpec, local_dir: Path, run_id: str) -> bool:
 def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
     """Copy remote `paths` (relative to `base`) into `into` with tar over the shared
     connection, never over a file that is already here; returns what tar said (empty when all
-    went well)."""
+    went well). A copy that has not ended within `pull_deadline_s` of its size is ended,
+    and raises SshError as a host that does not answer (what came is kept)."""
     if not paths:
         return ""
     names = " ".join(shlex.quote(p) for p in paths)
     into.mkdir(parents=True, exist_ok=True)
+    size = _size_there(spec, base, names)
+    limit = pull_deadline_s(size)
     mark = new_mark()
     script = f"cd {shlex.quote(base)} && tar -cf - -- {names}"
-    # the stderrs into files, read at the end: a pipe left unread while the archive flows
-    # would hold either side once it had said 64 KiB (a tar note for each of many files)
     # tar's stderr into a file, read at the end: a pipe left unread while the archive flows
     # would hold it once it had said 64 KiB (a note for each of many files)
     with (
@@ -362,9 +372,12 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
         # the archive alone: what the host's rc printed before or after it is not tar's
         assert untar.stdin is not None
         ssh_said = b""
+        stalled = False
         try:
-            got = exchange(sender, mark, untar.stdin.write)
+            got = exchange(sender, mark, untar.stdin.write, deadline=time.monotonic() + limit)
             ssh_said = got.stderr if got.begun else got.stderr or b"the host did not run tar"
+        except TimeoutError:  # (before BrokenPipeError's OSError kin) ssh ended by exchange
+            stalled = True
         except BrokenPipeError:  # tar stopped reading (a broken archive): it says why, and
             sender.kill()  # nothing reads the rest: ssh would wait on its pipe for ever
         finally:
@@ -380,6 +393,11 @@ def pull(spec: SshSpec, base: str, paths: list[str], into: Path) -> str:
                 late = f"copying back took over {PULL_TIMEOUT_S:.0f} s and was ended"
         tar_said.seek(0)
         said = ssh_said[-64 * 1024 :] + tar_said.read(64 * 1024)
+    if stalled:
+        raise SshError(
+            f"ssh to {spec.target}: no answer within {limit:.0f} s while copying back "
+            f"{names} from {base} ({size_text(size)} there); what came is kept"
+        )
     return "\n".join(t for t in (said.decode(errors="replace").strip(), late) if t)
 
 
@@ -389,6 +407,24 @@ class NvidiaSmiError(AjetdError):
 
 
 NO_SMI = 127  # the shell's code for a command not found: this host has no nvidia-smi
+
+
+def pull_deadline_s(size: int) -> float:
+    """How long copying back `size` bytes may take (PULL_FLOOR_S, PULL_MIN_RATE)."""
+    return max(PULL_FLOOR_S, size / PULL_MIN_RATE)
+
+
+def _size_there(spec: SshSpec, base: str, names: str) -> int:
+    """The bytes `names` (quoted, relative to `base`) take on the host, as `du` counts them
+    (0 where it cannot: the copy then gets the floor's time, and tar says what is missing)."""
+    done = run(
+        spec,
+        f"cd {shlex.quote(base)} && du -sk -- {names} 2>/dev/null | "
+        "awk '{s += $1} END {print s + 0}'",
+        timeout=PULL_FLOOR_S,
+    )
+    text = done.stdout.decode(errors="replace").strip()
+    return int(text) * 1024 if text.isdigit() else 0
 
 
 def gpus(spec: SshSpec) -> list[GpuSample] | None:
