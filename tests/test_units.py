@@ -273,3 +273,37 @@ def test_files_written_together_are_whole_and_leave_nothing_on_failure(tmp_path:
     with pytest.raises(OSError):
         write_all_atomic([(tmp_path / "c.md", "c\n", 0o644), (tmp_path / "no" / "d", "d", 0o644)])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.json"]
+
+
+def test_random_words_use_the_whole_alphabet_evenly() -> None:
+    """Run ids and the temporary files' names come from `random_word` (the kernel's random
+    bytes, the bytes past the last multiple of 36 drawn again): every character of the
+    alphabet, each about as often as the others, and nothing else."""
+    from collections import Counter
+
+    from ajetd.core.naming import RUN_ID, new_run_id, random_word
+
+    counts = Counter("".join(random_word() for _ in range(6000)))
+    assert set(counts) == set("abcdefghijklmnopqrstuvwxyz0123456789")
+    assert max(counts.values()) < 1.3 * 1000 and min(counts.values()) > 0.7 * 1000
+    assert all(len(random_word(n)) == n for n in (0, 1, 6, 8, 300))
+    ids = {new_run_id(lambda _: False) for _ in range(200)}
+    assert all(RUN_ID.match(i) and not i.isdigit() for i in ids)
+
+
+def test_a_write_never_follows_a_link_planted_at_its_temporary_name(tmp_path: Path) -> None:
+    """`write_atomic` makes its temporary file with `O_EXCL | O_NOFOLLOW` under a fresh
+    random name (as `tempfile.mkstemp` did): a link planted beside the target is not written
+    through, and nothing temporary is left."""
+    from ajetd.adapters.store import temp_of, write_atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    for i in range(50):  # links at names a temporary file could have; none is taken
+        (tmp_path / f".state.json.{i:08d}.tmp").symlink_to(victim)
+    write_atomic(tmp_path / "state.json", "{}\n", 0o600)
+    assert victim.read_text() == "untouched"
+    assert (tmp_path / "state.json").read_text() == "{}\n"
+    assert (tmp_path / "state.json").stat().st_mode & 0o777 == 0o600
+    left = [p.name for p in tmp_path.iterdir() if temp_of(p.name, "state.json")]
+    assert len(left) == 50 and all((tmp_path / n).is_symlink() for n in left)

@@ -20,9 +20,7 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import stat
-import string
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from typing import Any
 from ajetd.adapters.regular import NotRegularError, TooLargeError, load_record
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, write_atomic
 from ajetd.core.errors import StoreError
-from ajetd.core.naming import new_run_id
+from ajetd.core.naming import new_run_id, random_word
 
 CAMPAIGN_ID = re.compile(r"^c-[a-z0-9]{6}\Z")
 LEGACY_ID = re.compile(r"^[a-z0-9]{6}\Z")  # campaigns made before ids had their `c-`
@@ -61,8 +59,7 @@ def campaign_dir(home: Home, cid: str) -> Path:
 
 def file_request(home: Home, cid: str, payload: dict[str, Any]) -> str:
     """Rename one request into the control folder whole; its id (time-ordered)."""
-    suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(6))
-    req_id = f"{time.time_ns():020d}-{suffix}"
+    req_id = f"{time.time_ns():020d}-{random_word()}"
     data = json.dumps(payload, ensure_ascii=False)
     write_atomic(home.control / f"{cid}.campaign-{req_id}.json", data, OWNER_FILE)
     return req_id

@@ -29,7 +29,7 @@ from ajetd.cli.common import (
     interruptible,
     open_home,
 )
-from ajetd.core.values import show
+from ajetd.core.shown import show
 
 if TYPE_CHECKING:
     from collections.abc import Callable

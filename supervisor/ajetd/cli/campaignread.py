@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ajetd.cli.common import POLL_S, echo_json, open_home
-from ajetd.core.values import show
+from ajetd.core.shown import show
 
 if TYPE_CHECKING:
     from ajetd.adapters.store import Home

@@ -15,7 +15,7 @@ import click
 from ajetd.adapters.store import Home, default_home
 from ajetd.core.durations import MAX_DURATION_S
 from ajetd.core.errors import UnknownRunError
-from ajetd.core.values import SHOW_CHARS, show
+from ajetd.core.shown import SHOW_CHARS, show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.core.model import Run

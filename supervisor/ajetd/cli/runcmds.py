@@ -29,7 +29,7 @@ from ajetd.cli.common import (
     load_run,
     open_home,
 )
-from ajetd.core.values import show
+from ajetd.core.shown import show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
     from ajetd.adapters.tmux import Tmux

@@ -18,7 +18,8 @@ import yaml
 
 from ajetd.core import values, yamlpart
 from ajetd.core.errors import AjetdError
-from ajetd.core.values import show, take
+from ajetd.core.shown import show
+from ajetd.core.values import take
 
 ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
 STOP_KEYS = ("max_experiments", "deadline", "per_experiment_timeout", "target_metric")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ajetd.core.shown import show
 from ajetd.core.trialscript import STOP_CODE
-from ajetd.core.values import show
 
 MAX_NAME_CHARS = 256
 # a whole name: `fullmatch`, never `match` with `$` (which lets a name end in a newline, and the

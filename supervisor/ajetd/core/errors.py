@@ -19,7 +19,7 @@ class BlueprintError(AjetdError):
 
     Each line is capped at 300 characters and the list at 20 lines (then a count of the rest),
     so a rejection reason stays readable whatever the input: values are elided where they are
-    shown (`ajetd.core.values.show`), and this is the backstop."""
+    shown (`ajetd.core.shown.show`), and this is the backstop."""
 
     def __init__(self, problems: list[str]) -> None:
         self.all_problems = [_cap(p) for p in problems]  # every one, for an enclosing error

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ajetd.core import values
-from ajetd.core.values import OptionError, show, take, unknown_keys
+from ajetd.core.shown import show
+from ajetd.core.values import OptionError, take, unknown_keys
 
 MAX_GPUS = 1024  # the most GPUs a run (or one Slurm node) may name
 # The keys inside each place's option (also what the option table test covers, key by key).

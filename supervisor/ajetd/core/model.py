@@ -14,7 +14,8 @@ from typing import Any
 
 from ajetd.core.finding import Finding
 from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
-from ajetd.core.values import path_problem, show
+from ajetd.core.shown import show
+from ajetd.core.values import path_problem
 
 
 class State(str, Enum):

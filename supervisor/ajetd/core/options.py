@@ -26,12 +26,12 @@ from ajetd.core.hostspecs import (
     SwarmSpec,
 )
 from ajetd.core.markdown import fenced_body
+from ajetd.core.shown import show
 from ajetd.core.stoprules import PlateauRule
 from ajetd.core.userkinds import UserKind, parse_kinds
 from ajetd.core.values import (
     OptionError,
     did_you_mean,
-    show,
     take,
     unknown_key,
     unknown_keys,

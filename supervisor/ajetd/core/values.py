@@ -11,7 +11,6 @@ raise (a 5,000-digit integer has no `repr` in Python 3.11).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import re
@@ -20,10 +19,10 @@ from typing import Any, ParamSpec, TypeVar
 
 from ajetd.core.durations import EXAMPLES, parse_duration
 from ajetd.core.errors import AjetdError, DurationError
+from ajetd.core.shown import show
 
 T = TypeVar("T")
 P = ParamSpec("P")
-SHOW_CHARS = 60
 PATH_MAX = 4095  # bytes, as Linux's PATH_MAX less the NUL
 NAME_MAX = 255  # bytes of one path component
 TEXT_MAX = 64 * 1024  # a hook command, an env value: longer is not a command line
@@ -32,28 +31,6 @@ MIB_MAX = 1024**3  # 1 PiB: more memory than any node has
 
 class OptionError(AjetdError):
     """An option value that cannot be used; the message names the key."""
-
-
-def show(value: Any) -> str:
-    """A short rendering of a value for a message: strings cut to 60 characters, numbers of
-    more than 18 digits by their digit count, collections by their kind and size."""
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, int):
-        if value.bit_length() <= 60:
-            return repr(value)
-        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        if len(value) <= SHOW_CHARS:
-            return repr(value)
-        return repr(value[: SHOW_CHARS - 20] + "…") + f" ({len(value)} characters)"
-    if isinstance(value, dict):
-        return f"a mapping of {len(value)} key(s)"
-    if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)} item(s)"
-    return f"a {type(value).__name__}"
 
 
 def take(
@@ -308,6 +285,8 @@ def _numeral(key: str, value: int | float) -> str:
 def closest(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> list[str]:
     """The `n` names of `known` closest to `given` (difflib, cutoff 0.6; a long `given` is cut
     to 256 characters first, so the comparison stays bounded), best first; [] if none is near."""
+    import difflib  # only when a name is wrong: not every start-up of the CLI pays for it
+
     return difflib.get_close_matches(given[:256], list(known), n=n, cutoff=0.6)
 
 

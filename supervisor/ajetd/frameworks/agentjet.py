@@ -24,7 +24,8 @@ import yaml
 
 from ajetd.core import yamlpart
 from ajetd.core.limits import CONFIG_MAX_DEPTH
-from ajetd.core.values import OptionError, path_problem, show
+from ajetd.core.shown import show
+from ajetd.core.values import OptionError, path_problem
 
 LOCAL_LOGGER = "tensorboard"
 DEFAULT_LOGGER = "swanlab"  # ajet_default.yaml's trainer_common.logger
