@@ -71,6 +71,52 @@ def test_ended_at_is_the_exit_time_after_a_daemon_restart(env: Env) -> None:
     _check_true_times(env, run_id, exited, time.time())
 
 
+def test_a_daemons_absence_is_in_the_live_runs_timeline(env: Env) -> None:
+    """A daemon that starts long after the last one stopped (or last beat) says so in each
+    live run's journal and so in its timeline: the end it then records is journalled at the
+    restart's time, and the reader is told why. The last daemon's word is made an hour old
+    in its daemon.json (as if it had been down that long)."""
+    daemon = env.start_daemon()
+    run_id = env.submit(env.blueprint("paused", config=env.config("paused", steps=6)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=30)
+    exited = _exit_time(env, run_id)
+    last = json.loads((env.home / "daemon.json").read_text())
+    assert last["pid"] is None
+    (env.home / "daemon.json").write_text(json.dumps({**last, "stopped_at": exited - 3600}))
+    env.start_daemon()
+    env.wait_done(run_id)
+    assert abs(env.record(run_id)["ended_at"] - exited) < 1e-3
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    said = [json.loads(line)["event"] for line in journal.splitlines()]
+    absent = [t for t in said if t.startswith("ajetd was not running from ")]
+    assert len(absent) == 1 and "(it was stopped)" in absent[0] and ", 1h" in absent[0]
+    assert said.index(absent[0]) < next(i for i, t in enumerate(said) if t.startswith("run ended"))
+    timeline = (env.tmp / "results" / "paused" / "results.md").read_text()
+    assert absent[0] in timeline
+
+
+def test_absence_is_said_only_for_a_real_gap() -> None:
+    """`absence`, pure: a stop's time or, where the daemon ended without stopping, its last
+    heartbeat (written at least every `publish_every`); a short restart, nothing known, or a
+    damaged value says nothing."""
+    from ajetd.daemon.admit import absence
+
+    now = 1_800_000_000.0
+    assert absence({}, now) is None
+    assert absence({"pid": None, "stopped_at": now - 5}, now) is None  # shutdown, then daemon
+    stopped = absence({"pid": None, "stopped_at": now - 600}, now)
+    assert stopped is not None and "(it was stopped)" in stopped and "10m" in stopped
+    beat = {"pid": 4, "heartbeat": now - 50, "publish_every": 60}
+    assert absence(beat, now) is None  # within a beat's period: the daemon may have just died
+    killed = absence({**beat, "heartbeat": now - 7200}, now)
+    assert killed is not None and "ended without stopping" in killed and "2h" in killed
+    for bad in ("x", True, None, -1, now + 10, float("nan"), [1]):
+        assert absence({"stopped_at": bad}, now) is None
+        assert absence({"heartbeat": bad}, now) is None
+
+
 def test_an_exit_during_a_tick_keeps_its_own_time(tmp_path: Path) -> None:
     """A trial that exits after the tick's clock was read (a long tick, or a daemon paused in
     the middle of one) wrote a later time than the tick's `now`: the record keeps the exit's

@@ -6,19 +6,55 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ajetd.adapters import diskfull, inbox
 from ajetd.core import model
 from ajetd.core.backoff import Backoff
+from ajetd.core.durations import format_duration
 from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id, safe_name
+from ajetd.core.timefmt import iso
 from ajetd.daemon import admission, rebuild, trials
 from ajetd.daemon.base import Base, Unadmitted
 from ajetd.daemon.slots import LIVE
 
 log = logging.getLogger(__name__)
+ABSENT = "ajetd was not running"
+STOP_SLACK_S = 10.0  # a restart (`ajetd shutdown`, then `ajetd daemon`) is not an absence
+
+
+def absence(info: Mapping[str, Any], now: float) -> str | None:
+    """What a daemon starting at `now` writes in each live run's journal about the time no
+    daemon ran, from the last daemon's daemon.json (`info`): since it stopped (`stopped_at`),
+    or since its last heartbeat where it ended without stopping (killed, the machine down);
+    None for a short restart or nothing known. What a run did meanwhile is journalled when the
+    new daemon notices it, so without this line a reader of its timeline takes the restart's
+    time for the event's (the end's own time is on record: `ended_at`, from its exit file)."""
+
+    def number(key: str) -> float | None:
+        value = info.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        return float(value) if 0 < value < now else None
+
+    stopped, beat, every = number("stopped_at"), number("heartbeat"), number("publish_every")
+    if stopped is not None:
+        since, how, slack = stopped, "it was stopped", STOP_SLACK_S
+    elif beat is not None:  # a beat is written at least every `publish_every` seconds
+        since, slack = beat, (every or 60.0) + STOP_SLACK_S
+        how = "its last heartbeat; it ended without stopping: killed, or the machine went down"
+    else:
+        return None
+    if now - since <= slack:
+        return None
+    return (
+        f"{ABSENT} from {iso(since)} ({how}) to {iso(now)}, {format_duration(now - since)}: "
+        "what this run did meanwhile is journalled from now on, at the time it was noticed"
+    )
 
 
 class Admit(Base):
@@ -173,6 +209,7 @@ class Admit(Base):
 
     def reconcile(self, now: float) -> None:
         """Take up where a previous daemon left off; never launch a started trial again."""
+        self.absent = absence(self.home.daemon_info(), now)  # before this daemon publishes
         for run_id, claimed, source in inbox.unfinished_claims(self.home):
             self.accept(run_id, claimed, source, now)
         live = []
@@ -277,5 +314,7 @@ class Admit(Base):
                 return
             self._start(slot, now)
         elif run.state in LIVE:
+            if self.absent is not None and run.started_at is not None:
+                self.home.append_event(run.run_id, now, self.absent)
             slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
             log.info("run %s: watching again (session %s)", run.run_id, run.session)

@@ -106,6 +106,7 @@ class Base:
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
         self.tmux_due = False  # an end recorded in the middle of a tick asked for tmux
         self.unwatched: set[str] = set()  # live runs' folders the kernel would not watch
+        self.absent: str | None = None  # what reconcile journals for each live run taken up
         self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
