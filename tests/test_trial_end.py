@@ -59,13 +59,18 @@ def test_ended_at_is_the_exit_time_after_the_daemon_was_paused(env: Env) -> None
     _check_true_times(env, run_id, exited, time.time())
 
 
-def test_ended_at_is_the_exit_time_after_a_daemon_restart(env: Env) -> None:
+def _ended_while_stopped(env: Env) -> tuple[str, float]:
+    """A run whose trial ended while its daemon was stopped: its id and exit time."""
     daemon = env.start_daemon()
     run_id = env.submit(env.blueprint("paused", config=env.config("paused", steps=6)))
     wait_for(lambda: env.record(run_id).get("started_at"), what="start")
     daemon.send_signal(signal.SIGTERM)
     daemon.wait(timeout=30)
-    exited = _exit_time(env, run_id)
+    return run_id, _exit_time(env, run_id)
+
+
+def test_ended_at_is_the_exit_time_after_a_daemon_restart(env: Env) -> None:
+    run_id, exited = _ended_while_stopped(env)
     wait_for(lambda: time.time() > exited + 1.5, what="time to pass")
     env.start_daemon()
     _check_true_times(env, run_id, exited, time.time())
@@ -76,12 +81,7 @@ def test_a_daemons_absence_is_in_the_live_runs_timeline(env: Env) -> None:
     live run's journal and so in its timeline: the end it then records is journalled at the
     restart's time, and the reader is told why. The last daemon's word is made an hour old
     in its daemon.json (as if it had been down that long)."""
-    daemon = env.start_daemon()
-    run_id = env.submit(env.blueprint("paused", config=env.config("paused", steps=6)))
-    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
-    daemon.send_signal(signal.SIGTERM)
-    daemon.wait(timeout=30)
-    exited = _exit_time(env, run_id)
+    run_id, exited = _ended_while_stopped(env)
     last = json.loads((env.home / "daemon.json").read_text())
     assert last["pid"] is None
     (env.home / "daemon.json").write_text(json.dumps({**last, "stopped_at": exited - 3600}))
