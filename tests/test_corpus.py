@@ -92,6 +92,11 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     assert len(FILES) >= 800 and repos["ray-project/ray"] >= 54, repos
     assert repos["vllm-project/vllm"] >= 66 and repos["verl-project/verl"] >= 89, repos
     assert repos["sgl-project/sglang"] >= 47 and repos["thudm/slime"] >= 13, repos
+    # after freeze 16's (batch-freeze16.txt: failure classes not queried before, in the
+    # contract's kinds users hit most; then AReaL, slime, SGLang, vLLM)
+    assert len(FILES) >= 818 and repos["vllm-project/vllm"] >= 75, repos
+    assert repos["ray-project/ray"] >= 56 and repos["verl-project/verl"] >= 91, repos
+    assert repos["sgl-project/sglang"] >= 49 and repos["thudm/slime"] >= 14, repos
 
 
 @pytest.mark.parametrize(
@@ -175,8 +180,10 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # 45, held out 36 (9 of its 11 new ones right), and 37 once Transformers' words for a model
 # type it has no class for were read (ComfyUI_ExtraModels' log, looked for after, supports
 # SGLang's): 39 would be 85 %. Freeze 15's blind batch brought it to 47, held out 39 (its 2 new
-# ones right, blind): 40 would be 85 %. An entry must go once its repository reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 39}
+# ones right, blind): 40 would be 85 %. Freeze 16's brought it to 49, held out 40 (one of its
+# 2 new ones right, blind; the other's rule, the CUDACHECK macro's words, only SGLang's
+# excerpt shows): 42 would be 85 %. An entry must go once its repository reaches 85 %.
+BELOW_TARGET = {"sgl-project/sglang": 40}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:

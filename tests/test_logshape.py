@@ -946,13 +946,19 @@ def test_a_head_with_nothing_unless_after_it_reads_as_its_lookahead_did() -> Non
         "failed ",
         "failed to install pip requirements ",
         "failed to install hooks ",
+        "cuda failure 'operation ",
+        "cuda failure 801 'invalid ",
+        "failed: cuda error /c/a.cu:307 'peer ",
+        "out of memory' ",
+        "an illegal ",
+        "misaligned ",
         "x ",
     ]
     lines = [
         " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(i % 6 + 1)) for i in range(600)
     ]
     unless = [p for k in CATALOGUE for p in k.patterns if isinstance(p, Unless)]
-    assert len(unless) == 7
+    assert len(unless) == 9
     for pattern in unless:
         before = re.compile(pattern.pattern, re.IGNORECASE)
         for line in lines:
@@ -1331,4 +1337,71 @@ def test_freeze15s_classes_are_read(name: str, kinds: list[str]) -> None:
     ],
 )
 def test_lines_the_freeze15_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 16's blind misses, each read by a rule for its class: the CUDACHECK macro of
+        # NCCL's examples as vLLM's and SGLang's custom allreduce print it (sglang#552), NCCL's
+        # own CUDACHECK in its WARN line (vllm#20226), vLLM's V0 engine dead in its client's and
+        # server's words (vllm#10024, vllm#9175), vLLM finding no device at all (vllm#13946)
+        ("cuda_error/sglang-552.log", ["cuda_error"]),
+        ("nccl_error/vllm-20226.log", ["nccl_error", "unknown_traceback"]),
+        ("vllm_engine_dead/vllm-10024.log", ["vllm_engine_dead"]),
+        ("vllm_engine_dead/vllm-9175.log", ["vllm_engine_dead", "unknown_traceback"]),
+        ("insufficient_gpus/vllm-13946.log", ["insufficient_gpus"]),
+    ],
+)
+def test_freeze16s_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # the examples' CUDACHECK, whatever CUDA's error string; its out of memory is cuda_oom's
+        ("Failed: CUDA error /src/allreduce.cu:88 'invalid device function'", ["cuda_error"]),
+        ("Failed: Cuda error /src/x.cu:12 'out of memory'", ["cuda_oom"]),
+        # NCCL's CUDACHECK (`Cuda failure '<error>'`, newer NCCL with the code, its `Last error:`
+        # echo alone): NCCL's failure; a kernel failure NCCL only reports is named as that
+        (
+            "gpu1:2:3 [0] transport/nvls.cc:621 NCCL WARN Cuda failure 801 'operation not supported'",
+            ["nccl_error"],
+        ),
+        ("Cuda failure 1 'invalid argument'", ["nccl_error"]),
+        (
+            "host:1:2 [1] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access "
+            "was encountered'",
+            ["cuda_error"],
+        ),
+        # NVLS failing to map its multicast memory says `out of memory`: NCCL's failure still
+        # (NCCL_NVLS_ENABLE=0 is its fix), not the GPU's memory
+        (
+            "transport/nvls.cc:598 NCCL WARN Cuda failure 2 'out of memory'",
+            ["nccl_error"],
+        ),
+        # vLLM's V0 engine dead, each of its words; not its lines while it runs
+        (
+            "ERROR 12-06 14:09:37 client.py:282] RuntimeError('Engine process (pid 16470) died.')",
+            ["vllm_engine_dead"],
+        ),
+        (
+            "CRITICAL 11-04 12:53:11 launcher.py:72] AsyncLLMEngine has failed, terminating "
+            "server process",
+            ["vllm_engine_dead"],
+        ),
+        ("DEBUG 10-10 01:25:14 client.py:170] Waiting for output from MQLLMEngine.", []),
+        ("INFO the engine loop is running; engine process (pid 12) started", []),
+        # vLLM finding no device, in its 0.3 and later words; a platform merely undetected is a
+        # notice (the failure, if any, follows it)
+        ("RuntimeError: No supported device detected.", ["insufficient_gpus"]),
+        (
+            "INFO 04-01 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform",
+            [],
+        ),
+    ],
+)
+def test_lines_the_freeze16_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds

@@ -200,6 +200,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # ROCm's spelling of CUDA's `CUDA error: out of memory` (PyTorch built for AMD GPUs
             # says `HIP error:` where the CUDA build says `CUDA error:`; see cuda_error)
             r"\bhip error: out of memory",
+            # shape: the CUDACHECK macro of NCCL's examples, whose other errors cuda_error reads
+            # (`Failed: Cuda error <file>:<line> '<error>'`), when CUDA's error string is the out
+            # of memory (not NCCL's own `Cuda failure 'out of memory'`: NVLS failing to map its
+            # multicast memory says so, an NCCL failure)
+            r"\bfailed: cuda error [^\s:']{1,200}:\d{1,6} 'out of memory'",
         ),
     ),
     Kind(
@@ -270,6 +275,18 @@ CATALOGUE: tuple[Kind, ...] = (
             # copy it: a call that did not return ncclSuccess, with NCCL's error string quoted
             # (`NCCL failure common.cu:921 'unhandled system error'`)
             r"\bnccl failure [^\s:']{1,200}:\d+ '",
+            # shape: NCCL's own CUDACHECK, a CUDA call inside NCCL that failed, with CUDA's error
+            # string quoted (`init.cc:416 NCCL WARN Cuda failure 'operation not supported'`,
+            # `transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported
+            # ...'`, its `Last error:` echo `Cuda failure 1 'invalid argument'`; NCCL returns
+            # ncclUnhandledCudaError); not the kernel failures and the out of memory it only
+            # reports, which cuda_error and cuda_oom name
+            # (an `Unless`, in RE2: a lookahead would keep it out of the kind's one gate search,
+            # tried on each of NCCL's INFO lines)
+            Unless(
+                (r"\bcuda failure (\d{1,4} )?'",),
+                r"(out of memory|an illegal|unspecified launch|device-side assert|misaligned)",
+            ),
         ),
     ),
     Kind(
@@ -348,6 +365,12 @@ CATALOGUE: tuple[Kind, ...] = (
             # program is built for this GPU, whatever the settings
             r"\bgpus? with compute capability (below|less than|lower than|under) [\d.]{1,5} "
             r"(is|are) not supported\b",
+            # shape: the CUDACHECK macro of NCCL's examples and of the programs that copy it
+            # (vLLM's and SGLang's custom allreduce, nccl-tests): a CUDA call that did not return
+            # cudaSuccess, with CUDA's error string quoted (`Failed: Cuda error
+            # .../custom_all_reduce.cuh:307 'peer access is not supported between these two
+            # devices'`), then exit; its out of memory is not this kind's
+            Unless((r"\bfailed: cuda error [^\s:']{1,200}:\d{1,6} '",), r"out of memory"),
         ),
         # a GPU that the program or its wheels cannot run names the cause of the dtype or
         # quantization that the same GPU refused before it (vLLM's `Bfloat16 is only supported
@@ -502,6 +525,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
             r"worker proc \S+ died unexpectedly",
+            # shape: vLLM's V0 engine dead, in its client's and its server's words (the client's
+            # heartbeat: `RuntimeError('Engine loop has died')`, `Engine process (pid 76)
+            # died.`; the launcher: `MQLLMEngine is already dead, terminating server process`,
+            # `AsyncLLMEngine has failed, terminating server process`)
+            r"\bengine loop has died\b",
+            r"\bengine process \(pid \d{1,10}\) died\b",
+            r"\b(async|mq)llmengine (is already dead|has failed)\b",
             # shape: one of vLLM's processes (engine core, worker) died
             r"\bproc \S+ died\b",
         ),
@@ -684,6 +714,12 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b(requested|desired|required|needed)\b"
             r"|\b(requested|desired|required|needed)\b.{0,40}\bgpus?\b.{0,60}"
             r"\b(but only|more than)\b.{0,60}\bavailable\b",
+            # shape: vLLM finding no device it can run on at all (its DeviceConfig's `Failed to
+            # infer device type`, 0.3's `No supported device detected`: no GPU visible in the
+            # container, the driver's libraries not found, a platform plugin missing); as
+            # `No CUDA GPUs are available` says for PyTorch
+            r"\bfailed to infer device type\b",
+            r"\bno supported device detected\b",
         ),
     ),
     Kind(
@@ -1088,6 +1124,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "ibv_",
         "got completion",
         "ei00",
+        "cuda failure",
     ),
     "cuda_error": (
         "illegal memory access",
@@ -1220,6 +1257,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "background loop has errored",
         "died unexpectedly",
         "died",
+        "llmengine",
     ),
     "logger_error": (
         "wandb",
@@ -1307,6 +1345,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "num_devices",
         "number of devices",
         "number of npus",
+        "infer device type",
+        "supported device",
     ),
     "config_error": (
         "omegaconf",
