@@ -646,6 +646,28 @@ def test_nccl_error_is_relaunched_with_nvls_off(daemon_env: Env) -> None:
     assert f"- command: `NCCL_NVLS_ENABLE=0 {first}`" in trials, trials
 
 
+def test_results_metrics_say_which_trial_wrote_each_row(daemon_env: Env) -> None:
+    """A relaunched run's validation rows start again at step 2: results.md's table had no
+    trial column, so a reader could not tell trial 1's rows from trial 2's. Trial 1 writes
+    steps 2 and 4 and then fails (NCCL: relaunched with NVLS off), trial 2 writes them again."""
+    env = daemon_env
+    fail = {"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}, "at_step": 4}
+    run_id = env.submit(env.blueprint("again", config=env.config("again", fail=fail)))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    results = (env.tmp / "results" / "again" / "results.md").read_text()
+    table = results[results.index("| trial | step | mean_reward |") :]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[:2] for row in rows[1:]] == [
+        ["| 1", "2"],
+        ["| 1", "4"],
+        ["| 2", "2"],
+        ["| 2", "4"],
+    ], rows
+    trials = [t["first_record"] for t in env.record(run_id)["trials"]]
+    assert trials == [0, 2], trials
+
+
 def test_fatal_kind_is_not_retried_and_budget_is_kept(daemon_env: Env) -> None:
     env = daemon_env
     config = env.config(

@@ -346,7 +346,7 @@ def test_a_nemo_run_through_the_loop(daemon_env: Env) -> None:
     assert "accuracy=0.4200" in env.cli("status").stdout
     results = (result / "results.md").read_text()
     assert "NeMo-RL override ++checkpointing.checkpoint_dir=" in results
-    assert "| step | accuracy |" in results and "| 6 | 0.4200 |" in results
+    assert "| trial | step | accuracy |" in results and "| 1 | 6 | 0.4200 |" in results
     assert "- **accuracy**: first 0.3400, best 0.4200 (step 6), last 0.4200" in results
 
 
@@ -371,7 +371,8 @@ def test_a_dpo_run_over_three_epochs_through_the_loop(daemon_env: Env) -> None:
     assert [h["step"] for h in history] == [0, 2, 4, 6, 8]
     assert [h["validation_default_loss"] for h in history] == [0.7, 0.66, 0.62, 0.58, 0.58]
     results = (result / "results.md").read_text()
-    assert "| step | validation_default_loss |" in results and "| 8 | 0.5800 |" in results
+    assert "| trial | step | validation_default_loss |" in results
+    assert "| 1 | 8 | 0.5800 |" in results
     assert "- **validation_default_loss**: first 0.7000, best 0.5800 (step 6), last 0.5800" in (
         results
     )

@@ -158,9 +158,22 @@ def test_an_old_home_is_taken_up(env: Env) -> None:
         assert out.stdout == _findings_now(text.replace("@TMP@", str(env.tmp))), name
 
 
+def _with_trial_column(results: str, trial: int) -> str:
+    """An old results.md with its validation table's `trial` column (added since: which
+    trial wrote each row), for a run of one trial: every row is its."""
+    head, _, table = results.partition("\n## Validation metrics\n\n")
+    rows, blank, rest = table.partition("\n\n")
+    lines = rows.split("\n")
+    lines[0] = "| trial " + lines[0]
+    lines[1] = "|---:" + lines[1]
+    lines[2:] = [f"| {trial} " + line for line in lines[2:]]
+    return head + "\n## Validation metrics\n\n" + "\n".join(lines) + blank + rest
+
+
 def test_old_reports_render_the_same(env: Env) -> None:
     """results.md, trials.md, run.json and finish.flag of the old ended runs, written again
-    by this version from the old records: the same bytes."""
+    by this version from the old records: the same bytes (results.md with the validation
+    table's trial column, added since)."""
     _old_home(env)
     home = Home(env.home)
     for name in ("failed", "slurm_nemo"):
@@ -171,6 +184,7 @@ def test_old_reports_render_the_same(env: Env) -> None:
         old["run.json"] = _findings_now(old["run.json"])
         old["finish.flag"] = (folder / "finish.flag").read_text()
         old["results.md"] = old["results.md"].replace("@HOST@", socket.gethostname())
+        old["results.md"] = _with_trial_column(old["results.md"], run.trials[0].number)
         scratch = env.tmp / "again" / name
         shutil.copytree(folder, scratch)
         pictures = [p for p in ("curves.png", "gpus.png") if f"]({p})" in old["results.md"]]

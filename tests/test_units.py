@@ -307,3 +307,25 @@ def test_a_write_never_follows_a_link_planted_at_its_temporary_name(tmp_path: Pa
     assert (tmp_path / "state.json").stat().st_mode & 0o777 == 0o600
     left = [p.name for p in tmp_path.iterdir() if temp_of(p.name, "state.json")]
     assert len(left) == 50 and all((tmp_path / n).is_symlink() for n in left)
+
+
+def test_each_validation_record_is_its_trials() -> None:
+    """`record_trials`: the last trial whose records begin at or before each one; a trial
+    that wrote none gives its rows to none; a run of several trials recorded before trials
+    kept where theirs begin says it cannot tell (None), one of a single trial says its."""
+    from dataclasses import replace as changed
+
+    from ajetd.core.model import Run, Trial, record_trials
+
+    history = tuple({"global_steps": s} for s in (2, 4, 2, 2, 4))
+    trials = (
+        Trial(1, "c", "s", started_at=1.0, first_record=0),
+        Trial(2, "c", "s", started_at=2.0, first_record=2),  # failed before validating
+        Trial(3, "c", "s", started_at=3.0, first_record=2),
+        Trial(4, "c", "s"),  # not started: none of its
+    )
+    run = Run("r1", "bp.md", 0.0, history=history, trials=trials)
+    assert record_trials(run) == [1, 1, 3, 3, 3]
+    old = changed(run, trials=tuple(changed(t, first_record=None) for t in trials))
+    assert record_trials(old) == [None] * 5
+    assert record_trials(changed(old, trials=old.trials[:1])) == [1] * 5

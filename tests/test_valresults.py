@@ -78,8 +78,8 @@ def test_results_table_holds_the_seeds_validation_attributes() -> None:
     sixteen = [{**r, "task_pass_rate@16": 0.5} for r in history]
     run = Run("r1", "bp.md", 0.0, history=tuple(sixteen), metrics=dict(sixteen[-1]))
     text = render_results(run, ReportContext(host="h"))
-    header = next(line for line in text.splitlines() if line.startswith("| step |"))
-    assert header.split(" | ")[1:] == [
+    header = next(line for line in text.splitlines() if line.startswith("| trial | step |"))
+    assert header.split(" | ")[2:] == [
         "mean_reward",
         "task_pass_rate@1",
         "task_pass_rate@2",
@@ -90,7 +90,7 @@ def test_results_table_holds_the_seeds_validation_attributes() -> None:
         "num_all_success_tasks",
         "num_pass_n_tasks(pass@8) |",
     ]
-    first = next(line for line in text.splitlines() if line.startswith("| 0 |"))
+    first = next(line for line in text.splitlines() if line.startswith("|  | 0 |"))
     assert first.endswith(" | 85 |")  # num_pass_n_tasks(pass@8) at step 0
 
 
@@ -305,7 +305,7 @@ def test_a_val_file_of_other_keys_is_shown_by_them() -> None:
     run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
     assert table_keys(history) == []  # none of seed 001's
     text = render_results(run, ReportContext(host="h"))
-    assert "| step | val_score |" in text and "| 3 | 0.3000 |" in text
+    assert "| trial | step | val_score |" in text and "|  | 3 | 0.3000 |" in text
     assert "- **val_score**: first 0.1000, best 0.3000 (step 3), last 0.3000" in text
     shown = "\n".join("".join(part for part, _ in line) for line in detail(run, 10.0, 100))
     assert "val_score" in shown and "0.3000" in shown, shown

@@ -85,6 +85,9 @@ class Trial:
     live_findings: tuple[Finding, ...] = ()  # seen while it still ran, in order seen
     next_step: str = ""  # what ajetd did about it
     stage: str = ""  # the pipeline stage it ran (`[ajetd] stages`), if any
+    # where its validation records begin in the run's history (those before are earlier
+    # trials'), set as it starts; None in a record older than this field
+    first_record: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -351,9 +354,35 @@ def _update_trial(run: Run, **changes: Any) -> Run:
 
 
 def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
-    """The program was let go: the time limit counts from the first trial's start."""
+    """The program was let go: the time limit counts from the first trial's start. Its
+    validation records begin after those in the history now (`start_trial` read the val file
+    to its end before letting it go: what is there is earlier trials')."""
     started = run.started_at if run.started_at is not None else now
-    return replace(_update_trial(run, started_at=now, pane_pid=pane_pid), started_at=started)
+    trial = run.trial
+    assert trial is not None
+    first = len(run.history) if trial.first_record is None else trial.first_record
+    updated = _update_trial(run, started_at=now, pane_pid=pane_pid, first_record=first)
+    return replace(updated, started_at=started)
+
+
+def record_trials(run: Run) -> list[int | None]:
+    """The trial that wrote each of the run's validation records (in history order): the last
+    trial whose records begin at or before it. None for each where that is not on record (a
+    run of several trials recorded before trials kept `first_record`)."""
+    count = len(run.history)
+    if len(run.trials) == 1:
+        return [run.trials[0].number] * count
+    started = [t for t in run.trials if t.started_at is not None]
+    if not started or any(t.first_record is None for t in started):
+        return [None] * count
+    starts = sorted((t.first_record or 0, t.number) for t in started)
+    out: list[int | None] = []
+    current: int | None = None
+    for index in range(count):
+        while starts and starts[0][0] <= index:  # a trial that wrote none: the next one's
+            current = starts.pop(0)[1]
+        out.append(current)
+    return out
 
 
 def found_live(run: Run, findings: tuple[Finding, ...]) -> Run:

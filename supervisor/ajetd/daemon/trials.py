@@ -215,6 +215,8 @@ def start_trial(
     pane = find_pane(panes, p.script)
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
+    if trial.number > 1:  # every record of the earlier trials read: what comes is this one's
+        run = read_metrics(run, host.fetch, budget=None)  # (`Trial.first_record`)
     host.launch(run, now)
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None

@@ -12,7 +12,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
-from ajetd.core.model import Run, Status, Trial
+from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric
@@ -99,12 +99,13 @@ def _metrics_section(run: Run) -> list[str]:
     keys = shown_keys(history, run.metric)
     lead = shown_metric(history, run.metric)
     lines = [
-        "| step | " + " | ".join(keys) + " |",
-        "|---:|" + "---:|" * len(keys),
+        "| trial | step | " + " | ".join(keys) + " |",
+        "|---:|---:|" + "---:|" * len(keys),
     ]
-    for record in history:
+    for record, trial in zip(history, record_trials(run), strict=True):
         step = record.get("global_steps", "")
-        lines.append(f"| {step} | " + " | ".join(_fmt(record.get(k)) for k in keys) + " |")
+        cells = " | ".join(_fmt(record.get(k)) for k in keys)
+        lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
     lines.append("")
     for key in dict.fromkeys((lead, "mean_reward", "task_pass_rate@1")):
         series = metric_series(history, key)

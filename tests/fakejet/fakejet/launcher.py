@@ -119,10 +119,13 @@ def main() -> int:
     if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
         print(OOM, flush=True)  # as a too-large micro batch does on a real GPU
         return 1
-    fail = fake.get("fail")
+    fail = fake.get("fail")  # `at_step`: after that step's validation record, else at once
     if fail and any(os.environ.get(k) != str(v) for k, v in fail.get("unless_env", {}).items()):
-        print(fail["text"], flush=True)  # a real failure's text, e.g. from ../shared/fixtures
-        return int(fail.get("exit_code", 1))
+        if fail.get("at_step") is None:
+            print(fail["text"], flush=True)  # a real failure's text, e.g. from ../shared/fixtures
+            return int(fail.get("exit_code", 1))
+    else:
+        fail = None
     if fake.get("ignore_sigint"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if fake.get("ignore_sigterm"):
@@ -173,6 +176,9 @@ def main() -> int:
             )
             with open(val_path, "a") as handle:
                 handle.write(record)
+        if fail and step == fail["at_step"]:
+            print(fail["text"], flush=True)
+            return int(fail.get("exit_code", 1))
     hold = fake.get("hold_until")  # a file a test creates when this run may end
     while hold and not Path(hold).exists():
         time.sleep(0.02)
