@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -484,14 +485,36 @@ def test_stop_before_admission_is_honoured(env: Env) -> None:
 
 
 def test_huge_file_is_rejected_not_read(daemon_env: Env) -> None:
-    """Dropped into the inbox (`ajetd submit` refuses such a file itself: test_cli_usage)."""
+    """Dropped into the inbox (`ajetd submit` refuses such a file itself: test_cli_usage).
+    Whatever is rejected, the user's file is kept whole in rejected/, byte for byte: one too
+    large (read only to its limit), one not UTF-8, one in UTF-16 (walk 28's H5: the first was
+    kept cut to 1 MiB, the others rewritten as the daemon decoded them)."""
     env = daemon_env
-    huge = env.tmp / "huge.md"
-    huge.write_bytes(b"x" * (2 * 1024 * 1024))
-    os.rename(huge, env.home / "inbox" / "huge.md")
-    runs = wait_for(lambda: json.loads(env.cli("status", "--json").stdout), what="a run")
-    status = env.wait_done(runs[0]["run_id"])
-    assert status["status"] == "rejected" and "larger than" in status["reason"]
+    files = {
+        "huge": b"# big\n" + b"x" * (1024 * 1024 + 178_000),
+        "latin": "# caf\u00e9\n- [exp_purpose] \u00e9t\u00e9\n".encode("latin-1") * 3,
+        "wide": "\ufeff# wide\n- [exp_purpose] no other part\n".encode("utf-16-le"),
+    }
+    for name, data in files.items():
+        (env.tmp / f"{name}.md").write_bytes(data)
+        os.rename(env.tmp / f"{name}.md", env.home / "inbox" / f"{name}.md")
+
+    def all_ended() -> list[dict[str, Any]]:
+        runs = json.loads(env.cli("status", "--json").stdout)
+        return runs if len(runs) == 3 and all(r["state"] == "done" for r in runs) else []
+
+    runs = wait_for(all_ended, what="three runs rejected")
+    by_name = {r["blueprint"]: r for r in runs}
+    assert "larger than" in by_name["huge.md"]["reason"]
+    for name, data in files.items():
+        run = by_name[f"{name}.md"]
+        assert run["status"] == "rejected", run
+        kept = env.home / "rejected" / f"{run['run_id']}__{name}.md"
+        assert kept.read_bytes() == data, name
+        assert kept.stat().st_nlink == 1  # not shared with the daemon's copy in runs/
+        note = kept.with_name(f"{kept.stem}.why.txt").read_text()
+        assert "the file as it came, byte for byte" in note
+    assert not list((env.home / "inbox").iterdir())
 
 
 def test_session_killed_by_hand_is_lost_at_once(daemon_env: Env) -> None:

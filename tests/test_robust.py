@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -268,13 +269,29 @@ def test_a_link_swapped_in_after_the_scan_is_not_read(env: Env) -> None:
     claimed = env.home / "runs" / "abc123" / "blueprint.md"
     claimed.parent.mkdir(parents=True)
     claimed.symlink_to(secret)
+    fifo = env.home / "runs" / "def456" / "blueprint.md"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo, 0o600)
     daemon.accept("abc123", claimed, "swapped.md", time.time())
+    daemon.accept("def456", fifo, "piped.md", time.time())
     run = daemon.runs["abc123"]
     assert run.status is not None and run.status.value == "rejected"
     assert "symbolic link" in run.reason
-    for path in (env.home / "rejected").iterdir():
+    assert "FIFO" in daemon.runs["def456"].reason
+    # what was swapped in is kept as it came (the link itself, the FIFO), never followed nor
+    # read; the note says so; nothing the daemon wrote holds the link's target
+    rejected = env.home / "rejected"
+    assert os.readlink(rejected / "abc123__swapped.md") == str(secret)
+    assert stat.S_ISFIFO((rejected / "def456__piped.md").lstat().st_mode)
+    said = (rejected / "abc123__swapped.why.txt").read_text()
+    assert "abc123__swapped.md is a symbolic link as it came: never read nor followed" in said
+    assert "is a FIFO as it came" in (rejected / "def456__piped.why.txt").read_text()
+    for path in rejected.glob("*.why.txt"):
         assert "SECRET" not in path.read_text()
         assert path.stat().st_mode & 0o077 == 0
+    for claimed_now in (claimed, fifo):  # the runs' folders hold what was read: nothing
+        assert claimed_now.is_file() and not claimed_now.is_symlink()
+        assert "SECRET" not in claimed_now.read_text()
 
 
 def test_a_blueprint_moved_in_from_another_folder_is_taken_at_once(env: Env) -> None:

@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajetd.adapters import runrecords
+from ajetd.adapters import diskfull, runrecords
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular, read_small
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, temp_of, write_atomic
 from ajetd.core.blueprint import parse_blueprint
@@ -254,12 +254,36 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
     return out
 
 
-def set_aside(home: Home, run_id: str, source: str, text: str, why: str) -> Path:
-    """Keep a rejected blueprint's text beside a note saying why, for the user to fix."""
+def set_aside(home: Home, run_id: str, source: str, claimed: Path, text: str, why: str) -> Path:
+    """Keep a rejected blueprint for the user to fix, beside a note saying why: the file itself
+    as it came, never rewritten from what the daemon read of it (a bounded read: a file too
+    large, not UTF-8 or in UTF-16 is kept byte for byte), linked into rejected/ (moved by
+    rename where it cannot be linked: another user's file, a file system without hard links);
+    what was swapped in for it (a link, a FIFO, a device) is kept as it is, never read nor
+    followed, and the note says so. The run's folder then holds what the daemon read (`text`,
+    which its reports show), no longer the user's file: an edit of the kept one in place
+    changes no record. A second call for one run (admitted again once a full disk took
+    writes) keeps the file the first one kept."""
     stem = fit_stem(source[: -len(".md")] if source.endswith(".md") else source)
     target = home.rejected / f"{run_id}__{stem}.md"
-    write_atomic(target, text, OWNER_FILE)
-    write_atomic(home.rejected / f"{run_id}__{stem}.why.txt", why + "\n", OWNER_FILE)
+    note = home.rejected / f"{run_id}__{stem}.why.txt"
+    if os.path.lexists(target):  # kept by an earlier call: never replaced
+        write_atomic(note, why + "\n", OWNER_FILE)
+        write_atomic(claimed, text, OWNER_FILE)
+        return target
+    kept = f"{target.name} is the file as it came, byte for byte"
+    with contextlib.suppress(OSError):
+        mode = claimed.lstat().st_mode
+        if not stat.S_ISREG(mode):
+            kept = f"{target.name} is {kind_of(mode)} as it came: never read nor followed"
+    write_atomic(note, f"{why}\n{kept}\n", OWNER_FILE)
+    try:
+        os.link(claimed, target, follow_symlinks=False)
+    except OSError as exc:
+        if diskfull.is_full(exc):
+            raise
+        claimed.rename(target)
+    write_atomic(claimed, text, OWNER_FILE)
     return target
 
 

@@ -84,7 +84,7 @@ def admit(
     if shared is not None:
         problems = [shared]
     if resolved is None or problems:
-        return _reject(home, run, text, problems, now, bp, busy_dirs), None
+        return _reject(home, run, claimed, text, problems, now, bp, busy_dirs), None
     host = host_for(run_id, bp.options)
     try:
         run = _accepted(run, bp, resolved, host.fs)
@@ -97,7 +97,7 @@ def admit(
             f"{said}; {refusal_fix(exc)}, or make the "
             f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
         )
-        return _reject(home, run, text, [why], now, bp, busy_dirs), None
+        return _reject(home, run, claimed, text, [why], now, bp, busy_dirs), None
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
@@ -115,16 +115,16 @@ def _read(
     try:
         raw = inbox.read_regular(claimed, MAX_BYTES + 1)
     except NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
-        return _reject(home, run, "", [str(exc)], now, None, busy)
+        return _reject(home, run, claimed, "", [str(exc)], now, None, busy)
     try:
         text = decode_blueprint(raw)
-    except BlueprintError as exc:  # too large: what fits is kept beside the reason
-        text = decode_blueprint(raw[:MAX_BYTES])
-        return _reject(home, run, text, exc.problems, now, None, busy)
+    except BlueprintError as exc:  # too large: its parts are read from what fits (the file
+        text = decode_blueprint(raw[:MAX_BYTES])  # itself is kept whole: `inbox.set_aside`)
+        return _reject(home, run, claimed, text, exc.problems, now, None, busy)
     try:
         return text, parse_blueprint(text)
     except BlueprintError as exc:
-        return _reject(home, run, text, exc.problems, now, None, busy)
+        return _reject(home, run, claimed, text, exc.problems, now, None, busy)
 
 
 def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs]) -> Run:
@@ -230,6 +230,7 @@ def _said(bp: Blueprint) -> Asked:
 def _reject(
     home: Home,
     run: Run,
+    claimed: Path,
     text: str,
     problems: list[str],
     now: float,
@@ -254,7 +255,7 @@ def _reject(
     run = replace(run, reports_pending=writable)
     home.save_run(run)
     try:
-        inbox.set_aside(home, run.run_id, run.source, text, reason)
+        inbox.set_aside(home, run.run_id, run.source, claimed, text, reason)
     except OSError as exc:  # a copy for the user to fix; never a reason to leave no report
         if diskfull.is_full(exc):
             raise
