@@ -593,6 +593,22 @@ def table(peers: list[Peer]) -> None:
         print(f"ajetd tmux server RSS at 100: {a.figures['tmux_rss100'] / 2**20:.1f} MiB")  # type: ignore[operator]
 
 
+def python_start() -> str:
+    """The interpreter's own start-up here, which `ajetd submit` and `supervisorctl start`
+    both pay: `python -c pass` with its site (what a console script runs) and without
+    (`-S`): a site's `.pth` files can cost tens of ms (this VM's sandbox adds one that imports
+    certifi: 25-35 ms), and the submit figures are read against it."""
+    got = []
+    for flags in ([], ["-S"]):
+        took = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            subprocess.run([PYTHON, *flags, "-c", "pass"], check=True)
+            took.append(time.perf_counter() - t0)
+        got.append(statistics.median(took) * 1000)
+    return f"python -c pass p50 {got[0]:.1f} ms ({got[1]:.1f} ms with -S: no site)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("window", type=float, nargs="?", default=60.0)
@@ -606,6 +622,7 @@ def main() -> None:
         f"peers.py: {psutil.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, python {PYTHON}",
         flush=True,
     )
+    print(f"   start-up: {python_start()}", flush=True)
     makers: dict[str, Callable[[Path], Peer]] = {
         "ajetd": Ajetd,
         "supervisord": Supervisord,
