@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ajetd.frameworks.agentjet import (
     apply_patches,
@@ -147,3 +150,45 @@ def test_a_config_copy_names_its_original() -> None:
     assert original_of("tests/bench/x.ajetd-abc123.yaml") == "tests/bench/x.yaml"
     assert original_of("tests/bench/x.ajetd-abc123-t3.yaml") == "tests/bench/x.yaml"
     assert original_of("/a/b/x.yaml") == "/a/b/x.yaml"
+
+
+@pytest.mark.parametrize(
+    ("given", "value"),
+    [  # the value as bash passes it to the program, whatever the quoting
+        ('--conf "configs/my cfg.yaml"', "configs/my cfg.yaml"),
+        ("--conf 'configs/my cfg.yaml'", "configs/my cfg.yaml"),
+        ("--conf configs/my\\ cfg.yaml", "configs/my cfg.yaml"),
+        ('--conf="configs/a"b', "configs/ab"),
+        ('--conf "a\\"b\\\\c\\d.yaml"', 'a"b\\c\\d.yaml'),
+        ("--conf \\\n    configs/x.yaml", "configs/x.yaml"),  # a continued line
+        ("--conf configs/x.yaml;echo hi", "configs/x.yaml"),
+        ('--conf "$CONF"', "$CONF"),  # bash's to expand: named as written
+    ],
+)
+def test_a_quoted_conf_is_read_as_bash_passes_it(given: str, value: str) -> None:
+    """A walk's `--conf "configs/my cfg.yaml"` was not seen at all: lint said both "passes
+    no --conf" and "config change (in a copy)", and the run ran the original unchanged."""
+    command = f"python -m ajet.launcher {given} --x"
+    assert conf_argument(command) == value
+    moved = point_conf_at(command, "configs/my cfg.ajetd-1.yaml")
+    assert conf_argument(moved) == "configs/my cfg.ajetd-1.yaml"
+    assert moved.endswith(" --x")
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1))
+def test_any_conf_value_quoted_by_shlex_is_read_back(value: str) -> None:
+    """What `shlex.quote` makes of any value (as ajetd itself writes a copy's path) is read
+    back to that value, and pointing a command at it round-trips."""
+    assert conf_argument(f"ajet --conf {shlex.quote(value)} --y") == value
+    assert conf_argument(point_conf_at("ajet --conf x.yaml --y", value)) == value
+
+
+def test_reading_a_conf_stays_fast_on_a_hostile_command() -> None:
+    """Linear: the longest command a blueprint may hold (64 KiB), shaped to make a
+    backtracking reader slow (an unclosed quote, runs of quotes and backslashes)."""
+    import time
+
+    for tail in ('"' + "a" * 65000, "'a" * 32000, 'a"b' * 21000, "a\\" * 32000, "a" * 65000):
+        started = time.process_time()
+        conf_argument(f"x --conf {tail}")
+        assert time.process_time() - started < 1.0

@@ -388,3 +388,25 @@ def test_yaml_gpu_count_that_disagrees_with_the_machine_is_named(env: Env) -> No
     code, out = _lint(env, env.blueprint("four", config=config, ajetd="gpus: all").read_text())
     assert code == 2, out
     assert "n_gpus_per_node x nnodes = 4, but the run gets 2 GPU(s)" in out, out
+
+
+def test_a_quoted_conf_with_a_space_gets_its_fixes(daemon_env: Env) -> None:
+    """A walk's `--conf "configs/my cfg.yaml"` was not seen: lint said both "the launch
+    command passes no --conf" and "config change (in a copy ...)", and the run ran the
+    original unchanged (a logger with no key). The flag's value is read as bash passes it."""
+    env = daemon_env
+    env.config("my cfg")
+    config = env.codebase / "configs" / "my cfg.yaml"
+    config.write_text(config.read_text().replace("logger: console", "logger: swanlab"))
+    command = 'python -m fakejet.launcher --conf "configs/my cfg.yaml"'
+    blueprint = env.blueprint("spaced", config="`configs/my cfg.yaml`", command=command)
+    code, out = _lint(env, blueprint.read_text())
+    assert code == 0, out
+    assert "passes no --conf" not in out
+    assert "logger: swanlab → tensorboard" in out
+    run_id = env.submit(blueprint)
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    used = (env.tmp / "results" / "spaced" / "config-used.yaml").read_text()
+    assert "logger: tensorboard" in used
+    shown = env.status(run_id)["command"]
+    assert "--conf 'configs/my cfg.ajetd-" in shown, shown
