@@ -762,6 +762,7 @@ def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> Non
     data = yaml.safe_load(path.read_text())
     data["ajet"]["execute_test"] = True
     data["ajet"]["trainer_common"]["val_before_train"] = False
+    data["ajet"]["trainer_common"]["logger"] = "swanlab"  # no SWANLAB_API_KEY: swapped
     del data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"]
     path.write_text(yaml.safe_dump(data))
     before = path.read_text()
@@ -785,6 +786,19 @@ def test_config_is_fixed_in_a_copy_and_the_original_kept(daemon_env: Env) -> Non
     own = f"python -m fakejet.launcher --conf {config} --autokill"
     assert f"- launch command (blueprint): `{own}`\n" in text
     assert f"patch.ajetd-{run_id}.yaml" in text.split("- command run:")[1]
+    # every change made at admission is among its warnings too (README: "what was changed
+    # or doubted at admission"), in status RUN --json, status --json and status RUN (walk
+    # 28's M3: results.md listed the logger swap and the val file moved, `warnings` was [])
+    changed = [w for w in status["warnings"] if w.startswith("config changed at admission: ")]
+    assert any("logger: swanlab → tensorboard" in w for w in changed), status["warnings"]
+    assert any(f"→ {result / 'val_results.md'}" in w for w in changed), status["warnings"]
+    assert any("execute_test: True → False" in w for w in changed), status["warnings"]
+    for line in text.split("## Config changes (preflight)")[1].split("\n\n")[1].splitlines():
+        assert f"config changed at admission: {line[2:]}" in status["warnings"], line
+    listed = json.loads(env.cli("status", "--json").stdout)
+    assert next(r["warnings"] for r in listed if r["run_id"] == run_id) == status["warnings"]
+    shown = " ".join(env.cli("status", run_id).stdout.split())
+    assert "warning config changed at admission: ajet.trainer_common.logger: swanlab" in shown
 
 
 def test_two_live_runs_never_read_one_val_file(daemon_env: Env) -> None:

@@ -109,6 +109,7 @@ class Trial:
         )
 
 
+CONFIG_CHANGED = "config changed at admission: "  # a change among the warnings
 _BIG = 1 << 63  # no count, pid, offset or exit code of ajetd's is larger
 
 
@@ -265,6 +266,14 @@ class Run:
     @property
     def trial(self) -> Trial | None:
         return self.trials[-1] if self.trials else None
+
+    @property
+    def admission_notes(self) -> tuple[str, ...]:
+        """What was changed or doubted at admission, as `status` shows it (its `warnings`, in
+        the status object and the human view): the warnings, then each change made to the
+        config it runs (a logger swapped, the val file moved into the result dir, NeMo-RL's
+        overrides), which results.md lists in a section of their own."""
+        return (*self.warnings, *(f"{CONFIG_CHANGED}{c}" for c in self.config_changes))
 
     @property
     def deadline(self) -> float | None:

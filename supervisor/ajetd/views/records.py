@@ -47,7 +47,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "blueprint": run.source,
         # before a trial ran (queued, rejected): the command its blueprint names
         "command": trial.command if trial else (run.launch_command or None),
-        "warnings": list(run.warnings),
+        "warnings": list(run.admission_notes),
         "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
         "gpu": gpuuse.now_view(run.gpu_stats),
         "diagnosis": [

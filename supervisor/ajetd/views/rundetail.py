@@ -190,7 +190,7 @@ def detail(
     if not run.trials and (run.codebase_dir or run.launch_command):
         lines += fit.kv("codebase", run.codebase_dir or "-")
         lines += fit.kv("command", run.launch_command or "-")
-    for warning in run.warnings:  # what admission changed or doubted
+    for warning in run.admission_notes:  # what admission changed or doubted
         lines += fit.kv("warning", warning, "waiting")
     if run.active and extras.next_check_at is not None:
         due = extras.next_check_at - now
