@@ -397,3 +397,29 @@ def test_a_run_that_ran_on_no_gpu_ajetd_saw_is_not_called_unplaced() -> None:
     assert "not restricted (no GPU seen" in gpus_line(ran)
     assert "not placed" in gpus_line(Run("abc124", "x.md", 1.0))  # queued
     assert "cpu" in gpus_line(Run("abc125", "x.md", 1.0, started_at=2.0, gpu_ids=()))
+
+
+def test_an_ended_run_that_went_wrong_says_why_under_the_table() -> None:
+    """A walk read `failed` in the table and had to ask `status RUN` for why, one run at a
+    time: a shown ended run that failed, was lost or rejected has its reason on one line
+    under the table (cut to the width); a success or a limit is the table's word alone."""
+    why = "exited with code 1; cuda_oom: torch.OutOfMemoryError: CUDA out of memory.\nTried"
+    runs = [
+        _run(1),
+        replace(_run(2), status=Status.FAILED, reason=why),
+        replace(_run(3), status=Status.LOST, reason="its tmux session vanished"),
+        replace(_run(4), status=Status.REJECTED, reason="exp_result_dir: missing"),
+        replace(_run(5), status=Status.TIME_LIMIT, reason="stopped at exp_max_time (2h)"),
+        replace(_run(6), status=Status.FAILED, reason="held", attention="reports held"),
+    ]
+    text = plain(overview(runs, Filters(), NOW, 80, True, {}))
+    rows = text.splitlines()
+    assert all(len(row) <= 80 for row in rows), max(rows, key=len)
+    failed = next(r for r in rows if r.startswith("failed r00002: "))
+    assert failed.startswith("failed r00002: exited with code 1; cuda_oom: torch.OutOfMem")
+    assert failed.endswith("…") and "\n" not in failed
+    assert "lost r00003: its tmux session vanished" in rows
+    assert "rejected r00004: exp_result_dir: missing" in rows
+    assert not any(r.startswith(("time_limit r00005", "succeeded r00001")) for r in rows)
+    assert not any(r.startswith("failed r00006") for r in rows)  # its attention line says
+    assert "! attention r00006: reports held" in text

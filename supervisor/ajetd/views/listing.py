@@ -312,8 +312,14 @@ def table(sel: Selection, now: float, width: int, selected: str | None = None) -
     return lines
 
 
+# ended runs whose one line says why under the table: an end that went wrong (a success, a
+# limit, a plateau or a stop asked for is the table's word alone)
+_SAY_WHY = frozenset({Status.FAILED, Status.LOST, Status.REJECTED})
+
+
 def notes(sel: Selection, width: int) -> list[Line]:
-    """Under the table: why runs wait, what needs attention, what is hidden."""
+    """Under the table: why runs wait, what needs attention, why shown ended runs failed,
+    were lost or rejected (their reason, one line cut to the width), what is hidden."""
     lines: list[Line] = []
     for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
         if run.attention:
@@ -321,6 +327,10 @@ def notes(sel: Selection, width: int) -> list[Line]:
             lines.append([(cut(text, width), "attention")])
         elif shown_state(run) == State.QUEUED.value and run.reason:
             lines.append([(cut(f"queued {run.run_id}: {run.reason}", width), "waiting")])
+    for run in sel.ended:
+        if run.status in _SAY_WHY and run.reason and not run.attention:
+            text = f"{run.status.value} {run.run_id}: {' '.join(run.reason.split())}"
+            lines.append([(cut(text, width), state_style(run.status.value))])
     if sel.hidden:
         text = f"{sel.hidden} older ended run(s) not shown (--all shows every run)"
         lines.append([(cut(text, width), "dim")])
