@@ -83,15 +83,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\[errno 122\]",
             r"not enough (free )?disk space",
             r"\bis over \d+% full\b",
-            r"file write failed",
-            r"pytorchstreamwriter failed writing",
-            r"write\(\): fd \d+ failed",
+            # shape: a write that failed in the words of what wrote (the C library's `write():
+            # fd N failed`, PyTorch's stream writer's `failed writing file` and `file write
+            # failed`); not any line with a write and a failure on it (`write val results ok,
+            # 0 failed`, a logger's `failed to write summary, retrying`, source code)
+            r"(\bwrite\(\):? fd \d+ failed|\bfailed writing file\b|\bfile write failed\b)",
             r"error writing \(tmp\) checkpoint file",
             r"error writing .*file.*resource exhausted",
-            # shape: a write that failed (a file, a checkpoint, a stream); not a file that could
-            # not be opened, nor one refused by permissions or a read-only file system
-            Unless((r"\bwrit(e|ing)\b", r"\bfail"), r"\b(open(ed)?|permission|read-only)\b"),
-            Unless((r"\bfail\w* (to )?writ",), r"\b(permission|read-only)\b"),
             # Ray refusing to create an object when its store is full and the node's disk is
             # past its threshold (`ray.exceptions.OutOfDiskError: Local disk is full`, `... the
             # local disk's utilization is over capacity (95% by default)`): spilling filled it

@@ -71,6 +71,11 @@ _IMPORT_FRAME = re.compile(
 )
 _IMPORT_SOURCE = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\s+\S|import\s+[\w.]+)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# A frame's source line raising an exception with its message (`raise ValueError("No available
+# memory for the cache blocks. "`): a traceback cut before its exception line still says there
+# what ended the program; the statement's lines are read together, at most this many characters.
+_RAISE = re.compile(r"raise [A-Za-z_][\w.]*\(")
+MAX_RAISE_CHARS = 2000
 # A C++ CHECK that failed (it aborts the program): Ray's `file.cc:69:  Check failed: ...`, and
 # glog's and absl's `F1201 12:34:56.789 123 file.cc:12] Check failed: ...` once their dress is
 # stripped (`shape.strip_dress`), which leaves the words at the line's start.
@@ -128,6 +133,8 @@ class Diagnoser:
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
     _looking_up: bool = False  # the traceback's last frames look a name up (`_NAME_LOOKUP`)
     _in_getitem: bool = False  # its last frame is a mapping's `__getitem__`
+    _frame_indent: int = -1  # the last frame's indentation: lines deeper are its source (code)
+    _raising: tuple[int, str] | None = None  # the last frame's source raises: where, and what
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
     _explained: dict[str, re.Pattern[str] | None] = field(default_factory=dict)  # kinds a
     # specific kind found names the cause of (`Kind.explains`), echoes of it where their line
@@ -279,8 +286,8 @@ class Diagnoser:
         if not self._in_traceback and _FRAME.match(body):  # pasted from below the header
             self._open(number, body, False, max(indent - 1, 0), True)
         if self._in_traceback and (indent > self._traceback_indent or not stripped):
-            self._frame(number, body, stripped)
-            kind = classify(body, words)  # a frame or its source line: the traceback goes on
+            code = self._frame(number, body, stripped)
+            kind = None if code else classify(body, words)  # the traceback goes on
             if kind is not None:
                 self._traceback_known = True
                 self._record(kind, number, body, ECHO if kind.consequence else SPECIFIC)
@@ -333,29 +340,49 @@ class Diagnoser:
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
         self._looking_up = self._in_getitem = False
+        self._raising, self._frame_indent = None, -1
         self._traceback_indent = indent
 
-    def _frame(self, number: int, body: str, stripped: str) -> None:
+    def _frame(self, number: int, body: str, stripped: str) -> bool:
         """Note what a line inside a traceback says of its last frame: an experiment logger's
-        code, or an import running."""
+        code, an import running, a statement raising. True when the line is the frame's
+        source (all a frame's lines down to the next frame: a statement may span several)."""
         if stripped.startswith("File "):
+            self._frame_indent, self._raising = len(body) - len(body.lstrip()), None
             self._in_logger = bool(_LOGGER_FRAME.match(body))
             if _IMPORT_FRAME.match(body):
                 self._importing = (number, body)
             self._in_getitem = _GETITEM_FRAME.match(body) is not None
             # a look-up goes on into the mapping's own `__getitem__`, and ends with any other
             self._looking_up = self._looking_up and self._in_getitem
-        elif stripped and not _CARETS.match(stripped):  # the frame's source line
+            return False
+        source = (
+            self._frame_indent >= 0
+            and len(body) - len(body.lstrip()) > self._frame_indent
+            and EXCEPTION_LINE.match(stripped) is None  # (an exception printed in the frames)
+        )
+        if not source:
+            self._frame_indent = -1  # (a line as indented as the frame ends its source)
+        if stripped and not _CARETS.match(stripped):  # the frame's source line
             self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
             if "[" in body and _NAME_LOOKUP.search(body):
                 self._looking_up = True
+            if source and self._raising is not None:  # a raise statement that goes on
+                at, said = self._raising
+                self._raising = at, f"{said} {stripped}"[:MAX_RAISE_CHARS]
+            elif source and _RAISE.match(stripped):
+                self._raising = number, stripped
+        return source
 
     def end(self) -> None:
         """The output has ended: a traceback still open (cut before its exception line) and
         unexplained by its frames is an exception no kind explains, or an import's failure
         when it was cut while importing."""
         if self._in_traceback and not self._traceback_known:
-            if self._importing is not None:
+            raised = None if self._raising is None else classify(self._raising[1])
+            if raised is not None and self._raising is not None:  # the statement names it
+                self._record(raised, *self._raising, ECHO if raised.consequence else SPECIFIC)
+            elif self._importing is not None:
                 self._record(BY_NAME["import_error"], *self._importing, SPECIFIC)
             elif not (self._headerless and UNKNOWN.name in self._first):  # (a line before it,
                 # `Exception raised in creation task`, already said more than a frame can)
