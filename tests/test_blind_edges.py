@@ -244,7 +244,8 @@ def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(
 def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) -> None:
     """`exp_venv_exe: /usr/bin/python3` (a system or conda python, no `bin/python` beside it):
     a bare `python` in the command used to be whatever came first on the daemon's PATH (here
-    a decoy; for a daemon started from its own venv, that venv's python), silently."""
+    a decoy; for a daemon started from its own venv, that venv's python), silently; and
+    VIRTUAL_ENV named the interpreter's prefix (`/usr`) as if it were a venv."""
     decoy = env.tmp / "decoy"
     decoy.mkdir()
     (decoy / "python").write_text("#!/bin/sh\necho EXE DECOY\n")
@@ -255,7 +256,9 @@ def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) ->
     real = os.path.realpath(sys.executable)
     (interp / "python3.99").symlink_to(real)
     env.start_daemon()
-    shown = "import os, sys; print('EXE', os.path.realpath(sys.executable))"
+    shown = (
+        "import os, sys; print('EXE', os.path.realpath(sys.executable), os.getenv('VIRTUAL_ENV'))"
+    )
     cases = {
         "outside": str(interp / "python3.99"),  # no python beside it: `python` is it
         "venv": sys.executable,  # a venv's own python: as before
@@ -267,7 +270,12 @@ def test_a_bare_python_is_the_blueprints_python_also_outside_a_venv(env: Env) ->
         assert env.cli("wait", run_id, "--timeout", "30").returncode == 0, name
         log = (env.tmp / "results" / name / "logs" / "trial-1.log").read_text()
         assert "DECOY" not in log, (name, log)
-        assert log.count(f"EXE {real}") == 2 or name == "venv", (name, log)
+        assert log.count(f"EXE {real} None") == 2 or name == "venv", (name, log)
+        # VIRTUAL_ENV only names a venv (its pyvenv.cfg): outside one, uv and the rest would
+        # take the interpreter's prefix for the active venv (a walk's `/usr`)
+        prefix = os.path.dirname(os.path.dirname(sys.executable))  # CI's python is no venv
+        venv = prefix if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")) else None
+        assert log.count(f" {venv}\n") == 2 or name == "outside", (name, log)
     assert not shared_paths(env.home)  # the links' folder is owner-only, as the home is
 
 

@@ -115,6 +115,10 @@ def render_trial_script(spec: TrialSpec) -> str:
         f"export VIRTUAL_ENV={q(spec.venv_dir)}",
         'export PATH="$VIRTUAL_ENV/bin:$PATH"',
         *_venv_python(spec),
+        # a folder with no pyvenv.cfg is no venv (a system python's /usr, a conda env): its
+        # bin stays first on PATH (as `conda activate` puts it), but VIRTUAL_ENV would make
+        # uv and other tools take /usr for the active venv (and install into it)
+        '[ -f "$VIRTUAL_ENV/pyvenv.cfg" ] || unset VIRTUAL_ENV',
         "unset PYTHONHOME",
         f"export AJETD_RUN_ID={q(spec.run_id)}",
         f"export AJETD_RESULT_DIR={q(spec.result_dir)}",
