@@ -26,6 +26,7 @@ FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 RETRY_FLOOR_S = 0.2  # however short a test makes the schedule
+FULL_BELOW_BYTES = 64 * 1024  # a disk with less free than this is full (a log's, a result dir's)
 
 
 def is_full(exc: BaseException) -> bool:

@@ -127,7 +127,7 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
     renamed = 0
     try:
         for path, data, mode in files:
-            fd, tmp = _temporary(path)
+            fd, tmp = temporary(path)
             held.append((fd, tmp, path))
             with named(path):
                 _write_fd(fd, data, mode)
@@ -178,7 +178,7 @@ def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
     taken: never over a file (a second snapshot within one second keeps the first). The file
     appears whole (written and synced under a temporary name, then linked in; where the file
     system has no hard links, renamed over an empty file that claimed the name); its path."""
-    fd, tmp = _temporary(path)
+    fd, tmp = temporary(path)
     try:
         with named(path):
             _write_fd(fd, data, mode)
@@ -203,7 +203,7 @@ def write_new(path: Path, data: str | bytes, mode: int = 0o644) -> Path:
             Path(tmp).unlink()
 
 
-def _temporary(path: Path) -> tuple[int, str]:
+def temporary(path: Path) -> tuple[int, str]:
     """A new owner-only file beside `path`, `.<name>.<random>.tmp` (what `temp_of`
     knows), opened for writing: what `tempfile.mkstemp` does (`O_EXCL`, never a link followed,
     another name where one is taken), without its import: `tempfile` costs `ajetd submit`,

@@ -19,6 +19,7 @@ import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ajetd.core import resultfiles
 from ajetd.core.model import Run
 
 # How every line ajetd itself prints into a trial's output begins (the script's banner and exit
@@ -370,4 +371,4 @@ def parse_exit_note(text: str) -> tuple[int, float | None] | None:
 
 def trial_log(run: Run, number: int) -> Path:
     """Trial `number`'s full output, in the run's result dir."""
-    return Path(run.result_dir) / "logs" / f"trial-{number}.log"
+    return Path(run.result_dir) / resultfiles.LOGS / resultfiles.trial_log(number)

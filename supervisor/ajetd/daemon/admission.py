@@ -15,7 +15,7 @@ from pathlib import Path
 from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home, expanded, write_atomic
-from ajetd.core import model
+from ajetd.core import model, resultfiles
 from ajetd.core.blueprint import (
     MAX_BYTES,
     Asked,
@@ -75,7 +75,9 @@ def admit(
     if isinstance(read, Run):
         return read, None
     text, bp = read
-    resolved, problems = check_blueprint(bp, val_writers)
+    # admitted again: the provenance.diff in its result dir is its first admission's
+    own = (resultfiles.PROVENANCE_DIFF,) if again is not None else ()
+    resolved, problems = check_blueprint(bp, val_writers, own)
     shared = (
         placement_problem(resolved.result_dir, busy_dirs, home.root)
         if resolved is not None
@@ -101,7 +103,7 @@ def admit(
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
-    Path(run.result_dir, "logs").mkdir(parents=True, exist_ok=True)
+    Path(run.result_dir, resultfiles.LOGS).mkdir(parents=True, exist_ok=True)
     run = replace(run, provenance=_provenance(run, host, text))
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
@@ -202,7 +204,7 @@ def _provenance(run: Run, host: Host, text: str) -> Provenance:
     `provenance.diff` in the result dir."""
     found, diff = host.provenance(run.codebase_dir)
     if diff:
-        write_atomic(Path(run.result_dir) / "provenance.diff", diff)
+        write_atomic(Path(run.result_dir) / resultfiles.PROVENANCE_DIFF, diff)
     return replace(found, blueprint_sha256=git.blueprint_hash(text))
 
 

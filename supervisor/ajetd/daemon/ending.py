@@ -21,7 +21,7 @@ from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.trialfiles import read_exit
-from ajetd.core import jsontext, model
+from ajetd.core import jsontext, model, resultfiles
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
@@ -36,12 +36,11 @@ from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts.base import Fetch, read_local
-from ajetd.hosts.preflight import EARLIER_RESULTS, earlier_rejection
+from ajetd.hosts.preflight import earlier_rejection
 from ajetd.pictures import drawing
 from ajetd.views import report, words
 
 log = logging.getLogger(__name__)
-FULL_BELOW_BYTES = 64 * 1024  # a log's disk with less free than this at a failure is full
 REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 
 
@@ -124,7 +123,11 @@ def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> t
     do not say so (the program may have filled its own result dir: its own words about it may
     never have reached the log)."""
     free = diskfull.free_bytes(log_file.parent)
-    if free is None or free >= FULL_BELOW_BYTES or any(f.kind == "disk_full" for f in found):
+    if (
+        free is None
+        or free >= diskfull.FULL_BELOW_BYTES
+        or any(f.kind == "disk_full" for f in found)
+    ):
         return found
     kind = BY_NAME["disk_full"]
     evidence = (
@@ -307,18 +310,18 @@ def write_reports(
     )
     result_dir.mkdir(parents=True, exist_ok=True)
     files: list[tuple[Path, str | bytes, int]] = [
-        (result_dir / "results.md", report.render_results(run, ctx), 0o644),
-        (result_dir / "trials.md", report.render_trials(run, ctx), 0o644),
-        (result_dir / "run.json", json_text(report.run_record(run)), 0o644),
+        (result_dir / resultfiles.RESULTS, report.render_results(run, ctx), 0o644),
+        (result_dir / resultfiles.TRIALS, report.render_trials(run, ctx), 0o644),
+        (result_dir / resultfiles.RUN_RECORD, json_text(report.run_record(run)), 0o644),
     ]
     config = _config_used(run.config_path) if run.config_path and not run.remote_dir else None
     if config is not None:
-        files.append((result_dir / "config-used.yaml", config, 0o644))
+        files.append((result_dir / resultfiles.CONFIG_USED, config, 0o644))
     # finish.flag last, in the same wait for the disk: every file is synced before the first
     # is renamed into place, and the flag is renamed once the others' renames are on disk (a
     # failure on the way leaves it unwritten, the reports pending); one wait for the files'
     # data instead of two on the exit path
-    files.append((result_dir / "finish.flag", json_text(report.finish_flag(run)), 0o644))
+    files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
 
 
@@ -335,13 +338,14 @@ def _config_used(path: str) -> bytes | None:
 
 
 def move_rejection_aside(result_dir: Path) -> Path | None:
-    """Move an earlier run's rejection report into `rejected-<run_id>/` of the same dir."""
+    """Move an earlier run's rejection report (what `write_reports` wrote for it, finish.flag
+    last) into `rejected-<run_id>/` of the same dir."""
     run_id = earlier_rejection(result_dir)
     if run_id is None:
         return None
     target = result_dir / f"rejected-{run_id}"
     target.mkdir(exist_ok=True)
-    for name in EARLIER_RESULTS:
+    for name in resultfiles.REPORTS:
         with contextlib.suppress(FileNotFoundError):
             (result_dir / name).rename(target / name)
     return target

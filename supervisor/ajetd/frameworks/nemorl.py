@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
 from ajetd.core.termtext import clean_line, is_worker_line, strip_ray
 
@@ -158,6 +159,20 @@ def overridable(command: str) -> bool:
     return not any("\n" in t or t.startswith("#") for t in tokens[at:])
 
 
+# the dirs a supervised run gets of its own, in its result dir (under `nemo_rl/`)
+OWN_DIRS = {"logger.log_dir": "logs", "checkpointing.checkpoint_dir": "checkpoints"}
+
+
+def writes_own_dirs(command: str) -> bool:
+    """Whether ajetd points this command's log or checkpoint dir into the run's result dir
+    (`launch_overrides`: a NeMo-RL launch it can add overrides to that sets one not itself)."""
+    return (
+        is_nemo_launch(command)
+        and overridable(command)
+        and not all(given(command, key) for key in OWN_DIRS)
+    )
+
+
 def launch_overrides(
     command: str, result_dir: str, env: Mapping[str, str]
 ) -> tuple[str, list[str]]:
@@ -165,10 +180,7 @@ def launch_overrides(
     log and checkpoint dirs (another run's checkpoints would make it resume, or exit at once),
     and wandb off unless a key is in the environment (wandb can block on a login prompt).
     `++` adds a key the config may lack; what the command already sets is left alone."""
-    wanted = {
-        "logger.log_dir": f"{result_dir}/nemo_rl/logs",
-        "checkpointing.checkpoint_dir": f"{result_dir}/nemo_rl/checkpoints",
-    }
+    wanted = {key: f"{result_dir}/{NEMO_RL}/{leaf}" for key, leaf in OWN_DIRS.items()}
     if not env.get("WANDB_API_KEY"):
         wanted["logger.wandb_enabled"] = "False"
     added, notes = [], []

@@ -7,15 +7,18 @@ It is in `hosts` because it asks each place (`LocalFs`, `sshcmd.RemoteFs`, `slur
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters import diskfull
 from ajetd.adapters.regular import NotRegularError, read_small
-from ajetd.core import jsontext
+from ajetd.core import jsontext, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -34,7 +37,7 @@ from ajetd.hosts import slurm
 from ajetd.hosts.fs import LOCAL, Fs, Names, config_named, read_config
 from ajetd.hosts.sshcmd import RemoteFs, SshError
 
-EARLIER_RESULTS = ("finish.flag", "results.md", "trials.md")
+FLAG = resultfiles.FINISH_FLAG
 
 
 def earlier_rejection(result_dir: Path) -> str | None:
@@ -44,12 +47,18 @@ def earlier_rejection(result_dir: Path) -> str | None:
     and the report is moved aside (never deleted) rather than blocking it.
     """
     try:
-        flag = jsontext.loads(read_small(result_dir / "finish.flag"))
+        flag = jsontext.loads(read_small(result_dir / FLAG))
     except (OSError, ValueError, NotRegularError):
         return None
     if not isinstance(flag, dict) or flag.get("status") != "rejected":
         return None
-    if any((result_dir / "logs").glob("trial-*.log")):
+    try:
+        with os.scandir(result_dir / resultfiles.LOGS) as entries:
+            if any(resultfiles.is_trial_log(e.name) for e in entries):
+                return None  # a run's output: no rejection's alone
+    except FileNotFoundError:
+        pass
+    except OSError:  # a logs/ that is no folder, or cannot be read: not a rejection's alone
         return None
     run_id = str(flag.get("run_id") or "")
     return run_id if RUN_ID.match(run_id) else None
@@ -175,29 +184,135 @@ def placement_problem(result_dir: str, live: Mapping[str, str], home: Path) -> s
     return in_use_problem(result_dir, live)
 
 
-def result_dir_problem(result_dir: str) -> str | None:
-    """Why `result_dir` cannot receive this run's results, or None if it can."""
+def result_dir_problem(
+    result_dir: str, own: Collection[str] = (), also: Collection[str] = ()
+) -> str | None:
+    """Why `result_dir` cannot receive a new run's results, or None if it can: it cannot be
+    reached or made (`path_problem`), or it already holds what ajetd would write there
+    (`earlier_files`; `also`: what this run adds, its NeMo-RL dirs; `own`: the run's own files
+    from its first admission, where it is admitted again)."""
     path = Path(result_dir)
     if not path.is_absolute():
         return f"exp_result_dir: {result_dir} is not an absolute path{_unexpanded(result_dir)}"
-    if path.exists():
+    try:
+        reached = path_problem(path)
+        if isinstance(reached, str):
+            return f"exp_result_dir: {reached}"
+        if reached is not None:  # the first part of it that is not there, made by ajetd
+            parent = reached.parent
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return (
+                    f"exp_result_dir: cannot create {result_dir} ({parent} is not a writable "
+                    "directory)"
+                )
+            return None
         if not path.is_dir():
             return f"exp_result_dir: {result_dir} exists and is not a directory"
         if not os.access(path, os.W_OK | os.X_OK):
             return f"exp_result_dir: {result_dir} is not writable"
-        earlier = [name for name in EARLIER_RESULTS if (path / name).exists()]
-        if earlier and earlier_rejection(path) is None:
-            return (
-                f"exp_result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
-                "run; ajetd never overwrites results (choose a new result dir)"
-            )
-        return None
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        return f"exp_result_dir: cannot create {result_dir} ({parent} is not a writable directory)"
+        return holds_problem(result_dir, earlier_files(path, own, also))
+    except OSError as exc:  # what the checks above did not foresee: said, never raised
+        return f"exp_result_dir: {result_dir} cannot be checked: {exc.strerror or exc}"
+
+
+def path_problem(path: Path) -> str | Path | None:
+    """How the absolute `path` stands, walked one part at a time without trusting a link:
+    None where it is there (a link followed to what it names); the first part of it that is
+    missing (ajetd would make it and what is below it); or why it cannot be had, in words: a
+    symbolic link loop, a link to nothing (ajetd never makes what an unexpected link points
+    to: it follows only links to what exists), a part that is a file, a folder it may not
+    look into."""
+    parts = path.parts
+    for n in range(1, len(parts) + 1):
+        part = Path(*parts[:n])
+        try:
+            found = os.lstat(part)
+        except FileNotFoundError:
+            return part
+        except OSError as exc:  # EACCES: the folder above it may not be looked into
+            return f"{path}: cannot look into {part.parent} ({exc.strerror})"
+        at = f"{path}: " if part != path else ""  # a part above the result dir itself
+        if stat.S_ISLNK(found.st_mode):
+            target = _link_target(part)
+            try:
+                found = os.stat(part)
+            except FileNotFoundError:
+                return (
+                    f"{at}{part} is a symbolic link to {target}, which does not exist: ajetd never "
+                    "creates what a link points to; create that folder yourself, or name one "
+                    "that exists"
+                )
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return (
+                        f"{at}{part} is a symbolic link loop ({part} -> {target} -> ... leads back "
+                        "to itself): name a real folder"
+                    )
+                why = exc.strerror
+                return f"{at}{part} is a link to {target}, which cannot be followed ({why})"
+        if n < len(parts) and not stat.S_ISDIR(found.st_mode):
+            return f"{at}{part} is a file, not a folder (nothing can be made under it)"
     return None
+
+
+def _full_disk(result_dir: str) -> list[str]:
+    """A warning where the result dir's disk (of the folder it will be made in, where it is
+    not there yet) is full: the daemon would admit the run and then hold its logs and
+    reports until there is room."""
+    missing = path_problem(Path(result_dir))
+    folder = missing.parent if isinstance(missing, Path) else Path(result_dir)
+    free = diskfull.free_bytes(folder)
+    if free is None or free >= diskfull.FULL_BELOW_BYTES:
+        return []
+    return [
+        f"exp_result_dir: {result_dir} is on a full disk ({diskfull.free_space(folder)} free "
+        f"in {folder}): the run's output and reports cannot be written there, and the daemon "
+        "holds them until there is room; free space, or choose a result dir on another disk"
+    ]
+
+
+def _link_target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError as exc:  # gone since its lstat
+        return f"(unreadable: {exc.strerror})"
+
+
+MAX_NAMED = 5  # trial logs named in a refusal (the rest counted as `...`)
+
+
+def earlier_files(path: Path, own: Collection[str] = (), also: Collection[str] = ()) -> list[str]:
+    """What the existing folder `path` holds of the files ajetd writes into a new run's
+    result dir (`resultfiles`: the reports, provenance.diff, the pictures, `logs/trial-N.log`,
+    and `also`), however it is there (a file, a folder, a link, a dangling one), except `own`
+    and an earlier rejection's report, which admission moves aside (`move_rejection_aside`).
+    finish.flag named first."""
+    skip = set(own)
+    if earlier_rejection(path) is not None:
+        skip.update(resultfiles.REPORTS)
+    names = [n for n in (*resultfiles.WRITTEN, *also) if n not in skip]
+    found = sorted((n for n in names if os.path.lexists(path / n)), key=lambda n: n != FLAG)
+    logs = path / resultfiles.LOGS
+    if os.path.islink(logs) or (os.path.lexists(logs) and not logs.is_dir()):
+        found.append(f"{resultfiles.LOGS} (not a folder of its own: ajetd makes it)")
+    elif logs.is_dir():
+        with os.scandir(logs) as entries:
+            trial_logs = [e.name for e in entries if resultfiles.is_trial_log(e.name)]
+        shown = [f"{resultfiles.LOGS}/{n}" for n in sorted(trial_logs)[:MAX_NAMED]]
+        found += shown + (["..."] if len(trial_logs) > MAX_NAMED else [])
+    return found
+
+
+def holds_problem(result_dir: str, found: list[str]) -> str | None:
+    """The refusal of a result dir that holds `found`, of what ajetd would write, or None."""
+    if not found:
+        return None
+    return (
+        f"exp_result_dir: {result_dir} already holds {', '.join(found)}, which ajetd writes "
+        "for a run itself (an earlier run's, or yours): ajetd never overwrites or appends to "
+        "a file it did not write for this run; choose another exp_result_dir, or move them "
+        "out of it"
+    )
 
 
 def remote_fs(bp: Blueprint) -> Fs | str:
@@ -405,24 +520,55 @@ def _with_overrides(overrides: ConfigReview, found: ConfigReview) -> ConfigRevie
     )
 
 
+def _val_file(
+    bp: Blueprint,
+    found: ConfigReview,
+    val_path: str | None,
+    result_dir: str,
+    reaches: bool,
+    val_writers: Mapping[str, str] | None,
+    runs_with: dict[str, Any],
+    theirs: str | None,
+) -> tuple[str | None, dict[str, Any], str | None]:
+    """The val file the run writes (the config's, or one ajetd gives it in its result dir),
+    the config that runs (pointing at it), and a refusal where ajetd would give it one that
+    is there already (appended to, its old lines read as this run's validations); `theirs`:
+    the val file the config names itself."""
+    chosen = os.path.join(result_dir, resultfiles.VAL_FILE)  # where ajetd puts one
+    if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
+        # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
+        # client: `<RESULT_DIR>/val_results.md`)
+        val_path = chosen
+    sharer = (val_writers or {}).get(val_path or "")
+    if val_path and sharer:
+        moved = _own_val_file(found, val_path, result_dir, reaches, sharer)
+        if moved != val_path:  # the copy that runs points at it too, not only the review's
+            runs_with = apply_patches(runs_with, {VAL_KEY: moved})
+        val_path = moved
+    # ajetd's choice (a config fix, a live run's file, a swarm client), not the config's own
+    there = val_path == chosen and theirs != chosen and os.path.lexists(chosen)
+    return val_path, runs_with, holds_problem(result_dir, [resultfiles.VAL_FILE] if there else [])
+
+
 def check_blueprint(
-    bp: Blueprint, val_writers: Mapping[str, str] | None = None
+    bp: Blueprint, val_writers: Mapping[str, str] | None = None, own: Collection[str] = ()
 ) -> tuple[Resolved | None, list[str]]:
     """Resolve and check every path; return the resolution (None if unusable) and problems.
 
     `val_writers`: the val files live runs write, each with the run's id (a run that would
-    share one is given its own, or waits for it: see _own_val_file)."""
+    share one is given its own, or waits for it: see _own_val_file); `own`: the files in its
+    result dir that are the run's own (`result_dir_problem`)."""
     fs = remote_fs(bp)
     if isinstance(fs, str):
         return None, [fs]
     try:
-        return _checked(bp, fs, val_writers)
+        return _checked(bp, fs, val_writers, own)
     except SshError as exc:  # the host stopped answering (or answered garbled) mid-check
         return None, [f"ssh: {exc}"]
 
 
 def _checked(
-    bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None
+    bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
     problems: list[str] = []
     where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
@@ -437,7 +583,8 @@ def _checked(
         except AjetdError as exc:
             problems.append(f"slurm: cannot ask the cluster: {exc}")
     result_dir = _abs(bp.result_dir)
-    problem = result_dir_problem(result_dir)
+    nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
+    problem = result_dir_problem(result_dir, own, nemo)
     if problem:
         problems.append(problem)
     found = ConfigReview()
@@ -462,6 +609,7 @@ def _checked(
         problems.extend(found.problems)
     if problems:
         return None, problems
+    found.warnings.extend(_full_disk(result_dir))
     # the copy's content, made here once (admission writes it, and reads its GPUs): the
     # overrides, then the review's fixes, which were made on the overridden config
     runs_with = apply_patches(overridden, fixes)
@@ -481,16 +629,12 @@ def _checked(
             + "; ".join(found.changes)
         )
     val_path = _val_path(runs_with if reaches else overridden, codebase)
-    if bp.options.swarm is not None and conf_argument(bp.launch_command) is None:
-        # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
-        # client: `<RESULT_DIR>/val_results.md`)
-        val_path = os.path.join(result_dir, "val_results.md")
-    sharer = (val_writers or {}).get(val_path or "")
-    if val_path and sharer:
-        own = _own_val_file(found, val_path, result_dir, reaches, sharer)
-        if own != val_path:  # the copy that runs points at it too, not only the review's list
-            runs_with = apply_patches(runs_with, {VAL_KEY: own})
-        val_path = own
+    theirs = _val_path(overridden, codebase)
+    val_path, runs_with, earlier = _val_file(
+        bp, found, val_path, result_dir, reaches, val_writers, runs_with, theirs
+    )
+    if earlier is not None:
+        return None, [earlier]
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,

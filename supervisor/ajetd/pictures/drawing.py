@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
+from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
 from ajetd.frameworks.valresults import TABLE_KEYS, shown_keys
@@ -33,7 +34,7 @@ from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments
 log = logging.getLogger(__name__)
 FINAL_TIMEOUT_S = 60.0
 LIVE_EVERY_S = 30.0
-PICTURES = ("curves.png", "gpus.png")
+PICTURES = resultfiles.PICTURES
 _LIVE: dict[str, subprocess.Popen[bytes]] = {}  # run id -> the mid-run drawing, if any
 
 

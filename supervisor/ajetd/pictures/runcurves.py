@@ -16,11 +16,14 @@ starred (the lowest for a loss). gpus.png: utilisation and memory of each GPU ov
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.regular import NotRegularError, load_record, read_small
+from ajetd.adapters.store import temporary
+from ajetd.core.resultfiles import PICTURES
 
 MAX_PANELS = 6
 MAX_GPU_LOG_BYTES = 16 * 1024 * 1024  # samples are appended while the file is smaller
@@ -45,10 +48,15 @@ def _save(fig: Any, spec: dict[str, Any], out: Path) -> None:
     """Title, layout, and the PNG written whole (a temporary file renamed over the old)."""
     fig.suptitle(str(spec.get("title") or "")[:120], fontsize=9)
     fig.tight_layout()
-    tmp = out.with_name(f".{out.name}.tmp")
-    fig.savefig(str(tmp), format="png")
-    tmp.chmod(0o644)
-    tmp.replace(out)
+    fd, tmp = temporary(out)  # a new name (never a file or a link found there)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, format="png")
+        os.chmod(tmp, 0o644)
+        Path(tmp).replace(out)
+    except BaseException:  # a full result dir: no temporary file left behind, for good
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def draw_curves(spec: dict[str, Any], out: Path) -> bool:
@@ -175,10 +183,11 @@ def main(argv: list[str]) -> int:
     matplotlib.use("Agg")
     out = Path(spec["result_dir"])
     drawn = []
-    if draw_curves(spec, out / "curves.png"):
-        drawn.append("curves.png")
-    if draw_gpus(spec, out / "gpus.png"):
-        drawn.append("gpus.png")
+    curves, gpus = PICTURES
+    if draw_curves(spec, out / curves):
+        drawn.append(curves)
+    if draw_gpus(spec, out / gpus):
+        drawn.append(gpus)
     print(json.dumps({"drawn": drawn}))
     return 0
 

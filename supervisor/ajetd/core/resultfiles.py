@@ -1,0 +1,36 @@
+"""The names ajetd itself writes into a run's result dir: the one list that the writers
+(`ending.write_reports`, admission's provenance, the pictures, each trial's log) take their
+names from, and that admission and `ajetd lint` check a new run's result dir against, so that
+nothing found there is ever overwritten or appended to (README: "nothing is ever overwritten").
+"""
+
+from __future__ import annotations
+
+import re
+
+RESULTS = "results.md"
+TRIALS = "trials.md"
+RUN_RECORD = "run.json"
+CONFIG_USED = "config-used.yaml"
+FINISH_FLAG = "finish.flag"
+# what `ending.write_reports` writes, finish.flag last; a rejection's report is these too
+REPORTS = (RESULTS, TRIALS, RUN_RECORD, CONFIG_USED, FINISH_FLAG)
+PROVENANCE_DIFF = "provenance.diff"  # admission: the codebase's uncommitted changes
+PICTURES = ("curves.png", "gpus.png")  # `pictures.runcurves`
+LOGS = "logs"  # each trial's output, `logs/trial-N.log` (tmux pipe-pane appends to it)
+VAL_FILE = "val_results.md"  # the val file ajetd gives a run where it chooses one
+NEMO_RL = "nemo_rl"  # a NeMo-RL run's log and checkpoint dirs, where ajetd points them
+# every file ajetd writes at the top of a new run's result dir, whatever the run
+WRITTEN = (*REPORTS, PROVENANCE_DIFF, *PICTURES)
+_TRIAL_LOG = re.compile(r"trial-[0-9]+\.log\Z")
+
+
+def trial_log(number: int) -> str:
+    """The name of trial `number`'s log in `logs/`."""
+    return f"trial-{number}.log"
+
+
+def is_trial_log(name: str) -> bool:
+    """Whether `name` (in `logs/`) is a name `trial_log` gives: another run's output there
+    would be appended to, and read by `ajetd logs`, as this run's."""
+    return bool(_TRIAL_LOG.match(name))
