@@ -865,6 +865,35 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]
 
 
+# vLLM refusing to start inside a Ray actor's creation task, as verl's rollout workers print it
+VLLM_REFUSED = """ray.exceptions.ActorDiedError: The actor died because of an error raised in \
+its creation task, ray::WorkerDict.__init__() (pid=41500, ip=10.0.0.1, actor_id=8f3a)
+  File "/opt/vllm/v1/worker/gpu_worker.py", line 180, in init_device
+    raise ValueError(
+ValueError: Free memory on device (7.34/79.11 GiB) on startup is less than desired GPU memory \
+utilization (0.6, 47.47 GiB). Decrease GPU memory utilization or reduce GPU memory used by \
+other processes."""
+
+
+def test_vllm_memory_that_cannot_fit_ends_at_once_saying_why(daemon_env: Env) -> None:
+    """Lowering 0.6 by steps asked 39+ GiB of a GPU with 7.34 GiB free at every trial until
+    the budget was spent: the figures say no allowed value fits, so one trial, not three."""
+    env = daemon_env
+    config = env.config(
+        "nofit", fail={"text": VLLM_REFUSED, "unless_env": {"AJETD_TEST_NEVER": "1"}}
+    )
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["actor_rollout_ref"] = {"rollout": {"gpu_memory_utilization": 0.6}}
+    path.write_text(yaml.safe_dump(data))
+    ajetd = "allow_fixes: {gpu_memory_utilization: {min: 0.4}}"
+    status = env.wait_done(env.submit(env.blueprint("nofit", config=config, ajetd=ajetd)))
+    assert status["status"] == "failed" and status["trials"] == 1, status
+    reason = status["reason"]
+    assert "other processes held 71.77 of 79.11 GiB" in reason, reason
+    assert "at most 0.07 would fit, below the allowed min 0.4" in reason, reason
+
+
 def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:
     env = daemon_env
     holder = subprocess.Popen(

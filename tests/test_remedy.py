@@ -169,3 +169,70 @@ def test_user_kind_severity_decides_first() -> None:
     assert isinstance(fatal, GiveUp) and "fatal" in fatal.reason
     science = choose(_failed_run(), _user_finding("relaunch", "science"), 3, None, T0 + 20)
     assert isinstance(science, GiveUp) and "no automatic fix" in science.reason
+
+
+# vLLM's refusal to start, as its versions word it: 0.8 to 0.10 name no device, later ones do
+REFUSAL = (
+    "ValueError: Free memory on device (7.34/79.11 GiB) on startup is less than desired GPU "
+    "memory utilization (0.6, 47.47 GiB). Decrease GPU memory utilization or reduce GPU memory "
+    "used by other processes."
+)
+REFUSAL_NAMED = (
+    "ValueError: Free memory on device cuda:0 (60.2/79.11 GiB) on startup is less than desired "
+    "GPU memory utilization (0.9, 71.2 GiB). Decrease GPU memory utilization or reduce GPU "
+    "memory used by other processes."
+)
+VLLM_CONFIG = {"actor_rollout_ref": {"rollout": {"gpu_memory_utilization": 0.6}}}
+
+
+def _vllm(evidence: str) -> list[Finding]:
+    return [Finding("vllm_memory", "science", 5, evidence, "", "lower it")]
+
+
+def test_vllm_refusal_figures_are_read_in_every_wording() -> None:
+    from ajetd.core.vllmfit import shortfall
+
+    short = shortfall(REFUSAL)
+    assert short is not None and (short.free_gib, short.total_gib) == (7.34, 79.11)
+    assert (short.utilization, short.asked_gib, short.held_gib) == (0.6, 47.47, 71.77)
+    assert short.fitting() == 0.07  # 7.34 / 79.11 = 0.093, less the 2 % margin
+    named = shortfall(REFUSAL_NAMED)
+    assert named is not None and named.fitting() == 0.74
+    wrapped = "(WorkerDict pid=41500) " + REFUSAL.replace(" is less", "\n  is less")
+    assert shortfall(wrapped) == short  # a prefix, a paste broken over lines
+    assert shortfall("No available memory for the cache blocks.") is None
+    assert shortfall("Free memory on device (" + "9" * 10_000) is None  # bounded
+
+
+def test_vllm_memory_that_cannot_fit_the_allowed_min_ends_saying_who_holds_it() -> None:
+    allow = {"gpu_memory_utilization": (0.4, None)}
+    choice = choose(_failed_run(), _vllm(REFUSAL), 3, None, T0 + 20, VLLM_CONFIG, allow)
+    assert isinstance(choice, GiveUp)
+    assert "other processes held 71.77 of 79.11 GiB" in choice.reason
+    assert "7.34 GiB free" in choice.reason and "at most 0.07 would fit" in choice.reason
+    assert "below the allowed min 0.4" in choice.reason and "not relaunched" in choice.reason
+
+
+def test_vllm_memory_jumps_straight_to_what_fits() -> None:
+    allow = {"gpu_memory_utilization": (0.05, None)}
+    choice = choose(_failed_run(), _vllm(REFUSAL), 3, None, T0 + 20, VLLM_CONFIG, allow)
+    assert isinstance(choice, Relaunch)
+    assert choice.config_patches == (
+        (("actor_rollout_ref", "rollout", "gpu_memory_utilization"), 0.07),
+    )
+    assert "0.6 → 0.07" in choice.why and "7.34 GiB free" in choice.why
+    config = {"rollout": {"gpu_memory_utilization": 0.9}}
+    named = choose(_failed_run(), _vllm(REFUSAL_NAMED), 3, None, T0 + 20, config, allow)
+    assert isinstance(named, Relaunch) and named.config_patches[0][1] == 0.74
+
+
+def test_vllm_memory_waits_for_foreign_memory_before_reading_the_figures() -> None:
+    allow = {"gpu_memory_utilization": (0.4, None)}
+    taken = "pid 77 holds 70 GiB on GPU 0"
+    wait = choose(_failed_run(), _vllm(REFUSAL), 3, None, T0 + 20, VLLM_CONFIG, allow, None, taken)
+    assert isinstance(wait, Relaunch) and wait.fix == "wait_gpu_drain"
+    run = model.restart(_failed_run(), wait.fix, wait.why, (), ())
+    run = model.trial_started(run, T0 + 400)
+    run = model.trial_ended(run, 1, T0 + 410)
+    again = choose(run, _vllm(REFUSAL), 3, None, T0 + 420, VLLM_CONFIG, allow, None, taken)
+    assert isinstance(again, GiveUp) and "71.77 of 79.11 GiB" in again.reason

@@ -19,6 +19,7 @@ from typing import Any
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
+from ajetd.core.vllmfit import Shortfall, shortfall
 from ajetd.frameworks.agentjet import find_paths, get_path, local_logger_patch
 
 THRASH_FAILURES = 4
@@ -91,12 +92,41 @@ def _lowered(key: str, value: float, low: float | None) -> float | None:
     return new if new < value else None
 
 
+def _fitted(
+    kind: str, short: Shortfall, numeric: list[tuple[tuple[str, ...], Any]], low: float | None
+) -> Relaunch | str | None:
+    """vLLM's refusal to start read by its figures: straight to the utilisation that fits
+    within the allowed bound, or why none can (not relaunched with a value that cannot work);
+    None where the figures do not bear on the config's values (already at or under the fit)."""
+    fit = short.fitting()
+    floor = low if low is not None else 0.01
+    if fit < floor:
+        at_most = f"at most {fit:g} would fit" if fit > 0 else "no utilisation would fit"
+        bound = f"the allowed min {low:g}" if low is not None else "any usable value"
+        return (
+            f"{kind}: {short.said()}; {at_most}, below {bound}, so it is not relaunched with a "
+            "value that cannot work: free that memory (nvidia-smi names who holds it) and "
+            f"rerun, or lower gpu_memory_utilization to {fit:g} or less if the model fits in it"
+        )
+    patches = [(p, fit) for p, v in numeric if fit < float(v)]
+    if not patches:
+        return None
+    return Relaunch(
+        "science_gpu_memory_utilization",
+        f"{kind}: gpu_memory_utilization {numeric[0][1]} → {fit:g}, what the free memory "
+        f"fits ({short.said()}; allowed by [ajetd] allow_fixes, min {low})",
+        config_patches=tuple(patches),
+    )
+
+
 def _science(
     kind: str,
     config: Mapping[str, Any] | None,
     allow: Mapping[str, tuple[float | None, float | None]],
+    evidence: str = "",
 ) -> Relaunch | str:
-    """A science fix the blueprint allows for `kind`, or why there is none."""
+    """A science fix the blueprint allows for `kind`, or why there is none (`evidence`: the
+    finding's line, whose figures, where it has them, size the fix)."""
     steps = SCIENCE_STEPS[kind]
     allowed = [k for k in steps if k in allow]
     if not allowed:
@@ -117,6 +147,10 @@ def _science(
         if not numeric:
             continue
         low = allow[key][0]
+        short = shortfall(evidence) if key == "gpu_memory_utilization" else None
+        fitted = _fitted(kind, short, numeric, low) if short is not None else None
+        if fitted is not None:
+            return fitted
         patches = [
             (p, new) for p, v in numeric if (new := _lowered(key, float(v), low)) is not None
         ]
@@ -274,7 +308,7 @@ def choose(
             "waits until that memory drains",
         )
     if kind in SCIENCE_STEPS:
-        science = _science(kind, config, allow_fixes or {})
+        science = _science(kind, config, allow_fixes or {}, root.evidence)
         return science if isinstance(science, Relaunch) else GiveUp(science)
     if kind == "port_in_use" and port_holder is not None:
         return GiveUp(
