@@ -520,3 +520,28 @@ def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_c
             replace(run, launch_command=f"{command} {given}"), dict(fix.config_patches), LOCAL
         )
         assert isinstance(said, str) and "sets policy.train_micro_batch_size itself" in said
+
+
+def test_a_relaunched_nemo_run_keeps_the_records_of_the_trial_before(env: Env) -> None:
+    """A NeMo-RL run whose trial 1 validated twice and died of an NCCL timeout before any
+    deep check read its output, relaunched (resumed from its checkpoint) into a trial that
+    validates worse: trial 1's records were lost (only the current trial's log was read), so
+    results.md, status and finish.flag gave trial 2's 0.22 as the best. Each trial's output is
+    read to its end before the next's: the best is trial 1's 0.38 at step 4. (The daemon's
+    deep checks on their real schedule, the first 30 s in, as a walk's daemon had them.)"""
+    env.start_daemon("--backoff-scale", "1")
+    config = "examples/configs/grpo_relaunch.yaml"
+    command = f"python examples/run_grpo.py --config {config}"
+    run_id = env.submit(env.blueprint("nemo_again", config=config, command=command))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    result = env.tmp / "results" / "nemo_again"
+    record = json.loads((result / "run.json").read_text())
+    assert [(h["step"], h["accuracy"]) for h in record["history"]] == [
+        (2, 0.34),
+        (4, 0.38),
+        (6, 0.22),
+    ]
+    results = (result / "results.md").read_text()
+    assert "| 1 | 2 | 0.3400 |" in results and "| 2 | 6 | 0.2200 |" in results, results
+    assert "- **accuracy**: first 0.3400, best 0.3800 (step 4), last 0.2200" in results

@@ -31,7 +31,7 @@ from ajetd.core.lines import Cursor
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import session_base, unique_session, window_name
 from ajetd.core.options import Options
-from ajetd.core.runparts import ValRead
+from ajetd.core.runparts import NemoRead, ValRead
 from ajetd.core.trialscript import (
     MetricSource,
     TrialSpec,
@@ -337,13 +337,34 @@ def _val_notes(run: Run, got: LinesRead, dropped: int) -> tuple[str, ...]:
 
 
 def _read_nemo(run: Run, budget: int | None) -> Run:
-    """New validation records in the current trial's output (complete lines only)."""
-    trial = run.trial
-    if trial is None or trial.started_at is None:
+    """New validation records in the trials' output (complete lines only). Each trial's log
+    is read to its end before the next trial's: a trial that ended before a deep check read
+    its output (a crash 20 s in, relaunched) keeps its records, ahead of its relaunch's, and
+    a relaunch about to start has the earlier records counted (`Trial.first_record`). Before
+    this, only the current trial's log was read: a relaunch dropped its predecessor's unread
+    records, and with them the run's best validation. The same record if nothing is new."""
+    if run.trial is None:
         return run
-    state = run.nemo
-    if state.trial != trial.number:
-        state = replace(state, trial=trial.number, offset=0, block=None, skipping=False)
+    state, read = run.nemo, run
+    since = state.trial if state.trial is not None else run.trials[0].number
+    for trial in run.trials:
+        if trial.number < since or trial.started_at is None:
+            continue
+        if state.trial != trial.number:
+            state = replace(state, trial=trial.number, offset=0, block=None, skipping=False)
+        read, state, whole = _read_nemo_log(read, state, trial.number, budget)
+        if not whole:  # the budget ran out in this log: the rest, and the next's, next time
+            break
+    if state == run.nemo and read is run:
+        return run
+    return replace(read, nemo=state)
+
+
+def _read_nemo_log(
+    run: Run, state: NemoRead, number: int, budget: int | None
+) -> tuple[Run, NemoRead, bool]:
+    """Trial `number`'s output read on from `state`: the run with its new records, where
+    reading stands, and whether it stands at the log's end (or there is no log to read)."""
     history: tuple[dict[str, Any], ...] = run.history
     latest: dict[str, Any] | None = None
 
@@ -355,13 +376,17 @@ def _read_nemo(run: Run, budget: int | None) -> Run:
             history, latest = joined[:VAL_RECORDS_MAX], joined[-1]
 
     at = Cursor(state.offset, state.skipping)
-    log_file = str(trial_log(run, trial.number))
-    got = read_lines(read_local, log_file, at, budget, LOG_LINE_MAX_BYTES, take)
+    log_file = trial_log(run, number)
+    got = read_lines(read_local, str(log_file), at, budget, LOG_LINE_MAX_BYTES, take)
+    try:
+        size = log_file.stat().st_size
+    except OSError:
+        size = 0  # no log (the trial printed nothing, or its folder is gone): nothing to wait for
     if got.shrunk or got.cursor == at:
-        return run
+        return run, state, at.pos >= size
     state = replace(state, offset=got.cursor.pos, skipping=got.cursor.skipping)
     metrics = dict(latest) if latest is not None else run.metrics
-    return replace(run, nemo=state, history=history, metrics=metrics)
+    return replace(run, history=history, metrics=metrics), state, got.cursor.pos >= size
 
 
 def says_how_it_ended(run: Run) -> bool:

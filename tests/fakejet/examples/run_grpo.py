@@ -5,7 +5,10 @@ Follows the print formats of NeMo-RL's `examples/run_grpo.py` and `grpo_train` (
 `Step N/M` header per step, `📊 Validation Results:` with `• Accuracy:` every `grpo.val_period`
 steps, a checkpoint folder per step, and the normal end or the save-by timeout
 (`checkpointing.checkpoint_must_save_by`, here the step at which it fires). Resumes from the
-last `step_N` in its checkpoint dir, as NeMo-RL does.
+last `step_N` in its checkpoint dir, as NeMo-RL does. `fake.nccl_timeout_at`: trial 1 dies at
+that step of an NCCL watchdog timeout (as the fixture's log prints it); `fake.resumed_drop`:
+what a resumed trial's accuracy loses (a relaunch that validates worse than before it);
+`fake.step_time`: seconds a step takes (0.05).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ def main() -> int:
     ckpt = Path(values.get("checkpointing.checkpoint_dir", conf["checkpointing"]["checkpoint_dir"]))
     # (`fake.oom_above_micro`: a CUDA OOM after the first step while the micro batch is larger)
     micro = int(conf.get("policy", {}).get("train_micro_batch_size", 1))
+    fake = conf.get("fake", {})
+    first = os.environ.get("AJETD_TRIAL") == "1"
     print(f"Loaded configuration from: {conf_path}")
     print(f"Overrides: {overrides}")
     print(f"policy.train_micro_batch_size={micro}")
@@ -47,17 +52,28 @@ def main() -> int:
     for step in range(start + 1, steps + 1):
         print(f"\n========================= Step {step}/{steps} =========================")
         print("▶ Preparing batch...", flush=True)
-        time.sleep(0.05)
+        time.sleep(float(fake.get("step_time", 0.05)))
         if step % period == 0:
             print(f"▶ Starting validation at step {step}...\n")
             print("📊 Validation Results:")
-            print(f"    • Accuracy: {0.30 + 0.02 * step:.4f}")
+            drop = 0.0 if first else float(fake.get("resumed_drop", 0.0))
+            print(f"    • Accuracy: {0.30 + 0.02 * step - drop:.4f}")
             print("    • Average response length: 231.4 tokens")
             print("    • Samples processed: 256\n")
             print("  ⏱️  Validation Timing:")
             print("    • Total validation time: 14.87s", flush=True)
+        if first and step == fake.get("nccl_timeout_at"):
+            print(
+                f"(WorkerDict pid=231421) [rank1]:[E314 14:33:45.172185860 ProcessGroupNCCL.cpp"
+                f":607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+                f"{step}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                "600009 milliseconds before timing out.",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
         (ckpt / f"step_{step}").mkdir(parents=True, exist_ok=True)
-        if micro > int(conf.get("fake", {}).get("oom_above_micro", micro)):
+        if micro > int(fake.get("oom_above_micro", micro)):
             print("Traceback (most recent call last):", file=sys.stderr)
             print('  File "nemo_rl/algorithms/grpo.py", line 812, in grpo_train', file=sys.stderr)
             print(
