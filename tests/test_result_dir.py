@@ -152,7 +152,7 @@ def test_every_file_a_finished_run_leaves_is_one_the_guard_knows(daemon_env: Env
     launcher.write_text(launcher.read_text() + "\n# a tweak\n")
     result = env.tmp / "results" / "all"
     run_id = env.submit(env.blueprint("all", result=str(result)))
-    assert env.wait_done(run_id)["status"] == "succeeded"
+    assert env.wait_done(run_id, timeout=90)["status"] == "succeeded"  # its pictures drawn
     left = sorted(str(p.relative_to(result)) for p in result.rglob("*") if not p.is_dir())
     assert {"provenance.diff", "curves.png", "config-used.yaml", "run.json"} <= set(left), left
     found = earlier_files(result)
@@ -305,3 +305,37 @@ def test_lint_warns_of_a_full_disk(env: Env, tmpfs: Callable[[Path, str], Path])
     warned = [w for w in data["blueprint"]["warnings"] if "full disk" in w]
     assert warned and f"(0 B free in {disk})" in warned[0], data
     assert "is on a full disk" in env.cli("lint", str(blueprint)).stdout
+
+
+def test_the_other_user_paths_say_why_they_cannot_be_had(env: Env) -> None:
+    """The codebase, the venv's python and the config: a loop, a link to nothing, a part that
+    is a file are named as such, not only "does not exist"."""
+    links = env.tmp / "links"
+    links.mkdir()
+    (links / "a").symlink_to(links / "b")
+    (links / "b").symlink_to(links / "a")
+    (links / "python").symlink_to(env.tmp / "gone" / "python")
+    (env.codebase / "afile").write_text("a file")
+    text = env.blueprint("paths").read_text()
+    cases = {
+        "exp_codebase_dir": (
+            text.replace(str(env.codebase), str(links / "a"), 1),
+            f"{links / 'a'} is a symbolic link loop",
+        ),
+        "exp_venv_exe": (
+            text.replace(
+                f"python虚拟环境路径: {sys.executable}", f"python虚拟环境路径: {links}/python"
+            ),
+            f"{links / 'python'} is a symbolic link to {env.tmp / 'gone' / 'python'}, which does "
+            "not exist",
+        ),
+        "exp_yaml_path": (
+            text.replace("configs/paths.yaml", "afile/paths.yaml"),
+            f"{env.codebase / 'afile'} is a file, not a folder",
+        ),
+    }
+    for part, (changed, needle) in cases.items():
+        path = env.tmp / f"{part}.md"
+        path.write_text(changed)
+        code, said = _lint(env, path)
+        assert code == 2 and f"{part}: " in said and needle in said, (part, said)

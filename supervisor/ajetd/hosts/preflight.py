@@ -196,8 +196,9 @@ def result_dir_problem(
         return f"exp_result_dir: {result_dir} is not an absolute path{_unexpanded(result_dir)}"
     try:
         reached = path_problem(path)
-        if isinstance(reached, str):
-            return f"exp_result_dir: {reached}"
+        if isinstance(reached, Unreachable):
+            hint = NEVER_THROUGH if reached.dangling else ""
+            return f"exp_result_dir: {reached.text}{hint}"
         if reached is not None:  # the first part of it that is not there, made by ajetd
             parent = reached.parent
             if not os.access(parent, os.W_OK | os.X_OK):
@@ -215,13 +216,41 @@ def result_dir_problem(
         return f"exp_result_dir: {result_dir} cannot be checked: {exc.strerror or exc}"
 
 
-def path_problem(path: Path) -> str | Path | None:
+@dataclass(frozen=True)
+class Unreachable:
+    """Why a path cannot be had (`path_problem`), in words; `dangling`: a link to nothing."""
+
+    text: str
+    dangling: bool = False
+
+
+# ajetd follows a link the user named to a folder that is there, and makes folders below it;
+# it never makes what a link points to (it would write where the link, not the user, says)
+NEVER_THROUGH = (
+    ": ajetd never creates what a link points to; create that folder yourself, or name one "
+    "that exists"
+)
+
+
+def unreachable(path: str, fs: Fs) -> str:
+    """`" (why)"` where the path on this machine cannot be had for a reason that "does not
+    exist" would hide (`path_problem`: a loop, a link to nothing, a part that is a file, a
+    folder not to be looked into); "" elsewhere, or on an SSH host."""
+    if fs is not LOCAL or not os.path.isabs(path):
+        return ""
+    try:
+        found = path_problem(Path(path))
+    except OSError:
+        return ""
+    return f" ({found.text})" if isinstance(found, Unreachable) else ""
+
+
+def path_problem(path: Path) -> Unreachable | Path | None:
     """How the absolute `path` stands, walked one part at a time without trusting a link:
     None where it is there (a link followed to what it names); the first part of it that is
-    missing (ajetd would make it and what is below it); or why it cannot be had, in words: a
-    symbolic link loop, a link to nothing (ajetd never makes what an unexpected link points
-    to: it follows only links to what exists), a part that is a file, a folder it may not
-    look into."""
+    missing (ajetd would make it and what is below it); or why it cannot be had: a symbolic
+    link loop, a link to nothing, a part that is a file, a folder that may not be looked
+    into. Every user path's check says which, where "does not exist" would mislead."""
     parts = path.parts
     for n in range(1, len(parts) + 1):
         part = Path(*parts[:n])
@@ -230,28 +259,28 @@ def path_problem(path: Path) -> str | Path | None:
         except FileNotFoundError:
             return part
         except OSError as exc:  # EACCES: the folder above it may not be looked into
-            return f"{path}: cannot look into {part.parent} ({exc.strerror})"
+            return Unreachable(f"{path}: cannot look into {part.parent} ({exc.strerror})")
         at = f"{path}: " if part != path else ""  # a part above the result dir itself
         if stat.S_ISLNK(found.st_mode):
             target = _link_target(part)
             try:
                 found = os.stat(part)
             except FileNotFoundError:
-                return (
-                    f"{at}{part} is a symbolic link to {target}, which does not exist: ajetd never "
-                    "creates what a link points to; create that folder yourself, or name one "
-                    "that exists"
+                return Unreachable(
+                    f"{at}{part} is a symbolic link to {target}, which does not exist", True
                 )
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    return (
-                        f"{at}{part} is a symbolic link loop ({part} -> {target} -> ... leads back "
-                        "to itself): name a real folder"
+                    return Unreachable(
+                        f"{at}{part} is a symbolic link loop ({part} -> {target} -> ... leads "
+                        "back to itself)"
                     )
                 why = exc.strerror
-                return f"{at}{part} is a link to {target}, which cannot be followed ({why})"
+                return Unreachable(
+                    f"{at}{part} is a link to {target} that cannot be followed ({why})"
+                )
         if n < len(parts) and not stat.S_ISDIR(found.st_mode):
-            return f"{at}{part} is a file, not a folder (nothing can be made under it)"
+            return Unreachable(f"{at}{part} is a file, not a folder (nothing can be under it)")
     return None
 
 
@@ -259,7 +288,7 @@ def _full_disk(result_dir: str) -> list[str]:
     """A warning where the result dir's disk (of the folder it will be made in, where it is
     not there yet) is full: the daemon would admit the run and then hold its logs and
     reports until there is room."""
-    missing = path_problem(Path(result_dir))
+    missing = path_problem(Path(result_dir))  # (no problem: the caller asked first)
     folder = missing.parent if isinstance(missing, Path) else Path(result_dir)
     free = diskfull.free_bytes(folder)
     if free is None or free >= diskfull.FULL_BELOW_BYTES:
@@ -334,7 +363,9 @@ def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list
         problems.append(f"exp_yaml_path: {yaml_path} lies outside exp_codebase_dir {codebase}")
         return None
     if not fs.isfile(yaml_path):
-        problems.append(f"exp_yaml_path: {yaml_path} does not exist{where}")
+        problems.append(
+            f"exp_yaml_path: {yaml_path} does not exist{where}{unreachable(yaml_path, fs)}"
+        )
         return None
     config = read_config(yaml_path, fs, where)
     if isinstance(config, str):
@@ -352,7 +383,10 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
             + _unexpanded(bp.codebase_dir)
         )
     elif not fs.isdir(codebase):
-        problems.append(f"exp_codebase_dir: {codebase} does not exist{where} or is not a directory")
+        problems.append(
+            f"exp_codebase_dir: {codebase} does not exist{where} or is not a directory"
+            + unreachable(codebase, fs)
+        )
     venv_exe = _abs(bp.venv_exe, fs)
     if fs.isdir(venv_exe) and fs.isfile(os.path.join(venv_exe, "bin", "python")):
         venv_exe = os.path.join(venv_exe, "bin", "python")  # the venv folder itself was given
@@ -364,7 +398,9 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
             f"exp_venv_exe: {bp.venv_exe} is not an absolute path{_unexpanded(bp.venv_exe)}"
         )
     elif not fs.exists(venv_exe):
-        problems.append(f"exp_venv_exe: {venv_exe} does not exist{where}")
+        problems.append(
+            f"exp_venv_exe: {venv_exe} does not exist{where}{unreachable(venv_exe, fs)}"
+        )
     elif fs.isdir(venv_exe) or not fs.executable(venv_exe):
         problems.append(f"exp_venv_exe: {venv_exe} is not an executable file")
     return codebase, venv_exe
