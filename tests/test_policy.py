@@ -119,6 +119,20 @@ def test_hang_stop_action() -> None:
     assert restarted.stop_cause is None and restarted.signals_sent == ()
 
 
+def test_hang_stop_says_where_it_hung_as_the_time_limit_does() -> None:
+    """The hang rule's reason gives the same facts as a time limit's `while hung`: since when
+    nothing happened, the last step seen, whether the GPUs were idle."""
+    stop = replace(OPTIONS, hang_action="stop")
+    seen = Observation(now=T0 + 1300, last_output_at=T0 + 60, last_step=12, gpu_busy_at=T0 + 30)
+    [begin, _] = decide(_run(10_000), seen, TIMING, stop)
+    assert isinstance(begin, BeginStop) and begin.cause is StopCause.HANG
+    facts = "no output for 20m40s, GPUs idle (since 2027-01-15T08:01:00Z, after step 12"
+    assert begin.why == f"{facts}; hang window 10m, then a grace of the same)", begin.why
+    [limit, _] = decide(_run(1300), seen, TIMING, OPTIONS)
+    assert isinstance(limit, BeginStop) and limit.cause is StopCause.TIME_LIMIT
+    assert limit.why == f"while hung: {facts})", limit.why
+
+
 def test_hang_window_is_learned_from_the_step_interval() -> None:
     assert learned_window([], 1800, 600, 7200) == 1800
     assert learned_window([0, 300, 600, 900], 1800, 600, 7200) == 900  # 3 x 5 min

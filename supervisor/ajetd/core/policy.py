@@ -185,16 +185,23 @@ def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
         which = f" (trial {trial.number})" if trial is not None and trial.number > 1 else ""
         parts.append(f"{SILENT} from its program{which}")
     elif quiet is not None and (obs.now >= quiet + window_s or flagged):
-        after = f", after step {obs.last_step}" if obs.last_step is not None else ""
-        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
-        since = f"since {iso(quiet)}{after}"
+        silent, since = _silence(obs, quiet)
         if flagged:  # flagged at one window of silence
             since += f"; needs attention since {iso(quiet + window_s)}"
-        parts.append(f"{HUNG}no output for {format_duration(obs.now - quiet)}{idle} ({since})")
+        parts.append(f"{HUNG}{silent} ({since})")
     if run.deadline is not None and obs.now - run.deadline >= LATE_S:
         late = format_duration(obs.now - run.deadline)
         parts.append(f"enforced {late} late: {_why_late(run.deadline, obs)}")
     return ", ".join(parts)
+
+
+def _silence(obs: Observation, quiet: float) -> tuple[str, str]:
+    """Where a silent run stands, for the time limit's and the hang rule's reasons alike:
+    `no output for 1m20s, GPUs idle` and `since <when>, after step 12` (the last step its
+    output named, where one was)."""
+    after = f", after step {obs.last_step}" if obs.last_step is not None else ""
+    idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
+    return f"no output for {format_duration(obs.now - quiet)}{idle}", f"since {iso(quiet)}{after}"
 
 
 def _why_late(deadline: float, obs: Observation) -> str:
@@ -400,7 +407,6 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
     actions: list[Action] = []
     cause = run.stop_cause
     quiet_since = _quiet_since(obs)
-    silence = obs.now - quiet_since if quiet_since is not None else 0.0
     # the moments `next_wake` names, compared as it computes them: `now - since >= window`
     # may round below the window at the very moment `since + window`
     quiet = quiet_since if quiet_since is not None else float("inf")
@@ -413,9 +419,10 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             why = _limit_why(run, obs, window_s)
         elif obs.now >= quiet + 2 * window_s and options.hang_action in ("stop", "relaunch"):
             cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
+            silent, facts = _silence(obs, quiet)
             why = (
-                f"no output for {format_duration(silence)} (hang window "
-                f"{format_duration(window_s)}, then a grace of the same)"
+                f"{silent} ({facts}; hang window {format_duration(window_s)}, then a grace of "
+                "the same)"
             )
         elif (plateau := _plateau(run, options, obs.now)) is not None:
             cause, why = StopCause.PLATEAU, plateau
