@@ -355,3 +355,43 @@ def test_the_list_shows_a_multi_benchmark_runs_metric_from_its_series() -> None:
     run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
     run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
     assert _metric_cell(run).startswith("0.4000 "), _metric_cell(run)
+
+
+def test_an_old_layout_val_file_never_shows_a_raw_none_step(tmp_path: Path) -> None:
+    """AgentJet before 260e37a (2026-03-30) wrote no `global_steps`, each line starting with
+    `'target dataset name'`: results.md said `best 0.6043 (step None)` with an empty step
+    column, status's step column was blank, and curves.png drew no point. The step is said
+    to be unknown (not guessed: a resumed trial validates off the test_freq grid), and the
+    curves count validations in file order."""
+    from ajetd.pictures.drawing import segment_labels
+    from ajetd.pictures.runcurves import draw_curves, segments, stepped
+    from ajetd.views.rundetail import detail
+
+    lines = (DATA / "val_result_sample.md").read_text().splitlines()
+    old = []
+    for line in lines:
+        record = parse_dict_line(line)
+        assert record is not None
+        record.pop("global_steps")
+        old.append(str({"target dataset name": "main_val_dataset", **record}))
+    history = tuple(parse_val_text("\n".join(old) + "\n"))
+    assert len(history) == 4 and all("global_steps" not in r for r in history)
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir=str(tmp_path))
+    run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
+    text = render_results(run, ReportContext(host="h"))
+    assert "None" not in text, text
+    assert "(step unknown)" in text and "Steps unknown:" in text
+    rows = [line for line in text.splitlines() if line.startswith("|  | ")]
+    assert len(rows) == 4 and all(r.startswith("|  | unknown | ") for r in rows)
+    shown = "\n".join("".join(part for part, _ in line) for line in detail(run, 10.0, 120))
+    metric_rows = [line for line in shown.splitlines() if line.strip().startswith("unknown")]
+    assert len(metric_rows) == 4, shown
+    numbered, own = stepped(list(history))
+    assert not own and [r["global_steps"] for r in numbered] == [1, 2, 3, 4]
+    assert len(segments(numbered)) == 1 and segment_labels(run) == ["part 1"]
+    out = tmp_path / "curves.png"
+    assert draw_curves({"history": list(history), "keys": ["mean_reward"]}, out)
+    assert out.stat().st_size > 0
+    # a file that names its steps keeps them
+    steps = parse_val_text((DATA / "val_result_sample.md").read_text())
+    assert stepped(steps) == (steps, True)

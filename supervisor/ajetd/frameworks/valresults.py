@@ -209,6 +209,33 @@ def parse_val_lines(
     return block, changed
 
 
+STEP_UNKNOWN = "unknown"
+# Why a record's step is not derived from its place in the file (val_before_train → 0, then
+# every test_freq): a trial resumed from a checkpoint validates at the checkpoint's step, and
+# verl validates the last step too, whatever test_freq says: a count would name wrong steps.
+STEPS_UNKNOWN_NOTE = (
+    "the val file's records name no step (AgentJet before 2026-03-30 wrote no "
+    "`global_steps`); steps are not guessed from their order, since a resumed trial and the "
+    "last step validate off the test_freq grid"
+)
+
+
+def step_of(record: Mapping[str, Any]) -> int | float | None:
+    """The step a record was validated at (`global_steps`), None where it names none (the
+    old layout starting with `'target dataset name'`)."""
+    step = record.get("global_steps")
+    if isinstance(step, (int, float)) and not isinstance(step, bool):
+        return step
+    return None
+
+
+def step_text(record: Mapping[str, Any]) -> str:
+    """A record's step as the views print it: the number, or `unknown` (never `None`, never
+    blank)."""
+    step = step_of(record)
+    return STEP_UNKNOWN if step is None else f"{step:g}"
+
+
 def metric_series(history: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     """The numeric values of `key` across records, skipping records without it, and those of
     any benchmark but the first named (`dataset`): a series never mixes benchmarks."""

@@ -29,7 +29,7 @@ from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
 from ajetd.frameworks.valresults import TABLE_KEYS, shown_keys
-from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments
+from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments, stepped
 
 log = logging.getLogger(__name__)
 FINAL_TIMEOUT_S = 60.0
@@ -67,7 +67,7 @@ def record_gpus(home: Home, run_id: str, now: float, seen: Sequence[RunGpu]) -> 
 def segment_labels(run: Run) -> list[str]:
     """A name per piece of the history: `trial N` (with the fix it brought) where the pieces
     and the trials that wrote records match one to one, else `part N`."""
-    pieces = len(segments(list(run.history)))
+    pieces = len(segments(stepped(list(run.history))[0]))
     trials = [t for t in run.trials if t.started_at is not None]
     if pieces != len(trials):
         return [f"part {n + 1}" for n in range(pieces)]

@@ -24,9 +24,19 @@ from typing import Any
 from ajetd.adapters.regular import NotRegularError, load_record, read_small
 from ajetd.adapters.store import temporary
 from ajetd.core.resultfiles import PICTURES
+from ajetd.frameworks.valresults import step_of
 
 MAX_PANELS = 6
 MAX_GPU_LOG_BYTES = 16 * 1024 * 1024  # samples are appended while the file is smaller
+
+
+def stepped(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """The history with a step (`global_steps`) each, and whether those are the records' own:
+    where none names one (AgentJet's old layout), each is numbered in file order instead (1,
+    2, ...), the axis saying so: such records were drawn as no point at all."""
+    if any(step_of(r) is not None for r in history):
+        return history, True
+    return [{**r, "global_steps": n} for n, r in enumerate(history, 1)], False
 
 
 def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -34,8 +44,8 @@ def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     pieces: list[list[dict[str, Any]]] = []
     last: float | None = None
     for record in history:
-        step = record.get("global_steps")
-        if not isinstance(step, (int, float)):
+        step = step_of(record)
+        if step is None:
             continue
         if last is None or step <= last:
             pieces.append([])
@@ -72,6 +82,7 @@ def draw_curves(spec: dict[str, Any], out: Path) -> bool:
     keys = keys[:MAX_PANELS]
     if not keys:
         return False
+    history, own_steps = stepped(history)
     pieces = segments(history)
     labels = list(spec.get("segment_labels") or [])
     fig, axes = plt.subplots(
@@ -104,12 +115,15 @@ def draw_curves(spec: dict[str, Any], out: Path) -> bool:
                     color="gold",
                     edgecolors="black",
                     zorder=5,
-                    label=f"best {best[1]:.4g} (step {best[0]:g})",
+                    label=f"best {best[1]:.4g} "
+                    + (f"(step {best[0]:g})" if own_steps else f"(validation {best[0]:g})"),
                 )
             ax.set_ylabel(key, fontsize=8)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
-        axes[-1][0].set_xlabel("step (global_steps)")
+        axes[-1][0].set_xlabel(
+            "step (global_steps)" if own_steps else "validation, in file order (steps unknown)"
+        )
         _save(fig, spec, out)
     finally:
         plt.close(fig)

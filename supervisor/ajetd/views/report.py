@@ -15,7 +15,14 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric
+from ajetd.frameworks.valresults import (
+    STEPS_UNKNOWN_NOTE,
+    metric_series,
+    shown_keys,
+    shown_metric,
+    step_of,
+    step_text,
+)
 from ajetd.views.listing import sparkline
 from ajetd.views.records import run_json
 from ajetd.views.words import action_label
@@ -103,16 +110,18 @@ def _metrics_section(run: Run) -> list[str]:
         "|---:|---:|" + "---:|" * len(keys),
     ]
     for record, trial in zip(history, record_trials(run), strict=True):
-        step = record.get("global_steps", "")
+        step = step_text(record)
         cells = " | ".join(_fmt(record.get(k)) for k in keys)
         lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
     lines.append("")
+    if any(step_of(r) is None for r in history):
+        lines += [f"Steps unknown: {STEPS_UNKNOWN_NOTE}.", ""]
     for key in dict.fromkeys((lead, "mean_reward", "task_pass_rate@1")):
         series = metric_series(history, key)
         if not series:
             continue
         best = min(series) if "loss" in key else max(series)
-        best_step = next(r.get("global_steps") for r in history if r.get(key) == best)
+        best_step = next(step_text(r) for r in history if r.get(key) == best)
         lines.append(
             f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {best_step}), "
             f"last {series[-1]:.4f}  `{sparkline(series)}`"

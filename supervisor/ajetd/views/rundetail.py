@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric
+from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric, step_text
 from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
 from ajetd.views.records import shown_reason
 
@@ -127,16 +127,14 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
     ]
     lines.append(
-        [(cut("  " + "step".rjust(6) + "".join(k[:14].rjust(16) for k in keys), width), "dim")]
+        [(cut("  " + "step".rjust(7) + "".join(k[:14].rjust(16) for k in keys), width), "dim")]
     )
     for record in history[-rows:]:
         cells = "".join(
             (f"{v:.4f}" if isinstance(v, float) else str(v if v is not None else "")).rjust(16)
             for v in (record.get(k) for k in keys)
         )
-        lines.append(
-            [(cut("  " + str(record.get("global_steps", "")).rjust(6) + cells, width), "")]
-        )
+        lines.append([(cut("  " + step_text(record).rjust(7) + cells, width), "")])
     series = metric_series(history, metric)
     if series:
         best = min(series) if "loss" in metric else max(series)
