@@ -192,3 +192,43 @@ def test_reading_a_conf_stays_fast_on_a_hostile_command() -> None:
         started = time.process_time()
         conf_argument(f"x --conf {tail}")
         assert time.process_time() - started < 1.0
+
+
+def test_a_test_freq_past_the_runs_steps_is_warned_of() -> None:
+    """The shipped benchmark_math.yaml has test_freq 999999: its only validation is the
+    untrained model's (step 0), and results said `best 0.3412 (step 0)` while lint said ok.
+    A warning (not a problem) names test_freq and how to set it; a test_freq within the
+    run's total_training_steps, or an ordinary one where they are unknown, says nothing."""
+    found = _review("tests/bench/benchmark_math/benchmark_math.yaml")
+    said = [w for w in found.warnings if "test_freq" in w]
+    assert len(said) == 1 and "999999" in said[0], found.warnings
+    assert "no validation of the trained model" in said[0]
+    assert "set ajet.trainer_common.test_freq to" in said[0]
+    assert not any("test_freq" in p for p in found.problems)
+    assert not any("test_freq" in w for w in _review(COUNTDOWN).warnings)
+    config = yaml.safe_load((CONFIGS / COUNTDOWN).read_text())
+    common = config["ajet"].setdefault("trainer_common", {})
+    common.update(test_freq=50, total_training_steps=30)
+    found = review(
+        config,
+        command="x --conf a/b.yaml",
+        result_dir="/r",
+        gpus="all",
+        env={},
+        exists=lambda p: True,
+    )
+    said = [w for w in found.warnings if "test_freq" in w]
+    assert len(said) == 1 and "total_training_steps 30" in said[0], found.warnings
+    common.update(test_freq=30)
+    found = review(
+        config,
+        command="x --conf a/b.yaml",
+        result_dir="/r",
+        gpus="all",
+        env={},
+        exists=lambda p: True,
+    )
+    assert not any("test_freq" in w for w in found.warnings)
+
+
+COUNTDOWN = "tests/bench/benchmark_countdown/benchmark_countdown.yaml"

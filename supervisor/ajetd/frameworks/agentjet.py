@@ -182,6 +182,7 @@ def review(
         out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
     _review_validation(ajet, result_dir, out)
     _review_gpus(ajet, gpus, out)
+    out.warnings.extend(test_freq_warnings(ajet))
     model = _get(ajet, "model", "path")
     if isinstance(model, str) and model.startswith("/") and not exists(model):
         out.problems.append(f"exp_yaml_path: ajet.model.path {model} does not exist")
@@ -241,6 +242,39 @@ def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigRevi
             "ajet.trainer_common.val_before_train → true (measure the initial "
             "model, as seed 001 asks)"
         )
+
+
+# a test_freq this large is no validation interval whatever the run's length (the shipped
+# benchmark_math.yaml's 999999): a run of 100,000 steps is beyond any seen
+ABSURD_TEST_FREQ = 100_000
+
+
+def test_freq_warnings(ajet: Mapping[str, Any]) -> list[str]:
+    """A warning where `trainer_common.test_freq` is past the run's training steps
+    (`total_training_steps`, where the config gives them; else where it is absurdly large):
+    AgentJet validates the trained model every test_freq steps, so the run's results would
+    hold only the initial model's validation (step 0: seed 001 calls test_freq out). Not a
+    problem: a run may mean only to train."""
+    freq = _get(ajet, "trainer_common", "test_freq")
+    total = _get(ajet, "trainer_common", "total_training_steps")
+    if not isinstance(freq, int) or isinstance(freq, bool) or freq <= 0:
+        return []
+    known = isinstance(total, int) and not isinstance(total, bool) and total > 0
+    if known and freq > total:
+        beyond = f"more than the run's total_training_steps {total}"
+        hint = f"at most {total}, e.g. {max(1, total // 10)}"
+    elif not known and freq >= ABSURD_TEST_FREQ:
+        beyond = "more steps than any run trains"
+        hint = "the steps between validations, e.g. 10 or 20 (ajet_default.yaml's 20)"
+    else:
+        return []
+    return [
+        f"ajet.trainer_common.test_freq is {show(freq)}, {beyond}: AgentJet validates the "
+        "trained model every test_freq steps, so no validation of the trained model would "
+        "happen during training (only the initial model's, step 0, where val_before_train "
+        "is true; at most the last step's, if the run gets there), and results could not "
+        f"show training helped; set ajet.trainer_common.test_freq to {hint}"
+    ]
 
 
 MAX_YAML_GPUS = 1 << 20  # no run is given more
