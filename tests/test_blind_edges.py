@@ -622,6 +622,7 @@ def _runs_on_the_original(loop: Any, env: Env, bp: Path, conf: str) -> None:
     copies = [p.name for p in (env.codebase / conf).parent.iterdir() if ".ajetd-" in p.name]
     assert copies == [], copies
     assert loop.run(run_id).history, "the original config's val file is read"
+    assert loop.run(run_id).config_changes == (), "none shown as made (results.md, status)"
 
 
 def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapplied(
@@ -638,6 +639,13 @@ def test_a_command_without_conf_gets_no_config_copy_and_the_fixes_are_said_unapp
     said = [w for w in found["blueprint"]["warnings"] if "passes no --conf" in w]
     assert len(said) == 1 and "are not applied (it runs as it is): " in said[0], found
     assert "val_before_train" in said[0]
+    # and not also shown as made (walk L3: lint said both 'not applied' and 'config change
+    # (in a copy beside the original)' three times)
+    assert found["blueprint"]["config_changes"] == [], found
+    path = env.tmp / "lint.md"
+    human = env.cli("lint", str(path))
+    assert human.returncode == 0 and "passes no --conf" in human.stdout, human.stdout
+    assert "config change" not in human.stdout, human.stdout
     _runs_on_the_original(loop, env, bp, conf)
 
 
@@ -653,4 +661,5 @@ def test_a_conf_ajetd_cannot_resolve_gets_no_copy_and_its_fixes_are_said_unappli
     found = _lint(env, bp.read_text())
     said = [w for w in found["blueprint"]["warnings"] if "cannot tell which file" in w]
     assert len(said) == 1 and "val_before_train" in said[0], found
+    assert found["blueprint"]["config_changes"] == [], found
     _runs_on_the_original(loop, env, bp, conf)

@@ -79,7 +79,7 @@ def lint(file: Path, as_json: bool) -> None:
             },
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
-            "config_changes": resolved.review.changes if resolved else [],
+            "config_changes": resolved.changes_made if resolved else [],
         }
     problems = [*problems, *home_kinds(open_home().root)[1]]
     if as_json:

@@ -133,13 +133,11 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
     """The accepted run's record: what it launches (with the config fixes, written where it
     runs (`fs`, asked only when there are fixes), and for NeMo-RL the overrides it needs),
     where, and how its metrics are read."""
-    command, changes = bp.launch_command, list(resolved.review.changes)
+    command, changes = bp.launch_command, resolved.changes_made  # a warning lists the rest
     warnings = list(resolved.review.warnings)
     config_path = resolved.yaml_path
     config = resolved.config  # as the run reads it: the copy's, where --conf points at it
-    if resolved.review.patches and not resolved.copy_reaches:
-        changes = []  # none of them reaches what runs (a warning lists them): no copy written
-    elif resolved.review.patches:
+    if resolved.review.patches and resolved.copy_reaches:  # else no copy is written
         command, config_path, note = _patched_copy(resolved, command, run.run_id, fs())
         changes.append(note)
         if config_path != resolved.yaml_path:  # its yaml_overrides too (n_gpus_per_node=2)

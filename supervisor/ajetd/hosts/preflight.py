@@ -84,6 +84,13 @@ class Resolved:
     copy_reaches: bool = True
 
     @property
+    def changes_made(self) -> list[str]:
+        """The review's changes as made: in the copy that runs, so none where --conf cannot
+        be pointed at one (a warning lists them as what the config would need). The one
+        answer for lint, admission's record (status's warnings) and results.md."""
+        return list(self.review.changes) if self.copy_reaches else []
+
+    @property
     def config_run(self) -> dict[str, Any]:
         """The config as the run reads it: the fixed copy's where --conf reaches one."""
         return self.runs_with if self.review.patches and self.copy_reaches else self.config
