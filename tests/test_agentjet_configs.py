@@ -17,6 +17,7 @@ from ajetd.frameworks.agentjet import (
     point_conf_at,
     review,
     runs_launcher,
+    validation_interval_warnings,
 )
 
 CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
@@ -209,26 +210,10 @@ def test_a_test_freq_past_the_runs_steps_is_warned_of() -> None:
     config = yaml.safe_load((CONFIGS / COUNTDOWN).read_text())
     common = config["ajet"].setdefault("trainer_common", {})
     common.update(test_freq=50, total_training_steps=30)
-    found = review(
-        config,
-        command="x --conf a/b.yaml",
-        result_dir="/r",
-        gpus="all",
-        env={},
-        exists=lambda p: True,
-    )
-    said = [w for w in found.warnings if "test_freq" in w]
-    assert len(said) == 1 and "total_training_steps 30" in said[0], found.warnings
+    said = validation_interval_warnings(config["ajet"])
+    assert len(said) == 1 and "total_training_steps 30" in said[0], said
     common.update(test_freq=30)
-    found = review(
-        config,
-        command="x --conf a/b.yaml",
-        result_dir="/r",
-        gpus="all",
-        env={},
-        exists=lambda p: True,
-    )
-    assert not any("test_freq" in w for w in found.warnings)
+    assert validation_interval_warnings(config["ajet"]) == []
 
 
 COUNTDOWN = "tests/bench/benchmark_countdown/benchmark_countdown.yaml"

@@ -182,7 +182,7 @@ def review(
         out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
     _review_validation(ajet, result_dir, out)
     _review_gpus(ajet, gpus, out)
-    out.warnings.extend(test_freq_warnings(ajet))
+    out.warnings.extend(validation_interval_warnings(ajet))
     model = _get(ajet, "model", "path")
     if isinstance(model, str) and model.startswith("/") and not exists(model):
         out.problems.append(f"exp_yaml_path: ajet.model.path {model} does not exist")
@@ -249,7 +249,7 @@ def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigRevi
 ABSURD_TEST_FREQ = 100_000
 
 
-def test_freq_warnings(ajet: Mapping[str, Any]) -> list[str]:
+def validation_interval_warnings(ajet: Mapping[str, Any]) -> list[str]:
     """A warning where `trainer_common.test_freq` is past the run's training steps
     (`total_training_steps`, where the config gives them; else where it is absurdly large):
     AgentJet validates the trained model every test_freq steps, so the run's results would
