@@ -193,6 +193,14 @@ def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env
             "its records name NeMo-RL's val:accuracy 'accuracy': write that",
         ),
         ("uv run examples/run_grpo.py --config {c}", "accuracy", None),
+        (  # the default's name, named: judged as named, so warned (walk 28, M4)
+            "uv run examples/run_grpo.py --config {c}",
+            "mean_reward",
+            "'mean_reward' is not a validation key NeMo-RL is known to write; without "
+            "`metric:` the rule judges the run's own, 'accuracy' (known: accuracy, val_loss, "
+            "validation_default_loss)",
+        ),
+        (None, "mean_reward", None),
     ],
 )
 def test_a_plateau_metric_the_framework_does_not_write_is_warned(

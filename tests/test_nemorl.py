@@ -378,6 +378,37 @@ def test_a_dpo_run_over_three_epochs_through_the_loop(daemon_env: Env) -> None:
     )
 
 
+def test_a_plateau_metric_named_is_judged_as_named_never_swapped(daemon_env: Env) -> None:
+    """Walk 28, M4: `plateau: {metric: mean_reward}` (the default's name, TEMPLATE.md's
+    example) in a NeMo-RL run was taken for the default and judged `accuracy`: the run stopped
+    on `plateau: accuracy has not improved ...` with no warning. Named, it is judged as named:
+    admission warns (NeMo-RL does not write it; without `metric:` the run's own is judged), the
+    run warns once its records hold none of it, and a flat accuracy does not stop it. Not
+    named, the rule judges the run's own metric and stops it."""
+    env = daemon_env
+    extra = "grpo.val_period=1 fake.flat=1"
+    rule = "plateau: {metric: mean_reward, patience: 2, after: 0}"
+    bp = _nemo_blueprint(env, "named", extra)
+    bp.write_text(bp.read_text() + f"\n## [ajetd]\n```yaml\n{rule}\n```\n")
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "succeeded", status
+    warnings = status["warnings"]
+    assert any(
+        w.startswith("plateau.metric: 'mean_reward' is not a validation key NeMo-RL")
+        and "the rule judges the run's own, 'accuracy'" in w
+        for w in warnings
+    ), warnings
+    [late] = [w for w in warnings if w.startswith("plateau.metric 'mean_reward': none of")]
+    assert "(the records hold: accuracy, " in late, late
+    assert late in (env.tmp / "results" / "named" / "results.md").read_text()
+    bp = _nemo_blueprint(env, "own", extra)
+    bp.write_text(bp.read_text() + "\n## [ajetd]\n```yaml\nplateau: {patience: 2, after: 0}\n```\n")
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "plateau", status
+    assert "accuracy has not improved" in status["reason"], status
+    assert not [w for w in status["warnings"] if w.startswith("plateau.metric")], status
+
+
 def test_a_nemo_save_by_timeout_is_a_time_limit(daemon_env: Env) -> None:
     env = daemon_env
     run_id = env.submit(_nemo_blueprint(env, "nemo_t", "checkpointing.checkpoint_must_save_by=3"))

@@ -314,3 +314,18 @@ def test_a_clean_exit_that_validated_nothing_says_so() -> None:
     assert kept_truly(EXITED_0, 0, expected=True) == f"{EXITED_0}; it wrote no validation record"
     assert kept_truly(EXITED_0, 3, expected=True) == EXITED_0
     assert kept_truly(EXITED_0, 0, expected=False) == EXITED_0
+
+
+def test_a_plateau_metric_follows_the_runs_own_only_where_none_is_named() -> None:
+    """Walk 28, M4: the default follows the run's metric (NeMo-RL's `accuracy`); a metric the
+    blueprint names, even the default's name, stays as named."""
+    from ajetd.core.options import parse_options
+    from ajetd.core.stoprules import followed
+
+    assert followed(PlateauRule(), "accuracy").metric == "accuracy"
+    unnamed = parse_options("plateau: {patience: 2}").plateau
+    named = parse_options("plateau: {metric: mean_reward}").plateau
+    assert unnamed is not None and named is not None
+    assert followed(unnamed, "accuracy").metric == "accuracy"
+    assert followed(named, "accuracy").metric == "mean_reward"
+    assert parse_options("plateau: true").plateau == PlateauRule()

@@ -277,7 +277,7 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
         problems.append(f"plateau.mode: expected auto, max or min, got {show(mode)}")
     if len(problems) > mark:
         return None
-    return PlateauRule(str(metric), patience, min_delta, after, str(mode))
+    return PlateauRule(str(metric), patience, min_delta, after, str(mode), "metric" in value)
 
 
 def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:

@@ -25,6 +25,7 @@ class PlateauRule:
     min_delta: float = 0.005
     after: float = 0.5  # fraction of exp_max_time
     mode: str = "auto"  # max, min, or auto (min for names with "loss", else max)
+    named: bool = False  # the blueprint names `metric` (else it is the default, which follows)
 
     @property
     def maximise(self) -> bool:
@@ -34,9 +35,11 @@ class PlateauRule:
 
 
 def followed(rule: PlateauRule, run_metric: str) -> PlateauRule:
-    """The rule as it judges a run: the default metric follows the run's own (NeMo-RL's
-    `checkpointing.metric_name`); a metric the blueprint names stays as named."""
-    if rule.metric == PlateauRule().metric and run_metric != rule.metric:
+    """The rule as it judges a run: a metric the blueprint does not name follows the run's own
+    (NeMo-RL's `checkpointing.metric_name`); one it names is judged as named, even where it is
+    the default's name (`metric: mean_reward` in a NeMo-RL run is never read in its records:
+    lint warns, and so does the run once its records hold none of it), never another."""
+    if not rule.named and run_metric != rule.metric:
         return replace(rule, metric=run_metric)
     return rule
 

@@ -23,7 +23,6 @@ from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.shellenv import launch_env
-from ajetd.core.stoprules import PlateauRule
 from ajetd.core.values import did_you_mean
 from ajetd.frameworks import nemorl, valresults
 from ajetd.frameworks.agentjet import (
@@ -499,7 +498,7 @@ def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
     rule = bp.options.plateau
     command = bp.launch_command
     nemo = nemorl.is_nemo_launch(command)
-    if rule is None or rule.metric == PlateauRule().metric:  # the default follows the run's
+    if rule is None or not rule.named:  # the default follows the run's own
         return []
     if nemo:
         own = nemorl.primary_metric(config if isinstance(config, Mapping) else None, command)[0]
@@ -511,6 +510,7 @@ def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
             hint = f"; its records name NeMo-RL's {rule.metric} {name!r}: write that"
         else:
             hint = did_you_mean(rule.metric, known, n=3)
+        hint += f"; without `metric:` the rule judges the run's own, {own!r}"
         framework = "NeMo-RL"
     else:
         if valresults.agentjet_writes(rule.metric):
