@@ -297,8 +297,27 @@ class Env:
         return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.fixture(scope="session")
+def matplotlib_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One MPLCONFIGDIR for the pictures every test's daemon draws, its font list built once
+    here. A test's HOME is its own tmp_path, so each test's first picture built matplotlib's
+    font cache again (`fc-list` and a scan of the system's fonts: ~0.25 s of CPU, a second or
+    more at load, in ~200 tests), which a user's lasting HOME does once. Nothing of ajetd's
+    reads or writes it, and with the cache in place no picture writes there either."""
+    folder = tmp_path_factory.getbasetemp() / "matplotlib"
+    folder.mkdir(exist_ok=True)
+    subprocess.run(
+        [PYTHON, "-c", "import matplotlib.font_manager"],
+        env={**os.environ, "MPLCONFIGDIR": str(folder)},
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return folder
+
+
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
+def env(tmp_path: Path, matplotlib_folder: Path) -> Iterator[Env]:
     home = tmp_path / "ajetd-home"
     socket = f"ajetd-test-{uuid.uuid4().hex[:10]}"
     codebase = tmp_path / "codebase"
@@ -309,6 +328,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
     private = ("TMUX", "TMUX_PANE", "WANDB_API_KEY", "SWANLAB_API_KEY")  # no test needs a key
     variables = {k: v for k, v in os.environ.items() if k not in private}
     variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
+    variables["MPLCONFIGDIR"] = str(matplotlib_folder)
     e = Env(tmp=tmp_path, home=home, socket=socket, codebase=codebase, vars=variables)
     yield e
     for proc in e.daemons:
