@@ -285,9 +285,9 @@ def test_long_and_hostile_lines_are_read_in_linear_time() -> None:
         "(" + "A" * 1_000_000 + " pid=1",
     ]
     for line in hostile:
-        started = time.perf_counter()
+        started = time.process_time()  # its CPU time, whatever runs beside it
         nemorl.feed(NemoRead(), f"📊 Validation Results:\n{line}\n")
-        assert time.perf_counter() - started < 1.0, line[:20]
+        assert time.process_time() - started < 1.0, line[:20]
 
 
 def test_recipes_name_their_metric_and_launch_lines_are_recognised() -> None:

@@ -50,14 +50,14 @@ def _ajetd(text: str, yaml: str) -> str:
 
 def _promise(text: str) -> Blueprint | BlueprintError:
     """Parse; only a Blueprint or a BlueprintError may come out, each problem short."""
-    started = time.perf_counter()
+    started = time.process_time()  # its own CPU time: other processes' share is not its
     try:
         result: Blueprint | BlueprintError = parse_blueprint(text)
     except BlueprintError as exc:
         assert all(len(p) <= 300 for p in exc.problems), exc.problems
         assert len(exc.problems) <= 21
         result = exc
-    assert time.perf_counter() - started < 2.0  # ~ms in fact; generous for a loaded machine
+    assert time.process_time() - started < 2.0  # ~ms in fact
     return result
 
 
@@ -245,10 +245,12 @@ def test_a_part_given_twice_names_both_lines() -> None:
     ids=_short_id,
 )
 def test_no_input_makes_the_parser_slow(name: str, text: str) -> None:
-    started = time.perf_counter()
+    # the parser's own CPU time: the wall clock also counts the other processes' share of
+    # the cores (1.16 s once for milliseconds of work, the 2-core VM at load 16)
+    started = time.process_time()
     with contextlib.suppress(BlueprintError):
         parse_blueprint(text)
-    assert time.perf_counter() - started < 1.0, name  # milliseconds now; a minute before
+    assert time.process_time() - started < 1.0, name  # milliseconds now; a minute before
 
 
 def test_problems_are_capped() -> None:

@@ -144,9 +144,9 @@ def test_matching_stays_linear_on_a_catastrophic_pattern() -> None:
         problems,
     )
     assert problems == []
-    start = time.perf_counter()
+    start = time.process_time()  # its CPU time, whatever runs beside it
     assert KindSet(kinds).match("a" * 50_000 + "!") is None
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_user_kinds_come_first_in_the_stream_under_any_dress(tmp_path: Path) -> None:
