@@ -124,13 +124,21 @@ class Troubles:
     def lines(self, held: dict[Path, str]) -> list[str]:
         """One line per full folder, for `ajetd status`: what, where, why, how much is free."""
         out = []
-        for folder, known in sorted(self.full.items()):
-            free = f"{free_space(folder)} free" if known.host is None else "on another machine"
-            line = f"cannot write to {known.what} {folder}: {known.error} ({free})"
+        for folder in sorted(self.full):
+            line = self.line(folder)
             if held.get(folder):
                 line += f"; {held[folder]}"
             out.append(line + "; retrying")
         return out
+
+    def line(self, folder: Path) -> str:
+        """`cannot write to <what> <folder>: <error> (<free> free)` for a full folder, "" for
+        one not known full."""
+        known = self.full.get(folder)
+        if known is None:
+            return ""
+        free = f"{free_space(folder)} free" if known.host is None else "on another machine"
+        return f"cannot write to {known.what} {folder}: {known.error} ({free})"
 
 
 class Held:

@@ -90,8 +90,11 @@ def _never_taken(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
 
 
 def security_problems(home: Home) -> list[str]:
-    """Why nothing may be taken from the inbox now (empty when it is safe)."""
-    problems = []
+    """Why nothing may be taken from the inbox now (empty when it is safe): a home folder
+    that is not one (`Home.folder_problems`), or one others may write in."""
+    problems = home.folder_problems()
+    if problems:
+        return problems
     for folder in (home.root, home.inbox):
         try:
             info = folder.stat()

@@ -11,11 +11,18 @@ import errno
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ajetd.adapters.regular import NotRegularError, load_record, open_regular, too_large
+from ajetd.adapters.regular import (
+    NotRegularError,
+    load_record,
+    open_regular,
+    read_small,
+    too_large,
+)
 from ajetd.core import jsontext
 from ajetd.core.errors import StoreError, UnknownRunError
 from ajetd.core.limits import JOURNAL_MAX_BYTES
@@ -334,6 +341,25 @@ def read_events(path: Path) -> list[tuple[float, str]]:
     return out
 
 
+NOT_A_FOLDER = " is not a folder: move it aside"  # a home folder a file took the place of
+
+
+def _not_a_folder(folder: Path) -> str | None:
+    """Why `folder` is not a folder to use now (`Home.folder_problems`); None when it is."""
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        if os.path.islink(folder):
+            return f"{folder}{NOT_A_FOLDER}"  # a link to nothing
+        return (
+            f"{folder} is missing: restart the daemon, which makes it again, or "
+            f"`mkdir -m 700 {folder}`"
+        )
+    except OSError as exc:
+        return f"{folder}: {exc.strerror}"
+    return None if stat.S_ISDIR(info.st_mode) else f"{folder}{NOT_A_FOLDER}"
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -345,6 +371,7 @@ class Home:
         self.rejected = root / "rejected"
         self.control = root / "control"
         self.swarm = root / "swarm"
+        self.campaigns = root / "campaigns"
         self.daemon_file = root / "daemon.json"
         self.lock_file = root / "daemon.lock"
         self.log_file = root / "daemon.log"
@@ -366,13 +393,29 @@ class Home:
     def ensure(self) -> None:
         """Create missing folders owner-only; existing ones keep their mode (checked elsewhere)."""
         self.check()
-        for folder in (self.root, self.inbox, self.runs, self.rejected, self.control, self.swarm):
+        for folder in (self.root, *self.intake_folders, self.swarm):
             try:
                 folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
             except FileExistsError as exc:  # a file (or a dangling link) where it should be
-                raise StoreError(f"{folder} is not a folder: move it aside") from exc
+                raise StoreError(f"{folder}{NOT_A_FOLDER}") from exc
             except OSError as exc:
                 raise StoreError(f"cannot create {folder}: {exc.strerror}") from exc
+
+    @property
+    def intake_folders(self) -> tuple[Path, ...]:
+        """The folders the daemon scans or writes to take work in: blueprints and campaign
+        folders (inbox/), their runs (runs/, campaigns/), rejections (rejected/), and stop
+        requests (control/)."""
+        return (self.inbox, self.runs, self.rejected, self.control, self.campaigns)
+
+    def folder_problems(self) -> list[str]:
+        """Why the home cannot take work in now, in `ensure`'s words: the home, or one of its
+        intake folders, is not a folder (a file or a link to one put in its place while the
+        daemon runs) or is gone. Empty when each is a folder (a link to one counts)."""
+        root = _not_a_folder(self.root)
+        if root is not None:
+            return [root]
+        return [why for f in self.intake_folders if (why := _not_a_folder(f)) is not None]
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs / run_id
@@ -466,7 +509,7 @@ class Home:
         """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`);
         why it waits names what the status header says stops the daemon taking it, if known."""
         from ajetd.core.model import Run
-        from ajetd.views.listing import inbox_reason  # not on `ajetd submit`'s path
+        from ajetd.views.listing import claimed_reason, inbox_reason  # not on submit's path
 
         for path in self.inbox.glob(f"{run_id}__*"):
             match = SUBMITTED.match(path.name)
@@ -483,13 +526,18 @@ class Home:
                     )
         claimed = self.run_dir(run_id) / "blueprint.md"
         if claimed.exists() and not self.state_file(run_id).exists():
+            try:  # the name it came by (`inbox.SOURCE_NAME`, written before its claim)
+                source = read_small(self.run_dir(run_id) / "source-name").strip()
+            except (OSError, ValueError, NotRegularError):
+                source = ""
+            up = self.daemon_running()
             return _as_written(
                 claimed,
                 Run(
                     run_id=run_id,
-                    source="blueprint.md",
+                    source=source or "blueprint.md",
                     submitted_at=claimed.stat().st_mtime,
-                    reason="being admitted by the daemon",
+                    reason=claimed_reason(run_id, up, self.daemon_info() if up else {}),
                 ),
             )
         return None
@@ -538,6 +586,11 @@ class Home:
         runs = {run.run_id: run for run in self.load_runs(brief)}
         for run in self.pending_runs():
             runs.setdefault(run.run_id, run)
+        for run_id in self.run_ids():  # claimed, no record yet (held for a full folder)
+            if run_id not in runs and run_id not in self.damaged:
+                with contextlib.suppress(OSError):
+                    if (claimed := self.pending(run_id)) is not None:
+                        runs[run_id] = claimed
         shown = (self.with_stop_asked(run) for run in runs.values())
         return sorted(shown, key=lambda r: (r.submitted_at, r.run_id))
 

@@ -129,6 +129,15 @@ class Base:
         self.finish_hooks: dict[str, tuple[Run, Options]] = {}
 
     # -- the run table ------------------------------------------------------------------------
+    def held_reasons(self) -> dict[str, str]:
+        """Why each blueprint claimed while a folder it needs was full waits, for `status`
+        (daemon.json's `held`: the run has no record yet, and is listed as queued with it)."""
+        out = {}
+        for run_id, held in sorted(self.unadmitted.items()):
+            full = self.troubles.line(held.folder) or f"{held.folder} did not take a write"
+            out[run_id] = f"not admitted yet: {full}; admitted once it takes writes"
+        return out
+
     def _ended_record(self, run_id: str) -> Run | None:
         """An ended run's record read again from disk (the daemon keeps only recent ones)."""
         try:

@@ -70,7 +70,7 @@ MAX_HANDLED = 200  # answers kept in state.json, so a request seen again is not 
 class Campaigns:
     def __init__(self, home: Home) -> None:
         self.home = home
-        self.root = home.root / "campaigns"
+        self.root = home.campaigns
         self.states: dict[str, CampaignState] = {}
         # read once per live change (revision), not every tick
         self.loaded: dict[str, tuple[int, cs.CampaignSpec, Blueprint, str]] = {}
@@ -117,10 +117,9 @@ class Campaigns:
         """Campaign folders dropped into the inbox (`<id>__<name>.campaign/` from `ajetd
         campaign`, or any folder holding campaign.yaml): this user's own, and none while the
         inbox is unsafe (the same rule as blueprints)."""
-        self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         self.settle_at = math.inf
         if inbox.security_problems(self.home):
-            return  # the daemon says why in its log and in `status`
+            return  # the daemon says why in its log and in `status` (`Admit.admit`)
         for entry in sorted(self.home.inbox.iterdir()):
             try:
                 self._claim_one(entry, now)

@@ -68,7 +68,8 @@ class Housekeep(Base):
         checks = {s.run_id: round(s.backoff.next_at, 1) for s in self.slots.values() if s.backoff}
         moved = checks != self.published_checks and now - self.published_at >= 1
         disk = self.troubles.lines(self.held.count())
-        problems = [*self.problems, *self.refused, *disk]
+        held = self.held_reasons()
+        problems = [*self.problems, *self.refused, *disk, *held.values()]
         if problems != self.published or moved or now - self.published_at >= PUBLISH_EVERY_S:
             info = {
                 "pid": os.getpid(),
@@ -77,6 +78,7 @@ class Housekeep(Base):
                 "problems": self.problems,
                 "refused": self.refused,
                 "disk": disk,  # full folders, with free space
+                "held": held,  # run id -> why its claimed blueprint is not admitted yet
                 "deep_checks": checks,  # run id -> when its next deep check is due
             }
             self._write_daemon_json(info)
@@ -96,5 +98,6 @@ class Housekeep(Base):
             if "disk" in info:  # say so in the copy written in place
                 info["disk"] = self.troubles.lines(self.held.count())
                 self.published = [*self.problems, *self.refused, *info["disk"]]
+                self.published += info["held"].values()
             text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
             write_in_place(self.home.daemon_file, encode(text))

@@ -344,9 +344,9 @@ NOT_TAKING = "NOT TAKING BLUEPRINTS"
 def waiting_cause(up: bool, info: dict[str, Any]) -> str:
     """Why a blueprint waits in the inbox, as the status header says it (the daemon down, the
     home or inbox unsafe: `daemon.json`'s problems); empty when nothing is known to stop it."""
-    causes = [] if up else [f"the daemon is {DAEMON_DOWN}"]
-    causes += [f"the daemon is {NOT_TAKING.lower()}: {p}" for p in info.get("problems") or []]
-    return "; ".join(causes)
+    if not up:  # a stopped daemon's problems are of the past: the next one looks again
+        return f"the daemon is {DAEMON_DOWN}"
+    return "; ".join(f"the daemon is {NOT_TAKING.lower()}: {p}" for p in info.get("problems") or [])
 
 
 def inbox_reason(up: bool, info: dict[str, Any]) -> str:
@@ -355,6 +355,17 @@ def inbox_reason(up: bool, info: dict[str, Any]) -> str:
     if cause:
         return f"waiting in the inbox: {cause}"
     return "waiting in the inbox for the daemon to take it"
+
+
+def claimed_reason(run_id: str, up: bool, info: dict[str, Any]) -> str:
+    """A blueprint the daemon claimed (moved into its run's folder) but has not admitted:
+    what it waits for as the daemon published it (daemon.json's `held`: a full folder it
+    needs, with its free space), else being admitted now; with the daemon down, its start."""
+    if not up:
+        return f"claimed, not admitted yet: the daemon is {DAEMON_DOWN}; admitted when it starts"
+    held = info.get("held")
+    said = held.get(run_id) if isinstance(held, dict) else None
+    return said if isinstance(said, str) and said else "being admitted by the daemon"
 
 
 def stalled(up: bool, info: dict[str, Any], now: float) -> str | None:
@@ -386,10 +397,15 @@ def daemon_lines(
         lines.append([(cut(f"daemon: {DAEMON_DOWN}", width), "bad")])
     elif now is not None and (stuck := stalled(up, info, now)):
         lines.append([(cut(f"daemon: {stuck}", width), "bad")])
+    # a stopped daemon's last problems are said as past (the home may have changed since:
+    # the next daemon looks again), never as what stops blueprints now
+    taking = f"{NOT_TAKING}: " if up else f"when it stopped: it was {NOT_TAKING.lower()}: "
+    refused = "" if up else "when the daemon stopped: "
+    style = "attention" if up else "dim"
     for problem in info.get("problems") or []:
-        lines.append([(cut(f"daemon: {NOT_TAKING}: {problem}", width), "attention")])
+        lines.append([(cut(f"daemon: {taking}{problem}", width), style)])
     for line in info.get("refused") or []:  # the other files are taken
-        lines.append([(cut(f"inbox: {line}", width), "attention")])
+        lines.append([(cut(f"inbox: {refused}{line}", width), style)])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
         lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
     for problem in info.get("damaged") or []:  # run folders left out, whether or not it runs
