@@ -865,6 +865,38 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]
 
 
+def test_oom_fix_lowers_a_key_only_the_configs_hydra_defaults_set(daemon_env: Env) -> None:
+    """Walk M3: benchmark_math.yaml gets `ajet.rollout.gpu_memory_utilization` 0.85 from
+    ajet_default.yaml through its Hydra `defaults:` (found on its `hydra.searchpath`, from the
+    codebase); the config read alone lacked it, so a cuda_oom with the key allowed said 'the
+    allowed keys (...) are unset or at their bounds' and the run failed. Read as AgentJet
+    composes it, the fix lowers it in the copy (which keeps its defaults, `_self_` last, so
+    its value wins), and the fake AgentJet, composing as Hydra does, runs."""
+    env = daemon_env
+    defaults = env.codebase / "ajet" / "default_config"
+    defaults.mkdir(parents=True)
+    (defaults / "ajet_default.yaml").write_text(
+        yaml.safe_dump({"ajet": {"rollout": {"gpu_memory_utilization": 0.85}}})
+    )
+    config = env.config("hydra", oom_above_gpu_memory_utilization=0.8)
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["hydra"] = {"searchpath": ["file://ajet/default_config"]}
+    data["defaults"] = ["ajet_default", "_self_"]
+    path.write_text(yaml.safe_dump(data))
+    allow = (
+        "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}, gpu_memory_utilization: {min: 0.5}}"
+    )
+    run_id = env.submit(env.blueprint("hydra", config=config, ajetd=allow))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 2, done  # 0.85 → 0.8
+    fixed = yaml.safe_load((env.codebase / "configs" / f"hydra.ajetd-{run_id}-t2.yaml").read_text())
+    assert fixed["ajet"]["rollout"]["gpu_memory_utilization"] == 0.8
+    assert fixed["defaults"] == ["ajet_default", "_self_"]  # still composed by AgentJet
+    trials = (env.tmp / "results" / "hydra" / "trials.md").read_text()
+    assert "gpu_memory_utilization 0.85 → 0.8" in trials, trials
+
+
 # vLLM refusing to start inside a Ray actor's creation task, as verl's rollout workers print it
 VLLM_REFUSED = """ray.exceptions.ActorDiedError: The actor died because of an error raised in \
 its creation task, ray::WorkerDict.__init__() (pid=41500, ip=10.0.0.1, actor_id=8f3a)

@@ -119,6 +119,13 @@ def _fitted(
     )
 
 
+# An AgentJet config read as its launcher composes it (`read_composed`) holds its backend's
+# defaults too (verl_default.yaml: actor_rollout_ref..., reward.reward_model.rollout.
+# gpu_memory_utilization), marked DO NOT EDIT there: its users set `ajet:`'s keys
+# (ajet_default.yaml), from which AgentJet configures the backend. Where `ajet:` sets the
+# key, the fix lowers that one alone (not a reward model's engine); else every one found.
+
+
 def _science(
     kind: str,
     config: Mapping[str, Any] | None,
@@ -144,6 +151,8 @@ def _science(
             for p, v in zip(paths, values, strict=True)
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
+        own = [(p, v) for p, v in numeric if p[0] == "ajet"]
+        numeric = own or numeric  # AgentJet's section where it sets the key (see the note above)
         if not numeric:
             continue
         low = allow[key][0]

@@ -216,8 +216,10 @@ class Observe(Base):
         """The failed run's config as it runs, read where it runs (a fix is decided on its
         values); None where it cannot be read (a host that does not answer)."""
         try:
-            nemo = slot.run.kind == "nemo_rl"  # what its `defaults:` name counts too
-            return trials.load_config(slot.run.config_path, slot.host.fs(), inherited=nemo)
+            run = slot.run  # what its `defaults:` name counts too (NeMo-RL's, or Hydra's)
+            nemo = run.kind == "nemo_rl"
+            codebase = run.codebase_dir if run.kind == "agentjet" else ""
+            return trials.load_config(run.config_path, slot.host.fs(), nemo, codebase)
         except AjetdError as exc:
             log.warning("run %s: config not read: %s", slot.run.run_id, exc)
             return None

@@ -42,11 +42,11 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import apply_patches
+from ajetd.frameworks.agentjet import apply_patches, get_path
 from ajetd.frameworks.valresults import parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
-from ajetd.hosts.fs import Fs, Names, read_config, read_inherited
+from ajetd.hosts.fs import Fs, Names, read_composed, read_config, read_inherited
 
 log = logging.getLogger(__name__)
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
@@ -403,13 +403,24 @@ def program_end(run: Run) -> str | None:
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 
-def load_config(path: str, fs: Fs, inherited: bool = False) -> dict[str, Any] | None:
+def load_config(
+    path: str, fs: Fs, inherited: bool = False, codebase: str = ""
+) -> dict[str, Any] | None:
     """The YAML a run launches with, read where it runs (`inherited`: with the files its
-    `defaults:` names merged under it, as NeMo-RL reads it); None if it cannot be read as a
-    mapping (logged)."""
+    `defaults:` names merged under it, as NeMo-RL reads it; `codebase`: composed from its
+    Hydra `defaults:` as AgentJet's launcher run there reads it, or the file alone where
+    they cannot be read, logged); None if it cannot be read as a mapping (logged)."""
     if not path:
         return None
-    config = read_inherited(path, fs) if inherited else read_config(path, fs)
+    if inherited:
+        config = read_inherited(path, fs)
+    elif codebase:
+        config = read_composed(path, codebase, fs)
+        if isinstance(config, str):
+            log.warning("config %s: its own keys read alone", config)
+            config = read_config(path, fs)
+    else:
+        config = read_config(path, fs)
     if isinstance(config, str):
         log.warning("config %s", config)
         return None
@@ -427,8 +438,12 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
         if set_there:
             return f"the command sets {', '.join(set_there)} itself, over any config"
     tag = f"{run.run_id}-t{len(run.trials) + 1}"
+    fixed = apply_patches(config, patches)
+    shadowed = _shadowed(run, fixed, patches, fs)
+    if shadowed:
+        return shadowed
     try:
-        copy = write_copy(run.config_path, apply_patches(config, patches), tag, fs)
+        copy = write_copy(run.config_path, fixed, tag, fs)
     except OSError as exc:  # a host that does not answer (AjetdError) is asked again
         said = refused(exc, run.config_path)
         if said is None:
@@ -437,6 +452,27 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
     flag = config_flag(run.launch_command, run.kind)
     moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs, flag)
     return f"{flag}: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
+
+
+def _shadowed(
+    run: Run, fixed: dict[str, Any], patches: dict[tuple[str, ...], Any], fs: Fs
+) -> str | None:
+    """Why the fixed copy of an AgentJet config would not carry its fix: a default its
+    `defaults:` list names after `_self_` sets the key over the copy's own (Hydra merges the
+    list in order); None where each patched key reads as patched once composed (or where the
+    defaults cannot be read: the copy's own keys are all ajetd knows)."""
+    if run.kind != "agentjet":
+        return None
+    composed = read_composed(run.config_path, run.codebase_dir, fs, fixed)  # the copy's folder
+    if isinstance(composed, str):
+        return None
+    over = [".".join(p) for p, v in patches.items() if get_path(composed, p) != v]
+    if not over:
+        return None
+    return (
+        f"its defaults list sets {', '.join(over)} after `_self_`, over the fixed copy's "
+        "value (Hydra merges the list in order): put `_self_` last in defaults"
+    )
 
 
 def active_sessions(runs: list[Run]) -> set[str]:

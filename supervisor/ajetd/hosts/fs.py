@@ -145,6 +145,98 @@ def read_inherited(path: str, fs: Fs, depth: int = 0) -> dict[str, Any] | str:
     return _merged(merged, config)
 
 
+MAX_DEFAULTS = 32  # items of one Hydra `defaults:` list read (AgentJet's have three or four)
+# a config name as a defaults item names it: folders and a name, none starting with a dot
+# (no `..`, no hidden file), no `@package`, no `optional`/`override` (not read: said so)
+_CONFIG_NAME = re.compile(
+    r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}(?:/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}){0,7}"
+)
+
+
+def read_composed(
+    path: str, codebase: str, fs: Fs, config: dict[str, Any] | None = None
+) -> dict[str, Any] | str:
+    """An AgentJet config as its launcher reads it (Hydra's composition): each config its
+    `defaults:` names, found in the config's own folder and then the `hydra.searchpath`
+    folders (`file://ajet/default_config`, from the codebase, where the launcher runs),
+    merged in the list's order, the file's own keys where `_self_` stands (at the end where
+    it is absent, as Hydra 1.1+ puts it). A key only a default sets (`ajet.rollout.
+    gpu_memory_utilization` 0.85 in ajet_default.yaml) is read with its value: read alone,
+    the file lacked it and no fix could lower it. Bounded: only files under `codebase`
+    (symlinks resolved), MAX_INHERITANCE levels, MAX_DEFAULTS items a list; or why it cannot
+    be had (read_inherited's style). `config`: the file's content as it will be (a fixed
+    copy not yet written beside it), read from `path` where None."""
+    if config is None:
+        read = read_config(path, fs)
+        if isinstance(read, str):
+            return read
+        config = read
+    folders = [os.path.dirname(path), *_search_path(config, codebase)]
+    return _composed(config, path, folders, codebase, fs, 0)
+
+
+def _search_path(config: dict[str, Any], codebase: str) -> list[str]:
+    """The primary config's `hydra.searchpath` folders (`file://` ones, a relative one from
+    `codebase`; `pkg://` ones are Python packages, not read)."""
+    hydra = config.get("hydra")
+    entries = hydra.get("searchpath") if isinstance(hydra, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [
+        os.path.normpath(os.path.join(codebase, e.removeprefix("file://")))
+        for e in entries[:MAX_DEFAULTS]
+        if isinstance(e, str) and e.startswith("file://")
+    ]
+
+
+def _composed(
+    config: dict[str, Any], path: str, folders: list[str], codebase: str, fs: Fs, depth: int
+) -> dict[str, Any] | str:
+    if "defaults" not in config:
+        return config
+    own = dict(config)
+    items = own.pop("defaults")
+    if not isinstance(items, list) or len(items) > MAX_DEFAULTS:
+        return f"{path}: defaults is not a list of at most {MAX_DEFAULTS} config names"
+    if depth >= MAX_INHERITANCE:
+        return f"{path}: defaults nested more than {MAX_INHERITANCE} levels deep"
+    merged: dict[str, Any] = {}
+    if "_self_" not in items:
+        items = [*items, "_self_"]
+    for item in items:
+        if item == "_self_":
+            merged = _merged(merged, own)
+            continue
+        if not isinstance(item, str) or not _CONFIG_NAME.fullmatch(item):
+            return f"{path}: defaults item {item!r} is not a config name ajetd reads"
+        found, why = _found(item, folders, codebase, fs)
+        if found is None:
+            return f"{path}: defaults item {item}: {why}"
+        got = read_config(found, fs)
+        if isinstance(got, str):
+            return got
+        got = _composed(got, found, folders, codebase, fs, depth + 1)
+        if isinstance(got, str):
+            return got
+        merged = _merged(merged, got)
+    return merged
+
+
+def _found(name: str, folders: list[str], codebase: str, fs: Fs) -> tuple[str | None, str]:
+    """The file a defaults item names: `<name>.yaml` in the first folder holding it, inside
+    `codebase` once its links are resolved; or None and why there is none."""
+    base = fs.realpath(codebase)
+    for folder in folders:
+        candidate = os.path.join(folder, f"{name}.yaml")
+        if not fs.isfile(candidate):
+            continue
+        real = fs.realpath(candidate)
+        if os.path.commonpath([real, base]) != base:
+            return None, f"{candidate} lies outside exp_codebase_dir {codebase} (not read)"
+        return candidate, ""
+    return None, f"no {name}.yaml in {', '.join(folders) or 'no folder'}"
+
+
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """`over` on top of `base`, mappings merged key by key (as OmegaConf merges)."""
     out = dict(base)

@@ -86,13 +86,42 @@ def _swarm_up(port: int) -> bool:
         return False
 
 
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        below = out.get(key)
+        out[key] = (
+            _merge(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+        )
+    return out
+
+
+def _composed(conf: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The config as AgentJet's launcher (Hydra) composes it: each `defaults:` name found as
+    `<name>.yaml` in the config's folder, then in `hydra.searchpath`'s `file://` folders (from
+    the working dir), merged in order; the file's own keys where `_self_` stands (else last)."""
+    names = conf.pop("defaults", None)
+    if not names:
+        return conf
+    entries = conf.get("hydra", {}).get("searchpath", [])
+    folders = [path.parent, *(Path(e.removeprefix("file://")) for e in entries)]
+    out: dict[str, Any] = {}
+    for name in names if "_self_" in names else [*names, "_self_"]:
+        if name == "_self_":
+            out = _merge(out, conf)
+            continue
+        found = next(f / f"{name}.yaml" for f in folders if (f / f"{name}.yaml").is_file())
+        out = _merge(out, _composed(yaml.safe_load(found.read_text()), found))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conf", required=True)
     parser.add_argument("--autokill", action="store_true")
     parser.add_argument("--with-ray-cluster", action="store_true")
     args = parser.parse_args()
-    conf = yaml.safe_load(Path(args.conf).read_text())
+    conf = _composed(yaml.safe_load(Path(args.conf).read_text()), Path(args.conf))
     fake = conf.get("fakejet", {})
     common = conf["ajet"]["trainer_common"]
     val_path = Path(common["val_print_to_markdown_file_path"])
@@ -118,6 +147,11 @@ def main() -> int:
     micro = conf.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size_per_gpu")
     if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
         print(OOM, flush=True)  # as a too-large micro batch does on a real GPU
+        return 1
+    utilization = conf["ajet"].get("rollout", {}).get("gpu_memory_utilization")
+    over = fake.get("oom_above_gpu_memory_utilization")
+    if over is not None and utilization > over:
+        print(OOM, flush=True)  # vLLM's cache leaves the trainer too little memory
         return 1
     fail = fake.get("fail")  # `at_step`: after that step's validation record, else at once
     if fail and any(os.environ.get(k) != str(v) for k, v in fail.get("unless_env", {}).items()):
