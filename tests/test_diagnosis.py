@@ -489,3 +489,41 @@ def test_the_kinds_a_line_may_be_are_those_whose_words_it_holds(parts: list[str]
     lowered = "".join(parts).lower()
     expected = [k for k in CATALOGUE if any(w in lowered for w in TRIGGER_WORDS[k.name])]
     assert candidates(lowered) == expected
+
+
+RAY_WRAPPED_OOM = """Traceback (most recent call last):
+  File "/app/verl/trainer/main_ppo.py", line 64, in run_ppo
+    ray.get(runner.run.remote(config))
+ray.exceptions.RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=41233, ip=10.0.0.1, \
+actor_id=aa, repr=<main_ppo.TaskRunner object at 0x7f>)
+(TaskRunner pid=41233) SyntaxWarning: invalid escape sequence
+  File "/app/verl/workers/fsdp_workers.py", line 812, in compute_log_prob
+    output = self.actor.compute_log_prob(data=data)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total \
+capacity of 79.19 GiB of which 1.05 GiB is free.
+[rank0]: RuntimeError: NCCL communicator was aborted
+"""
+
+
+def test_a_wrapped_finding_quotes_its_cause_own_line_not_the_wrapper() -> None:
+    """A driver's `RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=...)` printed
+    before the torch line: the evidence (and the failed run's reason that quotes it) is the
+    cause's line with its figures; the kinds and their order do not change."""
+    from ajetd.core.policy import root_cause
+
+    findings = diagnose_text(RAY_WRAPPED_OOM)
+    assert findings[0].kind == "cuda_oom" and findings[0].count == 2
+    assert findings[0].evidence.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried")
+    assert findings[0].line == 8
+    assert root_cause(findings[0]).startswith("cuda_oom: torch.OutOfMemoryError: CUDA out of")
+    # only the wrapper printed: it stays the evidence
+    alone = diagnose_text(RAY_WRAPPED_OOM.split("(TaskRunner pid", maxsplit=1)[0])
+    assert alone[0].kind == "cuda_oom" and "RayTaskError(OutOfMemoryError)" in alone[0].evidence
+    # the order among kinds is where each was first seen: a kind seen between the wrapper and
+    # its cause's line stays after it
+    between = diagnose_text(
+        RAY_WRAPPED_OOM.replace(
+            "(TaskRunner pid=41233) SyntaxWarning", "OSError: [Errno 28] No space left on device\nX"
+        )
+    )
+    assert [f.kind for f in between][:2] == ["cuda_oom", "disk_full"]

@@ -89,9 +89,10 @@ def test_dress_is_stripped(dressed: str, bare: str) -> None:
         ("cuda_error/vllm-37159.log", "cuda_error", "torch.AcceleratorError"),
         # timestamps (Ray's C++ logger) before a native crash
         ("segfault/ray-43456.log", "segfault", "SIGSEGV"),
-        # RayTaskError(Inner): classified by what it wraps
-        ("import_error/verl-7320.log", "import_error", "RayTaskError(ModuleNotFoundError)"),
-        ("missing_file/ray-8581.log", "missing_file", "RayTaskError(FileNotFoundError)"),
+        # RayTaskError(Inner): classified by what it wraps, and quoting the cause's own line
+        # printed after it (the wrapper's says only where it was raised)
+        ("import_error/verl-7320.log", "import_error", "ModuleNotFoundError: No module named"),
+        ("missing_file/ray-8581.log", "missing_file", "FileNotFoundError: [Errno 2] No such"),
         # ActorDiedError raised by a creation task, chained by "The above exception was the
         # direct cause": the innermost exception is the root cause
         ("unknown_traceback/nemorl-1228.log", "unknown_traceback", "TypeError: Llama31"),

@@ -58,6 +58,7 @@ from ajetd.diagnosis.wrapped import (
     classify,
     exception_kind,
     line_kind,
+    names_only_what_it_wraps,
 )
 
 EVIDENCE_CHARS = 300
@@ -120,6 +121,9 @@ class Diagnoser:
     user: KindSet = field(default_factory=KindSet)
     _first: dict[str, Finding] = field(default_factory=dict)
     _rank: dict[str, int] = field(default_factory=dict)
+    _at: dict[str, int] = field(default_factory=dict)  # where each kind was first seen: its order
+    _wrapper_said: set[str] = field(default_factory=set)  # kinds whose evidence is a wrapper's
+    # line (`names_only_what_it_wraps`), until their cause's own line is read
     _counts: dict[str, int] = field(default_factory=dict)
     _in_traceback: bool = False
     _traceback_known: bool = False
@@ -155,6 +159,8 @@ class Diagnoser:
             self,
             _first=dict(self._first),
             _rank=dict(self._rank),
+            _at=dict(self._at),
+            _wrapper_said=set(self._wrapper_said),
             _counts=dict(self._counts),
             _explained=dict(self._explained),
         )
@@ -180,13 +186,26 @@ class Diagnoser:
                 kind.name, severity, number, evidence, kind.explanation, kind.fix, 1, remedy
             )
             self._rank[kind.name] = rank
+            self._at[kind.name] = number
+            if names_only_what_it_wraps(text):
+                self._wrapper_said.add(kind.name)
             self._changes += 1
-        elif rank < self._rank[kind.name]:
+            return
+        if kind.name in self._wrapper_said and not names_only_what_it_wraps(text):
+            # the cause's own line, with what it said (the memory it asked for, the key it
+            # missed), is the evidence; the finding keeps its place among the others
+            self._wrapper_said.discard(kind.name)
+            self._first[kind.name] = replace(
+                self._first[kind.name], line=number, evidence=text.strip()[:EVIDENCE_CHARS]
+            )
+            self._changes += 1
+        if rank < self._rank[kind.name]:
             if self._rank[kind.name] == WRAPPER:  # announced first, the failure itself now
                 evidence = text.strip()[:EVIDENCE_CHARS]
                 self._first[kind.name] = replace(
                     self._first[kind.name], line=number, evidence=evidence
                 )
+                self._at[kind.name] = number
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
             self._changes += 1
 
@@ -396,7 +415,7 @@ class Diagnoser:
     def findings(self) -> list[Finding]:
         """Every kind seen, root cause first, each with how many lines showed it."""
         found = [replace_count(f, self._counts[f.kind]) for f in self._first.values()]
-        return sorted(found, key=lambda f: (self._rank[f.kind], f.line))
+        return sorted(found, key=lambda f: (self._rank[f.kind], self._at[f.kind]))
 
 
 def _names_causes(kind: Kind, text: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from ajetd.diagnosis.catalogue import UNKNOWN, Kind, candidates
-from ajetd.diagnosis.shape import WRAPPERS
+from ajetd.diagnosis.shape import EXCEPTION_LINE, WRAPPERS
 
 SPECIFIC, ECHO, UNEXPLAINED, WRAPPER = 0, 1, 2, 3
 # An ActorDiedError whose cause (the creation task's exception) is printed with it.
@@ -80,6 +80,19 @@ def unwrapped(body: str, match: re.Match[str]) -> tuple[str, int]:
         ("ChildFailedError", "ValidationError")
     )
     return body, WRAPPER if told_after else ECHO
+
+
+def names_only_what_it_wraps(line: str) -> bool:
+    """Whether `line` is a wrapper read as what it names in brackets (`ray.exceptions.
+    RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=41233, ...)`): its own text
+    says where the cause was raised, not what it said, which its cause's own line printed after
+    it does (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB ...`)."""
+    shape = EXCEPTION_LINE.match(line.lstrip())
+    return (
+        shape is not None
+        and bool(shape.group("inner"))
+        and bool(WRAPPERS.match(shape.group("name")))
+    )
 
 
 def exception_kind(
