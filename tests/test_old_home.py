@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import pytest
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.finding import Finding
-from ajetd.core.model import State
+from ajetd.core.model import CONFIG_CHANGED, State
 from ajetd.core.runparts import GpuTrack, NemoRead, Provenance, SlurmJob
 from ajetd.daemon import ending
 from conftest import PYTHON, Env, wait_for
@@ -39,15 +40,19 @@ LIVE = RUNS["live"]
 TIME_KEYS = ("_at", "idle_from")
 
 
-def _findings_now(text: str) -> str:
+def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     """An old status object (or run.json) as this version prints it: the same bytes, but
     for each finding of `diagnosis`, which now holds every field a finding has in any JSON
     (`count`, and `remedy`, null for a kind without one), as `diag --json` and `diagnose
     --json` printed it already. The old findings were each seen once, of catalogue kinds. And
     `tmux_socket` after `session`, which the object gained later: null, the old record does
-    not name its tmux server."""
+    not name its tmux server. And `warnings` followed by each change admission made to the
+    config (run.json's `config_changes`, else the record's `changes`), which they hold since
+    (README: what was changed or doubted at admission)."""
     data = json.loads(text)
     assert json.dumps(data, indent=2, ensure_ascii=False) + "\n" == text  # nothing else moves
+    changes = data.get("config_changes", changes)
+    data["warnings"] = [*data["warnings"], *(f"{CONFIG_CHANGED}{c}" for c in changes)]
     for finding in data["diagnosis"]:
         assert "count" not in finding and "remedy" not in finding
         finding.update(count=1, remedy=None)
@@ -155,7 +160,8 @@ def test_an_old_home_is_taken_up(env: Env) -> None:
     for name, text in old_status.items():  # what users and programs read, as before
         out = env.cli("status", RUNS[name], "--json")
         assert out.returncode == 0, out.stderr
-        assert out.stdout == _findings_now(text.replace("@TMP@", str(env.tmp))), name
+        changes = env.record(RUNS[name]).get("config_changes", [])
+        assert out.stdout == _findings_now(text.replace("@TMP@", str(env.tmp)), changes), name
 
 
 def _with_trial_column(results: str, trial: int) -> str:
