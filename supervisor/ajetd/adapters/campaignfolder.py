@@ -18,16 +18,16 @@ from typing import Any
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space
 from ajetd.adapters.inbox import SETTLE_S
+from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
+from ajetd.core import resultfiles
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, DurationError
-
-EARLIER_CAMPAIGN = ("ledger.tsv", "campaign.md")  # what a campaign's result_dir holds
 
 
 def read_spec(
@@ -156,15 +156,33 @@ def settles_at(entry: Path, now: float) -> float | None:
 
 
 def check_result_dir(result_dir: Path) -> None:
-    """CampaignError when a new campaign cannot use `result_dir`: one that holds another
-    campaign's ledger or report would mix its rows with theirs and overwrite their campaign.md
-    (nothing is ever overwritten, as for a run's result dir)."""
-    earlier = [name for name in EARLIER_CAMPAIGN if (result_dir / name).exists()]
+    """CampaignError when a new campaign cannot use `result_dir`: one that cannot be had (a
+    symbolic link loop, a link to nothing, a part that is a file: `reach.path_problem`), or
+    that holds what a campaign writes there (another campaign's ledger, report or picture:
+    its rows mixed with theirs, its campaign.md overwritten; nothing is ever overwritten, as
+    for a run's result dir)."""
+    try:
+        reached = path_problem(result_dir)
+        earlier = (
+            []
+            if reached is not None
+            else [
+                name for name in resultfiles.CAMPAIGN_WRITTEN if os.path.lexists(result_dir / name)
+            ]
+        )
+    except OSError as exc:
+        raise cs.CampaignError(
+            [f"result_dir: {result_dir} cannot be checked: {exc.strerror}"]
+        ) from exc
+    if isinstance(reached, Unreachable):
+        hint = NEVER_THROUGH if reached.dangling else ""
+        raise cs.CampaignError([f"result_dir: {reached.text}{hint}"])
     if earlier:
         raise cs.CampaignError(
             [
                 f"result_dir: {result_dir} already holds {', '.join(earlier)} of an earlier "
-                "campaign; ajetd never overwrites results (choose a new result_dir)"
+                "campaign; ajetd never overwrites results (choose a new result_dir, or move "
+                "them out of it)"
             ]
         )
 

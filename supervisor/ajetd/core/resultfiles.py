@@ -22,6 +22,12 @@ VAL_FILE = "val_results.md"  # the val file ajetd gives a run where it chooses o
 NEMO_RL = "nemo_rl"  # a NeMo-RL run's log and checkpoint dirs, where ajetd points them
 # every file ajetd writes at the top of a new run's result dir, whatever the run
 WRITTEN = (*REPORTS, PROVENANCE_DIFF, *PICTURES)
+# what a campaign writes at the top of its own result_dir (`daemon.campaigns`); each
+# experiment gets a new run's result dir below it, `NN-<name>`, checked as any run's
+LEDGER = "ledger.tsv"
+CAMPAIGN_REPORT = "campaign.md"
+PROGRESS = "progress.png"
+CAMPAIGN_WRITTEN = (LEDGER, CAMPAIGN_REPORT, PROGRESS)
 _TRIAL_LOG = re.compile(r"trial-[0-9]+\.log\Z")
 
 

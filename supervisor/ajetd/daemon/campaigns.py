@@ -44,6 +44,7 @@ from ajetd.adapters.store import (
 )
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core import resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.campaignblueprint import experiment_blueprint
 from ajetd.core.campaignrecord import (
@@ -175,7 +176,7 @@ class Campaigns:
                 return
             state.repo, state.baseline_commit = top, head
         Path(spec.result_dir).mkdir(parents=True, exist_ok=True)
-        write_atomic(Path(spec.result_dir) / "ledger.tsv", cr.ledger_header())
+        write_atomic(Path(spec.result_dir) / resultfiles.LEDGER, cr.ledger_header())
         log.info("campaign %s (%s) started", spec.name, state.campaign_id)
         self._save(state)
 
@@ -302,7 +303,7 @@ class Campaigns:
             exp.reason = crash_reason(exp, run)
             note = f" (smoke run: {status})" if exp.smoke else ""
             exp.row = ledger_fields(spec, exp, run, note, self._launcher(exp.run_id))
-            append_bytes(Path(spec.result_dir) / "ledger.tsv", encode(cr.ledger_row(exp.row)))
+            append_bytes(Path(spec.result_dir) / resultfiles.LEDGER, encode(cr.ledger_row(exp.row)))
             exp.recorded, changed = True, True
         if changed:  # at once: a restart before the next save would write the rows again
             self._save(state)
@@ -354,7 +355,9 @@ class Campaigns:
 
     # -- reports ----------------------------------------------------------------------------
     def _report(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
-        write_atomic(Path(spec.result_dir) / "campaign.md", render_report(spec, state))
+        write_atomic(
+            Path(spec.result_dir) / resultfiles.CAMPAIGN_REPORT, render_report(spec, state)
+        )
 
     def _plot(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
         """progress.png, drawn by a child process (matplotlib never enters the daemon)."""
@@ -375,7 +378,7 @@ class Campaigns:
         }
         source = self.root / state.campaign_id / "plot.json"
         self._write(source, json_text(data))
-        self.plots.request(state.campaign_id, source, Path(spec.result_dir) / "progress.png")
+        self.plots.request(state.campaign_id, source, Path(spec.result_dir) / resultfiles.PROGRESS)
 
     # -- one experiment ---------------------------------------------------------------------
     def _launch(
