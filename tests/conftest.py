@@ -549,6 +549,19 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     slurmcluster.stop(cluster)
 
 
+def campaign_folder(env: Env, name: str, result_dir: Path) -> Path:
+    """A campaign folder of one quick baseline experiment, writing into `result_dir`."""
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(f"{name}-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: mean_reward\ndirection: max\nbase: base.md\n"
+        f"result_dir: {result_dir}\nstop: {{max_experiments: 1}}\n"
+    )
+    return folder
+
+
 # -- full disks: small tmpfs mounts (the tests run as root, as CI does) -----------------------
 @pytest.fixture
 def tmpfs() -> Iterator[Callable[[Path, str], Path]]:

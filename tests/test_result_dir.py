@@ -20,7 +20,7 @@ import yaml
 
 from ajetd.core import resultfiles
 from ajetd.hosts.preflight import earlier_files, path_problem, result_dir_problem
-from conftest import Env, fill, git
+from conftest import Env, campaign_folder, fill, git
 
 USER = "USER DATA {}\n"
 
@@ -341,18 +341,6 @@ def test_the_other_user_paths_say_why_they_cannot_be_had(env: Env) -> None:
         assert code == 2 and f"{part}: " in said and needle in said, (part, said)
 
 
-def _campaign_folder(env: Env, name: str, result_dir: Path) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: mean_reward\ndirection: max\nbase: base.md\n"
-        f"result_dir: {result_dir}\nstop: {{max_experiments: 1}}\n"
-    )
-    return folder
-
-
 def test_a_campaign_result_dir_is_checked_the_same_way(env: Env) -> None:
     """A campaign's own files (progress.png too, replaced before) and a result_dir that cannot
     be had are refused by `ajetd campaign` (exit 2), with the same words."""
@@ -361,7 +349,7 @@ def test_a_campaign_result_dir_is_checked_the_same_way(env: Env) -> None:
     kept = _plant(res / "pic", [resultfiles.PROGRESS])
     cases = {**{k: v for k, v in _links(res).items() if k != "a file"}, "pic": (res / "pic", "")}
     for name, (path, needle) in cases.items():
-        out = env.cli("campaign", str(_campaign_folder(env, name.replace(" ", "_"), path)))
+        out = env.cli("campaign", str(campaign_folder(env, name.replace(" ", "_"), path)))
         assert out.returncode == 2, (name, out.stdout, out.stderr)
         assert f"result_dir: {path}" in out.stderr and needle in out.stderr, (name, out.stderr)
     assert "already holds progress.png" in out.stderr

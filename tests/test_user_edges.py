@@ -23,20 +23,7 @@ import yaml
 
 from ajetd.core.policy import Timing
 from ajetd.daemon.loop import Daemon, DaemonConfig
-from conftest import Env, wait_for
-
-
-def _campaign(env: Env, name: str, result_dir: Path) -> Path:
-    """A campaign folder of one quick baseline experiment."""
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: mean_reward\ndirection: max\nbase: base.md\n"
-        f"result_dir: {result_dir}\nstop: {{max_experiments: 1}}\n"
-    )
-    return folder
+from conftest import Env, campaign_folder, wait_for
 
 
 def test_wait_and_stop_trust_the_record_not_a_flag_that_never_comes(daemon_env: Env) -> None:
@@ -88,7 +75,7 @@ def test_a_campaign_folder_copied_in_by_hand_wakes_the_daemon_once_quiet(env: En
     daemon = Daemon(cfg)
     daemon.home.ensure()
     daemon.reconcile(time.time())
-    folder = _campaign(env, "byhand", env.tmp / "campaigns" / "byhand")
+    folder = campaign_folder(env, "byhand", env.tmp / "campaigns" / "byhand")
     target = env.home / "inbox" / "byhand"
     target.mkdir()  # the copy has begun: nothing in it yet
     daemon.tick(time.time())
@@ -113,7 +100,7 @@ def test_two_campaigns_never_share_a_result_dir(daemon_env: Env) -> None:
     file), and a folder dropped into the inbox by hand is refused by the daemon."""
     env = daemon_env
     shared = env.tmp / "campaigns" / "shared"
-    first = env.cli("campaign", str(_campaign(env, "first", shared)))
+    first = env.cli("campaign", str(campaign_folder(env, "first", shared)))
     assert first.returncode == 0, first.stderr
     cid = first.stdout.strip()
     wait = env.cli("campaign", "wait", cid, "--timeout", "30")
@@ -121,11 +108,11 @@ def test_two_campaigns_never_share_a_result_dir(daemon_env: Env) -> None:
     ledger = (shared / "ledger.tsv").read_text()
     report = (shared / "campaign.md").read_text()
 
-    second = env.cli("campaign", str(_campaign(env, "second", shared)))
+    second = env.cli("campaign", str(campaign_folder(env, "second", shared)))
     assert second.returncode == 2
     assert f"{shared} already holds ledger.tsv, campaign.md" in second.stderr
 
-    shutil.copytree(_campaign(env, "third", shared), env.home / "inbox" / "third")
+    shutil.copytree(campaign_folder(env, "third", shared), env.home / "inbox" / "third")
 
     def refused() -> dict[str, str] | None:
         rows = json.loads(env.cli("campaign", "list", "--json").stdout)
@@ -170,7 +157,7 @@ def test_a_read_only_home_is_said_and_no_command_throws_a_traceback(
     assert f"DISK FULL: cannot write to $AJETD_HOME {home}: Read-only file system" in shown.stdout
     as_json = env.cli("status", "--json")
     assert json.loads(as_json.stdout) == [] and "Read-only file system" in as_json.stderr
-    folder = _campaign(env, "ro", env.tmp / "campaigns" / "ro")
+    folder = campaign_folder(env, "ro", env.tmp / "campaigns" / "ro")
     for args in (("campaign", str(folder)), ("submit", str(env.blueprint("ro")))):
         done = env.cli(*args)
         assert done.returncode == 1, (args, done.stderr)
@@ -201,7 +188,7 @@ def test_control_characters_in_prose_are_shown_escaped(daemon_env: Env) -> None:
 def test_a_campaign_folder_is_read_as_blueprints_are_and_refused_by_name(env: Env) -> None:
     """A campaign.yaml that is not UTF-8 is refused naming the file and the byte (exit 2,
     no traceback); a base blueprint saved as UTF-16 on Windows is read as every blueprint is."""
-    folder = _campaign(env, "bytes", env.tmp / "campaigns" / "bytes")
+    folder = campaign_folder(env, "bytes", env.tmp / "campaigns" / "bytes")
     good = (folder / "campaign.yaml").read_bytes()
     (folder / "campaign.yaml").write_bytes(good.replace(b"name: bytes", b"name: bytes\xff"))
     done = env.cli("campaign", str(folder))
