@@ -7,6 +7,7 @@ It is in `hosts` because it asks each place (`LocalFs`, `sshcmd.RemoteFs`, `slur
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -268,8 +269,9 @@ def earlier_files(path: Path, own: Collection[str] = (), also: Collection[str] =
     if os.path.islink(logs) or (os.path.lexists(logs) and not logs.is_dir()):
         found.append(f"{resultfiles.LOGS} (not a folder of its own: ajetd makes it)")
     elif logs.is_dir():
-        with os.scandir(logs) as entries:
-            trial_logs = [e.name for e in entries if resultfiles.is_trial_log(e.name)]
+        with os.scandir(logs) as entries:  # bounded: a few named, one more says "..."
+            named = (e.name for e in entries if resultfiles.is_trial_log(e.name))
+            trial_logs = list(itertools.islice(named, MAX_NAMED + 1))
         shown = [f"{resultfiles.LOGS}/{n}" for n in sorted(trial_logs)[:MAX_NAMED]]
         found += shown + (["..."] if len(trial_logs) > MAX_NAMED else [])
     return found
