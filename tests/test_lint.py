@@ -410,3 +410,32 @@ def test_a_quoted_conf_with_a_space_gets_its_fixes(daemon_env: Env) -> None:
     assert "logger: tensorboard" in used
     shown = env.status(run_id)["command"]
     assert "--conf 'configs/my cfg.ajetd-" in shown, shown
+
+
+def test_a_program_that_cannot_run_here_is_warned(env: Env) -> None:
+    """A walk's `uv run examples/run_grpo.py ...` linted ok with no uv installed, and the run
+    failed at once with 127. The command's first program is looked for in the venv's bin and
+    on PATH, a path to a file beside the codebase is checked: a warning (the command may make
+    it available itself; the daemon's PATH is checked again at admission)."""
+    script = env.codebase / "train.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    cases = {
+        "uv-not-here run train.py --conf configs/w.yaml": "uv-not-here is not in the venv",
+        "FOO=1 ./missing.sh --conf configs/w.yaml": "./missing.sh does not exist",
+        "./train.sh --conf configs/w.yaml": "./train.sh is not executable",
+    }
+    for command, said in cases.items():
+        code, out = _lint(env, env.blueprint("w", command=command).read_text())
+        assert code == 0 and said in out, (command, out)
+    script.chmod(0o755)
+    for command in (
+        "./train.sh --conf configs/w.yaml",
+        "python -m fakejet.launcher --conf configs/w.yaml",
+        "source x/activate && uv-not-here run y",  # what follows `source` is the shell's
+        "cd sub; tmux-not-here",
+        "env FOO=1 python -m x",
+        "exit 3",
+        "$LAUNCHER --conf configs/w.yaml",
+    ):
+        code, out = _lint(env, env.blueprint("w", command=command).read_text())
+        assert "exp_launch_command:" not in out, (command, out)

@@ -34,6 +34,7 @@ from ajetd.frameworks.agentjet import (
 )
 from ajetd.hosts import slurm
 from ajetd.hosts.fs import LOCAL, Fs, Names, config_named, read_config
+from ajetd.hosts.program import missing_program
 from ajetd.hosts.sshcmd import RemoteFs, SshError
 
 FLAG = resultfiles.FINISH_FLAG
@@ -597,6 +598,10 @@ def _checked(
     runs_with = apply_patches(overridden, fixes)
     found.warnings.extend(bp.warnings)
     found.warnings.extend(_own_placement(bp.launch_command))
+    if fs is LOCAL and bp.options.slurm is None:  # a host's or a node's PATH is not this one's
+        path = os.environ.get("PATH", "")
+        missing = missing_program(bp.launch_command, codebase, venv_exe, path)
+        found.warnings.extend([missing] if missing else [])
     found.warnings.extend(_serverless_client(bp, runs_with))
     found.warnings.extend(_plateau_metric(bp, runs_with))
     # the config as the program reads it: the copy only where its --conf can point at it (a
