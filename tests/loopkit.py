@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -133,7 +134,7 @@ class Loop:
     def submit(self, blueprint: Path) -> str:
         """The blueprint into the inbox as `ajetd submit` puts it; admitted by the next pass."""
         inbox = self.daemon.home.inbox
-        run_id = new_run_id(lambda i: self.daemon.home.run_dir(i).exists())
+        run_id = new_run_id(lambda i: self.daemon.home.run_dir(i).exists(), os.urandom)
         write_atomic(inbox / f"{run_id}__{blueprint.stem}.md", blueprint.read_bytes(), OWNER_FILE)
         self.until(lambda: run_id in self.daemon.runs, f"run {run_id} to be admitted")
         return run_id

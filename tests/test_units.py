@@ -279,15 +279,16 @@ def test_random_words_use_the_whole_alphabet_evenly() -> None:
     """Run ids and the temporary files' names come from `random_word` (the kernel's random
     bytes, the bytes past the last multiple of 36 drawn again): every character of the
     alphabet, each about as often as the others, and nothing else."""
+    import os
     from collections import Counter
 
     from ajetd.core.naming import RUN_ID, new_run_id, random_word
 
-    counts = Counter("".join(random_word() for _ in range(6000)))
+    counts = Counter("".join(random_word(os.urandom) for _ in range(6000)))
     assert set(counts) == set("abcdefghijklmnopqrstuvwxyz0123456789")
     assert max(counts.values()) < 1.3 * 1000 and min(counts.values()) > 0.7 * 1000
-    assert all(len(random_word(n)) == n for n in (0, 1, 6, 8, 300))
-    ids = {new_run_id(lambda _: False) for _ in range(200)}
+    assert all(len(random_word(os.urandom, n)) == n for n in (0, 1, 6, 8, 300))
+    ids = {new_run_id(lambda _: False, os.urandom) for _ in range(200)}
     assert all(RUN_ID.match(i) and not i.isdigit() for i in ids)
 
 

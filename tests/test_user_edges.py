@@ -252,6 +252,7 @@ def test_a_venv_given_as_the_line_that_activates_it_is_that_venv(daemon_env: Env
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
     (venv / "bin" / "activate").write_text("# made by the test\n")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")  # what makes a folder a venv
     for i, given in enumerate((f"source {venv}/bin/activate", f"{venv}/bin/activate")):
         bp = env.blueprint(f"activate{i}", command="echo VE=$VIRTUAL_ENV", ajetd="gpus: 0")
         text = bp.read_text().replace(str(sys.executable), given)

@@ -50,7 +50,7 @@ def new_campaign_id(home: Home) -> str:
         cid = f"c-{candidate}"
         return (home.root / "campaigns" / cid).exists() or any(home.inbox.glob(f"{cid}__*"))
 
-    return "c-" + new_run_id(taken)
+    return "c-" + new_run_id(taken, os.urandom)
 
 
 def campaign_dir(home: Home, cid: str) -> Path:
@@ -59,7 +59,7 @@ def campaign_dir(home: Home, cid: str) -> Path:
 
 def file_request(home: Home, cid: str, payload: dict[str, Any]) -> str:
     """Rename one request into the control folder whole; its id (time-ordered)."""
-    req_id = f"{time.time_ns():020d}-{random_word()}"
+    req_id = f"{time.time_ns():020d}-{random_word(os.urandom)}"
     data = json.dumps(payload, ensure_ascii=False)
     write_atomic(home.control / f"{cid}.campaign-{req_id}.json", data, OWNER_FILE)
     return req_id

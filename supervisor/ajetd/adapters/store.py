@@ -217,7 +217,7 @@ def temporary(path: Path) -> tuple[int, str]:
     which writes one file, 5-7 ms of its start-up (random, shutil)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        tmp = str(path.parent / f".{path.name}.{random_word(8)}.tmp")
+        tmp = str(path.parent / f".{path.name}.{random_word(os.urandom, 8)}.tmp")
         try:
             return os.open(tmp, flags, 0o600), tmp
         except FileExistsError:

@@ -3,6 +3,7 @@ fast path (`ajetd.cli.entry`) and the full command line (`ajetd.cli.main`) do ex
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def submit(file: Path) -> tuple[str, str | None]:
         )
     home = Home(default_home())
     home.ensure()
-    run_id = new_run_id(lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")))
+    run_id = new_run_id(
+        lambda i: home.run_dir(i).exists() or any(home.inbox.glob(f"{i}__*")), os.urandom
+    )
     stem = fit_stem(safe_name(stem) or "blueprint")  # as the daemon shows a name copied in
     try:
         write_atomic(home.inbox / f"{run_id}__{stem}.md", data, OWNER_FILE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from collections.abc import Callable, Collection
@@ -34,21 +33,25 @@ def safe_name(name: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
-def random_word(length: int = 6) -> str:
-    """`length` characters of `_ALPHABET`, each uniform, from the kernel's random bytes (as
-    `secrets.choice` draws them; `secrets` itself costs `ajetd submit` 4 ms of imports: hmac,
-    hashlib). A byte over the last whole multiple of 36 is drawn again, so none is likelier."""
+Draw = Callable[[int], bytes]  # n random bytes: `os.urandom`, given by the caller (an effect)
+
+
+def random_word(draw: Draw, length: int = 6) -> str:
+    """`length` characters of `_ALPHABET`, each uniform, from `draw`'s bytes (the kernel's:
+    `os.urandom`, as `secrets.choice` draws them; `secrets` itself costs `ajetd submit` 4 ms
+    of imports: hmac, hashlib). A byte over the last whole multiple of 36 is drawn again, so
+    no character is likelier than another."""
     limit = 256 - 256 % len(_ALPHABET)
     chars: list[str] = []
     while len(chars) < length:
-        chars += (_ALPHABET[b % len(_ALPHABET)] for b in os.urandom(length) if b < limit)
+        chars += (_ALPHABET[b % len(_ALPHABET)] for b in draw(length) if b < limit)
     return "".join(chars[:length])
 
 
-def new_run_id(taken: Callable[[str], bool]) -> str:
+def new_run_id(taken: Callable[[str], bool], draw: Draw) -> str:
     """A fresh six-character id for which `taken` is False."""
     while True:
-        candidate = random_word()
+        candidate = random_word(draw)
         if not candidate.isdigit() and not taken(candidate):
             return candidate
 

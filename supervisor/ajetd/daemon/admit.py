@@ -95,7 +95,7 @@ class Admit(Base):
     def _take(self, candidate: inbox.Candidate, now: float) -> None:
         run_id = candidate.run_id
         if run_id is None or not inbox.claimable(self.home, run_id):
-            run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
+            run_id = new_run_id(lambda i: self.home.run_dir(i).exists(), os.urandom)
         try:
             claimed = inbox.claim(self.home, candidate, run_id)
         except OSError as exc:

@@ -407,7 +407,7 @@ class Campaigns:
                 record.refused = f"blueprint {exp.blueprint}: {exc}"
                 return
         blueprint = experiment_blueprint(spec, exp, index, text, codebase, now - state.started_at)
-        run_id = new_run_id(lambda i: self.home.run_dir(i).exists())
+        run_id = new_run_id(lambda i: self.home.run_dir(i).exists(), os.urandom)
         target = self.home.inbox / f"{run_id}__{spec.name}-{index:02d}-{exp.name}.md"
         self._write(target, blueprint)  # a full home: it reaches the inbox once there is room
         record.run_id = run_id
