@@ -6,9 +6,15 @@ not a full disk; the real exception that ended the program stays the root cause.
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.stream import diagnose_text
+from conftest import Env
+from loopkit import Loop
 
 _RAISED = (
     "(TaskRunner pid=1) Traceback (most recent call last):\n"
@@ -79,3 +85,153 @@ def test_the_os_words_for_a_full_disk_are_still_read() -> None:
         "ray.exceptions.OutOfDiskError: Local disk is full",
     ):
         assert _kinds(line + "\n")[:1] == ["disk_full"], line
+
+
+# The walk's lines: vLLM's start-up INFO advice, a wandb retry it resolves, a launcher's advice
+# on the allocator, an agent's tool output; each before the exception that ended the program.
+_CUDAGRAPH_ADVICE = (
+    "(WorkerDict pid=8123) INFO 07-27 23:31:40 [model_runner.py:1523] Capturing cudagraphs for "
+    "decoding. This may lead to unexpected consequences if the model is not static. To run the "
+    "model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If "
+    "out-of-memory error occurs during cudagraph capture, consider decreasing "
+    "`gpu_memory_utilization` or switching to eager mode. You can also reduce the "
+    "`max_num_seqs` as needed to decrease memory usage."
+)
+HARMLESS = (
+    _CUDAGRAPH_ADVICE,
+    "WARNING: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid CUDA out of memory "
+    "errors when fragmentation is high",
+    "Tip: to avoid a NCCL timeout on slow file systems, raise NCCL_TIMEOUT.",
+    "(TaskRunner pid=1) If you see 'No space left on device', point checkpoints elsewhere.",
+    "wandb: Network error resolved after 0:00:12.345678, resuming normal operation.",
+    "(TaskRunner pid=1) agent tool call failed: FileNotFoundError in user sandbox (task 17), "
+    "reward 0",
+    "(TaskRunner pid=1) episode 4: the agent caught OutOfMemoryError in its tool and went on",
+    "(TaskRunner pid=1) In case of CUDA out of memory, the trainer halves its micro batch.",
+)
+
+
+@pytest.mark.parametrize("line", HARMLESS)
+def test_a_line_that_only_mentions_a_failure_is_no_finding(line: str) -> None:
+    assert _kinds(line + "\n") == []
+    assert _kinds(line + "\n(TaskRunner pid=1) step:1 - actor/loss:0.1\n" + _RAISED) == [
+        "unknown_traceback"
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "wandb: Network error (ConnectionError), entering retry loop.",
+        "wandb: WARNING failed to write summary, retrying",
+        "(TaskRunner pid=1) reward server unreachable (Connection refused), retrying in 2 s",
+        "Server is not up yet. Retrying in 2.0 seconds...",
+    ],
+)
+def test_a_retry_ranks_after_the_exception_that_ended_the_program(line: str) -> None:
+    kinds = _kinds(line + "\n" + _RAISED)
+    assert kinds[0] == "unknown_traceback" and len(kinds) == 2  # the retry still reported
+    assert _kinds(line + "\n")  # alone (a run that hung retrying), it is what there is
+
+
+def test_the_walk_h1a_h1b_logs_name_the_exception() -> None:
+    walk = _CUDAGRAPH_ADVICE + "\n(TaskRunner pid=1) step:1 - actor/loss:0.1\n" + _RAISED
+    (root,) = diagnose_text(walk)
+    assert (root.kind, root.line) == ("unknown_traceback", 6)
+    wandb = (
+        "wandb: Network error (ConnectionError), entering retry loop.\n"
+        "wandb: Network error resolved after 0:00:12.345678, resuming normal operation.\n"
+        + _RAISED.replace("RuntimeError: reward judge", "ValueError: the reward judge")
+    )
+    found = diagnose_text(wandb)
+    assert [(f.kind, f.count) for f in found] == [("unknown_traceback", 1), ("logger_error", 1)]
+
+
+def test_a_failure_before_or_after_advice_on_its_line_is_still_read() -> None:
+    # NCCL's watchdog: its advice-like sentence, then the error on the same line
+    nccl = (
+        "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. "
+        "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire "
+        "process down. terminate called after throwing an instance of 'std::runtime_error' "
+        "what(): NCCL error: remote process exited or there was a network error"
+    )
+    assert _kinds(nccl + "\n")[:1] == ["nccl_error"]
+    # an out of memory reported, then advice (on a line that is no exception's)
+    oom = (
+        "(TaskRunner pid=1) ERROR step 3: CUDA out of memory. Tried to allocate 2.00 GiB. If "
+        "reserved but unallocated memory is large try setting expandable_segments to avoid "
+        "fragmentation."
+    )
+    assert _kinds(oom + "\n")[:1] == ["cuda_oom"]
+    # an exception line keeps its advice (vLLM's own is how vllm_memory is told)
+    vllm = (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine."
+    )
+    assert _kinds(vllm + "\n") == ["vllm_memory"]
+
+
+_TOOL_OUTPUT = (
+    "(TaskRunner pid=1) [agent] episode 12: tool `bash` returned: bash: foo: command not found\n"
+)
+
+
+def test_a_shells_complaint_inside_a_programs_log_is_not_its_failure() -> None:
+    found = tuple(diagnose_text(_TOOL_OUTPUT + _RAISED))
+    assert [f.kind for f in found] == ["unknown_traceback", "command_not_found"]
+    # the program exited 1: its exception is the failure
+    assert with_exit_code(found, 1)[0].kind == "unknown_traceback"
+    # exit 127: the shell could not run the command, and said so
+    assert with_exit_code(found, 127)[0].kind == "command_not_found"
+    # alone in the output, it is still what there is
+    assert _kinds(_TOOL_OUTPUT) == ["command_not_found"]
+    assert _kinds("bash: line 1: no_such_program: command not found\n") == ["command_not_found"]
+
+
+def test_an_exception_printed_as_one_is_still_read_on_a_line_that_is_no_exceptions() -> None:
+    for line, kind in (
+        (
+            "(TaskRunner pid=1) load failed: FileNotFoundError: [Errno 2] No such file: 'a.parquet'",
+            "missing_file",
+        ),
+        ("(TaskRunner pid=1) ray.exceptions.RayTaskError(FileNotFoundError): x", "missing_file"),
+        ("step 3 failed with OutOfMemoryError", "cuda_oom"),
+    ):
+        assert _kinds(line + "\n")[:1] == [kind], line
+
+
+def test_a_run_that_printed_mentions_gets_no_fix_for_them(env: Env, loop: Loop) -> None:
+    """Through the daemon (real tmux): programs print the walk's vLLM advice, or wandb's retry
+    that it resolves, then fail with an exception no kind explains and exit 1. The run ends on
+    that exception: its config's gpu_memory_utilization and logger are never changed."""
+    logs = {
+        "advice": _CUDAGRAPH_ADVICE + "\n(TaskRunner pid=1) step:1 - actor/loss:0.1\n" + _RAISED,
+        "retry": (
+            "wandb: Network error (ConnectionError), entering retry loop.\n"
+            "wandb: Network error resolved after 0:00:12.345678, resuming normal operation.\n"
+            + _RAISED
+        ),
+    }
+    runs = {}
+    for name, text in logs.items():
+        log = env.tmp / f"{name}.log"
+        log.write_text("# source: the walk\n" + text)
+        config = env.config(name)
+        path = env.codebase / config
+        conf = yaml.safe_load(path.read_text())
+        conf["ajet"]["trainer_common"]["logger"] = "wandb"
+        conf["ajet"]["rollout"] = {"gpu_memory_utilization": 0.9}
+        path.write_text(yaml.safe_dump(conf))
+        ajetd = "gpus: 0\nmax_trials: 3\nallow_fixes: {gpu_memory_utilization: {min: 0.3}}"
+        command = f"python -m fakejet.printer {log} 0"
+        runs[name] = loop.submit(env.blueprint(name, config=config, command=command, ajetd=ajetd))
+    for name, run_id in runs.items():
+        flag = loop.until_done(run_id)
+        run = loop.run(run_id)
+        assert flag["status"] == "failed", name
+        assert not any("gpu_memory" in f or "logger" in f for f in run.fixes), (name, run.fixes)
+        for trial in run.trials:
+            assert trial.findings and trial.findings[0].kind == "unknown_traceback", name
+        said = (Path(run.result_dir) / "results.md").read_text()
+        ended = next(x for x in said.splitlines() if "run ended:" in x)
+        assert "(unknown_traceback: RuntimeError: reward judge" in ended, (name, ended)

@@ -17,6 +17,7 @@ from ajetd.diagnosis.catalogue import BY_NAME
 
 # the kinds whose lines say why the shell exited with each code
 MATCHING = {127: ("command_not_found",), 126: ("not_executable", "no_workdir")}
+SAID_BY_SHELL = frozenset(name for names in MATCHING.values() for name in names)
 SHELL_CODES = {
     127: (
         "command_not_found",

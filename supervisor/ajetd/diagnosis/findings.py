@@ -22,7 +22,9 @@ ends it saying nothing (a stack a program printed and went on from: logging's `s
 
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
-themselves. Within a rank, the earlier line first. A kind that names another's cause
+themselves; then notices (a retry reported, the shell's complaint about a command inside the
+program's output: `wrapped`). A frame's source lines are code, never findings. Within a
+rank, the earlier line first. A kind that names another's cause
 (`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
 makes that other kind its echo, wherever either was found (where `Kind.explains_only` is given,
 only the lines of it that this matches: a refusal explains a connection that dropped, not a

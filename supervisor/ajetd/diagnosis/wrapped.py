@@ -12,18 +12,43 @@ argument the target does not take, is the configuration's failure, which Hydra's
 A line that says the program ignores an error it caught (`Ignore import error when loading
 ...`) says nothing, unless the error it ignored is a build that failed (a compiler's command).
 
+A line that only mentions a failure is read without the mention: a sentence of advice or
+condition (`If out-of-memory error occurs ..., consider ...`, `... to avoid CUDA out of memory
+errors`), an exception's name in prose (`FileNotFoundError in user sandbox`); one that reports
+a failure as resolved says nothing; one that reports a retry, or the shell's complaint about a
+command (`bash: foo: command not found`: the run's failure when its exit code is 127,
+`exitcodes`), is a notice.
+
 Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
-an exception no kind explains; what a wrapper said about itself.
+an exception no kind explains; what a wrapper said about itself; a notice.
 """
 
 from __future__ import annotations
 
 import re
 
+import re2
+
 from ajetd.diagnosis.catalogue import UNKNOWN, Kind, candidates
+from ajetd.diagnosis.exitcodes import SAID_BY_SHELL
 from ajetd.diagnosis.shape import EXCEPTION_LINE, WRAPPERS
 
-SPECIFIC, ECHO, UNEXPLAINED, WRAPPER = 0, 1, 2, 3
+SPECIFIC, ECHO, UNEXPLAINED, WRAPPER, NOTED = 0, 1, 2, 3, 4
+# A line that reports a retry (`wandb: Network error (ConnectionError), entering retry loop.`,
+# `failed to write summary, retrying`, `Retrying in 2.0 seconds...`): the program goes on, so
+# what it names is the run's failure only when nothing else is (NOTED: after any exception).
+_RETRYING = re.compile(
+    r"\b(?:retrying|entering retry loop|will (?:be )?retr(?:y|ied)|retry(?:ing)? in \d"
+    r"|(?:attempt|retry) \d+ ?(?:/|of) ?\d+)\b",
+    re.IGNORECASE,
+)
+# A line that reports a failure as over (`wandb: Network error resolved after 0:00:12,
+# resuming normal operation.`): no failure at all.
+_RESOLVED = re.compile(
+    r"\b(?:error|issue|problem|failure)s? (?:was |were |has been |have been |is )?resolved\b"
+    r"|\bresuming normal operation\b|\brecovered (?:from|after)\b",
+    re.IGNORECASE,
+)
 # An ActorDiedError whose cause (the creation task's exception) is printed with it.
 _DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died because of an error")
 # A wrapper that carries its cause in its own message: `RaySystemError: System error: <cause>`.
@@ -42,6 +67,35 @@ _IGNORED = re.compile(r"\s*Ignor(?:e|es|ed|ing) (?:an? |the )?[\w ]{0,20}?error\
 # '['/usr/bin/gcc', ...]' returned non-zero exit status 1.`) fails the same way for every module
 # and kernel built after it, so the program goes on without what it needs.
 _SAID_THOUGH_IGNORED = frozenset({"build_error"})
+
+# Where a line turns to advice or a condition (vLLM at every start: `... This may lead to
+# unexpected consequences ... If out-of-memory error occurs during cudagraph capture, consider
+# decreasing `gpu_memory_utilization` ... You can also reduce the `max_num_seqs``; a launcher's
+# `set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid CUDA out of memory errors`):
+# a failure named in that sentence is one that may happen, not one that did. A line that is no
+# exception's is read without those sentences (each up to its full stop): a failure reported
+# before or after them is still read (NCCL's `To avoid data inconsistency, we are taking the
+# entire process down.` and then, on the same line, `what(): NCCL error: ...`). Advice as such
+# is not a mention: printed after a failure it names (PyTorch's `For debugging consider passing
+# CUDA_LAUNCH_BLOCKING=1`, NeMo-RL's `GPU OOM ... Consider reducing gpu_memory_utilization`).
+_ADVICE = (
+    r"\b(?:if\b[^.;]{0,120}?\b(?:occurs?|happens?|arises?|persists?|is raised"
+    r"|(?:you|it) (?:see|gets?|hits?|encounters?|runs? into))\b"
+    r"|to (?:avoid|prevent)\b|in case of\b"
+    r"|(?:you|we) (?:can|could|may|might) (?:also )?[a-z]"
+    r"|(?:may|might|could) (?:lead|cause|result|happen|occur)\b)"
+    r".{0,400}?(?:[.!?](?:\s|$)|$)"
+)
+
+# An exception's name in a sentence (`agent tool call failed: FileNotFoundError in user sandbox
+# (task 17), reward 0`: an agent's tool reporting what its sandbox raised): a mention, not the
+# exception, which is printed with its message or inside a wrapper (`FileNotFoundError: ...`,
+# `RayTaskError(FileNotFoundError)`, `<class 'FileNotFoundError'>`, `... failed with
+# OutOfMemoryError.`, a name ending the line). A line that is no exception's is read without
+# such names, and without its advice.
+# (in RE2: linear on a 64 KiB line of `if`s, where `re` took a second)
+_NAMED_IN_PROSE = r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s+[a-z]"
+_MENTIONS = re2.compile(f"(?i:{_ADVICE})|{_NAMED_IN_PROSE}")
 
 
 def _gate_exact(line: str) -> bool:
@@ -117,10 +171,16 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
     """The kind of a line that is not an exception line, and its rank; None when it says
     nothing."""
     kind = classify(body, words)
+    if kind is not None and _MENTIONS.search(body) is not None:  # what it says itself
+        kind = classify(_MENTIONS.sub(" ", body))
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
     if _IGNORED.match(body) and kind.name not in _SAID_THOUGH_IGNORED:
         return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
+    if _RESOLVED.search(body):
+        return None, SPECIFIC
+    if _RETRYING.search(body) or kind.name in SAID_BY_SHELL:
+        return kind, NOTED
     return kind, ECHO if kind.consequence else SPECIFIC
