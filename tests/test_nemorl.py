@@ -13,7 +13,9 @@ import yaml
 
 from ajetd.core.model import Run
 from ajetd.core.runparts import NemoRead
+from ajetd.diagnosis.stream import diagnose_text
 from ajetd.frameworks import nemorl
+from ajetd.frameworks.framework import WORKER_VENV_EXPLANATION, WORKER_VENV_FIX, framed
 from conftest import Env
 
 FIXTURES = Path(__file__).parent / "data" / "nemo_rl"
@@ -576,3 +578,55 @@ def test_a_relaunched_nemo_run_keeps_the_records_of_the_trial_before(env: Env) -
     results = (result / "results.md").read_text()
     assert "| 1 | 2 | 0.3400 |" in results and "| 2 | 6 | 0.2200 |" in results, results
     assert "- **accuracy**: first 0.3400, best 0.3800 (step 4), last 0.2200" in results
+
+
+ACTOR_IMPORT = Path(__file__).parent / "data" / "logs" / "nemo_rl_actor_import.log"
+
+
+def test_a_workers_import_error_is_told_as_nemo_rl_rebuilds_its_worker_venvs() -> None:
+    """Walk 28, M5: a NeMo-RL worker's `ModuleNotFoundError` in a Ray actor's creation task
+    (the walk's excerpt, NeMo-RL's printed shape) was `import_error` with 'install the missing
+    package in the run's venv', plus an `unknown_traceback` for Ray's `Exception raised in
+    creation task` line, which defers to the cause printed after it. Now: no noise, and for a
+    NeMo-RL run the fix is NeMo-RL's README's (submodules, NRL_FORCE_REBUILD_VENVS=true)."""
+    found = diagnose_text(ACTOR_IMPORT.read_text())
+    assert [f.kind for f in found] == ["import_error", "ray_worker_died"], found
+    assert "install the missing package" in found[0].fix.lower()  # no framework known
+    told = framed(found, "nemo_rl")
+    assert told[0].fix == WORKER_VENV_FIX and told[0].explanation == WORKER_VENV_EXPLANATION
+    assert "git submodule update --init --recursive" in told[0].fix
+    assert "NRL_FORCE_REBUILD_VENVS=true" in told[0].fix
+    assert told[1] == found[1]
+    assert framed(found, "agentjet") == tuple(found)
+    # the driver's own import error (no worker, no submodule package): the catalogue's words
+    driver = [replace(found[0], evidence="ModuleNotFoundError: No module named 'datasets'")]
+    assert framed(driver, "nemo_rl") == tuple(driver)
+    megatron = [replace(found[0], evidence="ModuleNotFoundError: No module named 'megatron'")]
+    assert framed(megatron, "nemo_rl")[0].fix == WORKER_VENV_FIX
+    nccl = diagnose_text("torch.distributed.DistBackendError: NCCL error in x\n")
+    assert "AgentJet's documented fix" in nccl[0].fix
+    assert "NeMo-RL applies itself" in framed(nccl, "nemo_rl")[0].fix
+
+
+def test_a_nemo_runs_failure_is_told_in_nemo_rls_words(daemon_env: Env) -> None:
+    """Through the daemon, a NeMo-RL run whose worker cannot import `nemo_automodel` (the
+    walk's excerpt) fails with NeMo-RL's fix in its reason and diagnosis, no noise finding; one
+    out of GPU memory with no `allow_fixes` is told NeMo-RL's keys, not AgentJet's."""
+    env = daemon_env
+    bp = _nemo_blueprint(env, "nemo_imp", f"fake.fail_with={ACTOR_IMPORT}")
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "failed" and status["trials"] == 1, status
+    kinds = [f["kind"] for f in status["diagnosis"]]
+    assert kinds == ["import_error", "ray_worker_died"], status["diagnosis"]
+    assert status["diagnosis"][0]["fix"] == WORKER_VENV_FIX
+    assert "import_error is fatal, not retried: As NeMo-RL's README" in status["reason"]
+    assert "NRL_FORCE_REBUILD_VENVS=true" in status["reason"]
+    config = "examples/configs/grpo_oom.yaml"
+    command = f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4"
+    bp = env.blueprint("nemo_oom_no", config=config, command=command)
+    status = env.wait_done(env.submit(bp))
+    assert status["status"] == "failed", status
+    assert status["reason"].endswith(
+        "cuda_oom: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes for "
+        "one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"
+    ), status["reason"]

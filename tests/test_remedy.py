@@ -236,3 +236,50 @@ def test_vllm_memory_waits_for_foreign_memory_before_reading_the_figures() -> No
     run = model.trial_ended(run, 1, T0 + 410)
     again = choose(run, _vllm(REFUSAL), 3, None, T0 + 420, VLLM_CONFIG, allow, None, taken)
     assert isinstance(again, GiveUp) and "71.77 of 79.11 GiB" in again.reason
+
+
+def _nemo(run: Run) -> Run:
+    return replace(run, kind="nemo_rl")
+
+
+def test_the_advice_follows_the_runs_framework() -> None:
+    """Walk 28, L5: a NeMo-RL run was told AgentJet's keys and AgentJet's documented fix."""
+    oom = _finding("cuda_oom")
+    agentjet = choose(_failed_run(), oom, 3, None, T0 + 20)
+    nemo = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20)
+    assert isinstance(agentjet, GiveUp) and isinstance(nemo, GiveUp)
+    assert "for one of AgentJet's: ppo_micro_batch_size_per_gpu," in agentjet.reason
+    assert "train_micro_batch_size" not in agentjet.reason
+    assert nemo.reason.endswith(
+        "for one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"
+    ), nemo.reason
+    nccl = choose(_nemo(_failed_run()), _finding("nccl_error"), 3, None, T0 + 20)
+    assert isinstance(nccl, Relaunch) and "AgentJet" not in nccl.why
+    assert "the workaround NeMo-RL applies itself" in nccl.why
+    plain = choose(_failed_run(), _finding("nccl_error"), 3, None, T0 + 20)
+    assert isinstance(plain, Relaunch) and "(AgentJet's documented fix)" in plain.why
+
+
+def test_an_integer_keys_bound_stays_an_integer() -> None:
+    """Walk 28, L5: bounds read as floats were shown `min 1.0`, `min 2000.0`, and a value
+    clamped to one was written into the config as a float (4 → 3.0)."""
+    from ajetd.core.options import parse_options
+
+    allow = parse_options("allow_fixes: {train_micro_batch_size: {min: 3}}").allow_fixes
+    config = {"policy": {"train_micro_batch_size": 4}}
+    oom = _finding("cuda_oom")
+    got = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, config, allow)
+    assert isinstance(got, Relaunch), got
+    assert got.config_patches == ((("policy", "train_micro_batch_size"), 3),)
+    assert type(got.config_patches[0][1]) is int
+    assert got.why.endswith("train_micro_batch_size 4 → 3 (allowed by [ajetd] allow_fixes, min 3)")
+    allow = {"max_response_length": (2000.0, None)}
+    config = {"data": {"max_response_length": 4096}}
+    got = choose(_failed_run(), oom, 3, None, T0 + 20, config, allow)
+    assert isinstance(got, Relaunch) and got.why.endswith(
+        "4096 → 3072 (allowed by [ajetd] allow_fixes, min 2000)"
+    ), got
+    allow = {"gpu_memory_utilization": (0.5, None)}
+    config = {"rollout": {"gpu_memory_utilization": 0.9}}
+    got = choose(_failed_run(), oom, 3, None, T0 + 20, config, allow)
+    assert isinstance(got, Relaunch) and got.why.endswith("min 0.5)"), got

@@ -11,6 +11,7 @@ kinds end the run at once: no blind retries. Every path is bounded by the retry 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
 from ajetd.core.vllmfit import Shortfall, shortfall
+from ajetd.frameworks import framework as frameworks
 from ajetd.frameworks.agentjet import find_paths, get_path, local_logger_patch
+from ajetd.frameworks.framework import AGENTJET, Framework
 
 THRASH_FAILURES = 4
 THRASH_WINDOW_S = 600.0
@@ -88,8 +91,21 @@ def _lowered(key: str, value: float, low: float | None) -> float | None:
     else:
         new = int(value) // 2
     if low is not None and new < low:
-        new = low
+        new = low if key in _FRACTIONS else math.ceil(low)  # an integer key stays an integer
     return new if new < value else None
+
+
+_FRACTIONS = ("gpu_memory_utilization", "lr")  # the keys whose values are not integers
+
+
+def shown_bound(key: str, bound: float | None) -> str:
+    """A bound as the key's values are written: `min 1`, `min 2000` for an integer key (YAML
+    gives `1.0` where `1e3` or `1.` was written), `min 0.5`, `min 1e-07` otherwise."""
+    if bound is None:
+        return "none"
+    if key not in _FRACTIONS and float(bound).is_integer():
+        return str(int(bound))
+    return f"{bound:g}"
 
 
 def _fitted(
@@ -111,10 +127,11 @@ def _fitted(
     patches = [(p, fit) for p, v in numeric if fit < float(v)]
     if not patches:
         return None
+    bound = shown_bound("gpu_memory_utilization", low)
     return Relaunch(
         "science_gpu_memory_utilization",
         f"{kind}: gpu_memory_utilization {numeric[0][1]} → {fit:g}, what the free memory "
-        f"fits ({short.said()}; allowed by [ajetd] allow_fixes, min {low})",
+        f"fits ({short.said()}; allowed by [ajetd] allow_fixes, min {bound})",
         config_patches=tuple(patches),
     )
 
@@ -131,15 +148,17 @@ def _science(
     config: Mapping[str, Any] | None,
     allow: Mapping[str, tuple[float | None, float | None]],
     evidence: str = "",
+    framework: Framework = AGENTJET,
 ) -> Relaunch | str:
     """A science fix the blueprint allows for `kind`, or why there is none (`evidence`: the
-    finding's line, whose figures, where it has them, size the fix)."""
-    steps = SCIENCE_STEPS[kind]
+    finding's line, whose figures, where it has them, size the fix), among the keys of the
+    run's `framework`."""
+    steps = framework.science_steps(kind)
     allowed = [k for k in steps if k in allow]
     if not allowed:
         return (
             f"{kind}: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes "
-            f"for one of: {', '.join(steps)}"
+            f"for one of {framework.name}'s: {', '.join(steps)}"
         )
     if config is None:
         return f"{kind}: the run's config cannot be read, so no science fix can be applied"
@@ -168,7 +187,7 @@ def _science(
             return Relaunch(
                 f"science_{key}",
                 f"{kind}: {key} {old} → {patches[0][1]} (allowed by [ajetd] allow_fixes, "
-                f"min {low})",
+                f"min {shown_bound(key, low)})",
                 config_patches=tuple(patches),
             )
     return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
@@ -237,8 +256,9 @@ def _network(applied: set[str], proxychains: str | None) -> Relaunch | GiveUp:
     )
 
 
-def _nccl(applied: set[str]) -> Relaunch | GiveUp:
-    """An NCCL error: once with NVLS off, AgentJet's documented fix."""
+def _nccl(applied: set[str], framework: Framework) -> Relaunch | GiveUp:
+    """An NCCL error: once with NVLS off (AgentJet's documented fix, NeMo-RL's own
+    workaround)."""
     if "nccl_nvls_off" in applied:  # the fix's text begins with the fix just tried
         return GiveUp(
             "NCCL failed again with NCCL_NVLS_ENABLE=0, the known fix: not relaunched; rerun "
@@ -247,7 +267,7 @@ def _nccl(applied: set[str]) -> Relaunch | GiveUp:
         )
     return Relaunch(
         "nccl_nvls_off",
-        "NCCL error: relaunched with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix)",
+        f"NCCL error: relaunched with NCCL_NVLS_ENABLE=0 ({framework.nccl_source})",
         env=(("NCCL_NVLS_ENABLE", "0"),),
     )
 
@@ -307,7 +327,7 @@ def choose(
     if kind == "network":
         return _network(applied, proxychains)
     if kind == "nccl_error":
-        return _nccl(applied)
+        return _nccl(applied, frameworks.of(run.kind))
     if kind == "logger_error":
         return _logger(applied, fix, config)
     if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:
@@ -317,7 +337,8 @@ def choose(
             "waits until that memory drains",
         )
     if kind in SCIENCE_STEPS:
-        science = _science(kind, config, allow_fixes or {}, root.evidence)
+        framework = frameworks.of(run.kind)
+        science = _science(kind, config, allow_fixes or {}, root.evidence, framework)
         return science if isinstance(science, Relaunch) else GiveUp(science)
     if kind == "port_in_use" and port_holder is not None:
         return GiveUp(

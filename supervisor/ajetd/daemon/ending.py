@@ -35,6 +35,7 @@ from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
+from ajetd.frameworks.framework import framed
 from ajetd.hosts.base import Fetch, read_local
 from ajetd.hosts.preflight import earlier_rejection
 from ajetd.pictures import drawing
@@ -99,7 +100,9 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             if findings is None:
                 log_file = paths(home, run, trial.number).log
                 found = tuple(diagnose_file(log_file))
-                findings = failure_findings(found, exit_code, log_file, trial.number)
+                findings = framed(
+                    failure_findings(found, exit_code, log_file, trial.number), run.kind
+                )
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why

@@ -32,6 +32,7 @@ from ajetd.daemon.slots import RunSlot
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.diagnosis.stream import diagnose_text
+from ajetd.frameworks.framework import framed
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
 from ajetd.pictures import drawing
@@ -236,7 +237,7 @@ class Observe(Base):
         if not found:
             found = self._pane_findings(slot)
         output = ending.failure_findings(tuple(found), code, p.log, run.trial.number)
-        return (*self._observed_findings(slot), *output)
+        return framed((*self._observed_findings(slot), *output), run.kind)
 
     def _pane_findings(self, slot: RunSlot) -> list[Finding]:
         """A failed trial whose log names no failure: what its pane kept. The log is a copy
@@ -344,7 +345,7 @@ class Observe(Base):
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
                     text = f"seen while running{where}: {f.kind} (line {f.line})"
                     self.home.append_event(run.run_id, now, text)
-            self._store(model.seen_in_output(run, seen.findings, replaced))
+            self._store(model.seen_in_output(run, framed(seen.findings, run.kind), replaced))
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with

@@ -18,6 +18,7 @@ from functools import cached_property
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
 from ajetd.diagnosis.patterns import Pattern, Unless, compiled, gate
+from ajetd.frameworks.framework import AGENTJET
 
 
 class Severity(str, Enum):
@@ -245,7 +246,7 @@ CATALOGUE: tuple[Kind, ...] = (
         "nccl_error",
         R,
         "NCCL failed (driver, topology or NVLS/NVLink-SHARP trouble).",
-        "Relaunch with NCCL_NVLS_ENABLE=0 (AgentJet's documented fix); set NCCL_DEBUG=INFO "
+        f"Relaunch with NCCL_NVLS_ENABLE=0 ({AGENTJET.nccl_source}); set NCCL_DEBUG=INFO "
         "to see the transport that fails.",
         _p(
             r"nccl error",

@@ -172,6 +172,8 @@ class Diagnoser:
             self.line(number, text)
 
     def _record(self, kind: Kind | UserKind, number: int, text: str, rank: int) -> None:
+        if kind is not UNKNOWN and rank < WRAPPER and self._rank.get(UNKNOWN.name) == WRAPPER:
+            self._told_after()
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
         if isinstance(kind, Kind):
             if self._is_explained(kind.name, text):
@@ -210,6 +212,14 @@ class Diagnoser:
                 self._at[kind.name] = number
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
             self._changes += 1
+
+    def _told_after(self) -> None:
+        """A failure a wrapper announced (Ray's `Exception raised in creation task`, an
+        ActorDiedError or ChildFailedError that names no kind), found now: the announcement,
+        an exception no kind explains only while its cause was not seen, defers to it."""
+        for found in (self._first, self._rank, self._counts):
+            del found[UNKNOWN.name]
+        self._changes += 1
 
     def _is_explained(self, name: str, text: str) -> bool:
         """Whether a specific kind found names the cause of this line of kind `name`."""

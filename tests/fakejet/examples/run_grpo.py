@@ -39,6 +39,9 @@ def main() -> int:
     fake = conf.get("fake", {})
     first = os.environ.get("AJETD_TRIAL") == "1"
     flat = values.get("fake.flat") == "1"  # (`fake.flat=1`: an accuracy that never improves)
+    if values.get("fake.fail_with"):  # (`fake.fail_with=LOG`: print that log and exit 1)
+        print(Path(values["fake.fail_with"]).read_text(), end="", flush=True)
+        return 1
     print(f"Loaded configuration from: {conf_path}")
     print(f"Overrides: {overrides}")
     print(f"policy.train_micro_batch_size={micro}")

@@ -1,0 +1,110 @@
+"""The one place that knows each framework's name and keys, and words ajetd's advice for a
+run of it; pure.
+
+A run is AgentJet's or NeMo-RL's (`Run.kind`: "agentjet", "nemo_rl"). What ajetd says about
+it follows: the fixes `allow_fixes` can name for each failure kind are the keys its configs
+hold (NeMo-RL's `policy.train_micro_batch_size`, not verl's `ppo_micro_batch_size_per_gpu`),
+and a diagnosis's advice names its framework's documented fix. The catalogue's text is
+AgentJet's (`ajetd diagnose` of a log knows no run); `framed` gives a NeMo-RL run's findings
+NeMo-RL's words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ajetd.core.finding import Finding
+from ajetd.core.options import SCIENCE_STEPS
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str  # as a person writes it
+    science_keys: frozenset[str]  # the `allow_fixes` keys its configs hold
+    nccl_source: str  # who documents NCCL_NVLS_ENABLE=0 for its NCCL errors
+
+    def science_steps(self, kind: str) -> tuple[str, ...]:
+        """The keys a science fix for failure `kind` lowers in its runs, in order."""
+        return tuple(k for k in SCIENCE_STEPS.get(kind, ()) if k in self.science_keys)
+
+
+AGENTJET = Framework(
+    "AgentJet",
+    frozenset(
+        {
+            "ppo_micro_batch_size_per_gpu",  # verl's
+            "log_prob_micro_batch_size_per_gpu",
+            "micro_batch_size_per_gpu",
+            "gpu_memory_utilization",  # vLLM's
+            "max_response_length",
+            "lr",
+        }
+    ),
+    "AgentJet's documented fix",
+)
+NEMO_RL = Framework(
+    "NeMo-RL",
+    # policy.train_micro_batch_size, policy.logprob_batch_size, policy.generation.
+    # vllm_cfg.gpu_memory_utilization, policy.optimizer.kwargs.lr
+    frozenset({"train_micro_batch_size", "logprob_batch_size", "gpu_memory_utilization", "lr"}),
+    # nemo_rl/models/generation/vllm/vllm_generation.py sets it "to avoid the NCCL error"
+    "the workaround NeMo-RL applies itself for vLLM across nodes",
+)
+
+
+def of(run_kind: str) -> Framework:
+    """The framework of a run of this kind (`Run.kind`)."""
+    return NEMO_RL if run_kind == "nemo_rl" else AGENTJET
+
+
+# NeMo-RL's README, Tips and Tricks: a worker venv built before the submodules were checked
+# out lacks them (`No module named 'megatron'`); these packages live only in worker venvs.
+_SUBMODULE_PACKAGES = ("megatron", "nemo_automodel", "nemo_gym")
+_MISSING = re.compile(r"No module named '([\w.]{1,200})'")
+_IN_WORKER = re.compile(r"creation task|^(?:[\w.]+\.)?RaySystemError\b")
+WORKER_VENV_EXPLANATION = (
+    "A NeMo-RL Ray worker could not import a module: NeMo-RL runs each worker class in its "
+    "own venv (venvs/<worker class> in the NeMo-RL checkout, or NEMO_RL_VENV_DIR), built at "
+    "its first launch and reused; one built before the git submodules (3rdparty: Megatron-"
+    "Bridge, Automodel, Gym) were checked out, or before the checkout changed, lacks them."
+)
+WORKER_VENV_FIX = (
+    "As NeMo-RL's README (Tips and Tricks) says: run `git submodule update --init "
+    "--recursive` in the NeMo-RL checkout, then relaunch with NRL_FORCE_REBUILD_VENVS=true "
+    "(`[ajetd] env: {NRL_FORCE_REBUILD_VENVS: 'true'}`), which rebuilds the worker venvs; "
+    "take it out afterwards (while set, every launch rebuilds them)."
+)
+
+
+def _in_worker(found: Finding, findings: Sequence[Finding]) -> bool:
+    """Whether an import error was a Ray worker's: an actor died of it in its creation task,
+    Ray's own machinery raised it in a worker, or the module is one only workers' venvs
+    hold."""
+    missing = _MISSING.search(found.evidence)
+    if missing and missing.group(1).split(".")[0] in _SUBMODULE_PACKAGES:
+        return True
+    return any(
+        f.kind in ("import_error", "ray_worker_died") and _IN_WORKER.search(f.evidence)
+        for f in findings
+    )
+
+
+def framed(findings: Sequence[Finding], run_kind: str) -> tuple[Finding, ...]:
+    """`findings` as advice for a run of this kind: a NeMo-RL run's NCCL error names who
+    documents the fix for it, and a Ray worker's import error says how NeMo-RL's worker venvs
+    are rebuilt; an AgentJet run's as the catalogue says."""
+    framework = of(run_kind)
+    if framework is AGENTJET:
+        return tuple(findings)
+    out = []
+    for found in findings:
+        said = found
+        if found.kind == "nccl_error":
+            fix = found.fix.replace(AGENTJET.nccl_source, framework.nccl_source)
+            said = replace(found, fix=fix)
+        elif found.kind == "import_error" and not found.remedy and _in_worker(found, findings):
+            said = replace(found, explanation=WORKER_VENV_EXPLANATION, fix=WORKER_VENV_FIX)
+        out.append(said)
+    return tuple(out)
