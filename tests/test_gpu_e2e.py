@@ -194,6 +194,27 @@ def test_gpu_aware_hang(env: Env) -> None:
     assert "GPUs idle" in env.record(run_id)["attention"]
 
 
+def test_silent_with_busy_gpus_holds_the_hang_rule_back_then_stops_it(env: Env) -> None:
+    """A collective deadlock: silent, its GPU at 90 %. The user's `action: stop` is said to be
+    held back (status's attention), then acts at 3 windows of silence."""
+    file = _gpus(env, 1)
+    _start(env)
+    config = env.config("spin", hang=True, fake_gpu={"file": str(file), "memory_mib": 1000})
+    ajetd = "gpus: 1\nhang: {window: 2s, action: stop}"
+    run_id = env.submit(env.blueprint("spin", config=config, ajetd=ajetd))
+    wait_for(
+        lambda: "held back while the GPUs work" in (env.record(run_id).get("attention") or ""),
+        what="the hang rule said held back",
+    )
+    attention = env.record(run_id)["attention"]
+    assert "with its GPUs busy (possible collective deadlock" in attention, attention
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed", status
+    reason = status["reason"]
+    assert reason.startswith("stopped by the hang rule: silent for "), reason
+    assert "with its GPUs busy" in reason and "stopped at 3 times it" in reason, reason
+
+
 def test_gpus_command_shows_who_holds_what(env: Env) -> None:
     file = _gpus(env, 2, temperature_c=55, power_w=300)
     _edit(

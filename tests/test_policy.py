@@ -329,3 +329,42 @@ def test_a_plateau_metric_follows_the_runs_own_only_where_none_is_named() -> Non
     assert followed(unnamed, "accuracy").metric == "accuracy"
     assert followed(named, "accuracy").metric == "mean_reward"
     assert parse_options("plateau: true").plateau == PlateauRule()
+
+
+def test_silence_with_busy_gpus_is_said_held_back_then_stopped_at_three_windows() -> None:
+    """An NCCL collective deadlock: no output, its GPUs spinning at 100 %. Not hung (its GPUs
+    work), but the time limit's reason says so, a user's `hang: {action: stop}` is said to be
+    held back, and the rule acts at 3 windows of silence."""
+    run = _run(10_000)
+    stop = replace(OPTIONS, hang_window_s=20.0, hang_action="stop")
+    busy = Observation(now=T0 + 40, last_output_at=T0 + 5, last_step=3, gpu_busy_at=T0 + 39)
+    [flag] = decide(run, busy, TIMING, stop)
+    assert isinstance(flag, Attention) and flag.reason is not None
+    assert flag.reason == (
+        "no output for 20s or more with its GPUs busy (possible collective deadlock; since "
+        "2027-01-15T08:00:05Z, after step 3): the hang rule (stop) is held back while the GPUs "
+        "work; it acts at 3 times its window, 2027-01-15T08:01:05Z, if the run stays silent"
+    )
+    flagged = model.set_attention(run, flag.reason)
+    assert decide(flagged, replace(busy, now=T0 + 50, gpu_busy_at=T0 + 49), TIMING, stop) == [
+        flag
+    ]  # the same text: no churn
+    assert decide(run, busy, TIMING, replace(stop, hang_action="attention")) == []  # as before
+    begin = decide(flagged, replace(busy, now=T0 + 65, gpu_busy_at=T0 + 64), TIMING, stop)[0]
+    assert isinstance(begin, BeginStop) and begin.cause is StopCause.HANG
+    assert begin.why == (
+        "silent for 1m with its GPUs busy (possible collective deadlock; since "
+        "2027-01-15T08:00:05Z, after step 3); hang window 20s, held back while the GPUs work, "
+        "stopped at 3 times it)"
+    )
+    # the time limit falling first says the silence, not `data kept` alone
+    short = replace(_run(120), attention=flag.reason)
+    at_limit = Observation(now=T0 + 120, last_output_at=T0 + 5, last_step=3, gpu_busy_at=T0 + 119)
+    limit = decide(short, at_limit, TIMING, replace(stop, hang_action="attention"))[0]
+    assert isinstance(limit, BeginStop) and limit.cause is StopCause.TIME_LIMIT
+    stopped = model.begin_stop(short, StopCause.TIME_LIMIT, T0 + 120, limit.why)
+    [end] = decide(stopped, replace(at_limit, exit=(130, None)), TIMING, OPTIONS)
+    assert isinstance(end, Finish) and end.reason == (
+        "stopped at exp_max_time (2m), silent for 1m55s with its GPUs busy (possible collective "
+        "deadlock; since 2027-01-15T08:00:05Z, after step 3); data kept"
+    ), end.reason

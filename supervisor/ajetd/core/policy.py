@@ -27,6 +27,10 @@ LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late
 DATA_KEPT = "data kept"
 EXITED_0 = "the program exited with code 0"
 DATA_KEPT_THEN = "data up to then kept"  # a run stopped while hung: what it did before
+BUSY = "with its GPUs busy (possible collective deadlock"  # silent, yet its GPUs work
+# a run silent while its GPUs work is not hung (it computes), unless it stays so this many hang
+# windows: a collective that never completes (an NCCL deadlock) spins its GPUs at 100 % forever
+BUSY_SILENCE_WINDOWS = 3
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,11 @@ def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
     and, where the limit was enforced `LATE_S` or more after it fell, by how much and why."""
     parts = []
     quiet = _quiet_since(obs)
-    flagged = run.attention is not None and run.attention.startswith(HANG_PREFIX)
+    flagged = (  # flagged hung; not silent with its GPUs busy (`_hang_flag`)
+        run.attention is not None
+        and run.attention.startswith(HANG_PREFIX)
+        and BUSY not in run.attention
+    )
     trial = run.trial
     if not obs.printed:
         which = f" (trial {trial.number})" if trial is not None and trial.number > 1 else ""
@@ -189,6 +197,8 @@ def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
         if flagged:  # flagged at one window of silence
             since += f"; needs attention since {iso(quiet + window_s)}"
         parts.append(f"{HUNG}{silent} ({since})")
+    elif (busy := _busy_silence(obs, window_s)) is not None:
+        parts.append(busy)
     if run.deadline is not None and obs.now - run.deadline >= LATE_S:
         late = format_duration(obs.now - run.deadline)
         parts.append(f"enforced {late} late: {_why_late(run.deadline, obs)}")
@@ -202,6 +212,20 @@ def _silence(obs: Observation, quiet: float) -> tuple[str, str]:
     after = f", after step {obs.last_step}" if obs.last_step is not None else ""
     idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
     return f"no output for {format_duration(obs.now - quiet)}{idle}", f"since {iso(quiet)}{after}"
+
+
+def _busy_silence(obs: Observation, window_s: float) -> str | None:
+    """`silent for 1m55s with its GPUs busy (possible collective deadlock; since <when>, after
+    step 12)`: a run whose program printed nothing for the hang window or more while its GPUs
+    kept working, which the hang rule does not count as hung; None where it printed within the
+    window, or its GPUs were idle since (the hang rule's own case)."""
+    out = obs.last_output_at
+    if out is None or obs.gpu_busy_at is None or obs.gpu_busy_at <= out:
+        return None
+    if obs.now < out + window_s:
+        return None
+    after = f", after step {obs.last_step}" if obs.last_step is not None else ""
+    return f"silent for {format_duration(obs.now - out)} {BUSY}; since {iso(out)}{after})"
 
 
 def _why_late(deadline: float, obs: Observation) -> str:
@@ -387,6 +411,48 @@ def _as_rebuilt(action: Action) -> Action:
     return action
 
 
+def _hang_stop(obs: Observation, quiet: float, window_s: float, options: Options) -> str | None:
+    """Why the hang rule stops the run now, where its action is to (stop, relaunch): flagged
+    at one window of silence, stopped after a grace of another; or silent while its GPUs
+    worked for `BUSY_SILENCE_WINDOWS` windows, a collective deadlock's spin (README)."""
+    if options.hang_action not in ("stop", "relaunch"):
+        return None
+    if obs.now >= quiet + 2 * window_s:
+        silent, facts = _silence(obs, quiet)
+        window = format_duration(window_s)
+        return f"{silent} ({facts}; hang window {window}, then a grace of the same)"
+    out = obs.last_output_at
+    if out is None or obs.now < out + BUSY_SILENCE_WINDOWS * window_s:
+        return None
+    said = _busy_silence(obs, window_s) or f"silent for {format_duration(obs.now - out)}"
+    return (
+        f"{said}; hang window {format_duration(window_s)}, held back while the GPUs work, "
+        f"stopped at {BUSY_SILENCE_WINDOWS} times it)"
+    )
+
+
+def _hang_flag(obs: Observation, quiet: float, window_s: float, options: Options) -> str | None:
+    """The attention a silent run is flagged with: hung (no output, no busy GPU, for the
+    window); or, where the user asked the hang rule to act, silent with its GPUs busy, saying
+    that the rule is held back and until when. The window, not the silence so far, so that the
+    flag's text does not change at every tick. None: nothing to flag."""
+    if obs.now >= quiet + window_s:
+        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
+        return f"{HANG_PREFIX}{format_duration(window_s)} or more{idle} (since {iso(quiet)})"
+    out = obs.last_output_at
+    if options.hang_action not in ("stop", "relaunch") or out is None:
+        return None
+    if _busy_silence(obs, window_s) is None:
+        return None
+    after = f", after step {obs.last_step}" if obs.last_step is not None else ""
+    acts = iso(out + BUSY_SILENCE_WINDOWS * window_s)
+    return (
+        f"{HANG_PREFIX}{format_duration(window_s)} or more {BUSY}; since {iso(out)}{after}): "
+        f"the hang rule ({options.hang_action}) is held back while the GPUs work; it acts at "
+        f"{BUSY_SILENCE_WINDOWS} times its window, {acts}, if the run stays silent"
+    )
+
+
 def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> list[Action]:
     window_s = hang_window(options.hang_window_s, timing, obs.step_times)
     if obs.exit is not None:
@@ -417,13 +483,8 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
             why = _limit_why(run, obs, window_s)
-        elif obs.now >= quiet + 2 * window_s and options.hang_action in ("stop", "relaunch"):
-            cause = StopCause.HANG  # flagged at one window, stopped after a grace of another
-            silent, facts = _silence(obs, quiet)
-            why = (
-                f"{silent} ({facts}; hang window {format_duration(window_s)}, then a grace of "
-                "the same)"
-            )
+        elif (hung := _hang_stop(obs, quiet, window_s, options)) is not None:
+            cause, why = StopCause.HANG, hung
         elif (plateau := _plateau(run, options, obs.now)) is not None:
             cause, why = StopCause.PLATEAU, plateau
         if cause is not None:
@@ -445,12 +506,10 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             and obs.now >= began + timing.grace_int_s + timing.grace_term_s
         ):
             actions.append(Send(Signal.KILL))
-    if obs.now >= quiet + window_s and cause is None:
-        since = iso(quiet)
-        idle = ", GPUs idle" if obs.gpu_busy_at is not None else ""
-        reason = f"{HANG_PREFIX}{format_duration(window_s)} or more{idle} (since {since})"
+    flag = _hang_flag(obs, quiet, window_s, options) if cause is None else None
+    if flag is not None:
         if run.attention is None or run.attention.startswith(HANG_PREFIX):
-            actions.append(Attention(reason))
+            actions.append(Attention(flag))
     elif run.attention is not None and run.attention.startswith(HANG_PREFIX):
         actions.append(Attention(None))
     return actions
@@ -471,6 +530,6 @@ def next_wake(
         times.append(run.stop_began_at + timing.grace_int_s)
         times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
     if last_output_at is not None and run.stop_cause is None:
-        times += [last_output_at + window_s, last_output_at + 2 * window_s]
+        times += [last_output_at + k * window_s for k in (1, 2, BUSY_SILENCE_WINDOWS)]
     future = [t for t in times if t > now]
     return min(future) if future else None
