@@ -235,3 +235,19 @@ def test_a_run_that_printed_mentions_gets_no_fix_for_them(env: Env, loop: Loop) 
         said = (Path(run.result_dir) / "results.md").read_text()
         ended = next(x for x in said.splitlines() if "run ended:" in x)
         assert "(unknown_traceback: RuntimeError: reward judge" in ended, (name, ended)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "WARNING: CUDA out of memory on step 3, skipping the batch",
+        "(TaskRunner pid=1) WARNING 07-27 23:31:40 [cache.py:1] No space left on device for the "
+        "cache; not caching",
+    ],
+)
+def test_a_failure_logged_as_a_warning_ranks_after_the_exception(line: str) -> None:
+    """Logged as a warning, the program went on: an exception no kind explains that ended it
+    comes first; alone, the warning is still what there is."""
+    kinds = _kinds(line + "\n" + _RAISED)
+    assert kinds[0] == "unknown_traceback" and len(kinds) == 2
+    assert _kinds(line + "\n")

@@ -22,9 +22,10 @@ ends it saying nothing (a stack a program printed and went on from: logging's `s
 
 Ordering (the root cause first): the first specific failure; then echoes (a dead Ray actor, a
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
-themselves; then notices (a retry reported, the shell's complaint about a command inside the
-program's output: `wrapped`). A frame's source lines are code, never findings. Within a
-rank, the earlier line first. A kind that names another's cause
+themselves; then notices (a failure logged as a warning, a retry reported, the shell's
+complaint about a command inside the program's output: `wrapped`). A frame's source lines
+are code, never findings. Within a rank, the earlier line first. A kind that names another's
+cause
 (`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
 makes that other kind its echo, wherever either was found (where `Kind.explains_only` is given,
 only the lines of it that this matches: a refusal explains a connection that dropped, not a
@@ -54,6 +55,7 @@ from ajetd.diagnosis.shape import (
 )
 from ajetd.diagnosis.wrapped import (
     ECHO,
+    NOTED,
     SPECIFIC,
     UNEXPLAINED,
     WRAPPER,
@@ -335,7 +337,8 @@ class Diagnoser:
             kind, rank = _NAME_NOT_FOUND, SPECIFIC
         if kind is not None:
             if rank == SPECIFIC and _WARNING.match(text):
-                rank = ECHO  # logged as a warning (a retry, a fallback): not what ended the run
+                rank = NOTED  # logged as a warning (a retry, a fallback): not what ended the
+                # run where an exception no kind explains did (after it, as a retry reported)
             self._record(kind, number, body, rank)
         if not self._in_traceback:
             return kind is not None
