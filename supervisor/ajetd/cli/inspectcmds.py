@@ -32,7 +32,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
-    from ajetd.hosts.preflight import check_blueprint, placement_problem
+    from ajetd.hosts.preflight import check_blueprint, placed_first
     from ajetd.views import records as status_view
 
     problems: list[str]
@@ -54,10 +54,9 @@ def lint(file: Path, as_json: bool) -> None:
             )
         except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
             resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
-        shared = resolved and placement_problem(
-            resolved.result_dir, {r.result_dir: r.run_id for r in live}, home.root
-        )
-        problems += [shared] if shared else []
+        busy = {r.result_dir: r.run_id for r in live}
+        target = resolved.result_dir if resolved else bp.result_dir
+        problems = placed_first(target, problems, busy, home.root)
         never = _never_here(bp, resolved)
         problems += [never] if never else []
         summary = {

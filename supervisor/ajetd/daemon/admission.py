@@ -42,7 +42,7 @@ from ajetd.hosts.preflight import (
     check_blueprint,
     in_home,
     in_use,
-    placement_problem,
+    placed_first,
     result_dir_problem,
 )
 
@@ -78,13 +78,8 @@ def admit(
     # admitted again: the provenance.diff in its result dir is its first admission's
     own = (resultfiles.PROVENANCE_DIFF,) if again is not None else ()
     resolved, problems = check_blueprint(bp, val_writers, own)
-    shared = (
-        placement_problem(resolved.result_dir, busy_dirs, home.root)
-        if resolved is not None
-        else None
-    )
-    if shared is not None:
-        problems = [shared]
+    target = resolved.result_dir if resolved is not None else bp.result_dir
+    problems = placed_first(target, problems, busy_dirs, home.root)
     if resolved is None or problems:
         return _reject(home, run, claimed, text, problems, now, bp, busy_dirs), None
     host = host_for(run_id, bp.options)

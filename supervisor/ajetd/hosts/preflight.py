@@ -191,6 +191,19 @@ def placement_problem(result_dir: str, live: Mapping[str, str], home: Path) -> s
     return in_use_problem(result_dir, live)
 
 
+def placed_first(
+    result_dir: str, problems: list[str], live: Mapping[str, str], home: Path
+) -> list[str]:
+    """`problems` with the result dir's placement problem (`placement_problem`) first, where
+    there is one, in place of what the check of its files said: a live run's dir holds that
+    run's files, and "in use by live run X" says why better than the list of them. Looked at
+    even where the blueprint did not resolve (a dir holding files does not)."""
+    shared = placement_problem(result_dir, live, home) if os.path.isabs(result_dir) else None
+    if shared is None:
+        return problems
+    return [shared, *(p for p in problems if not p.startswith("exp_result_dir:"))]
+
+
 def result_dir_problem(
     result_dir: str, own: Collection[str] = (), also: Collection[str] = ()
 ) -> str | None:
