@@ -34,7 +34,9 @@ def _sessions(env: Env) -> list[str]:
 def test_server_started_waited_for_and_shared(daemon_env: Env) -> None:
     env = daemon_env
     port = _free_port()
-    slow = "env: {FAKESWARM_DELAY: 1.5}"
+    # the server answers /health only after this: `ajetd status` is asked meanwhile (a CLI
+    # start under a loaded machine's 20-30 load took over 1.5 s, the delay before)
+    slow = "env: {FAKESWARM_DELAY: 5}"
     first = env.submit(_swarm_blueprint(env, "one", port, slow, steps=30, step_time=0.05))
     waiting = wait_for(
         lambda: "waiting for the swarm server" in env.record(first).get("reason", ""),
