@@ -158,6 +158,7 @@ def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env
         "min_delta": 0.005,
         "after": 1.0,
         "mode": "auto",
+        "metric_named": True,
     }
     assert options["allow_fixes"] == {"lr": {"min": 1e-7, "max": None}}
     assert "  hang: window 30h, action attention\n" in text
@@ -169,6 +170,13 @@ def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env
     assert code == 0 and _warnings(data) == [], data
     assert data["blueprint"]["options"]["hang"] == {"window_s": 30.0, "action": "stop"}  # type: ignore[index]
     assert "  hang: window 30s, action stop\n" in text and "after 0.5 (5m)" in text
+    assert "  plateau: metric mean_reward (the run's own), patience 3," in text
+    # a NeMo-RL run's: its own metric, not the default's name (walk 28, M4)
+    command = "uv run examples/run_grpo.py --config {c}"
+    config = env.config("lint")
+    code, data, text = _lint(env, ajetd, config=config, command=command.format(c=config))
+    assert code == 0 and "  plateau: metric accuracy (the run's own), patience 3," in text, text
+    assert data["blueprint"]["options"]["plateau"]["metric"] == "accuracy"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

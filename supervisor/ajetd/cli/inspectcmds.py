@@ -74,7 +74,7 @@ def lint(file: Path, as_json: bool) -> None:
                 "max_trials": bp.options.max_trials,
                 "autokill": bp.options.autokill,
                 "keep_session_s": bp.options.keep_session_s,
-                **_rules(bp),
+                **_rules(bp, resolved),
             },
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
@@ -92,17 +92,29 @@ def lint(file: Path, as_json: bool) -> None:
     sys.exit(2 if problems else 0)
 
 
-def _rules(bp: Blueprint) -> dict[str, Any]:
+def _rules(bp: Blueprint, resolved: Resolved | None) -> dict[str, Any]:
     """The stop rules and the fixes it permits, as read (seconds, fractions, bounds): what
-    `hang: {window: 30}` and its kin turned into is seen before the run, not after it."""
+    `hang: {window: 30}` and its kin turned into is seen before the run, not after it. The
+    plateau's metric is the one it judges: a rule naming none judges the run's own (NeMo-RL's
+    `checkpointing.metric_name`), as admission reads it."""
+    from ajetd.core.stoprules import followed
+    from ajetd.frameworks.framework import run_metric
+
     opts = bp.options
     rule = opts.plateau
+    if rule is not None:
+        config = None
+        if resolved is not None:
+            fixed = resolved.review.patches and resolved.copy_reaches
+            config = resolved.runs_with if fixed else resolved.config
+        rule = followed(rule, run_metric(rule, config, bp.launch_command))
     return {
         "hang": {"window_s": opts.hang_window_s, "action": opts.hang_action},  # None: auto
         "plateau": None
         if rule is None
         else {
             "metric": rule.metric,
+            "metric_named": rule.named,
             "patience": rule.patience,
             "min_delta": rule.min_delta,
             "after": rule.after,

@@ -32,7 +32,7 @@ from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
 from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
-from ajetd.frameworks import nemorl
+from ajetd.frameworks import framework, nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal_fix, refused, repoint, write_copy
@@ -158,18 +158,11 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         config_path=config_path,
         yaml_gpus=yaml_gpu_count(config),
         kind="nemo_rl" if nemo else "agentjet",
-        metric=nemorl.primary_metric(config, command)[0] if nemo else _judged_by(bp),
+        metric=framework.run_metric(bp.options.plateau, config, command),
     )
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)
     return run
-
-
-def _judged_by(bp: Blueprint) -> str:
-    """An AgentJet run's metric: the plateau rule's, where it names one (`plateau: {metric:
-    val_score}`: the run is judged by it, and its views lead with it), else mean_reward."""
-    rule = bp.options.plateau
-    return rule.metric if rule is not None else Run.metric
 
 
 def _nemo_overrides(

@@ -12,11 +12,15 @@ NeMo-RL's words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ajetd.core.finding import Finding
+from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
+from ajetd.core.stoprules import PlateauRule
+from ajetd.frameworks import nemorl
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,15 @@ NEMO_RL = Framework(
 def of(run_kind: str) -> Framework:
     """The framework of a run of this kind (`Run.kind`)."""
     return NEMO_RL if run_kind == "nemo_rl" else AGENTJET
+
+
+def run_metric(rule: PlateauRule | None, config: Mapping[str, Any] | None, command: str) -> str:
+    """The metric a run is judged by (status, results.md, and a plateau rule that names none):
+    a NeMo-RL run's own (`checkpointing.metric_name`, `nemorl.primary_metric`); an AgentJet
+    run's, the plateau rule's where the blueprint has one, else mean_reward."""
+    if nemorl.is_nemo_launch(command):
+        return nemorl.primary_metric(config, command)[0]
+    return rule.metric if rule is not None else Run.metric
 
 
 # NeMo-RL's README, Tips and Tricks: a worker venv built before the submodules were checked

@@ -187,8 +187,9 @@ def _rule_lines(rules: dict[str, Any], max_time_s: float) -> list[str]:
     plateau = rules.get("plateau")
     if plateau:
         begins = format_duration(plateau["after"] * max_time_s)
+        own = "" if plateau.get("metric_named", True) else " (the run's own)"
         lines.append(
-            f"  plateau: metric {plateau['metric']}, patience {plateau['patience']}, "
+            f"  plateau: metric {plateau['metric']}{own}, patience {plateau['patience']}, "
             f"min_delta {plateau['min_delta']:g}, after {plateau['after']:g} ({begins}), "
             f"mode {plateau['mode']}"
         )
