@@ -207,8 +207,6 @@ def ledger_fields(
         memory = round(sum(g.mem_peak for g in run.gpu_stats.gpus) / 1024, 2)
     trial = run.trial if run else None
     refused = f" (refused: {exp.refused})" if exp.refused else ""
-    if exp.reason and not exp.refused:  # a crash's why (`crash_reason`), as a refusal's
-        refused = f" ({exp.reason})"
     return {
         "index": exp.index,
         "branch": exp.branch,
