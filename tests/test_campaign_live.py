@@ -256,9 +256,14 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
         ),
         f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=4 grpo.val_period=2",
     )
-    # a plot that cannot be written is logged; the campaign goes on
-    (env.tmp / "campaigns" / "nostop" / "progress.png").mkdir(parents=True)
     cid = env.cli("campaign", str(folder)).stdout.strip()
+    assert cid, "the campaign was not taken"
+    # a plot that cannot be written is logged; the campaign goes on (made once the daemon
+    # took it, its campaign.md written: a campaign whose result dir already holds a
+    # progress.png is refused, 18cce6f; the first plot comes once the baseline has ended)
+    result = env.tmp / "campaigns" / "nostop"
+    wait_for(lambda: (result / "campaign.md").exists(), what="the campaign taken")
+    (result / "progress.png").mkdir()
     # no stop rule: the baseline and three experiments (the smoke run counts for nothing)
     done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json")
     assert done.returncode == 2, done.stdout + done.stderr

@@ -514,6 +514,7 @@ def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_c
 
     from ajetd.core.remedy import Relaunch, _science
     from ajetd.daemon.trials import config_fix, load_config
+    from ajetd.frameworks.framework import NEMO_RL
     from ajetd.hosts.fs import LOCAL, read_inherited
 
     configs = tmp_path / "examples" / "configs"
@@ -525,7 +526,7 @@ def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_c
     assert isinstance(merged, dict) and "defaults" not in merged
     assert merged["policy"]["train_micro_batch_size"] == 4  # the parent's
     assert merged["grpo"]["max_num_steps"] == alone["grpo"]["max_num_steps"]  # the recipe's
-    fix = _science("cuda_oom", merged, {"train_micro_batch_size": (1, None)})
+    fix = _science("cuda_oom", merged, {"train_micro_batch_size": (1, None)}, framework=NEMO_RL)
     assert isinstance(fix, Relaunch), fix
     command = f"uv run examples/run_grpo.py --config {recipe.relative_to(tmp_path)}"
     run = Run(

@@ -332,12 +332,16 @@ def test_an_agentjet_run_with_a_plateau_rule_is_judged_by_its_metric(env: Env) -
     """`plateau: {metric: val_score}`: the rule stopped the run on val_score while its views
     led with mean_reward (blank); the run's metric is the rule's."""
     from ajetd.core.blueprint import parse_blueprint
-    from ajetd.daemon.admission import _judged_by
+    from ajetd.frameworks.framework import run_metric
+
+    def judged_by(text: str) -> str:
+        bp = parse_blueprint(text)
+        return run_metric(bp.options.plateau, None, bp.launch_command)
 
     text = env.blueprint("pl").read_text()
-    assert _judged_by(parse_blueprint(text)) == "mean_reward"
+    assert judged_by(text) == "mean_reward"
     ruled = text + "\n## [ajetd]\nplateau: {metric: val_score, patience: 3}\n"
-    assert _judged_by(parse_blueprint(ruled)) == "val_score"
+    assert judged_by(ruled) == "val_score"
 
 
 def test_the_list_shows_a_multi_benchmark_runs_metric_from_its_series() -> None:
