@@ -262,7 +262,7 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     # took it, its campaign.md written: a campaign whose result dir already holds a
     # progress.png is refused, 18cce6f; the first plot comes once the baseline has ended)
     result = env.tmp / "campaigns" / "nostop"
-    wait_for(lambda: (result / "campaign.md").exists(), what="the campaign taken")
+    wait_for((result / "campaign.md").exists, what="the campaign taken")
     (result / "progress.png").mkdir()
     # no stop rule: the baseline and three experiments (the smoke run counts for nothing)
     done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json")
