@@ -639,3 +639,19 @@ def test_a_done_campaign_is_measured_at_its_end(daemon_env: Env) -> None:
     assert later["deadline_left_s"] == first["deadline_left_s"] == deadline["remaining"]
     text = env.cli("campaign", "status", cid).stdout
     assert f"({format_duration(deadline['remaining'])} left)" in text, text
+
+
+def test_a_campaign_that_ended_without_a_best_says_none_and_why() -> None:
+    """A walk read `best: none yet` on a finished campaign (its runs recorded no value of its
+    metric): a best that will never come. While it runs, `none yet`; once it ended, `none`
+    and why."""
+    from ajetd.core.campaignrecord import CampaignState, ExpState, best_line
+
+    spec = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    crashed = ExpState(0, "baseline", "unchanged", run_id="k3x9az", recorded=True, status="crash")
+    running = CampaignState("c-k3x9az", 0.0, experiments=[crashed])
+    assert best_line(spec, running) == "none yet"
+    ended = CampaignState("c-k3x9az", 0.0, experiments=[crashed], done=True, phase="done")
+    assert best_line(spec, ended) == "none: no experiment's run recorded a value of accuracy"
+    kept = CampaignState("c-k3x9az", 0.0, experiments=[crashed], best=0.5, best_index=0)
+    assert best_line(spec, kept).startswith("accuracy 0.5: baseline (run k3x9az")

@@ -423,3 +423,15 @@ def test_an_ended_run_that_went_wrong_says_why_under_the_table() -> None:
     assert not any(r.startswith(("time_limit r00005", "succeeded r00001")) for r in rows)
     assert not any(r.startswith("failed r00006") for r in rows)  # its attention line says
     assert "! attention r00006: reports held" in text
+
+
+def test_metric_columns_keep_the_end_of_a_long_key() -> None:
+    """`task_pass_rate@1`, `@2` and `@4` were all headed `task_pass_rate`: a long key is
+    cut in the middle, so its end (what tells the columns apart) stays."""
+    run = _run(7, State.RUNNING)
+    record = {"global_steps": 2, "task_pass_rate@1": 0.5, "task_pass_rate@2": 0.6}
+    run = replace(run, history=({**record, "task_pass_rate@4": 0.7},), metric="task_pass_rate@1")
+    text = plain(detail(run, NOW, 120))
+    header = next(line for line in text.splitlines() if line.strip().startswith("step"))
+    assert "task_pa…rate@1" in header and "task_pa…rate@2" in header, header
+    assert "task_pa…rate@4" in header, header

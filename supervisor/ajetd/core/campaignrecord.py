@@ -127,9 +127,13 @@ def progress_of(state: CampaignState, spec: cs.CampaignSpec, now: float) -> cr.P
 
 
 def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
-    """`accuracy 0.42: longer (branch ar/longer, commit 1a2b3c4d5e6f)`, or `none yet`."""
+    """`accuracy 0.42: longer (branch ar/longer, commit 1a2b3c4d5e6f)`, or `none yet`; for a
+    campaign that ended without one, `none` and why (a walk read "none yet" on a finished
+    campaign, whose best would never come)."""
     if state.best is None or state.best_index is None:
-        return "none yet"
+        if not state.done:
+            return "none yet"
+        return f"none: no experiment's run recorded a value of {spec.metric}"
     exp = state.experiments[state.best_index]
     where = [f"run {exp.run_id}"] if exp.run_id else []
     if exp.branch:

@@ -17,7 +17,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric, step_text
-from ajetd.views.listing import Line, cut, gpu_cell, sparkline, state_style, state_word
+from ajetd.views.listing import Line, cut, gpu_cell, shorten, sparkline, state_style, state_word
 from ajetd.views.records import shown_reason
 
 
@@ -127,7 +127,15 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
     ]
     lines.append(
-        [(cut("  " + "step".rjust(7) + "".join(k[:14].rjust(16) for k in keys), width), "dim")]
+        # a long key cut in the middle: `task_pass_rate@1` and `@4` differ at their end
+        [
+            (
+                cut(
+                    "  " + "step".rjust(7) + "".join(shorten(k, 14).rjust(16) for k in keys), width
+                ),
+                "dim",
+            )
+        ]
     )
     for record in history[-rows:]:
         cells = "".join(
