@@ -100,9 +100,7 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             if findings is None:
                 log_file = paths(home, run, trial.number).log
                 found = tuple(diagnose_file(log_file))
-                findings = framed(
-                    failure_findings(found, exit_code, log_file, trial.number), run.kind
-                )
+                findings = failure_findings(found, exit_code, log_file, trial.number, run.kind)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
@@ -114,11 +112,12 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
 
 
 def failure_findings(
-    found: tuple[Finding, ...], exit_code: int | None, log_file: Path, number: int
+    found: tuple[Finding, ...], exit_code: int | None, log_file: Path, number: int, kind: str
 ) -> tuple[Finding, ...]:
     """A failed trial's findings from its output (`found`), as every end reads them: weighed
-    by its exit code (`exitcodes.with_exit_code`), its log's disk said full where it is."""
-    return with_full_disk(with_exit_code(found, exit_code), log_file, number)
+    by its exit code (`exitcodes.with_exit_code`), its log's disk said full where it is, and
+    said as advice for a run of its `kind` (`framework.framed`)."""
+    return framed(with_full_disk(with_exit_code(found, exit_code), log_file, number), kind)
 
 
 def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> tuple[Finding, ...]:

@@ -236,8 +236,8 @@ class Observe(Base):
             found = diagnose_file(p.log, user=self._kinds(slot))
         if not found:
             found = self._pane_findings(slot)
-        output = ending.failure_findings(tuple(found), code, p.log, run.trial.number)
-        return framed((*self._observed_findings(slot), *output), run.kind)
+        output = ending.failure_findings(tuple(found), code, p.log, run.trial.number, run.kind)
+        return (*self._observed_findings(slot), *output)
 
     def _pane_findings(self, slot: RunSlot) -> list[Finding]:
         """A failed trial whose log names no failure: what its pane kept. The log is a copy
