@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shlex
@@ -11,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.adapters.store import Home
 from ajetd.core import model
@@ -435,3 +438,45 @@ def test_metric_columns_keep_the_end_of_a_long_key() -> None:
     header = next(line for line in text.splitlines() if line.strip().startswith("step"))
     assert "task_pa…rate@1" in header and "task_pa…rate@2" in header, header
     assert "task_pa…rate@4" in header, header
+
+
+_VALUES = st.lists(
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    min_size=1,
+    max_size=40,
+)
+
+
+@given(_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_a_sparkline_keeps_order_and_uses_every_bar_for_a_real_spread(values: list[float]) -> None:
+    """One bar per value, never a higher bar for a lower value; a spread of at least the
+    minimum span (of the values' magnitude) goes from the lowest bar to the highest."""
+    line = view.sparkline(values)
+    assert len(line) == len(values) and set(line) <= set(view.SPARK)
+    levels = [view.SPARK.index(c) for c in line]
+    for (a, la), (b, lb) in itertools.combinations(zip(values, levels, strict=True), 2):
+        assert (a < b) <= (la <= lb) and (b < a) <= (lb <= la), (values, line)
+    spread, size = max(values) - min(values), max(abs(v) for v in values)
+    if spread > 0 and spread >= 1.01 * view.SPARK_MIN_SPAN * size:
+        assert min(levels) == 0 and max(levels) == len(view.SPARK) - 1, (values, line)
+
+
+@given(
+    st.floats(min_value=1e-6, max_value=1e6) | st.floats(min_value=-1e6, max_value=-1e-6),
+    st.lists(st.floats(min_value=-1.0, max_value=1.0), min_size=2, max_size=40),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_sparkline_draws_small_relative_noise_flat(centre: float, noise: list[float]) -> None:
+    """Values that differ by a tenth of the minimum span of their magnitude or less (walk 81,
+    L6: 0.6038 to 0.6049 drawn as full swings) are at most one bar apart."""
+    wobble = view.SPARK_MIN_SPAN / 20 * abs(centre)
+    values = [centre + n * wobble for n in noise]
+    levels = [view.SPARK.index(c) for c in view.sparkline(values)]
+    assert max(levels) - min(levels) <= 1, (values, levels)
+
+
+def test_the_walks_noise_is_flat_and_a_real_climb_is_not() -> None:
+    assert len(set(view.sparkline([0.6038, 0.6049, 0.6041, 0.6045, 0.6040]))) == 1
+    assert view.sparkline([0.1, 0.3, 0.2, 0.6]) == "▁▃▂█"
+    assert view.sparkline([0.0, 0.0]) == view.sparkline([0.5, 0.5]) == "▄▄"
