@@ -385,6 +385,16 @@ def test_a_full_home_mid_run_keeps_the_daemon_and_the_exit_code(
     held = f"the newest records of runs {run_id} are not on disk yet"
     wait_for(lambda: held in env.cli("status").stdout, what="status to name the held record")
     assert daemon.poll() is None
+    # the record is in the daemon's memory only, yet status says where the run stands
+    shown = wait_for(lambda: env.status(run_id)["state"] == "done" and env.status(run_id))
+    assert (shown["status"], shown["exit_code"]) == ("failed", 3), shown
+    assert any("held in memory" in w for w in shown["warnings"]), shown["warnings"]
+    assert not (env.home / "runs" / run_id / "finish.flag").exists()
+    listed = {r["run_id"]: r for r in json.loads(env.cli("status", "--json").stdout)}
+    assert (listed[run_id]["state"], listed[run_id]["status"]) == ("done", "failed")
+    assert "running" not in env.cli("status").stdout.split(run_id, 1)[1].splitlines()[0]
+    waiting = env.cli("wait", run_id, "--timeout", "0.5")  # its reports are not written yet
+    assert waiting.returncode == 124, waiting.stdout
     assert not sink.exists()  # the end is not on disk yet: no hook reports it
     submitted = env.cli("submit", str(bp))
     assert submitted.returncode == 1 and "Traceback" not in submitted.stderr

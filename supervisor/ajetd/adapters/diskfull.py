@@ -11,6 +11,7 @@ per full folder with its free space (daemon.json, written in place when the home
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.store import append_bytes, write_atomic
+from ajetd.core import unsaved
 from ajetd.core.limits import size_text
 
 log = logging.getLogger(__name__)
@@ -163,6 +165,21 @@ class Held:
         shown = ", ".join(runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
         whose = f" (the newest records of runs {shown} are not on disk yet)" if runs else ""
         return {self.home: f"{n} write(s) held in memory{whose}"}
+
+    def unsaved(self) -> dict[str, dict[str, Any]]:
+        """Run id -> the state fields of its newest record (`core.unsaved.brief`), for each run
+        whose record is held: what daemon.json tells `status` until the disk takes them."""
+        out = {}
+        for path, (data, _) in self.files.items():
+            if path.name != "state.json":
+                continue
+            try:
+                record = json.loads(data)
+            except ValueError:  # the daemon's own JSON: cannot happen, and then says nothing
+                continue
+            if isinstance(record, dict):
+                out[path.parent.name] = unsaved.brief(record)
+        return out
 
     def write(self, path: Path, data: bytes, mode: int) -> bool:
         """Replace `path` now if the home takes it; else hold it. True when written."""

@@ -11,13 +11,16 @@ into a `Run` is most of the cost of reading thousands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.regular import load_record
 from ajetd.adapters.store import read_events
+from ajetd.core import unsaved
 from ajetd.core.errors import StoreError
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Status
@@ -62,7 +65,14 @@ def read_data(path: Path) -> dict[str, Any]:
     return data
 
 
-def as_run(path: Path, data: Mapping[str, Any]) -> Run:
+def as_run(path: Path, data: Mapping[str, Any], newer: Mapping[str, Any] | None = None) -> Run:
+    """The record as a Run; `newer`: the fields of its newest record that a full home holds
+    in the daemon's memory (`core.unsaved`), laid over it, and left off where they do not
+    make a record (another version's daemon.json: the record on disk is still shown)."""
+    if newer:
+        with contextlib.suppress(StoreError):
+            run = as_run(path, unsaved.laid_over(data, newer))
+            return replace(run, warnings=(*run.warnings, unsaved.NOTE))
     try:
         return Run.from_json(data)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -100,23 +110,32 @@ def journal_bars(path: Path) -> str | None:
 
 
 def read_all(
-    runs_dir: Path, run_ids: list[str], brief: int | None = None
+    runs_dir: Path,
+    run_ids: list[str],
+    brief: int | None = None,
+    newer: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[list[Run], dict[str, str]]:
     """Every readable record as a Run, and the run ids left out with why. `brief`: build in
-    full only the live runs and the `brief` newest ended ones (`_stand_in` for the rest)."""
+    full only the live runs and the `brief` newest ended ones (`_stand_in` for the rest).
+    `newer`: run id -> the held fields of its newest record (`as_run`)."""
     damaged: dict[str, str] = {}
     if brief is None:
-        return list(each(runs_dir, run_ids, damaged)), damaged
+        return list(each(runs_dir, run_ids, damaged, newer)), damaged
     found = list(_records(runs_dir, run_ids, damaged))
-    return _brief(found, brief, damaged), damaged
+    return _brief(found, brief, damaged, newer or {}), damaged
 
 
-def each(runs_dir: Path, run_ids: list[str], damaged: dict[str, str]) -> Iterator[Run]:
+def each(
+    runs_dir: Path,
+    run_ids: list[str],
+    damaged: dict[str, str],
+    newer: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Iterator[Run]:
     """Every readable record as a Run, one at a time (no run's JSON is held longer than its
     reading); the ones left out go into `damaged`."""
     for path, data in _records(runs_dir, run_ids, damaged):
         try:
-            yield as_run(path, data)
+            yield as_run(path, data, (newer or {}).get(path.parent.name))
         except StoreError as exc:
             damaged[path.parent.name] = f"{exc}; {LEFT_OUT.format(run_id=path.parent.name)}"
 
@@ -136,10 +155,14 @@ def _records(
 
 
 def _brief(
-    found: list[tuple[Path, dict[str, Any]]], keep: int, damaged: dict[str, str]
+    found: list[tuple[Path, dict[str, Any]]],
+    keep: int,
+    damaged: dict[str, str],
+    newer: Mapping[str, Mapping[str, Any]],
 ) -> list[Run]:
     """The live runs and the `keep` newest ended ones in full, stand-ins for the others."""
     ended: list[tuple[tuple[float, str], int]] = []
+    found = [(p, unsaved.laid_over(d, newer.get(p.parent.name) or {})) for p, d in found]
     for i, (_, data) in enumerate(found):
         key = _ended_key(data) if data.get("state") == "done" else None
         if key is not None:
@@ -150,7 +173,7 @@ def _brief(
     for i, (path, data) in enumerate(found):
         run = _stand_in(data) if i in older else None
         try:
-            runs.append(run or as_run(path, data))
+            runs.append(run or as_run(path, data, newer.get(path.parent.name)))
         except StoreError as exc:
             damaged[path.parent.name] = f"{exc}; {LEFT_OUT.format(run_id=path.parent.name)}"
     return runs

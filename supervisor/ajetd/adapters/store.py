@@ -494,7 +494,22 @@ class Home:
         path = self.state_file(run_id)
         from ajetd.adapters import runrecords
 
-        return runrecords.as_run(path, runrecords.read_data(path))
+        return runrecords.as_run(path, runrecords.read_data(path), self.unsaved().get(run_id))
+
+    def unsaved(self) -> dict[str, dict[str, Any]]:
+        """For a reader (not the daemon, whose own Home holds its writes): where the runs
+        whose newest records a full home holds in memory stand, as the running daemon
+        published them in daemon.json (`core.unsaved`); empty when none are held or no
+        daemon runs (a dead daemon's are gone with it: its successor reads the exit files)."""
+        if self.held is not None or not self.daemon_running():
+            return {}
+        try:
+            data = load_record(self.daemon_file)
+        except (OSError, ValueError):
+            return {}
+        from ajetd.core import unsaved
+
+        return unsaved.published(data.get("unsaved") if isinstance(data, dict) else None)
 
     def blueprint_text(self, run_id: str) -> str:
         """The run's claimed blueprint as text, decoded as intake decoded it (a UTF-16 or
@@ -564,7 +579,8 @@ class Home:
         (`runrecords.read_all`), for a view that shows no more."""
         from ajetd.adapters import runrecords
 
-        runs, self.damaged = runrecords.read_all(self.runs, self.run_ids(), brief)
+        newer = self.unsaved()
+        runs, self.damaged = runrecords.read_all(self.runs, self.run_ids(), brief, newer)
         yield from sorted(runs, key=lambda r: (r.submitted_at, r.run_id))
 
     def each_run(self) -> Iterator[Run]:

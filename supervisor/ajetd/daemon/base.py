@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ajetd.adapters import diskfull, inbox
 from ajetd.adapters.endwatch import Wake
@@ -98,6 +98,7 @@ class Base:
         self.published: list[str] | None = None
         self.published_at = 0.0
         self.published_checks: dict[str, float] = {}
+        self.published_unsaved: dict[str, dict[str, Any]] = {}
         self.stopping = False
         self.hooks = Hooks(cfg.hook_timeout_s)
         self.live_plots = drawing.LivePlots()

@@ -15,7 +15,7 @@ from ajetd.adapters.store import encode, write_atomic, write_in_place
 from ajetd.daemon import ending
 from ajetd.daemon.base import Base
 
-DAEMON_JSON_BYTES = 4095  # one block: rewritable in place when the home is full
+DAEMON_JSON_BYTES = 16383  # four blocks, all written: rewritable in place when the home is full
 PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the loop turns
 
 
@@ -63,14 +63,17 @@ class Housekeep(Base):
                 self._store(ending.publish_reports(self.home, run, now))
 
     def publish(self, now: float) -> None:
-        """daemon.json for `status`: on any change of problems (a full disk's included), on a
-        change of the next deep checks (at most once a second), else every minute."""
+        """daemon.json for `status`: on any change of problems (a full disk's included) or of
+        the records a full home holds, on a change of the next deep checks (at most once a
+        second), else every minute."""
         checks = {s.run_id: round(s.backoff.next_at, 1) for s in self.slots.values() if s.backoff}
         moved = checks != self.published_checks and now - self.published_at >= 1
         disk = self.troubles.lines(self.held.count())
         held = self.held_reasons()
         problems = [*self.problems, *self.refused, *disk, *held.values()]
-        if problems != self.published or moved or now - self.published_at >= PUBLISH_EVERY_S:
+        records = self.held.unsaved()
+        changed = problems != self.published or records != self.published_unsaved
+        if changed or moved or now - self.published_at >= PUBLISH_EVERY_S:
             info = {
                 "pid": os.getpid(),
                 "heartbeat": now,
@@ -80,17 +83,18 @@ class Housekeep(Base):
                 "disk": disk,  # full folders, with free space
                 "held": held,  # run id -> why its claimed blueprint is not admitted yet
                 "deep_checks": checks,  # run id -> when its next deep check is due
+                "unsaved": records,  # run id -> its newest state while a full home holds it
             }
             self._write_daemon_json(info)
             self.published, self.published_at = problems, now
-            self.published_checks = checks
+            self.published_checks, self.published_unsaved = checks, records
 
     def _write_daemon_json(self, info: dict[str, Any]) -> None:
-        """Written whole; padded to one block so that, on a full home, it can still be
-        rewritten in place (`status` then shows why nothing else is being saved)."""
-        text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
+        """Written whole; padded to DAEMON_JSON_BYTES so that, on a full home, it can still be
+        rewritten in place (`status` then shows why nothing else is being saved, and where
+        the runs whose records are held stand)."""
         try:
-            write_atomic(self.home.daemon_file, text, 0o600)
+            write_atomic(self.home.daemon_file, fitted(info, DAEMON_JSON_BYTES), 0o600)
         except OSError as exc:
             if not diskfull.is_full(exc) or not self.home.daemon_file.exists():
                 raise
@@ -99,5 +103,22 @@ class Housekeep(Base):
                 info["disk"] = self.troubles.lines(self.held.count())
                 self.published = [*self.problems, *self.refused, *info["disk"]]
                 self.published += info["held"].values()
-            text = json.dumps(info, indent=2, ensure_ascii=False).ljust(DAEMON_JSON_BYTES) + "\n"
-            write_in_place(self.home.daemon_file, encode(text))
+            room = self.home.daemon_file.stat().st_size  # its blocks: no more can be written
+            write_in_place(self.home.daemon_file, encode(fitted(info, room)))
+
+
+def fitted(info: dict[str, Any], room: int) -> str:
+    """daemon.json's text, padded with spaces to `room` bytes; where the held records do not
+    all fit, the newest ends are kept and `unsaved_more` counts the ones left out (the `disk`
+    line still names them)."""
+    records: dict[str, dict[str, Any]] = info.get("unsaved") or {}
+    order = sorted(records, key=lambda r: -(records[r].get("ended_at") or 0.0))
+    for keep in range(len(order), -1, -1):
+        left = len(order) - keep
+        shown = {"unsaved": {r: records[r] for r in order[:keep]}} if records else {}
+        data = {**info, **shown, **({"unsaved_more": left} if left else {})}
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+        size = len(encode(text))
+        if size < room or keep == 0:
+            return text + " " * (room - size - 1) + "\n"
+    raise AssertionError("unreachable: the last round keeps none and returns")
