@@ -97,6 +97,9 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     assert len(FILES) >= 818 and repos["vllm-project/vllm"] >= 75, repos
     assert repos["ray-project/ray"] >= 56 and repos["verl-project/verl"] >= 91, repos
     assert repos["sgl-project/sglang"] >= 49 and repos["thudm/slime"] >= 14, repos
+    # after freeze 17's (batch-freeze17.txt: SGLang, slime, AReaL held out under 85 %)
+    assert len(FILES) >= 825 and repos["sgl-project/sglang"] >= 54, repos
+    assert repos["thudm/slime"] >= 15 and repos["areal-project/areal"] >= 7, repos
 
 
 @pytest.mark.parametrize(
@@ -182,8 +185,9 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # SGLang's): 39 would be 85 %. Freeze 15's blind batch brought it to 47, held out 39 (its 2 new
 # ones right, blind): 40 would be 85 %. Freeze 16's brought it to 49, held out 40 (one of its
 # 2 new ones right, blind; the other's rule, the CUDACHECK macro's words, only SGLang's
-# excerpt shows): 42 would be 85 %. An entry must go once its repository reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 40}
+# excerpt shows): 42 would be 85 %. Freeze 17's brought it to 54, held out 45 (its 5 new ones
+# right, blind): 46 would be 85 %. An entry must go once its repository reaches 85 %.
+BELOW_TARGET = {"sgl-project/sglang": 45}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
