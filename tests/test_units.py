@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.adapters.store import write_all_atomic
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
-from ajetd.core.naming import MAX_SESSION, experiment_purpose, session_base, unique_session
+from ajetd.core.naming import (
+    MAX_SESSION,
+    RUN_ID,
+    experiment_purpose,
+    run_names,
+    session_base,
+    unique_session,
+)
 from ajetd.core.trialscript import (
     TrialSpec,
     parse_exit_file,
@@ -28,21 +39,22 @@ from conftest import wait_for
 
 def test_session_names() -> None:
     assert (
-        session_base("Math top-k ablation, k=4", "bp", "abc123") == "ajet_math_top_k_ablation_k_4"
+        session_base("Math top-k ablation, k=4", ("bp",), "abc123")
+        == "ajet_math_top_k_ablation_k_4"
     )
-    assert session_base("数学实验", "my-exp", "abc123") == "ajet_my_exp"
-    assert session_base("数学实验", "实验", "abc123") == "ajet_abc123"
-    assert session_base("AJET math", "x", "abc123") == "ajet_math"
+    assert session_base("数学实验", ("my-exp",), "abc123") == "ajet_my_exp"
+    assert session_base("数学实验", ("实验",), "abc123") == "ajet_abc123"
+    assert session_base("AJET math", ("x",), "abc123") == "ajet_math"
     # accents are taken off, not turned into word breaks; full-width letters are read
-    assert session_base("café ünïcode", "x", "abc123") == "ajet_cafe_unicode"
-    assert session_base("ＧＲＰＯ ｑｗｅｎ", "x", "abc123") == "ajet_grpo_qwen"
-    long = session_base(" ".join(["word"] * 40), "x", "abc123")
+    assert session_base("café ünïcode", ("x",), "abc123") == "ajet_cafe_unicode"
+    assert session_base("ＧＲＰＯ ｑｗｅｎ", ("x",), "abc123") == "ajet_grpo_qwen"
+    long = session_base(" ".join(["word"] * 40), ("x",), "abc123")
     assert len(long) <= MAX_SESSION - 3 and long.startswith("ajet_word_word")
     assert unique_session("ajet_x", {"ajet_x", "ajet_x_2"}) == "ajet_x_3"
     # a campaign experiment's name survives the cut: the base's and campaign's words go first
     base = "campaign base: math GRPO on Qwen2.5 7B, the quick recipe"
     names = [
-        session_base(experiment_purpose(base, "quick", i, name, "a long hypothesis"), "x", "id")
+        session_base(experiment_purpose(base, "quick", i, name, "a long hypothesis"), ("x",), "id")
         for i, name in enumerate(["lr-3e-6", "kl_0.01", "no-validation", "AJET"], 1)
     ]
     assert names == [
@@ -51,13 +63,23 @@ def test_session_names() -> None:
         "ajet_campaign_base_math_grpo_on_no_validation",
         "ajet_campaign_base_math_grpo_on_qwen2_5_7b",  # no word of its own: as any run
     ]
-    short = session_base(experiment_purpose("数学", "quick", 2, "a", ""), "x", "id")
+    short = session_base(experiment_purpose("数学", "quick", 2, "a", ""), ("x",), "id")
     assert short == "ajet_quick_a"  # no ASCII word in the base: the campaign's name
-    huge = session_base(experiment_purpose("math", "c", 1, "x" * 64, ""), "x", "id")
+    huge = session_base(experiment_purpose("math", "c", 1, "x" * 64, ""), ("x",), "id")
     assert huge == "ajet_" + "x" * 40  # a name too long alone is cut as any word
-    mimic = session_base("math (campaign not a name, experiment 1 x)", "x", "id")
+    mimic = session_base("math (campaign not a name, experiment 1 x)", ("x",), "id")
     assert mimic == "ajet_math_campaign_not_a_name_experiment_1_x"  # not the campaign form
     assert unique_session("ajet_x", set()) == "ajet_x"
+    # no ASCII word in the purpose: the file name, unless it names no experiment (README's
+    # `blueprint.md`, `submit -`'s `stdin.md`), then the result dir's name, then the config's
+    names = run_names("blueprint.md", "/data/results/gsm8k-lr3e-6/", "/c/math_grpo.yaml")
+    assert session_base("数学实验", names, "abc123") == "ajet_gsm8k_lr3e_6"
+    names = run_names("stdin.md", "/data/数学/results", "/c/math_grpo.yaml")
+    assert session_base("数学实验", names, "abc123") == "ajet_math_grpo"
+    assert session_base("数学实验", run_names("blueprint.md", "/r/结果", ""), "abc123") == (
+        "ajet_abc123"
+    )
+    assert session_base("数学实验", run_names("lr-sweep.md", "/r/x", ""), "k") == "ajet_lr_sweep"
 
 
 def test_autokill_is_removed_as_a_whole_word() -> None:
@@ -260,6 +282,28 @@ def test_attach_switches_inside_same_server_and_nests_elsewhere(monkeypatch) -> 
     monkeypatch.setenv("TMUX", "/tmp/tmux-0/other,1,0")
     argv, env = tmux.attach("ajet_x")
     assert argv[-3:] == ["attach-session", "-t", "=ajet_x"] and "TMUX" not in env
+
+
+_SESSION = re.compile(r"ajet(_[a-z0-9]+)+")
+
+
+@given(
+    st.text(max_size=300),
+    st.lists(st.text(max_size=80), max_size=3),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=6, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_session_name_is_always_safe_and_short(
+    purpose: str, names: list[str], run_id: str
+) -> None:
+    """Whatever the purpose, the names and their scripts, a session name is `ajet_` and words
+    of `[a-z0-9]` joined by `_`, with room for a `_N`; one with no word anywhere is the run's."""
+    assert RUN_ID.match(run_id)
+    name = session_base(purpose, names, run_id)
+    assert _SESSION.fullmatch(name) and len(name) <= MAX_SESSION - 3, name
+    texts = [unicodedata.normalize("NFKD", text) for text in [purpose, *names]]
+    if not any(re.search(r"[A-Za-z0-9]", text) for text in texts):
+        assert name == f"ajet_{run_id}"
 
 
 def test_files_written_together_are_whole_and_leave_nothing_on_failure(tmp_path: Path) -> None:

@@ -331,3 +331,27 @@ def test_a_stop_waiting_for_the_daemon_is_shown_where_stop_says_it_is(env: Env) 
     env.start_daemon()
     done = env.wait_done(run_id)
     assert done["status"] == "stopped" and said not in done["reason"], done
+
+
+def test_runs_whose_purpose_has_no_latin_word_get_names_that_tell_them_apart(
+    daemon_env: Env,
+) -> None:
+    """Walk 81, L4: a purpose in Chinese alone, in a file named `blueprint.md` (as README
+    says to drop it), gave every such run the session `ajet_blueprint`. The name now comes
+    from the result dir's name (each run's own), else the config's, else the run id."""
+    env = daemon_env
+    runs = []
+    for lr in ("1e-6", "3e-6"):
+        path = env.blueprint(f"gsm8k-lr{lr}", purpose="数学推理实验", result=None)
+        folder = env.tmp / f"folder-{lr}"
+        folder.mkdir()
+        runs.append(env.submit(path.rename(folder / "blueprint.md")))
+    # `submit -` (stdin.md) with a result dir named in Chinese alone: the config's name
+    text = env.blueprint(
+        "qwen-math", purpose="数学推理实验", result=str(env.tmp / "results" / "结果")
+    )
+    out = env.cli("submit", "-", stdin=text.read_text())
+    assert out.returncode == 0, out.stderr
+    runs.append(out.stdout.strip())
+    sessions = [env.wait_done(run_id)["session"] for run_id in runs]
+    assert sessions == ["ajet_gsm8k_lr1e_6", "ajet_gsm8k_lr3e_6", "ajet_qwen_math"], sessions

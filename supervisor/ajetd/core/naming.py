@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from pathlib import PurePosixPath
 
 RUN_ID = re.compile(r"^[a-z0-9]{6}\Z")
 SUBMITTED = re.compile(r"^(?P<run_id>[a-z0-9]{6})__(?P<stem>.+)\.(?i:md|markdown)\Z")
@@ -76,9 +77,27 @@ def experiment_purpose(base: str, campaign: str, index: int, name: str, descript
     return purpose + (f": {description})" if description else ")")
 
 
-def session_base(purpose: str, file_stem: str, run_id: str) -> str:
-    """`ajet_<slug>` from the purpose's ASCII words, else the file name, else the run id. A
-    campaign experiment's (`experiment_purpose`) ends with the experiment's name, which is
+# Words that name no experiment: ajetd's own names for a blueprint (`blueprint.md` as README
+# says to drop it, `stdin.md` for `submit -`) and the usual names of folders and files
+# (`/data/exp/results`, `config.yaml`). A name of these words alone is passed over.
+_GENERIC = frozenset(
+    {"blueprint", "stdin", "md", "result", "results", "output", "outputs", "out", "run", "runs"}
+    | {"exp", "experiment", "config", "conf", "yaml", "base", "template", "train"}
+)
+
+
+def run_names(source: str, result_dir: str, config: str) -> tuple[str, str, str]:
+    """Where a run's session name is looked for when its purpose has no ASCII word, in order:
+    the blueprint's file name, its result dir's name (its own: no two runs share one), its
+    config's (the user's file, not ajetd's copy: the caller passes `original_of`). Not its
+    codebase's, which every run of that codebase shares: the run id says more."""
+    return (PurePosixPath(source).stem, PurePosixPath(result_dir).name, PurePosixPath(config).stem)
+
+
+def session_base(purpose: str, names: Sequence[str], run_id: str) -> str:
+    """`ajet_<slug>` from the purpose's ASCII words, else from the first of `names`
+    (`run_names`) with a word that is not generic (`blueprint`, `results`), else the run id.
+    A campaign experiment's (`experiment_purpose`) ends with the experiment's name, which is
     kept: the base's and the campaign's words are cut first, so its sessions differ by what
     each tries."""
     tail: list[str] = []
@@ -86,12 +105,10 @@ def session_base(purpose: str, file_stem: str, run_id: str) -> str:
     if found:
         tail = [w for w in _words(found["name"]) if w != "ajet"]
         purpose = f"{purpose[: found.start()]} {found['campaign']}"
-    for source in (purpose, file_stem):
-        words = [w for w in _words(source) if w != "ajet"]
-        if words or tail:
-            break
-    else:
-        words = [run_id]
+    words = [w for w in _words(purpose) if w != "ajet"]
+    if not words and not tail:
+        named = ([w for w in _words(name) if w != "ajet"] for name in names)
+        words = next((w for w in named if not _GENERIC.issuperset(w)), [run_id])
     end = "".join("_" + w for w in tail)
     if len("ajet" + end) > MAX_SESSION - 3:  # the name alone is too long: cut as any words
         words, end = tail, ""

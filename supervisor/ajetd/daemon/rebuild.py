@@ -45,7 +45,7 @@ from ajetd.core.blueprint import asked, extract_parts
 from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import REMOTE_SCRIPT
 from ajetd.core.model import Run
-from ajetd.core.naming import session_base, unique_session
+from ajetd.core.naming import run_names, session_base, unique_session
 from ajetd.core.rebuilt import (
     Unstarted,
     never_let_go,
@@ -54,7 +54,9 @@ from ajetd.core.rebuilt import (
     rebuilt_run,
     remote_dir,
 )
+from ajetd.frameworks.agentjet import conf_argument, original_of
 from ajetd.hosts import slurm, sshcmd
+from ajetd.hosts.configcopy import config_flag
 from ajetd.hosts.preflight import in_use
 from ajetd.hosts.slurmjob import JOB_SCRIPT
 
@@ -151,7 +153,10 @@ def rebuild(
         return None
     session = pane.session if pane is not None else ""
     if not session and last.started_at is None:  # never let go: a session to create
-        base = session_base(said.purpose if said else "", Path(source).stem, run_id)
+        command = last.facts.command
+        config = conf_argument(command, config_flag(command)) or ""
+        names = run_names(source, last.facts.result_dir, original_of(config))
+        base = session_base(said.purpose if said else "", names, run_id)
         session = unique_session(base, {p.session for p in panes})
     aside = runrecords.keep_damaged(home.state_file(run_id))
     kept = f" (kept as {aside.name})" if aside is not None else ""

@@ -29,7 +29,7 @@ from ajetd.core.limits import (
 )
 from ajetd.core.lines import Cursor
 from ajetd.core.model import Run, State, Trial
-from ajetd.core.naming import session_base, unique_session, window_name
+from ajetd.core.naming import run_names, session_base, unique_session, window_name
 from ajetd.core.options import Options
 from ajetd.core.runparts import NemoRead, ValRead
 from ajetd.core.trialscript import (
@@ -42,7 +42,7 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import apply_patches, get_path
+from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
 from ajetd.frameworks.valresults import parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
@@ -123,7 +123,8 @@ def prepare_trial(
     if run.session and number > 1:
         session = run.session
     else:
-        base = session_base(run.purpose, Path(run.source).stem, run.run_id)
+        names = run_names(run.source, run.result_dir, original_of(run.config_path))
+        base = session_base(run.purpose, names, run.run_id)
         session = unique_session(base, taken | {p.session for p in panes})
     shown = shown_command(run, command)
     stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
