@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.adapters.regular import TooLargeError
-from ajetd.hosts import sshcmd, sshstream
+from ajetd.hosts import copyback, sshcmd, sshstream
 from conftest import (
     Env,
     Sshd,
@@ -1147,19 +1147,132 @@ def test_a_copy_back_that_stalls_ends_at_its_deadline_as_a_host_that_does_not_an
             codebase_dir=str(there),
             remote_dir=str(tmp_path / "rdir"),
         )
-        home.run_dir(run.run_id).mkdir()
+        run_dir = home.run_dir(run.run_id)
+        run_dir.mkdir()
         host = SshHost(home, spec, ("ckpt/",), run.run_id)
         ender = threading.Thread(target=host.end, args=(run, time.time(), True), daemon=True)
         ender.start()
         ender.join(timeout=60)
         assert not ender.is_alive(), "the run's end never came back"
-        events = [text for _, text in home.events(run.run_id)]
-        assert any(
-            t.startswith(f"cleanup on {spec.target} failed: ssh to {spec.target}: no answer")
-            for t in events
-        ), events
+        assert copyback.due(run_dir)  # filed for a child: the run's end does not wait for it
+        said = copyback.copy(copyback.read_job(run_dir))  # here: the floor patched to 2 s
+        assert said.startswith(f"cleanup on {spec.target} failed: ssh to {spec.target}: no answer")
     finally:
         next(servers, None)
         for proc in psutil.process_iter(["cmdline"]):  # the stalled tars' sleeps there
             if proc.info["cmdline"] == ["sleep", "654"]:
                 proc.kill()
+
+
+def test_a_long_copy_back_runs_beside_the_loop_and_finish_flag_waits_for_it(
+    env: Env, tmp_path: Path, tmpfs: Any
+) -> None:
+    """A remote run's result dir is copied back at its end; the host's tar holds the archive
+    until the test lets it go (a copy of hours of checkpoints). Before, the copy ran in the
+    daemon's loop: every other run went unsupervised meanwhile (here a local run's end was not
+    recorded until the copy's deadline). Now a child copies: the remote run's end is recorded
+    at once, the local run ends and is reported meanwhile, and the remote run's finish.flag
+    comes only once its files are here."""
+    real_tar = shutil.which("tar")
+    assert real_tar
+    bin_dir, letgo = tmp_path / "bin", tmp_path / "let-tar-go"
+    bin_dir.mkdir()
+    (bin_dir / "tar").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
+        f'exec {real_tar} "$@"\n'
+    )
+    (bin_dir / "tar").chmod(0o755)
+    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    own = next(servers)
+    try:
+        here = tmpfs(tmp_path / "here", "16m")  # after the sshd: the host does not see it
+        far = here / "far"
+        made = f"mkdir -p {far} && echo weights > {far}/made-there.txt"
+        env.start_daemon()
+        remote_id = env.submit(
+            env.blueprint("far", result=str(far), command=made, ajetd=own.ajetd_part())
+        )
+        wait_for(lambda: env.record(remote_id).get("state") == "done", 60, what="its end")
+        assert env.record(remote_id)["reports_pending"] is True
+        trigger = env.tmp / "end-near"
+        near = env.blueprint(
+            "near", command=f"while [ ! -e {trigger} ]; do sleep 0.05; done", ajetd="gpus: 0"
+        )
+        near_id = env.submit(near)
+        wait_for(lambda: env.record(near_id).get("started_at"), 30, what="the local run")
+        trigger.touch()
+        near_flag = env.tmp / "results" / "near" / "finish.flag"
+        wait_for(near_flag.exists, 30, what="the local run's finish.flag during the copy")
+        assert not (far / "finish.flag").exists() and not (far / "made-there.txt").exists()
+        waited = env.cli("wait", remote_id, "--timeout", "0.5")
+        assert waited.returncode == 124, waited.stdout  # the copy back is not done
+        letgo.touch()
+        assert env.wait_done(remote_id, 60)["status"] == "succeeded"
+        assert (far / "finish.flag").exists()
+        assert (far / "made-there.txt").read_text() == "weights\n"
+        events = (env.home / "runs" / remote_id / "events.jsonl").read_text()
+        assert f"copying back from {own.spec().target}" in events
+        assert f"copied back from {own.spec().target}: the remote result dir" in events
+        assert not list((env.home / "runs" / remote_id).glob("copyback.*"))
+    finally:
+        letgo.touch()
+        next(servers, None)
+
+
+@pytest.mark.parametrize("child_killed", [False, True])
+def test_a_copy_back_outlives_a_killed_daemon_and_one_killed_with_it_is_begun_again(
+    env: Env, tmp_path: Path, tmpfs: Any, child_killed: bool
+) -> None:
+    """The daemon is killed (-9) while a remote run's copy back is under way; the next one
+    finds the job: a child still copying holds its lock and is waited for; one killed too is
+    begun again (tar keeps what came). Either way the files come, then finish.flag, and the
+    journal says the copy once."""
+    real_tar = shutil.which("tar")
+    assert real_tar
+    bin_dir, letgo = tmp_path / "bin", tmp_path / "let-tar-go"
+    bin_dir.mkdir()
+    (bin_dir / "tar").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
+        f'exec {real_tar} "$@"\n'
+    )
+    (bin_dir / "tar").chmod(0o755)
+    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    own = next(servers)
+    try:
+        here = tmpfs(tmp_path / "here", "16m")
+        far = here / "far"
+        made = f"mkdir -p {far} && echo weights > {far}/made-there.txt"
+        daemon = env.start_daemon()
+        run_id = env.submit(
+            env.blueprint("far", result=str(far), command=made, ajetd=own.ajetd_part())
+        )
+        job = str(env.home / "runs" / run_id / "copyback.json")
+
+        def children() -> list[psutil.Process]:
+            return [
+                p
+                for p in psutil.process_iter(["cmdline"])
+                if "ajetd.hosts.copyback" in (p.info["cmdline"] or []) and job in p.info["cmdline"]
+            ]
+
+        wait_for(children, 60, what="the copy back's child")
+        daemon.kill()
+        daemon.wait(timeout=20)
+        if child_killed:
+            for child in children():
+                child.kill()
+            wait_for(lambda: not children(), what="the child gone")
+        env.start_daemon()
+        if child_killed:
+            wait_for(children, 30, what="a child begun again")
+        letgo.touch()
+        assert env.wait_done(run_id, 60)["status"] == "succeeded"
+        assert (far / "finish.flag").exists()
+        assert (far / "made-there.txt").read_text() == "weights\n"
+        events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+        assert events.count(f"copied back from {own.spec().target}") == 1, events
+    finally:
+        letgo.touch()
+        next(servers, None)

@@ -39,7 +39,7 @@ from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.placer import GpuPlacer
 from ajetd.daemon.slots import LIVE, Runs, RunSlot
 from ajetd.diagnosis.kindset import KindSet
-from ajetd.hosts import swarm
+from ajetd.hosts import copyback, swarm
 from ajetd.hosts.places import Places
 from ajetd.hosts.sshcmd import SshError
 from ajetd.pictures import drawing
@@ -109,6 +109,7 @@ class Base:
         self.unwatched: set[str] = set()  # live runs' folders the kernel would not watch
         self.absent: str | None = None  # what reconcile journals for each live run taken up
         self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
+        self.copies = copyback.Children()  # copy backs from SSH hosts under way
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health

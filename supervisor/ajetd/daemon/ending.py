@@ -36,6 +36,7 @@ from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.frameworks.framework import framed
+from ajetd.hosts import copyback
 from ajetd.hosts.base import Fetch, read_local
 from ajetd.hosts.preflight import earlier_rejection
 from ajetd.pictures import drawing
@@ -183,8 +184,10 @@ def finish_run(
         reap_leftovers(run, end)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
-    if saved:  # reports only once the record says the same (a full home waits); the
-        # pictures are drawn before them: finish.flag comes last, the pictures beside it
+    if saved and not copyback.due(home.run_dir(run.run_id)):  # reports only once the record
+        # says the same (a full home waits) and what a remote run left there has come back (a
+        # child copies it: `Housekeep.copy_back`); the pictures are drawn before them:
+        # finish.flag comes last, the pictures beside it
         run = publish_reports(home, run, now, drawing.draw_final(home, run), options)
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.

@@ -12,8 +12,10 @@ from typing import Any
 
 from ajetd.adapters import diskfull
 from ajetd.adapters.store import encode, write_atomic, write_in_place
+from ajetd.core.model import Run
 from ajetd.daemon import ending
 from ajetd.daemon.base import Base
+from ajetd.hosts import copyback
 
 DAEMON_JSON_BYTES = 16383  # four blocks, all written: rewritable in place when the home is full
 PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the loop turns
@@ -51,16 +53,48 @@ class Housekeep(Base):
         self.closing = [(t, p) for t, p in self.closing if p.poll() is None]
 
     def retry_reports(self, now: float) -> None:
-        """Ended runs whose reports a full (or unwritable) result dir or home held back: write
-        them once the record is on disk and the folder's retry is due; attention then clears."""
+        """Ended runs whose reports wait: for a copy back from their host (`copy_back`), or
+        for a full (or unwritable) result dir or home. Written once the record is on disk, the
+        copy has come and the folder's retry is due; attention then clears."""
+        copies = False
         for run in self.runs.unsettled_runs():
             if not run.reports_pending or not self.home.saved(run.run_id):
+                continue
+            if self.copy_back(run, now):
+                copies = True
                 continue
             folder = Path(run.result_dir)
             if self.troubles.blocked(folder):
                 continue
             with self._each(run.run_id, "writing its reports"):
                 self._store(ending.publish_reports(self.home, run, now))
+        self.copies.under_way = copies
+
+    def copy_back(self, run: Run, now: float) -> bool:
+        """A remote run's copy back (`hosts.copyback`): started in a child where none copies
+        (at its end, or after a restart found the job without an outcome; a second child that
+        ends without one gives up saying so), its outcome put in the journal once there.
+        True while it is under way: the reports wait for it."""
+        run_dir = self.home.run_dir(run.run_id)
+        if not copyback.job_file(run_dir).exists():
+            return False
+        child = self.copies.running.get(run.run_id)
+        if child is not None and child.poll() is None:
+            return True
+        if not copyback.due(run_dir):
+            self.copies.running.pop(run.run_id, None)
+            self.home.append_event(run.run_id, now, copyback.outcome(run_dir))
+            return False
+        if copyback.copying(run_dir):  # a child from before a restart: still at it
+            return True
+        with self._each(run.run_id, "copying back its files"):
+            if child is not None:  # it ended without an outcome: again, once
+                if run.run_id in self.copies.again:
+                    copyback.gave_up(run_dir, copyback.target_of(run_dir))
+                    return self.copy_back(run, now)
+                self.copies.again.add(run.run_id)
+            self.copies.running[run.run_id] = copyback.start(run_dir)
+        return True
 
     def publish(self, now: float) -> None:
         """daemon.json for `status`: on any change of problems (a full disk's included) or of

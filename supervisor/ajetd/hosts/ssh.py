@@ -24,7 +24,7 @@ from ajetd.core.model import Run
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import TrialSpec, render_trial_script
-from ajetd.hosts import sshcmd
+from ajetd.hosts import copyback, sshcmd
 from ajetd.hosts.fs import Fs
 from ajetd.hosts.local import LocalHost
 
@@ -135,8 +135,9 @@ class SshHost(LocalHost):
             return Provenance(note=f"not read over SSH: {exc}"), b""
 
     def end(self, run: Run, now: float, final: bool) -> None:
-        """End what is left of the trial there; at the run's end, copy back `pull:` artifacts
-        and the remote result dir, unless it is the same folder here."""
+        """End what is left of the trial there; at the run's end, file the copy back of its
+        `pull:` artifacts and the remote result dir (`copyback`: done by a child, never in
+        the loop), unless it is the same folder here."""
         if not run.remote_dir:
             return
         ssh, home = self.ssh, self.home
@@ -148,12 +149,18 @@ class SshHost(LocalHost):
                 )
             if not final or sshcmd.same_dir(ssh, Path(run.result_dir), run.run_id):
                 return
-            pull = list(self.pull)
-            notes = sshcmd.pull(ssh, run.codebase_dir, pull, Path(run.result_dir)) if pull else ""
-            notes += sshcmd.pull(ssh, run.result_dir, ["."], Path(run.result_dir))
-            what = ", ".join([*pull, "the remote result dir"])
-            text = f"copied back from {ssh.target}: {what}" + (f" ({notes})" if notes else "")
-            home.append_event(run.run_id, now, text)
+            spec = sshcmd.spec_json(ssh)
+            job = copyback.Job(spec, ssh.target, run.codebase_dir, self.pull, run.result_dir)
+            what = ", ".join([*self.pull, "the remote result dir"])
+            try:
+                copyback.file_job(home.run_dir(run.run_id), job)  # a child's: the loop goes on
+            except OSError as exc:  # a full home: copied here and now, as before the child
+                log.warning("run %s: copy back done in the loop: %s", run.run_id, exc)
+                home.append_event(run.run_id, now, copyback.copy(job))
+                return
+            home.append_event(
+                run.run_id, now, f"copying back from {ssh.target}: {what} (the reports wait for it)"
+            )
         except AjetdError as exc:
             log.warning("run %s: cleanup on %s failed: %s", run.run_id, ssh.target, exc)
             home.append_event(run.run_id, now, f"cleanup on {ssh.target} failed: {exc}")
