@@ -785,3 +785,75 @@ def test_add_refuses_at_once_what_it_can_and_the_daemon_s_refusals_are_on_record
     assert re.search(r"refused: add more \(filed .*Z, refused .*Z\): .*stop condition met", text)
     md = (env.tmp / "campaigns" / "late" / "campaign.md").read_text()
     assert "refused: add more" in md and "stop condition met: 1/1 attempted" in md
+
+
+def test_an_experiment_from_an_override_only_ones_branch_carries_its_overrides(
+    daemon_env: Env,
+) -> None:
+    """Walk 81, M7: an override is no commit, so `--from` the branch of an experiment whose
+    change was an override alone started from the baseline's code and config: the change was
+    lost. It is carried now (the nearest earlier experiment whose commit the start is or
+    descends from), the experiment's own value for a key standing, and said in `campaign
+    status` (its row and text) and campaign.md."""
+    env = daemon_env
+    committed_baseline(env)  # 4 steps, accuracy 0.38
+    folder = _folder(
+        env,
+        "carry",
+        "branch_prefix: ar/carry\nbaseline: false\nstop: {max_experiments: 5}\nexperiments:\n"
+        "  - {name: longer, description: train 6 steps, overrides: [grpo.max_num_steps=6]}\n",
+        f"python examples/run_grpo.py --config {CONFIG}",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    row = _json(env, "campaign", "wait", cid, "--after", "-1", "--json", "--timeout", "60")
+    assert (row["name"], row["metric_value"], row["carried_from"]) == ("longer", 0.42, None)
+    branch = row["branch"]
+    # from its branch, with an own override of another key: 6 steps still (0.42), not 4
+    out = _add(
+        env,
+        cid,
+        "--name",
+        "on-longer",
+        "--description",
+        "and validate every 3",
+        "--from",
+        branch,
+        "--overrides",
+        "grpo.val_period=3",
+    )
+    assert out.returncode == 0, out.stderr
+    row = _json(env, "campaign", "wait", cid, "--after", "0", "--json", "--timeout", "60")
+    assert (row["metric_value"], row["carried_from"]) == (0.42, 0), row
+    assert row["carried"] == ["grpo.max_num_steps=6"], row
+    assert row["overrides"] == ["grpo.max_num_steps=6", "grpo.val_period=3"], row
+    assert "grpo.max_num_steps=6" in row["command"], row["command"]
+    # from the carrying experiment's branch (carried on), its own value for the key standing
+    out = _add(
+        env,
+        cid,
+        "--name",
+        "shorter",
+        "--description",
+        "3 steps",
+        "--from",
+        row["branch"],
+        "--overrides",
+        "grpo.max_num_steps=3",
+    )
+    assert out.returncode == 0, out.stderr
+    row = _json(env, "campaign", "wait", cid, "--after", "1", "--json", "--timeout", "60")
+    assert (row["carried_from"], row["carried"]) == (1, ["grpo.val_period=3"]), row
+    assert row["overrides"] == ["grpo.val_period=3", "grpo.max_num_steps=3"], row
+    assert row["metric_value"] == 0.36, row  # validated at step 3 of 3
+    assert "grpo.max_num_steps=6" not in row["command"], row["command"]
+    text = env.cli("campaign", "status", cid).stdout
+    said = "carries experiment 0 (longer)'s overrides: grpo.max_num_steps=6"
+    assert said in text, text
+    md = (env.tmp / "campaigns" / "carry" / "campaign.md").read_text()
+    assert f"- experiment 1 (on-longer) {said}" in md, md
+    assert (
+        "experiment 2 (shorter) carries experiment 1 (on-longer)'s overrides: grpo.val_period=3"
+        in md
+    )

@@ -85,3 +85,9 @@ def _identity(repo: str) -> list[str]:
     if git(repo, "config", "user.email")[0] == 0:
         return []
     return ["-c", "user.name=ajetd", "-c", "user.email=ajetd@localhost"]
+
+
+def is_ancestor(repo: str, ancestor: str, commit: str) -> bool:
+    """Whether `ancestor` is `commit` or one of its ancestors (`git merge-base
+    --is-ancestor`: exit 0 yes, 1 no; anything else, such as an unknown commit, is no)."""
+    return git(repo, "merge-base", "--is-ancestor", ancestor, commit)[0] == 0

@@ -36,6 +36,12 @@ class ExpState:
     value: float | None = None
     smoke: bool = False
     row: dict[str, Any] = field(default_factory=dict)  # its ledger row, typed (status --json)
+    # the overrides it ran with (those carried first), and those carried from the experiment
+    # whose branch or commit it started from (`carried_from`, that one's index): an override
+    # is no commit, so a branch from an override-only experiment would not hold it
+    overrides: list[str] = field(default_factory=list)
+    carried: list[str] = field(default_factory=list)
+    carried_from: int | None = None
 
 
 @dataclass

@@ -88,6 +88,19 @@ def override_problem(override: str) -> str | None:
     return None
 
 
+def override_key(override: str) -> str:
+    """The key an override sets or removes (`++a.b=1`, `a.b=2` and `~a.b`: `a.b`)."""
+    return override.partition("=")[0].lstrip("+~")
+
+
+def with_carried(carried: Sequence[str], own: Sequence[str]) -> tuple[str, ...]:
+    """An experiment's overrides when it starts from an earlier one's branch or commit: the
+    earlier one's (`carried`, which git does not hold), then its own; a key its own set or
+    remove is not carried (its own value stands, and no program sees one key twice)."""
+    keys = {override_key(o) for o in own}
+    return (*(o for o in carried if override_key(o) not in keys), *own)
+
+
 def added_file(index: int, name: str, key: str) -> str:
     """The folder's name for the patch (`key` patch) or blueprint an `add` brings."""
     return f"added-{index:02d}-{name}.{'patch' if key == 'patch' else 'md'}"

@@ -159,6 +159,7 @@ _STORED: dict[str, Callable[[Any], bool]] = {
     "StopCause | None": _or_none(_text),
     "dict[str, Any]": _object,
     "tuple[str, ...]": _each(_text),
+    "list[str]": _each(_text),
     "tuple[int, ...] | None": _or_none(_each(_integer)),
     "tuple[tuple[str, str], ...]": _each(lambda v: isinstance(v, list | tuple) and len(v) == 2),
     "tuple[dict[str, Any], ...]": _each(_object),

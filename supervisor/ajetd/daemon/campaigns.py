@@ -17,7 +17,7 @@ import logging
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -399,6 +399,8 @@ class Campaigns:
             if where is None:
                 return
             codebase = where
+            exp = self._carry(state, exp, record)
+        record.overrides = list(exp.overrides)
         text = base_text
         if exp.blueprint:
             try:
@@ -413,6 +415,38 @@ class Campaigns:
         record.run_id = run_id
         what = (spec.name, index, exp.name, run_id)
         log.info("campaign %s: experiment %d (%s) submitted as run %s", *what)
+
+    def _carry(self, state: CampaignState, exp: cs.Experiment, record: ExpState) -> cs.Experiment:
+        """`exp` with the overrides of the earlier experiment it starts from (`from` its
+        branch, its commit, or a commit made on top of it: the nearest such, by git), which
+        no branch holds; the record says which experiment and what was carried."""
+        if not exp.start or not record.parent_commit:
+            return exp
+        earlier = [e for e in state.experiments[: record.index] if e.commit]
+        source = next((e for e in reversed(earlier) if e.commit == record.parent_commit), None)
+        if source is None:
+            source = next(
+                (
+                    e
+                    for e in reversed(earlier)
+                    if campaigngit.is_ancestor(state.repo, e.commit, record.parent_commit)
+                ),
+                None,
+            )
+        if source is None or not source.overrides:
+            return exp
+        merged = cs.with_carried(source.overrides, exp.overrides)
+        record.carried_from = source.index
+        record.carried = [o for o in merged if o not in exp.overrides]
+        log.info(
+            "campaign experiment %d (%s) carries the overrides of experiment %d (%s): %s",
+            record.index,
+            record.name,
+            source.index,
+            source.name,
+            " ".join(record.carried),
+        )
+        return replace(exp, overrides=merged)
 
     def _worktree(
         self,

@@ -39,6 +39,9 @@ def _experiment(exp: ExpState) -> dict[str, Any]:
         "branch": exp.branch or None,
         "parent_commit": exp.parent_commit or None,
         "commit": exp.commit or None,
+        "overrides": list(exp.overrides),
+        "carried_from": exp.carried_from,
+        "carried": list(exp.carried),
     }
 
 
@@ -52,7 +55,20 @@ def row_json(exp: ExpState) -> dict[str, Any]:
         "run_id": exp.run_id or None,
         "smoke": exp.smoke,
         "reason": exp.reason or None,
+        "overrides": list(exp.overrides),
+        "carried_from": exp.carried_from,
+        "carried": list(exp.carried),
     }
+
+
+def carried_line(exp: ExpState, experiments: list[ExpState]) -> str:
+    """What an experiment carried from the one whose branch or commit it started from, or
+    "" (`carries experiment 1 (lr-low)'s overrides: a=1`)."""
+    if exp.carried_from is None or not exp.carried:
+        return ""
+    source = next((e.name for e in experiments if e.index == exp.carried_from), "?")
+    what = " ".join(exp.carried)
+    return f"carries experiment {exp.carried_from} ({source})'s overrides: {what}"
 
 
 def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run]) -> list[Any]:
@@ -222,12 +238,13 @@ def _running_line(run: dict[str, Any], metric: str) -> str:
     )
 
 
-def _table_line(row: dict[str, Any]) -> str:
+def _table_line(row: dict[str, Any], carried: str) -> str:
     value = "" if row["metric_value"] is None else f"{row['metric_value']:g}"
     line = (
         f"{row['index']:>3}  {row['status']:<8} {value:>10}  "
         f"{row['name']:<24} {row['branch'] or '-'}"
     )
+    line += f"\n{'':>5}{carried}" if carried else ""
     return line + (f"\n{'':>5}why: {row['reason']}" if row.get("reason") else "")
 
 
@@ -259,7 +276,8 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
     if data["rows"]:
         lines.append("")
         lines.append(f"{'#':>3}  {'status':<8} {'value':>10}  {'experiment':<24} branch")
-        lines += [_table_line(row) for row in data["rows"]]
+        shown = {e.index: carried_line(e, state.experiments) for e in state.experiments}
+        lines += [_table_line(row, shown.get(row["index"], "")) for row in data["rows"]]
     lines.append(f"ledger: {data['ledger']}  plot: {data['plot']}")
     return "\n".join(lines)
 
@@ -329,6 +347,9 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
             f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value}"
             f" | {why} |"
         )
+    carried = [(e, carried_line(e, state.experiments)) for e in state.experiments]
+    lines += [""] if any(text for _, text in carried) else []
+    lines += [f"- experiment {e.index} ({e.name}) {text}" for e, text in carried if text]
     lines += [
         "",
         "Ledger: `ledger.tsv` (NeMo-RL's experiment-log columns); plot: `progress.png`; "
