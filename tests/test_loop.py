@@ -12,6 +12,7 @@ import pytest
 
 from ajetd.core.model import State, StopCause
 from ajetd.daemon.housekeep import PUBLISH_EVERY_S
+from ajetd.daemon.loop import SUPERVISE_ALL_S
 from conftest import Env, wait_for
 from loopkit import SHORTEST_SLEEP_S, FakeClock, Loop
 
@@ -80,11 +81,24 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
     loop.run_until(t0 + 300, seen)  # 30 s, then 1, 2 min
     assert dues == [30, 90, 210, 450] and checks == [30, 90, 210]
     _val_file(env, "deep").write_text(_val_record(20, 0.5))  # news, at 300
-    loop.run_until(t0 + 2400, seen)  # the check due at 450 finds it: 30 s again, then 1, 2 ...
-    assert checks == [30, 90, 210, 450, 480, 540, 660, 900, 1380, 2340]
-    assert dues == [*checks, 2340 + 960]  # 16 min is the longest interval
+    loop.run_until(t0 + 2400, seen)
+    # not left for the check due at 450 (at 16 min, status would show metrics that old): the
+    # file's new size is seen at the run's next full look (at most SUPERVISE_ALL_S later) and
+    # read then; that is news: 30 s again, then 1, 2 ...
+    read = loop.event_at(run_id, "validation: 1 record(s)")
+    assert read is not None and 300 < read - t0 <= 300 + SUPERVISE_ALL_S
+    r = round(read - t0, 1)
+    assert (
+        checks
+        == [30, 90, 210, r, r + 30, r + 90, r + 210, r + 450, r + 930, r + 1890][: len(checks)]
+    )
+    assert checks[-1] + 960 == dues[-1] and len(checks) >= 8  # 16 min is the longest interval
     assert loop.run(run_id).metrics["mean_reward"] == 0.5
-    assert loop.on_time(run_id, "validation: 1 record(s)", t0 + 450)
+    assert loop.deep_check_due(run_id) is not None
+    _val_file(env, "deep").write_text(_val_record(20, 0.5) + "{'global_steps'")  # half a line
+    late = loop.clock()
+    loop.run_for(3 * SUPERVISE_ALL_S, seen)  # its size moved once: one read, no record, no news
+    assert [t for t in checks if t > late - t0] == []
 
 
 def test_deep_checks_due_close_together_share_one_pass(env: Env, loop: Loop) -> None:

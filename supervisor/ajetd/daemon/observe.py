@@ -10,6 +10,7 @@ now)` turns that into the `Observation` that `policy.decide` takes.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -349,9 +350,14 @@ class Observe(Base):
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with
-        another run's due check where its own is near (`Backoff.due`)."""
+        another run's due check where its own is near (`Backoff.due`). Also, off the
+        schedule, when its val file here changed size since it was read (`_val_moved`): the
+        schedule reaches 16 min, and status would show metrics that old."""
         backoff = slot.backoff
-        if backoff is None or not backoff.due(now, self.deep_batch):
+        if backoff is None:
+            return
+        due = backoff.due(now, self.deep_batch)
+        if not due and not _val_moved(slot):
             return
         run = slot.run
         updated = trials.plateau_unmet(trials.read_metrics(run, slot.host.fetch), slot.options)
@@ -361,8 +367,10 @@ class Observe(Base):
             if updated.history is not run.history:
                 said = f"validation: {len(updated.history)} record(s)"
                 self.home.append_event(run.run_id, now, said)
-        else:
+        elif due:  # a line still being written moved the size alone: the schedule stays
             slot.backoff = backoff.advance(now)
+        else:
+            return
         self.live_plots.request(self.home, slot.run, now)  # a child draws; no wait
 
     def sample_gpus(self, now: float) -> None:
@@ -401,6 +409,26 @@ def _outside_output(slot: RunSlot) -> frozenset[str]:
     the output never replaces (nor a finding at line 0, as each of those is: Slurm's final
     state may say host_oom, a kind the output may say too)."""
     return frozenset((GPU_LOST, swarm.SERVER_DIED, SSH_LOST, *slot.host.root_kinds))
+
+
+def _val_moved(slot: RunSlot) -> bool:
+    """An AgentJet run's val file on this machine changed size since the last read it
+    brought: records came (or it was cut or replaced). One `stat`, and one read per change
+    (bytes that hold no record yet, a line still being written, bring no second read until
+    the size moves again); a run elsewhere (SSH: a round trip) or a NeMo-RL run (its metrics
+    are in its output) waits for its deep checks."""
+    run = slot.run
+    if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
+        return False
+    try:
+        size = os.stat(run.val_path).st_size
+    except OSError:  # none yet: its first records will be a change
+        return False
+    if slot.val_size is None:  # as far as the reads went (a restart's first look too)
+        read = run.val_read.pos
+        slot.val_size = run.val_offset if read is None else read
+    moved, slot.val_size = size != slot.val_size, size
+    return moved
 
 
 def _started(slot: RunSlot) -> bool:
