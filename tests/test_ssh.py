@@ -1164,6 +1164,22 @@ def test_a_copy_back_that_stalls_ends_at_its_deadline_as_a_host_that_does_not_an
                 proc.kill()
 
 
+def _sshd_whose_tar_waits(tmp_path: Path, letgo: Path) -> Iterator[Sshd]:
+    """An sshd whose logins find a `tar` that sends no archive until `letgo` exists (a copy
+    back of hours, held as long as a test needs)."""
+    real_tar = shutil.which("tar")
+    assert real_tar
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tar").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
+        f'exec {real_tar} "$@"\n'
+    )
+    (bin_dir / "tar").chmod(0o755)
+    return _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+
+
 def test_a_long_copy_back_runs_beside_the_loop_and_finish_flag_waits_for_it(
     env: Env, tmp_path: Path, tmpfs: Any
 ) -> None:
@@ -1173,17 +1189,8 @@ def test_a_long_copy_back_runs_beside_the_loop_and_finish_flag_waits_for_it(
     recorded until the copy's deadline). Now a child copies: the remote run's end is recorded
     at once, the local run ends and is reported meanwhile, and the remote run's finish.flag
     comes only once its files are here."""
-    real_tar = shutil.which("tar")
-    assert real_tar
-    bin_dir, letgo = tmp_path / "bin", tmp_path / "let-tar-go"
-    bin_dir.mkdir()
-    (bin_dir / "tar").write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
-        f'exec {real_tar} "$@"\n'
-    )
-    (bin_dir / "tar").chmod(0o755)
-    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    letgo = tmp_path / "let-tar-go"
+    servers = _sshd_whose_tar_waits(tmp_path, letgo)
     own = next(servers)
     try:
         here = tmpfs(tmp_path / "here", "16m")  # after the sshd: the host does not see it
@@ -1228,17 +1235,8 @@ def test_a_copy_back_outlives_a_killed_daemon_and_one_killed_with_it_is_begun_ag
     finds the job: a child still copying holds its lock and is waited for; one killed too is
     begun again (tar keeps what came). Either way the files come, then finish.flag, and the
     journal says the copy once."""
-    real_tar = shutil.which("tar")
-    assert real_tar
-    bin_dir, letgo = tmp_path / "bin", tmp_path / "let-tar-go"
-    bin_dir.mkdir()
-    (bin_dir / "tar").write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
-        f'exec {real_tar} "$@"\n'
-    )
-    (bin_dir / "tar").chmod(0o755)
-    servers = _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
+    letgo = tmp_path / "let-tar-go"
+    servers = _sshd_whose_tar_waits(tmp_path, letgo)
     own = next(servers)
     try:
         here = tmpfs(tmp_path / "here", "16m")

@@ -360,6 +360,23 @@ def _not_a_folder(folder: Path) -> str | None:
     return None if stat.S_ISDIR(info.st_mode) else f"{folder}{NOT_A_FOLDER}"
 
 
+def locked(path: Path) -> bool:
+    """Some process holds an exclusive `flock` on the file at `path` (a daemon on its home, a
+    copy back on its job); tried without being taken for long. No such file (or a link
+    there, never followed) holds none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -640,17 +657,7 @@ class Home:
 
     def daemon_running(self) -> bool:
         """True while some process holds the lock (checked without taking it for long)."""
-        try:
-            fd = os.open(self.lock_file, os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return locked(self.lock_file)
 
     def daemon_info(self) -> dict[str, Any]:
         """What the daemon last published (daemon.json), plus what a reader sees for itself:

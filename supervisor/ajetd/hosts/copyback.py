@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters.regular import NotRegularError, read_small
-from ajetd.adapters.store import OWNER_FILE, write_atomic
+from ajetd.adapters.store import OWNER_FILE, locked, write_atomic
 from ajetd.core.errors import AjetdError
 
 JOB = "copyback.json"
@@ -101,17 +101,7 @@ def due(run_dir: Path) -> bool:
 
 def copying(run_dir: Path) -> bool:
     """A child holds the job's lock: it is copying now (after a restart too)."""
-    try:
-        fd = os.open(job_file(run_dir), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return locked(job_file(run_dir))
 
 
 def start(run_dir: Path) -> subprocess.Popen[bytes]:
