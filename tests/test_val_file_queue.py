@@ -44,6 +44,8 @@ def test_runs_sharing_a_val_file_without_conf_wait_their_turn(env: Env, loop: Lo
         assert f"waiting for run {ahead} to end: it writes the same val file" in run.reason
     status = json.loads(env.cli("status", second, "--json").stdout)
     assert status["state"] == "queued" and f"run {first}" in status["reason"]
+    # an admitted run before its first trial: the command its blueprint names (README)
+    assert status["trial"] == 0 and status["command"] == "bash second.sh", status
     assert any(f"live run {first}" in w for w in status["warnings"])
     env.cli("stop", first, "--no-wait")  # files the request (exit 1: no daemon process)
     loop.until_done(first)
