@@ -11,6 +11,7 @@ import re
 import signal
 import struct
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -422,7 +423,7 @@ def _claimed(env: Env, name: str, most: int) -> tuple[Any, str, Any]:
     stop = f"baseline: false\nstop: {{max_experiments: {most}}}\n"
     cid = submit_folder(home, _folder(env, name, stop, "true"))
     runner = Campaigns(home)
-    runner.load()
+    runner.load(time.time())
     runner.claim(time.time())
     return home, cid, runner
 
@@ -447,7 +448,7 @@ def test_a_request_seen_again_is_answered_not_applied_twice(env: Env) -> None:
     request.write_text(filed)  # as if the daemon died before removing it
     answer_file(home, cid, req).unlink()
     again = Campaigns(home)  # a restarted daemon
-    again.load()
+    again.load(time.time())
     again.tick(now + 1, {})
     assert json.loads(answer_file(home, cid, req).read_text()) == first
     state = again.states[cid]
@@ -517,7 +518,7 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
     home.ensure()
     folder = _folder(env, "safe", "baseline: false\nstop: {max_experiments: 5}\n", "true")
     runner = Campaigns(home)
-    runner.load()
+    runner.load(time.time())
     now = time.time()
     os.chmod(home.inbox, 0o777)
     cid = submit_folder(home, folder)
@@ -556,7 +557,7 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     home.ensure()
     cid = submit_folder(home, _folder(env, "decide", "", "true"))
     runner = Campaigns(home)
-    runner.load()
+    runner.load(time.time())
     now = time.time()
     runner.claim(now)
     state = runner.states[cid]
@@ -617,7 +618,7 @@ def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
     broken.parent.mkdir()
     broken.write_text("{not json")
     runner = Campaigns(home)
-    runner.load()  # what a daemon does at start: the bad one is left alone, logged
+    runner.load(time.time())  # what a daemon does at start: the bad one is left alone, logged
     assert list(runner.states) == [cid] and broken.read_text() == "{not json"
     out = env.cli("campaign", "list")
     assert out.returncode == 0 and cid in out.stdout and "c-broken" in out.stderr
@@ -857,3 +858,61 @@ def test_an_experiment_from_an_override_only_ones_branch_carries_its_overrides(
         "experiment 2 (shorter) carries experiment 1 (on-longer)'s overrides: grpo.val_period=3"
         in md
     )
+
+
+def test_wait_never_says_the_agent_is_needed_for_a_campaign_whose_deadline_fell(
+    daemon_env: Env,
+) -> None:
+    """Walk 81, L9: `campaign wait` exited 2 (waits for the agent) about a second before the
+    campaign ended. The record said `waiting` while the clock had met its deadline: the
+    daemon writes the end at its next pass. The daemon is frozen here between the two, so
+    the moment lasts: a wait then waits on (124 at its timeout, not 2), and returns 0 once
+    the daemon ends the campaign."""
+    env = daemon_env
+    folder = _folder(env, "frozen", "baseline: false\nstop: {deadline: 12s}\n", "true")
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    status = wait_for(
+        lambda: (s := _json(env, "campaign", "status", cid, "--json"))["state"] == "waiting" and s,
+        timeout=60,
+        what="the campaign to wait for an add",
+    )
+    daemon = env.daemons[-1]
+    daemon.send_signal(signal.SIGSTOP)
+    try:
+        assert status["deadline_left_s"] > 0.5, status  # frozen before its deadline
+        out = env.cli("campaign", "wait", cid, "--timeout", "1")
+        assert out.returncode == 2 and "ajetd campaign add" in out.stderr  # as documented
+        ends = time.time() + status["deadline_left_s"]
+        wait_for(lambda: time.time() > ends, 30, what="the deadline to fall, the daemon frozen")
+        record = _json(env, "campaign", "status", cid, "--json")
+        assert record["state"] == "waiting", record  # the record is behind the clock
+        for args in ((), ("--after", "-1"), ("--next",)):
+            out = env.cli("campaign", "wait", cid, *args, "--timeout", "1")
+            assert out.returncode == 124, (args, out.returncode, out.stderr)
+    finally:
+        daemon.send_signal(signal.SIGCONT)
+    out = env.cli("campaign", "wait", cid, "--timeout", "30")
+    assert out.returncode == 0 and "completed" in out.stdout, out.stdout + out.stderr
+    out = env.cli("campaign", "wait", cid, "--after", "-1", "--timeout", "30")
+    assert out.returncode == 2 and "completed" in out.stderr, out.stderr
+
+
+def test_a_campaign_taken_from_the_inbox_before_its_record_is_never_gone(env: Env) -> None:
+    """The daemon moves a campaign folder out of the inbox, then checks it and git, then
+    writes its record: in between, and for good where the daemon was killed there, the
+    commands said `campaign ... is gone` (exit 2) and no daemon ever started it. It reads as
+    `submitted` now, and the next daemon starts it."""
+    folder = _folder(env, "midway", "baseline: true\nstop: {max_experiments: 1}\n", "true")
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    (entry,) = env.home.glob(f"inbox/{cid}__*.campaign")
+    (env.home / "campaigns" / cid).mkdir(parents=True, mode=0o700)
+    entry.rename(env.home / "campaigns" / cid / "folder")  # where a killed daemon left it
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert status["state"] == "submitted", status
+    assert "no daemon is running" in status["reason"], status
+    out = env.cli("campaign", "wait", cid, "--timeout", "1")
+    assert out.returncode == 124, out.stderr
+    env.start_daemon()
+    out = env.cli("campaign", "wait", cid, "--timeout", "60")
+    assert out.returncode == 0 and "completed" in out.stdout, out.stdout + out.stderr
+    assert "started now" in env.daemon_log()

@@ -509,7 +509,7 @@ def test_one_failing_campaign_never_stops_the_others(
         made.append(submit_folder(home, folder))
     broken, fine = made
     runner = Campaigns(home)
-    runner.load()
+    runner.load(time.time())
     original = Campaigns._claim_one
 
     def claim_one(self: Campaigns, entry: Path, now: float) -> None:

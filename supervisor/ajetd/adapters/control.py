@@ -146,9 +146,7 @@ def resolve(home: Home, text: str) -> str | None:
     named whichever campaign waited in the inbox; 300 characters failed as a file name)."""
     root = home.root / "campaigns"
     is_id = CAMPAIGN_ID.match(text) or LEGACY_ID.match(text)
-    if is_id and (
-        (root / text / "state.json").exists() or any(home.inbox.glob(f"{text}__*{SUFFIX}"))
-    ):
+    if is_id and ((root / text).is_dir() or any(home.inbox.glob(f"{text}__*{SUFFIX}"))):
         return text
     named: list[str] = []
     with contextlib.suppress(OSError):

@@ -44,19 +44,28 @@ def read_campaign(
     from ajetd.views.listing import inbox_reason
 
     state_file = campaign_dir(home, campaign_id) / "state.json"
+    claimed = campaign_dir(home, campaign_id) / "folder"
+    found = [] if state_file.exists() else sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
     if state_file.exists():
         try:
             state = load_state(state_file)
         except (OSError, ValueError, TypeError) as exc:
             raise click.ClickException(f"campaign record {state_file} unreadable: {exc}") from exc
-        folder = campaign_dir(home, campaign_id) / "folder"
-    else:
-        found = sorted(home.inbox.glob(f"{campaign_id}__*{SUFFIX}"))
-        if not found:
-            raise click.UsageError(f"campaign {campaign_id} is gone")
+        folder = claimed
+    elif found:
         folder = found[0]
         state = CampaignState(campaign_id, folder.stat().st_mtime, phase="submitted")
         state.reason = inbox_reason(home.daemon_running(), home.daemon_info())
+    elif claimed.exists() or campaign_dir(home, campaign_id).exists():
+        # taken from the inbox, its record not written yet (the daemon writes it once it
+        # checked the folder and git; one killed meanwhile starts it at its next start)
+        folder = claimed
+        state = CampaignState(campaign_id, time.time(), phase="submitted")
+        state.reason = "taken from the inbox, starting"
+        if not home.daemon_running():
+            state.reason += ": no daemon is running; the next one starts it"
+    else:
+        raise click.UsageError(f"campaign {campaign_id} is gone")
     spec = None
     if with_spec:
         try:
@@ -92,16 +101,20 @@ def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:
     """Some experiment runs, is planned and not yet launched, or an `add` waits for the
     daemon."""
     from ajetd.core import campaignspec as cs
+    from ajetd.core.campaignrecord import progress_of
 
     if state.phase == "submitted" or any(not e.recorded for e in state.experiments):
         return True
     if any(home.control.glob(f"{cid}.campaign-*.json")):
         return True
     spec = read_campaign(home, cid)[0]
-    return (
-        spec is not None
-        and len(cs.planned(spec)) > len(state.experiments)
-        and not (state.done or state.stopping)
+    if spec is None or state.done:
+        return False
+    # a stop rule the clock met (a deadline) since the daemon last wrote the record: its end
+    # comes at the daemon's next pass, not a wait for the agent (walk 81, L9: exit 2 a second
+    # before the campaign ended)
+    return progress_of(state, spec, time.time()).met or (
+        len(cs.planned(spec)) > len(state.experiments) and not state.stopping
     )
 
 

@@ -80,7 +80,7 @@ class Campaigns:
         self.failures: set[str] = set()  # intake failures already logged (each retried)
         self.settle_at = math.inf  # when a folder being copied in by hand will have settled
 
-    def load(self) -> None:
+    def load(self, now: float) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
         for state_file in sorted(self.root.glob("*/state.json")):
             try:
@@ -89,6 +89,21 @@ class Campaigns:
                 log.error("campaign record %s unreadable, campaign left alone: %s", state_file, exc)
                 continue
             self.states[state.campaign_id] = state
+        for folder in sorted(self.root.glob("*/folder")):
+            campaign_id = folder.parent.name
+            if not is_campaign_id(campaign_id) or (folder.parent / "state.json").exists():
+                continue
+            # taken from the inbox by a daemon that ended before it wrote the record (which
+            # `_start` writes once it checked the folder and git): started now, never lost
+            log.warning(
+                "campaign %s: claimed before the last daemon stopped; started now", campaign_id
+            )
+            try:
+                state = CampaignState(campaign_id, now)
+                self.states[campaign_id] = state
+                self._start(state, now)
+            except Exception as exc:  # the loop's per-item guard: one folder never stops others
+                self._failed(f"starting {campaign_id}", exc)
 
     def folder(self, campaign_id: str) -> Path:
         return self.root / campaign_id / "folder"

@@ -56,7 +56,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
             signal.signal(sig, self._on_signal)
         log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
         self.gpus.probe = open_probe()
-        self.campaigns.load()
+        self.campaigns.load(self.clock())
         log.info("GPUs: %s", self.gpus.probe.description)
         try:
             self.reconcile(self.clock())
