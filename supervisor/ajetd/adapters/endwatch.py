@@ -27,6 +27,8 @@ from pathlib import Path
 IN_MODIFY = 0x00000002
 IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_TO = 0x00000080
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
@@ -63,7 +65,7 @@ class EndWatch:
         key = str(folder)
         if key in self._watches:
             return
-        mask = self._events | IN_ONLYDIR | IN_DONT_FOLLOW
+        mask = self._events | IN_ONLYDIR | IN_DONT_FOLLOW | IN_MOVE_SELF | IN_DELETE_SELF
         wd = self._add(self.fd, os.fsencode(key), mask)
         if wd < 0:
             err = ctypes.get_errno()
@@ -74,7 +76,12 @@ class EndWatch:
     def keep(self, folders: set[str]) -> None:
         """Stop watching every folder not in `folders`."""
         for key in set(self._watches) - folders:
-            wd = self._watches.pop(key)
+            self.unwatch(key)
+
+    def unwatch(self, key: str) -> None:
+        """Stop watching the folder at path `key` (the inode watched there, wherever it is)."""
+        wd = self._watches.pop(key, None)
+        if wd is not None:
             self._folders.pop(wd, None)
             self._rm(self.fd, wd)  # fails harmlessly when the folder is gone already
 
@@ -97,6 +104,14 @@ class EndWatch:
                 name = data[start : start + length].rstrip(b"\0")
                 offset = start + length
                 if mask & IN_Q_OVERFLOW:
+                    found.append(OVERFLOW)
+                elif mask & (IN_MOVE_SELF | IN_DELETE_SELF):  # a live run's folder moved or
+                    # removed by hand: no longer watched there (a move keeps the watch on the
+                    # folder wherever it went); the daemon looks at every run (and makes it
+                    # again: `Loop.watch_live`)
+                    folder = self._folders.get(wd)
+                    if folder is not None and self._watches.get(folder) == wd:
+                        self.unwatch(folder)
                     found.append(OVERFLOW)
                 elif mask & IN_IGNORED:  # removed, or its folder deleted
                     folder = self._folders.pop(wd, None)

@@ -222,6 +222,9 @@ def temporary(path: Path) -> tuple[int, str]:
             return os.open(tmp, flags, 0o600), tmp
         except FileExistsError:
             continue
+        except OSError as exc:  # named as the file it was to be: a random name says nothing,
+            # and makes each try's error a new one (a folder gone, each tick)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
     raise FileExistsError(errno.EEXIST, "no temporary name is free", str(path.parent))
 
 

@@ -128,6 +128,13 @@ class Watcher:
         if self._runs is not None:
             self._runs.watch(folder)
 
+    def watch_run_again(self, folder: Path) -> None:
+        """Watch a run's folder made again at its path: the watch that was there stays on the
+        old folder (moved elsewhere, or removed while a file in it is open)."""
+        if self._runs is not None:
+            self._runs.unwatch(str(folder))
+            self._runs.watch(folder)
+
     def keep_runs(self, folders: set[str]) -> dict[str, str]:
         """Watch exactly these run folders (the live runs'); returns those the kernel refused
         (gone, or its watches used up), with why: their ends are seen by polling."""

@@ -44,6 +44,8 @@ class Act(Observe):
         slot = self.slots.get(run_id)
         if slot is None or slot.run.trial is None or slot.run.trial.started_at is None:
             return
+        if not slot.paths(self.home).exit.parent.is_dir():  # moved or removed by hand (its watch
+            self.run_folder_gone(run_id, now)  # may not say: a file open in it holds it)
         pane = slot.current_pane()
         obs = self.observe(slot, now, panes_fresh)
 

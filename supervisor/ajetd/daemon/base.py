@@ -25,7 +25,7 @@ from ajetd.adapters.endwatch import Wake
 from ajetd.adapters.hooks import Hooks
 from ajetd.adapters.kindsfile import home_kinds
 from ajetd.adapters.nvml import NoGpu
-from ajetd.adapters.store import Home
+from ajetd.adapters.store import OWNER_DIR, Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.watch import Watcher
 from ajetd.core import model, placement
@@ -75,6 +75,15 @@ class DaemonConfig:
     hook_timeout_s: float = 60.0
 
 
+@dataclass
+class Failures:
+    """The unexpected failures of the daemon's steps: each (item, step, error) is logged with
+    its traceback once; `in_pass`: one came in the loop's current pass (it then pauses)."""
+
+    seen: set[tuple[str, str, str]] = field(default_factory=set)
+    in_pass: bool = False
+
+
 class Base:
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
@@ -119,7 +128,7 @@ class Base:
         self.home_kinds: tuple[float, KindSet] = (-1.0, KindSet())  # kinds.yaml's mtime, kinds
         self.held = self.home.held = diskfull.Held(clock, self.home.root, cfg.backoff_scale)
         self.troubles = self.held.troubles  # full folders: the home and result dirs
-        self.failures: set[tuple[str, str, str]] = set()  # (item, step, error) logged once
+        self.failures = Failures()
         self.step_full: dict[tuple[str, str], Path] = {}  # (run, step) waiting for a full folder
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
@@ -155,6 +164,39 @@ class Base:
         """Keep a record already saved; a run that ended leaves its slot."""
         if self.runs.put(run) is not None:
             self.live_plots.forget(run.run_id)
+
+    def run_folder_gone(self, run_id: str, now: float) -> bool:
+        """A live run's folder (`runs/<id>`) moved or removed by hand: the run is still the
+        daemon's (its program runs on, its record is in memory), so the folder is made again
+        and the record written there, the journal saying what happened; True when made. A
+        file or link put in its place is never written through: the run is marked for
+        attention, saying so, and supervised from memory until it is moved aside."""
+        folder = self.home.run_dir(run_id)
+        run = self.runs.get(run_id)
+        if run is None or folder.is_dir():
+            return False
+        if os.path.lexists(folder):
+            why = f"{folder} is not a folder (a file or link put in its place): nothing of "
+            why += "this run is written there; move it aside and ajetd makes the folder again"
+            if run.attention != why:
+                log.error("run %s: %s", run_id, why)
+                self._keep(model.set_attention(run, why))  # on disk once it can be
+            return False
+        self.home.runs.mkdir(mode=OWNER_DIR, exist_ok=True)
+        folder.mkdir(mode=OWNER_DIR)
+        self.watcher.watch_run_again(folder)  # its trial's exit file is written here
+        if run.attention is not None and run.attention.startswith(f"{folder} is not a folder"):
+            run = model.set_attention(run, None)  # moved aside: that is over
+        self.home.save_run(run)
+        self._keep(run)
+        said = (
+            f"the run's folder {folder} was gone (moved or removed while the run lived): made "
+            "again from the daemon's memory; its journal and trial files from before are "
+            "wherever it went"
+        )
+        log.warning("run %s: %s", run_id, said)
+        self.home.append_event(run_id, now, said)
+        return True
 
     def _store(self, run: Run) -> None:
         """Save a run's record if it changed, and keep it."""
@@ -203,12 +245,13 @@ class Base:
         text = f"{type(exc).__name__}: {exc}"
         text = text if len(text) <= 300 else text[:297] + "..."
         key = (item, step, text)
-        if key in self.failures:
+        self.failures.in_pass = True  # the loop pauses before its next pass (`Loop.turn`)
+        if key in self.failures.seen:
             log.debug("%s: %s failed again: %s", item, step, text)
         else:
-            if len(self.failures) >= 1000:  # bounded: old failures may be logged again
-                self.failures.clear()
-            self.failures.add(key)
+            if len(self.failures.seen) >= 1000:  # bounded: old ones may be logged again
+                self.failures.seen.clear()
+            self.failures.seen.add(key)
             log.error("%s: %s failed: %s", item, step, text, exc_info=exc)
         return text
 

@@ -38,6 +38,7 @@ from ajetd.diagnosis.live import LIVE_SCAN_S
 __all__ = ["Daemon", "DaemonConfig"]
 log = logging.getLogger(__name__)
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
+FAILED_PASS_PAUSE_S = 1.0  # the least wait after a pass in which a step failed
 COPY_POLL_S = 1.0  # how often a copy back under way is looked at (`Housekeep.copy_back`)
 SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
 # the step's one name, also where an exit file brought it first: a full folder it met is
@@ -93,12 +94,17 @@ class Daemon(Act, Launch, Admit, Housekeep):
         (tests drive the loop with this and a fake clock, as `serve` does with real time)."""
         now = self.clock()
         full = woken or now >= self.next_full_at
+        self.failures.in_pass = False
         with self._step("daemon", "tick"):  # the last net: the steps guard themselves
             if full:
                 self.tick(now)
             else:  # only the live-scan timer is due: read new output, nothing else
                 self.scan_output(now)
-        return self._sleep_for(self.clock(), full)
+        wait = self._sleep_for(self.clock(), full)
+        # a step that failed is tried again at the next pass: not at once, where its moment
+        # stays due (a deep check whose record cannot be written), the loop would spin and
+        # log as fast as it can; an exit file or a request still wakes it at once
+        return max(wait, FAILED_PASS_PAUSE_S) if self.failures.in_pass else wait
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
@@ -235,6 +241,9 @@ class Daemon(Act, Launch, Admit, Housekeep):
         drops the ended ones."""
         folders = {str(self.home.run_dir(s.run_id)) for s in self.live_slots()}
         refused = self.watcher.keep_runs(folders)
+        gone = [f for f in refused if self.run_folder_gone(Path(f).name, self.clock())]
+        if gone:  # made again: watched there from now on
+            refused = self.watcher.keep_runs(folders)
         for folder in refused.keys() - self.unwatched:  # said once, tried again each tick
             log.warning(
                 "%s is not watched (%s): its trial's end is seen by polling",
