@@ -873,6 +873,85 @@ def test_a_name_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> No
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 
+_ENGINES = (
+    'File "slime/ray/rollout.py", line 104, in start_engines\n'
+    "    base_gpu_id = int(reordered_gpu_ids[gpu_index])\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # an IndexError of a position looked up in a list of devices (slime#1896, freeze 17:
+        # the rollout's GPU settings reach past its placement group): a setting to change,
+        # printed with its header and indented as well as pasted without either
+        (_ENGINES + "IndexError: list index out of range", ["config_error"]),
+        (
+            'Traceback (most recent call last):\n  File "/w/rank.py", line 7, in setup\n'
+            "    torch.cuda.set_device(visible_devices[local_rank])\n"
+            "IndexError: list index out of range",
+            ["config_error"],
+        ),
+        # the look-up ends with the frame: a later frame's IndexError is its own
+        (
+            _ENGINES + 'File "slime/utils/data.py", line 3, in pick\n    return rows[i]\n'
+            "IndexError: list index out of range",
+            ["unknown_traceback"],
+        ),
+        # an IndexError of another list, another exception of a device list: no setting's
+        (
+            'Traceback (most recent call last):\n  File "/w/batch.py", line 2, in f\n'
+            "    n = self.elem_counts_per_gb[batch_idx]\nIndexError: list index out of range",
+            ["unknown_traceback"],
+        ),
+        (_ENGINES + "TypeError: int() argument must be a string", ["unknown_traceback"]),
+    ],
+)
+def test_a_device_position_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+_SHORT = (
+    "RayMasterWorker CRITICAL: Ray does not have enough resources to launch workers. "
+    "Required: {cpu} CPU, {gpu} GPU, {mem} GB memory. "
+    "Available: 80.0 CPU, 8.0 GPU, 255.89 GB memory. "
+    "Please launch more Ray nodes otherwise the experiment will get stuck."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # AReaL#120 (freeze 17): host memory short, the GPUs not: the workers' requests
+        (_SHORT.format(cpu=16, gpu=4, mem="351.56"), ["config_error"]),
+        (_SHORT.format(cpu=96, gpu=4, mem="100.00"), ["config_error"]),
+        # the GPUs short (whatever else is): more GPUs asked for than there are
+        (_SHORT.format(cpu=16, gpu=16, mem="100.00"), ["insufficient_gpus"]),
+        (_SHORT.format(cpu=96, gpu=16, mem="351.56"), ["insufficient_gpus"]),
+        # nothing short, amounts in different units, no amounts: nothing said
+        (_SHORT.format(cpu=16, gpu=4, mem="100.00"), []),
+        ("Required: 16 CPU, 300 MB memory. Available: 8 CPU, 200 GB memory.", ["config_error"]),
+        ("Required: 300 MB memory. Available: 200 GB memory.", []),
+        ("Required: a GPU node. Available: none yet, retrying", []),
+    ],
+)
+def test_a_launchers_resource_check_names_the_resource_that_falls_short(
+    text: str, kinds: list[str]
+) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("config_error/areal-120.log", "config_error"),
+        ("config_error/slime-1896.log", "config_error"),
+    ],
+)
+def test_freeze17s_blind_misses_are_read_by_their_class(name: str, kind: str) -> None:
+    assert [f.kind for f in _diagnose(name)] == [kind]
+
+
 def test_a_notice_of_an_ignored_import_error_is_not_a_finding() -> None:
     # sgl-project/sglang#5389: SGLang's startup notices, then the scheduler's traceback, cut
     found = _diagnose("build_error/sglang-5389.log")

@@ -17,7 +17,7 @@ from functools import cached_property
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
-from ajetd.diagnosis.patterns import Pattern, Unless, compiled, gate
+from ajetd.diagnosis.patterns import Pattern, Shortfall, Unless, compiled, gate
 from ajetd.frameworks.framework import AGENTJET
 
 
@@ -53,7 +53,7 @@ class Kind:
         return gate(self.patterns)
 
 
-def _p(*patterns: str | Unless) -> tuple[Pattern, ...]:
+def _p(*patterns: str | Unless | Shortfall) -> tuple[Pattern, ...]:
     """Each linear in a line's length (`patterns`)."""
     return tuple(compiled(p) if isinstance(p, str) else p for p in patterns)
 
@@ -717,6 +717,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # infer device type`, 0.3's `No supported device detected`: no GPU visible in the
             # container, the driver's libraries not found, a platform plugin missing); as
             # `No CUDA GPUs are available` says for PyTorch
+            # shape: a launcher's check of what it asks for against what the cluster has,
+            # resource by resource, where the GPUs fall short (AReaL's `Ray does not have enough
+            # resources to launch workers. Required: ... 16 GPU ... Available: ... 8.0 GPU ...`;
+            # where another resource falls short it is config_error's)
+            Shortfall(gpus=True),
             r"\bfailed to infer device type\b",
             r"\bno supported device detected\b",
         ),
@@ -820,6 +825,12 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\bfile name too long\b",
             r"\[errno 36\]",
             r"\bpath length (cannot|can't|must not|may not) exceed\b",
+            # shape: a launcher's check of what it asks for against what the cluster has,
+            # resource by resource, where host memory or CPUs fall short and the GPUs do not
+            # (AReaL's `Required: 16 CPU, 4 GPU, 351.56 GB memory. Available: 80.0 CPU, 8.0 GPU,
+            # 255.89 GB memory.`): the workers' requested resources (memory, CPUs per worker) to
+            # lower; where the GPUs fall short it is insufficient_gpus'
+            Shortfall(gpus=False),
         ),
     ),
     Kind(
@@ -1346,6 +1357,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "number of npus",
         "infer device type",
         "supported device",
+        "required:",
     ),
     "config_error": (
         "omegaconf",
@@ -1402,6 +1414,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "name too long",
         "errno 36",
         "path length",
+        "required:",
     ),
     "import_error": (
         "failed to import",

@@ -111,6 +111,13 @@ _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 _NAME_LOOKUP = re.compile(r"\b\w{0,60}(?:registry|registries|mapping)\w{0,60}\s{0,4}\[", re.I)
 _GETITEM_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in __getitem__\s*$')
 _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
+# A source line that indexes a list of devices at a position the settings computed (slime's
+# rollout placing its engines: `base_gpu_id = int(reordered_gpu_ids[gpu_index])`, a rank's
+# `visible_devices[local_rank]`): an IndexError it raises says that the layout the settings ask
+# for (GPUs per engine, engines, ranks) reaches past the devices the run was given, a setting
+# to change (slime's own validation, added after such reports, says so in a ValueError).
+_DEVICE_LOOKUP = re.compile(r"\b\w{0,60}(?:gpu|device)\w{0,60}\s{0,4}\[", re.I)
+_INDEX_ERROR = re.compile(r"^(?:builtins\.)?IndexError: \S")
 _NAME_NOT_FOUND = BY_NAME["config_error"]
 # A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _LEVEL = r"^\W{0,3}(?:\([^)]*\)\s*)?\[?"  # where a logged line's level begins
@@ -141,6 +148,7 @@ class Diagnoser:
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
     _looking_up: bool = False  # the traceback's last frames look a name up (`_NAME_LOOKUP`)
     _in_getitem: bool = False  # its last frame is a mapping's `__getitem__`
+    _indexing_devices: bool = False  # its last frame indexes a list of devices (`_DEVICE_LOOKUP`)
     _frame_indent: int = -1  # the last frame's indentation: lines deeper are its source (code)
     _raising: tuple[int, str] | None = None  # the last frame's source raises: where, and what
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
@@ -285,14 +293,15 @@ class Diagnoser:
         )
 
     def _name_not_found(self, kind: Kind | UserKind | None, stripped: str) -> bool:
-        """Whether this line is a KeyError that a name's look-up in a registry or mapping
-        raised (`_NAME_LOOKUP`), where no kind explains it."""
-        return (
-            self._in_traceback
-            and self._looking_up
-            and kind in (None, UNKNOWN)
-            and _KEY_ERROR.match(stripped) is not None
-        )
+        """Whether this line is the exception of a look-up the settings decide, where no kind
+        explains it: a KeyError that a name's look-up in a registry or mapping raised
+        (`_NAME_LOOKUP`), an IndexError that a position's in a list of devices raised
+        (`_DEVICE_LOOKUP`)."""
+        if not self._in_traceback or kind not in (None, UNKNOWN):
+            return False
+        if self._looking_up and _KEY_ERROR.match(stripped) is not None:
+            return True
+        return self._indexing_devices and _INDEX_ERROR.match(stripped) is not None
 
     def line(self, number: int, text: str, words: frozenset[bytes] | None = None) -> bool:
         """Take one cleaned line; lines must come in order, but need not all come. `words`:
@@ -316,8 +325,8 @@ class Diagnoser:
                     self._record(kind, number, body, rank)
             self._open(number, body, known, indent if stripped == _TRACEBACK else 0, False)
             return True
-        if not self._in_traceback and _FRAME.match(body):  # pasted from below the header
-            self._open(number, body, False, max(indent - 1, 0), True)
+        if _FRAME.match(body):
+            self._at_frame(number, body, indent)
         if self._in_traceback and (indent > self._traceback_indent or not stripped):
             code = self._frame(number, body, stripped)
             kind = None if code else classify(body, words)  # the traceback goes on
@@ -367,13 +376,21 @@ class Diagnoser:
             self._record(UNKNOWN, number, body, UNEXPLAINED)
         return True
 
+    def _at_frame(self, number: int, body: str, indent: int) -> None:
+        """A frame's line: outside a traceback, one pasted from below its header begins it;
+        inside, a new frame (even one printed unindented) ends the last one's device look-up."""
+        if not self._in_traceback:
+            self._open(number, body, False, max(indent - 1, 0), True)
+        else:
+            self._indexing_devices = False
+
     def _open(self, number: int, body: str, known: bool, indent: int, headerless: bool) -> None:
         """A traceback begins at this line (its header, or its first frame when the header is
         not shown); `indent`: deeper lines go on with it."""
         self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
-        self._looking_up = self._in_getitem = False
+        self._looking_up = self._in_getitem = self._indexing_devices = False
         self._raising, self._frame_indent = None, -1
         self._traceback_indent = indent
 
@@ -387,6 +404,7 @@ class Diagnoser:
             if _IMPORT_FRAME.match(body):
                 self._importing = (number, body)
             self._in_getitem = _GETITEM_FRAME.match(body) is not None
+            self._indexing_devices = False
             # a look-up goes on into the mapping's own `__getitem__`, and ends with any other
             self._looking_up = self._looking_up and self._in_getitem
             return False
@@ -401,6 +419,8 @@ class Diagnoser:
             self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
             if "[" in body and _NAME_LOOKUP.search(body):
                 self._looking_up = True
+            if "[" in body:
+                self._indexing_devices = _DEVICE_LOOKUP.search(body) is not None
             if source and self._raising is not None:  # a raise statement that goes on
                 at, said = self._raising
                 self._raising = at, f"{said} {stripped}"[:MAX_RAISE_CHARS]

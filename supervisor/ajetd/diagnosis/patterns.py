@@ -71,6 +71,60 @@ class Unless:
         return False
 
 
+class Shortfall:
+    """A launcher's line giving, resource by resource, what it asks for and what there is
+    (AReaL's launchers check Ray's resources before they start their workers: `Ray does not
+    have enough resources to launch workers. Required: 16 CPU, 4 GPU, 351.56 GB memory.
+    Available: 80.0 CPU, 8.0 GPU, 255.89 GB memory.`): which resource falls short says what is
+    wrong. `gpus`: it matches where more GPUs are asked for than there are; else where another
+    resource (CPUs, memory) falls short and the GPUs do not. Amounts are compared only for a
+    resource given on both sides in the same unit. `pattern`: what any match holds (RE2), for
+    the kind's gate; each amount is read from at most `SPAN` characters, so it stays linear."""
+
+    SPAN = 400
+    _AMOUNT = re.compile(
+        r"(\d{1,12}(?:\.\d{1,6})?) ?(?:(cpu|gpu)s?|([kmgt]i?b) memory)\b", re.IGNORECASE
+    )
+
+    def __init__(self, gpus: bool) -> None:
+        self.gpus = gpus
+        self.pattern = (
+            r"\brequired: .*[0-9] ?gpus?\b.*\bavailable: "
+            if gpus
+            else r"\brequired: .*[0-9].*\bavailable: "
+        )
+        self._required = re2.compile(r"\brequired: ", RE2_OPTIONS)
+        self._available = re2.compile(r"\bavailable: ", RE2_OPTIONS)
+
+    @classmethod
+    def _amounts(cls, text: str) -> dict[str, tuple[float, str]]:
+        """Each resource's first amount in `text`, with its unit (`gb`; '' for a count)."""
+        out: dict[str, tuple[float, str]] = {}
+        for found in cls._AMOUNT.finditer(text):
+            count, device, unit = found.groups()
+            name = device.lower() if device else "memory"
+            out.setdefault(name, (float(count), (unit or "").lower()))
+        return out
+
+    def search(self, text: str) -> bool:
+        required = self._required.search(text)
+        if required is None:
+            return False
+        available = self._available.search(text, required.end())
+        if available is None:
+            return False
+        asked = self._amounts(
+            text[required.end() : min(available.start(), required.end() + self.SPAN)]
+        )
+        there = self._amounts(text[available.end() : available.end() + self.SPAN])
+        short = {
+            name
+            for name, (count, unit) in asked.items()
+            if name in there and there[name][1] == unit and count > there[name][0]
+        }
+        return "gpu" in short if self.gpus else bool(short) and "gpu" not in short
+
+
 def gate(patterns: tuple[Pattern, ...]) -> tuple[Pattern | None, tuple[Pattern, ...]]:
     """One RE2 search that fails on an ASCII line wherever each of `patterns` fails, so that a
     line none of them can match costs one search instead of one per pattern (a log whose every
