@@ -135,7 +135,10 @@ def test_missing_parts_are_all_named() -> None:
         ("stages: [{name: a}, {name: b}]", "stages[2] (b): needs a command"),
         ("stages: [{name: a, command: x}]", "the first stage runs exp_launch_command"),
         ("stages: [{name: a, colour: red}]", "stages[1]: unknown key 'colour'"),
-        ("stages: [{name: a}, {name: a, command: x}]", "two stages have the same name"),
+        (
+            "stages: [{name: a}, {name: b, command: y}, {name: a, command: x}]",
+            "two stages have the same name 'a' (stages[1], stages[3])",
+        ),
         ("ssh: {host: -oProxyCommand=x}", "ssh.host"),
         ("ssh: {host: h, port: 0}", "ssh.port"),
         ("ssh: {host: h, options: {Bad Key: 1}}", "ssh.options"),

@@ -114,7 +114,12 @@ def test_live_entries_are_validated_as_campaign_yaml_entries() -> None:
     with pytest.raises(cs.CampaignError) as err:
         cs.parse_campaign(cs.merged(text, bad, {"deadline": "soon"}), {"b.md"})
     joined = "\n".join(err.value.problems)
-    for needle in ("same name", "patch p.diff is not in the folder", "unknown key 'x'", "deadline"):
+    for needle in (
+        "two experiments have the same name 'quick' (experiments[1], experiments[2])",
+        "patch p.diff is not in the folder",
+        "unknown key 'x'",
+        "deadline",
+    ):
         assert needle in joined, needle
     assert cr.verdict("failed", None, 0.5, True, smoke=True) == "smoke"
     assert cr.verdict("succeeded", 0.1, 0.5, True, smoke=True) == "smoke"  # never a discard

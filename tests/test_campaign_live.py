@@ -916,3 +916,50 @@ def test_a_campaign_taken_from_the_inbox_before_its_record_is_never_gone(env: En
     out = env.cli("campaign", "wait", cid, "--timeout", "60")
     assert out.returncode == 0 and "completed" in out.stdout, out.stdout + out.stderr
     assert "started now" in env.daemon_log()
+
+
+def test_a_name_given_twice_is_refused_naming_it_and_where_it_is(daemon_env: Env) -> None:
+    """A name given twice is refused with the name and where the other one is (walk 82, L7:
+    `two experiments have the same name` left the reader to find which): in campaign.yaml
+    by its entries; at `campaign add` by the campaign's index of the one that has it and
+    where it stands (ended, running, planned), at once by the CLI and by the daemon for a
+    request filed by other means."""
+    from ajetd.adapters.control import file_request
+    from ajetd.core import campaignspec as cs
+
+    env = daemon_env
+    twice = _folder(
+        env,
+        "twice",
+        "experiments:\n  - {name: a}\n  - {name: b}\n  - {name: a}\n",
+        "true",
+    )
+    out = env.cli("campaign", str(twice))
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    assert "two experiments have the same name 'a' (experiments[1], experiments[3])" in (out.stderr)
+    folder = _folder(
+        env,
+        "named",
+        "baseline: false\nstop: {max_experiments: 9}\nexperiments: [{name: a}]\n",
+        "true",
+    )
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    waited = env.cli("campaign", "wait", cid, "--after", "-1", "--json", "--timeout", "60")
+    row = json.loads(waited.stdout)
+    assert (row["index"], row["name"], row["status"]) == (0, "a", "crash")  # no metric
+    again = _add(env, cid, "--name", "a", "--description", "the same name")
+    assert again.returncode == 2 and not again.stdout, again.stdout + again.stderr
+    said = f"name 'a': experiment 0 of campaign {cid} has it (ended: crash)"
+    assert said in again.stderr, again.stderr
+    assert not list((env.home / "control").glob("*"))  # refused at once: nothing filed
+
+    from ajetd.adapters.store import Home
+
+    req = file_request(Home(env.home), cid, {"op": "add", "entry": cs.entry("a", "by hand")})
+
+    def refused() -> Any:
+        found = _json(env, "campaign", "status", cid, "--json")["refused_requests"]
+        return [r for r in found if req == r["request_id"]]
+
+    (entry,) = wait_for(refused, timeout=30, what="the daemon's refusal")
+    assert said in entry["reason"], entry

@@ -25,7 +25,7 @@ from ajetd.core import campaignspec as cs
 from ajetd.core import resultfiles
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
-from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored
+from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, DurationError
 
@@ -81,6 +81,9 @@ def check_entry(
     brings, by the names they will have in the folder): as the daemon applies an `add`, and
     as `ajetd campaign add` checks it before filing, so the CLI refuses at once what the
     daemon would."""
+    taken = name_taken(state, read_spec(folder, state.added, state.stop_set), raw.get("name"))
+    if taken:  # said with the campaign's index, not as a position in a merged campaign.yaml
+        raise cs.CampaignError([taken])
     spec, base, _ = load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files))
     check_overrides(spec, base, [spec.experiments[-1].name])  # the one added: last
 

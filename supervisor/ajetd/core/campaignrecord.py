@@ -17,6 +17,7 @@ from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
+from ajetd.core.shown import show
 from ajetd.frameworks.agentjet import original_of
 
 
@@ -105,6 +106,31 @@ def closed_problem(state: CampaignState) -> str | None:
         "`ajetd campaign FOLDER`"
     )
     return f"campaign {state.campaign_id} {state.status}: {state.reason}; {left}"
+
+
+def name_taken(state: CampaignState, spec: cs.CampaignSpec, name: Any) -> str | None:
+    """Why an experiment added live cannot be named `name`: an experiment of the campaign
+    (`spec` as it stands) has that name, said with its index and where it stands; or None."""
+    plan = cs.planned(spec)
+    index = next((i for i, e in enumerate(plan) if e.name == name), None)
+    if index is None:
+        return None
+    if index >= len(state.experiments):
+        where = "planned, not yet launched"
+    else:
+        exp = state.experiments[index]
+        where = (
+            f"ended: {exp.status}"
+            if exp.recorded
+            else "refused"
+            if exp.refused
+            else f"running as run {exp.run_id}"
+        )
+    return (
+        f"name {show(name)}: experiment {index} of campaign {state.campaign_id} has it "
+        f"({where}); a name names the experiment's result dir and branch: give the new one "
+        "another name"
+    )
 
 
 def check_stored(data: Mapping[str, Any]) -> None:

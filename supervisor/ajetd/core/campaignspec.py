@@ -185,9 +185,7 @@ def _experiments(raw: Any, files: set[str], problems: list[str]) -> list[Experim
         return []
     found = [_experiment(i, e, files, problems) for i, e in enumerate(raw, 1)]
     experiments = [e for e in found if e is not None]
-    names = [e.name for e in experiments]
-    if len(set(names)) != len(names):
-        problems.append("experiments: two experiments have the same name")
+    problems += values.same_names("experiments", [e.name if e else None for e in found])
     return experiments
 
 

@@ -352,8 +352,7 @@ def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
         requires = _paths(f"stages[{i}].requires", raw.get("requires"), problems)
         outputs = _paths(f"stages[{i}].outputs", raw.get("outputs"), problems)
         out.append(Stage(name, command.strip(), requires, outputs))
-    if len({s.name for s in out}) != len(out):
-        problems.append("stages: two stages have the same name")
+    problems += values.same_names("stages", [s.name for s in out])
     return tuple(out)
 
 

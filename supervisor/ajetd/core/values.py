@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from ajetd.core.durations import EXAMPLES, parse_duration
@@ -304,6 +304,23 @@ def unknown_key(where: str, key: Any, known: tuple[str, ...]) -> str:
     hint = did_you_mean(str(key), known)
     prefix = f"{where}: " if where else ""
     return f"{prefix}unknown key {show(key)}{hint} (known: {', '.join(known)})"
+
+
+def same_names(what: str, names: Sequence[str | None]) -> list[str]:
+    """One problem per name given twice or more in a list, naming it and where it stands
+    (`what[i]`, numbered from 1; None: an entry with no name, skipped): `stages: two stages
+    have the same name 'train' (stages[1], stages[3])` says which to rename, where "two
+    have the same name" alone left the reader to look for them."""
+    where: dict[str, list[int]] = {}
+    for i, name in enumerate(names, 1):
+        if name is not None:
+            where.setdefault(name, []).append(i)
+    return [
+        f"{what}: {'two' if len(places) == 2 else len(places)} {what} have the same name "
+        f"{show(name)} ({', '.join(f'{what}[{i}]' for i in places)}); each name must differ"
+        for name, places in where.items()
+        if len(places) > 1
+    ]
 
 
 def unknown_keys(
