@@ -247,3 +247,26 @@ def test_a_bad_fake_gpu_file_stops_the_daemon_with_the_reason(env: Env) -> None:
     assert proc.wait(timeout=20) == 1
     assert "needs an integer `index`" in env.daemon_log()
     assert "AJETD_FAKE_GPUS" in env.cli("gpus").stderr
+
+
+def test_a_run_waiting_for_gpus_does_not_stop_the_running_runs_samples(env: Env) -> None:
+    """Walk 82, H1: while a run waited for GPUs, each pass's placement sample put the running
+    runs' timed sample off, so they got none: no GPU figures in status, a silent run with a
+    busy GPU flagged hung, results.md saying no sample was taken. The placement's sample now
+    serves the timer (no second one), counted from the last one folded into the runs."""
+    file = _gpus(env, 1, utilization=97)
+    _start(env)
+    running = _run(env, "holds", "1", file, forever=True, step_time=0.1)
+    wait_for(lambda: env.record(running).get("gpu_stats"), what="a first GPU sample")
+    waiting = _run(env, "waits", "1", file)
+    wait_for(
+        lambda: "waiting for 1 GPU(s)" in env.record(waiting).get("reason", ""),
+        what="the second run to wait for the GPU",
+    )
+    since = env.record(running)["gpu_stats"]["0"]["last_at"]
+    wait_for(
+        lambda: env.record(running)["gpu_stats"]["0"]["last_at"] > since + 2,
+        what="2 s more of samples while the other run waits",
+    )
+    assert env.status(waiting)["state"] == "queued"
+    assert env.status(running)["gpu"], env.status(running)

@@ -19,6 +19,7 @@ from ajetd.core.model import Run
 
 log = logging.getLogger(__name__)
 YOUNG_S = 600.0  # a run younger than this is sampled more often
+FRESH_S = 1.0  # a sample this recent serves the runs' timer too (not taken twice)
 GPU_LOST = "gpu_lost"
 XID_FALLEN_OFF_BUS = 79
 
@@ -43,7 +44,10 @@ class GpuWatch:
     last: list[GpuSample] = field(default_factory=list)
     owner: dict[int, str] = field(default_factory=dict)  # GPU pid -> AJETD_RUN_ID
     xids: dict[int, list[int]] = field(default_factory=dict)  # GPU index -> Xids seen
-    sampled_at: float = float("-inf")
+    sampled_at: float = float("-inf")  # the last sample, for whatever need
+    # the last one folded into the running runs (their timer's: placement's samples, taken at
+    # every pass while a run waits for GPUs, must not put it off for ever)
+    folded_at: float = float("-inf")
 
     def take(self, now: float) -> list[GpuSample]:
         """A fresh sample (and the Xid events since the last), with process owners."""
@@ -57,12 +61,20 @@ class GpuWatch:
         return self.last
 
     def next_at(self, runs: list[Run], now: float) -> float | None:
-        """When the next timed sample is due (None: no GPU, or no running run)."""
+        """When the running runs' next timed sample is due (None: no GPU, or no running
+        run), counted from the last one folded into them."""
         started = [r.started_at for r in runs if r.started_at is not None]
         if (not self.last and self.sampled_at > float("-inf")) or not started:
             return None
         young = any(now - t < YOUNG_S for t in started)
-        return self.sampled_at + (self.young_period_s if young else self.period_s)
+        return self.folded_at + (self.young_period_s if young else self.period_s)
+
+    def timed(self, now: float) -> list[GpuSample]:
+        """The running runs' sample: the one placement took this second, else a new one."""
+        if now - self.sampled_at > FRESH_S:
+            self.take(now)
+        self.folded_at = now
+        return self.last
 
     def own_pids(self, owners: set[str]) -> frozenset[int]:
         """GPU processes of the given owners (run ids, `swarm_<port>`)."""

@@ -380,7 +380,7 @@ class Observe(Base):
         due = self.gpus.next_at([s.run for s in running], now)
         if due is None or now < due:
             return
-        self.gpus.take(now)
+        self.gpus.timed(now)
         for slot in running:
             with self._each(slot.run_id, "sampling its GPUs"):
                 self._gpu_sampled(slot, now)
