@@ -105,6 +105,13 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
     deadline = time.monotonic() + timeout
     while lock_holder(home) != proc.pid:
         if proc.poll() is not None:
+            winner = lock_holder(home)
+            if winner is not None and winner != proc.pid:  # another start came first: the
+                # log since holds that daemon's lines, not why this one went
+                raise DaemonCtlError(
+                    f"another daemon (pid {winner}) started on {home.root} at the same time "
+                    f"and holds it; this one exited (code {proc.returncode})"
+                )
             raise DaemonCtlError(
                 f"the daemon exited at start (code {proc.returncode}); "
                 f"what it wrote in {home.log_file}:\n{log_tail(home.log_file, since=written_from)}"
