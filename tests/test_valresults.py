@@ -88,10 +88,11 @@ def test_results_table_holds_the_seeds_validation_attributes() -> None:
         "task_pass_rate@16",
         "std_reward",
         "num_all_success_tasks",
-        "num_pass_n_tasks(pass@8) |",
+        "num_pass_n_tasks(pass@8)",
+        "task_pass_rate@8-all-pass |",  # a metric too: every one is shown (walk 82, L2)
     ]
     first = next(line for line in text.splitlines() if line.startswith("|  | 0 |"))
-    assert first.endswith(" | 85 |")  # num_pass_n_tasks(pass@8) at step 0
+    assert first.endswith(" | 85 | 0.0000 |"), first  # num_pass_n_tasks(pass@8) at step 0
 
 
 def test_a_success_without_any_validation_record_says_where_none_was_found() -> None:
@@ -313,19 +314,54 @@ def test_a_val_file_of_other_keys_is_shown_by_them() -> None:
     assert "val_score" in spec(Home(Path("/nonexistent")), run)["keys"]
 
 
-def test_a_val_file_of_seed_001s_keys_is_shown_by_them_alone_and_others_by_eight() -> None:
-    """AgentJet's own records hold more than its metrics (`pass_n`, `total_tasks`), NeMo-RL's
-    their `step`: where seed 001's keys or the run's metric are there, the table is theirs, as
-    before; where none is, the first eight numeric attributes."""
-    from ajetd.frameworks.valresults import shown_keys
+def test_every_metric_is_shown_the_judging_one_first() -> None:
+    """AgentJet's own records hold more than its metrics (`pass_n`, `total_tasks`, its
+    settings), NeMo-RL's their `step`: those are no columns. Every metric is (walk 82, L2: a
+    program's `acc_top1` and `rouge_l` vanished from results.md, curves.png and status as
+    soon as mean_reward was there too), the run's metric first."""
+    from ajetd.frameworks.valresults import more_note, shown_keys
 
     record: dict[str, Any] = {"global_steps": 1, "mean_reward": 0.5, "std_reward": 0.1}
     record.update({"pass_n": 4, "total_tasks": 100})
     assert shown_keys([record], "mean_reward") == ["mean_reward", "std_reward"]
+    own = {"global_steps": 2, "acc_top1": 0.7, "rouge_l": 0.3, "mean_reward": 0.2}
+    assert shown_keys([own], "mean_reward") == ["mean_reward", "acc_top1", "rouge_l"]
+    assert shown_keys([own], "rouge_l") == ["rouge_l", "mean_reward", "acc_top1"]
     nemo = {"step": 4, "accuracy": 0.3, "average_response_length": 231.4}
-    assert shown_keys([nemo], "accuracy") == ["accuracy"]
-    other = {"global_steps": 1, **{f"extra_{n}": float(n) for n in range(12)}}
-    assert shown_keys([other], "mean_reward") == [f"extra_{n}" for n in range(8)]
+    assert shown_keys([nemo], "accuracy") == ["accuracy", "average_response_length"]
+    other = {"global_steps": 1, **{f"extra_{n}": float(n) for n in range(40)}}
+    assert shown_keys([other], "mean_reward") == [f"extra_{n}" for n in range(40)]
+    note = more_note([f"extra_{n}" for n in range(12, 40)])
+    assert note.startswith("and 28 more: extra_12, extra_13,") and note.endswith("extra_21, …")
+    assert more_note([]) == ""
+
+
+def test_many_metrics_are_bounded_and_the_rest_named() -> None:
+    """Hundreds of keys make no table of hundreds of columns, nor a picture of hundreds of
+    panels: the first MAX_SHOWN_KEYS columns (MAX_PANELS panels), the rest counted and
+    named."""
+    from ajetd.adapters.store import Home
+    from ajetd.frameworks.valresults import MAX_SHOWN_KEYS
+    from ajetd.pictures.drawing import spec
+    from ajetd.pictures.runcurves import MAX_PANELS
+    from ajetd.views.rundetail import detail
+
+    history = tuple(
+        {"global_steps": s, "mean_reward": 0.1 * s, **{f"m{n}": float(n) for n in range(100)}}
+        for s in (1, 2)
+    )
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
+    run = replace(run, history=history, metrics=dict(history[-1]), kind="agentjet")
+    text = render_results(run, ReportContext(host="h"))
+    header = next(line for line in text.splitlines() if line.startswith("| trial | step |"))
+    assert header.count("|") == MAX_SHOWN_KEYS + 3 and "| mean_reward | m0 |" in header, header
+    left = 101 - MAX_SHOWN_KEYS
+    assert f"Not in this table, and {left} more: m{MAX_SHOWN_KEYS - 1}, " in text, text
+    drawn = spec(Home(Path("/nonexistent")), run)
+    assert drawn["keys"] == ["mean_reward", *(f"m{n}" for n in range(MAX_PANELS - 1))]
+    assert drawn["more"].startswith(f"and {101 - MAX_PANELS} more: m{MAX_PANELS - 1}, ")
+    shown = "\n".join("".join(part for part, _ in line) for line in detail(run, 10.0, 200))
+    assert "and 97 more: m3, m4," in shown, shown  # four columns
 
 
 def test_an_agentjet_run_with_a_plateau_rule_is_judged_by_its_metric(env: Env) -> None:
@@ -399,3 +435,28 @@ def test_an_old_layout_val_file_never_shows_a_raw_none_step(tmp_path: Path) -> N
     # a file that names its steps keeps them
     steps = parse_val_text((DATA / "val_result_sample.md").read_text())
     assert stepped(steps) == (steps, True)
+
+
+def test_a_programs_own_metrics_beside_mean_reward_are_shown_everywhere(daemon_env: Env) -> None:
+    """E2E (walk 82, L2): a program's val file with `acc_top1` and `rouge_l` beside
+    mean_reward showed mean_reward alone in results.md's table, curves.png and `status RUN`'s
+    METRICS. Every metric is there, the judging one first."""
+    env = daemon_env
+    conf = env.config("own")
+    val = "./saved_val_result/own.md"
+    lines = "".join(
+        f"{{'global_steps': {s}, 'acc_top1': {0.1 * s}, 'rouge_l': {0.2 * s}, "
+        f"'mean_reward': {0.3 * s}}}\\n"
+        for s in (2, 4)
+    )
+    (env.codebase / "own.sh").write_text(f'mkdir -p saved_val_result\nprintf "{lines}" >> {val}\n')
+    run_id = env.submit(env.blueprint("own", config=conf, command="bash own.sh", ajetd="gpus: 0"))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    results = (env.tmp / "results" / "own" / "results.md").read_text()
+    assert "| trial | step | mean_reward | acc_top1 | rouge_l |" in results, results
+    shown = env.cli("status", run_id).stdout
+    header = next(line for line in shown.splitlines() if line.strip().startswith("step"))
+    assert header.split() == ["step", "mean_reward", "acc_top1", "rouge_l"], shown
+    plotted = json.loads((env.home / "runs" / run_id / "plot-spec.json").read_text())
+    assert plotted["keys"] == ["mean_reward", "acc_top1", "rouge_l"] and not plotted["more"]
+    assert (env.tmp / "results" / "own" / "curves.png").stat().st_size > 0

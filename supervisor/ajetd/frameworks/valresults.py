@@ -63,9 +63,6 @@ def agentjet_writes(key: str) -> bool:
 _FLOAT_MAX = int(float.fromhex("0x1.fffffffffffffp+1023"))  # the largest float
 
 
-MAX_TABLE_KEYS = 8  # columns of a validation table, the benchmark's name apart
-
-
 def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     """The validation attributes of seed 001 that `history` holds, in its order: mean_reward,
     task_pass_rate@N for every N written (pass_n may be 16 or 32, not only 1-8), std_reward,
@@ -80,23 +77,40 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     return named + [k for k in order if k in held] + passed
 
 
-MAX_OWN_KEYS = 8  # columns of a table of a program's own attributes
-NOT_METRICS = frozenset({"global_steps", "step", "dataset"})  # steps, a benchmark's name
+MAX_SHOWN_KEYS = 12  # metric columns of a validation table or panels' worth; more: named
+MAX_NAMED_MORE = 10  # names a note of the metrics left out lists, then how many more
+# what records hold beside their metrics: steps, a benchmark's name, AgentJet's pass_n and
+# total_tasks (its settings, the same in every record)
+NOT_METRICS = frozenset({"global_steps", "step", "dataset", "pass_n", "total_tasks"})
 
 
 def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
-    """The columns of a run's validation table: seed 001's attributes (`table_keys`), the
-    run's own metric first where they lack it (a NeMo-RL run's accuracy); where neither is
-    there, the records' own numeric attributes in the order they came, up to MAX_OWN_KEYS (a
-    program's `val_score`, a campaign's `accuracy`: the table had no column at all)."""
+    """Every metric a run's records hold, in the order its views show them: `dataset` (the
+    benchmark's name) where records name one, the run's own metric (the one that judges it)
+    where they hold it, seed 001's attributes (`table_keys`), then the records' other numeric
+    attributes in the order they came (a program's `acc_top1`, `rouge_l`: they were dropped
+    wherever mean_reward was there too). Not capped: a view shows the first it has room for
+    and says how many more (`more_note`)."""
     keys = table_keys(history)
-    if metric not in keys and metric_series(history, metric):
-        keys.insert(1 if keys[:1] == ["dataset"] else 0, metric)  # the benchmark's name first
-    if any(k != "dataset" for k in keys):
-        return keys
-    held = dict.fromkeys(k for r in history for k in r)
-    own = [k for k in held if k not in NOT_METRICS and metric_series(history, k)]
-    return keys + own[:MAX_OWN_KEYS]
+    named = keys[:1] if keys[:1] == ["dataset"] else []
+    numeric = dict.fromkeys(
+        k
+        for r in history
+        for k, v in r.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in NOT_METRICS
+    )
+    lead = [metric] if metric in numeric else []
+    rest = keys[len(named) :] + [k for k in numeric if k not in keys]
+    return named + lead + [k for k in rest if k != metric]
+
+
+def more_note(left: Sequence[str]) -> str:
+    """`and N more: a, b, …` for the metrics a view had no room for ('' for none); the names
+    bounded (MAX_NAMED_MORE), the count whole."""
+    if not left:
+        return ""
+    names = ", ".join(left[:MAX_NAMED_MORE]) + (", …" if len(left) > MAX_NAMED_MORE else "")
+    return f"and {len(left)} more: {names}"
 
 
 def shown_metric(history: Sequence[Mapping[str, Any]], metric: str) -> str:

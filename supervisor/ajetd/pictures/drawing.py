@@ -28,8 +28,8 @@ from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
 from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
-from ajetd.frameworks.valresults import TABLE_KEYS, shown_keys
-from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, segments, stepped
+from ajetd.frameworks.valresults import metric_series, more_note, shown_keys
+from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, MAX_PANELS, segments, stepped
 
 log = logging.getLogger(__name__)
 FINAL_TIMEOUT_S = 60.0
@@ -80,12 +80,14 @@ def segment_labels(run: Run) -> list[str]:
 
 def spec(home: Home, run: Run) -> dict[str, Any]:
     """Everything runplot needs, as JSON."""
-    keys = list(dict.fromkeys([run.metric, *TABLE_KEYS, *shown_keys(run.history, run.metric)]))
+    history = run.history  # every metric with a value, the judging one first
+    keys = [k for k in shown_keys(history, run.metric) if metric_series(history, k)]
     purpose = (run.purpose or "").splitlines()[0][:80] if run.purpose else ""
     return {
         "result_dir": run.result_dir,
         "title": f"run {run.run_id}: {purpose}",
-        "keys": keys,
+        "keys": keys[:MAX_PANELS],
+        "more": more_note(keys[MAX_PANELS:]),
         "history": list(run.history),
         "segment_labels": segment_labels(run),
         "trial_starts": [t.started_at for t in run.trials[1:] if t.started_at is not None],

@@ -7,7 +7,8 @@ spec (written by drawing.spec) holds everything: the validation history, the tri
 fixes, the GPU samples file and where to write. Pictures are written whole (a temporary file
 renamed over the old one), so a reader never sees half a PNG.
 
-curves.png: one panel per validation metric, by step; each trial's records in their own
+curves.png: one panel per validation metric, by step (the first MAX_PANELS, the judging
+metric first; the rest named under the axis); each trial's records in their own
 colour (a relaunch that restarts its step count would otherwise draw back over the first),
 a dashed line where a trial began, labelled with the fix it brought, and the best point
 starred (the lowest for a loss). gpus.png: utilisation and memory of each GPU over minutes.
@@ -121,8 +122,10 @@ def draw_curves(spec: dict[str, Any], out: Path) -> bool:
             ax.set_ylabel(key, fontsize=8)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="best")
+        more = str(spec.get("more") or "")[:300]  # the metrics with no panel, named
         axes[-1][0].set_xlabel(
-            "step (global_steps)" if own_steps else "validation, in file order (steps unknown)"
+            ("step (global_steps)" if own_steps else "validation, in file order (steps unknown)")
+            + (f"\n{more} (results.md)" if more else "")
         )
         _save(fig, spec, out)
     finally:

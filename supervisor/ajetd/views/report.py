@@ -16,8 +16,10 @@ from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
+    MAX_SHOWN_KEYS,
     STEPS_UNKNOWN_NOTE,
     metric_series,
+    more_note,
     shown_keys,
     shown_metric,
     step_of,
@@ -103,7 +105,8 @@ def _metrics_section(run: Run) -> list[str]:
                 "them elsewhere, or ended before validating), so its results are not here."
             )
         return [none]
-    keys = shown_keys(history, run.metric)
+    every = shown_keys(history, run.metric)
+    keys, left = every[:MAX_SHOWN_KEYS], every[MAX_SHOWN_KEYS:]
     lead = shown_metric(history, run.metric)
     lines = [
         "| trial | step | " + " | ".join(keys) + " |",
@@ -114,6 +117,8 @@ def _metrics_section(run: Run) -> list[str]:
         cells = " | ".join(_fmt(record.get(k)) for k in keys)
         lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
     lines.append("")
+    if left:  # bounded: a program may log hundreds of keys
+        lines += [f"Not in this table, {more_note(left)} (last values: finish.flag's metrics).", ""]
     if any(step_of(r) is None for r in history):
         lines += [f"Steps unknown: {STEPS_UNKNOWN_NOTE}.", ""]
     for key in dict.fromkeys((lead, "mean_reward", "task_pass_rate@1")):

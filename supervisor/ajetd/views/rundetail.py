@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import metric_series, shown_keys, shown_metric, step_text
+from ajetd.frameworks.valresults import (
+    metric_series,
+    more_note,
+    shown_keys,
+    shown_metric,
+    step_text,
+)
 from ajetd.views.listing import Line, cut, gpu_cell, shorten, sparkline, state_style, state_word
 from ajetd.views.records import shown_reason
 
@@ -122,7 +128,7 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     keys = shown_keys(history, run.metric)
     if metric not in keys:
         keys.insert(0, metric)  # a metric with no value yet: its column, empty
-    keys = keys[:4]
+    keys, left = keys[:4], keys[4:]
     lines: list[Line] = [
         [(f"METRICS (last {min(rows, len(history))} of {len(history)})", "header")]
     ]
@@ -148,6 +154,8 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         best = min(series) if "loss" in metric else max(series)
         text = f"  {metric}: {sparkline(series[-40:])}  best {best:.4f}, last {series[-1]:.4f}"
         lines.append([(cut(text, width), "good")])
+    if left:  # the columns a terminal has room for; the rest named (results.md has them)
+        lines.append([(cut(f"  {more_note(left)} (results.md)", width), "dim")])
     return lines
 
 
