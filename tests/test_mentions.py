@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ajetd.diagnosis.exitcodes import with_exit_code
-from ajetd.diagnosis.stream import diagnose_text
+from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_text
 from conftest import Env
 from loopkit import Loop
 
@@ -143,8 +143,35 @@ def test_the_walk_h1a_h1b_logs_name_the_exception() -> None:
         "wandb: Network error resolved after 0:00:12.345678, resuming normal operation.\n"
         + _RAISED.replace("RuntimeError: reward judge", "ValueError: the reward judge")
     )
-    found = diagnose_text(wandb)
-    assert [(f.kind, f.count) for f in found] == [("unknown_traceback", 1), ("logger_error", 1)]
+    found = diagnose_text(wandb)  # the retry it reported resolved is taken back
+    assert [(f.kind, f.count) for f in found] == [("unknown_traceback", 1)]
+
+
+_RETRY = "wandb: Network error (ConnectionError), entering retry loop.\n"
+_OVER = "wandb: Network error resolved after 0:00:12.345678, resuming normal operation.\n"
+_STEP = "(TaskRunner pid=1) step:1 - actor/loss:0.1\n"
+
+
+def test_a_retry_the_program_says_resolved_is_taken_back_and_only_a_retry() -> None:
+    """A finished retry is no failure: a healthy run showed `logger_error [retryable]` to its
+    end (status, results.md) for a wandb blip it got over. A retry after the resolution, or
+    the failure itself seen as an exception, stays."""
+    assert _kinds(_RETRY + _STEP + _OVER + _STEP) == []
+    assert _kinds(_RETRY + _OVER + _STEP + _RETRY) == ["logger_error"]  # failing again
+    raised = _RETRY + "wandb.errors.CommError: Network error (ConnectionError)\n" + _OVER
+    assert _kinds(raised) == ["logger_error"]  # it raised: that is no retry to take back
+    assert _kinds(_OVER) == []
+
+
+def test_a_live_reading_drops_the_retry_once_it_is_resolved() -> None:
+    """The live reading (status while the run goes on) gives the finding while the retry is
+    under way and takes it back once the program says it is over."""
+    stream = StreamDiagnoser()
+    stream.feed((_STEP + _RETRY).encode())
+    assert [f.kind for f in stream.peek(ending=False)] == ["logger_error"]
+    changes = stream.changes
+    stream.feed((_STEP + _OVER).encode())
+    assert stream.changes != changes and stream.peek(ending=False) == []
 
 
 def test_a_failure_before_or_after_advice_on_its_line_is_still_read() -> None:

@@ -56,6 +56,7 @@ from ajetd.diagnosis.shape import (
 from ajetd.diagnosis.wrapped import (
     ECHO,
     NOTED,
+    RESOLVED,
     SPECIFIC,
     UNEXPLAINED,
     WRAPPER,
@@ -223,6 +224,16 @@ class Diagnoser:
             self._rank[kind.name] = rank  # seen first as an echo, later as a cause
             self._changes += 1
 
+    def _resolved(self, name: str) -> None:
+        """A line said the failure of kind `name` is over: its finding goes where it was only
+        retries reported (a notice), never where the failure itself was seen."""
+        if self._rank.get(name) != NOTED:
+            return
+        for found in (self._first, self._rank, self._counts, self._at):
+            found.pop(name, None)
+        self._wrapper_said.discard(name)
+        self._changes += 1
+
     def _told_after(self) -> None:
         """A failure a wrapper announced (Ray's `Exception raised in creation task`, an
         ActorDiedError or ChildFailedError that names no kind), found now: the announcement,
@@ -262,6 +273,10 @@ class Diagnoser:
         shape = EXCEPTION_LINE.match(body.lstrip())
         if shape is None:
             kind, rank = line_kind(body, words)
+            if rank == RESOLVED:  # said nothing itself; takes back its kind's retries
+                if kind is not None:
+                    self._resolved(kind.name)
+                return None, SPECIFIC
             if kind is None and _CHECK_FAILED.match(body.lstrip()):
                 return UNKNOWN, UNEXPLAINED  # an abort no kind explains
             return kind, rank

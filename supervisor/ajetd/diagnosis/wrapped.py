@@ -15,9 +15,11 @@ A line that says the program ignores an error it caught (`Ignore import error wh
 A line that only mentions a failure is read without the mention: a sentence of advice or
 condition (`If out-of-memory error occurs ..., consider ...`, `... to avoid CUDA out of memory
 errors`), an exception's name in prose (`FileNotFoundError in user sandbox`); one that reports
-a failure as resolved says nothing; one that reports a retry, or the shell's complaint about a
-command (`bash: foo: command not found`: the run's failure when its exit code is 127,
-`exitcodes`), is a notice.
+a failure as resolved says nothing, and takes back the notices of retries of its kind before
+it (wandb's `Network error resolved after 0:00:12, resuming normal operation.` after its
+`entering retry loop`); one that reports a retry, or the shell's complaint about a command
+(`bash: foo: command not found`: the run's failure when its exit code is 127, `exitcodes`), is
+a notice.
 
 Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
 an exception no kind explains; what a wrapper said about itself; a notice.
@@ -34,6 +36,7 @@ from ajetd.diagnosis.exitcodes import SAID_BY_SHELL
 from ajetd.diagnosis.shape import EXCEPTION_LINE, WRAPPERS
 
 SPECIFIC, ECHO, UNEXPLAINED, WRAPPER, NOTED = 0, 1, 2, 3, 4
+RESOLVED = 5  # not a finding: a line saying its kind's failure is over (takes back a retry)
 # A line that reports a retry (`wandb: Network error (ConnectionError), entering retry loop.`,
 # `failed to write summary, retrying`, `Retrying in 2.0 seconds...`): the program goes on, so
 # what it names is the run's failure only when nothing else is (NOTED: after any exception).
@@ -179,8 +182,8 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
         return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
-    if _RESOLVED.search(body):
-        return None, SPECIFIC
+    if _RESOLVED.search(body):  # no failure: it takes back the retries of its kind before
+        return kind, RESOLVED
     if _RETRYING.search(body) or kind.name in SAID_BY_SHELL:
         return kind, NOTED
     return kind, ECHO if kind.consequence else SPECIFIC
