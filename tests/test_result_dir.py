@@ -176,6 +176,10 @@ def test_a_rejection_report_is_moved_aside_whole(daemon_env: Env) -> None:
     aside = result / f"rejected-{first}"
     assert sorted(p.name for p in aside.iterdir()) == report
     assert json.loads((aside / "run.json").read_text())["run_id"] == first
+    earlier = env.status(first)  # points where its reports are now, not at the new run's
+    assert earlier["result_dir"] == str(aside), earlier
+    events = (env.home / "runs" / first / "events.jsonl").read_text()
+    assert f"its rejection report moved to {aside}: run {second} took {result}" in events
 
 
 def _links(res: Path) -> dict[str, tuple[Path, str]]:

@@ -98,11 +98,29 @@ def admit(
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
+        _point_at(home, moved, run_id, now)
     Path(run.result_dir, resultfiles.LOGS).mkdir(parents=True, exist_ok=True)
     run = replace(run, provenance=_provenance(run, host, text))
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options
+
+
+def _point_at(home: Home, moved: Path, by: str, now: float) -> None:
+    """The earlier rejected run whose report `moved` now holds points there: its record's
+    result dir (what `status` shows, where its results.md and finish.flag are) and its
+    journal. A record that cannot be read or written is left as it is (said in the log)."""
+    earlier = moved.name.removeprefix("rejected-")
+    try:
+        old = home.load_run(earlier)
+        if old.result_dir == str(moved.parent):
+            home.save_run(replace(old, result_dir=str(moved)))
+            said = f"its rejection report moved to {moved}: run {by} took {moved.parent}"
+            home.append_event(earlier, now, said)
+    except (AjetdError, OSError) as exc:
+        log.warning(
+            "run %s: its record does not say its report moved to %s: %s", earlier, moved, exc
+        )
 
 
 def _read(
@@ -254,7 +272,9 @@ def _reject(
         return run
     run = replace(run, reports_pending=False)
     try:
-        ending.move_rejection_aside(Path(result_dir))
+        moved = ending.move_rejection_aside(Path(result_dir))
+        if moved is not None:
+            _point_at(home, moved, run.run_id, now)
         ending.write_reports(home, run)
     except OSError as exc:
         log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
