@@ -12,12 +12,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.adapters import campaignfolder as cf
 from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.durations import format_duration
+from ajetd.core.markdown import table_cell
 from conftest import Env, git, shared_paths, wait_for
 
 
@@ -220,6 +223,18 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
     assert (
         "stop condition met: 3/3 attempted" in text and "best: accuracy 0.38: longer (run " in text
     )
+    # each row's hypothesis, and its value labelled as what it is: the run's best (walk 81,
+    # L10: the ledger's best and finish.flag's last value read as a contradiction)
+    assert "| # | experiment | hypothesis | branch | run | status | best accuracy | why |" in text
+    assert "| 1 | longer | more steps | - |" in text, text
+    flag = json.loads((env.tmp / "campaigns" / "count" / "01-longer" / "finish.flag").read_text())
+    assert flag["best"] == {"metric": "accuracy", "value": 0.38, "step": 4}, flag
+    assert flag["metrics"]["accuracy"] == 0.38  # its last record, here also its best
+    cid = json.loads(env.cli("campaign", "list", "--json").stdout)[0]["campaign_id"]
+    shown = env.cli("campaign", "status", cid).stdout
+    assert "  #  status         best  experiment" in shown, shown
+    waited = env.cli("campaign", "wait", cid, "--after", "0")
+    assert waited.stdout.strip() == "experiment 1 (longer) keep: best accuracy 0.38", waited
     assert "campaign " in env.cli("status").stdout and "3/3 attempted" in env.cli("status").stdout
 
 
@@ -252,7 +267,8 @@ def test_target_metric_and_a_crash(daemon_env: Env) -> None:
     assert [r["reason"] for r in data["rows"]] == [None, reason, None]
     assert f"     why: {reason}" in env.cli("campaign", "status", cid).stdout.splitlines()
     report = (env.tmp / "campaigns" / "target" / "campaign.md").read_text()
-    assert f"| crash |  | {reason.replace('|', chr(92) + '|')} |" in report, report
+    cell = reason.replace("|", chr(92) + "|").replace("<", "&lt;")
+    assert f"| crash |  | {cell} |" in report, report
     waited = env.cli("campaign", "wait", cid, "--after", "0")
     assert waited.returncode == 1 and waited.stdout.strip().endswith(f"({reason})"), waited
 
@@ -660,3 +676,18 @@ def test_a_campaign_that_ended_without_a_best_says_none_and_why() -> None:
     assert best_line(spec, ended) == "none: no experiment's run recorded a value of accuracy"
     kept = CampaignState("c-k3x9az", 0.0, experiments=[crashed], best=0.5, best_index=0)
     assert best_line(spec, kept).startswith("accuracy 0.5: baseline (run k3x9az")
+
+
+@given(st.text(max_size=400), st.integers(min_value=1, max_value=200))
+@settings(max_examples=300, deadline=None)
+def test_a_hypothesis_is_one_bounded_cell_of_campaign_md(text: str, limit: int) -> None:
+    """An experiment's description in campaign.md's table (walk 81, L10: no hypothesis
+    column): one line, at most `limit` characters before escaping, no `|` that splits a
+    column, no `<` a viewer reads as HTML."""
+    cell = table_cell(text, limit)
+    assert "\n" not in cell and "\r" not in cell and all(c.isprintable() for c in cell)
+    bare = cell.replace("\\|", "|").replace("&lt;", "<")
+    assert len(bare) <= limit and "<" not in cell
+    assert "|" not in cell.replace("\\|", "")
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    assert bare == flat or (bare.endswith("…") and flat.startswith(bare[:-1]))

@@ -479,4 +479,4 @@ def test_a_sparkline_draws_small_relative_noise_flat(centre: float, noise: list[
 def test_the_walks_noise_is_flat_and_a_real_climb_is_not() -> None:
     assert len(set(view.sparkline([0.6038, 0.6049, 0.6041, 0.6045, 0.6040]))) == 1
     assert view.sparkline([0.1, 0.3, 0.2, 0.6]) == "▁▃▂█"
-    assert view.sparkline([0.0, 0.0]) == view.sparkline([0.5, 0.5]) == "▄▄"
+    assert view.sparkline([0.0, 0.0]) == view.sparkline([0.5, 0.5]) == "▁▁"

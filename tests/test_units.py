@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,13 @@ def test_finish_flag_and_results() -> None:
         "started_at": "1970-01-01T00:00:10Z",
         "ended_at": "1970-01-01T00:00:20Z",
         "metrics": {},
+        "best": None,
     }
+    history = ({"global_steps": 1, "val_loss": 0.9}, {"global_steps": 2, "val_loss": 0.5})
+    history += ({"global_steps": 3, "val_loss": 0.7},)
+    flag = report.finish_flag(replace(run, history=history, metrics=history[-1], metric="val_loss"))
+    assert flag["metrics"] == {"global_steps": 3, "val_loss": 0.7}  # the last record
+    assert flag["best"] == {"metric": "val_loss", "value": 0.5, "step": 2}  # a loss: the lowest
     text = report.render_results(run, report.ReportContext(host="h", log_tail=["bye"]))
     assert "**Status: succeeded**" in text and "bye" in text
     assert report.sparkline([0.0, 0.5, 1.0]) == "▁▄█"

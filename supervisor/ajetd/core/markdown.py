@@ -84,3 +84,13 @@ def blank_comments(text: str) -> str:
         pos = end + 3
     pieces.append(text[pos:])
     return "".join(pieces)
+
+
+def table_cell(text: str, limit: int) -> str:
+    """`text` as one cell of a Markdown table: on one line (line breaks and control
+    characters as spaces), at most `limit` characters (`…` where cut), a `|` escaped so it
+    splits no column, a `<` as `&lt;` so no viewer reads it as HTML."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(flat) > limit:
+        flat = flat[: max(limit - 1, 0)].rstrip() + "…"
+    return flat.replace("|", "\\|").replace("<", "&lt;")

@@ -261,3 +261,15 @@ def metric_series(history: Sequence[Mapping[str, Any]], key: str) -> list[float]
         and not isinstance(r.get(key), bool)
         and r.get("dataset", first) == first
     ]
+
+
+def best_point(
+    history: Sequence[Mapping[str, Any]], key: str
+) -> tuple[float, Mapping[str, Any]] | None:
+    """The best value of `key` in the records `metric_series` reads (the lowest for a loss,
+    else the highest) and the first record that holds it; None where none holds one."""
+    series = metric_series(history, key)
+    if not series:
+        return None
+    best = min(series) if "loss" in key else max(series)
+    return best, next(r for r in history if r.get(key) == best)

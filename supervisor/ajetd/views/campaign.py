@@ -14,6 +14,7 @@ from typing import Any
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.campaignrecord import (
+    REASON_MAX,
     CampaignState,
     ExpState,
     attempted,
@@ -22,9 +23,11 @@ from ajetd.core.campaignrecord import (
     rules_of,
 )
 from ajetd.core.durations import format_duration
+from ajetd.core.markdown import table_cell
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 
+HYPOTHESIS_MAX = 120  # characters of an experiment's description in campaign.md's table
 WAIT_EXIT = {"completed": 0, "stopped": 1, "refused": 1, "needs_decision": 2}
 ROW_EXIT = {"keep": 0, "discard": 0, "smoke": 0, "crash": 1, "stopped": 1}
 
@@ -232,7 +235,9 @@ def status_json(
 
 
 def _running_line(run: dict[str, Any], metric: str) -> str:
-    value = "no metric yet" if run["metric"] is None else f"{metric} {run['metric']:g}"
+    value = "no metric yet" if run["metric"] is None else f"last {metric} {run['metric']:g}"
+    if run["metric"] is not None and run["best_metric"] is not None:
+        value += f" (best {run['best_metric']:g})"
     return (
         f"running: {run['index']} {run['name']} (run {run['run_id']}, {run['run_state']}): {value}"
     )
@@ -275,7 +280,7 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
         lines.append(f"planned: {planned['index']} {planned['name']}")
     if data["rows"]:
         lines.append("")
-        lines.append(f"{'#':>3}  {'status':<8} {'value':>10}  {'experiment':<24} branch")
+        lines.append(f"{'#':>3}  {'status':<8} {'best':>10}  {'experiment':<24} branch")
         shown = {e.index: carried_line(e, state.experiments) for e in state.experiments}
         lines += [_table_line(row, shown.get(row["index"], "")) for row in data["rows"]]
     lines.append(f"ledger: {data['ledger']}  plot: {data['plot']}")
@@ -304,7 +309,7 @@ def row_line(row: dict[str, Any]) -> str:
     value = (
         "no metric"
         if row["metric_value"] is None
-        else f"{row['metric_name']} {row['metric_value']:g}"
+        else f"best {row['metric_name']} {row['metric_value']:g}"
     )
     why = f" ({row['reason']})" if row.get("reason") else ""
     return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}{why}"
@@ -331,21 +336,27 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- state: {shown}" + (f": {state.reason}" if state.reason else "")]
     lines += [f"- {state.progress}"]
     lines += [f"- best: {best_line(spec, state)}"]
+    lines += [
+        f"- each row's `best {spec.metric}` is the best value its run recorded (the ledger's "
+        "`metric_value`); its finish.flag's `metrics` are its last validation record, its "
+        "`best` this value"
+    ]
     lines += [f"- {refused_line(r)}" for r in state.refused_requests]
     if state.baseline_commit:
         lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
     lines += [
         "",
-        "| # | experiment | branch | run | status | metric | why |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| # | experiment | hypothesis | branch | run | status | best {spec.metric} | why |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for e in state.experiments:
         value = "" if e.value is None else f"{e.value:g}"
         status = e.status or ("refused" if e.refused else "running")
-        why = e.reason.replace("|", "\\|")  # a crash row's (bounded); a `|` is no column
+        hypothesis = table_cell(e.description, HYPOTHESIS_MAX)
+        why = table_cell(e.reason, REASON_MAX)  # a crash row's
         lines.append(
-            f"| {e.index} | {e.name} | {e.branch or '-'} | {e.run_id or '-'} | {status} | {value}"
-            f" | {why} |"
+            f"| {e.index} | {e.name} | {hypothesis} | {e.branch or '-'} | {e.run_id or '-'} "
+            f"| {status} | {value} | {why} |"
         )
     carried = [(e, carried_line(e, state.experiments)) for e in state.experiments]
     lines += [""] if any(text for _, text in carried) else []

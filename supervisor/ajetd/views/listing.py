@@ -184,25 +184,23 @@ SPARK_MIN_SPAN = 0.02  # of the values' magnitude: a smaller spread is drawn as 
 
 
 def sparkline(values: Sequence[float]) -> str:
-    """One bar per value, from the lowest to the highest drawn. The scale spans at least
-    `SPARK_MIN_SPAN` of the values' magnitude (the largest absolute value), centred on their
-    middle, so noise (0.6038 to 0.6049: 0.2 %) reads as the flat line it is, not as full
-    swings; a spread wider than that uses every bar. A value that is no finite number is drawn
-    as the lowest bar."""
+    """One bar per value, the lowest value the lowest bar. The scale spans at least
+    `SPARK_MIN_SPAN` of the values' magnitude (the largest absolute value), so noise (0.6038
+    to 0.6049: 0.2 %) reads as the flat line it is, not as full swings; a spread wider than
+    that uses every bar. A value that is no finite number is drawn as the lowest bar."""
     finite = [v for v in values if math.isfinite(v)]
     size = max((abs(v) for v in finite), default=0.0)
-    if size == 0.0:  # nothing finite, or all zero: one level, the middle one for numbers
-        return "".join(SPARK[len(SPARK) // 2 - 1] if math.isfinite(v) else SPARK[0] for v in values)
+    if size == 0.0:  # nothing finite, or all zero: flat
+        return SPARK[0] * len(values)
     scaled = [v / size for v in finite]  # in [-1, 1]: no spread overflows
     lo, hi = min(scaled), max(scaled)
     span = max(hi - lo, SPARK_MIN_SPAN)
-    bottom = (lo + hi) / 2 - span / 2
     top = len(SPARK) - 1
 
     def bar(v: float) -> str:
         if not math.isfinite(v):
             return SPARK[0]
-        level = (v / size - bottom) / span * top + 1e-9  # the division's last bits not counted
+        level = (v / size - lo) / span * top + 1e-9  # the division's last bits not counted
         return SPARK[min(top, max(0, int(level)))]
 
     return "".join(bar(v) for v in values)

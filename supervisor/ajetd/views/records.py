@@ -11,6 +11,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause
 from ajetd.core.timefmt import iso
+from ajetd.frameworks.valresults import best_point, shown_metric, step_of
 
 
 def _elapsed(run: Run, now: float) -> float | None:
@@ -44,6 +45,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "result_dir": run.result_dir or None,
         "exit_code": run.exit_code,
         "metrics": run.metrics,
+        "best": best_json(run),
         "blueprint": run.source,
         # before a trial ran (queued, rejected): the command its blueprint names
         "command": trial.command if trial else (run.launch_command or None),
@@ -54,6 +56,17 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
             f.to_json() for f in ((trial.findings or trial.live_findings) if trial else ())
         ],
     }
+
+
+def best_json(run: Run) -> dict[str, Any] | None:
+    """The best value of the metric the run's views lead with, beside `metrics` (the last
+    record): `{"metric", "value", "step"}` (`step` null where its record names none), null
+    before a record holds it. A campaign's ledger records this best (`metric_value`)."""
+    metric = shown_metric(list(run.history), run.metric)
+    point = best_point(list(run.history), metric)
+    if point is None:
+        return None
+    return {"metric": metric, "value": point[0], "step": step_of(point[1])}
 
 
 def shown_state(run: Run) -> str:

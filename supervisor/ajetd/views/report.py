@@ -18,6 +18,7 @@ from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     MAX_SHOWN_KEYS,
     STEPS_UNKNOWN_NOTE,
+    best_point,
     metric_series,
     more_note,
     shown_keys,
@@ -26,7 +27,7 @@ from ajetd.frameworks.valresults import (
     step_text,
 )
 from ajetd.views.listing import sparkline
-from ajetd.views.records import run_json
+from ajetd.views.records import best_json, run_json
 from ajetd.views.words import action_label
 
 
@@ -85,6 +86,7 @@ def finish_flag(run: Run) -> dict[str, Any]:
         "started_at": iso(run.started_at),
         "ended_at": iso(run.ended_at),
         "metrics": run.metrics,
+        "best": best_json(run),
     }
 
 
@@ -122,13 +124,12 @@ def _metrics_section(run: Run) -> list[str]:
     if any(step_of(r) is None for r in history):
         lines += [f"Steps unknown: {STEPS_UNKNOWN_NOTE}.", ""]
     for key in dict.fromkeys((lead, "mean_reward", "task_pass_rate@1")):
-        series = metric_series(history, key)
-        if not series:
+        series, point = metric_series(history, key), best_point(history, key)
+        if point is None:
             continue
-        best = min(series) if "loss" in key else max(series)
-        best_step = next(step_text(r) for r in history if r.get(key) == best)
+        best, at = point
         lines.append(
-            f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {best_step}), "
+            f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {step_text(at)}), "
             f"last {series[-1]:.4f}  `{sparkline(series)}`"
         )
     return lines

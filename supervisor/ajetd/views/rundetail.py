@@ -17,6 +17,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
+    best_point,
     metric_series,
     more_note,
     shown_keys,
@@ -149,10 +150,9 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
             for v in (record.get(k) for k in keys)
         )
         lines.append([(cut("  " + step_text(record).rjust(7) + cells, width), "")])
-    series = metric_series(history, metric)
-    if series:
-        best = min(series) if "loss" in metric else max(series)
-        text = f"  {metric}: {sparkline(series[-40:])}  best {best:.4f}, last {series[-1]:.4f}"
+    series, point = metric_series(history, metric), best_point(history, metric)
+    if point is not None:
+        text = f"  {metric}: {sparkline(series[-40:])}  best {point[0]:.4f}, last {series[-1]:.4f}"
         lines.append([(cut(text, width), "good")])
     if left:  # the columns a terminal has room for; the rest named (results.md has them)
         lines.append([(cut(f"  {more_note(left)} (results.md)", width), "dim")])
