@@ -338,8 +338,8 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- best: {best_line(spec, state)}"]
     lines += [
         f"- each row's `best {spec.metric}` is the best value its run recorded (the ledger's "
-        "`metric_value`); its finish.flag's `metrics` are its last validation record, its "
-        "`best` this value"
+        "`metric_value`), not its last: a run's finish.flag holds its last validation record "
+        "as `metrics`, its best as `best`"
     ]
     lines += [f"- {refused_line(r)}" for r in state.refused_requests]
     if state.baseline_commit:
