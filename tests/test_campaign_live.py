@@ -963,3 +963,109 @@ def test_a_name_given_twice_is_refused_naming_it_and_where_it_is(daemon_env: Env
 
     (entry,) = wait_for(refused, timeout=30, what="the daemon's refusal")
     assert said in entry["reason"], entry
+
+
+def test_an_add_past_a_stop_rule_counts_the_planned_and_none_is_dropped(
+    daemon_env: Env,
+) -> None:
+    """Walk 82, M1: with no stop rule (the baseline and three experiments), four adds while the
+    baseline ran were all accepted; the fourth never ran (planned in `status` of a campaign
+    that ended), `wait --after 3` exited 2, and `add --continue` of it was refused as a name
+    given twice. An add is judged on what will have been attempted once the planned ones ran;
+    `--continue` makes the room; an experiment a rule or `set` then holds back is named in
+    the campaign's reason, `status` (text, --json `not_run`) and campaign.md, and runs once
+    the campaign goes on. The baseline runs until it is stopped, so nothing races the CLI."""
+    env = daemon_env
+    endless = f"python examples/run_grpo.py --config {CONFIG} grpo.val_period=2"
+    cid = env.cli("campaign", str(_folder(env, "room", "", endless))).stdout.strip()
+    assert cid
+    quick = ("--overrides", "grpo.max_num_steps=4")
+    for i in (1, 2, 3):
+        out = _add(env, cid, "--name", f"e{i}", "--description", f"try e{i}", *quick)
+        assert (out.returncode, out.stdout.strip()) == (0, str(i)), out.stderr
+    past = _add(env, cid, "--name", "e4", "--description", "try e4", *quick)
+    assert past.returncode == 2 and not past.stdout, past.stdout + past.stderr
+    assert "stop condition met: 1/4 attempted and 3 planned (no stop rule given" in past.stderr
+    assert "needs a decision: `ajetd campaign add --continue`" in past.stderr
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert [p["name"] for p in status["planned"]] == ["e1", "e2", "e3"]
+    assert [p["not_run"] for p in status["planned"]] == [None] * 3  # each runs in its turn
+    assert [r["name"] for r in status["refused_requests"]] == ["e4"]
+    going_on = _add(env, cid, "--continue", "--name", "e4", "--description", "try e4", *quick)
+    assert (going_on.returncode, going_on.stdout.strip()) == (0, "4"), going_on.stderr
+
+    # a count rule set lower while they are planned: those past it are said, never dropped
+    lowered = env.cli("campaign", "set", cid, "--max-experiments", "3")
+    assert lowered.returncode == 0, lowered.stderr
+    (baseline,) = _json(env, "campaign", "status", cid, "--json")["running"]
+    assert env.cli("stop", baseline["run_id"]).returncode == 0
+    done = env.cli("campaign", "wait", cid, "--timeout", "120", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads(done.stdout)
+    assert (status["state"], status["status"]) == ("done", "completed")
+    assert [r["name"] for r in status["rows"]] == ["baseline", "e1", "e2"]
+    assert status["reason"].endswith("planned, not run: 3 e3, 4 e4"), status["reason"]
+    assert [(p["name"], p["not_run"]) for p in status["planned"]] == [
+        ("e3", "stop condition met: 3/3 attempted"),
+        ("e4", "stop condition met: 3/3 attempted"),
+    ]
+    text = env.cli("campaign", "status", cid).stdout
+    assert "planned: 4 e4 (not run: stop condition met: 3/3 attempted)" in text, text
+    md = (env.tmp / "campaigns" / "room" / "campaign.md").read_text()
+    assert "| 4 | e4 | try e4 | - | - | planned |" in md and "planned, not run: 3 e3, 4 e4" in md
+    after = env.cli("campaign", "wait", cid, "--after", "2")
+    assert after.returncode == 2 and "planned, not run: 3 e3, 4 e4" in after.stderr
+
+    # adding a held-back experiment again says how to let it run (at once: nothing filed)
+    again = _add(env, cid, "--continue", "--name", "e3", "--description", "try e3")
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert (
+        f"experiment 3 of campaign {cid} has it (planned, not run: stop condition met: 3/3 "
+        f"attempted); to run it, let the campaign go on (`ajetd campaign set {cid}` with the "
+        "rule raised)"
+    ) in again.stderr, again.stderr
+    assert not list((env.home / "control").glob("*.campaign-*"))
+    raised = env.cli("campaign", "set", cid, "--max-experiments", "5")
+    assert raised.returncode == 0, raised.stderr
+    done = env.cli("campaign", "wait", cid, "--timeout", "120", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads(done.stdout)
+    assert [r["name"] for r in status["rows"]] == ["baseline", "e1", "e2", "e3", "e4"]
+    assert status["planned"] == [] and "not run" not in status["reason"]
+
+
+def test_add_continue_makes_room_past_every_planned_experiment(env: Env) -> None:
+    """The campaign runner alone: campaign.yaml gives six experiments and no stop rule (the
+    baseline and three run, three wait for a decision). An add is refused while they fill
+    the rule (a smoke run counts for nothing, but is refused too: it would never launch);
+    `--continue` grants the rounds that the planned ones and the new one need."""
+    import time
+
+    from ajetd.adapters.campaignfolder import submit_folder
+    from ajetd.adapters.control import answer_file, file_request
+    from ajetd.adapters.store import Home
+    from ajetd.core import campaignspec as cs
+    from ajetd.daemon.campaigns import Campaigns
+
+    home = Home(env.home)
+    home.ensure()
+    listed = "".join(f"  - {{name: y{i}}}\n" for i in range(1, 7))
+    cid = submit_folder(home, _folder(env, "many", "experiments:\n" + listed, "true"))
+    runner = Campaigns(home)
+    runner.load(time.time())
+    now = time.time()
+    runner.claim(now)
+    runner.tick(now, {})
+    state = runner.states[cid]
+
+    def ask(payload: dict[str, Any]) -> dict[str, Any]:
+        req = file_request(home, cid, payload)
+        runner.tick(now, {})
+        return dict(json.loads(answer_file(home, cid, req).read_text()))
+
+    for entry in (cs.entry("x", "idea"), cs.entry("quick", "pipeline", smoke=True)):
+        refused = ask({"op": "add", "entry": entry})
+        assert "stop condition met: 1/4 attempted and 6 planned" in refused["error"], refused
+    assert state.rounds == 1 and state.added == []
+    going_on = ask({"op": "add", "entry": cs.entry("x", "idea"), "continue": True})
+    assert (going_on["ok"], going_on["index"], state.rounds) == (True, 7, 3), going_on

@@ -74,14 +74,18 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
 
 
 def check_entry(
-    folder: Path, state: CampaignState, raw: dict[str, Any], files: Collection[str] = ()
+    folder: Path,
+    state: CampaignState,
+    raw: dict[str, Any],
+    now: float,
+    files: Collection[str] = (),
 ) -> None:
     """CampaignError when `raw`, added live, is not a valid campaign.yaml entry for this
     campaign (its base, what was added and set before; `files`: the patch or blueprint it
     brings, by the names they will have in the folder): as the daemon applies an `add`, and
     as `ajetd campaign add` checks it before filing, so the CLI refuses at once what the
     daemon would."""
-    taken = name_taken(state, read_spec(folder, state.added, state.stop_set), raw.get("name"))
+    taken = name_taken(state, read_spec(folder, state.added, state.stop_set), raw.get("name"), now)
     if taken:  # said with the campaign's index, not as a position in a merged campaign.yaml
         raise cs.CampaignError([taken])
     spec, base, _ = load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files))

@@ -220,7 +220,7 @@ def add_cmd(
     def check(folder: Path, state: CampaignState) -> None:
         from ajetd.adapters.campaignfolder import check_entry
 
-        check_entry(folder, state, {**entry, **files}, files.values())
+        check_entry(folder, state, {**entry, **files}, time.time(), files.values())
 
     _refuse_now(home, cid, check)
     answer = _request(home, cid, payload, timeout)

@@ -108,14 +108,27 @@ def closed_problem(state: CampaignState) -> str | None:
     return f"campaign {state.campaign_id} {state.status}: {state.reason}; {left}"
 
 
-def name_taken(state: CampaignState, spec: cs.CampaignSpec, name: Any) -> str | None:
+def name_taken(state: CampaignState, spec: cs.CampaignSpec, name: Any, now: float) -> str | None:
     """Why an experiment added live cannot be named `name`: an experiment of the campaign
-    (`spec` as it stands) has that name, said with its index and where it stands; or None."""
+    (`spec` as it stands) has that name, said with its index and where it stands (one
+    planned that a stop rule holds back: how to let it run); or None."""
     plan = cs.planned(spec)
     index = next((i for i, e in enumerate(plan) if e.name == name), None)
     if index is None:
         return None
     if index >= len(state.experiments):
+        held = held_back(state, spec, now)
+        if held:
+            go_on = (
+                f"`ajetd campaign set {state.campaign_id} --continue`"
+                if progress_of(state, spec, now).needs_decision
+                else f"`ajetd campaign set {state.campaign_id}` with the rule raised"
+            )
+            return (
+                f"name {show(name)}: experiment {index} of campaign {state.campaign_id} has "
+                f"it (planned, not run: {held}); to run it, let the campaign go on ({go_on}), "
+                "not add it again; a new experiment needs another name"
+            )
         where = "planned, not yet launched"
     else:
         exp = state.experiments[index]
@@ -149,13 +162,52 @@ def attempted(state: CampaignState) -> int:
     return sum(1 for e in state.experiments if not e.smoke)
 
 
-def rules_of(state: CampaignState, spec: cs.CampaignSpec, now: float) -> list[cr.Rule]:
-    """Every stop rule against where the campaign stands now."""
-    return cr.rules(spec, attempted(state), state.started_at, now, state.best, state.rounds)
+def not_launched(state: CampaignState, spec: cs.CampaignSpec) -> list[tuple[int, cs.Experiment]]:
+    """The experiments given (campaign.yaml, `add`) and not yet launched, with their index."""
+    return list(enumerate(cs.planned(spec)))[len(state.experiments) :]
 
 
-def progress_of(state: CampaignState, spec: cs.CampaignSpec, now: float) -> cr.Progress:
-    return cr.progress(spec, rules_of(state, spec, now), attempted(state))
+def rules_of(
+    state: CampaignState, spec: cs.CampaignSpec, now: float, ahead: bool = False
+) -> list[cr.Rule]:
+    """Every stop rule against where the campaign stands now; `ahead`: with the experiments
+    given and not yet launched counted as attempted (smoke runs not), as they will be: is
+    there room for one more after them?"""
+    planned = sum(1 for _, e in not_launched(state, spec) if not e.smoke) if ahead else 0
+    return cr.rules(
+        spec, attempted(state), state.started_at, now, state.best, state.rounds, planned
+    )
+
+
+def progress_of(
+    state: CampaignState, spec: cs.CampaignSpec, now: float, ahead: bool = False
+) -> cr.Progress:
+    """The stop rules met now (`ahead`: once what is planned ran, `rules_of`). Experiments
+    launch in order while no rule is met now, so one added when the rules are met `ahead`
+    would never run: `campaign add` refuses it (walk 82, M1: it was accepted, never ran)."""
+    return cr.progress(spec, rules_of(state, spec, now, ahead), attempted(state))
+
+
+def held_back(state: CampaignState, spec: cs.CampaignSpec, now: float) -> str:
+    """Why the experiments given and not yet launched are not launched ("" when they run in
+    their turn): the campaign stopped (or stopping), or a stop rule met (which `campaign
+    set`, or `--continue` for the default rule, may lift)."""
+    if state.stopping or state.status == "stopped":
+        return "the campaign was stopped (`ajetd campaign stop`)"
+    prog = progress_of(state, spec, now)
+    return prog.text if prog.met else ""
+
+
+NOT_RUN_SHOWN = 10  # planned experiments named in a reason; the rest counted
+
+
+def not_run_note(left: list[tuple[int, cs.Experiment]], decision: bool) -> str:
+    """`planned, not run: 4 e4, 5 e5`: what a stop rule or a stop left unlaunched, never
+    dropped in silence; `decision`: they run if the campaign is let go on."""
+    names = ", ".join(f"{i} {e.name}" for i, e in left[:NOT_RUN_SHOWN])
+    if len(left) > NOT_RUN_SHOWN:
+        names += f" and {len(left) - NOT_RUN_SHOWN} more"
+    return f"planned, not run: {names}" + (" (they run if it goes on)" if decision else "")
 
 
 def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
@@ -173,12 +225,12 @@ def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
     return f"{spec.metric} {state.best:g}: {exp.name} ({', '.join(where)})"
 
 
-def standing(
-    state: CampaignState, spec: cs.CampaignSpec, planned: int, now: float
-) -> tuple[str, str, str, str]:
+def standing(state: CampaignState, spec: cs.CampaignSpec, now: float) -> tuple[str, str, str, str]:
     """(phase, status, reason, progress): running, waiting (with the reason) or done (with its
-    status), from the stop rules and what is still running or planned."""
+    status), from the stop rules and what is still running or planned; the reason names the
+    planned experiments a stop rule or a stop leaves unlaunched."""
     prog = progress_of(state, spec, now)
+    left = not_launched(state, spec)
     running = [e for e in state.experiments if not e.recorded]
     phase, status, reason = "running", "", ""
     if state.stopping:
@@ -195,9 +247,11 @@ def standing(
                 reason += f"; best {spec.metric} {state.best:g} ({state.best_name})"
         else:
             phase, status, reason = "done", "completed", prog.text
-    elif not running and len(state.experiments) >= planned:
+    elif not running and not left:
         phase = "waiting"
         reason = add_hint(state.campaign_id)
+    if left and (state.stopping or prog.met):
+        reason += "; " + not_run_note(left, prog.needs_decision and not state.stopping)
     return phase, status, reason, prog.text
 
 

@@ -82,14 +82,16 @@ class Rule:
     remaining: float | None = None  # experiments or seconds left; None for a target
 
 
-def _count_rule(rule: str, attempted: int, limit: int) -> Rule:
+def _count_rule(rule: str, attempted: int, limit: int, planned: int = 0) -> Rule:
+    """A count rule; with `planned` (experiments given but not yet launched, smoke runs not)
+    judged on what will have been attempted once they ran: met when none more would run."""
     return Rule(
         rule,
-        attempted >= limit,
-        f"{attempted}/{limit} attempted",
+        attempted + planned >= limit,
+        f"{attempted}/{limit} attempted" + (f" and {planned} planned" if planned else ""),
         limit,
-        attempted,
-        max(limit - attempted, 0),
+        attempted + planned,
+        max(limit - attempted - planned, 0),
     )
 
 
@@ -126,15 +128,17 @@ def rules(
     now: float,
     best: float | None,
     rounds: int = 1,
+    planned: int = 0,
 ) -> list[Rule]:
     """Every stop rule, how far it is from being met. `attempted` counts launched experiments
-    that are not smoke runs (crashes included); `rounds` of the default rule granted so far."""
+    that are not smoke runs (crashes included); `rounds` of the default rule granted so far;
+    `planned`: not yet launched ones counted too (is there room for one more after them?)."""
     out: list[Rule] = []
     if spec.default_rule:
         limit = int(spec.baseline) + DEFAULT_EXPERIMENTS * max(rounds, 1)
-        out.append(_count_rule("default", attempted, limit))
+        out.append(_count_rule("default", attempted, limit, planned))
     if spec.max_experiments is not None:
-        out.append(_count_rule("max_experiments", attempted, spec.max_experiments))
+        out.append(_count_rule("max_experiments", attempted, spec.max_experiments, planned))
     if spec.deadline_s is not None:
         out.append(_deadline_rule(spec, spec.deadline_s, started_at, now))
     if spec.target is not None:

@@ -16,7 +16,7 @@ from ajetd.adapters.campaignfolder import check_entry, check_rules
 from ajetd.adapters.campaigngit import git
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.core import campaignspec as cs
-from ajetd.core.campaignrecord import CampaignState, closed_problem, progress_of
+from ajetd.core.campaignrecord import CampaignState, closed_problem, name_taken, progress_of
 
 
 def apply(
@@ -44,10 +44,14 @@ def apply(
     return {"ok": False, "error": f"unknown request {op!r}"}
 
 
-def _continue(state: CampaignState, spec: cs.CampaignSpec, now: float) -> None:
-    """`--continue`: one more round of the default rule, where it is what stopped."""
-    if progress_of(state, spec, now).needs_decision:
+def _continue(state: CampaignState, spec: cs.CampaignSpec, now: float, room: bool) -> None:
+    """`--continue`: one more round of the default rule, where it is what stops the campaign,
+    now or once what is planned ran; `room` (an `add`): as many as the experiment added needs
+    to run (one, unless campaign.yaml gave more experiments than a round)."""
+    if progress_of(state, spec, now, ahead=True).needs_decision:
         state.rounds += 1
+    while room and progress_of(state, spec, now, ahead=True).needs_decision:
+        state.rounds += 1  # ends: each round raises the default rule's count by three
 
 
 def _add(
@@ -61,19 +65,22 @@ def _add(
     raw = request.get("entry")
     if not isinstance(raw, dict):
         return {"ok": False, "error": "the request holds no experiment"}
+    name = str(raw.get("name") or "")
+    # the name first (before it goes into a file name), and before `--continue` changes where
+    # the campaign stands: a planned experiment's name is answered with what holds it back
+    problem = cs.name_problem(name) or name_taken(state, spec, name, now)
+    if problem:
+        return {"ok": False, "error": problem}
     rounds = state.rounds
     if request.get("continue"):
-        _continue(state, spec, now)
-    prog = progress_of(state, spec, now)
+        _continue(state, spec, now, room=True)
+    # judged on what will have been attempted once the planned ones ran: experiments launch
+    # in order while no rule is met, so one past a rule met then would never run
+    prog = progress_of(state, spec, now, ahead=True)
     if prog.met:
         state.rounds = rounds
         hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"
         return {"ok": False, "error": f"campaign {state.campaign_id}: {prog.text}{hint}"}
-    name = str(raw.get("name") or "")
-    problem = cs.name_problem(name)
-    if problem:  # before the name goes into a file name
-        state.rounds = rounds
-        return {"ok": False, "error": problem}
     index = len(cs.planned(spec))
     files: dict[str, str] = {}
     for key in ("patch", "blueprint"):
@@ -85,7 +92,7 @@ def _add(
         state.rounds = rounds
         return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
     try:
-        check_entry(folder, state, raw, files.values())
+        check_entry(folder, state, raw, now, files.values())
     except cs.CampaignError as exc:
         state.rounds = rounds
         return {"ok": False, "error": "; ".join(exc.problems)}
@@ -121,7 +128,7 @@ def _set(
     except cs.CampaignError as exc:
         return {"ok": False, "error": "; ".join(exc.problems)}
     if go_on:
-        _continue(state, spec, now)
+        _continue(state, spec, now, room=False)
     state.stop_set.update(rules)
     state.revision += 1
     state.done = False  # re-evaluated at once: goes on if no rule is met any more

@@ -274,18 +274,16 @@ class Campaigns:
             changed = True
         changed = self._record(state, spec, runs) or changed
         before = (state.progress, state.phase, state.status, state.reason)
-        self._evaluate(state, spec, len(plan), now)
+        self._evaluate(state, spec, now)
         if changed or before != (state.progress, state.phase, state.status, state.reason):
             self._save(state)
             self._report(state, spec)
         if changed:
             self._plot(state, spec)
 
-    def _evaluate(
-        self, state: CampaignState, spec: cs.CampaignSpec, planned: int, now: float
-    ) -> None:
+    def _evaluate(self, state: CampaignState, spec: cs.CampaignSpec, now: float) -> None:
         """Where the campaign stands now (`standing`), with the time it ended."""
-        phase, status, reason, progress = standing(state, spec, planned, now)
+        phase, status, reason, progress = standing(state, spec, now)
         if phase == "done" and state.phase != "done":
             state.ended_at = now
             log.info("campaign %s ended (%s): %s", state.campaign_id, status, reason)

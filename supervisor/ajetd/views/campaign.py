@@ -19,6 +19,8 @@ from ajetd.core.campaignrecord import (
     ExpState,
     attempted,
     best_line,
+    held_back,
+    not_launched,
     progress_of,
     rules_of,
 )
@@ -208,7 +210,7 @@ def status_json(
         }
         return {**out, **{key: known.get(key) for key in _SPEC_FIELDS}}
     best, baseline = _best_and_baseline(state)
-    plan = cs.planned(spec)
+    held = held_back(state, spec, now) or None
     out.update(_campaign_json(spec, state, now))
     out.update(
         {
@@ -216,9 +218,14 @@ def status_json(
             "baseline": baseline,
             "running": _running(spec, state, runs),
             "planned": [
-                {"index": i, "name": e.name, "description": e.description, "smoke": e.smoke}
-                for i, e in enumerate(plan)
-                if i >= len(state.experiments)
+                {
+                    "index": i,
+                    "name": e.name,
+                    "description": e.description,
+                    "smoke": e.smoke,
+                    "not_run": held,
+                }
+                for i, e in not_launched(state, spec)
             ],
             "rows": rows,
             "result_dir": spec.result_dir,
@@ -277,7 +284,8 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
     lines.append(f"best: {best_line(spec, state)}")
     lines += [_running_line(run, goal["metric"]) for run in data["running"]]
     for planned in data["planned"]:
-        lines.append(f"planned: {planned['index']} {planned['name']}")
+        why = f" (not run: {planned['not_run']})" if planned["not_run"] else ""
+        lines.append(f"planned: {planned['index']} {planned['name']}{why}")
     if data["rows"]:
         lines.append("")
         lines.append(f"{'#':>3}  {'status':<8} {'best':>10}  {'experiment':<24} branch")
@@ -358,6 +366,9 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
             f"| {e.index} | {e.name} | {hypothesis} | {e.branch or '-'} | {e.run_id or '-'} "
             f"| {status} | {value} | {why} |"
         )
+    for index, exp in not_launched(state, spec):  # never dropped in silence
+        hypothesis = table_cell(exp.description, HYPOTHESIS_MAX)
+        lines.append(f"| {index} | {exp.name} | {hypothesis} | - | - | planned |  |  |")
     carried = [(e, carried_line(e, state.experiments)) for e in state.experiments]
     lines += [""] if any(text for _, text in carried) else []
     lines += [f"- experiment {e.index} ({e.name}) {text}" for e, text in carried if text]
