@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -253,11 +254,11 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
     from ajetd.hosts.slurm import parse_sacct, parse_scontrol
 
     sacct = (
-        "101|COMPLETED|0:0|0:0|gpu-3|None\n"
-        "102|CANCELLED by 1000|0:15|0:0|gpu-4|None\n"
-        "103|NODE_FAIL|0:0|1:0|gpu-5|None\n"
-        "104|RUNNING|0:0|0:0|gpu-6|None\n"
-        "999|FAILED|1:0|0:0|gpu-7|None\n"
+        "101|COMPLETED|0:0|0:0|gpu-3|2026-12-02T09:28:05|None\n"
+        "102|CANCELLED by 1000|0:15|0:0|gpu-4|Unknown|None\n"
+        "103|NODE_FAIL|0:0|1:0|gpu-5|2026-12-02T09:30:00|a reason | with the separator\n"
+        "104|RUNNING|0:0|0:0|gpu-6|Unknown|None\n"
+        "999|FAILED|1:0|0:0|gpu-7|2026-12-02T09:28:05|None\n"
     )
     jobs = parse_sacct(sacct, {"101", "102", "103", "104"})
     assert [(j.job_id, j.state, j.exit_code, j.nodes) for j in jobs.values()] == [
@@ -265,12 +266,18 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
         ("102", "CANCELLED", 143, "gpu-4"),
         ("103", "NODE_FAIL", 1, "gpu-5"),
     ]
+    at = datetime(2026, 12, 2, 9, 28, 5).timestamp()  # Slurm prints local time
+    assert [j.ended_at for j in jobs.values()] == [at, None, at + 115]
+    assert jobs["103"].reason == "a reason | with the separator"
     scontrol = (
-        "JobId=7 JobName=ajet_x_t1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 NodeList=n1\n"
-        "JobId=8 JobName=ajet_y_t1 JobState=PENDING Reason=Resources ExitCode=0:0 NodeList=\n"
+        "JobId=7 JobName=ajet_x_t1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 NodeList=n1 "
+        "EndTime=2026-12-02T09:28:05\n"
+        "JobId=8 JobName=ajet_y_t1 JobState=PENDING Reason=Resources ExitCode=0:0 NodeList= "
+        "EndTime=Unknown\n"
     )
     [job] = parse_scontrol(scontrol, {"7", "8"}).values()
     assert (job.state, job.reason, job.exit_code, job.nodes) == ("TIMEOUT", "TimeLimit", 143, "n1")
+    assert job.ended_at == at
 
 
 def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env) -> None:
@@ -343,3 +350,27 @@ def test_a_job_with_a_damaged_record_is_rebuilt_never_resubmitted(
     if mode == "batch":
         assert log.read_text().count("submitted batch job") == 1
     assert env.launches() == [f"{run_id} 1"]
+
+
+def test_a_job_slurm_ended_is_recorded_at_slurms_end_time_not_when_noticed(
+    tmp_path: Path,
+) -> None:
+    """A job Slurm ended without its script's exit file (a node that died, a time limit): its
+    end time was the moment the poll noticed it, up to a minute later (the poll backs off).
+    It is now Slurm's End/EndTime, where that lies within the trial; else still the notice."""
+    from ajetd.adapters.store import Home
+    from ajetd.core.model import Run, Trial
+    from ajetd.hosts import slurm
+    from ajetd.hosts.slurmjob import SlurmPoller
+
+    home = Home(tmp_path / "home")
+    home.ensure()
+    began = 1_000_000.0
+    run = Run("abc123", "b.md", began, trials=(Trial(1, "train", "s", started_at=began),))
+    home.run_dir(run.run_id).mkdir()
+    done = home.trial_file(run.run_id, 1, "job.done")
+    poller = SlurmPoller(home, 5.0)
+    for said, recorded in ((began + 40, began + 40), (began - 5, began + 70), (None, began + 70)):
+        job = slurm.Job("7", "NODE_FAIL", "", 1, "n1", said)
+        poller.ended(run, job, began + 70)
+        assert done.read_text() == f"1 {recorded}\n", said

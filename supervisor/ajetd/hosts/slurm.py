@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from ajetd.core.errors import AjetdError
 from ajetd.core.finding import Finding
@@ -52,6 +53,7 @@ class Job:
     reason: str = ""
     exit_code: int | None = None
     nodes: str = ""
+    ended_at: float | None = None  # when Slurm says it ended (sacct's End, scontrol's EndTime)
 
 
 def job_name(run_id: str, trial: int) -> str:
@@ -165,7 +167,7 @@ def finished(job_ids: set[str]) -> dict[str, Job]:
         return {}
     try:
         if accounting():
-            fields = "JobID,State,ExitCode,DerivedExitCode,NodeList,Reason"
+            fields = "JobID,State,ExitCode,DerivedExitCode,NodeList,End,Reason"
             out = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(sorted(job_ids)), "-o", fields])
             return parse_sacct(out, job_ids)
         return parse_scontrol(_run(["scontrol", "show", "job", "-o"]), job_ids)
@@ -200,14 +202,26 @@ def parse_scontrol(out: str, job_ids: set[str]) -> dict[str, Job]:
                 fields.get("Reason", ""),
                 _exit(fields.get("ExitCode", "")),
                 fields.get("NodeList", ""),
+                slurm_time(fields.get("EndTime", "")),
             )
     return found
 
 
+def slurm_time(text: str) -> float | None:
+    """A time as Slurm prints it (`2026-12-02T09:28:05`, in the local time zone of the
+    command that printed it: this machine's, as ajetd runs sacct and scontrol here); None for
+    `Unknown`, `None` or anything else."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:
-    """`sacct -n -P -X -o JobID,State,ExitCode,DerivedExitCode,NodeList,Reason` lines of ended
-    jobs among `job_ids`; `CANCELLED by 1000` reads as CANCELLED; a zero exit code with a
-    non-zero derived one (a failed step) gives the derived one."""
+    """`sacct -n -P -X -o JobID,State,ExitCode,DerivedExitCode,NodeList,End,Reason` lines of
+    ended jobs among `job_ids`; `CANCELLED by 1000` reads as CANCELLED; a zero exit code with
+    a non-zero derived one (a failed step) gives the derived one. The reason is last: free
+    text, it may hold the separator."""
     found = {}
     for line in out.splitlines():
         cells = line.split("|")
@@ -220,9 +234,10 @@ def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:
         found[cells[0]] = Job(
             cells[0],
             state,
-            cells[5] if len(cells) > 5 else "",
+            "|".join(cells[6:]),
             derived if not code and derived else code,
             cells[4],
+            slurm_time(cells[5]) if len(cells) > 5 else None,
         )
     return found
 

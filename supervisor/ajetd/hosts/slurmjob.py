@@ -172,7 +172,7 @@ class SlurmPoller:
         than the output; a done file where its script could not write the exit code)."""
         info = run.slurm
         assert run.trial is not None
-        n = run.trial.number
+        n, began = run.trial.number, run.trial.started_at or 0.0
         info = replace(info, job_id=done.job_id, state=done.state, reason=done.reason, final=n)
         found = slurm.finding(done)
         if found is not None:
@@ -182,5 +182,7 @@ class SlurmPoller:
                 info = replace(info, exclude=done.nodes)
         if not self.home.trial_file(run.run_id, n, "job.exit").exists():
             code = done.exit_code if done.exit_code else 1
-            write_atomic(self.home.trial_file(run.run_id, n, "job.done"), f"{code} {now}\n")
+            # Slurm's end time, where it is a sane one (not the moment this poll noticed)
+            at = done.ended_at if done.ended_at and began <= done.ended_at <= now else now
+            write_atomic(self.home.trial_file(run.run_id, n, "job.done"), f"{code} {at}\n")
         return replace(run, slurm=info)
