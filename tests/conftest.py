@@ -28,6 +28,7 @@ import yaml
 from slurmcluster import SlurmCluster
 
 from ajetd.core.hostspecs import SshSpec
+from ajetd.pictures import drawing
 
 FAKEJET = Path(__file__).parent / "fakejet"
 PYTHON = sys.executable
@@ -336,7 +337,12 @@ def matplotlib_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def env(tmp_path: Path, matplotlib_folder: Path) -> Iterator[Env]:
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
+    """A test's world. Its daemons draw no pictures (AJETD_PICTURES=off) unless the test is
+    marked `pictures`: a run's end with data started a matplotlib child (~1.2 s of CPU, a third
+    of test_daemon_e2e's), where most tests read the record, not the pictures. The marked
+    tests (test_plots end to end, the campaign's progress.png, the files a run leaves, the
+    home's modes with plot.log) draw them as a user's daemon does."""
     home = tmp_path / "ajetd-home"
     socket = f"ajetd-test-{uuid.uuid4().hex[:10]}"
     codebase = tmp_path / "codebase"
@@ -347,7 +353,11 @@ def env(tmp_path: Path, matplotlib_folder: Path) -> Iterator[Env]:
     private = ("TMUX", "TMUX_PANE", "WANDB_API_KEY", "SWANLAB_API_KEY")  # no test needs a key
     variables = {k: v for k, v in os.environ.items() if k not in private}
     variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
-    variables["MPLCONFIGDIR"] = str(matplotlib_folder)
+    if request.node.get_closest_marker("pictures") is None:
+        variables[drawing.OFF_ENV] = "off"
+    else:
+        variables.pop(drawing.OFF_ENV, None)
+        variables["MPLCONFIGDIR"] = str(request.getfixturevalue("matplotlib_folder"))
     e = Env(tmp=tmp_path, home=home, socket=socket, codebase=codebase, vars=variables)
     yield e
     for proc in e.daemons:

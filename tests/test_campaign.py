@@ -322,6 +322,7 @@ def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
     assert git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.pictures
 def test_a_folder_dropped_into_the_inbox_is_a_campaign(daemon_env: Env) -> None:
     env = daemon_env
     folder = _folder(env, "dropped", "stop: {max_experiments: 1}\nexperiments: []\n")

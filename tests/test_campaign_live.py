@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import Env, git, wait_for
 
 CONFIG = "examples/configs/grpo_fake.yaml"
@@ -84,6 +86,7 @@ def committed_baseline(env: Env) -> str:
     return git(env.codebase, "rev-parse", "HEAD")
 
 
+@pytest.mark.pictures
 def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     env = daemon_env
     head = committed_baseline(env)
@@ -241,6 +244,7 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
     assert "Traceback" not in env.daemon_log()
 
 
+@pytest.mark.pictures
 def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     env = daemon_env
     folder = _folder(

@@ -1143,6 +1143,7 @@ def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None
     assert env.launches() == [f"{run_id} 1"]
 
 
+@pytest.mark.pictures
 def test_every_file_and_folder_in_the_home_is_owner_only(env: Env) -> None:
     """DESIGN: ajetd's home is owner-only, whatever the user's umask (here 022) or the mode of
     the blueprint the user copied in: the trial script's exit file, hooks.log, plot.log, the

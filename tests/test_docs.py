@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import click
+import pytest
 
 from ajetd.core.blueprint import parse_blueprint
 from conftest import PYTHON, Env, cli_commands
@@ -32,6 +33,7 @@ def test_readme_first_lines_are_the_two_commands() -> None:
     assert "python3 -m pytest -q" in (ROOT / ".ci" / "run").read_text()
 
 
+@pytest.mark.pictures
 def test_readme_walkthrough_runs(env: Env) -> None:
     block = _bash_blocks(ROOT / "README.md")[1]
     demo_home, demo_result = env.tmp / "demo-home", env.tmp / "demo-result"

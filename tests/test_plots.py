@@ -8,6 +8,8 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
@@ -27,6 +29,7 @@ def _fake_gpus(env: Env) -> Path:
     return path
 
 
+@pytest.mark.pictures
 def test_pictures_mid_run_and_at_the_end_linked_from_results(env: Env) -> None:
     file = _fake_gpus(env)
     env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
@@ -82,6 +85,31 @@ def test_a_plot_that_fails_is_logged_and_said_never_fatal(tmp_path: Path) -> Non
     drawn, problem = drawing.draw_final(home, run)  # the same run, given the time it needs
     assert drawn == ["curves.png"] and problem == ""
     assert (tmp_path / "result" / "curves.png").read_bytes().startswith(PNG)
+
+
+def test_pictures_off_starts_no_plotter_and_links_no_picture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AJETD_PICTURES=off (the `env` fixture's daemons have it unless a test is marked
+    `pictures`): neither the final pictures nor a mid-run drawing nor a campaign's
+    progress.png start a child; the run's end says nothing of pictures."""
+    from ajetd.pictures.campaigndrawing import Plotter
+
+    monkeypatch.setenv(drawing.OFF_ENV, "off")
+    home = Home(tmp_path / "home")
+    home.ensure()
+    run = replace(_run_with_history(), result_dir=str(tmp_path / "result"))
+    home.run_dir(run.run_id).mkdir()
+    (tmp_path / "result").mkdir()
+    assert drawing.draw_final(home, run) == ([], "")
+    drawing.LivePlots().request(home, run, 0.0)
+    progress = Plotter()
+    progress.request("c-abcdef", tmp_path / "plot.json", tmp_path / "result" / "progress.png")
+    assert not progress.running and not progress.due
+    assert list(home.run_dir(run.run_id).iterdir()) == []  # no spec for a plotter either
+    assert list((tmp_path / "result").iterdir()) == []
+    monkeypatch.setenv(drawing.OFF_ENV, "")
+    assert drawing.wanted()
 
 
 def test_matplotlib_never_enters_the_daemon_or_the_cli() -> None:

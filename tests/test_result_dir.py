@@ -139,6 +139,7 @@ def test_a_val_file_ajetd_would_choose_in_the_result_dir_is_refused(env: Env) ->
     assert code == 0, said
 
 
+@pytest.mark.pictures
 def test_every_file_a_finished_run_leaves_is_one_the_guard_knows(daemon_env: Env) -> None:
     """The list cannot drift from the writers: a run that wrote every file (a dirty git
     codebase: provenance.diff; validations: curves.png; its config: config-used.yaml) leaves

@@ -34,6 +34,7 @@ from ajetd.daemon.launch import Launch
 from ajetd.daemon.observe import DEAD_STATUS_WAIT_S
 from ajetd.daemon.slots import LIVE, RunSlot
 from ajetd.diagnosis.live import LIVE_SCAN_S
+from ajetd.pictures import drawing
 
 __all__ = ["Daemon", "DaemonConfig"]
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.gpus.probe = open_probe()
         self.campaigns.load(self.clock())
         log.info("GPUs: %s", self.gpus.probe.description)
+        if not drawing.wanted():
+            log.info("pictures: none drawn (%s=off)", drawing.OFF_ENV)
         try:
             self.reconcile(self.clock())
             self.watcher.start(self.home.inbox, self.home.control, (self.home.swarm,))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ajetd.adapters.store import open_owner
 from ajetd.diagnosis.scan import tail_bytes
+from ajetd.pictures.drawing import wanted
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,8 @@ class Plotter:
         self.due: dict[str, tuple[Path, Path]] = {}  # campaign id -> (plot.json, png)
 
     def request(self, campaign_id: str, source: Path, png: Path) -> None:
+        if not wanted():  # AJETD_PICTURES=off
+            return
         self.due[campaign_id] = (source, png)
         self._start()
 

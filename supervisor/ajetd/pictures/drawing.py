@@ -8,6 +8,11 @@ are drawn once its data is final and before results.md and finish.flag are writt
 most FINAL_TIMEOUT_S; a plot that fails or times out is logged and results.md says so, and the
 run's outcome is never touched.
 
+`AJETD_PICTURES=off` in the daemon's environment draws none of them (nor a campaign's
+progress.png): no child is started and results.md links no picture. It is the test suite's
+setting (a matplotlib child costs ~1.2 s of CPU, the most a short test run's end costs); the
+tests that look at pictures draw them (tests/test_plots.py end to end).
+
 GPU samples for gpus.png are appended to `runs/<id>/gpus.jsonl` by the daemon at each GPU
 sample (bounded by MAX_GPU_LOG_BYTES).
 """
@@ -36,6 +41,12 @@ FINAL_TIMEOUT_S = 60.0
 LIVE_EVERY_S = 30.0
 PICTURES = resultfiles.PICTURES
 _LIVE: dict[str, subprocess.Popen[bytes]] = {}  # run id -> the mid-run drawing, if any
+OFF_ENV = "AJETD_PICTURES"  # `off`: no pictures drawn
+
+
+def wanted() -> bool:
+    """Whether pictures are drawn at all (`AJETD_PICTURES=off`: none)."""
+    return os.environ.get(OFF_ENV, "").strip().lower() != "off"
 
 
 def gpu_file(home: Home, run_id: str) -> Path:
@@ -114,7 +125,7 @@ def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[
     if live is not None and live.poll() is None:  # an older drawing must not land last
         live.kill()
         live.wait()
-    if not run.result_dir or not _has_data(home, run):
+    if not run.result_dir or not wanted() or not _has_data(home, run):
         return [], ""
     spec_file = home.run_dir(run.run_id) / "plot-spec.json"
     problem = ""
@@ -154,6 +165,8 @@ class LivePlots:
         self.failed: dict[str, float] = {}  # when the plotter last could not start (a full home)
 
     def request(self, home: Home, run: Run, now: float) -> None:
+        if not wanted():
+            return
         running = _LIVE.get(run.run_id)
         if running is not None and running.poll() is None:
             return
