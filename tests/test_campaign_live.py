@@ -270,7 +270,7 @@ def test_default_stop_rule_smoke_runs_and_stop(daemon_env: Env) -> None:
     wait_for((result / "campaign.md").exists, what="the campaign taken")
     (result / "progress.png").mkdir()
     # no stop rule: the baseline and three experiments (the smoke run counts for nothing)
-    done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json")
+    done = env.cli("campaign", "wait", cid, "--timeout", "90", "--json", timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     status = json.loads(done.stdout)
     assert (status["state"], status["status"]) == ("done", "needs_decision")
