@@ -437,6 +437,7 @@ def test_an_old_layout_val_file_never_shows_a_raw_none_step(tmp_path: Path) -> N
     assert stepped(steps) == (steps, True)
 
 
+@pytest.mark.pictures
 def test_a_programs_own_metrics_beside_mean_reward_are_shown_everywhere(daemon_env: Env) -> None:
     """E2E (walk 82, L2): a program's val file with `acc_top1` and `rouge_l` beside
     mean_reward showed mean_reward alone in results.md's table, curves.png and `status RUN`'s
