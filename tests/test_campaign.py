@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import time
 from datetime import datetime
 from pathlib import Path
@@ -297,7 +298,20 @@ def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
     original = dirty_file.read_text()
     dirty_file.write_text(original + "# uncommitted\n")
     refused = _folder(env, "dirty", campaign, {"tweak.patch": PATCH})
-    assert env.cli("campaign", str(refused)).returncode == 0
+    # refused at once by the CLI, from the same facts the daemon's start reads (walk 82, L6:
+    # it printed an id, exit 0, and the campaign was refused a moment later)
+    out = env.cli("campaign", str(refused))
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    assert "has uncommitted changes (1 file(s))" in out.stderr, out.stderr
+    assert not [p for p in (env.home / "inbox").iterdir() if "dirty" in p.name]
+    # dirtied after the CLI took it (the daemon frozen meanwhile): the daemon refuses it
+    dirty_file.write_text(original)
+    env.daemons[-1].send_signal(signal.SIGSTOP)
+    try:
+        assert env.cli("campaign", str(refused)).returncode == 0
+        dirty_file.write_text(original + "# uncommitted\n")
+    finally:
+        env.daemons[-1].send_signal(signal.SIGCONT)
     wait_for(lambda: "refused" in env.cli("status").stdout, what="the refusal")
     assert "uncommitted changes" in env.cli("status").stdout
     dirty_file.write_text(original)
@@ -320,6 +334,21 @@ def test_branches_and_worktrees_on_a_real_repository(daemon_env: Env) -> None:
     assert git(env.codebase, "rev-parse", "HEAD") == head
     assert (env.codebase / "untracked.txt").read_text() == "the user's own work"
     assert git(env.codebase, "status", "--porcelain", "--untracked-files=no") == ""
+
+    # an experiment whose branch exists would be refused (a crash row): said at once, by
+    # `ajetd campaign FOLDER` for campaign.yaml's, by `campaign add` for the one it adds
+    again = _folder(env, "again", campaign, {"tweak.patch": PATCH})
+    out = env.cli("campaign", str(again))
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    for index, name in ((0, "baseline"), (1, "tweak")):
+        assert f"experiment {index} ({name}): branch ar/t/{name} or worktree " in out.stderr
+    git(env.codebase, "branch", "ar/t/other")
+    listed = json.loads(env.cli("campaign", "list", "--json").stdout)
+    cid = next(c["campaign_id"] for c in listed if c["name"] == "clean")
+    added = env.cli("campaign", "add", cid, "--name", "other", "--description", "x")
+    assert added.returncode == 2, added.stdout + added.stderr
+    assert "experiment 2 (other): branch ar/t/other or worktree" in added.stderr, added.stderr
+    assert not list((env.home / "control").glob("*.campaign-*"))
 
 
 @pytest.mark.pictures

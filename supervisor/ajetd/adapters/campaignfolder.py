@@ -15,6 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters import campaigngit
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space
 from ajetd.adapters.inbox import SETTLE_S
@@ -73,6 +74,33 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
         raise cs.CampaignError(problems)
 
 
+def worktree_of(spec: cs.CampaignSpec, name: str) -> Path:
+    """Where an experiment's worktree goes (with `branch_prefix`)."""
+    return Path(spec.result_dir) / "worktrees" / name
+
+
+def check_repo(spec: cs.CampaignSpec, base: Blueprint) -> None:
+    """CampaignError for what the daemon would refuse of a campaign with `branch_prefix`
+    from the repository as it is now: no repository, uncommitted changes (the whole campaign,
+    as the daemon's start does), an experiment whose branch or worktree exists (that one, a
+    crash row): `ajetd campaign FOLDER` says it at once, exit 2, and submits nothing (walk
+    82, L6: it printed an id, and the campaign was refused a moment later)."""
+    if not spec.branch_prefix:
+        return
+    top, _, refusal = campaigngit.baseline(base.codebase_dir)
+    if refusal:
+        raise cs.CampaignError([refusal])
+    problems = []
+    for index, exp in enumerate(cs.planned(spec)):
+        there = campaigngit.taken(
+            top, f"{spec.branch_prefix}/{exp.name}", worktree_of(spec, exp.name)
+        )
+        if there:
+            problems.append(f"experiment {index} ({exp.name}): {there}")
+    if problems:
+        raise cs.CampaignError(problems)
+
+
 def check_entry(
     folder: Path,
     state: CampaignState,
@@ -89,7 +117,15 @@ def check_entry(
     if taken:  # said with the campaign's index, not as a position in a merged campaign.yaml
         raise cs.CampaignError([taken])
     spec, base, _ = load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files))
-    check_overrides(spec, base, [spec.experiments[-1].name])  # the one added: last
+    added = spec.experiments[-1]  # the one added: last
+    check_overrides(spec, base, [added.name])
+    if spec.branch_prefix and state.repo:
+        branch = f"{spec.branch_prefix}/{added.name}"
+        there = campaigngit.taken(state.repo, branch, worktree_of(spec, added.name))
+        if there:
+            raise cs.CampaignError(
+                [f"experiment {len(cs.planned(spec)) - 1} ({added.name}): {there}"]
+            )
 
 
 def check_rules(
@@ -202,6 +238,7 @@ def submit_folder(home: Home, folder: Path) -> str:
     spec, base, _ = load_folder(folder)
     check_overrides(spec, base)
     check_result_dir(Path(spec.result_dir))
+    check_repo(spec, base)
     home.ensure()
     campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"

@@ -8,6 +8,7 @@ already made (a branch, a worktree) is kept for a person to look at.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,19 @@ def baseline(codebase: str) -> tuple[str, str, str]:
     return top, head, ""
 
 
+def taken(repo: str, branch: str, path: Path) -> str:
+    """Why an experiment cannot have `branch` and its worktree at `path` ("" when it can):
+    one of them exists, and git is never asked to overwrite. Checked where the experiment is
+    made, and before: `ajetd campaign FOLDER` and `campaign add` refuse such a one at once."""
+    code, _ = git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}")
+    if code == 0 or os.path.lexists(path):
+        return (
+            f"branch {branch} or worktree {path} already exists; ajetd never "
+            "overwrites: choose another name or branch_prefix"
+        )
+    return ""
+
+
 @dataclass(frozen=True)
 class Worktree:
     """What was made: the branch and the commit it starts from, then the hypothesis commit."""
@@ -59,12 +73,9 @@ def hypothesis_worktree(
     code, parent = git(repo, "rev-parse", "--verify", f"{start}^{{commit}}")
     if code != 0:
         return Worktree(), f"cannot start from {start!r}: {parent}"
-    code, _ = git(repo, "rev-parse", "--verify", f"refs/heads/{branch}")
-    if code == 0 or path.exists():
-        return Worktree(), (
-            f"branch {branch} or worktree {path} already exists; ajetd never "
-            "overwrites: choose another name or branch_prefix"
-        )
+    there = taken(repo, branch, path)
+    if there:
+        return Worktree(), there
     path.parent.mkdir(parents=True, exist_ok=True)
     code, out = git(repo, "worktree", "add", "-b", branch, str(path), parent)
     if code != 0:

@@ -471,7 +471,7 @@ class Campaigns:
     ) -> str | None:
         """The experiment's own worktree and branch with its hypothesis commit; None (and the
         experiment refused) when git cannot do it without overwriting something."""
-        path = Path(spec.result_dir) / "worktrees" / exp.name
+        path = cf.worktree_of(spec, exp.name)
         made, refusal = campaigngit.hypothesis_worktree(
             state.repo,
             f"{spec.branch_prefix}/{exp.name}",
