@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -430,9 +431,11 @@ def test_a_logs_writer_ends_with_its_pane_when_the_logs_folder_is_gone(env: Env,
     """The trial's log cannot be opened (its result dir was removed or unmounted, or `cat`
     met a full disk and its folder went away before it opened the log again): the pipe's
     copier keeps trying while the pane lives, and ends once the pane (or the whole tmux server)
-    is gone. It used to retry `cat >> log` every second for ever, never reading the pipe, so
+    is gone (where the log's folders cannot be made again, owner-only, one level each: their
+    parent gone too; and no spare is given). It used to retry `cat >> log` every second for ever, never reading the pipe, so
     never seeing its end: an orphan per such run, a `sleep` started each second."""
-    log = env.tmp / "removed" / "logs" / "trial-1.log"  # no such folder
+    # no such folder, nor its parent: it cannot be made again (one level each, never -p)
+    log = env.tmp / "unmounted" / "removed" / "logs" / "trial-1.log"
     script = env.tmp / "prog.sh"
     script.write_text("echo first; read -r _\n")  # prints, then waits for Enter
     tmux = Tmux(env.socket)
@@ -443,7 +446,7 @@ def test_a_logs_writer_ends_with_its_pane_when_the_logs_folder_is_gone(env: Env,
     else:
         env.tmux("kill-server")
     wait_for(lambda: not _pipe_helpers(log), timeout=10, what="the copier to end with its pane")
-    assert not log.parent.exists()  # nothing made where the folder was
+    assert not log.parent.parent.parent.exists()  # nothing made where the folder was
 
 
 def test_a_stop_asked_while_the_hang_rule_stops_the_run_is_not_lost(env: Env) -> None:
@@ -656,3 +659,53 @@ def test_a_stop_asked_again_keeps_the_first_requests_time(env: Env) -> None:
     wait_for(lambda: time.time_ns() > first[1] + 10_000_000, 5, what="the clock to move")
     assert env.cli("stop", run_id).returncode == 1
     assert (request.read_text(), request.stat().st_mtime_ns) == first
+
+
+@pytest.mark.parametrize("replaced", ["removed", "link"])
+def test_a_result_dir_removed_mid_run_loses_no_output(env: Env, replaced: str) -> None:
+    """Walk 82, M2: `rm -rf` of a live run's result dir lost all of its output from then on
+    (`cat` wrote into the unlinked file, and a new open dropped it), `ajetd logs` failed, and
+    the reports named a log that was not there. The writer sees the name no longer reaches its
+    file within a second: it makes the folders again, owner-only, copies the old text back
+    and goes on; where a link stands in the dir's place it never writes through it, the output
+    goes on in ajetd's own folder, and trials.md names that file. The daemon notes it in the
+    timeline and the run's warnings. Real tmux, a real daemon."""
+    env.start_daemon()
+    go, result = env.tmp / "go", env.tmp / "results" / "gone"
+    command = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
+    run_id = env.submit(env.blueprint("gone", command=command))
+    log = result / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "before" in log.read_text(), what="the first output")
+    shutil.rmtree(result)
+    elsewhere = env.tmp / "elsewhere"
+    if replaced == "link":  # another's link where the dir was: never written through
+        elsewhere.mkdir()
+        result.symlink_to(elsewhere)
+    warned = wait_for(
+        lambda: [w for w in env.status(run_id)["warnings"] if "log folder vanished" in w],
+        what="the vanished folder in status",
+    )
+    go.touch()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "trial 1's log folder vanished at" in events, events
+    if replaced == "removed":
+        assert "made again (owner-only)" in warned[0], warned
+        assert (result / "logs").stat().st_mode & 0o777 == 0o700
+        kept = log
+        assert "- log: `logs/trial-1.log`" in (result / "trials.md").read_text()
+    else:
+        kept = env.home / "runs" / run_id / "trial-1.log"
+        assert warned[0].endswith(f"the output goes on in {kept}, the reports beside it")
+        assert list(elsewhere.iterdir()) == [], "written through the link"
+        trials = (kept.parent / "trials.md").read_text()
+        assert f"- log: `{kept}` (this dir's logs/ folder vanished" in trials, trials
+    text = kept.read_text()
+    assert text.index("\nbefore\n") < text.index("vanished") < text.index("\nafter\n"), text
+    reports = result if replaced == "removed" else kept.parent  # never through the link
+    tail = (reports / "results.md").read_text().split("## Last 50 lines of output")[1]
+    assert "\nafter\n" in tail and "\nbefore\n" in tail, tail
+    assert (reports / "finish.flag").exists()
+    logs = env.cli("logs", run_id)
+    assert logs.returncode == 0 and "after" in logs.stdout, logs.stderr

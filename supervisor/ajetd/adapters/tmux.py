@@ -21,6 +21,68 @@ from ajetd.core.trialscript import EXIT_OPTION
 
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
 MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
+VANISHED_NOTE = "[ajetd] this log's folder vanished (removed, moved or replaced) at"
+
+
+def moved_note(spare: str) -> str:
+    """Where `pipe_writer` says, one line each time, that the log's folder vanished: `<ISO
+    time> log` (made again) or `<ISO time> spare` (the output goes on in `spare`)."""
+    return f"{spare}.moved"
+
+
+def pipe_writer(path: str, spare: str | None) -> str:
+    """The command tmux runs for `pipe-pane` (POSIX sh, the pane's output on its stdin).
+
+    `cat` appends the output to `path`; where a write fails (the log's disk is full: the
+    program may fill its own result dir) it is started again a second later with a line
+    saying output is missing, so the rest of the run still reaches the log once there is room.
+    Each second (and at the end) the loop checks that `path` still names the file `cat`
+    writes (held on fd 5): a result dir removed (`rm -rf`), moved or replaced mid-run left
+    `cat` writing into a file no name reached, all of the trial's output lost. Then the
+    log's folders are made again, owner-only (`mkdir -m 700`, one level each, never `-p`),
+    where nothing is in their place; where
+    something else is (a file, a link, another user's folder: never written through) or they
+    cannot be made, the output goes on in `spare` (the daemon's own folder) instead. The old
+    file's text (read through /dev/fd/5: still open) is copied to the new one first,
+    then a line saying when the folder vanished, and `<time> log|spare` is appended to
+    `moved_note(spare)` for the daemon to report. No `%` and no `#` in the script: tmux
+    expands both in a pipe-pane command (strftime, formats). Where not even that can be opened, the
+    output is read and dropped a second at a time (the pipe is still read, so its end is seen
+    and the loop ends with the pane). At the pane's end `cat` reads end-of-file, exits 0, and
+    the loop ends."""
+    log = shlex.quote(path)
+    logs, folder = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1))
+    other = shlex.quote(spare) if spare else "/dev/null"
+    note = shlex.quote(moved_note(spare)) if spare else "/dev/null"
+    safe = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || return 1'
+    script = (
+        f"out={log}; exec 3<&0\n"
+        f"usable() {{ for d in {folder} {logs}; do\n"
+        f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
+        f"  {safe}\n"
+        f"done; [ ! -L {log} ] && : >> {log}; }}\n"
+        "moved() {\n"
+        f"  if usable; then out={log}; w=log; elif : >> {other}; then out={other}; w=spare;"
+        " else out=; exec 4<&-; return 1; fi\n"
+        '  [ -n "$1" ] && cat <&4 >> "$out"; exec 4<&-; t=$(date -u -Iseconds)\n'
+        f'  {{ echo; echo "{VANISHED_NOTE} $t; the output goes on here"; }} >> "$out"\n'
+        f'  echo "$t $w" >> {note}\n'
+        "}\n"
+        'gone() { ! [ "$out" -ef /dev/fd/5 ]; }\n'
+        "while :; do\n"
+        '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
+        "    cat <&3 >&5 & c=$!\n"
+        '    while kill -0 "$c" && ! gone; do sleep 1; done\n'
+        '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-\n'
+        '      moved old; [ "$rc" = 0 ] && exit 0; continue; fi\n'
+        '    wait "$c"; rc=$?; exec 5>&-; [ "$rc" = 0 ] && exit 0\n'
+        f"    sleep 1; printf '\\n{MISSING_OUTPUT}\\n' >> \"$out\"\n"
+        "  elif ! moved; then timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
+        "done"
+    )
+    return f"{{\n{script}\n}} 2>/dev/null"
+
+
 _GONE_MARKERS = (
     "no server running",
     "error connecting to",
@@ -174,7 +236,13 @@ class Tmux:
             raise
 
     def new_session(
-        self, name: str, cwd: str, script: str, log: str | None = None, window: str = "run"
+        self,
+        name: str,
+        cwd: str,
+        script: str,
+        log: str | None = None,
+        window: str = "run",
+        spare: str | None = None,
     ) -> Pane:
         """A detached session whose only pane runs `bash <script>` as its own process; with
         `log`, armed in the same tmux call (one process, not three): `remain-on-exit` set and
@@ -187,7 +255,7 @@ class Tmux:
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
         arm = (
-            (";", *self._keep_dead(), ";", *self._pipe(log)) if log is not None else ()
+            (";", *self._keep_dead(), ";", *self._pipe(log, spare)) if log is not None else ()
         )  # commands after new-session act on its new pane
         out = self._run(
             "new-session",
@@ -230,18 +298,9 @@ class Tmux:
         return ("set-option", "-p", *target, "remain-on-exit", "on")
 
     @staticmethod
-    def _pipe(path: str, *target: str) -> tuple[str, ...]:
-        """`cat` appends the pane's output; where a write fails (the log's disk is full: the
-        program may fill its own result dir) it is started again a second later with a line
-        saying output is missing, so the rest of the run still reaches the log once there is
-        room. Where the log cannot even be opened (its folder removed or unmounted), the pane's
-        output is read and dropped a second at a time instead: the pipe is still read, so its
-        end is seen and the loop ends with the pane (retrying the open alone never read it and
-        outlived the pane for ever). At the pane's end `cat` reads end-of-file and exits 0."""
-        log = shlex.quote(path)
-        wait = f"if : >> {log}; then sleep 1; else timeout 1 cat > /dev/null && exit 0; fi"
-        again = f"{wait}; printf '\\n{MISSING_OUTPUT}\\n' >> {log}"
-        return ("pipe-pane", *target, f"until cat >> {log}; do {again}; done 2>/dev/null")
+    def _pipe(path: str, spare: str | None, *target: str) -> tuple[str, ...]:
+        """The pane's output appended to `path` (`pipe_writer`'s loop)."""
+        return ("pipe-pane", *target, pipe_writer(path, spare))
 
     def note_stop(self, pane_id: str, note: str) -> None:
         """Keep a stop's note (`core.stopnote`) on the pane, in the tmux server's memory."""
@@ -251,9 +310,10 @@ class Tmux:
         """Set remain-on-exit before the program can end, so its status can be read."""
         self._run(*self._keep_dead("-t", pane_id))
 
-    def pipe_to_file(self, pane_id: str, path: str) -> None:
-        """Append everything the pane prints to `path`, whatever the history limit."""
-        self._run(*self._pipe(path, "-t", pane_id))
+    def pipe_to_file(self, pane_id: str, path: str, spare: str | None = None) -> None:
+        """Append everything the pane prints to `path`, whatever the history limit (where
+        its folder vanishes and cannot be made again safely: to `spare`; `pipe_writer`)."""
+        self._run(*self._pipe(path, spare, "-t", pane_id))
 
     def kill_session(self, name: str) -> None:
         try:

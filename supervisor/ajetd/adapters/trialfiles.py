@@ -4,11 +4,16 @@ loads to read records: the script reader is not loaded for `ajetd status`."""
 
 from __future__ import annotations
 
+import contextlib
+from datetime import datetime
 from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.store import Home
+from ajetd.adapters.tmux import moved_note
+from ajetd.core.model import Run
 from ajetd.core.rebuilt import TrialFiles
-from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script
+from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script, trial_log
 
 MAX_SCRIPT_BYTES = 1024 * 1024  # a trial script: a command of at most 64 KiB, and ajetd's lines
 
@@ -67,3 +72,36 @@ def read_exit(exit_file: Path) -> tuple[int, float | None] | None:
         return parse_exit_file(read_small(exit_file))
     except (OSError, ValueError, NotRegularError):
         return None
+
+
+def spare_log(home: Home, run_id: str, number: int) -> Path:
+    """Where trial `number`'s output goes on when its log's folder vanishes and cannot be
+    made again safely (`pipe_writer`): in the run's folder in ajetd's home, owner-only."""
+    return home.trial_file(run_id, number, "log")
+
+
+def moves(home: Home, run_id: str, number: int) -> list[tuple[float, str]]:
+    """Each time trial `number`'s log folder vanished: when, and where its output went on
+    (`log`: the log made again; `spare`: `spare_log`), as the writer noted them
+    (`moved_note`); bounded."""
+    try:
+        text = read_small(Path(moved_note(str(spare_log(home, run_id, number)))))
+    except (OSError, NotRegularError):
+        return []
+    found = []
+    for line in text.splitlines()[:MAX_MOVES]:
+        at, _, where = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            found.append((datetime.fromisoformat(at).timestamp(), where))
+    return found
+
+
+MAX_MOVES = 100  # noted vanishings read back (a folder removed again and again)
+
+
+def output_log(home: Home, run: Run, number: int) -> Path:
+    """The file trial `number`'s output is in: its log in the result dir, or where its
+    folder vanished and could not be made again safely, the spare (the last move noted)."""
+    spare = spare_log(home, run.run_id, number)
+    noted = moves(home, run.run_id, number)
+    return spare if noted and noted[-1][1] == "spare" else trial_log(run, number)

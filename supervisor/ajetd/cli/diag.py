@@ -17,11 +17,11 @@ from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.store import OWNER_FILE, Home, write_new
 from ajetd.adapters.tmux import Tmux, find_pane
+from ajetd.adapters.trialfiles import output_log
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.timefmt import iso
-from ajetd.core.trialscript import trial_log
 from ajetd.diagnosis.scan import log_tail
 from ajetd.hosts import sshcmd
 from ajetd.views.records import run_json
@@ -36,7 +36,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, A
     trial = run.trial
     screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
     findings = (trial.findings or trial.live_findings) if trial else ()
-    log_file = trial_log(run, trial.number) if trial else None
+    log_file = output_log(home, run, trial.number) if trial else None
     tail = (log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]
     lines += [f"- state: {shown['state']}" + (f" ({run.status.value})" if run.status else "")]

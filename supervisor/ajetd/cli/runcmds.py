@@ -322,7 +322,7 @@ def logs(run_id: str, follow: bool) -> None:
     home = open_home()
     run = load_run(home, run_id)
     printed: dict[int, int] = {}
-    _print_new(run, printed)
+    _print_new(home, run, printed)
     if not follow and run.active and not run.trials:  # an empty stdout alone says nothing
         click.echo(
             f"ajetd: run {run_id} is {_why(run)}; no trial has started yet, so it has no "
@@ -332,7 +332,7 @@ def logs(run_id: str, follow: bool) -> None:
     while follow and run.active:
         time.sleep(0.25)
         run = load_run(home, run_id)  # before the logs: once it has ended, they are whole
-        _print_new(run, printed)
+        _print_new(home, run, printed)
     if not run.trials and not run.active:  # also a queued run followed until it was refused
         ended = run.status.value if run.status else run.state.value
         how = "was rejected" if ended == "rejected" else f"ended ({ended})"
@@ -341,7 +341,7 @@ def logs(run_id: str, follow: bool) -> None:
             err=True,
         )
         sys.exit(1)
-    gone = _logs_gone(run)
+    gone = _logs_gone(home, run)
     for number, path in gone:  # an empty stdout alone read as "the program printed nothing"
         click.echo(
             f"ajetd: trial {number}'s log {path} is not there (its result dir moved or "
@@ -352,25 +352,23 @@ def logs(run_id: str, follow: bool) -> None:
         sys.exit(1)
 
 
-def _logs_gone(run: Run) -> list[tuple[int, str]]:
-    """The started trials whose log is not where the run keeps it."""
-    from ajetd.core.trialscript import trial_log
+def _logs_gone(home: Home, run: Run) -> list[tuple[int, str]]:
+    """The started trials whose log is not where the run keeps it (its result dir, or where
+    its log folder vanished and was not made again, ajetd's spare: `output_log`)."""
+    from ajetd.adapters.trialfiles import output_log
 
-    return [
-        (t.number, str(trial_log(run, t.number)))
-        for t in run.trials
-        if t.started_at is not None and not os.path.lexists(trial_log(run, t.number))
-    ]
+    found = ((t.number, output_log(home, run, t.number)) for t in run.trials if t.started_at)
+    return [(number, str(path)) for number, path in found if not os.path.lexists(path)]
 
 
-def _print_new(run: Run, printed: dict[int, int]) -> None:
+def _print_new(home: Home, run: Run, printed: dict[int, int]) -> None:
     """Each trial's output not printed yet (`printed`: bytes already out, by trial number),
-    in trial order."""
-    from ajetd.core.trialscript import trial_log
+    in trial order (a log made again, or the spare, starts with the old text: read on)."""
+    from ajetd.adapters.trialfiles import output_log
 
     out = sys.stdout.buffer
     for trial in run.trials:
-        path = trial_log(run, trial.number)
+        path = output_log(home, run, trial.number)
         done = printed.get(trial.number, 0)
         try:
             with open(path, "rb") as handle:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import diskfull, procs
+from ajetd.adapters import diskfull, procs, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
@@ -289,15 +289,17 @@ def write_reports(
     pictures already drawn (drawing.draw_final), else they are drawn here. `options`: the
     run's `[ajetd]` options (its allowed fixes are named), None: read from its stored
     blueprint (the daemon's end path has them: the parse is not on its way to finish.flag)."""
-    result_dir = Path(run.result_dir)
+    result_dir = report_dir(home, run)
     try:
         blueprint_text = home.blueprint_text(run.run_id)
     except (OSError, AjetdError):
         blueprint_text = ""
-    trial_tails = {}
+    trial_tails, trial_logs = {}, {}
     for trial in run.trials:
-        log_file = paths(home, run, trial.number).log
-        trial_tails[trial.number] = log_tail(log_file, 20)
+        p = paths(home, run, trial.number)
+        trial_tails[trial.number] = log_tail(p.log, 20)
+        if p.log == p.spare:  # its log folder vanished: the output went on in ajetd's folder
+            trial_logs[trial.number] = str(p.spare)
     last = run.trial
     if options is None:
         try:
@@ -312,6 +314,7 @@ def write_reports(
         events=_journal(home, run),
         log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,
+        trial_logs=trial_logs,
         allowed_fixes=allowed,
         pictures=tuple(pictures),
         plot_problem=plot_problem,
@@ -331,6 +334,18 @@ def write_reports(
     # data instead of two on the exit path
     files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
+
+
+def report_dir(home: Home, run: Run) -> Path:
+    """Where the run's reports go: its result dir; but where a trial's log folder vanished
+    and something else stood in the dir's place (a link, a file, another's folder: its
+    output went on in the spare, `pipe_writer`), ajetd's own folder for the run: nothing is
+    written through what was not there (the run's warnings say where)."""
+    for trial in run.trials:
+        noted = trialfiles.moves(home, run.run_id, trial.number)
+        if noted and noted[-1][1] == "spare":
+            return home.run_dir(run.run_id)
+    return Path(run.result_dir)
 
 
 def _config_used(path: str) -> bytes | None:

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import procs
-from ajetd.adapters.tmux import find_pane
+from ajetd.adapters import procs, trialfiles
+from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import gpuuse, model
 from ajetd.core.errors import AjetdError, TmuxError
@@ -25,6 +25,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
+from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
@@ -131,8 +132,10 @@ class Observe(Base):
     def observe(self, slot: RunSlot, now: float, panes_fresh: bool) -> Observation:
         """What is true of a live run's trial now (pane facts only when `panes_fresh`); for a
         failed trial, its findings, root cause first."""
-        run = slot.run
         exit_info, gone, dead_status = self._exit_seen(slot, now, panes_fresh)
+        if exit_info is not None and _started(slot):  # a log folder gone at the end: said
+            self.notice_moves(slot, now)
+        run = slot.run
         code = exit_info[0] if exit_info is not None else None
         failed = code not in (0, None) and run.stop_cause is None
         said = code == 0 and trials.says_how_it_ended(run)
@@ -315,7 +318,35 @@ class Observe(Base):
 
     def _scan_new_output(self, slot: RunSlot, now: float) -> None:
         if slot.run.state is State.RUNNING and _started(slot):
+            self.notice_moves(slot, now)
             self._live_scan(slot, now, slot.paths(self.home).log)
+
+    def notice_moves(self, slot: RunSlot, now: float) -> None:
+        """The trial's log folder vanished (its result dir removed, moved or replaced) and
+        its writer went on elsewhere (`pipe_writer`): said in the timeline and the run's
+        warnings, once each; where the output now goes to the spare, read from there. One
+        `stat` a tick while nothing vanished."""
+        run = slot.run
+        trial = run.trial
+        assert trial is not None
+        spare = trialfiles.spare_log(self.home, run.run_id, trial.number)
+        try:
+            size = os.stat(moved_note(str(spare))).st_size
+        except OSError:
+            return
+        if slot.moves_seen == (trial.number, size):
+            return
+        slot.moves_seen = (trial.number, size)
+        said = []
+        for at, where in trialfiles.moves(self.home, run.run_id, trial.number):
+            text = moved_warning(trial.number, at, where, spare)
+            if text not in run.warnings:
+                said.append(text)
+                self.home.append_event(run.run_id, now, text)
+                log.warning("run %s: %s", run.run_id, text)
+        if said:
+            slot.reset_paths()  # the output may be in the spare now
+            self._store(model.warn(run, *said))
 
     def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> None:
         """Read what a running trial printed since the last tick; record new kinds."""
@@ -402,6 +433,21 @@ class Observe(Base):
             self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
             run = model.found_live(run, (lost_finding(lost),))
         self._store(run)
+
+
+def moved_warning(number: int, at: float, where: str, spare: Path) -> str:
+    """What a vanished log folder did to trial `number`'s output, for the timeline and the
+    run's warnings."""
+    head = (
+        f"trial {number}'s log folder vanished at {iso(at)} "
+        "(the result dir removed, moved or replaced): "
+    )
+    if where == "log":
+        return head + "made again (owner-only); the log goes on there, its earlier text copied"
+    return head + (
+        "not made again (something else is in its place, or its parent is gone); "
+        f"the output goes on in {spare}, the reports beside it"
+    )
 
 
 def _outside_output(slot: RunSlot) -> frozenset[str]:

@@ -39,6 +39,7 @@ class RunSlot:
     output_seen: tuple[int, int, float] | None = None
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
+    moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
 
     @property
     def run_id(self) -> str:
@@ -51,6 +52,10 @@ class RunSlot:
         if self._paths is None or self._paths[0] != trial.number:
             self._paths = (trial.number, trials.paths(home, self.run, trial.number))
         return self._paths[1]
+
+    def reset_paths(self) -> None:
+        """Build the paths again at their next use (the output went on elsewhere)."""
+        self._paths = None
 
     def current_pane(self) -> Pane | None:
         """The current trial's pane, as tmux listed it last (None: not listed since it began)."""

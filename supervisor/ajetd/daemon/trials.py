@@ -20,6 +20,7 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
+from ajetd.adapters.trialfiles import output_log, spare_log
 from ajetd.core import model, stoprules
 from ajetd.core.limits import (
     LOG_LINE_MAX_BYTES,
@@ -61,6 +62,7 @@ class RunPaths:
     exit: Path
     hup: Path
     log: Path
+    spare: Path  # where output goes on if the log's folder vanishes unsafely (pipe_writer)
     wake: Path  # the FIFO through which the trial script is told to go
 
 
@@ -70,7 +72,8 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
         go=home.trial_file(run.run_id, number, "go"),
         exit=home.trial_file(run.run_id, number, "exit"),
         hup=home.trial_file(run.run_id, number, "hup"),
-        log=trial_log(run, number),
+        log=output_log(home, run, number),
+        spare=spare_log(home, run.run_id, number),
         wake=home.trial_file(run.run_id, number, "wake"),
     )
 
@@ -225,7 +228,12 @@ def start_trial(
     p.log.parent.mkdir(parents=True, exist_ok=True)
     if pane is None and previous is None:  # a new session, armed in the same tmux call
         pane = tmux.new_session(
-            trial.session, run.codebase_dir, str(p.script), str(p.log), window_name(trial.number)
+            trial.session,
+            run.codebase_dir,
+            str(p.script),
+            str(p.log),
+            window_name(trial.number),
+            str(p.spare),
         )
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
@@ -233,7 +241,7 @@ def start_trial(
             await_exit(previous)
             pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
-        tmux.pipe_to_file(pane.pane_id, str(p.log))
+        tmux.pipe_to_file(pane.pane_id, str(p.log), str(p.spare))
     mark(p.go)
     _wake(p.wake)
     return _started(home, run, now, pane.pid)

@@ -40,6 +40,9 @@ class ReportContext:
     events: list[tuple[float, str]] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
+    # a trial whose output went on outside the result dir (its log folder vanished and could
+    # not be made again safely): that file, as trials.md names it
+    trial_logs: dict[int, str] = field(default_factory=dict)
     allowed_fixes: tuple[str, ...] = ()  # the blueprint's `[ajetd] allow_fixes` keys
     pictures: tuple[str, ...] = ()  # curves.png / gpus.png drawn beside results.md
     plot_problem: str = ""  # why the pictures could not be drawn, if they could not
@@ -133,6 +136,16 @@ def _metrics_section(run: Run) -> list[str]:
             f"last {series[-1]:.4f}  `{sparkline(series)}`"
         )
     return lines
+
+
+def _log_line(number: int, ctx: ReportContext) -> str:
+    elsewhere = ctx.trial_logs.get(number)
+    if elsewhere:
+        return (
+            f"- log: `{elsewhere}` (this dir's logs/ folder vanished during the trial and was not"
+            " made again: something else was in its place; see the timeline)"
+        )
+    return f"- log: `logs/trial-{number}.log`"
 
 
 def _trial_row(trial: Trial) -> str:
@@ -315,7 +328,7 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             f"- end: {iso(trial.ended_at) or ''}",
             f"- duration: {duration}",
             f"- exit code: {code}",
-            f"- log: `logs/trial-{trial.number}.log`",
+            _log_line(trial.number, ctx),
             f"- what went wrong: {trial.problem or 'nothing (exit 0)'}",
             f"- what was done next: {trial.next_step or 'nothing'}",
         ]
