@@ -4,6 +4,7 @@ never able to fail a run."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -116,3 +117,40 @@ def test_matplotlib_never_enters_the_daemon_or_the_cli() -> None:
     code = "import sys, ajetd.daemon.loop, ajetd.cli.main; print('matplotlib' in sys.modules)"
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _drawn_title(tmp_path: Path, title: str) -> str:
+    spec = {
+        "result_dir": str(tmp_path),
+        "title": title,
+        "keys": ["mean_reward"],
+        "history": [
+            {"global_steps": 1, "mean_reward": 0.1},
+            {"global_steps": 2, "mean_reward": 0.2},
+        ],
+        "gpu_file": str(tmp_path / "none.jsonl"),
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    argv = [PYTHON, "-m", "ajetd.pictures.runcurves", str(tmp_path / "spec.json")]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert (tmp_path / "curves.png").read_bytes().startswith(PNG)
+    return str(json.loads(done.stdout.splitlines()[-1])["title"])
+
+
+@pytest.mark.pictures
+def test_a_purpose_no_font_can_draw_is_never_boxes(tmp_path: Path) -> None:
+    """Walk 82, L3: a Chinese purpose was drawn as empty boxes in curves.png's title (no CJK
+    font in matplotlib's list). The CJK fonts a machine has (fonts-noto-cjk,
+    fonts-wqy-zenhei, ...) follow matplotlib's own; where no font has a character, the
+    title is the run's name and says the purpose is in results.md."""
+    from ajetd.pictures.runcurves import NO_FONT, drawable_title
+
+    assert drawable_title("run abc123: 学习率", str.isascii) == f"run abc123 ({NO_FONT})"
+    assert drawable_title("run abc123: lr 1e-4", str.isascii) == "run abc123: lr 1e-4"
+    linear_b = "run abc123: \U00010000\U00010001"  # a script no font here has
+    assert _drawn_title(tmp_path, linear_b) == f"run abc123 ({NO_FONT})"
+    chinese = "run abc123: 验证学习率对收敛的影响"
+    listed = ["fc-list", ":lang=zh"]
+    has_cjk = shutil.which("fc-list") and subprocess.run(listed, check=False, capture_output=True)
+    expected = chinese if has_cjk and has_cjk.stdout.strip() else f"run abc123 ({NO_FONT})"
+    assert _drawn_title(tmp_path, chinese) == expected

@@ -17,8 +17,11 @@ starred (the lowest for a loss). gpus.png: utilisation and memory of each GPU ov
 from __future__ import annotations
 
 import json
+import logging
 import os
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,75 @@ def segments(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         pieces[-1].append(record)
         last = step
     return pieces
+
+
+# fonts with CJK glyphs (Debian: fonts-noto-cjk, fonts-wqy-zenhei, fonts-wqy-microhei,
+# fonts-arphic-uming, fonts-droid-fallback), tried after matplotlib's own for a glyph it lacks
+CJK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "AR PL UMing CN",
+    "Droid Sans Fallback",
+)
+NO_FONT = "its purpose, in results.md, has characters no font here can draw"
+
+
+def drawable_title(title: str, covers: Callable[[str], bool]) -> str:
+    """`title` where every character has a glyph (`covers`), else the run's name with a
+    note: a purpose in a script no installed font has (Chinese without a CJK font) was drawn
+    as empty boxes."""
+    if all(c.isspace() or covers(c) for c in title):
+        return title
+    return f"{title.split(':', 1)[0]} ({NO_FONT})"
+
+
+def _fonts(title: str) -> Callable[[str], bool]:
+    """Put the CJK fonts this machine has after matplotlib's own (it falls back glyph by
+    glyph) and say which characters the chain draws. Only for a title that is not ASCII:
+    an ASCII one costs nothing more."""
+    from matplotlib import font_manager, ft2font, rcParams
+
+    if title.isascii():
+        return lambda _c: True
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # a font's weights
+    have = {f.name for f in font_manager.fontManager.ttflist}
+    extra = [n for n in CJK_FONTS if n in have]
+    if not extra:  # matplotlib's font list is cached: a font installed since is not in it
+        extra = _fontconfig_cjk(font_manager)
+    chain = [*rcParams["font.sans-serif"][:1], *extra]
+    rcParams["font.family"] = chain
+    faces = []
+    for name in chain:
+        try:
+            path = font_manager.findfont(
+                font_manager.FontProperties(family=name), fallback_to_default=False
+            )
+            faces.append(ft2font.FT2Font(path))
+        except (ValueError, RuntimeError, OSError):
+            continue
+    return lambda c: any(face.get_char_index(ord(c)) for face in faces)
+
+
+def _fontconfig_cjk(font_manager: Any) -> list[str]:
+    """A Chinese font fontconfig knows (`fc-list :lang=zh`), added to matplotlib's list for
+    this drawing: its family name, or none."""
+    try:
+        listed = subprocess.run(
+            ["fc-list", ":lang=zh", "file"], check=False, capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    for line in listed.splitlines()[:50]:
+        path = line.strip().rstrip(":")
+        try:
+            font_manager.fontManager.addfont(path)
+            return [font_manager.FontProperties(fname=path).get_name()]
+        except (OSError, RuntimeError, ValueError):
+            continue
+    return []
 
 
 def _save(fig: Any, spec: dict[str, Any], out: Path) -> None:
@@ -198,6 +270,8 @@ def main(argv: list[str]) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    title = str(spec.get("title") or "")[:120]
+    spec["title"] = drawable_title(title, _fonts(title))
     out = Path(spec["result_dir"])
     drawn = []
     curves, gpus = PICTURES
@@ -205,7 +279,7 @@ def main(argv: list[str]) -> int:
         drawn.append(curves)
     if draw_gpus(spec, out / gpus):
         drawn.append(gpus)
-    print(json.dumps({"drawn": drawn}))
+    print(json.dumps({"drawn": drawn, "title": spec["title"]}))
     return 0
 
 
