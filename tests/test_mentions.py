@@ -278,3 +278,43 @@ def test_a_failure_logged_as_a_warning_ranks_after_the_exception(line: str) -> N
     kinds = _kinds(line + "\n" + _RAISED)
     assert kinds[0] == "unknown_traceback" and len(kinds) == 2
     assert _kinds(line + "\n")
+
+
+_OOM_PRINTED = (Path("/work/shared/fixtures/logs") / "cuda_oom_torch_compute_log_prob.log",)
+_AUTOSCALER_WARNING = (
+    "(autoscaler +18s) Warning: The following resource request cannot be scheduled right now:"
+    " {'GPU': 1.0}. This is likely due to all cluster resources being used by other tasks or"
+    " actors.\n"
+)
+_OOM_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/nemo_rl/models/policy/worker.py", line 812, in get_logprobs\n'
+    "    logits = self.model(input_ids).logits\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "warning",
+    [
+        _AUTOSCALER_WARNING,
+        "(autoscaler +1h2m3s, ip=10.0.0.1) Warning: The following resource request cannot be"
+        " scheduled right now: {'GPU': 8.0}.\n",
+        "[2025-05-23 18:02:42] [WARNING] The following resource request cannot be scheduled right"
+        " now: {'GPU': 8.0}\n",
+        "2024-02-27 18:08:15,439 WARNING - insufficient GPUs: requested 8, available 4\n",
+    ],
+)
+def test_a_warning_in_any_logger_form_comes_after_the_exception(warning: str) -> None:
+    """A failure logged as a warning (the program went on) ranks after the exception that
+    ended the run, whatever logger and prefix printed it; alone, it is still the reason."""
+    kinds = _kinds(warning + _OOM_TRACEBACK)
+    assert kinds[0] == "cuda_oom"
+    assert _kinds(warning)[0] == "insufficient_gpus"
+
+
+def test_the_autoscaler_warning_before_a_real_oom_log_is_not_its_root_cause() -> None:
+    (log,) = _OOM_PRINTED
+    if not log.exists():
+        pytest.skip("shared fixture not present")
+    assert _kinds(_AUTOSCALER_WARNING + log.read_text())[0] == "cuda_oom"

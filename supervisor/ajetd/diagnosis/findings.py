@@ -51,6 +51,7 @@ from ajetd.diagnosis.shape import (
     BENIGN,
     EXCEPTION_LINE,
     TRACEBACK_END,
+    logged_as_warning,
     strip_dress,
 )
 from ajetd.diagnosis.wrapped import (
@@ -120,9 +121,7 @@ _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
 _DEVICE_LOOKUP = re.compile(r"\b\w{0,60}(?:gpu|device)\w{0,60}\s{0,4}\[", re.I)
 _INDEX_ERROR = re.compile(r"^(?:builtins\.)?IndexError: \S")
 _NAME_NOT_FOUND = BY_NAME["config_error"]
-# A line logged at warning level: `WARNING:...`, `[WARNING]`, vLLM's `WARNING 07-27 ...`.
 _LEVEL = r"^\W{0,3}(?:\([^)]*\)\s*)?\[?"  # where a logged line's level begins
-_WARNING = re.compile(_LEVEL + r"WARN(?:ING)?\b")
 _BELOW_ERROR = re.compile(_LEVEL + r"(?:WARN(?:ING)?|INFO|DEBUG|NOTICE)\b")  # (`_LOGGED_OS_ERROR`)
 
 
@@ -360,7 +359,7 @@ class Diagnoser:
         elif self._name_not_found(kind, stripped):
             kind, rank = _NAME_NOT_FOUND, SPECIFIC
         if kind is not None:
-            if rank == SPECIFIC and _WARNING.match(text):
+            if rank == SPECIFIC and logged_as_warning(text):
                 rank = NOTED  # logged as a warning (a retry, a fallback): not what ended the
                 # run where an exception no kind explains did (after it, as a retry reported)
             self._record(kind, number, body, rank)

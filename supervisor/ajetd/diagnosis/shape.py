@@ -27,7 +27,9 @@ DRESS_SOURCE = (
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
     # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
     r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b?\[0m)?\s?"
-    r"|\((?:raylet|gcs_server|autoscaler|monitor|dashboard\w*|log_monitor)(?:,\s*ip=[\w.:\-]+)?\)"
+    # Ray's own processes: (raylet), (gcs_server), the autoscaler's `(autoscaler +18s)`
+    r"|\((?:raylet|gcs_server|autoscaler(?: \+[0-9hms]{1,16})?|monitor|dashboard\w*|log_monitor)"
+    r"(?:,\s*ip=[\w.:\-]+)?\)"
     r"(?:\x1b?\[0m)?\s?"
     # vLLM: `ERROR 07-27 23:31:27 [core.py:591] ` and the older `ERROR 01-10 21:49:05 x.py:366] `
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+"
@@ -72,6 +74,28 @@ WRAPPERS = re.compile(
 )
 # The last line of a traceback: a (dotted) class name, maybe a message.
 TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?(?::|$)")
+
+
+# A line logged at warning level, at the start of its text or of any decoration under which
+# its own text is (`shape.strip_dress`): `WARNING:root:`, `[WARNING]`, vLLM's `WARNING 07-27
+# ...`, Ray's `(autoscaler +18s) Warning: ...`, a timestamp then `WARNING - `. Not PyTorch's
+# c10 `[W socket.cpp:426]` (nor glog's `W1202 ...`): c10d logs at that level the failure it
+# then raises without its cause (`The server socket has failed to bind to ... Address already
+# in use`, then a DistNetworkError), so that line is the run's failure.
+_WARNED = re.compile(r"\W{0,3}(?:\([^)]{0,200}\)\s*)?\[?(?:WARN(?:ING)?\b|Warning:)")
+
+
+def logged_as_warning(line: str) -> bool:
+    """Whether a line (dress included) was logged at warning level: the program went on."""
+    at = 0
+    for _ in range(MAX_DRESS + 1):
+        if _WARNED.match(line, at):
+            return True
+        match = _DRESS.match(line, at)
+        if match is None or match.end() == at:
+            return False
+        at = match.end()
+    return False
 
 
 def strip_dress(line: str) -> str:
