@@ -1485,3 +1485,66 @@ def test_freeze16s_classes_are_read(name: str, kinds: list[str]) -> None:
 )
 def test_lines_the_freeze16_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+def _rich_traceback(frames: list[tuple[str, list[str]]], exception: str, prefix: str = "") -> str:
+    """A traceback as Rich renders it (`rich.traceback.Traceback`, 72 columns, no colour): the
+    box, each frame's `path:line in function` and its source with the `❱` at the line that
+    raised, then the exception line under the box."""
+    inner = 68
+    lines = ["╭" + " Traceback (most recent call last) ".center(inner + 2, "─") + "╮"]
+    for number, (where, source) in enumerate(frames):
+        if number:
+            lines.append("│ " + " " * inner + " │")
+        lines += ["│ " + where.ljust(inner) + " │", "│ " + " " * inner + " │"]
+        lines += ["│ " + code[:inner].ljust(inner) + " │" for code in source]
+    lines += ["╰" + "─" * (inner + 2) + "╯", exception]
+    return "".join(f"{prefix}{line}\n" for line in lines)
+
+
+_RICH_FRAMES = [
+    ("/opt/nemo-rl/examples/run_grpo.py:9 in <module>", ["    8 try:", " ❱  9 │   main()"]),
+    (
+        "/opt/nemo-rl/nemo_rl/models/policy/lm_policy.py:7 in get_logprobs",
+        [
+            '    6 │   # retry with smaller batch on "CUDA out of memory"',
+            " ❱  7 │   return cfg['dtensor_cfg']",
+            "    8 try:",
+        ],
+    ),
+]
+_RICH_OOM_FRAMES = [
+    (
+        "/opt/nemo-rl/nemo_rl/models/policy/worker.py:13 in forward",
+        [
+            '   12 │   # free the cache on "CUDA out of memory"',
+            ' ❱ 13 │   raise RuntimeError("CUDA out of memory. Tried to allocate 2',
+        ],
+    )
+]
+
+
+@pytest.mark.parametrize("prefix", ["", "(DTensorPolicyWorker[rank=0] pid=41, ip=10.0.0.1) "])
+def test_a_rich_boxed_tracebacks_lines_are_code_and_its_exception_the_finding(prefix: str) -> None:
+    """NeMo-RL logs through `RichHandler(rich_tracebacks=True)`: the box's frame and source
+    lines are code (a comment naming an out of memory is no out of memory); the exception
+    line after the box is what ended the program, counted once."""
+    text = _rich_traceback(_RICH_FRAMES, "KeyError: 'dtensor_cfg'", prefix)
+    assert [f.kind for f in diagnose_text(text)] == ["unknown_traceback"]
+    oom = _rich_traceback(
+        _RICH_OOM_FRAMES, "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", prefix
+    )
+    (found,) = diagnose_text(oom)
+    assert found.kind == "cuda_oom" and found.count == 1
+    assert found.evidence.startswith("RuntimeError: CUDA out of memory")
+    # a box cut before its exception line: an exception ended the program, which one unsaid
+    cut = "".join(oom.splitlines(keepends=True)[:-2])
+    assert [f.kind for f in diagnose_text(cut)] == ["unknown_traceback"]
+
+
+def test_a_rich_boxed_source_line_pasted_without_its_box_is_code() -> None:
+    text = '  │    6 │   # retry with smaller batch on "CUDA out of memory"    │\n'
+    assert [f.kind for f in diagnose_text(text + "KeyError: 'dtensor_cfg'\n")] == [
+        "unknown_traceback"
+    ]
+    assert diagnose_text(text) == []

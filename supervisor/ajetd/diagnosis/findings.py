@@ -24,8 +24,9 @@ Ordering (the root cause first): the first specific failure; then echoes (a dead
 dead vLLM engine); then an exception no kind explains; then what wrappers said about
 themselves; then notices (a failure logged as a warning, a retry reported, the shell's
 complaint about a command inside the program's output: `wrapped`). A frame's source lines
-are code, never findings. Within a rank, the earlier line first. A kind that names another's
-cause
+are code, never findings, and so are the lines of a traceback Rich drew in a box (its exception
+line, under the box, is read as any). Within a rank, the earlier line first. A kind that
+names another's cause
 (`Kind.explains`: vLLM's advice to lower its budget, printed below the out of memory it caught)
 makes that other kind its echo, wherever either was found (where `Kind.explains_only` is given,
 only the lines of it that this matches: a refusal explains a connection that dropped, not a
@@ -78,6 +79,14 @@ _IMPORT_FRAME = re.compile(
 )
 _IMPORT_SOURCE = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\s+\S|import\s+[\w.]+)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# A traceback as Rich renders it (`RichHandler(rich_tracebacks=True)`, NeMo-RL's logger): a box
+# `╭──── Traceback (most recent call last) ────╮`, its frames (`│ /path/x.py:12 in f │`) and
+# their source (`│   11 │   code │`, `│ ❱ 12 │   code │`), locals in boxes inside it, then
+# `╰────╯` and, unboxed, the exception line. The box's lines are code, never findings; a code
+# or frame line of such a box is one also where its header is not shown (a paste of its part).
+_RICH_HEADER = re.compile(r"^╭─+ ?Traceback \(most recent call last\) ?─+╮")
+_BOX_EDGES = ("│", "╭", "╰")
+_RICH_BOXED = re.compile(r"^│\s{0,8}(?:❱\s{0,4})?\d{1,7}\s{0,4}│|^│ \S[^│]{0,1000}:\d+ in \S")
 # A frame's source line raising an exception with its message (`raise ValueError("No available
 # memory for the cache blocks. "`): a traceback cut before its exception line still says there
 # what ended the program; the statement's lines are read together, at most this many characters.
@@ -137,6 +146,7 @@ class Diagnoser:
     # line (`names_only_what_it_wraps`), until their cause's own line is read
     _counts: dict[str, int] = field(default_factory=dict)
     _in_traceback: bool = False
+    _in_box: bool = False  # the open traceback is Rich's, inside its box (`_RICH_HEADER`)
     _traceback_known: bool = False
     _traceback_lines: int = 0
     _traceback_indent: int = 0  # a traceback printed indented (pip's subprocess output) ends
@@ -328,8 +338,9 @@ class Diagnoser:
         if glued > 0:  # (the exit line, a follower's note: the last on the line, never holding
             text = text[:glued]  # the prefix; the program's own text may quote it)
         body = strip_dress(text)
-        stripped = body.strip()
-        indent = len(body) - len(body.lstrip())
+        stripped, indent = body.strip(), len(body) - len(body.lstrip())
+        if stripped[:1] in _BOX_EDGES and self._rich_box(number, body, indent, stripped):
+            return self._in_traceback
         if stripped.endswith(_TRACEBACK):
             known = False
             if stripped != _TRACEBACK:  # `EngineCore hit an exception: Traceback (...):`
@@ -390,6 +401,25 @@ class Diagnoser:
             self._record(UNKNOWN, number, body, UNEXPLAINED)
         return True
 
+    def _rich_box(self, number: int, body: str, indent: int, stripped: str) -> bool:
+        """Read a line of a Rich traceback's box (`_RICH_HEADER`): its header opens a traceback,
+        which its exception line, after the box, ends; the lines inside are code. False when
+        the line is not one."""
+        if _RICH_HEADER.match(stripped):
+            self._open(number, body, False, indent, False)
+            self._in_box = True
+            return True
+        if stripped[0] == "╰":
+            was, self._in_box = self._in_box, False
+            return was
+        if not (self._in_box or _RICH_BOXED.match(stripped)):
+            return False
+        if self._in_traceback:
+            self._traceback_lines += 1
+            if self._traceback_lines > MAX_TRACEBACK_LINES:
+                self._in_traceback = self._in_box = False
+        return True
+
     def _at_frame(self, number: int, body: str, indent: int) -> None:
         """A frame's line: outside a traceback, one pasted from below its header begins it;
         inside, a new frame (even one printed unindented) ends the last one's device look-up."""
@@ -402,6 +432,7 @@ class Diagnoser:
         """A traceback begins at this line (its header, or its first frame when the header is
         not shown); `indent`: deeper lines go on with it."""
         self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
+        self._in_box = False
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
         self._looking_up = self._in_getitem = self._indexing_devices = False
@@ -455,7 +486,7 @@ class Diagnoser:
             elif not (self._headerless and UNKNOWN.name in self._first):  # (a line before it,
                 # `Exception raised in creation task`, already said more than a frame can)
                 self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
-        self._in_traceback = False
+        self._in_traceback = self._in_box = False
 
     def kinds(self) -> frozenset[str]:
         """The kinds seen so far (without building their findings)."""
