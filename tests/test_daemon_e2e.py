@@ -1168,3 +1168,50 @@ def test_every_file_and_folder_in_the_home_is_owner_only(env: Env) -> None:
     assert made.stat().st_mode & 0o777 == 0o644, "the program keeps the user's umask"
     offenders = shared_paths(env.home)
     assert not offenders, "group/other bits in the home: " + ", ".join(offenders)
+
+
+def test_a_stored_blueprint_edited_while_the_daemon_was_down_is_reported_truthfully(
+    env: Env,
+) -> None:
+    """Walk 82, L1: runs/<id>/blueprint.md edited while the daemon was down (a restart reads
+    a live run's options from it, as documented) was shown in results.md as 'Blueprint as
+    submitted' beside the admitted sha256. The text as admitted is kept (read-only, never
+    replaced) and shown; the edit is said once in the timeline and warnings, and shown with
+    its own sha256."""
+    import hashlib
+
+    go = env.tmp / "go"
+    env.start_daemon()
+    bp = env.blueprint("edited", command=f"while [ ! -e {go} ]; do sleep 0.05; done")
+    submitted = bp.read_text()
+    run_id = env.submit(bp)
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run's start")
+    env.daemons[0].send_signal(signal.SIGTERM)
+    env.daemons[0].wait()
+    stored = env.home / "runs" / run_id / "blueprint.md"
+    copy = env.home / "runs" / run_id / "blueprint.submitted.md"
+    assert copy.read_text() == stored.read_text() and copy.stat().st_mode & 0o777 == 0o400
+    edit = stored.read_text() + "\nA note added by hand.\n"
+    stored.write_text(edit)
+    for _ in range(2):  # a second restart says it no more
+        env.start_daemon()
+        wait_for(
+            lambda: "edited after admission" in str(env.status(run_id)["warnings"]),
+            what="the edit in status",
+        )
+        env.daemons[-1].send_signal(signal.SIGTERM)
+        env.daemons[-1].wait()
+    env.start_daemon()
+    go.touch()
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert events.count("was edited after admission") == 1, events
+    results = (env.tmp / "results" / "edited" / "results.md").read_text()
+    as_submitted = results.split("## Blueprint as submitted")[1].split("## Blueprint as edited")[0]
+    assert "A note added by hand" not in as_submitted and "[exp_purpose]" in as_submitted
+    edited = results.split("## Blueprint as edited after admission")[1]
+    assert "A note added by hand" in edited
+    assert hashlib.sha256(edit.encode()).hexdigest() in edited
+    admitted = hashlib.sha256(copy.read_text().encode()).hexdigest()
+    assert f"- blueprint sha256: `{admitted}`" in results
+    assert submitted.strip() in copy.read_text()

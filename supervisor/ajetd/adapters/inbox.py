@@ -22,9 +22,17 @@ from pathlib import Path
 
 from ajetd.adapters import diskfull, runrecords
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular, read_small
-from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home, temp_of, write_atomic
+from ajetd.adapters.store import (
+    OWNER_DIR,
+    OWNER_FILE,
+    SUBMITTED_COPY,
+    Home,
+    temp_of,
+    write_atomic,
+)
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run
 from ajetd.core.naming import SUBMITTED, fit_stem, safe_name
 from ajetd.core.options import Options
 
@@ -307,3 +315,47 @@ def read_stored_options(home: Home, run_id: str) -> tuple[Options, str | None]:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     where = home.run_dir(run_id) / "blueprint.md"
     return Options(), f"{where} cannot be read as a blueprint ({why}): default [ajetd] options used"
+
+
+@dataclass(frozen=True)
+class BlueprintTexts:
+    """A run's blueprint for its reports: the text as admitted, and where the stored copy
+    (`runs/<id>/blueprint.md`, which a restart reads the options from) was edited since, that
+    text and its sha256."""
+
+    submitted: str
+    edited: str | None = None
+    edited_sha256: str = ""
+    kept: bool = True  # False: an older home kept no copy as admitted (`submitted` is stored)
+    admitted_sha256: str = ""
+
+
+def blueprint_texts(home: Home, run: Run) -> BlueprintTexts:
+    """The run's blueprint as admitted (its immutable copy, `SUBMITTED_COPY`) and, where the
+    stored copy's sha256 is not the one admitted (`provenance.blueprint_sha256`), the edit."""
+    from ajetd.adapters.git import blueprint_hash
+
+    try:
+        stored: str | None = home.blueprint_text(run.run_id)
+    except (OSError, AjetdError):
+        stored = None
+    try:
+        submitted, kept = home.blueprint_text(run.run_id, SUBMITTED_COPY), True
+    except (OSError, AjetdError):
+        submitted, kept = stored or "", False
+    admitted = run.provenance.blueprint_sha256 if run.provenance else ""
+    if stored is None or not admitted or blueprint_hash(stored) == admitted:
+        return BlueprintTexts(submitted, kept=kept)
+    return BlueprintTexts(submitted, stored, blueprint_hash(stored), kept, admitted)
+
+
+def edited_note(run: Run, texts: BlueprintTexts) -> str:
+    """What the timeline and the run's warnings say of a stored blueprint edited after
+    admission ('' where it was not)."""
+    if texts.edited is None:
+        return ""
+    return (
+        f"the stored blueprint (runs/{run.run_id}/blueprint.md) was edited after admission: "
+        f"sha256 {texts.edited_sha256[:12]}, admitted {texts.admitted_sha256[:12]}; "
+        "its [ajetd] options are read from the edited text"
+    )

@@ -380,6 +380,9 @@ def locked(path: Path) -> bool:
     return False
 
 
+SUBMITTED_COPY = "blueprint.submitted.md"  # runs/<id>/: the blueprint's text as admitted
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -531,14 +534,23 @@ class Home:
 
         return unsaved.published(data.get("unsaved") if isinstance(data, dict) else None)
 
-    def blueprint_text(self, run_id: str) -> str:
+    def blueprint_text(self, run_id: str, name: str = "blueprint.md") -> str:
         """The run's claimed blueprint as text, decoded as intake decoded it (a UTF-16 or
-        non-UTF-8 file must read the same after a restart as when it was admitted). Imported here,
-        not at the top: `ajetd submit` reads the home and must not load the parser."""
+        non-UTF-8 file must read the same after a restart as when it was admitted); `name`:
+        SUBMITTED_COPY for the text as it was admitted. Imported here, not at the top:
+        `ajetd submit` reads the home and must not load the parser."""
         from ajetd.core.blueprint import MAX_BYTES, decode_blueprint
 
-        with open(self.run_dir(run_id) / "blueprint.md", "rb") as handle:
+        with open(self.run_dir(run_id) / name, "rb") as handle:
             return decode_blueprint(handle.read(MAX_BYTES + 1)[:MAX_BYTES])
+
+    def keep_submitted(self, run_id: str, text: str) -> None:
+        """The admitted blueprint's text, kept once (never replaced: a run admitted again
+        keeps its first), owner-only and read-only: `blueprint.md` is the copy a restart reads
+        the run's options from, and a user may edit it while the daemon is down."""
+        path = self.run_dir(run_id) / SUBMITTED_COPY
+        if not os.path.lexists(path):
+            write_atomic(path, text, 0o400)
 
     def pending(self, run_id: str) -> Run | None:
         """A blueprint `ajetd submit` left for the daemon, not admitted yet (state `queued`);

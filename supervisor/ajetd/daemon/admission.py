@@ -101,6 +101,7 @@ def admit(
         _point_at(home, moved, run_id, now)
     Path(run.result_dir, resultfiles.LOGS).mkdir(parents=True, exist_ok=True)
     run = replace(run, provenance=_provenance(run, host, text))
+    home.keep_submitted(run_id, text)  # what the reports show; its sha256 is the provenance's
     home.save_run(run)
     log.info("run %s: accepted %s (%s)", run_id, source, bp.purpose.splitlines()[0][:60])
     return run, bp.options

@@ -304,6 +304,12 @@ class Admit(Base):
         if problem is not None:
             log.error("run %s: %s", run.run_id, problem)
             self.home.append_event(run.run_id, now, problem)
+        edited = inbox.edited_note(run, inbox.blueprint_texts(self.home, run))
+        if edited and edited not in run.warnings:  # said once per edit, not at each restart
+            log.warning("run %s: %s", run.run_id, edited)
+            self.home.append_event(run.run_id, now, edited)
+            run = model.warn(run, edited)
+            self._store(run)
         slot = self.open_slot(run, options)
         trial = run.trial
         if trial is not None and trial.started_at is None:

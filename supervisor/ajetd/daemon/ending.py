@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import diskfull, procs, trialfiles
+from ajetd.adapters import diskfull, inbox, procs, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
@@ -290,10 +290,8 @@ def write_reports(
     run's `[ajetd]` options (its allowed fixes are named), None: read from its stored
     blueprint (the daemon's end path has them: the parse is not on its way to finish.flag)."""
     result_dir = report_dir(home, run)
-    try:
-        blueprint_text = home.blueprint_text(run.run_id)
-    except (OSError, AjetdError):
-        blueprint_text = ""
+    texts = inbox.blueprint_texts(home, run)
+    blueprint_text = texts.edited or texts.submitted  # what the options were read from
     trial_tails, trial_logs = {}, {}
     for trial in run.trials:
         p = paths(home, run, trial.number)
@@ -310,7 +308,10 @@ def write_reports(
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
     ctx = report.ReportContext(
         host=socket.gethostname(),
-        blueprint_text=blueprint_text,
+        blueprint_text=texts.submitted,
+        blueprint_edited=texts.edited or "",
+        blueprint_edited_sha256=texts.edited_sha256,
+        blueprint_kept=texts.kept,
         events=_journal(home, run),
         log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
         trial_tails=trial_tails,

@@ -36,7 +36,11 @@ class ReportContext:
     """What a report needs beyond the run record, gathered by the daemon."""
 
     host: str
-    blueprint_text: str = ""
+    blueprint_text: str = ""  # as admitted
+    # the stored copy, where it was edited after admission (a restart read its options)
+    blueprint_edited: str = ""
+    blueprint_edited_sha256: str = ""
+    blueprint_kept: bool = True  # False: an older home kept no copy as admitted
     events: list[tuple[float, str]] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
@@ -294,17 +298,35 @@ def render_results(run: Run, ctx: ReportContext) -> str:
     ]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
     lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
-    if ctx.blueprint_text:
-        lines += [
-            "",
-            "## Blueprint as submitted",
-            "",
-            "~~~~markdown",
-            visible(ctx.blueprint_text.rstrip()),  # as submitted, but no ESC reaches a terminal
-            "~~~~",
-        ]
+    lines += _blueprint_sections(run, ctx)
     lines.append("")
     return "\n".join(lines)
+
+
+def _blueprint_sections(run: Run, ctx: ReportContext) -> list[str]:
+    """The blueprint as admitted (its sha256 the provenance's); where the stored copy was
+    edited since (a restart read the run's options from it), that text too, with its sha256
+    (the report showed the edit as submitted, beside the admitted sha256)."""
+
+    def fenced(text: str) -> list[str]:  # as written, but no ESC reaches a terminal
+        return ["", "~~~~markdown", visible(text.rstrip()), "~~~~"]
+
+    lines: list[str] = []
+    edited = ctx.blueprint_edited
+    admitted = run.provenance.blueprint_sha256 if run.provenance else ""
+    if ctx.blueprint_text and (ctx.blueprint_kept or not edited):
+        lines += ["", "## Blueprint as submitted", *fenced(ctx.blueprint_text)]
+    if edited:
+        head = "## Blueprint as edited after admission"
+        said = (
+            f"The stored copy (`runs/{run.run_id}/blueprint.md`) was edited after the run was "
+            f"admitted: sha256 `{ctx.blueprint_edited_sha256}`, not `{admitted}`; a daemon "
+            "restart read the run's `[ajetd]` options from it."
+        )
+        if not ctx.blueprint_kept:
+            said += " The text as submitted was not kept (a home older than that copy)."
+        lines += ["", head, "", said, *fenced(edited)]
+    return lines
 
 
 def render_trials(run: Run, ctx: ReportContext) -> str:
