@@ -29,8 +29,14 @@ VAL_LINE_MAX_BYTES = 64 << 10
 # line whose last part may hold the `Step N/M` its reader looks for.
 LOG_LINE_MAX_BYTES = 512 << 10
 # At most this much is read at one deep check (the rest at the next ones, so the loop keeps
-# turning); a run's final read reads on to the end, piece by piece.
+# turning; a NeMo-RL log this far behind is read on at once, not at its next deep check).
 VAL_TICK_BYTES = 16 << 20
+# At most this much is read when a trial ends (the run's final read, a relaunch's): what is
+# left past it is not read, and the run's warnings say so (a run printing 28 GB an hour, read
+# to its end, held every other run's end for a minute). Live reads keep a NeMo-RL log within a
+# tick's read or two of its end, so an end reads little; the bound is for a reader left far
+# behind (a 256 MiB line in a val file is passed over at disk speed, its records after it kept).
+END_READ_BYTES = 512 << 20
 # Records kept in a run's history (its record, curves, results.md); later ones update its
 # latest metrics but are not kept (noted once). A real run validates far fewer times.
 VAL_RECORDS_MAX = 10_000

@@ -30,7 +30,7 @@ from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
-from ajetd.daemon.trials import await_output, paths, plateau_unmet, read_metrics
+from ajetd.daemon.trials import await_output, paths, plateau_unmet, read_metrics_at_end
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
@@ -164,7 +164,7 @@ def finish_run(
     final record holds is warned (`trials.plateau_unmet`)."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     exit_code = end.exit_code
-    run = read_metrics(run, fetch, budget=None)  # every record, to the file's end
+    run = read_metrics_at_end(run, fetch)  # on to the file's end, bounded
     run = run if options is None else plateau_unmet(run, options)
     expected = bool(run.val_path) or run.kind == "nemo_rl"  # its program writes records
     reason = kept_truly(end.reason, len(run.history), expected)  # none read: no `data kept`

@@ -22,6 +22,7 @@ from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import gpuuse, model
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
+from ajetd.core.limits import VAL_TICK_BYTES
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
@@ -461,9 +462,15 @@ def _val_moved(slot: RunSlot) -> bool:
     """An AgentJet run's val file on this machine changed size since the last read it
     brought: records came (or it was cut or replaced). One `stat`, and one read per change
     (bytes that hold no record yet, a line still being written, bring no second read until
-    the size moves again); a run elsewhere (SSH: a round trip) or a NeMo-RL run (its metrics
-    are in its output) waits for its deep checks."""
+    the size moves again); a run elsewhere (SSH: a round trip) waits for its deep checks, and
+    a NeMo-RL run (its metrics are in its output) too unless its output is a tick's read
+    (`VAL_TICK_BYTES`) or more ahead of its reading."""
     run = slot.run
+    if slot.host.machine is None and run.kind == "nemo_rl":  # read on at once where its
+        # output is a tick's read or more ahead (a run printing GBs an hour): the deep checks'
+        # schedule, a read each, would leave it all for its end
+        left = trials.unread(run)
+        return left is not None and left[2] - left[1] >= VAL_TICK_BYTES
     if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
         return False
     try:

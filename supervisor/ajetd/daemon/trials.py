@@ -23,6 +23,7 @@ from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import output_log, spare_log
 from ajetd.core import model, stoprules
 from ajetd.core.limits import (
+    END_READ_BYTES,
     LOG_LINE_MAX_BYTES,
     VAL_LINE_MAX_BYTES,
     VAL_RECORDS_MAX,
@@ -220,7 +221,7 @@ def start_trial(
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
     if trial.number > 1:  # every record of the earlier trials read: what comes is this one's
-        run = read_metrics(run, host.fetch, budget=None)  # (`Trial.first_record`)
+        run = read_metrics_at_end(run, host.fetch)  # (`Trial.first_record`)
     host.launch(run, now)
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
@@ -291,6 +292,45 @@ def read_metrics(run: Run, fetch: Fetch = read_local, budget: int | None = VAL_T
     history = tuple(feed.records) if feed.changed else read.history
     metrics = dict(feed.latest) if feed.latest is not None else read.metrics
     return replace(read, history=history, metrics=metrics, val_read=done, warnings=warnings)
+
+
+def read_metrics_at_end(run: Run, fetch: Fetch = read_local) -> Run:
+    """The read when a trial ends (the run's last, or before a relaunch): on to the end of
+    its metrics' file, at most `END_READ_BYTES` (it runs in the daemon's loop: every other
+    run waits for it); where more is left, a warning says how much was not read."""
+    run = read_metrics(run, fetch, END_READ_BYTES)
+    left = unread(run, fetch)
+    if left is None:
+        return run
+    path, at, size = left
+    number = run.trial.number if run.trial else 0
+    note = (
+        f"metrics: {path} read to byte {at} of {size} as trial {number} ended (at most "
+        f"{END_READ_BYTES >> 20} MiB is read then): records after it not read"
+    )
+    log.warning("run %s: %s", run.run_id, note)
+    return model.warn(run, note)
+
+
+def unread(run: Run, fetch: Fetch = read_local) -> tuple[str, int, int] | None:
+    """Where the run's metrics are read from, how far they were read and its size, if it
+    holds more than was read, beyond one unfinished line (None: read to its end, or nothing
+    to read)."""
+    if run.kind == "nemo_rl":  # its output, here (pipe-pane writes it)
+        trial = run.trial
+        if trial is None or trial.started_at is None:
+            return None
+        path, fetch, line_max = str(trial_log(run, trial.number)), read_local, LOG_LINE_MAX_BYTES
+        at = run.nemo.offset if run.nemo.trial == trial.number else 0
+    elif run.val_path:
+        path, line_max = run.val_path, VAL_LINE_MAX_BYTES
+        at = run.val_read.pos if run.val_read.pos is not None else run.val_offset
+    else:
+        return None
+    got = fetch(path, at, 0)
+    if got is None or got[0] - at <= line_max:  # (a last line without its end is not read)
+        return None
+    return path, at, got[0]
 
 
 class _ValFeed:

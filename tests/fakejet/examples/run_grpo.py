@@ -56,6 +56,10 @@ def main() -> int:
     for step in range(start + 1, steps + 1):
         print(f"\n========================= Step {step}/{steps} =========================")
         print("▶ Preparing batch...", flush=True)
+        for _ in range(int(values.get("fake.flood", "0"))):  # (`fake.flood=N`: N bursts of
+            # 5000 Ray-prefixed 256-byte lines a step, a run printing tens of GB an hour)
+            sys.stdout.write(f"(TaskRunner pid={os.getpid()}, ip=10.0.0.1) {'x' * 217}\n" * 5000)
+            sys.stdout.flush()
         time.sleep(float(fake.get("step_time", 0.05)))
         if step % period == 0:
             print(f"▶ Starting validation at step {step}...\n")

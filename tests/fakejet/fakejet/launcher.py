@@ -115,6 +115,19 @@ def _composed(conf: dict[str, Any], path: Path) -> dict[str, Any]:
     return out
 
 
+def _flood(flood: dict[str, int] | None) -> None:
+    """`flood: {lines, bytes, times}`: print `times` bursts of `lines` Ray-prefixed lines of
+    `bytes` bytes each (a run that prints tens of GB an hour), as fast as the pty takes them."""
+    if not flood:
+        return
+    head = f"(TaskRunner pid={os.getpid()}, ip=10.0.0.1) "
+    line = head + "x" * max(0, int(flood.get("bytes", 256)) - len(head) - 1) + "\n"
+    burst = line * int(flood.get("lines", 5000))
+    for _ in range(int(flood.get("times", 20))):
+        sys.stdout.write(burst)
+        sys.stdout.flush()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conf", required=True)
@@ -190,6 +203,7 @@ def main() -> int:
         sys.stdout.write(f"\rTraining Progress: {bar:<20}| {step}/{steps} [00:0{step % 10}<00:10]")
         sys.stdout.flush()
         time.sleep(step_time)
+        _flood(fake.get("flood"))
         if not fake.get("flat"):
             reward = min(1.0, reward + rng.uniform(0.0, 0.05))
         print(
