@@ -81,6 +81,13 @@ def read_time(path: Path) -> float | None:
         return None
 
 
+def read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):  # not there yet, or half written
+        return None
+
+
 def own_cpu(procs: list[psutil.Process], children: bool = False) -> float:
     total = 0.0
     for proc in procs:
@@ -149,7 +156,9 @@ class Peer:
         return float(wait(lambda: read_time(self.marks / f"start-{n}"), 60))  # type: ignore[arg-type]
 
     def end(self, n: str) -> None:
-        pid = int(self.marks.joinpath(f"pid-{n}").read_text())
+        # the program writes its pid just after its first statement's time: a loaded machine
+        # can end it between the two (seen 2026-12-02 at load 10, after the `mv` drops)
+        pid = int(wait(lambda: read_pid(self.marks / f"pid-{n}"), 30))  # type: ignore[arg-type]
         os.kill(pid, signal.SIGUSR1)
 
     def cpu(self) -> float:
@@ -359,7 +368,8 @@ class Ajetd(Peer):
         server = self.tmux_server()
         if server is not None:
             procs.append((server, False))
-        procs += [(p, False) for p in self.pipe_helpers()]
+        # with the children they reaped: the writer's `sleep 1` each second (see `parts`)
+        procs += [(p, True) for p in self.pipe_helpers()]
         return procs
 
     def parts(self) -> dict[str, float]:
@@ -367,7 +377,9 @@ class Ajetd(Peer):
         return {
             "daemon": own_cpu([psutil.Process(self.bench.daemon.pid)], True),
             "tmux server": own_cpu([server]) if server else 0.0,
-            "pipe-pane helpers": own_cpu(self.pipe_helpers()),
+            # the pipe writer (`tmux.pipe_writer`) starts a `sleep 1` a second per run: its CPU
+            # is in the writer's reaped children's times, not in its own
+            "pipe-pane helpers": own_cpu(self.pipe_helpers(), True),
         }
 
     def track_ends(self) -> None:

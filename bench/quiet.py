@@ -52,6 +52,13 @@ wrap(loop.Daemon, "_panes_alive", "liveness check (/proc)")
 wrap(tmux.Tmux, "panes", "tmux poll (list-panes)")
 wrap(loop.Daemon, "supervise", "full look at a run")
 wrap(loop.Daemon, "tick", "full tick (all steps)")
+# the full tick's steps, each apart (a step of an older tree that lacks it is left out)
+for name in ("watch_live", "admit", "control", "launch", "supervise_live", "housekeeping",
+             "publish", "retry_reports", "_next_full_tick", "_scan_new_output"):
+    wrap(loop.Daemon, name, f"  {name}")
+from ajetd.daemon import campaigns
+wrap(campaigns.Campaigns, "tick", "  campaigns.tick")
+wrap(campaigns.Campaigns, "claim", "  campaigns.claim")
 profile = None
 if os.environ.get("AJETD_BENCH_PROFILE"):  # the loop's thread under cProfile, over the window
     import cProfile
@@ -176,7 +183,7 @@ def wrapped_daemon(scratch: Path) -> None:
     common.subprocess.Popen = popen  # type: ignore[misc]
 
 
-def measure(n: int, seconds: float, profile: Path | None) -> Window:
+def measure(n: int, seconds: float, profile: Path | None, spread: bool = False) -> Window:
     load = os.getloadavg()[0]
     scratch = Path(tempfile.mkdtemp(prefix="ajetd-quiet-"))
     wrapped_daemon(scratch)
@@ -185,9 +192,12 @@ def measure(n: int, seconds: float, profile: Path | None) -> Window:
     if profile:
         os.environ["AJETD_BENCH_PROFILE"] = str(profile.resolve())
     bench = Bench()
+    t_first = time.monotonic()
     try:
-        for _ in range(n):
+        for i in range(n):
             bench.drop(bench.blueprint("while true; do echo step; sleep 5; done", "2h"))
+            if spread:  # one start every 5/N s: the lines come spread over the period
+                time.sleep(max(0.0, t_first + (i + 1) * 5.0 / n - time.monotonic()))
         bench.wait(lambda: sum(1 for r in bench.runs() if r.get("started_at")) == n, 120, 0.05)
         time.sleep(5)
         server, pipes = helpers(bench.socket, bench.env)
@@ -242,8 +252,14 @@ if __name__ == "__main__":
     parser.add_argument("n", type=int, nargs="?", default=50)
     parser.add_argument("seconds", type=float, nargs="?", default=60.0)
     parser.add_argument("--profile", type=Path, help="cProfile the loop over the window")
+    parser.add_argument(
+        "--spread",
+        action="store_true",
+        help="start the runs 5/N s apart, as bench/peers.py's `ajetd submit`s come: each "
+        "line then comes alone, not with the others'",
+    )
     args = parser.parse_args()
-    report(measure(args.n, args.seconds, args.profile))
+    report(measure(args.n, args.seconds, args.profile, args.spread))
     if args.profile:
         stats = pstats.Stats(str(args.profile))
         stats.sort_stats("tottime").print_stats(25)

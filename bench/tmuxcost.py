@@ -9,8 +9,13 @@ that the shared machine's load drifts over all of them alike.
 
 With `--together`, the variants' servers run side by side in each window (the same load for
 each: the fairest comparison on a shared machine).
+With `--spread`, each server's panes start one period apart in all, so that their lines come
+one at a time (as in bench/peers.py, where the programs are submitted one after another),
+not together: each line then wakes the server on its own, and each wake-up `poll`s every
+pane's terminal (tmux's libevent loop runs on `poll`), so a line costs more the more panes
+there are.
 Usage: python bench/tmuxcost.py [--panes 50] [--period 0.5] [--window 20] [--reps 3]
-                                [--variants base,nopipe,...] [--together]
+                                [--variants base,nopipe,...] [--together] [--spread]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class Variant:
     size: tuple[int, int] = (220, 50)
     named: bool = False  # new-session -n: a window name given turns automatic-rename off
     background_sleep: bool | str = False  # `sleep P & wait $!`, as bench/peers.py's programs
+    start_env: tuple[tuple[str, str], ...] = ()  # the environment of the call that starts it
 
 
 def _g(*opts: str) -> tuple[str, ...]:
@@ -86,6 +92,12 @@ VARIANTS = {
         Variant("aggr", "aggressive-resize on", server=(_w("aggressive-resize", "on"),)),
         Variant("named", "new-session -n NAME (automatic-rename off for that window)", named=True),
         Variant("named-nopipe", "-n NAME and no pipe-pane", named=True, pipe=""),
+        Variant(
+            "precise",
+            "as named, the server started with EVENT_PRECISE_TIMER=1 (as ajetd starts it)",
+            named=True,
+            start_env=(("EVENT_PRECISE_TIMER", "1"),),
+        ),
         Variant("bg", "as base, `sleep & wait` (peers.py's program)", background_sleep=True),
         Variant("bg-named", "as named, `sleep & wait`", named=True, background_sleep=True),
         Variant("bg-trap", "as bg, with a USR1 trap", background_sleep="trap"),
@@ -136,17 +148,22 @@ def children(pid: int) -> list[int]:
 
 
 class Server:
-    def __init__(self, variant: Variant, panes: int, period: float, work: Path) -> None:
+    def __init__(
+        self, variant: Variant, panes: int, period: float, work: Path, spread: bool = False
+    ) -> None:
         self.socket = f"tmuxcost-{uuid.uuid4().hex[:8]}"
         self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
         self.work = work
         first: list[str] = ["-f", "/dev/null", "new-session", "-d", "-s", "keep", "sleep 1d"]
         for cmd in variant.server:
             first += [";", *cmd]
-        self.tmux(*first)
+        self.tmux(*first, env={**self.env, **dict(variant.start_env)})
         self.pid = int(self.tmux("display", "-p", "#{pid}").strip())
         self.logs = []
+        t0 = time.monotonic()
         for n in range(panes):
+            if spread:  # one pane every period/N s: its lines come alone, as in peers.py
+                time.sleep(max(0.0, t0 + n * period / panes - time.monotonic()))
             log = work / f"p{n}.log"
             self.logs.append(log)
             text = shlex.quote(LINE.format(n=n))
@@ -166,10 +183,10 @@ class Server:
             self.tmux(*argv)
         self.panes = {int(p) for p in self.tmux("list-panes", "-a", "-F", "#{pane_pid}").split()}
 
-    def tmux(self, *args: str) -> str:
+    def tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
         out = subprocess.run(
             ["tmux", "-L", self.socket, *args],
-            env=self.env,
+            env=self.env if env is None else env,
             capture_output=True,
             text=True,
             check=True,
@@ -199,14 +216,16 @@ class Server:
         Path(folder, f"tmux-{os.getuid()}", self.socket).unlink(missing_ok=True)  # left behind
 
 
-def measure(variants: list[Variant], panes: int, period: float, window: float) -> list[Sample]:
+def measure(
+    variants: list[Variant], panes: int, period: float, window: float, spread: bool = False
+) -> list[Sample]:
     """The variants' servers side by side over one window: the same load for each."""
     work = Path(tempfile.mkdtemp(prefix="tmuxcost-"))
     servers: list[Server] = []
     try:
         for i, variant in enumerate(variants):
             (work / str(i)).mkdir()
-            servers.append(Server(variant, panes, period, work / str(i)))
+            servers.append(Server(variant, panes, period, work / str(i), spread))
         time.sleep(2)
         before = [server.read() for server in servers]
         time.sleep(window)
@@ -241,6 +260,12 @@ def main() -> None:
     parser.add_argument(
         "--together", action="store_true", help="all variants' servers in the same window"
     )
+    parser.add_argument(
+        "--spread",
+        action="store_true",
+        help="start each server's panes one period apart in all (as bench/peers.py's submits "
+        "come): each line comes alone, and each wakes the server on its own",
+    )
     args = parser.parse_args()
     chosen = [VARIANTS[v] for v in args.variants.split(",")]
     version = subprocess.run(["tmux", "-V"], capture_output=True, text=True, check=False)
@@ -254,7 +279,7 @@ def main() -> None:
     for rep in range(args.reps):
         groups = [chosen] if args.together else [[v] for v in chosen]
         for group in groups:
-            got_all = measure(group, args.panes, args.period, args.window)
+            got_all = measure(group, args.panes, args.period, args.window, args.spread)
             for v, got in zip(group, got_all, strict=True):
                 results[v.name].samples.append(got)
                 report(rep, v, got)

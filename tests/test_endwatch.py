@@ -69,3 +69,39 @@ def test_wake_is_an_event_for_other_threads_and_signal_handlers() -> None:
         os.close(write)
     finally:
         wake.close()
+
+
+def test_logs_written_are_read_without_waking_the_wait_and_an_overflow_says_any(
+    tmp_path: Path,
+) -> None:
+    """The log watch: writes to a `.log` in a watched folder are listed once each at the next
+    read and wake nothing; other files are not listed; a folder that is not there is refused;
+    a queue the kernel let overflow reads as "any log may have been written" (None)."""
+    watcher = _started(tmp_path)
+    try:
+        logs = tmp_path / "results" / "logs"
+        logs.mkdir(parents=True)
+        gone = str(tmp_path / "results" / "gone")
+        assert set(watcher.keep_logs({str(logs), gone})) == {gone}
+        for _ in range(3):
+            with open(logs / "trial-1.log", "ab") as handle:
+                handle.write(b"a line\n")
+        (logs / "notes.txt").write_text("not a log\n")
+        assert not watcher.wake.wait(0.05)  # no write woke the loop
+        assert watcher.logs_written() == {str(logs / "trial-1.log")}
+        assert watcher.logs_written() == set()  # each write is listed once
+        limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+        with open(logs / "trial-1.log", "ab") as one, open(logs / "trial-2.log", "ab") as two:
+            for _ in range(min(limit, 10**6) // 2 + 1):  # events that alternate are not
+                # merged: the kernel's queue overflows
+                one.write(b"x")
+                one.flush()
+                two.write(b"y")
+                two.flush()
+        assert watcher.logs_written() is None
+        assert watcher.keep_logs(set()) == {}
+        with open(logs / "trial-1.log", "ab") as handle:
+            handle.write(b"no longer watched\n")
+        assert watcher.logs_written() == set()
+    finally:
+        watcher.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -417,3 +418,55 @@ def test_a_liveness_period_over_a_minute_keeps_the_heartbeat_fresh(env: Env) -> 
         loop.run_for(1800.0, fresh)
     finally:
         loop.close()
+
+
+def test_a_light_tick_reads_the_logs_written_since_the_last_and_looks_at_no_other(
+    env: Env, loop: Loop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log watch: between full ticks, a light tick looks only at the logs written since
+    the last one (no `stat` of every live trial's log); what a run printed meanwhile is read,
+    and its unfinished last line too once its output pauses."""
+    gate, later = env.tmp / "gate", env.tmp / "later"
+    printer = GATED.format(gate=gate, text="'torch.OutOfMemoryError: CUDA out of memory.'")
+    printer += f"; while [ ! -e {later} ]; do sleep 0.05; done; printf 'RuntimeError: half'"
+    noisy = loop.submit(env.blueprint("noisy", command=f"{printer}; sleep 1000", ajetd="gpus: 0"))
+    quiet = loop.submit(env.blueprint("quiet", command="sleep 1000", ajetd="gpus: 0"))
+    for run_id in (noisy, quiet):
+        loop.started(run_id)
+    d = loop.daemon
+    d.tick(loop.clock())  # a full tick: every log looked at, both folders watched
+    logs = {str(Path(loop.run(r).result_dir) / "logs") for r in (noisy, quiet)}
+    assert logs <= d.watcher.watched_logs()
+    looked: list[str] = []
+    real = type(d)._live_scan
+
+    def counted(self: object, slot: Any, now: float, log_file: Path) -> None:
+        looked.append(slot.run_id)
+        real(d, slot, now, log_file)
+
+    monkeypatch.setattr(type(d), "_live_scan", counted)
+    d.scan_output(loop.clock())  # what was written before the full tick: taken
+    looked.clear()
+    d.scan_output(loop.clock())
+    assert looked == []  # nothing written since: no log looked at
+    log = Path(loop.run(noisy).result_dir) / "logs" / "trial-1.log"
+    gate.touch()
+    line = b"CUDA out of memory.\r\n"  # the line itself (the banner has the command)
+    wait_for(lambda: line in log.read_bytes(), 20, "the line in the log")
+    d.scan_output(loop.clock())
+    assert looked == [noisy]  # the quiet run's log not even looked at
+
+    def kinds() -> list[str]:
+        trial = loop.run(noisy).trial
+        return [f.kind for f in trial.live_findings] if trial else []
+
+    d.scan_output(loop.clock())  # (a line that may go on is read as it stands at a pause)
+    assert "cuda_oom" in kinds()
+    later.touch()
+    wait_for(lambda: log.read_bytes().endswith(b"RuntimeError: half"), 20, "the unfinished line")
+    d.scan_output(loop.clock())
+    d.scan_output(loop.clock())  # its pause: the unfinished last line read as it stands
+    assert set(looked) == {noisy}
+    trial = loop.run(noisy).trial
+    assert trial is not None
+    assert "RuntimeError: half" in (f.evidence for f in trial.live_findings)

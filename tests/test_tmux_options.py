@@ -4,8 +4,9 @@ the user's own sessions on the same server keep theirs."""
 from __future__ import annotations
 
 import psutil
+import pytest
 
-from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.tmux import PRECISE_TIMER, Tmux
 from conftest import Env, wait_for
 
 
@@ -34,3 +35,39 @@ def test_a_run_window_is_named_kept_and_piped_and_the_users_are_untouched(env: E
 
     wait_for(lambda: helpers() == ["sh", "cat"], what="the pipe's two processes, sh and cat")
     wait_for(lambda: log.exists() and "hello" in log.read_text(), what="the output in the log")
+
+
+def _server_environ(env: Env) -> dict[str, str]:
+    return psutil.Process(int(env.tmux("display-message", "-p", "#{pid}").stdout)).environ()
+
+
+def test_a_server_a_run_starts_keeps_precise_time_and_the_panes_do_not_see_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's own environment (what libevent read when its loop was made) has the
+    precise clock; its global environment, which every pane gets, has not, so neither the
+    run's program nor a user's later session sees the variable."""
+    monkeypatch.delenv(PRECISE_TIMER, raising=False)
+    seen = env.tmp / "seen.txt"
+    script = env.tmp / "trial-1.sh"
+    script.write_text(f'echo "[${{{PRECISE_TIMER}-unset}}]" > {seen}\nsleep 60\n')
+    Tmux(env.socket).new_session("ajet_x", str(env.tmp), str(script), None, "trial-1")
+    assert _server_environ(env).get(PRECISE_TIMER) == "1"
+    assert PRECISE_TIMER not in env.tmux("show-environment", "-g").stdout
+    wait_for(lambda: seen.exists() and seen.read_text() == "[unset]\n", what="the pane's own env")
+
+
+def test_a_running_servers_environment_is_left_as_it_was(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server that was running before (the user's), ajetd's session changes nothing of
+    the global environment, and the server keeps the clock it was started with."""
+    monkeypatch.delenv(PRECISE_TIMER, raising=False)
+    env.tmux("new-session", "-d", "-s", "mine", "sleep 60")  # the user's server, started first
+    env.tmux("set-environment", "-g", PRECISE_TIMER, "users-own")
+    before = env.tmux("show-environment", "-g").stdout
+    script = env.tmp / "trial-1.sh"
+    script.write_text("sleep 60\n")
+    Tmux(env.socket).new_session("ajet_x", str(env.tmp), str(script), None, "trial-1")
+    assert env.tmux("show-environment", "-g").stdout == before
+    assert PRECISE_TIMER not in _server_environ(env)

@@ -92,6 +92,9 @@ _GONE_MARKERS = (
     "no such file or directory",
     "server exited",
 )
+# libevent's switch to the precise monotonic clock, read once where its event loop is made: in
+# the tmux client that starts a server (the server keeps its loop). See `Tmux.new_session`.
+PRECISE_TIMER = "EVENT_PRECISE_TIMER"
 
 
 @dataclass(frozen=True)
@@ -153,14 +156,14 @@ class Tmux:
         runs inside one of its panes."""
         return {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
 
-    def _run(self, *args: str) -> str:
+    def _run(self, *args: str, env: dict[str, str] | None = None) -> str:
         try:
             proc = subprocess.run(
                 self.argv(*args),
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
-                env=self._env(),
+                env=self._env() if env is None else env,
                 check=False,
                 stdin=subprocess.DEVNULL,
             )
@@ -251,13 +254,18 @@ class Tmux:
         The window is named (`window`), which turns tmux's `automatic-rename` off for this
         window only: renaming a window after its running command makes the server look the
         command up after each output, a fifth of its CPU for a run printing a line every few
-        seconds (`bench/tmuxcost.py`). The user's other windows keep their own settings."""
+        seconds (`bench/tmuxcost.py`). The user's other windows keep their own settings.
+
+        A server this call starts keeps time with the precise monotonic clock
+        (`_precise_start`): a third fewer wake-ups for every line a run prints."""
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
         arm = (
             (";", *self._keep_dead(), ";", *self._pipe(log, spare)) if log is not None else ()
         )  # commands after new-session act on its new pane
+        env, first = self._precise_start()
         out = self._run(
+            *first,
             "new-session",
             "-d",
             "-P",
@@ -275,6 +283,7 @@ class Tmux:
             "50",
             command,
             *arm,
+            env=env,
         )
         pane_id, _, pid = out.strip().partition("\t")
         return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
@@ -292,6 +301,29 @@ class Tmux:
         out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
         pid = out.strip()
         return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+
+    @classmethod
+    def _precise_start(cls) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The environment and leading commands of a call that may start the server.
+
+        tmux's event loop (libevent, made in the client that starts the server, which the
+        server keeps) reads its timers from the coarse monotonic clock, 4 ms steps on a 250 Hz
+        kernel, unless `EVENT_PRECISE_TIMER` is set: then a timer that is due 10 ms after a
+        line is printed (tmux arms one at every cursor move) fires in one `poll`, where the
+        coarse clock makes the server wake a second time 2 ms later to find it due. Each wake
+        polls every pane's terminal, so that is a third of the server's wake-ups for each
+        printed line (`bench/tmuxcost.py`, variant `precise`). The variable is put in the
+        client's environment only, and taken out of the server's global environment (the
+        copy the panes get) before the first session is made: `if-shell -F` finds no session
+        only on a server that has none, which is one this call started (or one left empty),
+        so a running server's environment is never touched. A server already running keeps
+        its clock; a user who sets the variable themselves keeps it everywhere."""
+        env = cls._env()
+        if PRECISE_TIMER in env:
+            return env, ()
+        env[PRECISE_TIMER] = "1"
+        forget = ("if-shell", "-F", "#{session_name}", "", f"set-environment -g -u {PRECISE_TIMER}")
+        return env, (*forget, ";")
 
     @staticmethod
     def _keep_dead(*target: str) -> tuple[str, ...]:

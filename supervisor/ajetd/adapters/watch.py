@@ -23,9 +23,10 @@ from watchdog.events import (
 )
 from watchdog.observers.inotify import InotifyObserver
 
-from ajetd.adapters.endwatch import EndWatch, Wake
+from ajetd.adapters.endwatch import IN_MODIFY, OVERFLOW, EndWatch, Wake
 
 END_SUFFIXES = (".exit", ".hup", ".sshlost")  # a trial's exit file, hang-up and SSH-lost markers
+LOG_SUFFIXES = (".log",)  # the trials' logs (`pipe-pane`'s `cat` appends each line)
 
 # watchdog holds each IN_MOVED_FROM for up to this long to pair it with its IN_MOVED_TO, and
 # every later event of that watch waits behind it. When its reader thread wakes between the
@@ -96,6 +97,8 @@ class Watcher:
         self.lock = threading.Lock()
         self._observer = InotifyObserver(generate_full_events=True)
         self._runs: EndWatch | None = None  # the live runs' folders, once started
+        # the live trials' log folders: read at the light tick, never woken by (see `logs_written`)
+        self._logs: EndWatch | None = None
 
     def start(self, inbox: Path, control: Path, ends: tuple[Path, ...]) -> None:
         """Watch `inbox`, `control`, and the folders under which swarm servers write their
@@ -103,6 +106,7 @@ class Watcher:
         self.wake.open()
         self._runs = EndWatch(END_SUFFIXES)
         self.wake.add(self._runs.fd, self._take_run_ends)
+        self._logs = EndWatch(LOG_SUFFIXES, IN_MODIFY)  # not in the wait: it wakes nothing
         self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
@@ -138,16 +142,35 @@ class Watcher:
     def keep_runs(self, folders: set[str]) -> dict[str, str]:
         """Watch exactly these run folders (the live runs'); returns those the kernel refused
         (gone, or its watches used up), with why: their ends are seen by polling."""
-        refused: dict[str, str] = {}
-        if self._runs is None:
-            return refused
-        self._runs.keep(folders)
-        for folder in folders - self._runs.watched():
-            try:
-                self._runs.watch(Path(folder))
-            except OSError as exc:
-                refused[folder] = exc.strerror or str(exc)
-        return refused
+        return _keep(self._runs, folders)
+
+    def keep_logs(self, folders: set[str]) -> dict[str, str]:
+        """Watch exactly these folders (the live trials' log folders) for logs written; returns
+        those the kernel refused, with why: their logs are looked at every light tick."""
+        return _keep(self._logs, folders)
+
+    def watched_logs(self) -> set[str]:
+        """The log folders watched now (one the kernel let go, removed, is not)."""
+        return set() if self._logs is None else self._logs.watched()
+
+    def forget_logs(self, folder: str) -> None:
+        """Stop watching a log folder that vanished (removed, moved: the watch went with it),
+        so that `keep_logs` watches what is at its path now."""
+        if self._logs is not None:
+            self._logs.unwatch(folder)
+
+    def logs_written(self) -> set[str] | None:
+        """The trial logs in watched folders written since the last call, each once; None where
+        that is not known (not started, or the kernel's queue overflowed): any may have been.
+
+        Each line a run prints is a write by `pipe-pane`'s `cat`, and an event in the kernel's
+        queue (one for a run of writes the reader has not taken yet); nothing waits on this
+        queue, so no write wakes the daemon: the light tick reads it, one `read` for all the
+        runs, instead of a `stat` of every live trial's log."""
+        if self._logs is None:
+            return None
+        found = self._logs.read()
+        return None if OVERFLOW in found else set(found)
 
     def watched_runs(self) -> set[str]:
         """The run folders watched now."""
@@ -188,7 +211,22 @@ class Watcher:
     def stop(self) -> None:
         self._observer.stop()
         self._observer.join(timeout=5)
-        if self._runs is not None:
-            self._runs.close()
-            self._runs = None
+        for watch in (self._runs, self._logs):
+            if watch is not None:
+                watch.close()
+        self._runs = self._logs = None
         self.wake.close()
+
+
+def _keep(watch: EndWatch | None, folders: set[str]) -> dict[str, str]:
+    """Watch exactly `folders` with `watch`; those the kernel refused, with why."""
+    refused: dict[str, str] = {}
+    if watch is None:
+        return refused
+    watch.keep(folders)
+    for folder in folders - watch.watched():
+        try:
+            watch.watch(Path(folder))
+        except OSError as exc:
+            refused[folder] = exc.strerror or str(exc)
+    return refused

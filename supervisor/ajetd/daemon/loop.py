@@ -241,8 +241,10 @@ class Daemon(Act, Launch, Admit, Housekeep):
         """The live runs' folders are watched for their trials' end files, the others not: a
         run launched here was watched before its trial could go (`Launch._start`); this
         catches the runs live after a restart (before this tick reads their exit files) and
-        drops the ended ones."""
-        folders = {str(self.home.run_dir(s.run_id)) for s in self.live_slots()}
+        drops the ended ones. Their trials' log folders are watched the same way, for the
+        light tick (`Observe.scan_output`); a folder refused is read as before, every tick."""
+        live = self.live_slots()
+        folders = {s.folder(self.home) for s in live}
         refused = self.watcher.keep_runs(folders)
         gone = [f for f in refused if self.run_folder_gone(Path(f).name, self.clock())]
         if gone:  # made again: watched there from now on
@@ -254,6 +256,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 refused[folder],
             )
         self.unwatched = set(refused)
+        self.watcher.keep_logs({s.paths(self.home).log_dir for s in live if s.run.trial})
 
     def ends_meanwhile(self) -> None:
         """Trials that ended while this tick ran are recorded between its steps, not after

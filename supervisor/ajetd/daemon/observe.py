@@ -311,11 +311,36 @@ class Observe(Base):
 
     # -- output, val file, GPUs ---------------------------------------------------------------
     def scan_output(self, now: float) -> None:
-        """The light tick: new output of running trials is diagnosed, nothing else is done."""
+        """The light tick: new output of running trials is diagnosed, nothing else is done.
+        Only the logs that may hold something unread are looked at (`_may_have_output`)."""
         self.live_growing = False
+        written = self.watcher.logs_written()  # first: it takes the watches the kernel ended
+        watched = self.watcher.watched_logs()
         for slot in list(self.slots.values()):
+            if written is not None and not self._may_have_output(slot, written, watched):
+                continue
             with self._each(slot.run_id, "reading its output"):
                 self._scan_new_output(slot, now)
+
+    def _may_have_output(self, slot: RunSlot, written: set[str], watched: set[str]) -> bool:
+        """Whether a light tick looks at this run's log (a `stat`, then a read of what it
+        gained): its log was written since the last light tick (`written`, the log watch's
+        events, taken before any log is looked at: a write after that is read now or is an
+        event for the next), its folder is not watched (refused; removed, or vanished and
+        noticed, `notice_moves`; a trial launched since the watches were last made), its
+        reading has not begun, or its output ends in
+        something a pause reads. No other can hold anything unread: each was read to its end
+        by an earlier look, and nothing wrote to it since. Full ticks look at every log
+        (`supervise_live`) and leave the events to the next light tick."""
+        if slot.run.state is not State.RUNNING or not _started(slot):
+            return False
+        trial = slot.run.trial
+        assert trial is not None
+        p = slot.paths(self.home)
+        if str(p.log) in written or p.log_dir not in watched:
+            return True
+        key = (slot.run_id, trial.number)
+        return not slot.live.started(key) or slot.live.pause_due(key)
 
     def _scan_new_output(self, slot: RunSlot, now: float) -> None:
         if slot.run.state is State.RUNNING and _started(slot):
@@ -346,6 +371,9 @@ class Observe(Base):
                 self.home.append_event(run.run_id, now, text)
                 log.warning("run %s: %s", run.run_id, text)
         if said:
+            # the log watch may be on the folder that vanished (moved: its watch follows it):
+            # looked at every light tick until the next full tick watches where it is now
+            self.watcher.forget_logs(slot.paths(self.home).log_dir)
             slot.reset_paths()  # the output may be in the spare now
             self._store(model.warn(run, *said))
 

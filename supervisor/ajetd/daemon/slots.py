@@ -40,6 +40,13 @@ class RunSlot:
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
+    _folder: str | None = None
+
+    def folder(self, home: Home) -> str:
+        """The run's folder, as the folder watch names it (built once: see `paths`)."""
+        if self._folder is None:
+            self._folder = str(home.run_dir(self.run.run_id))
+        return self._folder
 
     @property
     def run_id(self) -> str:

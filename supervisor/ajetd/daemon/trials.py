@@ -65,17 +65,20 @@ class RunPaths:
     log: Path
     spare: Path  # where output goes on if the log's folder vanishes unsafely (pipe_writer)
     wake: Path  # the FIFO through which the trial script is told to go
+    log_dir: str = ""  # the log's folder, as the log watch names it (`Watcher.keep_logs`)
 
 
 def paths(home: Home, run: Run, number: int) -> RunPaths:
+    log = output_log(home, run, number)
     return RunPaths(
         script=home.trial_file(run.run_id, number, "sh"),
         go=home.trial_file(run.run_id, number, "go"),
         exit=home.trial_file(run.run_id, number, "exit"),
         hup=home.trial_file(run.run_id, number, "hup"),
-        log=output_log(home, run, number),
+        log=log,
         spare=spare_log(home, run.run_id, number),
         wake=home.trial_file(run.run_id, number, "wake"),
+        log_dir=str(log.parent),
     )
 
 

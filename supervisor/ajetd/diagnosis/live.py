@@ -97,6 +97,12 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return cursor is None or size > cursor.offset
 
+    def pause_due(self, key: tuple[str, int]) -> bool:
+        """Whether the output of `key` ends in something unread that a pause would read as it
+        stands (`paused`), and no pause has read it yet."""
+        cursor = self._cursors.get(key)
+        return cursor is not None and cursor.paused_at != cursor.offset and cursor.stream.unread()
+
     def started(self, key: tuple[str, int]) -> bool:
         """Whether `key` has its cursor (the user kinds given to `scan` are used only before)."""
         return key in self._cursors
