@@ -318,3 +318,24 @@ def test_the_autoscaler_warning_before_a_real_oom_log_is_not_its_root_cause() ->
     if not log.exists():
         pytest.skip("shared fixture not present")
     assert _kinds(_AUTOSCALER_WARNING + log.read_text())[0] == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    "quoted",
+    [
+        "(ParallelEnvManager pid=1305) agent output: I got a CUDA out of memory error? No, the"
+        " API returned 401 Unauthorized.",
+        "assistant: The traceback says torch.OutOfMemoryError: CUDA out of memory, so I retried.",
+        "[2025-05-23 18:02:42] model_response: NCCL error: unhandled system error, let me check",
+    ],
+)
+def test_a_models_quoted_text_names_no_failure_of_the_run(quoted: str) -> None:
+    """What an agent or a model wrote, quoted in a log line, is not what the program did: the
+    run's own failure after it is its root cause, and alone it says nothing."""
+    assert _kinds(quoted + "\nKilled\n") == ["host_oom"]
+    assert _kinds(quoted + "\n") == []
+
+
+def test_a_bare_response_is_not_a_models_text() -> None:
+    """An HTTP client's or a subprocess's `response:` may report the failure itself."""
+    assert _kinds("response: CUDA out of memory. Tried to allocate 2.00 GiB\n") == ["cuda_oom"]

@@ -19,7 +19,8 @@ a failure as resolved says nothing, and takes back the notices of retries of its
 it (wandb's `Network error resolved after 0:00:12, resuming normal operation.` after its
 `entering retry loop`); one that reports a retry, or the shell's complaint about a command
 (`bash: foo: command not found`: the run's failure when its exit code is 127, `exitcodes`), is
-a notice.
+a notice. A model's or an agent's text quoted in a line (`agent output: ...`, `assistant: ...`)
+says nothing of the run.
 
 Ranks, root cause first: a specific failure; an echo (a dead Ray actor, a dead vLLM engine);
 an exception no kind explains; what a wrapper said about itself; a notice.
@@ -99,6 +100,15 @@ _ADVICE = (
 # (in RE2: linear on a 64 KiB line of `if`s, where `re` took a second)
 _NAMED_IN_PROSE = r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s+[a-z]"
 _MENTIONS = re2.compile(f"(?i:{_ADVICE})|{_NAMED_IN_PROSE}")
+# A model's or an agent's text quoted in a log line (`agent output: I got a CUDA out of memory
+# error? No, the API returned 401 Unauthorized.`, `assistant: ...`, `model response: ...`):
+# what the model wrote, not what the program did, so it names no failure of the run. A bare
+# `response:` or `output:` is not one: an HTTP client's or a subprocess's, which may be.
+_QUOTED_OUTPUT = re.compile(
+    r"\s*(?:(?:agent|assistant|model|llm|policy|actor)(?:'s)?[ _](?:output|response|reply"
+    r"|completion|answer|generation|text)s?|assistant|user)\s{0,4}:",
+    re.IGNORECASE,
+)
 
 
 def _gate_exact(line: str) -> bool:
@@ -173,6 +183,8 @@ def exception_kind(
 def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, int]:
     """The kind of a line that is not an exception line, and its rank; None when it says
     nothing."""
+    if _QUOTED_OUTPUT.match(body):
+        return None, SPECIFIC
     kind = classify(body, words)
     if kind is not None and _MENTIONS.search(body) is not None:  # what it says itself
         kind = classify(_MENTIONS.sub(" ", body))
