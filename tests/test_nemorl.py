@@ -631,3 +631,15 @@ def test_a_nemo_runs_failure_is_told_in_nemo_rls_words(daemon_env: Env) -> None:
         "cuda_oom: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes for "
         "one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"
     ), status["reason"]
+
+
+def test_srun_labels_are_read_through() -> None:
+    """Walk 83: under `srun --label` every line is `0: ...`, and the reader found no record
+    (`metrics {}`, the reason saying no validation record was written) though the log held
+    `• Accuracy:` blocks; it reads under the label as diagnosis does."""
+    text = (FIXTURES / "sample_grpo_stdout.log").read_text()
+    plain = nemorl.feed(NemoRead(), text)
+    labelled = "".join(f"0: {line}" for line in text.splitlines(keepends=True))
+    assert plain[1] and nemorl.feed(NemoRead(), labelled) == plain
+    wide = "".join(f" 3: {line}" for line in text.splitlines(keepends=True))
+    assert nemorl.feed(NemoRead(), wide)[1] == plain[1]

@@ -24,6 +24,9 @@ _RAY_DAEMON = re.compile(
     r"|autoscaler(?: \+[0-9hms]{1,16})?)(?:,\s*ip=[\w.:-]+)?\)"
 )
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
+# `srun --label`'s task number before each line (`0: `, right-aligned for wider numbers)
+SRUN_LABEL_SOURCE = r"\d{1,4}: "
+_SRUN_LABEL = re.compile(rf" {{0,3}}{SRUN_LABEL_SOURCE}")
 
 
 def clean_line(line: str) -> str:
@@ -47,3 +50,9 @@ def is_worker_line(line: str) -> bool:
 def strip_ray(line: str) -> str:
     """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
     return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
+
+
+def strip_srun_label(line: str) -> str:
+    """A line without the task number `srun --label` put before it (`0: `), if any."""
+    label = _SRUN_LABEL.match(line)
+    return line[label.end() :] if label else line

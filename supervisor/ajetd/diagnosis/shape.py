@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from ajetd.core.termtext import SRUN_LABEL_SOURCE
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
 
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
@@ -36,7 +37,7 @@ DRESS_SOURCE = (
     r"\[?[\w./\-]+:\d+\[?\]\s?"
     # torch.distributed / torchrun: [rank0]: , [default0]: ; srun --label: `0: `
     r"|\[(?:rank|default)\d+\]:\s?"
-    r"|\d{1,4}: "
+    r"|" + SRUN_LABEL_SOURCE + r""
     # timestamps: [2025-05-23 18:02:42], 2024-02-27 18:08:15,439, [2024-02-27 18:08:15,439 E 1 1],
     # SGLang's: [2025-04-15 12:43:15 TP0], [2026-05-28 00:11:09.816 DP0 TP0 EP0]
     r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"

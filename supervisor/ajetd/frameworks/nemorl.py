@@ -43,7 +43,7 @@ from typing import Any
 
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
-from ajetd.core.termtext import clean_line, is_worker_line, strip_ray
+from ajetd.core.termtext import clean_line, is_worker_line, strip_ray, strip_srun_label
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 # (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
@@ -235,9 +235,10 @@ def _value(text: str) -> float | None:
 
 
 def _seen(raw: str) -> tuple[str, bool]:
-    """A raw line as the text a person saw (up to _MAX_LINE of it), and whether a Ray worker
-    printed it (its prefix removed)."""
-    raw = raw.rstrip("\r")
+    """A raw line as the text a person saw (up to _MAX_LINE of it), without the task number
+    `srun --label` put before it (as diagnosis reads it), and whether a Ray worker printed it
+    (its prefix removed)."""
+    raw = strip_srun_label(raw.rstrip("\r"))
     line = clean_line(raw[raw.rfind("\r") + 1 :][:_MAX_LINE])
     if is_worker_line(line):
         return strip_ray(line), True
