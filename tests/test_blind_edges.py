@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -324,6 +325,9 @@ def test_logs_follow_waits_for_the_first_trial_and_follows_every_relaunch(env: E
     run_id = env.submit(env.blueprint("follow-hang", config=hang, ajetd="gpus: 0"))
     follow = _started(env, sys.executable, "-m", "ajetd", "logs", run_id, "-f")
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the hang to start")
+    assert follow.stdout is not None  # its first line: it runs (not still starting up, where
+    ready, _, _ = select.select([follow.stdout], [], [], 30)  # Ctrl-C ends Python's start)
+    assert ready and f"[ajetd] run {run_id} trial 1:" in follow.stdout.readline()
     follow.send_signal(2)
     _, err = follow.communicate(timeout=20)
     assert follow.returncode == 130 and "the run goes on" in err, (follow.returncode, err)
