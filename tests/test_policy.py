@@ -316,6 +316,19 @@ def test_a_clean_exit_that_validated_nothing_says_so() -> None:
     assert kept_truly(EXITED_0, 0, expected=False) == EXITED_0
 
 
+def test_an_unread_validation_is_never_said_unwritten() -> None:
+    """Walk 83: a NeMo-RL log with `• Accuracy:` blocks the reader could not read (under
+    `srun --label`) ended 'it wrote no validation record'; where its output shows validation
+    results and none was read, the reason says that instead, whatever the end."""
+    from ajetd.core.policy import DATA_KEPT, EXITED_0, UNREAD_RECORDS, kept_truly
+
+    assert kept_truly(EXITED_0, 0, True, shown=True) == f"{EXITED_0}; {UNREAD_RECORDS}"
+    limit = f"stopped at exp_max_time (1m); {DATA_KEPT}"
+    assert kept_truly(limit, 0, True, shown=True) == f"{limit}; {UNREAD_RECORDS}"
+    assert kept_truly(EXITED_0, 2, True, shown=True) == EXITED_0
+    assert "no validation record" not in kept_truly(limit, 0, True, shown=True)
+
+
 def test_a_plateau_metric_follows_the_runs_own_only_where_none_is_named() -> None:
     """Walk 28, M4: the default follows the run's metric (NeMo-RL's `accuracy`); a metric the
     blueprint names, even the default's name, stays as named."""

@@ -161,12 +161,19 @@ def limit_reason(run: Run) -> str:
     return f"{head}; {DATA_KEPT_THEN if why.startswith(HUNG) else DATA_KEPT}"
 
 
-def kept_truly(reason: str, records: int, expected: bool = False) -> str:
+UNREAD_RECORDS = "its output shows validation results, yet no record was read from them"
+
+
+def kept_truly(reason: str, records: int, expected: bool = False, shown: bool = False) -> str:
     """An end's reason whose `data kept` is true: a run that wrote no validation record has
     no metrics to keep, and its reason says so instead (read once its val file was read to
     its end: `records`, how many it holds). A clean exit of a run whose program was to write
     them (`expected`: a val file, NeMo-RL's output) says it wrote none: an exit 0 after 0.1 s
-    that validated nothing read as any success."""
+    that validated nothing read as any success. `shown`: its output shows validation results
+    that gave no record (a shape the reader does not read): it says that, never that the
+    program wrote none."""
+    if expected and not records and shown:
+        return f"{reason}; {UNREAD_RECORDS}"
     if reason == EXITED_0 and expected and not records:
         return f"{reason}; it wrote no validation record"
     kept = next((k for k in (DATA_KEPT_THEN, DATA_KEPT) if reason.endswith(f"; {k}")), None)

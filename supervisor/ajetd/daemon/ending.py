@@ -30,7 +30,13 @@ from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
-from ajetd.daemon.trials import await_output, paths, plateau_unmet, read_metrics_at_end
+from ajetd.daemon.trials import (
+    await_output,
+    paths,
+    plateau_unmet,
+    read_metrics_at_end,
+    shows_validation,
+)
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import with_exit_code
 from ajetd.diagnosis.live import diagnose_file
@@ -167,7 +173,8 @@ def finish_run(
     run = read_metrics_at_end(run, fetch)  # on to the file's end, bounded
     run = run if options is None else plateau_unmet(run, options)
     expected = bool(run.val_path) or run.kind == "nemo_rl"  # its program writes records
-    reason = kept_truly(end.reason, len(run.history), expected)  # none read: no `data kept`
+    shown = not run.history and shows_validation(run)  # none read, yet printed
+    reason = kept_truly(end.reason, len(run.history), expected, shown)  # none: no `data kept`
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)
     ended = now

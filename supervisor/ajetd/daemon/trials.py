@@ -447,6 +447,15 @@ def says_how_it_ended(run: Run) -> bool:
     return run.kind == "nemo_rl"
 
 
+def shows_validation(run: Run) -> bool:
+    """A NeMo-RL trial's last output (its log's tail, bounded) shows `Validation Results`:
+    where no record was read from it, the reader could not read them, and the run's reason
+    must not say its program wrote none."""
+    if run.kind != "nemo_rl" or run.trial is None:
+        return False
+    return b"Validation Results" in tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
+
+
 def program_end(run: Run) -> str | None:
     """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
     if not says_how_it_ended(run) or run.trial is None:
