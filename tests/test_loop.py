@@ -89,11 +89,10 @@ def test_deep_checks_follow_the_seed_backoff_and_start_again_on_news(env: Env, l
     read = loop.event_at(run_id, "validation: 1 record(s)")
     assert read is not None and 300 < read - t0 <= 300 + SUPERVISE_ALL_S
     r = round(read - t0, 1)
-    assert (
-        checks
-        == [30, 90, 210, r, r + 30, r + 90, r + 210, r + 450, r + 930, r + 1890][: len(checks)]
-    )
-    assert checks[-1] + 960 == dues[-1] and len(checks) >= 8  # 16 min is the longest interval
+    expected = [30, 90, 210, r, r + 30, r + 90, r + 210, r + 450, r + 930, r + 1890]
+    assert checks == pytest.approx(expected[: len(checks)], abs=0.15)  # (each rounded to 0.1)
+    assert len(checks) >= 8  # 16 min is the longest interval:
+    assert checks[-1] + 960 == pytest.approx(dues[-1], abs=0.15)
     assert loop.run(run_id).metrics["mean_reward"] == 0.5
     assert loop.deep_check_due(run_id) is not None
     _val_file(env, "deep").write_text(_val_record(20, 0.5) + "{'global_steps'")  # half a line

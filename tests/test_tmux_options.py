@@ -29,11 +29,11 @@ def test_a_run_window_is_named_kept_and_piped_and_the_users_are_untouched(env: E
     server = psutil.Process(int(env.tmux("display-message", "-p", "#{pid}").stdout))
     panes = {int(p) for p in env.tmux("list-panes", "-a", "-F", "#{pane_pid}").stdout.split()}
 
-    def helpers() -> list[str]:  # the pipe's processes: tmux's `sh`, which starts `cat`
+    def helpers() -> list[str]:  # the pipe's processes: tmux's `sh` (it execs bash), `cat`
         found = [c for c in server.children() if c.pid not in panes]  # again after a full disk
         return [p.name() for c in found for p in (c, *c.children())]
 
-    wait_for(lambda: helpers() == ["sh", "cat"], what="the pipe's two processes, sh and cat")
+    wait_for(lambda: helpers() == ["bash", "cat"], what="the pipe's two processes, bash, cat")
     wait_for(lambda: log.exists() and "hello" in log.read_text(), what="the output in the log")
 
 
