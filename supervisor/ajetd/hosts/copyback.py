@@ -16,7 +16,6 @@ stays), at most once per daemon, after which the outcome says the copy ended wit
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import json
@@ -163,6 +162,8 @@ def copy(job: Job) -> str:
 
 
 def main() -> int:
+    import argparse  # the child's alone: not loaded into the daemon, which imports this module
+
     parser = argparse.ArgumentParser(prog="ajetd.hosts.copyback")
     parser.add_argument("job", type=Path)
     path: Path = parser.parse_args().job
