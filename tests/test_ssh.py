@@ -1096,16 +1096,7 @@ def test_a_copy_back_that_stalls_ends_at_its_deadline_as_a_host_that_does_not_an
     from ajetd.core.model import Run
     from ajetd.hosts.ssh import SshHost
 
-    real_tar = shutil.which("tar")
-    assert real_tar
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "tar").write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = -cf ]; then {real_tar} "$@" | head -c 10240; exec sleep 654; fi\n'
-        f'exec {real_tar} "$@"\n'
-    )
-    (bin_dir / "tar").chmod(0o755)
+    bin_dir = _host_tar(tmp_path, '{tar} "$@" | head -c 10240; exec sleep 654')
     monkeypatch.setattr(sshcmd, "PULL_FLOOR_S", 2.0)
     big = 10 * 2**30  # 10 GiB: 5120 s at the least rate, the floor below it
     assert sshcmd.pull_deadline_s(big) == big / sshcmd.PULL_MIN_RATE == 5120.0
@@ -1164,19 +1155,25 @@ def test_a_copy_back_that_stalls_ends_at_its_deadline_as_a_host_that_does_not_an
                 proc.kill()
 
 
-def _sshd_whose_tar_waits(tmp_path: Path, letgo: Path) -> Iterator[Sshd]:
-    """An sshd whose logins find a `tar` that sends no archive until `letgo` exists (a copy
-    back of hours, held as long as a test needs)."""
+def _host_tar(tmp_path: Path, on_create: str) -> Path:
+    """A folder holding a `tar` that runs `on_create` (`{tar}`: the real one) when asked to
+    make an archive (`-cf`: a copy back's sending side), else is the real tar."""
     real_tar = shutil.which("tar")
     assert real_tar
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    said = on_create.format(tar=real_tar)
     (bin_dir / "tar").write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = -cf ]; then while [ ! -e {letgo} ]; do sleep 0.05; done; fi\n'
-        f'exec {real_tar} "$@"\n'
+        f'#!/bin/sh\nif [ "$1" = -cf ]; then {said}; fi\nexec {real_tar} "$@"\n'
     )
     (bin_dir / "tar").chmod(0o755)
+    return bin_dir
+
+
+def _sshd_whose_tar_waits(tmp_path: Path, letgo: Path) -> Iterator[Sshd]:
+    """An sshd whose logins find a `tar` that sends no archive until `letgo` exists (a copy
+    back of hours, held as long as a test needs)."""
+    bin_dir = _host_tar(tmp_path, f"while [ ! -e {letgo} ]; do sleep 0.05; done")
     return _own_sshd(tmp_path, f'export PATH="{bin_dir}:$PATH"\n')
 
 
