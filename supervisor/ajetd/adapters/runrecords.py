@@ -24,6 +24,7 @@ from ajetd.core import unsaved
 from ajetd.core.errors import StoreError
 from ajetd.core.journal import ended_in_journal
 from ajetd.core.model import Run, State, Status
+from ajetd.core.shown import show
 
 LEFT_OUT = (
     "run {run_id} is left out (not listed, not supervised, never launched again): restore "
@@ -69,6 +70,9 @@ def as_run(path: Path, data: Mapping[str, Any], newer: Mapping[str, Any] | None 
     """The record as a Run; `newer`: the fields of its newest record that a full home holds
     in the daemon's memory (`core.unsaved`), laid over it, and left off where they do not
     make a record (another version's daemon.json: the record on disk is still shown)."""
+    if data.get("run_id") != path.parent.name:  # its id names its files: never another's
+        said = show(data.get("run_id"))
+        raise StoreError(f"corrupt run record {path}: its run_id {said} is not its folder's")
     if newer:
         with contextlib.suppress(StoreError):
             run = as_run(path, unsaved.laid_over(data, newer))
