@@ -39,8 +39,8 @@ def pipe_writer(path: str, spare: str | None) -> str:
     `cat` appends the output to `path`; where a write fails (the log's disk is full: the
     program may fill its own result dir) it is started again a second later with a line
     saying output is missing, so the rest of the run still reaches the log once there is room.
-    Each second (and at the end) the loop checks that `path` still names the file `cat`
-    writes (held on fd 5): a result dir removed (`rm -rf`), moved or replaced mid-run left
+    Every CHECK_EVERY_S (and at the end) the loop checks that `path` still names the file
+    `cat` writes (held on fd 5): a result dir removed (`rm -rf`), moved or replaced mid-run left
     `cat` writing into a file no name reached, all of the trial's output lost. Then the
     log's folders are made again, owner-only (`mkdir -m 700`, one level each, never `-p`),
     where nothing is in their place; where

@@ -99,9 +99,15 @@ def moves(home: Home, run_id: str, number: int) -> list[tuple[float, str]]:
 MAX_MOVES = 100  # noted vanishings read back (a folder removed again and again)
 
 
+def in_spare(home: Home, run_id: str, number: int) -> bool:
+    """Trial `number`'s output goes on in the spare: the last move noted went there."""
+    noted = moves(home, run_id, number)
+    return bool(noted) and noted[-1][1] == "spare"
+
+
 def output_log(home: Home, run: Run, number: int) -> Path:
     """The file trial `number`'s output is in: its log in the result dir, or where its
     folder vanished and could not be made again safely, the spare (the last move noted)."""
-    spare = spare_log(home, run.run_id, number)
-    noted = moves(home, run.run_id, number)
-    return spare if noted and noted[-1][1] == "spare" else trial_log(run, number)
+    if in_spare(home, run.run_id, number):
+        return spare_log(home, run.run_id, number)
+    return trial_log(run, number)

@@ -175,9 +175,10 @@ class Base:
         run = self.runs.get(run_id)
         if run is None or folder.is_dir():
             return False
+        in_place = f"{folder} is not a folder (a file or link put in its place)"
         if os.path.lexists(folder):
-            why = f"{folder} is not a folder (a file or link put in its place): nothing of "
-            why += "this run is written there; move it aside and ajetd makes the folder again"
+            why = f"{in_place}: nothing of this run is written there; move it aside and ajetd "
+            why += "makes the folder again"
             if run.attention != why:
                 log.error("run %s: %s", run_id, why)
                 self._keep(model.set_attention(run, why))  # on disk once it can be
@@ -185,7 +186,7 @@ class Base:
         self.home.runs.mkdir(mode=OWNER_DIR, exist_ok=True)
         folder.mkdir(mode=OWNER_DIR)
         self.watcher.watch_run_again(folder)  # its trial's exit file is written here
-        if run.attention is not None and run.attention.startswith(f"{folder} is not a folder"):
+        if run.attention is not None and run.attention.startswith(in_place):
             run = model.set_attention(run, None)  # moved aside: that is over
         self.home.save_run(run)
         self._keep(run)

@@ -349,10 +349,8 @@ def report_dir(home: Home, run: Run) -> Path:
     and something else stood in the dir's place (a link, a file, another's folder: its
     output went on in the spare, `pipe_writer`), ajetd's own folder for the run: nothing is
     written through what was not there (the run's warnings say where)."""
-    for trial in run.trials:
-        noted = trialfiles.moves(home, run.run_id, trial.number)
-        if noted and noted[-1][1] == "spare":
-            return home.run_dir(run.run_id)
+    if any(trialfiles.in_spare(home, run.run_id, t.number) for t in run.trials):
+        return home.run_dir(run.run_id)
     return Path(run.result_dir)
 
 

@@ -246,9 +246,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
         live = self.live_slots()
         folders = {s.folder(self.home) for s in live}
         refused = self.watcher.keep_runs(folders)
-        gone = [f for f in refused if self.run_folder_gone(Path(f).name, self.clock())]
-        if gone:  # made again: watched there from now on
-            refused = self.watcher.keep_runs(folders)
+        gone = {f for f in refused if self.run_folder_gone(Path(f).name, self.clock())}
+        refused = {f: why for f, why in refused.items() if f not in gone}  # watched again
         for folder in refused.keys() - self.unwatched:  # said once, tried again each tick
             log.warning(
                 "%s is not watched (%s): its trial's end is seen by polling",
