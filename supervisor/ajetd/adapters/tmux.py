@@ -10,6 +10,7 @@ daemon 5 MiB of memory and 40 ms of start-up for a version string).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -31,6 +32,24 @@ def moved_note(spare: str) -> str:
 
 
 CHECK_EVERY_S = 5  # how often the log writer checks its file still has its name
+SCRIPT_OPTION = "@ajetd_script"  # a pane option: the script its process runs (`find_pane`)
+_HASHES = re.compile(r"#+\[|#")
+
+
+def literal(text: str, times: bool = False) -> str:
+    """`text` as one argument that tmux gives back exactly as written where it expands it
+    (`new-session -c`, `-s` and `-n`, `rename-window`; with `times`, `pipe-pane`'s command,
+    which strftime reads first): each `#` doubled, as `##` is tmux's `#` (a path holding
+    `#{session_name}`, `#S` or `##` was read as tmux's formats: the log went to a file named
+    after the session, the pane started in the server's folder); a run of `#`s before `[`
+    kept, which tmux keeps as it is (its style syntax: `##[` stays `##[`); with `times`, each
+    `%` doubled (`%Y` was the year); and a last `;` as `\\;`, where tmux would end its
+    command (a folder named `x;` failed the launch). As tmux 3.3a reads them
+    (`tests/test_odd_paths.py`)."""
+    text = _HASHES.sub(lambda m: m.group() if m.group().endswith("[") else "##", text)
+    if times:
+        text = text.replace("%", "%%")
+    return f"{text[:-1]}\\;" if text.endswith(";") else text
 
 
 def pipe_writer(path: str, spare: str | None) -> str:
@@ -48,11 +67,11 @@ def pipe_writer(path: str, spare: str | None) -> str:
     cannot be made, the output goes on in `spare` (the daemon's own folder) instead. The old
     file's text (read through /dev/fd/5: still open) is copied to the new one first,
     then a line saying when the folder vanished, and `<time> log|spare` is appended to
-    `moved_note(spare)` for the daemon to report. No `%` and no `#` in the script: tmux
-    expands both in a pipe-pane command (strftime, formats). Where not even that can be opened, the
-    output is read and dropped a second at a time (the pipe is still read, so its end is seen
-    and the loop ends with the pane). At the pane's end `cat` reads end-of-file, exits 0, and
-    the loop ends.
+    `moved_note(spare)` for the daemon to report. tmux expands `%` and `#` in a pipe-pane
+    command (strftime, formats): `_pipe` hands it over `literal`. Where not even the spare can
+    be opened, the output is read and dropped a second at a time (the pipe is still read, so
+    its end is seen and the loop ends with the pane). At the pane's end `cat` reads
+    end-of-file, exits 0, and the loop ends.
 
     The wait is bash's own `read -t` on a pipe that never gets a byte (fd 6, held open at both
     ends), not `sleep 1`: sh has no sleep of its own, and a `sleep` process a second for each
@@ -120,12 +139,15 @@ class Pane:
     start_command: str
     exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
     stop_note: str = ""  # the stop the daemon began, set on the pane when the home was full
+    script: str = ""  # the script its process runs, as the daemon set it (SCRIPT_OPTION)
 
 
 def find_pane(panes: list[Pane], script: Path) -> Pane | None:
-    """The pane whose own process is this trial's script (names can be reused; paths not)."""
+    """The pane whose own process is this trial's script (names can be reused; paths not):
+    as the pane's option names it; a pane without one (made by an ajetd before it) by its
+    command, which tmux lists escaped (a home holding `"`, `$` or `\\` was never found)."""
     for pane in panes:
-        if str(script) in pane.start_command:
+        if pane.script == str(script) or (not pane.script and str(script) in pane.start_command):
             return pane
     return None
 
@@ -209,6 +231,7 @@ class Tmux:
                 "#{pane_dead_status}",
                 f"#{{{EXIT_OPTION}}}",
                 f"#{{{STOP_OPTION}}}",
+                f"#{{{SCRIPT_OPTION}}}",
                 "#{pane_start_command}",
             )
         )
@@ -222,10 +245,10 @@ class Tmux:
             raise
         panes = []
         for line in out.splitlines():
-            fields = line.split("\t", 7)
-            if len(fields) != 8:
+            fields = line.split("\t", 8)
+            if len(fields) != 9:
                 continue
-            session, pane_id, pid, dead, status, note, stop, start = fields
+            session, pane_id, pid, dead, status, note, stop, script, start = fields
             panes.append(
                 Pane(
                     session=session,
@@ -236,6 +259,7 @@ class Tmux:
                     start_command=start,
                     exit_note=note,
                     stop_note=stop,
+                    script=script,
                 )
             )
         return panes
@@ -274,6 +298,7 @@ class Tmux:
         arm = (
             (";", *self._keep_dead(), ";", *self._pipe(log, spare)) if log is not None else ()
         )  # commands after new-session act on its new pane
+        arm = (";", *self._script_option(script), *arm)
         env, first = self._precise_start()
         out = self._run(
             *first,
@@ -283,11 +308,11 @@ class Tmux:
             "-F",
             fmt,
             "-s",
-            name,
+            literal(name),
             "-n",
-            window,
+            literal(window),
             "-c",
-            cwd,
+            literal(cwd),
             "-x",
             "220",
             "-y",
@@ -307,8 +332,9 @@ class Tmux:
             *("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION, ";"),
             *("set-option", "-p", "-u", "-t", pane_id, STOP_OPTION),
         )
-        rename = (";", "rename-window", "-t", pane_id, window) if window is not None else ()
-        self._run(*forget, *rename, ";", "respawn-pane", "-k", "-t", pane_id, command)
+        rename = (";", "rename-window", "-t", pane_id, literal(window)) if window else ()
+        named = (";", *self._script_option(script, "-t", pane_id))
+        self._run(*forget, *rename, *named, ";", "respawn-pane", "-k", "-t", pane_id, command)
         out = self._run("display-message", "-p", "-t", pane_id, "#{pane_pid}")
         pid = out.strip()
         return Pane("", pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
@@ -337,13 +363,18 @@ class Tmux:
         return env, (*forget, ";")
 
     @staticmethod
+    def _script_option(script: str, *target: str) -> tuple[str, ...]:
+        """The pane's script kept on it (`find_pane`): an option's value is never expanded."""
+        return ("set-option", "-p", *target, SCRIPT_OPTION, script)
+
+    @staticmethod
     def _keep_dead(*target: str) -> tuple[str, ...]:
         return ("set-option", "-p", *target, "remain-on-exit", "on")
 
     @staticmethod
     def _pipe(path: str, spare: str | None, *target: str) -> tuple[str, ...]:
         """The pane's output appended to `path` (`pipe_writer`'s loop)."""
-        return ("pipe-pane", *target, pipe_writer(path, spare))
+        return ("pipe-pane", *target, literal(pipe_writer(path, spare), times=True))
 
     def note_stop(self, pane_id: str, note: str) -> None:
         """Keep a stop's note (`core.stopnote`) on the pane, in the tmux server's memory."""

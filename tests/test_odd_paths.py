@@ -1,0 +1,86 @@
+"""Paths tmux would read as its own syntax, or the shell as its own: a home, codebase and
+result dir holding `%` (strftime, in some tmux commands), `#` (tmux formats: `#{...}`, `##`,
+`#[...]`), spaces, quotes, `$`, backslashes and accents. Before, `pipe-pane` wrote the trial's
+log to a file named after the date and the session (`%Y` -> 2026, `#{session_name}` ->
+ajet_...), `new-session -c` fell back to the daemon's folder, and a home with `"`, `$` or `\\`
+in it made every run's pane unfindable (tmux lists its command escaped). Real tmux, a real
+daemon, real files."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ajetd.adapters.tmux import Tmux, find_pane
+from conftest import Env, wait_for
+
+# each of tmux's expansions and each of the shell's quotes, in one folder name
+ODD = "a %Y %% #{session_name} ## #[fg=red] #S x# $HOME q\"u'o \\b é"
+
+
+def _odd_world(env: Env) -> Path:
+    """Move the test's home and codebase under a folder of the odd name; return that folder."""
+    odd = env.tmp / ODD
+    odd.mkdir()
+    shutil.move(env.codebase, odd / "codebase")
+    env.codebase = odd / "codebase"
+    env.home = odd / "home"
+    env.vars["AJETD_HOME"] = str(env.home)
+    return odd
+
+
+def test_odd_characters_in_every_path_reach_tmux_and_the_shell_as_written(env: Env) -> None:
+    odd = _odd_world(env)
+    result = odd / "result"
+    env.start_daemon()
+    go = odd / "go"
+    command = f"pwd > where.txt; echo line-one; while [ ! -e {shlex.quote(str(go))} ]; do "
+    command += "sleep 0.05; done; echo line-two; exit 3"
+    bp = env.blueprint("odd", command=command, result=f"`{result}`", ajetd="gpus: 0")
+    text = bp.read_text().replace(f": {env.codebase}\n", f": `{env.codebase}`\n")
+    bp.write_text(text)
+    run_id = env.submit(bp)
+    log = result / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "line-one" in log.read_text(), what="the first line")
+    diag = json.loads(env.cli("diag", run_id, "--json").stdout)  # its pane, found by its script
+    assert any("line-one" in line for line in diag["pane"]), diag["pane"]
+    go.touch()
+    status = env.wait_done(run_id)
+    assert (status["status"], status["exit_code"]) == ("failed", 3), status
+    assert (env.codebase / "where.txt").read_text() == f"{env.codebase}\n"  # new-session -c
+    text = log.read_text()  # pipe-pane's command, as written
+    assert "line-one\nline-two\n" in text, text
+    assert sorted(p.name for p in odd.iterdir()) == ["codebase", "go", "home", "result"]
+    assert not list(env.tmp.glob("a 2*")), "a file named by strftime"
+    assert (result / "finish.flag").exists()
+    logs = env.cli("logs", run_id)
+    assert "line-two" in logs.stdout, logs.stderr
+    assert "lost" not in env.daemon_log()
+
+
+@pytest.mark.parametrize("name", [ODD, "ends;", "ends\\;", "##[x] ###[y] #[z"])
+def test_each_tmux_call_takes_a_path_as_written(env: Env, name: str) -> None:
+    """new-session's -c, its pipe-pane's command and a respawn, without a daemon."""
+    folder = env.tmp / name
+    folder.mkdir()
+    script = folder / "s.sh"
+    script.write_text('pwd > "$0.where"; echo printed\n')
+    log = folder / "logs" / "trial-1.log"
+    log.parent.mkdir()
+    tmux = Tmux(env.socket)
+    pane = tmux.new_session("ajet_odd", str(folder), str(script), str(log), "trial-1")
+    wait_for(lambda: log.exists() and "printed" in log.read_text(), what="the output in its log")
+    assert (folder / "s.sh.where").read_text() == f"{folder}\n"
+    assert find_pane(tmux.panes(), script) is not None
+    again = folder / "again.sh"
+    again.write_text("echo again; sleep 30\n")
+    wait_for(lambda: find_pane(tmux.panes(), script).dead, what="the first script to end")
+    tmux.respawn(pane.pane_id, str(again), "trial-#2")
+    wait_for(lambda: find_pane(tmux.panes(), again), what="the respawned pane found")
+    windows = env.tmux("list-windows", "-a", "-F", "#{window_name}").stdout
+    assert windows == "trial-#2\n", windows
+    assert sorted(p.name for p in folder.iterdir()) == ["again.sh", "logs", "s.sh", "s.sh.where"]
