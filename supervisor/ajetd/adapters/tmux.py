@@ -78,7 +78,11 @@ def pipe_writer(path: str, spare: str | None) -> str:
     live run was 3,000 process starts a minute at 50 runs (0.8 ms of CPU each here: 2.4 s a
     minute; issue 15's quiet runs). The check comes every CHECK_EVERY_S: output written
     meanwhile is not lost (it is in the file `cat` still holds, copied to the new one), and
-    a pane's end is seen as soon: `cat` has written its last output before it exits."""
+    a pane's end is seen as soon: `cat` has written its last output before it exits. A write
+    that fails ends the wait at once: `cat`'s error message goes into that pipe (its stderr),
+    so it is started again a second later, not up to CHECK_EVERY_S later (the pane's output
+    waits in the pipe and tmux meanwhile; a program that freed its disk within seconds had
+    its lines written after all, or not, by the phase of the check)."""
     log = shlex.quote(path)
     logs, folder = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1))
     other = shlex.quote(spare) if spare else "/dev/null"
@@ -101,8 +105,8 @@ def pipe_writer(path: str, spare: str | None) -> str:
         'gone() { ! [ "$out" -ef /dev/fd/5 ]; }\n'
         "while :; do\n"
         '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
-        "    cat <&3 >&5 & c=$!\n"
-        f'    while kill -0 "$c" && ! gone; do pause {CHECK_EVERY_S}; done\n'
+        "    cat <&3 >&5 2>&6 & c=$!\n"
+        f'    while kill -0 "$c" && ! gone; do pause {CHECK_EVERY_S} && break; done\n'
         '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-\n'
         '      moved old; [ "$rc" = 0 ] && exit 0; continue; fi\n'
         '    wait "$c"; rc=$?; exec 5>&-; [ "$rc" = 0 ] && exit 0\n'
