@@ -181,11 +181,12 @@ class Held:
                 out[path.parent.name] = unsaved.brief(record)
         return out
 
-    def write(self, path: Path, data: bytes, mode: int) -> bool:
-        """Replace `path` now if the home takes it; else hold it. True when written."""
+    def write(self, path: Path, data: bytes, mode: int, *, synced: bool = True) -> bool:
+        """Replace `path` now if the home takes it; else hold it. True when written.
+        `synced` False: see `store.write_all_atomic` (what is held is synced when written)."""
         if not self.troubles.blocked(self.home) and not self.lines.get(path):
             try:
-                write_atomic(path, data, mode)
+                write_atomic(path, data, mode, synced=synced)
             except OSError as exc:
                 if not is_full(exc):
                     raise

@@ -101,9 +101,12 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Replace `path` with `data` in one rename, synced first; the file gets `mode`."""
-    write_all_atomic([(path, data, mode)])
+def write_atomic(
+    path: Path, data: str | bytes, mode: int = 0o644, *, synced: bool = True
+) -> None:
+    """Replace `path` with `data` in one rename, synced first (unless not `synced`: only
+    where the file system orders the rename after the data, `fsorder`); it gets `mode`."""
+    write_all_atomic([(path, data, mode)], synced=synced)
 
 
 @contextlib.contextmanager
@@ -120,7 +123,9 @@ def named(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
-def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
+def write_all_atomic(
+    files: Sequence[tuple[Path, str | bytes, int]], *, synced: bool = True
+) -> None:
     """Replace several files (path, data, mode), each whole as `write_atomic` does, waiting
     for the disk once instead of once per file: all are written to their temporary files,
     then synced together (a thread each besides the first: `fsync` lets go of the GIL, and
@@ -129,7 +134,9 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
     that finds the last (a result dir's finish.flag) finds the others whole, also after a
     power loss. On an
     error no temporary file is left; the files renamed before it stay, each whole; the error
-    names the file or folder whose write or sync failed."""
+    names the file or folder whose write or sync failed. `synced` False renames without
+    waiting for the disk: for a caller that knows the file system keeps the order itself
+    (`fsorder.renames_ordered`) and whose next write syncs."""
     held: list[tuple[int, str, Path]] = []
     renamed = 0
     try:
@@ -138,11 +145,13 @@ def write_all_atomic(files: Sequence[tuple[Path, str | bytes, int]]) -> None:
             held.append((fd, tmp, path))
             with named(path):
                 _write_fd(fd, data, mode)
-        _sync_all([(fd, path) for fd, _, path in held])
+        if synced:
+            _sync_all([(fd, path) for fd, _, path in held])
         for _, tmp, path in held[:-1]:
             Path(tmp).replace(path)
             renamed += 1
-        _sync_folders({path.parent for _, _, path in held[:-1]})
+        if synced:
+            _sync_folders({path.parent for _, _, path in held[:-1]})
         for _, tmp, path in held[-1:]:
             Path(tmp).replace(path)
             renamed += 1
@@ -400,6 +409,7 @@ class Home:
         self.log_file = root / "daemon.log"
         # Set by the daemon: writes refused by a full disk are held there, not raised.
         self.held: Held | None = None
+        self._renames_ordered: bool | None = None  # `renames_ordered`, once asked
         self.damaged: dict[str, str] = {}  # run folders `load_runs` left out, and why
 
     def check(self) -> None:
@@ -449,14 +459,28 @@ class Home:
     def trial_file(self, run_id: str, trial: int, suffix: str) -> Path:
         return self.run_dir(run_id) / f"trial-{trial}.{suffix}"
 
-    def save_run(self, run: Run) -> bool:
-        """Save the run's record; False when a full disk holds it in memory for now."""
+    def save_run(self, run: Run, *, ordered: bool = False) -> bool:
+        """Save the run's record; False when a full disk holds it in memory for now.
+        `ordered`: renamed in without waiting for the disk where the home's file system
+        keeps a replacing rename behind the data (`fsorder`; a trial's `done`, whose next
+        save, after finish.flag, is synced): a power loss leaves the old record or this one."""
         path = self.state_file(run.run_id)
+        synced = not (ordered and self.renames_ordered())
         if self.held is None:
-            write_json(path, run.to_json(), OWNER_FILE)
+            write_atomic(path, json_text(run.to_json()), OWNER_FILE, synced=synced)
             return True
         data = json.dumps(run.to_json(), indent=2, ensure_ascii=False) + "\n"
-        return self.held.write(path, encode(data), OWNER_FILE)
+        return self.held.write(path, encode(data), OWNER_FILE, synced=synced)
+
+    def renames_ordered(self) -> bool:
+        """Whether the runs' folder's file system orders a rename after the data it names
+        (`fsorder.renames_ordered`), asked once: a home does not change file system under a
+        running daemon without it noticing far worse."""
+        if self._renames_ordered is None:
+            from ajetd.adapters.fsorder import renames_ordered
+
+            self._renames_ordered = renames_ordered(self.runs if self.runs.is_dir() else self.root)
+        return self._renames_ordered
 
     def saved(self, run_id: str) -> bool:
         """The run's newest record is on disk (not held back by a full disk)."""

@@ -186,7 +186,9 @@ def finish_run(
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).
     home.append_event(run.run_id, now, f"{RUN_ENDED}{outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)
-    saved = home.save_run(run)
+    # renamed in without its own wait for the disk where the file system orders the rename
+    # after the data (`fsorder`): the reports' save after finish.flag syncs it
+    saved = home.save_run(run, ordered=True)
     if run.trial is not None:
         reap_leftovers(run, end)
         if exit_code is not None:  # its last output in the log before the reports quote it
