@@ -114,9 +114,7 @@ def _state_writes(seen: list[tuple[str, str]]) -> list[str]:
     """The state.json record's own syncs and renames, in order (its temporary file's sync
     is named by the temporary name, `.state.json.<random>.tmp`)."""
     return [
-        kind
-        for kind, name in seen
-        if name == "state.json" or store.temp_of(name, "state.json")
+        kind for kind, name in seen if name == "state.json" or store.temp_of(name, "state.json")
     ]
 
 

@@ -101,9 +101,7 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def write_atomic(
-    path: Path, data: str | bytes, mode: int = 0o644, *, synced: bool = True
-) -> None:
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644, *, synced: bool = True) -> None:
     """Replace `path` with `data` in one rename, synced first (unless not `synced`: only
     where the file system orders the rename after the data, `fsorder`); it gets `mode`."""
     write_all_atomic([(path, data, mode)], synced=synced)
