@@ -100,6 +100,10 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # after freeze 17's (batch-freeze17.txt: SGLang, slime, AReaL held out under 85 %)
     assert len(FILES) >= 825 and repos["sgl-project/sglang"] >= 54, repos
     assert repos["thudm/slime"] >= 15 and repos["areal-project/areal"] >= 7, repos
+    # after freeze 18's (batch-freeze18.txt: the held-out misses' classes looked for in the
+    # stack's other projects, then SGLang, slime, AReaL with new words)
+    assert len(FILES) >= 835 and repos["sgl-project/sglang"] >= 57, repos
+    assert repos["thudm/slime"] >= 16 and repos["vllm-project/vllm"] >= 76, repos
 
 
 @pytest.mark.parametrize(
@@ -186,8 +190,11 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # ones right, blind): 40 would be 85 %. Freeze 16's brought it to 49, held out 40 (one of its
 # 2 new ones right, blind; the other's rule, the CUDACHECK macro's words, only SGLang's
 # excerpt shows): 42 would be 85 %. Freeze 17's brought it to 54, held out 45 (its 5 new ones
-# right, blind): 46 would be 85 %. An entry must go once its repository reaches 85 %.
-BELOW_TARGET = {"sgl-project/sglang": 45}
+# right, blind): 46 would be 85 %. Freeze 18's brought it to 57, held out 50: two other
+# projects' excerpts of the CUDACHECK macro's and of Triton's shared-memory refusal (looked for by
+# their words: the optimistic support `docs/benchmarks.md` names) keep those patterns while SGLang
+# is held out. It left the list. An entry must go once its repository reaches 85 %.
+BELOW_TARGET: dict[str, int] = {}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
@@ -338,6 +345,12 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
         # SGLang's log and in ComfyUI_ExtraModels' (looked for after the blind batch)
         ("config_error/sglang-128.log", "sgl-project/sglang"),
         ("config_error/comfyextramodels-114.log", "city96/comfyui_extramodels"),
+        # freeze 18: a component saying it does not support the setting asked (slime's GDN
+        # shows it too); the CUDACHECK macro's words and Triton's refusal, shown by vLLM's and
+        # by ktransformers' and Qwen3-Coder's excerpts (looked for by those words)
+        ("config_error/llmd-2433.log", "llm-d/llm-d"),
+        ("cuda_error/sglang-552.log", "sgl-project/sglang"),
+        ("cuda_error/sglang-8513.log", "sgl-project/sglang"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

@@ -1548,3 +1548,86 @@ def test_a_rich_boxed_source_line_pasted_without_its_box_is_code() -> None:
         "unknown_traceback"
     ]
     assert diagnose_text(text) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 18's blind misses, each read by a rule for its class: an exception saying a
+        # component does not support the setting asked of it (SGLang's PD disaggregation under
+        # llm-d, prefill and decode with different TP sizes), SGLang's newer words for a static
+        # memory fraction that leaves the KV cache nothing (InferenceX#2128)
+        ("config_error/llmd-2433.log", ["config_error"]),
+        ("config_error/slime-1732.log", ["config_error"]),
+        ("vllm_memory/inferencex-2128.log", ["vllm_memory"]),
+    ],
+)
+def test_freeze18s_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # a component refusing what it was asked, said by an exception: the setting to change
+        (
+            "RuntimeError: PD Disaggregation does NOT support PD different TP sizes yet",
+            ["config_error"],
+        ),
+        ("ValueError: The attention backend doesn't support sliding window", ["config_error"]),
+        # ... not a warning that falls back, prose, or an exception's name in a sentence
+        (
+            "WARNING 05-01 12:00:00 [cuda.py:80] FlashAttention does not support head size 72, "
+            "falling back to xformers",
+            [],
+        ),
+        ("note: this build does not support ROCm; CUDA will be used", []),
+        # no room left for the KV cache, in SGLang's words: the static fraction to raise
+        (
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.5.",
+            ["vllm_memory"],
+        ),
+        ("[2026-01-01 TP0] KV Cache is allocated. #tokens: 136429, K size: 2.34 GB", []),
+        ("INFO: reserving GPU memory for the KV cache: 12.5 GiB", []),
+    ],
+)
+def test_lines_the_freeze18_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # verl skips the optimizer's step where the gradient norm is not finite (its
+        # `_optimizer_step`: `WARN: grad_norm is not finite`, zero_grad, no step): a metrics
+        # line with only the norm NaN beside finite losses is an update skipped, not divergence
+        (
+            "(TaskRunner pid=4121) step:40 - actor/entropy:0.53 - actor/pg_loss:0.012 - "
+            "actor/pg_clipfrac:0.0 - actor/grad_norm:nan - critic/score/mean:0.41",
+            [],
+        ),
+        ("step:7 - actor/pg_loss:-0.003 - actor/kl_loss:0.001 - actor/grad_norm:inf", []),
+        ("(WorkerDict pid=9) WARN: rank 0 grad_norm is not finite: nan", []),
+        # ... a loss that is NaN itself is still the divergence (verl#498's critic), as is any
+        # other value that is not finite, or a norm with no loss beside it
+        (
+            "(TaskRunner pid=123) step:12 - actor/pg_loss:nan - actor/grad_norm:nan - "
+            "critic/score/mean:0.1",
+            ["nan_loss"],
+        ),
+        ("step:1 - critic/vf_loss:nan - critic/grad_norm:nan - actor/pg_loss:0.1", ["nan_loss"]),
+        ("step:5 - actor/pg_loss:0.1 - actor/grad_norm:nan - actor/kl:nan", ["nan_loss"]),
+        ("step:5 - actor/grad_norm:nan - critic/score/mean:0.1", ["nan_loss"]),
+        # ... and Hugging Face's Trainer steps whatever the norm (ModernBERT#233: the loss 0.0
+        # after it, the weights NaN): its line stays the divergence
+        (
+            "{'loss': 0.2051, 'grad_norm': nan, 'learning_rate': 9.77e-06, 'epoch': 0.53}",
+            ["nan_loss"],
+        ),
+    ],
+)
+def test_a_verl_step_whose_gradient_norm_alone_is_not_finite_is_an_update_skipped(
+    text: str, kinds: list[str]
+) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds

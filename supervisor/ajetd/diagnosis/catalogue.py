@@ -125,6 +125,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: vLLM's own budget line showing no room left for the KV cache (the weights
             # alone take more than the memory it may use): `Available KV cache memory: -0.87 GiB`
             r"\bkv cache memory:?\s*-\d",
+            # shape: the budget said in words to leave no memory for the KV cache (SGLang's
+            # `ValueError: Loaded weights leave no GPU memory for the KV cache under
+            # --mem-fraction-static=0.88. Raise --mem-fraction-static above 0.912 ...`, raised
+            # where the weights take all the static fraction allows): the fraction to raise
+            r"\bno (gpu |device )?memory (left |remaining )?for (the )?kv cache\b",
         ),
         # vLLM's advice follows the out of memory it caught, chained above it in the log
         # (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`, then `The above
@@ -804,6 +809,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: NotImplementedError at run time: the chosen option or combination is not
             # supported
             r"^notimplementederror: ",
+            # the same said by any exception in the words of the component that refuses it
+            # (SGLang's PD disaggregation, prefill and decode with different TP sizes:
+            # `RuntimeError: PD Disaggregation does NOT support PD different TP sizes ...`;
+            # `NotImplementedError: GDN does not support packed sequence for now.`): the option
+            # or the combination of settings to change. Said by the exception: a warning that
+            # a path does not support something and falls back is no failure
+            r"^[\w.]{0,80}(error|exception): .{0,160}\b(does not|do not|doesn't) support\b",
             # shape: a setting's value refused with the values it may take, in the program's
             # message without its exception's name (vLLM's `Unknown quantization method: gptq.
             # Must be one of ['awq', 'squeezellm']`, printed as `str(e)`)
@@ -1407,6 +1419,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "needs to be",
         "not be",
         "notimplementederror",
+        "does not support",
+        "do not support",
+        "doesn't support",
         "is required",
         "must be one of",
         "type=value_error",

@@ -111,6 +111,36 @@ _QUOTED_OUTPUT = re.compile(
 )
 
 
+# verl's metrics line of a step whose only values that are not finite are gradient norms,
+# beside a loss that is (`step:40 - actor/pg_loss:0.012 - ... - actor/grad_norm:nan - ...`): an
+# update the trainer skipped, not a run that diverged. verl's actors and critics clip the
+# gradients, and where the norm is not finite print `WARN: grad_norm is not finite`, zero the
+# gradients and skip the optimizer's step (`_optimizer_step` in its dp_actor, dp_critic and
+# engines): the weights are unchanged and the run goes on. A loss that is NaN itself
+# (`critic/vf_loss:nan`, verl#498) is still `nan_loss`, and so is another trainer's line: Hugging
+# Face's Trainer steps the optimizer whatever the norm (`{'loss': 0.2051, 'grad_norm': nan, ...}`
+# and then `'loss': 0.0`, ModernBERT#233, self-llm#362: the weights went NaN). Each value is read
+# where its key and separator end it (bounded), so the line is read in one pass.
+_VERL_STEP = re.compile(r"\bstep:\d+ - ")
+_NON_FINITE = re.compile(r":[-+]?(?:nan|inf)\b", re.IGNORECASE)
+_GRAD_NORM_KEY = re.compile(r"/grad_norm$")
+_FINITE_LOSS = re.compile(r"_loss:[-+]?\d")
+
+
+def skipped_update(line: str) -> bool:
+    """Whether `line` is verl's metrics line of a step whose gradient norm was not finite while
+    its loss was (`_VERL_STEP`'s comment): each non-finite value's key names a gradient norm,
+    and a key ending in `_loss` has a number."""
+    if _VERL_STEP.search(line) is None:
+        return False
+    found = False
+    for value in _NON_FINITE.finditer(line):
+        if _GRAD_NORM_KEY.search(line, max(0, value.start() - 60), value.start()) is None:
+            return False
+        found = True
+    return found and _FINITE_LOSS.search(line) is not None
+
+
 def _gate_exact(line: str) -> bool:
     """Whether a kind's shared RE2 search (`patterns.gate`) reads `line` as `re` would: ASCII,
     without the control characters `re`'s `\\s` counts as space and RE2's does not (vertical
@@ -190,6 +220,8 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
         kind = classify(_MENTIONS.sub(" ", body))
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
+    if kind.name == "nan_loss" and skipped_update(body):  # an update skipped, not divergence
+        return None, SPECIFIC
     if _IGNORED.match(body) and kind.name not in _SAID_THOUGH_IGNORED:
         return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
