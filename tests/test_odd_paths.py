@@ -1,21 +1,25 @@
-"""Paths tmux would read as its own syntax, or the shell as its own: a home, codebase and
-result dir holding `%` (strftime, in some tmux commands), `#` (tmux formats: `#{...}`, `##`,
+"""Paths that are unusual or change under a run.
+
+Paths tmux would read as its own syntax, or the shell as its own: a home, codebase and result
+dir holding `%` (strftime, in some tmux commands), `#` (tmux formats: `#{...}`, `##`,
 `#[...]`), spaces, quotes, `$`, backslashes and accents. Before, `pipe-pane` wrote the trial's
 log to a file named after the date and the session (`%Y` -> 2026, `#{session_name}` ->
 ajet_...), `new-session -c` fell back to the daemon's folder, and a home with `"`, `$` or `\\`
-in it made every run's pane unfindable (tmux lists its command escaped). Real tmux, a real
-daemon, real files."""
+in it made every run's pane unfindable (tmux lists its command escaped). A result dir removed
+or replaced mid-run: nothing printed is lost, and its output is read where it went on. Real
+tmux, a real daemon, real files."""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
 
 import pytest
 
-from ajetd.adapters.tmux import Tmux, find_pane
+from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
 from conftest import Env, wait_for
 
 # each of tmux's expansions and each of the shell's quotes, in one folder name
@@ -84,3 +88,65 @@ def test_each_tmux_call_takes_a_path_as_written(env: Env, name: str) -> None:
     windows = env.tmux("list-windows", "-a", "-F", "#{window_name}").stdout
     assert windows == "trial-#2\n", windows
     assert sorted(p.name for p in folder.iterdir()) == ["again.sh", "logs", "s.sh", "s.sh.where"]
+
+
+def test_a_nemo_runs_metrics_are_read_where_its_output_went_on(env: Env) -> None:
+    """A NeMo-RL run's metrics are its output: once its result dir is replaced by a link mid-run,
+    the output goes on in the spare (`$AJETD_HOME/runs/<id>/trial-1.log`), and the readers
+    (`trials.unread`, the metrics' reader, `shows_validation`, `program_end`) read it there.
+    Before, they read `<result dir>/logs/trial-1.log`, through the link: no record after the
+    swap, the run's best and its end's words lost."""
+    source = env.codebase / "examples" / "configs" / "grpo_fake.yaml"
+    slow = source.with_name("grpo_slow.yaml")
+    slow.write_text(source.read_text() + "fake:\n  step_time: 0.4\n")
+    config = "examples/configs/grpo_slow.yaml"
+    command = (
+        f"python examples/run_grpo.py --config {config} grpo.max_num_steps=6 grpo.val_period=2"
+    )
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("nemo_moved", config=config, command=command))
+    result = env.tmp / "results" / "nemo_moved"
+    log = result / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "Step 1/6" in log.read_text(), what="the first step")
+    shutil.rmtree(result)
+    elsewhere = env.tmp / "elsewhere"
+    elsewhere.mkdir()
+    result.symlink_to(elsewhere)
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    history = env.record(run_id)["history"]
+    assert [h["accuracy"] for h in history] == [0.34, 0.38, 0.42], history
+    assert status["metrics"]["accuracy"] == 0.42, status
+    assert list(elsewhere.glob("*.md")) == [], "a report written through the link"
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(line[1:]) for line in text.splitlines() if re.fullmatch(r"n\d+", line)]
+
+
+def test_what_is_printed_before_the_writer_sees_its_folder_gone_is_all_kept(env: Env) -> None:
+    """The log's writer looks for its folder every CHECK_EVERY_S (5 s): a result dir removed
+    while the program prints hundreds of lines a second loses none of them, those printed
+    before the writer saw it (into the file it still held) copied back in order ahead of the
+    rest. Measured (2 cores, bench load): 0 lines lost of 3,000-300,000, seen 0.5-5.0 s late."""
+    stop = env.tmp / "stop"
+    pause = "read -r -t 0.002 -u 9 _"  # bash's own wait: no process a line
+    command = f"exec 9<> <(:); i=0; until [ -e {stop} ]; do i=$((i+1)); echo n$i; {pause}; done"
+    command += "; echo n$i-end"
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("window", command=command, ajetd="gpus: 0"))
+    result = env.tmp / "results" / "window"
+    log = result / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and len(_numbers(log.read_text())) > 100, what="output")
+    shutil.rmtree(result)
+    seen = wait_for(
+        lambda: log.exists() and VANISHED_NOTE in log.read_text() and log.read_text(),
+        timeout=CHECK_EVERY_S + 10,
+        what="the writer to see its folder gone",
+    )
+    wait_for(lambda: len(_numbers(log.read_text())) > len(_numbers(seen)) + 100, what="more")
+    stop.touch()
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    numbers = _numbers(log.read_text())
+    last = int(re.findall(r"^n(\d+)-end$", log.read_text(), re.M)[0])
+    assert numbers == list(range(1, last + 1)), "lines lost or out of order"

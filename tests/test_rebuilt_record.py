@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ import pytest
 
 from ajetd.core.model import State
 from ajetd.core.rebuilt import TrialFiles, rebuilt_run, remote_dir
-from ajetd.core.trialscript import MetricSource, TrialSpec, read_trial_script, render_trial_script
+from ajetd.core.trialscript import (
+    MetricSource,
+    TrialSpec,
+    read_trial_script,
+    render_trial_script,
+    trial_log,
+)
 from ajetd.daemon.trials import read_metrics
 from conftest import Env, wait_for
 from loopkit import KillAfter, Killed, Loop
@@ -289,7 +296,7 @@ def test_a_rebuilt_nemo_rl_run_reads_its_metrics_from_its_output(tmp_path: Path)
     files = [TrialFiles(1, facts, started_at=100.0, exit=None)]
     run = rebuilt_run("nm12ab", "cut", "bp.md", 90.0, None, files, "ajet_nm", "ajetd")
     assert (run.kind, run.metric, run.val_path) == ("nemo_rl", "accuracy", None)
-    read = read_metrics(run)
+    read = read_metrics(run, log_of=partial(trial_log, run))
     assert read.metrics["accuracy"] == 0.4219 and read.history
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from functools import partial
 from pathlib import Path
 
 from ajetd.core.limits import VAL_LINE_MAX_BYTES, VAL_PIECE_BYTES, VAL_RECORDS_MAX
 from ajetd.core.model import Run
+from ajetd.core.trialscript import trial_log
 from ajetd.daemon.trials import read_metrics
 from ajetd.frameworks.valresults import parse_val_text
 from ajetd.hosts import sshcmd
@@ -94,7 +96,7 @@ def _read_to_end(run: Run, budget: int | None) -> Run:
     """read_metrics as the deep checks call it until nothing is new, the record stored and
     read back between calls as the daemon does (state.json)."""
     while True:
-        updated = read_metrics(run, read_local, budget)
+        updated = read_metrics(run, read_local, budget, log_of=partial(trial_log, run))
         if updated is run:
             return run
         run = Run.from_json(json.loads(json.dumps(updated.to_json())))
@@ -188,6 +190,7 @@ def test_a_remote_val_file_is_read_in_pieces_too(tmp_path: Path, sshd: Sshd) -> 
     def fetch(path: str, offset: int, limit: int) -> tuple[int, bytes] | None:
         return sshcmd.read_from(spec, path, offset, limit)
 
-    while (updated := read_metrics(remote, fetch, None)) is not remote:
+    logs = partial(trial_log, remote)
+    while (updated := read_metrics(remote, fetch, None, log_of=logs)) is not remote:
         remote = updated
     assert remote.history == local.history and len(remote.history) == 2100

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
-from ajetd.core.trialscript import EXIT_OPTION
+from ajetd.core.trialscript import EXIT_OPTION, WRITER_ASK, writer_fifos
 
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
 MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
@@ -87,10 +87,17 @@ def pipe_writer(path: str, spare: str | None) -> str:
     logs, folder = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1))
     other = shlex.quote(spare) if spare else "/dev/null"
     note = shlex.quote(moved_note(spare)) if spare else "/dev/null"
+    ask, answer = (shlex.quote(f) for f in writer_fifos(spare or "/dev/null/none"))
     safe = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || return 1'
     script = (
-        f"out={log}; exec 3<&0 6<> <(:)\n"
-        'pause() { read -r -t "$1" -u 6 _; }\n'
+        f"out={log}; exec 3<&0\n"
+        f"if [ -p {ask} ] && [ -p {answer} ]; then exec 6<> {ask} 7<> {answer};\n"
+        "else exec 6<> <(:) 7> /dev/null; fi\n"
+        # a line in fd 6 ends the wait: `check` (WRITER_ASK) asks for a check, any other is
+        # cat's error (a failed write: `cat` is started again a second later)
+        f'pause() {{ read -r -t "$1" -u 6 l || return 1; [ "$l" = {WRITER_ASK} ] || return 0\n'
+        "  asked=1; return 1; }\n"
+        'said() { if [ -n "$asked" ]; then echo >&7; asked=; fi; }\n'
         f"usable() {{ for d in {folder} {logs}; do\n"
         f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
         f"  {safe}\n"
@@ -106,12 +113,12 @@ def pipe_writer(path: str, spare: str | None) -> str:
         "while :; do\n"
         '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
         "    cat <&3 >&5 2>&6 & c=$!\n"
-        f'    while kill -0 "$c" && ! gone; do pause {CHECK_EVERY_S} && break; done\n'
+        f'    while kill -0 "$c" && ! gone; do said; pause {CHECK_EVERY_S} && break; done\n'
         '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-\n'
-        '      moved old; [ "$rc" = 0 ] && exit 0; continue; fi\n'
-        '    wait "$c"; rc=$?; exec 5>&-; [ "$rc" = 0 ] && exit 0\n'
+        '      moved old; said; [ "$rc" = 0 ] && exit 0; continue; fi\n'
+        '    wait "$c"; rc=$?; exec 5>&-; said; [ "$rc" = 0 ] && exit 0\n'
         f"    pause 1; printf '\\n{MISSING_OUTPUT}\\n' >> \"$out\"\n"
-        "  elif ! moved; then timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
+        "  elif ! moved; then said; timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
         "done"
     )
     return f"exec bash -c {shlex.quote(script)} 2>/dev/null"

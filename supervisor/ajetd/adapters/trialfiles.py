@@ -5,7 +5,9 @@ loads to read records: the script reader is not loaded for `ajetd status`."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, read_small
@@ -111,3 +113,16 @@ def output_log(home: Home, run: Run, number: int) -> Path:
     if in_spare(home, run.run_id, number):
         return spare_log(home, run.run_id, number)
     return trial_log(run, number)
+
+
+LogOf = Callable[[int], Path]  # trial number -> the file its output is in
+
+
+def output_logs(home: Home, run: Run) -> LogOf:
+    """`output_log` for each of the run's trials: what every reader of a trial's output is
+    given (metrics, its end's words, the reports), so none reads the result dir's log while
+    the output goes on in the spare. The spare is this machine's, in the home: an SSH or
+    Slurm run's output reaches it all the same, since the pane that prints it (its follower)
+    runs here; what the program writes into its result dir on the remote host is its own,
+    copied back at the end (`copyback`), never the trial's log."""
+    return partial(output_log, home, run)

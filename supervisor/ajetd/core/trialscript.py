@@ -67,6 +67,38 @@ class TrialSpec:
     # how the run reads its metrics, kept in the script as plain shell variables (never
     # exported, so the program sees nothing) for a rebuild to read back as the run had it
     metrics: MetricSource = MetricSource()
+    # the spare of the trial's log (`trialfiles.spare_log`): at its end the script asks the
+    # log's writer to check its folder now, through the FIFOs `writer_fifos` names
+    log_spare: str = ""
+
+
+def writer_fifos(spare: str) -> tuple[str, str]:
+    """The FIFOs beside a trial's spare log through which its end asks the log's writer
+    (`tmux.pipe_writer`) to check now that the log's folder is still there, and it answers
+    once it has (moved the output where it was not: `moved_note`)."""
+    return f"{spare}.check", f"{spare}.checked"
+
+
+WRITER_ANSWER_S = 1  # the longest a trial's end waits for its log's writer to answer
+WRITER_ASK = "check"  # the line that asks it (any other line in its wait pipe is cat's error)
+
+
+def _ask_writer(spec: TrialSpec) -> list[str]:
+    """Ask the log's writer to check its folder before the exit file is written: it checks
+    every CHECK_EVERY_S (5 s), and a trial ending meanwhile had its end read, its metrics and
+    reports written, from a log that a removed or replaced result dir no longer reached (the
+    output then still in the writer's old file, the reports written through a link put in
+    the dir's place). The FIFOs are opened read-write, so nothing blocks where the writer is
+    gone; an answer not come in WRITER_ANSWER_S (a writer of an older ajetd) is not waited for."""
+    if not spec.log_spare:
+        return []
+    ask, answer = (shlex.quote(f) for f in writer_fifos(spec.log_spare))
+    return [
+        f"if [ -p {ask} ] && [ -p {answer} ] && exec 8<> {answer}; then",
+        f"  {{ echo {WRITER_ASK} 1<> {ask}; read -r -t {WRITER_ANSWER_S} -u 8 _; }} 2>/dev/null",
+        "  exec 8<&-",
+        "fi",
+    ]
 
 
 # the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,
@@ -161,6 +193,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             # the program ran with the user's umask; what the script writes is ajetd's own
             "umask 077",
             f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
+            *_ask_writer(spec),
             'now; ended="$rc $t"',
             # one write by bash itself, no process: the record is complete once its newline
             # is there (`parse_exit_file`), and its close wakes the daemon

@@ -170,10 +170,11 @@ def finish_run(
     final record holds is warned (`trials.plateau_unmet`)."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     exit_code = end.exit_code
-    run = read_metrics_at_end(run, fetch)  # on to the file's end, bounded
+    log_of = trialfiles.output_logs(home, run)
+    run = read_metrics_at_end(run, fetch, log_of=log_of)  # on to the file's end, bounded
     run = run if options is None else plateau_unmet(run, options)
     expected = bool(run.val_path) or run.kind == "nemo_rl"  # its program writes records
-    shown = not run.history and shows_validation(run)  # none read, yet printed
+    shown = not run.history and shows_validation(run, log_of)  # none read, yet printed
     reason = kept_truly(end.reason, len(run.history), expected, shown)  # none: no `data kept`
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)

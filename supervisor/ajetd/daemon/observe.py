@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters import procs, trialfiles
+from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import gpuuse, model
@@ -172,7 +173,7 @@ class Observe(Base):
             step_times=slot.step_times(),
             gpu_busy_at=slot.gpu_busy_at,
             gpus_taken=self.placer.taken(run, self.runs.live(), now) if findings else None,
-            program_end=trials.program_end(run) if said else None,
+            program_end=trials.program_end(run, slot.log_of(self.home)) if said else None,
             missing_outputs=self._stage_outputs_missing(slot) if exit_info else (),
             slurm_signalled=bool(exit_info) and slot.host.signalled(run),
             printed=printed,
@@ -417,10 +418,11 @@ class Observe(Base):
         if backoff is None:
             return
         due = backoff.due(now, self.deep_batch)
-        if not due and not _val_moved(slot):
+        if not due and not _val_moved(slot, self.home):
             return
         run = slot.run
-        updated = trials.plateau_unmet(trials.read_metrics(run, slot.host.fetch), slot.options)
+        read = trials.read_metrics(run, slot.host.fetch, log_of=slot.log_of(self.home))
+        updated = trials.plateau_unmet(read, slot.options)
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
             self._store(updated)
             slot.backoff = backoff.reset(now)
@@ -486,7 +488,7 @@ def _outside_output(slot: RunSlot) -> frozenset[str]:
     return frozenset((GPU_LOST, swarm.SERVER_DIED, SSH_LOST, *slot.host.root_kinds))
 
 
-def _val_moved(slot: RunSlot) -> bool:
+def _val_moved(slot: RunSlot, home: Home) -> bool:
     """An AgentJet run's val file on this machine changed size since the last read it
     brought: records came (or it was cut or replaced). One `stat`, and one read per change
     (bytes that hold no record yet, a line still being written, bring no second read until
@@ -497,7 +499,7 @@ def _val_moved(slot: RunSlot) -> bool:
     if slot.host.machine is None and run.kind == "nemo_rl":  # read on at once where its
         # output is a tick's read or more ahead (a run printing GBs an hour): the deep checks'
         # schedule, a read each, would leave it all for its end
-        left = trials.unread(run)
+        left = trials.unread(run, slot.log_of(home))
         return left is not None and left[2] - left[1] >= VAL_TICK_BYTES
     if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
         return False

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Pane
+from ajetd.adapters.trialfiles import LogOf, output_log
 from ajetd.core.backoff import Backoff
 from ajetd.core.model import Run, State
 from ajetd.core.options import Options
@@ -59,6 +61,18 @@ class RunSlot:
         if self._paths is None or self._paths[0] != trial.number:
             self._paths = (trial.number, trials.paths(home, self.run, trial.number))
         return self._paths[1]
+
+    def log_of(self, home: Home) -> LogOf:
+        """Where each trial's output is (`trialfiles.output_logs`): the current trial's as
+        `paths` keeps it (no read of its moved note at every tick), an earlier one's asked."""
+
+        def log(number: int) -> Path:
+            trial = self.run.trial
+            if trial is not None and number == trial.number:
+                return self.paths(home).log
+            return output_log(home, self.run, number)
+
+        return log
 
     def reset_paths(self) -> None:
         """Build the paths again at their next use (the output went on elsewhere)."""

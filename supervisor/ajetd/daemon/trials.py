@@ -20,7 +20,7 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
-from ajetd.adapters.trialfiles import output_log, spare_log
+from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log
 from ajetd.core import model, stoprules
 from ajetd.core.limits import (
     END_READ_BYTES,
@@ -40,7 +40,7 @@ from ajetd.core.trialscript import (
     exit_line,
     protect_autokill,
     render_trial_script,
-    trial_log,
+    writer_fifos,
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
@@ -156,21 +156,23 @@ def prepare_trial(
         prefix=run.fix_prefix,
         wake_fifo=_make_fifo(p.wake),
         metrics=MetricSource(run.kind, run.metric, run.val_path or "", run.val_offset),
+        log_spare=str(p.spare) if all(map(_make_fifo, writer_fifos(str(p.spare)))) else "",
     )
     run, spec = host.prepare(run, spec, p.log)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
 
 
-def _make_fifo(path: Path) -> str:
-    """The trial's wake-up FIFO (owner-only), made anew; empty (the script polls) where the
-    file system has none."""
+def _make_fifo(path: Path | str) -> str:
+    """A FIFO of the trial's (owner-only: its wake-up, `writer_fifos`), made anew; empty
+    where the file system has none (the script polls; its log's writer is not asked)."""
+    path = Path(path)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     try:
         os.mkfifo(path, 0o600)
     except OSError as exc:
-        log.warning("no wake-up FIFO at %s (%s): the trial script polls", path, exc)
+        log.warning("no FIFO at %s (%s): the trial script does without", path, exc)
         return ""
     return str(path)
 
@@ -224,7 +226,8 @@ def start_trial(
     if p.go.exists():  # let go before a crash: only the record was missing
         return _started(home, run, p.go.stat().st_mtime, pane.pid if pane else None)
     if trial.number > 1:  # every record of the earlier trials read: what comes is this one's
-        run = read_metrics_at_end(run, host.fetch)  # (`Trial.first_record`)
+        run = read_metrics_at_end(run, host.fetch, log_of=output_logs(home, run))
+        # (`Trial.first_record`)
     host.launch(run, now)
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
@@ -261,14 +264,17 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     return run
 
 
-def read_metrics(run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES) -> Run:
+def read_metrics(
+    run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES, *, log_of: LogOf
+) -> Run:
     """Read on in this run's part of the val-results file (`fetch`: here, or over SSH), from
     where the last read stopped, at most `budget` bytes (None: to its end, as a run's final
     read does); the same record if nothing is new. A NeMo-RL run's metrics come from its
-    output. A file shorter than what was read (truncated, replaced) is read again from its
-    start, its records then the run's history."""
+    output (`log_of`: where each trial's is, `trialfiles.output_logs`). A file shorter than
+    what was read (truncated, replaced) is read again from its start, its records then the
+    run's history."""
     if run.kind == "nemo_rl":
-        return _read_nemo(run, budget)
+        return _read_nemo(run, budget, log_of)
     if not run.val_path:
         return run
     fresh = run.val_read.pos is None  # never read in pieces: its history is read anew
@@ -285,7 +291,8 @@ def read_metrics(run: Run, fetch: Fetch = read_local, budget: int | None = VAL_T
             "run %s: val file %s is shorter than was read: read again", run.run_id, run.val_path
         )
         offset = 0 if fresh else run.val_offset  # shorter than its part's start: all of it
-        return read_metrics(replace(start, val_offset=offset, val_read=ValRead()), fetch, budget)
+        again = replace(start, val_offset=offset, val_read=ValRead())
+        return read_metrics(again, fetch, budget, log_of=log_of)
     block = None if feed.block is None else dict(feed.block)
     done = ValRead(pos=got.cursor.pos, skipping=got.cursor.skipping, block=block)
     warnings = _val_notes(run, got, feed.dropped)
@@ -297,12 +304,12 @@ def read_metrics(run: Run, fetch: Fetch = read_local, budget: int | None = VAL_T
     return replace(read, history=history, metrics=metrics, val_read=done, warnings=warnings)
 
 
-def read_metrics_at_end(run: Run, fetch: Fetch = read_local) -> Run:
+def read_metrics_at_end(run: Run, fetch: Fetch = read_local, *, log_of: LogOf) -> Run:
     """The read when a trial ends (the run's last, or before a relaunch): on to the end of
     its metrics' file, at most `END_READ_BYTES` (it runs in the daemon's loop: every other
     run waits for it); where more is left, a warning says how much was not read."""
-    run = read_metrics(run, fetch, END_READ_BYTES)
-    left = unread(run, fetch)
+    run = read_metrics(run, fetch, END_READ_BYTES, log_of=log_of)
+    left = unread(run, log_of, fetch)
     if left is None:
         return run
     path, at, size = left
@@ -315,15 +322,15 @@ def read_metrics_at_end(run: Run, fetch: Fetch = read_local) -> Run:
     return model.warn(run, note)
 
 
-def unread(run: Run, fetch: Fetch = read_local) -> tuple[str, int, int] | None:
+def unread(run: Run, log_of: LogOf, fetch: Fetch = read_local) -> tuple[str, int, int] | None:
     """Where the run's metrics are read from, how far they were read and its size, if it
     holds more than was read, beyond one unfinished line (None: read to its end, or nothing
     to read)."""
-    if run.kind == "nemo_rl":  # its output, here (pipe-pane writes it)
+    if run.kind == "nemo_rl":  # its output, here (pipe-pane writes it; `log_of`: where)
         trial = run.trial
         if trial is None or trial.started_at is None:
             return None
-        path, fetch, line_max = str(trial_log(run, trial.number)), read_local, LOG_LINE_MAX_BYTES
+        path, fetch, line_max = str(log_of(trial.number)), read_local, LOG_LINE_MAX_BYTES
         at = run.nemo.offset if run.nemo.trial == trial.number else 0
     elif run.val_path:
         path, line_max = run.val_path, VAL_LINE_MAX_BYTES
@@ -388,7 +395,7 @@ def _val_notes(run: Run, got: LinesRead, dropped: int) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _read_nemo(run: Run, budget: int | None) -> Run:
+def _read_nemo(run: Run, budget: int | None, log_of: LogOf) -> Run:
     """New validation records in the trials' output (complete lines only). Each trial's log
     is read to its end before the next trial's: a trial that ended before a deep check read
     its output (a crash 20 s in, relaunched) keeps its records, ahead of its relaunch's, and
@@ -404,7 +411,7 @@ def _read_nemo(run: Run, budget: int | None) -> Run:
             continue
         if state.trial != trial.number:
             state = replace(state, trial=trial.number, offset=0, block=None, skipping=False)
-        read, state, whole = _read_nemo_log(read, state, trial.number, budget)
+        read, state, whole = _read_nemo_log(read, state, log_of(trial.number), budget)
         if not whole:  # the budget ran out in this log: the rest, and the next's, next time
             break
     if state == run.nemo and read is run:
@@ -413,9 +420,9 @@ def _read_nemo(run: Run, budget: int | None) -> Run:
 
 
 def _read_nemo_log(
-    run: Run, state: NemoRead, number: int, budget: int | None
+    run: Run, state: NemoRead, log_file: Path, budget: int | None
 ) -> tuple[Run, NemoRead, bool]:
-    """Trial `number`'s output read on from `state`: the run with its new records, where
+    """A trial's output (`log_file`) read on from `state`: the run with its new records, where
     reading stands, and whether it stands at the log's end (or there is no log to read)."""
     history: tuple[dict[str, Any], ...] = run.history
     latest: dict[str, Any] | None = None
@@ -428,7 +435,6 @@ def _read_nemo_log(
             history, latest = joined[:VAL_RECORDS_MAX], joined[-1]
 
     at = Cursor(state.offset, state.skipping)
-    log_file = trial_log(run, number)
     got = read_lines(read_local, str(log_file), at, budget, LOG_LINE_MAX_BYTES, take)
     try:
         size = log_file.stat().st_size
@@ -447,20 +453,20 @@ def says_how_it_ended(run: Run) -> bool:
     return run.kind == "nemo_rl"
 
 
-def shows_validation(run: Run) -> bool:
+def shows_validation(run: Run, log_of: LogOf) -> bool:
     """A NeMo-RL trial's last output (its log's tail, bounded) shows `Validation Results`:
     where no record was read from it, the reader could not read them, and the run's reason
     must not say its program wrote none."""
     if run.kind != "nemo_rl" or run.trial is None:
         return False
-    return b"Validation Results" in tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
+    return b"Validation Results" in tail_bytes(log_of(run.trial.number), TAIL_BYTES)
 
 
-def program_end(run: Run) -> str | None:
+def program_end(run: Run, log_of: LogOf) -> str | None:
     """How a NeMo-RL trial said it ended (`max_steps`, `timeout`), from its last output."""
     if not says_how_it_ended(run) or run.trial is None:
         return None
-    data = tail_bytes(trial_log(run, run.trial.number), TAIL_BYTES)
+    data = tail_bytes(log_of(run.trial.number), TAIL_BYTES)
     return nemorl.ending(data.decode("utf-8", errors="replace"))
 
 

@@ -47,6 +47,7 @@ class SlurmHost(LocalHost):
         job = replace(
             spec,
             wake_fifo="",
+            log_spare="",  # the pane's script asks the log's writer; the job's runs elsewhere
             go_file=str(home.trial_file(run.run_id, n, "job.go")),
             exit_file=str(home.trial_file(run.run_id, n, "job.exit")),
             forward_signals=self.batch,

@@ -73,6 +73,7 @@ class SshHost(LocalHost):
         remote = replace(
             spec,
             wake_fifo="",
+            log_spare="",  # the local pane's script asks the log's writer, never the host's
             env=(*spec.env, sshcmd.REMOTE_MARK),
             go_file=f"{rdir}/trial-{n}.go",
             exit_file=f"{rdir}/trial-{n}.exit",
