@@ -15,12 +15,15 @@ import json
 import re
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
-from conftest import Env, wait_for
+from ajetd.pictures import drawing
+from ajetd.pictures.campaigndrawing import Plotter
+from conftest import Env, fill, wait_for
 
 # each of tmux's expansions and each of the shell's quotes, in one folder name
 ODD = "a %Y %% #{session_name} ## #[fg=red] #S x# $HOME q\"u'o \\b é"
@@ -150,3 +153,51 @@ def test_what_is_printed_before_the_writer_sees_its_folder_gone_is_all_kept(env:
     numbers = _numbers(log.read_text())
     last = int(re.findall(r"^n(\d+)-end$", log.read_text(), re.M)[0])
     assert numbers == list(range(1, last + 1)), "lines lost or out of order"
+
+
+@pytest.mark.pictures
+def test_pictures_a_full_result_dir_held_back_are_drawn_once_it_has_room(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The first drawing of a run's curves met its result dir's full disk (the plotter failed);
+    once there is room, the next deep check draws them. Before, the failed drawing counted as
+    drawn: the next came LIVE_EVERY_S (30 s) after it at the soonest, at a deep check (their
+    backoff reaches 16 min), so a run's curves could stay missing for many minutes."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    env.start_daemon()
+    config = env.config("held", forever=True, step_time=0.05)
+    text = (env.codebase / config).read_text().replace("test_freq: 2", "test_freq: 10")
+    (env.codebase / config).write_text(
+        text.replace("val_before_train: true", "val_before_train: false")
+    )
+    run_id = env.submit(env.blueprint("held", config=config, result=str(result)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    filler = fill(disk)
+    wait_for(lambda: "mid-run pictures not drawn" in env.daemon_log(), what="a failed drawing")
+    assert not (result / "curves.png").exists()
+    filler.unlink()
+    wait_for((result / "curves.png").exists, timeout=15, what="the curves drawn with room")
+    assert env.cli("stop", run_id).returncode == 0
+
+
+def test_a_campaigns_progress_that_met_a_full_disk_is_drawn_once_there_is_room(
+    tmp_path: Path, tmpfs: Callable[[Path, str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """progress.png failed on its folder's full disk: drawn again once there is room (the
+    plotter's next pass), not only at the campaign's next ledger row."""
+    monkeypatch.setenv(drawing.OFF_ENV, "")
+    disk = tmpfs(tmp_path / "small", "1m")
+    source = tmp_path / "plot.json"
+    points = [{"index": i, "name": f"e{i}", "value": 0.1 * i, "status": "keep"} for i in (1, 2)]
+    data = {"title": "c", "metric": "m", "maximise": True, "baseline": 0.1, "points": points}
+    source.write_text(json.dumps(data))
+    filler = fill(disk)
+    plotter = Plotter()
+    plotter.request("c-abcdef", source, disk / "progress.png")
+    wait_for(lambda: plotter.reap() or not plotter.running, what="the drawing to fail")
+    assert not (disk / "progress.png").exists() and "c-abcdef" in plotter.undrawn
+    plotter.reap()
+    assert not plotter.running, "drawn again into a disk still full"
+    filler.unlink()
+    wait_for(lambda: plotter.reap() or (disk / "progress.png").exists(), what="progress.png")

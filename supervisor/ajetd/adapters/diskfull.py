@@ -57,6 +57,13 @@ def remote_full(said: str, path: str, host: str) -> RemoteFullError | None:
     return None
 
 
+def says_full(text: str) -> bool:
+    """A child's words (its stderr) say a write of its met a full disk (or a quota, or a
+    read-only one): what a drawing that failed for it needs to be tried again once there is
+    room, where one that failed otherwise would only fail again."""
+    return any(os.strerror(code) in text for code in FULL_ERRNOS)
+
+
 def free_bytes(folder: Path) -> int | None:
     """What an unprivileged writer may still put there, in bytes (None: cannot tell)."""
     try:

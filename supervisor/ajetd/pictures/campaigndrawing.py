@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ajetd.adapters.diskfull import FULL_BELOW_BYTES, free_bytes, says_full
 from ajetd.adapters.store import open_owner
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.pictures.drawing import wanted
@@ -25,8 +26,10 @@ class Plotter:
     it: the daemon's loop goes on, and a failed plot is logged, never the campaign's failure."""
 
     def __init__(self) -> None:
-        self.running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        # campaign id -> its drawing, the drawing's stderr, and what it draws (as `due`)
+        self.running: dict[str, tuple[subprocess.Popen[bytes], Path, tuple[Path, Path]]] = {}
         self.due: dict[str, tuple[Path, Path]] = {}  # campaign id -> (plot.json, png)
+        self.undrawn: dict[str, tuple[Path, Path]] = {}  # as `due`: met a full disk
 
     def request(self, campaign_id: str, source: Path, png: Path) -> None:
         if not wanted():  # AJETD_PICTURES=off
@@ -35,7 +38,13 @@ class Plotter:
         self._start()
 
     def reap(self) -> None:
-        for campaign_id, (proc, errors) in list(self.running.items()):
+        """Collect the finished drawings; one that failed on a full disk is drawn again once
+        its folder has room (looked at here, one `statvfs` a pass while it waits), not only
+        at the campaign's next ledger row."""
+        for campaign_id, (_, png) in list(self.undrawn.items()):
+            if (free_bytes(png.parent) or 0) >= FULL_BELOW_BYTES:
+                self.due.setdefault(campaign_id, self.undrawn.pop(campaign_id))
+        for campaign_id, (proc, errors, drawn) in list(self.running.items()):
             if proc.poll() is None:
                 continue
             del self.running[campaign_id]
@@ -48,6 +57,8 @@ class Plotter:
                     proc.returncode,
                     tail,
                 )
+                if says_full(said) and campaign_id not in self.due:
+                    self.undrawn[campaign_id] = drawn
         self._start()
 
     def _start(self) -> None:
@@ -66,4 +77,4 @@ class Plotter:
             except OSError as exc:
                 log.warning("campaign %s: cannot start the plotter: %s", campaign_id, exc)
                 continue
-            self.running[campaign_id] = (proc, errors)
+            self.running[campaign_id] = (proc, errors, (source, png))

@@ -29,10 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters.diskfull import FULL_BELOW_BYTES, free_bytes, says_full
 from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
 from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
+from ajetd.diagnosis.scan import tail_bytes
 from ajetd.frameworks.valresults import metric_series, more_note, shown_keys
 from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, MAX_PANELS, segments, stepped
 
@@ -163,6 +165,8 @@ class LivePlots:
         self.started: dict[str, float] = {}
         self.records: dict[str, int] = {}  # validation records at the last drawing
         self.failed: dict[str, float] = {}  # when the plotter last could not start (a full home)
+        self.undrawn: set[str] = set()  # runs whose last drawing met a full result dir
+        self.errors: dict[str, Path] = {}  # run id -> its drawing's stderr (plot.log)
 
     def request(self, home: Home, run: Run, now: float) -> None:
         if not wanted():
@@ -177,10 +181,16 @@ class LivePlots:
             return  # the first validation record is drawn at once, later ones at this pace
         if not run.result_dir or not Path(run.result_dir).is_dir() or not _has_data(home, run):
             return
+        if (
+            run.run_id in self.undrawn
+            and (free_bytes(Path(run.result_dir)) or 0) < FULL_BELOW_BYTES
+        ):
+            return  # still full: a child would fail again; the next deep check looks again
         spec_file = home.run_dir(run.run_id) / "plot-spec-live.json"
         try:
             write_json(spec_file, spec(home, run), OWNER_FILE)
-            with open_owner(home.run_dir(run.run_id) / "plot.log") as errors:
+            errors_file = home.run_dir(run.run_id) / "plot.log"
+            with open_owner(errors_file, truncate=True) as errors:
                 _LIVE[run.run_id] = subprocess.Popen(
                     _argv(spec_file),
                     stdin=subprocess.DEVNULL,
@@ -193,6 +203,8 @@ class LivePlots:
             self.failed[run.run_id] = now
             return
         self.failed.pop(run.run_id, None)
+        self.undrawn.discard(run.run_id)
+        self.errors[run.run_id] = errors_file
         self.started[run.run_id] = now
         self.records[run.run_id] = len(run.history)
 
@@ -201,13 +213,24 @@ class LivePlots:
         self.started.pop(run_id, None)
         self.records.pop(run_id, None)
         self.failed.pop(run_id, None)
+        self.undrawn.discard(run_id)
+        self.errors.pop(run_id, None)
 
     def reap(self) -> None:
+        """Collect the finished drawings. One that failed on a full disk (its result dir's)
+        is not counted as drawn: the next deep check draws again at once where there is room
+        by then (`request`), not LIVE_EVERY_S after it at the soonest (a deep check's backoff
+        reaches 16 min: the curves stayed missing that long)."""
         for run_id, proc in list(_LIVE.items()):
             if proc.poll() is None:
                 continue
             del _LIVE[run_id]
-            if proc.returncode != 0:
+            errors = self.errors.pop(run_id, None)
+            said = tail_bytes(errors, 8000).decode(errors="replace") if errors else ""
+            if proc.returncode != 0 and says_full(said):
+                self.started.pop(run_id, None)
+                self.records.pop(run_id, None)
+                self.undrawn.add(run_id)
                 log.warning(
                     "run %s: mid-run pictures not drawn (exit %s); see runs/%s/plot.log",
                     run_id,
