@@ -71,7 +71,9 @@ def test_a_warning_met_at_every_relaunch_is_shown_once(daemon_env: Env) -> None:
     run = home.load_run(run_id)
     scratch = env.tmp / "again"
     scratch.mkdir()
-    ending.write_reports(home, replace(run, result_dir=str(scratch)), ([], ""))
+    ending.write_reports(
+        home, replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())), ([], "")
+    )
     assert (scratch / "results.md").read_text().count(removed) == 1
 
 

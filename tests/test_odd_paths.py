@@ -201,3 +201,45 @@ def test_a_campaigns_progress_that_met_a_full_disk_is_drawn_once_there_is_room(
     assert not plotter.running, "drawn again into a disk still full"
     filler.unlink()
     wait_for(lambda: plotter.reap() or (disk / "progress.png").exists(), what="progress.png")
+
+
+@pytest.mark.parametrize("to", ["another folder", "the same folder moved"])
+def test_a_link_swapped_into_the_result_dirs_path_is_never_written_through(
+    env: Env, to: str
+) -> None:
+    """The result dir is given through a link (`via` -> `real`: the user's, followed). While
+    the run lives, `via` is pointed at another folder holding a folder of the dir's name (ours,
+    no link in it: the writer's own checks pass), or `real` is moved and `via` pointed at it
+    (the log still reaches the file its writer holds). Before, the log's writer made `logs/`
+    and the log in the other folder, and the reports were written there: through a link
+    nobody expected. Now every writer refuses: the output goes on in the spare (all of it,
+    before and after), the reports beside it, and the run needs attention saying why."""
+    real, other, via = env.tmp / "real", env.tmp / "other", env.tmp / "via"
+    real.mkdir()
+    if to == "another folder":
+        (other / "out").mkdir(parents=True)
+    via.symlink_to(real)
+    result, go = via / "out", env.tmp / "go"
+    env.start_daemon()
+    command = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
+    run_id = env.submit(env.blueprint("swap", command=command, result=str(result)))
+    log = real / "out" / "logs" / "trial-1.log"  # through the user's own link
+    wait_for(lambda: log.exists() and "before" in log.read_text(), what="the first output")
+    if to != "another folder":
+        real.rename(other)
+    swap = env.tmp / "swap"
+    swap.symlink_to(other)
+    swap.replace(via)  # one rename: the path leads elsewhere from now on
+    go.touch()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    written = [p.name for p in (other / "out").iterdir()]
+    assert written == ([] if to == "another folder" else ["logs"]), "written through the link"
+    folder = env.home / "runs" / run_id
+    text = (folder / "trial-1.log").read_text()
+    assert text.index("\nbefore\n") < text.index("\nafter\n"), text
+    said = f"the result dir {result} now leads to {other / 'out'}, not to {real / 'out'}"
+    assert status["attention"].startswith(said), status["attention"]
+    assert (folder / "finish.flag").exists() and (folder / "results.md").exists()
+    assert env.cli("wait", run_id).returncode == 2  # its result dir holds no finish.flag
+    assert "after" in env.cli("logs", run_id).stdout

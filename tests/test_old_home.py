@@ -239,7 +239,11 @@ def test_old_reports_render_the_same(env: Env) -> None:
         placed = hashlib.sha256(home.blueprint_text(run.run_id).encode()).hexdigest()
         old = {f: text.replace(admitted, placed) for f, text in old.items()}
         run = replace(run, provenance=replace(run.provenance, blueprint_sha256=placed))
-        ending.write_reports(home, replace(run, result_dir=str(scratch)), (pictures, ""))
+        ending.write_reports(
+            home,
+            replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())),
+            (pictures, ""),
+        )
         for file, text in old.items():
             again = (scratch / file).read_text().replace(str(scratch), str(folder))
             assert again == text, (name, file)
@@ -255,8 +259,17 @@ def test_reports_that_fail_on_the_way_leave_no_finish_flag(env: Env) -> None:
     scratch = env.tmp / "refuses"
     (scratch / "run.json" / "inside").mkdir(parents=True)
     with pytest.raises(OSError):
-        ending.write_reports(home, replace(run, result_dir=str(scratch)), ([], ""))
+        ending.write_reports(
+            home,
+            replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())),
+            ([], ""),
+        )
     assert sorted(p.name for p in scratch.iterdir()) == ["results.md", "run.json", "trials.md"]
-    again = ending.publish_reports(home, replace(run, result_dir=str(scratch)), 1.0, ([], ""))
+    again = ending.publish_reports(
+        home,
+        replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())),
+        1.0,
+        ([], ""),
+    )
     assert again.attention and again.attention.startswith(ending.REPORTS_HELD)
     assert str(scratch) in again.attention and not (scratch / "finish.flag").exists()

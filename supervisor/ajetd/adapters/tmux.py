@@ -52,7 +52,7 @@ def literal(text: str, times: bool = False) -> str:
     return f"{text[:-1]}\\;" if text.endswith(";") else text
 
 
-def pipe_writer(path: str, spare: str | None) -> str:
+def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
     """The command tmux runs for `pipe-pane` (bash, the pane's output on its stdin).
 
     `cat` appends the output to `path`; where a write fails (the log's disk is full: the
@@ -84,7 +84,8 @@ def pipe_writer(path: str, spare: str | None) -> str:
     waits in the pipe and tmux meanwhile; a program that freed its disk within seconds had
     its lines written after all, or not, by the phase of the check)."""
     log = shlex.quote(path)
-    logs, folder = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1))
+    logs, folder, above = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1, 2))
+    name = shlex.quote("/" + Path(path).parents[1].name)
     other = shlex.quote(spare) if spare else "/dev/null"
     note = shlex.quote(moved_note(spare)) if spare else "/dev/null"
     ask, answer = (shlex.quote(f) for f in writer_fifos(spare or "/dev/null/none"))
@@ -98,7 +99,8 @@ def pipe_writer(path: str, spare: str | None) -> str:
         f'pause() {{ read -r -t "$1" -u 6 l || return 1; [ "$l" = {WRITER_ASK} ] || return 0\n'
         "  asked=1; return 1; }\n"
         'said() { if [ -n "$asked" ]; then echo >&7; asked=; fi; }\n'
-        f"usable() {{ for d in {folder} {logs}; do\n"
+        f"{_same(folder, above, name, real)}\n"
+        f"usable() {{ same || return 1; for d in {folder} {logs}; do\n"
         f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
         f"  {safe}\n"
         f"done; [ ! -L {log} ] && : >> {log}; }}\n"
@@ -109,7 +111,9 @@ def pipe_writer(path: str, spare: str | None) -> str:
         f'  {{ echo; echo "{VANISHED_NOTE} $t; the output goes on here"; }} >> "$out"\n'
         f'  echo "$t $w" >> {note}\n'
         "}\n"
-        'gone() { ! [ "$out" -ef /dev/fd/5 ]; }\n'
+        'gone() { ! [ "$out" -ef /dev/fd/5 ] ||\n'
+        f'  {{ [ -n "$asked" ] && [ "$out" = {log} ] && ! same; }}; }}\n'
+        "same || moved\n"
         "while :; do\n"
         '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
         "    cat <&3 >&5 2>&6 & c=$!\n"
@@ -122,6 +126,21 @@ def pipe_writer(path: str, spare: str | None) -> str:
         "done"
     )
     return f"exec bash -c {shlex.quote(script)} 2>/dev/null"
+
+
+def _same(folder: str, above: str, name: str, real: str | None) -> str:
+    """The writer's `same`: the result dir (`folder`, quoted) still leads where it led when
+    the run was admitted (`real`: `Run.result_real`), its links resolved as Python's
+    `os.path.realpath` resolves them (a folder not there: its parent's path and its name):
+    bash's own `cd -P`, no process, then back to `/` (a writer never keeps a folder busy).
+    Asked where the log is opened anew (at the start, after a move) and when the writer is
+    asked to check (`writer_fifos`), never at its 5 s checks."""
+    if not real:
+        return "same() { :; }"
+    return (
+        f"same() {{ r=; if [ -e {folder} ]; then cd -P -- {folder} && r=$PWD;\n"
+        f'  elif cd -P -- {above}; then r=$PWD{name}; fi; cd /; [ "$r" = {shlex.quote(real)} ]; }}'
+    )
 
 
 _GONE_MARKERS = (
@@ -292,6 +311,7 @@ class Tmux:
         log: str | None = None,
         window: str = "run",
         spare: str | None = None,
+        real: str | None = None,
     ) -> Pane:
         """A detached session whose only pane runs `bash <script>` as its own process; with
         `log`, armed in the same tmux call (one process, not three): `remain-on-exit` set and
@@ -307,7 +327,7 @@ class Tmux:
         command = f"exec bash {shlex.quote(script)}"
         fmt = "#{pane_id}\t#{pane_pid}"
         arm = (
-            (";", *self._keep_dead(), ";", *self._pipe(log, spare)) if log is not None else ()
+            (";", *self._keep_dead(), ";", *self._pipe(log, spare, real=real)) if log else ()
         )  # commands after new-session act on its new pane
         arm = (";", *self._script_option(script), *arm)
         env, first = self._precise_start()
@@ -383,9 +403,11 @@ class Tmux:
         return ("set-option", "-p", *target, "remain-on-exit", "on")
 
     @staticmethod
-    def _pipe(path: str, spare: str | None, *target: str) -> tuple[str, ...]:
+    def _pipe(
+        path: str, spare: str | None, *target: str, real: str | None = None
+    ) -> tuple[str, ...]:
         """The pane's output appended to `path` (`pipe_writer`'s loop)."""
-        return ("pipe-pane", *target, literal(pipe_writer(path, spare), times=True))
+        return ("pipe-pane", *target, literal(pipe_writer(path, spare, real), times=True))
 
     def note_stop(self, pane_id: str, note: str) -> None:
         """Keep a stop's note (`core.stopnote`) on the pane, in the tmux server's memory."""
@@ -395,10 +417,13 @@ class Tmux:
         """Set remain-on-exit before the program can end, so its status can be read."""
         self._run(*self._keep_dead("-t", pane_id))
 
-    def pipe_to_file(self, pane_id: str, path: str, spare: str | None = None) -> None:
+    def pipe_to_file(
+        self, pane_id: str, path: str, spare: str | None = None, real: str | None = None
+    ) -> None:
         """Append everything the pane prints to `path`, whatever the history limit (where
-        its folder vanishes and cannot be made again safely: to `spare`; `pipe_writer`)."""
-        self._run(*self._pipe(path, spare, "-t", pane_id))
+        its folder vanishes and cannot be made again safely, or leads elsewhere than `real`:
+        to `spare`; `pipe_writer`)."""
+        self._run(*self._pipe(path, spare, "-t", pane_id, real=real))
 
     def kill_session(self, name: str) -> None:
         try:

@@ -5,6 +5,7 @@ loads to read records: the script reader is not loaded for `ajetd status`."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -126,3 +127,29 @@ def output_logs(home: Home, run: Run) -> LogOf:
     runs here; what the program writes into its result dir on the remote host is its own,
     copied back at the end (`copyback`), never the trial's log."""
     return partial(output_log, home, run)
+
+
+def swapped(run: Run) -> str | None:
+    """What is wrong where the run's result dir no longer leads where it led when the run was
+    admitted (`Run.result_real`): a link put in its path since (in place of the dir or of a
+    folder above it) takes every write elsewhere; None where it leads there still (a link the
+    user gave in the path is theirs, followed), or the record predates the check."""
+    if not run.result_real:
+        return None
+    now = os.path.realpath(run.result_dir)
+    if now == run.result_real:
+        return None
+    return (
+        f"the result dir {run.result_dir} now leads to {now}, not to {run.result_real} as "
+        "when the run was admitted (a link put in its path since): nothing is written through it"
+    )
+
+
+def report_dir(home: Home, run: Run) -> Path:
+    """Where the run's reports and pictures go: its result dir; but where it leads elsewhere
+    than it did (`swapped`), or a trial's log folder vanished and something else stood in the
+    dir's place (its output went on in the spare, `pipe_writer`), ajetd's own folder for the
+    run: nothing is written through what was not there (the run's warnings say where)."""
+    if swapped(run) or any(in_spare(home, run.run_id, t.number) for t in run.trials):
+        return home.run_dir(run.run_id)
+    return Path(run.result_dir)

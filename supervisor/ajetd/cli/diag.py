@@ -17,7 +17,7 @@ from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.store import OWNER_FILE, Home, write_new
 from ajetd.adapters.tmux import Tmux, find_pane
-from ajetd.adapters.trialfiles import output_log
+from ajetd.adapters.trialfiles import output_log, report_dir
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
@@ -78,11 +78,16 @@ def _where(home: Home, run: Run) -> tuple[Path | None, int]:
     """Where a snapshot is saved, and its mode: the run's result dir, beside its results; for
     a rejected run, or one not launched yet (its blueprint may still be refused), its folder
     in the home (owner-only), because the dir it named may be one it was (or will be) refused
-    for: another run's results, or a live run's."""
+    for: another run's results, or a live run's; and where the run's reports go there
+    (`trialfiles.report_dir`: the result dir leads elsewhere than it did, or the output went
+    on in the spare), there too: never through a link put in the dir's path."""
+    folder = home.run_dir(run.run_id)
     if run.status is Status.REJECTED or not run.trials:
-        folder = home.run_dir(run.run_id)
         return (folder if folder.is_dir() else None), OWNER_FILE
-    return (Path(run.result_dir) if run.result_dir else None), 0o644
+    if not run.result_dir:
+        return None, 0o644
+    reports = report_dir(home, run)
+    return reports, (OWNER_FILE if reports == folder else 0o644)
 
 
 def _screen(home: Home, tmux: Tmux, run: Run) -> list[str]:

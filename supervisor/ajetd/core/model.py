@@ -188,7 +188,15 @@ def stored_as_declared(cls: type, data: Mapping[str, Any], what: str) -> None:
             raise ValueError(f"{what} field {unusable}")
 
 
-_PATHS = ("result_dir", "codebase_dir", "venv_dir", "venv_exe", "val_path", "config_path")
+_PATHS = (
+    "result_dir",
+    "result_real",
+    "codebase_dir",
+    "venv_dir",
+    "venv_exe",
+    "val_path",
+    "config_path",
+)
 
 
 def _findings(data: Any) -> tuple[Finding, ...]:
@@ -211,6 +219,10 @@ class Run:
     reason: str = ""
     attention: str | None = None
     result_dir: str = ""
+    # the result dir as its links led when the run was admitted (`os.path.realpath`): a link
+    # in its path then is the user's; one put there later is not written through
+    # (`trialfiles.swapped`); "" in a record older than this field: not checked
+    result_real: str = ""
     max_time_s: float | None = None
     codebase_dir: str = ""
     venv_dir: str = ""

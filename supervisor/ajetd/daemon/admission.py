@@ -115,7 +115,7 @@ def _point_at(home: Home, moved: Path, by: str, now: float) -> None:
     try:
         old = home.load_run(earlier)
         if old.result_dir == str(moved.parent):
-            home.save_run(replace(old, result_dir=str(moved)))
+            home.save_run(replace(old, result_dir=str(moved), result_real=str(moved.resolve())))
             said = f"its rejection report moved to {moved}: run {by} took {moved.parent}"
             home.append_event(earlier, now, said)
     except (AjetdError, OSError) as exc:
@@ -163,6 +163,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         run,
         purpose=bp.purpose,
         result_dir=resolved.result_dir,
+        result_real=os.path.realpath(resolved.result_dir),
         max_time_s=bp.max_time_s,
         codebase_dir=resolved.codebase_dir,
         venv_dir=resolved.venv_dir,

@@ -31,6 +31,7 @@ from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
 from ajetd.daemon.trials import (
+    ask_log_writer,
     await_output,
     paths,
     plateau_unmet,
@@ -183,6 +184,7 @@ def finish_run(
         run = _note_next(run, outcome, reason)
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
+    run = note_swapped(home, run, now)  # after `finish`, which clears a live run's attention
     # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).
     home.append_event(run.run_id, now, f"{RUN_ENDED}{outcome.value}: {reason}")
@@ -207,6 +209,24 @@ def finish_run(
 REPORTS_FIRST = "the result dir was full when the reports were due; they were written first"
 
 
+def note_swapped(home: Home, run: Run, now: float) -> Run:
+    """Where the run's result dir leads elsewhere than it did at admission (a link put in its
+    path since: `trialfiles.swapped`), its writers write nothing through it (the reports and
+    pictures go to the run's own folder, `report_dir`; the log's writer to the spare): said
+    once in the journal and the warnings, and the run needs attention (an ended one too:
+    its result dir holds no finish.flag, so `ajetd wait` says so with exit 2)."""
+    said = trialfiles.swapped(run)
+    if said is None:
+        return run
+    said = f"{said}; what ajetd writes for the run is in {home.run_dir(run.run_id)}"
+    if said not in run.warnings:
+        log.warning("run %s: %s", run.run_id, said)
+        home.append_event(run.run_id, now, f"attention: {said}")
+        run = model.warn(run, said)
+        ask_log_writer(home, run)  # its log may still reach the old folder through the link
+    return run if run.attention else model.set_attention(run, said)
+
+
 def publish_reports(
     home: Home,
     run: Run,
@@ -219,7 +239,7 @@ def publish_reports(
     and keeps `reports_pending`, so the daemon writes them once it can (also after a restart);
     then the attention clears and the journal says so. `options`: as `write_reports` takes
     them."""
-    folder = Path(run.result_dir)
+    folder = trialfiles.report_dir(home, run)
     troubles = home.held.troubles if home.held is not None else None
     held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
     done = replace(run, reports_pending=False, attention=None if held else run.attention)
@@ -299,7 +319,7 @@ def write_reports(
     pictures already drawn (drawing.draw_final), else they are drawn here. `options`: the
     run's `[ajetd]` options (its allowed fixes are named), None: read from its stored
     blueprint (the daemon's end path has them: the parse is not on its way to finish.flag)."""
-    result_dir = report_dir(home, run)
+    result_dir = trialfiles.report_dir(home, run)
     texts = inbox.blueprint_texts(home, run)
     blueprint_text = texts.edited or texts.submitted  # what the options were read from
     trial_tails, trial_logs = {}, {}
@@ -345,16 +365,6 @@ def write_reports(
     # data instead of two on the exit path
     files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
-
-
-def report_dir(home: Home, run: Run) -> Path:
-    """Where the run's reports go: its result dir; but where a trial's log folder vanished
-    and something else stood in the dir's place (a link, a file, another's folder: its
-    output went on in the spare, `pipe_writer`), ajetd's own folder for the run: nothing is
-    written through what was not there (the run's warnings say where)."""
-    if any(trialfiles.in_spare(home, run.run_id, t.number) for t in run.trials):
-        return home.run_dir(run.run_id)
-    return Path(run.result_dir)
 
 
 def _config_used(path: str) -> bytes | None:

@@ -371,7 +371,9 @@ class Observe(Base):
                 said.append(text)
                 self.home.append_event(run.run_id, now, text)
                 log.warning("run %s: %s", run.run_id, text)
+        self._store(ending.note_swapped(self.home, slot.run, now))
         if said:
+            run = slot.run
             # the log watch may be on the folder that vanished (moved: its watch follows it):
             # looked at every light tick until the next full tick watches where it is now
             self.watcher.forget_logs(slot.paths(self.home).log_dir)
@@ -433,6 +435,7 @@ class Observe(Base):
             slot.backoff = backoff.advance(now)
         else:
             return
+        self._store(ending.note_swapped(self.home, slot.run, now))  # before a picture's write
         self.live_plots.request(self.home, slot.run, now)  # a child draws; no wait
 
     def sample_gpus(self, now: float) -> None:

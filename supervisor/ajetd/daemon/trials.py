@@ -20,7 +20,7 @@ from typing import Any
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
-from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log
+from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
 from ajetd.core import model, stoprules
 from ajetd.core.limits import (
     END_READ_BYTES,
@@ -177,6 +177,13 @@ def _make_fifo(path: Path | str) -> str:
     return str(path)
 
 
+def ask_log_writer(home: Home, run: Run) -> None:
+    """Ask the current trial's log writer to check now that its folder still leads where it
+    did (`writer_fifos`): it moves the output to the spare where it does not."""
+    if run.trial is not None and run.trial.ended_at is None:
+        _wake(Path(writer_fifos(str(spare_log(home, run.run_id, run.trial.number)))[0]))
+
+
 def _wake(path: Path) -> None:
     """Tell a trial script waiting for its go file to look now. Nobody reading yet (ENXIO)
     is fine: the script looks for the go file before it waits."""
@@ -232,7 +239,9 @@ def start_trial(
     previous = (
         find_pane(panes, paths(home, run, trial.number - 1).script) if trial.number > 1 else None
     )
-    p.log.parent.mkdir(parents=True, exist_ok=True)
+    if swapped(run) is None:  # else its writer puts the output in the spare: never made
+        p.log.parent.mkdir(parents=True, exist_ok=True)  # through a link put in its path
+    real = run.result_real or None
     if pane is None and previous is None:  # a new session, armed in the same tmux call
         pane = tmux.new_session(
             trial.session,
@@ -241,6 +250,7 @@ def start_trial(
             str(p.log),
             window_name(trial.number),
             str(p.spare),
+            real,
         )
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
@@ -248,7 +258,7 @@ def start_trial(
             await_exit(previous)
             pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
-        tmux.pipe_to_file(pane.pane_id, str(p.log), str(p.spare))
+        tmux.pipe_to_file(pane.pane_id, str(p.log), str(p.spare), real)
     mark(p.go)
     _wake(p.wake)
     return _started(home, run, now, pane.pid)

@@ -31,6 +31,7 @@ from typing import Any
 
 from ajetd.adapters.diskfull import FULL_BELOW_BYTES, free_bytes, says_full
 from ajetd.adapters.store import OWNER_FILE, Home, open_owner, write_json
+from ajetd.adapters.trialfiles import report_dir
 from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
@@ -97,7 +98,7 @@ def spec(home: Home, run: Run) -> dict[str, Any]:
     keys = [k for k in shown_keys(history, run.metric) if metric_series(history, k)]
     purpose = (run.purpose or "").splitlines()[0][:80] if run.purpose else ""
     return {
-        "result_dir": run.result_dir,
+        "result_dir": str(report_dir(home, run)),  # never through a link put in its path
         "title": f"run {run.run_id}: {purpose}",
         "keys": keys[:MAX_PANELS],
         "more": more_note(keys[MAX_PANELS:]),
@@ -154,7 +155,7 @@ def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[
             tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             problem = f"the plotter exited with code {done.returncode}: {tail[0][-300:]}"
     log.error("run %s: pictures not drawn: %s", run.run_id, problem)
-    return [p for p in PICTURES if (Path(run.result_dir) / p).exists()], problem
+    return [p for p in PICTURES if (report_dir(home, run) / p).exists()], problem
 
 
 class LivePlots:
@@ -179,12 +180,10 @@ class LivePlots:
         first_curves = bool(run.history) and not self.records.get(run.run_id)
         if not first_curves and now - self.started.get(run.run_id, float("-inf")) < self.every_s:
             return  # the first validation record is drawn at once, later ones at this pace
-        if not run.result_dir or not Path(run.result_dir).is_dir() or not _has_data(home, run):
+        folder = report_dir(home, run) if run.result_dir else None
+        if folder is None or not folder.is_dir() or not _has_data(home, run):
             return
-        if (
-            run.run_id in self.undrawn
-            and (free_bytes(Path(run.result_dir)) or 0) < FULL_BELOW_BYTES
-        ):
+        if run.run_id in self.undrawn and (free_bytes(folder) or 0) < FULL_BELOW_BYTES:
             return  # still full: a child would fail again; the next deep check looks again
         spec_file = home.run_dir(run.run_id) / "plot-spec-live.json"
         try:
