@@ -50,7 +50,8 @@ class Act(Observe):
         obs = self.observe(slot, now, panes_fresh)
 
         self._deep_check(slot, now)
-        if obs.exit is None:
+        if obs.exit is None:  # (a run due at every tick, its attention set, has no light one)
+            self.notice_moves(slot, now)
             self._live_scan(slot, now, slot.paths(self.home).log)
         self._store(slot.host.notes(slot.run, now))
         self._take_noted_stop(slot, pane, now)

@@ -35,6 +35,7 @@ from ajetd.core.naming import run_names, session_base, unique_session, window_na
 from ajetd.core.options import Options
 from ajetd.core.runparts import NemoRead, ValRead
 from ajetd.core.trialscript import (
+    WRITER_ASK,
     MetricSource,
     TrialSpec,
     exit_line,
@@ -181,19 +182,21 @@ def ask_log_writer(home: Home, run: Run) -> None:
     """Ask the current trial's log writer to check now that its folder still leads where it
     did (`writer_fifos`): it moves the output to the spare where it does not."""
     if run.trial is not None and run.trial.ended_at is None:
-        _wake(Path(writer_fifos(str(spare_log(home, run.run_id, run.trial.number)))[0]))
+        ask = writer_fifos(str(spare_log(home, run.run_id, run.trial.number)))[0]
+        _wake(Path(ask), f"{WRITER_ASK}\n".encode())
 
 
-def _wake(path: Path) -> None:
-    """Tell a trial script waiting for its go file to look now. Nobody reading yet (ENXIO)
-    is fine: the script looks for the go file before it waits."""
+def _wake(path: Path, line: bytes = b"go\n") -> None:
+    """Tell a trial script waiting for its go file to look now (or a log's writer to check
+    its folder: `line` its WRITER_ASK). Nobody reading yet (ENXIO) is fine: the script looks
+    for the go file before it waits; a writer gone has nothing to check."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
         return
     try:
         with contextlib.suppress(OSError):
-            os.write(fd, b"go\n")
+            os.write(fd, line)
     finally:
         os.close(fd)
 
