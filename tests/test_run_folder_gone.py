@@ -5,14 +5,17 @@ writing through a file or link put in its place) and never spins on the failed w
 
 from __future__ import annotations
 
+import json
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ajetd.daemon.loop import FAILED_PASS_PAUSE_S
-from conftest import Env, wait_for
+from conftest import PYTHON, Env, wait_for
 
 
 def _printing_until(env: Env, trigger: Path) -> str:
@@ -88,3 +91,84 @@ def test_a_pass_in_which_a_step_failed_is_not_followed_at_once_by_the_next(
     failed = [r for r in caplog.records if "a deep check that cannot be done" in r.getMessage()]
     assert len(failed) == 1, [r.getMessage() for r in failed]
     assert "internal error while supervising it" in str(loop.run(run_id).attention)
+
+
+@pytest.mark.parametrize(
+    "held", [False, True], ids=["removed", "removed while a file in it is open"]
+)
+def test_a_removed_run_folder_is_made_again_within_a_pass_and_a_wait_in_flight_goes_on(
+    env: Env, held: bool
+) -> None:
+    """Walk 30, 1: with deep checks on their real schedule the folder came back only at the
+    daemon's next write of the record (27 s; a deep check later in a run), meanwhile `status`
+    said "no run" and a `wait` in flight exited 2 while the run went on. The daemon learns at
+    once from the runs folder's own watch (a folder whose file is still open says nothing of
+    itself until that file is closed), and a reader does not call a run the daemon holds
+    "no run"."""
+    trigger = env.tmp / "end-now"
+    env.start_daemon("--backoff-scale", "1")  # deep checks 30 s apart: no write comes soon
+    run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    waiting = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    folder = env.home / "runs" / run_id
+    handle = open(folder / "state.json", "rb") if held else None  # noqa: SIM115
+    try:
+        shutil.rmtree(folder)
+        wait_for(
+            lambda: "was gone (moved or removed" in _journal(folder),
+            timeout=3.0,
+            what="the folder made again within a pass",
+        )
+    finally:
+        if handle is not None:
+            handle.close()
+    assert env.status(run_id)["state"] == "running"
+    assert waiting.poll() is None, "a wait in flight ended while the run went on"
+    trigger.touch()
+    out, err = waiting.communicate(timeout=20)
+    assert waiting.returncode == 1, (waiting.returncode, out, err)
+
+
+def test_a_run_the_daemon_holds_is_never_no_run_while_its_folder_is_gone(env: Env) -> None:
+    """Walk 30, 1, the readers' side: while the daemon has not made the folder again (here it
+    is frozen), `status RUN` says the folder is gone and the daemon holds the run (exit 1,
+    never exit 2 "no run"), and a `wait` in flight says so once and waits on."""
+    trigger = env.tmp / "end-now"
+    daemon = env.start_daemon("--backoff-scale", "1")
+    run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    waiting = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    folder = env.home / "runs" / run_id
+    wait_for(lambda: run_id in _deep_checks(env), what="its next deep check published")
+    daemon.send_signal(signal.SIGSTOP)
+    try:
+        shutil.rmtree(folder)
+        shown = env.cli("status", run_id)
+        assert shown.returncode == 1, (shown.returncode, shown.stdout, shown.stderr)
+        assert "is gone (moved or removed by hand)" in shown.stderr, shown.stderr
+        assert "no run" not in shown.stderr, shown.stderr
+    finally:
+        daemon.send_signal(signal.SIGCONT)
+    wait_for(lambda: "was gone (moved or removed" in _journal(folder), what="the folder again")
+    assert env.status(run_id)["state"] == "running"
+    assert waiting.poll() is None, "a wait in flight ended while the run went on"
+    trigger.touch()
+    out, err = waiting.communicate(timeout=20)
+    assert waiting.returncode == 1, (waiting.returncode, out, err)
+
+
+def _deep_checks(env: Env) -> dict[str, float]:
+    checks: dict[str, float] = json.loads((env.home / "daemon.json").read_text())["deep_checks"]
+    return checks

@@ -26,13 +26,16 @@ from pathlib import Path
 
 IN_MODIFY = 0x00000002
 IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_FROM = 0x00000040
 IN_MOVED_TO = 0x00000080
+IN_DELETE = 0x00000200
 IN_DELETE_SELF = 0x00000400
 IN_MOVE_SELF = 0x00000800
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
 IN_DONT_FOLLOW = 0x02000000
+IN_ISDIR = 0x40000000
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
 OVERFLOW = "<inotify overflow>"  # taken as "some trial may have ended": tmux is asked
 
@@ -59,6 +62,20 @@ class EndWatch:
         self._events = events  # the daemon's: closed after writing, renamed in
         self._folders: dict[int, str] = {}  # watch descriptor -> folder
         self._watches: dict[str, int] = {}  # folder -> watch descriptor
+        self._parents: dict[int, str] = {}  # watch descriptor -> a folder the watched ones are in
+
+    def watch_parent(self, folder: Path) -> None:
+        """Watch the folder the watched folders are made in (`runs/`) for a folder in it
+        removed or moved away. A removed folder says so itself (IN_DELETE_SELF) only once
+        nothing holds it: while a file in it is open, its inode lives on and says nothing
+        (walk 30: a live run's folder removed by hand came back only at the daemon's next
+        write, 27 s later). Its parent is told at the `rmdir` or `rename` itself."""
+        mask = IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW
+        wd = self._add(self.fd, os.fsencode(str(folder)), mask)
+        if wd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(folder))
+        self._parents[wd] = str(folder)
 
     def watch(self, folder: Path) -> None:
         """Watch `folder` (idempotent); an OSError when the kernel refuses (watches used up)."""
@@ -105,6 +122,13 @@ class EndWatch:
                 offset = start + length
                 if mask & IN_Q_OVERFLOW:
                     found.append(OVERFLOW)
+                elif wd in self._parents:  # a folder in `runs/` removed or moved away: when it
+                    # is a watched one, its watch is let go, so that `keep` finds it gone (and
+                    # the daemon makes it again: `Loop.watch_live`), whatever its inode says
+                    gone = os.path.join(self._parents[wd], os.fsdecode(name))
+                    if mask & IN_ISDIR and gone in self._watches:
+                        self.unwatch(gone)
+                        found.append(OVERFLOW)
                 elif mask & (IN_MOVE_SELF | IN_DELETE_SELF):  # a live run's folder moved or
                     # removed by hand: no longer watched there (a move keeps the watch on the
                     # folder wherever it went); the daemon looks at every run (and makes it

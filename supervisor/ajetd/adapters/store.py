@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -24,7 +25,7 @@ from ajetd.adapters.regular import (
     too_large,
 )
 from ajetd.core import jsontext
-from ajetd.core.errors import StoreError, UnknownRunError
+from ajetd.core.errors import FolderGoneError, StoreError, UnknownRunError
 from ajetd.core.limits import JOURNAL_MAX_BYTES
 from ajetd.core.naming import RUN_ID, SUBMITTED, random_word
 from ajetd.core.shown import show
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 # What to do about an id the home does not hold: a mistyped id, or a shell whose AJETD_HOME
 # is not the daemon's (an agent's usual cause)
+HELD_FOLDER_WAIT_S = 5.0  # how long a reader waits for the daemon to make a run's folder again
+HELD_FOLDER_POLL_S = 0.05
 _LIST_RUNS = "`ajetd status --all` lists this home's runs (AJETD_HOME chooses the home)"
 
 OWNER_DIR = 0o700
@@ -493,7 +496,9 @@ class Home:
             )
         from ajetd.adapters import runrecords
 
-        for _ in range(2):  # the daemon may be admitting it right now: look twice
+        looks = 0
+        held_until: float | None = None
+        while True:
             try:
                 return self.with_stop_asked(self._read_state(run_id))
             except StoreError as exc:  # damaged: what to do, as `status` says of it
@@ -505,7 +510,29 @@ class Home:
                 pending = self.pending(run_id)
                 if pending is not None:
                     return self.with_stop_asked(pending)
+            looks += 1
+            if looks < 2:  # the daemon may be admitting it right now: look twice
+                continue
+            if held_until is None:
+                if not self._daemon_holds(run_id):
+                    break
+                held_until = time.monotonic() + HELD_FOLDER_WAIT_S
+            if time.monotonic() >= held_until:
+                raise FolderGoneError(
+                    f"run {run_id}'s folder {self.run_dir(run_id)} is gone (moved or removed "
+                    "by hand), and the running daemon, which still supervises the run, has not "
+                    f"made it again within {HELD_FOLDER_WAIT_S:g}s (its log says why)"
+                )
+            time.sleep(HELD_FOLDER_POLL_S)
         raise UnknownRunError(f"no run {run_id!r} in {self.root}; {_LIST_RUNS}")
+
+    def _daemon_holds(self, run_id: str) -> bool:
+        """The running daemon supervises this started run (daemon.json names its next deep
+        check): a record missing on disk is a folder removed by hand, which the daemon makes
+        again within a pass (`Base.run_folder_gone`), never "no run" (walk 30: a `wait` in
+        flight exited 2 while the run went on)."""
+        checks = self.daemon_info().get("deep_checks")
+        return isinstance(checks, dict) and run_id in checks and self.daemon_running()
 
     def stop_request(self, run_id: str) -> Path:
         """Where `ajetd stop` files the run's stop request (`control/<id>.stop`)."""

@@ -127,6 +127,13 @@ class Watcher:
         self._observer.daemon = True
         self._observer.start()
 
+    def watch_runs_folder(self, folder: Path) -> None:
+        """Watch the folder the runs' folders are in, for one of them removed or moved by
+        hand (`EndWatch.watch_parent`); where the kernel refuses, the daemon finds it out at
+        the run's next supervision, as before."""
+        if self._runs is not None:
+            self._runs.watch_parent(folder)
+
     def watch_run(self, folder: Path) -> None:
         """Watch a live run's folder for its trials' end files (before its trial may go)."""
         if self._runs is not None:

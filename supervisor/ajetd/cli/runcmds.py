@@ -29,6 +29,7 @@ from ajetd.cli.common import (
     load_run,
     open_home,
 )
+from ajetd.core.errors import FolderGoneError
 from ajetd.core.shown import show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
@@ -204,9 +205,15 @@ def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: b
 
     home = open_home()
     deadline = None if timeout is None else time.monotonic() + timeout
-    checked = False
+    checked = said_gone = False
+    run = load_run(home, run_id)
     while True:
-        run = load_run(home, run_id)
+        try:
+            run = load_run(home, run_id) if checked else run
+        except FolderGoneError as exc:  # the run goes on; so does the wait (on its last state)
+            if not said_gone:
+                click.echo(f"ajetd: {exc}; waiting", err=True)
+            said_gone = True
         # attention: a live run's (a hang flag, a rebuilt record), or an ended one's whose
         # reports a full disk holds back: exit 2 at once, unless asked to wait through it
         stop_at_attention = bool(run.attention) and not through_attention

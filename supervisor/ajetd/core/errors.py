@@ -54,5 +54,10 @@ class StoreError(AjetdError):
     """The daemon's home cannot be used (permissions, lock held, corrupt state)."""
 
 
+class FolderGoneError(StoreError):
+    """A started run the running daemon supervises has no folder on disk (removed or moved by
+    hand) and the daemon has not made it again yet: the run goes on, so a `wait` waits on."""
+
+
 class UnknownRunError(AjetdError):
     """No run has that id."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from ajetd.adapters.nvml import open_probe
+from ajetd.adapters.store import OWNER_DIR
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.errors import StoreError
 from ajetd.core.model import DEFAULT_TMUX, State
@@ -65,6 +66,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         try:
             self.reconcile(self.clock())
             self.watcher.start(self.home.inbox, self.home.control, (self.home.swarm,))
+            self._watch_runs_folder()
             woken = True
             while not self.stopping:
                 woken = self.wake.wait(self.turn(woken))
@@ -76,6 +78,21 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 self._write_daemon_json(stopped)
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
+
+    def _watch_runs_folder(self) -> None:
+        """A live run's folder removed or moved by hand is made again within a pass
+        (`Watcher.watch_runs_folder`); a runs folder that cannot be watched leaves it to the
+        run's next supervision, said once."""
+        try:
+            self.home.runs.mkdir(mode=OWNER_DIR, exist_ok=True)
+            self.watcher.watch_runs_folder(self.home.runs)
+        except OSError as exc:
+            log.warning(
+                "%s is not watched (%s): a run folder removed by hand is made again at the "
+                "run's next supervision",
+                self.home.runs,
+                exc.strerror or exc,
+            )
 
     def _same_tmux_server(self) -> None:
         """Refuse to start where a live run's session is on another tmux server than this
