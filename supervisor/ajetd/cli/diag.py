@@ -20,6 +20,7 @@ from ajetd.adapters.tmux import Tmux, find_pane
 from ajetd.adapters.trialfiles import output_log, report_dir
 from ajetd.core import gpuuse
 from ajetd.core.errors import AjetdError
+from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status
 from ajetd.core.timefmt import iso
 from ajetd.diagnosis.scan import log_tail
@@ -42,14 +43,14 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, A
     lines += [f"- state: {shown['state']}" + (f" ({run.status.value})" if run.status else "")]
     lines += [f"- reason: {run.reason}" if run.reason else "- reason: -"]
     lines += [f"- attention: {run.attention}"] if run.attention else []
-    lines += ["", "## Pane", "", "```text", *screen, "```"]
+    lines += ["", "## Pane", "", *fence(screen, "text")]
     lines += ["", "## Processes", "", *processes]
     lines += ["", "## GPUs", "", *gpus]
     lines += ["", "## Findings", ""]
     lines += [f"- {f.kind} ({f.severity}, line {f.line}): {f.evidence}" for f in findings] or [
         "- none"
     ]
-    lines += ["", "## Last 50 lines of output", "", "```text", *tail, "```", ""]
+    lines += ["", "## Last 50 lines of output", "", *fence(tail, "text"), ""]
     text = "\n".join(lines)
     saved: Path | str = "the run has no folder to hold it yet"
     folder, mode = _where(home, run)
@@ -110,9 +111,7 @@ def _processes(home: Home, run: Run) -> list[str]:
             return [
                 "On " + ssh.target + ":",
                 "",
-                "```text",
-                *sshcmd.processes(ssh, run.run_id).rstrip("\n").splitlines(),
-                "```",
+                *fence(sshcmd.processes(ssh, run.run_id).rstrip("\n").splitlines(), "text"),
             ]
         except AjetdError as exc:
             return [f"(not read on {ssh.target}: {exc})"]

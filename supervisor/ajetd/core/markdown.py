@@ -94,3 +94,18 @@ def table_cell(text: str, limit: int) -> str:
     if len(flat) > limit:
         flat = flat[: max(limit - 1, 0)].rstrip() + "…"
     return flat.replace("|", "\\|").replace("<", "&lt;")
+
+
+_TILDES = re.compile(r"~+")
+
+
+def fence(lines: list[str], info: str = "", char: str = "`", least: int = 3) -> list[str]:
+    """`lines` quoted as one fenced block (`info` after the opening fence) that no line can
+    close or open: its fence is longer than any run of `char` in them (CommonMark closes a
+    fence with a line of at least as many), at least `least` long. A program's output holding a
+    plain ``` line would otherwise end the block there and render the rest as Markdown. One
+    pass over the text."""
+    runs = _TICKS if char == "`" else _TILDES
+    longest = max((len(m.group()) for line in lines for m in runs.finditer(line)), default=0)
+    bar = char * max(least, longest + 1)
+    return [bar + info, *lines, bar]

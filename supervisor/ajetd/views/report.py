@@ -12,6 +12,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
+from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
@@ -269,7 +270,7 @@ def _measures_section(run: Run, ctx: ReportContext) -> list[str]:
     if "curves.png" in ctx.pictures:
         lines += ["", "![validation metrics by step](curves.png)"]
     if run.metrics:
-        lines += ["", "Last validation record:", "", "```", repr(run.metrics), "```"]
+        lines += ["", "Last validation record:", "", *fence([repr(run.metrics)])]
     lines += ["", "## GPU summary", "", _gpu_section(run)]
     if "gpus.png" in ctx.pictures:
         lines += ["", "![GPU utilisation and memory over time](gpus.png)"]
@@ -297,7 +298,7 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         *_measures_section(run, ctx),
     ]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
-    lines += ["", "## Last 50 lines of output", "", "```text", *ctx.log_tail[-50:], "```"]
+    lines += ["", "## Last 50 lines of output", "", *fence(ctx.log_tail[-50:], "text")]
     lines += _blueprint_sections(run, ctx)
     lines.append("")
     return "\n".join(lines)
@@ -309,7 +310,7 @@ def _blueprint_sections(run: Run, ctx: ReportContext) -> list[str]:
     (the report showed the edit as submitted, beside the admitted sha256)."""
 
     def fenced(text: str) -> list[str]:  # as written, but no ESC reaches a terminal
-        return ["", "~~~~markdown", visible(text.rstrip()), "~~~~"]
+        return ["", *fence(visible(text.rstrip()).split("\n"), "markdown", "~", 4)]
 
     lines: list[str] = []
     edited = ctx.blueprint_edited
@@ -364,6 +365,6 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
                 )
         tail = ctx.trial_tails.get(trial.number, [])
         if tail and trial.exit_code not in (0, None):
-            lines += ["", "Last lines of its output:", "", "```text", *tail, "```"]
+            lines += ["", "Last lines of its output:", "", *fence(tail, "text")]
         lines.append("")
     return "\n".join(lines)
