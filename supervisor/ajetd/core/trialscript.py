@@ -192,16 +192,21 @@ def render_trial_script(spec: TrialSpec) -> str:
             "fi",
             # the program ran with the user's umask; what the script writes is ajetd's own
             "umask 077",
-            f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             *_ask_writer(spec),
             'now; ended="$rc $t"',
             # one write by bash itself, no process: the record is complete once its newline
-            # is there (`parse_exit_file`), and its close wakes the daemon
+            # is there (`parse_exit_file`), and its close wakes the daemon. Before the exit
+            # line, not after it: that line wakes tmux and the log's writer, which took the
+            # CPU the daemon's wake-up needed (about a millisecond on two cores), and where
+            # the pane's output is behind (a flooding program) its printf waits for tmux to
+            # read: the end waited with it. What reads the log for the end waits for that
+            # line (`await_output`, bounded)
             '{ printf \'%s\\n\' "$ended" > "$exit_file"; } 2>/dev/null ||',
             # a full disk: the status goes to tmux's memory instead (the pane's own option);
             # the empty or cut file is removed first, so no reader waits on it
             f'  {{ rm -f "$exit_file"; tmux set-option -p -t "$TMUX_PANE" {EXIT_OPTION} '
             '"$ended"; } 2>/dev/null',
+            f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             'exit "$rc"',
             "",
         ]
@@ -345,7 +350,7 @@ def read_trial_script(text: str) -> ScriptFacts | None:
 
 
 def exit_line(trial: int) -> bytes:
-    """How the line the script prints just before it writes the exit file begins: once it is
+    """How the line the script prints just after it writes the exit file begins: once it is
     in the log, so is everything the program printed."""
     return f"{OWN_LINE_PREFIX}trial {trial} exited with code ".encode()
 

@@ -204,10 +204,13 @@ class Daemon(Act, Launch, Admit, Housekeep):
     # -- the tick ---------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         self.pass_before, self.last_pass = self.last_pass, now
-        self.watch_live()
+        # the ends first, before the live folders' watches are brought up to date (0.2 ms at
+        # 50 runs): the exit files it takes are of folders watched already
         self.live_growing = False
         self.deep_batch = False  # set by supervise_live once ends are on record
-        ask_tmux = self.record_ends(now) or self.tmux_due
+        ask_tmux = self.record_ends(now)
+        self.watch_live()
+        ask_tmux |= self.tmux_due
         self.tmux_due = False
         self.relaunch(now)  # a trial that ended into a next one: at once, before the rest
         with self._step("disk", "writing what a full disk held back"):

@@ -86,7 +86,7 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
 def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
     """Wait, bounded, until trial `number`'s last line (the script's `[ajetd] trial N exited
     with code`) has come through tmux and `pipe-pane` into its log. The exit file is written
-    right after that line, and an end is now taken at once: without this wait a failed
+    just before that line, and an end is taken at once: without this wait a failed
     trial could be diagnosed, or its reports written, without its last output."""
     marker = exit_line(number)
     deadline = time.monotonic() + timeout
