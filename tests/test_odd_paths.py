@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
+from ajetd.hosts import copyback
 from ajetd.pictures import drawing
 from ajetd.pictures.campaigndrawing import Plotter
 from conftest import Env, fill, wait_for
@@ -243,3 +244,17 @@ def test_a_link_swapped_into_the_result_dirs_path_is_never_written_through(
     assert (folder / "finish.flag").exists() and (folder / "results.md").exists()
     assert env.cli("wait", run_id).returncode == 2  # its result dir holds no finish.flag
     assert "after" in env.cli("logs", run_id).stdout
+
+
+def test_a_copy_back_into_a_result_dir_that_leads_elsewhere_is_not_made(tmp_path: Path) -> None:
+    """An SSH run's copy back pulls its remote result dir into the local one of the same path:
+    where a link was put in that path after admission, nothing is pulled through it (the files
+    stay on the host, the journal's line says why), before any connection is made."""
+    real, other, via = tmp_path / "real", tmp_path / "other", tmp_path / "via"
+    real.mkdir()
+    (other / "out").mkdir(parents=True)
+    via.symlink_to(other)
+    job = copyback.Job("{}", "gpu-host", "/code", ("ckpt/",), str(via / "out"), str(real / "out"))
+    said = copyback.copy(copyback.Job.from_json(json.loads(json.dumps(job.to_json()))))
+    assert said.startswith(f"not copied back from gpu-host: the result dir {via / 'out'}"), said
+    assert said.endswith("; the files stay there") and list((other / "out").iterdir()) == []

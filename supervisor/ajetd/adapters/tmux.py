@@ -139,7 +139,8 @@ def _same(folder: str, above: str, name: str, real: str | None) -> str:
         return "same() { :; }"
     return (
         f"same() {{ r=; if [ -e {folder} ]; then cd -P -- {folder} && r=$PWD;\n"
-        f'  elif cd -P -- {above}; then r=$PWD{name}; fi; cd /; [ "$r" = {shlex.quote(real)} ]; }}'
+        f"  elif cd -P -- {above}; then r=${{PWD%/}}{name}; fi\n"
+        f'  cd /; [ "$r" = {shlex.quote(real)} ]; }}'
     )
 
 

@@ -134,14 +134,19 @@ def swapped(run: Run) -> str | None:
     admitted (`Run.result_real`): a link put in its path since (in place of the dir or of a
     folder above it) takes every write elsewhere; None where it leads there still (a link the
     user gave in the path is theirs, followed), or the record predates the check."""
-    if not run.result_real:
+    return leads_elsewhere(run.result_dir, run.result_real)
+
+
+def leads_elsewhere(result_dir: str, real: str) -> str | None:
+    """`swapped` for a result dir and the path it led to at admission ("": not checked)."""
+    if not real:
         return None
-    now = os.path.realpath(run.result_dir)
-    if now == run.result_real:
+    now = os.path.realpath(result_dir)
+    if now == real:
         return None
     return (
-        f"the result dir {run.result_dir} now leads to {now}, not to {run.result_real} as "
-        "when the run was admitted (a link put in its path since): nothing is written through it"
+        f"the result dir {result_dir} now leads to {now}, not to {real} as when the run was "
+        "admitted (a link put in its path since): nothing is written through it"
     )
 
 

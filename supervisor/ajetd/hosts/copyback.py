@@ -28,6 +28,7 @@ from typing import Any
 
 from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import OWNER_FILE, locked, write_atomic
+from ajetd.adapters.trialfiles import leads_elsewhere
 from ajetd.core.errors import AjetdError
 
 JOB = "copyback.json"
@@ -48,13 +49,16 @@ class Children:
 @dataclass(frozen=True)
 class Job:
     """What to copy: from `target` (spec as `sshcmd.spec_json`), each of `pull` under
-    `codebase`, then the remote result dir, into the local result dir of the same path."""
+    `codebase`, then the remote result dir, into the local result dir of the same path;
+    `result_real`: where that led at admission (`Run.result_real`; "": a job filed before it,
+    not checked)."""
 
     spec: str
     target: str
     codebase: str
     pull: tuple[str, ...]
     result_dir: str
+    result_real: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class Job:
             "codebase": self.codebase,
             "pull": list(self.pull),
             "result_dir": self.result_dir,
+            "result_real": self.result_real,
         }
 
     @classmethod
@@ -76,7 +81,12 @@ class Job:
         pull = data.get("pull")
         if not isinstance(pull, list) or not all(isinstance(p, str) for p in pull):
             raise TypeError("pull must be a list of strings")
-        return cls(data["spec"], data["target"], data["codebase"], tuple(pull), data["result_dir"])
+        real = data.get("result_real", "")
+        if not isinstance(real, str):
+            raise TypeError("result_real must be a string")
+        return cls(
+            data["spec"], data["target"], data["codebase"], tuple(pull), data["result_dir"], real
+        )
 
 
 def job_file(run_dir: Path) -> Path:
@@ -150,6 +160,9 @@ def copy(job: Job) -> str:
     """Do the job; the journal's line for it (never raises for a host that fails)."""
     from ajetd.hosts import sshcmd
 
+    swapped = leads_elsewhere(job.result_dir, job.result_real)
+    if swapped is not None:  # a link put in its path since: the files stay on the host
+        return f"not copied back from {job.target}: {swapped}; the files stay there"
     spec = sshcmd.spec_from_json(job.spec)
     into = Path(job.result_dir)
     try:

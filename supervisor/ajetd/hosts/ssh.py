@@ -151,7 +151,9 @@ class SshHost(LocalHost):
             if not final or sshcmd.same_dir(ssh, Path(run.result_dir), run.run_id):
                 return
             spec = sshcmd.spec_json(ssh)
-            job = copyback.Job(spec, ssh.target, run.codebase_dir, self.pull, run.result_dir)
+            job = copyback.Job(
+                spec, ssh.target, run.codebase_dir, self.pull, run.result_dir, run.result_real
+            )
             what = ", ".join([*self.pull, "the remote result dir"])
             try:
                 copyback.file_job(home.run_dir(run.run_id), job)  # a child's: the loop goes on
