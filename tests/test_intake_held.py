@@ -107,3 +107,35 @@ def test_a_stopped_daemons_problems_are_said_as_past(env: Env) -> None:
     assert "writable by others" not in reason, reason
     env.start_daemon()
     assert env.wait_done(run_id)["status"] == "succeeded"
+
+
+def test_a_stop_ends_a_run_held_for_a_full_result_dir_at_once(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """Walk 30, 2: `ajetd stop` of a run queued behind a full result dir exited 124 (its
+    reason "a stop is requested ... and waits for the daemon" while the daemon ran) and it
+    stopped only once space was freed. A stop ends a queued run at once, whatever it waits
+    for: stopped, its reason saying what it waited for."""
+    full = tmpfs(env.tmp / "full", "1M,nr_inodes=64")
+    taken = [fill(full), *_fill_inodes(full)]
+    env.start_daemon()
+    bp = env.blueprint("heldstop", result=str(full / "newdir"), ajetd="gpus: 0")
+    run_id = env.submit(bp)
+    wait_for(lambda: "not admitted yet" in str(env.status(run_id)["reason"]), what="the run held")
+    done = env.cli("stop", run_id, "--timeout", "30", "--json")
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    status = json.loads(done.stdout)
+    assert (status["state"], status["status"]) == ("done", "stopped"), status
+    assert "stopped by `ajetd stop` before it was admitted" in status["reason"], status
+    assert str(full) in status["reason"], status
+    for path in taken:
+        path.unlink()
+    assert env.cli("wait", run_id, "--timeout", "20").returncode == 1
+    assert env.status(run_id)["status"] == "stopped"
+    flag = wait_for(lambda: _flag(full / "newdir"), what="its finish.flag, once space frees")
+    assert flag["status"] == "stopped" and flag["trials"] == 0, flag  # never launched
+
+
+def _flag(folder: Path) -> dict[str, object] | None:
+    path = folder / "finish.flag"
+    return json.loads(path.read_text()) if path.exists() else None

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -195,8 +196,10 @@ class Admit(Base):
 
     def _stop_request(self, run_id: str, entry: os.DirEntry[str], now: float) -> None:
         run = self.runs.get(run_id)
+        why = "stopped by `ajetd stop` before it started"
+        if run is None and run_id in self.unadmitted:
+            run, why = self._stop_unadmitted(run_id, now)
         if run is not None and run.state is State.QUEUED:
-            why = "stopped by `ajetd stop` before it started"
             self._store(self._finish_now(run, Status.STOPPED, why, now))
             if self.home.saved(run_id):  # else taken once the end is on disk (below)
                 Path(entry.path).unlink(missing_ok=True)
@@ -206,6 +209,20 @@ class Admit(Base):
             # kept for a run waiting to be admitted again, and for one whose end a full home
             # holds in memory: a daemon killed then finds the request with the program's exit
             Path(entry.path).unlink(missing_ok=True)
+
+    def _stop_unadmitted(self, run_id: str, now: float) -> tuple[Run, str]:
+        """A blueprint claimed but held for a full folder, stopped: made the queued run it
+        reads as (`Home.pending`), so the stop ends it at once like any queued run's, its
+        reason saying what it waited for (walk 30: it stopped only once space was freed, and
+        `ajetd stop` timed out meanwhile). It is never admitted after."""
+        held = self.unadmitted.pop(run_id)
+        if all(other.folder != held.folder for other in self.unadmitted.values()):
+            self.troubles.clear(held.folder)  # nothing waits for it now
+        queued = self.home.pending(run_id)
+        if queued is None:  # its claimed blueprint gone from its folder: the run is still it
+            queued = Run(run_id=run_id, source=held.source, submitted_at=now)
+        why = f"stopped by `ajetd stop` before it was admitted (it waited for {held.folder}, "
+        return replace(queued, state=State.QUEUED), why + "full, to take writes)"
 
     def reconcile(self, now: float) -> None:
         """Take up where a previous daemon left off; never launch a started trial again."""
