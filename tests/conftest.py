@@ -104,6 +104,16 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(min(max(0.02, now - began), deadline - now))
 
 
+def python_says(code: str) -> list[str]:
+    """The lines a fresh interpreter prints running `code`: for what importing and running a
+    module leaves in memory, which this test process (having imported everything) cannot
+    show."""
+    out = subprocess.run(
+        [PYTHON, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return out.stdout.splitlines()
+
+
 def rebuilt_after_a_cut(env: Env, run_id: str, kept: tuple[str, ...]) -> dict[str, Any]:
     """Stop the daemon, cut the live run's record short (as a crash mid-write does), start
     another and wait until it rebuilt the record; check that the rebuilt record has the `kept`

@@ -8,11 +8,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.diagnosis.catalogue import BY_NAME, CATALOGUE, TRIGGER_WORDS, candidates
+from ajetd.diagnosis.catalogue import (
+    BY_NAME,
+    CATALOGUE,
+    DFA_FROM_BYTES,
+    TRIGGER_WORDS,
+    WORDS,
+    candidates,
+    word_search,
+)
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.scan import read_chunks
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 from ajetd.diagnosis.text import decode_line
+from conftest import python_says
 
 FIXTURES = Path(__file__).parent / "data" / "logs"
 
@@ -489,6 +498,43 @@ def test_the_kinds_a_line_may_be_are_those_whose_words_it_holds(parts: list[str]
     lowered = "".join(parts).lower()
     expected = [k for k in CATALOGUE if any(w in lowered for w in TRIGGER_WORDS[k.name])]
     assert candidates(lowered) == expected
+
+
+# a read of output: whole words of the automata among bytes of any kind, line ends among them
+_READ = st.lists(
+    st.sampled_from(WORDS)
+    | st.binary(max_size=12)
+    | st.sampled_from([b"\n", b" ", b"0", b"\xff", "已".encode()]),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_READ)
+def test_a_short_read_and_a_long_one_find_the_same_words(parts: list[bytes]) -> None:
+    """A read shorter than DFA_FROM_BYTES is searched by the small NFA, a longer one by the
+    DFA built at the first such read: the same matches, in the same order, from either."""
+    text = b"".join(parts)
+    short, long = word_search(0), word_search(DFA_FROM_BYTES)
+    assert short is not long
+    assert short.find_matches_as_indexes(text, overlapping=True) == long.find_matches_as_indexes(
+        text, overlapping=True
+    )
+
+
+def test_the_dfa_is_built_at_the_first_long_read_not_at_import() -> None:
+    """A daemon whose runs print a few lines at a time never holds the DFA (2.1 MiB; issue
+    15's RSS at 100 quiet runs): reads that short take the NFA; a long one builds it."""
+    code = (
+        "from ajetd.diagnosis import catalogue\n"
+        "from ajetd.diagnosis.stream import StreamDiagnoser\n"
+        "s = StreamDiagnoser()\n"
+        "s.feed(b'step 1 loss 0.5\\nRuntimeError: CUDA error: out of memory\\n' * 100)\n"
+        "print(catalogue._word_dfa.cache_info().currsize)\n"
+        "s.feed(b'x' * catalogue.DFA_FROM_BYTES + b'\\n')\n"
+        "print(catalogue._word_dfa.cache_info().currsize)\n"
+    )
+    assert python_says(code) == ["0", "1"]
 
 
 RAY_WRAPPED_OOM = """Traceback (most recent call last):

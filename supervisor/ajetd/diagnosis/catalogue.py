@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from functools import cached_property
+from functools import cache, cached_property
 
-from ahocorasick_rs import BytesAhoCorasick, MatchKind
+from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
 
 from ajetd.diagnosis.patterns import Pattern, Shortfall, Unless, compiled, gate
 from ajetd.frameworks.framework import AGENTJET
@@ -1564,7 +1564,13 @@ _WORD_KINDS: dict[bytes, frozenset[int]] = {
     for word in TRIGGERS
 }
 
-_KINDS_OF_INDEX = tuple(_WORD_KINDS[word] for word in TRIGGERS)
+# An automaton's words (`word_search`): the trigger words, then the shape words, whose
+# indexes name no kind here
+WORDS: tuple[bytes, ...] = (*TRIGGERS, *SHAPE_WORDS)
+_KINDS_OF_INDEX = (
+    *(_WORD_KINDS[word] for word in TRIGGERS),
+    *(frozenset[int]() for _ in SHAPE_WORDS),
+)
 
 # Trigger words whose kinds never name a digit: a line holding only these says the same with
 # any digits in it, so the scan may remember it by its digit-blind form (all digits as `0`).
@@ -1576,10 +1582,31 @@ DIGIT_BLIND: frozenset[bytes] = frozenset(
 )
 
 
-# Every trigger word of a line in one linear pass: each line of a traceback (its frames and
-# source lines) is read without the scan's words, and testing each kind's words one by one
-# cost ~420 substring searches a line (`ajetd diagnose` read a traceback-heavy log at 0.6 MB/s)
-_WORD_SEARCH = BytesAhoCorasick(list(TRIGGERS), matchkind=MatchKind.Standard)
+# Every word of `WORDS` in a text in one linear pass (Aho-Corasick, in Rust): a read of new
+# output finds its lines to classify with it (`stream`), and a line read without them (a
+# traceback's frames and source lines) its candidate kinds: testing each kind's words one by
+# one cost ~420 substring searches a line (`ajetd diagnose` read a traceback-heavy log at
+# 0.6 MB/s). One automaton over the same words serves both: it was built twice.
+_WORD_SEARCH = BytesAhoCorasick(list(WORDS), matchkind=MatchKind.Standard)
+# A DFA is a third faster over a long text than the NFA above (the search 0.29 -> 0.20 s for
+# 64 MiB, docs/benchmarks.md "The scan's own time"), but holds 2.1 MiB against 0.2 and takes
+# 4 ms to build: it is built at the first read that long (a flood of output, a whole log read
+# at a trial's end or by `ajetd diagnose`), not at import. The quiet runs' reads, a few lines
+# each, are as quick in either (0.5-0.6 us for a line); a daemon that never reads a long block
+# keeps 2 MiB less (issue 15: RSS at 100 quiet runs).
+DFA_FROM_BYTES = 64 * 1024
+
+
+def word_search(size: int) -> BytesAhoCorasick:
+    """The automaton over `WORDS` for a text of `size` bytes: the same matches from either."""
+    return _WORD_SEARCH if size < DFA_FROM_BYTES else _word_dfa()
+
+
+@cache
+def _word_dfa() -> BytesAhoCorasick:
+    return BytesAhoCorasick(
+        list(WORDS), matchkind=MatchKind.Standard, implementation=Implementation.DFA
+    )
 
 
 def candidates(lowered: str, words: frozenset[bytes] | None = None) -> list[Kind]:

@@ -20,21 +20,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
-
 from ajetd.core.finding import Finding
-from ajetd.diagnosis.catalogue import DIGIT_BLIND, SHAPE_WORDS, TRIGGERS
+from ajetd.diagnosis.catalogue import DIGIT_BLIND, WORDS, word_search
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.shape import DRESS_BYTES, joined_with_next, may_go_on
 from ajetd.diagnosis.text import decode_line, seen_bytes
 
-# A DFA: a third faster over a long log than the default NFA (0.29 -> 0.20 s for 64 MiB here),
-# for about 2 MiB and 4 ms built once at import (docs/benchmarks.md, "The scan's own time")
-_TRIGGER_SEARCH = BytesAhoCorasick(
-    [*TRIGGERS, *SHAPE_WORDS], matchkind=MatchKind.Standard, implementation=Implementation.DFA
-)
-_WORD_OF_INDEX = (*TRIGGERS, *SHAPE_WORDS)
+_WORD_OF_INDEX = WORDS  # what `word_search`'s match indexes name
 # Trigger words that are a number ("401", "403" of HTTP's refusals): they count only as a
 # whole number, not inside a step counter, a pid or a timestamp (step:14013), which would
 # send every such line of a long log to be read; their kinds' patterns all take the number
@@ -223,7 +216,7 @@ class StreamDiagnoser:
             _ZERO_DIGITS,
         )
         start, end, held, all_blind = -1, -1, list[int](), True
-        found = _TRIGGER_SEARCH.find_matches_as_indexes(block.lower(), overlapping=True)
+        found = word_search(size).find_matches_as_indexes(block.lower(), overlapping=True)
         found.append((-1, size + 1, 0))  # past the end: closes the last line
         for index, pos, stop in found:
             if index in numbers and (
