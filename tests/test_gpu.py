@@ -26,6 +26,7 @@ from ajetd.core.options import Options
 from ajetd.core.policy import Attention, Observation, Timing, decide
 from ajetd.core.remedy import Relaunch, choose
 from ajetd.core.runparts import GpuStats
+from conftest import python_says
 
 GIB = 1024.0
 
@@ -369,3 +370,16 @@ def test_never_is_what_plan_decides_as_never(
         assert reason == decided.reason
     else:
         assert reason is None and isinstance(decided, placement.Place)
+
+
+def test_a_host_without_nvml_says_so_without_importing_pynvml() -> None:
+    """Where the driver's library does not load, the probe is "no GPU" in pynvml's own words,
+    and pynvml's module (1.9 MiB of the daemon's memory) is never imported (issue 15)."""
+    code = (
+        "import sys\n"
+        "from ajetd.adapters import nvml\n"
+        "nvml.NVML_LIBRARY = 'libnvidia-ml-not-here.so.1'\n"
+        "print(nvml.open_probe().description)\n"
+        "print('pynvml' in sys.modules)\n"
+    )
+    assert python_says(code) == ["no GPU (NVML Shared Library Not Found)", "False"]

@@ -10,6 +10,7 @@ the bus is sampled as `lost`.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import time
@@ -24,6 +25,11 @@ log = logging.getLogger(__name__)
 FAKE_ENV = "AJETD_FAKE_GPUS"
 _GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
 _XID_CRITICAL = 0x0000000000000008  # nvmlEventTypeXidCriticalError
+# The driver's library, as pynvml loads it on Linux, and pynvml's words where it is not there.
+# pynvml's module (its ctypes structures: 1.9 MiB of the daemon's memory, which it kept for
+# nothing) is imported only where the library loads (issue 15: RSS at 100 quiet runs).
+NVML_LIBRARY = "libnvidia-ml.so.1"
+NO_LIBRARY = "NVML Shared Library Not Found"
 
 
 class GpuProbe(Protocol):
@@ -287,6 +293,10 @@ def open_probe() -> GpuProbe:
             return FakeProbe(Path(fake).expanduser())
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FakeGpuError(f"{FAKE_ENV}={fake}: {exc}") from exc
+    try:  # the library pynvml loads (on Linux), looked for before its module is imported
+        ctypes.CDLL(NVML_LIBRARY)
+    except OSError:
+        return NoGpu(NO_LIBRARY)
     try:
         import pynvml
 
