@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, DurationError
+from ajetd.frameworks import nemorl
 
 
 def read_spec(
@@ -70,6 +71,63 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
     campaign's start, `campaign add`), not each time a running campaign's folder is read
     again: a campaign taken up by an earlier version goes on with the experiments it has."""
     problems = override_problems(spec, base, frozenset(names))
+    if problems:
+        raise cs.CampaignError(problems)
+
+
+def inside(path: str, codebase: str) -> str | None:
+    """`path` relative to the codebase where it is an absolute path inside it (its folder's
+    links resolved, as the run's checks resolve them; the file's own name kept, as the
+    command names it), else None: a relative one is the codebase's wherever it runs."""
+    expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded):
+        return None
+    folder, name = os.path.split(os.path.normpath(expanded))
+    real = os.path.join(os.path.realpath(folder), name)
+    relative = os.path.relpath(real, os.path.realpath(codebase))
+    return None if relative == ".." or relative.startswith("../") else relative
+
+
+def into_worktree(codebase: str, worktree: str) -> Callable[[str], str]:
+    """A path of the base blueprint as an experiment in `worktree` (the codebase's copy)
+    reads it: one inside the codebase, given absolute, is the worktree's file (the patched
+    one); any other as it is."""
+
+    def moved(path: str) -> str:
+        relative = inside(path, codebase)
+        if relative is None:
+            return path
+        return worktree if relative == "." else os.path.join(worktree, relative)
+
+    return moved
+
+
+def check_paths(spec: cs.CampaignSpec, base: Blueprint) -> None:
+    """CampaignError for base paths every experiment would be refused or misled by:
+    exp_yaml_path outside exp_codebase_dir (each run is refused for it, each crash counted
+    against max_experiments); with branch_prefix, a word of the command (or of a stage's)
+    naming a file of the codebase by its absolute path, which in each experiment's worktree
+    would still be the baseline checkout's file (its patch unseen, the row judged as if it
+    ran). Said by `ajetd campaign FOLDER` at once, and at the daemon's start."""
+    problems = []
+    codebase = os.path.expanduser(base.codebase_dir)
+    yaml_path = os.path.join(codebase, os.path.expanduser(base.yaml_path))
+    if os.path.isabs(codebase) and inside(yaml_path, codebase) is None:
+        problems.append(
+            f"exp_yaml_path: {base.yaml_path} lies outside exp_codebase_dir {base.codebase_dir}"
+            ": every experiment would be refused for it; give a config inside the codebase"
+        )
+    if spec.branch_prefix and os.path.isabs(codebase):
+        commands = [base.launch_command, *(s.command for s in base.options.stages)]
+        for word in dict.fromkeys(w for c in commands for w in nemorl.shell_words(c) or []):
+            path = word.partition("=")[2] if word.startswith("-") else word
+            if path and path[0] in "/~" and inside(path, codebase) is not None:
+                problems.append(
+                    f"exp_launch_command names {path} by its absolute path, inside "
+                    f"exp_codebase_dir {base.codebase_dir}: each experiment runs in its own "
+                    "worktree (branch_prefix), where that path is still the baseline "
+                    "checkout's; write it relative to exp_codebase_dir (the command runs there)"
+                )
     if problems:
         raise cs.CampaignError(problems)
 
@@ -237,6 +295,7 @@ def submit_folder(home: Home, folder: Path) -> str:
         raise cs.CampaignError(odd)
     spec, base, _ = load_folder(folder)
     check_overrides(spec, base)
+    check_paths(spec, base)
     check_result_dir(Path(spec.result_dir))
     check_repo(spec, base)
     home.ensure()

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,8 @@ from ajetd.adapters.store import (
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core import resultfiles
-from ajetd.core.blueprint import Blueprint
-from ajetd.core.campaignblueprint import experiment_blueprint
+from ajetd.core.blueprint import Blueprint, parse_blueprint
+from ajetd.core.campaignblueprint import experiment_blueprint, in_yaml_copy, unreached
 from ajetd.core.campaignrecord import (
     MAX_REFUSALS,
     CampaignState,
@@ -179,6 +179,7 @@ class Campaigns:
         try:
             spec, base, _ = self._load(state)
             cf.check_overrides(spec, base)
+            cf.check_paths(spec, base)
             cf.check_result_dir(Path(spec.result_dir))
         except (cs.CampaignError, OSError) as exc:
             self._refuse(state, str(exc), now)
@@ -407,10 +408,12 @@ class Campaigns:
         record = ExpState(index, exp.name, exp.description, smoke=exp.smoke)
         state.experiments.append(record)
         codebase = base.codebase_dir
+        moved: Callable[[str], str] = str
         if spec.branch_prefix:
             where = self._worktree(state, spec, exp, record, codebase)
             if where is None:
                 return
+            moved = cf.into_worktree(os.path.expanduser(codebase), where)
             codebase = where
             exp = self._carry(state, exp, record)
         record.overrides = list(exp.overrides)
@@ -421,7 +424,15 @@ class Campaigns:
             except (AjetdError, OSError) as exc:
                 record.refused = f"blueprint {exp.blueprint}: {exc}"
                 return
-        blueprint = experiment_blueprint(spec, exp, index, text, codebase, now - state.started_at)
+        command = parse_blueprint(text).launch_command
+        why = None if not exp.overrides or in_yaml_copy(command) else unreached(command)
+        if why is not None:  # checked at intake; here too (its own blueprint, carried ones)
+            record.refused = (
+                f"overrides {' '.join(exp.overrides)} would not reach the program: {why}"
+            )
+            return
+        elapsed = now - state.started_at
+        blueprint = experiment_blueprint(spec, exp, index, text, codebase, elapsed, moved)
         run_id = new_run_id(lambda i: self.home.run_dir(i).exists(), os.urandom)
         target = self.home.inbox / f"{run_id}__{spec.name}-{index:02d}-{exp.name}.md"
         self._write(target, blueprint)  # a full home: it reaches the inbox once there is room

@@ -125,7 +125,7 @@ def given(command: str, key: str) -> bool:
     return re.search(rf"(?:^|\s)['\"]?\+{{0,2}}{re.escape(key)}=", command) is not None
 
 
-_OPERATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}
+_OPERATORS = {";", "&", "&&", "|", "|&", "||", "(", ")", ";;", ";&", ";;&"}
 
 
 _SCRIPT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -147,19 +147,39 @@ def overridable(command: str) -> bool:
     """Whether overrides appended to the command reach `run_*.py`: it is a word of its own
     and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor another
     line, nor a `# comment`, nor a `COMMAND="uv run ... run_grpo.py"` handed to ray.sub)."""
+    tokens = shell_words(command)
+    at = None if tokens is None else script_at(tokens)
+    return tokens is not None and at is not None and after_arguments(tokens, at) is None
+
+
+def script_at(tokens: Sequence[str]) -> int | None:
+    """Where among the command's words the first naming `run_*.py` is (None: none does)."""
+    return next((i for i, t in enumerate(tokens) if _names_run_script(t)), None)
+
+
+def shell_words(command: str) -> list[str] | None:
+    """The command's words as the shell splits them, each operator (`|`, `&&`, `;`, `(`), a
+    line break and a word starting a comment a word of its own; None where its quotes do not
+    close (what the shell would do with it is not told here)."""
     joined = re.sub(r"\\\r?\n", " ", command.strip())  # a continued line is one line
     lexer = shlex.shlex(joined, posix=True, punctuation_chars="();<>|&\n")
     lexer.whitespace, lexer.commenters = " \t\r", ""  # a line break or a comment is seen
     lexer.whitespace_split = True
     try:
-        tokens = list(lexer)
+        return list(lexer)
     except ValueError:
-        return False
-    at = next((i for i, t in enumerate(tokens) if _names_run_script(t)), None)
-    if at is None or _OPERATORS.intersection(tokens[at:]):
-        return False
-    # appended text would go to the next line's command, or into the comment
-    return not any("\n" in t or t.startswith("#") for t in tokens[at:])
+        return None
+
+
+def after_arguments(tokens: Sequence[str], at: int) -> str | None:
+    """What follows the arguments of the command whose word `at` is (an operator, another
+    line, a `# comment`: words appended to the line would go there, not to that command), as
+    the words from there; None when only its arguments (and redirections) follow."""
+    for i in range(at, len(tokens)):
+        word = tokens[i]
+        if word in _OPERATORS or "\n" in word or word.startswith("#"):
+            return " ".join(tokens[i:]).replace("\n", "\\n")
+    return None
 
 
 # the dirs a supervised run gets of its own, in its result dir (under `nemo_rl/`)

@@ -1,0 +1,153 @@
+"""A campaign's experiments run in worktrees (branch_prefix): every path of the base blueprint
+that names a file of the codebase names the worktree's file, or the campaign is refused at
+once, naming it (walk: an absolute exp_yaml_path crashed every experiment, each counted
+against max_experiments). Overrides appended to a compound command line reach nothing (tee
+took them as a file name) and are refused at once; rows never list overrides that did not
+reach the program. The fake NeMo-RL launcher's accuracy is 0.30 + 0.02 x step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_campaign_live import CONFIG, _patch, committed_baseline
+
+from conftest import Env
+
+
+def _folder(env: Env, name: str, campaign: str, *, config: str, command: str, ajetd: str) -> Path:
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(f"{name}-base", config=config, command=command, ajetd=ajetd)
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
+        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
+    )
+    return folder
+
+
+def _rows(env: Env, cid: str) -> list[dict[str, Any]]:
+    out = env.cli("campaign", "wait", cid, "--json", "--timeout", "90")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    status = env.cli("campaign", "status", cid, "--json")
+    assert status.returncode == 0, status.stderr
+    return list(json.loads(status.stdout)["rows"])
+
+
+def test_absolute_paths_inside_the_codebase_are_the_worktrees(daemon_env: Env) -> None:
+    """exp_yaml_path and a stage's `requires` given absolute (inside the codebase, as
+    TEMPLATE.md allows) are moved into each experiment's worktree: the patched config is the
+    one that runs (6 steps: 0.42), and no experiment crashes."""
+    env = daemon_env
+    committed_baseline(env)
+    absolute = str(env.codebase / CONFIG)
+    patch = _patch(env, "HEAD", "max_num_steps: 4", "max_num_steps: 6")
+    folder = _folder(
+        env,
+        "absyaml",
+        "branch_prefix: autoresearch/absyaml\nstop: {max_experiments: 2}\n"
+        "experiments:\n  - {name: longer, description: six steps, patch: longer.patch}\n",
+        config=absolute,
+        command=f"python examples/run_grpo.py --config {CONFIG}",
+        ajetd=f"max_trials: 1\nstages:\n  - {{name: train, requires: [{absolute}]}}",
+    )
+    (folder / "longer.patch").write_text(patch.read_text())
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    rows = _rows(env, cid)
+    assert [(r["name"], r["status"], r["metric_value"]) for r in rows] == [
+        ("baseline", "keep", 0.38),
+        ("longer", "keep", 0.42),
+    ], rows
+    worktrees = env.tmp / "campaigns" / "absyaml" / "worktrees"
+    for name in ("baseline", "longer"):
+        run_id = next(r["run_id"] for r in rows if r["name"] == name)
+        record = json.loads((env.home / "runs" / run_id / "state.json").read_text())
+        assert record["config_path"] == str(worktrees / name / CONFIG), record
+        kept = (env.home / "runs" / run_id / "blueprint.md").read_text()
+        assert f"requires:\n  - {worktrees / name / CONFIG}\n" in kept, kept
+
+
+def test_paths_a_worktree_cannot_hold_are_refused_at_once(env: Env) -> None:
+    """An exp_yaml_path outside the codebase is refused for every run: the campaign is refused
+    by `ajetd campaign FOLDER`, naming it, before any experiment counts. With branch_prefix, a
+    command naming a file of the codebase by its absolute path would run the baseline's file
+    in every worktree: refused, naming the path and what to write instead."""
+    committed_baseline(env)
+    outside = env.tmp / "elsewhere.yaml"
+    outside.write_text((env.codebase / CONFIG).read_text())
+    folder = _folder(
+        env,
+        "outyaml",
+        "",
+        config=str(outside),
+        command=f"python examples/run_grpo.py --config {outside}",
+        ajetd="max_trials: 1",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2 and not out.stdout, (out.stdout, out.stderr)
+    assert f"exp_yaml_path: {outside} lies outside exp_codebase_dir" in out.stderr, out.stderr
+
+    absolute = env.codebase / CONFIG
+    folder = _folder(
+        env,
+        "abscmd",
+        "branch_prefix: autoresearch/abscmd\n",
+        config=CONFIG,
+        command=f"cd {env.codebase} && python examples/run_grpo.py --config={absolute}",
+        ajetd="max_trials: 1",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2 and not out.stdout, (out.stdout, out.stderr)
+    assert f"exp_launch_command names {env.codebase} " in out.stderr, out.stderr
+    assert f"exp_launch_command names {absolute} " in out.stderr, out.stderr
+    assert "relative to exp_codebase_dir" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=3 2>&1 | tee out.log",
+        f"python examples/run_grpo.py --config {CONFIG}  # the smoke config",
+        f"python examples/run_grpo.py --config {CONFIG}; echo done",
+        f"python examples/run_grpo.py --config {CONFIG} &",
+        f"python examples/run_grpo.py --config {CONFIG}\necho done",
+    ],
+)
+def test_overrides_that_cannot_reach_the_program_are_refused(env: Env, command: str) -> None:
+    """Overrides appended to a compound line go to its last command (tee took them as a file
+    name; a comment swallowed them), yet the ledger listed them and judged the row as if the
+    program had them: refused at `ajetd campaign FOLDER` and at `campaign add`, naming the
+    command and why; a campaign with no overrides on such a line still starts."""
+    committed_baseline(env)
+    folder = _folder(
+        env,
+        "compound",
+        "experiments:\n  - {name: two, description: two steps, overrides: [grpo.max_num_steps=2]}\n",
+        config=CONFIG,
+        command=command,
+        ajetd="max_trials: 1",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2 and not out.stdout, (out.stdout, out.stderr)
+    assert "experiments[1] (two): override 'grpo.max_num_steps=2'" in out.stderr, out.stderr
+    assert "would not reach the program" in out.stderr, out.stderr
+
+
+def test_add_refuses_overrides_a_compound_line_drops(daemon_env: Env) -> None:
+    env = daemon_env
+    committed_baseline(env)
+    command = f"python examples/run_grpo.py --config {CONFIG} 2>&1 | tee out.log"
+    folder = _folder(env, "addpipe", "", config=CONFIG, command=command, ajetd="max_trials: 1")
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    added = env.cli(
+        "campaign", "add", cid, "--name", "two", "--description", "x", "--overrides", "a.b=2"
+    )
+    assert added.returncode == 2, (added.stdout, added.stderr)
+    assert "override 'a.b=2'" in added.stderr and "| tee out.log" in added.stderr, added.stderr
