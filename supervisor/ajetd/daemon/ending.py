@@ -39,7 +39,7 @@ from ajetd.daemon.trials import (
     shows_validation,
 )
 from ajetd.diagnosis.catalogue import BY_NAME
-from ajetd.diagnosis.exitcodes import with_exit_code
+from ajetd.diagnosis.exitcodes import with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.frameworks.framework import framed
@@ -97,8 +97,9 @@ class TrialEnd:
 
 
 def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
-    """Record the last trial's end (with its diagnosis) and, unless `reap` is False (the
-    caller does it once the end is on record), end what is left of its processes."""
+    """Record the last trial's end (with its diagnosis: none read from the echo of a signal
+    ajetd sent it) and, unless `reap` is False (the caller does it once the end is on record),
+    end what is left of its processes."""
     reason, exit_code, findings = end.reason, end.exit_code, end.findings
     trial = run.trial
     if trial is not None and trial.started_at is not None and trial.ended_at is None:
@@ -109,6 +110,7 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 log_file = paths(home, run, trial.number).log
                 found = tuple(diagnose_file(log_file))
                 findings = failure_findings(found, exit_code, log_file, trial.number, run.kind)
+            findings = without_own_signals(findings, run.signals_sent)  # ajetd's own stop
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why

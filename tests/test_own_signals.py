@@ -1,0 +1,88 @@
+"""A trial ajetd itself ended by a signal (a user's stop and its escalation, a time limit, a
+hang rule): the exit by that signal (130, 143, 137) and the shell's job-status line for it
+(`Killed`, `Terminated`) are ajetd's own doing, never a finding (not `host_oom`); the reason
+already says the run was stopped. Real tmux, real processes, the loop driven in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ajetd.core.finding import Finding
+from ajetd.diagnosis.exitcodes import without_own_signals
+from ajetd.diagnosis.stream import diagnose_text
+from conftest import Env
+from loopkit import Loop
+
+DEAF = "trap '' INT TERM; sleep 1000; echo after"  # only SIGKILL ends it: bash says `Killed`
+
+
+def _ended_by_kill(env: Env, loop: Loop, name: str, how: str) -> tuple[str, dict, str]:
+    """A deaf program ended by ajetd's SIGKILL, stopped `how`: its run id, finish.flag, log."""
+    rule = "gpus: 0\nhang: {window: 20s, action: stop}" if how == "hang" else "gpus: 0"
+    max_time = "1m" if how == "time_limit" else "2h"
+    run_id = loop.submit(env.blueprint(name, command=DEAF, ajetd=rule, max_time=max_time))
+    seen = loop.started(run_id)
+    if how == "user":
+        env.cli("stop", "--no-wait", run_id)  # filed for the loop to take
+    loop.reach(seen + 65)  # the hang rule's two windows, the time limit
+    loop.run_for(60)  # past both graces: SIGKILL
+    flag = loop.until_done(run_id)
+    log = (env.tmp / "results" / name / "logs" / "trial-1.log").read_text()
+    return run_id, flag, log
+
+
+@pytest.mark.parametrize("how", ["hang", "time_limit", "user"])
+def test_a_stop_escalated_to_kill_is_not_host_oom(env: Env, loop: Loop, how: str) -> None:
+    run_id, flag, log = _ended_by_kill(env, loop, f"own{how}", how)
+    assert "Killed" in log, log  # the shell's own line is there to be misread
+    assert flag["exit_code"] == 137, flag
+    assert loop.run(run_id).signals_sent[-1] == "KILL"
+    status = json.loads(env.cli("status", run_id, "--json").stdout)
+    assert status["diagnosis"] == [], status["diagnosis"]
+    trials = (env.tmp / "results" / f"own{how}" / "trials.md").read_text()
+    assert "host_oom" not in trials and "ran out of host" not in trials, trials
+    text = env.cli("status", run_id).stdout
+    assert "host_oom" not in text and "ran out of host" not in text, text
+
+
+def test_a_kill_ajetd_did_not_send_is_still_host_oom(env: Env, loop: Loop) -> None:
+    """The same `Killed` line from a kill no stop of ajetd's sent (the kernel's OOM killer, as
+    far as ajetd can tell) is still read as the machine out of memory."""
+    command = "sleep 1000 & kill -KILL $!; wait $!; exit 137"
+    run_id = loop.submit(env.blueprint("notown", command=command, ajetd="gpus: 0"))
+    flag = loop.until_done(run_id)
+    assert flag["exit_code"] == 137
+    kinds = [f["kind"] for f in env.status(run_id)["diagnosis"]]
+    assert kinds[:1] == ["host_oom"], kinds
+
+
+@pytest.mark.parametrize(
+    ("line", "sent", "kept"),
+    [
+        ("Killed", ("INT", "TERM", "KILL"), False),
+        ("/x/trial-1.sh: line 12: 3456 Killed                  sleep 1000", ("KILL",), False),
+        ("已杀死", ("KILL",), False),
+        ("torch ChildFailedError: exitcode: -9", ("KILL",), False),
+        ("subprocess exited with exit code 137", ("KILL",), False),
+        ("Killed", ("INT", "TERM"), True),  # SIGKILL not ajetd's: not its doing
+        ("Killed", (), True),
+        ("Out of memory: Killed process 1234 (python)", ("KILL",), True),  # says more
+        ("ray.exceptions.OutOfMemoryError: Task was killed", ("KILL",), True),
+    ],
+)
+def test_only_the_echo_of_a_signal_ajetd_sent_is_dropped(
+    line: str, sent: tuple[str, ...], kept: bool
+) -> None:
+    found = tuple(diagnose_text(line))
+    assert found, line
+    assert (without_own_signals(found, sent) == found) is kept
+
+
+def test_terminated_and_interrupted_echoes_go_too() -> None:
+    """The same for a user kind that reads the shell's word for SIGTERM or SIGINT."""
+    lines = ("Terminated", "Interrupt", "[1]+  Terminated   python train.py", "exit status 130")
+    said = [Finding("mine", "retryable", 3, text, "x", "y") for text in lines]
+    assert without_own_signals(tuple(said), ("INT", "TERM")) == ()
+    assert without_own_signals(tuple(said), ("KILL",)) == tuple(said)
