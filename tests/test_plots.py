@@ -154,3 +154,38 @@ def test_a_purpose_no_font_can_draw_is_never_boxes(tmp_path: Path) -> None:
     has_cjk = shutil.which("fc-list") and subprocess.run(listed, check=False, capture_output=True)
     expected = chinese if has_cjk and has_cjk.stdout.strip() else f"run abc123 ({NO_FONT})"
     assert _drawn_title(tmp_path, chinese) == expected
+
+
+def _recorded_after_exit(env: Env, run_id: str) -> float:
+    """Seconds from the run's exit (its trial's exit file) to its end on record (the journal's
+    `run ended` line, written with the `done` record): the same clock, not a file's time."""
+    exited = float(env.record(run_id)["trials"][-1]["ended_at"])
+    lines = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
+    return min(float(json.loads(line)["at"]) for line in lines if "run ended" in line) - exited
+
+
+@pytest.mark.pictures
+def test_a_burst_of_ends_with_pictures_holds_no_other_end(env: Env) -> None:
+    """Four runs with curves to draw end at once, a fifth a moment later: its end is on record
+    at once, not once the drawings of the four are done (each a matplotlib child, ~1.2 s of
+    CPU, that the loop waited for in turn: the fifth was recorded 3 s after its exit here, and
+    40 such ends held a time limit two minutes late, walk 85). Each of the four still gets
+    its pictures before its finish.flag."""
+    env.start_daemon()
+    go = env.tmp / "go"
+    burst = []
+    for n in range(4):
+        config = env.config(f"burst{n}", hold_until=str(go))
+        burst.append(env.submit(env.blueprint(f"burst{n}", config=config)))
+    wait = f"while [ ! -e {go} ]; do sleep 0.02; done; sleep 0.2"
+    late = env.submit(env.blueprint("late", command=wait))
+    for run_id in (*burst, late):
+        wait_for(lambda r=run_id: env.record(r).get("state") == "running", 60, what="running")
+    go.touch()
+    env.wait_done(late, timeout=120)
+    assert _recorded_after_exit(env, late) < 1.0
+    for n, run_id in enumerate(burst):
+        assert env.wait_done(run_id, timeout=120)["status"] == "succeeded"
+        result = env.tmp / "results" / f"burst{n}"
+        assert (result / "curves.png").read_bytes().startswith(PNG)
+        assert "![validation metrics by step](curves.png)" in (result / "results.md").read_text()

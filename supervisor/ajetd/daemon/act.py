@@ -154,7 +154,9 @@ class Act(Observe):
             action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
         fetch, options = slot.host.fetch, slot.options
-        run = ending.finish_run(self.home, run, action.status, end, now, fetch, options)
+        run = ending.finish_run(
+            self.home, run, action.status, end, now, fetch, options, self.finals
+        )
         self._keep(run)  # finish_run saved it: not saved a second time
         self.on_finish_due(run, slot.options)  # fired once the end is on disk
         self._finish_hooks(now)

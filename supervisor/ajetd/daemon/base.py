@@ -119,6 +119,7 @@ class Base:
         self.absent: str | None = None  # what reconcile journals for each live run taken up
         self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
         self.copies = copyback.Children()  # copy backs from SSH hosts under way
+        self.finals = drawing.FinalDrawings()  # ended runs' pictures, their reports waiting
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health
@@ -211,7 +212,8 @@ class Base:
 
     def _finish_now(self, run: Run, outcome: Status, reason: str, now: float) -> Run:
         """End a run whose trial never ran (or cannot run again): no exit, no processes."""
-        ended = ending.finish_run(self.home, run, outcome, ending.TrialEnd(reason, None), now)
+        end = ending.TrialEnd(reason, None)
+        ended = ending.finish_run(self.home, run, outcome, end, now, finals=self.finals)
         self.on_finish_due(ended)
         return ended
 

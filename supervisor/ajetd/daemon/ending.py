@@ -164,6 +164,7 @@ def finish_run(
     now: float,
     fetch: Fetch = read_local,
     options: Options | None = None,
+    finals: drawing.FinalDrawings | None = None,
 ) -> Run:
     """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
     recorded first, as soon as the exit is seen; then leftover processes are ended and the
@@ -201,8 +202,14 @@ def finish_run(
     if saved and not copyback.due(home.run_dir(run.run_id)):  # reports only once the record
         # says the same (a full home waits) and what a remote run left there has come back (a
         # child copies it: `Housekeep.copy_back`); the pictures are drawn before them:
-        # finish.flag comes last, the pictures beside it
-        run = publish_reports(home, run, now, drawing.draw_final(home, run), options)
+        # finish.flag comes last, the pictures beside it. With `finals` (the daemon's), a
+        # run with pictures to draw gets them from a child the loop does not wait for, and
+        # its reports come once it ended (`Housekeep.retry_reports`)
+        if finals is not None and drawing.final_due(home, run):
+            finals.start(run.run_id, options)
+        else:
+            drawn = ([], "") if finals is not None else drawing.draw_final(home, run)
+            run = publish_reports(home, run, now, drawn, options)
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run

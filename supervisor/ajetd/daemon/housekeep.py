@@ -16,6 +16,7 @@ from ajetd.core.model import Run
 from ajetd.daemon import ending
 from ajetd.daemon.base import Base
 from ajetd.hosts import copyback
+from ajetd.pictures import drawing
 
 DAEMON_JSON_BYTES = 16383  # four blocks, all written: rewritable in place when the home is full
 PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the loop turns
@@ -67,8 +68,28 @@ class Housekeep(Base):
             if self.troubles.blocked(folder):
                 continue
             with self._each(run.run_id, "writing its reports"):
-                self._store(ending.publish_reports(self.home, run, now))
+                options = self.finals.options(run.run_id)  # before its drawing is taken
+                ready, drawn = self._final_pictures(run)
+                if not ready:  # drawing: the reports once it ended
+                    continue
+                self.finals.forget(run.run_id)  # one a full folder's reports went before
+                self._store(ending.publish_reports(self.home, run, now, drawn, options))
         self.copies.under_way = copies
+
+    def _final_pictures(self, run: Run) -> tuple[bool, tuple[list[str], str] | None]:
+        """Whether an ended run's reports can be written now, and with what pictures: the
+        outcome of its final drawing once its child ended (not ready meanwhile: one is
+        started, in its turn, where it has pictures and none was; after a restart too).
+        Reports a full folder held back are written first and draw nothing (None: see
+        `publish_reports`)."""
+        if run.attention is not None and run.attention.startswith(ending.REPORTS_HELD):
+            return True, None
+        if not self.finals.holds(run.run_id):
+            if not drawing.final_due(self.home, run):
+                return True, ([], "")
+            self.finals.start(run.run_id)
+        drawn = self.finals.outcome(self.home, run)
+        return drawn is not None, drawn
 
     def copy_back(self, run: Run, now: float) -> bool:
         """A remote run's copy back (`hosts.copyback`): started in a child where none copies

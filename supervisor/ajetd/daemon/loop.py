@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 FAILED_PASS_PAUSE_S = 1.0  # the least wait after a pass in which a step failed
 COPY_POLL_S = 1.0  # how often a copy back under way is looked at (`Housekeep.copy_back`)
+DRAW_POLL_S = 0.1  # how often ended runs' final drawings are looked at (`FinalDrawings`)
 SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
 # the step's one name, also where an exit file brought it first: a full folder it met is
 # waited for as one (`Base.step_full`), whichever of the two takes the write
@@ -152,6 +153,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
             wake_at.append(now + SWARM_POLL_S)
         if self.copies.under_way:  # a copy back's end is noticed within this
             wake_at.append(now + COPY_POLL_S)
+        if self.finals.pending():  # a final drawing's end, its reports then
+            wake_at.append(now + DRAW_POLL_S)
         campaign_at = self.campaigns.next_at(now)  # a deadline passing while one waits
         if campaign_at is not None:
             wake_at.append(campaign_at)

@@ -4,9 +4,12 @@ matplotlib is slow to import and has no place in the daemon: every picture is dr
 -m ajetd.pictures.runcurves` in a child process. While a run lives, a deep check that finds news
 starts one without waiting for it (at most one per run at a time, and not more often than
 LIVE_EVERY_S), so a person can open the curves mid-run. When the run ends, the final pictures
-are drawn once its data is final and before results.md and finish.flag are written, waiting at
-most FINAL_TIMEOUT_S; a plot that fails or times out is logged and results.md says so, and the
-run's outcome is never touched.
+are drawn once its data is final and before results.md and finish.flag are written, by a child
+the loop does not wait for (`FinalDrawings`: at most MAX_FINAL at a time, each given at most
+FINAL_TIMEOUT_S): the reports follow once it ended. Waiting for it in the loop (1-2 s each)
+held every other run unsupervised while ends came in a burst: 40 ends at once made a time
+limit enforced two minutes late (walk 85). A plot that fails or times out is logged and
+results.md says so, and the run's outcome is never touched.
 
 `AJETD_PICTURES=off` in the daemon's environment draws none of them (nor a campaign's
 progress.png): no child is started and results.md links no picture. It is the test suite's
@@ -25,7 +28,9 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +40,14 @@ from ajetd.adapters.trialfiles import report_dir
 from ajetd.core import resultfiles
 from ajetd.core.gpuuse import RunGpu
 from ajetd.core.model import Run
+from ajetd.core.options import Options
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.frameworks.valresults import metric_series, more_note, shown_keys
 from ajetd.pictures.runcurves import MAX_GPU_LOG_BYTES, MAX_PANELS, segments, stepped
 
 log = logging.getLogger(__name__)
 FINAL_TIMEOUT_S = 60.0
+MAX_FINAL = 2  # final drawings at once: each child imports matplotlib (~70 MiB, ~1 s of CPU)
 LIVE_EVERY_S = 30.0
 PICTURES = resultfiles.PICTURES
 _LIVE: dict[str, subprocess.Popen[bytes]] = {}  # run id -> the mid-run drawing, if any
@@ -155,7 +162,140 @@ def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[
             tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             problem = f"the plotter exited with code {done.returncode}: {tail[0][-300:]}"
     log.error("run %s: pictures not drawn: %s", run.run_id, problem)
-    return [p for p in PICTURES if (report_dir(home, run) / p).exists()], problem
+    return _found(home, run), problem
+
+
+def final_due(home: Home, run: Run) -> bool:
+    """Whether the ended run has final pictures to draw (a result dir, pictures wanted, data)."""
+    return bool(run.result_dir) and wanted() and _has_data(home, run)
+
+
+@dataclass
+class _Final:
+    """One ended run's final drawing: queued (no child yet) or drawing since `started`."""
+
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    out: Path | None = None  # the child's stdout: its last line lists what it drew
+    options: Options | None = None  # the run's options as the daemon held them, for the reports
+
+
+class FinalDrawings:
+    """The ended runs' final pictures, each drawn by a child the loop never waits for; the
+    reports and finish.flag come once it ended (`outcome`), so a burst of ends holds no
+    other run's supervision. At most `limit` children draw at once (each imports
+    matplotlib); the others wait their turn in the order they ended."""
+
+    def __init__(
+        self,
+        limit: int = MAX_FINAL,
+        timeout: float = FINAL_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit, self.timeout, self.clock = limit, timeout, clock
+        self.runs: dict[str, _Final] = {}  # run id -> its drawing, in the order they ended
+
+    def pending(self) -> bool:
+        """Some drawing is queued or under way (the loop looks again soon)."""
+        return bool(self.runs)
+
+    def holds(self, run_id: str) -> bool:
+        return run_id in self.runs
+
+    def start(self, run_id: str, options: Options | None = None) -> None:
+        """Queue the ended run's final drawing; a mid-run one still going is ended first (it
+        must not land last, over the final pictures). `options`: kept for its reports."""
+        live = _LIVE.pop(run_id, None)
+        if live is not None and live.poll() is None:
+            live.kill()
+            live.wait()
+        self.runs.setdefault(run_id, _Final(options=options))
+
+    def options(self, run_id: str) -> Options | None:
+        """The run's options given to `start` (None: not held, or none given)."""
+        final = self.runs.get(run_id)
+        return final.options if final is not None else None
+
+    def outcome(self, home: Home, run: Run) -> tuple[list[str], str] | None:
+        """The run's final drawing's outcome (pictures drawn, what went wrong) once it ended,
+        else None (queued or drawing: started here when its turn has come, from the record
+        as it is now). A child past `timeout` is killed and said to be."""
+        final = self.runs.get(run.run_id)
+        if final is None:
+            return None
+        if final.proc is None:
+            drawing = sum(1 for f in self.runs.values() if f.proc is not None)
+            first = [r for r, f in self.runs.items() if f.proc is None][: self.limit - drawing]
+            if run.run_id not in first:
+                return None
+            failed = self._spawn(home, run, final)
+            if failed is not None:
+                del self.runs[run.run_id]
+                log.error("run %s: pictures not drawn: %s", run.run_id, failed)
+                return _found(home, run), failed
+            return None
+        assert final.proc is not None
+        if final.proc.poll() is None:
+            if self.clock() - final.started < self.timeout:
+                return None
+            final.proc.kill()
+            final.proc.wait()
+            problem = f"drawing took longer than {self.timeout:.0f}s and was ended"
+        else:
+            problem = _said(final.proc.returncode, home, run.run_id)
+        del self.runs[run.run_id]
+        if not problem and final.out is not None:
+            with contextlib.suppress(ValueError, IndexError, KeyError, TypeError, OSError):
+                last = tail_bytes(final.out, 65536).decode(errors="replace").splitlines()[-1]
+                return list(json.loads(last)["drawn"]), ""
+            problem = "the plotter said nothing usable"
+        log.error("run %s: pictures not drawn: %s", run.run_id, problem)
+        return _found(home, run), problem
+
+    def _spawn(self, home: Home, run: Run, final: _Final) -> str | None:
+        """Start the child; what went wrong where it could not be started, else None."""
+        folder = home.run_dir(run.run_id)
+        spec_file, out, errors_file = (folder / n for n in _FINAL_FILES)
+        try:
+            write_json(spec_file, spec(home, run), OWNER_FILE)
+            with open_owner(out, truncate=True) as stdout:
+                with open_owner(errors_file, truncate=True) as stderr:
+                    final.proc = subprocess.Popen(
+                        _argv(spec_file),
+                        stdin=subprocess.DEVNULL,
+                        stdout=stdout,
+                        stderr=stderr,
+                        env=_env(),
+                    )
+        except OSError as exc:
+            return f"the plotter could not run: {exc}"
+        final.started, final.out = self.clock(), out
+        return None
+
+    def forget(self, run_id: str) -> None:
+        """Stop drawing for a run whose reports no longer wait (its record went away)."""
+        final = self.runs.pop(run_id, None)
+        if final is not None and final.proc is not None and final.proc.poll() is None:
+            final.proc.kill()
+            final.proc.wait()
+
+
+# the final drawing's spec, its stdout (what it drew) and stderr, in the run's folder
+_FINAL_FILES = ("plot-spec.json", "plot-final.out", "plot-final.log")
+
+
+def _said(code: int, home: Home, run_id: str) -> str:
+    """What went wrong in a child that exited `code` ("" for 0): its stderr's last line."""
+    if code == 0:
+        return ""
+    errors = home.run_dir(run_id) / _FINAL_FILES[2]
+    tail = tail_bytes(errors, 8000).decode(errors="replace").strip().splitlines()[-1:] or [""]
+    return f"the plotter exited with code {code}: {tail[0][-300:]}"
+
+
+def _found(home: Home, run: Run) -> list[str]:
+    """The pictures that are in the run's report folder (a failed drawing may leave some)."""
+    return [p for p in PICTURES if (report_dir(home, run) / p).exists()]
 
 
 class LivePlots:
