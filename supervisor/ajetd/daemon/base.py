@@ -110,7 +110,8 @@ class Base:
         self.published_unsaved: dict[str, dict[str, Any]] = {}
         self.stopping = False
         self.hooks = Hooks(cfg.hook_timeout_s)
-        self.live_plots = drawing.LivePlots()
+        # pictures drawn in children: mid-run ones, and the ended runs' (their reports wait)
+        self.live_plots, self.finals = drawing.LivePlots(), drawing.FinalDrawings()
         self.live_growing = False  # some running trial printed during the last tick
         self.deep_batch = False  # some run's deep check is due this tick: near ones join it
         self.relaunch_due = False  # a trial ended into another: the relaunch step launches it
@@ -119,7 +120,6 @@ class Base:
         self.absent: str | None = None  # what reconcile journals for each live run taken up
         self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
         self.copies = copyback.Children()  # copy backs from SSH hosts under way
-        self.finals = drawing.FinalDrawings()  # ended runs' pictures, their reports waiting
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.swarm_waiting = False  # some run waits for its swarm server's /health

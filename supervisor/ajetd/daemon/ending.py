@@ -188,7 +188,7 @@ def finish_run(
         ended = run.trial.ended_at if run.trial and run.trial.ended_at else now
     run = replace(model.finish(run, outcome, reason, exit_code, ended), reports_pending=True)
     run = note_swapped(home, run, now)  # after `finish`, which clears a live run's attention
-    # The end on record first; the pictures (a child, up to a second) after: `reports_pending`
+    # The end on record first; the pictures (a child, 1-2 s) after: `reports_pending`
     # says the reports are still to come (`ajetd wait` waits for them; a restart writes them).
     home.append_event(run.run_id, now, f"{RUN_ENDED}{outcome.value}: {reason}")
     log.info("run %s: ended %s: %s", run.run_id, outcome.value, reason)

@@ -258,15 +258,17 @@ class FinalDrawings:
         spec_file, out, errors_file = (folder / n for n in _FINAL_FILES)
         try:
             write_json(spec_file, spec(home, run), OWNER_FILE)
-            with open_owner(out, truncate=True) as stdout:
-                with open_owner(errors_file, truncate=True) as stderr:
-                    final.proc = subprocess.Popen(
-                        _argv(spec_file),
-                        stdin=subprocess.DEVNULL,
-                        stdout=stdout,
-                        stderr=stderr,
-                        env=_env(),
-                    )
+            with (
+                open_owner(out, truncate=True) as stdout,
+                open_owner(errors_file, truncate=True) as stderr,
+            ):
+                final.proc = subprocess.Popen(
+                    _argv(spec_file),
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                    env=_env(),
+                )
         except OSError as exc:
             return f"the plotter could not run: {exc}"
         final.started, final.out = self.clock(), out
