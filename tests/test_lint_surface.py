@@ -264,3 +264,72 @@ def test_a_plateau_metric_no_final_record_holds_is_warned_in_the_reports(daemon_
     assert status["status"] == "succeeded", status
     [note] = [w for w in status["warnings"] if w.startswith("plateau.metric 'mean_rewad'")]
     assert note in (env.tmp / "results" / "short" / "results.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("ajetd", "key", "number"),
+    [
+        ("gpus: 0", "exp_max_time", "90"),
+        ("gpus: 0\nkeep_session: 2", "keep_session", "2"),
+        ("gpus: 0\nhang: {window: 1}", "hang.window", "1"),
+        ("gpus: 0\nswarm: {server_command: x, health_timeout: 3}", "swarm.health_timeout", "3"),
+        ("gpus: 0\nswarm: {server_command: x, keep: 4}", "swarm.keep", "4"),
+    ],
+)
+def test_every_duration_given_as_a_bare_number_is_warned(
+    env: Env, ajetd: str, key: str, number: str
+) -> None:
+    """Walk 30, 4: `exp_max_time: 90` was read as 90 hours without a word, though a bare
+    number is warned for the options' durations: each duration field says it."""
+    code, data, text = _lint(env, ajetd, max_time="90" if key == "exp_max_time" else "2m")
+    assert code == 0 and data["ok"], data
+    needle = f"{key}: {number} is a bare number, read as {number} hours"
+    assert any(w.startswith(needle) for w in _warnings(data)), (needle, _warnings(data))
+    assert needle in text
+
+
+@pytest.mark.parametrize(
+    ("ajetd", "max_time", "key"),
+    [
+        ("gpus: 0", "0.001s", "exp_max_time"),
+        ("gpus: 0\nhang: {window: 0.4s}", "2m", "hang.window"),
+        ("gpus: 0\nswarm: {server_command: x, health_timeout: 0.2s}", "2m", "swarm.health_timeout"),
+    ],
+)
+def test_a_duration_less_than_a_second_is_refused_where_zero_means_nothing(
+    env: Env, ajetd: str, max_time: str, key: str
+) -> None:
+    """Walk 30, 4: `exp_max_time: 0.001s` was accepted and shown as `0s`."""
+    path = env.blueprint("lint", ajetd=ajetd, max_time=max_time)
+    out = env.cli("lint", str(path))
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "is less than a second" in out.stderr, out.stderr
+    assert key in out.stderr, out.stderr
+
+
+def test_a_launch_command_that_backgrounds_its_program_is_warned(env: Env) -> None:
+    """Walk 30, 3: `nohup python train.py ... > bg.log 2>&1 &` linted ok; the run 'succeeded'
+    at once and its trainer was ended with the leftovers."""
+    conf = env.config("bg")
+    command = f"nohup python -m fakejet.launcher --conf {conf} > bg.log 2>&1 &"
+    out = env.cli("lint", str(env.blueprint("bg", command=command)), "--json")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    warned = " ".join(_warnings(json.loads(out.stdout)))
+    assert "exp_launch_command: ends with `&`" in warned, warned
+    for fine in (f"python -m fakejet.launcher --conf {conf} && echo done", "true & wait"):
+        data = json.loads(env.cli("lint", str(env.blueprint("bg", command=fine)), "--json").stdout)
+        assert "ends with `&`" not in " ".join(_warnings(data)), fine
+
+
+def test_leftovers_a_backgrounding_run_left_are_said_when_ended(daemon_env: Env) -> None:
+    """Walk 30, 3: the run ended at once and the program it put in the background was ended
+    with its leftovers, and nothing said so: its admission warns of the `&`, and its journal
+    says how many leftover processes were ended, and which command lines."""
+    env = daemon_env
+    command = "nohup sleep 4321 > /dev/null 2>&1 &"
+    run_id = env.submit(env.blueprint("bgrun", command=command, ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert any("ends with `&`" in w for w in status["warnings"]), status["warnings"]
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "ended 1 leftover process(es) its trial left running: sleep 4321" in journal, journal

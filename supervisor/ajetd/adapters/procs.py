@@ -334,12 +334,14 @@ def reap_run(
     since: float | None = None,
     grace_s: float = 2.0,
     others: Mapping[int, int] | None = None,
-) -> list[int]:
+) -> list[tuple[int, str]]:
     """After a trial ended: TERM what is left of the run (started after `since`; `others`:
     other trials' pane processes, as `run_pids` takes them), KILL it after `grace_s`. A
     process that has ended counts as gone even while it waits, a zombie, for its parent (or
-    init) to collect it."""
+    init) to collect it. Returns each one ended, with its command line (`shown_cmdline`), so
+    that the run can say what it ended (a program put in the background by its command)."""
     left = run_processes(run_id, root_pid, since, others)
+    ended = [(p.pid, shown_cmdline(p)) for p in left]
     for proc in left:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
@@ -349,7 +351,21 @@ def reap_run(
             proc.kill()
     if left:
         log.info("run %s: ended %d leftover process(es)", run_id, len(left))
-    return [p.pid for p in left]
+    return ended
+
+
+CMDLINE_SHOWN = 160  # characters of a leftover's command line said in the journal
+
+
+def shown_cmdline(proc: psutil.Process) -> str:
+    """A process's command line on one line, cut to CMDLINE_SHOWN characters; its name where
+    the command line cannot be read (gone, or not ours)."""
+    try:
+        line = " ".join(proc.cmdline()) or proc.name()
+    except psutil.Error:
+        return f"pid {proc.pid}"
+    line = " ".join(line.split())
+    return line if len(line) <= CMDLINE_SHOWN else line[: CMDLINE_SHOWN - 1] + "…"
 
 
 def _running(proc: psutil.Process) -> bool:

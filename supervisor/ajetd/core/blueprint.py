@@ -199,6 +199,36 @@ def asked(parts: dict[str, str]) -> Asked:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def backgrounded(command: str) -> str | None:
+    """A warning where the launch command puts its program in the background and returns at
+    once (its last word `&`, or `& disown`): the trial ends as it starts, 'succeeding', and
+    the program it left running is ended with the run's leftovers (walk 30: `nohup python
+    train.py > bg.log 2>&1 &`). None where it does not, or the command does not parse.
+    Warned, not refused: a command is the user's, and `cmd & wait` is fine."""
+    import shlex  # here: `ajetd status` reads inbox blueprints without it
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:  # an unclosed quote: the shell will say so
+        return None
+    if words[-2:] == ["&", "disown"]:
+        words = words[:-1]
+    if not words or words[-1] != "&":
+        return None
+    return (
+        "exp_launch_command: ends with `&`: it puts its program in the background and returns "
+        "at once, so the trial ends as it starts (exit 0) and ajetd ends the program it left "
+        "running with the run's leftover processes; drop the `&` (and `nohup`): ajetd keeps "
+        "the program running in its tmux session and writes its output to the trial's log"
+    )
+
+
+def _notes(*notes: str | None) -> tuple[str, ...]:
+    return tuple(n for n in notes if n)
+
+
 def clean_text(raw: str) -> str:
     """Prose (purpose, notes): kept as written, outer blank lines and a lone fence removed,
     control characters (but tab and newline) escaped, as `\\x1b`."""
@@ -324,13 +354,15 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         for part in missing
     ]
     max_time_s = 0.0
-    if raw.get("exp_max_time", "").strip():
+    max_time_given = clean_text(raw.get("exp_max_time", "")).replace("`", " ")
+    if max_time_given.strip():
         try:
-            max_time_s = parse_duration(clean_text(raw["exp_max_time"]).replace("`", " "))
+            max_time_s = parse_duration(max_time_given)
         except AjetdError as exc:
             problems.append(f"exp_max_time: {exc}")
     from ajetd.core.options import (  # 20 ms of imports: see the top
         Options,
+        bare_number_note,
         never_notes,
         parse_options,
     )
@@ -371,6 +403,8 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         options=options,
         warnings=(
             *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
+            *_notes(bare_number_note("exp_max_time", max_time_given, max_time_s)),
+            *_notes(backgrounded(command)),
             *options.notes,
             *never_notes(options, max_time_s),
         ),

@@ -6,8 +6,9 @@ otherwise (Slurm's `--time` counts minutes). In a sentence, the first duration c
 duration and nothing else (`whole=True`).
 
 Refused, with the reason, rather than misread: negative values (`-5 min`, `-1:00:00`), exponent
-notation (`1e3s` is not 3 s), infinity and NaN, numbers of more than 15 digits, zero (unless
-the caller allows it) and more than a year. The text is scanned once, left to right, with
+notation (`1e3s` is not 3 s), infinity and NaN, numbers of more than 15 digits, zero and less
+than a second (which shows and acts as zero; unless the caller allows zero) and more than a
+year. The text is scanned once, left to right, with
 patterns that cannot backtrack over a run of digits: time is linear in its length.
 """
 
@@ -229,6 +230,10 @@ def _checked(seconds: float, text: str, zero_ok: bool) -> float:
         return 0.0
     if seconds <= 0:
         raise DurationError(f"duration must be positive, got {_short(text)}")
+    if seconds < 1 and not zero_ok:  # would be shown, and acted on, as `0s` (walk 30)
+        raise DurationError(
+            f"{_short(text)} is less than a second: ajetd counts whole seconds (write 1s or more)"
+        )
     if seconds > MAX_DURATION_S:
         raise DurationError(f"{_short(text)} is more than a year; is that what you meant?")
     return seconds

@@ -117,7 +117,7 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             problem = reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
     if trial is not None and reap:
-        reap_leftovers(run, end)
+        reap_leftovers(home, run, end, now)
     return run
 
 
@@ -150,10 +150,25 @@ def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> t
     return (full, *found)
 
 
-def reap_leftovers(run: Run, end: TrialEnd) -> None:
+LEFTOVERS_SHOWN = 3  # leftover processes named in the journal (then a count of the rest)
+
+
+def reap_leftovers(home: Home, run: Run, end: TrialEnd, now: float) -> None:
     """End what is left of the run's processes; only those started since it began are
-    looked at (`procs.run_pids`)."""
-    procs.reap_run(run.run_id, end.pane_pid, run.started_at, others=end.others)
+    looked at (`procs.run_pids`). Said in the run's journal when there were any: a program
+    its command put in the background was ended with them, and a run that 'succeeded' at
+    once must say so (walk 30)."""
+    ended = procs.reap_run(run.run_id, end.pane_pid, run.started_at, others=end.others)
+    if ended:
+        home.append_event(run.run_id, now, leftovers_said(ended))
+
+
+def leftovers_said(ended: list[tuple[int, str]]) -> str:
+    """The journal's line for the leftover processes ended after a trial: how many, and
+    the command lines of the first few."""
+    shown = "; ".join(f"{line} (pid {pid})" for pid, line in ended[:LEFTOVERS_SHOWN])
+    more = f"; and {len(ended) - LEFTOVERS_SHOWN} more" if len(ended) > LEFTOVERS_SHOWN else ""
+    return f"ended {len(ended)} leftover process(es) its trial left running: {shown}{more}"
 
 
 def finish_run(
@@ -196,7 +211,7 @@ def finish_run(
     # after the data (`fsorder`): the reports' save after finish.flag syncs it
     saved = home.save_run(run, ordered=True)
     if run.trial is not None:
-        reap_leftovers(run, end)
+        reap_leftovers(home, run, end, now)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
     if saved and not copyback.due(home.run_dir(run.run_id)):  # reports only once the record
