@@ -11,8 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import diskfull, inbox
-from ajetd.core import model
+from ajetd.adapters import diskfull, inbox, trialfiles
+from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.core import endevidence, jsontext, model, resultfiles
 from ajetd.core.backoff import Backoff
 from ajetd.core.durations import format_duration
 from ajetd.core.journal import REJECTED
@@ -230,7 +231,10 @@ class Admit(Base):
         for run_id, claimed, source in inbox.unfinished_claims(self.home):
             self.accept(run_id, claimed, source, now)
         live = []
-        for run in self.home.each_run():  # one at a time: ended ones are kept, not all held
+        for stored in self.home.each_run():  # one at a time: ended ones are kept, not all held
+            run = stored
+            if run.active or run.reports_pending:
+                run = self._as_its_end_says(run, now)
             if run.active:
                 live.append(run)
             else:
@@ -250,6 +254,33 @@ class Admit(Base):
         for line in self.home.damaged_lines():  # named; the other runs go on
             log.error("DAMAGED: %s", line)
         self.last_liveness = 0.0
+
+    def _as_its_end_says(self, run: Run, now: float) -> Run:
+        """The record `run` (live, or its reports still to come) as the run's end marks have
+        it: where its journal says it ended, or its result dir's finish.flag names it as
+        ended, and the record says otherwise (an older copy put back), restored as ended from
+        them, saved, and said in the journal and the log; never ended a second time, no report
+        rewritten (`core.endevidence`). A journal that cannot be read is no mark."""
+        journal = None
+        with contextlib.suppress(ValueError):
+            journal = endevidence.journalled_end(self.home.events(run.run_id))
+        folder = trialfiles.report_dir(self.home, run) if run.result_dir else None
+        flag = None
+        if folder is not None:
+            try:
+                data = jsontext.loads(read_small(folder / resultfiles.FINISH_FLAG))
+            except (OSError, ValueError, NotRegularError):
+                data = None
+            flag = endevidence.flagged_end(run.run_id, data, f"finish.flag in {folder}")
+        why = endevidence.contradicted(run, journal, flag)
+        if why is None:
+            return run
+        done = endevidence.restored(run, journal, flag, why)
+        note = done.warnings[-1]
+        log.warning("run %s: %s", run.run_id, note)
+        self.home.append_event(run.run_id, now, note)
+        self.home.save_run(done)
+        return done
 
     def _readmissions(self, now: float, taken: set[str]) -> list[tuple[str, rebuild.Readmission]]:
         """The damaged records of runs that never launched a trial (queued), to admit again
