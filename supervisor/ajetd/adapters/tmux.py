@@ -232,7 +232,8 @@ class Tmux:
                 stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired as exc:
-            raise TmuxError(f"tmux {args[0]} timed out after {self.timeout:.0f}s") from exc
+            message = f"tmux {args[0]} timed out after {self.timeout:.0f}s"
+            raise TmuxError(message, silent=True) from exc
         except OSError as exc:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
         if proc.returncode != 0:

@@ -43,10 +43,13 @@ class DurationError(AjetdError):
 
 
 class TmuxError(AjetdError):
-    """A tmux call failed or timed out; `gone` is True when the server or session is absent."""
+    """A tmux call failed or timed out; `gone` is True when the server or session is absent,
+    `silent` when the server did not answer in time (no refusal: whatever was asked may have
+    been done, or may be done yet; a launch waits and asks again, `Launch._tmux_silent`)."""
 
-    def __init__(self, message: str, *, gone: bool = False) -> None:
+    def __init__(self, message: str, *, gone: bool = False, silent: bool = False) -> None:
         self.gone = gone
+        self.silent = silent
         super().__init__(message)
 
 

@@ -108,7 +108,8 @@ class Base:
         self.published_at = 0.0
         self.published_checks: dict[str, float] = {}
         self.published_unsaved: dict[str, dict[str, Any]] = {}
-        self.stopping = False
+        # stopping; some run waits for its swarm server's /health
+        self.stopping = self.swarm_waiting = False
         self.hooks = Hooks(cfg.hook_timeout_s)
         # pictures drawn in children: mid-run ones, and the ended runs' (their reports wait)
         self.live_plots, self.finals = drawing.LivePlots(), drawing.FinalDrawings()
@@ -122,7 +123,6 @@ class Base:
         self.copies = copyback.Children()  # copy backs from SSH hosts under way
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
-        self.swarm_waiting = False  # some run waits for its swarm server's /health
         self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
         self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
         self.campaigns = Campaigns(self.home)
@@ -134,6 +134,8 @@ class Base:
         self.settle_at: float | None = None  # an inbox file still settling is due then
         self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
         self.unadmitted: dict[str, Unadmitted] = {}  # claimed while a disk was full
+        # runs whose launch waits for a tmux server that did not answer: (retry at, delay)
+        self.tmux_wait: dict[str, tuple[float, float]] = {}
         # damaged queued runs whose place did not answer at start, and their damaged lines
         self.readmit_later: dict[str, str] = {}
         self.readmit_asked_at = float("-inf")

@@ -11,7 +11,7 @@ from ajetd.adapters import diskfull, procs
 from ajetd.adapters.tmux import Pane
 from ajetd.core import model, placement
 from ajetd.core.backoff import Backoff
-from ajetd.core.errors import AjetdError
+from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.model import Run, State, Status
 from ajetd.core.policy import DATA_KEPT
 from ajetd.daemon import trials
@@ -26,6 +26,7 @@ WAITING = (State.QUEUED, State.RESTARTING)
 class Launch(Base):
     def launch(self, now: float) -> None:
         self.swarm_waiting = self.relaunch_due = False
+        self.tmux_wait = {k: v for k, v in self.tmux_wait.items() if k in self.slots}
         queue = sorted(
             (s for s in self.slots.values() if s.run.state in WAITING),
             key=lambda s: s.run.submitted_at,
@@ -37,8 +38,10 @@ class Launch(Base):
                 self._launch_one(slot, places[slot.run_id], now)
         if self.home.root in self.troubles.full:
             return
-        for slot in list(self.slots.values()):  # prepared, but a full home kept it from going
-            trial = slot.run.trial
+        for slot in list(self.slots.values()):  # prepared, but a full home (or a silent tmux)
+            trial = slot.run.trial  # kept it from going
+            if self._tmux_waits(slot.run_id, now):
+                continue
             if slot.run.state is State.RUNNING and trial is not None and trial.started_at is None:
                 with self._each(slot.run_id, "launching it"):
                     self._start(slot, now)
@@ -55,6 +58,8 @@ class Launch(Base):
             why = f"waiting: {self.home.root} is full ({diskfull.free_space(self.home.root)} free)"
             self._store(model.waiting(slot.run, why))
             return
+        if self._tmux_waits(slot.run_id, now):
+            return
         if not self._placed(slot.run, place, now) or not self._may_start(slot, now):
             return
         queued = _val_offset_now(slot)
@@ -69,7 +74,8 @@ class Launch(Base):
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
                 self.home.save_run(queued)
                 return
-            self._launch_failed(queued, exc, now)
+            if not self._tmux_silent(queued, exc, now):
+                self._launch_failed(queued, exc, now)
             return
         self._keep(run)  # prepare_trial saved it
         if self._start(slot, now, panes):
@@ -160,13 +166,48 @@ class Launch(Base):
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # let go once there is room
                 self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
                 return False
-            self._launch_failed(run, exc, now)
+            if not self._tmux_silent(run, exc, now):
+                self._launch_failed(run, exc, now)
             return False
+        self._tmux_answered(run.run_id, now)
         slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
         pid = slot.run.trial.pane_pid if slot.run.trial is not None else None
         if pid:  # known from its start, not only from tmux's next listing (up to a minute)
             self.pane_starts[pid] = procs.started(pid)
         return True
+
+    def _tmux_waits(self, run_id: str, now: float) -> bool:
+        """The run's launch waits for a tmux server that did not answer, and its next try is
+        not due yet."""
+        held = self.tmux_wait.get(run_id)
+        return held is not None and now < held[0]
+
+    def _tmux_silent(self, run: Run, exc: Exception, now: float) -> bool:
+        """A launch that failed because tmux did not answer in time (a timeout, no refusal)
+        is no failure of the run: it stays as it was (queued, or its trial prepared and not
+        let go) with the reason in status, and is tried again 1 s, 2 s, 4 s ... (at most a
+        minute) later, as a full disk's writes are. Exactly once still: a new-session that
+        timed out may have made the session, which the next try finds by its script's pane
+        (`trials.start_trial`) and lets go, never a second. False for any other failure."""
+        if not isinstance(exc, TmuxError) or not exc.silent:
+            return False
+        scale = self.cfg.backoff_scale
+        held = self.tmux_wait.get(run.run_id)
+        first = max(diskfull.RETRY_FIRST_S * scale, diskfull.RETRY_FLOOR_S)
+        most = max(diskfull.RETRY_MAX_S * scale, diskfull.RETRY_FLOOR_S)
+        delay = first if held is None else min(held[1] * 2, most)
+        self.tmux_wait[run.run_id] = (now + delay, delay)
+        why = f"waiting: tmux did not answer ({exc}); its launch is tried again"
+        if held is None:
+            log.warning("run %s: %s", run.run_id, why)
+            self.home.append_event(run.run_id, now, why)
+        self._store(model.waiting(run, why))
+        return True
+
+    def _tmux_answered(self, run_id: str, now: float) -> None:
+        """The launch went through: a wait for tmux, if there was one, is over (journalled)."""
+        if self.tmux_wait.pop(run_id, None) is not None:
+            self.home.append_event(run_id, now, "tmux answered again: launched")
 
     def _launch_failed(self, run: Run, exc: Exception | str, now: float) -> None:
         log.error("run %s: launch failed: %s", run.run_id, exc)

@@ -146,7 +146,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
         # past what `status` reads as a loop that stopped turning
         wake_at = [self.last_liveness + self.cfg.liveness_s, self.published_at + PUBLISH_EVERY_S]
         dead = [t + DEAD_STATUS_WAIT_S for t in self._dead()]  # status by then
-        for at in (self.settle_at, self.troubles.next_at(), min(dead, default=None)):
+        tmux_at = min((at for at, _ in self.tmux_wait.values()), default=None)  # a launch
+        for at in (self.settle_at, self.troubles.next_at(), min(dead, default=None), tmux_at):
             if at is not None:
                 wake_at.append(at)
         if self.swarm_waiting:
