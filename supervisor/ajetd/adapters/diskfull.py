@@ -16,6 +16,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ from ajetd.core.limits import size_text
 
 log = logging.getLogger(__name__)
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+# a folder of the home that refuses writes for a permission (its mode, owner, `chattr +i`):
+# held as a full disk's writes are, shown as what it is
+REFUSED_ERRNOS = frozenset({errno.EPERM, errno.EACCES})
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 RETRY_FLOOR_S = 0.2  # however short a test makes the schedule
@@ -34,6 +38,12 @@ FULL_BELOW_BYTES = 64 * 1024  # a disk with less free than this is full (a log's
 def is_full(exc: BaseException) -> bool:
     """A write failed because its disk is full, over quota or read-only: wait, do not fail."""
     return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
+
+
+def is_refused(exc: BaseException) -> bool:
+    """A write failed for a permission (EPERM, EACCES): a folder of the home made read-only or
+    immutable by hand; its writes are held as a full disk's are (`Held`), named as such."""
+    return isinstance(exc, OSError) and exc.errno in REFUSED_ERRNOS
 
 
 class RemoteFullError(OSError):
@@ -92,6 +102,7 @@ class Full:
     retry_at: float
     delay: float
     host: str | None = None  # the other machine it is on (its free space not read here)
+    refused: bool = False  # a permission error, not a full disk (`is_refused`)
 
 
 class Troubles:
@@ -109,9 +120,12 @@ class Troubles:
         known = self.full.get(folder)
         if known is None:
             free = "not read" if isinstance(exc, RemoteFullError) else free_space(folder)
-            log.error("cannot write to %s %s: %s (%s free)", what, folder, error, free)
+            free = "a permission error" if is_refused(exc) else f"{free} free"
+            log.error("cannot write to %s %s: %s (%s)", what, folder, error, free)
             host = exc.host if isinstance(exc, RemoteFullError) else None
-            self.full[folder] = Full(what, error, now, now + self.first_s, self.first_s, host)
+            known = Full(what, error, now, now + self.first_s, self.first_s, host)
+            known.refused = is_refused(exc)
+            self.full[folder] = known
             return
         known.delay = min(known.delay * 2, self.max_s)
         known.retry_at, known.error = now + known.delay, error
@@ -146,13 +160,24 @@ class Troubles:
         known = self.full.get(folder)
         if known is None:
             return ""
+        if known.refused:  # free space says nothing of it
+            return (
+                f"{unsaved.REFUSED}cannot write to {known.what} {folder}: {known.error} (a "
+                "permission error: the folder's mode, owner or attributes, e.g. chattr +i)"
+            )
         free = f"{free_space(folder)} free" if known.host is None else "on another machine"
         return f"cannot write to {known.what} {folder}: {known.error} ({free})"
 
+    def refused(self) -> list[Path]:
+        """The folders that refused a write for a permission."""
+        return [folder for folder, known in self.full.items() if known.refused]
+
 
 class Held:
-    """The home's writes that are waiting for space: the newest content per file and the
-    journal lines per file, in order. `Home` sends its writes here when the daemon runs."""
+    """The home's writes that are waiting: for space (a full home), or for a folder of it that
+    refused them for a permission (a run's folder made immutable by hand: that folder's writes
+    only, each such folder on its own backoff): the newest content per file and the journal
+    lines per file, in order. `Home` sends its writes here when the daemon runs."""
 
     def __init__(self, clock: Callable[[], float], home: Path, scale: float = 1.0) -> None:
         self.home = home
@@ -164,18 +189,30 @@ class Held:
         return path in self.files or path in self.lines
 
     def count(self) -> dict[Path, str]:
-        """What is held, for status: how many writes, and whose records are not on disk."""
-        n = len(self.files) + sum(len(v) for v in self.lines.values())
-        if not n:
-            return {}
-        runs = sorted(p.parent.name for p in self.files if p.name == "state.json")
-        shown = ", ".join(runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
-        whose = f" (the newest records of runs {shown} are not on disk yet)" if runs else ""
-        return {self.home: f"{n} write(s) held in memory{whose}"}
+        """What is held, for status, per folder that holds it back (the home, or a folder that
+        refused writes): how many writes, and whose records are not on disk."""
+        refused = set(self.troubles.refused())
+        out = {}
+        for folder in (self.home, *sorted(refused)):
+            mine = [p for p in (*self.files, *self.lines) if self._held_by(p, refused) == folder]
+            n = sum(1 for p in mine if p in self.files) + sum(
+                len(self.lines.get(p, ())) for p in mine
+            )
+            if not n:
+                continue
+            runs = sorted(p.parent.name for p in mine if p in self.files and p.name == "state.json")
+            shown = ", ".join(runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
+            whose = f" (the newest records of runs {shown} are not on disk yet)" if runs else ""
+            out[folder] = f"{n} write(s) held in memory{whose}"
+        return out
 
     def unsaved(self) -> dict[str, dict[str, Any]]:
         """Run id -> the state fields of its newest record (`core.unsaved.brief`), for each run
-        whose record is held: what daemon.json tells `status` until the disk takes them."""
+        whose record is held: what daemon.json tells `status` until the disk takes them. A
+        record its own folder refuses needs attention, which names the folder and the error
+        (`ajetd wait` ends on it); the record itself, written once the folder takes it, does
+        not carry it."""
+        refused = set(self.troubles.refused())
         out = {}
         for path, (data, _) in self.files.items():
             if path.name != "state.json":
@@ -184,20 +221,44 @@ class Held:
                 record = json.loads(data)
             except ValueError:  # the daemon's own JSON: cannot happen, and then says nothing
                 continue
-            if isinstance(record, dict):
-                out[path.parent.name] = unsaved.brief(record)
+            if not isinstance(record, dict):
+                continue
+            if path.parent in refused and not record.get("attention"):
+                line = self.troubles.line(path.parent).removeprefix(unsaved.REFUSED)
+                record = {**record, "attention": f"{line}; its record is held in memory"}
+            out[path.parent.name] = unsaved.brief(record)
         return out
+
+    def _held_by(self, path: Path, refused: set[Path]) -> Path:
+        """The folder whose refusal holds `path`'s writes: its own, where it refused them for
+        a permission; else the home (a full disk)."""
+        return path.parent if path.parent in refused else self.home
+
+    def _waits(self, path: Path) -> bool:
+        """A write to `path` waits: the home is full, or its folder refused writes, and its
+        next try is not due."""
+        return self.troubles.blocked(self.home) or self.troubles.blocked(path.parent)
+
+    def _hit(self, path: Path, exc: OSError) -> None:
+        """A write to `path` refused: held, its folder marked (the home for a full disk, its
+        own folder for a permission error); any other error is raised."""
+        if is_full(exc):
+            self.troubles.hit(self.home, exc, "$AJETD_HOME")
+        elif is_refused(exc) and path.parent != self.home and path.is_relative_to(self.home):
+            runs = path.parent.parent == self.home / "runs"
+            what = f"the folder of run {path.parent.name}" if runs else "a folder of $AJETD_HOME"
+            self.troubles.hit(path.parent, exc, what)
+        else:
+            raise exc
 
     def write(self, path: Path, data: bytes, mode: int, *, synced: bool = True) -> bool:
         """Replace `path` now if the home takes it; else hold it. True when written.
         `synced` False: see `store.write_all_atomic` (what is held is synced when written)."""
-        if not self.troubles.blocked(self.home) and not self.lines.get(path):
+        if not self._waits(path) and not self.lines.get(path):
             try:
                 write_atomic(path, data, mode, synced=synced)
             except OSError as exc:
-                if not is_full(exc):
-                    raise
-                self.troubles.hit(self.home, exc, "$AJETD_HOME")
+                self._hit(path, exc)
             else:
                 self.files.pop(path, None)
                 return True
@@ -206,46 +267,64 @@ class Held:
 
     def append(self, path: Path, line: bytes) -> bool:
         """Append a journal line now if the home takes it (and nothing is held before it)."""
-        if not self.troubles.blocked(self.home) and path not in self.lines:
+        if not self._waits(path) and path not in self.lines:
             try:
                 append_bytes(path, line)
             except OSError as exc:
-                if not is_full(exc):
-                    raise
-                self.troubles.hit(self.home, exc, "$AJETD_HOME")
+                self._hit(path, exc)
             else:
                 return True
         self.lines.setdefault(path, []).append(line)
         return False
 
     def retry(self) -> None:
-        """Write what is held, if its time has come; stop at the first refusal (a write that
-        fails otherwise, e.g. its folder was removed, is dropped with an error)."""
+        """Write what is held, if its time has come: each folder that refused writes for a
+        permission on its own, then the home's (a full disk); each stops at its first refusal
+        (a write that fails otherwise, e.g. its folder was removed, is dropped with an
+        error)."""
+        for folder in self.troubles.refused():
+            if not self.troubles.blocked(folder):
+                self._flush(folder, partial(_in_folder, folder))
         if self.home not in self.troubles.full or self.troubles.blocked(self.home):
             return
-        try:
-            if not self.files and not self.lines:  # nothing held: ask the disk itself
+        refused = set(self.troubles.refused())
+        if not self.files and not self.lines:  # nothing held: ask the disk itself
+            try:
                 probe = self.home / ".ajetd-space-probe"
                 write_atomic(probe, b"ok\n", 0o600)
                 probe.unlink()
-            for path in list(self.lines):
+            except OSError as exc:
+                self.troubles.hit(self.home, exc, "$AJETD_HOME")
+                return
+        self._flush(self.home, lambda path: path.parent not in refused)
+
+    def _flush(self, folder: Path, mine: Callable[[Path], bool]) -> None:
+        """The held writes `mine` picks, written in order (journal lines first); the folder
+        cleared once all went, or marked again at the first refusal (the rest kept)."""
+        path = folder
+        try:
+            for path in [p for p in self.lines if mine(p)]:
                 self._settle(path, append_bytes, path, b"".join(self.lines[path]))
                 del self.lines[path]
-            for path in list(self.files):
+            for path in [p for p in self.files if mine(p)]:
                 self._settle(path, write_atomic, path, *self.files[path])
                 del self.files[path]
-        except OSError as exc:  # full again: keep the rest, try again later
-            self.troubles.hit(self.home, exc, "$AJETD_HOME")
+        except OSError as exc:  # refused again: keep the rest, try again later
+            self._hit(path, exc)
             return
-        self.troubles.clear(self.home)
+        self.troubles.clear(folder)
 
     @staticmethod
     def _settle(path: Path, job: Callable[..., None], *args: Any) -> None:
-        """Do one held write; a failure other than a full disk (its folder was removed) drops
-        it with an error instead of holding it forever."""
+        """Do one held write; a failure other than a full disk or a refusal (its folder was
+        removed) drops it with an error instead of holding it forever."""
         try:
             job(*args)
         except OSError as exc:
-            if is_full(exc):
+            if is_full(exc) or is_refused(exc):
                 raise
             log.error("held write to %s dropped: %s", path, exc)
+
+
+def _in_folder(folder: Path, path: Path) -> bool:
+    return path.parent == folder

@@ -33,6 +33,7 @@ FIELDS = (
     "stop_reason",
     "session_closed",
 )
+REFUSED = "WRITE REFUSED: "  # a folder's line in daemon.json's `disk` that is no full disk
 TEXT_MAX = 400  # characters of a reason or an attention kept (the full text waits for disk)
 NOTE = (
     "this run's newest record is held in memory: $AJETD_HOME is full (shown as the daemon "

@@ -21,6 +21,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
+from ajetd.core.unsaved import REFUSED
 from ajetd.frameworks.valresults import metric_series, shown_metric
 from ajetd.views.records import shown_state
 
@@ -426,7 +427,9 @@ def daemon_lines(
     for line in info.get("refused") or []:  # the other files are taken
         lines.append([(cut(f"inbox: {refused}{line}", width), style)])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
-        lines.append([(cut(f"daemon: DISK FULL: {problem}", width), "bad")])
+        is_refused = isinstance(problem, str) and problem.startswith(REFUSED)
+        said = problem if is_refused else f"DISK FULL: {problem}"
+        lines.append([(cut(f"daemon: {said}", width), "bad")])
     for problem in info.get("damaged") or []:  # run folders left out, whether or not it runs
         lines.append([(cut(f"DAMAGED: {problem}", width), "bad")])
     return lines

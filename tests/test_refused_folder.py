@@ -1,0 +1,60 @@
+"""A run folder the daemon may not write to (walk 30, stale30 2): `chattr +i` on a live run's
+folder. Its record and journal lines are held in memory as a full disk's are, the run needs
+attention in what status shows (naming the folder and the error, a permission error called
+one, never a full disk), `ajetd wait` ends on it, and all is written within seconds of the
+folder taking writes again.
+
+A real daemon, a real tmux server on a private socket, a real immutable folder (ext4; the
+tests run as root).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Env, wait_for
+
+
+def _chattr(flag: str, folder: Path) -> bool:
+    done = subprocess.run(["chattr", flag, str(folder)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_run_folder_that_refuses_writes_gives_the_run_attention_until_it_takes_them(
+    env: Env,
+) -> None:
+    trigger = env.tmp / "end-now"
+    command = f"while [ ! -e {trigger} ]; do sleep 0.05; done; echo ending; exit 0"
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("perm", command=command, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    folder = env.home / "runs" / run_id
+    if not _chattr("+i", folder):
+        pytest.skip("chattr +i is not supported here")
+    try:
+        trigger.touch()
+
+        def attention() -> dict[str, object]:
+            shown = env.status(run_id)
+            return shown if shown.get("attention") else {}
+
+        shown = wait_for(attention, 40, what="attention in status")
+        assert str(folder) in str(shown["attention"])
+        assert "Operation not permitted" in str(shown["attention"])
+        text = env.cli("status").stdout
+        assert "DISK FULL" not in text and "WRITE REFUSED" in text and str(folder) in text
+        waited = env.cli("wait", run_id, "--timeout", "30")
+        assert waited.returncode == 2, (waited.stdout, waited.stderr)
+        assert env.record(run_id).get("state") == "running"  # nothing written meanwhile
+    finally:
+        _chattr("-i", folder)
+    env.wait_done(run_id, 10)
+    flag = json.loads((env.tmp / "results" / "perm" / "finish.flag").read_text())
+    assert flag["status"] == "succeeded"
+    assert env.status(run_id)["attention"] is None
+    assert env.cli("wait", run_id).returncode == 0
+    assert "WRITE REFUSED" not in env.cli("status").stdout
