@@ -10,13 +10,28 @@ tests run as root).
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from ajetd.adapters.diskfull import REFUSED_RETRY_MAX_S, Troubles
 from conftest import Env, wait_for
+
+
+def test_a_refused_folder_is_asked_again_within_seconds_however_long_it_refuses() -> None:
+    """A full disk's backoff grows to a minute; a refused folder's stops at a few seconds (a
+    refused write costs nothing), so a folder taken back is written within them."""
+    now = [0.0]
+    troubles = Troubles(lambda: now[0])
+    folder = Path("/home/ajetd/runs/x")
+    for _ in range(20):
+        troubles.hit(folder, PermissionError(errno.EPERM, "Operation not permitted"), "f")
+        now[0] = troubles.full[folder].retry_at
+    assert troubles.full[folder].delay == REFUSED_RETRY_MAX_S
+    assert "DISK FULL" not in troubles.line(folder) and "permission" in troubles.line(folder)
 
 
 def _chattr(flag: str, folder: Path) -> bool:

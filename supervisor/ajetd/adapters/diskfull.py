@@ -32,6 +32,10 @@ REFUSED_ERRNOS = frozenset({errno.EPERM, errno.EACCES})
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 RETRY_FLOOR_S = 0.2  # however short a test makes the schedule
+# a folder refused for a permission is asked again at least this often: a failed write costs
+# nothing (no space to free, refused at once), and a folder taken back (`chattr -i`) is seen
+# within seconds, as it was when each tick tried it
+REFUSED_RETRY_MAX_S = 2.0
 FULL_BELOW_BYTES = 64 * 1024  # a disk with less free than this is full (a log's, a result dir's)
 
 
@@ -127,7 +131,8 @@ class Troubles:
             known.refused = is_refused(exc)
             self.full[folder] = known
             return
-        known.delay = min(known.delay * 2, self.max_s)
+        most = min(self.max_s, REFUSED_RETRY_MAX_S) if known.refused else self.max_s
+        known.delay = min(known.delay * 2, most)
         known.retry_at, known.error = now + known.delay, error
 
     def blocked(self, folder: Path) -> bool:
