@@ -558,16 +558,33 @@ def test_nemo_overrides_never_land_in_a_comment_or_on_another_line(daemon_env: E
     """ajetd appends `++logger.log_dir=...` (and the checkpoint dir, wandb off) to a NeMo-RL
     command. After `# 1B model`, or with another command on the next line, they went into
     the comment or to that command, while results.md listed them as applied. Such a command
-    is now run as written, with the warning that no overrides were added."""
+    is now run as written, with the warning that no overrides were added. `ajetd lint` gave
+    no such warning (admission added it): every warning admission gives, lint shows, and
+    each change it makes (NeMo-RL's overrides: lint listed none of them either)."""
     env = daemon_env
     conf = "examples/configs/grpo_fake.yaml"
     run = f"python examples/run_grpo.py --config {conf} grpo.max_num_steps=2"
-    for name, command in {"comment": f"{run}  # 1B model", "lines": f"{run}\necho done"}.items():
-        run_id = env.submit(env.blueprint(name, config=conf, command=command, ajetd="gpus: 0"))
+    commands = {
+        "comment": f"{run}  # 1B model",
+        "lines": f"{run}\necho done",
+        "tee": f"{run} 2>&1 | tee out.log",
+        "plain": run,
+    }
+    for name, command in commands.items():
+        blueprint = env.blueprint(name, config=conf, command=command, ajetd="gpus: 0")
+        linted = env.cli("lint", str(blueprint), "--json")
+        assert linted.returncode == 0, (linted.stdout, linted.stderr)
+        said = json.loads(linted.stdout)["blueprint"]
+        changed = [f"config changed at admission: {c}" for c in said["config_changes"]]
+        shown = [*said["warnings"], *changed]  # status's warnings: both
+        run_id = env.submit(blueprint)
         env.wait_done(run_id)
         seen = env.status(run_id)
-        assert seen["command"] == command, seen["command"]
-        assert any("added no overrides" in w for w in seen["warnings"]), seen["warnings"]
+        assert set(seen["warnings"]) <= set(shown), (name, seen["warnings"], shown)
+        dropped = any("added no overrides" in w for w in seen["warnings"])
+        assert dropped is (name != "plain"), (name, seen["warnings"])
+        if name != "plain":
+            assert seen["command"] == command, seen["command"]
 
 
 def test_a_daemon_on_another_tmux_server_refuses_rather_than_lose_the_runs(env: Env) -> None:

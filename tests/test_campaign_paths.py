@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_campaign_live import CONFIG, _patch, committed_baseline
 
-from conftest import Env
+from conftest import Env, wait_for
 
 
 def _folder(env: Env, name: str, campaign: str, *, config: str, command: str, ajetd: str) -> Path:
@@ -151,3 +151,36 @@ def test_add_refuses_overrides_a_compound_line_drops(daemon_env: Env) -> None:
     )
     assert added.returncode == 2, (added.stdout, added.stderr)
     assert "override 'a.b=2'" in added.stderr and "| tee out.log" in added.stderr, added.stderr
+
+
+def test_a_name_two_campaigns_have_is_refused_by_status_too(daemon_env: Env) -> None:
+    """`ajetd status --campaign NAME` showed one of two campaigns of that name (whichever
+    came first) while `campaign status NAME` refused: both refuse, naming the ids."""
+    env = daemon_env
+    ids = []
+    for n in (1, 2):
+        folder = _folder(
+            env,
+            f"twin{n}",
+            "baseline: false\n",
+            config=CONFIG,
+            command="python -c 'print(1)'",
+            ajetd="max_trials: 1",
+        )
+        text = (folder / "campaign.yaml").read_text().replace(f"name: twin{n}", "name: twin")
+        (folder / "campaign.yaml").write_text(text)
+        out = env.cli("campaign", str(folder))
+        assert out.returncode == 0, out.stderr
+        ids.append(out.stdout.strip())
+    for cid in ids:
+        wait_for(
+            lambda cid=cid: env.cli("campaign", "status", cid, "--json").returncode == 0,
+            timeout=30,
+            what=f"campaign {cid} claimed",
+        )
+    for args in (("status", "--campaign", "twin"), ("campaign", "status", "twin")):
+        out = env.cli(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert f"2 campaigns are named 'twin': {', '.join(sorted(ids))}" in out.stderr, out.stderr
+    for cid in ids:  # by its id, each is shown
+        assert env.cli("status", "--campaign", cid).returncode == 0

@@ -139,15 +139,17 @@ def await_answer(home: Home, cid: str, req_id: str, timeout: float) -> dict[str,
         time.sleep(0.05)
 
 
-def resolve(home: Home, text: str) -> str | None:
-    """The campaign id that `text` names (its id, or its name when unique), claimed or still
-    in the inbox; None when none or several match. `text` is what a user typed: it goes into
-    a path only once it has an id's form, and is compared with names, never globbed (`*`
-    named whichever campaign waited in the inbox; 300 characters failed as a file name)."""
+def named_campaigns(home: Home, text: str) -> list[str]:
+    """The ids of the campaigns that `text` names (its id, or every campaign of that name),
+    claimed or still in the inbox: one is the campaign, none or several are refused by the
+    caller with these ids (`campaignread.resolve_or_fail`). `text` is what a user typed: it
+    goes into a path only once it has an id's form, and is compared with names, never globbed
+    (`*` named whichever campaign waited in the inbox; 300 characters failed as a file
+    name)."""
     root = home.root / "campaigns"
     is_id = CAMPAIGN_ID.match(text) or LEGACY_ID.match(text)
     if is_id and ((root / text).is_dir() or any(home.inbox.glob(f"{text}__*{SUFFIX}"))):
-        return text
+        return [text]
     named: list[str] = []
     with contextlib.suppress(OSError):
         for state_file in root.glob("*/state.json"):
@@ -159,4 +161,4 @@ def resolve(home: Home, text: str) -> str | None:
             cid, sep, rest = entry.name.partition("__")
             if sep and rest == f"{text}{SUFFIX}":
                 named.append(cid)
-    return named[0] if len(set(named)) == 1 else None
+    return sorted(set(named))

@@ -20,16 +20,26 @@ if TYPE_CHECKING:
     from ajetd.core.campaignrecord import CampaignState
 
 
-def resolve_or_fail(home: Home, text: str) -> str:
-    from ajetd.adapters.control import resolve
+def resolve_or_fail(home: Home, text: str, option: str | None = None) -> str:
+    """The id of the one campaign `text` names (its id, or a name only one campaign has);
+    a usage error (of `option`, where given) when none or several do, naming their ids:
+    `campaign status NAME` and `status --campaign NAME` refuse alike, never pick one."""
+    from ajetd.adapters.control import named_campaigns
 
-    campaign_id = resolve(home, text)
-    if campaign_id is None:
-        raise click.UsageError(
-            f"no campaign {show(text)} (campaign ids look like c-k3x9az, run ids like k3x9az; "
-            "a name must be unique; see `ajetd campaign list`)"
+    ids = named_campaigns(home, text)
+    if len(ids) == 1:
+        return ids[0]
+    if ids:
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        why = f"{len(ids)} campaigns are named {show(text)}: {shown}; give one by its id"
+    else:
+        why = (
+            f"no campaign {show(text)} in {home.root} (campaign ids look like c-k3x9az, run "
+            "ids like k3x9az; a name must be unique; see `ajetd campaign list`)"
         )
-    return campaign_id
+    if option is not None:
+        raise click.BadParameter(why, param_hint=option)
+    raise click.UsageError(why)
 
 
 def read_campaign(

@@ -32,7 +32,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
-    from ajetd.hosts.preflight import check_blueprint, placed_first
+    from ajetd.hosts.preflight import check_blueprint, nemo_launch, placed_first
     from ajetd.views import records as status_view
 
     problems: list[str]
@@ -78,7 +78,10 @@ def lint(file: Path, as_json: bool) -> None:
             },
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
-            "config_changes": resolved.changes_made if resolved else [],
+            # as admission records them: the review's, then NeMo-RL's overrides
+            "config_changes": [*resolved.changes_made, *nemo_launch(bp, resolved.result_dir)[1]]
+            if resolved
+            else [],
         }
     problems = [*problems, *home_kinds(open_home().root)[1]]
     if as_json:

@@ -168,13 +168,10 @@ def _status_filters(
             raise click.BadParameter(str(exc), param_hint="--since") from exc
     runs = None
     if campaign is not None:
-        runs = statusterm.campaign_runs(home, campaign)
-        if runs is None:
-            raise click.BadParameter(
-                f"no campaign {show(campaign)} in {home.root} (an id, c-k3x9az, or a name only one "
-                "campaign has; see `ajetd campaign list`)",
-                param_hint="--campaign",
-            )
+        from ajetd.cli.campaignread import resolve_or_fail
+
+        campaign_id = resolve_or_fail(home, campaign, "--campaign")
+        runs = statusterm.campaign_runs(home, campaign_id) or frozenset()  # none yet: in the inbox
     return view.Filters(all=show_all, state=state, since_s=since_s, campaign_runs=runs)
 
 

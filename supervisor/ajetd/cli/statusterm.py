@@ -62,10 +62,11 @@ def campaigns(home: Home) -> list[view.Campaign]:
     return out
 
 
-def campaign_runs(home: Home, wanted: str) -> frozenset[str] | None:
-    """The run ids of campaign `wanted` (its id or name), or None if there is none."""
+def campaign_runs(home: Home, campaign_id: str) -> frozenset[str] | None:
+    """The run ids of the campaign of this id (`campaignread.resolve_or_fail` gives it from
+    a name), or None where it has no record (yet)."""
     for c in campaigns(home):
-        if wanted in (c.campaign_id, c.name):
+        if c.campaign_id == campaign_id:
             return c.run_ids
     return None
 

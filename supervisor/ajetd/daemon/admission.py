@@ -30,7 +30,6 @@ from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
-from ajetd.core.shellenv import launch_env
 from ajetd.daemon import ending
 from ajetd.frameworks import framework, nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
@@ -42,6 +41,7 @@ from ajetd.hosts.preflight import (
     check_blueprint,
     in_home,
     in_use,
+    nemo_launch,
     placed_first,
     result_dir_problem,
 )
@@ -158,7 +158,8 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
             config = resolved.runs_with
     nemo = nemorl.is_nemo_launch(command)
     if nemo:
-        command = _nemo_overrides(command, bp, resolved, changes, warnings)
+        command, notes = nemo_launch(bp, resolved.result_dir, command)
+        changes += notes
     run = replace(
         run,
         purpose=bp.purpose,
@@ -183,26 +184,6 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
     if nemo:  # its metrics come from its output, not from a val file
         run = replace(run, val_path=None, val_offset=0)
     return run
-
-
-def _nemo_overrides(
-    command: str, bp: Blueprint, resolved: Resolved, changes: list[str], warnings: list[str]
-) -> str:
-    """A NeMo-RL command with the overrides it needs (noted in `changes`), or as it is with a
-    warning where ajetd cannot add them."""
-    env = launch_env(os.environ, bp.options.env, bp.launch_command)
-    if nemorl.overridable(command):
-        command, notes = nemorl.launch_overrides(command, resolved.result_dir, env)
-        changes += [f"NeMo-RL override {n}" for n in notes]
-    else:
-        warnings.append(
-            "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub, or "
-            "followed by another line or a # comment): "
-            "ajetd added no overrides; give it its own logger.log_dir and "
-            "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
-            "a WANDB_API_KEY is set"
-        )
-    return command
 
 
 def _provenance(run: Run, host: Host, text: str) -> Provenance:

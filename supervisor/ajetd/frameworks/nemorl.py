@@ -182,6 +182,21 @@ def after_arguments(tokens: Sequence[str], at: int) -> str | None:
     return None
 
 
+def compound_warnings(command: str) -> list[str]:
+    """The warning for a NeMo-RL launch inside a compound shell line, to which ajetd adds
+    none of the overrides a supervised run needs (`launch_overrides`); given by the
+    preflight, so `ajetd lint` shows what admission gives."""
+    if not is_nemo_launch(command) or overridable(command):
+        return []
+    return [
+        "NeMo-RL runs inside a compound shell line (e.g. COMMAND=... for ray.sub, or "
+        "followed by another line or a # comment): "
+        "ajetd added no overrides; give it its own logger.log_dir and "
+        "checkpointing.checkpoint_dir yourself, and logger.wandb_enabled=False unless "
+        "a WANDB_API_KEY is set"
+    ]
+
+
 # the dirs a supervised run gets of its own, in its result dir (under `nemo_rl/`)
 OWN_DIRS = {"logger.log_dir": "logs", "checkpointing.checkpoint_dir": "checkpoints"}
 

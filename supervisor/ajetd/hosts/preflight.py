@@ -428,6 +428,19 @@ def _other_config(
     )
 
 
+def nemo_launch(bp: Blueprint, result_dir: str, command: str = "") -> tuple[str, list[str]]:
+    """A NeMo-RL command (`command`, else the blueprint's) with the overrides a supervised
+    run needs, and each as the change noted: admission runs and records them, `ajetd lint`
+    lists them. As it is, with none, where ajetd adds none (not NeMo-RL; a compound line:
+    `nemorl.compound_warnings` says so)."""
+    command = command or bp.launch_command
+    if not nemorl.is_nemo_launch(command) or not nemorl.overridable(command):
+        return command, []
+    env = launch_env(os.environ, bp.options.env, bp.launch_command)
+    command, notes = nemorl.launch_overrides(command, result_dir, env)
+    return command, [f"NeMo-RL override {n}" for n in notes]
+
+
 def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
     """A swarm client (its YAML enables swarm mode) for which ajetd starts no server: seed
     001 starts the server first. Not the server itself (`ajet-swarm`, `--swarm-server`)."""
@@ -610,7 +623,10 @@ def _checked(
     # overrides, then the review's fixes, which were made on the overridden config
     runs_with = apply_patches(overridden, fixes)
     found.warnings.extend(bp.warnings)
-    found.warnings.extend(_own_placement(bp.launch_command))
+    # what admission would say of the command, said here (lint shows it)
+    found.warnings.extend(
+        [*_own_placement(bp.launch_command), *nemorl.compound_warnings(bp.launch_command)]
+    )
     if fs is LOCAL and bp.options.slurm is None:  # a host's or a node's PATH is not this one's
         path = os.environ.get("PATH", "")
         missing = missing_program(bp.launch_command, codebase, venv_exe, path)
