@@ -331,3 +331,22 @@ def test_a_state_is_taken_in_any_case_as_the_table_shows_it(env: Env) -> None:
     got = env.cli("status", "--state", "ATTENTION!", "--json")
     assert got.returncode == 0 and json.loads(got.stdout) == [], got.stderr
     assert env.cli("status", "--state", "fail").returncode == 2
+
+
+def test_wait_help_names_every_exit_code(env: Env) -> None:
+    """Walk 30, 6: `wait --help` left out 130 (Ctrl-C), which the README lists."""
+    text = " ".join(env.cli("wait", "--help").stdout.split())
+    for code in ("0 succeeded", "1 failed", "2 needs attention", "124 timeout", "130 Ctrl-C"):
+        assert code in text, (code, text)
+
+
+def test_a_wait_that_times_out_on_an_ended_run_says_it_ended() -> None:
+    """Walk 30, 6: with a full home, `wait --timeout` of a run that had ended but whose
+    reports were held back said `still done (wait timed out)`."""
+    from ajetd.views.records import wait_line
+
+    run = Run(run_id="k3x9az", source="bp.md", submitted_at=0.0, state=State.DONE)
+    run = Run(**{**run.__dict__, "status": Status.SUCCEEDED, "reports_pending": True})
+    line = wait_line(run, 124)
+    assert line.startswith("run k3x9az ended succeeded, but its reports are not written yet")
+    assert "still done" not in line

@@ -139,3 +139,22 @@ def test_a_stop_ends_a_run_held_for_a_full_result_dir_at_once(
 def _flag(folder: Path) -> dict[str, object] | None:
     path = folder / "finish.flag"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def test_submit_and_wait_say_on_stderr_that_the_daemon_takes_no_blueprint(daemon_env: Env) -> None:
+    """Walk 30, 6: with the inbox writable by others the daemon takes no blueprint, and
+    `submit` exited 0 and `wait` waited without a word. Both say it on stderr (submit still
+    exits 0: the blueprint is in the inbox, taken once the inbox is safe)."""
+    env = daemon_env
+    os.chmod(env.home / "inbox", 0o777)
+    line = "daemon: NOT TAKING BLUEPRINTS"
+    wait_for(lambda: line in env.cli("status").stdout, what="the daemon to refuse the inbox")
+    done = env.cli("submit", str(env.blueprint("unsafe", ajetd="gpus: 0")))
+    assert done.returncode == 0, done.stderr
+    assert "NOT TAKING BLUEPRINTS" in done.stderr and "writable by others" in done.stderr
+    run_id = done.stdout.strip()
+    waited = env.cli("wait", run_id, "--timeout", "0.5")
+    assert waited.returncode == 124, (waited.stdout, waited.stderr)
+    assert f"{line}: " in waited.stderr and "writable by others" in waited.stderr, waited.stderr
+    os.chmod(env.home / "inbox", 0o700)
+    assert env.wait_done(run_id)["status"] == "succeeded"

@@ -550,3 +550,34 @@ def test_a_pane_read_for_a_trial_that_printed_no_banner_is_not_the_trial_befores
     assert trialscript.trial_rows(pane, "r1", 1) == pane
     # no mark at all (the banner scrolled off the rows read): every row is this trial's
     assert trialscript.trial_rows("a\nb\n", "r1", 3) == "a\nb\n"
+
+
+def test_a_frozen_daemon_stopped_then_restarted_at_once_says_its_absence_and_a_late_stop(
+    env: Env,
+) -> None:
+    """Walk 30, 5: a daemon frozen (SIGSTOP), then shut down (SIGTERM pending, then CONT) and
+    a new one started within seconds: the timeline had no `ajetd was not running` line (the
+    stop's time was taken for its last word), and a stop filed while it was frozen was
+    applied without saying it was late. Both are said, counted from its last pass."""
+    trigger = env.tmp / "never"
+    command = f"while [ ! -e {trigger} ]; do echo step; sleep 0.2; done"
+    daemon = env.start_daemon()
+    run_id = env.submit(env.blueprint("frozen", command=command, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="start")
+    daemon.send_signal(signal.SIGSTOP)
+    frozen_at = time.time()
+    assert env.cli("stop", run_id, "--no-wait").returncode == 0
+    wait_for(lambda: time.time() > frozen_at + 12, timeout=30, what="the freeze to last 12 s")
+    daemon.send_signal(signal.SIGTERM)
+    daemon.send_signal(signal.SIGCONT)
+    daemon.wait(timeout=30)
+    env.start_daemon()
+    status = env.wait_done(run_id)
+    assert status["status"] == "stopped", status
+    assert "late: " in status["reason"] and "asked at " in status["reason"], status["reason"]
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    said = [json.loads(line)["event"] for line in journal.splitlines()]
+    absent = [t for t in said if t.startswith("ajetd was not running from ")]
+    assert len(absent) == 1 and "it made none from then until it was stopped" in absent[0], said
+    timeline = (env.tmp / "results" / "frozen" / "results.md").read_text()
+    assert absent[0] in timeline

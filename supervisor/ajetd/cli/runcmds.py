@@ -122,10 +122,7 @@ def status(
     if run_id is not None and not watch:
         run = load_run(home, run_id)
         if run.active:  # the daemon's own trouble, where it leaves this run unwatched
-            for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
-                text = "".join(part for part, _ in line)
-                if text.startswith("daemon: "):
-                    click.echo(text, err=True)
+            say_daemon_trouble(home, now)
         if as_json:
             echo_json(status_view.run_json(run, now))
         else:
@@ -190,9 +187,10 @@ def _status_filters(
 @interruptible("it goes on (`ajetd status ID` shows it)")
 def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: bool) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
-    2 needs attention, 124 timeout. With --through-attention, attention does not end the wait
-    (a hang flag, reports held by a full disk): only the run's end on disk or the timeout does.
-    A campaign id waits for the campaign (`campaign wait`)."""
+    2 needs attention, 124 timeout, 130 Ctrl-C (the run goes on). With --through-attention,
+    attention does not end the wait (a hang flag, reports held by a full disk): only the
+    run's end on disk or the timeout does. A campaign id waits for the campaign (`campaign
+    wait`)."""
     if is_campaign_id(run_id):
         from ajetd.cli.campaignread import wait_campaign
 
@@ -230,12 +228,26 @@ def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: b
         if not checked:
             checked = True
             _say_if_no_daemon(home, f"run {run.run_id} is taken up when one starts")
+            if home.daemon_running():  # not responding, not taking blueprints, a full disk
+                say_daemon_trouble(home, time.time())
         time.sleep(POLL_S)
     if as_json:
         echo_json(status_view.run_json(run, time.time()))
     else:
         click.echo(status_view.wait_line(run, code))
     sys.exit(code)
+
+
+def say_daemon_trouble(home: Home, now: float) -> None:
+    """The daemon's own trouble on stderr, for a command about a run it leaves unwatched or
+    untaken (`status RUN`, `wait`: walk 30, a wait was silent while the daemon was NOT
+    RESPONDING or took no blueprint): its `daemon: ...` lines of the status header."""
+    from ajetd.views import listing
+
+    for line in listing.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
+        text = "".join(part for part, _ in line)
+        if text.startswith("daemon: "):
+            click.echo(text, err=True)
 
 
 def _say_if_no_daemon(home: Home, what: str) -> None:

@@ -50,6 +50,16 @@ def submit(file: Path) -> tuple[str, str | None]:
             f"cannot write the blueprint into {home.inbox}: {exc.strerror or exc} "
             f"({free_space(home.inbox)} free); nothing was submitted"
         ) from exc
-    if home.daemon_running():
+    if not home.daemon_running():
+        return (
+            run_id,
+            f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox",
+        )
+    problems = home.daemon_info().get("problems")  # why it takes no blueprint (walk 30)
+    said = [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else []
+    if not said:
         return run_id, None
-    return run_id, f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox"
+    return run_id, "\n".join(
+        f"ajetd: the daemon is NOT TAKING BLUEPRINTS: {p}; the blueprint waits in the inbox"
+        for p in said
+    )

@@ -140,7 +140,8 @@ def outcome(run: Run, code: int) -> Finish:
     if run.stop_cause is StopCause.TIME_LIMIT:
         return Finish(Status.TIME_LIMIT, limit_reason(run), code)
     if run.stop_cause is StopCause.USER:
-        return Finish(Status.STOPPED, "stopped by `ajetd stop`", code)
+        why = f" ({run.stop_reason})" if run.stop_reason else ""
+        return Finish(Status.STOPPED, f"stopped by `ajetd stop`{why}", code)
     if run.stop_cause is StopCause.PLATEAU:
         return Finish(Status.PLATEAU, f"stopped early on a plateau: {run.stop_reason}", code)
     if run.stop_cause is StopCause.HANG:
@@ -235,15 +236,26 @@ def _busy_silence(obs: Observation, window_s: float) -> str | None:
     return f"silent for {format_duration(obs.now - out)} {BUSY}; since {iso(out)}{after})"
 
 
-def _why_late(deadline: float, obs: Observation) -> str:
-    """Why a time limit is enforced late: no daemon ran when it fell (this one started
-    after), or the daemon made no pass across it (stopped with SIGSTOP, suspended, its
-    machine asleep, or one step that took that long)."""
+def _stop_late(obs: Observation) -> str:
+    """A user's stop taken LATE_S or more after it was filed: when it was asked, how late it
+    is taken and why (walk 30: a stop filed while the daemon was frozen, taken by the next
+    one 2 min later, read as if taken at once); empty when taken in time."""
+    asked = obs.stop_requested_at
+    if asked is None or obs.now - asked < LATE_S:
+        return ""
+    late = format_duration(obs.now - asked)
+    return f"asked at {iso(asked)}, taken {late} late: {_why_late(asked, obs, 'it was asked')}"
+
+
+def _why_late(deadline: float, obs: Observation, what: str = "the limit fell") -> str:
+    """Why a time limit (a stop: `what`) is acted on late: no daemon ran when it fell (this
+    one started after), or the daemon made no pass across it (stopped with SIGSTOP,
+    suspended, its machine asleep, or one step that took that long)."""
     began, before = obs.daemon_began_at, obs.pass_before
     if began is not None and began > deadline:
         return (
             f"the daemon was not running (this one started {format_duration(began - deadline)} "
-            "after the limit fell)"
+            f"after {what})"
         )
     if before is not None and before < deadline:
         return (
@@ -487,6 +499,7 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         why = ""
         if obs.stop_requested:
             cause = StopCause.USER
+            why = _stop_late(obs)
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
             why = _limit_why(run, obs, window_s)

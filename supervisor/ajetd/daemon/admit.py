@@ -44,7 +44,14 @@ def absence(info: Mapping[str, Any], now: float) -> str | None:
         return float(value) if 0 < value < now else None
 
     stopped, beat, every = number("stopped_at"), number("heartbeat"), number("publish_every")
-    if stopped is not None:
+    frozen = number("no_pass_since")
+    if stopped is not None and frozen is not None and frozen < stopped:
+        since, slack = frozen, STOP_SLACK_S
+        how = (
+            f"its last pass; it made none from then until it was stopped at {iso(stopped)}: "
+            "frozen (SIGSTOP), suspended, its machine asleep, or one of its steps took that long"
+        )
+    elif stopped is not None:
         since, how, slack = stopped, "it was stopped", STOP_SLACK_S
     elif beat is not None:  # a beat is written at least every `publish_every` seconds
         since, slack = beat, (every or 60.0) + STOP_SLACK_S

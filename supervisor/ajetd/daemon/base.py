@@ -85,6 +85,9 @@ class Failures:
 
 
 class Base:
+    # the loop's last pass: when it began, when it ended, when its wait was to end at the latest
+    last_turn: tuple[float, float, float] | None = None
+
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
         self.clock = clock

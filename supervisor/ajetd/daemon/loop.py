@@ -28,7 +28,7 @@ from ajetd.core.model import DEFAULT_TMUX, State
 from ajetd.core.policy import hang_window as policy_hang_window
 from ajetd.core.policy import next_wake
 from ajetd.daemon.act import Act
-from ajetd.daemon.admit import Admit
+from ajetd.daemon.admit import STOP_SLACK_S, Admit
 from ajetd.daemon.base import DaemonConfig
 from ajetd.daemon.housekeep import PUBLISH_EVERY_S, Housekeep
 from ajetd.daemon.launch import Launch
@@ -70,15 +70,31 @@ class Daemon(Act, Launch, Admit, Housekeep):
             self._watch_runs_folder()
             woken = True
             while not self.stopping:
-                woken = self.wake.wait(self.turn(woken))
+                began = self.clock()
+                wait = self.turn(woken)
+                ended = self.clock()
+                self.last_turn = (began, ended, ended + wait)
+                woken = self.wake.wait(wait)
                 self.wake.clear()
         finally:
             self.watcher.stop()
-            stopped = {"pid": None, "stopped_at": self.clock()}
+            stopped = {"pid": None, "stopped_at": self.clock(), **self._frozen(self.clock())}
             with self._step("daemon", "saying it stopped"):
                 self._write_daemon_json(stopped)
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
+
+    def _frozen(self, now: float) -> dict[str, float]:
+        """`no_pass_since` for daemon.json at its stop: when its last pass began, where that
+        pass took, or its wait after it overran, more than STOP_SLACK_S (frozen by SIGSTOP
+        with a SIGTERM pending, then continued: walk 30). The next daemon's absence line
+        counts from there, not from this stop, which a restart within seconds hid."""
+        if self.last_turn is None:
+            return {}
+        began, ended, due = self.last_turn  # frozen in its wait, or within the pass itself
+        if now - due <= STOP_SLACK_S and ended - began <= STOP_SLACK_S:
+            return {}
+        return {"no_pass_since": began}
 
     def _watch_runs_folder(self) -> None:
         """A live run's folder removed or moved by hand is made again within a pass

@@ -155,6 +155,12 @@ def render_gpus(description: str, samples: list[GpuSample], holders: dict[int, l
 
 
 def wait_line(run: Run, code: int) -> str:
+    if code == 124 and run.state is State.DONE:  # ended; its reports held back (a full disk)
+        held = f": {run.attention}" if run.attention else ""
+        return (
+            f"run {run.run_id} ended {_state_word(run)}, but its reports are not written yet "
+            f"(wait timed out){held}"
+        )
     if code == 124:
         return f"run {run.run_id}: still {run.state.value} (wait timed out)"
     if code == 2:
