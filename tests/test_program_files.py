@@ -4,8 +4,13 @@ ajetd's, and no output breaks the reports' Markdown. Real daemon, real tmux, rea
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from markdown_it import MarkdownIt
 
+from ajetd.adapters import programfiles
 from conftest import Env
 
 FENCE_BREAKER = "printf 'before\\n```\\n# not a heading\\n````\\nafter\\n'"
@@ -30,3 +35,93 @@ def test_output_with_backtick_fences_stays_quoted(daemon_env: Env) -> None:
         quoted = _fenced_text((result / name).read_text())
         for line in ("before", "```", "# not a heading", "````", "after"):
             assert line in quoted, (name, line, quoted)
+
+
+OWN = {
+    "results.md": "MY OWN RESULTS\n",
+    "trials.md": "my own trials\n",
+    "run.json": '{"mine": true}\n',
+    "config-used.yaml": "mine: true\n",
+    "finish.flag": '{"run_id": "mine", "status": "succeeded"}\n',
+    "curves.png": "not ajetd's picture\n",
+}
+
+
+def _writes_own_files(result: Path) -> str:
+    """A launch command that writes each of OWN into its result dir, then fails."""
+    own = result.parent / f"{result.name}-own"
+    own.mkdir()
+    for name, text in OWN.items():
+        (own / name).write_text(text)
+    return f'cp {own}/* "$AJETD_RESULT_DIR"/ && exit 1'
+
+
+def test_the_programs_own_reports_are_kept_aside_never_overwritten(daemon_env: Env) -> None:
+    """The blind walk's HIGH: a program that wrote results.md and finish.flag in its result
+    dir lost both to ajetd's reports, and nothing said so. Now each of the program's files at
+    ajetd's names is kept as `<stem>.program<suffix>`, ajetd's reports (finish.flag: its own,
+    naming the run) are where the README says, and the journal, `status` and results.md say
+    what was moved."""
+    env = daemon_env
+    result = env.tmp / "results" / "own"
+    run_id = env.submit(env.blueprint("own", result=str(result), command=_writes_own_files(result)))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed"
+    for name, text in OWN.items():
+        stem, _, suffix = name.partition(".")
+        assert (result / f"{stem}.program.{suffix}").read_text() == text, name
+    flag = json.loads((result / "finish.flag").read_text())
+    assert flag["run_id"] == run_id and flag["status"] == "failed"
+    assert json.loads((result / "run.json").read_text())["run_id"] == run_id
+    assert (result / "results.md").read_text().startswith(f"# Results of run {run_id}")
+    said = [w for w in status["warnings"] if "results.md as results.program.md" in w]
+    assert said and "finish.flag as finish.program.flag" in said[0], status["warnings"]
+    assert said[0] in (result / "results.md").read_text()
+    assert said[0] in (env.home / "runs" / run_id / "events.jsonl").read_text()
+    wait = env.cli("wait", run_id, "--json")
+    assert wait.returncode == 1 and json.loads(wait.stdout)["status"] == "failed"
+
+
+def test_a_restart_halfway_through_the_reports_keeps_ajetds_own(env: Env) -> None:
+    """A daemon killed after renaming results.md into place, before finish.flag: the restarted
+    daemon writes the reports again and moves nothing of its own aside (the pass is made once),
+    and the program's finish.flag, kept aside, is never taken for ajetd's."""
+    env.start_daemon()
+    result = env.tmp / "results" / "again"
+    run_id = env.submit(
+        env.blueprint("again", result=str(result), command=_writes_own_files(result))
+    )
+    env.wait_done(run_id)
+    env.daemons[-1].terminate()
+    env.daemons[-1].wait(timeout=20)
+    (result / "finish.flag").unlink()  # as a daemon killed before its last rename leaves it
+    state = env.home / "runs" / run_id / "state.json"
+    record = json.loads(state.read_text())
+    state.write_text(json.dumps({**record, "reports_pending": True}))
+    env.start_daemon()
+    env.wait_done(run_id)
+    assert json.loads((result / "finish.flag").read_text())["run_id"] == run_id
+    names = sorted(p.name for p in result.iterdir())
+    assert [n for n in names if ".program" in n] == sorted(
+        f"{n.partition('.')[0]}.program.{n.partition('.')[2]}" for n in OWN
+    )
+
+
+@pytest.mark.pictures
+def test_the_programs_picture_is_never_drawn_over(daemon_env: Env) -> None:
+    """A program that writes its own curves.png: ajetd's drawings (mid-run and final) never
+    replace it; at the end it is kept as curves.program.png and ajetd's picture, which says
+    whose it is in its PNG, takes the name."""
+    env = daemon_env
+    result = env.tmp / "results" / "pic"
+    mine = env.tmp / "mine.png"
+    mine.write_bytes(b"\x89PNG the program's own picture")
+    config = env.config("pic")
+    command = (
+        f'cp {mine} "$AJETD_RESULT_DIR/curves.png" && python -m fakejet.launcher --conf {config}'
+    )
+    run_id = env.submit(env.blueprint("pic", result=str(result), config=config, command=command))
+    assert env.wait_done(run_id, timeout=90)["status"] == "succeeded"
+    assert (result / "curves.program.png").read_bytes() == mine.read_bytes()
+    assert programfiles.drawn_by(result / "curves.png", run_id)
+    assert "curves.png as curves.program.png" in (result / "results.md").read_text()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import diskfull, inbox, procs, trialfiles
+from ajetd.adapters import diskfull, inbox, procs, programfiles, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
@@ -219,7 +219,10 @@ def finish_run(
         # child copies it: `Housekeep.copy_back`); the pictures are drawn before them:
         # finish.flag comes last, the pictures beside it. With `finals` (the daemon's), a
         # run with pictures to draw gets them from a child the loop does not wait for, and
-        # its reports come once it ended (`Housekeep.retry_reports`)
+        # its reports come once it ended (`Housekeep.retry_reports`); the program's own files
+        # at those names are moved aside first (a folder that refuses: again with the reports)
+        with contextlib.suppress(OSError):
+            run = program_files_aside(home, run, now)
         if finals is not None and drawing.final_due(home, run):
             finals.start(run.run_id, options)
         else:
@@ -271,6 +274,8 @@ def publish_reports(
         # freed folder had for them (46 KB of curves), and they waited for more
         drawn = ([], REPORTS_FIRST)
     try:
+        run = program_files_aside(home, run, now)  # none was: a finish.flag there is ajetd's
+        done = replace(done, warnings=run.warnings)
         if _flag_written(folder, done):  # a daemon killed after finish.flag, before this
             home.append_event(run.run_id, now, "finish.flag was written before a restart")
         else:
@@ -293,6 +298,25 @@ def publish_reports(
         )
     home.save_run(done)
     return done
+
+
+def program_files_aside(home: Home, run: Run, now: float) -> Run:
+    """The program's own files at the names of ajetd's reports and pictures in the folder the
+    reports go to, moved aside before ajetd writes there (`programfiles`, once per run): said
+    in the journal and the run's warnings (status, results.md), its record saved. Raises
+    OSError where the folder refuses."""
+    folder = trialfiles.report_dir(home, run)
+    if folder == home.run_dir(run.run_id):
+        return run  # ajetd's own folder: the program never wrote there
+    moved = programfiles.set_aside(home, run.run_id, folder)
+    if not moved:
+        return run
+    said = programfiles.moved_note(folder, moved)
+    log.warning("run %s: %s", run.run_id, said)
+    home.append_event(run.run_id, now, said)
+    run = model.warn(run, said)
+    home.save_run(run)
+    return run
 
 
 def _flag_written(folder: Path, run: Run) -> bool:

@@ -105,6 +105,7 @@ def spec(home: Home, run: Run) -> dict[str, Any]:
     keys = [k for k in shown_keys(history, run.metric) if metric_series(history, k)]
     purpose = (run.purpose or "").splitlines()[0][:80] if run.purpose else ""
     return {
+        "run_id": run.run_id,  # in each picture's PNG: `programfiles.drawn_by`
         "result_dir": str(report_dir(home, run)),  # never through a link put in its path
         "title": f"run {run.run_id}: {purpose}",
         "keys": keys[:MAX_PANELS],

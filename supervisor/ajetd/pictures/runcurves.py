@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ajetd.adapters import programfiles
 from ajetd.adapters.regular import NotRegularError, load_record, read_small
 from ajetd.adapters.store import temporary
 from ajetd.core.resultfiles import PICTURES
@@ -134,7 +135,8 @@ def _save(fig: Any, spec: dict[str, Any], out: Path) -> None:
     fd, tmp = temporary(out)  # a new name (never a file or a link found there)
     try:
         with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png")
+            tag = {programfiles.PNG_KEY: programfiles.png_tag(str(spec.get("run_id") or ""))}
+            fig.savefig(handle, format="png", metadata=tag)  # ajetd's: `drawn_by` knows it
         os.chmod(tmp, 0o644)
         Path(tmp).replace(out)
     except BaseException:  # a full result dir: no temporary file left behind, for good
@@ -262,6 +264,13 @@ def draw_gpus(spec: dict[str, Any], out: Path) -> bool:
     return True
 
 
+def _ours(spec: dict[str, Any], out: Path) -> bool:
+    """A picture may be drawn at `out`: nothing is there, or ajetd's own drawing of this run;
+    never over the program's file of the same name (moved aside at the run's end,
+    `programfiles`, before the final drawing)."""
+    return not os.path.lexists(out) or programfiles.drawn_by(out, str(spec.get("run_id") or ""))
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m ajetd.pictures.runcurves SPEC.json", file=sys.stderr)
@@ -275,9 +284,9 @@ def main(argv: list[str]) -> int:
     out = Path(spec["result_dir"])
     drawn = []
     curves, gpus = PICTURES
-    if draw_curves(spec, out / curves):
+    if _ours(spec, out / curves) and draw_curves(spec, out / curves):
         drawn.append(curves)
-    if draw_gpus(spec, out / gpus):
+    if _ours(spec, out / gpus) and draw_gpus(spec, out / gpus):
         drawn.append(gpus)
     print(json.dumps({"drawn": drawn, "title": spec["title"]}))
     return 0
