@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import EXIT_OPTION
 from conftest import PYTHON, Env, fill, wait_for
@@ -205,3 +207,18 @@ def test_a_time_limit_enforced_after_a_frozen_daemon_says_how_late_and_why(env: 
     assert reason.startswith("stopped at exp_max_time (3s), enforced "), reason
     assert " late: the daemon made no pass for " in reason, reason
     assert reason.endswith("; data kept"), reason
+
+
+@pytest.mark.parametrize("line", ["Validation Results: acc 0.5", "📊 Validation Results:"])
+def test_a_run_whose_output_shows_validation_results_never_reads_wrote_none(
+    daemon_env: Env, line: str
+) -> None:
+    """Walk 30, 6: an AgentJet run whose output showed `Validation Results` (also NeMo-RL's
+    `📊` form) ended with the reason "it wrote no validation record": the README says that
+    is never said where its output shows them (only NeMo-RL's was spared)."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("shown", command=f"echo '{line}'", ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert "wrote no validation record" not in status["reason"], status["reason"]
+    assert "its output shows validation results" in status["reason"], status["reason"]

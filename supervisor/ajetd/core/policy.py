@@ -173,7 +173,7 @@ def kept_truly(reason: str, records: int, expected: bool = False, shown: bool = 
     that validated nothing read as any success. `shown`: its output shows validation results
     that gave no record (a shape the reader does not read): it says that, never that the
     program wrote none."""
-    if expected and not records and shown:
+    if shown and not records:  # whether a record was expected or not: never "wrote none"
         return f"{reason}; {UNREAD_RECORDS}"
     if reason == EXITED_0 and expected and not records:
         return f"{reason}; it wrote no validation record"

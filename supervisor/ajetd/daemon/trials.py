@@ -467,10 +467,11 @@ def says_how_it_ended(run: Run) -> bool:
 
 
 def shows_validation(run: Run, log_of: LogOf) -> bool:
-    """A NeMo-RL trial's last output (its log's tail, bounded) shows `Validation Results`:
-    where no record was read from it, the reader could not read them, and the run's reason
-    must not say its program wrote none."""
-    if run.kind != "nemo_rl" or run.trial is None:
+    """A trial's last output (its log's tail, bounded) shows `Validation Results` (NeMo-RL's
+    `📊 Validation Results:`, or any program's line saying so): where no record was read from
+    it, the reader could not read them, and the run's reason must not say its program wrote
+    none (walk 30: an AgentJet run's did, which only NeMo-RL's was spared)."""
+    if run.trial is None:
         return False
     return b"Validation Results" in tail_bytes(log_of(run.trial.number), TAIL_BYTES)
 
