@@ -258,3 +258,39 @@ def test_a_copy_back_into_a_result_dir_that_leads_elsewhere_is_not_made(tmp_path
     said = copyback.copy(copyback.Job.from_json(json.loads(json.dumps(job.to_json()))))
     assert said.startswith(f"not copied back from gpu-host: the result dir {via / 'out'}"), said
     assert said.endswith("; the files stay there") and list((other / "out").iterdir()) == []
+
+
+@pytest.mark.pictures
+def test_a_final_drawing_a_full_result_dir_refused_leaves_no_stale_curves(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """curves.png (~100 KB) was drawn mid-run; the result dir then filled (16 KiB left) and the
+    final drawing failed; then room came back for the reports, not for a picture. Before, the
+    mid-run picture (an older best) stayed, linked, beside results.md's "Pictures not drawn".
+    Now whatever results.md links was drawn once the run ended, and one it does not link is
+    gone, as it says."""
+    disk = tmpfs(env.tmp / "small", "2m")
+    result = disk / "out"
+    env.start_daemon()
+    config = env.config("stale", forever=True, step_time=0.05)
+    run_id = env.submit(env.blueprint("stale", config=config, result=str(result)))
+    wait_for((result / "curves.png").exists, timeout=30, what="the mid-run curves")
+    filler = fill(disk)
+    size = filler.stat().st_size
+    with filler.open("r+b") as handle:
+        handle.truncate(size - 16 * 1024)
+    env.cli("stop", "--no-wait", run_id)
+    wait_for(lambda: "pictures not drawn:" in env.daemon_log(), what="the final drawing failed")
+    with filler.open("r+b") as handle:  # room for the reports (~44 KiB), not for a picture
+        handle.truncate(size - 80 * 1024)
+    env.wait_done(run_id)
+    ended = float(env.record(run_id)["ended_at"])
+    results = (result / "results.md").read_text()
+    picture = result / "curves.png"
+    if picture.exists():  # drawn again with the room the stale one left
+        assert picture.stat().st_mtime >= ended and "](curves.png)" in results
+        assert "Pictures not drawn" not in results, results
+    else:
+        assert "Pictures not drawn" in results and "curves.png, which showed an older" in results
+        assert "](curves.png)" not in results, results
+    filler.unlink()

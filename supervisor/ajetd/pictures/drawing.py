@@ -9,7 +9,8 @@ the loop does not wait for (`FinalDrawings`: at most MAX_FINAL at a time, each g
 FINAL_TIMEOUT_S): the reports follow once it ended. Waiting for it in the loop (1-2 s each)
 held every other run unsupervised while ends came in a burst: 40 ends at once made a time
 limit enforced two minutes late (walk 85). A plot that fails or times out is logged and
-results.md says so, and the run's outcome is never touched.
+results.md says so, the mid-run pictures it should have replaced are removed (they show an
+older best), and the run's outcome is never touched.
 
 `AJETD_PICTURES=off` in the daemon's environment draws none of them (nor a campaign's
 progress.png): no child is started and results.md links no picture. It is the test suite's
@@ -163,7 +164,8 @@ def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[
             tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             problem = f"the plotter exited with code {done.returncode}: {tail[0][-300:]}"
     log.error("run %s: pictures not drawn: %s", run.run_id, problem)
-    return _found(home, run), problem
+    drawn, note = _found(home, run)
+    return drawn, problem + note
 
 
 def final_due(home: Home, run: Run) -> bool:
@@ -233,7 +235,8 @@ class FinalDrawings:
             if failed is not None:
                 del self.runs[run.run_id]
                 log.error("run %s: pictures not drawn: %s", run.run_id, failed)
-                return _found(home, run), failed
+                drawn, note = _found(home, run)
+                return drawn, failed + note
             return None
         assert final.proc is not None
         if final.proc.poll() is None:
@@ -251,7 +254,8 @@ class FinalDrawings:
                 return list(json.loads(last)["drawn"]), ""
             problem = "the plotter said nothing usable"
         log.error("run %s: pictures not drawn: %s", run.run_id, problem)
-        return _found(home, run), problem
+        drawn, note = _found(home, run)
+        return drawn, problem + note
 
     def _spawn(self, home: Home, run: Run, final: _Final) -> str | None:
         """Start the child; what went wrong where it could not be started, else None."""
@@ -296,9 +300,30 @@ def _said(code: int, home: Home, run_id: str) -> str:
     return f"the plotter exited with code {code}: {tail[0][-300:]}"
 
 
-def _found(home: Home, run: Run) -> list[str]:
-    """The pictures that are in the run's report folder (a failed drawing may leave some)."""
-    return [p for p in PICTURES if (report_dir(home, run) / p).exists()]
+def _found(home: Home, run: Run) -> tuple[list[str], str]:
+    """After a failed final drawing: the pictures in the run's report folder it drew before it
+    failed, and what the reports add to the problem. Those from before the run ended were
+    drawn mid-run and show an older state (a best that is not the best): removed, so nothing
+    shows them as its last (a full result dir left a stale curves.png linked beside "Pictures
+    not drawn", walk 30)."""
+    folder, ended = report_dir(home, run), run.ended_at or 0.0
+    drawn, removed, note = [], [], ""
+    for name in PICTURES:
+        try:
+            if (folder / name).stat().st_mtime >= ended:
+                drawn.append(name)
+                continue
+            (folder / name).unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # kept, but linked by nothing: the reports say so
+            log.warning("stale %s not removed: %s", folder / name, exc)
+            note += f"; the mid-run {name} in the result dir shows an older state"
+            continue
+        removed.append(name)
+    if removed:
+        note += f"; the mid-run {' and '.join(removed)}, which showed an older state, were removed"
+    return drawn, note
 
 
 class LivePlots:
