@@ -184,3 +184,38 @@ def test_a_name_two_campaigns_have_is_refused_by_status_too(daemon_env: Env) -> 
         assert f"2 campaigns are named 'twin': {', '.join(sorted(ids))}" in out.stderr, out.stderr
     for cid in ids:  # by its id, each is shown
         assert env.cli("status", "--campaign", cid).returncode == 0
+
+
+def test_an_own_blueprint_whose_line_drops_overrides_is_refused_at_launch(
+    daemon_env: Env,
+) -> None:
+    """Overrides for an experiment with its own blueprint go to that blueprint's command: on
+    a compound line they would reach its last command, so the experiment is refused when it
+    is due (a crash row with the reason), and its row lists no overrides it never had."""
+    env = daemon_env
+    committed_baseline(env)
+    folder = _folder(
+        env,
+        "ownpipe",
+        "baseline: false\n",
+        config=CONFIG,
+        command="python -c 'print(1)'",
+        ajetd="max_trials: 1",
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    own = env.blueprint(
+        "ownpipe-own", config=CONFIG, command="python -c 'import sys; print(sys.argv)' | cat"
+    )
+    added = env.cli(
+        "campaign", "add", cid, "--name", "piped", "--description", "x",
+        "--blueprint", str(own), "--overrides", "a.b=2",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    row = env.cli("campaign", "wait", cid, "--after", "-1", "--json", "--timeout", "60")
+    assert row.returncode == 1, (row.stdout, row.stderr)  # a crash row
+    status = env.cli("campaign", "status", cid, "--json")
+    rows = json.loads(status.stdout)["rows"]
+    assert [(r["name"], r["status"], r["overrides"]) for r in rows] == [("piped", "crash", [])]
+    assert "overrides a.b=2 would not reach the program: '| cat' follows" in rows[0]["reason"]

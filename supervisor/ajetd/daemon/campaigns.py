@@ -416,7 +416,6 @@ class Campaigns:
             moved = cf.into_worktree(os.path.expanduser(codebase), where)
             codebase = where
             exp = self._carry(state, exp, record)
-        record.overrides = list(exp.overrides)
         text = base_text
         if exp.blueprint:
             try:
@@ -430,7 +429,9 @@ class Campaigns:
             record.refused = (
                 f"overrides {' '.join(exp.overrides)} would not reach the program: {why}"
             )
+            record.carried, record.carried_from = [], None  # its row lists none it never had
             return
+        record.overrides = list(exp.overrides)  # what it runs with: none for a refused one
         elapsed = now - state.started_at
         blueprint = experiment_blueprint(spec, exp, index, text, codebase, elapsed, moved)
         run_id = new_run_id(lambda i: self.home.run_dir(i).exists(), os.urandom)
