@@ -5,6 +5,7 @@ ajetd's, and no output breaks the reports' Markdown. Real daemon, real tmux, rea
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,18 @@ def test_the_programs_picture_is_never_drawn_over(daemon_env: Env) -> None:
     assert (result / "curves.program.png").read_bytes() == mine.read_bytes()
     assert programfiles.drawn_by(result / "curves.png", run_id)
     assert "curves.png as curves.program.png" in (result / "results.md").read_text()
+
+
+def test_diag_never_makes_a_removed_result_dir_again(daemon_env: Env) -> None:
+    """The blind walk: `rm -rf r93; ajetd diag <id>` made r93/diag/ again. Now the snapshot
+    goes to the run's folder in the home, and `saved` says so."""
+    env = daemon_env
+    result = env.tmp / "results" / "gone"
+    run_id = env.submit(env.blueprint("gone", result=str(result), command="exit 1"))
+    env.wait_done(run_id)
+    shutil.rmtree(result)
+    out = env.cli("diag", run_id, "--json")
+    assert out.returncode == 0, out.stderr
+    saved = json.loads(out.stdout)["saved"]
+    assert not result.exists()
+    assert saved and Path(saved).parent == env.home / "runs" / run_id / "diag", saved

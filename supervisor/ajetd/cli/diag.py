@@ -57,7 +57,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, A
     if folder is not None:
         target = folder / "diag" / f"diag-{time.strftime('%Y%m%dT%H%M%S')}.md"
         try:
-            target.parent.mkdir(0o700 if mode == OWNER_FILE else 0o777, parents=True, exist_ok=True)
+            target.parent.mkdir(0o700 if mode == OWNER_FILE else 0o777, exist_ok=True)
             saved = write_new(target, text, mode)  # a second one this second: diag-...-2.md
         except OSError as exc:  # each write names its file (store.named)
             saved = f"{exc.filename or target}: {exc.strerror or exc}"
@@ -81,13 +81,16 @@ def _where(home: Home, run: Run) -> tuple[Path | None, int]:
     in the home (owner-only), because the dir it named may be one it was (or will be) refused
     for: another run's results, or a live run's; and where the run's reports go there
     (`trialfiles.report_dir`: the result dir leads elsewhere than it did, or the output went
-    on in the spare), there too: never through a link put in the dir's path."""
+    on in the spare), there too: never through a link put in the dir's path; and where the
+    result dir is gone (removed by its user), in the home too: a snapshot never makes it again."""
     folder = home.run_dir(run.run_id)
     if run.status is Status.REJECTED or not run.trials:
         return (folder if folder.is_dir() else None), OWNER_FILE
     if not run.result_dir:
         return None, 0o644
     reports = report_dir(home, run)
+    if not reports.is_dir():  # removed (or unmounted) by the user: never made again here
+        return (folder if folder.is_dir() else None), OWNER_FILE
     return reports, (OWNER_FILE if reports == folder else 0o644)
 
 
