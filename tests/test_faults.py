@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import signal
 import time
@@ -709,3 +710,21 @@ def test_a_result_dir_removed_mid_run_loses_no_output(env: Env, replaced: str) -
     assert (reports / "finish.flag").exists()
     logs = env.cli("logs", run_id)
     assert logs.returncode == 0 and "after" in logs.stdout, logs.stderr
+
+
+def test_a_killed_trial_script_is_said_as_such_not_as_a_vanished_session(
+    daemon_env: Env,
+) -> None:
+    """Walk 30, 6: a kill -9 of the pane's trial script ended the run `lost` with "tmux
+    session ... vanished", though the session was there with a dead pane: the reason says
+    the pane died with its script killed, and that the session is still there."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("killed", command="sleep 300", ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    record = env.record(run_id)
+    pane_pid = record["trials"][-1]["pane_pid"]
+    os.kill(pane_pid, signal.SIGKILL)
+    status = env.wait_done(run_id, timeout=120)
+    assert status["status"] == "lost", status
+    assert "vanished" not in status["reason"], status["reason"]
+    assert "its trial script was killed" in status["reason"], status["reason"]

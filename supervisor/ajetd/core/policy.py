@@ -52,8 +52,10 @@ class Observation:
     exit: tuple[int, float | None] | None = None  # the trial's exit file, if written
     gone: bool = False  # tmux says the session or its pane no longer exists
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
+    pane_dead: bool = False  # gone, yet its session and (dead) pane are still there
     stop_requested: bool = False  # `ajetd stop` asked for this run
     stop_requested_at: float | None = None  # when that request was filed (its file's time)
+    stop_read_at: float | None = None  # when the daemon read that request (None: at `now`)
     last_output_at: float | None = None  # when the trial's log last grew
     findings: tuple[Finding, ...] = ()  # diagnosis of a trial that exited non-zero
     proxychains: str | None = None  # an installed proxychains4 (or proxychains), if any
@@ -241,9 +243,10 @@ def _stop_late(obs: Observation) -> str:
     is taken and why (walk 30: a stop filed while the daemon was frozen, taken by the next
     one 2 min later, read as if taken at once); empty when taken in time."""
     asked = obs.stop_requested_at
-    if asked is None or obs.now - asked < LATE_S:
+    taken = max(obs.now, obs.stop_read_at or obs.now)
+    if asked is None or taken - asked < LATE_S:
         return ""
-    late = format_duration(obs.now - asked)
+    late = format_duration(taken - asked)
     return f"asked at {iso(asked)}, taken {late} late: {_why_late(asked, obs, 'it was asked')}"
 
 
@@ -262,7 +265,7 @@ def _why_late(deadline: float, obs: Observation, what: str = "the limit fell") -
             f"the daemon made no pass for {format_duration(obs.now - before)} (it was stopped, "
             "suspended or its machine asleep, or one of its steps took that long)"
         )
-    return "the daemon was busy"
+    return "the daemon was busy, or stopped (SIGSTOP) or suspended within a pass"
 
 
 def hang_window(
@@ -482,6 +485,16 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
     if obs.gone:
         if obs.dead_status is not None:
             return [outcome(run, obs.dead_status)]
+        if obs.pane_dead:  # walk 30: a kill -9 of the trial script read as a session vanished
+            return [
+                Finish(
+                    Status.LOST,
+                    f"the trial's pane in {_session(run)} died with no exit recorded and no "
+                    "status from tmux: its trial script was killed (a signal such as kill -9, "
+                    "or the out-of-memory killer); the session is still there",
+                    None,
+                )
+            ]
         return [
             Finish(
                 Status.LOST,

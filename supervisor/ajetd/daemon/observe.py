@@ -163,8 +163,12 @@ class Observe(Base):
             exit=exit_info,
             gone=gone,
             dead_status=dead_status,
+            pane_dead=gone and (pane := slot.current_pane()) is not None and pane.dead,
             stop_requested=asked is not None,
             stop_requested_at=asked,
+            # read now, not at the pass's start: a daemon frozen within a pass reads a stop
+            # filed meanwhile after its `now` (walk 30), and its lateness counts from here
+            stop_read_at=self.clock() if asked is not None else None,
             last_output_at=self._last_output(slot, now),
             findings=findings,
             proxychains=_proxychains() if findings else None,
