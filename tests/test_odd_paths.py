@@ -294,3 +294,30 @@ def test_a_final_drawing_a_full_result_dir_refused_leaves_no_stale_curves(
         assert "Pictures not drawn" in results and "curves.png, which showed an older" in results
         assert "](curves.png)" not in results, results
     filler.unlink()
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced by a file"])
+def test_a_result_dir_gone_before_a_failure_says_where_the_reports_went(env: Env, how: str) -> None:
+    """The result dir is moved away (a file put in its place) or removed, then the program
+    fails at once: the reports go to the run's folder in the home, and the warnings and the
+    journal say so either way (before: only the removed dir's end said it)."""
+    trigger = env.tmp / "fail-now"
+    result = env.tmp / "resE" / "e14"
+    env.start_daemon()
+    command = f"while [ ! -e {trigger} ]; do sleep 0.05; done; echo boom; exit 3"
+    run_id = env.submit(env.blueprint("gone", command=command, result=str(result), ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    if how == "removed":
+        shutil.rmtree(result)
+    else:
+        result.rename(env.tmp / "e14.moved")
+        result.write_text("x\n")
+    trigger.touch()
+    status = env.wait_done(run_id)
+    home = env.home / "runs" / run_id
+    folder = result if how == "removed" else home  # made again where nothing stands
+    assert (folder / "trials.md").exists()
+    said = [w for w in status["warnings"] if "log folder vanished" in w]
+    where = "made again" if how == "removed" else str(home)
+    assert said and where in said[0], status["warnings"]
+    assert "log folder vanished" in (home / "events.jsonl").read_text()

@@ -30,6 +30,7 @@ from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly
+from ajetd.core.timefmt import iso
 from ajetd.daemon.trials import (
     ask_log_writer,
     await_output,
@@ -214,6 +215,10 @@ def finish_run(
         reap_leftovers(home, run, end, now)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
+    moved = note_moves(home, run, now)  # the writer noted its folder gone at the trial's end
+    if moved is not run:
+        run = moved
+        saved = home.save_run(run)
     if saved and not copyback.due(home.run_dir(run.run_id)):  # reports only once the record
         # says the same (a full home waits) and what a remote run left there has come back (a
         # child copies it: `Housekeep.copy_back`); the pictures are drawn before them:
@@ -231,6 +236,41 @@ def finish_run(
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run
+
+
+def moved_warning(number: int, at: float, where: str, spare: Path) -> str:
+    """What a vanished log folder did to trial `number`'s output, for the timeline and the
+    run's warnings."""
+    head = (
+        f"trial {number}'s log folder vanished at {iso(at)} "
+        "(the result dir removed, moved or replaced): "
+    )
+    if where == "log":
+        return head + "made again (owner-only); the log goes on there, its earlier text copied"
+    return head + (
+        "not made again (something else is in its place, or its parent is gone); "
+        f"the output goes on in {spare}, the reports beside it"
+    )
+
+
+def note_moves(home: Home, run: Run, now: float, number: int | None = None) -> Run:
+    """Each time a trial's log folder vanished (its result dir removed, moved or replaced)
+    and where its writer went on (`trialfiles.moves`): said in the journal and the run's
+    warnings, once each; `number`: that trial's only (a live one's), else every trial's (at
+    the run's end, before its reports: a failure right after the folder vanished ends the run
+    before any tick noticed, and the reports went elsewhere with nothing saying so)."""
+    said = []
+    for trial in run.trials:
+        if number is not None and trial.number != number:
+            continue
+        spare = trialfiles.spare_log(home, run.run_id, trial.number)
+        for at, where in trialfiles.moves(home, run.run_id, trial.number):
+            text = moved_warning(trial.number, at, where, spare)
+            if text not in run.warnings and text not in said:
+                said.append(text)
+                home.append_event(run.run_id, now, text)
+                log.warning("run %s: %s", run.run_id, text)
+    return model.warn(run, *said) if said else run
 
 
 REPORTS_FIRST = "the result dir was full when the reports were due; they were written first"

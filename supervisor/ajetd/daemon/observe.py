@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import procs, trialfiles
+from ajetd.adapters import procs
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
@@ -27,7 +27,6 @@ from ajetd.core.limits import VAL_TICK_BYTES
 from ajetd.core.model import State
 from ajetd.core.policy import Observation
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
@@ -369,21 +368,15 @@ class Observe(Base):
         if slot.moves_seen == (trial.number, size):
             return
         slot.moves_seen = (trial.number, size)
-        said = []
-        for at, where in trialfiles.moves(self.home, run.run_id, trial.number):
-            text = moved_warning(trial.number, at, where, spare)
-            if text not in run.warnings:
-                said.append(text)
-                self.home.append_event(run.run_id, now, text)
-                log.warning("run %s: %s", run.run_id, text)
-        self._store(ending.note_swapped(self.home, slot.run, now))
+        noted = ending.note_moves(self.home, run, now, trial.number)
+        said = noted is not run
+        self._store(ending.note_swapped(self.home, noted, now))
         if said:
             run = slot.run
             # the log watch may be on the folder that vanished (moved: its watch follows it):
             # looked at every light tick until the next full tick watches where it is now
             self.watcher.forget_logs(slot.paths(self.home).log_dir)
             slot.reset_paths()  # the output may be in the spare now
-            self._store(model.warn(run, *said))
 
     def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> None:
         """Read what a running trial printed since the last tick; record new kinds."""
@@ -472,21 +465,6 @@ class Observe(Base):
             self.home.append_event(run.run_id, now, f"{GPU_LOST}: {lost}")
             run = model.found_live(run, (lost_finding(lost),))
         self._store(run)
-
-
-def moved_warning(number: int, at: float, where: str, spare: Path) -> str:
-    """What a vanished log folder did to trial `number`'s output, for the timeline and the
-    run's warnings."""
-    head = (
-        f"trial {number}'s log folder vanished at {iso(at)} "
-        "(the result dir removed, moved or replaced): "
-    )
-    if where == "log":
-        return head + "made again (owner-only); the log goes on there, its earlier text copied"
-    return head + (
-        "not made again (something else is in its place, or its parent is gone); "
-        f"the output goes on in {spare}, the reports beside it"
-    )
 
 
 def _outside_output(slot: RunSlot) -> frozenset[str]:
