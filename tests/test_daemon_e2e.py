@@ -1135,6 +1135,11 @@ def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None
         leftover.unlink()
     for name in ("finish.flag", "results.md", "trials.md", "run.json"):
         (env.tmp / "results" / "cut" / name).unlink()
+    # nor did its journal get past the trial's record (an end journalled is an end: the run
+    # would be restored as ended from it, never launched again)
+    journal = env.home / "runs" / run_id / "events.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(x for x in lines if '"run ended: ' not in x))
     (env.codebase / "launches.log").unlink()
     env.tmux("kill-server")  # the first life's session: a trial never let go has none
     env.start_daemon()

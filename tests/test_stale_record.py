@@ -35,7 +35,7 @@ def _ended_lines(env: Env, run_id: str) -> list[str]:
     return [t for t in texts if t.startswith("run ended: ")]
 
 
-@pytest.mark.parametrize("evidence", ["both", "journal", "flag"])
+@pytest.mark.parametrize("evidence", ["both", "journal", "flag", "unreported"])
 def test_a_live_record_put_back_after_the_end_is_restored_as_ended(env: Env, evidence: str) -> None:
     result = env.tmp / "results" / "stale"
     env.start_daemon("--liveness", "0.5")
@@ -55,8 +55,17 @@ def test_a_live_record_put_back_after_the_end_is_restored_as_ended(env: Env, evi
         journal.write_text("".join(x for x in lines if '"run ended: ' not in x))
     elif evidence == "journal":  # only the journal says so: the flag moved aside by hand
         (result / "finish.flag").rename(result / "finish.flag.aside")
+    elif evidence == "unreported":  # as a daemon killed after the journal's end, before the
+        for name in (*REPORTS, "config-used.yaml"):  # record's save and so any report
+            (result / name).unlink(missing_ok=True)
     shutil.copy2(kept, state)
     env.start_daemon("--liveness", "0.5")
+    if evidence == "unreported":  # the end was cut short: ended from its exit, reported once
+        again = env.wait_done(run_id)
+        assert again["status"] == before["status"]
+        assert json.loads((result / "finish.flag").read_text())["status"] == before["status"]
+        assert "restored as ended" not in journal.read_text()
+        return
     wait_for(lambda: env.record(run_id).get("state") == "done", what="the record to be restored")
     wait_for(lambda: "restored as ended" in env.daemon_log(), what="the warning")
     after = env.status(run_id)

@@ -267,7 +267,8 @@ class Admit(Base):
         it: where its journal says it ended, or its result dir's finish.flag names it as
         ended, and the record says otherwise (an older copy put back), restored as ended from
         them, saved, and said in the journal and the log; never ended a second time, no report
-        rewritten (`core.endevidence`). A journal that cannot be read is no mark."""
+        rewritten (`core.endevidence`). A journal that cannot be read is no mark, nor is the
+        journal's end where the result dir holds no report at all."""
         journal = None
         with contextlib.suppress(ValueError):
             journal = endevidence.journalled_end(self.home.events(run.run_id))
@@ -279,6 +280,13 @@ class Admit(Base):
             except (OSError, ValueError, NotRegularError):
                 data = None
             flag = endevidence.flagged_end(run.run_id, data, f"finish.flag in {folder}")
+        if flag is None and folder is not None and journal is not None:
+            written = (folder / name for name in resultfiles.REPORTS)
+            if not any(path.exists() for path in written):
+                # the end was cut short before any report (a daemon killed between the
+                # journal's end and the record's save, a full home): nothing to overwrite;
+                # ended from its exit as before, its reports written once
+                journal = None
         why = endevidence.contradicted(run, journal, flag)
         if why is None:
             return run
