@@ -439,3 +439,18 @@ def test_a_program_that_cannot_run_here_is_warned(env: Env) -> None:
     ):
         code, out = _lint(env, env.blueprint("w", command=command).read_text())
         assert "exp_launch_command:" not in out, (command, out)
+
+
+def test_a_binary_file_is_said_to_be_no_text_not_seven_parts_missing(env: Env) -> None:
+    """A binary file (or one in an encoding that is not read) as a blueprint: one line saying
+    it is not UTF-8 text, from `lint` and from intake's parser alike (walk 30, 4)."""
+    from ajetd.core.blueprint import parse_blueprint_bytes
+    from ajetd.core.errors import BlueprintError
+
+    path = env.tmp / "bin.md"
+    path.write_bytes(bytes(range(256)) * 8)
+    out = env.cli("lint", str(path))
+    said = out.stdout + out.stderr
+    assert out.returncode != 0 and "not UTF-8 text" in said and "missing" not in said, said
+    with pytest.raises(BlueprintError, match="not UTF-8 text"):
+        parse_blueprint_bytes(path.read_bytes())

@@ -343,6 +343,15 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         )
     raw, problems = scan_parts(text)
     missing = [part for part in REQUIRED if not raw.get(part, "").strip()]
+    odd = text.count("\ufffd") + text.count("\x00")  # bytes that did not decode, NULs
+    if odd and len(missing) == len(REQUIRED):  # no part at all: not "7 parts missing"
+        raise BlueprintError(
+            [
+                f"blueprint: not UTF-8 text ({odd} character(s) are bytes that do not decode "
+                "or NULs; a binary file?); is this the right file? Save it as UTF-8 (UTF-16 "
+                "with a byte-order mark is read too)"
+            ]
+        )
     near = near_misses(text, missing) if missing else {}
     problems += [
         f"{part}: missing (write it as `## [{part}]` or `- [{part}] ...: value`)"
