@@ -66,7 +66,8 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     (`count`, and `remedy`, null for a kind without one), as `diag --json` and `diagnose
     --json` printed it already. The old findings were each seen once, of catalogue kinds. And
     `tmux_socket` after `session`, which the object gained later: null, the old record does
-    not name its tmux server. And `warnings` followed by each change admission made to the
+    not name its tmux server; `reports_dir` after `result_dir`, null likewise (the old record
+    does not say where its reports went). And `warnings` followed by each change admission made to the
     config (run.json's `config_changes`, else the record's `changes`), which they hold since
     (README: what was changed or doubted at admission)."""
     data = json.loads(text)
@@ -80,6 +81,9 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     keys = list(data)
     at = keys.index("session") + 1
     data = {k: data[k] for k in keys[:at]} | {"tmux_socket": None} | {k: data[k] for k in keys[at:]}
+    keys = list(data)
+    at = keys.index("result_dir") + 1
+    data = {k: data[k] for k in keys[:at]} | {"reports_dir": None} | {k: data[k] for k in keys[at:]}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -257,19 +261,13 @@ def test_reports_that_fail_on_the_way_leave_no_finish_flag(env: Env) -> None:
     home = Home(env.home)
     run = home.load_run(RUNS["failed"])
     scratch = env.tmp / "refuses"
+    scratch.mkdir()
+    there = replace(run, result_dir=str(scratch), result_real=str(scratch.resolve()))
+    ending.program_files_aside(home, there, 1.0)  # as the run's end does, before any report
     (scratch / "run.json" / "inside").mkdir(parents=True)
     with pytest.raises(OSError):
-        ending.write_reports(
-            home,
-            replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())),
-            ([], ""),
-        )
+        ending.write_reports(home, there, ([], ""))
     assert sorted(p.name for p in scratch.iterdir()) == ["results.md", "run.json", "trials.md"]
-    again = ending.publish_reports(
-        home,
-        replace(run, result_dir=str(scratch), result_real=str(scratch.resolve())),
-        1.0,
-        ([], ""),
-    )
+    again = ending.publish_reports(home, there, 1.0, ([], ""))
     assert again.attention and again.attention.startswith(ending.REPORTS_HELD)
     assert str(scratch) in again.attention and not (scratch / "finish.flag").exists()

@@ -12,7 +12,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from ajetd.adapters import programfiles
-from conftest import Env
+from conftest import Env, wait_for
 
 FENCE_BREAKER = "printf 'before\\n```\\n# not a heading\\n````\\nafter\\n'"
 
@@ -141,3 +141,20 @@ def test_diag_never_makes_a_removed_result_dir_again(daemon_env: Env) -> None:
     saved = json.loads(out.stdout)["saved"]
     assert not result.exists()
     assert saved and Path(saved).parent == env.home / "runs" / run_id / "diag", saved
+
+
+def test_reports_dir_names_where_this_runs_reports_are(daemon_env: Env) -> None:
+    """The blind walk: a blueprint rejected because its result dir was a live run's reported
+    that dir, and an agent read the other run's finish.flag. `reports_dir` names where this
+    run's reports are: the result dir for an ended run, null for that rejection."""
+    env = daemon_env
+    result = env.tmp / "results" / "shared"
+    live = env.submit(env.blueprint("live", result=str(result), command="sleep 30"))
+    wait_for(lambda: env.record(live).get("state") == "running", what="the live run")
+    other = env.submit(env.blueprint("other", result=str(result), command="exit 0"))
+    rejected = env.wait_done(other)
+    assert rejected["status"] == "rejected" and rejected["reports_dir"] is None, rejected
+    env.cli("stop", live)
+    ended = env.wait_done(live)
+    assert ended["reports_dir"] == str(result)
+    assert json.loads((result / "finish.flag").read_text())["run_id"] == live

@@ -191,6 +191,7 @@ def stored_as_declared(cls: type, data: Mapping[str, Any], what: str) -> None:
 _PATHS = (
     "result_dir",
     "result_real",
+    "reports_dir",
     "codebase_dir",
     "venv_dir",
     "venv_exe",
@@ -223,6 +224,9 @@ class Run:
     # in its path then is the user's; one put there later is not written through
     # (`trialfiles.swapped`); "" in a record older than this field: not checked
     result_real: str = ""
+    # where its reports (results.md ... finish.flag) were written: the result dir, or its
+    # folder in the home where nothing could be written through the dir; "" until written
+    reports_dir: str = ""
     max_time_s: float | None = None
     codebase_dir: str = ""
     venv_dir: str = ""

@@ -253,7 +253,7 @@ def _reject(
     log.warning("run %s: rejected %s: %s", run.run_id, run.source, reason)
     if not writable:
         return run
-    run = replace(run, reports_pending=False)
+    run = replace(run, reports_pending=False, reports_dir=result_dir)
     try:
         moved = ending.move_rejection_aside(Path(result_dir))
         if moved is not None:
@@ -261,5 +261,6 @@ def _reject(
         ending.write_reports(home, run)
     except OSError as exc:
         log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)
+        run = replace(run, reports_dir="")
     home.save_run(run)
     return run

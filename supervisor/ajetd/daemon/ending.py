@@ -310,6 +310,7 @@ def publish_reports(
     troubles = home.held.troubles if home.held is not None else None
     held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
     done = replace(run, reports_pending=False, attention=None if held else run.attention)
+    done = replace(done, reports_dir=str(folder))
     if held and drawn is None:  # the reports first: a picture drawn again took the room a
         # freed folder had for them (46 KB of curves), and they waited for more
         drawn = ([], REPORTS_FIRST)

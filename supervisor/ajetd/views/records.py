@@ -43,6 +43,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "elapsed_s": None if elapsed is None else round(elapsed, 3),
         "max_time_s": run.max_time_s,
         "result_dir": run.result_dir or None,
+        "reports_dir": run.reports_dir or None,
         "exit_code": run.exit_code,
         "metrics": run.metrics,
         "best": best_json(run),
