@@ -200,8 +200,8 @@ def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: b
 
     home = open_home()
     deadline = None if timeout is None else time.monotonic() + timeout
-    checked = said_gone = False
-    run = load_run(home, run_id)
+    run, said_gone = _first_look(home, run_id, deadline)
+    checked = False
     while True:
         try:
             run = load_run(home, run_id) if checked else run
@@ -236,6 +236,23 @@ def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: b
     else:
         click.echo(status_view.wait_line(run, code))
     sys.exit(code)
+
+
+def _first_look(home: Home, run_id: str, deadline: float | None) -> tuple[Run, bool]:
+    """`wait`'s first read of the run, waiting on a folder removed by hand while the daemon
+    holds the run (it makes it again); whether that was said. Its timeout: exit 124."""
+    said = False
+    while True:
+        try:
+            return load_run(home, run_id), said
+        except FolderGoneError as exc:
+            if not said:
+                click.echo(f"ajetd: {exc}; waiting", err=True)
+            said = True
+            if deadline is not None and time.monotonic() >= deadline:
+                click.echo(f"run {run_id}: its folder is still gone (wait timed out)")
+                sys.exit(124)
+            time.sleep(POLL_S)
 
 
 def say_daemon_trouble(home: Home, now: float) -> None:
