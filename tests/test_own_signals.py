@@ -41,6 +41,7 @@ def test_a_stop_escalated_to_kill_is_not_host_oom(env: Env, loop: Loop, how: str
     assert loop.run(run_id).signals_sent[-1] == "KILL"
     status = json.loads(env.cli("status", run_id, "--json").stdout)
     assert status["diagnosis"] == [], status["diagnosis"]
+    assert status["reports_pending"] is False  # finish.flag is there
     trials = (env.tmp / "results" / f"own{how}" / "trials.md").read_text()
     assert "host_oom" not in trials and "ran out of host" not in trials, trials
     text = env.cli("status", run_id).stdout

@@ -33,6 +33,9 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "tmux_socket": run.tmux_socket or None,
         "state": shown_state(run),
         "status": run.status.value if run.status else None,
+        # ended, its reports (results.md, trials.md, finish.flag) still to come: `done` is
+        # on record before them, so a reader of `status` is never told they are there
+        "reports_pending": run.reports_pending,
         "reason": shown_reason(run) or None,
         "trial": trial.number if trial else 0,
         "trials": len(run.trials),
