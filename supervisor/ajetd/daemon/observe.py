@@ -32,6 +32,7 @@ from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
+from ajetd.diagnosis.exitcodes import without_own_signals
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.diagnosis.stream import diagnose_text
@@ -396,18 +397,21 @@ class Observe(Base):
             user = None if slot.live.started(key) else self._kinds(slot)
             seen = slot.live.scan(key, log_file, now, user)
         if seen is not None:
+            # what only echoes a signal ajetd sent (its stop's SIGKILL: bash's `Killed`) is
+            # no finding while it runs either
+            found = without_own_signals(seen.findings, run.signals_sent)
             known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
             replaced = seen.replaced
             if seen.first:  # what the output showed before a restart goes too, unless read again
                 outside = _outside_output(slot)
                 shown = run.trial.live_findings
                 replaced |= {f.kind for f in shown if f.line and f.kind not in outside}
-            for f in seen.new:
+            for f in without_own_signals(tuple(seen.new), run.signals_sent):
                 if f.kind not in known:
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
                     text = f"seen while running{where}: {f.kind} (line {f.line})"
                     self.home.append_event(run.run_id, now, text)
-            self._store(model.seen_in_output(run, framed(seen.findings, run.kind), replaced))
+            self._store(model.seen_in_output(run, framed(found, run.kind), replaced))
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with
