@@ -39,7 +39,10 @@ def test_a_live_runs_folder_gone_is_made_again_and_the_run_is_supervised_to_its_
     trigger = env.tmp / "end-now"
     env.start_daemon()  # deep checks every 30 ms (--backoff-scale 0.001): each one writes
     run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
+    # its start on record and its program printing (the banner quotes `echo step`: a second
+    # `step` is the program's): the folder is replaced under a live run, not under its launch
     wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    wait_for(lambda: _steps(env, "gone") >= 2, what="the run's program to print")
     folder = env.home / "runs" / run_id
     if how == "removed":
         shutil.rmtree(folder)
