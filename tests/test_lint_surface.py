@@ -326,7 +326,9 @@ def test_leftovers_a_backgrounding_run_left_are_said_when_ended(daemon_env: Env)
     with its leftovers, and nothing said so: its admission warns of the `&`, and its journal
     says how many leftover processes were ended, and which command lines."""
     env = daemon_env
-    command = "nohup sleep 4321 > /dev/null 2>&1 &"
+    # the shell's own end hangs up its pane: nohup has its 0.3 s to ignore that, as a
+    # program slower to start (python) has; the command still ends with `&`
+    command = "nohup sleep 4321 > /dev/null 2>&1 & sleep 0.3; true &"
     run_id = env.submit(env.blueprint("bgrun", command=command, ajetd="gpus: 0"))
     status = env.wait_done(run_id)
     assert status["status"] == "succeeded", status

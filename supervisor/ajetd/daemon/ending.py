@@ -194,7 +194,11 @@ def finish_run(
     run = read_metrics_at_end(run, fetch, log_of=log_of)  # on to the file's end, bounded
     run = run if options is None else plateau_unmet(run, options)
     expected = bool(run.val_path) or run.kind == "nemo_rl"  # its program writes records
-    shown = not run.history and shows_validation(run, log_of)  # none read, yet printed
+    shown = False
+    if not run.history and run.trial is not None:  # none read: was one printed? Its output
+        if exit_code is not None:  # whole first (an instant exit's may not be in its log yet)
+            await_output(paths(home, run, run.trial.number).log, run.trial.number)
+        shown = shows_validation(run, log_of)
     reason = kept_truly(end.reason, len(run.history), expected, shown)  # none: no `data kept`
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)
