@@ -12,10 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_report_order import _ended_run
 
 from ajetd.adapters import fsorder, store
 from ajetd.adapters.store import Home
-from ajetd.core.model import Run, State, Status, Trial
+from ajetd.core.model import Run, State, Status
 from ajetd.daemon import ending
 
 Mount = Callable[[Path, str], Path]
@@ -93,20 +94,10 @@ def _spy(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[str, str]]) -> None:
 
 
 def _running(home: Home, run_id: str, result_dir: Path) -> Run:
+    """A running run whose trial just wrote its exit file, its record on disk."""
     home.ensure()
-    home.run_dir(run_id).mkdir()
-    began = time.time() - 1
-    run = Run(
-        run_id,
-        "b.md",
-        began,
-        state=State.RUNNING,
-        result_dir=str(result_dir),
-        started_at=began,
-        trials=(Trial(1, "true", "s", started_at=began),),
-    )
+    run = _ended_run(home, run_id, result_dir)
     home.save_run(run)
-    home.trial_file(run_id, 1, "exit").write_text(f"0 {time.time()}\n")
     return run
 
 

@@ -27,6 +27,23 @@ def _steps(env: Env, name: str) -> int:
     return log.read_text().count("step") if log.exists() else 0
 
 
+def _live_and_waited_for(env: Env, trigger: Path) -> tuple[str, subprocess.Popen[str]]:
+    """A run printing until `trigger` exists, its program printing (not only its start on
+    record: its folder is taken away under a live run, not under its launch's writes), and an
+    `ajetd wait` on it in flight."""
+    run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    wait_for(lambda: _steps(env, "gone") >= 2, what="the run's program to print")
+    waiting = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return run_id, waiting
+
+
 def _journal(folder: Path) -> str:
     path = folder / "events.jsonl"
     return path.read_text() if path.is_file() else ""
@@ -110,15 +127,7 @@ def test_a_removed_run_folder_is_made_again_within_a_pass_and_a_wait_in_flight_g
     "no run"."""
     trigger = env.tmp / "end-now"
     env.start_daemon("--backoff-scale", "1")  # deep checks 30 s apart: no write comes soon
-    run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
-    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
-    waiting = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run_id, waiting = _live_and_waited_for(env, trigger)
     folder = env.home / "runs" / run_id
     handle = open(folder / "state.json", "rb") if held else None  # noqa: SIM115
     try:
@@ -144,15 +153,7 @@ def test_a_run_the_daemon_holds_is_never_no_run_while_its_folder_is_gone(env: En
     never exit 2 "no run"), and a `wait` in flight says so once and waits on."""
     trigger = env.tmp / "end-now"
     daemon = env.start_daemon("--backoff-scale", "1")
-    run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
-    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
-    waiting = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run_id, waiting = _live_and_waited_for(env, trigger)
     folder = env.home / "runs" / run_id
     wait_for(lambda: run_id in _deep_checks(env), what="its next deep check published")
     daemon.send_signal(signal.SIGSTOP)
