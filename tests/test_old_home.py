@@ -67,7 +67,8 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     --json` printed it already. The old findings were each seen once, of catalogue kinds. And
     `tmux_socket` after `session`, which the object gained later: null, the old record does
     not name its tmux server; `reports_dir` after `result_dir`, null likewise (the old record
-    does not say where its reports went). And `warnings` followed by each change admission made to the
+    does not say where its reports went); `reports_pending` after `status`, false (its
+    reports were written, as the object says since). And `warnings` followed by each change admission made to the
     config (run.json's `config_changes`, else the record's `changes`), which they hold since
     (README: what was changed or doubted at admission)."""
     data = json.loads(text)
@@ -84,6 +85,14 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     keys = list(data)
     at = keys.index("result_dir") + 1
     data = {k: data[k] for k in keys[:at]} | {"reports_dir": None} | {k: data[k] for k in keys[at:]}
+    assert "reports_pending" not in data
+    keys = list(data)
+    at = keys.index("status") + 1
+    data = (
+        {k: data[k] for k in keys[:at]}
+        | {"reports_pending": False}
+        | {k: data[k] for k in keys[at:]}
+    )
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -506,6 +506,11 @@ class Home:
             except FileNotFoundError:
                 lost = runrecords.lost_record(self.run_dir(run_id), self.state_file(run_id), run_id)
                 if lost is not None:  # it had trials: never admitted again, never "queued"
+                    looks += 1
+                    if looks < 3:  # or its first record is being written: a run ended before
+                        # it was admitted (a stop) has its journal's end a moment before it
+                        time.sleep(HELD_FOLDER_POLL_S)
+                        continue
                     raise StoreError(lost) from None
                 pending = self.pending(run_id)
                 if pending is not None:
