@@ -132,40 +132,22 @@ def _has_data(home: Home, run: Run) -> bool:
 
 
 def draw_final(home: Home, run: Run, timeout: float = FINAL_TIMEOUT_S) -> tuple[list[str], str]:
-    """Draw the ended run's pictures and wait for them: (pictures drawn, what went wrong)."""
-    live = _LIVE.pop(run.run_id, None)
-    if live is not None and live.poll() is None:  # an older drawing must not land last
-        live.kill()
-        live.wait()
-    if not run.result_dir or not wanted() or not _has_data(home, run):
+    """Draw the ended run's pictures and wait for them: (pictures drawn, what went wrong).
+    The same child and outcome as the daemon's `FinalDrawings`, waited for here by a caller
+    outside its loop (reports written again, a rejection's, tests)."""
+    finals = FinalDrawings(limit=1, timeout=timeout)
+    finals.start(run.run_id)  # an older mid-run drawing must not land last
+    if not final_due(home, run):
+        finals.forget(run.run_id)
         return [], ""
-    spec_file = home.run_dir(run.run_id) / "plot-spec.json"
-    problem = ""
-    try:
-        write_json(spec_file, spec(home, run), OWNER_FILE)
-        done = subprocess.run(
-            _argv(spec_file),
-            capture_output=True,
-            timeout=timeout,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        problem = f"drawing took longer than {timeout:.0f}s and was ended"
-    except OSError as exc:
-        problem = f"the plotter could not run: {exc}"
-    else:
-        if done.returncode == 0:
-            with contextlib.suppress(ValueError, IndexError, KeyError, TypeError):
-                return list(json.loads(done.stdout.splitlines()[-1])["drawn"]), ""
-            problem = "the plotter said nothing usable"
-        else:
-            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            problem = f"the plotter exited with code {done.returncode}: {tail[0][-300:]}"
-    log.error("run %s: pictures not drawn: %s", run.run_id, problem)
-    drawn, note = _found(home, run)
-    return drawn, problem + note
+    drawn = finals.outcome(home, run)  # the child started (or why it could not be)
+    final = finals.runs.get(run.run_id)
+    if drawn is None and final is not None and final.proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            final.proc.wait(timeout)
+        drawn = finals.outcome(home, run)  # its outcome, or ended as past `timeout`
+    assert drawn is not None
+    return drawn
 
 
 def final_due(home: Home, run: Run) -> bool:
