@@ -22,7 +22,7 @@ from ajetd.adapters.store import (
 )
 from ajetd.core.gpuuse import RunGpu
 from ajetd.pictures import drawing
-from conftest import Env, fill
+from conftest import Env, campaign_folder, fill
 
 Mount = Callable[[Path, str], Path]
 BIG = b"x" * (256 << 10)  # more than the full disk has left, whatever its rounding
@@ -82,3 +82,23 @@ def test_diag_on_a_full_result_dir_says_which_file_it_could_not_write(
     said = out.stdout.strip().splitlines()[-1]
     assert said.startswith(f"not saved: {result}/diag/diag-"), said
     assert said.endswith(".md: No space left on device"), said
+
+
+def test_a_campaign_submitted_to_a_full_home_says_the_disk_is_full(env: Env, tmpfs: Mount) -> None:
+    """Before: `ajetd campaign FOLDER` said `cannot copy the campaign folder into ...:
+    [('f/base.md', '.../.c-x.tmp/base.md', "[Errno 28] No space left on device: ..."), ...]`,
+    shutil.copytree's gathered errors as text, where `ajetd submit` says `No space left on
+    device (0 B free)`. Nothing is left in the inbox."""
+    tmpfs(env.home, "1m")
+    assert env.cli("status").returncode == 0  # the home's folders made
+    folder = campaign_folder(env, "full", env.tmp / "campaign-results")
+    fill(env.home)
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 1, out
+    assert out.stdout == ""
+    said = out.stderr.strip()
+    assert said == (
+        f"ajetd: cannot copy the campaign folder {folder} into {env.home / 'inbox'}: "
+        "No space left on device (0 B free); nothing was submitted"
+    ), said
+    assert list((env.home / "inbox").iterdir()) == []

@@ -17,7 +17,7 @@ from typing import Any
 
 from ajetd.adapters import campaigngit
 from ajetd.adapters.control import SUFFIX, new_campaign_id
-from ajetd.adapters.diskfull import free_space
+from ajetd.adapters.diskfull import free_space, is_full
 from ajetd.adapters.inbox import SETTLE_S
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
@@ -302,16 +302,33 @@ def submit_folder(home: Home, folder: Path) -> str:
     campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"
     try:
-        shutil.copytree(folder, tmp)
+        copy_folder(folder, tmp)
         make_owner_only(tmp)
         tmp.rename(home.inbox / f"{campaign_id}__{spec.name}{SUFFIX}")
     except OSError as exc:  # a full or read-only home: said, and no half copy left behind
         shutil.rmtree(tmp, ignore_errors=True)
+        # a full disk is the inbox's (a copy's ENOSPC names its source file too); an error
+        # naming one file alone, outside the copy, is that file of the user's folder
+        source = exc.filename2 is None and not str(exc.filename or tmp).startswith(str(tmp))
+        which = f"{exc.filename}: " if source and not is_full(exc) else ""
         raise AjetdError(
-            f"cannot copy the campaign folder into {home.inbox}: {exc.strerror or exc} "
-            f"({free_space(home.inbox)} free); nothing was submitted"
+            f"cannot copy the campaign folder {folder} into {home.inbox}: {which}"
+            f"{exc.strerror or exc} ({free_space(home.inbox)} free); nothing was submitted"
         ) from exc
     return campaign_id
+
+
+def copy_folder(source: Path, target: Path) -> None:
+    """`source` copied to a new `target`, links followed (as `_odd_files` judged it), stopping
+    at the first error and raising it as it came: its errno and file kept, so a full disk is
+    said as one (`shutil.copytree` gathers every file's error into one `shutil.Error` of
+    their texts, which has no errno and read as a list of tuples)."""
+    target.mkdir()
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir():
+            copy_folder(entry, target / entry.name)
+        else:
+            shutil.copy2(entry, target / entry.name)
 
 
 def make_owner_only(folder: Path) -> None:
