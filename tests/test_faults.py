@@ -728,3 +728,48 @@ def test_a_killed_trial_script_is_said_as_such_not_as_a_vanished_session(
     assert status["status"] == "lost", status
     assert "vanished" not in status["reason"], status["reason"]
     assert "its trial script was killed" in status["reason"], status["reason"]
+
+
+def test_a_run_that_ends_on_a_full_home_shows_its_end_and_no_false_none(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """Before: the run's record held in memory, `status RUN` laid only its state over the
+    record on disk: its trial read `running  exit -` under `state succeeded`, and its
+    validation records, read after the disk filled, `no validation results were written`.
+    The daemon publishes the last trial's end and how many records it holds (daemon.json);
+    once there is room the record says the same."""
+    tmpfs(env.home, "2m")
+    env.start_daemon()
+    go = env.tmp / "go"
+    config = env.config("held")
+    command = (
+        f"while [ ! -e {go} ]; do sleep 0.05; done; python -m fakejet.launcher --conf {config}"
+    )
+    run_id = env.submit(env.blueprint("held", command=command, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    filler = fill(env.home)
+    go.write_text("")
+
+    def published() -> dict[str, Any]:
+        try:
+            return dict(json.loads((env.home / "daemon.json").read_text())["unsaved"][run_id])
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    wait_for(lambda: published().get("state") == "done", 30, "the run's end, held")
+    assert not env.record(run_id).get("history")  # none of its records is on disk
+    shown = env.cli("status", run_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    trial = next(line for line in lines if line.startswith("  #1 "))
+    assert "running" not in trial and "exit 0" in trial, shown.stdout
+    assert "no validation results were written" not in shown.stdout, shown.stdout
+    assert "none on disk yet" in shown.stdout, shown.stdout
+    held = published()["records"]
+    assert held >= 1, published()
+    assert f"warning    {held} validation record(s) read since are held" in shown.stdout
+    filler.unlink()
+    env.wait_done(run_id)
+    shown = env.cli("status", run_id)
+    assert "held in memory" not in shown.stdout and "none on disk" not in shown.stdout
+    assert f"METRICS (last {min(5, held)} of {held})" in shown.stdout, shown.stdout

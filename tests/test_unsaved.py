@@ -28,7 +28,7 @@ def test_whatever_daemon_json_holds_a_reader_keeps_only_run_ids_and_state_fields
 ) -> None:
     for run_id, fields in unsaved.published(value).items():
         assert len(run_id) == 6 and run_id.isalnum()
-        assert set(fields) <= set(unsaved.FIELDS) and fields
+        assert set(fields) <= {*unsaved.FIELDS, *unsaved.DERIVED} and fields
 
 
 def test_brief_keeps_the_state_fields_and_cuts_long_texts() -> None:
@@ -37,12 +37,35 @@ def test_brief_keeps_the_state_fields_and_cuts_long_texts() -> None:
         "status": "failed",
         "exit_code": 3,
         "reason": "x" * 5000,
-        "trials": [{"n": 1}],
+        "trials": [{"number": 1, "ended_at": 5.0, "exit_code": 3, "findings": [{"k": 1}]}],
         "metrics": {"m": 1.0},
+        "history": [{"step": 2}, {"step": 4}],
     }
     shown = unsaved.brief(record)
-    assert set(shown) == {"state", "status", "exit_code", "reason"}
+    assert set(shown) == {"state", "status", "exit_code", "reason", *unsaved.DERIVED}
     assert len(shown["reason"]) == unsaved.TEXT_MAX
+    assert (shown["trial"], shown["trial_ended_at"], shown["trial_exit_code"]) == (1, 5.0, 3)
+    assert shown["records"] == 2
+
+
+def test_the_held_trials_end_closes_only_the_same_trial_left_open_on_disk() -> None:
+    """The last trial's end is laid over the trial of its number, where the disk has it
+    open; a disk whose last trial is another (the held record launched one since) or already
+    ended keeps its own."""
+    newer = unsaved.brief({"state": "done", "trials": [{"number": 2, "ended_at": 9.0}]})
+    newer = {**newer, "trial_exit_code": 7}
+    open_two = {"state": "running", "trials": [{"number": 1}, {"number": 2, "ended_at": None}]}
+    laid = unsaved.laid_over(open_two, newer)
+    assert laid["state"] == "done" and "trial" not in laid
+    assert laid["trials"][-1] == {"number": 2, "ended_at": 9.0, "exit_code": 7}
+    for disk in (
+        {"trials": [{"number": 1, "ended_at": None}]},
+        {"trials": [{"number": 2, "ended_at": 3.0, "exit_code": 0}]},
+        {"trials": "garbage"},
+    ):
+        assert unsaved.laid_over(disk, newer)["trials"] == disk["trials"]
+    assert unsaved.records_held({"history": [{}]}, {"records": 3}) == 2
+    assert unsaved.records_held({}, {"records": "x"}) == 0
 
 
 def _records(n: int) -> dict[str, dict[str, Any]]:

@@ -76,7 +76,9 @@ def as_run(path: Path, data: Mapping[str, Any], newer: Mapping[str, Any] | None 
     if newer:
         with contextlib.suppress(StoreError):
             run = as_run(path, unsaved.laid_over(data, newer))
-            return replace(run, warnings=(*run.warnings, unsaved.NOTE))
+            held = unsaved.records_held(data, newer)
+            more = (unsaved.RECORDS_HELD.format(n=held),) if held else ()
+            return replace(run, warnings=(*run.warnings, unsaved.NOTE, *more))
     try:
         return Run.from_json(data)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:

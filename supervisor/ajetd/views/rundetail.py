@@ -13,6 +13,7 @@ import shlex
 import textwrap
 from dataclasses import dataclass
 
+from ajetd.core import unsaved
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
@@ -124,6 +125,8 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     history = list(run.history)
     if not history:
         none = "no validation results yet" if run.active else "no validation results were written"
+        if unsaved.NOTE in run.warnings:  # the record on disk is not the newest: never claimed
+            none = "none on disk yet: the run's newest record is held in memory (a full home)"
         return [[("METRICS", "header")], [(f"  {none}", "dim")]]
     metric = shown_metric(history, run.metric)
     keys = shown_keys(history, run.metric)
