@@ -26,7 +26,7 @@ def _facts(**changed: Any) -> Unstarted:
         "has_blueprint": True,
         "journal": ("blueprint bp.md claimed", "waiting for 1 GPU(s)"),
         "result_dir": "/r/x",
-        "flagged": False,
+        "flag_bar": None,
         "taken": False,
     }
     return Unstarted(**{**facts, **changed})
@@ -38,7 +38,8 @@ def test_only_a_run_that_never_ended_and_owns_its_result_dir_is_admitted_again()
     for end in ("run ended: stopped: stopped by `ajetd stop`", "rejected: no codebase"):
         journal = ("blueprint bp.md claimed", end)
         assert "says it ended" in (not_readmitted(_facts(journal=journal)) or "")
-    assert "finish.flag" in (not_readmitted(_facts(flagged=True)) or "")
+    bar = "its result dir's finish.flag records its end"
+    assert "finish.flag" in (not_readmitted(_facts(flag_bar=bar)) or "")
     assert "live run's" in (not_readmitted(_facts(taken=True)) or "")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ajetd.core.endevidence import flag_bars
 from ajetd.core.model import State
 from ajetd.core.rebuilt import TrialFiles, rebuilt_run, remote_dir
 from ajetd.core.trialscript import (
@@ -26,7 +27,7 @@ from ajetd.core.trialscript import (
     trial_log,
 )
 from ajetd.daemon.trials import read_metrics
-from conftest import Env, wait_for
+from conftest import Env, rebuilt_after_a_cut, wait_for
 from loopkit import KillAfter, Killed, Loop
 
 
@@ -354,3 +355,57 @@ def test_a_run_that_ended_with_its_reports_pending_is_never_rebuilt(
     assert sum(e.startswith("run ended: ") for e in events) == 1, events  # ended once
     assert not any(e.startswith("record rebuilt") for e in events), events
     assert not hook.exists()  # never a second end's hook
+
+
+def _flag(run_id: object, ended_at: str | None = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    return {"run_id": run_id, "status": "succeeded", "reason": "x", "ended_at": ended_at}
+
+
+def test_only_its_own_flag_or_a_newer_runs_bars_a_damaged_run() -> None:
+    """A finish.flag in a damaged live run's result dir bars its rebuild only where it is
+    ajetd's for this run (its end), or for a run that ended since this one was admitted (the
+    folder is that run's now); the program's own file at that name and an older run's flag
+    copied there are no marks."""
+    admitted = 1_800_000_000.0  # 2027-01-15
+    later = "2027-02-01T00:00:00Z"
+    assert "records its end" in (flag_bars("abc123", _flag("abc123"), admitted) or "")
+    assert "records its end" in (flag_bars("abc123", {"run_id": "abc123"}, admitted) or "")
+    assert "that run's now" in (flag_bars("abc123", _flag("zzz999", later), admitted) or "")
+    assert "that run's now" in (flag_bars("abc123", _flag("zzz999", None), admitted) or "")
+    for not_a_mark in (
+        None,  # not JSON: `done`, an empty file
+        ["abc123"],
+        {"status": "succeeded"},  # the program's JSON, with no run of ajetd's named
+        {"run_id": 7, "status": "succeeded"},
+        _flag("zzz999", "2026-12-01T00:00:00Z"),  # an older run's, copied there since
+        {"run_id": "zzz999", "status": "finished", "ended_at": later},  # no status of ajetd's
+    ):
+        assert flag_bars("abc123", not_a_mark, admitted) is None, not_a_mark
+
+
+def test_a_run_whose_program_copied_an_older_flag_in_is_rebuilt_and_keeps_it(
+    env: Env,
+) -> None:
+    """Before: a rebuild took any finish.flag in the result dir as the run's end (or a newer
+    run's results) and left the live run named as damaged with nobody watching it. Here its
+    program copies an older run's results in (finish.flag among them) and runs on: the run is
+    rebuilt and supervised, and at its end that flag is moved aside as the program's, ajetd's
+    own written in its place."""
+    result = env.tmp / "results" / "copied"
+    older = env.tmp / "older-flag"
+    older.write_text(json.dumps(_flag("old111", "2020-01-01T00:00:00Z")))
+    end = env.tmp / "end-now"
+    command = (
+        f'cp {older} "$AJETD_RESULT_DIR/finish.flag"; echo copied; '
+        f"while [ ! -e {end} ]; do sleep 0.05; done; exit 0"
+    )
+    env.start_daemon("--liveness", "0.5")
+    bp = env.blueprint("copied", command=command, result=str(result), ajetd="gpus: 0")
+    run_id = env.submit(bp)
+    wait_for(lambda: (result / "finish.flag").exists(), what="the program's copy")
+    rebuilt_after_a_cut(env, run_id, ("session", "result_dir"))
+    end.touch()
+    ended = env.wait_done(run_id)
+    assert (ended["status"], ended["exit_code"]) == ("succeeded", 0), ended
+    assert json.loads((result / "finish.flag").read_text())["run_id"] == run_id
+    assert (result / "finish.program.flag").read_bytes() == older.read_bytes()

@@ -74,6 +74,31 @@ def flagged_end(run_id: str, data: Any, where: str) -> EndMark | None:
     )
 
 
+def flag_bars(run_id: str, data: Any, admitted_at: float) -> str | None:
+    """Why a finish.flag in the result dir of run `run_id`, a live run whose record is lost
+    (`data`: the flag's JSON, None where it is none), keeps the run from being rebuilt or
+    admitted again: it names this run (its end), or is another run's that ended since this
+    run was admitted, or says not when (the folder is that run's now). None for any other
+    file at that name: the program's own (its completion marker, not ajetd's JSON), or an
+    older run's flag copied there since (admission refuses a folder that holds one); the
+    run is taken up, and that file moved aside with the program's at its end
+    (`adapters.programfiles`), never read as its end."""
+    if not isinstance(data, dict):
+        return None
+    other = data.get("run_id")
+    if other == run_id:
+        return "its result dir's finish.flag records its end"
+    mark = flagged_end(other, data, "") if isinstance(other, str) else None
+    if mark is None:
+        return None
+    if mark.at is not None and mark.at < admitted_at:
+        return None
+    return (
+        f"its result dir holds run {other}'s finish.flag, which ended since this run was "
+        "admitted: the folder is that run's now"
+    )
+
+
 def contradicted(run: Run, journal: EndMark | None, flag: EndMark | None) -> str | None:
     """Why the record `run` is not to be taken as it is: it says live, or its reports still to
     come while finish.flag records another end; None where the record agrees with them (or

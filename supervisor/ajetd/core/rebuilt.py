@@ -87,7 +87,9 @@ class Unstarted:
     has_blueprint: bool  # its stored copy (runs/<id>/blueprint.md) can be read
     journal: tuple[str, ...]  # its events.jsonl, as texts
     result_dir: str  # as its stored blueprint names it (expanded); "" where it names none
-    flagged: bool  # that dir holds a finish.flag
+    # why that dir's finish.flag bars it (`endevidence.flag_bars`: its own end, or a newer
+    # run's); None: none there, or the program's own or an older run's
+    flag_bar: str | None
     taken: bool  # that dir is a live run's
 
 
@@ -98,11 +100,8 @@ def not_readmitted(facts: Unstarted) -> str | None:
         return "its stored blueprint (blueprint.md) cannot be read: nothing to admit again"
     if ended_in_journal(facts.journal):
         return "its journal (events.jsonl) says it ended: never admitted again"
-    if facts.flagged:
-        return (
-            f"its result dir {facts.result_dir} holds a finish.flag (its end, or another run's "
-            "results): never admitted again"
-        )
+    if facts.flag_bar is not None:
+        return f"{facts.flag_bar} ({facts.result_dir}): never admitted again"
     if facts.taken:
         return f"its result dir {facts.result_dir} is a live run's: never admitted again"
     return None

@@ -6,7 +6,9 @@ Only a run that may still live is rebuilt: one whose journal does not say it end
 is journalled before its record is saved: one that ended with its reports pending and its
 dead pane kept is not brought back), whose trial scripts are all there, whose last
 trial has not ended without a pane left, and whose result dir is there, holds no finish.flag
-(its own: it ended; another run's: the folder is that run's now) and is no live run's. The
+of its own (it ended) or of a run that ended since it was admitted (the folder is that run's
+now; the program's own file at that name, or an older run's flag it copied there, is no mark:
+`core.endevidence.flag_bars`) and is no live run's. The
 others stay named as damaged: a rebuilt run writes its reports, never over another's. A run on
 an SSH host or through Slurm is rebuilt from the program's own script kept beside the pane's
 (`trial-N.remote.sh`, `trial-N.job.sh`; its SSH folder there: `core.rebuilt.remote_dir`), the
@@ -21,10 +23,11 @@ and the daemon's log say what was done.
 A run that never let a trial go (`core.rebuilt.never_let_go`: queued, or its first trial only
 prepared) is not rebuilt but admitted again from its stored blueprint (`readmission`,
 `core.rebuilt.not_readmitted`), unless its journal says it ended or its result dir holds a
-finish.flag or is a live run's; or where a process still runs its first trial's script (a
-pane waiting for the go file: rebuilt, adopting that pane, never a second one let go). An SSH
-run whose folder holds trial 1's program script (written as the trial is prepared) counts as
-never let go where its host says nothing of trial 1 reached it (`_never_went`).
+finish.flag that bars it (as above) or is a live run's; or where a process still runs its
+first trial's script (a pane waiting for the go file: rebuilt, adopting that pane, never a
+second one let go). An SSH run whose folder holds trial 1's program script (written as the
+trial is prepared) counts as never let go where its host says nothing of trial 1 reached it
+(`_never_went`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ from ajetd.adapters import inbox, procs, runrecords, trialfiles
 from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
+from ajetd.core import jsontext, resultfiles
 from ajetd.core.blueprint import asked, extract_parts
+from ajetd.core.endevidence import flag_bars
 from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import REMOTE_SCRIPT
 from ajetd.core.model import Run
@@ -100,7 +105,11 @@ def rebuild(
         return None
     program = REMOTE_SCRIPT if options.ssh else JOB_SCRIPT if options.slurm else "sh"
     trials = trialfiles.trial_files(folder, run_id, program)
-    if not trials or not _result_dir_free(trials[-1].facts.result_dir, taken):
+    if not trials:
+        return None
+    busy = _result_dir_busy(home, run_id, trials[-1].facts.result_dir, taken)
+    if busy is not None:
+        log.error("run %s: not rebuilt: %s", run_id, busy)
         return None
     remote = remote_dir(trials[-1].facts) if options.ssh is not None else ""
     if remote is None:
@@ -214,7 +223,7 @@ def readmission(
         has_blueprint=text is not None,
         journal=tuple(event for _, event in journal),
         result_dir=result_dir,
-        flagged=bool(result_dir) and Path(result_dir, "finish.flag").exists(),
+        flag_bar=_flag_bar(home, run_id, result_dir) if result_dir else None,
         taken=bool(result_dir) and in_use(result_dir, taken),
     )
     why = not_readmitted(facts)
@@ -308,12 +317,35 @@ def _submitted_at(folder: Path, result_dir: str) -> float:
     return 0.0
 
 
-def _result_dir_free(result_dir: str, taken: Collection[str]) -> bool:
-    """A rebuilt run may write its reports into `result_dir`: the folder is there (a live run's
-    holds its logs), holds no finish.flag (its own: it ended, its end written; another run's:
-    the folder is that run's now) and is no live run's (`taken`). Anything else leaves the
-    damaged record named, never a result overwritten."""
-    folder = Path(result_dir)
-    if not folder.is_dir() or (folder / "finish.flag").exists():
-        return False
-    return not in_use(result_dir, taken)
+def _result_dir_busy(
+    home: Home, run_id: str, result_dir: str, taken: Collection[str]
+) -> str | None:
+    """Why a rebuilt run may not write its reports into `result_dir`, or None where it may: the
+    folder is there (a live run's holds its logs), its finish.flag bars none
+    (`endevidence.flag_bars`: its own end written, or a newer run's: the folder is that run's
+    now) and it is no live run's (`taken`). Anything else leaves the damaged record named,
+    never a result overwritten."""
+    if not Path(result_dir).is_dir():
+        return f"its result dir {result_dir} is not there"
+    bar = _flag_bar(home, run_id, result_dir)
+    if bar is not None:
+        return f"{bar} ({result_dir})"
+    if in_use(result_dir, taken):
+        return f"its result dir {result_dir} is a live run's"
+    return None
+
+
+def _flag_bar(home: Home, run_id: str, result_dir: str) -> str | None:
+    """`endevidence.flag_bars` for the finish.flag in `result_dir` (None: none there), against
+    when the run was admitted: its journal's first line (its claim), else its folder's time."""
+    flag = Path(result_dir, resultfiles.FINISH_FLAG)
+    if not os.path.lexists(flag):
+        return None
+    data = None
+    with contextlib.suppress(OSError, ValueError, NotRegularError):
+        data = jsontext.loads(read_small(flag))
+    journal: list[tuple[float, str]] = []
+    with contextlib.suppress(ValueError, OSError):
+        journal = home.events(run_id)
+    admitted = journal[0][0] if journal else _submitted_at(home.run_dir(run_id), result_dir)
+    return flag_bars(run_id, data, admitted)
