@@ -402,7 +402,7 @@ def test_a_run_whose_program_copied_an_older_flag_in_is_rebuilt_and_keeps_it(
     env.start_daemon("--liveness", "0.5")
     bp = env.blueprint("copied", command=command, result=str(result), ajetd="gpus: 0")
     run_id = env.submit(bp)
-    wait_for(lambda: (result / "finish.flag").exists(), what="the program's copy")
+    wait_for((result / "finish.flag").exists, what="the program's copy")
     rebuilt_after_a_cut(env, run_id, ("session", "result_dir"))
     end.touch()
     ended = env.wait_done(run_id)
