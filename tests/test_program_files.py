@@ -83,6 +83,27 @@ def test_the_programs_own_reports_are_kept_aside_never_overwritten(daemon_env: E
     assert wait.returncode == 1 and json.loads(wait.stdout)["status"] == "failed"
 
 
+def test_the_programs_file_at_a_later_trials_log_name_is_kept_aside(daemon_env: Env) -> None:
+    """Before: a program that wrote `logs/trial-2.log` (one stage writing the next one's
+    name, or results copied in from an older run) had trial 2's output appended to its file,
+    the two mixed in the log `ajetd logs` reads. The file is moved aside as
+    `trial-2.program.log` before trial 2 starts, and the run's warnings and journal say so."""
+    env = daemon_env
+    result = env.tmp / "results" / "ownlog"
+    first = 'echo first; l="$AJETD_RESULT_DIR/logs"; mkdir -p "$l"; echo theirs > "$l/trial-2.log"'
+    stages = "gpus: 0\nstages: [{name: a}, {name: b, command: 'echo second'}]"
+    run_id = env.submit(env.blueprint("ownlog", result=str(result), command=first, ajetd=stages))
+    status = env.wait_done(run_id)
+    assert (status["status"], status["trials"]) == ("succeeded", 2), status
+    logs = result / "logs"
+    assert (logs / "trial-2.program.log").read_text() == "theirs\n"
+    ours = (logs / "trial-2.log").read_text()
+    assert "theirs" not in ours and "second" in ours, ours
+    said = [w for w in status["warnings"] if "trial-2.log" in w]
+    assert said and "kept as trial-2.program.log" in said[0], status["warnings"]
+    assert said[0] in (env.home / "runs" / run_id / "events.jsonl").read_text()
+
+
 def test_a_restart_halfway_through_the_reports_keeps_ajetds_own(env: Env) -> None:
     """A daemon killed after renaming results.md into place, before finish.flag: the restarted
     daemon writes the reports again and moves nothing of its own aside (the pass is made once),

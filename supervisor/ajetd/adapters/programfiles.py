@@ -88,6 +88,34 @@ def set_aside(home: Home, run_id: str, folder: Path) -> list[tuple[str, str]] | 
     return moved
 
 
+def log_aside(log: Path) -> tuple[str, str] | None:
+    """Before trial N starts, a file with text at its log's name (`logs/trial-N.log`) is not
+    ajetd's: it writes there only while trial N runs (a readmitted trial's may have left it
+    empty). The program wrote it (one trial writing the next one's name, or results copied
+    in from an older run), so it is moved aside as `trial-N.program.log` (`aside_name`)
+    before the trial's output would be appended to it: what was moved (name, new name), None
+    where nothing was there. A link or any other non-file there is left to the log's writer
+    (never written through: the output goes to the spare). Raises OSError where the folder
+    refuses the rename."""
+    try:
+        info = log.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return None
+    new = aside_name(log.name, set(os.listdir(log.parent)))
+    os.rename(log, log.parent / new)
+    return log.name, new
+
+
+def log_moved_note(folder: Path, number: int, moved: tuple[str, str]) -> str:
+    """The warning and journal line for what `log_aside` moved before trial `number`."""
+    return (
+        f"the program wrote {moved[0]} in {folder} before trial {number} began, the name ajetd "
+        f"writes that trial's output under: its own is kept as {moved[1]}"
+    )
+
+
 def moved_note(folder: Path, moved: list[tuple[str, str]]) -> str:
     """The warning and journal line for what `set_aside` moved."""
     pairs = ", ".join(f"{old} as {new}" for old, new in moved)

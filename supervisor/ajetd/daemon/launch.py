@@ -67,7 +67,7 @@ class Launch(Base):
         try:
             panes = self.tmux.panes_or_empty()
             run = trials.prepare_trial(
-                self.home, self.tmux, queued, slot.options, slot.host, taken, panes
+                self.home, self.tmux, queued, slot.options, slot.host, taken, panes, now
             )
         except (AjetdError, OSError) as exc:
             if isinstance(exc, OSError) and diskfull.is_full(exc):  # it waits for space

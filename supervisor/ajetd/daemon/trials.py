@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import procs
+from ajetd.adapters import procs, programfiles
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
@@ -119,11 +119,13 @@ def prepare_trial(
     host: Host,
     taken: set[str],
     panes: list[Pane],
+    now: float,
 ) -> Run:
     """Record trial N+1 with its session name and write its script (as `host` runs it);
-    nothing runs yet. `panes`: the tmux server's panes as listed for this launch (a new
-    session's name is unique among their sessions, and `start_trial` takes the same list:
-    one tmux call less between a submit and its program's first statement)."""
+    nothing runs yet (a file of the program's at its log's name is moved aside first).
+    `panes`: the tmux server's panes as listed for this launch (a new session's name is
+    unique among their sessions, and `start_trial` takes the same list: one tmux call less
+    between a submit and its program's first statement)."""
     number = len(run.trials) + 1
     command, dropped = protect_autokill(run.launch_command)
     if options.autokill == "allow":
@@ -140,8 +142,9 @@ def prepare_trial(
     run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
     if dropped:
         run = model.warn(run, "--autokill removed (autokill: protect)")
-    home.save_run(run)
     p = paths(home, run, number)
+    run = _program_log_aside(home, run, p.log, now)
+    home.save_run(run)
     spec = TrialSpec(
         run_id=run.run_id,
         trial=number,
@@ -162,6 +165,24 @@ def prepare_trial(
     run, spec = host.prepare(run, spec, p.log)
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
+
+
+def _program_log_aside(home: Home, run: Run, log_file: Path, now: float) -> Run:
+    """The program's own file at the trial's log name moved aside before the trial's output
+    goes there (`programfiles.log_aside`), said as the reports' names are (the run's
+    warnings, its journal). A folder that refuses the rename is logged, and the output
+    appended to that file as before: a launch never fails for it."""
+    try:
+        moved = programfiles.log_aside(log_file)
+    except OSError as exc:
+        log.warning("run %s: %s not moved aside: %s", run.run_id, log_file, exc)
+        return run
+    if moved is None:
+        return run
+    said = programfiles.log_moved_note(log_file.parent, len(run.trials), moved)
+    log.warning("run %s: %s", run.run_id, said)
+    home.append_event(run.run_id, now, said)
+    return model.warn(run, said)
 
 
 def _make_fifo(path: Path | str) -> str:
