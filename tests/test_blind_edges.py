@@ -228,6 +228,45 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert f"run {queued} has no tmux session (done, rejected: exp_max_time" in out, out
 
 
+def test_a_session_renamed_by_hand_is_shown_and_attached_by_its_new_name(env: Env) -> None:
+    """Before: after `tmux rename-session`, `status RUN` showed the old name in its session
+    and attach lines, `ajetd attach` said the session `is gone`, and results.md named the old
+    one. The pane is found by its script (`@ajetd_script`), as the daemon finds it: the CLI
+    asks tmux for the name it has now, and the daemon's record takes it (journal says so)."""
+    env.start_daemon("--liveness", "0.2")
+    end = env.tmp / "end-now"
+    command = f"while [ ! -e {end} ]; do sleep 0.05; done"
+    run_id = env.submit(env.blueprint("renamed", command=command, ajetd="gpus: 0"))
+    session = wait_for(
+        lambda: env.record(run_id).get("started_at") and env.record(run_id)["session"]
+    )
+    assert env.tmux("rename-session", "-t", session, "mine").returncode == 0
+    shown = env.cli("status", run_id)
+    assert f"attach     tmux -L {env.socket} attach -t mine" in shown.stdout, shown.stdout
+    assert env.status(run_id)["session"] == "mine"
+    attach = _started(
+        env, "script", "-qec", f"{sys.executable} -m ajetd attach {run_id}", "/dev/null"
+    )
+    try:
+
+        def attached() -> str:
+            return env.tmux("list-clients", "-t", "mine").stdout.strip()
+
+        wait_for(attached, what="a client")
+        assert env.tmux("detach-client", "-s", "mine").returncode == 0
+        out, _ = attach.communicate(timeout=30)
+    finally:
+        attach.kill()
+    assert attach.returncode == 0 and "is gone" not in out, out
+    end.touch()
+    env.wait_done(run_id)
+    assert env.record(run_id)["session"] == "mine"
+    results = (env.tmp / "results" / "renamed" / "results.md").read_text()
+    assert "tmux session: `mine`" in results, results  # its timeline says both names
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert f"tmux session {session} was renamed mine" in journal
+
+
 def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(
     daemon_env: Env,
 ) -> None:

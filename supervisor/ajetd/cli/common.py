@@ -94,6 +94,27 @@ def load_run(home: Home, run_id: str) -> Run:
         raise click.UsageError(str(exc)) from exc
 
 
+def with_live_session(home: Home, run: Run) -> Run:
+    """The run with its tmux session as tmux calls it now: its trial's pane found by its
+    script (`tmux.find_pane`, as the daemon finds it), whose session a user may have renamed
+    (`tmux rename-session`) since the daemon last listed the panes (it takes the new name
+    within a minute). One `list-panes` on the run's server, asked only where the session is
+    there to attach to; the record as it is where tmux does not answer or has no such pane."""
+    from ajetd.core import model
+
+    if run.trial is None or not run.session or (not run.active and run.session_closed):
+        return run
+    from ajetd.adapters.tmux import Tmux, find_pane, socket_from_env
+    from ajetd.core.errors import TmuxError
+
+    try:
+        panes = Tmux(model.tmux_socket_of(run, socket_from_env())).panes()
+    except TmuxError:
+        return run
+    pane = find_pane(panes, home.trial_file(run.run_id, run.trial.number, "sh"))
+    return run if pane is None else model.session_renamed(run, pane.session)
+
+
 def echo_json(data: Any) -> None:
     """Indented JSON, non-ASCII kept as it is."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))

@@ -28,6 +28,7 @@ from ajetd.cli.common import (
     json_option,
     load_run,
     open_home,
+    with_live_session,
 )
 from ajetd.core.errors import FolderGoneError
 from ajetd.core.shown import show
@@ -120,7 +121,7 @@ def status(
     home = open_home()
     now = time.time()
     if run_id is not None and not watch:
-        run = load_run(home, run_id)
+        run = with_live_session(home, load_run(home, run_id))
         if run.active:  # the daemon's own trouble, where it leaves this run unwatched
             say_daemon_trouble(home, now)
         if as_json:
@@ -462,6 +463,7 @@ def attach(run_id: str) -> None:
             run = load_run(home, run_id)
     if not run.session:  # it ended without one: exit 1, saying how
         raise click.ClickException(f"run {run_id} has no tmux session ({_why(run)})")
+    run = with_live_session(home, run)  # renamed by hand since: the name tmux has now
     tmux = Tmux(tmux_socket_of(run, socket_from_env()))  # known once it started
     argv, env = tmux.attach(run.session)
     _session_alive(tmux, run)

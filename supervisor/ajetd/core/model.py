@@ -373,6 +373,15 @@ def waiting(run: Run, reason: str) -> Run:
     return run if run.reason == reason else replace(run, reason=reason)
 
 
+def session_renamed(run: Run, name: str) -> Run:
+    """The run's tmux session is now called `name` (a user's `tmux rename-session`; its pane
+    is found by its script, not by name): the run and its current trial take the name, so
+    its attach line, reports and the session's close at its end use the one tmux has."""
+    if not name or name == run.session or run.trial is None:
+        return run
+    return _update_trial(replace(run, session=name), session=name)
+
+
 def _update_trial(run: Run, **changes: Any) -> Run:
     trial = run.trial
     assert trial is not None

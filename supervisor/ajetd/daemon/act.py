@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import NoReturn
 
-from ajetd.adapters.tmux import Pane
+from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core import model, stopnote
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
@@ -146,8 +146,11 @@ class Act(Observe):
     def _finish(
         self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, seen: Seen
     ) -> Run:
-        """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped."""
+        """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped.
+        Its session's name is asked of tmux first (renamed since the panes were last
+        listed: its reports and the session's close use the name it has)."""
         slot.host.end(run, now, final=True)
+        run = self._named_now(slot, run, now)
         failed = action.status is Status.FAILED
         found, exited = seen
         end = ending.TrialEnd(
@@ -161,6 +164,17 @@ class Act(Observe):
         self.on_finish_due(run, slot.options)  # fired once the end is on disk
         self._finish_hooks(now)
         return run
+
+    def _named_now(self, slot: RunSlot, run: Run, now: float) -> Run:
+        """`session_seen` with the trial's pane as tmux lists it now (one call; a tmux that
+        does not answer leaves the name as recorded: an end never waits on it)."""
+        if run.trial is None or not run.session:
+            return run
+        try:
+            pane = find_pane(self.tmux.panes_or_empty(), slot.paths(self.home).script)
+        except TmuxError:
+            return run
+        return run if pane is None else self.session_seen(run, pane.session, now)
 
     def _next_stage(
         self,

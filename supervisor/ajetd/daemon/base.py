@@ -211,6 +211,17 @@ class Base:
             self.home.save_run(run)
         self._keep(run)
 
+    def session_seen(self, run: Run, session: str, now: float) -> Run:
+        """The run as tmux names its session now (`session`: its pane's, found by script):
+        a live run's session renamed by `tmux rename-session` takes the new name, said in
+        its journal, so its attach line, reports and the session's close use it."""
+        if not run.active or not session or session == run.session:
+            return run
+        said = f"tmux session {run.session} was renamed {session}: shown and attached as such"
+        log.info("run %s: %s", run.run_id, said)
+        self.home.append_event(run.run_id, now, said)
+        return model.session_renamed(run, session)
+
     def live_slots(self) -> list[RunSlot]:
         """The runs whose trial runs or is being stopped, in the order they came."""
         return [s for s in self.slots.values() if s.run.state in LIVE]

@@ -92,6 +92,7 @@ class Observe(Base):
                 pane = find_pane(panes, slot.paths(self.home).script)
                 if pane is not None:
                     slot.pane = (slot.run.trial.number, pane)
+                    self._store(self.session_seen(slot.run, pane.session, now))
                     if pane.pid and not pane.dead:
                         self.pane_starts[pane.pid] = procs.started(pane.pid)
         return True
