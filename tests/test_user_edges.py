@@ -200,6 +200,36 @@ def test_a_campaign_folder_is_read_as_blueprints_are_and_refused_by_name(env: En
     assert done.returncode == 0, done.stderr
 
 
+def test_every_text_file_saved_as_utf16_reads_or_is_refused_in_words(env: Env) -> None:
+    """Before: only a blueprint was read as its byte-order mark says. A config saved as
+    UTF-16 was `not valid YAML: 'utf-8' codec can't decode byte 0xff ...`, a kinds file
+    `unacceptable character #x0000`, a campaign.yaml `not UTF-8 text (invalid start byte at
+    byte 0)`, and a UTF-16 log gave `ajetd diagnose` nothing to find. What ajetd alone reads
+    is decoded as a blueprint is; the config, which the program reads too, is refused
+    saying to save it as UTF-8."""
+    wide = "\ufeff".encode("utf-16")[:2]  # the mark a Windows editor writes
+    config = env.codebase / env.config("wide")
+    config.write_bytes(config.read_text().encode("utf-16"))
+    linted = env.cli("lint", str(env.blueprint("wide", config="configs/wide.yaml")))
+    assert linted.returncode == 2, linted.stdout
+    assert f"{config} is UTF-16 text (as Windows editors save it): save it as UTF-8" in (
+        linted.stderr
+    )
+    log = env.tmp / "wide.log"
+    log.write_bytes("step 1\ntorch.OutOfMemoryError: CUDA out of memory\n".encode("utf-16"))
+    kinds = env.tmp / "kinds.yaml"
+    kinds.write_bytes("kinds: []\n".encode("utf-16"))
+    assert log.read_bytes().startswith(wide) and kinds.read_bytes().startswith(wide)
+    found = env.cli("diagnose", str(log), "--kinds", str(kinds), "--json")
+    assert found.returncode == 0, found.stderr
+    assert [(f["kind"], f["line"]) for f in json.loads(found.stdout)] == [("cuda_oom", 2)]
+    folder = campaign_folder(env, "wide", env.tmp / "campaigns" / "wide")
+    spec = folder / "campaign.yaml"
+    spec.write_bytes(spec.read_text().encode("utf-16"))
+    done = env.cli("campaign", str(folder))
+    assert done.returncode == 0, done.stderr
+
+
 def test_an_agentjet_config_with_odd_sections_is_refused_by_name_or_fixed(env: Env) -> None:
     """A section ajetd must fix inside that is not a mapping is named (it was an internal
     TypeError in lint and a rejection "internal error while admitting"); an empty one is
@@ -355,3 +385,22 @@ def test_runs_whose_purpose_has_no_latin_word_get_names_that_tell_them_apart(
     runs.append(out.stdout.strip())
     sessions = [env.wait_done(run_id)["session"] for run_id in runs]
     assert sessions == ["ajet_gsm8k_lr1e_6", "ajet_gsm8k_lr3e_6", "ajet_qwen_math"], sessions
+
+
+def test_a_wide_file_is_read_whole_across_its_chunks_and_named_in_words() -> None:
+    """`utf8_chunks` decodes a UTF-16 file cut into chunks at odd bytes (a character split
+    between two reads; the first chunk, as `diagnose` reads it, long enough to tell) whole; `utf8_problem` says what a file the program reads is."""
+    from ajetd.core.textfile import utf8_chunks, utf8_problem
+
+    text = "第 line one\n" * 2000  # without a mark, UTF-16 is told by its NUL bytes
+    for codec in ("utf-16", "utf-16-be", "utf-32", "utf-8", "utf-8-sig"):
+        raw = text.encode(codec)
+        chunks = [raw[i : i + 4097] for i in range(0, len(raw), 4097)]  # odd: cut a character
+        assert b"".join(utf8_chunks(chunks)).decode("utf-8-sig") == text, codec
+    assert utf8_problem(text.encode("utf-16")) == (
+        "UTF-16 text (as Windows editors save it): save it as UTF-8"
+    )
+    assert utf8_problem(text.encode("utf-32")).startswith("UTF-32 text")  # type: ignore[union-attr]
+    assert utf8_problem(b"ok\xff") == "not UTF-8 text (invalid start byte at byte 2)"
+    assert utf8_problem(text.encode("utf-8-sig")) is None
+    assert list(utf8_chunks([])) == [b""]

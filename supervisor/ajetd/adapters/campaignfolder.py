@@ -29,6 +29,7 @@ from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, DurationError
+from ajetd.core.textfile import decode_text
 from ajetd.frameworks import nemorl
 
 
@@ -212,7 +213,8 @@ def read_blueprint(path: Path) -> str:
 
 
 def _read_text(path: Path) -> str:
-    """campaign.yaml, read only if it is a regular file, at most its limit, as UTF-8;
+    """campaign.yaml, read only if it is a regular file, at most its limit, as UTF-8 (or as
+    its byte-order mark says: a UTF-16 file saved on Windows reads right, `core.textfile`);
     CampaignError naming what is wrong (never a traceback, never unbounded)."""
     limit = cs.CAMPAIGN_MAX_CHARS * 4  # UTF-8 bytes; the YAML reader then counts characters
     try:
@@ -223,7 +225,7 @@ def _read_text(path: Path) -> str:
     if len(raw) > limit:
         raise cs.CampaignError([f"{path.name}: larger than {limit // 1024} KiB"])
     try:
-        return raw.decode()
+        return decode_text(raw, errors="strict")
     except UnicodeDecodeError as exc:
         where = f"{exc.reason} at byte {exc.start}"
         raise cs.CampaignError([f"{path.name}: not UTF-8 text ({where})"]) from exc

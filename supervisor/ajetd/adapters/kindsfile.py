@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, TooLargeError, read_bounded
 from ajetd.core import yamlpart
+from ajetd.core.textfile import decode_text
 from ajetd.core.userkinds import UserKind, parse_kinds
 
 MAX_FILE_BYTES = 256 * 1024
@@ -27,7 +28,7 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
     except OSError as exc:
         return (), [f"{path}: cannot read: {exc.strerror}"]
     try:  # the bounded loader of `[ajetd]`: no aliases or tags, depth and size bounded
-        data = yamlpart.load(raw.decode("utf-8", errors="replace"), max_chars=MAX_FILE_BYTES)
+        data = yamlpart.load(decode_text(raw), max_chars=MAX_FILE_BYTES)  # UTF-16 reads too
     except yamlpart.YamlError as exc:
         return (), [f"{path}: {exc}"]
     problems: list[str] = []

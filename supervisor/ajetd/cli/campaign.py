@@ -94,21 +94,25 @@ def _refuse_now(home: Home, cid: str, check: Callable[[Path, CampaignState], Non
         sys.exit(2)
 
 
-def _read_file(path: Path | None) -> str | None:
+def _read_file(path: Path | None, blueprint: bool = False) -> str | None:
+    """A file `campaign add` sends the daemon, as text: a `--blueprint` decoded as every
+    blueprint is (a UTF-16 file saved on Windows reads right), a `--patch` (git applies it)
+    only as UTF-8, else a usage error saying why in words (`core.textfile`)."""
     if path is None:
         return None
     from ajetd.adapters.regular import open_regular
+    from ajetd.core.textfile import decode_text, utf8_problem
 
     with open_regular(path) as handle:  # a FIFO or a device: refused (exit 2), never read
         raw = handle.read(MAX_FILE_BYTES + 1)
     if len(raw) > MAX_FILE_BYTES:
         raise click.UsageError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-    try:
-        return raw.decode()
-    except UnicodeDecodeError as exc:
-        raise click.UsageError(
-            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from exc
+    if blueprint:
+        return decode_text(raw)
+    problem = utf8_problem(raw)
+    if problem is not None:
+        raise click.UsageError(f"{path}: {problem}")
+    return raw.decode("utf-8-sig")
 
 
 @click.group(cls=_CampaignGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -212,7 +216,7 @@ def add_cmd(
     payload: dict[str, Any] = {"op": "add", "entry": entry, "continue": go_on}
     files = {}
     for key, path in (("patch", patch), ("blueprint", blueprint)):
-        text = _read_file(path)
+        text = _read_file(path, blueprint=key == "blueprint")
         if text is not None:
             payload[f"{key}_text"] = text
             files[key] = cs.added_file(0, name, key)  # as the daemon names it (any index)

@@ -165,6 +165,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.adapters.regular import open_regular
+    from ajetd.core.textfile import utf8_chunks
     from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import CHUNK_BYTES
     from ajetd.diagnosis.stream import diagnose_chunks
@@ -181,7 +182,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     for problem in problems:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
     with open_regular(logfile) as handle:  # a FIFO or /dev/zero: refused, never read
-        chunks = iter(lambda: handle.read(CHUNK_BYTES), b"")
+        chunks = utf8_chunks(iter(lambda: handle.read(CHUNK_BYTES), b""))  # UTF-16 too
         findings = diagnose_chunks(chunks, user + KindSet(mine))
     if as_json:
         echo_json([f.to_json() for f in findings])

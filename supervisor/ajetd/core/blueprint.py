@@ -15,7 +15,6 @@ characters, NUL, a name over 255 bytes) is refused by its part's name.
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,6 +24,7 @@ from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body
+from ajetd.core.textfile import decode_text
 from ajetd.core.values import control_character, path_problem
 
 if TYPE_CHECKING:  # imported where options are parsed: a client that only shows what a
@@ -247,43 +247,22 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-# Longest first: UTF-32 LE's mark begins with UTF-16 LE's.
-_MARKS = {  # byte order mark -> codec
-    codecs.BOM_UTF32_LE: "utf-32",
-    codecs.BOM_UTF32_BE: "utf-32",
-    codecs.BOM_UTF8: "utf-8-sig",
-    codecs.BOM_UTF16_LE: "utf-16",
-    codecs.BOM_UTF16_BE: "utf-16",
-}
-_SNIFF_BYTES = 4096
-
-
 def decode_blueprint(raw: bytes) -> str:
     """A blueprint file's bytes (read at most MAX_BYTES + 1 of them) as text.
 
     UTF-8 unless the file says otherwise: editors on Windows save "Unicode" text as UTF-16
     with a byte-order mark (and PowerShell's `>` does too), and a UTF-8 mark is common; read as
     UTF-8, such a file would lose every part to NUL bytes. Without a mark, text whose every
-    other byte is NUL is UTF-16 too. Bytes that do not decode are read as U+FFFD (refused where
-    a path or the command holds one). Every reader of a blueprint (intake, lint, a restart, the
-    reports) decodes through here, so a file reads the same everywhere.
+    other byte is NUL is UTF-16 too (`core.textfile`). Bytes that do not decode are read as
+    U+FFFD (refused where a path or the command holds one). Every reader of a blueprint
+    (intake, lint, a restart, the reports) decodes through here, so a file reads the same
+    everywhere.
     """
     if len(raw) > MAX_BYTES:
         raise BlueprintError(
             [f"blueprint: larger than {MAX_BYTES // 1024} KiB; is this the right file?"]
         )
-    for mark, codec in _MARKS.items():
-        if raw.startswith(mark):
-            return raw.decode(codec, errors="replace")
-    head = raw[:_SNIFF_BYTES]
-    half = len(head) // 2
-    if half >= 8:
-        even, odd = head[0::2].count(0), head[1::2].count(0)
-        if odd >= half * 0.4 and even == 0:
-            return raw[: len(raw) // 2 * 2].decode("utf-16-le", errors="replace")
-        if even >= half * 0.4 and odd == 0:
-            return raw[: len(raw) // 2 * 2].decode("utf-16-be", errors="replace")
-    return raw.decode("utf-8", errors="replace")
+    return decode_text(raw)
 
 
 def parse_blueprint_bytes(raw: bytes) -> Blueprint:

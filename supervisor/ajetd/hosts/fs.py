@@ -22,6 +22,7 @@ from ajetd.adapters.regular import TooLargeError, read_bounded
 from ajetd.adapters.store import write_atomic
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
+from ajetd.core.textfile import utf8_problem
 from ajetd.core.yamlpart import SAFE_LOADER, describe, shape_problem
 
 
@@ -66,7 +67,7 @@ class LocalFs:
     def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
         """The file's text; a FIFO or a device swapped in is refused (NotRegularError), one
         grown past `limit` since its size was asked (TooLargeError) too."""
-        return read_bounded(Path(path), limit).decode("utf-8")
+        return config_text(read_bounded(Path(path), limit))
 
     def size(self, path: str) -> int | None:
         """The regular file's size; None where there is none (nothing, a FIFO, a folder), as
@@ -88,6 +89,21 @@ LOCAL = LocalFs()
 SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+class NotUtf8Error(ValueError):
+    """A config (or another file the program reads too) that is not UTF-8 text; its message
+    says why in words (`textfile.utf8_problem`)."""
+
+
+def config_text(raw: bytes) -> str:
+    """A file's bytes that the program reads too (its config) as text: UTF-8, else
+    NotUtf8Error saying why (`UTF-16 text ...: save it as UTF-8`). Never decoded as its mark
+    says, as a blueprint is: the program would then fail on a file ajetd passed."""
+    problem = utf8_problem(raw)
+    if problem is not None:
+        raise NotUtf8Error(f"{problem}; the program reads it too")
+    return raw.decode("utf-8-sig")
+
+
 def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
     """The YAML config at `path` as a mapping, or why it cannot be had (`where`: on which
     host, for the message)."""
@@ -107,6 +123,8 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
         return f"cannot read {path}{where}: {exc}"
     except TooLargeError as exc:  # grown past the bound since its size was asked
         return f"{path} is {exc}"
+    except NotUtf8Error as exc:
+        return f"{path}{where} is {exc}"
     except Exception as exc:
         # PyYAML raises more than YAMLError: ValueError for a date such as 2020-02-30,
         # IndexError for `!!int ''`, UnicodeDecodeError for bytes no text; whatever it

@@ -32,6 +32,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
 from ajetd.core.limits import CONFIG_MAX_BYTES, size_text
+from ajetd.hosts.fs import config_text
 from ajetd.hosts.sshstream import exchange
 
 PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
@@ -541,7 +542,7 @@ class RemoteFs:
             raise TooLargeError(  # its size is not known: the rest never came
                 f"larger than the {size_text(limit)} such a file may hold: not read"
             )
-        return done.stdout.decode("utf-8")
+        return config_text(done.stdout)
 
     def size(self, path: str) -> int | None:
         """The regular file's size; None where there is none (nothing, a FIFO, a folder)."""
