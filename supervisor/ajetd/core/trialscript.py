@@ -46,7 +46,7 @@ class TrialSpec:
 
     run_id: str
     trial: int
-    command: str  # the user's launch command, run by bash as written (on purpose)
+    command: str  # the user's launch command, run by bash as written (on purpose; `SHELL`)
     codebase_dir: str
     venv_dir: str
     result_dir: str
@@ -258,8 +258,15 @@ def _slurm_warning(spec: TrialSpec) -> str:
     return '; (umask 077; date +%s > "$exit_file.sigint")'
 
 
+# How the command is run: `pipefail`, so that a pipeline's status is its program's and not
+# its last filter's: `python train.py 2>&1 | tee train.log`, the usual way to keep a log,
+# reported a traceback's exit 1 as tee's 0, `succeeded` (walk 86). The rightmost failure
+# wins, so a program killed by a `| head` that stopped reading says so (141, SIGPIPE).
+SHELL = ("bash", "-o", "pipefail", "-c")
+
+
 def _run_lines(spec: TrialSpec) -> list[str]:
-    run = " ".join(shlex.quote(w) for w in (*spec.prefix, "bash", "-c", spec.command))
+    run = " ".join(shlex.quote(w) for w in (*spec.prefix, *SHELL, spec.command))
     if not spec.forward_signals:
         return [f"  {run}", "  rc=$?"]
     # job control gives the program its own group, with SIGINT not ignored (a background job
