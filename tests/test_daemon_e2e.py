@@ -926,6 +926,26 @@ def test_vllm_memory_that_cannot_fit_ends_at_once_saying_why(daemon_env: Env) ->
     assert "at most 0.07 would fit, below the allowed min 0.4" in reason, reason
 
 
+def test_a_kv_cache_with_no_room_raises_gpu_memory_utilization(daemon_env: Env) -> None:
+    """Walk 86, F11: vLLM's `max seq len ... is larger than ... KV cache. Try increasing
+    gpu_memory_utilization` was 'fixed' by lowering it, 0.85 → 0.8 → 0.75, every trial burnt:
+    the fix now goes the way the message says, within allow_fixes' max, and the run trains."""
+    env = daemon_env
+    config = env.config("kv", kv_cache_below_gpu_memory_utilization=0.9)
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["ajet"]["rollout"] = {"gpu_memory_utilization": 0.85}
+    path.write_text(yaml.safe_dump(data))
+    ajetd = "allow_fixes: {gpu_memory_utilization: {min: 0.5, max: 0.95}}"
+    run_id = env.submit(env.blueprint("kv", config=config, ajetd=ajetd))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 2, done
+    fixed = yaml.safe_load((env.codebase / "configs" / f"kv.ajetd-{run_id}-t2.yaml").read_text())
+    assert fixed["ajet"]["rollout"]["gpu_memory_utilization"] == 0.9
+    trials = (env.tmp / "results" / "kv" / "trials.md").read_text()
+    assert "gpu_memory_utilization 0.85 → 0.9" in trials and "max 0.95" in trials, trials
+
+
 def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:
     env = daemon_env
     holder = subprocess.Popen(

@@ -283,3 +283,92 @@ def test_an_integer_keys_bound_stays_an_integer() -> None:
     config = {"rollout": {"gpu_memory_utilization": 0.9}}
     got = choose(_failed_run(), oom, 3, None, T0 + 20, config, allow)
     assert isinstance(got, Relaunch) and got.why.endswith("min 0.5)"), got
+
+
+KV_ROOM = (
+    "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens "
+    "that can be stored in KV cache (6048). Try increasing `gpu_memory_utilization` or "
+    "decreasing `max_model_len` when initializing the engine."
+)
+
+
+def test_a_fix_moves_a_key_the_way_the_failures_message_says() -> None:
+    """Walk 86, F11: vLLM's KV cache refusal says to raise gpu_memory_utilization; lowering it
+    (as for the free-memory refusal, the same kind) burnt every trial."""
+    config = {"ajet": {"rollout": {"gpu_memory_utilization": 0.85}}}
+    allow = {"gpu_memory_utilization": (0.5, 0.95)}
+    up = choose(_failed_run(), _vllm(KV_ROOM), 3, None, T0 + 20, config, allow)
+    assert isinstance(up, Relaunch), up
+    assert up.config_patches == ((("ajet", "rollout", "gpu_memory_utilization"), 0.9),)
+    assert "0.85 → 0.9" in up.why and "max 0.95" in up.why
+    top = {"ajet": {"rollout": {"gpu_memory_utilization": 0.95}}}
+    spent = choose(_failed_run(), _vllm(KV_ROOM), 3, None, T0 + 20, top, allow)
+    assert isinstance(spent, GiveUp) and "at its allowed max" in spent.reason
+    assert "max_model_len" in spent.reason
+    unbounded = choose(
+        _failed_run(),
+        _vllm(KV_ROOM),
+        3,
+        None,
+        T0 + 20,
+        top,
+        {"gpu_memory_utilization": (0.5, None)},
+    )
+    assert isinstance(unbounded, GiveUp)  # 0.95 is ajetd's own cap: never past it
+    # foreign memory is no cause of a KV cache with no room: no wait for it to drain
+    taken = "pid 77 holds 70 GiB on GPU 0"
+    now = choose(_failed_run(), _vllm(KV_ROOM), 3, None, T0 + 20, config, allow, None, taken)
+    assert isinstance(now, Relaunch) and now.fix == "science_gpu_memory_utilization"
+
+
+def test_the_direction_of_every_vllm_memory_excerpt_follows_its_message() -> None:
+    """Every corpus excerpt of the kind: the free-memory refusal and vLLM's advice to lower it
+    go down; every no-room shape (KV cache too small, no cache blocks, a negative KV budget,
+    SGLang's `increase --mem-fraction-static`) goes up; a plain CUDA OOM says nothing."""
+    from pathlib import Path
+
+    from ajetd.core.advice import said
+    from ajetd.diagnosis.stream import diagnose_chunks
+
+    corpus = Path(__file__).parent / "data" / "corpus"
+    seen = 0
+    for path in sorted((corpus / "vllm_memory").glob("*.log")):
+        data = path.read_bytes()
+        findings = diagnose_chunks([data[data.find(b"\n") + 1 :]])
+        if not findings or findings[0].kind != "vllm_memory":
+            continue
+        seen += 1
+        evidence = findings[0].evidence.lower()
+        down = "free memory on device" in evidence or "lowering" in evidence
+        expected = "lower" if down else "raise"
+        if "free memory on device" in evidence and "decrease" not in evidence:
+            expected = None  # the excerpt's line stops before vLLM's advice
+        assert said(findings[0].evidence, "gpu_memory_utilization") == expected, path.name
+    assert seen >= 20
+    assert (
+        said("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "lr") is None
+    )
+    assert (
+        said(
+            "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`", "max_model_len"
+        )
+        == "lower"
+    )
+    assert said("x " * 10_000 + "increase gpu_memory_utilization", "gpu_memory_utilization") is None
+
+
+def test_a_fix_at_several_paths_names_each() -> None:
+    """Walk 86, F23: both micro batch sizes were halved and the report named one change."""
+    config = {
+        "actor_rollout_ref": {
+            "actor": {"ppo_micro_batch_size_per_gpu": 8},
+            "critic": {"ppo_micro_batch_size_per_gpu": 16},
+        }
+    }
+    allow = {"ppo_micro_batch_size_per_gpu": (1.0, None)}
+    oom = _finding("cuda_oom", "science")
+    choice = choose(_failed_run(), oom, 3, None, T0 + 20, config, allow)
+    assert isinstance(choice, Relaunch) and len(choice.config_patches) == 2
+    assert "ppo_micro_batch_size_per_gpu at 2 paths:" in choice.why, choice.why
+    assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu 8 → 4" in choice.why
+    assert "actor_rollout_ref.critic.ppo_micro_batch_size_per_gpu 16 → 8" in choice.why

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ajetd.core import advice
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
@@ -96,6 +97,18 @@ def _lowered(key: str, value: float, low: float | None) -> float | None:
 
 
 _FRACTIONS = ("gpu_memory_utilization", "lr")  # the keys whose values are not integers
+RAISE_CAP = {"gpu_memory_utilization": 0.95}  # where allow_fixes sets no max: vLLM's own limit
+# is 1.0, and the CUDA context and the sampler need room beside the budget
+
+
+def _raised(key: str, value: float, high: float | None) -> float | None:
+    """The next, larger value for `key` (a memory budget the failure said was too small)
+    within its upper bound; None when none is left or the key has no sensible step up."""
+    cap = high if high is not None else RAISE_CAP.get(key)
+    if key != "gpu_memory_utilization" or cap is None:
+        return None
+    new = min(round(value + 0.05, 2), cap)
+    return new if new > value else None
 
 
 def shown_bound(key: str, bound: float | None) -> str:
@@ -162,6 +175,7 @@ def _science(
         )
     if config is None:
         return f"{kind}: the run's config cannot be read, so no science fix can be applied"
+    at_top: list[str] = []  # keys the failure asks to raise that are at their max
     for key in allowed:
         paths = find_paths(config, key)
         values = [get_path(config, p) for p in paths]
@@ -179,18 +193,55 @@ def _science(
         fitted = _fitted(kind, short, numeric, low) if short is not None else None
         if fitted is not None:
             return fitted
+        if advice.said(evidence, key) == "raise":  # the message says the value is too small
+            high = allow[key][1]
+            raised = [
+                (p, new) for p, v in numeric if (new := _raised(key, float(v), high)) is not None
+            ]
+            if raised:
+                return _patched(kind, key, dict(numeric), raised, f"max {_cap(key, high)}")
+            at_top.append(key)
+            continue
         patches = [
             (p, new) for p, v in numeric if (new := _lowered(key, float(v), low)) is not None
         ]
         if patches:
-            old = numeric[0][1]
-            return Relaunch(
-                f"science_{key}",
-                f"{kind}: {key} {old} → {patches[0][1]} (allowed by [ajetd] allow_fixes, "
-                f"min {shown_bound(key, low)})",
-                config_patches=tuple(patches),
-            )
+            return _patched(kind, key, dict(numeric), patches, f"min {shown_bound(key, low)}")
+    if at_top:
+        return (
+            f"{kind}: the failure asks for more {', '.join(at_top)}, which is at its allowed "
+            "max (or unset); raise the max in [ajetd] allow_fixes, or lower max_model_len "
+            "(the longest sequence vLLM must hold in its KV cache)"
+        )
     return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
+
+
+def _cap(key: str, high: float | None) -> str:
+    """The upper bound a raise stops at, as said in the fix: allow_fixes' max, else ajetd's."""
+    if high is not None:
+        return shown_bound(key, high)
+    return f"{RAISE_CAP.get(key, 0):g}, ajetd's cap where allow_fixes sets none"
+
+
+def _patched(
+    kind: str,
+    key: str,
+    old: Mapping[tuple[str, ...], Any],
+    patches: list[tuple[tuple[str, ...], Any]],
+    bound: str,
+) -> Relaunch:
+    """The relaunch that sets `key` at every path found (each changed path named where
+    there are several, since each is a change to the experiment)."""
+    change = f"{key} {old[patches[0][0]]} → {patches[0][1]}"
+    if len(patches) > 1:
+        change = f"{key} at {len(patches)} paths: " + ", ".join(
+            f"{'.'.join(p)} {old[p]} → {v}" for p, v in patches
+        )
+    return Relaunch(
+        f"science_{key}",
+        f"{kind}: {change} (allowed by [ajetd] allow_fixes, {bound})",
+        config_patches=tuple(patches),
+    )
 
 
 def _user_remedy(
@@ -330,7 +381,12 @@ def choose(
         return _nccl(applied, frameworks.of(run.kind))
     if kind == "logger_error":
         return _logger(applied, fix, config)
-    if kind == "vllm_memory" and gpus_taken is not None and "wait_gpu_drain" not in applied:
+    if (
+        kind == "vllm_memory"
+        and gpus_taken is not None
+        and "wait_gpu_drain" not in applied
+        and advice.said(root.evidence, "gpu_memory_utilization") != "raise"
+    ):  # others' memory is the cause only where the budget was too large for what was free
         return Relaunch(
             "wait_gpu_drain",
             f"vllm_memory while other processes hold its GPUs ({gpus_taken}): the relaunch "

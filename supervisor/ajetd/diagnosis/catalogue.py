@@ -102,9 +102,13 @@ CATALOGUE: tuple[Kind, ...] = (
     Kind(
         "vllm_memory",
         S,
-        "vLLM cannot reserve its share of GPU memory (other processes hold it, or "
-        "gpu_memory_utilization / max_model_len ask for more than is free).",
-        "Wait for foreign GPU memory to drain, or lower gpu_memory_utilization / max_model_len.",
+        "vLLM cannot reserve its memory: other processes hold the GPU (less is free than "
+        "gpu_memory_utilization asks), or its budget leaves the KV cache no room for "
+        "max_model_len (the weights take it).",
+        "If other processes hold the GPU (free memory less than desired), wait for it to drain "
+        "or lower gpu_memory_utilization; if the KV cache has no room (max seq len larger than "
+        "the KV cache, no memory for the cache blocks), raise gpu_memory_utilization or lower "
+        "max_model_len.",
         _p(
             r"free memory on device .* is less than desired gpu memory utilization",
             r"no available memory for the cache blocks",

@@ -47,6 +47,15 @@ VLLM_MEMORY = (
     "71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
 )
 
+# vLLM's refusal when its budget leaves the KV cache too little room (OpenRLHF#336): the cure
+# is a larger gpu_memory_utilization, the opposite of VLLM_MEMORY's
+KV_CACHE = (
+    "(LLMRayActor pid={pid}) ERROR 06-28 06:11:45 worker_base.py:145] ValueError: The model's "
+    "max seq len (8192) is larger than the maximum number of tokens that can be stored in KV "
+    "cache (6048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+    "initializing the engine."
+)
+
 
 def _edit_fake_gpus(path: str, change: Callable[[dict[str, Any]], None]) -> None:
     """Change the `AJETD_FAKE_GPUS` file as a driver's state would change (locked, atomic)."""
@@ -165,6 +174,10 @@ def main() -> int:
     over = fake.get("oom_above_gpu_memory_utilization")
     if over is not None and utilization > over:
         print(OOM, flush=True)  # vLLM's cache leaves the trainer too little memory
+        return 1
+    room = fake.get("kv_cache_below_gpu_memory_utilization")
+    if room is not None and utilization < room:
+        print(KV_CACHE.format(pid=os.getpid()), flush=True)  # the weights leave no KV cache
         return 1
     fail = fake.get("fail")  # `at_step`: after that step's validation record, else at once
     if fail and any(os.environ.get(k) != str(v) for k, v in fail.get("unless_env", {}).items()):
