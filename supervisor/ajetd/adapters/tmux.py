@@ -31,7 +31,8 @@ def moved_note(spare: str) -> str:
     return f"{spare}.moved"
 
 
-CHECK_EVERY_S = 5  # how often the log writer checks its file still has its name
+CHECK_EVERY_S = 60  # how often the log writer checks its file still has its name, unasked
+CHECK_UNASKED_S = 5  # the same where it cannot be asked (no FIFO beside the spare)
 SCRIPT_OPTION = "@ajetd_script"  # a pane option: the script its process runs (`find_pane`)
 _HASHES = re.compile(r"#+\[|#")
 
@@ -58,7 +59,7 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
     `cat` appends the output to `path`; where a write fails (the log's disk is full: the
     program may fill its own result dir) it is started again a second later with a line
     saying output is missing, so the rest of the run still reaches the log once there is room.
-    Every CHECK_EVERY_S (and at the end) the loop checks that `path` still names the file
+    When asked, and every CHECK_EVERY_S, the loop checks that `path` still names the file
     `cat` writes (held on fd 5): a result dir removed (`rm -rf`), moved or replaced mid-run left
     `cat` writing into a file no name reached, all of the trial's output lost. Then the
     log's folders are made again, owner-only (`mkdir -m 700`, one level each, never `-p`),
@@ -73,16 +74,23 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
     its end is seen and the loop ends with the pane). At the pane's end `cat` reads
     end-of-file, exits 0, and the loop ends.
 
-    The wait is bash's own `read -t` on a pipe that never gets a byte (fd 6, held open at both
-    ends), not `sleep 1`: sh has no sleep of its own, and a `sleep` process a second for each
-    live run was 3,000 process starts a minute at 50 runs (0.8 ms of CPU each here: 2.4 s a
-    minute; issue 15's quiet runs). The check comes every CHECK_EVERY_S: output written
-    meanwhile is not lost (it is in the file `cat` still holds, copied to the new one), and
-    a pane's end is seen as soon: `cat` has written its last output before it exits. A write
-    that fails ends the wait at once: `cat`'s error message goes into that pipe (its stderr),
-    so it is started again a second later, not up to CHECK_EVERY_S later (the pane's output
-    waits in the pipe and tmux meanwhile; a program that freed its disk within seconds had
-    its lines written after all, or not, by the phase of the check)."""
+    The wait is bash's own `read -t` on the trial's ask FIFO (`writer_fifos`, fd 6), not
+    `sleep 1`: sh has no sleep of its own, and a `sleep` process a second for each live run
+    was 3,000 process starts a minute at 50 runs (0.8 ms of CPU each here: 2.4 s a minute;
+    issue 15's quiet runs). Unasked, the check comes every CHECK_EVERY_S (60 s): each wake
+    of a bash costs about 0.17 ms of CPU here, 0.11 s a minute at 50 runs when it came every
+    5 s. The daemon asks at once where it misses the log (its path gone or another file:
+    `Observe.ask_writer_if_moved`), and a trial's end asks before its exit file: output
+    written meanwhile is not lost (it is in the file `cat` still holds, copied to the new
+    one). The wait ends the moment `cat` does: while it runs, its stderr is the FIFO's only
+    write end that stays open (fd 6 is opened read-only for it), so its exit is an end of
+    file there; a writer outlived its pane by up to a check period before. A write that
+    fails ends the wait too: `cat`'s error message goes into the FIFO, so it is started again
+    a second later (the pane's output waits in the pipe and tmux meanwhile; a program that
+    freed its disk within seconds had its lines written after all, or not, by the phase of
+    the check). An answer nobody took (a daemon's ask) is taken back before the next, so its
+    FIFO never fills. Without the FIFOs (a home on a file system without them) the wait is on
+    a pipe nobody writes and the check comes every CHECK_UNASKED_S (5 s), as before."""
     log = shlex.quote(path)
     logs, folder, above = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1, 2))
     name = shlex.quote("/" + Path(path).parents[1].name)
@@ -92,13 +100,23 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
     safe = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || return 1'
     script = (
         f"out={log}; exec 3<&0\n"
-        f"if [ -p {ask} ] && [ -p {answer} ]; then exec 6<> {ask} 7<> {answer};\n"
-        "else exec 6<> <(:) 7> /dev/null; fi\n"
+        f"if [ -p {ask} ] && [ -p {answer} ]; then exec 6<> {ask} 7<> {answer}; f={ask};"
+        f" every={CHECK_EVERY_S}\n"
+        f"else exec 6<> <(:) 7> /dev/null; f=; every={CHECK_UNASKED_S}; fi\n"
         # a line in fd 6 ends the wait: `check` (WRITER_ASK) asks for a check, any other is
-        # cat's error (a failed write: `cat` is started again a second later)
-        f'pause() {{ read -r -t "$1" -u 6 l || return 1; [ "$l" = {WRITER_ASK} ] || return 0\n'
-        "  asked=1; return 1; }\n"
-        'said() { if [ -n "$asked" ]; then echo >&7; asked=; fi; }\n'
+        # cat's error (a failed write: `cat` is started again a second later); its end of
+        # file is cat's exit (`run`: cat holds the FIFO's only lasting write end)
+        'pause() { read -r -t "$1" -u 6 l; r=$?; [ "$r" -gt 128 ] && return 1\n'
+        f'  [ "$r" = 0 ] || return 0; [ "$l" = {WRITER_ASK} ] || return 0; asked=1; return 1; }}\n'
+        # one answer at most waits in its FIFO: an answer nobody read is taken back first
+        'said() { [ -n "$asked" ] || return 0; read -r -t 0 -u 7 && read -r -t 0.1 -u 7 _\n'
+        "  echo >&7; asked=; }\n"
+        # cat's errors into fd 6; with the FIFO, fd 6 is opened anew read-only and cat given
+        # the only write end that stays open, so its exit ends the wait (end of file) at once
+        # and the check can wait `every` seconds (the daemon asks when it misses the log)
+        'run() { if [ -n "$f" ]; then exec 9<> "$f" 6< "$f"; cat <&3 >&5 2>&9 9<&- & c=$!\n'
+        "  exec 9<&-; else cat <&3 >&5 2>&6 & c=$!; fi; }\n"
+        'waits() { [ -z "$f" ] || exec 6<> "$f"; }\n'
         f"{_same(folder, above, name, real)}\n"
         f"usable() {{ same || return 1; for d in {folder} {logs}; do\n"
         f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
@@ -116,11 +134,11 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         "same || moved\n"
         "while :; do\n"
         '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
-        "    cat <&3 >&5 2>&6 & c=$!\n"
-        f'    while kill -0 "$c" && ! gone; do said; pause {CHECK_EVERY_S} && break; done\n'
-        '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-\n'
+        "    run\n"
+        '    while kill -0 "$c" && ! gone; do said; pause "$every" && break; done\n'
+        '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-; waits\n'
         '      moved old; said; [ "$rc" = 0 ] && exit 0; continue; fi\n'
-        '    wait "$c"; rc=$?; exec 5>&-; said; [ "$rc" = 0 ] && exit 0\n'
+        '    wait "$c"; rc=$?; exec 5>&-; waits; said; [ "$rc" = 0 ] && exit 0\n'
         f"    pause 1; printf '\\n{MISSING_OUTPUT}\\n' >> \"$out\"\n"
         "  elif ! moved; then said; timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
         "done"

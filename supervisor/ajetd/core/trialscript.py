@@ -84,17 +84,26 @@ WRITER_ASK = "check"  # the line that asks it (any other line in its wait pipe i
 
 
 def _ask_writer(spec: TrialSpec) -> list[str]:
-    """Ask the log's writer to check its folder before the exit file is written: it checks
-    every CHECK_EVERY_S (5 s), and a trial ending meanwhile had its end read, its metrics and
-    reports written, from a log that a removed or replaced result dir no longer reached (the
-    output then still in the writer's old file, the reports written through a link put in
-    the dir's place). The FIFOs are opened read-write, so nothing blocks where the writer is
-    gone; an answer not come in WRITER_ANSWER_S (a writer of an older ajetd) is not waited for."""
-    if not spec.log_spare:
-        return []
-    ask, answer = (shlex.quote(f) for f in writer_fifos(spec.log_spare))
+    """Ask the log's writer to check its folder before the exit file is written
+    (`writer_ask_lines`); a trial without the FIFOs asks nothing."""
+    return writer_ask_lines(spec.log_spare) if spec.log_spare else []
+
+
+def writer_ask_lines(spare: str) -> list[str]:
+    """The trial script's lines that ask its log's writer to check its folder now and wait
+    for its answer. Unasked it checks every CHECK_EVERY_S (60 s), and a trial ending
+    meanwhile had its end read, its metrics and reports written, from a log that a removed
+    or replaced result dir no longer reached (the output then still in the writer's old
+    file, the reports written through a link put in the dir's place). The FIFOs are opened
+    read-write, so nothing blocks where the writer is gone; an answer not come in
+    WRITER_ANSWER_S (a writer of an older ajetd) is not waited for."""
+    ask, answer = (shlex.quote(f) for f in writer_fifos(spare))
     return [
         f"if [ -p {ask} ] && [ -p {answer} ] && exec 8<> {answer}; then",
+        # an answer to the daemon's ask that nobody took (the writer keeps one at most) is
+        # taken first: read as this one's, the exit file came before the writer had looked
+        # (bounded: the writer may take it back itself in between)
+        "  read -r -t 0 -u 8 && read -r -t 0.1 -u 8 _",
         f"  {{ echo {WRITER_ASK} 1<> {ask}; read -r -t {WRITER_ANSWER_S} -u 8 _; }} 2>/dev/null",
         "  exec 8<&-",
         "fi",

@@ -315,13 +315,17 @@ class Daemon(Act, Launch, Admit, Housekeep):
         with self._step("tmux", "listing panes"):
             recheck = any(now >= t + DEAD_STATUS_WAIT_S for t in self._dead())
             fresh = self.refresh_panes(now, force=ended or recheck)
+        written = self.watcher.logs_written()  # the light tick's filter, also here
+        watched = self.watcher.watched_logs()
         for slot in live:
             with self._each(slot.run_id, SUPERVISING):
                 if self._due(slot, now, fresh):
                     self.supervise(slot.run_id, now, fresh)
                     slot.supervised_at = now
-                else:  # nothing of its own is due: only its new output is read
-                    self._scan_new_output(slot, now)
+                elif written is None or self._may_have_output(slot, written, watched):
+                    self._scan_new_output(slot, now)  # nothing of its own is due: only its
+                    # new output is read, where it may have any (a run not due is looked at
+                    # in full within SUPERVISE_ALL_S all the same)
 
     def housekeeping(self, now: float) -> None:
         with self._step("gpus", "sampling GPUs"):

@@ -41,6 +41,8 @@ from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
 from ajetd.pictures import drawing
 
+WRITER_ASK_AGAIN_S = 5.0  # how often a trial's log writer is asked while its log is missing
+
 log = logging.getLogger(__name__)
 DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
 TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
@@ -334,10 +336,13 @@ class Observe(Base):
         events, taken before any log is looked at: a write after that is read now or is an
         event for the next), its folder is not watched (refused; removed, or vanished and
         noticed, `notice_moves`; a trial launched since the watches were last made), its
-        reading has not begun, or its output ends in
+        reading has not begun, its log was missing at the last look (its writer was asked to
+        move: `ask_writer_if_moved`), or its output ends in
         something a pause reads. No other can hold anything unread: each was read to its end
-        by an earlier look, and nothing wrote to it since. Full ticks look at every log
-        (`supervise_live`) and leave the events to the next light tick."""
+        by an earlier look, and nothing wrote to it since. Full ticks take the same filter for
+        the runs not due (`supervise_live`): at 30 quiet runs, reading every log at each
+        liveness tick (5 s) was a third of the full tick's CPU; each run is still looked at in
+        full within SUPERVISE_ALL_S."""
         if slot.run.state is not State.RUNNING or not _started(slot):
             return False
         trial = slot.run.trial
@@ -345,6 +350,8 @@ class Observe(Base):
         p = slot.paths(self.home)
         if str(p.log) in written or p.log_dir not in watched:
             return True
+        if slot.log_file_seen is not None and slot.log_file_seen[1] is None:
+            return True  # missed at the last look, its writer asked: looked for until found
         key = (slot.run_id, trial.number)
         return not slot.live.started(key) or slot.live.pause_due(key)
 
@@ -380,15 +387,40 @@ class Observe(Base):
             self.watcher.forget_logs(slot.paths(self.home).log_dir)
             slot.reset_paths()  # the output may be in the spare now
 
+    def ask_writer_if_moved(self, slot: RunSlot, now: float, info: os.stat_result | None) -> None:
+        """Ask the trial's log writer to check its folder now (`trials.ask_log_writer`) where
+        its log's path names no file or another file than at the last look: unasked, the
+        writer looks only every `tmux.CHECK_EVERY_S` (60 s), and its output meanwhile goes to
+        a file no name reaches (a result dir removed, moved or replaced), unread here. Asked
+        again every WRITER_ASK_AGAIN_S while the path stays missing (a writer not started
+        yet, or one that could not move); the writer keeps one unread answer at most."""
+        trial = slot.run.trial
+        assert trial is not None
+        now_is = None if info is None else (info.st_dev, info.st_ino)
+        last = slot.log_file_seen
+        slot.log_file_seen = (trial.number, now_is)
+        if last is not None and last[0] == trial.number:
+            if now_is is not None and last[1] == now_is:
+                return  # the same file as at the last look
+            if now_is is None and now - slot.writer_asked_at < WRITER_ASK_AGAIN_S:
+                return
+        elif now_is is not None:
+            return  # the trial's first look: nothing to compare with
+        slot.writer_asked_at = now
+        trials.ask_log_writer(self.home, slot.run)
+
     def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> None:
         """Read what a running trial printed since the last tick; record new kinds."""
         run = slot.run
         assert run.trial is not None
         key = (run.run_id, run.trial.number)
         try:
-            size = log_file.stat().st_size
+            info = log_file.stat()
         except OSError:
+            self.ask_writer_if_moved(slot, now, None)
             return
+        self.ask_writer_if_moved(slot, now, info)
+        size = info.st_size
         if not slot.live.pending(key, size):  # paused: its unfinished last line is read
             seen = slot.live.paused(key, size)
         else:

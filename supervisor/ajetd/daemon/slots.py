@@ -42,6 +42,10 @@ class RunSlot:
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
+    # (trial, its log's (device, inode) at the last look, None where missing), and when its
+    # log's writer was last asked to check (`Observe.ask_writer_if_moved`)
+    log_file_seen: tuple[int, tuple[int, int] | None] | None = None
+    writer_asked_at: float = float("-inf")
     _folder: str | None = None
 
     def folder(self, home: Home) -> str:
