@@ -140,3 +140,26 @@ def test_a_hung_runs_diagnosis_is_the_offline_kind_of_what_it_printed(daemon_env
     for run_id, kinds in expected.items():  # and the timeline says when each was seen
         events = (env.home / "runs" / run_id / "events.jsonl").read_text()
         assert all("seen while running" in events and f": {k} (line" in events for k in kinds)
+
+
+def test_a_program_waiting_at_a_prompt_is_flagged_at_once(daemon_env: Env) -> None:
+    """Walk 86, F28: wandb's login menu (`wandb: Enter your choice: `, no newline, the program
+    reading its terminal) showed `running`, no attention, no finding, until the hang window
+    (30 min under `hang: auto`). Flagged within seconds, with wandb's safe fix; once someone
+    answers in the pane and output goes on, the flag goes."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("asks", config=env.config("asks", prompt=True, steps=400)))
+
+    def flagged() -> str:
+        return str(env.record(run_id).get("attention") or "")
+
+    said = wait_for(flagged, timeout=20, what="the prompt to be flagged")
+    assert said.startswith("waiting for input at a prompt: `wandb: Enter your choice:`"), said
+    assert "WANDB_MODE=offline" in said and "hang" not in said
+    kinds = [f["kind"] for f in env.status(run_id)["diagnosis"]]
+    assert kinds[:1] == ["waiting_for_input"], kinds
+    session = env.record(run_id)["session"]
+    env.tmux("send-keys", "-t", session, "3", "Enter")  # a person answers it
+    wait_for(lambda: not flagged(), timeout=20, what="the flag to go once answered")
+    assert env.cli("stop", run_id).returncode == 0
+    env.wait_done(run_id)

@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# a program waiting at a prompt for an answer nobody will type (`diagnosis.prompt`): read from
+# its unfinished last output, so only while it runs; the run is flagged for attention
+WAITING_FOR_INPUT = "waiting_for_input"
+
 
 @dataclass(frozen=True)
 class Finding:

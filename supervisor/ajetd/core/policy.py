@@ -12,7 +12,7 @@ from typing import Any
 
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
-from ajetd.core.finding import Finding
+from ajetd.core.finding import WAITING_FOR_INPUT, Finding
 from ajetd.core.model import Run, Signal, Status, StopCause
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
@@ -21,6 +21,7 @@ from ajetd.core.stoprules import followed, learned_window, plateau_reason
 from ajetd.core.timefmt import iso
 
 HANG_PREFIX = "no output for "
+INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention begins with
 HUNG = "while hung: "  # how a time limit's reason begins to say the run was hung then
 SILENT = "with no output at all"  # ... that its program printed nothing
 LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
@@ -540,12 +541,26 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         ):
             actions.append(Send(Signal.KILL))
     flag = _hang_flag(obs, quiet, window_s, options) if cause is None else None
+    asked = _prompt_flag(run) if cause is None else None
+    flag = asked or flag  # the cause of its silence, where the output says it
+    ours = (HANG_PREFIX, INPUT_PREFIX)
     if flag is not None:
-        if run.attention is None or run.attention.startswith(HANG_PREFIX):
+        if run.attention is None or run.attention.startswith(ours):
             actions.append(Attention(flag))
-    elif run.attention is not None and run.attention.startswith(HANG_PREFIX):
+    elif run.attention is not None and run.attention.startswith(ours):
         actions.append(Attention(None))
     return actions
+
+
+def _prompt_flag(run: Run) -> str | None:
+    """The attention for a trial whose output stopped at a question for a person (read from
+    its unfinished last line; gone once output goes on): flagged at once, not after a hang
+    window, since nobody will answer it."""
+    trial = run.trial
+    found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
+    if not found:
+        return None
+    return f"{INPUT_PREFIX}`{found[0].evidence}` (line {found[0].line}): {found[0].fix}"
 
 
 def next_wake(

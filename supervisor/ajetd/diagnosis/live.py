@@ -10,8 +10,9 @@ root cause first (a later line may outrank an earlier one), not the kinds in the
 appeared. While output arrives, an exception line waiting for a possible second line of its
 message is read as it stands; once the output pauses (`paused`: a pass that finds nothing
 new), its unfinished last line is read too (a program that prints an error without a newline
-and hangs) and a traceback it stopped inside counts as ended. Such a reading is provisional:
-the next one replaces it.
+and hangs) and a traceback it stopped inside counts as ended; an unfinished last line that is a
+question for a person (`prompt`: wandb's login menu, `[y/N]`, `Password:`) is a program waiting
+for input nobody will type. Such a reading is provisional: the next one replaces it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from ajetd.core.finding import Finding
 from ajetd.diagnosis.kindset import KindSet
+from ajetd.diagnosis.prompt import waiting_prompt
 from ajetd.diagnosis.scan import count_lines, read_chunks
 from ajetd.diagnosis.stream import StreamDiagnoser
 from ajetd.diagnosis.text import MAX_LINE_BYTES
@@ -151,7 +153,11 @@ class LiveScans:
         cursor.paused_at = cursor.offset
         if not cursor.stream.unread():
             return None
-        return _show(cursor, cursor.stream.peek(), True)
+        findings = cursor.stream.peek()
+        prompt = waiting_prompt(*cursor.stream.last_unfinished())
+        if prompt is not None:  # what blocks it now, so first; gone once output goes on
+            findings = [prompt, *findings]
+        return _show(cursor, findings, True)
 
     def finish(self, key: tuple[str, int], log_file: Path) -> list[Finding] | None:
         """The whole diagnosis of an ended trial from its live cursor (only unread bytes are

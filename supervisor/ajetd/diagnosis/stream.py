@@ -131,6 +131,11 @@ class StreamDiagnoser:
         self.diagnoser.end()
         return self.findings()
 
+    def last_unfinished(self) -> tuple[bytes, int]:
+        """The line still arriving (no newline yet; as a person sees it: `seen_bytes`) and
+        its line number, for what only an unfinished line can say (`prompt`)."""
+        return self._partial, self.lines_done + self._held.count(b"\n") + 1
+
     def holds_line(self) -> bool:
         """Whether a complete line waits for its next (see `may_go_on`)."""
         return bool(self._held)

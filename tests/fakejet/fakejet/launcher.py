@@ -186,6 +186,12 @@ def main() -> int:
             return int(fail.get("exit_code", 1))
     else:
         fail = None
+    if fake.get("prompt"):  # wandb's login menu, as it asks on a terminal without an API key
+        print("wandb: (1) Create a W&B account\nwandb: (2) Use an existing W&B account")
+        print("wandb: (3) Don't visualize my results")
+        sys.stdout.write("wandb: Enter your choice: ")
+        sys.stdout.flush()
+        print(f"wandb: answered {input()!r}", flush=True)
     if fake.get("ignore_sigint"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if fake.get("ignore_sigterm"):
