@@ -67,7 +67,10 @@ def test_partial_last_line_is_not_counted() -> None:
 
 
 def test_garbage_is_ignored() -> None:
-    assert parse_val_text("hello\n{not a dict}\n[1, 2]\n\x00\n{'a': __import__('os')}\n") == []
+    assert parse_val_text("hello\n{not a dict}\n[1, 2]\n\x00\n") == []
+    # a call among the values is never run: read as its one literal argument, as numpy 2's
+    # `np.str_('gsm8k')` (walk86 F1), or its text
+    assert parse_val_text("{'a': __import__('os'), 'b': f(x)}\n") == [{"a": "os", "b": "f(x)"}]
 
 
 def test_results_table_holds_the_seeds_validation_attributes() -> None:

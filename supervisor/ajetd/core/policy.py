@@ -168,14 +168,24 @@ def limit_reason(run: Run) -> str:
 UNREAD_RECORDS = "its output shows validation results, yet no record was read from them"
 
 
-def kept_truly(reason: str, records: int, expected: bool = False, shown: bool = False) -> str:
+UNREAD_LINES = (
+    "its val file holds {n} line(s) that look like validation records and could not be read"
+)
+
+
+def kept_truly(
+    reason: str, records: int, expected: bool = False, shown: bool = False, unread: int = 0
+) -> str:
     """An end's reason whose `data kept` is true: a run that wrote no validation record has
     no metrics to keep, and its reason says so instead (read once its val file was read to
     its end: `records`, how many it holds). A clean exit of a run whose program was to write
     them (`expected`: a val file, NeMo-RL's output) says it wrote none: an exit 0 after 0.1 s
     that validated nothing read as any success. `shown`: its output shows validation results
     that gave no record (a shape the reader does not read): it says that, never that the
-    program wrote none."""
+    program wrote none; so does a val file whose `unread` lines look like records and gave
+    none (a value no reader knows)."""
+    if unread and not records:
+        return f"{reason}; {UNREAD_LINES.format(n=unread)}"
     if shown and not records:  # whether a record was expected or not: never "wrote none"
         return f"{reason}; {UNREAD_RECORDS}"
     if reason == EXITED_0 and expected and not records:

@@ -172,16 +172,26 @@ class ValRead:
     """How far an AgentJet run's val file was read (`core.lines`): the byte after the last
     line taken (None: not yet, or a record older than this field: its history is read again
     from `Run.val_offset`), whether that byte lies inside a line too long to keep, and the
-    `## Step` block still taking bullets (the last record of the history once it has one)."""
+    `## Step` block still taking bullets (the last record of the history once it has one);
+    how many lines read looked like a record (`{...`) and could not be read as one, and the
+    first of them (bounded): they are named, never dropped in silence."""
 
     pos: int | None = None
     skipping: bool = False
     block: JsonObject | None = None
+    unread: int = 0
+    first_unread: str = ""
 
     def to_json(self) -> JsonObject:
         if self == ValRead():
             return {}
-        return {"pos": self.pos, "skipping": self.skipping, "block": self.block}
+        return {
+            "pos": self.pos,
+            "skipping": self.skipping,
+            "block": self.block,
+            "unread": self.unread,
+            "first_unread": self.first_unread,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> ValRead:

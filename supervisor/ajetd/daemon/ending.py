@@ -199,7 +199,9 @@ def finish_run(
         if exit_code is not None:  # whole first (an instant exit's may not be in its log yet)
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
         shown = shows_validation(run, log_of)
-    reason = kept_truly(end.reason, len(run.history), expected, shown)  # none: no `data kept`
+    unread = run.val_read.unread if run.kind != "nemo_rl" else 0
+    # (a reason without `data kept` is left as it is)
+    reason = kept_truly(end.reason, len(run.history), expected, shown, unread)
     end = replace(end, reason=reason)
     run = end_trial(home, run, end, now, reap=False)
     ended = now

@@ -46,7 +46,7 @@ from ajetd.core.trialscript import (
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
-from ajetd.frameworks.valresults import parse_val_lines
+from ajetd.frameworks.valresults import Unread, parse_val_lines
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_composed, read_config, read_inherited
@@ -328,8 +328,14 @@ def read_metrics(
         again = replace(start, val_offset=offset, val_read=ValRead())
         return read_metrics(again, fetch, budget, log_of=log_of)
     block = None if feed.block is None else dict(feed.block)
-    done = ValRead(pos=got.cursor.pos, skipping=got.cursor.skipping, block=block)
-    warnings = _val_notes(run, got, feed.dropped)
+    done = ValRead(
+        pos=got.cursor.pos,
+        skipping=got.cursor.skipping,
+        block=block,
+        unread=feed.unread.count,
+        first_unread=feed.unread.first,
+    )
+    warnings = _val_notes(run, got, feed.dropped, done)
     same = not fresh or (read.history, read.metrics) == (run.history, run.metrics)
     if same and not feed.changed and done == read.val_read and warnings == run.warnings:
         return run  # nothing new (a fresh read that found nothing: fresh again next time)
@@ -391,9 +397,10 @@ class _ValFeed:
         self.changed = False
         self.dropped = 0
         self.latest: dict[str, Any] | None = None
+        self.unread = Unread(state.unread, state.first_unread)
 
     def __call__(self, lines: Sequence[str]) -> None:
-        self.block, changed = parse_val_lines(lines, self.records, self.block)
+        self.block, changed = parse_val_lines(lines, self.records, self.block, self.unread)
         if not changed:
             return
         self.changed = True
@@ -406,13 +413,32 @@ class _ValFeed:
 
 _LONG_LINE = "val file {path}: a line longer than {kib} KiB (at byte {at}) is skipped"
 _MANY = "val file {path}: more than {n} validation records"
+_UNREAD = "val file {path}:"
+_UNREAD_MARK = " line(s) written during this run look like validation records"
 
 
-def _val_notes(run: Run, got: LinesRead, dropped: int) -> tuple[str, ...]:
+def unread_note(path: str, state: ValRead) -> str:
+    """The warning that `state.unread` lines of the val file at `path` could not be read."""
+    return (
+        f"{_UNREAD.format(path=path)} {state.unread}{_UNREAD_MARK} and could not be read as "
+        f"any, the first: {state.first_unread}"
+    )
+
+
+def _val_notes(run: Run, got: LinesRead, dropped: int, state: ValRead) -> tuple[str, ...]:
     """The run's warnings, with a note the first time its val file had a line too long to be
-    a record or more records than are kept (each logged whenever it happens)."""
+    a record or more records than are kept (each logged whenever it happens), and one that
+    says how many of its lines could not be read as records (kept up to date, logged as
+    their count grows)."""
     notes = list(run.warnings)
     path = run.val_path
+    if state.unread:
+        head = _UNREAD.format(path=path)
+        note = unread_note(path or "", state)
+        if note not in notes:
+            log.warning("run %s: %s", run.run_id, note)
+            kept = [n for n in notes if not (n.startswith(head) and _UNREAD_MARK in n)]
+            notes = [*kept, note]
     if got.first_skipped is not None:
         kib = VAL_LINE_MAX_BYTES >> 10
         log.warning(

@@ -28,14 +28,32 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-# one match per string literal (left as it is: a key's text is never rewritten), numpy scalar
-# call, or bare nan/inf; each alternative is unambiguous, so the scan is linear
+# one match per string literal (left as it is: a key's text is never rewritten), call (a
+# numpy scalar's `np.float64(0.5)`, torch's `tensor(231.4000, device='cuda:0')`, numpy 2's
+# `np.str_('gsm8k')`, any other: `array([1, 2])`, `datetime.date(2026, 1, 2)`), numpy 2's
+# bare `np.True_`, bare nan/inf, or a JSON word (true, false, null, NaN, Infinity); each
+# alternative starts unambiguously and is bounded, so the scan is linear
+_ARG = r"""(?:[^()'"\n]|'(?:[^'\\\n]|\\.){0,200}'|"(?:[^"\\\n]|\\.){0,200}"){0,400}"""
 _TOKENS = re.compile(
     r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
-    r"|\b(?:np|numpy)\.[a-z_]{1,20}\d{0,3}\(\s*(?P<arg>[^()'\"]{0,80}?)\s*\)"
-    r"|(?<![\w.])(?P<nonfinite>-?(?:nan|inf))(?![\w.])"
+    rf"|(?<![\w.])(?P<call>[A-Za-z_][\w.]{{0,60}})\((?P<args>{_ARG})\)"
+    r"|(?<![\w.])(?:np|numpy)\.(?P<npbool>True|False)_(?![\w.])"
+    r"|(?<![\w.])(?P<nonfinite>-?(?:nan|inf|NaN|Infinity))(?![\w.])"
+    r"|(?<![\w.])(?P<json>true|false|null)(?![\w.])"
 )
-_STEP = re.compile(r"^#{1,6}\s*step\s+(\d{1,12})(?:\s*\((?P<label>[^()]{1,200})\))?\s*$", re.I)
+_JSON_WORDS = {"true": "True", "false": "False", "null": "None"}
+# a call's only positional argument, where it is a number, nan/inf or one string literal
+_SOLE_NUMBER = re.compile(
+    r"\s*(?P<number>[-+]?(?:\d[\d_]{0,80}(?:\.\d{0,80})?|\.\d{1,80})(?:[eE][-+]?\d{1,4})?"
+    r"|[-+]?(?:nan|inf))\.?\s*(?:,\s*[A-Za-z_]\w{0,40}\s*=.*)?",
+    re.S,
+)
+_SOLE_STRING = re.compile(r"""\s*(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")\s*""")
+_STEP = re.compile(
+    r"^#{1,6}\s*step\s*(?::\s*)?(\d{1,12})(?:\s*/\s*\d{1,12})?"
+    r"(?:\s*\((?P<label>[^()]{1,200})\))?\s*(?::\s*)?$",
+    re.I,
+)
 _BULLET = re.compile(r"^\s*[-*]\s*([^:]+?)\s*:\s*(.*?)\s*$")
 TABLE_KEYS = (
     "mean_reward",
@@ -141,17 +159,34 @@ def _number(value: Any) -> Any:
 
 
 def _literal(match: re.Match[str]) -> str:
+    """The Python literal a token stands for: a string as written; nan/inf/NaN/Infinity
+    None (`_number`'s rule); JSON's words Python's; numpy's bools Python's; a call its only
+    positional argument where that is a number or a string (`np.float64(0.5)`,
+    `tensor(0.5, device='cuda:0')`, `np.str_('gsm8k')`), else its text as a string: one value
+    no literal spells never costs its record the others (`tensor([1, 2])`, `array(...)`)."""
     if match.group("string") is not None:
         return match.group(0)
     if match.group("nonfinite") is not None:
         return "None"
-    arg = match.group("arg")
-    return "None" if arg.lstrip("-+") in ("nan", "inf") else arg
+    if match.group("json") is not None:
+        return _JSON_WORDS[match.group("json")]
+    if match.group("npbool") is not None:
+        return match.group("npbool")
+    args = match.group("args")
+    number = _SOLE_NUMBER.fullmatch(args)
+    if number is not None:
+        text = number.group("number").replace("_", "")
+        return "None" if text.lstrip("-+") in ("nan", "inf") else text
+    string = _SOLE_STRING.fullmatch(args)
+    if string is not None:
+        return string.group("string")
+    return repr(match.group(0))
 
 
 def parse_dict_line(line: str) -> dict[str, Any] | None:
-    """One classic-layout line as a dict, or None if the line is not a complete dict."""
-    text = line.strip()
+    """One classic-layout line (or a JSON object's line) as a dict, or None if the line is
+    not a complete dict."""
+    text = line.strip().lstrip("\ufeff").strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None
     text = _TOKENS.sub(_literal, text)
@@ -164,8 +199,21 @@ def parse_dict_line(line: str) -> dict[str, Any] | None:
     return {str(k): _number(v) for k, v in value.items()}
 
 
+def unreadable(line: str) -> bool:
+    """Whether `line` looks like a record (a `{`...) that `parse_dict_line` could not read:
+    such a line is counted and named, never dropped in silence."""
+    text = line.strip().lstrip("\ufeff")
+    return text.startswith("{") and parse_dict_line(line) is None
+
+
+_NOTED = re.compile(r"(?P<value>[^()\s]{1,100})\s+\([^()]{0,200}\)")  # `0.5 (+0.1)`: a note
+
+
 def _scalar(text: str) -> Any:
-    raw = text.strip()
+    raw = text.strip().lstrip("*`").strip().rstrip("`").strip()
+    noted = _NOTED.fullmatch(raw)
+    if noted is not None and not isinstance(_scalar(noted.group("value")), str):
+        return _scalar(noted.group("value"))  # a number with a note: the number
     pct = raw.endswith("%")
     body = raw[:-1].strip() if pct else raw
     try:
@@ -190,13 +238,35 @@ def parse_val_text(text: str) -> list[dict[str, Any]]:
     return records
 
 
+UNREAD_SHOWN = 200  # characters of the first unreadable line a note quotes
+
+
+class Unread:
+    """Lines that look like a record (`{...`) and could not be read as one: how many, and the
+    first (its first UNREAD_SHOWN characters)."""
+
+    def __init__(self, count: int = 0, first: str = "") -> None:
+        self.count = count
+        self.first = first
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        if not self.first:
+            text = line.strip()
+            self.first = text[:UNREAD_SHOWN] + ("…" if len(text) > UNREAD_SHOWN else "")
+
+
 def parse_val_lines(
-    lines: Iterable[str], records: list[dict[str, Any]], block: dict[str, Any] | None
+    lines: Iterable[str],
+    records: list[dict[str, Any]],
+    block: dict[str, Any] | None,
+    unread: Unread | None = None,
 ) -> tuple[dict[str, Any] | None, bool]:
     """Read complete `lines` on from where an earlier read left off, so that a file is read
     once, in pieces: their records are appended to `records`; `block` is the `## Step` block
     still open before them (the same object as `records[-1]` once it has a bullet, updated in
-    place). Returns the block still open after them, and whether `records` changed."""
+    place); `unread` counts the lines that look like a record and are none. Returns the block
+    still open after them, and whether `records` changed."""
     changed = False
     for line in lines:
         step = _STEP.match(line.strip())
@@ -210,7 +280,8 @@ def parse_val_lines(
             if bullet:
                 if not records or records[-1] is not block:  # its first bullet
                     records.append(block)
-                block[bullet.group(1)] = _scalar(bullet.group(2))
+                key = bullet.group(1).strip("*` ") or bullet.group(1)  # `**mean_reward**`
+                block[key] = _scalar(bullet.group(2))
                 changed = True
                 continue
             if line.strip():
@@ -220,6 +291,8 @@ def parse_val_lines(
             records.append(record)
             changed = True
             block = None
+        elif unread is not None and line.strip().lstrip("\ufeff").startswith("{"):
+            unread.add(line)
     return block, changed
 
 

@@ -106,6 +106,15 @@ def _fmt(value: Any) -> str:
 
 def _metrics_section(run: Run) -> list[str]:
     history = list(run.history)
+    unread = run.val_read.unread if run.kind != "nemo_rl" else 0
+    lines_note = ""
+    if unread:  # the lines that gave no record: never "none were written"
+        lines_note = (
+            f"{unread} line(s) of `{run.val_path}` written during this run look like validation "
+            f"records and could not be read as any; the first: `{run.val_read.first_unread}`"
+        )
+        if not history:
+            return [f"No validation record could be read: {lines_note}."]
     if not history:
         none = "No validation results were written during this run."
         if run.kind == "agentjet" and run.val_path and run.status is Status.SUCCEEDED:
@@ -127,6 +136,8 @@ def _metrics_section(run: Run) -> list[str]:
         cells = " | ".join(_fmt(record.get(k)) for k in keys)
         lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
     lines.append("")
+    if unread:
+        lines += [f"Not in this table: {lines_note}.", ""]
     if left:  # bounded: a program may log hundreds of keys
         lines += [f"Not in this table, {more_note(left)} (last values: finish.flag's metrics).", ""]
     if any(step_of(r) is None for r in history):

@@ -14,6 +14,7 @@ import argparse
 import atexit
 import fcntl
 import json
+import math
 import os
 import random
 import signal
@@ -137,6 +138,32 @@ def _flood(flood: dict[str, int] | None) -> None:
         sys.stdout.flush()
 
 
+def _val_line(fake: dict[str, Any], step: int, reward: float, index: int) -> str:
+    """One validation record as AgentJet writes it (`str(dict)`, numpy>=2 scalars), or as
+    `val_format` says: `json` (a program that writes `json.dumps(...)`: true/false/null),
+    `torch` (a torch scalar and a numpy 2 string among the values, as `str(dict)` prints
+    them), `object` (an object's `<... at 0x...>` repr among them: no reader can read it). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
+    numpy's mean of an empty array prints it) instead of the climbing default."""
+    rewards = fake.get("rewards")
+    if rewards:
+        reward = float(rewards[min(index, len(rewards) - 1)])
+    if fake.get("val_format") == "json":
+        record = {"global_steps": step, "mean_reward": reward, "task_pass_rate@1": reward}
+        return json.dumps({**record, "is_best": False, "note": None}) + "\n"
+    extra = ""
+    if fake.get("val_format") == "object":  # a value only its repr shows: no literal at all
+        extra = "'sampler': <verl.Sampler object at 0x7f3a2c>, "
+    if fake.get("val_format") == "torch":
+        extra = "'response_length/mean': tensor(231.4000), 'data_source': np.str_('gsm8k'), "
+    return (
+        f"{{'global_steps': {step}, 'pass_n': 4, 'total_tasks': 1319, "
+        f"'num_all_success_tasks': {int(reward * 500) if math.isfinite(reward) else 0}, {extra}"
+        f"'task_pass_rate@1': {reward}, 'mean_reward': {reward}, "
+        f"'std_reward': np.float64({0.5 - reward / 4}), "
+        f"'target_dataset_name': 'main_val_dataset'}}\n"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conf", required=True)
@@ -211,6 +238,7 @@ def main() -> int:
     rng = random.Random(0)
     reward = 0.4
     step = 0
+    validations = 0
     forever = bool(fake.get("forever"))
     swarm_port = fake.get("swarm_port")
     while forever or step < steps:
@@ -234,15 +262,9 @@ def main() -> int:
             print(OOM, flush=True)
             return int(fake.get("exit_code", 1))
         if step % test_freq == 0:
-            record = (
-                f"{{'global_steps': {step}, 'pass_n': 4, 'total_tasks': 1319, "
-                f"'num_all_success_tasks': {int(reward * 500)}, "
-                f"'task_pass_rate@1': {reward}, 'mean_reward': {reward}, "
-                f"'std_reward': np.float64({0.5 - reward / 4}), "
-                f"'target_dataset_name': 'main_val_dataset'}}\n"
-            )
             with open(val_path, "a") as handle:
-                handle.write(record)
+                handle.write(_val_line(fake, step, reward, validations))
+            validations += 1
         if fail and step == fail["at_step"]:
             print(fail["text"], flush=True)
             return int(fail.get("exit_code", 1))

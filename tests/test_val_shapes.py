@@ -1,0 +1,125 @@
+"""Validation records in the shapes programs really write them, read whole (walk86 F1):
+JSON lines (true/false/null/NaN), `str(dict)` lines holding a torch scalar or a numpy 2
+string, `## Step 4/10` headings and bold bullets; a line that looks like a record and cannot
+be read is counted and named in the run's warnings, reason and results.md, never dropped in
+silence (before: the run said "it wrote no validation record")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.frameworks.valresults import Unread, parse_dict_line, parse_val_lines, parse_val_text
+from conftest import Env
+from loopkit import Loop
+
+
+def test_a_json_line_is_read_with_its_words() -> None:
+    line = json.dumps({"global_steps": 0, "mean_reward": 0.1, "is_best": False, "note": None})
+    assert parse_dict_line(line) == {
+        "global_steps": 0,
+        "mean_reward": 0.1,
+        "is_best": False,
+        "note": None,
+    }
+    assert parse_dict_line('{"a": NaN, "b": -Infinity, "c": true}') == {
+        "a": None,
+        "b": None,
+        "c": True,
+    }
+
+
+def test_a_value_no_literal_spells_costs_only_itself() -> None:
+    line = (
+        "{'global_steps': 2, 'mean_reward': 0.2, 'len': tensor(231.4000), "
+        "'loss': tensor(0.5, device='cuda:0', dtype=torch.float32), 'src': np.str_('gsm8k'), "
+        "'ok': np.True_, 'no': np.False_, 'arr': array([1, 2]), 'when': datetime.date(2026, 1, 2)}"
+    )
+    assert parse_dict_line(line) == {
+        "global_steps": 2,
+        "mean_reward": 0.2,
+        "len": 231.4,
+        "loss": 0.5,
+        "src": "gsm8k",
+        "ok": True,
+        "no": False,
+        "arr": "array([1, 2])",
+        "when": "datetime.date(2026, 1, 2)",
+    }
+    # text that spells a JSON word or a call is never rewritten
+    assert parse_dict_line("{'k': 'true tensor(1) null'}") == {"k": "true tensor(1) null"}
+
+
+def test_a_bom_headings_and_bold_bullets_are_read() -> None:
+    text = (
+        "\ufeff{'global_steps': 0, 'mean_reward': 0.1}\n"
+        "## Step 4/10\n- **mean_reward**: 0.5\n- task_pass_rate@1: 0.4 (+0.1)\n"
+        "### Step: 6\n- **mean_reward:** 0.6\n- `std_reward`: 12%\n"
+    )
+    assert parse_val_text(text) == [
+        {"global_steps": 0, "mean_reward": 0.1},
+        {"global_steps": 4, "mean_reward": 0.5, "task_pass_rate@1": 0.4},
+        {"global_steps": 6, "mean_reward": 0.6, "std_reward": 0.12},
+    ]
+
+
+def test_lines_that_look_like_records_and_are_none_are_counted() -> None:
+    unread = Unread()
+    records: list[dict[str, Any]] = []
+    lines = ["{'a': <object at 0x1>}", "hello", "{'b': 1}", "{'c': {'d'", "x" * 10 + "{"]
+    parse_val_lines(lines, records, None, unread)
+    assert records == [{"b": 1}] and unread.count == 2
+    assert unread.first == "{'a': <object at 0x1>}"
+
+
+_CALLS = st.from_regex(r"[A-Za-z_][\w.]{0,10}\([^()'\"\n]{0,20}\)", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), _CALLS)
+def test_any_call_among_the_values_keeps_the_record(reward: float, call: str) -> None:
+    """A call of any name with any flat argument among a record's values never costs the
+    record, nor its other values."""
+    record = parse_dict_line(f"{{'global_steps': 3, 'mean_reward': {reward!r}, 'x': {call}}}")
+    assert record is not None
+    assert record["global_steps"] == 3 and record["mean_reward"] == reward
+    json.dumps(record, allow_nan=False)
+
+
+def _results(loop: Loop, run_id: str) -> str:
+    return (Path(loop.run(run_id).result_dir) / "results.md").read_text()
+
+
+def test_json_and_torch_lines_give_the_runs_metrics(env: Env, loop: Loop) -> None:
+    """A program writing `json.dumps` lines, or `str(dict)` lines holding `tensor(...)` and
+    `np.str_(...)`: the run's metrics and best are read (before: none, 'it wrote no
+    validation record')."""
+    for shape in ("json", "torch"):
+        config = env.config(shape, val_format=shape, rewards=[0.1, 0.3, 0.2], steps=6)
+        run_id = loop.submit(env.blueprint(shape, config=config, ajetd="gpus: 0"))
+        flag = loop.until_done(run_id)
+        assert flag["status"] == "succeeded", (shape, flag)
+        assert "no validation record" not in flag["reason"]
+        assert flag["best"]["value"] == 0.3 and flag["best"]["step"] == 4, (shape, flag)
+        assert flag["metrics"]["mean_reward"] == 0.2
+    assert flag["metrics"]["data_source"] == "gsm8k"
+
+
+def test_unreadable_record_lines_are_named_not_silently_dropped(env: Env, loop: Loop) -> None:
+    config = env.config("objects", val_format="object")
+    run_id = loop.submit(env.blueprint("objects", config=config, ajetd="gpus: 0"))
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded" and flag["metrics"] == {}
+    assert flag["reason"].endswith(
+        "; its val file holds 2 line(s) that look like validation records and could not be read"
+    ), flag["reason"]
+    results = _results(loop, run_id)
+    assert "No validation results were written" not in results
+    assert "No validation record could be read: 2 line(s) of `" in results
+    assert "<verl.Sampler object at 0x7f3a2c>" in results
+    warned = [w for w in loop.run(run_id).warnings if "could not be read" in w]
+    assert len(warned) == 1 and "2 line(s) written during this run" in warned[0]
