@@ -89,7 +89,7 @@ def test_foreign_memory_makes_a_run_wait_until_it_drains(env: Env) -> None:
         what="the run to wait for GPU 1",
     )
     assert env.status(run_id)["state"] == "queued"
-    assert f"queued {run_id}: waiting for 2 GPU(s)" in env.cli("status").stdout
+    assert f"queued {run_id} (1st to launch): waiting for 2 GPU(s)" in env.cli("status").stdout
     cpu = env.submit(env.blueprint("cpu", ajetd="gpus: 0"))  # CPU only never waits
     assert env.wait_done(cpu)["status"] == "succeeded"
     _edit(file, lambda d: d["gpus"][1].update(memory_used_mib=0, processes=[]))

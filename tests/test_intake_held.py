@@ -55,7 +55,7 @@ def test_a_run_held_for_a_full_result_dir_is_listed_with_the_folder(
     assert env.status(run_id)["reason"] == reason  # status RUN --json
     one = env.cli("status", run_id)
     assert "cannot write to a folder run" in " ".join(one.stdout.split()), one.stdout
-    assert f"queued {run_id}: not admitted yet" in env.cli("status").stdout
+    assert f"queued {run_id} (1st to launch): not admitted yet" in env.cli("status").stdout
     for path in taken:
         path.unlink()
     status = env.wait_done(run_id)

@@ -72,10 +72,37 @@ def test_live_runs_first_then_ten_newest_ended_in_80_columns() -> None:
     assert ids[5:] == [f"r{i:05d}" for i in range(499, 489, -1)]  # newest ended first
     assert "ATTENTION!" in rows[1 + ids.index("r00902")]
     assert "! attention r00902: no output for 31m" in text
-    assert "queued r00901: waiting for 2 GPUs" in text
+    assert "queued r00901 (1st to launch): waiting for 2 GPUs" in text
     assert "490 older ended run(s) not shown (--all shows every run)" in text
     assert "…" in text and LONG not in text  # the long session name is shortened
     assert "0.6000 ▁▂▃▅▆█" in text  # the metric and its trend
+
+
+def test_queued_runs_are_listed_and_numbered_in_the_order_they_launch(env: Env) -> None:
+    """Before: queued runs were listed newest first, the reverse of the order the daemon
+    launches them in (oldest claim first, placement reserving GPUs for the first), and
+    nothing said which goes next. Three runs wait for the one GPU another holds: they are
+    listed in their launch order, each note says its place, and the first is launched."""
+    env.fake_gpus(1)
+    env.start_daemon("--liveness", "0.2")
+    end = env.tmp / "end-now"
+    holder = env.blueprint(
+        "holder", command=f"while [ ! -e {end} ]; do sleep 0.05; done", ajetd="gpus: 1"
+    )
+    holding = env.submit(holder)
+    wait_for(lambda: env.record(holding).get("started_at"), what="the holder to start")
+    waiting = []
+    for name in ("first", "second", "third"):
+        waiting.append(env.submit(env.blueprint(name, command="sleep 60", ajetd="gpus: 1")))
+        wait_for(lambda: env.record(waiting[-1]).get("state") == "queued", what=name)
+    shown = env.cli("status").stdout.splitlines()
+    listed = [row.split()[0] for row in shown if row.split() and row.split()[0] in waiting]
+    assert listed == waiting, shown
+    for place, run_id in zip(("1st", "2nd", "3rd"), waiting, strict=True):
+        assert any(line.startswith(f"queued {run_id} ({place} to launch): ") for line in shown)
+    end.touch()
+    wait_for(lambda: env.record(waiting[0]).get("started_at"), what="the first to launch")
+    assert not env.record(waiting[1]).get("started_at")
 
 
 def test_wide_terminal_shows_whole_session_and_narrow_drops_columns() -> None:

@@ -373,6 +373,17 @@ def waiting(run: Run, reason: str) -> Run:
     return run if run.reason == reason else replace(run, reason=reason)
 
 
+WAITING = (State.QUEUED, State.RESTARTING)  # runs the launch step places and lets go
+
+
+def launch_order(run: Run) -> tuple[float, str]:
+    """The order the launch step takes waiting runs in (placement reserves GPUs for the
+    first, `core.placement.plan`): the oldest claim first. Admission gives the runs it
+    claims in one pass distinct times in the inbox's order, so the run id breaks no tie
+    that a user made; `status` lists and numbers queued runs in this order."""
+    return run.submitted_at, run.run_id
+
+
 def session_renamed(run: Run, name: str) -> Run:
     """The run's tmux session is now called `name` (a user's `tmux rename-session`; its pane
     is found by its script, not by name): the run and its current trial take the name, so

@@ -66,6 +66,9 @@ def absence(info: Mapping[str, Any], now: float) -> str | None:
     )
 
 
+CLAIM_STEP_S = 1e-6  # between the claim times of the blueprints taken in one pass
+
+
 class Admit(Base):
     def admit(self, now: float) -> None:
         """Take complete blueprints from the inbox, each on its own: one that cannot be taken
@@ -80,11 +83,11 @@ class Admit(Base):
             self.readmit_waiting(now)
             scan = inbox.scan(self.home, self.watcher.take_ready(), now)
             refused, self.settle_at = scan.refused, scan.settle_at
-            for candidate in scan.found:
+            for i, candidate in enumerate(scan.found):
                 if candidate.path.name in self.stuck:
                     continue
-                try:
-                    self._take(candidate, now)
+                try:  # claimed in the inbox's order, each at its own time (`launch_order`)
+                    self._take(candidate, now + i * CLAIM_STEP_S)
                 except Exception as exc:  # one file never stops the loop
                     self._file_failed(candidate.path, exc, now)
         folder = self.home.inbox  # a file that could not be put aside is listed while it is there

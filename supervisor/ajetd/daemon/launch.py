@@ -20,7 +20,6 @@ from ajetd.daemon.slots import RunSlot
 from ajetd.hosts import swarm
 
 log = logging.getLogger(__name__)
-WAITING = (State.QUEUED, State.RESTARTING)
 
 
 class Launch(Base):
@@ -28,8 +27,8 @@ class Launch(Base):
         self.swarm_waiting = self.relaunch_due = False
         self.tmux_wait = {k: v for k, v in self.tmux_wait.items() if k in self.slots}
         queue = sorted(
-            (s for s in self.slots.values() if s.run.state in WAITING),
-            key=lambda s: s.run.submitted_at,
+            (s for s in self.slots.values() if s.run.state in model.WAITING),
+            key=lambda s: model.launch_order(s.run),
         )
         queue = [s for s in queue if not self._val_file_taken(s, now)]
         places = self.placer.decide(queue, self.slots, now)

@@ -1,7 +1,8 @@
 """What `ajetd status` shows a person: which runs, in which order, in how many columns; pure.
 
 The default view answers "what is going on now": live runs first (attention, then running,
-stopping, restarting, then queued), then the most recent ended runs, newest first; filters
+stopping, restarting, then queued; those that wait in the order they are launched, each
+queued one's note saying its place), then the most recent ended runs, newest first; filters
 narrow it (`--all`, `--state`, `--since`, `--campaign`). The table is fitted to the terminal's
 width (never wrapped): fixed columns keep their natural width, the session name takes what is
 left and is shortened in the middle, and every line is cut to the width as a last resort.
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.core import gpuuse
+from ajetd.core import gpuuse, model
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import REFUSED
@@ -60,6 +61,9 @@ class Selection:
     live: list[Run]
     ended: list[Run]
     hidden: int = 0  # ended runs that matched but fell beyond `recent`
+    # each waiting run's place in the launch order (1: launched first), among every run
+    # listed, whatever the filters keep
+    places: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -156,23 +160,36 @@ def matches(run: Run, f: Filters, now: float) -> bool:
     return True
 
 
-def _live_key(run: Run) -> tuple[int, float]:
-    return _LIVE_RANK.get(state_word(run), 5), -(run.started_at or run.submitted_at)
+def _live_key(run: Run) -> tuple[int, float, str]:
+    """Within their rank, runs that wait in the order they are launched (`launch_order`),
+    the others newest first."""
+    rank = _LIVE_RANK.get(state_word(run), 5)
+    if run.state in model.WAITING and not run.attention:
+        return rank, *model.launch_order(run)
+    return rank, -(run.started_at or run.submitted_at), run.run_id
+
+
+def launch_places(runs: Iterable[Run]) -> dict[str, int]:
+    """Each waiting run's place in the launch order (1: the next launched)."""
+    waiting = sorted((r for r in runs if r.state in model.WAITING), key=model.launch_order)
+    return {r.run_id: i for i, r in enumerate(waiting, 1)}
 
 
 def select(runs: Iterable[Run], f: Filters, now: float) -> Selection:
     """Live runs first, then ended runs newest first (`recent` of them unless `--all` or a
     filter narrows the view)."""
-    chosen = [r for r in runs if matches(r, f, now)]
+    every = list(runs)
+    chosen = [r for r in every if matches(r, f, now)]
     live = sorted((r for r in chosen if r.active), key=_live_key)
     ended = sorted(
         (r for r in chosen if not r.active),
         key=lambda r: (r.ended_at or r.submitted_at, r.run_id),
         reverse=True,
     )
+    places = launch_places(every)
     if f.all or f.narrowed:
-        return Selection(live, ended)
-    return Selection(live, ended[: f.recent], max(0, len(ended) - f.recent))
+        return Selection(live, ended, places=places)
+    return Selection(live, ended[: f.recent], max(0, len(ended) - f.recent), places)
 
 
 def for_json(runs: Iterable[Run], f: Filters, now: float) -> list[Run]:
@@ -346,7 +363,10 @@ def notes(sel: Selection, width: int) -> list[Line]:
             text = f"! attention {run.run_id}: {run.attention}"
             lines.append([(cut(text, width), "attention")])
         elif shown_state(run) == State.QUEUED.value and run.reason:
-            lines.append([(cut(f"queued {run.run_id}: {run.reason}", width), "waiting")])
+            place = sel.places.get(run.run_id)
+            nth = f" ({ordinal(place)} to launch)" if place else ""
+            text = f"queued {run.run_id}{nth}: {run.reason}"
+            lines.append([(cut(text, width), "waiting")])
     for run in sel.ended:
         if run.status in _SAY_WHY and run.reason and not run.attention:
             text = f"{run.status.value} {run.run_id}: {' '.join(run.reason.split())}"
@@ -355,6 +375,12 @@ def notes(sel: Selection, width: int) -> list[Line]:
         text = f"{sel.hidden} older ended run(s) not shown (--all shows every run)"
         lines.append([(cut(text, width), "dim")])
     return lines
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 DAEMON_DOWN = "not running (start it with `ajetd daemon --detach`)"
