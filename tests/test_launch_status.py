@@ -24,3 +24,23 @@ def test_a_pipeline_that_succeeds_still_succeeds(env: Env, loop: Loop) -> None:
     run_id = loop.submit(env.blueprint("teeok", command="echo hello | tee ok.log | cat"))
     flag = loop.until_done(run_id)
     assert flag["status"] == "succeeded" and flag["exit_code"] == 0, json.dumps(flag)
+
+
+def _lint(env: Env, command: str, ajetd: str = "gpus: 0") -> tuple[int, dict]:
+    out = env.cli("lint", "--json", str(env.blueprint("lint", command=command, ajetd=ajetd)))
+    said = json.loads(out.stdout)
+    return out.returncode, {**(said.get("blueprint") or {}), "problems": said["problems"]}
+
+
+def test_lint_says_kill_is_removed_and_the_run_never_gets_it(env: Env, loop: Loop) -> None:
+    """What `--autokill` expands to, spelt out, would end every python process (this daemon
+    among them): lint says it is removed, and the trial runs without it."""
+    command = "echo args: --kill 'ray|vllm|python' --steps 2"
+    code, data = _lint(env, command)
+    assert code == 0 and any("--kill 'ray|vllm|python' removed" in w for w in data["warnings"])
+    run_id = loop.submit(env.blueprint("kill", command=command))
+    assert loop.until_done(run_id)["status"] == "succeeded"
+    log = (env.tmp / "results" / "kill" / "logs" / "trial-1.log").read_text()
+    assert "args: --steps 2" in log and "vllm" not in log.split("args:")[-1]
+    code, data = _lint(env, command, "gpus: 0\nautokill: allow")
+    assert any("kept (autokill: allow)" in w for w in data["warnings"])

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ajetd.adapters.store import write_all_atomic
 from ajetd.core import model
+from ajetd.core.blueprint import clean_value
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.naming import (
     MAX_SESSION,
@@ -26,11 +27,11 @@ from ajetd.core.naming import (
     session_base,
     unique_session,
 )
+from ajetd.core.shellwords import protect_autokill
 from ajetd.core.trialscript import (
     TrialSpec,
     parse_exit_file,
     parse_exit_note,
-    protect_autokill,
     render_trial_script,
 )
 from ajetd.diagnosis.text import clean_line, tail_lines
@@ -381,3 +382,31 @@ def test_each_validation_record_is_its_trials() -> None:
     old = changed(run, trials=tuple(changed(t, first_record=None) for t in trials))
     assert record_trials(old) == [None] * 5
     assert record_trials(changed(old, trials=old.trials[:1])) == [1] * 5
+
+
+def test_agentjets_kill_switch_is_removed_with_its_value_like_autokill() -> None:
+    """`--kill X` is what `--autokill` expands to in AgentJet's launcher (walk 86): dropped
+    under protect with its value however it is spelt (quoted, `=`, an argparse prefix, on a
+    continued line); a longer word is not it."""
+    for command, left in (
+        (
+            'python -m ajet.launcher --conf c.yaml --kill "ray|vllm|python"',
+            "python -m ajet.launcher --conf c.yaml",
+        ),
+        ("ajet --kill=python --conf a.yaml", "ajet --conf a.yaml"),
+        ("ajet --kil 'ray|python' --conf a.yaml", "ajet --conf a.yaml"),
+        ("ajet --ki python; echo x", "ajet; echo x"),
+        ("ajet --kill \\\n  python --conf a.yaml", "ajet --conf a.yaml"),
+        ("ajet --autokill --kill vllm", "ajet"),
+    ):
+        assert protect_autokill(command) == (left, True), command
+    for command in ("ajet --killer 3", "ajet --kiss x", "ajet x--kill y", "ajet --kill"):
+        assert protect_autokill(command) == (command, False), command
+
+
+def test_a_command_ending_in_a_quoted_argument_keeps_its_quote() -> None:
+    """Only a value that is one quoted string loses its quotes (walk 86: `--kill "a|b"` lost
+    its closing quote, and bash read an unclosed string)."""
+    assert clean_value('python t.py --kill "ray|vllm"') == 'python t.py --kill "ray|vllm"'
+    assert clean_value("'python t.py'") == "python t.py"
+    assert clean_value('"python" t.py "x"') == '"python" t.py "x"'

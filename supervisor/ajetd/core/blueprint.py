@@ -24,6 +24,7 @@ from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body
+from ajetd.core.shellwords import autokill_note
 from ajetd.core.textfile import decode_text
 from ajetd.core.values import control_character, path_problem
 
@@ -78,8 +79,17 @@ def clean_value(raw: str) -> str:
     for line in raw.splitlines():
         text = re.sub(r"^\s*(?:[-*+]|>)\s+", "", line).strip()
         if text:
-            return text.strip("\"'")
+            return _unwrapped(text)
     return ""
+
+
+def _unwrapped(text: str) -> str:
+    """A value written as one quoted string (`"/data/my runs"`) without its quotes; any
+    other text as it is: a command that ends in a quoted argument (`--kill "ray|vllm"`)
+    lost its closing quote, and bash then read an unclosed string (walk 86)."""
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'" and text[0] not in text[1:-1]:
+        return text[1:-1]
+    return text
 
 
 def clean_path(raw: str) -> str:
@@ -392,7 +402,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         warnings=(
             *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
             *_notes(bare_number_note("exp_max_time", max_time_given, max_time_s)),
-            *_notes(backgrounded(command)),
+            *_notes(backgrounded(command), autokill_note(command, options.autokill)),
             *options.notes,
             *never_notes(options, max_time_s),
         ),

@@ -110,28 +110,6 @@ def writer_ask_lines(spare: str) -> list[str]:
     ]
 
 
-# the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,
-# `--autokill=...` is not AgentJet's flag), but followed by anything else: a space, `;`, a
-# closing quote (`bash -c "... --autokill"`), a `\` continuation, a redirection (`>log`), the
-# end; linear: no repetition
-_AUTOKILL = re.compile(r"(?<![\w-])--autokill(?![\w=-])")
-
-
-def protect_autokill(command: str) -> tuple[str, bool]:
-    """Drop AgentJet's `--autokill`, which kills every python/ray/vllm process of every user
-    (this daemon and other runs included); ajetd cleans up the run's own processes instead.
-    Only the word goes, with the spaces before it: the rest stays byte for byte (spaces in a
-    quoted argument; a `\\` continuation, which still continues onto the next line or ends
-    the command where the word stood alone on the last)."""
-    kept, at = [], 0
-    for found in _AUTOKILL.finditer(command):
-        kept.append(command[at : found.start()].rstrip(" \t"))
-        at = found.end()
-    if not kept:
-        return command, False
-    return "".join([*kept, command[at:]]), True
-
-
 def _venv_python(spec: TrialSpec) -> list[str]:
     """Lines that make a bare `python` (and `python3`) the blueprint's python when the venv's
     `bin/python` is another file or none (`-ef`: the same file, links followed; a test, no

@@ -34,12 +34,12 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import run_names, session_base, unique_session, window_name
 from ajetd.core.options import Options
 from ajetd.core.runparts import NemoRead, ValRead
+from ajetd.core.shellwords import killing_words, protect_autokill
 from ajetd.core.trialscript import (
     WRITER_ASK,
     MetricSource,
     TrialSpec,
     exit_line,
-    protect_autokill,
     render_trial_script,
     writer_fifos,
 )
@@ -141,7 +141,9 @@ def prepare_trial(
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
     run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
     if dropped:
-        run = model.warn(run, "--autokill removed (autokill: protect)")
+        words = killing_words(run.launch_command)
+        shown = "--autokill" if words == ["--autokill"] else ", ".join(words)
+        run = model.warn(run, f"{shown} removed (autokill: protect)")
     p = paths(home, run, number)
     run = _program_log_aside(home, run, p.log, now)
     home.save_run(run)

@@ -24,6 +24,7 @@ import yaml
 
 from ajetd.core import yamlpart
 from ajetd.core.limits import CONFIG_MAX_DEPTH
+from ajetd.core.shellwords import SHELL_WORD
 from ajetd.core.shown import show
 from ajetd.core.values import OptionError, path_problem
 
@@ -36,14 +37,8 @@ _OFFLINE_MODES = {
 }
 # a config flag and its value (`--conf x.yaml`, `--conf=x.yaml`, quoted): AgentJet's `--conf`,
 # NeMo-RL's `--config` (`config_flag`); not part of a longer word
-# A shell word as bash reads it: a run of unquoted characters (not a space, quote, backslash
-# or an operator), '...' (no ' inside), "..." (\" and \\ escaped), \x. Each token's first
-# character is no other's, and nothing follows the word in the pattern, so a word never
-# backtracks into another split; inside "...", one character a step (a run there could split
-# exponentially ways when the closing quote is missing): linear in the command's length.
-_WORD = r"""(?:[^\s'"\\;|&<>()`]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+"""
 _FLAGS = {
-    flag: re.compile(rf"((?<![\w-]){flag}(?:=|(?:[ \t]|\\\n)+))({_WORD})")
+    flag: re.compile(rf"((?<![\w-]){flag}(?:=|(?:[ \t]|\\\n)+))({SHELL_WORD})")
     for flag in ("--conf", "--config")
 }
 
