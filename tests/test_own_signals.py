@@ -87,3 +87,41 @@ def test_terminated_and_interrupted_echoes_go_too() -> None:
     said = [Finding("mine", "retryable", 3, text, "x", "y") for text in lines]
     assert without_own_signals(tuple(said), ("INT", "TERM")) == ()
     assert without_own_signals(tuple(said), ("KILL",)) == tuple(said)
+
+
+# Python interrupted by SIGINT while it imports `site` (an `ajetd stop` right after submit):
+# its own report of that, as CPython 3.11 prints it
+INTERRUPTED_START = (
+    "Fatal Python error: init_import_site: Failed to import the site module",
+    "Python runtime state: initialized",
+    "Traceback (most recent call last):",
+    '  File "<frozen site>", line 626, in <module>',
+    '  File "<frozen site>", line 609, in main',
+    "KeyboardInterrupt",
+)
+
+
+def test_what_the_program_prints_after_ajetds_signal_is_no_finding(env: Env, loop: Loop) -> None:
+    """Walk 86, F20: `ajetd stop` right after submit read Python's interrupted start-up as a
+    `segfault` (its `Fatal Python error`). What the program prints once ajetd signalled it is
+    its reaction; what it printed before stays (here a dead Ray task, read as host_oom)."""
+    script = env.tmp / "intstart.sh"
+    said = "\n".join(INTERRUPTED_START)
+    script.write_text(
+        f"on_int() {{ cat <<'EOF'\n{said}\nEOF\nexit 1; }}\ntrap on_int INT\n"
+        "echo 'ray.exceptions.OutOfMemoryError: Task was killed'\nsleep 1000 & wait $!\n"
+    )
+    command = f"bash {script}"
+    run_id = loop.submit(env.blueprint("intstart", command=command, ajetd="gpus: 0"))
+    loop.started(run_id)
+    log = env.tmp / "results" / "intstart" / "logs" / "trial-1.log"
+    loop.until(lambda: log.exists() and b"Task was killed" in log.read_bytes(), "its first line")
+    env.cli("stop", "--no-wait", run_id)
+    flag = loop.until_done(run_id)
+    assert flag["exit_code"] == 1 and "Fatal Python error" in log.read_text(), log.read_text()
+    kinds = [f["kind"] for f in env.status(run_id)["diagnosis"]]
+    assert kinds == ["host_oom"], kinds
+    trials = (env.tmp / "results" / "intstart" / "trials.md").read_text()
+    results = (env.tmp / "results" / "intstart" / "results.md").read_text()
+    assert "segfault" not in trials + results, trials
+    assert not any("segfault" in text for _, text in loop.events(run_id))

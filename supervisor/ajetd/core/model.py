@@ -251,6 +251,10 @@ class Run:
     stop_began_at: float | None = None
     stop_reason: str = ""  # why ajetd began to stop it (shown in the final reason)
     signals_sent: tuple[str, ...] = ()
+    # the trial log's size when ajetd sent the first of them: what the program printed after
+    # it is its reaction to ajetd's signal (an interrupted start-up's `Fatal Python error`),
+    # no finding about the program; None: not known (an older record, no log)
+    signal_log_bytes: int | None = None
     keep_session_s: float = 3600.0
     session_closed: bool = False
     warnings: tuple[str, ...] = ()
@@ -481,6 +485,7 @@ def restart(
         stop_cause=None,
         stop_began_at=None,
         signals_sent=(),
+        signal_log_bytes=None,
         stop_reason="",
         attention=None,
         launch_command=command if command is not None else run.launch_command,
@@ -521,12 +526,15 @@ def begin_stop(run: Run, cause: StopCause, now: float, why: str = "") -> Run:
         stop_cause=cause,
         stop_began_at=now,
         signals_sent=(),
+        signal_log_bytes=None,
         stop_reason=why,
     )
 
 
-def signal_sent(run: Run, sig: str) -> Run:
-    return replace(run, signals_sent=(*run.signals_sent, sig))
+def signal_sent(run: Run, sig: str, log_bytes: int | None = None) -> Run:
+    """ajetd sent the trial `sig`; `log_bytes`: its log's size then (kept from the first)."""
+    first = run.signal_log_bytes if run.signals_sent else log_bytes
+    return replace(run, signals_sent=(*run.signals_sent, sig), signal_log_bytes=first)
 
 
 def set_attention(run: Run, reason: str | None) -> Run:

@@ -6,6 +6,8 @@ is recorded here and launched by the tick's relaunch step."""
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import NoReturn
 
 from ajetd.adapters.tmux import Pane, find_pane
@@ -124,9 +126,10 @@ class Act(Observe):
                 self._note_stop(slot, pane, run)
                 return run
             case Send():
+                size = None if run.signals_sent else _size(slot.paths(self.home).log)
                 count = slot.host.signal(run, pid, action.signal.value)
                 self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
-                return model.signal_sent(run, action.signal.value)
+                return model.signal_sent(run, action.signal.value, size)
             case Attention() if action.reason == run.attention:
                 return run  # already so (a hang flag stays while silent): no event, no hook again
             case Attention():
@@ -221,3 +224,12 @@ class Act(Observe):
         log.info("run %s: %s", run.run_id, fix.why)
         self.relaunch_due = True
         return run
+
+
+def _size(log: Path) -> int | None:
+    """The trial log's size before ajetd's first signal (taken before it is sent: what comes
+    after is the program's reaction to it); None where it cannot be read."""
+    try:
+        return os.stat(log).st_size
+    except OSError:
+        return None

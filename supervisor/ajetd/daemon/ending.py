@@ -40,9 +40,9 @@ from ajetd.daemon.trials import (
     shows_validation,
 )
 from ajetd.diagnosis.catalogue import BY_NAME
-from ajetd.diagnosis.exitcodes import with_exit_code, without_own_signals
+from ajetd.diagnosis.exitcodes import before_own_signal, with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
-from ajetd.diagnosis.scan import log_tail
+from ajetd.diagnosis.scan import count_lines, log_tail
 from ajetd.frameworks.framework import framed
 from ajetd.hosts import copyback
 from ajetd.hosts.base import Fetch, read_local
@@ -112,6 +112,10 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 found = tuple(diagnose_file(log_file))
                 findings = failure_findings(found, exit_code, log_file, trial.number, run.kind)
             findings = without_own_signals(findings, run.signals_sent)  # ajetd's own stop
+            if run.signals_sent and run.signal_log_bytes is not None:
+                log_file = paths(home, run, trial.number).log
+                upto = _lines_before(log_file, run.signal_log_bytes)
+                findings = before_own_signal(findings, upto)
             root = findings[0] if findings else None
             problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
@@ -120,6 +124,19 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
     if trial is not None and reap:
         reap_leftovers(home, run, end, now)
     return run
+
+
+def _lines_before(log_file: Path, size: int) -> int | None:
+    """The lines the first `size` bytes of a log hold, one still arriving counted (it began
+    before); None where the log cannot be read."""
+    try:
+        lines = count_lines(str(log_file), size)
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, size - 1))
+            last = handle.read(1) if size else b"\n"
+    except OSError:
+        return None
+    return lines + (last != b"\n")
 
 
 def failure_findings(

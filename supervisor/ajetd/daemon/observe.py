@@ -32,7 +32,6 @@ from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
 from ajetd.daemon.slots import RunSlot
-from ajetd.diagnosis.exitcodes import without_own_signals
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import log_tail
 from ajetd.diagnosis.stream import diagnose_text
@@ -429,17 +428,18 @@ class Observe(Base):
             # kinds.yaml and a merge of compiled sets at each read)
             user = None if slot.live.started(key) else self._kinds(slot)
             seen = slot.live.scan(key, log_file, now, user)
-        if seen is not None:
-            # what only echoes a signal ajetd sent (its stop's SIGKILL: bash's `Killed`) is
-            # no finding while it runs either
-            found = without_own_signals(seen.findings, run.signals_sent)
+        if seen is not None and not run.signals_sent:
+            # once ajetd signals the trial, what it prints is its reaction to that (its
+            # stop's `Killed`, an interrupted start-up's `Fatal Python error`): no finding
+            # while it runs; its end reads the output up to the signal (`ending.end_trial`)
+            found = seen.findings
             known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
             replaced = seen.replaced
             if seen.first:  # what the output showed before a restart goes too, unless read again
                 outside = _outside_output(slot)
                 shown = run.trial.live_findings
                 replaced |= {f.kind for f in shown if f.line and f.kind not in outside}
-            for f in without_own_signals(tuple(seen.new), run.signals_sent):
+            for f in seen.new:
                 if f.kind not in known:
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
                     text = f"seen while running{where}: {f.kind} (line {f.line})"

@@ -90,3 +90,14 @@ def without_own_signals(found: tuple[Finding, ...], sent: tuple[str, ...]) -> tu
     if not echoes:
         return found
     return tuple(f for f in found if not any(e.search(f.evidence[:EVIDENCE_READ]) for e in echoes))
+
+
+def before_own_signal(found: tuple[Finding, ...], last_line: int | None) -> tuple[Finding, ...]:
+    """A trial's findings without those the program printed after ajetd's first signal
+    (`last_line`: the lines its output held then; None: not known): its reaction to being
+    stopped (Python interrupted while it starts, `Fatal Python error: init_import_site`, a
+    traceback ending in KeyboardInterrupt, a collective aborted by it) is ajetd's doing, not a
+    failure of the program. What ajetd found outside the output (line 0) stays."""
+    if last_line is None:
+        return found
+    return tuple(f for f in found if f.line <= last_line)
