@@ -87,6 +87,52 @@ def open_home() -> Home:
     return home
 
 
+SESSION_PREFIX = "ajet_"  # every run's tmux session name begins so (`naming.session_name`)
+_MAX_HANDLE = 200  # longer than any run id or session name: looked up as it is
+
+
+def resolve_run(text: str) -> str:
+    """A run as a person names it, as its id: the id in any case (ids are lower case), or
+    the name of its tmux session as `tmux ls` shows it (`ajet_...`): the live run that has
+    it, else the newest that had it (a name is free again once its session closed). Any
+    other text is given back as it is, for the command's own words on it (a campaign id,
+    an unknown id). Two live runs with one session name (on two tmux servers): refused,
+    naming both ids."""
+    from ajetd.core.naming import RUN_ID
+
+    if RUN_ID.match(text.lower()):
+        return text.lower()
+    if not text.startswith(SESSION_PREFIX) or len(text) > _MAX_HANDLE:
+        return text
+    runs = [r for r in open_home().load_runs() if r.session == text]
+    live = [r for r in runs if r.active]
+    if len(live) > 1:
+        ids = ", ".join(sorted(r.run_id for r in live))
+        raise click.UsageError(
+            f"{len(live)} live runs have the tmux session {show(text)} (on different tmux "
+            f"servers): {ids}; name the run by its id"
+        )
+    chosen = live or runs
+    if not chosen:
+        raise click.UsageError(
+            f"no run has the tmux session {show(text)}; `ajetd status` lists the runs"
+        )
+    return max(chosen, key=lambda r: r.submitted_at).run_id
+
+
+class RunHandle(click.ParamType):  # type: ignore[type-arg]
+    """A command's RUN argument: `resolve_run` at parse time, so every later look of the
+    command (its reads, its messages) uses the id."""
+
+    name = "RUN"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return resolve_run(str(value))
+
+
+RUN = RunHandle()
+
+
 def load_run(home: Home, run_id: str) -> Run:
     try:
         return home.load_run(run_id)

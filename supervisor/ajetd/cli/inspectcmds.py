@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.adapters.store import Home
-from ajetd.cli.common import echo_json, json_option, load_run, open_home
+from ajetd.cli.common import RUN, echo_json, json_option, load_run, open_home
 from ajetd.core.errors import AjetdError
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", type=RUN)
 @json_option
 def diag(run_id: str, as_json: bool) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in

@@ -23,6 +23,7 @@ from ajetd.adapters.store import Home
 from ajetd.cli.common import (
     NOT_NEGATIVE,
     POLL_S,
+    RUN,
     echo_json,
     interruptible,
     json_option,
@@ -80,7 +81,7 @@ def _check_one(**filters: object) -> None:
 
 
 @click.command()
-@click.argument("run_id", required=False)
+@click.argument("run_id", type=RUN, required=False)
 @click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
 @click.option(
     "--state",
@@ -174,7 +175,7 @@ def _status_filters(
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", type=RUN)
 @click.option(
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
@@ -287,7 +288,7 @@ def _settled(run: Run) -> bool:
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", type=RUN)
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
 @click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
 @json_option
@@ -346,7 +347,7 @@ def _stop_says(run: Run, line: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", type=RUN)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
 @interruptible("the run goes on (`ajetd status RUN` shows it)")
 def logs(run_id: str, follow: bool) -> None:
@@ -439,7 +440,7 @@ def _why(run: Run) -> str:
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", type=RUN)
 @interruptible("the run goes on (`ajetd status RUN` shows it)")
 def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it

@@ -1,0 +1,36 @@
+"""A run named as people name it on the command line: its id in capitals (read off a screen,
+a chat), or its tmux session's name, which is what `tmux ls` and the status table show."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import Env, wait_for
+
+
+def test_a_run_is_found_by_its_session_name_and_by_its_id_in_any_case(env: Env) -> None:
+    env.start_daemon()
+    go = env.tmp / "go"
+    command = f"echo started; while [ ! -e {go} ]; do sleep 0.05; done; echo done"
+    run_id = env.submit(env.blueprint("handles", command=command, purpose="lr sweep"))
+    session = wait_for(lambda: env.record(run_id).get("session"), what="the run's session")
+    assert session.startswith("ajet_"), session
+    for handle in (session, run_id.upper()):
+        out = env.cli("status", handle, "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["run_id"] == run_id
+    go.touch()
+    out = env.cli("wait", session, "--timeout", "30")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert run_id in out.stdout
+    # ended, its session closed: the name still finds the newest run that had it
+    out = env.cli("status", session, "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["run_id"] == run_id, out.stderr
+
+
+def test_a_session_name_no_run_has_is_refused_in_words(env: Env) -> None:
+    out = env.cli("status", "ajet_nothing_here")
+    assert out.returncode == 2
+    assert "no run has the tmux session 'ajet_nothing_here'" in out.stderr, out.stderr
+    out = env.cli("wait", "nosuch", "--timeout", "1")
+    assert out.returncode == 2 and "no run 'nosuch'" in out.stderr, out.stderr
