@@ -984,6 +984,11 @@ def test_hang_is_flagged_then_relaunched_after_a_grace(daemon_env: Env) -> None:
     assert "hang rule" in status["reason"]
     trials = (env.tmp / "results" / "hangs" / "trials.md").read_text()
     assert "hang: relaunched after no output for" in trials
+    # walk 86, F19: trial 1's end is ajetd's own stop, not a Ctrl-C nobody pressed
+    results = (env.tmp / "results" / "hangs" / "results.md").read_text()
+    assert "Ctrl-C" not in trials + results, trials
+    assert "stopped by the hang rule, to relaunch it: no output for" in trials, trials
+    assert "ajetd sent SIGINT; it exited with code" in trials, trials
     events = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert "attention: no output for" in events and "stopping: hang" in events
 

@@ -138,6 +138,19 @@ def describe_exit(code: int) -> str:
     return text
 
 
+def trial_end(run: Run, code: int) -> str:
+    """Why a trial that is followed by another ended: where ajetd stopped it (the hang rule's
+    relaunch), that stop and the signal the exit answers (a 130 is ajetd's SIGINT, not a
+    Ctrl-C nobody pressed); else its exit (`describe_exit`)."""
+    if run.stop_cause is None:
+        return describe_exit(code)
+    sent = f"ajetd sent SIG{run.signals_sent[-1]}; " if run.signals_sent else ""
+    what = {StopCause.HANG: "stopped by the hang rule, to relaunch it"}.get(
+        run.stop_cause, f"stopped by ajetd ({run.stop_cause.value})"
+    )
+    return f"{what}: {run.stop_reason} ({sent}it exited with code {code})"
+
+
 def outcome(run: Run, code: int) -> Finish:
     """The terminal status of a run whose trial exited with `code`."""
     if run.stop_cause is StopCause.TIME_LIMIT:

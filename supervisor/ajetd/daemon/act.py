@@ -24,7 +24,7 @@ from ajetd.core.policy import (
     Restart,
     Send,
     decide,
-    describe_exit,
+    trial_end,
 )
 from ajetd.daemon import ending, trials
 from ajetd.daemon.observe import Observe
@@ -203,7 +203,7 @@ class Act(Observe):
     ) -> Run:
         """End the failed trial and record the fix; the relaunch step starts the next trial."""
         fix = action.remedy
-        reason = describe_exit(action.exit_code)
+        reason = trial_end(run, action.exit_code)
         command = config_path = None
         if fix.config_patches:
             moved = trials.config_fix(run, dict(fix.config_patches), slot.host.fs())
