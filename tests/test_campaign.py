@@ -4,6 +4,7 @@ the fake NeMo-RL launcher (its accuracy grows with the number of steps)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import time
@@ -721,3 +722,17 @@ def test_a_hypothesis_is_one_bounded_cell_of_campaign_md(text: str, limit: int) 
     assert "|" not in cell.replace("\\|", "")
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     assert bare == flat or (bare.endswith("…") and flat.startswith(bare[:-1]))
+
+
+def test_campaign_list_shows_campaigns_in_the_order_they_were_submitted(env: Env) -> None:
+    """`campaign list` (walk87 F12): campaigns as they began or were submitted, not in the
+    order of their random ids. Three wait in the inbox (no daemon), their times set so that
+    submission order is the reverse of id order."""
+    folders = [_folder(env, name, "experiments: []\n") for name in ("first", "second", "third")]
+    ids = [env.cli("campaign", str(f)).stdout.strip() for f in folders]
+    assert all(ids), ids
+    inbox = {p.name.partition("__")[0]: p for p in (env.home / "inbox").iterdir()}
+    for at, cid in enumerate(sorted(ids, reverse=True)):
+        os.utime(inbox[cid], (1_700_000_000 + at, 1_700_000_000 + at), follow_symlinks=False)
+    listed = [c["campaign_id"] for c in json.loads(env.cli("campaign", "list", "--json").stdout)]
+    assert listed == sorted(ids, reverse=True), (listed, ids)

@@ -356,19 +356,24 @@ def status_cmd(campaign_id: str, as_json: bool) -> None:
 @campaign.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
 def list_cmd(as_json: bool) -> None:
-    """Every campaign, claimed or still in the inbox."""
+    """Every campaign, claimed or still in the inbox: the oldest first, as they began (the
+    ones still in the inbox after them, as they were submitted)."""
     from ajetd.adapters.control import SUFFIX
     from ajetd.views.campaign import summary_json
 
     home = open_home()
     ids = sorted(p.parent.name for p in (home.root / "campaigns").glob("*/state.json"))
-    ids += sorted(p.name.partition("__")[0] for p in home.inbox.glob(f"*__*{SUFFIX}"))
+    inbox = sorted(home.inbox.glob(f"*__*{SUFFIX}"), key=_submitted_at)
+    ids += [p.name.partition("__")[0] for p in inbox]
     found = []
     for cid in ids:
         try:
             found.append(summary_json(status_data(home, cid)[0]))
         except click.ClickException as exc:  # one bad record hides no other campaign
             click.echo(f"ajetd: {exc.message}", err=True)
+    claimed = [item for item in found if item.get("started_at") is not None]
+    claimed.sort(key=lambda item: str(item["started_at"]))  # ISO in UTC; ties keep id order
+    found = claimed + [item for item in found if item.get("started_at") is None]
     if as_json:
         echo_json(found)
         return
@@ -377,6 +382,14 @@ def list_cmd(as_json: bool) -> None:
     for item in found:
         phase = item["state"] + (f" ({item['status']})" if item["status"] else "")
         click.echo(f"{item['campaign_id']}  {item['name']:<20} {phase:<24} {item['progress']}")
+
+
+def _submitted_at(path: Path) -> float:
+    """When a campaign folder was put in the inbox (its time; 0 where it went meanwhile)."""
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 @campaign.command("wait")
