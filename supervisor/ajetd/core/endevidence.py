@@ -143,6 +143,7 @@ def restored(run: Run, journal: EndMark | None, flag: EndMark | None, why: str) 
     return replace(
         model.warn(done, note),
         reports_pending=False,
+        finish_hook_due=False,  # its end fired it, or could have: never a second time
         stop_cause=None,
         stop_began_at=None,
     )

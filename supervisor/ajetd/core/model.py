@@ -276,6 +276,9 @@ class Run:
         default_factory=SlurmJob
     )  # its Slurm job: id, state, reason, nodes, exclude
     reports_pending: bool = False  # ended, but results.md/finish.flag not written yet
+    # ended, its on_finish hook not fired yet: on record with the end, so a daemon killed
+    # between the end and the hook fires it after a restart (walk87 F1)
+    finish_hook_due: bool = False
 
     def __post_init__(self) -> None:
         # each warning once, in the order first given: a relaunch that meets the same thing
@@ -348,7 +351,14 @@ class Run:
 
 def reject(run: Run, reason: str, now: float) -> Run:
     """An invalid blueprint never runs; the reason names the part and the problem."""
-    return replace(run, state=State.DONE, status=Status.REJECTED, reason=reason, ended_at=now)
+    return replace(
+        run,
+        state=State.DONE,
+        status=Status.REJECTED,
+        reason=reason,
+        ended_at=now,
+        finish_hook_due=True,
+    )
 
 
 def warn(run: Run, *notes: str) -> Run:
@@ -552,6 +562,7 @@ def finish(run: Run, status: Status, reason: str, exit_code: int | None, ended: 
         exit_code=exit_code,
         ended_at=ended,
         attention=None,
+        finish_hook_due=True,  # every end fires on_finish, once
     )
 
 

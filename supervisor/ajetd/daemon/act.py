@@ -164,8 +164,9 @@ class Act(Observe):
             self.home, run, action.status, end, now, fetch, options, self.finals
         )
         self._keep(run)  # finish_run saved it: not saved a second time
-        self.on_finish_due(run, slot.options)  # fired once the end is on disk
-        self._finish_hooks(now)
+        # fired once the end is on disk, by the loop's own step later in this tick: never
+        # here, where the caller still stores the run it holds (the mark would come back)
+        self.on_finish_due(run, slot.options)
         return run
 
     def _named_now(self, slot: RunSlot, run: Run, now: float) -> Run:

@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,6 +46,7 @@ from ajetd.pictures import drawing
 from ajetd.views.records import run_json
 
 log = logging.getLogger(__name__)
+HOOK_STARTED = "hook on_finish started: "  # its journal line: a restart does not fire it again
 
 
 class Unadmitted(NamedTuple):
@@ -142,8 +143,8 @@ class Base:
         # damaged queued runs whose place did not answer at start, and their damaged lines
         self.readmit_later: dict[str, str] = {}
         self.readmit_asked_at = float("-inf")
-        # ended runs whose on_finish waits for the record (with their options)
-        self.finish_hooks: dict[str, tuple[Run, Options]] = {}
+        # the options of runs this daemon ended whose on_finish waits for the record
+        self.finish_hooks: dict[str, Options | None] = {}
 
     # -- the run table ------------------------------------------------------------------------
     def held_reasons(self) -> dict[str, str]:
@@ -235,11 +236,10 @@ class Base:
 
     def on_finish_due(self, run: Run, options: Options | None = None) -> None:
         """Every end fires on_finish, also one without a trial (a rejection, a stop while
-        queued, a launch that failed): once its record is on disk (`_finish_hooks`)."""
-        if options is None:
-            slot = self.slots.get(run.run_id)
-            options = slot.options if slot else inbox.stored_options(self.home, run.run_id)
-        self.finish_hooks[run.run_id] = (run, options)
+        queued, a launch that failed): once its record is on disk (`_finish_hooks`). The
+        record says it is due (`finish_hook_due`); this keeps the options it ran with and
+        that this daemon ended it (its hook cannot have started before)."""
+        self.finish_hooks[run.run_id] = options
 
     def _missing(self, slot: RunSlot, paths: tuple[str, ...]) -> tuple[str, ...]:
         """Which of `paths` (relative to the codebase) do not exist where the run runs."""
@@ -334,10 +334,30 @@ class Base:
     # -- hooks and user kinds -----------------------------------------------------------------
     def _finish_hooks(self, now: float) -> None:
         """on_finish hooks of ended runs whose record is on disk: a hook never reports an end
-        that a full home has not let ajetd record yet."""
-        for run_id in [r for r in self.finish_hooks if self.home.saved(r)]:
-            run, options = self.finish_hooks.pop(run_id)
-            self._hook(run, "on_finish", now, options)
+        that a full home has not let ajetd record yet. The record says the hook is due until
+        it fired (`finish_hook_due`), so one a daemon killed in between never fired is fired
+        by the next (walk87 F1); where the journal says it started already (killed after
+        that, before the record), it is not fired again."""
+        for run in self.runs.unsettled_runs():
+            if not run.finish_hook_due or not self.home.saved(run.run_id):
+                continue
+            ours = run.run_id in self.finish_hooks
+            options = self.finish_hooks.pop(run.run_id, None)
+            with self._each(run.run_id, "firing its on_finish hook"):
+                if ours or not self._finish_hook_started(run):
+                    self._hook(run, "on_finish", now, options)
+                self._store(replace(run, finish_hook_due=False))
+
+    def _finish_hook_started(self, run: Run) -> bool:
+        """Whether the run's journal has its on_finish hook started (a daemon killed between
+        that line and the record's save; a run ends once, so any such line is its end's). A
+        journal that cannot be read says no: a hook fired twice is better than an end nobody
+        is told of."""
+        try:
+            events = self.home.events(run.run_id)
+        except ValueError:
+            return False
+        return any(text.startswith(HOOK_STARTED) for _, text in events)
 
     def _hook(self, run: Run, name: str, now: float, options: Options | None = None) -> None:
         """The daemon's hook for this event, then the blueprint's; each once."""

@@ -157,7 +157,7 @@ class Runs(Mapping[str, Run]):
             slot.run = run
             return None
         self.ended_ids[run.run_id] = None
-        if run.reports_pending or (run.session and not run.session_closed):
+        if run.reports_pending or run.finish_hook_due or (run.session and not run.session_closed):
             self.unsettled.add(run.run_id)
         else:
             self.unsettled.discard(run.run_id)
@@ -178,5 +178,6 @@ class Runs(Mapping[str, Run]):
                 del self.ended[run_id]
 
     def unsettled_runs(self) -> list[Run]:
-        """The ended runs with reports still to write or a session still open."""
+        """The ended runs with reports still to write, an on_finish hook still to fire or a
+        session still open."""
         return [self.ended[run_id] for run_id in sorted(self.unsettled)]
