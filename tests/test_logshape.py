@@ -72,6 +72,12 @@ def _diagnose(name: str) -> list[Finding]:
         # SGLang's timestamp with its ranks (tensor, data, expert parallel)
         ("[2025-04-15 12:43:15 TP0] Load weight begin.", "Load weight begin."),
         ("[2026-05-28 00:11:09.816 DP0 TP0 EP0] Scheduler hit an", "Scheduler hit an"),
+        # SkyPilot's node and rank before each line of a job's output (walk 86, F31)
+        (
+            "(head, rank=0, pid=4734) Traceback (most recent call last):",
+            "Traceback (most recent call last):",
+        ),
+        ('(worker1, rank=1, pid=2345, ip=10.0.0.2)   File "x.py", line 3', '  File "x.py", line 3'),
     ],
 )
 def test_dress_is_stripped(dressed: str, bare: str) -> None:
@@ -1631,3 +1637,13 @@ def test_a_verl_step_whose_gradient_norm_alone_is_not_finite_is_an_update_skippe
     text: str, kinds: list[str]
 ) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+def test_skypilots_prefix_is_not_in_a_findings_evidence() -> None:
+    """Walk 86, F31: its `(head, rank=0, pid=N)` kept the exception lines unread (the finding
+    was unknown_traceback, its evidence the Traceback header, prefix and all)."""
+    from ajetd.core.termtext import strip_ray
+
+    assert strip_ray("(head, rank=0, pid=4734) TimeoutError: x") == "TimeoutError: x"
+    assert strip_ray("(headless pid=3) x") == "x"  # Ray's own, as before
+    assert strip_ray("(head, rank=0) x") == "(head, rank=0) x"  # not SkyPilot's whole shape

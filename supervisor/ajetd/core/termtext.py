@@ -24,6 +24,10 @@ _RAY_DAEMON = re.compile(
     r"|autoscaler(?: \+[0-9hms]{1,16})?)(?:,\s*ip=[\w.:-]+)?\)"
 )
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
+# SkyPilot's job output: `(head, rank=0, pid=4734) `, `(worker1, rank=1, pid=2345, ip=...) `
+_SKY_PREFIX = re.compile(
+    r"^\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"
+)
 # `srun --label`'s task number before each line (`0: `, right-aligned for wider numbers)
 SRUN_LABEL_SOURCE = r"\d{1,4}: "
 _SRUN_LABEL = re.compile(rf" {{0,3}}{SRUN_LABEL_SOURCE}")
@@ -48,7 +52,10 @@ def is_worker_line(line: str) -> bool:
 
 
 def strip_ray(line: str) -> str:
-    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix and repeat suffix."""
+    """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix (or SkyPilot's
+    `(head, rank=0, pid=N)`) and repeat suffix."""
+    if line.startswith(("(head", "(worker")):
+        line = _SKY_PREFIX.sub("", line, count=1)
     return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
 
 

@@ -703,6 +703,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"must be less than or equal to the number( of (visible )?(devices|gpus))?",
             r"number of visible devices \(0\)",
             r"waiting for creating a placement group.*\bgpu\b",
+            # NeMo-RL's virtual cluster giving up on its GPU bundles (nemo_rl/distributed/
+            # virtual_cluster.py: `TimeoutError: Timed out waiting for placement groups to be
+            # ready. The cluster may not have enough resources ...`): they are all GPU bundles
+            r"timed out waiting for placement groups to be ready",
             r"total available gpus [\d.]+ is less than total desired gpus",
             # shape: a resource request naming GPUs that cannot be met yet (not a placement
             # group merely created: that is a healthy run's line)
@@ -1374,6 +1378,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "infer device type",
         "supported device",
         "required:",
+        "placement groups to be ready",
     ),
     "config_error": (
         "omegaconf",

@@ -28,6 +28,9 @@ DRESS_SOURCE = (
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
     # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
     r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b?\[0m)?\s?"
+    # SkyPilot's job output, node and rank before each line: (head, rank=0, pid=4734),
+    # (worker1, rank=1, pid=2345, ip=10.0.0.2)
+    r"|\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s?"
     # Ray's own processes: (raylet), (gcs_server), the autoscaler's `(autoscaler +18s)`
     r"|\((?:raylet|gcs_server|autoscaler(?: \+[0-9hms]{1,16})?|monitor|dashboard\w*|log_monitor)"
     r"(?:,\s*ip=[\w.:\-]+)?\)"
