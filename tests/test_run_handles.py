@@ -34,3 +34,20 @@ def test_a_session_name_no_run_has_is_refused_in_words(env: Env) -> None:
     assert "no run has the tmux session 'ajet_nothing_here'" in out.stderr, out.stderr
     out = env.cli("wait", "nosuch", "--timeout", "1")
     assert out.returncode == 2 and "no run 'nosuch'" in out.stderr, out.stderr
+
+
+def test_wait_takes_several_runs_and_exits_with_the_worst(env: Env) -> None:
+    """An agent that submitted many runs waits for them in one call (walk87 F12): a line each,
+    one timeout for all, the exit the worst of theirs; --json a list of status objects."""
+    env.start_daemon()
+    good = env.submit(env.blueprint("good", command="echo fine"))
+    bad = env.submit(env.blueprint("bad", command="echo broken; exit 3", ajetd="max_trials: 1"))
+    out = env.cli("wait", good, bad.upper(), good, "--timeout", "60")
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and good in lines[0] and bad in lines[1], lines
+    out = env.cli("wait", good, bad, "--json", "--timeout", "5")
+    assert [o["run_id"] for o in json.loads(out.stdout)] == [good, bad], out.stdout
+    assert env.cli("wait", good, "--timeout", "5").returncode == 0
+    out = env.cli("wait", good, "c-abcdef")
+    assert out.returncode == 2 and "is a campaign" in out.stderr, out.stderr

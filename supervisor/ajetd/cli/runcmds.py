@@ -175,7 +175,7 @@ def _status_filters(
 
 
 @click.command()
-@click.argument("run_id", type=RUN)
+@click.argument("run_ids", metavar="RUN...", nargs=-1, required=True, type=RUN)
 @click.option(
     "--timeout", type=NOT_NEGATIVE, default=None, help="Give up after S seconds (exit 124)."
 )
@@ -187,21 +187,50 @@ def _status_filters(
 )
 @json_option
 @interruptible("it goes on (`ajetd status ID` shows it)")
-def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: bool) -> None:
+def wait(
+    run_ids: tuple[str, ...], timeout: float | None, through_attention: bool, as_json: bool
+) -> None:
     """Block until the run ends: 0 succeeded/time_limit/plateau, 1 failed/stopped/rejected/lost,
     2 needs attention, 124 timeout, 130 Ctrl-C (the run goes on). With --through-attention,
     attention does not end the wait (a hang flag, reports held by a full disk): only the
     run's end on disk or the timeout does. A campaign id waits for the campaign (`campaign
-    wait`)."""
-    if is_campaign_id(run_id):
+    wait`). Several runs: each is waited for (one timeout for all), a line each as it is
+    known, and the exit is the worst of theirs (124, then 2, then 1); --json: a list."""
+    if len(run_ids) == 1 and is_campaign_id(run_ids[0]):
         from ajetd.cli.campaignread import wait_campaign
 
-        wait_campaign(run_id, False, timeout, as_json)
-    from ajetd.core.model import WAIT_EXIT, State
+        wait_campaign(run_ids[0], False, timeout, as_json)
+    campaigns = [r for r in run_ids if is_campaign_id(r)]
+    if campaigns:
+        raise click.UsageError(
+            f"{campaigns[0]} is a campaign: wait for it alone (`ajetd wait {campaigns[0]}`)"
+        )
     from ajetd.views import records as status_view
 
     home = open_home()
     deadline = None if timeout is None else time.monotonic() + timeout
+    ended: list[tuple[Run, int]] = []
+    for run_id in dict.fromkeys(run_ids):  # each once, in the order given
+        run, code = _wait_one(home, run_id, deadline, through_attention)
+        ended.append((run, code))
+        if not as_json:
+            click.echo(status_view.wait_line(run, code))
+    if as_json:
+        now = time.time()
+        shown = [status_view.run_json(run, now) for run, _ in ended]
+        echo_json(shown[0] if len(run_ids) == 1 else shown)
+    sys.exit(max((code for _, code in ended), key=WAIT_WORST.index))
+
+
+WAIT_WORST = (0, 1, 2, 124)  # `wait`'s exits, least worrying first: several runs exit the worst
+
+
+def _wait_one(
+    home: Home, run_id: str, deadline: float | None, through_attention: bool
+) -> tuple[Run, int]:
+    """Wait for one run as `wait` does: the run as it stands then and the exit code."""
+    from ajetd.core.model import WAIT_EXIT, State
+
     run, said_gone = _first_look(home, run_id, deadline)
     checked = False
     while True:
@@ -216,28 +245,19 @@ def wait(run_id: str, timeout: float | None, through_attention: bool, as_json: b
         stop_at_attention = bool(run.attention) and not through_attention
         if run.state is State.DONE and run.status is not None:
             if stop_at_attention:  # ended, but its reports could not be written (a full disk)
-                code = 2
-                break
+                return run, 2
             if not run.reports_pending:  # on record: finish.flag written, or never can be
-                code = WAIT_EXIT[run.status]
-                break
+                return run, WAIT_EXIT[run.status]
         if stop_at_attention:
-            code = 2
-            break
+            return run, 2
         if deadline is not None and time.monotonic() >= deadline:
-            code = 124
-            break
+            return run, 124
         if not checked:
             checked = True
             _say_if_no_daemon(home, f"run {run.run_id} is taken up when one starts")
             if home.daemon_running():  # not responding, not taking blueprints, a full disk
                 say_daemon_trouble(home, time.time())
         time.sleep(POLL_S)
-    if as_json:
-        echo_json(status_view.run_json(run, time.time()))
-    else:
-        click.echo(status_view.wait_line(run, code))
-    sys.exit(code)
 
 
 def _first_look(home: Home, run_id: str, deadline: float | None) -> tuple[Run, bool]:
