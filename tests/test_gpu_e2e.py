@@ -270,3 +270,74 @@ def test_a_run_waiting_for_gpus_does_not_stop_the_running_runs_samples(env: Env)
     )
     assert env.status(waiting)["state"] == "queued"
     assert env.status(running)["gpu"], env.status(running)
+
+
+def _waiting_to_relaunch(env: Env, record: Any, until: Any = wait_for) -> None:
+    """Until the run's relaunch waits for the foreign memory its trial left (`until`:
+    `wait_for`, or a `Loop`'s that drives its passes)."""
+    until(
+        lambda: "GPU 0 has 58.6 GiB" in record().get("reason", ""),
+        what="the relaunch to wait for the foreign memory",
+    )
+    assert record()["state"] == "restarting" and len(env.launches()) == 1
+
+
+def test_a_run_waiting_to_relaunch_is_stopped_at_once(env: Env) -> None:
+    """walk87 F9: `ajetd stop` of a run between trials (its relaunch waits for GPU memory
+    held by another process to drain) ends it at once, `stopped`, no trial launched after;
+    it was never taken while the memory stayed."""
+    file = _gpus(env, 1)
+    _start(env)
+    hook = env.tmp / "hook.log"
+    config = env.config(
+        "vm", fake_gpu={"file": str(file), "memory_mib": 20000, "grabbed_once": str(env.tmp / "g")}
+    )
+    bp = env.blueprint(
+        "vm", config=config, ajetd=f"gpus: 1\non_finish: 'echo $AJETD_STATUS > {hook}'"
+    )
+    run_id = env.submit(bp)
+    _waiting_to_relaunch(env, lambda: env.record(run_id))
+    stop = env.cli("stop", run_id, "--timeout", "20")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    status = env.wait_done(run_id)
+    assert (status["status"], status["trials"]) == ("stopped", 1), status
+    assert (
+        "while it waited to relaunch (waiting for 1 GPU(s): GPU 0 has 58.6 GiB" in status["reason"]
+    )
+    assert not (env.home / "control" / f"{run_id}.stop").exists()
+    wait_for(lambda: hook.exists() and hook.read_text() == "stopped\n", what="on_finish")
+    _edit(file, lambda d: d["gpus"][0].update(memory_used_mib=0, processes=[]))
+    flag = json.loads((env.tmp / "results" / "vm" / "finish.flag").read_text())
+    assert flag["status"] == "stopped" and len(env.launches()) == 1
+
+
+def test_a_time_limit_falling_while_a_run_waits_to_relaunch_ends_it(
+    env: Env, monkeypatch: Any
+) -> None:
+    """walk87 F9: the time limit of a run between trials is enforced when it falls (the
+    daemon wakes for it), and no trial is launched past it."""
+    from ajetd.adapters.nvml import open_probe
+    from loopkit import Loop
+
+    file = _gpus(env, 1)
+    monkeypatch.setenv("AJETD_FAKE_GPUS", str(file))
+    loop = Loop(env, gpu_period_s=0.2, gpu_young_period_s=0.2)
+    loop.daemon.gpus.probe = open_probe()  # as `serve` does
+    try:
+        config = env.config(
+            "vt",
+            fake_gpu={"file": str(file), "memory_mib": 20000, "grabbed_once": str(env.tmp / "g")},
+        )
+        run_id = loop.submit(env.blueprint("vt", config=config, max_time="2m", ajetd="gpus: 1"))
+        loop.started(run_id)
+        _waiting_to_relaunch(env, lambda: loop.run(run_id).to_json(), loop.until)
+        deadline = loop.run(run_id).deadline
+        assert deadline is not None
+        loop.reach(deadline)
+        assert loop.on_time(run_id, "run ended: time_limit", deadline), loop.events(run_id)
+        _edit(file, lambda d: d["gpus"][0].update(memory_used_mib=0, processes=[]))
+        loop.run_for(5)
+        assert len(env.launches()) == 1 and len(loop.run(run_id).trials) == 1
+        assert "while it waited to relaunch" in loop.run(run_id).reason
+    finally:
+        loop.close()

@@ -19,6 +19,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id, safe_name
+from ajetd.core.policy import DATA_KEPT
 from ajetd.core.timefmt import iso
 from ajetd.daemon import admission, rebuild, trials
 from ajetd.daemon.base import Base, Unadmitted
@@ -210,7 +211,10 @@ class Admit(Base):
         why = "stopped by `ajetd stop` before it started"
         if run is None and run_id in self.unadmitted:
             run, why = self._stop_unadmitted(run_id, now)
-        if run is not None and run.state is State.QUEUED:
+        if run is not None and run.state is State.RESTARTING:  # between trials: at once
+            waited = f" ({run.reason})" if run.reason else ""
+            why = f"stopped by `ajetd stop` while it waited to relaunch{waited}; {DATA_KEPT}"
+        if run is not None and run.state in model.WAITING:  # walk87 F9: a restarting run's too
             self._store(self._finish_now(run, Status.STOPPED, why, now))
             if self.home.saved(run_id):  # else taken once the end is on disk (below)
                 Path(entry.path).unlink(missing_ok=True)

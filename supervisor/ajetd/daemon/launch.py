@@ -30,6 +30,7 @@ class Launch(Base):
             (s for s in self.slots.values() if s.run.state in model.WAITING),
             key=lambda s: model.launch_order(s.run),
         )
+        queue = [s for s in queue if not self._past_deadline(s, now)]
         queue = [s for s in queue if not self._val_file_taken(s, now)]
         places = self.placer.decide(queue, self.slots, now)
         for slot in queue:
@@ -82,6 +83,18 @@ class Launch(Base):
                 "run %s: trial %d started in session %s", run.run_id, len(run.trials), run.session
             )
 
+    def _past_deadline(self, slot: RunSlot, now: float) -> bool:
+        """A run waiting between trials (GPUs, memory to drain, its swarm server, tmux, a
+        full home) whose time limit fell: it ends `time_limit` at once, no trial launched
+        after it (walk87 F9: it waited, then launched a trial past its limit)."""
+        run = slot.run
+        if run.state is not State.RESTARTING or run.deadline is None or now < run.deadline:
+            return False
+        waited = f" ({run.reason})" if run.reason else ""
+        why = f"stopped at exp_max_time while it waited to relaunch{waited}; {DATA_KEPT}"
+        self._store(self._finish_now(run, Status.TIME_LIMIT, why, now))
+        return True
+
     def _val_file_taken(self, slot: RunSlot, now: float) -> bool:
         """The run waits for its val file (another live run writes it): recorded with the
         reason; it reserves no GPU meanwhile (it could not use one)."""
@@ -128,10 +141,6 @@ class Launch(Base):
         """A swarm client goes only against a server that answers (started here if need be)."""
         run, spec = slot.run, slot.options.swarm
         assert spec is not None
-        if run.deadline is not None and now >= run.deadline:  # a relaunch waited too long
-            why = f"stopped at exp_max_time while waiting: {run.reason}; {DATA_KEPT}"
-            self._store(self._finish_now(run, Status.TIME_LIMIT, why, now))
-            return False
         gate = self.swarm.gate(spec, run, trials.trial_env(run, slot.options), now)
         if isinstance(gate, swarm.Wait):
             self.swarm_waiting = True

@@ -168,6 +168,10 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 wake_at.append(at)
         if self.swarm_waiting:
             wake_at.append(now + SWARM_POLL_S)
+        for slot in self.slots.values():  # a time limit falling between trials (walk87 F9)
+            deadline = slot.run.deadline
+            if slot.run.state is State.RESTARTING and deadline is not None:
+                wake_at.append(deadline)
         if self.copies.under_way:  # a copy back's end is noticed within this
             wake_at.append(now + COPY_POLL_S)
         if self.finals.pending():  # a final drawing's end, its reports then
