@@ -192,19 +192,20 @@ def test_steps_count_over_the_run_where_the_header_counts_within_an_epoch() -> N
 
 def test_values_as_printed_nan_inf_and_the_one_call_block() -> None:
     """`{:.4f}` of a diverged loss prints `nan` (sft.py:366 `• Validation loss: {:.4f}`), of an
-    overflow `inf`: no number, kept as None (as AgentJet's val file reads them). Before, the
+    overflow `inf`: no number, kept as its text `nan`/`inf` (as AgentJet's val file reads
+    them: a diverged metric is shown and judged so, walk86 F2). Before, the
     bullet was not read and ended the block. grpo_sync.py:328-335 prints the block in one call,
     its timing line `  ⏱️  Total validation time: ...` right after the bullets."""
     text = f"{SEP} Step 4/8 {SEP}\n\n📊 Validation Results:\n    • Validation loss: nan\n\n"
     (record,) = _feed_all(text)[1]
-    assert record == {"step": 4, "global_steps": 4, "val_loss": None}
+    assert record == {"step": 4, "global_steps": 4, "val_loss": "nan"}
     text = (
         f"{SEP} Step 6/8 {SEP}\n\n📊 Validation Results:\n    • Accuracy: -inf\n"
         "    • Average response length: 1e+03 tokens\n    • Samples processed: 256\n"
         "  ⏱️  Total validation time: 14.87s\n"
     )
     (record,) = _feed_all(text)[1]
-    assert record["accuracy"] is None and record["average_response_length"] == 1000.0
+    assert record["accuracy"] == "-inf" and record["average_response_length"] == 1000.0
     assert record["samples_processed"] == 256.0
 
 

@@ -1,4 +1,4 @@
-"""Validation records in the shapes programs really write them, read whole (walk86 F1):
+"""Validation records in the shapes programs really write them (walk86 F1, F2), read whole (walk86 F1):
 JSON lines (true/false/null/NaN), `str(dict)` lines holding a torch scalar or a numpy 2
 string, `## Step 4/10` headings and bold bullets; a line that looks like a record and cannot
 be read is counted and named in the run's warnings, reason and results.md, never dropped in
@@ -13,8 +13,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.frameworks.valresults import Unread, parse_dict_line, parse_val_lines, parse_val_text
-from conftest import Env
+from ajetd.core.campaignrules import verdict
+from ajetd.core.stoprules import PlateauRule, plateau_reason
+from ajetd.frameworks.valresults import (
+    Unread,
+    best_point,
+    last_value,
+    nonfinite_note,
+    parse_dict_line,
+    parse_val_lines,
+    parse_val_text,
+)
+from conftest import Env, wait_for
 from loopkit import Loop
 
 
@@ -27,8 +37,8 @@ def test_a_json_line_is_read_with_its_words() -> None:
         "note": None,
     }
     assert parse_dict_line('{"a": NaN, "b": -Infinity, "c": true}') == {
-        "a": None,
-        "b": None,
+        "a": "nan",
+        "b": "-inf",
         "c": True,
     }
 
@@ -123,3 +133,79 @@ def test_unreadable_record_lines_are_named_not_silently_dropped(env: Env, loop: 
     assert "<verl.Sampler object at 0x7f3a2c>" in results
     warned = [w for w in loop.run(run_id).warnings if "could not be read" in w]
     assert len(warned) == 1 and "2 line(s) written during this run" in warned[0]
+
+
+# -- walk86 F2: a metric that turns nan is shown, warned and judged as such --------------------
+
+
+def _records(*rewards: float) -> list[dict[str, Any]]:
+    return [
+        {"global_steps": 2 * i, "mean_reward": parse_dict_line(f"{{'v': {r}}}")["v"]}  # type: ignore[index]
+        for i, r in enumerate(rewards)
+    ]
+
+
+def test_a_nan_tail_is_said_with_its_length_and_start() -> None:
+    nan = float("nan")
+    history = _records(0.1, 0.3, nan, nan, nan)
+    assert history[-1]["mean_reward"] == "nan"
+    assert last_value(history, "mean_reward") != last_value(history, "mean_reward")  # nan
+    assert nonfinite_note(history, "mean_reward") == (
+        "mean_reward is nan in the last 3 validations (since step 4)"
+    )
+    assert nonfinite_note(_records(0.1, nan, 0.2), "mean_reward") is None
+    assert best_point(history, "mean_reward") == (0.3, history[1])  # the best stays finite
+
+
+def test_the_plateau_rule_counts_nan_as_no_improvement() -> None:
+    nan = float("nan")
+    rule = PlateauRule(patience=3, min_delta=0.005, after=0.0)
+    reason = plateau_reason(rule, _records(0.1, 0.3, nan, nan, nan), 10.0, 100.0)
+    assert (
+        reason is not None and "best 0.3000, last nan; mean_reward is nan in the last 3" in reason
+    )
+    assert plateau_reason(rule, _records(0.1, 0.3, nan, nan, 0.5), 10.0, 100.0) is None
+    loss = PlateauRule(metric="val_loss", patience=2, min_delta=0.0, after=0.0)
+    history = [{"global_steps": i, "val_loss": v} for i, v in enumerate([1.0, 0.5, "inf", "nan"])]
+    assert plateau_reason(loss, history, 1.0, 1.0) is not None  # inf is no improvement either
+
+
+@given(st.lists(st.floats(allow_nan=True), min_size=1, max_size=12), st.integers(1, 4))
+def test_a_run_whose_last_validations_are_all_nan_is_always_a_plateau(
+    head: list[float], patience: int
+) -> None:
+    rule = PlateauRule(patience=patience, min_delta=0.0, after=0.0)
+    history = _records(*head, *[float("nan")] * patience)
+    assert plateau_reason(rule, history, 1.0, 1.0) is not None
+
+
+def test_a_diverged_experiment_is_a_crash_never_the_campaigns_best() -> None:
+    assert verdict("succeeded", 0.5, 0.4, True, diverged=True) == "crash"
+    assert verdict("plateau", 0.5, None, True, diverged=True) == "crash"
+    assert verdict("succeeded", 0.5, 0.4, True) == "keep"
+
+
+def test_a_run_whose_metric_turns_nan_is_warned_shown_and_stopped(env: Env, loop: Loop) -> None:
+    """walk86 F2: `mean_reward` 0.1, 0.3, then nan at every validation (numpy's mean of an
+    empty array). Before: "last 0.3000", no warning, the plateau rule never fired."""
+    rewards = [0.1, 0.3, float("nan")]
+    hold = str(env.tmp / "never")  # then alive and silent until stopped
+    config = env.config("nan", rewards=rewards, steps=12, step_time=0.02, hold_until=hold)
+    rule = "gpus: 0\nplateau: {patience: 3, min_delta: 0.005, after: 0.0}"
+    run_id = loop.submit(env.blueprint("nan", config=config, ajetd=rule, max_time="1h"))
+    loop.started(run_id)
+    val = env.codebase / "saved_val_result" / "nan.md"
+    wait_for(lambda: val.exists() and val.read_text().count("\n") == 6, what="six records")
+    loop.run_for(125)  # the val file is read within a minute, a live run looked at each minute
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "plateau", flag
+    assert "last nan; mean_reward is nan in the last " in flag["reason"], flag["reason"]
+    assert flag["metrics"]["mean_reward"] == "nan" and flag["best"]["value"] == 0.3
+    results = _results(loop, run_id)
+    assert "best 0.3000 (step 4), last nan" in results, results
+    assert "- **mean_reward is nan in the last " in results
+    assert "| nan |" in results  # the table's cells say nan, never blank
+    warned = [
+        w for w in loop.run(run_id).warnings if w.startswith("validation: mean_reward is nan")
+    ]
+    assert len(warned) == 1, loop.run(run_id).warnings

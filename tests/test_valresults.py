@@ -55,7 +55,7 @@ def test_numpy2_scalars_nan_and_legacy_keys() -> None:
     assert parse_dict_line(line) == {
         "target dataset name": "main_val_dataset",
         "mean_reward": 0.5,
-        "std_reward": None,
+        "std_reward": "nan",
         "n": 3,
         "x": 1.5,
     }
@@ -143,8 +143,8 @@ def test_classic_line_as_numpy2_prints_it_with_the_forks_verl_keys() -> None:
     assert record is not None
     assert record["val-core/openai/gsm8k/reward/mean@4"] == 0.6186504927975739
     assert record["val-aux/num_turns/min"] == 3 and record["std_reward"] == 0.5
-    assert record["eval_tool_stats/tool_success_rate"] is None
-    assert record["eval_rewards/penalty_mean"] is None
+    assert record["eval_tool_stats/tool_success_rate"] == "nan"
+    assert record["eval_rewards/penalty_mean"] == "-inf"
     assert record["target_dataset_name"] == "main_val_dataset"
 
 
@@ -261,9 +261,11 @@ SWARM_PAST_FLOAT = {
 
 @pytest.mark.parametrize("value", list(SWARM_PAST_FLOAT.values()), ids=list(SWARM_PAST_FLOAT))
 def test_a_swarm_bullet_past_any_float_is_no_value(value: str) -> None:
+    """No finite number: kept as its text (`nan`, `inf`, `-inf`), never as a number."""
     records = parse_val_text(f"## Step 3\n- mean_reward: {value}\n- avg: 0.5\n")
     _writable(records, "mean_reward")
-    assert records == [{"global_steps": 3, "mean_reward": None, "avg": 0.5}]
+    word = "nan" if "nan" in value else ("-inf" if value.startswith("-") else "inf")
+    assert records == [{"global_steps": 3, "mean_reward": word, "avg": 0.5}]
 
 
 _LITERALS = st.recursive(

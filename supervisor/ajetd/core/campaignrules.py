@@ -57,15 +57,22 @@ def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool
 
 
 def verdict(
-    status: str, value: float | None, best: float | None, maximise: bool, smoke: bool = False
+    status: str,
+    value: float | None,
+    best: float | None,
+    maximise: bool,
+    smoke: bool = False,
+    diverged: bool = False,
 ) -> str:
-    """keep (better than the best so far), discard, crash (failed, timed out, no metric),
-    stopped (by the user), or smoke (a pipeline check never judges the idea)."""
+    """keep (better than the best so far), discard, crash (failed, timed out, no metric,
+    or `diverged`: its metric's last validation was nan or inf, so the model it leaves is
+    not the one its best value measured: walk86 F2), stopped (by the user), or smoke (a
+    pipeline check never judges the idea)."""
     if smoke:
         return "smoke"
     if status == "stopped":
         return "stopped"
-    if status not in ("succeeded", "plateau") or value is None:
+    if status not in ("succeeded", "plateau") or value is None or diverged:
         return "crash"
     return "keep" if better(value, best, maximise) else "discard"
 

@@ -100,12 +100,12 @@ class SlurmJob:
 
 @dataclass(frozen=True)
 class NemoBlock:
-    """A NeMo-RL `Validation Results` block still open: its name prefix, the values read (None:
-    printed as `nan` or `inf`), and the step of the last `Step N/M` header before it opened
-    (None: a record older than it)."""
+    """A NeMo-RL `Validation Results` block still open: its name prefix, the values read (text
+    where printed as `nan`, `inf` or `-inf`), and the step of the last `Step N/M` header
+    before it opened (None: a record older than it)."""
 
     prefix: str = ""
-    values: tuple[tuple[str, float | None], ...] = ()
+    values: tuple[tuple[str, float | str | None], ...] = ()
     step: int | None = None
 
     def to_json(self) -> JsonObject:
@@ -118,9 +118,10 @@ class NemoBlock:
         if not isinstance(data, Mapping):
             return None
         values = tuple(
-            (str(k), _num(v))
+            (str(k), v if v in ("nan", "inf", "-inf") else _num(v))
             for k, v in data.items()
-            if k not in ("prefix", "@step") and (v is None or _num(v) is not None)
+            if k not in ("prefix", "@step")
+            and (v is None or v in ("nan", "inf", "-inf") or _num(v) is not None)
         )
         step = data.get("@step")
         at = step if isinstance(step, int) and not isinstance(step, bool) else None

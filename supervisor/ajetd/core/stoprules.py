@@ -9,13 +9,14 @@ fraction `after` of `exp_max_time` has passed.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ajetd.core.values import did_you_mean
 from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
-from ajetd.frameworks.valresults import metric_series
+from ajetd.frameworks.valresults import judged, nonfinite_note, shown_value
 
 
 @dataclass(frozen=True)
@@ -68,22 +69,31 @@ def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> s
 def plateau_reason(
     rule: PlateauRule, history: list[dict[str, Any]], elapsed_s: float, max_time_s: float
 ) -> str | None:
-    """Why the run has plateaued, or None while it has not."""
+    """Why the run has plateaued, or None while it has not. A validation whose metric was no
+    finite number (`nan`, `inf`: the training diverged) counts as no improvement, whichever
+    way the metric is judged: a run whose metric turned nan is stopped as any run that stopped
+    improving (before, nan was skipped and such a run was never stopped: walk86 F2)."""
     if elapsed_s < rule.after * max_time_s:
         return None
-    values = metric_series(history, rule.metric)
+    values = [v for v, _ in judged(history, rule.metric)]
     if len(values) <= rule.patience:
         return None
     sign = 1.0 if rule.maximise else -1.0
-    before = max(sign * v for v in values[: -rule.patience])
-    recent = max(sign * v for v in values[-rule.patience :])
+
+    def score(v: float) -> float:  # higher is better; no finite number is the worst
+        return sign * v if math.isfinite(v) else -math.inf
+
+    before = max(score(v) for v in values[: -rule.patience])
+    recent = max(score(v) for v in values[-rule.patience :])
     if recent > before + rule.min_delta:
         return None
-    best = sign * before
+    diverged = nonfinite_note(history, rule.metric)
+    best = "none finite" if before == -math.inf else f"{sign * before:.4f}"
+    why = f"; {diverged}" if diverged else ""
     return (
         f"{rule.metric} has not improved by more than {rule.min_delta} over the last "
-        f"{rule.patience} validations (best {best:.4f}, last {values[-1]:.4f}), seen at "
-        f"{elapsed_s / max_time_s:.0%} of exp_max_time (the rule applies from "
+        f"{rule.patience} validations (best {best}, last {shown_value(values[-1])}{why}), "
+        f"seen at {elapsed_s / max_time_s:.0%} of exp_max_time (the rule applies from "
         f"{rule.after:.0%})"
     )
 

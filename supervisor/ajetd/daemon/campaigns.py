@@ -49,6 +49,7 @@ from ajetd.core.blueprint import Blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import experiment_blueprint, in_yaml_copy, unreached
 from ajetd.core.campaignrecord import (
     MAX_REFUSALS,
+    REASON_MAX,
     CampaignState,
     ExpState,
     crash_reason,
@@ -57,10 +58,11 @@ from ajetd.core.campaignrecord import (
     refusal,
     standing,
 )
-from ajetd.core.errors import AjetdError
+from ajetd.core.errors import AjetdError, one_line
 from ajetd.core.model import Run, State
 from ajetd.core.naming import new_run_id
 from ajetd.daemon import campaignrequests
+from ajetd.frameworks.valresults import nonfinite_note
 from ajetd.pictures.campaigndrawing import Plotter
 from ajetd.views.campaign import render_report
 
@@ -307,14 +309,20 @@ class Campaigns:
                 continue  # its end is not on disk yet (a full home): no row reports it
             value = None
             status = "failed"
+            diverged = None
             if run is not None and run.status is not None:
                 value = cr.best_value(run.history, spec.metric, spec.maximise)
                 status = run.status.value
+                diverged = nonfinite_note(run.history, spec.metric)
             exp.value = value
-            exp.status = cr.verdict(status, value, state.best, spec.maximise, exp.smoke)
+            exp.status = cr.verdict(
+                status, value, state.best, spec.maximise, exp.smoke, diverged is not None
+            )
             if exp.status == "keep" and value is not None:
                 state.best, state.best_name, state.best_index = value, exp.name, exp.index
             exp.reason = crash_reason(exp, run)
+            if diverged and exp.status == "crash" and status in ("succeeded", "plateau"):
+                exp.reason = one_line(f"diverged: {diverged}; {exp.reason}", REASON_MAX)
             note = f" (smoke run: {status})" if exp.smoke else ""
             exp.row = ledger_fields(spec, exp, run, note, self._launcher(exp.run_id))
             append_bytes(Path(spec.result_dir) / resultfiles.LEDGER, encode(cr.ledger_row(exp.row)))

@@ -46,7 +46,7 @@ from ajetd.core.trialscript import (
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
-from ajetd.frameworks.valresults import Unread, parse_val_lines
+from ajetd.frameworks.valresults import Unread, nonfinite_note, parse_val_lines, shown_metric
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_composed, read_config, read_inherited
@@ -300,7 +300,35 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     return run
 
 
+DIVERGED = "validation: "  # the head of the warning that the run's metric turned nan
+
+
+def diverged_warning(run: Run) -> Run:
+    """The run with a warning, kept up to date, where the metric its views lead with was nan
+    or inf at its last validation (`mean_reward is nan in the last 3 validations (since step
+    4)`), logged and journaled as it first appears; the warning goes where the metric is
+    finite again. The same record where nothing changed."""
+    metric = shown_metric(list(run.history), run.metric)
+    note = nonfinite_note(run.history, metric)
+    text = f"{DIVERGED}{note}: the training diverged?" if note else None
+    kept = tuple(w for w in run.warnings if not (w.startswith(DIVERGED) and " in the last " in w))
+    new = (*kept, text) if text else kept
+    if new == run.warnings:
+        return run
+    if text and len(kept) == len(run.warnings):  # it first appears
+        log.warning("run %s: %s", run.run_id, text)
+    return replace(run, warnings=new)
+
+
 def read_metrics(
+    run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES, *, log_of: LogOf
+) -> Run:
+    """`_read_metrics`, then the warning a diverged metric gets (`diverged_warning`)."""
+    read = _read_metrics(run, fetch, budget, log_of=log_of)
+    return read if read is run else diverged_warning(read)
+
+
+def _read_metrics(
     run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES, *, log_of: LogOf
 ) -> Run:
     """Read on in this run's part of the val-results file (`fetch`: here, or over SSH), from
@@ -328,7 +356,7 @@ def read_metrics(
         )
         offset = 0 if fresh else run.val_offset  # shorter than its part's start: all of it
         again = replace(start, val_offset=offset, val_read=ValRead())
-        return read_metrics(again, fetch, budget, log_of=log_of)
+        return _read_metrics(again, fetch, budget, log_of=log_of)
     block = None if feed.block is None else dict(feed.block)
     done = ValRead(
         pos=got.cursor.pos,

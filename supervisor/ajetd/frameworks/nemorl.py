@@ -44,6 +44,7 @@ from typing import Any
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
 from ajetd.core.termtext import clean_line, is_worker_line, strip_ray, strip_srun_label
+from ajetd.frameworks.valresults import nonfinite_text
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 # (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
@@ -264,9 +265,11 @@ def _key(prefix: str, label: str) -> str:
     return metric_key(prefix + field)
 
 
-def _value(text: str) -> float | None:
+def _value(text: str) -> float | str:
+    """A bullet's value: its number, or `nan`/`inf` as text where it is none (a diverged
+    metric is shown and judged so, never hidden as a missing one: walk86 F2)."""
     number = float(text)
-    return number if number - number == 0 else None  # nan and inf: no number
+    return number if number - number == 0 else nonfinite_text(number)
 
 
 def _seen(raw: str) -> tuple[str, bool]:

@@ -139,18 +139,36 @@ def shown_metric(history: Sequence[Mapping[str, Any]], metric: str) -> str:
     return next((k for k in shown_keys(history, metric) if metric_series(history, k)), metric)
 
 
+NONFINITE = ("nan", "inf", "-inf")
+
+
+def nonfinite_text(value: float) -> str:
+    """A number that is no finite float as a record holds it: `nan`, `inf` or `-inf`. JSON
+    has no NaN, and None (what it was before) hid a diverged metric as a missing one: a run's
+    views showed the last finite value as its last (walk86 F2)."""
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value > 0 else "-inf"
+
+
+def is_nonfinite(value: Any) -> bool:
+    """Whether a record's value is a number that was no finite float (`nonfinite_text`)."""
+    return isinstance(value, str) and value in NONFINITE
+
+
 def _number(value: Any) -> Any:
     """`value` as a record holds it: a JSON value, whatever the line's literal was. A number
-    that is no finite float (nan, inf, an integer past 1e308) is None: JSON has no NaN, a
-    missing value reads the same in reports, and every series converts to float. A tuple is
+    that is no finite float (nan, inf, an integer past 1e308) is its text (`nonfinite_text`):
+    JSON has no NaN, and every series converts to float (a series skips it; `judged` and the
+    views do not). A tuple is
     a list; a dict's keys are text; what JSON has no form for (a set, bytes, a complex
     number, `...`) is kept as written (its repr): the run's record must stay writable."""
     if isinstance(value, (bool, str)) or value is None:
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return value if math.isfinite(value) else nonfinite_text(value)
     if isinstance(value, int):
-        return value if -_FLOAT_MAX <= value <= _FLOAT_MAX else None
+        return value if -_FLOAT_MAX <= value <= _FLOAT_MAX else ("inf" if value > 0 else "-inf")
     if isinstance(value, (list, tuple)):
         return [_number(v) for v in value]
     if isinstance(value, dict):
@@ -158,16 +176,24 @@ def _number(value: Any) -> Any:
     return repr(value)
 
 
+def _nonfinite_literal(token: str) -> str:
+    """The literal a bare `nan`, `-inf`, `Infinity` stands for: its text (`nonfinite_text`)."""
+    word = token.lstrip("-+").lower()
+    if word == "nan":
+        return "'nan'"
+    return "'-inf'" if token.startswith("-") else "'inf'"
+
+
 def _literal(match: re.Match[str]) -> str:
     """The Python literal a token stands for: a string as written; nan/inf/NaN/Infinity
-    None (`_number`'s rule); JSON's words Python's; numpy's bools Python's; a call its only
+    their text (`_number`'s rule); JSON's words Python's; numpy's bools Python's; a call its only
     positional argument where that is a number or a string (`np.float64(0.5)`,
     `tensor(0.5, device='cuda:0')`, `np.str_('gsm8k')`), else its text as a string: one value
     no literal spells never costs its record the others (`tensor([1, 2])`, `array(...)`)."""
     if match.group("string") is not None:
         return match.group(0)
     if match.group("nonfinite") is not None:
-        return "None"
+        return _nonfinite_literal(match.group("nonfinite"))
     if match.group("json") is not None:
         return _JSON_WORDS[match.group("json")]
     if match.group("npbool") is not None:
@@ -176,7 +202,7 @@ def _literal(match: re.Match[str]) -> str:
     number = _SOLE_NUMBER.fullmatch(args)
     if number is not None:
         text = number.group("number").replace("_", "")
-        return "None" if text.lstrip("-+") in ("nan", "inf") else text
+        return _nonfinite_literal(text) if text.lstrip("-+") in ("nan", "inf") else text
     string = _SOLE_STRING.fullmatch(args)
     if string is not None:
         return string.group("string")
@@ -221,7 +247,7 @@ def _scalar(text: str) -> Any:
     except ValueError:
         return raw
     if not math.isfinite(number):
-        return None  # as _number: `1e999`, or 400 digits, is no value (int() of it raised)
+        return nonfinite_text(number)  # as _number: `1e999`, or 400 digits, is no finite value
     if pct:
         return round(number / 100.0, 10)
     return int(number) if re.fullmatch(r"-?\d+", body) else number
@@ -346,3 +372,49 @@ def best_point(
         return None
     best = min(series) if "loss" in key else max(series)
     return best, next(r for r in history if r.get(key) == best)
+
+
+def judged(history: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, Mapping[str, Any]]]:
+    """Every value of `key` a run is judged by, with its record, in order: `metric_series`'
+    records and those where it was no finite number (`nan`, `inf`: as float). A diverged
+    metric is no missing one: the plateau rule counts it as no improvement, the views show
+    it as the last value, a campaign as a crash (walk86 F2)."""
+    first = next((r["dataset"] for r in history if "dataset" in r), None)
+    out: list[tuple[float, Mapping[str, Any]]] = []
+    for r in history:
+        value: Any = r.get(key)
+        if r.get("dataset", first) != first:
+            continue
+        if is_nonfinite(value) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            out.append((float(value), r))
+    return out
+
+
+def last_value(history: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """The last value of `key` the records hold, nan and inf included (`judged`)."""
+    values = judged(history, key)
+    return values[-1][0] if values else None
+
+
+def nonfinite_note(history: Sequence[Mapping[str, Any]], key: str) -> str | None:
+    """`mean_reward is nan in the last 147 validations (since step 4)`: where the last value
+    of `key` was no finite number, how long it has been so; None where it is finite."""
+    values = judged(history, key)
+    count = 0
+    for value, _ in reversed(values):
+        if math.isfinite(value):
+            break
+        count += 1
+    if not count:
+        return None
+    last, since = values[-1][0], values[-count][1]
+    word = nonfinite_text(last)
+    span = "validation" if count == 1 else f"{count} validations"
+    return f"{key} is {word} in the last {span} (since step {step_text(since)})"
+
+
+def shown_value(value: float | None) -> str:
+    """A metric's value as the views print it: `0.5000`, `nan`, `inf`, or `-` for none."""
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if math.isfinite(value) else nonfinite_text(value)

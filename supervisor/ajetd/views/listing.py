@@ -23,7 +23,7 @@ from ajetd.core import gpuuse, model
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import REFUSED
-from ajetd.frameworks.valresults import metric_series, shown_metric
+from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
 from ajetd.views.records import shown_state
 
 Segment = tuple[str, str]  # (text, style name; "" for none)
@@ -255,6 +255,9 @@ def _metric_cell(run: Run) -> str:
     # the series' last value (the first benchmark's: a run validated on several has its
     # latest record from another, which may lack the metric, and showed `-`), else the latest
     value = series[-1] if series else run.metrics.get(metric)
+    last = last_value(list(run.history), metric)
+    if last is not None and not math.isfinite(last):  # diverged: said, never its last finite
+        return f"{metric}={shown_value(last)} {sparkline(series)}".rstrip()
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
     shown = f"{value:.4f}" if metric == "mean_reward" else f"{metric}={value:.4f}"

@@ -20,10 +20,14 @@ from ajetd.frameworks.valresults import (
     MAX_SHOWN_KEYS,
     STEPS_UNKNOWN_NOTE,
     best_point,
+    judged,
+    last_value,
     metric_series,
     more_note,
+    nonfinite_note,
     shown_keys,
     shown_metric,
+    shown_value,
     step_of,
     step_text,
 )
@@ -147,10 +151,14 @@ def _metrics_section(run: Run) -> list[str]:
         if point is None:
             continue
         best, at = point
+        first = shown_value(judged(history, key)[0][0])
         lines.append(
-            f"- **{key}**: first {series[0]:.4f}, best {best:.4f} (step {step_text(at)}), "
-            f"last {series[-1]:.4f}  `{sparkline(series)}`"
+            f"- **{key}**: first {first}, best {best:.4f} (step {step_text(at)}), "
+            f"last {shown_value(last_value(history, key))}  `{sparkline(series)}`"
         )
+        diverged = nonfinite_note(history, key)
+        if diverged:  # the run's news: its metric turned nan, whatever its best was
+            lines.append(f"- **{diverged}**: the training diverged there")
     return lines
 
 

@@ -19,10 +19,13 @@ from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     best_point,
+    last_value,
     metric_series,
     more_note,
+    nonfinite_note,
     shown_keys,
     shown_metric,
+    shown_value,
     step_text,
 )
 from ajetd.views.listing import Line, cut, gpu_cell, shorten, sparkline, state_style, state_word
@@ -154,9 +157,13 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
         )
         lines.append([(cut("  " + step_text(record).rjust(7) + cells, width), "")])
     series, point = metric_series(history, metric), best_point(history, metric)
+    last = shown_value(last_value(history, metric))
+    diverged = nonfinite_note(history, metric)
     if point is not None:
-        text = f"  {metric}: {sparkline(series[-40:])}  best {point[0]:.4f}, last {series[-1]:.4f}"
-        lines.append([(cut(text, width), "good")])
+        text = f"  {metric}: {sparkline(series[-40:])}  best {point[0]:.4f}, last {last}"
+        lines.append([(cut(text, width), "bad" if diverged else "good")])
+    if diverged:  # a metric that turned nan is the run's news, never hidden behind its best
+        lines.append([(cut(f"  {diverged}: the training diverged?", width), "bad")])
     if left:  # the columns a terminal has room for; the rest named (results.md has them)
         lines.append([(cut(f"  {more_note(left)} (results.md)", width), "dim")])
     return lines
