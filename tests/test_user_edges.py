@@ -404,3 +404,46 @@ def test_a_wide_file_is_read_whole_across_its_chunks_and_named_in_words() -> Non
     assert utf8_problem(b"ok\xff") == "not UTF-8 text (invalid start byte at byte 2)"
     assert utf8_problem(text.encode("utf-8-sig")) is None
     assert list(utf8_chunks([])) == [b""]
+
+
+def test_a_compressed_or_piped_log_is_diagnosed_as_the_text_it_holds(env: Env) -> None:
+    """Walk 86, F13: `ajetd diagnose x.log.gz` said `no known failure found` (it read the
+    compressed bytes as text); `cat x.log | ajetd diagnose -` was a usage error, and `...
+    /dev/stdin` refused as a FIFO. Now each is read as its text; a compression not read here,
+    or a stream cut short, is said in words, never `no known failure found`."""
+    import bz2
+    import gzip
+    import lzma
+
+    text = b"step 1\r\n" * 3000 + b"torch.OutOfMemoryError: CUDA out of memory\n"
+    for name, packed in (
+        ("x.log.gz", gzip.compress(text)),
+        ("x.log.bz2", bz2.compress(text)),
+        ("x.log.xz", lzma.compress(text)),
+        ("two.log.gz", gzip.compress(text[:9000]) + gzip.compress(text[9000:])),  # `cat a b`
+    ):
+        path = env.tmp / name
+        path.write_bytes(packed)
+        found = env.cli("diagnose", str(path), "--json")
+        assert found.returncode == 0, (name, found.stderr)
+        assert [(f["kind"], f["line"]) for f in json.loads(found.stdout)] == [("cuda_oom", 3001)]
+    piped = subprocess.run(
+        f"cat {env.tmp / 'x.log.gz'} | {sys.executable} -m ajetd diagnose - && "
+        f"gzip -dc {env.tmp / 'x.log.gz'} | {sys.executable} -m ajetd diagnose /dev/stdin",
+        shell=True,
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.count("cuda_oom [science] line 3001") == 2, piped.stdout
+    cut = env.tmp / "cut.log.gz"
+    cut.write_bytes(gzip.compress(text)[:-12])  # its end lost
+    zst = env.tmp / "x.log.zst"
+    zst.write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 64)
+    for path, said in ((cut, "gzip-compressed, but it cannot be read"), (zst, "zstd-compressed")):
+        got = env.cli("diagnose", str(path))
+        assert got.returncode == 1 and f"ajetd: {path}: {said}" in got.stderr, got.stderr
+        assert "no known failure found" not in got.stdout

@@ -64,6 +64,22 @@ def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
     raise NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
 
 
+def open_log(path: Path) -> BinaryIO:
+    """A log to read as it streams: `-` is standard input (a pipe or a file); a FIFO that is
+    this process's standard input (`/dev/stdin` given a pipe) too; anything else as
+    `open_regular` opens it (a FIFO nobody writes, a device that never ends: refused)."""
+    if str(path) == "-":
+        return os.fdopen(os.dup(0), "rb")
+    try:
+        mine, named = os.fstat(0), os.stat(path)
+    except OSError:
+        return open_regular(path)
+    same = (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
+    if same and stat.S_ISFIFO(named.st_mode):
+        return os.fdopen(os.dup(0), "rb")
+    return open_regular(path)
+
+
 class TooLargeError(ValueError):
     """A file read whole (`read_bounded`) is larger than such a file may be: it was not read.
     A ValueError, as the text of a damaged record is: its readers name it as damaged."""

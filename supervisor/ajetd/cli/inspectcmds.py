@@ -8,6 +8,7 @@ Each imports what it needs inside its function, so that loading the command line
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,7 +153,9 @@ def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
 
 
 @click.command()
-@click.argument("logfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "logfile", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 @click.option(
     "--kinds",
     "kinds_file",
@@ -162,10 +165,11 @@ def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
 @json_option
 def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
+    LOGFILE `-` reads standard input (a pipe); a gzip, bzip2 or xz log is read decompressed.
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
-    from ajetd.adapters.regular import open_regular
-    from ajetd.core.textfile import utf8_chunks
+    from ajetd.adapters.regular import open_log
+    from ajetd.core.textfile import CompressedError, compression_of, text_chunks
     from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import CHUNK_BYTES
     from ajetd.diagnosis.stream import diagnose_chunks
@@ -181,19 +185,30 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     mine, problems = home_kinds(open_home().root)
     for problem in problems:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
-    with open_regular(logfile) as handle:  # a FIFO or /dev/zero: refused, never read
-        chunks = utf8_chunks(iter(lambda: handle.read(CHUNK_BYTES), b""))  # UTF-16 too
-        findings = diagnose_chunks(chunks, user + KindSet(mine))
+    with open_log(logfile) as handle:  # a FIFO other than stdin, /dev/zero: refused
+        first = handle.read(CHUNK_BYTES)
+        raw = _chunks_after(first, iter(lambda: handle.read(CHUNK_BYTES), b""))
+        try:  # UTF-16, compressed: read as the text they hold
+            findings = diagnose_chunks(text_chunks(raw), user + KindSet(mine))
+        except CompressedError as exc:  # said as every unreadable file is: `ajetd: f: ...`
+            raise CompressedError(f"{logfile}: {exc}") from exc
     if as_json:
         echo_json([f.to_json() for f in findings])
         return
     if not findings:
-        click.echo(f"{logfile}: no known failure found")
+        packed = compression_of(first)
+        read = f" (read {packed}-decompressed)" if packed else ""
+        click.echo(f"{logfile}: no known failure found{read}")
     for f in findings:
         click.echo(f"{f.kind} [{f.severity}] line {f.line} (seen {f.count}x)")
         click.echo(f"  evidence: {f.evidence}")
         click.echo(f"  why: {f.explanation}")
         click.echo(f"  fix: {f.fix}")
+
+
+def _chunks_after(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 @click.command()

@@ -12,8 +12,14 @@ given to `ajetd diagnose` is read as its start says (`utf8_chunks`). Pure.
 
 from __future__ import annotations
 
+import bz2
 import codecs
-from collections.abc import Iterable, Iterator
+import lzma
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ajetd.core.errors import AjetdError
 
 # Longest first: UTF-32 LE's mark begins with UTF-16 LE's.
 _MARKS = {  # byte order mark -> codec
@@ -85,3 +91,71 @@ def utf8_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
     for chunk in it:
         yield decoder.decode(chunk).encode("utf-8")
     yield decoder.decode(b"", final=True).encode("utf-8")
+
+
+# compressed files by their first bytes: those read as they stream, and those only named
+_INFLATE: dict[bytes, tuple[str, Callable[[], Any]]] = {
+    b"\x1f\x8b": ("gzip", lambda: zlib.decompressobj(wbits=47)),
+    b"BZh": ("bzip2", bz2.BZ2Decompressor),
+    b"\xfd7zXZ\x00": ("xz", lzma.LZMADecompressor),
+}
+_NAMED_ONLY = {b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip", b"7z\xbc\xaf": "7z"}
+OUT_BYTES = 1 << 20  # what one step of decompression gives at most: memory stays flat
+
+
+class CompressedError(AjetdError):
+    """A compressed file that cannot be read as text here (a kind not read, or damaged)."""
+
+
+def compression_of(first: bytes) -> str | None:
+    """The compression a file's first bytes show (`gzip`, `bzip2`, `xz`, `zstd`, `zip`, `7z`),
+    or None for plain bytes."""
+    for magic, (name, _) in _INFLATE.items():
+        if first.startswith(magic):
+            return name
+    return next((name for magic, name in _NAMED_ONLY.items() if first.startswith(magic)), None)
+
+
+def text_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A log's chunks as UTF-8 text (`utf8_chunks`), decompressed first where it is gzip,
+    bzip2 or xz (a log kept compressed), each step's output bounded (a small file that
+    inflates to gigabytes streams, never sits in memory). CompressedError for a kind not read
+    here (zstd, zip, 7z) or a damaged stream: never read as if it were text."""
+    it = iter(chunks)
+    first = next(it, b"")
+    kind = compression_of(first)
+    if kind is None:
+        yield from utf8_chunks(_chained(first, it))
+        return
+    make = next((m for name, m in _INFLATE.values() if name == kind), None)
+    if make is None:
+        raise CompressedError(f"{kind}-compressed: decompress it first, then diagnose that")
+    try:
+        yield from utf8_chunks(_inflated(_chained(first, it), make))
+    except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
+        raise CompressedError(f"{kind}-compressed, but it cannot be read: {exc}") from exc
+
+
+def _chained(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _inflated(chunks: Iterable[bytes], make: Callable[[], Any]) -> Iterator[bytes]:
+    """The decompressed bytes, OUT_BYTES at most per step; concatenated gzip members too."""
+    engine = make()
+    for chunk in chunks:
+        data = chunk
+        while data:
+            if hasattr(engine, "unconsumed_tail"):  # zlib: what it left is handed back
+                yield engine.decompress(data, OUT_BYTES)
+                data = engine.unconsumed_tail
+                if engine.eof and engine.unused_data:  # the next gzip member
+                    data, engine = engine.unused_data + data, make()
+                continue
+            yield engine.decompress(data, OUT_BYTES)  # bz2, lzma: they keep what is left
+            data = b""
+            while not engine.needs_input and not engine.eof:
+                yield engine.decompress(b"", OUT_BYTES)
+    if not engine.eof:
+        raise EOFError("it ends before its compressed stream does (cut short)")
