@@ -1647,3 +1647,100 @@ def test_skypilots_prefix_is_not_in_a_findings_evidence() -> None:
     assert strip_ray("(head, rank=0, pid=4734) TimeoutError: x") == "TimeoutError: x"
     assert strip_ray("(headless pid=3) x") == "x"  # Ray's own, as before
     assert strip_ray("(head, rank=0) x") == "(head, rank=0) x"  # not SkyPilot's whole shape
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 19's blind misses, each read by a rule for its class: C++'s abort announced
+        # before the `what()` that names its cause (3dgrut; Visual-RFT, Megatron, vLLM-Ascend,
+        # DeepSpeed and PyTorch print the pair so); a CUDA error in THC's words (PyTorch before
+        # 1.5: maskrcnn-benchmark, pytorch#2567, human-pose-estimation); ssh's exit 255 as pdsh
+        # reports it (DeepSpeed's autotuner)
+        ("cuda_error/3dgrut-191.log", ["cuda_error", "segfault"]),
+        ("cuda_error/visualrft-22.log", ["cuda_error", "segfault"]),
+        ("nccl_timeout/megatron-935.log", ["nccl_timeout"]),
+        ("cuda_error/maskrcnnbenchmark-238.log", ["cuda_error"]),
+        ("cuda_error/humanposeestimation-21.log", ["cuda_error"]),
+        ("launch_error/deepspeed-5709.log", ["launch_error"]),
+        # a resume's notice that a checkpoint does not exist yet is no failure: slime's data
+        # buffer's, printed before the exception that ended the run
+        ("unknown_traceback/slime-178.log", ["unknown_traceback"]),
+    ],
+)
+def test_freeze19s_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)][: len(kinds)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # the abort is the echo of what `what()` names after it, whatever precedes it on its
+        # line (a progress bar without a newline)
+        (
+            "Training 19% step: 5700 loss: 0.028terminate called after throwing an instance of "
+            "'c10::Error'\n  what():  CUDA error: unknown error",
+            ["cuda_error", "segfault"],
+        ),
+        (
+            "terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  NCCL error: unhandled system error, NCCL version 2.14.3",
+            ["nccl_error", "segfault"],
+        ),
+        # ... and a `what()` no kind explains leaves the abort as what is known
+        (
+            "terminate called after throwing an instance of 'std::logic_error'\n"
+            "  what():  basic_string::_M_construct null not valid",
+            ["segfault"],
+        ),
+        # THC's words for a CUDA error; its out of memory and a missing device are not this kind
+        (
+            "RuntimeError: cuda runtime error (30) : unknown error at "
+            "/opt/conda/aten/src/THC/THCGeneral.cpp:51",
+            ["cuda_error"],
+        ),
+        (
+            "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 "
+            "error=59 : device-side assert triggered",
+            ["cuda_error"],
+        ),
+        (  # (no excerpt shows THC's out of memory: cuda_oom's words do not read it)
+            "RuntimeError: cuda runtime error (2) : out of memory at "
+            "/pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
+            ["unknown_traceback"],
+        ),
+        (
+            "THCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=34 error=10 : invalid "
+            "device ordinal",
+            ["insufficient_gpus"],
+        ),
+        # pdsh's report of ssh's own failure; not a rank's program exiting through it
+        (
+            "pdsh@node-0: localhost: ssh exited with exit code 255",
+            ["launch_error"],
+        ),
+        ("pdsh@node-0: node-1: ssh exited with exit code 1", []),
+        # a checkpoint that does not exist, said as a failure, is still the missing file ...
+        (
+            "ValueError: Checkpoint does not exist, outputs/ckpt/TransducerWithBert.best.pth",
+            ["missing_file"],
+        ),
+        ("[ERROR] checkpoint path /ckpt/step_100 does not exist", ["missing_file"]),
+        ("Checkpoint /ckpt/step_100 not found, aborting", ["missing_file"]),
+        # ... a resume's notice that there is none yet is not: verl at every start from
+        # scratch, slime's data buffer
+        (
+            "(TaskRunner pid=247607) Checkpoint tracker file does not exist: "
+            "/workspace/checkpoints/verl_example/latest_checkpointed_iteration.txt\n"
+            "(TaskRunner pid=247607) Training from scratch",
+            [],
+        ),
+        (
+            "(Buffer pid=414283) Checkpoint /root/Qwen2.5-0.5B_torch_dist/rollout/"
+            "global_dataset_state_dict_-1.pt does not exist.",
+            [],
+        ),
+    ],
+)
+def test_lines_the_freeze19_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds

@@ -367,6 +367,14 @@ CATALOGUE: tuple[Kind, ...] = (
             # `CUDA_LAUNCH_BLOCKING=1`); its out of memory is cuda_oom's, an invalid device
             # ordinal insufficient_gpus'
             r"\bhip error: (?!out of memory|invalid device ordinal|no hip-capable device)",
+            # shapes: the same CUDA error in the words of PyTorch before 1.5 (THC: `RuntimeError:
+            # cuda runtime error (30) : unknown error at .../THCGeneral.cpp:51`, its check's
+            # `THCudaCheck FAIL file=... line=265 error=4 : unspecified launch failure`); its out
+            # of memory is cuda_oom's, an invalid device ordinal insufficient_gpus'
+            r"\bcuda runtime error \(\d{1,4}\) : "
+            r"(?!out of memory|invalid device ordinal|no cuda-capable device)",
+            r"\bthcudacheck fail\b[^\n]{0,300}? error=\d{1,4} : "
+            r"(?!out of memory|invalid device ordinal|no cuda-capable device)",
             r"\bconsider passing amd_serialize_kernel=",
             # shape: GPUs below a compute capability refused altogether (vLLM's `RuntimeError:
             # GPUs with compute capability below 7.0 are not supported.`): no kernel of the
@@ -1005,11 +1013,22 @@ CATALOGUE: tuple[Kind, ...] = (
             r"filenotfounderror",
             r"no such file or directory",
             r"couldn't find (a )?dataset script",
-            r"(checkpoint|ckpt)s? (file |dir(ectory)? |path )?.*"
-            r"(not found|does not exist|doesn't exist)",
+            # a checkpoint, or a file, that does not exist, said as a failure (an exception's
+            # message, an error logged, a load that fails or aborts); not a resume's notice that
+            # there is none yet, which the run goes on from: verl at every start from scratch
+            # (`Checkpoint tracker file does not exist: .../latest_checkpointed_iteration.txt`,
+            # then `Training from scratch`), slime's data buffer (`Checkpoint .../rollout/
+            # global_dataset_state_dict_-1.pt does not exist.`)
+            r"(error|exception|fail|fatal|cannot|can't|unable)[^\n]*\b(checkpoint|ckpt)s? "
+            r"(file |dir(ectory)? |path )?.*(not found|does not exist|doesn't exist)",
+            r"\b(checkpoint|ckpt)s? (file |dir(ectory)? |path )?.*"
+            r"(not found|does not exist|doesn't exist)\b.*\b(abort\w*|exit\w*|fail\w*|error)\b",
             r"(dataset|data file|data path|data_path|train_files|val_files|parquet)\b.*"
             r"(not found|does not exist|doesn't exist|cannot be found)",
-            r"(file|path|directory) .*(does not exist|doesn't exist|not found)",
+            r"(error|exception|fail|fatal|cannot|can't|unable)[^\n]*(file|path|directory) .*"
+            r"(does not exist|doesn't exist|not found)",
+            r"(file|path|directory) .*(does not exist|doesn't exist|not found)\b.*"
+            r"\b(abort\w*|exit\w*|fail\w*|error)\b",
             r"unable to find '[^']+'",
             r"\[errno 2\]",
         ),
@@ -1036,6 +1055,9 @@ CATALOGUE: tuple[Kind, ...] = (
             # refused the login), however the launcher quotes the command (`'ssh ...'`,
             # `'['ssh ...']'`)
             r"command '\W*ssh\b.* returned non-zero exit status 255",
+            # the same said by pdsh, which DeepSpeed's multi-node runner (and its autotuner) start
+            # the ranks through: `pdsh@host: node: ssh exited with exit code 255`
+            r"^pdsh@[^:\s]{1,200}: [^:\s]{1,200}: ssh exited with exit code 255\b",
             r"orte daemon has unexpectedly failed",
             r"mpirun (noticed|was unable|detected)",
         ),
@@ -1194,6 +1216,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "acceleratorerror",
         "llvm error",
         "compute capability",
+        "cuda runtime error",
+        "thcudacheck fail",
     ),
     "segfault": (
         "segmentation fault",
@@ -1538,6 +1562,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "ssh ",
         "orte daemon",
         "mpirun",
+        "ssh exited with exit code",
     ),
     "nan_loss": ("nan", "non-finite", ":inf", "= inf", ": inf", "=inf"),
     "unknown_traceback": ("traceback (most recent call last)",),

@@ -59,6 +59,13 @@ _DIED_WITH_CAUSE = re.compile(r"error raised in its creation task|actor died bec
 _CARRIED_CAUSE = re.compile(r"^(?:[\w.]+\.)?RaySystemError: System error: (?P<cause>\S.*)$")
 # A line that announces a failure printed after it (Hydra instantiating a target that raised).
 _ANNOUNCES_WRAPPED = re.compile(r"\s*Error in call to target '[^']*'")
+# C++'s announcement that an exception nothing caught ends the process (`terminate called
+# after throwing an instance of 'c10::Error'`, then on its next line `what():  CUDA error: unknown
+# error`): the abort is the echo of the exception whose message `what()` prints after it, which
+# names the cause (a CUDA error, NCCL's watchdog, an NCCL error: PyTorch, vLLM-Ascend, Megatron,
+# DeepSpeed, Visual-RFT and 3dgrut print it so). A `what()` no kind explains leaves the abort as
+# what is known. Searched, not matched: a progress bar without a newline may precede it.
+_TERMINATE = re.compile(r"terminate called after throwing an instance of\b")
 # Ray announcing that an actor's constructor raised: the exception is printed after it (and
 # when the paste stops before it, an exception no kind explains ended the actor).
 _RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
@@ -226,6 +233,8 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
         return None, SPECIFIC
     if _ANNOUNCES_WRAPPED.match(body):  # a specific failure printed after it comes first; an
         return kind, ECHO  # exception no kind explains does not (a bad argument is the config's)
+    if kind.name == "segfault" and _TERMINATE.search(body):  # what() names the cause after it
+        return kind, ECHO
     if _RESOLVED.search(body):  # no failure: it takes back the retries of its kind before
         return kind, RESOLVED
     if _RETRYING.search(body) or kind.name in SAID_BY_SHELL:
