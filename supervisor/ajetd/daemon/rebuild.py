@@ -23,11 +23,11 @@ and the daemon's log say what was done.
 A run that never let a trial go (`core.rebuilt.never_let_go`: queued, or its first trial only
 prepared) is not rebuilt but admitted again from its stored blueprint (`readmission`,
 `core.rebuilt.not_readmitted`), unless its journal says it ended or its result dir holds a
-finish.flag that bars it (as above) or is a live run's; or where a process still runs its
-first trial's script (a pane waiting for the go file: rebuilt, adopting that pane, never a
-second one let go). An SSH run whose folder holds trial 1's program script (written as the
-trial is prepared) counts as never let go where its host says nothing of trial 1 reached it
-(`_never_went`).
+finish.flag (none of its program's: it never ran) or is a live run's; or where a process
+still runs its first trial's script (a pane waiting for the go file: rebuilt, adopting that
+pane, never a second one let go). An SSH run whose folder holds trial 1's program script
+(written as the trial is prepared) counts as never let go where its host says nothing of
+trial 1 reached it (`_never_went`).
 """
 
 from __future__ import annotations
@@ -223,7 +223,13 @@ def readmission(
         has_blueprint=text is not None,
         journal=tuple(event for _, event in journal),
         result_dir=result_dir,
-        flag_bar=_flag_bar(home, run_id, result_dir) if result_dir else None,
+        # no trial of it ran: a finish.flag there is no program's, and bars it whoever's it
+        # is (admission would refuse the folder; the record stays named instead)
+        flag_bar=(
+            "its result dir holds a finish.flag (its end, or another run's results)"
+            if result_dir and os.path.lexists(Path(result_dir, resultfiles.FINISH_FLAG))
+            else None
+        ),
         taken=bool(result_dir) and in_use(result_dir, taken),
     )
     why = not_readmitted(facts)
