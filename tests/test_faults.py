@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from ajetd.core.policy import CLOCK_SLACK_S
 from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
-from conftest import Env, fill, wait_for
+from conftest import PYTHON, Env, fill, wait_for
 from loopkit import FakeClock, KillAfter, Killed, Loop
 
 
@@ -660,6 +661,41 @@ def test_a_stop_asked_again_keeps_the_first_requests_time(env: Env) -> None:
     wait_for(lambda: time.time_ns() > first[1] + 10_000_000, 5, what="the clock to move")
     assert env.cli("stop", run_id).returncode == 1
     assert (request.read_text(), request.stat().st_mtime_ns) == first
+
+
+def test_a_second_stop_of_a_stopping_run_says_it_is_already_stopping(env: Env) -> None:
+    """Before: two `ajetd stop` of one run each printed `run X stopped: ...` as if each had
+    stopped it. The second files no request (the stop is on record) and says at once that
+    the run is already stopping, then waits for the same end (exit 0); one stop is
+    journalled."""
+    env.start_daemon()
+    stubborn = "trap '' INT TERM; echo up; while :; do sleep 0.05; done"  # ends by SIGKILL
+    run_id = env.submit(env.blueprint("stubborn", command=stubborn, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
+    first = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "stop", run_id],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: env.record(run_id).get("state") == "stopping", what="the first stop")
+        second = env.cli("stop", run_id)
+        said_first, _ = first.communicate(timeout=60)
+    finally:
+        first.kill()
+    assert first.returncode == 0 and said_first.startswith(f"run {run_id} stopped: "), said_first
+    assert second.returncode == 0, second
+    assert second.stderr.startswith(
+        f"ajetd: run {run_id} is already stopping (a stop was asked at "
+    ), second.stderr
+    assert "by another `ajetd stop`); waiting for it to end" in second.stderr
+    assert second.stdout.startswith(f"run {run_id} stopped: "), second.stdout
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert journal.count("stopping: stopped") == 1, journal
+    again = env.cli("stop", run_id, "--no-wait")
+    assert again.stdout.strip() == f"run {run_id} already ended: stopped", again
 
 
 @pytest.mark.parametrize("replaced", ["removed", "link"])

@@ -543,13 +543,27 @@ class Home:
         """Where `ajetd stop` files the run's stop request (`control/<id>.stop`)."""
         return self.control / f"{run_id}.stop"
 
-    def ask_stop(self, run_id: str, text: str) -> None:
-        """File a stop request for the run (control/<id>.stop). One already filed is kept:
-        its time is when the stop was first asked, which tells a program's exit after it
-        (the stop's) from one before it (`policy._stop_not_on_record`)."""
+    def ask_stop(self, run_id: str, text: str) -> bool:
+        """File a stop request for the run (control/<id>.stop); True where this call filed
+        it. One already filed is kept (False): its time is when the stop was first asked,
+        which tells a program's exit after it (the stop's) from one before it
+        (`policy._stop_not_on_record`), and of two `ajetd stop` at once exactly one files it
+        (created exclusively; the daemon reads the file's time, not its text)."""
         request = self.stop_request(run_id)
-        if not request.exists():
-            write_atomic(request, text, OWNER_FILE)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(request, flags, OWNER_FILE)
+        except FileExistsError:
+            return False
+        try:
+            with named(request):
+                _write_fd(fd, text, OWNER_FILE)
+        except OSError:  # a full home: no request half filed
+            request.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(fd)
+        return True
 
     def with_stop_asked(self, run: Run) -> Run:
         """A live run whose `ajetd stop` request waits in control/ for the daemon (none runs,

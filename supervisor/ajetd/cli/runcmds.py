@@ -328,7 +328,7 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
             run, f"run {run_id} already ended: {run.status.value if run.status else ''}", as_json
         )
         return
-    home.ask_stop(run_id, f"{time.time()}\n")
+    already = _already_stopping(home, run)
     run = load_run(home, run_id)  # as it stands with the request filed
     if not home.daemon_running():
         click.echo(
@@ -337,8 +337,11 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
         _stop_says(run, "", as_json)
         sys.exit(1)
     if no_wait:
-        _stop_says(run, f"stop requested for run {run_id}", as_json)
+        said = f"run {run_id} is {already}" if already else f"stop requested for run {run_id}"
+        _stop_says(run, said, as_json)
         return
+    if already:  # a second `ajetd stop`: no second stop, its end waited for as the first's
+        click.echo(f"ajetd: run {run_id} is {already}; waiting for it to end", err=True)
     deadline = time.monotonic() + timeout
     while not _settled(run := load_run(home, run_id)):
         if time.monotonic() >= deadline:
@@ -353,6 +356,37 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
     _stop_says(run, f"run {run_id} {run.status.value if run.status else ''}: {run.reason}", as_json)
     if run.attention:
         click.echo(f"ajetd: run {run_id} needs attention: {run.attention}", err=True)
+
+
+def _already_stopping(home: Home, run: Run) -> str | None:
+    """Files this `ajetd stop`'s request unless one stands, and says `already stopping
+    (...)` where the run was: stopping for an earlier `ajetd stop` (its request still filed,
+    or taken by the daemon: no second request, no second stop) or for the daemon's own reason
+    (the time limit, the hang rule, a plateau: the request is filed, a user's stop taking over
+    the hang rule's); None where this call began the stop."""
+    from ajetd.core.model import State, StopCause
+    from ajetd.core.timefmt import iso
+
+    stopping = run.state is State.STOPPING and run.stop_cause is not None
+    began: float | None = None
+    if stopping and run.stop_cause is StopCause.USER:
+        began = run.stop_began_at
+    elif not home.ask_stop(run.run_id, f"{time.time()}\n"):
+        try:
+            began = home.stop_request(run.run_id).stat().st_mtime
+        except OSError:  # taken by the daemon meanwhile: on record now
+            began = run.stop_began_at
+    else:
+        if not stopping or run.stop_cause is None:
+            return None
+        cause = {
+            StopCause.TIME_LIMIT: "its time limit",
+            StopCause.HANG: "the hang rule",
+            StopCause.PLATEAU: "its plateau rule",
+        }.get(run.stop_cause, run.stop_cause.value)
+        return f"already stopping (for {cause})"
+    at = f" at {iso(began)}" if began is not None else ""
+    return f"already stopping (a stop was asked{at}, by another `ajetd stop`)"
 
 
 def _stop_says(run: Run, line: str, as_json: bool) -> None:
