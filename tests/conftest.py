@@ -194,6 +194,16 @@ class Env:
             check=False,
         )
 
+    def cli_started(self, *args: str) -> subprocess.Popen[str]:
+        """`ajetd ARGS` started in the background, its output piped (a wait, a stop)."""
+        return subprocess.Popen(
+            [PYTHON, "-m", "ajetd", *args],
+            env=self.vars,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["tmux", "-L", self.socket, *args],

@@ -174,13 +174,7 @@ def test_wait_returns_once_finish_flag_is_there(env: Env, tmp_path: Path) -> Non
 def test_ctrl_c_on_wait_exits_130_and_says_the_run_goes_on(env: Env) -> None:
     """click's `Aborted!` exited 1, the code of a failed run: a script could not tell them."""
     run_id = env.submit(env.blueprint("interrupted"))  # no daemon: the wait blocks
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "wait", run_id],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = env.cli_started("wait", run_id)
     assert proc.stderr is not None
     said = proc.stderr.readline()  # the no-daemon line: it is in its loop now
     assert "no daemon is running" in said, said

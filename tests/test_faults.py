@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,7 @@ from ajetd.core.policy import CLOCK_SLACK_S
 from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
-from conftest import PYTHON, Env, fill, wait_for
+from conftest import Env, fill, wait_for
 from loopkit import FakeClock, KillAfter, Killed, Loop
 
 
@@ -672,13 +671,7 @@ def test_a_second_stop_of_a_stopping_run_says_it_is_already_stopping(env: Env) -
     stubborn = "trap '' INT TERM; echo up; while :; do sleep 0.05; done"  # ends by SIGKILL
     run_id = env.submit(env.blueprint("stubborn", command=stubborn, ajetd="gpus: 0"))
     wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
-    first = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "stop", run_id],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = env.cli_started("stop", run_id)
     try:
         wait_for(lambda: env.record(run_id).get("state") == "stopping", what="the first stop")
         second = env.cli("stop", run_id)
