@@ -112,3 +112,36 @@ def test_a_trailing_number_too_large_for_the_next_unit_is_refused(text: str, uni
     with pytest.raises(DurationError, match=f"{text}.*{unit}"):
         parse_duration(text)
     assert parse_duration("2h30", whole=True) == 9000  # an option's duration alone
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2-3 hours",
+        "2–3h",
+        "2~3 小时",
+        "两到三小时",
+        "2 to 3 hours",
+        "2h or 3h",
+        "2h-3h",
+        "1:30-2:00",
+    ],
+)
+def test_a_range_is_refused_not_read_as_one_of_its_ends(text: str) -> None:
+    """walk 86: `2-3 hours` was read as 3 hours, silently."""
+    with pytest.raises(DurationError, match="is a range: write one duration"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("2h (2024-05-01)", 7200), ("2 小时 30 个实验", 7200), ("2h - stop it then", 7200)],
+)
+def test_a_number_later_in_the_sentence_is_no_range(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_a_range_check_stays_linear() -> None:
+    assert parse_duration("3h" + "-" * 100_000) == 10800
+    with pytest.raises(DurationError):
+        parse_duration("9" * 100_000 + "-3h")

@@ -103,6 +103,7 @@ def parse_duration(
         if bare.group(1):
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")
         return _checked(_number(bare.group(2), text) * bare_unit_s, text, zero_ok)
+    _refuse_range(text)
     total, end = _scan(text)
     if total is None:
         if _EXPONENT.search(text) or _NOT_FINITE.search(text):
@@ -116,6 +117,40 @@ def parse_duration(
     if whole and text[: _first_start(text)].strip():
         raise DurationError(f"{_short(text)} is not only a duration (write e.g. {EXAMPLES})")
     return _checked(total, text, zero_ok)
+
+
+# Between the two ends of a range: `2-3 hours`, `2–3h`, `2~3 小时`, `2 到 3 小时`, `2 to 3h`,
+# `2h or 3h`; spaces around it (a few)
+_JOIN = r"[ \t]{0,8}(?:-|–|—|~|～|〜|至|到|或|(?:to|or)(?![A-Za-z]))[ \t]{0,8}"
+_RANGE_AFTER = re.compile(rf"{_JOIN}[\d一二两兩三四五六七八九十]")
+_RANGE_BEFORE = re.compile(
+    rf"[\d一二两兩三四五六七八九十][ \t]{{0,8}}(?:(?:{_UNIT_ALT})(?![A-Za-z]))?{_JOIN}$",
+    re.IGNORECASE,
+)
+
+
+def _refuse_range(text: str) -> None:
+    """Refuse a range (`2-3 hours`, `2h-3h`): read as its first duration, the upper or the
+    lower end was taken silently (walk 86), while a time limit is one duration, the longest
+    the run may take. Only around the duration that would be read (a date or an issue number
+    later in a sentence is no range of it): a number and a range's joiner just before it, or
+    a joiner and a number just after its first part; bounded windows: linear."""
+    try:
+        start = _first_start(text)
+    except DurationError:  # a sign before it: said by the scan
+        return
+    if start >= len(text):
+        return
+    number = _NUMBER.match(text, start)
+    assert number is not None  # _first_start stops at a number
+    clock = _CLOCK.match(text, start)
+    unit = _UNIT.match(text, number.end())
+    after = clock.end() if clock else unit.end() if unit else number.end()
+    if _RANGE_BEFORE.search(text[max(0, start - 40) : start]) or _RANGE_AFTER.match(text, after):
+        raise DurationError(
+            f"{_short(text)} is a range: write one duration, the longest the run may take "
+            "(e.g. 3h for 2-3 hours)"
+        )
 
 
 def _first_start(text: str) -> int:
