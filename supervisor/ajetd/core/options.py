@@ -147,7 +147,9 @@ def load_yaml_part(text: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise BlueprintError([f"must be a YAML mapping of keys, got {show(data)}"])
+        wide = yamlpart.wide_colon(body)
+        hint = "" if wide is None else "; " + _IN_PART.sub(r"\g<0> of the [ajetd] part", wide)
+        raise BlueprintError([f"must be a YAML mapping of keys, got {show(data)}{hint}"])
     if isinstance(data.get("env"), dict):  # `VERSION: 0.10` is "0.10", not 0.1
         typed = yamlpart.plain_scalars_under(body, "env")
         data["env"] = {

@@ -13,6 +13,7 @@ left as text (their option refuses them by name) and no key given twice. Any fai
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import yaml
@@ -180,9 +181,29 @@ def _tab_hint(text: str, index: int) -> str:
     return f"; a tab indents line {index + 1}: YAML indents with spaces"
 
 
+# a key followed by a full-width colon (a Chinese IME's `：`, U+FF1A), where YAML wants `:`
+_WIDE_COLON = re.compile(r"^[ \t]*(?:-[ \t]+)?([A-Za-z_][\w.-]{0,60})[ \t]*：", re.MULTILINE)
+
+
+def wide_colon(text: str) -> str | None:
+    """`line N uses a full-width colon ...` for the first key written `key：value`: YAML reads
+    no key there, and its own error names a later line, where it gave up (walk 86)."""
+    found = _WIDE_COLON.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    return (
+        f"line {line} uses a full-width colon '：' after {found.group(1)}: YAML needs ':' "
+        "(an ASCII colon, then a space)"
+    )
+
+
 def describe(exc: Exception, text: str, max_depth: int = MAX_DEPTH) -> str:
     """One line for a loader exception: its problem and line, never the whole context; a
     tab where YAML wants spaces is named (the loader only says it cannot start a token)."""
+    wide = wide_colon(text)
+    if wide is not None:  # the cause, where YAML names only the line it gave up at
+        return f"not valid YAML: {wide}"
     if isinstance(exc, yaml.MarkedYAMLError):
         problem = (exc.problem or exc.context or "not valid YAML").splitlines()[0]
         mark = exc.problem_mark or exc.context_mark
