@@ -131,8 +131,30 @@ def _match_label(line: str) -> _Label | None:
         return _Label(part, None)
     # Without a colon, a value may follow only a bracketed key or a heading.
     if bracketed or prefix.group("heading"):
-        return _Label(part, tail)
+        return _Label(part, _free_label_dropped(part, tail))
     return None
+
+
+# A label of the writer's own before a value (`说明：/data/code`, `路径: /data/code`): up to 30
+# characters, none of a path's, a command's quoting or an assignment's, then a colon (a full-
+# width one, or an ASCII one and a space); not starting with a digit (`2:00` is a time)
+_FREE_LABEL = re.compile(
+    r"([^\d\s/\\=`'\"$:：][^/\\=`'\"$:：\n]{0,29}?)[ \t]*(?:：|:(?=[ \t]))[ \t]*"
+)
+_PROSE = ("exp_purpose", "exp_notes", "ajetd")
+
+
+def _free_label_dropped(part: str, tail: str) -> str:
+    """`tail` without a label of the writer's own before the value, as the seed's own labels
+    are dropped (walk 86: `- [exp_codebase_dir] 说明：/data/code` was read as the path
+    `说明：/data/code`). Prose keeps it; in the launch command only a label holding other
+    than ASCII (`命令：`) is one: `echo a: b` is a command."""
+    found = _FREE_LABEL.match(tail.strip())
+    if found is None or part in _PROSE or not tail.strip()[found.end() :]:
+        return tail
+    if part == "exp_launch_command" and found.group(1).isascii():
+        return tail
+    return tail.strip()[found.end() :]
 
 
 def _lookup(name: str, *, structured: bool) -> str | None:
