@@ -23,8 +23,8 @@ from ajetd.core.blueprintscan import scan_parts
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
-from ajetd.core.markdown import code_span, fenced_body
-from ajetd.core.shellwords import autokill_note
+from ajetd.core.markdown import code_span, fenced_body, fenced_openings
+from ajetd.core.shellwords import autokill_note, odd_space
 from ajetd.core.textfile import decode_text
 from ajetd.core.values import control_character, path_problem
 
@@ -235,6 +235,27 @@ def backgrounded(command: str) -> str | None:
     )
 
 
+def _blocks(part: str, raw: dict[str, str]) -> str | None:
+    """A part read from one fenced block that holds several: only the first was read, so a
+    step-by-step launch (`source .../activate` in one block, the training in the next) ran
+    the first step alone and 'succeeded', and a second `[ajetd]` block's stop rule was
+    ignored (walk 86). Refused, naming each block by its first line: which blocks make the
+    one command (and whether one is only sample output) is the writer's to say."""
+    firsts = fenced_openings(raw.get(part, ""), most=4)
+    if len(firsts) < 2:
+        return None
+    shown = "; ".join(
+        f"{n}: {(f if len(f) <= 50 else f[:49] + '…')!r}" for n, f in enumerate(firsts, 1)
+    )
+    what = "command (its lines run in order)" if part != "ajetd" else "YAML mapping"
+    label = f"[{part}]" if part == "ajetd" else part
+    more = "+" if len(firsts) >= 4 else ""
+    return (
+        f"{label}: {len(firsts)}{more} code blocks ({shown}); only one is read: put the whole "
+        f"{what} in one block"
+    )
+
+
 def _notes(*notes: str | None) -> tuple[str, ...]:
     return tuple(n for n in notes if n)
 
@@ -358,6 +379,8 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
             max_time_s = parse_duration(max_time_given)
         except AjetdError as exc:
             problems.append(f"exp_max_time: {exc}")
+    elif "exp_max_time" not in missing:  # an empty fenced block: no limit would be no run
+        problems.append("exp_max_time: empty (write a duration: 2h, 90m, 1h30m)")
     from ajetd.core.options import (  # 20 ms of imports: see the top
         Options,
         bare_number_note,
@@ -370,12 +393,14 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         options = parse_options(raw.get("ajetd", ""), admitted)
     except BlueprintError as exc:
         problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
+    problems += [p for p in (_blocks("exp_launch_command", raw), _blocks("ajetd", raw)) if p]
     command = unprompted(clean_value(raw.get("exp_launch_command", "")))
     if raw.get("exp_launch_command", "").strip() and not command:
         problems.append("exp_launch_command: empty command")
     bad = control_character(command, allowed="\t\n")
     if bad:
         problems.append(f"exp_launch_command: holds {bad}")
+    problems += _notes(odd_space(command))
     if len(command) > MAX_COMMAND_CHARS:
         problems.append(
             f"exp_launch_command: {len(command)} characters long (at most {MAX_COMMAND_CHARS}: "

@@ -50,6 +50,26 @@ def fenced_body(raw: str) -> str | None:
     return textwrap.dedent(raw[first + 1 : close if close is not None else len(raw)]).strip()
 
 
+def fenced_openings(raw: str, most: int = 10) -> list[str]:
+    """The first line of each fenced block's body in `raw` (at most `most` blocks; "" for an
+    empty one), in order: one pass, each block skipped to its closing fence."""
+    found: list[str] = []
+    pos = 0
+    while len(found) < most and (opening := _FENCE_LINE.search(raw, pos)) is not None:
+        first = raw.find("\n", opening.end())
+        if first < 0:
+            found.append("")
+            break
+        close = closing_fence(raw, first, opening.group(1))
+        body = raw[first + 1 : close if close is not None else len(raw)].strip()
+        found.append(body.split("\n", 1)[0].strip())
+        if close is None:
+            break
+        end = raw.find("\n", close + 1)  # past the closing fence's line
+        pos = len(raw) if end < 0 else end
+    return found
+
+
 def code_span(raw: str) -> str | None:
     """The text of the first code span: a run of backticks closed by the next run of the same
     length (CommonMark), stripped; None if there is none or it is empty."""

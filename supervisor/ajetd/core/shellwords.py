@@ -71,3 +71,44 @@ def autokill_note(command: str, autokill: str) -> str | None:
         "of every user whose command line matches, ajetd and other runs included; ajetd ends "
         "the run's own processes itself (`autokill: allow` in [ajetd] keeps it)"
     )
+
+
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width: no space on screen, none to bash
+
+
+def odd_space(command: str) -> str | None:
+    """A problem where the command holds, outside quotes, a space bash does not split words
+    at: a no-break space (U+00A0, what text copied from a web page, a chat or a PDF holds), a
+    full-width one (U+3000, a Chinese IME's) or a zero-width character. Bash reads `python\\u00a0-m`
+    as one word (`python -m: command not found`), so the run failed at once with a baffling
+    error (walk 86). Named with its code point, line and column and the text before it; one
+    pass. Inside quotes such a character is an argument's own."""
+    import unicodedata  # here: only a command that holds one pays for the names
+
+    quote = ""
+    line, column = 1, 0
+    escaped = False
+    for at, char in enumerate(command):
+        column += 1
+        if char == "\n":
+            line, column = line + 1, 0
+        if escaped:
+            escaped = False
+        elif quote == "'":
+            quote = "" if char == "'" else quote
+        elif quote:
+            escaped = char == "\\"
+            quote = "" if char == '"' else quote
+        elif char == "\\":
+            escaped = True
+        elif char in "'\"":
+            quote = char
+        elif (char.isspace() and char not in " \t\n") or char in _INVISIBLE:
+            name = unicodedata.name(char, "space").lower()
+            before = command[max(0, at - 20) : at].rsplit("\n", 1)[-1]
+            return (
+                f"exp_launch_command: holds U+{ord(char):04X} ({name}) at line {line}, column "
+                f"{column}, after {before!r}: bash does not split words there, so it reads the "
+                "words on either side as one; type a plain space (or remove it)"
+            )
+    return None

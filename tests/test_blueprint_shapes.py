@@ -1,0 +1,126 @@
+"""Blueprints as people write them that were misread (walk 86), checked through `ajetd lint` as
+a user runs it: every shape is read as meant, or refused with a problem that says what to
+write; never a part silently dropped or half read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ajetd.core.blueprintscan import _match_label
+from ajetd.core.markdown import fenced_openings
+from conftest import PYTHON, Env
+
+
+def _parts(env: Env, **given: str) -> dict[str, str]:
+    """The seven parts as `## [exp_x]` headings, with what the test gives in place of any."""
+    config = env.config("shape")
+    parts = {
+        "exp_purpose": "shapes",
+        "exp_codebase_dir": str(env.codebase),
+        "exp_venv_exe": PYTHON,
+        "exp_yaml_path": config,
+        "exp_launch_command": f"python -m fakejet.launcher --conf {config}",
+        "exp_result_dir": str(env.tmp / "results" / "shape"),
+        "exp_max_time": "2m",
+        "ajetd": "gpus: 0",
+    }
+    parts.update(given)
+    return parts
+
+
+def lint(env: Env, text: str | None = None, **given: str) -> tuple[int, dict[str, Any], str]:
+    """`ajetd lint --json` and plain `ajetd lint` of a blueprint: its exit code, the JSON, and
+    the plain text (problems and warnings as a user reads them)."""
+    if text is None:
+        text = "".join(f"## [{k}]\n{v}\n\n" for k, v in _parts(env, **given).items())
+    path = env.tmp / "shape.md"
+    path.write_bytes(text.encode())
+    out = env.cli("lint", "--json", str(path))
+    plain = env.cli("lint", str(path))
+    return out.returncode, json.loads(out.stdout), plain.stdout + plain.stderr
+
+
+def test_two_code_blocks_under_the_command_or_ajetd_are_refused_naming_each(env: Env) -> None:
+    two = "First:\n```bash\nsource /x/bin/activate\n```\nThen:\n```bash\npython train.py\n```"
+    code, data, text = lint(env, exp_launch_command=two)
+    assert code == 2 and "exp_launch_command: 2 code blocks" in text
+    assert "'source /x/bin/activate'" in text and "'python train.py'" in text
+    yaml_two = "```yaml\ngpus: 0\n```\nAnd stop early:\n```yaml\nplateau: {patience: 3}\n```"
+    code, data, text = lint(env, ajetd=yaml_two)
+    assert code == 2 and "[ajetd]: 2 code blocks" in text and "'plateau: {patience: 3}'" in text
+    one = (
+        "```bash\nsource /x/bin/activate\npython -m fakejet.launcher --conf configs/shape.yaml\n```"
+    )
+    code, data, _ = lint(env, exp_launch_command=one)
+    assert data["problems"] == [] or all("code blocks" not in p for p in data["problems"])
+
+
+def test_fenced_openings_counts_blocks_as_a_viewer_shows_them() -> None:
+    assert fenced_openings("```\na\n```\ntext\n~~~sh\nb\nc\n~~~") == ["a", "b"]
+    assert fenced_openings("````\n```\ninner\n```\n````\n```\nz\n```") == ["```", "z"]
+    assert fenced_openings("```\nopen to the end") == ["open to the end"]
+    assert fenced_openings("no fence") == []
+    assert len(fenced_openings("```\nx\n```\n" * 100_000, most=4)) == 4  # bounded
+
+
+def test_a_no_break_or_ideographic_space_in_the_command_is_named_with_its_column(
+    env: Env,
+) -> None:
+    code, _, text = lint(env, exp_launch_command="python\u00a0-m fakejet.launcher --steps 2")
+    assert code == 2 and "U+00A0 (no-break space) at line 1, column 7, after 'python'" in text
+    code, _, text = lint(env, exp_launch_command="python -m fakejet.launcher\u3000--steps 2")
+    assert code == 2 and "U+3000 (ideographic space) at line 1, column 27" in text
+    code, data, _ = lint(
+        env, exp_launch_command="python -m fakejet.launcher --tag '数学\u3000实验'"
+    )
+    assert not any("U+3000" in p for p in data["problems"])  # inside quotes: an argument's own
+
+
+def test_a_time_range_and_an_empty_time_block_are_refused(env: Env) -> None:
+    code, _, text = lint(env, exp_max_time="2-3 hours")
+    assert code == 2 and "exp_max_time: '2-3 hours' is a range: write one duration" in text
+    code, _, text = lint(env, exp_max_time="```\n\n```")
+    assert code == 2 and "exp_max_time: empty" in text
+
+
+def test_a_full_width_colon_in_ajetd_is_named_at_its_own_line(env: Env) -> None:
+    code, _, text = lint(env, ajetd="gpus：0\nkeep_session: 0")
+    assert (
+        code == 2 and "line 1 of the [ajetd] part uses a full-width colon '：' after gpus" in text
+    )
+    code, _, text = lint(env, ajetd="gpus: 0\nmax_trials：3")
+    assert code == 2 and "line 2 of the [ajetd] part uses a full-width colon" in text
+
+
+def test_a_label_of_the_writers_own_before_a_value_is_dropped(env: Env) -> None:
+    """`- [exp_codebase_dir] 说明：/path` is the path (the seed's own labels always were); in
+    the command only a non-ASCII label is one (`echo a: b` is a command)."""
+    config = env.config("label")
+    text = (
+        "- [exp_purpose] 说明：labels\n"
+        f"- [exp_codebase_dir] 说明：{env.codebase}\n"
+        f"- [exp_venv_exe] 路径: {PYTHON}\n"
+        f"- [exp_yaml_path] 说明：{config}\n"
+        f"- [exp_launch_command] 命令：python -m fakejet.launcher --conf {config}\n"
+        f"- [exp_result_dir] result folder: {env.tmp / 'results' / 'label'}\n"
+        "- [exp_max_time] 时长：30m\n"
+    )
+    code, data, _ = lint(env, text)
+    got = data["blueprint"]
+    assert code == 0, data["problems"]
+    assert got["codebase_dir"] == str(env.codebase) and got["venv_exe"] == PYTHON
+    assert got["launch_command"] == f"python -m fakejet.launcher --conf {config}"
+    assert got["result_dir"] == str(env.tmp / "results" / "label") and got["max_time_s"] == 1800
+    assert got["purpose"] == "说明：labels"  # prose keeps its words
+
+
+def test_free_labels_leave_times_and_commands_alone() -> None:
+    for line, value in (
+        ("- [exp_max_time] 2:00", "2:00"),
+        ("- [exp_launch_command] echo a: b", "echo a: b"),
+        ("- [exp_launch_command] python t.py --url http://x", "python t.py --url http://x"),
+        ("- [exp_codebase_dir] 路径: /x", "/x"),
+    ):
+        label = _match_label(line)
+        assert label is not None and label.inline == value, line
