@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -944,6 +945,26 @@ def test_a_kv_cache_with_no_room_raises_gpu_memory_utilization(daemon_env: Env) 
     assert fixed["ajet"]["rollout"]["gpu_memory_utilization"] == 0.9
     trials = (env.tmp / "results" / "kv" / "trials.md").read_text()
     assert "gpu_memory_utilization 0.85 → 0.9" in trials and "max 0.95" in trials, trials
+
+
+def test_no_relaunch_when_the_time_left_cannot_hold_a_trials_start(daemon_env: Env) -> None:
+    """Walk 86, F25: a retryable failure seconds before the time limit was relaunched, and the
+    new trial could only start and be stopped by the limit (on real GPUs, minutes of model
+    loading burnt). Trial 1 took 5 s to its first step and failed with 3 s left: no trial 2."""
+    env = daemon_env
+    command = (
+        "sleep 5; echo step:1; sleep 4; echo '[Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds'; exit 1"
+    )
+    bp = env.blueprint("late", command=command, max_time="12s", ajetd="gpus: 0")
+    status = env.wait_done(env.submit(bp), timeout=40)
+    assert status["status"] == "failed" and status["trials"] == 1, (status["reason"], status)
+    reason = status["reason"]
+    assert "nccl_timeout" in reason and "not relaunched: " in reason, reason
+    assert re.search(
+        r"of exp_max_time \(12s\) left, less than the [5-8]s trial 1 took to reach its first step",
+        reason,
+    ), reason
 
 
 def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:

@@ -63,6 +63,7 @@ class Observation:
     config: dict[str, Any] | None = None  # the YAML a failed trial ran with
     port_holder: str | None = None  # a foreign holder of the port a bind error names
     step_times: tuple[float, ...] = ()  # when each new training step was first seen
+    first_step_at: float | None = None  # when the trial's first step was seen
     gpu_busy_at: float | None = None  # the last sample in which a GPU of the run worked
     gpus_taken: str | None = None  # why the failed run's own GPUs are not free now
     program_end: str | None = None  # how a NeMo-RL program said it ended: max_steps, timeout
@@ -404,7 +405,34 @@ def _no_next_trial(run: Run, action: Action, obs: Observation) -> Action:
         limit = format_duration(run.max_time_s or 0)
         why = f"exp_max_time ({limit}) reached ({ended}); {DATA_KEPT}"
         return Finish(Status.TIME_LIMIT, why, code)
+    short = _too_late(run, obs)
+    if isinstance(action, Restart) and short is not None:
+        root = f" ({root_cause(obs.findings[0])})" if obs.findings else ""
+        return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {short}", code)
     return action
+
+
+def _too_late(run: Run, obs: Observation) -> str | None:
+    """Why no relaunch is made this close to the time limit, or None: less time is left
+    than the failed trial took to reach its first step (its start-up: loading a model takes
+    minutes), or, where it reached none, than it ran; such a trial could only start, burn
+    its GPUs and be stopped by the limit."""
+    trial = run.trial
+    if run.deadline is None or trial is None or trial.started_at is None:
+        return None
+    if obs.first_step_at is not None:
+        needed, what = obs.first_step_at - trial.started_at, "to reach its first step"
+    else:
+        end = trial.ended_at if trial.ended_at is not None else obs.now
+        needed, what = end - trial.started_at, "to fail, reaching no step"
+    left = run.deadline - obs.now
+    if left >= needed:
+        return None
+    return (
+        f"not relaunched: {format_duration(max(left, 0))} of exp_max_time "
+        f"({format_duration(run.max_time_s or 0)}) left, less than the "
+        f"{format_duration(needed)} trial {trial.number} took {what}"
+    )
 
 
 # how far a trial's exit time (its host's clock: an SSH host's, a Slurm node's) may lag this

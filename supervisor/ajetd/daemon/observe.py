@@ -156,6 +156,7 @@ class Observe(Base):
         key = (run.run_id, run.trial.number) if run.trial is not None else None
         findings: tuple[Finding, ...] = ()
         config = holder = None
+        first_step = slot.first_step_at()  # (before a failure's diagnosis ends its reader)
         if failed and code is not None:
             findings = self._failure_findings(slot, code)
             config = self._config(slot)
@@ -177,6 +178,7 @@ class Observe(Base):
             config=config,
             port_holder=holder,
             step_times=slot.step_times(),
+            first_step_at=first_step,
             gpu_busy_at=slot.gpu_busy_at,
             gpus_taken=self.placer.taken(run, self.runs.live(), now) if findings else None,
             program_end=trials.program_end(run, slot.log_of(self.home)) if said else None,

@@ -93,6 +93,10 @@ class RunSlot:
         trial = self.run.trial
         return self.live.step_times((self.run_id, trial.number)) if trial else ()
 
+    def first_step_at(self) -> float | None:
+        trial = self.run.trial
+        return self.live.first_step_at((self.run_id, trial.number)) if trial else None
+
 
 class Runs(Mapping[str, Run]):
     """Every run's record by id: live runs' in their slots, ended runs' in `ended` while they

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ajetd.core.finding import Finding
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.prompt import waiting_prompt
 from ajetd.diagnosis.scan import count_lines, read_chunks
@@ -36,6 +37,10 @@ LIVE_SCAN_S = 1.5  # how soon new output is read while a log grows (noticed with
 
 _STEP = re.compile(rb"\bstep[\s:=]+(\d+)|\bStep (\d+)/\d+", re.IGNORECASE)
 KEEP_STEPS = 20
+# ajetd's own lines in a trial's log (its banner names the command, `echo step:1` and all):
+# no step of the program's
+_OWN = OWN_LINE_PREFIX.encode()
+_OWN_LINES = re.compile(rb"(?m)^" + re.escape(_OWN) + rb"[^\n]*")
 
 
 @dataclass
@@ -44,6 +49,7 @@ class _Cursor:
     stream: StreamDiagnoser
     last_step: int = -1
     step_times: list[float] = field(default_factory=list)  # when each new step was first seen
+    first_step_at: float | None = None  # when its first step was seen (its start-up's end)
     shown: tuple[Finding, ...] = ()  # the findings last given out
     changes: int = 0  # the stream's `changes` when they were read
     provisional: bool = False  # they read the output's unread end as it stood
@@ -113,6 +119,12 @@ class LiveScans:
         cursor = self._cursors.get(key)
         return tuple(cursor.step_times) if cursor else ()
 
+    def first_step_at(self, key: tuple[str, int]) -> float | None:
+        """When the output of `key` first named a training step (after a daemon restart: the
+        first step read since)."""
+        cursor = self._cursors.get(key)
+        return cursor.first_step_at if cursor is not None else None
+
     def last_step(self, key: tuple[str, int]) -> int | None:
         """The last training step the output of `key` named, as far as it was read."""
         cursor = self._cursors.get(key)
@@ -135,10 +147,13 @@ class LiveScans:
         cursor.offset += len(data)
         stream = cursor.stream
         stream.feed(data)
-        steps = [int(a or b) for a, b in _STEP.findall(data)]
+        said = _OWN_LINES.sub(b"", data) if _OWN in data else data  # not its banner
+        steps = [int(a or b) for a, b in _STEP.findall(said)]
         if steps and max(steps) > cursor.last_step:  # training moved on: learn its pace
             cursor.last_step = max(steps)
             cursor.step_times = [*cursor.step_times, now][-KEEP_STEPS:]
+            if cursor.first_step_at is None:
+                cursor.first_step_at = now
         held = stream.holds_line()
         if stream.changes == cursor.changes and not (held or cursor.provisional or cursor.fresh):
             return None  # most reads: nothing new, no findings built
