@@ -13,12 +13,13 @@ from typing import Any
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
 from ajetd.core.finding import WAITING_FOR_INPUT, Finding
-from ajetd.core.model import Run, Signal, Status, StopCause
+from ajetd.core.model import Run, Signal, Status, StopCause, record_trials
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
-from ajetd.core.stoprules import followed, learned_window, plateau_reason
+from ajetd.core.stoprules import followed, learned_window, plateau_reason, restart_index
 from ajetd.core.timefmt import iso
+from ajetd.frameworks.valresults import step_text
 
 HANG_PREFIX = "no output for "
 INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention begins with
@@ -349,7 +350,15 @@ def _plateau(run: Run, options: Options, now: float) -> str | None:
     if rule is None or run.max_time_s is None or run.started_at is None:
         return None
     rule = followed(rule, run.metric)  # the default follows the run's own metric
-    return plateau_reason(rule, list(run.history), now - run.started_at, run.max_time_s)
+    history = list(run.history)
+    start = restart_index(history, record_trials(run))
+    why = plateau_reason(rule, history[start:], now - run.started_at, run.max_time_s)
+    if why is None or not start:
+        return why
+    trial = record_trials(run)[start]
+    return f"{why}; judged on trial {trial}'s own records: it restarted from step " + (
+        f"{step_text(history[start])}, so an earlier trial's best is not its to beat"
+    )
 
 
 def _quiet_since(obs: Observation) -> float | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ajetd.core.values import did_you_mean
 from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
-from ajetd.frameworks.valresults import judged, nonfinite_note, shown_value
+from ajetd.frameworks.valresults import judged, nonfinite_note, shown_value, step_of
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,23 @@ def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> s
         f"record(s) holds it, so the plateau rule cannot stop the run{hint} (the records "
         f"hold: {shown or 'no metric'})"
     )
+
+
+def restart_index(history: Sequence[Mapping[str, Any]], owners: Sequence[int | None]) -> int:
+    """Where the records of the run's latest fresh start begin: the first record of the last
+    trial whose first record's step is below the step of the record before it (a relaunch
+    that trains again from step 0, not one resuming from a checkpoint, whose steps go on);
+    0 where none did, or the steps or trials are not known. The plateau rule judges only
+    these: a relaunched run climbing from scratch was stopped as a plateau because a model
+    its relaunch discarded once scored higher (walk86 F18)."""
+    start = 0
+    for i in range(1, min(len(history), len(owners))):
+        if owners[i] is None or owners[i] == owners[i - 1]:
+            continue  # not the first record of a trial
+        before, step = step_of(history[i - 1]), step_of(history[i])
+        if before is not None and step is not None and step < before:
+            start = i
+    return start
 
 
 def plateau_reason(
