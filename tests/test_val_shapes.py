@@ -1,4 +1,4 @@
-"""Validation records in the shapes programs really write them (walk86 F1, F2), read whole (walk86 F1):
+"""Validation records in the shapes programs really write them (walk86 F1, F2, F17, F18), read whole (walk86 F1):
 JSON lines (true/false/null/NaN), `str(dict)` lines holding a torch scalar or a numpy 2
 string, `## Step 4/10` headings and bold bullets; a line that looks like a record and cannot
 be read is counted and named in the run's warnings, reason and results.md, never dropped in
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.campaignrules import verdict
-from ajetd.core.stoprules import PlateauRule, plateau_reason
+from ajetd.core.stoprules import PlateauRule, plateau_reason, restart_index
 from ajetd.frameworks.valresults import (
     Unread,
     best_point,
@@ -209,3 +209,48 @@ def test_a_run_whose_metric_turns_nan_is_warned_shown_and_stopped(env: Env, loop
         w for w in loop.run(run_id).warnings if w.startswith("validation: mean_reward is nan")
     ]
     assert len(warned) == 1, loop.run(run_id).warnings
+
+
+# -- walk86 F17, F18: a relaunch that trains again from step 0 ----------------------------------
+
+WATCHDOG = (  # retryable: relaunched as it was
+    "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)"
+    " ran for 1800000 milliseconds before timing out."
+)
+
+
+def test_a_restart_from_step_0_begins_what_the_plateau_rule_judges() -> None:
+    steps = [0, 2, 4, 6, 0, 2, 2, 4]
+    history = [{"global_steps": s} for s in steps]
+    assert restart_index(history, [1, 1, 1, 1, 2, 2, 3, 3]) == 4  # trial 3 resumed at step 2?
+    assert restart_index(history[:6], [1, 1, 1, 1, 2, 2]) == 4
+    resumed = [{"global_steps": s} for s in (0, 2, 4, 6, 6, 8)]
+    assert restart_index(resumed, [1, 1, 1, 1, 2, 2]) == 0  # steps go on: judged with trial 1
+    assert restart_index(history, [None] * 8) == 0  # trials not on record: not guessed
+    assert restart_index([{"global_steps": 4}, {}], [1, 2]) == 0  # a step not named
+
+
+def test_a_relaunch_from_step_0_is_judged_on_its_own_and_its_best_names_its_trial(
+    env: Env, loop: Loop
+) -> None:
+    """walk86 F18: trial 1 reached 0.6 and died of an NCCL watchdog timeout; trial 2 trains
+    again from step 0 and climbs by 0.02 a validation. Before: stopped as a plateau ("best
+    0.6000, last 0.06"). F17: the best (0.6 at step 8) names trial 1, whose model is gone."""
+    hold = env.tmp / "end"
+    rewards = {"1": [0.0, 0.2, 0.4, 0.6], "else": [0.0, 0.02, 0.04, 0.06]}
+    fail = {"text": WATCHDOG, "at_step": 8, "unless_env": {"AJETD_TRIAL": 2}}
+    config = env.config("again", rewards=rewards, steps=8, fail=fail, hold_until=str(hold))
+    rule = "gpus: 0\nplateau: {patience: 3, min_delta: 0.005, after: 0.0}"
+    run_id = loop.submit(env.blueprint("again", config=config, ajetd=rule, max_time="1h"))
+    val = env.codebase / "saved_val_result" / "again.md"
+    loop.until(lambda: val.exists() and val.read_text().count("\n") == 8, "8 records")
+    loop.run_for(125)  # read, and looked at: no plateau in trial 2's own rising records
+    assert loop.event_at(run_id, "stopping: plateau") is None, loop.events(run_id)
+    assert len(loop.run(run_id).trials) == 2
+    hold.touch()
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    assert flag["best"] == {"metric": "mean_reward", "value": 0.6, "step": 8, "trial": 1}
+    results = _results(loop, run_id)
+    assert "best 0.6000 (trial 1, step 8), last 0.0600" in results, results
+    assert "the best is trial 1's; the run was relaunched since" in results

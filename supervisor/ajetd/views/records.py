@@ -9,7 +9,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.gpuuse import GpuSample
-from ajetd.core.model import Run, State, StopCause
+from ajetd.core.model import Run, State, StopCause, record_trials
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import best_point, shown_metric, step_of
 
@@ -64,13 +64,35 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
 
 def best_json(run: Run) -> dict[str, Any] | None:
     """The best value of the metric the run's views lead with, beside `metrics` (the last
-    record): `{"metric", "value", "step"}` (`step` null where its record names none), null
-    before a record holds it. A campaign's ledger records this best (`metric_value`)."""
+    record): `{"metric", "value", "step", "trial"}` (`step` null where its record names none;
+    `trial` the trial that wrote it, null where that is not on record: a relaunched run's
+    step 6 may be either trial's, and only the last trial's model is what the run leaves:
+    walk86 F17), null before a record holds it. A campaign's ledger records this best
+    (`metric_value`)."""
     metric = shown_metric(list(run.history), run.metric)
     point = best_point(list(run.history), metric)
     if point is None:
         return None
-    return {"metric": metric, "value": point[0], "step": step_of(point[1])}
+    trial = trial_of(run, point[1])
+    return {"metric": metric, "value": point[0], "step": step_of(point[1]), "trial": trial}
+
+
+def trial_of(run: Run, record: Mapping[str, Any]) -> int | None:
+    """The trial that wrote `record`, one of the run's history (`record_trials`)."""
+    index = next((i for i, r in enumerate(run.history) if r is record), None)
+    return None if index is None else record_trials(run)[index]
+
+
+def best_note(run: Run, trial: int | None) -> str:
+    """Where the best is not the last trial's: that the model the run leaves is the last
+    trial's, not the one the best measured ('' otherwise)."""
+    last = run.trials[-1].number if run.trials else None
+    if trial is None or last is None or trial == last:
+        return ""
+    return (
+        f"the best is trial {trial}'s; the run was relaunched since, so the model it leaves is "
+        f"trial {last}'s"
+    )
 
 
 def shown_state(run: Run) -> str:

@@ -32,7 +32,7 @@ from ajetd.frameworks.valresults import (
     step_text,
 )
 from ajetd.views.listing import sparkline
-from ajetd.views.records import best_json, run_json
+from ajetd.views.records import best_json, best_note, run_json, trial_of
 from ajetd.views.words import action_label
 
 
@@ -152,10 +152,14 @@ def _metrics_section(run: Run) -> list[str]:
             continue
         best, at = point
         first = shown_value(judged(history, key)[0][0])
+        trial = trial_of(run, at) if len(run.trials) > 1 else None
+        where = f"trial {trial}, step {step_text(at)}" if trial else f"step {step_text(at)}"
         lines.append(
-            f"- **{key}**: first {first}, best {best:.4f} (step {step_text(at)}), "
+            f"- **{key}**: first {first}, best {best:.4f} ({where}), "
             f"last {shown_value(last_value(history, key))}  `{sparkline(series)}`"
         )
+        if best_note(run, trial):
+            lines.append(f"  ({best_note(run, trial)})")
         diverged = nonfinite_note(history, key)
         if diverged:  # the run's news: its metric turned nan, whatever its best was
             lines.append(f"- **{diverged}**: the training diverged there")

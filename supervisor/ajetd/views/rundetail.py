@@ -29,7 +29,7 @@ from ajetd.frameworks.valresults import (
     step_text,
 )
 from ajetd.views.listing import Line, cut, gpu_cell, shorten, sparkline, state_style, state_word
-from ajetd.views.records import shown_reason
+from ajetd.views.records import shown_reason, trial_of
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,9 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     last = shown_value(last_value(history, metric))
     diverged = nonfinite_note(history, metric)
     if point is not None:
-        text = f"  {metric}: {sparkline(series[-40:])}  best {point[0]:.4f}, last {last}"
+        trial = trial_of(run, point[1]) if len(run.trials) > 1 else None
+        of = f" (trial {trial})" if trial else ""
+        text = f"  {metric}: {sparkline(series[-40:])}  best {point[0]:.4f}{of}, last {last}"
         lines.append([(cut(text, width), "bad" if diverged else "good")])
     if diverged:  # a metric that turned nan is the run's news, never hidden behind its best
         lines.append([(cut(f"  {diverged}: the training diverged?", width), "bad")])

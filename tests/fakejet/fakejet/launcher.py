@@ -142,9 +142,12 @@ def _val_line(fake: dict[str, Any], step: int, reward: float, index: int) -> str
     """One validation record as AgentJet writes it (`str(dict)`, numpy>=2 scalars), or as
     `val_format` says: `json` (a program that writes `json.dumps(...)`: true/false/null),
     `torch` (a torch scalar and a numpy 2 string among the values, as `str(dict)` prints
-    them), `object` (an object's `<... at 0x...>` repr among them: no reader can read it). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
+    them), `object` (an object's `<... at 0x...>` repr among them: no reader can read it).
+    `rewards` may be a mapping per trial (`AJETD_TRIAL`, else `else`). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
     numpy's mean of an empty array prints it) instead of the climbing default."""
     rewards = fake.get("rewards")
+    if isinstance(rewards, dict):  # per trial: {"1": [...], "else": [...]}
+        rewards = rewards.get(os.environ.get("AJETD_TRIAL", ""), rewards.get("else"))
     if rewards:
         reward = float(rewards[min(index, len(rewards) - 1)])
     if fake.get("val_format") == "json":
