@@ -967,6 +967,19 @@ def test_no_relaunch_when_the_time_left_cannot_hold_a_trials_start(daemon_env: E
     ), reason
 
 
+def test_a_huge_output_line_is_cut_in_the_reports(daemon_env: Env) -> None:
+    """Walk 86, F15: a 5 MiB line made results.md and trials.md 260 KB, one unmarked line."""
+    env = daemon_env
+    text = "X" * 300_000 + "\ntorch.OutOfMemoryError: CUDA out of memory."
+    config = env.config("wide", fail={"text": text, "unless_env": {"AJETD_TEST_NEVER": "1"}})
+    status = env.wait_done(env.submit(env.blueprint("wide", config=config)))
+    assert status["status"] == "failed", status
+    for name in ("results.md", "trials.md"):
+        report = (env.tmp / "results" / "wide" / name).read_text()
+        assert max(len(line) for line in report.splitlines()) < 2100, name
+        assert "X" * 2000 + " … (300,000 characters, cut)" in report, name
+
+
 def test_port_held_by_a_foreign_process_is_named(daemon_env: Env) -> None:
     env = daemon_env
     holder = subprocess.Popen(

@@ -410,3 +410,21 @@ def test_a_command_ending_in_a_quoted_argument_keeps_its_quote() -> None:
     assert clean_value('python t.py --kill "ray|vllm"') == 'python t.py --kill "ray|vllm"'
     assert clean_value("'python t.py'") == "python t.py"
     assert clean_value('"python" t.py "x"') == '"python" t.py "x"'
+
+
+def test_a_logs_tail_cuts_long_lines_and_reads_back_past_a_huge_one(tmp_path: Path) -> None:
+    """Walk 86, F15: results.md's "Last 50 lines" held one unmarked 261,837-character line
+    (the end of a 5 MiB one) and only the 7 lines after it."""
+    from ajetd.diagnosis.scan import SHOWN_LINE_CHARS, log_tail
+
+    log = tmp_path / "trial-1.log"
+    before = b"".join(b"line %d\n" % i for i in range(100))
+    log.write_bytes(before + b"X" * (5 << 20) + b"\n" + b"after\n" * 7)
+    tail = log_tail(log, 50)
+    assert len(tail) == 50 and tail[-1] == "after" and tail[0] == "line 58"
+    assert tail[-8] == "X" * SHOWN_LINE_CHARS + " … (5,242,880 characters, cut)"
+    huge = tmp_path / "huge.log"
+    huge.write_bytes(b"Y" * (20 << 20) + b"\nend\n")  # its start beyond what is read back
+    first, last = log_tail(huge, 50)
+    assert first.startswith("… (a line of more than 8,388,608 bytes: its end) Y")
+    assert len(first) < SHOWN_LINE_CHARS + 100 and last == "end"

@@ -47,6 +47,34 @@ def read_chunks(path: str, offset: int = 0, chunk_size: int = CHUNK_BYTES) -> It
             yield chunk
 
 
+MAX_TAIL_BYTES = 8 << 20  # how far back `log_tail` reads, at most, to find its lines
+SHOWN_LINE_CHARS = 2000  # of one line in a report's tail: a 5 MiB line is not a report
+
+
 def log_tail(log_file: Path, count: int) -> list[str]:
-    """The last `count` lines of a log, cleaned as a person saw them."""
-    return tail_lines(tail_bytes(log_file, TAIL_BYTES), count)
+    """The last `count` lines of a log, cleaned as a person saw them, each cut to
+    SHOWN_LINE_CHARS with a marker saying so. Read from TAIL_BYTES back, further (to
+    MAX_TAIL_BYTES) while that holds fewer lines: a huge line left only the few after it; a
+    line whose start lies beyond what was read is said to be cut there."""
+    size = TAIL_BYTES
+    while True:
+        data = tail_bytes(log_file, size)
+        if len(data) < size or data.count(b"\n") > count or size >= MAX_TAIL_BYTES:
+            break
+        size = min(size * 4, MAX_TAIL_BYTES)
+    lines = tail_lines(data, count)
+    in_data = data.count(b"\n") + (not data.endswith(b"\n"))  # lines read, a part counted
+    partial = len(data) >= size and len(lines) >= in_data  # the first one shown is the part
+    if partial and lines:  # the first shown line began before what was read: its end
+        lines[0] = (
+            f"… (a line of more than {len(data):,} bytes: its end) {lines[0][-SHOWN_LINE_CHARS:]}"
+        )
+    return [lines[0], *map(_shown, lines[1:])] if partial and lines else list(map(_shown, lines))
+
+
+def _shown(line: str) -> str:
+    """A line as a report shows it: its first SHOWN_LINE_CHARS characters, and how many it
+    had where it had more."""
+    if len(line) <= SHOWN_LINE_CHARS:
+        return line
+    return f"{line[:SHOWN_LINE_CHARS]} … ({len(line):,} characters, cut)"
