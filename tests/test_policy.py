@@ -21,6 +21,7 @@ from ajetd.core.policy import (
     Timing,
     decide,
     next_wake,
+    signal_went,
 )
 from ajetd.core.stoprules import PlateauRule, learned_window, plateau_reason
 
@@ -59,6 +60,24 @@ def test_time_limit_begins_stop_at_the_second() -> None:
     run = _run(100)
     assert _decide(run, now=T0 + 99.9) == []
     assert _decide(run, now=T0 + 100) == [BeginStop(StopCause.TIME_LIMIT), Send(Signal.INT)]
+
+
+def test_a_signal_its_place_did_not_take_is_sent_again_and_its_grace_starts_then() -> None:
+    """walk87 F8: SIGINT that found no host (not counted as sent) is asked again each
+    UNSENT_RETRY_S, never escalated meanwhile; once it goes, the graces count from then."""
+    began = model.begin_stop(_run(100), StopCause.USER, T0 + 100)
+    unsent = replace(began, signal_unsent_at=T0 + 100)
+    assert _decide(unsent, now=T0 + 109.9) == []
+    assert next_wake(unsent, TIMING, 600, None, T0 + 100) == T0 + 110
+    assert _decide(unsent, now=T0 + 200) == [Send(Signal.INT)]  # INT, never TERM or KILL
+    went = model.signal_sent(signal_went(unsent, "INT", TIMING, T0 + 200), "INT")
+    assert went.signal_unsent_at is None
+    assert _decide(went, now=T0 + 209) == []
+    assert _decide(went, now=T0 + 210) == [Send(Signal.TERM)]
+    late_term = signal_went(replace(went, signal_unsent_at=T0 + 250), "TERM", TIMING, T0 + 300)
+    late_term = model.signal_sent(late_term, "TERM")
+    assert _decide(late_term, now=T0 + 304) == []
+    assert _decide(late_term, now=T0 + 305) == [Send(Signal.KILL)]
 
 
 def test_escalation_int_term_kill_after_grace() -> None:

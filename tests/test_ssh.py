@@ -1271,3 +1271,61 @@ def test_a_copy_back_outlives_a_killed_daemon_and_one_killed_with_it_is_begun_ag
     finally:
         letgo.touch()
         next(servers, None)
+
+
+def test_a_stop_its_host_did_not_take_is_sent_once_the_host_answers(
+    env: Env, tmp_path: Path
+) -> None:
+    """walk87 F8: the host stops answering, then a stop is asked: no signal is counted as
+    sent (status says the host did not answer), and once the host answers again the stop
+    goes, SIGINT first with its whole grace: the program ends `stopped` (it ran on for ever,
+    `stopping`, after SIGINT, SIGTERM and SIGKILL were journalled as sent to nothing)."""
+    from ajetd.core.policy import UNSENT_RETRY_S
+    from ajetd.views.records import shown_reason
+    from conftest import _sshd
+    from loopkit import Loop
+
+    folder = tmp_path / "own-sshd"
+    folder.mkdir()
+    servers = _sshd(folder, [])
+    own = next(servers)
+    restarted: list[subprocess.Popen[bytes]] = []
+    loop = Loop(env, liveness_s=0.5)
+    config = env.config("unsent", forever=True, step_time=0.1)
+    try:
+        run_id = loop.submit(env.blueprint("unsent", config=config, ajetd=own.ajetd_part()))
+        loop.started(run_id)
+        loop.until(lambda: len(marked_processes(run_id)) >= 1, "the remote program")
+        next(servers, None)  # the host stops answering, its shared connections too
+        for master in ssh_masters(own.port):
+            master.kill()
+        (env.home / "control" / f"{run_id}.stop").write_text("")
+        loop.until(
+            lambda: any(e.startswith("SIGINT not sent") for _, e in loop.events(run_id)),
+            "the stop's SIGINT to find no host",
+        )
+        loop.run_for(30)  # past both graces: nothing is counted as sent meanwhile
+        run = loop.run(run_id)
+        assert run.state.value == "stopping" and run.signals_sent == (), run.signals_sent
+        assert "did not answer" in shown_reason(run) and "no signal sent" in shown_reason(run)
+        binary = shutil.which("sshd") or "/usr/sbin/sshd"
+        restarted.append(
+            subprocess.Popen(
+                [binary, "-D", "-e", "-f", str(folder / "sshd_config")],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        loop.run_for(UNSENT_RETRY_S)
+        flag = loop.until_done(run_id)
+        assert flag["status"] == "stopped", flag
+        sent = [e for _, e in loop.events(run_id) if e.startswith("sent SIG")]
+        assert sent[0].startswith("sent SIGINT") and "late" in sent[0], sent
+    finally:
+        loop.close()
+        for server in restarted:
+            server.terminate()
+            server.wait(timeout=10)
+        next(servers, None)
+        for run_dir in (env.home / "runs").glob("*"):
+            shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)

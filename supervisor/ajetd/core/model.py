@@ -251,6 +251,9 @@ class Run:
     stop_began_at: float | None = None
     stop_reason: str = ""  # why ajetd began to stop it (shown in the final reason)
     signals_sent: tuple[str, ...] = ()
+    # when the stop's last signal could not be sent (its place did not answer): sent again
+    # from then on (`policy.UNSENT_RETRY_S`), its grace counted from when it went (walk87 F8)
+    signal_unsent_at: float | None = None
     # the trial log's size when ajetd sent the first of them: what the program printed after
     # it is its reaction to ajetd's signal (an interrupted start-up's `Fatal Python error`),
     # no finding about the program; None: not known (an older record, no log)
@@ -495,6 +498,7 @@ def restart(
         stop_cause=None,
         stop_began_at=None,
         signals_sent=(),
+        signal_unsent_at=None,
         signal_log_bytes=None,
         stop_reason="",
         attention=None,
@@ -537,6 +541,7 @@ def begin_stop(run: Run, cause: StopCause, now: float, why: str = "") -> Run:
         stop_began_at=now,
         signals_sent=(),
         signal_log_bytes=None,
+        signal_unsent_at=None,
         stop_reason=why,
     )
 

@@ -27,6 +27,9 @@ HUNG = "while hung: "  # how a time limit's reason begins to say the run was hun
 SILENT = "with no output at all"  # ... that its program printed nothing
 LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
 DATA_KEPT = "data kept"
+# a stop's signal its place did not take (an SSH host that does not answer) is sent again
+# this often until it goes; its grace then counts from that moment (walk87 F8)
+UNSENT_RETRY_S = 10.0
 EXITED_0 = "the program exited with code 0"
 DATA_KEPT_THEN = "data up to then kept"  # a run stopped while hung: what it did before
 BUSY = "with its GPUs busy (possible collective deadlock"  # silent, yet its GPUs work
@@ -588,7 +591,10 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         # the run, and the request is taken off once this is on record
         cause = StopCause.USER
         actions.append(BeginStop(cause, "asked while the hang rule was stopping it"))
-    if cause is not None:
+    unsent = run.signal_unsent_at
+    if cause is not None and unsent is not None and obs.now < unsent + UNSENT_RETRY_S:
+        pass  # its place did not answer: asked again once the retry is due (`next_wake`)
+    elif cause is not None:
         began = run.stop_began_at if run.stop_began_at is not None else obs.now
         sent = run.signals_sent
         if Signal.INT.value not in sent:
@@ -634,6 +640,8 @@ def next_wake(
     times: list[float] = []
     if run.stop_cause is None and run.deadline is not None:
         times.append(run.deadline)
+    if run.stop_cause is not None and run.signal_unsent_at is not None:
+        times.append(run.signal_unsent_at + UNSENT_RETRY_S)
     if run.stop_cause is not None and run.stop_began_at is not None:
         times.append(run.stop_began_at + timing.grace_int_s)
         times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
@@ -641,3 +649,14 @@ def next_wake(
         times += [last_output_at + k * window_s for k in (1, 2, BUSY_SILENCE_WINDOWS)]
     future = [t for t in times if t > now]
     return min(future) if future else None
+
+
+def signal_went(run: Run, sig: str, timing: Timing, now: float) -> Run:
+    """The stop's signal `sig` reached its place `now` after earlier tries did not (its SSH
+    host did not answer): its grace counts from now, as if the stop had reached that signal
+    on time (SIGINT: the whole escalation starts again), and the retry is over."""
+    if run.signal_unsent_at is None or run.stop_began_at is None:
+        return run
+    before = {Signal.INT.value: 0.0, Signal.TERM.value: timing.grace_int_s}
+    began = now - before.get(sig, timing.grace_int_s + timing.grace_term_s)
+    return replace(run, stop_began_at=began, signal_unsent_at=None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -16,6 +17,7 @@ from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Status
 from ajetd.core.policy import (
+    UNSENT_RETRY_S,
     Action,
     Attention,
     BeginStop,
@@ -24,6 +26,7 @@ from ajetd.core.policy import (
     Restart,
     Send,
     decide,
+    signal_went,
     trial_end,
 )
 from ajetd.daemon import ending, trials
@@ -126,10 +129,7 @@ class Act(Observe):
                 self._note_stop(slot, pane, run)
                 return run
             case Send():
-                size = None if run.signals_sent else _size(slot.paths(self.home).log)
-                count = slot.host.signal(run, pid, action.signal.value)
-                self.home.append_event(run.run_id, now, f"sent SIG{action.signal.value} ({count})")
-                return model.signal_sent(run, action.signal.value, size)
+                return self._send(slot, run, action.signal.value, now, pid)
             case Attention() if action.reason == run.attention:
                 return run  # already so (a hang flag stays while silent): no event, no hook again
             case Attention():
@@ -140,6 +140,30 @@ class Act(Observe):
                 return run
             case _:
                 unreachable(action)
+
+    def _send(self, slot: RunSlot, run: Run, sig: str, now: float, pid: int | None) -> Run:
+        """A stop's signal to the trial. One its place did not take (an SSH host that does not
+        answer) is not counted as sent: said once, tried again (`policy.UNSENT_RETRY_S`) until
+        it goes, its grace then counted from that moment (walk87 F8: SIGINT, SIGTERM and
+        SIGKILL were journalled as sent to nothing, and the program ran on for ever)."""
+        size = None if run.signals_sent else _size(slot.paths(self.home).log)
+        count = slot.host.signal(run, pid, sig)
+        if count is None:
+            if run.signal_unsent_at is None:
+                said = (
+                    f"SIG{sig} not sent: {slot.host.name} does not answer; "
+                    f"tried again every {UNSENT_RETRY_S:.0f} s until it goes"
+                )
+                log.warning("run %s: %s", run.run_id, said)
+                self.home.append_event(run.run_id, now, said)
+            return replace(run, signal_unsent_at=now)
+        if run.signal_unsent_at is not None:
+            said = f"sent SIG{sig} ({count}), late: {slot.host.name} answers again"
+            run = signal_went(run, sig, self.cfg.timing, now)
+        else:
+            said = f"sent SIG{sig} ({count})"
+        self.home.append_event(run.run_id, now, said)
+        return model.signal_sent(run, sig, size)
 
     def _others(self, pid: int | None) -> dict[int, int]:
         """The other panes' processes (pid: start time, as tmux listed them last): what runs

@@ -126,8 +126,9 @@ class Host(Protocol):
         """Start the program where it runs, before its pane goes (idempotent)."""
         ...
 
-    def signal(self, run: Run, pid: int | None, name: str) -> int:
-        """INT, TERM or KILL to the trial's program; how many processes were sent it."""
+    def signal(self, run: Run, pid: int | None, name: str) -> int | None:
+        """INT, TERM or KILL to the trial's program; how many processes were sent it, None
+        where the place did not answer (nothing was sent: the stop sends it again later)."""
         ...
 
     def fetch(self, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:

@@ -37,7 +37,7 @@ class LocalHost:
     def launch(self, run: Run, now: float) -> None:
         return None
 
-    def signal(self, run: Run, pid: int | None, name: str) -> int:
+    def signal(self, run: Run, pid: int | None, name: str) -> int | None:
         return procs.signal_run(run.run_id, pid, name, run.started_at)
 
     def fetch(self, path: str, offset: int, limit: int) -> tuple[int, bytes] | None:

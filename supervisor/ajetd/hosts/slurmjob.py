@@ -75,7 +75,7 @@ class SlurmHost(LocalHost):
         )
         return run, replace(spec, command=follow, env=(), prefix=(), venv_exe="")
 
-    def signal(self, run: Run, pid: int | None, name: str) -> int:
+    def signal(self, run: Run, pid: int | None, name: str) -> int | None:
         """Through `scancel` once the job has an id (a job still pending has nothing to save:
         it is cancelled outright); to the pane's processes before, or if scancel fails."""
         job_id = run.slurm.job_id

@@ -110,15 +110,16 @@ class SshHost(LocalHost):
             log.warning("run %s: val file not read on %s: %s", self.run_id, self.ssh.target, exc)
             return None
 
-    def signal(self, run: Run, pid: int | None, name: str) -> int:
-        """0 (logged) when the host does not answer."""
+    def signal(self, run: Run, pid: int | None, name: str) -> int | None:
+        """None (logged) when the host does not answer: nothing reached the program, and the
+        stop sends it again (walk87 F8: it was counted as sent, and the program ran on)."""
         if run.trial is None:
             return 0
         try:
             return sshcmd.signal(self.ssh, run.remote_dir, run.trial.number, run.run_id, name)
         except AjetdError as exc:
             log.warning("run %s: SIG%s to %s failed: %s", run.run_id, name, self.ssh.target, exc)
-            return 0
+            return None
 
     def fs(self) -> Fs:
         return sshcmd.RemoteFs(self.ssh)

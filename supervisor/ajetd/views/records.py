@@ -265,4 +265,7 @@ def shown_reason(run: Run) -> str:
         return run.reason
     why = f": {run.stop_reason}" if run.stop_reason else ""
     sent = ", ".join(f"SIG{s}" for s in run.signals_sent) or "no signal"
-    return f"being stopped, {_STOP_CAUSES[run.stop_cause]}{why} ({sent} sent so far)"
+    unsent = ""
+    if run.signal_unsent_at is not None:  # its SSH host did not take the next one
+        unsent = f"; its place did not answer at {iso(run.signal_unsent_at)}: sent once it does"
+    return f"being stopped, {_STOP_CAUSES[run.stop_cause]}{why} ({sent} sent so far{unsent})"
