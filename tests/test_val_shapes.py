@@ -254,3 +254,20 @@ def test_a_relaunch_from_step_0_is_judged_on_its_own_and_its_best_names_its_tria
     results = _results(loop, run_id)
     assert "best 0.6000 (trial 1, step 8), last 0.0600" in results, results
     assert "the best is trial 1's; the run was relaunched since" in results
+
+
+def test_an_unread_nemo_block_is_quoted_where_the_reason_says_so(env: Env, loop: Loop) -> None:
+    """walk86 F29: NeMo-RL's `📊 Validation Results:` printed as a Markdown table. The reason
+    said "its output shows validation results, yet no record was read from them" and
+    results.md "No validation results were written during this run" (false)."""
+    command = (
+        "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+        "grpo.max_num_steps=2 grpo.val_period=2 fake.table=1"
+    )
+    bp = env.blueprint("table", config="examples/configs/grpo_fake.yaml", command=command)
+    flag = loop.until_done(loop.submit(bp))
+    assert flag["reason"].endswith("yet no record was read from them"), flag
+    results = (env.tmp / "results" / "table" / "results.md").read_text()
+    assert "No validation results were written" not in results
+    assert "in a shape ajetd does not read" in results
+    assert "📊 Validation Results:\n| Metric | Value |" in results, results

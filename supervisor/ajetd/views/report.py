@@ -6,6 +6,7 @@ what happened when, the metrics, why it ended and how the output ended.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
 from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
+from ajetd.core.policy import UNREAD_RECORDS
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
@@ -108,8 +110,32 @@ def _fmt(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _metrics_section(run: Run) -> list[str]:
+SHOWN_BLOCK_LINES = 12  # lines of an unread `Validation Results` block results.md quotes
+
+
+def unread_block(tail: Sequence[str]) -> list[str]:
+    """The first `Validation Results` block in a trial's last output (its header and the
+    lines after it, at most SHOWN_BLOCK_LINES, each cut to 300 characters), [] for none."""
+    start = next((i for i, line in enumerate(tail) if "Validation Results" in line), None)
+    if start is None:
+        return []
+    return [line[:300] for line in tail[start : start + SHOWN_BLOCK_LINES]]
+
+
+def _metrics_section(run: Run, tail: Sequence[str] = ()) -> list[str]:
+    """The section's lines. Where the run's reason says its output shows validation results
+    no record was read from, it says the same and quotes the block it could not read (it
+    said "No validation results were written", against the reason: walk86 F29)."""
     history = list(run.history)
+    if not history and UNREAD_RECORDS in (run.reason or ""):
+        block = unread_block(tail)
+        said = [
+            "No validation record could be read: the program's output shows validation "
+            "results in a shape ajetd does not read, so their values are not here."
+        ]
+        if block:
+            said += ["", "The first such block in its last output:", "", *fence(block)]
+        return said
     unread = run.val_read.unread if run.kind != "nemo_rl" else 0
     lines_note = ""
     if unread:  # the lines that gave no record: never "none were written"
@@ -289,7 +315,7 @@ def _trials_section(run: Run) -> list[str]:
 
 def _measures_section(run: Run, ctx: ReportContext) -> list[str]:
     """The validation metrics and the GPU summary, with their pictures when drawn."""
-    lines = ["", "## Validation metrics", "", *_metrics_section(run)]
+    lines = ["", "## Validation metrics", "", *_metrics_section(run, ctx.log_tail)]
     if "curves.png" in ctx.pictures:
         lines += ["", "![validation metrics by step](curves.png)"]
     if run.metrics:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ajetd.core import unsaved
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
+from ajetd.core.policy import UNREAD_RECORDS
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     best_point,
@@ -128,6 +129,10 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
     history = list(run.history)
     if not history:
         none = "no validation results yet" if run.active else "no validation results were written"
+        if UNREAD_RECORDS in (run.reason or ""):  # as its reason says (walk86 F29)
+            none = "its output shows validation results in a shape ajetd does not read"
+        if run.val_read.unread and run.kind != "nemo_rl":  # lines that look like records
+            none = f"{run.val_read.unread} line(s) of its val file could not be read as records"
         if unsaved.NOTE in run.warnings:  # the record on disk is not the newest: never claimed
             none = "none on disk yet: the run's newest record is held in memory (a full home)"
         return [[("METRICS", "header")], [(f"  {none}", "dim")]]

@@ -65,7 +65,11 @@ def main() -> int:
             print(f"▶ Starting validation at step {step}...\n")
             print("📊 Validation Results:")
             drop = 0.0 if first else float(fake.get("resumed_drop", 0.0))
-            print(f"    • Accuracy: {0.30 + (0 if flat else 0.02 * step) - drop:.4f}")
+            accuracy = 0.30 + (0 if flat else 0.02 * step) - drop
+            if values.get("fake.table") == "1":  # (`fake.table=1`: a shape ajetd does not read)
+                print(f"| Metric | Value |\n|---|---|\n| Accuracy | {accuracy:.4f} |\n")
+                continue
+            print(f"    • Accuracy: {accuracy:.4f}")
             print("    • Average response length: 231.4 tokens")
             print("    • Samples processed: 256\n")
             print("  ⏱️  Validation Timing:")
