@@ -5,6 +5,7 @@ says which file it was writing (`store.named`). Real full tmpfs mounts."""
 from __future__ import annotations
 
 import errno
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from ajetd.adapters.store import (
 )
 from ajetd.core.gpuuse import RunGpu
 from ajetd.pictures import drawing
-from conftest import Env, campaign_folder, fill
+from conftest import Env, campaign_folder, fill, wait_for
 
 Mount = Callable[[Path, str], Path]
 BIG = b"x" * (256 << 10)  # more than the full disk has left, whatever its rounding
@@ -102,3 +103,31 @@ def test_a_campaign_submitted_to_a_full_home_says_the_disk_is_full(env: Env, tmp
         "No space left on device (0 B free); nothing was submitted"
     ), said
     assert list((env.home / "inbox").iterdir()) == []
+
+
+def test_an_inbox_on_another_file_system_is_the_daemons_problem_not_a_silent_queue(
+    env: Env, tmpfs: Mount
+) -> None:
+    """walk87 F5: the inbox its own mount (a shared drop folder): a claim is a rename into
+    runs/, which cannot cross file systems. Before, every blueprint read as plainly queued
+    for ever (EXDEV only in the daemon's log); now `submit`, `status` and `status RUN` say
+    the daemon takes none, and why."""
+    assert env.cli("status").returncode == 0  # the home's folders made
+    tmpfs(env.home / "inbox", "1m")
+    env.start_daemon()
+    wait_for(
+        lambda: (
+            "another file system"
+            in str(json.loads((env.home / "daemon.json").read_text()).get("problems"))
+        ),
+        what="the daemon to name its problem",
+    )
+    out = env.cli("submit", str(env.blueprint("x1", ajetd="gpus: 0")))
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    assert "NOT TAKING BLUEPRINTS" in out.stderr and "another file system" in out.stderr
+    shown = env.cli("status", run_id, "--json")
+    reason = json.loads(shown.stdout)["reason"]
+    assert "not taking blueprints" in reason and "another file system" in reason, reason
+    assert "another file system" in env.cli("status").stdout
+    assert "Invalid cross-device link" not in env.daemon_log()

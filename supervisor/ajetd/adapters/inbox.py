@@ -116,7 +116,25 @@ def security_problems(home: Home) -> list[str]:
                 f"{folder} is writable by others (mode {stat.S_IMODE(info.st_mode):o}); "
                 f"nothing is taken until it is fixed: chmod {OWNER_DIR:o} {folder}"
             )
-    return problems
+    return problems or across_devices(home)
+
+
+def across_devices(home: Home) -> list[str]:
+    """The inbox on another file system than runs/ (its own mount, or a link to a folder on
+    one): a claim is one rename into runs/<id>/, which cannot cross file systems, so nothing
+    could ever be taken; said as the daemon's problem (walk87 F5: each blueprint read as
+    plainly queued, for ever, the EXDEV traceback only in the daemon log)."""
+    try:
+        inbox, runs = home.inbox.stat().st_dev, home.runs.stat().st_dev
+    except OSError:  # said by the checks above, or made by the daemon's next pass
+        return []
+    if inbox == runs:
+        return []
+    return [
+        f"{home.inbox} is on another file system than {home.runs} (a mount point, or a link "
+        "to a folder on one): a blueprint is claimed by a rename, which cannot cross file "
+        "systems; nothing is taken until the inbox is a plain folder on the home's file system"
+    ]
 
 
 def scan(home: Home, ready: set[str], now: float) -> Scan:
