@@ -64,12 +64,14 @@ def test_a_run_held_for_a_full_result_dir_is_listed_with_the_folder(
     assert [r["run_id"] for r in runs] == [run_id]  # admitted once, listed once
 
 
-def test_a_home_folder_replaced_by_a_file_is_named_not_a_traceback(daemon_env: Env) -> None:
+def test_a_home_folder_replaced_by_a_file_is_named_not_a_traceback(env: Env) -> None:
     """M4: the inbox replaced by a regular file logged a traceback each tick (campaign
     claims) and `status` said nothing. Each folder the daemon scans to take work in, replaced
     by a file, is named in `ajetd submit`'s words under NOT TAKING BLUEPRINTS; put back, the
-    daemon takes blueprints again."""
-    env = daemon_env
+    daemon takes blueprints again. No event wakes the daemon for a folder replaced (the home
+    is not watched): it finds each at its next liveness pass, here every 0.5 s (at the 5 s
+    default the ten waits took ~50 s, polling `ajetd status` all along)."""
+    env.start_daemon("--liveness", "0.5")
     for name in ("inbox", "runs", "rejected", "control", "campaigns"):
         folder = env.home / name
         aside = folder.with_name(f"{name}.bak")
