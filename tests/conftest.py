@@ -379,12 +379,17 @@ def matplotlib_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
+def env(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Env]:
     """A test's world. Its daemons draw no pictures (AJETD_PICTURES=off) unless the test is
     marked `pictures`: a run's end with data started a matplotlib child (~1.2 s of CPU, a third
     of test_daemon_e2e's), where most tests read the record, not the pictures. The marked
     tests (test_plots end to end, the campaign's progress.png, the files a run leaves, the
-    home's modes with plot.log) draw them as a user's daemon does."""
+    home's modes with plot.log) draw them as a user's daemon does. The same holds for a
+    daemon in this process (`loopkit.Loop`), which reads this process's environment: its
+    run ends started a picture child too, and `until_done` waited for it (past its 20 s at
+    load 30)."""
     home = tmp_path / "ajetd-home"
     socket = f"ajetd-test-{uuid.uuid4().hex[:10]}"
     codebase = tmp_path / "codebase"
@@ -397,6 +402,7 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
     variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
     if request.node.get_closest_marker("pictures") is None:
         variables[drawing.OFF_ENV] = "off"
+        monkeypatch.setenv(drawing.OFF_ENV, "off")
     else:
         variables.pop(drawing.OFF_ENV, None)
         variables["MPLCONFIGDIR"] = str(request.getfixturevalue("matplotlib_folder"))
