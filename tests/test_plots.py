@@ -15,7 +15,7 @@ from ajetd.adapters.store import Home
 from ajetd.core import model
 from ajetd.core.model import Run, Status, Trial
 from ajetd.pictures import drawing
-from ajetd.pictures.runcurves import segments
+from ajetd.pictures.runcurves import TEST_WAIT_ENV, segments
 from ajetd.views import report
 from conftest import PYTHON, Env, wait_for
 
@@ -189,3 +189,80 @@ def test_a_burst_of_ends_with_pictures_holds_no_other_end(env: Env) -> None:
         result = env.tmp / "results" / f"burst{n}"
         assert (result / "curves.png").read_bytes().startswith(PNG)
         assert "![validation metrics by step](curves.png)" in (result / "results.md").read_text()
+
+
+def _held_runs(tmp_path: Path, names: tuple[str, ...]) -> tuple[Home, list[Run]]:
+    """A home and ended runs with curves to draw, each with its result dir."""
+    home = Home(tmp_path / "home")
+    home.ensure()
+    runs = []
+    for name in names:
+        run = replace(_run_with_history(), run_id=name, result_dir=str(tmp_path / name))
+        home.run_dir(name).mkdir()
+        Path(run.result_dir).mkdir()
+        runs.append(run)
+    return home, runs
+
+
+def test_final_drawings_queue_at_their_limit_and_a_hung_one_is_ended_at_its_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FinalDrawings' queue (`limit` children at once, the others in the order they ended)
+    and its timeout had no test: real plotter children, held before they draw (a plotter
+    that hangs), on an injected clock. A child past its time is killed and said to be; the
+    next one in line starts in its place; a child that ended holds no place."""
+    monkeypatch.setenv(TEST_WAIT_ENV, str(tmp_path / "never"))  # they hang
+    now = [0.0]
+    finals = drawing.FinalDrawings(limit=2, timeout=60.0, clock=lambda: now[0])
+    home, (a, b, c) = _held_runs(tmp_path, ("aaaaa1", "bbbbb2", "ccccc3"))
+    try:
+        for run in (a, b, c):
+            finals.start(run.run_id)
+            assert finals.outcome(home, run) is None  # drawing, or waiting its turn
+        child = {r: f.proc for r, f in finals.runs.items()}
+        assert child["aaaaa1"] and child["bbbbb2"] and child["ccccc3"] is None  # two at once
+        now[0] = 59.0
+        assert finals.outcome(home, a) is None and finals.outcome(home, c) is None
+        now[0] = 60.0
+        drawn, problem = finals.outcome(home, a) or ([""], "")
+        assert drawn == [] and problem.startswith("drawing took longer than 60s and was ended")
+        assert child["aaaaa1"].returncode == -9 and not finals.holds("aaaaa1")
+        assert finals.outcome(home, c) is None and finals.runs["ccccc3"].running()  # its turn
+        finals.runs["bbbbb2"].proc.kill()  # type: ignore[union-attr]
+        finals.runs["bbbbb2"].proc.wait()  # type: ignore[union-attr]
+        d = replace(a, run_id="ddddd4")
+        home.run_dir("ddddd4").mkdir()
+        finals.start("ddddd4")
+        assert finals.outcome(home, d) is None and finals.runs["ddddd4"].running()
+    finally:
+        for run_id in list(finals.runs):
+            finals.forget(run_id)
+
+
+def test_final_drawings_wake_the_loop_only_while_one_is_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: `pending` was any drawing held, so a run whose reports wait for a full result
+    dir (its drawing queued or its child ended, its outcome not asked) woke the loop every
+    DRAW_POLL_S for as long as the disk stayed full. Now only a child drawing, or a drawing
+    not yet started and not parked for a refusing folder, asks for the quick wake-up."""
+    monkeypatch.setenv(TEST_WAIT_ENV, str(tmp_path / "never"))
+    finals = drawing.FinalDrawings(limit=1)
+    home, (a, b) = _held_runs(tmp_path, ("aaaaa1", "bbbbb2"))
+    try:
+        assert not finals.pending()
+        finals.start("aaaaa1")
+        assert finals.pending()  # started at the next pass
+        finals.park("aaaaa1")  # its folder refuses the reports: looked at on its retry
+        assert not finals.pending()
+        assert finals.outcome(home, a) is None and finals.pending()  # asked again: drawing
+        finals.start("bbbbb2")
+        finals.park("bbbbb2")
+        finals.runs["aaaaa1"].proc.kill()  # type: ignore[union-attr]
+        finals.runs["aaaaa1"].proc.wait()  # type: ignore[union-attr]
+        finals.park("aaaaa1")  # its child ended while its folder refuses: nothing to poll
+        assert not finals.pending()
+        assert finals.outcome(home, b) is None and finals.runs["bbbbb2"].running()
+    finally:
+        for run_id in list(finals.runs):
+            finals.forget(run_id)

@@ -66,6 +66,7 @@ class Housekeep(Base):
                 continue
             folder = Path(run.result_dir)
             if self.troubles.blocked(folder):
+                self.finals.park(run.run_id)  # looked at when the folder's retry is due
                 continue
             with self._each(run.run_id, "writing its reports"):
                 options = self.finals.options(run.run_id)  # before its drawing is taken

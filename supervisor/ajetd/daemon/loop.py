@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 SWARM_POLL_S = 0.5  # how often a swarm server that is starting is asked for /health
 FAILED_PASS_PAUSE_S = 1.0  # the least wait after a pass in which a step failed
 COPY_POLL_S = 1.0  # how often a copy back under way is looked at (`Housekeep.copy_back`)
-DRAW_POLL_S = 0.1  # how often ended runs' final drawings are looked at (`FinalDrawings`)
+DRAW_POLL_S = 0.1  # how often a final drawing under way or due to start is looked at
 SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
 # the step's one name, also where an exit file brought it first: a full folder it met is
 # waited for as one (`Base.step_full`), whichever of the two takes the write

@@ -163,6 +163,13 @@ class _Final:
     started: float = 0.0
     out: Path | None = None  # the child's stdout: its last line lists what it drew
     options: Options | None = None  # the run's options as the daemon held them, for the reports
+    # its reports wait for a full (or unwritable) folder: not looked at until that folder's
+    # retry is due (`park`), so no quick wake-up is due for it
+    parked: bool = False
+
+    def running(self) -> bool:
+        """Its child is drawing now (started, not ended)."""
+        return self.proc is not None and self.proc.poll() is None
 
 
 class FinalDrawings:
@@ -181,8 +188,19 @@ class FinalDrawings:
         self.runs: dict[str, _Final] = {}  # run id -> its drawing, in the order they ended
 
     def pending(self) -> bool:
-        """Some drawing is queued or under way (the loop looks again soon)."""
-        return bool(self.runs)
+        """The loop should look again soon: a child draws (its end brings the reports), or a
+        drawing waits to be started (queued, its reports' folder not known to refuse). One
+        parked for a full folder, or whose child ended while its folder refuses the reports,
+        wakes nothing: it is taken up when that folder's retry is due (it woke the loop every
+        DRAW_POLL_S for as long as the disk stayed full)."""
+        return any(f.running() or (f.proc is None and not f.parked) for f in self.runs.values())
+
+    def park(self, run_id: str) -> None:
+        """The run's reports wait for a folder that refuses writes: its drawing, queued or
+        ended, is not looked for until `outcome` is asked again."""
+        final = self.runs.get(run_id)
+        if final is not None:
+            final.parked = True
 
     def holds(self, run_id: str) -> bool:
         return run_id in self.runs
@@ -208,8 +226,9 @@ class FinalDrawings:
         final = self.runs.get(run.run_id)
         if final is None:
             return None
-        if final.proc is None:
-            drawing = sum(1 for f in self.runs.values() if f.proc is not None)
+        final.parked = False
+        if final.proc is None:  # a child that ended holds no place (its reports may wait)
+            drawing = sum(1 for f in self.runs.values() if f.running())
             first = [r for r, f in self.runs.items() if f.proc is None][: self.limit - drawing]
             if run.run_id not in first:
                 return None

@@ -21,6 +21,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -271,10 +272,18 @@ def _ours(spec: dict[str, Any], out: Path) -> bool:
     return not os.path.lexists(out) or programfiles.drawn_by(out, str(spec.get("run_id") or ""))
 
 
+# tests only: the child waits, before it draws, until this path exists (a plotter that hangs,
+# or one held until the test lets it go: `FinalDrawings`' timeout and queue, driven for real)
+TEST_WAIT_ENV = "AJETD_TEST_PLOT_WAIT"
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m ajetd.pictures.runcurves SPEC.json", file=sys.stderr)
         return 2
+    held = os.environ.get(TEST_WAIT_ENV)
+    while held and not os.path.exists(held):
+        time.sleep(0.05)
     spec = load_record(Path(argv[0]))  # written by drawing.spec: larger is none, never read
     import matplotlib
 
