@@ -864,6 +864,9 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     refused = env.wait_done(runs["refused"])
     assert refused["status"] == "failed" and refused["trials"] == 1
     assert "cuda_oom" in refused["reason"] and "allow_fixes" in refused["reason"]
+    said = (env.tmp / "results" / "refused" / "trials.md").read_text()  # walk 86, F3: once
+    wrong = [line for line in said.splitlines() if line.startswith("- what went wrong")]
+    assert wrong and all(line.count("CUDA out of memory") == 1 for line in wrong), wrong
 
 
 def test_oom_fix_lowers_a_key_only_the_configs_hydra_defaults_set(daemon_env: Env) -> None:

@@ -165,7 +165,7 @@ def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env
     assert options["allow_fixes"] == {"lr": {"min": 1e-7, "max": None}}
     assert "  hang: window 30h, action attention\n" in text
     assert "  plateau: metric mean_reward, patience 3, min_delta 0.005, after 1 (10m)" in text
-    assert "  allow_fixes: lr 1e-07..-\n" in text
+    assert "  allow_fixes: lr min 1e-07, no max\n" in text
     # with units (or zero, the same in any unit), and within the time: nothing said
     ajetd = "hang: {window: 30s, action: stop}\nkeep_session: 0\nplateau: {after: 0.5}"
     code, data, text = _lint(env, ajetd, max_time="10m")

@@ -29,7 +29,7 @@ from ajetd.core.journal import RUN_ENDED
 from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
-from ajetd.core.policy import kept_truly
+from ajetd.core.policy import kept_truly, root_cause
 from ajetd.core.timefmt import iso
 from ajetd.daemon.trials import (
     ask_log_writer,
@@ -117,7 +117,9 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 upto = _lines_before(log_file, run.signal_log_bytes)
                 findings = before_own_signal(findings, upto)
             root = findings[0] if findings else None
-            problem = f"{reason}; {root.kind}: {root.evidence}" if root else reason
+            problem = reason
+            if root is not None and root_cause(root) not in reason:  # said once (walk 86, F3)
+                problem = f"{reason}; {root.kind}: {root.evidence}"
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
             problem = reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())

@@ -240,12 +240,11 @@ def _rule_lines(rules: dict[str, Any], max_time_s: float) -> list[str]:
         )
     fixes = rules.get("allow_fixes") or {}
     if fixes:
-        bounds = (
-            f"{key} {'-' if b['min'] is None else format(b['min'], 'g')}.."
-            f"{'-' if b['max'] is None else format(b['max'], 'g')}"
+        bounds = (  # in words: `lr 1e-07..-` read as a range to a dash (walk 86, F3)
+            f"{key} {_bound('min', b['min'])}, {_bound('max', b['max'])}"
             for key, b in fixes.items()
         )
-        lines.append(f"  allow_fixes: {', '.join(bounds)}")
+        lines.append(f"  allow_fixes: {'; '.join(bounds)}")
     return lines
 
 
@@ -269,3 +268,8 @@ def shown_reason(run: Run) -> str:
     if run.signal_unsent_at is not None:  # its SSH host did not take the next one
         unsent = f"; its place did not answer at {iso(run.signal_unsent_at)}: sent once it does"
     return f"being stopped, {_STOP_CAUSES[run.stop_cause]}{why} ({sent} sent so far{unsent})"
+
+
+def _bound(side: str, value: float | None) -> str:
+    """`min 1e-07`, `no max`: one side of an allow_fixes bound as lint shows it."""
+    return f"no {side}" if value is None else f"{side} {value:g}"
