@@ -383,6 +383,17 @@ def test_attach_gives_a_real_client_and_logs_follow(daemon_env: Env) -> None:
     assert follow.returncode == 0
     assert follow.stdout.count("Training finished.") == 1
     assert env.wait_done(run_id)["status"] == "succeeded"
+    # walk 86, F14: the program's own line ends (the log holds the terminal's `\r\n`)
+    raw = subprocess.run(
+        [sys.executable, "-m", "ajetd", "logs", run_id],
+        env=env.vars,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    log = (env.tmp / "results" / "attach" / "logs" / "trial-1.log").read_bytes()
+    assert raw.returncode == 0 and b"\r\n" in log and b"\r\n" not in raw.stdout
+    assert raw.stdout == log.replace(b"\r\n", b"\n")  # the progress bar's `\r` redraws kept
     env.tmux("detach-client", "-s", "=ajet_attach_me")
     assert terminal.wait(timeout=20) == 0
 

@@ -463,7 +463,14 @@ def _print_new(home: Home, run: Run, printed: dict[int, int]) -> None:
             with open(path, "rb") as handle:
                 handle.seek(done)
                 while chunk := handle.read(1 << 20):  # a log of any size, in bounded pieces
-                    out.write(chunk)
+                    if chunk.endswith(b"\r"):  # its `\n` may be in the next read
+                        chunk = chunk[:-1]
+                        handle.seek(-1, os.SEEK_CUR)
+                        if not chunk:
+                            break
+                    # the terminal's line ends (the pty's `\r\n` for each `\n`) as the
+                    # program printed them; a `\r` redraw stays
+                    out.write(chunk.replace(b"\r\n", b"\n"))
                     done += len(chunk)
         except FileNotFoundError:
             continue
