@@ -33,6 +33,7 @@ class Writer:
         self.spare.parent.mkdir()
         self.ask, self.answer = (Path(f) for f in writer_fifos(str(self.spare)))
         if fifos:
+            self.ask.parent.mkdir(mode=0o700)
             os.mkfifo(self.ask, 0o600)
             os.mkfifo(self.answer, 0o600)
         command = pipe_writer(str(self.log), str(self.spare))

@@ -14,6 +14,7 @@ once the program is started or ended, never before).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import asdict, dataclass
@@ -72,11 +73,22 @@ class TrialSpec:
     log_spare: str = ""
 
 
+PIPES = ".pipes"  # the run folder's sub-folder of FIFOs (`pipe_path`)
+
+
+def pipe_path(beside: str, name: str) -> str:
+    """Where a trial's FIFO named `name` lives: in the `.pipes` folder beside `beside` (a file
+    of the run's folder), never among the run's files, where `cat runs/<id>/*`, `head *` or a
+    script reading every file of a run blocked on it for ever (walk87 F14)."""
+    return os.path.join(os.path.dirname(beside), PIPES, name)
+
+
 def writer_fifos(spare: str) -> tuple[str, str]:
-    """The FIFOs beside a trial's spare log through which its end asks the log's writer
-    (`tmux.pipe_writer`) to check now that the log's folder is still there, and it answers
-    once it has (moved the output where it was not: `moved_note`)."""
-    return f"{spare}.check", f"{spare}.checked"
+    """The FIFOs of a trial's spare log (in `PIPES`) through which its end asks the log's
+    writer (`tmux.pipe_writer`) to check now that the log's folder is still there, and it
+    answers once it has (moved the output where it was not: `moved_note`)."""
+    name = os.path.basename(spare)
+    return pipe_path(spare, f"{name}.check"), pipe_path(spare, f"{name}.checked")
 
 
 WRITER_ANSWER_S = 1  # the longest a trial's end waits for its log's writer to answer

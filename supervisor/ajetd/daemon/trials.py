@@ -40,6 +40,7 @@ from ajetd.core.trialscript import (
     MetricSource,
     TrialSpec,
     exit_line,
+    pipe_path,
     render_trial_script,
     writer_fifos,
 )
@@ -78,7 +79,9 @@ def paths(home: Home, run: Run, number: int) -> RunPaths:
         hup=home.trial_file(run.run_id, number, "hup"),
         log=log,
         spare=spare_log(home, run.run_id, number),
-        wake=home.trial_file(run.run_id, number, "wake"),
+        wake=Path(
+            pipe_path(str(home.trial_file(run.run_id, number, "sh")), f"trial-{number}.wake")
+        ),
         log_dir=str(log.parent),
     )
 
@@ -191,9 +194,12 @@ def _make_fifo(path: Path | str) -> str:
     """A FIFO of the trial's (owner-only: its wake-up, `writer_fifos`), made anew; empty
     where the file system has none (the script polls; its log's writer is not asked)."""
     path = Path(path)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    try:
+    try:  # their folder (`PIPES`): owner-only, never a link put in its place
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        if path.parent.is_symlink() or not path.parent.is_dir():
+            raise NotADirectoryError(f"{path.parent} is no folder")
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
         os.mkfifo(path, 0o600)
     except OSError as exc:
         log.warning("no FIFO at %s (%s): the trial script does without", path, exc)
