@@ -1,4 +1,4 @@
-"""Validation records in the shapes programs really write them (walk86 F1, F2, F17, F18), read whole (walk86 F1):
+"""Validation records in the shapes programs really write them (walk86 F1, F2, F12, F17, F18, F29), read whole (walk86 F1):
 JSON lines (true/false/null/NaN), `str(dict)` lines holding a torch scalar or a numpy 2
 string, `## Step 4/10` headings and bold bullets; a line that looks like a record and cannot
 be read is counted and named in the run's warnings, reason and results.md, never dropped in
@@ -10,11 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.campaignrules import verdict
 from ajetd.core.stoprules import PlateauRule, plateau_reason, restart_index
+from ajetd.frameworks.agentjet import resolve_interpolations
 from ajetd.frameworks.valresults import (
     Unread,
     best_point,
@@ -271,3 +273,54 @@ def test_an_unread_nemo_block_is_quoted_where_the_reason_says_so(env: Env, loop:
     assert "No validation results were written" not in results
     assert "in a shape ajetd does not read" in results
     assert "📊 Validation Results:\n| Metric | Value |" in results, results
+
+
+# -- walk86 F12: a val file path with `${...}` or `~` -------------------------------------------
+
+
+def test_interpolations_resolve_as_hydra_resolves_them() -> None:
+    root = {"ajet": {"experiment_name": "exp_${ajet.tag}", "tag": 7, "flag": True}}
+    env = {"HOME": "/home/u"}
+    assert resolve_interpolations("s/${ajet.experiment_name}/v.md", root, env) == "s/exp_7/v.md"
+    assert resolve_interpolations("${oc.env:HOME}/v.md", root, env) == "/home/u/v.md"
+    assert resolve_interpolations("${oc.env:NOPE,'/tmp/d'}/v.md", root, env) == "/tmp/d/v.md"
+    for unresolved in ("${oc.env:NOPE}/v.md", "${..tag}/v", "${ajet.nope}/v", "${ajet.flag}/v"):
+        assert resolve_interpolations(unresolved, root, env) is None, unresolved
+    loop_ = {"a": "${a}"}  # resolves to itself for ever: bounded, then no path
+    assert resolve_interpolations("${a}", loop_, env) is None
+
+
+def _lint(env: Env, name: str, val: str) -> dict[str, Any]:
+    config = env.codebase / env.config(name)
+    conf = yaml.safe_load(config.read_text())
+    conf["ajet"]["experiment_name"] = "exp_w86"
+    conf["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = val
+    config.write_text(yaml.safe_dump(conf))
+    out = env.cli("lint", str(env.blueprint(name, config=f"configs/{name}.yaml")), "--json")
+    return dict(json.loads(out.stdout)["blueprint"])
+
+
+def test_lint_reads_the_val_file_the_program_writes(env: Env) -> None:
+    """walk86 F12: `saved/${ajet.experiment_name}/val.md` was watched as written; `~/v.md`
+    was read as $HOME/v.md where AgentJet writes ./~/v.md."""
+    got = _lint(env, "interp", "saved/${ajet.experiment_name}/val.md")
+    assert got["val_path"] == str(env.codebase / "saved" / "exp_w86" / "val.md"), got
+    got = _lint(env, "unset", "${oc.env:AJETD_TEST_NEVER_SET}/val.md")
+    assert got["val_path"] == str(env.tmp / "results" / "unset" / "val_results.md"), got
+    assert any("cannot resolve" in c for c in got["config_changes"]), got["config_changes"]
+    got = _lint(env, "tilde", "~/val.md")
+    assert got["val_path"] == str(env.codebase / "~" / "val.md"), got
+    assert any("begins with ~" in w for w in got["warnings"]), got["warnings"]
+
+
+def test_an_interpolated_val_file_gives_the_runs_metrics(env: Env, loop: Loop) -> None:
+    config = env.config("hydra", steps=4)
+    path = env.codebase / config
+    conf = yaml.safe_load(path.read_text())
+    conf["ajet"]["experiment_name"] = "exp_w86"
+    common = conf["ajet"]["trainer_common"]
+    common["val_print_to_markdown_file_path"] = "saved/${ajet.experiment_name}/val.md"
+    path.write_text(yaml.safe_dump(conf))
+    flag = loop.until_done(loop.submit(env.blueprint("hydra", config=config, ajetd="gpus: 0")))
+    assert flag["status"] == "succeeded" and flag["metrics"]["global_steps"] == 4, flag
+    assert (env.codebase / "saved" / "exp_w86" / "val.md").exists()

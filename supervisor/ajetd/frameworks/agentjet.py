@@ -175,7 +175,7 @@ def review(
     if _get(ajet, "execute_test") is True:
         out.patches[("ajet", "execute_test")] = False
         out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
-    _review_validation(ajet, result_dir, out)
+    _review_validation(config, ajet, result_dir, out, env)
     _review_gpus(ajet, gpus, out)
     out.warnings.extend(validation_interval_warnings(ajet))
     model = _get(ajet, "model", "path")
@@ -216,11 +216,77 @@ def _logger_names(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _review_validation(ajet: Mapping[str, Any], result_dir: str, out: ConfigReview) -> None:
-    """Validation results written to a file ajetd can read, and the initial model measured."""
+_INTERPOLATION = re.compile(r"\$\{([^${}]{1,200})\}")
+_KEY_PATH = re.compile(r"[A-Za-z_][\w-]{0,100}(?:\.[A-Za-z_][\w-]{0,100}){0,20}")
+MAX_INTERPOLATIONS = 32  # `${...}` a value is resolved through, nested ones included
+
+
+def resolve_interpolations(
+    value: str, root: Mapping[str, Any], env: Mapping[str, str]
+) -> str | None:
+    """`value` with its OmegaConf interpolations resolved as Hydra resolves them when AgentJet
+    reads its config: `${a.b.c}` (a key path from the config's root, to a text or a number,
+    itself resolved), `${oc.env:NAME}` / `${oc.env:NAME,default}` (and the older
+    `${env:NAME}`) from the program's environment. None where one cannot be (a relative
+    `${..x}`, a resolver ajetd does not know, a key the config lacks, an unset variable
+    without a default): a val file path watched with its `${...}` as written found nothing
+    (walk86 F12)."""
+    text = value
+    for _ in range(MAX_INTERPOLATIONS):
+        found = _INTERPOLATION.search(text)
+        if found is None:
+            return text
+        inner = found.group(1).strip()
+        got: str | None = None
+        if inner.startswith(("oc.env:", "env:")):
+            name, _, default = inner.split(":", 1)[1].partition(",")
+            got = env.get(name.strip())
+            if got is None and default.strip():
+                got = default.strip().strip("'\"")
+        elif _KEY_PATH.fullmatch(inner):
+            node: Any = root
+            for part in inner.split("."):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            if isinstance(node, (str, int, float)) and not isinstance(node, bool):
+                got = str(node)
+        if got is None:
+            return None
+        text = text[: found.start()] + got + text[found.end() :]
+    return None
+
+
+def _review_validation(
+    root: Mapping[str, Any],
+    ajet: Mapping[str, Any],
+    result_dir: str,
+    out: ConfigReview,
+    env: Mapping[str, str],
+) -> None:
+    """Validation results written to a file ajetd can read, and the initial model measured.
+    A path with OmegaConf interpolations is resolved as Hydra would (the copy then names the
+    file literally), or, where ajetd cannot resolve it, pointed at a file in the result dir:
+    either way ajetd reads the file the program writes (walk86 F12)."""
     val_key = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
     before_key = ("ajet", "trainer_common", "val_before_train")
     val = _get(ajet, "trainer_common", "val_print_to_markdown_file_path")
+    if isinstance(val, str) and "${" in val:
+        resolved = resolve_interpolations(val.strip(), root, env)
+        why = "its interpolation resolved as Hydra resolves it: ajetd reads that file"
+        if resolved is None or not os.path.dirname(resolved):
+            resolved = os.path.join(result_dir, "val_results.md")
+            why = (
+                "it holds an interpolation ajetd cannot resolve, so ajetd could not tell which "
+                "file the program writes: it writes this one, which ajetd reads"
+            )
+        out.patches[val_key] = resolved
+        out.changes.append(f"{'.'.join(val_key)}: {val!r} → {resolved} ({why})")
+        val = resolved
+    if isinstance(val, str) and val.strip().startswith("~"):
+        out.warnings.append(
+            f"{'.'.join(val_key)} {val.strip()} begins with ~: AgentJet opens it as written "
+            "(Python does not expand ~), so it writes a folder named ~ under the working "
+            "directory, which ajetd reads; write an absolute path if you meant your home"
+        )
     unusable = path_problem(".".join(val_key), val.strip()) if isinstance(val, str) else None
     if unusable:  # a NUL, a control character, too long: no file could be named so
         out.problems.append(f"exp_yaml_path: {unusable}")

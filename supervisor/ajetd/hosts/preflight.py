@@ -30,6 +30,7 @@ from ajetd.frameworks.agentjet import (
     apply_patches,
     conf_argument,
     override_patches,
+    resolve_interpolations,
     review,
 )
 from ajetd.hosts import slurm
@@ -112,7 +113,11 @@ def _val_path(config: Any, codebase: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         return None
-    return os.path.normpath(os.path.join(codebase, os.path.expanduser(value.strip())))
+    if "${" in value and isinstance(config, Mapping):  # as Hydra resolves it (walk86 F12)
+        value = resolve_interpolations(value, config, os.environ) or value
+    # `~` as written: AgentJet opens the path as it is (Python expands no `~`), so a `~/v.md`
+    # is a folder `~` under its working dir; ajetd read `$HOME/v.md` (walk86 F12)
+    return os.path.normpath(os.path.join(codebase, value.strip()))
 
 
 def _logged_in() -> frozenset[str]:

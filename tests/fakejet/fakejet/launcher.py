@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -125,6 +126,23 @@ def _composed(conf: dict[str, Any], path: Path) -> dict[str, Any]:
     return out
 
 
+def _resolved(value: str, conf: dict[str, Any]) -> str:
+    """`value` with its `${a.b}` and `${oc.env:X[,default]}` resolved, as Hydra gives
+    AgentJet its config."""
+
+    def one(found: re.Match[str]) -> str:
+        inner = found.group(1)
+        if inner.startswith("oc.env:"):
+            name, _, default = inner[len("oc.env:") :].partition(",")
+            return os.environ.get(name, default)
+        node: Any = conf
+        for part in inner.split("."):
+            node = node[part]
+        return str(node)
+
+    return re.sub(r"\$\{([^${}]+)\}", one, value)
+
+
 def _flood(flood: dict[str, int] | None) -> None:
     """`flood: {lines, bytes, times}`: print `times` bursts of `lines` Ray-prefixed lines of
     `bytes` bytes each (a run that prints tens of GB an hour), as fast as the pty takes them."""
@@ -176,7 +194,7 @@ def main() -> int:
     conf = _composed(yaml.safe_load(Path(args.conf).read_text()), Path(args.conf))
     fake = conf.get("fakejet", {})
     common = conf["ajet"]["trainer_common"]
-    val_path = Path(common["val_print_to_markdown_file_path"])
+    val_path = Path(_resolved(common["val_print_to_markdown_file_path"], conf))
     val_path.parent.mkdir(parents=True, exist_ok=True)
     steps = int(fake.get("steps", 6))
     step_time = float(fake.get("step_time", 0.05))
