@@ -182,3 +182,30 @@ def test_ctrl_c_on_wait_exits_130_and_says_the_run_goes_on(env: Env) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (proc.returncode, err)
     assert "interrupted; it goes on" in err and "Aborted" not in err, err
+
+
+def test_a_stop_whose_daemon_dies_while_it_waits_says_so_and_exits_1(env: Env) -> None:
+    """walk87 F15: `ajetd stop` waits for the end; the daemon is killed meanwhile (kill -9):
+    it said `the stop goes on` at its timeout, where nothing went on. Now it says the daemon
+    ended, the request stands, and exits 1 at once, as a stop with no daemon does."""
+    daemon = env.start_daemon("--grace-int", "60")
+    command = "trap '' INT; while :; do sleep 0.1; done"
+    run_id = env.submit(env.blueprint("deaf", command=command, ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    stop = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "stop", run_id, "--timeout", "60"],
+        env=env.vars,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    events = env.home / "runs" / run_id / "events.jsonl"
+    wait_for(lambda: "sent SIGINT" in events.read_text(), what="the stop's SIGINT")
+    daemon.kill()
+    daemon.wait(timeout=10)
+    _, err = stop.communicate(timeout=20)
+    assert stop.returncode == 1, err
+    assert "the daemon ended while the stop waited (its request stands)" in err, err
+    assert "the stop goes on" not in err
+    env.start_daemon("--grace-int", "0.5")  # the next one takes the stop on
+    assert env.wait_done(run_id, timeout=30)["status"] == "stopped"

@@ -22,6 +22,7 @@ import click
 
 from ajetd.cli.campaignread import read_campaign, resolve_or_fail, status_data, wait_campaign
 from ajetd.cli.common import (
+    DAEMON_ENDED,
     NOT_NEGATIVE,
     POLL_S,
     Number,
@@ -305,6 +306,13 @@ def stop_campaign(text: str, no_wait: bool, timeout: float, as_json: bool) -> No
         if state.done:
             say(f"campaign {cid} {state.status}: {state.reason}")
             return
+        if not home.daemon_running():  # nothing goes on until the next (walk87 F15)
+            click.echo(
+                f"ajetd: {DAEMON_ENDED} on {home.root}; the campaign stops when one starts",
+                err=True,
+            )
+            say("")
+            sys.exit(1)
         if time.monotonic() >= deadline:
             click.echo(
                 f"campaign {cid} is still stopping after {timeout:g}s; the stop goes on "

@@ -164,3 +164,8 @@ def with_live_session(home: Home, run: Run) -> Run:
 def echo_json(data: Any) -> None:
     """Indented JSON, non-ASCII kept as it is."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# `stop` waiting for the end while the daemon died (kill -9, OOM): it said "the stop goes on"
+# at its timeout, where nothing went on (walk87 F15)
+DAEMON_ENDED = "the daemon ended while the stop waited (its request stands)"

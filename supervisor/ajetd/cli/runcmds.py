@@ -21,6 +21,7 @@ import click
 from ajetd.adapters.control import is_campaign_id
 from ajetd.adapters.store import Home
 from ajetd.cli.common import (
+    DAEMON_ENDED,
     NOT_NEGATIVE,
     POLL_S,
     RUN,
@@ -344,6 +345,12 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
         click.echo(f"ajetd: run {run_id} is {already}; waiting for it to end", err=True)
     deadline = time.monotonic() + timeout
     while not _settled(run := load_run(home, run_id)):
+        if not home.daemon_running():  # it died meanwhile: nothing goes on until the next
+            click.echo(
+                f"ajetd: {DAEMON_ENDED} on {home.root}; the run stops when one starts", err=True
+            )
+            _stop_says(run, "", as_json)
+            sys.exit(1)
         if time.monotonic() >= deadline:
             click.echo(
                 f"run {run_id} is still stopping after {timeout:g}s; the stop goes on "
