@@ -644,3 +644,46 @@ def test_srun_labels_are_read_through() -> None:
     assert plain[1] and nemorl.feed(NemoRead(), labelled) == plain
     wide = "".join(f" 3: {line}" for line in text.splitlines(keepends=True))
     assert nemorl.feed(NemoRead(), wide)[1] == plain[1]
+
+
+def test_lint_checks_a_nemo_runs_gpus_and_validation_period_as_agentjets(env: Env) -> None:
+    """Walk 86, F10: `cluster.gpus_per_node=8 cluster.num_nodes=2` under `gpus: 2` passed lint
+    (AgentJet's `n_gpus_per_node × nnodes` is a problem), and `grpo.val_period=0`, a run that
+    never validates, got no warning. The command's overrides count, as NeMo-RL reads them."""
+    command = (
+        "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+        "cluster.gpus_per_node=8 cluster.num_nodes=2 grpo.val_period=0"
+    )
+    bp = env.blueprint(
+        "n16", config="examples/configs/grpo_fake.yaml", command=command, ajetd="gpus: 2"
+    )
+    said = env.cli("lint", str(bp))
+    assert said.returncode == 2, said.stdout
+    assert (
+        "cluster.gpus_per_node × cluster.num_nodes = 8 × 2 = 16 GPUs (the command's overrides "
+        "counted), but [ajetd] gpus gives the run 2"
+    ) in said.stdout + said.stderr
+    fits = env.blueprint(
+        "n1",
+        config="examples/configs/grpo_fake.yaml",
+        command=command.replace("=8 cluster.num_nodes=2", "=1"),
+        ajetd="gpus: 0",
+    )
+    warned = env.cli("lint", str(fits))
+    assert "gpus_per_node × " not in warned.stdout + warned.stderr
+    assert "grpo.val_period = 0 (≤ 0): NeMo-RL would never validate" in warned.stdout, warned
+
+
+def test_a_nemo_override_is_read_as_hydra_takes_it() -> None:
+    from ajetd.frameworks.nemorl import cluster_review, override
+
+    command = "python run_grpo.py --config c.yaml ++grpo.val_period=5 'cluster.num_nodes=2'"
+    assert override(command, "grpo.val_period") == "5"
+    assert override(command, "cluster.num_nodes") == "2"
+    assert override(command, "cluster.gpus_per_node") is None
+    config = {"cluster": {"gpus_per_node": 4}, "grpo": {"val_period": 10, "max_num_steps": 6}}
+    problems, warnings = cluster_review(config, "python run_grpo.py", "4")
+    assert problems == [] and "past grpo.max_num_steps (6)" in warnings[0]
+    problems, warnings = cluster_review(config, command, "[0,1,2,3]")
+    assert "4 × 2 = 8 GPUs" in problems[0] and warnings == []
+    assert cluster_review(config, command, "all") == ([], [])

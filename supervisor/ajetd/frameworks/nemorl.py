@@ -365,3 +365,67 @@ def ending(text: str) -> str | None:
     found = [(text.rfind(said), kind) for said, kind in _ENDS]
     at, kind = max(found)
     return kind if at >= 0 else None
+
+
+def override(command: str, key: str) -> str | None:
+    """The value the command gives `key` itself (`key=V`, `+key=V`, `++key=V`; the last one
+    wins, as Hydra takes it), None where it gives none."""
+    found = None
+    for word in shell_words(command) or ():
+        name, eq, value = word.lstrip("+").partition("=")
+        if eq and name == key:
+            found = value
+    return found
+
+
+def _setting(config: Mapping[str, Any], command: str, path: str) -> Any:
+    """`path` (dotted) as the run sees it: the command's override (read as YAML reads a
+    number), else the config's."""
+    given_value = override(command, path)
+    if given_value is not None:
+        try:
+            return int(given_value)
+        except ValueError:
+            return given_value
+    node: Any = config
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def cluster_review(
+    config: Mapping[str, Any], command: str, gpus: str
+) -> tuple[list[str], list[str]]:
+    """Problems and warnings about what a NeMo-RL run asks of the machine, the command's
+    overrides counted: `cluster.gpus_per_node × cluster.num_nodes` against `[ajetd] gpus`
+    (NeMo-RL's placement groups wait for GPUs that never come, then fail: `Not enough GPUs
+    available`), as AgentJet's `n_gpus_per_node × nnodes` is; and a `grpo.val_period` that
+    never validates (≤ 0, or past `grpo.max_num_steps`): the run's metric is never written,
+    and a plateau rule on it can never act."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    per_node = _setting(config, command, "cluster.gpus_per_node")
+    nodes = _setting(config, command, "cluster.num_nodes")
+    nodes = 1 if nodes is None else nodes
+    if isinstance(per_node, int) and isinstance(nodes, int) and gpus != "all":
+        given = len(gpus.split(",")) if gpus.startswith("[") else int(gpus)
+        wanted = per_node * nodes
+        if wanted != given and given > 0:
+            problems.append(
+                f"exp_yaml_path: cluster.gpus_per_node × cluster.num_nodes = {per_node} × "
+                f"{nodes} = {wanted} GPUs (the command's overrides counted), but [ajetd] gpus "
+                f"gives the run {given}: NeMo-RL's placement groups would wait for GPUs it "
+                "does not have, then fail; make them agree"
+            )
+    period = _setting(config, command, "grpo.val_period")
+    steps = _setting(config, command, "grpo.max_num_steps")
+    if isinstance(period, int) and not isinstance(period, bool):
+        past = isinstance(steps, int) and not isinstance(steps, bool) and period > steps > 0
+        if period <= 0 or past:
+            why = "≤ 0" if period <= 0 else f"past grpo.max_num_steps ({steps})"
+            warnings.append(
+                f"grpo.val_period = {period} ({why}): NeMo-RL would never validate during "
+                "training, so the run's metric (val:accuracy) is never written and a plateau "
+                "rule on it can never act; set a period within the run's steps"
+            )
+    return problems, warnings

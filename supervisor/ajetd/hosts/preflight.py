@@ -581,6 +581,16 @@ def check_blueprint(
         return None, [f"ssh: {exc}"]
 
 
+def _nemo_review(bp: Blueprint, config: Mapping[str, Any], found: ConfigReview) -> ConfigReview:
+    """What AgentJet's review checks of its config, checked of a NeMo-RL run's (its GPUs, its
+    validation period), the command's overrides counted; added to `found`, returned."""
+    if nemorl.is_nemo_launch(bp.launch_command):
+        asked, warned = nemorl.cluster_review(config, bp.launch_command, bp.options.gpus)
+        found.problems.extend(asked)
+        found.warnings.extend(warned)
+    return found
+
+
 def _checked(
     bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
@@ -619,7 +629,7 @@ def _checked(
             logged_in=_logged_in(),
         )
         fixes = found.patches
-        found = _with_overrides(overrides, found)
+        found = _nemo_review(bp, overridden, _with_overrides(overrides, found))
         problems.extend(found.problems)
     if problems:
         return None, problems
