@@ -579,7 +579,7 @@ def test_a_relaunched_nemo_run_keeps_the_records_of_the_trial_before(env: Env) -
     ]
     results = (result / "results.md").read_text()
     assert "| 1 | 2 | 0.3400 |" in results and "| 2 | 6 | 0.2200 |" in results, results
-    assert "- **accuracy**: first 0.3400, best 0.3800 (step 4), last 0.2200" in results
+    assert "- **accuracy**: first 0.3400, best 0.3800 (trial 1, step 4), last 0.2200" in results
 
 
 ACTOR_IMPORT = Path(__file__).parent / "data" / "logs" / "nemo_rl_actor_import.log"
