@@ -8,7 +8,6 @@ Each imports what it needs inside its function, so that loading the command line
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +168,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.adapters.regular import open_log
-    from ajetd.core.textfile import CompressedError, compression_of, text_chunks
+    from ajetd.core.textfile import CompressedError, chained, compression_of, text_chunks
     from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import CHUNK_BYTES
     from ajetd.diagnosis.stream import diagnose_chunks
@@ -187,7 +186,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
     with open_log(logfile) as handle:  # a FIFO other than stdin, /dev/zero: refused
         first = handle.read(CHUNK_BYTES)
-        raw = _chunks_after(first, iter(lambda: handle.read(CHUNK_BYTES), b""))
+        raw = chained(first, iter(lambda: handle.read(CHUNK_BYTES), b""))
         try:  # UTF-16, compressed: read as the text they hold
             findings = diagnose_chunks(text_chunks(raw), user + KindSet(mine))
         except CompressedError as exc:  # said as every unreadable file is: `ajetd: f: ...`
@@ -204,11 +203,6 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
         click.echo(f"  evidence: {f.evidence}")
         click.echo(f"  why: {f.explanation}")
         click.echo(f"  fix: {f.fix}")
-
-
-def _chunks_after(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
 
 
 @click.command()

@@ -125,18 +125,19 @@ def text_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
     first = next(it, b"")
     kind = compression_of(first)
     if kind is None:
-        yield from utf8_chunks(_chained(first, it))
+        yield from utf8_chunks(chained(first, it))
         return
     make = next((m for name, m in _INFLATE.values() if name == kind), None)
     if make is None:
         raise CompressedError(f"{kind}-compressed: decompress it first, then diagnose that")
     try:
-        yield from utf8_chunks(_inflated(_chained(first, it), make))
+        yield from utf8_chunks(_inflated(chained(first, it), make))
     except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
         raise CompressedError(f"{kind}-compressed, but it cannot be read: {exc}") from exc
 
 
-def _chained(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+def chained(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    """`first`, then the rest: a stream whose first chunk was read to tell what it is."""
     yield first
     yield from rest
 
