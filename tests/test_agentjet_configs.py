@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ajetd.frameworks.agentjet import (
     apply_patches,
     conf_argument,
+    launcher_overrides,
     original_of,
     point_conf_at,
     review,
@@ -217,3 +218,17 @@ def test_a_test_freq_past_the_runs_steps_is_warned_of() -> None:
 
 
 COUNTDOWN = "tests/bench/benchmark_countdown/benchmark_countdown.yaml"
+
+
+def test_launcher_overrides_are_the_words_argparse_would_refuse() -> None:
+    """Hydra-style words after AgentJet's launcher, not an option's value (walk 86)."""
+    assert launcher_overrides(
+        "python -m ajet.launcher --conf c.yaml a.b=1 ++c.d=2 +e=3; python x.py f=4"
+    ) == ["a.b=1", "++c.d=2", "+e=3"]
+    for fine in (
+        "python -m ajet.launcher --conf a=b.yaml",
+        "CUDA_VISIBLE_DEVICES=0 python -m ajet.launcher --conf x.yaml",
+        "python -m ajet.launcher --conf x.yaml --kill=a",
+        "python train.py a.b=1",
+    ):
+        assert launcher_overrides(fine) == [], fine

@@ -106,6 +106,45 @@ def runs_launcher(command: str) -> bool:
     return False
 
 
+# AgentJet's launcher's options that take a value (`ajet/launcher.py`'s argparse): the word
+# after one is its value, whatever it holds
+_VALUED = frozenset(
+    [
+        *("--backbone", "--conf", "--exp-dir", "--debug", "--db", "--bp", "--breakpoint"),
+        *("--kill", "--prefix", "--swarm-overwatch"),
+    ]
+)
+_OVERRIDE = re.compile(r"(?:\+\+|\+|~)?[A-Za-z_][\w.@/-]*=")
+
+
+def launcher_overrides(command: str) -> list[str]:
+    """The Hydra-style `key=value` words (`ajet.rollout.temperature=0.7`, `++a.b=1`) given
+    to AgentJet's launcher (`runs_launcher`), which parses its arguments with argparse and
+    exits with code 2 on any word it does not know (`unrecognized arguments`): the run failed
+    at once, and the diagnosis pointed at the YAML (walk 86). At most 5."""
+    found: list[str] = []
+    for simple in re.split(r"[;&|()\n]+", command):
+        words = simple.split()
+        at = next(
+            (
+                i + 1
+                for i, w in enumerate(words)
+                if (w == "ajet.launcher" and i and words[i - 1] == "-m")
+                or w.endswith("ajet/launcher.py")
+                or (w.rsplit("/", 1)[-1] == "ajet" and i == 0)
+            ),
+            None,
+        )
+        if at is None:
+            continue
+        valued = False
+        for word in words[at:]:
+            if not valued and _OVERRIDE.match(word.strip("\"'")):
+                found.append(word)
+            valued = word in _VALUED
+    return found[:5]
+
+
 def conf_argument(command: str, flag: str = "--conf") -> str | None:
     """The value of `--conf` (or `flag`: `config_flag`) in a launch command, if it has one."""
     match = _FLAGS[flag].search(command)
@@ -155,6 +194,14 @@ def review(
 ) -> ConfigReview:
     """Review an AgentJet config. A config without an `ajet:` section is not AgentJet's."""
     out = ConfigReview()
+    overrides = launcher_overrides(command)
+    if overrides:
+        shown = " ".join(overrides)
+        out.problems.append(
+            f"exp_launch_command: AgentJet's launcher takes no key=value arguments (it exits "
+            f"with 'unrecognized arguments: {shown[:80]}'): set them in the YAML or as "
+            f"`[ajetd] yaml_overrides: [{', '.join(o.lstrip('+~') for o in overrides)[:80]}]`"
+        )
     if "ajet" not in config:
         if "astuner" in config:
             out.problems.append(
