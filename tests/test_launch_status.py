@@ -44,3 +44,72 @@ def test_lint_says_kill_is_removed_and_the_run_never_gets_it(env: Env, loop: Loo
     assert "args: --steps 2" in log and "vllm" not in log.split("args:")[-1]
     code, data = _lint(env, command, "gpus: 0\nautokill: allow")
     assert any("kept (autokill: allow)" in w for w in data["warnings"])
+
+
+def test_a_command_or_script_that_detaches_its_program_is_refused_at_lint(env: Env) -> None:
+    """walk 86: seed 001's habit of a tmux session of one's own, and a script that starts the
+    training with `nohup ... &`, 'succeeded' in 0 s and the training was ended."""
+    own_tmux = (
+        "tmux -L other new-session -d -s inner -c .\n"
+        "tmux -L other send-keys -t inner 'python -m fakejet.launcher' Enter"
+    )
+    code, data = _lint(env, own_tmux)
+    assert code == 2 and any("starts its own tmux session" in p for p in data["problems"])
+    script = env.codebase / "scripts" / "bg.sh"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(
+        "#!/bin/bash\nnohup python -m fakejet.launcher > bg.log 2>&1 &\necho started, pid $!\n"
+    )
+    code, data = _lint(env, "bash scripts/bg.sh")
+    said = " ".join(data["problems"])
+    assert code == 2 and "runs scripts/bg.sh, whose line 2 (`nohup python" in said, said
+    script.write_text("#!/bin/bash\nset -e\npython -m fakejet.launcher --steps 2\n")
+    code, data = _lint(env, "bash scripts/bg.sh")
+    assert not any("background" in p for p in data["problems"]), data["problems"]
+
+
+def test_lint_warns_where_the_exit_status_is_not_the_programs(env: Env) -> None:
+    """walk 86: `; echo finished` and `|| true` reported a crash as success, with no word."""
+    for command, said in (
+        (f"{CRASH}; echo finished", "its last command is `echo finished`"),
+        (f"{CRASH} || true", "ends in `|| true`"),
+        (f"{CRASH} | head -n 5", "pipes into head"),
+        (f"{CRASH} 2>&1 | grep loss", "pipes the program's output through grep"),
+    ):
+        code, data = _lint(env, command)
+        assert code == 0 and any(said in w for w in data["warnings"]), (command, data)
+    for fine in (f"set -e; {CRASH}; echo done", f"{CRASH} && echo done", f"{CRASH} | tee x.log"):
+        code, data = _lint(env, fine)
+        assert not any("exit status is that command" in w for w in data["warnings"]), fine
+
+
+def test_hydra_overrides_on_agentjets_launcher_are_refused_with_where_to_put_them(
+    env: Env,
+) -> None:
+    """walk 86: AgentJet's launcher parses its arguments with argparse, and exits 2 on
+    `ajet.rollout.temperature=0.7`; lint said ok."""
+    command = (
+        "python -m ajet.launcher --conf configs/lint.yaml ajet.rollout.temperature=0.7 "
+        "++ajet.trainer_common.test_freq=5"
+    )
+    code, data = _lint(env, command)
+    said = " ".join(data["problems"])
+    assert code == 2 and "AgentJet's launcher takes no key=value arguments" in said, said
+    assert "yaml_overrides: [ajet.rollout.temperature=0.7, ajet.trainer_common.test_freq=5]" in said
+
+
+def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
+    """walk 86: `/`, `/tmp`, the home or the codebase itself were taken without a word."""
+    bp = env.blueprint("where", result="/")
+    out = env.cli("lint", "--json", str(bp))
+    assert out.returncode == 2 and "/ is the filesystem's root" in out.stdout
+    for result, said in (
+        ("/tmp", "a folder every program shares"),
+        (str(env.codebase), "is the codebase itself"),
+        (str(env.codebase / "configs"), "is inside the codebase"),
+    ):
+        data = json.loads(
+            env.cli("lint", "--json", str(env.blueprint("where", result=result))).stdout
+        )
+        warned = " ".join(data["blueprint"]["warnings"]) if data.get("blueprint") else ""
+        assert said in warned, (result, data)

@@ -307,31 +307,36 @@ def test_a_duration_less_than_a_second_is_refused_where_zero_means_nothing(
     assert key in out.stderr, out.stderr
 
 
-def test_a_launch_command_that_backgrounds_its_program_is_warned(env: Env) -> None:
+def test_a_launch_command_that_backgrounds_its_program_is_refused(env: Env) -> None:
     """Walk 30, 3: `nohup python train.py ... > bg.log 2>&1 &` linted ok; the run 'succeeded'
-    at once and its trainer was ended with the leftovers."""
+    at once and its trainer was ended with the leftovers. Warned since; refused since walk 86
+    (the outcome is certain: the training is ended as the trial ends)."""
     conf = env.config("bg")
     command = f"nohup python -m fakejet.launcher --conf {conf} > bg.log 2>&1 &"
     out = env.cli("lint", str(env.blueprint("bg", command=command)), "--json")
-    assert out.returncode == 0, (out.stdout, out.stderr)
-    warned = " ".join(_warnings(json.loads(out.stdout)))
-    assert "exp_launch_command: ends with `&`" in warned, warned
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    said = " ".join(json.loads(out.stdout)["problems"])
+    assert "puts its program in the background (`&`) and returns at once" in said, said
     for fine in (f"python -m fakejet.launcher --conf {conf} && echo done", "true & wait"):
         data = json.loads(env.cli("lint", str(env.blueprint("bg", command=fine)), "--json").stdout)
-        assert "ends with `&`" not in " ".join(_warnings(data)), fine
+        assert "in the background" not in " ".join(data["problems"]), fine
 
 
 def test_leftovers_a_backgrounding_run_left_are_said_when_ended(daemon_env: Env) -> None:
     """Walk 30, 3: the run ended at once and the program it put in the background was ended
-    with its leftovers, and nothing said so: its admission warns of the `&`, and its journal
-    says how many leftover processes were ended, and which command lines."""
+    with its leftovers, and nothing said so. A command whose `&` lint cannot see (inside
+    `bash -c`): the run fails saying what it left running (walk 86: it 'succeeded'), and its
+    journal says how many leftover processes were ended, and which command lines."""
     env = daemon_env
     # the shell's own end hangs up its pane: nohup has its 0.3 s to ignore that, as a
-    # program slower to start (python) has; the command still ends with `&`
-    command = "nohup sleep 4321 > /dev/null 2>&1 & sleep 0.3; true &"
+    # program slower to start (python) has
+    command = "bash -c 'nohup sleep 4321 > /dev/null 2>&1 &'; sleep 0.3"
     run_id = env.submit(env.blueprint("bgrun", command=command, ajetd="gpus: 0"))
     status = env.wait_done(run_id)
-    assert status["status"] == "succeeded", status
-    assert any("ends with `&`" in w for w in status["warnings"]), status["warnings"]
+    assert status["status"] == "failed", status
+    assert "the command exited 0 after" in status["reason"], status["reason"]
+    assert "but left `sleep 4321`" in status["reason"], status["reason"]
+    flag = json.loads((env.tmp / "results" / "bgrun" / "finish.flag").read_text())
+    assert flag["status"] == "failed" and "put its program in the background" in flag["reason"]
     journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert "ended 1 leftover process(es) its trial left running: sleep 4321" in journal, journal

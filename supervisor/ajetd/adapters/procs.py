@@ -328,6 +328,17 @@ def port_holder(port: int, run_id: str) -> str | None:
     return None
 
 
+def live_commands(
+    run_id: str,
+    root_pid: int | None,
+    since: float | None = None,
+    others: Mapping[int, int] | None = None,
+) -> list[tuple[int, str]]:
+    """The run's live processes (`run_pids`) with their command lines (`shown_cmdline`),
+    nothing signalled: what a trial that just ended left running."""
+    return [(p.pid, shown_cmdline(p)) for p in run_processes(run_id, root_pid, since, others)]
+
+
 def reap_run(
     run_id: str,
     root_pid: int | None,

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ajetd.core import launchshape
 from ajetd.core.blueprintscan import scan_parts
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
@@ -209,32 +210,6 @@ def asked(parts: dict[str, str]) -> Asked:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def backgrounded(command: str) -> str | None:
-    """A warning where the launch command puts its program in the background and returns at
-    once (its last word `&`, or `& disown`): the trial ends as it starts, 'succeeding', and
-    the program it left running is ended with the run's leftovers (walk 30: `nohup python
-    train.py > bg.log 2>&1 &`). None where it does not, or the command does not parse.
-    Warned, not refused: a command is the user's, and `cmd & wait` is fine."""
-    import shlex  # here: `ajetd status` reads inbox blueprints without it
-
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:  # an unclosed quote: the shell will say so
-        return None
-    if words[-2:] == ["&", "disown"]:
-        words = words[:-1]
-    if not words or words[-1] != "&":
-        return None
-    return (
-        "exp_launch_command: ends with `&`: it puts its program in the background and returns "
-        "at once, so the trial ends as it starts (exit 0) and ajetd ends the program it left "
-        "running with the run's leftover processes; drop the `&` (and `nohup`): ajetd keeps "
-        "the program running in its tmux session and writes its output to the trial's log"
-    )
-
-
 def _blocks(part: str, raw: dict[str, str]) -> str | None:
     """A part read from one fenced block that holds several: only the first was read, so a
     step-by-step launch (`source .../activate` in one block, the training in the next) ran
@@ -400,7 +375,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     bad = control_character(command, allowed="\t\n")
     if bad:
         problems.append(f"exp_launch_command: holds {bad}")
-    problems += _notes(odd_space(command))
+    problems += _notes(odd_space(command), launchshape.detached_problem(command))
     if len(command) > MAX_COMMAND_CHARS:
         problems.append(
             f"exp_launch_command: {len(command)} characters long (at most {MAX_COMMAND_CHARS}: "
@@ -427,7 +402,11 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         warnings=(
             *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
             *_notes(bare_number_note("exp_max_time", max_time_given, max_time_s)),
-            *_notes(backgrounded(command), autokill_note(command, options.autokill)),
+            *_notes(
+                autokill_note(command, options.autokill),
+                launchshape.masked_status(command),
+                launchshape.filtered_pipe(command),
+            ),
             *options.notes,
             *never_notes(options, max_time_s),
         ),

@@ -11,8 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from ajetd.adapters import procs
 from ajetd.adapters.tmux import Pane, find_pane
-from ajetd.core import model, stopnote
+from ajetd.core import launchshape, model, stopnote
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run, Status
@@ -178,8 +179,9 @@ class Act(Observe):
         listed: its reports and the session's close use the name it has)."""
         slot.host.end(run, now, final=True)
         run = self._named_now(slot, run, now)
-        failed = action.status is Status.FAILED
         found, exited = seen
+        action = self._detached(slot, run, action, now, pid)
+        failed = action.status is Status.FAILED
         end = ending.TrialEnd(
             action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
@@ -192,6 +194,32 @@ class Act(Observe):
         # here, where the caller still stores the run it holds (the mark would come back)
         self.on_finish_due(run, slot.options)
         return run
+
+    def _detached(
+        self, slot: RunSlot, run: Run, action: Finish, ended: float, pid: int | None
+    ) -> Finish:
+        """A success that is none: the command exited 0 soon after it started, no record
+        was read, and processes it started run on (`launchshape.detached_end`): it put the
+        program in the background, and the end would end the training as a leftover. Failed,
+        saying so (walk 86: `succeeded` in 0 s). Only where the program ran here (its
+        processes are this machine's), and one pass over /proc, at a success's end only."""
+        trial = run.trial
+        if (
+            action.status is not Status.SUCCEEDED
+            or action.exit_code != 0
+            or trial is None
+            or trial.started_at is None
+            or run.history
+            or slot.host.machine is not None
+            or not slot.host.pane_tells
+        ):
+            return action
+        lasted = max(ended - trial.started_at, 0.0)
+        if lasted > launchshape.DETACHED_WITHIN_S:
+            return action
+        left = procs.live_commands(run.run_id, pid, run.started_at, self._others(pid))
+        why = launchshape.detached_end(lasted, len(run.history), left)
+        return action if why is None else Finish(Status.FAILED, why, 0)
 
     def _named_now(self, slot: RunSlot, run: Run, now: float) -> Run:
         """`session_seen` with the trial's pane as tmux lists it now (one call; a tmux that

@@ -18,7 +18,7 @@ from typing import Any
 from ajetd.adapters import diskfull
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
-from ajetd.core import jsontext, resultfiles
+from ajetd.core import jsontext, launchshape, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -219,6 +219,8 @@ def result_dir_problem(
     path = Path(result_dir)
     if not path.is_absolute():
         return f"exp_result_dir: {result_dir} is not an absolute path{_unexpanded(result_dir)}"
+    if os.path.realpath(result_dir) == "/":  # results.md, logs/ and finish.flag in the root
+        return "exp_result_dir: / is the filesystem's root: give the run a folder of its own"
     try:
         reached = path_problem(path)
         if isinstance(reached, Unreachable):
@@ -252,6 +254,32 @@ def unreachable(path: str, fs: Fs) -> str:
     except OSError:
         return ""
     return f" ({found.text})" if isinstance(found, Unreachable) else ""
+
+
+def _shared_result_dir(result_dir: str, codebase: str) -> list[str]:
+    """A warning where the result dir is a folder shared with much else (`/tmp`, the home) or
+    the codebase (`codebase`: "" where it is on another machine): ajetd writes results.md,
+    trials.md, run.json, logs/ and finish.flag there, among what else is in it, and in the
+    codebase they make the git tree it records as the run's provenance dirty (walk 86)."""
+    real = os.path.realpath(result_dir)
+    shared = dict.fromkeys(("/tmp", "/var/tmp", "/dev/shm"), "a folder every program shares")  # noqa: S108 - names compared, nothing made there
+    shared |= {"/home": "the folder of every user's home"}
+    shared[os.path.realpath(os.path.expanduser("~"))] = "your home folder"
+    code = os.path.realpath(codebase) if codebase else ""
+    if real in shared:
+        what = shared[real]
+    elif code and real == code:
+        what = "the codebase itself: its git tree, which runs record as their provenance, "
+        what += "is then dirty with them"
+    elif code and real.startswith(code.rstrip("/") + "/"):
+        what = "inside the codebase: unless git ignores it, they make the tree the next run "
+        what += "records as its provenance dirty"
+    else:
+        return []
+    return [
+        f"exp_result_dir: {result_dir} is {what}; ajetd writes results.md, trials.md, run.json, "
+        "logs/ and finish.flag there: give the run a folder of its own (e.g. /data/results/<name>)"
+    ]
 
 
 def _full_disk(result_dir: str) -> list[str]:
@@ -564,6 +592,23 @@ def _val_file(
     return val_path, runs_with, holds_problem(result_dir, [resultfiles.VAL_FILE] if there else [])
 
 
+def _detaching_scripts(command: str, codebase: str, fs: Fs) -> list[str]:
+    """A problem for each script the command runs (`bash scripts/bg.sh`) that leaves its
+    program running and returns (`launchshape.detached`): lint saw only the command line,
+    and the run 'succeeded' in 0 s with its training ended as a leftover (walk 86). A script
+    that cannot be read, or is larger than a launch script is, is not judged."""
+    problems = []
+    for script in launchshape.script_paths(command):
+        path = os.path.join(codebase, fs.expand(script))
+        try:
+            text = fs.read_text(path, limit=launchshape.MAX_SCRIPT_CHARS)
+        except (OSError, ValueError, AjetdError):  # not there (the command may make it)
+            continue
+        problem = launchshape.detached_problem(text, script)
+        problems.extend([problem] if problem else [])
+    return problems
+
+
 def check_blueprint(
     bp: Blueprint, val_writers: Mapping[str, str] | None = None, own: Collection[str] = ()
 ) -> tuple[Resolved | None, list[str]]:
@@ -608,9 +653,8 @@ def _checked(
             problems.append(f"slurm: cannot ask the cluster: {exc}")
     result_dir = _abs(bp.result_dir)
     nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
-    problem = result_dir_problem(result_dir, own, nemo)
-    if problem:
-        problems.append(problem)
+    problems.extend(p for p in [result_dir_problem(result_dir, own, nemo)] if p)
+    problems.extend(_detaching_scripts(bp.launch_command, codebase, fs))
     found = ConfigReview()
     fixes: dict[tuple[str, ...], Any] = {}
     overridden: dict[str, Any] = {}
@@ -634,6 +678,7 @@ def _checked(
     if problems:
         return None, problems
     found.warnings.extend(_full_disk(result_dir))
+    found.warnings.extend(_shared_result_dir(result_dir, codebase if fs is LOCAL else ""))
     # the copy's content, made here once (admission writes it, and reads its GPUs): the
     # overrides, then the review's fixes, which were made on the overridden config
     runs_with = apply_patches(overridden, fixes)
