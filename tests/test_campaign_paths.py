@@ -114,7 +114,7 @@ def test_paths_a_worktree_cannot_hold_are_refused_at_once(env: Env) -> None:
         f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=3 2>&1 | tee out.log",
         f"python examples/run_grpo.py --config {CONFIG}  # the smoke config",
         f"python examples/run_grpo.py --config {CONFIG}; echo done",
-        f"python examples/run_grpo.py --config {CONFIG} &",
+        f"python examples/run_grpo.py --config {CONFIG} & wait",
         f"python examples/run_grpo.py --config {CONFIG}\necho done",
     ],
 )
