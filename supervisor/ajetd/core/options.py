@@ -319,8 +319,18 @@ def _bound(key: str, bounds: dict[str, Any]) -> float | None:
 
 
 def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
-    """A list of paths relative to exp_codebase_dir (one alone may be given as a string)."""
-    return take(problems, (), values.string_list, key, value, values.path)
+    """A list of paths relative to exp_codebase_dir (one alone may be given as a string).
+    A glob (`saved/ckpt_*`) is refused: each is looked for as written, so a stage that left
+    `saved/ckpt_6` 'did not leave saved/ckpt_*' and its finished training failed (walk 86)."""
+    paths: tuple[str, ...] = take(problems, (), values.string_list, key, value, values.path)
+    globs = [p for p in paths if any(c in p for c in "*?[")]
+    if globs:
+        problems.append(
+            f"{key}: {show(globs[0])} holds a glob (* ? [); paths here are literal: name a "
+            "file or folder the stage always leaves (e.g. saved/latest, or a marker file the "
+            "command writes last)"
+        )
+    return paths
 
 
 def _stages(value: Any, problems: list[str]) -> tuple[Stage, ...]:
