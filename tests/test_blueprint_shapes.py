@@ -124,3 +124,34 @@ def test_free_labels_leave_times_and_commands_alone() -> None:
     ):
         label = _match_label(line)
         assert label is not None and label.inline == value, line
+
+
+def test_a_blueprint_written_as_a_table_is_read(env: Env) -> None:
+    """walk 86: a two-column key/value table gave seven 'missing' problems and no hint."""
+    rows = "".join(f"| {k} | {v} |\n" for k, v in _parts(env).items() if k != "ajetd").replace(
+        "| exp_launch_command | ", "| **exp_launch_command** | `"
+    )
+    rows = rows.replace(
+        "configs/shape.yaml |\n| exp_result_dir", "configs/shape.yaml` |\n| exp_result_dir", 1
+    )
+    text = f"# spec\n\n| key | value |\n|---|---|\n{rows}| 实验目的 | twice |\n"
+    code, data, _ = lint(env, text)
+    assert code == 2 and data["problems"] == [
+        "exp_purpose: given twice (lines 5 and 12); keep one"
+    ], data["problems"]
+    code, data, _ = lint(env, text.replace("| 实验目的 | twice |\n", ""))
+    got = data["blueprint"]
+    assert code == 0 and got["codebase_dir"] == str(env.codebase), data["problems"]
+    assert got["launch_command"] == "python -m fakejet.launcher --conf configs/shape.yaml"
+
+
+def test_a_glob_in_a_stages_paths_is_refused_at_lint(env: Env) -> None:
+    """walk 86: `outputs: [saved/ckpt_*]` linted ok, then the finished training 'did not
+    leave saved/ckpt_*' and failed."""
+    stages = (
+        "gpus: 0\nstages:\n  - {name: train, outputs: ['saved/ckpt_*']}\n"
+        "  - {name: eval, command: 'echo eval', requires: ['saved/ckpt_?'], outputs: [r.json]}"
+    )
+    code, data, text = lint(env, ajetd=stages)
+    assert code == 2 and "stages[1].outputs: 'saved/ckpt_*' holds a glob" in text
+    assert "stages[2].requires: 'saved/ckpt_?' holds a glob" in text

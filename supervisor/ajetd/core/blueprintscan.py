@@ -190,12 +190,39 @@ def _strip_label_words(part: str, tail: str) -> str:
         pos = at
 
 
+_ROW = re.compile(r"^[ \t]{0,3}\|(.{1,4000})$", re.MULTILINE)  # a table's row (bounded)
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _table_rows(text: str) -> str:
+    """A Markdown table of parts (`| exp_purpose | value |`, a common way to write a spec)
+    with each row that names a part as its first cell made a bullet, `- [exp_purpose]:
+    value` (its last cell that is not empty), on the same line: line numbers stay true.
+    Other rows (the header, `|---|`, any other table) are left as they are. Every part was
+    'missing' with no hint, and no finish.flag was written anywhere (walk 86)."""
+    if "|" not in text:
+        return text
+
+    def row(found: re.Match[str]) -> str:
+        cells = [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(found.group(1))]
+        cells = [c for c in cells if c]
+        if len(cells) < 2:
+            return found.group()
+        key = _normalise(cells[0].strip("[]【】"))
+        part = _lookup(key, structured=True)
+        if part is None:
+            return found.group()
+        return f"- [{part}]: {cells[-1]}"
+
+    return _ROW.sub(row, text)
+
+
 def _lines_and_lowered(text: str) -> tuple[list[str], str]:
     """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
     line breaks made plain, and the same text lowered for the case-free search (only its line
     breaks are counted: a character whose lower case is longer moves positions, never line
     numbers)."""
-    text = "\n" + blank_comments(text)
+    text = "\n" + _table_rows(blank_comments(text))
     if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
         text = _BREAKS.sub("\n", text)
     return text.split("\n"), text.lower()
