@@ -152,6 +152,6 @@ def test_a_glob_in_a_stages_paths_is_refused_at_lint(env: Env) -> None:
         "gpus: 0\nstages:\n  - {name: train, outputs: ['saved/ckpt_*']}\n"
         "  - {name: eval, command: 'echo eval', requires: ['saved/ckpt_?'], outputs: [r.json]}"
     )
-    code, data, text = lint(env, ajetd=stages)
+    code, _, text = lint(env, ajetd=stages)
     assert code == 2 and "stages[1].outputs: 'saved/ckpt_*' holds a glob" in text
     assert "stages[2].requires: 'saved/ckpt_?' holds a glob" in text
