@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_campaign_live import CONFIG, _patch, committed_baseline
 
-from conftest import Env, wait_for
+from conftest import Env, campaign_folder, wait_for
 
 
 def _folder(env: Env, name: str, campaign: str, *, config: str, command: str, ajetd: str) -> Path:
@@ -219,3 +219,21 @@ def test_an_own_blueprint_whose_line_drops_overrides_is_refused_at_launch(
     rows = json.loads(status.stdout)["rows"]
     assert [(r["name"], r["status"], r["overrides"]) for r in rows] == [("piped", "crash", [])]
     assert "overrides a.b=2 would not reach the program: '| cat' follows" in rows[0]["reason"]
+
+
+def test_a_campaign_asking_more_gpus_than_the_machine_has_is_refused_at_once(env: Env) -> None:
+    """walk87 F11: `gpus: 2` on a machine of one GPU was accepted, then every experiment
+    crashed at its launch and the budget was spent in seconds. Refused as lint refuses a
+    blueprint's, exit 2, nothing in the inbox; `gpus: 1` is taken."""
+    env.fake_gpus(1)
+    folder = campaign_folder(env, "big", env.tmp / "campaign-results")
+    spec = folder / "campaign.yaml"
+    spec.write_text(spec.read_text() + "gpus: 2\n")
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 2, out
+    assert "campaign.yaml's gpus: gpus: 2 asks for more GPUs than this machine has (1 visible)" in (
+        out.stderr
+    ), out.stderr
+    assert not (env.home / "inbox").exists() or list((env.home / "inbox").iterdir()) == []
+    spec.write_text(spec.read_text().replace("gpus: 2\n", "gpus: 1\n"))
+    assert env.cli("campaign", str(folder)).returncode == 0

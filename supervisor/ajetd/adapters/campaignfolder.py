@@ -19,6 +19,7 @@ from ajetd.adapters import campaigngit
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space, is_full
 from ajetd.adapters.inbox import SETTLE_S
+from ajetd.adapters.nvml import never_here
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
@@ -29,6 +30,7 @@ from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import parse_duration
 from ajetd.core.errors import AjetdError, DurationError
+from ajetd.core.options import gpus_option
 from ajetd.core.textfile import decode_text
 from ajetd.frameworks import nemorl
 
@@ -258,6 +260,25 @@ def settles_at(entry: Path, now: float) -> float | None:
     return at if at > now else None
 
 
+def check_gpus(spec: cs.CampaignSpec, base: Blueprint) -> None:
+    """CampaignError where every experiment asks for GPUs this machine can never give (the
+    campaign's `gpus:`, else the base blueprint's): each would crash at its launch, and the
+    whole budget was spent in seconds (walk87 F11). Runs on an SSH host or through Slurm are
+    placed on other machines and are not judged here."""
+    if base.options.ssh is not None or base.options.slurm is not None:
+        return
+    gpus = base.options.gpus
+    if spec.gpus is not None:
+        problems: list[str] = []
+        gpus = gpus_option(spec.gpus, problems)
+        if problems:  # said by the campaign's own checks
+            return
+    reason = never_here(gpus, None)
+    if reason is not None:
+        where = "campaign.yaml's gpus" if spec.gpus is not None else "the base blueprint's gpus"
+        raise cs.CampaignError([f"{where}: {reason}: every experiment would fail at its launch"])
+
+
 def check_result_dir(result_dir: Path) -> None:
     """CampaignError when a new campaign cannot use `result_dir`: one that cannot be had (a
     symbolic link loop, a link to nothing, a part that is a file: `reach.path_problem`), or
@@ -298,6 +319,7 @@ def submit_folder(home: Home, folder: Path) -> str:
     spec, base, _ = load_folder(folder)
     check_overrides(spec, base)
     check_paths(spec, base)
+    check_gpus(spec, base)
     check_result_dir(Path(spec.result_dir))
     check_repo(spec, base)
     home.ensure()

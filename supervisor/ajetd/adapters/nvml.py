@@ -304,3 +304,25 @@ def open_probe() -> GpuProbe:
         return NvmlProbe(pynvml)
     except Exception as exc:
         return NoGpu(str(exc) or type(exc).__name__)
+
+
+def never_here(gpus: str, yaml_gpus: int | None) -> str | None:
+    """Why a run asking `gpus` (the `[ajetd] gpus` option's text; `yaml_gpus`: its AgentJet
+    YAML's GPU count) can never start on this machine, with the GPUs it shows now
+    (`placement.never`); None where it can. `ajetd lint` says it of a blueprint, `ajetd
+    campaign FOLDER` of a campaign's `gpus:` (walk87 F11: accepted, each experiment then
+    crashed at its launch, the budget spent in seconds)."""
+    from ajetd.core import placement
+
+    if gpus == "0":
+        return None
+    try:
+        probe = open_probe()
+    except AjetdError as exc:  # AJETD_FAKE_GPUS names a file that is not a fake
+        return f"gpus: cannot see this machine's GPUs: {exc}"
+    reason = placement.never(
+        placement.Ask("check", gpus, None, yaml_gpus), [g.index for g in probe.sample()]
+    )
+    if reason is None:
+        return None
+    return f"{reason} ({probe.description})" if isinstance(probe, NoGpu) else reason

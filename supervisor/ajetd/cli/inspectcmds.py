@@ -131,24 +131,17 @@ def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
     """Why the daemon would fail this run at its launch for want of GPUs on this machine
     (`placement.never`, with the GPUs this machine shows now), or None; runs on an SSH host
     or through Slurm are placed on other machines and are not judged here."""
-    from ajetd.adapters.nvml import NoGpu, open_probe
-    from ajetd.core import placement
+    from ajetd.adapters.nvml import never_here
     from ajetd.frameworks.agentjet import yaml_gpu_count
 
     opts = bp.options
-    if opts.ssh is not None or opts.slurm is not None or opts.gpus == "0":
+    if opts.ssh is not None or opts.slurm is not None:
         return None
-    try:
-        probe = open_probe()
-    except AjetdError as exc:  # AJETD_FAKE_GPUS names a file that is not a fake
-        return f"gpus: cannot see this machine's GPUs: {exc}"
     yaml_gpus = yaml_gpu_count(resolved.config_run) if resolved is not None else None
-    ask = placement.Ask("lint", opts.gpus, None, yaml_gpus)
-    reason = placement.never(ask, [g.index for g in probe.sample()])
-    if reason is None:
-        return None
-    seen = f" ({probe.description})" if isinstance(probe, NoGpu) else ""
-    return f"{reason}{seen}: the daemon would fail this run when it comes to start it"
+    reason = never_here(opts.gpus, yaml_gpus)
+    if reason is None or reason.startswith("gpus: cannot see"):
+        return reason
+    return f"{reason}: the daemon would fail this run when it comes to start it"
 
 
 @click.command()

@@ -176,6 +176,11 @@ def _gpus_as_text(value: str) -> Any:
     return value
 
 
+def gpus_option(value: Any, problems: list[str]) -> str:
+    """`gpus:` as a blueprint's `[ajetd]` part reads it (a campaign's `gpus:` too)."""
+    return _gpus(value, problems)
+
+
 def _gpus(value: Any, problems: list[str]) -> str:
     expected = "gpus: expected a count, `all` or a list of indices"
     if isinstance(value, str):
