@@ -155,3 +155,10 @@ def test_a_glob_in_a_stages_paths_is_refused_at_lint(env: Env) -> None:
     code, _, text = lint(env, ajetd=stages)
     assert code == 2 and "stages[1].outputs: 'saved/ckpt_*' holds a glob" in text
     assert "stages[2].requires: 'saved/ckpt_?' holds a glob" in text
+
+
+def test_full_width_brackets_around_a_key_are_read(env: Env) -> None:
+    """walk 86: `- 【exp_purpose】：...` (a Chinese IME's brackets) left every part 'missing'."""
+    text = "".join(f"- 【{k}】：{v}\n" for k, v in _parts(env).items() if k != "ajetd")
+    code, data, _ = lint(env, text)
+    assert code == 0 and data["blueprint"]["codebase_dir"] == str(env.codebase), data

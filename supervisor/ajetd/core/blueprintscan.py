@@ -57,7 +57,8 @@ _NON_ASCII_LABELS = {
 _PREFIX = re.compile(
     r"^\s{0,3}(?:(?P<heading>#{1,6})\s*(?:\d{1,2}[.)]\s*)?|(?P<bullet>[-*+]|\d{1,2}[.)])\s+)?"
 )
-_BRACKET = re.compile(r"\[\s*([^\]\n]{1,40}?)\s*\]")
+# `[exp_purpose]`, or in full-width brackets as a Chinese IME types them, `【exp_purpose】`
+_BRACKET = re.compile(r"[\[【]\s*([^\]】\n]{1,40}?)\s*[\]】]")
 _PAREN = re.compile(r"\s*(?:\([^)\n]{0,200}\)|（[^）\n]{0,200}）)")
 _COLON = re.compile(r"\s*(?:(?:\*\*|__)\s*)?[:：]")
 _SPACE = re.compile(r"\s*")
@@ -67,7 +68,7 @@ _HEADING = re.compile(r"\s{0,3}#{1,6}\s")
 _BREAK_CHARS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 _BREAKS = re.compile(rf"\r\n?|[{_BREAK_CHARS}]")
 _LABEL_START = "|".join(
-    sorted({re.escape(alias) for alias, _, _ in _ALIASES} | {r"\["}, key=len, reverse=True)
+    sorted({re.escape(alias) for alias, _, _ in _ALIASES} | {r"\[", "【"}, key=len, reverse=True)
 )
 # A line that may be a fence, a heading or a label (what _match_label may accept starts so).
 _INTERESTING = re.compile(
