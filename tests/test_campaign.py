@@ -230,7 +230,7 @@ def test_a_campaign_runs_baseline_then_experiments_until_max(daemon_env: Env) ->
     assert "| # | experiment | hypothesis | branch | run | status | best accuracy | why |" in text
     assert "| 1 | longer | more steps | - |" in text, text
     flag = json.loads((env.tmp / "campaigns" / "count" / "01-longer" / "finish.flag").read_text())
-    assert flag["best"] == {"metric": "accuracy", "value": 0.38, "step": 4}, flag
+    assert flag["best"] == {"metric": "accuracy", "value": 0.38, "step": 4, "trial": 1}, flag
     assert flag["metrics"]["accuracy"] == 0.38  # its last record, here also its best
     cid = json.loads(env.cli("campaign", "list", "--json").stdout)[0]["campaign_id"]
     shown = env.cli("campaign", "status", cid).stdout

@@ -44,8 +44,8 @@ TIME_KEYS = ("_at", "idle_from")
 # the best value of each old run's metric in its history (its step), which the status object,
 # run.json and finish.flag hold since, beside `metrics` (the last record)
 BEST = {
-    "failed": {"metric": "mean_reward", "value": 0.4632496716177947, "step": 2},
-    "slurm_nemo": {"metric": "accuracy", "value": 0.42, "step": 6},
+    "failed": {"metric": "mean_reward", "value": 0.4632496716177947, "step": 2, "trial": 1},
+    "slurm_nemo": {"metric": "accuracy", "value": 0.42, "step": 6, "trial": 1},
 }
 
 

@@ -274,7 +274,8 @@ def test_finish_flag_and_results() -> None:
     history += ({"global_steps": 3, "val_loss": 0.7},)
     flag = report.finish_flag(replace(run, history=history, metrics=history[-1], metric="val_loss"))
     assert flag["metrics"] == {"global_steps": 3, "val_loss": 0.7}  # the last record
-    assert flag["best"] == {"metric": "val_loss", "value": 0.5, "step": 2}  # a loss: the lowest
+    best = {"metric": "val_loss", "value": 0.5, "step": 2, "trial": 1}
+    assert flag["best"] == best  # a loss: the lowest
     text = report.render_results(run, report.ReportContext(host="h", log_tail=["bye"]))
     assert "**Status: succeeded**" in text and "bye" in text
     assert report.sparkline([0.0, 0.5, 1.0]) == "▁▄█"
