@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ajetd.core import resultfiles
 from ajetd.core.model import Run
+from ajetd.core.redirect import followed
 
 # How every line ajetd itself prints into a trial's output begins (the script's banner and exit
 # line, the SSH and Slurm followers' notes): never the program's, so never diagnosed.
@@ -265,7 +266,8 @@ SHELL = ("bash", "-o", "pipefail", "-c")
 
 
 def _run_lines(spec: TrialSpec) -> list[str]:
-    run = " ".join(shlex.quote(w) for w in (*spec.prefix, *SHELL, spec.command))
+    command = followed(spec.command)[0]  # `> run.log 2>&1` reaches the terminal too (F5)
+    run = " ".join(shlex.quote(w) for w in (*spec.prefix, *SHELL, command))
     if not spec.forward_signals:
         return [f"  {run}", "  rc=$?"]
     # job control gives the program its own group, with SIGINT not ignored (a background job

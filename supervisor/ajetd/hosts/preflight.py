@@ -22,6 +22,7 @@ from ajetd.core import jsontext, launchshape, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
+from ajetd.core.redirect import redirect_warnings
 from ajetd.core.shellenv import launch_env
 from ajetd.core.values import did_you_mean
 from ajetd.frameworks import nemorl, valresults
@@ -685,7 +686,11 @@ def _checked(
     found.warnings.extend(bp.warnings)
     # what admission would say of the command, said here (lint shows it)
     found.warnings.extend(
-        [*_own_placement(bp.launch_command), *nemorl.compound_warnings(bp.launch_command)]
+        [
+            *_own_placement(bp.launch_command),
+            *nemorl.compound_warnings(bp.launch_command),
+            *redirect_warnings(bp.launch_command),
+        ]
     )
     if fs is LOCAL and bp.options.slurm is None:  # a host's or a node's PATH is not this one's
         path = os.environ.get("PATH", "")
