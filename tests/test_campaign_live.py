@@ -723,6 +723,10 @@ def test_wait_after_returns_every_row_once_and_a_waiting_campaign_exits_2(
     assert [g[3] for g in got] == [0, 1, 1, 0] and got[3][2] in ("keep", "discard")
     # each experiment's tmux session ends with its name: the base's long purpose is cut first
     rows = _json(env, "campaign", "status", cid, "--json")["rows"]
+    # the baseline ran alone, whatever `parallel` says: each row is judged against it
+    # (walk87 F6: `a` ran beside it and was judged against no best)
+    base, first = (env.record(rows[i]["run_id"]) for i in (0, 1))
+    assert first["submitted_at"] >= base["ended_at"], (base, first)
     sessions = [env.status(r["run_id"])["session"] for r in rows]
     for session, name in zip(sessions, ["baseline", "a", "b", "c"], strict=True):
         assert session.endswith(f"_{name}") and session.startswith("ajet_campaign_base_math")

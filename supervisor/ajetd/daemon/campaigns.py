@@ -70,6 +70,14 @@ log = logging.getLogger(__name__)
 MAX_HANDLED = 200  # answers kept in state.json, so a request seen again is not applied twice
 
 
+def baseline_pending(state: CampaignState, spec: cs.CampaignSpec) -> bool:
+    """The campaign's baseline is launched and its row not written yet: it runs alone,
+    whatever `parallel` says, since every experiment is judged against the best so far, the
+    baseline's first (walk87 F6: with `parallel: 2` the first experiment ran beside it and
+    was judged `keep` against no best at all)."""
+    return spec.baseline and bool(state.experiments) and not state.experiments[0].recorded
+
+
 class Campaigns:
     def __init__(self, home: Home) -> None:
         self.home = home
@@ -271,6 +279,7 @@ class Campaigns:
                 progress_of(state, spec, now).met
                 or len(active) >= spec.parallel
                 or len(state.experiments) >= len(plan)
+                or baseline_pending(state, spec)
             ):
                 break
             self._launch(state, spec, base, base_text, plan[len(state.experiments)], now)
