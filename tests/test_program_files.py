@@ -104,6 +104,26 @@ def test_the_programs_file_at_a_later_trials_log_name_is_kept_aside(daemon_env: 
     assert said[0] in (env.home / "runs" / run_id / "events.jsonl").read_text()
 
 
+def test_a_program_writing_over_its_running_trials_log_is_said(daemon_env: Env) -> None:
+    """Before: a program that wrote its own `logs/trial-1.log` while trial 1 ran truncated
+    ajetd's log (its banner and first lines lost) and nothing said so. Its writer appends and
+    cannot keep the program from the name; at the trial's end the log no longer begins with
+    ajetd's banner, and the run's warnings and journal say what happened."""
+    env = daemon_env
+    result = env.tmp / "results" / "overwritten"
+    mine = 'echo before; echo mine > "$AJETD_RESULT_DIR/logs/trial-1.log"; echo after'
+    run_id = env.submit(env.blueprint("overwritten", result=str(result), command=mine))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    log = result / "logs" / "trial-1.log"
+    assert log.read_text().startswith("mine\n")  # as the program left it, never rewritten
+    said = [w for w in status["warnings"] if w.startswith(f"{log} does not begin with ajetd")]
+    assert said and "wrote over it while the trial ran" in said[0], status["warnings"]
+    assert said[0] in (env.home / "runs" / run_id / "events.jsonl").read_text()
+    ours = env.submit(env.blueprint("plain", command="echo fine"))  # its own: nothing said
+    assert not [w for w in env.wait_done(ours)["warnings"] if "does not begin" in w]
+
+
 def test_a_restart_halfway_through_the_reports_keeps_ajetds_own(env: Env) -> None:
     """A daemon killed after renaming results.md into place, before finish.flag: the restarted
     daemon writes the reports again and moves nothing of its own aside (the pass is made once),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ajetd.adapters.store import OWNER_FILE, Home, write_json
 from ajetd.core import resultfiles
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 
 MARKER = "program-files.json"  # in the run's folder: the pass was made, and what it moved
 PNG_KEY = "Software"  # the PNG text chunk ajetd's pictures carry: `ajetd run <id>`
@@ -106,6 +107,38 @@ def log_aside(log: Path) -> tuple[str, str] | None:
     new = aside_name(log.name, set(os.listdir(log.parent)))
     os.rename(log, log.parent / new)
     return log.name, new
+
+
+def log_overwritten(log: Path) -> bool:
+    """Whether a trial's log, once the trial ended, no longer begins with a line of ajetd's
+    (its banner, `[ajetd] run <id> trial N: ...`, or a note its writer put first): something
+    else, the program at ajetd's name, wrote over it while the trial ran. Its writer appends
+    (a program that truncates the file or replaces it under the name cannot be kept from it);
+    what ajetd wrote before is then not in it, and `log_overwritten_note` says so. False
+    where the log cannot be read, or is empty."""
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 256).lstrip(b"\n")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return bool(head) and not head.startswith(OWN_LINE_PREFIX.encode())
+
+
+def log_overwritten_note(log: Path, number: int) -> str:
+    """The warning and journal line for a log `log_overwritten` found."""
+    return (
+        f"{log} does not begin with ajetd's first line: something else (the program, writing "
+        f"at the name ajetd writes trial {number}'s output under?) wrote over it while the "
+        "trial ran, so it holds only part of the output; keep a program's own log under "
+        "another name"
+    )
 
 
 def log_moved_note(folder: Path, number: int, moved: tuple[str, str]) -> str:

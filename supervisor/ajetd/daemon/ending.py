@@ -123,6 +123,12 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
             problem = reason
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
+        log_file = paths(home, run, trial.number).log
+        if programfiles.log_overwritten(log_file):
+            said = programfiles.log_overwritten_note(log_file, trial.number)
+            log.warning("run %s: %s", run.run_id, said)
+            home.append_event(run.run_id, now, said)
+            run = model.warn(run, said)
     if trial is not None and reap:
         reap_leftovers(home, run, end, now)
     return run
