@@ -14,6 +14,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -162,10 +163,36 @@ def test_a_claim_cut_inside_its_first_write_keeps_the_submitted_id(env: Env) -> 
     folder = env.home / "runs" / run_id
     folder.mkdir(parents=True)
     (folder / ".source-name.k2x9_a7q.tmp").write_text("cu")  # what the kill left
+    # walk87 F2: claims cut whose blueprints were claimed again under other ids (a kill, a
+    # full home): nothing names them, and they went for ever; now gone at the next start
+    stray = env.home / "runs" / "my8hvr"
+    stray.mkdir()
+    (stray / ".source-name.x5x6t8b8.tmp").write_text("x")
+    (env.home / "runs" / "e4mpty").mkdir()
     env.start_daemon()
     assert env.wait_done(run_id)["status"] == "succeeded"
     assert sorted(p.name for p in (env.home / "runs").iterdir()) == [run_id]
-    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == [".pipes"]
+
+
+def test_a_claim_that_fails_leaves_no_folder(tmp_path: Path) -> None:
+    """walk87 F2: a claim refused by the home (ENOSPC, EPERM) left the folder it made; 57
+    empty folders stayed after a full home's intake. Now the failed claim removes it."""
+    from ajetd.adapters import inbox
+
+    home = Home(tmp_path / "home")
+    home.ensure()
+    gone = home.inbox / "abc123__gone.md"  # a file another claimer took meanwhile
+    assert inbox.claim(home, inbox.Candidate(gone, "abc123", "gone"), "abc123") is None
+    blocked = home.inbox / "def456__x.md"
+    blocked.write_text("# x\n")
+    home.run_dir("def456").mkdir(mode=0o700)
+    (home.run_dir("def456") / "blueprint.md").mkdir()  # the rename cannot replace it
+    (home.run_dir("def456") / "blueprint.md" / "keep").write_text("")
+    with pytest.raises(OSError):
+        inbox.claim(home, inbox.Candidate(blocked, "def456", "x"), "def456")
+    assert not (home.run_dir("def456") / "source-name").exists()
+    assert not home.run_dir("abc123").exists()
 
 
 @pytest.mark.parametrize("cause", ["stopped", "time_limit"])
@@ -341,7 +368,10 @@ def _ended(n: int, at: float) -> Run:
         history=({"global_steps": 1, "mean_reward": n / 300},),
         session_closed=True,
     )
-    return model.finish(run, Status.FAILED if n % 2 else Status.SUCCEEDED, "exited", n % 2, at + 60)
+    ended = model.finish(
+        run, Status.FAILED if n % 2 else Status.SUCCEEDED, "exited", n % 2, at + 60
+    )
+    return replace(ended, finish_hook_due=False)  # long settled: its on_finish fired then
 
 
 def test_a_home_of_hundreds_of_ended_runs(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -190,20 +190,32 @@ def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
     rename is the commit: the name it came by is written before it."""
     folder = home.run_dir(run_id)
     folder.mkdir(mode=OWNER_DIR, parents=True, exist_ok=True)
-    for entry in os.scandir(folder):  # a claim cut inside its first write (`claimable`)
-        if temp_of(entry.name, SOURCE_NAME):
-            Path(entry.path).unlink(missing_ok=True)
     target = folder / CLAIMED_NAME
-    write_atomic(folder / SOURCE_NAME, f"{candidate.stem}.md\n", OWNER_FILE)
     try:
+        _drop_cut_claim(folder)  # a claim cut inside its first write (`claimable`)
+        write_atomic(folder / SOURCE_NAME, f"{candidate.stem}.md\n", OWNER_FILE)
         candidate.path.rename(target)
     except FileNotFoundError:
-        (folder / SOURCE_NAME).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+        _drop_cut_claim(folder, whole=True)
         return None
+    except OSError:  # a full home, a refusal: the folder it made goes (walk87 F2: left for ever)
+        _drop_cut_claim(folder, whole=True)
+        raise
     _owner_only(target)
     return target
+
+
+def _drop_cut_claim(folder: Path, whole: bool = False) -> None:
+    """The start of a claim that did not commit (its `source-name`'s temporary file; `whole`:
+    `source-name` too, and the folder where nothing else is in it): a claim that failed, or
+    was cut by a daemon killed inside it, leaves no folder that nothing names."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if temp_of(entry.name, SOURCE_NAME) or (whole and entry.name == SOURCE_NAME):
+                Path(entry.path).unlink(missing_ok=True)
+    if whole:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only where empty
 
 
 def _owner_only(path: Path) -> None:
@@ -269,9 +281,16 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
     one whose journal says it ended had one too: its record was lost, and it is never
     admitted again (`runrecords.lost_record` names it)."""
     out = []
+    waiting = None  # the ids of the inbox's submissions, read once where needed
     for run_id in home.run_ids():
         folder = home.run_dir(run_id)
         state = home.state_file(run_id)
+        if claimable(home, run_id):  # no more than the start of a claim cut short
+            if waiting is None:
+                waiting = _submitted_ids(home)
+            if run_id not in waiting:  # its blueprint was claimed again under another id
+                _drop_cut_claim(folder, whole=True)  # (walk87 F2: a folder nothing named)
+            continue
         if (folder / CLAIMED_NAME).exists() and not state.exists():
             if runrecords.lost_record(folder, state, run_id) is not None:
                 continue
@@ -281,6 +300,15 @@ def unfinished_claims(home: Home) -> list[tuple[str, Path, str]]:
                 source = CLAIMED_NAME
             out.append((run_id, folder / CLAIMED_NAME, source))
     return out
+
+
+def _submitted_ids(home: Home) -> set[str]:
+    """The run ids `ajetd submit` gave the files now in the inbox (their names say them)."""
+    try:
+        names = os.listdir(home.inbox)
+    except OSError:
+        return set()
+    return {m["run_id"] for m in map(SUBMITTED.match, names) if m is not None}
 
 
 def set_aside(home: Home, run_id: str, source: str, claimed: Path, text: str, why: str) -> Path:
