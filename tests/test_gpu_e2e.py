@@ -341,3 +341,22 @@ def test_a_time_limit_falling_while_a_run_waits_to_relaunch_ends_it(
         assert "while it waited to relaunch" in loop.run(run_id).reason
     finally:
         loop.close()
+
+
+def test_a_placed_gpu_the_driver_no_longer_lists_is_lost(env: Env) -> None:
+    """walk87 F13: the run's GPU is gone from NVML's list (fallen off the bus and the driver
+    reloaded; a container's view cut): it showed its last sample as live for ever, no
+    finding. Now it is lost: the finding gpu_lost, and the GPU column says LOST."""
+    file = _gpus(env, 2)
+    _start(env)
+    run_id = _run(env, "gone", "[1]", file, forever=True, step_time=0.2)
+    wait_for(lambda: env.record(run_id).get("gpu_stats"), what="a first GPU sample")
+    _edit(file, lambda d: d.update(gpus=d["gpus"][:1]))
+    wait_for(
+        lambda: any(f["kind"] == "gpu_lost" for f in env.status(run_id)["diagnosis"]),
+        what="the gpu_lost finding",
+    )
+    [finding] = [f for f in env.status(run_id)["diagnosis"] if f["kind"] == "gpu_lost"]
+    assert "GPU 1 is no longer listed by the driver (it lists GPU(s) 0)" in finding["evidence"]
+    wait_for(lambda: "1:LOST" in env.cli("status").stdout, what="the GPU column to say LOST")
+    env.cli("stop", run_id)

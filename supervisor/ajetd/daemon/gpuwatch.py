@@ -93,6 +93,15 @@ class GpuWatch:
                 seen.append(RunGpu(gpu.index, gpu.utilization, gpu.memory_used_mib, gpu.lost))
         return seen
 
+    def missing(self, run: Run) -> tuple[int, ...]:
+        """The GPUs the run was placed on that the driver no longer lists, while it lists
+        others (fallen off the bus and the driver reloaded, the container's view cut): lost,
+        never shown with their last figures as current (walk87 F13)."""
+        listed = {gpu.index for gpu in self.last}
+        if not listed:  # no sample at all: nothing is known of any GPU
+            return ()
+        return tuple(i for i in run.gpu_ids or () if i not in listed)
+
     def _lost(self, gpu: GpuSample) -> bool:
         return gpu.lost or XID_FALLEN_OFF_BUS in self.xids.get(gpu.index, [])
 

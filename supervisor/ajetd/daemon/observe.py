@@ -492,12 +492,22 @@ class Observe(Base):
         seen = self.gpus.of_run(sampled)
         if not seen and not sampled.gpu_ids:
             return
+        # a placed GPU the driver no longer lists (this machine's runs: another machine's
+        # GPUs are not in this sample) is lost, its figures none
+        missing = self.gpus.missing(sampled) if slot.host.machine is None else ()
+        seen += [gpuuse.RunGpu(i, None, None, lost=True) for i in missing]
         if gpuuse.busy(seen):
             slot.gpu_busy_at = now
         run = replace(sampled, gpu_stats=gpuuse.fold(sampled.gpu_stats, seen, now))
         if seen:
             drawing.record_gpus(self.home, run.run_id, now, seen)
         lost = self.gpus.lost_evidence(run)
+        if lost is None and missing:
+            listed = ", ".join(str(g.index) for g in self.gpus.last)
+            lost = (
+                f"GPU {missing[0]} is no longer listed by the driver (it lists GPU(s) {listed}): "
+                "it fell off the bus, or was taken from this machine's view"
+            )
         known = run.trial.live_findings if run.trial else ()
         if lost and run.trial and not any(f.kind == GPU_LOST for f in known):
             log.error("run %s: %s", run.run_id, lost)
