@@ -334,9 +334,19 @@ def live_commands(
     since: float | None = None,
     others: Mapping[int, int] | None = None,
 ) -> list[tuple[int, str]]:
-    """The run's live processes (`run_pids`) with their command lines (`shown_cmdline`),
-    nothing signalled: what a trial that just ended left running."""
-    return [(p.pid, shown_cmdline(p)) for p in run_processes(run_id, root_pid, since, others)]
+    """The run's live processes (`run_pids`) that are no longer below `root_pid` (the trial's
+    pane process), with their command lines (`shown_cmdline`), nothing signalled: what its
+    command left running detached (reparented away: `nohup ... &`, a tmux server of its
+    own). A process still below the pane is the trial's own, not yet ended."""
+    below: set[int] = set()
+    if root_pid:
+        with contextlib.suppress(psutil.Error):
+            below = {c.pid for c in psutil.Process(root_pid).children(recursive=True)}
+    return [
+        (p.pid, shown_cmdline(p))
+        for p in run_processes(run_id, None, since, others)
+        if p.pid not in below
+    ]
 
 
 def reap_run(
