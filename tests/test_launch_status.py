@@ -113,3 +113,13 @@ def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
         )
         warned = " ".join(data["blueprint"]["warnings"]) if data.get("blueprint") else ""
         assert said in warned, (result, data)
+
+
+def test_a_success_whose_output_ends_in_a_traceback_is_warned(env: Env, loop: Loop) -> None:
+    """walk 86: `what went wrong: nothing (exit 0)` beside a traceback the command hid."""
+    crash = "python -c \"d = {}; print('step 1'); d['answer']\""  # a real KeyError, exit 1
+    run_id = loop.submit(env.blueprint("hidden", command=f"{crash} || true"))
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded"
+    warnings = env.status(run_id)["warnings"]
+    assert any("ends in a Python traceback" in w for w in warnings), warnings

@@ -8,6 +8,7 @@ import pytest
 from ajetd.core.launchshape import (
     detached,
     detached_end,
+    ended_in_traceback,
     masked_status,
     script_paths,
     statements,
@@ -75,3 +76,13 @@ def test_a_success_is_failed_only_when_quick_recordless_and_leaving_processes() 
     assert detached_end(0.4, 0, []) is None
     assert detached_end(0.4, 3, left) is None  # it wrote records: a straggler
     assert detached_end(3600, 0, left) is None  # it ran: a Ray worker left behind
+
+
+def test_a_traceback_at_the_end_of_the_output_is_found() -> None:
+    tb = "Traceback (most recent call last):\n  File \"t.py\", line 1\nKeyError: 'answer'\n"
+    assert ended_in_traceback("step 1\n" + tb + "[ajetd] trial 1 exited", "[ajetd] ") == (
+        "KeyError: 'answer'"
+    )
+    assert ended_in_traceback(tb + "finished\ndone\n", "[ajetd] ") == "KeyError: 'answer'"
+    assert ended_in_traceback(tb + "step\n" * 20, "[ajetd] ") is None  # it went on after it
+    assert ended_in_traceback("all good\n", "[ajetd] ") is None

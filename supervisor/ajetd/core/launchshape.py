@@ -13,6 +13,7 @@ parse (an open quote) is not judged.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAX_SCRIPT_CHARS = 64 * 1024  # a launch script read for its shape: more is not looked at
@@ -222,3 +223,29 @@ def detached_end(lasted_s: float, records: int, left: list[tuple[int, str]]) -> 
         "session of its own), and ajetd ended it with the trial's leftovers; run the program "
         "in the foreground (ajetd keeps it in a tmux session of its own)"
     )
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]{0,100}(?:Error|Exception|Exit|Interrupt))\b(?::.*)?$")
+TAIL_LINES_AFTER = 5  # lines a program may print after its traceback for it still to end there
+
+
+def ended_in_traceback(tail: str, own_prefix: str) -> str | None:
+    """The exception line where the end of a trial's output (`tail`, its last few KiB) is a
+    Python traceback, or None: a command that exited 0 then hid the program's crash (a pipe
+    without pipefail in a script it runs, `|| true`, a wrapper), and 'nothing went wrong'
+    was shown beside a traceback (walk 86). Lines of ajetd's own (`own_prefix`) and blank
+    ones do not count as output after it."""
+    start = tail.rfind(_TRACEBACK)
+    if start < 0:
+        return None
+    lines = [
+        line.rstrip("\r")
+        for line in tail[start:].split("\n")[1:]
+        if line.strip() and not line.startswith(own_prefix)
+    ]
+    for at, line in enumerate(lines):
+        found = _EXCEPTION.match(line)
+        if found is not None and len(lines) - at - 1 <= TAIL_LINES_AFTER:
+            return line if len(line) <= 160 else line[:159] + "…"
+    return None

@@ -21,7 +21,7 @@ from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.trialfiles import read_exit
-from ajetd.core import jsontext, model, resultfiles
+from ajetd.core import jsontext, launchshape, model, resultfiles
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
@@ -31,6 +31,7 @@ from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly, root_cause
 from ajetd.core.timefmt import iso
+from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.daemon.trials import (
     ask_log_writer,
     await_output,
@@ -42,7 +43,7 @@ from ajetd.daemon.trials import (
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import before_own_signal, with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
-from ajetd.diagnosis.scan import count_lines, log_tail
+from ajetd.diagnosis.scan import count_lines, log_tail, tail_bytes
 from ajetd.frameworks.framework import framed
 from ajetd.hosts import copyback
 from ajetd.hosts.base import Fetch, read_local
@@ -197,6 +198,30 @@ def leftovers_said(ended: list[tuple[int, str]]) -> str:
     return f"ended {len(ended)} leftover process(es) its trial left running: {shown}{more}"
 
 
+TAIL_CHECKED = 8192  # bytes of a successful trial's log read for a traceback at its end
+
+
+def _hidden_crash(home: Home, run: Run, outcome: model.Status, exit_code: int | None) -> Run:
+    """A success whose output ends in a Python traceback (`launchshape.ended_in_traceback`)
+    keeps its status, which is the command's, with a warning that says so: its exit status
+    was likely not its program's. Its last output first (bounded), then 8 KiB of its log."""
+    trial = run.trial
+    if outcome is not model.Status.SUCCEEDED or exit_code != 0 or trial is None:
+        return run
+    log_file = paths(home, run, trial.number).log
+    await_output(log_file, trial.number)
+    tail = tail_bytes(log_file, TAIL_CHECKED).decode("utf-8", errors="replace")
+    line = launchshape.ended_in_traceback(tail, OWN_LINE_PREFIX)
+    if line is None:
+        return run
+    return model.warn(
+        run,
+        f"trial {trial.number} exited with code 0, but its output ends in a Python traceback "
+        f"({line}): the exit status is likely not the program's (a pipe in a script without "
+        "`set -o pipefail`, `|| true`, a wrapper that swallows it)",
+    )
+
+
 def finish_run(
     home: Home,
     run: Run,
@@ -224,6 +249,7 @@ def finish_run(
         if exit_code is not None:  # whole first (an instant exit's may not be in its log yet)
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
         shown = shows_validation(run, log_of)
+    run = _hidden_crash(home, run, outcome, exit_code)
     unread = run.val_read.unread if run.kind != "nemo_rl" else 0
     # (a reason without `data kept` is left as it is)
     reason = kept_truly(end.reason, len(run.history), expected, shown, unread)
