@@ -162,3 +162,19 @@ def test_full_width_brackets_around_a_key_are_read(env: Env) -> None:
     text = "".join(f"- 【{k}】：{v}\n" for k, v in _parts(env).items() if k != "ajetd")
     code, data, _ = lint(env, text)
     assert code == 0 and data["blueprint"]["codebase_dir"] == str(env.codebase), data
+
+
+def test_a_command_that_begins_with_the_templates_for_example_is_refused(env: Env) -> None:
+    """walk 86: `例如 python -m ...` (the seed's own wording) ran `例如` and exited 127."""
+    for command in ("例如 python -m fakejet.launcher", "例如：python -m fakejet.launcher"):
+        code, _, text = lint(env, exp_launch_command=command)
+        assert code == 2 and "begins with '例如'" in text, text
+    text = "".join(
+        f"- [{k}] 执行训练的命令（字符串）：例如 {v}\n"
+        if k == "exp_launch_command"
+        else f"- [{k}] {v}\n"
+        for k, v in _parts(env).items()
+        if k != "ajetd"
+    )
+    code, _, said = lint(env, text)
+    assert code == 2 and "begins with '例如'" in said, said

@@ -210,6 +210,23 @@ def asked(parts: dict[str, str]) -> Asked:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+_EXAMPLE = re.compile(
+    r"(例如|比如|举例|e\.g\.|eg|for example)(?:[:：,，][ \t]*|[ \t]+)", re.IGNORECASE
+)
+
+
+def _example_word(command: str) -> str | None:
+    """A command that begins with the seed's own "例如" ("e.g."): copied with its wording,
+    it ran `例如` as a program and exited 127 (walk 86); refused, naming the word."""
+    found = _EXAMPLE.match(command)
+    if found is None:
+        return None
+    return (
+        f'exp_launch_command: begins with {found.group(1)!r} ("for example"), the template\'s '
+        f"wording: write the command alone ({command[found.end() :][:60]!r})"
+    )
+
+
 def _blocks(part: str, raw: dict[str, str]) -> str | None:
     """A part read from one fenced block that holds several: only the first was read, so a
     step-by-step launch (`source .../activate` in one block, the training in the next) ran
@@ -375,7 +392,9 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     bad = control_character(command, allowed="\t\n")
     if bad:
         problems.append(f"exp_launch_command: holds {bad}")
-    problems += _notes(odd_space(command), launchshape.detached_problem(command))
+    problems += _notes(
+        odd_space(command), launchshape.detached_problem(command), _example_word(command)
+    )
     if len(command) > MAX_COMMAND_CHARS:
         problems.append(
             f"exp_launch_command: {len(command)} characters long (at most {MAX_COMMAND_CHARS}: "

@@ -143,6 +143,7 @@ _FREE_LABEL = re.compile(
     r"([^\d\s/\\=`'\"$:：][^/\\=`'\"$:：\n]{0,29}?)[ \t]*(?:：|:(?=[ \t]))[ \t]*"
 )
 _PROSE = ("exp_purpose", "exp_notes", "ajetd")
+_EXAMPLE = ("例如", "比如", "举例")  # "for example": the template's wording, not a label
 
 
 def _free_label_dropped(part: str, tail: str) -> str:
@@ -153,8 +154,8 @@ def _free_label_dropped(part: str, tail: str) -> str:
     found = _FREE_LABEL.match(tail.strip())
     if found is None or part in _PROSE or not tail.strip()[found.end() :]:
         return tail
-    if part == "exp_launch_command" and found.group(1).isascii():
-        return tail
+    if part == "exp_launch_command" and (found.group(1).isascii() or found.group(1) in _EXAMPLE):
+        return tail  # `例如：python ...` is refused by the blueprint's check, not read as a label
     return tail.strip()[found.end() :]
 
 
