@@ -255,6 +255,8 @@ def test_a_failure_the_full_log_lost_is_read_from_the_pane(
     assert NCCL not in first.splitlines()  # the log's copy lost it (the banner quotes it)
     trials_md = (result / "trials.md").read_text()
     assert "`nccl_error`" in trials_md
+    # read from the pane, it names no line of any file: never `line 0`
+    assert "no log line" in trials_md and "line 0," not in trials_md, trials_md
 
 
 def test_the_pane_tells_only_its_own_trials_failure(daemon_env: Env) -> None:

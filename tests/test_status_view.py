@@ -105,6 +105,19 @@ def test_queued_runs_are_listed_and_numbered_in_the_order_they_launch(env: Env) 
     assert not env.record(waiting[1]).get("started_at")
 
 
+def test_a_finding_read_outside_the_log_names_no_line() -> None:
+    """A finding read from a pane's history, an exit code or a full disk has line 0 in JSON;
+    shown, it said `line 0`, a line of no file: now `no log line`, and a log's finding its
+    line as before."""
+    run = _run(1, State.RUNNING)
+    pane = Finding("nccl_error", "infra", 0, "NCCL error", "why", "fix")
+    logged = replace(pane, kind="cuda_oom", line=12)
+    run = replace(run, trials=(replace(run.trials[0], live_findings=(pane, logged)),))
+    text = plain(detail(run, NOW, 100))
+    assert "nccl_error [infra] no log line: NCCL error" in text, text
+    assert "cuda_oom [infra] line 12: NCCL error" in text and "line 0" not in text
+
+
 def test_wide_terminal_shows_whole_session_and_narrow_drops_columns() -> None:
     wide = plain(overview(_world(), Filters(), NOW, 200, True, {}))
     assert LONG in wide

@@ -61,8 +61,14 @@ class Finding:
             remedy=str(data.get("remedy") or ""),
         )
 
+    def where(self) -> str:
+        """Where it was seen, for people: `line N` of the log, or `no log line` for one read
+        from outside the log (its pane's history, its exit code, a full disk, its place):
+        line 0 in JSON, never shown as `line 0`, which named no line of any file."""
+        return f"line {self.line}" if self.line > 0 else "no log line"
+
     def summary(self) -> str:
-        return f"{self.kind} (line {self.line}): {self.explanation} Evidence: {self.evidence}"
+        return f"{self.kind} ({self.where()}): {self.explanation} Evidence: {self.evidence}"
 
 
 def _int(value: Any, default: int) -> int:

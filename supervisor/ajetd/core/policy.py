@@ -626,7 +626,7 @@ def _prompt_flag(run: Run) -> str | None:
     found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
     if not found:
         return None
-    return f"{INPUT_PREFIX}`{found[0].evidence}` (line {found[0].line}): {found[0].fix}"
+    return f"{INPUT_PREFIX}`{found[0].evidence}` ({found[0].where()}): {found[0].fix}"
 
 
 def next_wake(

@@ -147,7 +147,14 @@ class Observe(Base):
             # what is read below from the log (a failure's traceback, how a NeMo-RL run said
             # it ended) must have come through tmux first: the end is seen sooner. A clean
             # exit reads nothing there, so its record does not wait (its reports do)
-            trials.await_output(slot.paths(self.home).log, run.trial.number)
+            log_file = slot.paths(self.home).log
+            if not trials.await_output(log_file, run.trial.number):
+                # its writer notes a folder gone at the pane's end, maybe after the exit was
+                # seen: the findings are read from the spare, not from a path now gone (then
+                # the pane's, with no log line)
+                self.notice_moves(slot, now)
+                if slot.paths(self.home).log != log_file:
+                    trials.await_output(slot.paths(self.home).log, run.trial.number)
         asked = _filed_at(self.home.stop_request(run.run_id))
         # whether its program printed anything, read once its time limit is due (a stop's
         # why says so), before any signal: a killed program's shell may print a line
@@ -444,7 +451,7 @@ class Observe(Base):
             for f in seen.new:
                 if f.kind not in known:
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
-                    text = f"seen while running{where}: {f.kind} (line {f.line})"
+                    text = f"seen while running{where}: {f.kind} ({f.where()})"
                     self.home.append_event(run.run_id, now, text)
             self._store(model.seen_in_output(run, framed(found, run.kind), replaced))
 

@@ -409,7 +409,7 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             for f in trial.findings:
                 label = action_label(f, ctx.allowed_fixes)
                 lines.append(
-                    f"- `{f.kind}` ({label}, line {f.line}, seen {f.count}x): "
+                    f"- `{f.kind}` ({label}, {f.where()}, seen {f.count}x): "
                     f"{f.explanation} Fix: {f.fix}  \n  evidence: `{f.evidence}`"
                 )
         tail = ctx.trial_tails.get(trial.number, [])

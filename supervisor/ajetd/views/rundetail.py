@@ -116,7 +116,7 @@ def _finding_lines(run: Run, fit: _Fit) -> list[Line]:
         [(f"FINDINGS (trial {trial.number if trial else 0}, root cause first)", "header")]
     ]
     for f in found:
-        head = f"  {f.kind} [{f.severity}] line {f.line}: "
+        head = f"  {f.kind} [{f.severity}] {f.where()}: "
         lines += fit.prose(head, f.evidence, "bad" if f.severity == "fatal" else "")
         if f.explanation:
             lines += fit.prose("    why: ", f.explanation)
