@@ -366,6 +366,17 @@ def test_a_host_that_stops_answering_before_the_fixed_copy_rejects_saying_so(
     assert "submit it again once" in run.reason and "execute_test" in run.reason, run.reason
 
 
+def _sshd_again(folder: Path) -> subprocess.Popen[bytes]:
+    """The test's own sshd (`conftest._sshd` made it in `folder`) started again: its host
+    answers once more."""
+    binary = shutil.which("sshd") or "/usr/sbin/sshd"
+    return subprocess.Popen(
+        [binary, "-D", "-e", "-f", str(folder / "sshd_config")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def _queued_remote_run_damaged_while_its_host_is_down(
     env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
 ) -> tuple[str, dict[str, Any]]:
@@ -405,14 +416,7 @@ def _queued_remote_run_damaged_while_its_host_is_down(
             assert run_id not in second.daemon.runs  # not rejected: it waits for its host
             assert not (env.tmp / "results" / "later" / "finish.flag").exists()
             second.turn()  # its stop request, if any, is taken (or kept) meanwhile
-            binary = shutil.which("sshd") or "/usr/sbin/sshd"
-            restarted.append(
-                subprocess.Popen(
-                    [binary, "-D", "-e", "-f", str(folder / "sshd_config")],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+            restarted.append(_sshd_again(folder))
             second.until(lambda: run_id in second.daemon.runs, "the run admitted again")
             return run_id, second.until_done(run_id)
         finally:
@@ -1308,14 +1312,7 @@ def test_a_stop_its_host_did_not_take_is_sent_once_the_host_answers(
         run = loop.run(run_id)
         assert run.state.value == "stopping" and run.signals_sent == (), run.signals_sent
         assert "did not answer" in shown_reason(run) and "no signal sent" in shown_reason(run)
-        binary = shutil.which("sshd") or "/usr/sbin/sshd"
-        restarted.append(
-            subprocess.Popen(
-                [binary, "-D", "-e", "-f", str(folder / "sshd_config")],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
+        restarted.append(_sshd_again(folder))
         loop.run_for(UNSENT_RETRY_S)
         flag = loop.until_done(run_id)
         assert flag["status"] == "stopped", flag
