@@ -35,7 +35,8 @@ def test_a_daemon_killed_between_the_end_and_its_hook_fires_it_after_a_restart(
     for a run stopped while queued (`ajetd stop` before its launch)."""
     hook = env.tmp / "hook.log"
     line = f"echo $AJETD_RUN_ID >> {hook}"
-    cpus = "gpus: [0]" if stopped_queued else "gpus: 0"  # no GPU here: [0] waits in the queue
+    # a `Loop` probes no GPU (NoGpu): gpus: [0] waits in the queue, on any machine
+    cpus = "gpus: [0]" if stopped_queued else "gpus: 0"
     bp = env.blueprint("ends", command="exit 3", ajetd=f"{cpus}\non_finish: '{line}'")
     kill = KillAfter(monkeypatch, "run.json")  # the reports land, finish.flag not yet
     first = Loop(env)
