@@ -19,7 +19,7 @@ from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
 from ajetd.core.stoprules import followed, learned_window, plateau_reason, restart_index
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import step_text
+from ajetd.frameworks.valresults import UNREAD_RECORDS, step_text
 
 HANG_PREFIX = "no output for "
 INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention begins with
@@ -181,9 +181,6 @@ def limit_reason(run: Run) -> str:
     if why:
         head += f" {why}" if why.startswith((HUNG, SILENT)) else f", {why}"
     return f"{head}; {DATA_KEPT_THEN if why.startswith(HUNG) else DATA_KEPT}"
-
-
-UNREAD_RECORDS = "its output shows validation results, yet no record was read from them"
 
 
 UNREAD_LINES = (

@@ -322,6 +322,10 @@ def parse_val_lines(
     return block, changed
 
 
+# what a run's reason says where its output shows validation results no record was read from
+# (here, where the views that repeat it can import it without the daemon's policy)
+UNREAD_RECORDS = "its output shows validation results, yet no record was read from them"
+
 STEP_UNKNOWN = "unknown"
 # Why a record's step is not derived from its place in the file (val_before_train → 0, then
 # every test_freq): a trial resumed from a checkpoint validates at the checkpoint's step, and

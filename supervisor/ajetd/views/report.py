@@ -15,12 +15,12 @@ from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
 from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
-from ajetd.core.policy import UNREAD_RECORDS
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     MAX_SHOWN_KEYS,
     STEPS_UNKNOWN_NOTE,
+    UNREAD_RECORDS,
     best_point,
     judged,
     last_value,

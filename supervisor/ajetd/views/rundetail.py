@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from ajetd.core import unsaved
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run
-from ajetd.core.policy import UNREAD_RECORDS
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
+    UNREAD_RECORDS,
     best_point,
     last_value,
     metric_series,
