@@ -254,6 +254,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.supervise_live(now, ask_tmux)
         self.ends_meanwhile()
         self.relaunch(now)
+        with self._step("hooks", "firing on_finish hooks"):  # the ends supervision just
+            self._finish_hooks(now)  # recorded: fired in this pass, not a sleep later
         with self._step("campaigns", "advancing campaigns"):  # after supervision: a row as
             self.campaigns.tick(now, self.runs)  # soon as a run ends
         self.housekeeping(now)
