@@ -178,3 +178,11 @@ def test_a_command_that_begins_with_the_templates_for_example_is_refused(env: En
     )
     code, _, said = lint(env, text)
     assert code == 2 and "begins with '例如'" in said, said
+
+
+def test_lint_json_shows_the_stages_it_read(env: Env) -> None:
+    stages = "gpus: 0\nstages:\n  - {name: train, outputs: [saved/last]}\n  - {name: ev, command: 'echo'}"
+    code, data, _ = lint(env, ajetd=stages)
+    assert code == 0, data["problems"]
+    assert [s["name"] for s in data["blueprint"]["options"]["stages"]] == ["train", "ev"]
+    assert data["blueprint"]["options"]["stages"][0]["outputs"] == ["saved/last"]

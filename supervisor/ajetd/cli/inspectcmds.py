@@ -7,6 +7,7 @@ Each imports what it needs inside its function, so that loading the command line
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,12 @@ def lint(file: Path, as_json: bool) -> None:
                 "autokill": bp.options.autokill,
                 "keep_session_s": bp.options.keep_session_s,
                 **_rules(bp, resolved),
+                # the pipeline as read (walk 86: lint --json did not show it at all)
+                **(
+                    {"stages": [dataclasses.asdict(stage) for stage in bp.options.stages]}
+                    if bp.options.stages
+                    else {}
+                ),
             },
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
