@@ -682,11 +682,19 @@ def test_a_stop_ends_a_run_whose_fix_waits_for_a_full_folder(
 def test_a_time_limit_ends_a_run_whose_fix_waits_for_a_full_folder(
     env: Env, tmpfs: Callable[[Path, str], Path]
 ) -> None:
-    """The time limit passing while a failed trial's fix waits for a full config folder ends
-    the run (before: running for ever, exp_max_time never looked at after the exit)."""
+    """The time limit coming while a failed trial's fix waits for a full config folder ends
+    the run (before: running for ever, exp_max_time never looked at after the exit). Once
+    less time is left than the failed trial ran, the waiting relaunch is given up as one
+    that could only start and be stopped (`policy._too_late`): `failed`, saying so; where
+    no look falls in those last seconds, the limit itself ends it (`time_limit`)."""
     run_id, line, _ = _oom_into_full_folder(env, tmpfs, "8s")
     status = env.wait_done(run_id, timeout=40)
-    assert status["status"] == "time_limit" and status["trials"] == 1, status
+    assert status["trials"] == 1, status
+    if status["status"] == "failed":
+        assert "not relaunched" in status["reason"], status
+        assert "of exp_max_time (8s) left" in status["reason"], status
+    else:
+        assert status["status"] == "time_limit", status
     assert line not in env.cli("status").stdout
 
 
