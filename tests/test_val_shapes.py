@@ -324,3 +324,14 @@ def test_an_interpolated_val_file_gives_the_runs_metrics(env: Env, loop: Loop) -
     flag = loop.until_done(loop.submit(env.blueprint("hydra", config=config, ajetd="gpus: 0")))
     assert flag["status"] == "succeeded" and flag["metrics"]["global_steps"] == 4, flag
     assert (env.codebase / "saved" / "exp_w86" / "val.md").exists()
+
+
+def test_a_campaigns_running_line_says_a_diverged_metric() -> None:
+    from ajetd.views.campaign import _running_line
+
+    run = {"index": 2, "name": "lr", "run_id": "abc123", "run_state": "running"}
+    line = _running_line({**run, "metric": "nan", "best_metric": 0.5}, "accuracy")
+    assert "last accuracy nan (best 0.5)" in line, line
+    assert "last accuracy 0.4 " in _running_line(
+        {**run, "metric": 0.4, "best_metric": 0.5}, "accuracy"
+    )

@@ -28,6 +28,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.markdown import table_cell
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
+from ajetd.frameworks.valresults import is_nonfinite
 
 HYPOTHESIS_MAX = 120  # characters of an experiment's description in campaign.md's table
 WAIT_EXIT = {"completed": 0, "stopped": 1, "refused": 1, "needs_decision": 2}
@@ -89,7 +90,8 @@ def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
             {
                 **_experiment(exp),
                 "run_state": run.state.value if run else "submitted",
-                "metric": value if isinstance(value, (int, float)) else None,
+                # a number, or `nan`/`inf` as text where the metric diverged (walk86 F2)
+                "metric": value if isinstance(value, (int, float)) or is_nonfinite(value) else None,
                 "best_metric": cr.best_value(run.history, spec.metric, spec.maximise)
                 if run
                 else None,
@@ -242,7 +244,9 @@ def status_json(
 
 
 def _running_line(run: dict[str, Any], metric: str) -> str:
-    value = "no metric yet" if run["metric"] is None else f"last {metric} {run['metric']:g}"
+    last = run["metric"]
+    shown = last if isinstance(last, str) else f"{last:g}"  # `nan`: said, never hidden
+    value = "no metric yet" if last is None else f"last {metric} {shown}"
     if run["metric"] is not None and run["best_metric"] is not None:
         value += f" (best {run['best_metric']:g})"
     return (
