@@ -201,12 +201,23 @@ def _literal(match: re.Match[str]) -> str:
     args = match.group("args")
     number = _SOLE_NUMBER.fullmatch(args)
     if number is not None:
-        text = number.group("number").replace("_", "")
-        return _nonfinite_literal(text) if text.lstrip("-+") in ("nan", "inf") else text
+        return _number_literal(number.group("number").replace("_", ""))
     string = _SOLE_STRING.fullmatch(args)
     if string is not None:
         return string.group("string")
     return repr(match.group(0))
+
+
+def _number_literal(text: str) -> str:
+    """A call's sole number as Python spells it: `01` (a leading zero, as C and numpy print
+    it: `A(01)`) is no Python literal, and the whole record was lost to it."""
+    if text.lstrip("-+") in ("nan", "inf"):
+        return _nonfinite_literal(text)
+    try:
+        value: float = int(text)
+    except ValueError:
+        value = float(text)
+    return repr(value) if math.isfinite(value) else _nonfinite_literal(str(value))
 
 
 def parse_dict_line(line: str) -> dict[str, Any] | None:
