@@ -217,7 +217,14 @@ def test_stop_that_times_out_says_the_stop_goes_on(daemon_env: Env) -> None:
         ajetd="gpus: 0",
     )
     run_id = env.submit(bp)
-    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    log = env.tmp / "results" / "deaf" / "logs" / "trial-1.log"
+
+    # its first step: SIGINT ignored from then on (a stop that came while python was still
+    # starting ended it at once, exit 0: the test raced the program's own start)
+    def stepped() -> bool:  # a line "step" of its own, not the banner's command text
+        return log.exists() and "step" in log.read_text().split()
+
+    wait_for(stepped, what="the program's first step")
     out = env.cli("stop", run_id, "--timeout", "0.3")
     assert out.returncode == 124, out.stderr
     assert f"run {run_id} is still stopping after 0.3s" in out.stderr, out.stderr

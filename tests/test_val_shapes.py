@@ -336,3 +336,7 @@ def test_a_campaigns_running_line_says_a_diverged_metric() -> None:
     assert "last accuracy 0.4 " in _running_line(
         {**run, "metric": 0.4, "best_metric": 0.5}, "accuracy"
     )
+    # a running experiment with no metric yet (every campaign's first minutes): no crash of
+    # `campaign status`, which formatted None as a number
+    none = _running_line({**run, "metric": None, "best_metric": None}, "accuracy")
+    assert none.endswith(": no metric yet"), none

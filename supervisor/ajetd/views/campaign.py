@@ -245,8 +245,10 @@ def status_json(
 
 def _running_line(run: dict[str, Any], metric: str) -> str:
     last = run["metric"]
-    shown = last if isinstance(last, str) else f"{last:g}"  # `nan`: said, never hidden
-    value = "no metric yet" if last is None else f"last {metric} {shown}"
+    if last is None:
+        value = "no metric yet"
+    else:  # `nan` (a text): said, never hidden
+        value = f"last {metric} {last if isinstance(last, str) else f'{last:g}'}"
     if run["metric"] is not None and run["best_metric"] is not None:
         value += f" (best {run['best_metric']:g})"
     return (
