@@ -377,6 +377,17 @@ def _sshd_again(folder: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def _end_own_sshd(env: Env, restarted: list[Any], servers: Iterator[Any]) -> None:
+    """End a test's own sshd: the copies it started again, then the first (its generator's
+    clean-up), and the run folders the runs left on the host side."""
+    for server in restarted:
+        server.terminate()
+        server.wait(timeout=10)
+    next(servers, None)
+    for run_dir in (env.home / "runs").glob("*"):
+        shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)
+
+
 def _queued_remote_run_damaged_while_its_host_is_down(
     env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
 ) -> tuple[str, dict[str, Any]]:
@@ -422,12 +433,7 @@ def _queued_remote_run_damaged_while_its_host_is_down(
         finally:
             second.close()
     finally:
-        for server in restarted:
-            server.terminate()
-            server.wait(timeout=10)
-        next(servers, None)
-        for run_dir in (env.home / "runs").glob("*"):
-            shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)
+        _end_own_sshd(env, restarted, servers)
 
 
 def test_the_hosts_files_are_read_only_when_regular(tmp_path: Path, sshd: Sshd) -> None:
@@ -1320,9 +1326,4 @@ def test_a_stop_its_host_did_not_take_is_sent_once_the_host_answers(
         assert sent[0].startswith("sent SIGINT") and "late" in sent[0], sent
     finally:
         loop.close()
-        for server in restarted:
-            server.terminate()
-            server.wait(timeout=10)
-        next(servers, None)
-        for run_dir in (env.home / "runs").glob("*"):
-            shutil.rmtree(Path.home() / ".ajetd-remote" / run_dir.name, ignore_errors=True)
+        _end_own_sshd(env, restarted, servers)
