@@ -192,13 +192,7 @@ def test_a_stop_whose_daemon_dies_while_it_waits_says_so_and_exits_1(env: Env) -
     command = "trap '' INT; while :; do sleep 0.1; done"
     run_id = env.submit(env.blueprint("deaf", command=command, ajetd="gpus: 0"))
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
-    stop = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "stop", run_id, "--timeout", "60"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    stop = env.cli_started("stop", run_id, "--timeout", "60")
     events = env.home / "runs" / run_id / "events.jsonl"
     wait_for(lambda: "sent SIGINT" in events.read_text(), what="the stop's SIGINT")
     daemon.kill()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ajetd.daemon.loop import FAILED_PASS_PAUSE_S
-from conftest import PYTHON, Env, wait_for
+from conftest import Env, wait_for
 
 
 def _printing_until(env: Env, trigger: Path) -> str:
@@ -34,13 +34,7 @@ def _live_and_waited_for(env: Env, trigger: Path) -> tuple[str, subprocess.Popen
     run_id = env.submit(env.blueprint("gone", command=_printing_until(env, trigger)))
     wait_for(lambda: env.record(run_id).get("started_at"), what="the run to start")
     wait_for(lambda: _steps(env, "gone") >= 2, what="the run's program to print")
-    waiting = subprocess.Popen(
-        [PYTHON, "-m", "ajetd", "wait", run_id, "--timeout", "60"],
-        env=env.vars,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiting = env.cli_started("wait", run_id, "--timeout", "60")
     return run_id, waiting
 
 
