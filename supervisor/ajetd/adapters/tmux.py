@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
-from ajetd.core.trialscript import EXIT_OPTION, WRITER_ASK, writer_fifos
+from ajetd.core.trialscript import EXIT_OPTION, WRITER_ASK, take_stale_answer, writer_fifos
 
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
 MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
@@ -109,7 +109,7 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         'pause() { read -r -t "$1" -u 6 l; r=$?; [ "$r" -gt 128 ] && return 1\n'
         f'  [ "$r" = 0 ] || return 0; [ "$l" = {WRITER_ASK} ] || return 0; asked=1; return 1; }}\n'
         # one answer at most waits in its FIFO: an answer nobody read is taken back first
-        'said() { [ -n "$asked" ] || return 0; read -r -t 0 -u 7 && read -r -t 0.1 -u 7 _\n'
+        f'said() {{ [ -n "$asked" ] || return 0; {take_stale_answer(7)}\n'
         "  echo >&7; asked=; }\n"
         # cat's errors into fd 6; with the FIFO, fd 6 is opened anew read-only and cat given
         # the only write end that stays open, so its exit ends the wait (end of file) at once

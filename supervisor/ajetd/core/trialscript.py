@@ -93,6 +93,15 @@ def writer_fifos(spare: str) -> tuple[str, str]:
 
 
 WRITER_ANSWER_S = 1  # the longest a trial's end waits for its log's writer to answer
+
+
+def take_stale_answer(fd: int) -> str:
+    """bash that takes one waiting answer from the answer FIFO open on `fd`, if there is one
+    (bounded: the writer and a trial's end may both reach for the same one): the writer
+    before it answers (one at most waits), a trial's end before it asks."""
+    return f"read -r -t 0 -u {fd} && read -r -t 0.1 -u {fd} _"
+
+
 WRITER_ASK = "check"  # the line that asks it (any other line in its wait pipe is cat's error)
 
 
@@ -116,7 +125,7 @@ def writer_ask_lines(spare: str) -> list[str]:
         # an answer to the daemon's ask that nobody took (the writer keeps one at most) is
         # taken first: read as this one's, the exit file came before the writer had looked
         # (bounded: the writer may take it back itself in between)
-        "  read -r -t 0 -u 8 && read -r -t 0.1 -u 8 _",
+        f"  {take_stale_answer(8)}",
         f"  {{ echo {WRITER_ASK} 1<> {ask}; read -r -t {WRITER_ANSWER_S} -u 8 _; }} 2>/dev/null",
         "  exec 8<&-",
         "fi",
