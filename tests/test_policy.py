@@ -400,3 +400,40 @@ def test_silence_with_busy_gpus_is_said_held_back_then_stopped_at_three_windows(
         "stopped at exp_max_time (2m), silent for 1m55s with its GPUs busy (possible collective "
         "deadlock; since 2027-01-15T08:00:05Z, after step 3); data kept"
     ), end.reason
+
+
+def test_a_slurm_job_waiting_in_the_queue_is_not_charged_nor_hung_and_is_flagged_late() -> None:
+    """walk87 F10: the time limit, the hang rule's silence and the run's time used count from
+    the job's start in Slurm, not from its submission; a job still pending after
+    `slurm_pending_s` gets attention (once, same text at each tick), and next_wake names it."""
+    from ajetd.core.runparts import SlurmJob
+
+    timing = replace(TIMING, slurm_pending_s=1000)
+    pending = replace(_run(100), slurm=SlurmJob(job_id="7", state="PENDING", reason="Priority"))
+    assert pending.deadline is None and pending.time_used(T0 + 500) == 0
+    assert next_wake(pending, timing, 600.0, T0, T0 + 1) == T0 + 1000
+    late = Observation(now=T0 + 999, last_output_at=T0)
+    assert decide(pending, late, timing, OPTIONS) == []  # silent 999 s > its 600 s window
+    [att] = decide(pending, replace(late, now=T0 + 1000), timing, OPTIONS)
+    assert isinstance(att, Attention) and att.reason is not None
+    assert att.reason.startswith("pending in Slurm (Priority) for 16m40s or more"), att.reason
+    flagged = model.set_attention(pending, att.reason)
+    assert decide(flagged, replace(late, now=T0 + 1500), timing, OPTIONS) == [att]
+    # it began at T0+1200: from then on its limit and its silence count, the flag goes
+    began = replace(pending, slurm=replace(pending.slurm, state="RUNNING", began_at=T0 + 1200))
+    began = replace(began, slurm=replace(began.slurm, waited_s=1200), attention=att.reason)
+    assert began.deadline == T0 + 1300 and began.time_used(T0 + 1250) == 50
+    assert decide(began, replace(late, now=T0 + 1250), timing, OPTIONS) == [Attention(None)]
+    # not "while hung": its silence counts from its start (T0+1200), not from T0
+    assert decide(began, replace(late, now=T0 + 1300), timing, OPTIONS)[0] == BeginStop(
+        StopCause.TIME_LIMIT
+    )
+
+
+def test_a_slurm_reason_no_wait_clears_is_flagged_at_once() -> None:
+    from ajetd.core.runparts import SlurmJob
+
+    job = SlurmJob(job_id="7", state="PENDING", reason="PartitionConfig")
+    [att] = _decide(replace(_run(100), slurm=job), now=T0 + 2)
+    assert isinstance(att, Attention) and att.reason is not None
+    assert att.reason.startswith("pending in Slurm (PartitionConfig): Slurm will not start job 7")

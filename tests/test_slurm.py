@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -57,14 +58,54 @@ def test_batch_runs_and_a_failing_job_gives_its_code(cluster_env: Env) -> None:
 
 
 def test_a_pending_job_is_queued_with_slurms_reason(cluster_env: Env) -> None:
+    """A job Slurm holds (`sbatch --hold`: only a person releases it) is `queued` with
+    Slurm's reason, and flagged at once: no wait will start it (walk87 F10)."""
     env = cluster_env
-    big = _submit(env, "big", "{mode: batch, cpus_per_task: 512}")
-    wait_for(lambda: env.status(big)["state"] == "queued", timeout=30, what="queued in Slurm")
-    assert "pending in Slurm" in env.status(big)["reason"]
+    held = _submit(env, "held", "{mode: batch, extra: ['--hold']}")
+    wait_for(lambda: env.status(held)["state"] == "queued", timeout=30, what="queued in Slurm")
+    status = wait_for(
+        lambda: (s := env.status(held))["attention"] and s, timeout=30, what="its attention"
+    )
+    assert "pending in Slurm (JobHeldUser)" in status["reason"], status
+    assert status["attention"].startswith("pending in Slurm (JobHeldUser): Slurm will not start")
     small = _submit(env, "small", "{mode: batch}")
     assert env.wait_done(small, timeout=60)["status"] == "succeeded"  # not stuck behind it
-    env.cli("stop", big)
-    assert env.wait_done(big, timeout=60)["status"] == "stopped"
+    env.cli("stop", held)
+    status = env.wait_done(held, timeout=60)
+    assert status["status"] == "stopped", status
+
+
+def test_time_in_slurms_queue_is_not_charged_to_the_time_limit(
+    cluster_env: Env, slurm_cluster: SlurmCluster
+) -> None:
+    """walk87 F10: a job PENDING for longer than exp_max_time was stopped at the limit and
+    ended `time_limit` (`wait` exit 0) although its program never ran. The limit counts from
+    the job's start: held past its 3 s, then released, it runs to its end and succeeds."""
+    env = cluster_env
+    config = env.config("qwait", steps=3, step_time=0.2)
+    bp = env.blueprint(
+        "qwait", config=config, max_time="3s", ajetd="slurm: {mode: batch, extra: ['--hold']}"
+    )
+    run_id = env.submit(bp)
+    job = wait_for(
+        lambda: env.record(run_id).get("slurm", {}).get("job_id"), timeout=30, what="its job"
+    )
+    started = wait_for(lambda: env.record(run_id)["trials"][0].get("started_at"), what="launch")
+
+    def queued_past_its_limit() -> bool:
+        status = env.status(run_id)
+        assert status["state"] == "queued", status  # never stopped while it waits
+        return bool(status["attention"]) and time.time() > started + 4
+
+    wait_for(queued_past_its_limit, timeout=30, what="held past its time limit")
+    shown = env.cli("status", run_id).stdout
+    assert "used 0s of 3s" in shown and "queue not counted" in shown, shown
+    slurm_cluster.run("scontrol", "release", job)
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded" and status["exit_code"] == 0, status
+    waited = env.record(run_id)["slurm"].get("waited_s", 0)
+    assert waited, env.record(run_id)["slurm"]
+    assert waited >= 4 and env.record(run_id)["slurm"]["began_at"] >= started + waited - 0.01
 
 
 def test_stop_reaches_the_batch_job_gracefully(cluster_env: Env) -> None:
@@ -139,11 +180,19 @@ def test_lint_checks_the_request_against_the_cluster(env: Env, slurm_cluster: Sl
         "slurm: {gpus_per_node: 8}": "8 asked, partition debug has 0 per node",
         "slurm: {time: '2:00:00'}": "above partition debug's MaxTime of 60 min",
         "slurm: {nodes: 4}": "slurm.nodes: 4 asked, partition debug has 1",
+        # no node holds it: Slurm would keep it PENDING (PartitionConfig) for ever (walk87 F10)
+        "slurm: {cpus_per_task: 512}": "slurm.cpus_per_task: 512 asked, partition debug's "
+        "largest node has",
+        "slurm: {mem: 64G}": "slurm.mem: 64G asked, partition debug's largest node has 1000M",
     }
     for ajetd, needle in cases.items():
         out = env.cli("lint", str(env.blueprint("slint", ajetd=ajetd)))
         assert out.returncode == 2 and needle in out.stderr, (ajetd, out.stderr)
     assert env.cli("lint", str(env.blueprint("sok", ajetd="slurm: {mode: batch}"))).returncode == 0
+    env.start_daemon()  # admission refuses it as lint does
+    big = env.submit(env.blueprint("sbig", ajetd="slurm: {mode: batch, cpus_per_task: 512}"))
+    status = env.wait_done(big, timeout=30)
+    assert status["status"] == "rejected" and "largest node has" in status["reason"], status
 
 
 def test_slurm_times() -> None:
@@ -254,11 +303,11 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
     from ajetd.hosts.slurm import parse_sacct, parse_scontrol
 
     sacct = (
-        "101|COMPLETED|0:0|0:0|gpu-3|2026-12-02T09:28:05|None\n"
-        "102|CANCELLED by 1000|0:15|0:0|gpu-4|Unknown|None\n"
-        "103|NODE_FAIL|0:0|1:0|gpu-5|2026-12-02T09:30:00|a reason | with the separator\n"
-        "104|RUNNING|0:0|0:0|gpu-6|Unknown|None\n"
-        "999|FAILED|1:0|0:0|gpu-7|2026-12-02T09:28:05|None\n"
+        "101|COMPLETED|0:0|0:0|gpu-3|2026-12-02T09:28:05|2026-12-02T09:20:00|None\n"
+        "102|CANCELLED by 1000|0:15|0:0|gpu-4|Unknown|None|None\n"
+        "103|NODE_FAIL|0:0|1:0|gpu-5|2026-12-02T09:30:00|Unknown|a reason | with the separator\n"
+        "104|RUNNING|0:0|0:0|gpu-6|Unknown|Unknown|None\n"
+        "999|FAILED|1:0|0:0|gpu-7|2026-12-02T09:28:05|Unknown|None\n"
     )
     jobs = parse_sacct(sacct, {"101", "102", "103", "104"})
     assert [(j.job_id, j.state, j.exit_code, j.nodes) for j in jobs.values()] == [
@@ -268,16 +317,17 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
     ]
     at = datetime(2026, 12, 2, 9, 28, 5).timestamp()  # Slurm prints local time
     assert [j.ended_at for j in jobs.values()] == [at, None, at + 115]
+    assert [j.started_at for j in jobs.values()] == [at - 485, None, None]
     assert jobs["103"].reason == "a reason | with the separator"
     scontrol = (
         "JobId=7 JobName=ajet_x_t1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 NodeList=n1 "
-        "EndTime=2026-12-02T09:28:05\n"
+        "StartTime=2026-12-02T09:20:00 RunTime=00:08:05 EndTime=2026-12-02T09:28:05\n"
         "JobId=8 JobName=ajet_y_t1 JobState=PENDING Reason=Resources ExitCode=0:0 NodeList= "
         "EndTime=Unknown\n"
     )
     [job] = parse_scontrol(scontrol, {"7", "8"}).values()
     assert (job.state, job.reason, job.exit_code, job.nodes) == ("TIMEOUT", "TimeLimit", 143, "n1")
-    assert job.ended_at == at
+    assert job.ended_at == at and job.started_at == at - 485
 
 
 def test_a_job_that_ended_while_the_daemon_was_away_is_finished(cluster_env: Env) -> None:

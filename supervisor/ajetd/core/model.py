@@ -304,10 +304,24 @@ class Run:
 
     @property
     def deadline(self) -> float | None:
-        """When the time limit falls: first launch + exp_max_time, across relaunches."""
-        if self.started_at is None or self.max_time_s is None:
+        """When the time limit falls: first launch + exp_max_time, across relaunches, the
+        time its Slurm jobs waited in the queue left out; None while one waits there (no
+        program runs: nothing is charged, walk87 F10)."""
+        if self.started_at is None or self.max_time_s is None or self.slurm.waiting:
             return None
-        return self.started_at + self.max_time_s
+        return self.started_at + self.max_time_s + self.slurm.waited_s
+
+    def time_used(self, now: float) -> float:
+        """The time charged against its limit so far (`deadline`'s clock): since its first
+        launch, the time its Slurm jobs waited in the queue left out."""
+        if self.started_at is None:
+            return 0.0
+        end = self.ended_at or now
+        waited = self.slurm.waited_s
+        trial = self.trial
+        if self.slurm.waiting and trial is not None and trial.started_at is not None:
+            waited += max(end - trial.started_at, 0.0)  # the wait so far of the job pending
+        return max(end - self.started_at - waited, 0.0)
 
     @property
     def active(self) -> bool:

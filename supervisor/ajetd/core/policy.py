@@ -36,6 +36,22 @@ BUSY = "with its GPUs busy (possible collective deadlock"  # silent, yet its GPU
 # a run silent while its GPUs work is not hung (it computes), unless it stays so this many hang
 # windows: a collective that never completes (an NCCL deadlock) spins its GPUs at 100 % forever
 BUSY_SILENCE_WINDOWS = 3
+SLURM_PREFIX = "pending in Slurm ("  # what a job waiting in Slurm's queue is flagged with
+# Slurm's pending reasons that no wait clears: the request is beyond what the partition, the
+# account or the QOS allows, or a hold only a person lifts (flagged at once, walk87 F10)
+SLURM_NEVER = frozenset(
+    {
+        "PartitionConfig",
+        "PartitionNodeLimit",
+        "PartitionTimeLimit",
+        "BadConstraints",
+        "InvalidAccount",
+        "InvalidQOS",
+        "DependencyNeverSatisfied",
+        "JobHeldAdmin",
+        "JobHeldUser",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class Timing:
     hang_auto_s: float = 1800.0  # `hang: {window: auto}` until steps are seen
     hang_floor_s: float = 600.0  # the learned window's bounds
     hang_ceiling_s: float = 7200.0
+    slurm_pending_s: float = 3600.0  # a Slurm job pending this long is flagged
 
 
 @dataclass(frozen=True)
@@ -218,7 +235,7 @@ def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
     nothing at all, or it was hung (no output for the hang window or more, or flagged so);
     and, where the limit was enforced `LATE_S` or more after it fell, by how much and why."""
     parts = []
-    quiet = _quiet_since(obs)
+    quiet = _quiet_since(run, obs)
     flagged = (  # flagged hung; not silent with its GPUs busy (`_hang_flag`)
         run.attention is not None
         and run.attention.startswith(HANG_PREFIX)
@@ -361,10 +378,13 @@ def _plateau(run: Run, options: Options, now: float) -> str | None:
     )
 
 
-def _quiet_since(obs: Observation) -> float | None:
+def _quiet_since(run: Run, obs: Observation) -> float | None:
     """Since when the run has done nothing visible: no output, and no GPU of it busy (a
-    silent run whose GPUs work is computing, not hung)."""
+    silent run whose GPUs work is computing, not hung); a Slurm job is silent while it waits
+    in the queue, so its silence counts from its start there at the earliest."""
     times = [t for t in (obs.last_output_at, obs.gpu_busy_at) if t is not None]
+    if times and run.slurm.began_at is not None:
+        times.append(run.slurm.began_at)
     return max(times) if times else None
 
 
@@ -565,7 +585,8 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         ]
     actions: list[Action] = []
     cause = run.stop_cause
-    quiet_since = _quiet_since(obs)
+    quiet_since = _quiet_since(run, obs)
+    waiting = run.slurm.waiting  # in Slurm's queue: neither hung nor charged (`_slurm_flag`)
     # the moments `next_wake` names, compared as it computes them: `now - since >= window`
     # may round below the window at the very moment `since + window`
     quiet = quiet_since if quiet_since is not None else float("inf")
@@ -577,7 +598,7 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
         elif run.deadline is not None and obs.now >= run.deadline:
             cause = StopCause.TIME_LIMIT
             why = _limit_why(run, obs, window_s)
-        elif (hung := _hang_stop(obs, quiet, window_s, options)) is not None:
+        elif not waiting and (hung := _hang_stop(obs, quiet, window_s, options)) is not None:
             cause, why = StopCause.HANG, hung
         elif (plateau := _plateau(run, options, obs.now)) is not None:
             cause, why = StopCause.PLATEAU, plateau
@@ -603,16 +624,25 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             and obs.now >= began + timing.grace_int_s + timing.grace_term_s
         ):
             actions.append(Send(Signal.KILL))
-    flag = _hang_flag(obs, quiet, window_s, options) if cause is None else None
-    asked = _prompt_flag(run) if cause is None else None
-    flag = asked or flag  # the cause of its silence, where the output says it
-    ours = (HANG_PREFIX, INPUT_PREFIX)
+    if cause is None:
+        hung = None if waiting else _hang_flag(obs, quiet, window_s, options)
+        # the cause of its silence, where its output or its place says it
+        actions += _attention(run, _prompt_flag(run) or _slurm_flag(run, obs.now, timing) or hung)
+    else:
+        actions += _attention(run, None)
+    return actions
+
+
+def _attention(run: Run, flag: str | None) -> list[Action]:
+    """The attention `flag` raised, changed or cleared: only over a flag of these rules'
+    own (hung, at a prompt, waiting in Slurm), never over another's."""
+    ours = (HANG_PREFIX, INPUT_PREFIX, SLURM_PREFIX)
     if flag is not None:
         if run.attention is None or run.attention.startswith(ours):
-            actions.append(Attention(flag))
+            return [Attention(flag)]
     elif run.attention is not None and run.attention.startswith(ours):
-        actions.append(Attention(None))
-    return actions
+        return [Attention(None)]
+    return []
 
 
 def _prompt_flag(run: Run) -> str | None:
@@ -626,6 +656,30 @@ def _prompt_flag(run: Run) -> str | None:
     return f"{INPUT_PREFIX}`{found[0].evidence}` ({found[0].where()}): {found[0].fix}"
 
 
+def _slurm_flag(run: Run, now: float, timing: Timing) -> str | None:
+    """The attention for a trial whose Slurm job waits in the queue: at once where Slurm's
+    reason says no wait will start it, else once it has waited `timing.slurm_pending_s`.
+    Its time limit is not charged meanwhile (`Run.deadline`)."""
+    trial = run.trial
+    if not run.slurm.waiting or trial is None or trial.started_at is None:
+        return None
+    reason = run.slurm.reason or "no reason given yet"
+    job = f"job {run.slurm.job_id}" if run.slurm.job_id else "its job"
+    if run.slurm.reason in SLURM_NEVER:
+        return (
+            f"{SLURM_PREFIX}{reason}): Slurm will not start {job} as the cluster is set up "
+            "(a request beyond its partition, account or QOS, or a hold): it waits for ever; "
+            "stop the run and change its `slurm:` request"
+        )
+    if now < trial.started_at + timing.slurm_pending_s:
+        return None
+    return (
+        f"{SLURM_PREFIX}{reason}) for {format_duration(timing.slurm_pending_s)} or more "
+        f"(since {iso(trial.started_at)}; its time limit is not charged meanwhile): "
+        f"`squeue --start -j {run.slurm.job_id or '<job>'}` says when Slurm expects to start it"
+    )
+
+
 def next_wake(
     run: Run, timing: Timing, window_s: float, last_output_at: float | None, now: float
 ) -> float | None:
@@ -637,12 +691,17 @@ def next_wake(
     times: list[float] = []
     if run.stop_cause is None and run.deadline is not None:
         times.append(run.deadline)
+    trial = run.trial
+    if run.slurm.waiting and trial is not None and trial.started_at is not None:
+        times.append(trial.started_at + timing.slurm_pending_s)
     if run.stop_cause is not None and run.signal_unsent_at is not None:
         times.append(run.signal_unsent_at + UNSENT_RETRY_S)
     if run.stop_cause is not None and run.stop_began_at is not None:
         times.append(run.stop_began_at + timing.grace_int_s)
         times.append(run.stop_began_at + timing.grace_int_s + timing.grace_term_s)
-    if last_output_at is not None and run.stop_cause is None:
+    if last_output_at is not None and run.slurm.began_at is not None:
+        last_output_at = max(last_output_at, run.slurm.began_at)  # `_decide`'s silence
+    if last_output_at is not None and run.stop_cause is None and not run.slurm.waiting:
         times += [last_output_at + k * window_s for k in (1, 2, BUSY_SILENCE_WINDOWS)]
     future = [t for t in times if t > now]
     return min(future) if future else None

@@ -72,7 +72,10 @@ def _plain(cls: type, data: Any) -> dict[str, Any]:
 class SlurmJob:
     """The Slurm job of a run's current trial, as squeue and scontrol last told it.
     `final`: the trial whose end Slurm has told (told once); `exclude`: nodes a node failure
-    took out, left out of later submissions."""
+    took out, left out of later submissions. The time limit counts only while a job runs
+    (walk87 F10: a job PENDING for ever was charged its limit and ended `time_limit`):
+    `began_at` is when the current trial's job began running (Slurm's start time), and
+    `waited_s` the time this run's jobs spent in Slurm's queue, that trial's wait included."""
 
     job_id: str = ""
     state: str = ""  # PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
@@ -80,6 +83,13 @@ class SlurmJob:
     reason: str = ""
     final: int | None = None
     exclude: str = ""
+    began_at: float | None = None
+    waited_s: float = 0.0
+
+    @property
+    def waiting(self) -> bool:
+        """The current trial's job has not begun running (submitted, or about to be)."""
+        return self.state == "PENDING" and self.began_at is None
 
     def to_json(self) -> JsonObject:
         """Only what was ever told (a run never in Slurm stores `{}`, as before)."""
@@ -91,6 +101,10 @@ class SlurmJob:
             data["final"] = self.final
         if self.exclude:
             data["exclude"] = self.exclude
+        if self.began_at is not None:
+            data["began_at"] = self.began_at
+        if self.waited_s:
+            data["waited_s"] = self.waited_s
         return data
 
     @classmethod

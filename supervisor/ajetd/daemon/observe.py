@@ -139,6 +139,12 @@ class Observe(Base):
         exit_info, gone, dead_status = self._exit_seen(slot, now, panes_fresh)
         if exit_info is not None and _started(slot):  # a log folder gone at the end: said
             self.notice_moves(slot, now)
+        if exit_info is not None and slot.run.slurm.waiting:
+            # a job that began and ended between two polls (they back off while nothing
+            # changes): Slurm says when it ran, so its wait is not counted as its run time
+            settled = slot.host.settle(slot.run, self.clock())
+            if settled is not slot.run:
+                self._store(settled)
         run = slot.run
         code = exit_info[0] if exit_info is not None else None
         failed = code not in (0, None) and run.stop_cause is None

@@ -637,6 +637,18 @@ def _nemo_review(bp: Blueprint, config: Mapping[str, Any], found: ConfigReview) 
     return found
 
 
+def _slurm_problems(bp: Blueprint) -> list[str]:
+    """What the cluster cannot give a Slurm run: its partition's limits and its largest
+    node (a request no node holds stays PENDING for ever, walk87 F10)."""
+    if bp.options.slurm is None:
+        return []
+    try:
+        parts, sizes = slurm.partitions(), slurm.node_sizes()
+    except AjetdError as exc:
+        return [f"slurm: cannot ask the cluster: {exc}"]
+    return slurm.check(bp.options.slurm, parts, bp.max_time_s, sizes)
+
+
 def _checked(
     bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
@@ -647,11 +659,7 @@ def _checked(
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
     other = None if config is None else _other_config(bp, codebase, yaml_path, config, fs, where)
     problems.extend([other] if other else [])
-    if bp.options.slurm is not None:
-        try:
-            problems.extend(slurm.check(bp.options.slurm, slurm.partitions(), bp.max_time_s))
-        except AjetdError as exc:
-            problems.append(f"slurm: cannot ask the cluster: {exc}")
+    problems.extend(_slurm_problems(bp))
     result_dir = _abs(bp.result_dir)
     nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
     problems.extend(p for p in [result_dir_problem(result_dir, own, nemo)] if p)

@@ -54,6 +54,9 @@ class Job:
     exit_code: int | None = None
     nodes: str = ""
     ended_at: float | None = None  # when Slurm says it ended (sacct's End, scontrol's EndTime)
+    # when it began running (squeue's %S of a job past PENDING, sacct's Start, scontrol's
+    # StartTime); None: not told, or it never ran
+    started_at: float | None = None
 
 
 def job_name(run_id: str, trial: int) -> str:
@@ -147,12 +150,14 @@ def jobs(names: set[str]) -> dict[str, Job]:
     squeue no longer lists (finished: their final state and exit code)."""
     if not names:
         return {}
-    out = _run(["squeue", "-h", "--me", "-o", "%i|%j|%T|%r|%N"])
+    out = _run(["squeue", "-h", "--me", "-o", "%i|%j|%T|%r|%N|%S"])
     found: dict[str, Job] = {}
     for line in out.splitlines():
         cells = line.split("|")
-        if len(cells) == 5 and cells[1] in names:
-            found[cells[1]] = Job(cells[0], cells[2], cells[3], None, cells[4])
+        if len(cells) == 6 and cells[1] in names:
+            # a pending job's %S is only Slurm's guess of when it may start
+            began = slurm_time(cells[5]) if cells[2] != "PENDING" else None
+            found[cells[1]] = Job(cells[0], cells[2], cells[3], None, cells[4], None, began)
     return found
 
 
@@ -167,7 +172,7 @@ def finished(job_ids: set[str]) -> dict[str, Job]:
         return {}
     try:
         if accounting():
-            fields = "JobID,State,ExitCode,DerivedExitCode,NodeList,End,Reason"
+            fields = "JobID,State,ExitCode,DerivedExitCode,NodeList,End,Start,Reason"
             out = _run(["sacct", "-n", "-P", "-X", "-j", ",".join(sorted(job_ids)), "-o", fields])
             return parse_sacct(out, job_ids)
         return parse_scontrol(_run(["scontrol", "show", "job", "-o"]), job_ids)
@@ -203,6 +208,7 @@ def parse_scontrol(out: str, job_ids: set[str]) -> dict[str, Job]:
                 _exit(fields.get("ExitCode", "")),
                 fields.get("NodeList", ""),
                 slurm_time(fields.get("EndTime", "")),
+                _started(fields.get("StartTime", ""), fields.get("RunTime", "")),
             )
     return found
 
@@ -217,8 +223,15 @@ def slurm_time(text: str) -> float | None:
         return None
 
 
+def _started(start: str, run_time: str) -> float | None:
+    """scontrol's StartTime of an ended job, where it ran: one cancelled while pending has a
+    StartTime (its end) but a RunTime of zero."""
+    began = slurm_time(start)
+    return None if began is None or run_time in ("", "00:00:00") else began
+
+
 def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:
-    """`sacct -n -P -X -o JobID,State,ExitCode,DerivedExitCode,NodeList,End,Reason` lines of
+    """`sacct -n -P -X -o JobID,State,ExitCode,DerivedExitCode,NodeList,End,Start,Reason` lines of
     ended jobs among `job_ids`; `CANCELLED by 1000` reads as CANCELLED; a zero exit code with
     a non-zero derived one (a failed step) gives the derived one. The reason is last: free
     text, it may hold the separator."""
@@ -234,10 +247,11 @@ def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:
         found[cells[0]] = Job(
             cells[0],
             state,
-            "|".join(cells[6:]),
+            "|".join(cells[7:]),
             derived if not code and derived else code,
             cells[4],
             slurm_time(cells[5]) if len(cells) > 5 else None,
+            slurm_time(cells[6]) if len(cells) > 6 else None,
         )
     return found
 
@@ -273,6 +287,26 @@ def partitions() -> dict[str, dict[str, str]]:
     return parts
 
 
+def node_sizes() -> dict[str, dict[str, str]]:
+    """`sinfo -N`: partition -> the most CPUs (`cpus`) and memory in MiB (`mem`) any one of
+    its nodes has (a task's CPUs and a job's memory per node must fit on one node); asked
+    once a minute at most, as `partitions`."""
+    now = time.monotonic()
+    cached = _CACHE.get("nodes")
+    if cached is not None and now - cached[0] < PARTITIONS_TTL_S:
+        return cached[1]
+    sizes: dict[str, dict[str, str]] = {}
+    for line in _run(["sinfo", "-h", "-N", "-o", "%R|%c|%m"]).splitlines():
+        cells = line.strip().split("|")
+        if len(cells) != 3 or not all(c.isdigit() for c in cells[1:]):
+            continue  # a form this parser does not know: the cluster has the last word
+        size = sizes.setdefault(cells[0], {"cpus": "0", "mem": "0"})
+        for key, value in zip(("cpus", "mem"), cells[1:], strict=True):
+            size[key] = str(max(int(size[key]), int(value)))
+    _CACHE["nodes"] = (now, sizes)
+    return sizes
+
+
 def partition_minutes(text: str) -> int | None:
     """A partition's `MaxTime` as `scontrol` prints it, in minutes; None: no limit (also for
     a form this parser does not know: the cluster, not ajetd, then has the last word)."""
@@ -284,8 +318,15 @@ def partition_minutes(text: str) -> int | None:
         return None
 
 
-def check(spec: SlurmSpec, parts: dict[str, dict[str, str]], max_time_s: float | None) -> list[str]:
-    """What the cluster cannot give this run (from `scontrol show partition`)."""
+def check(
+    spec: SlurmSpec,
+    parts: dict[str, dict[str, str]],
+    max_time_s: float | None,
+    sizes: dict[str, dict[str, str]] | None = None,
+) -> list[str]:
+    """What the cluster cannot give this run (from `scontrol show partition`, and the
+    partition's nodes' `sizes`: a request no node can hold stays PENDING for ever, walk87
+    F10)."""
     if not parts:
         return ["slurm: the cluster lists no partition"]
     name = spec.partition or next(
@@ -317,6 +358,18 @@ def check(spec: SlurmSpec, parts: dict[str, dict[str, str]], max_time_s: float |
             )
     if spec.nodes > nodes:
         problems.append(f"slurm.nodes: {spec.nodes} asked, partition {name} has {nodes}")
+    size = (sizes or {}).get(name, {})
+    cpus, mem = int(size.get("cpus", "0")), int(size.get("mem", "0"))
+    if spec.cpus_per_task and cpus and spec.cpus_per_task > cpus:
+        problems.append(
+            f"slurm.cpus_per_task: {spec.cpus_per_task} asked, partition {name}'s largest node "
+            f"has {cpus} CPUs"
+        )
+    if spec.mem_mib and mem and spec.mem_mib > mem:
+        problems.append(
+            f"slurm.mem: {format_mib(spec.mem_mib)} asked, partition {name}'s largest node has "
+            f"{format_mib(mem)}"
+        )
     return problems
 
 

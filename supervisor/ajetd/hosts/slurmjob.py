@@ -18,6 +18,7 @@ from ajetd.core import model
 from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import SlurmSpec
 from ajetd.core.model import Run
+from ajetd.core.runparts import SlurmJob
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.hosts import slurm
 from ajetd.hosts.local import LocalHost
@@ -60,6 +61,14 @@ class SlurmHost(LocalHost):
             exclude = ",".join(x for x in (wanted.exclude, run.slurm.exclude) if x)
             wanted = replace(wanted, exclude=exclude)
         name = slurm.job_name(run.run_id, n)
+        # the trial's job waits in Slurm's queue until squeue says it runs: no time charged
+        # meanwhile (`SlurmJob.waiting`); the last trial's job id, state and nodes are not its
+        run = replace(
+            run,
+            slurm=replace(
+                run.slurm, job_id="", state="PENDING", nodes="", reason="", began_at=None
+            ),
+        )
         if not self.batch:
             command = slurm.interactive_command(wanted, run.max_time_s, name, str(script))
             return run, replace(spec, command=command, env=(), prefix=(), venv_exe="")
@@ -105,11 +114,25 @@ class SlurmHost(LocalHost):
         return self.home.trial_file(run.run_id, run.trial.number, "job.exit.sigint").exists()
 
 
-def _seen(run: Run, job: slurm.Job) -> Run:
+def _began(info: SlurmJob, run: Run, job: slurm.Job, now: float) -> SlurmJob:
+    """The job past PENDING for the first time: when it began running (Slurm's start time,
+    where it lies within the trial; else `now`, the poll that saw it), and its wait in the
+    queue since the trial let it go added to the run's (`Run.deadline` leaves it out)."""
+    trial = run.trial
+    if info.began_at is not None or trial is None or trial.started_at is None:
+        return info
+    said = job.started_at
+    began = said if said is not None and trial.started_at <= said <= now else now
+    return replace(info, began_at=began, waited_s=info.waited_s + began - trial.started_at)
+
+
+def _seen(run: Run, job: slurm.Job, now: float) -> Run:
     """What squeue says of a live job: its id, state, nodes, and a pending job's reason."""
     info = replace(
         run.slurm, job_id=job.job_id, state=job.state, nodes=job.nodes, reason=job.reason
     )
+    if job.state != "PENDING":
+        info = _began(info, run, job, now)
     reason = f"pending in Slurm ({job.reason})" if job.state == "PENDING" else ""
     if info == run.slurm and reason == run.reason:
         return run
@@ -147,7 +170,7 @@ class SlurmPoller:
         for name, run in live.items():
             job = seen.get(name)
             if job is not None:
-                changed.append(_seen(run, job))
+                changed.append(_seen(run, job, now))
                 continue
             number = run.trial.number if run.trial else 0
             if (job_id := self.job_id(run)) and run.slurm.final != number:
@@ -175,6 +198,11 @@ class SlurmPoller:
         assert run.trial is not None
         n, began = run.trial.number, run.trial.started_at or 0.0
         info = replace(info, job_id=done.job_id, state=done.state, reason=done.reason, final=n)
+        if done.started_at is not None:
+            info = _began(info, run, done, now)
+        elif run.slurm.waiting:  # pending when last seen, no start: it never ran
+            at = done.ended_at if done.ended_at and began <= done.ended_at <= now else now
+            info = replace(info, began_at=at, waited_s=info.waited_s + at - began)
         found = slurm.finding(done)
         if found is not None:
             self.home.append_event(run.run_id, now, f"{found.kind}: {found.evidence}")

@@ -244,7 +244,7 @@ def _time_cell(run: Run, now: float) -> str:
     if run.active:
         if run.started_at is None:
             return f"waits {format_duration(now - run.submitted_at)}"
-        used = format_duration(now - run.started_at)
+        used = format_duration(run.time_used(now))
         return f"{used}/{format_duration(run.max_time_s)}" if run.max_time_s else used
     return f"{format_duration(now - (run.ended_at or run.submitted_at))} ago"
 

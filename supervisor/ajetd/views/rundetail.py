@@ -206,12 +206,14 @@ def detail(
     why = run.attention or shown_reason(run)
     lines += fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
     if run.started_at is not None:
-        used = (run.ended_at or now) - run.started_at
+        used = run.time_used(now)
         text = f"used {format_duration(used)}"
         if run.max_time_s:
             text += f" of {format_duration(run.max_time_s)}"
             if run.active:
-                text += f", {format_duration(run.started_at + run.max_time_s - now)} left"
+                text += f", {format_duration(run.max_time_s - used)} left"
+        if run.slurm.waited_s or run.slurm.waiting:
+            text += " (time in Slurm's queue not counted)"
         lines.append(_kv("time", text, width))
     else:  # queued, or ended before a trial ran (rejected): what its blueprint asks for
         limit = f" (limit {format_duration(run.max_time_s)})" if run.max_time_s else ""
