@@ -267,6 +267,27 @@ def test_a_session_renamed_by_hand_is_shown_and_attached_by_its_new_name(env: En
     assert f"tmux session {session} was renamed mine" in journal
 
 
+def test_a_session_renamed_just_before_the_end_is_named_in_the_reports(env: Env) -> None:
+    """The rename comes after the daemon last listed the panes (its liveness period is long)
+    and the program ends right after: the end's record comes first, then the daemon asks
+    tmux the session's name, before the reports and the session's close use it."""
+    env.start_daemon("--liveness", "600")
+    end = env.tmp / "end-now"
+    command = f"while [ ! -e {end} ]; do sleep 0.05; done"
+    run_id = env.submit(env.blueprint("late", command=command, ajetd="gpus: 0"))
+    session = wait_for(
+        lambda: env.record(run_id).get("started_at") and env.record(run_id)["session"]
+    )
+    assert env.tmux("rename-session", "-t", session, "later").returncode == 0
+    end.touch()
+    env.wait_done(run_id)
+    assert env.record(run_id)["session"] == "later"
+    results = (env.tmp / "results" / "late" / "results.md").read_text()
+    assert "tmux session: `later`" in results, results
+    journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert f"tmux session {session} was renamed later" in journal
+
+
 def test_a_hook_gets_the_run_id_status_and_result_dir_in_its_environment(
     daemon_env: Env,
 ) -> None:

@@ -5,6 +5,7 @@ is recorded here and launched by the tick's relaunch step."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from dataclasses import replace
@@ -175,10 +176,10 @@ class Act(Observe):
         self, slot: RunSlot, run: Run, action: Finish, now: float, pid: int | None, seen: Seen
     ) -> Run:
         """The run ends: cleaned up where it ran, recorded, reported; its slot is dropped.
-        Its session's name is asked of tmux first (renamed since the panes were last
-        listed: its reports and the session's close use the name it has)."""
+        Its session's name is asked of tmux once the end is on record, before the reports
+        (renamed since the panes were last listed: its reports and the session's close use
+        the name it has); a tmux call is milliseconds no end's record should wait for."""
         slot.host.end(run, now, final=True)
-        run = self._named_now(slot, run, now)
         found, exited = seen
         action = self._detached(slot, run, action, now, pid)
         failed = action.status is Status.FAILED
@@ -186,8 +187,9 @@ class Act(Observe):
             action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
         fetch, options = slot.host.fetch, slot.options
+        named = functools.partial(self._named_now, slot, now=now)
         run = ending.finish_run(
-            self.home, run, action.status, end, now, fetch, options, self.finals
+            self.home, run, action.status, end, now, fetch, options, self.finals, named
         )
         self._keep(run)  # finish_run saved it: not saved a second time
         # fired once the end is on disk, by the loop's own step later in this tick: never
@@ -223,14 +225,15 @@ class Act(Observe):
 
     def _named_now(self, slot: RunSlot, run: Run, now: float) -> Run:
         """`session_seen` with the trial's pane as tmux lists it now (one call; a tmux that
-        does not answer leaves the name as recorded: an end never waits on it)."""
+        does not answer leaves the name as recorded: an end never waits on it). Called for
+        a run whose end is already on record, whose pane stays until housekeeping closes it."""
         if run.trial is None or not run.session:
             return run
         try:
             pane = find_pane(self.tmux.panes_or_empty(), slot.paths(self.home).script)
         except TmuxError:
             return run
-        return run if pane is None else self.session_seen(run, pane.session, now)
+        return run if pane is None else self.session_seen(run, pane.session, now, ended=True)
 
     def _next_stage(
         self,

@@ -212,11 +212,12 @@ class Base:
             self.home.save_run(run)
         self._keep(run)
 
-    def session_seen(self, run: Run, session: str, now: float) -> Run:
+    def session_seen(self, run: Run, session: str, now: float, ended: bool = False) -> Run:
         """The run as tmux names its session now (`session`: its pane's, found by script):
         a live run's session renamed by `tmux rename-session` takes the new name, said in
-        its journal, so its attach line, reports and the session's close use it."""
-        if not run.active or not session or session == run.session:
+        its journal, so its attach line, reports and the session's close use it. `ended`:
+        also a run whose end was just recorded (its reports are still to be written)."""
+        if not (run.active or ended) or not session or session == run.session:
             return run
         said = f"tmux session {run.session} was renamed {session}: shown and attached as such"
         log.info("run %s: %s", run.run_id, said)
