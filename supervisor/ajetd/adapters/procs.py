@@ -159,6 +159,18 @@ def run_pids(
     that cannot be the run's (theirs, their tmux server's, one begun before the run:
     `foreign_sessions`) is not the run's, so its environment is not read: with many runs,
     most processes are theirs or their server's."""
+    found, below = _run_tree(run_id, root_pid, since, others)
+    return sorted(found | below)
+
+
+def _run_tree(
+    run_id: str,
+    root_pid: int | None,
+    since: float | None,
+    others: Mapping[int, int] | None,
+) -> tuple[set[int], set[int]]:
+    """`run_pids`'s one pass over /proc, in two parts: the processes that carry the run's
+    id and the descendants of `root_pid` (itself excluded), which may overlap."""
     floor = _floor(since)
     young = {pid: (parent, start, sid) for pid, parent, start, sid in _young(floor)}
     theirs = foreign_sessions(young, others or {}, floor)
@@ -169,6 +181,8 @@ def run_pids(
         for pid, (_, _, sid) in young.items()
         if pid != own and sid not in theirs and _carries(pid, marker, me)
     }
+    found.discard(root_pid or 0)
+    below: set[int] = set()
     if root_pid:
         children: dict[int, list[int]] = {}
         for pid, (parent, _, _) in young.items():
@@ -176,11 +190,10 @@ def run_pids(
         todo = list(children.get(root_pid, ()))
         while todo:
             pid = todo.pop()
-            if pid not in found:
-                found.add(pid)
+            if pid not in below and pid != root_pid:
+                below.add(pid)
                 todo.extend(children.get(pid, ()))
-        found.discard(root_pid)
-    return sorted(found)
+    return found, below
 
 
 def foreign_sessions(
@@ -337,16 +350,15 @@ def live_commands(
     """The run's live processes (`run_pids`) that are no longer below `root_pid` (the trial's
     pane process), with their command lines (`shown_cmdline`), nothing signalled: what its
     command left running detached (reparented away: `nohup ... &`, a tmux server of its
-    own). A process still below the pane is the trial's own, not yet ended."""
-    below: set[int] = set()
-    if root_pid:
+    own). A process still below the pane is the trial's own, not yet ended. One pass over
+    /proc: the pane's descendants come from the same `stat` reads (psutil's `children`
+    would read every process's again, milliseconds before the end's record)."""
+    found, below = _run_tree(run_id, root_pid, since, others)
+    left = []
+    for pid in sorted(found - below):
         with contextlib.suppress(psutil.Error):
-            below = {c.pid for c in psutil.Process(root_pid).children(recursive=True)}
-    return [
-        (p.pid, shown_cmdline(p))
-        for p in run_processes(run_id, None, since, others)
-        if p.pid not in below
-    ]
+            left.append(psutil.Process(pid))
+    return [(p.pid, shown_cmdline(p)) for p in left]
 
 
 def reap_run(
