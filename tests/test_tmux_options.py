@@ -71,3 +71,14 @@ def test_a_running_servers_environment_is_left_as_it_was(
     Tmux(env.socket).new_session("ajet_x", str(env.tmp), str(script), None, "trial-1")
     assert env.tmux("show-environment", "-g").stdout == before
     assert PRECISE_TIMER not in _server_environ(env)
+
+
+def test_panes_asked_ahead_give_what_panes_gives_and_none_without_a_server(env: Env) -> None:
+    """`panes_soon` (a trial's end asks it once its record is saved and reads it later)
+    answers as `panes_or_empty` does: the live panes, or none where no server runs."""
+    assert Tmux(f"{env.socket}-none").panes_soon().panes() == []
+    env.tmux("new-session", "-d", "-s", "mine", "sleep 60")
+    tmux = Tmux(env.socket)
+    asked = tmux.panes_soon()
+    assert asked.panes() == tmux.panes_or_empty()
+    assert [p.session for p in tmux.panes()] == ["mine"]

@@ -205,6 +205,68 @@ def socket_from_env() -> str | None:
     return os.environ.get("AJETD_TMUX_SOCKET") or None
 
 
+PANES_FORMAT = "\t".join(
+    (
+        "#{session_name}",
+        "#{pane_id}",
+        "#{pane_pid}",
+        "#{pane_dead}",
+        "#{pane_dead_status}",
+        f"#{{{EXIT_OPTION}}}",
+        f"#{{{STOP_OPTION}}}",
+        f"#{{{SCRIPT_OPTION}}}",
+        "#{pane_start_command}",
+    )
+)
+
+
+def parse_panes(out: str) -> list[Pane]:
+    """`list-panes -F PANES_FORMAT`'s lines as panes (a line cut short is skipped)."""
+    panes = []
+    for line in out.splitlines():
+        fields = line.split("\t", 8)
+        if len(fields) != 9:
+            continue
+        session, pane_id, pid, dead, status, note, stop, script, start = fields
+        panes.append(
+            Pane(
+                session=session,
+                pane_id=pane_id,
+                pid=int(pid) if pid.isdigit() else 0,
+                dead=dead == "1",
+                dead_status=int(status) if status.lstrip("-").isdigit() else None,
+                start_command=start,
+                exit_note=note,
+                stop_note=stop,
+                script=script,
+            )
+        )
+    return panes
+
+
+class PanesAsked:
+    """A `list-panes` under way (`Tmux.panes_soon`)."""
+
+    def __init__(self, proc: subprocess.Popen[str], timeout: float) -> None:
+        self._proc, self._timeout = proc, timeout
+
+    def panes(self) -> list[Pane]:
+        """Its answer, as `Tmux.panes_or_empty` gives it: no pane where no server (or no
+        session) is; TmuxError where tmux failed otherwise or did not answer in time."""
+        try:
+            out, err = self._proc.communicate(timeout=self._timeout)
+        except subprocess.TimeoutExpired as exc:
+            self._proc.kill()
+            self._proc.communicate()
+            raise TmuxError("tmux list-panes timed out", silent=True) from exc
+        if self._proc.returncode == 0:
+            return parse_panes(out)
+        message = err.strip() or f"exit {self._proc.returncode}"
+        if "no current target" in message or any(m in message.lower() for m in _GONE_MARKERS):
+            return []
+        raise TmuxError(f"tmux list-panes: {message}")
+
+
 class Tmux:
     """A tmux server: the user's default one, or `tmux -L <socket>`."""
 
@@ -272,47 +334,32 @@ class Tmux:
 
     def panes(self) -> list[Pane]:
         """Every pane on the server; raises TmuxError(gone=True) when no server runs."""
-        fmt = "\t".join(
-            (
-                "#{session_name}",
-                "#{pane_id}",
-                "#{pane_pid}",
-                "#{pane_dead}",
-                "#{pane_dead_status}",
-                f"#{{{EXIT_OPTION}}}",
-                f"#{{{STOP_OPTION}}}",
-                f"#{{{SCRIPT_OPTION}}}",
-                "#{pane_start_command}",
-            )
-        )
         try:
-            out = self._run("list-panes", "-a", "-F", fmt)
+            out = self._run("list-panes", "-a", "-F", PANES_FORMAT)
         except TmuxError as exc:
             # A server that holds no session (`exit-empty off`, or one exiting after its last
             # session) answers "no current target": it has no pane, so each run's is gone.
             if "no current target" in str(exc):
                 return []
             raise
-        panes = []
-        for line in out.splitlines():
-            fields = line.split("\t", 8)
-            if len(fields) != 9:
-                continue
-            session, pane_id, pid, dead, status, note, stop, script, start = fields
-            panes.append(
-                Pane(
-                    session=session,
-                    pane_id=pane_id,
-                    pid=int(pid) if pid.isdigit() else 0,
-                    dead=dead == "1",
-                    dead_status=int(status) if status.lstrip("-").isdigit() else None,
-                    start_command=start,
-                    exit_note=note,
-                    stop_note=stop,
-                    script=script,
-                )
+        return parse_panes(out)
+
+    def panes_soon(self) -> PanesAsked:
+        """`panes_or_empty`, started and not waited for: its answer is read with
+        `PanesAsked.panes`. A trial's end asks it once its record is saved and reads it after
+        the leftover search, which the tmux client's 3-6 ms then overlap."""
+        try:
+            proc = subprocess.Popen(
+                self.argv("list-panes", "-a", "-F", PANES_FORMAT),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=self._env(),
             )
-        return panes
+        except OSError as exc:
+            raise TmuxError(f"cannot run tmux: {exc}") from exc
+        return PanesAsked(proc, self.timeout)
 
     def panes_or_empty(self) -> list[Pane]:
         """Every pane, or none when no server runs (other failures still raise)."""

@@ -8,12 +8,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
 from ajetd.adapters import procs
-from ajetd.adapters.tmux import Pane, find_pane
+from ajetd.adapters.tmux import Pane, PanesAsked, find_pane
 from ajetd.core import launchshape, model, stopnote
 from ajetd.core.errors import TmuxError
 from ajetd.core.finding import Finding
@@ -187,7 +188,7 @@ class Act(Observe):
             action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
         )
         fetch, options = slot.host.fetch, slot.options
-        named = functools.partial(self._named_now, slot, now=now)
+        named = functools.partial(self._named_now, slot, now) if run.session else None
         run = ending.finish_run(
             self.home, run, action.status, end, now, fetch, options, self.finals, named
         )
@@ -223,17 +224,26 @@ class Act(Observe):
         why = launchshape.detached_end(lasted, len(run.history), left)
         return action if why is None else Finish(Status.FAILED, why, 0)
 
-    def _named_now(self, slot: RunSlot, run: Run, now: float) -> Run:
-        """`session_seen` with the trial's pane as tmux lists it now (one call; a tmux that
-        does not answer leaves the name as recorded: an end never waits on it). Called for
-        a run whose end is already on record, whose pane stays until housekeeping closes it."""
-        if run.trial is None or not run.session:
-            return run
+    def _named_now(self, slot: RunSlot, now: float) -> Callable[[Run], Run]:
+        """Asks tmux for the panes now (one call, started, not waited for) and gives how the
+        answer names the run: `session_seen` with the trial's pane as tmux lists it (a tmux
+        that does not answer leaves the name as recorded). Asked for a run whose end is on
+        record, whose pane stays until housekeeping closes it."""
         try:
-            pane = find_pane(self.tmux.panes_or_empty(), slot.paths(self.home).script)
+            asked: PanesAsked | None = self.tmux.panes_soon()
         except TmuxError:
-            return run
-        return run if pane is None else self.session_seen(run, pane.session, now, ended=True)
+            asked = None
+
+        def named(run: Run) -> Run:
+            if asked is None or run.trial is None or not run.session:
+                return run
+            try:
+                pane = find_pane(asked.panes(), slot.paths(self.home).script)
+            except TmuxError:
+                return run
+            return run if pane is None else self.session_seen(run, pane.session, now, True)
+
+        return named
 
     def _next_stage(
         self,

@@ -231,15 +231,16 @@ def finish_run(
     fetch: Fetch = read_local,
     options: Options | None = None,
     finals: drawing.FinalDrawings | None = None,
-    named: Callable[[Run], Run] | None = None,
+    named: Callable[[], Callable[[Run], Run]] | None = None,
 ) -> Run:
     """End the run: its last trial and final metrics (`fetch`: how the val file is read) are
     recorded first, as soon as the exit is seen; then leftover processes are ended and the
     reports written (`finish.flag` last). `ended_at` is the trial's own exit time where its
     exit file holds one; `options`: the run's `[ajetd]` options as the daemon holds them
     (None: read from its stored blueprint for the reports); with them, a plateau metric no
-    final record holds is warned (`trials.plateau_unmet`). `named`: what the run's session is
-    called now, asked once the end is on record (a tmux call the record does not wait for)."""
+    final record holds is warned (`trials.plateau_unmet`). `named`: asks what the run's session
+    is called now and gives how to apply the answer; asked once the end is on record (a tmux
+    call the record does not wait for), applied after the leftover search it overlaps."""
     open_trial = run.trial is not None and run.trial.ended_at is None
     exit_code = end.exit_code
     log_of = trialfiles.output_logs(home, run)
@@ -270,11 +271,12 @@ def finish_run(
     # renamed in without its own wait for the disk where the file system orders the rename
     # after the data (`fsorder`): the reports' save after finish.flag syncs it
     saved = home.save_run(run, ordered=True)
+    apply_name = None if named is None else named()
     if run.trial is not None:
         reap_leftovers(home, run, end, now)
         if exit_code is not None:  # its last output in the log before the reports quote it
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
-    moved = run if named is None else named(run)
+    moved = run if apply_name is None else apply_name(run)
     moved = note_moves(home, moved, now)  # the writer noted its folder gone at the trial's end
     if moved is not run:
         run = moved
