@@ -106,8 +106,8 @@ WRITER_ASK = "check"  # the line that asks it (any other line in its wait pipe i
 
 
 def _ask_writer(spec: TrialSpec) -> list[str]:
-    """Ask the log's writer to check its folder before the exit file is written
-    (`writer_ask_lines`); a trial without the FIFOs asks nothing."""
+    """Ask the log's writer to check its folder once the exit file is written, before the
+    exit line (`writer_ask_lines`); a trial without the FIFOs asks nothing."""
     return writer_ask_lines(spec.log_spare) if spec.log_spare else []
 
 
@@ -201,7 +201,6 @@ def render_trial_script(spec: TrialSpec) -> str:
             "fi",
             # the program ran with the user's umask; what the script writes is ajetd's own
             "umask 077",
-            *_ask_writer(spec),
             'now; ended="$rc $t"',
             # one write by bash itself, no process: the record is complete once its newline
             # is there (`parse_exit_file`), and its close wakes the daemon. Before the exit
@@ -215,6 +214,10 @@ def render_trial_script(spec: TrialSpec) -> str:
             # the empty or cut file is removed first, so no reader waits on it
             f'  {{ rm -f "$exit_file"; tmux set-option -p -t "$TMUX_PANE" {EXIT_OPTION} '
             '"$ended"; } 2>/dev/null',
+            # the writer asked to check its folder after the exit file, before the exit line:
+            # whatever reads the end's log waits for that line (`await_output`), and the
+            # record of a clean exit reads none, so it waits for no round trip to the writer
+            *_ask_writer(spec),
             f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
             'exit "$rc"',
             "",
