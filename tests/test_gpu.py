@@ -383,3 +383,32 @@ def test_a_host_without_nvml_says_so_without_importing_pynvml() -> None:
         "print('pynvml' in sys.modules)\n"
     )
     assert python_says(code) == ["no GPU (NVML Shared Library Not Found)", "False"]
+
+
+def test_a_run_blocked_by_a_foreign_process_reserves_nothing() -> None:
+    """walk87 F7: `gpus: all` (or a count, or a list naming it) blocked by another program's
+    memory on GPU 1 reserved the free GPU 0 for as long as that program lived: every later
+    run waited too. Only ajetd's own runs (which end) justify a reservation."""
+    gpus = [gpu(0), gpu(1, used=40 * GIB, procs=[(999, 40 * GIB)])]
+    asks = [
+        placement.Ask("all", "all"),
+        placement.Ask("two", "2"),
+        placement.Ask("listed", "[0,1]"),
+        placement.Ask("one", "1"),
+        placement.Ask("on1", "[1]"),
+    ]
+    out = placement.plan(asks, gpus, {}, frozenset(), commands={999: "python serve.py"})
+    for run_id in ("all", "two", "listed", "on1"):
+        decision = out[run_id]
+        assert isinstance(decision, placement.Wait), run_id
+        assert (
+            "GPU 1 has 40.0 GiB of 80 GiB used by other processes (pids 999 python serve.py)"
+            in (decision.reason)
+        )
+    assert placement.NO_RESERVATION in out["all"].reason  # type: ignore[union-attr]
+    assert out["one"] == placement.Place((0,))
+    # blocked only by an ajetd run (which ends), the large request still reserves the rest
+    held = placement.plan(asks[:1] + asks[3:4], [gpu(0), gpu(1), gpu(2)], {"r": (1,)}, frozenset())
+    assert isinstance(held["one"], placement.Wait)
+    assert "reserved for an earlier run" in held["one"].reason
+    assert placement.NO_RESERVATION not in held["all"].reason  # type: ignore[union-attr]

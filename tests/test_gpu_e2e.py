@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,38 @@ def test_foreign_memory_makes_a_run_wait_until_it_drains(env: Env) -> None:
     assert env.wait_done(cpu)["status"] == "succeeded"
     _edit(file, lambda d: d["gpus"][1].update(memory_used_mib=0, processes=[]))
     status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["gpus"] == [0, 1]
+
+
+def test_a_run_blocked_by_a_foreign_process_does_not_stall_the_queue(env: Env) -> None:
+    """walk87 F7: `gpus: all` waiting for GPU 1, which a program outside ajetd holds, kept
+    the free GPU 0 from every later run for as long as that program lived, and nothing said
+    so. Now the later `gpus: 1` run takes GPU 0, and the waiting run's reason names the GPU,
+    the process (its command line) and that it reserves nothing."""
+    file = _gpus(env, 2)
+    holder = subprocess.Popen(["sleep", "600"])  # the other user's program on GPU 1
+    try:
+        _edit(
+            file,
+            lambda d: d["gpus"][1].update(
+                memory_used_mib=40000, processes=[{"pid": holder.pid, "memory_mib": 40000}]
+            ),
+        )
+        _start(env)
+        big = _run(env, "big", "all", file, steps=4)
+        wait_for(lambda: "GPU 1 has 39.1 GiB" in env.record(big).get("reason", ""), what="wait")
+        reason = env.status(big)["reason"]
+        assert f"(pids {holder.pid} sleep 600)" in reason, reason
+        assert "it reserves no GPU meanwhile" in reason, reason
+        small = _run(env, "small", "1", file, steps=4)
+        status = env.wait_done(small)
+        assert status["status"] == "succeeded" and status["gpus"] == [0], status
+        assert env.record(big)["state"] == "queued"
+    finally:
+        holder.kill()
+        holder.wait()
+    _edit(file, lambda d: d["gpus"][1].update(memory_used_mib=0, processes=[]))
+    status = env.wait_done(big)
     assert status["status"] == "succeeded" and status["gpus"] == [0, 1]
 
 

@@ -390,6 +390,18 @@ def reap_run(
 CMDLINE_SHOWN = 160  # characters of a leftover's command line said in the journal
 
 
+def commands(pids: Iterable[int]) -> dict[int, str]:
+    """The command lines of these processes (`shown_cmdline`), to name another user's or
+    program's process on a GPU; one gone, or not visible, is left out."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = shown_cmdline(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
+
+
 def shown_cmdline(proc: psutil.Process) -> str:
     """A process's command line on one line, cut to CMDLINE_SHOWN characters; its name where
     the command line cannot be read (gone, or not ours)."""

@@ -10,6 +10,10 @@ whoever waits: a run that cannot start keeps the GPUs it waits for from later ru
 or `all` request reserves every GPU that is free now (so a large request is not starved by a
 stream of small ones that keep taking GPUs as they free up); a list request reserves only the
 GPUs it names, so later runs may still take the others. CPU-only runs pass by everything.
+A reservation is only made while ajetd's own runs stand in the way, which end: a run that
+also needs a GPU that a process outside ajetd holds (or a lost one) reserves nothing, since
+nobody can say when that GPU frees; it waits, saying which GPU and which process, and later
+runs may take the free GPUs meanwhile (walk87 F7: the whole queue stalled behind it, silently).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
 
 DEFAULT_THRESHOLD = 0.05
+NO_RESERVATION = (
+    "only a process outside ajetd can free that, so it reserves no GPU meanwhile: later runs "
+    "may use the free ones"
+)
 
 
 @dataclass(frozen=True)
@@ -72,15 +80,23 @@ def foreign_mib(gpu: GpuSample, own_pids: frozenset[int]) -> float:
     return max(0.0, used - own)
 
 
-def busy_reason(gpu: GpuSample, own_pids: frozenset[int], threshold: float) -> str | None:
-    """Why `gpu` cannot be given to a run now, apart from ajetd's own assignments."""
+def busy_reason(
+    gpu: GpuSample,
+    own_pids: frozenset[int],
+    threshold: float,
+    commands: Mapping[int, str] | None = None,
+) -> str | None:
+    """Why `gpu` cannot be given to a run now, apart from ajetd's own assignments; the
+    other processes by pid, and by command line where `commands` knows it."""
     if gpu.lost:
         return f"GPU {gpu.index} is lost (fell off the bus)"
     total = gpu.memory_total_mib or 0.0
     foreign = foreign_mib(gpu, own_pids)
     if total and foreign > threshold * total:
         pids = [p.pid for p in gpu.processes if p.pid not in own_pids]
-        who = f" (pids {', '.join(map(str, pids[:5]))})" if pids else ""
+        known = commands or {}
+        named = [f"{pid} {known[pid][:60]}" if pid in known else str(pid) for pid in pids[:5]]
+        who = f" (pids {', '.join(named)})" if pids else ""
         return (
             f"GPU {gpu.index} has {foreign / 1024:.1f} GiB of {total / 1024:.0f} GiB used by "
             f"other processes{who}; it is free at {threshold:.0%} or less"
@@ -139,12 +155,14 @@ def plan(
     assigned: Mapping[str, tuple[int, ...]],
     own_pids: frozenset[int],
     threshold: float = DEFAULT_THRESHOLD,
+    commands: Mapping[int, str] | None = None,
 ) -> dict[str, Decision]:
     """A decision for each run of `queue` (oldest first), given the GPUs as sampled now and
-    the GPUs live runs hold (`assigned`: run id -> indices)."""
+    the GPUs live runs hold (`assigned`: run id -> indices); `commands`: the command lines
+    of other processes on them, where known, to name them."""
     visible = [g.index for g in gpus]
     taken = {i: run_id for run_id, held in assigned.items() for i in held}
-    unusable = {g.index: r for g in gpus if (r := busy_reason(g, own_pids, threshold))}
+    unusable = {g.index: r for g in gpus if (r := busy_reason(g, own_pids, threshold, commands))}
     reserved: set[int] = set()
     out: dict[str, Decision] = {}
     for ask in queue:
@@ -171,8 +189,12 @@ def plan(
             out[ask.run_id] = Place(chosen)
             taken.update(dict.fromkeys(chosen, ask.run_id))
             continue
-        out[ask.run_id] = Wait(_wait_reason(count, candidates, others, unusable, reserved))
-        reserved.update(i for i in candidates if i not in others)
+        why = _wait_reason(count, candidates, others, unusable, reserved)
+        if count <= len([i for i in candidates if i not in unusable]):
+            reserved.update(i for i in candidates if i not in others)  # ajetd's runs free them
+        else:
+            why += f"; {NO_RESERVATION}"
+        out[ask.run_id] = Wait(why)
     return out
 
 

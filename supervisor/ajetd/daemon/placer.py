@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 
+from ajetd.adapters import procs
 from ajetd.core import placement
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.slots import RunSlot
 from ajetd.hosts.sshcmd import NvidiaSmiError
+
+FOREIGN_NAMED = 32  # other processes on this machine's GPUs whose command lines are read
 
 
 def remote_as_given(gpus: str, host: str) -> placement.Decision:
@@ -67,7 +70,9 @@ class GpuPlacer:
             if s.run.active and s.options.swarm is not None
         }
         own = self.watch.own_pids({r.run_id for r in active} | servers)
-        return {**decided, **placement.plan(asks, gpus, assigned, own, self.threshold)}
+        others = sorted({p.pid for g in gpus for p in g.processes if p.pid not in own})
+        names = procs.commands(others[:FOREIGN_NAMED])  # this machine's: named in the reasons
+        return {**decided, **placement.plan(asks, gpus, assigned, own, self.threshold, names)}
 
     def _elsewhere(
         self, queue: list[RunSlot], slots: Mapping[str, RunSlot]
