@@ -108,6 +108,10 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # other words, none found; then a fresh batch taken as the failures came)
     assert len(FILES) >= 846 and repos["nvidia/nccl"] >= 6, repos
     assert repos["deepspeedai/deepspeed"] >= 13 and repos["pytorch/pytorch"] >= 10, repos
+    # after freeze 20's (batch-freeze20.txt: DeepSpeed's tracker and its two held-out misses'
+    # classes in other projects, AReaL's tracker once more)
+    assert len(FILES) >= 858 and repos["deepspeedai/deepspeed"] >= 17, repos
+    assert repos["vllm-project/vllm"] >= 77 and repos["areal-project/areal"] >= 8, repos
 
 
 @pytest.mark.parametrize(
@@ -197,8 +201,12 @@ def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
 # right, blind): 46 would be 85 %. Freeze 18's brought it to 57, held out 50: two other
 # projects' excerpts of the CUDACHECK macro's and of Triton's shared-memory refusal (looked for by
 # their words: the optimistic support `docs/benchmarks.md` names) keep those patterns while SGLang
-# is held out. It left the list. An entry must go once its repository reaches 85 %.
-BELOW_TARGET: dict[str, int] = {}
+# is held out. It left the list. vLLM (85.5 %, 65 of 76, after freeze 18) came to 77 with freeze
+# 20's blind batch, its new excerpt (vllm#4655: `The number of required GPUs exceeds the total`,
+# cut there) read wrong blind and its rule, the wanted GPUs said to exceed what there is, shown
+# by vLLM's excerpt alone: held out 65 of 77 (84.4 %), 66 would be 85 %. An entry must go once
+# its repository reaches 85 %.
+BELOW_TARGET: dict[str, int] = {"vllm-project/vllm": 65}
 
 
 def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() -> None:
@@ -362,6 +370,15 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
         ("cuda_error/3dgrut-191.log", "nv-tlabs/3dgrut"),
         ("cuda_error/maskrcnnbenchmark-238.log", "facebookresearch/maskrcnn-benchmark"),
         ("unknown_traceback/slime-178.log", "thudm/slime"),
+        # freeze 20: a notebook's frames through torch's extension build, in either IPython
+        # format (DeepSpeed's excerpts in IPython 7's, gpt-neo-fine-tuning-example's in 8's, one
+        # pattern); pdsh's report of ssh's exit 255 (GPT-NeoX's excerpt shows it too). Each
+        # other project's excerpt was looked for by the class's words: the optimistic support
+        # docs/benchmarks.md names
+        ("build_error/deepspeed-885.log", "deepspeedai/deepspeed"),
+        ("build_error/deepspeed-1127.log", "deepspeedai/deepspeed"),
+        ("build_error/gptneofinetuningexample-12.log", "dredwardhyde/gpt-neo-fine-tuning-example"),
+        ("launch_error/deepspeed-5709.log", "deepspeedai/deepspeed"),
     ],
 )
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:

@@ -1744,3 +1744,109 @@ def test_freeze19s_classes_are_read(name: str, kinds: list[str]) -> None:
 )
 def test_lines_the_freeze19_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 20's blind misses, each read by a rule for its class: a notebook's traceback
+        # through torch's extension build in IPython 8's frame format (gpt-neo-fine-tuning-
+        # example; DeepSpeed#885 and #1127 in IPython 7's, read before); a DeepSpeed CPU
+        # optimizer whose op was never built, seen only through its destructor (LMFlow); the
+        # GPUs a run asks for said to exceed what there is (vLLM's Ray executor, cut after
+        # `exceeds the total`); a container image that cannot be pulled (AReaL's guide)
+        ("build_error/gptneofinetuningexample-12.log", ["build_error"]),
+        ("build_error/deepspeed-885.log", ["build_error"]),
+        ("build_error/deepspeed-1127.log", ["build_error"]),
+        ("build_error/lmflow-471.log", ["build_error"]),
+        ("insufficient_gpus/vllm-4655.log", ["insufficient_gpus"]),
+        ("launch_error/areal-1339.log", ["launch_error"]),
+        # read right blind: pdsh's ssh exit under GPT-NeoX, DeepSpeed's batch check (also
+        # wrapped over three lines by rich), a notebook's build and a plain one
+        ("launch_error/gptneox-734.log", ["launch_error"]),
+        ("config_error/deepspeed-6914.log", ["config_error"]),
+        ("config_error/starcoder-77.log", ["config_error"]),
+        ("build_error/deepspeed-694.log", ["build_error"]),
+    ],
+)
+def test_freeze20s_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)][: len(kinds)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # IPython 8's frames through the build, and IPython 7's, whichever build backend
+        (
+            "File /opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py:2105, "
+            "in _run_ninja_build(build_directory, verbose, error_prefix)",
+            ["build_error"],
+        ),
+        (
+            "~/venv/lib/python3.8/site-packages/setuptools/build_meta.py in build_wheel("
+            "wheel_directory, config_settings, metadata_directory)",
+            ["build_error"],
+        ),
+        # ... not another frame of the same file that is no build (loading a built op), nor a
+        # notebook's frame of the user's own code
+        (
+            "File ~/venv/lib/python3.10/site-packages/torch/utils/cpp_extension.py:1284, in load",
+            [],
+        ),
+        ("File /home/me/train.py:42, in main(args)", []),
+        # a DeepSpeed CPU optimizer without its native op (Adam, Adagrad, Lion) ...
+        (
+            "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'",
+            ["build_error"],
+        ),
+        (
+            "AttributeError: 'DeepSpeedCPULion' object has no attribute 'ds_opt_lion'",
+            ["build_error"],
+        ),
+        # ... not another object's missing attribute
+        (
+            "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'param_groups'",
+            ["unknown_traceback"],
+        ),
+        # the GPUs asked for said to exceed what there is, whole or cut
+        (
+            "ValueError: The number of required GPUs exceeds the total number of available "
+            "GPUs in the placement group.",
+            ["insufficient_gpus"],
+        ),
+        ("The number of requested devices exceeds the number on this node", ["insufficient_gpus"]),
+        # ... not the GPUs a run has exceeding what it asked, nor memory exceeding a limit
+        ("INFO: available GPUs exceed the required count; using 8 of 16", []),
+        ("WARNING: requested memory exceeds 90% of the GPU", []),
+        # a container image the launch names that cannot be pulled, in Docker's words
+        (
+            "docker: Error response from daemon: pull access denied for verl-img, repository "
+            "does not exist or may require 'docker login'.",
+            ["launch_error"],
+        ),
+        (
+            "Error response from daemon: manifest for vllm/vllm-openai:v9.9.9 not found: "
+            "manifest unknown: manifest unknown",
+            ["launch_error"],
+        ),
+    ],
+)
+def test_lines_the_freeze20_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the Docker daemon's other refusals are no image that cannot be pulled (other kinds
+        # read some of them: a port already allocated)
+        "docker: Error response from daemon: driver failed programming external connectivity "
+        "on endpoint web: Bind for 0.0.0.0:8000 failed: port is already allocated.",
+        'docker: Error response from daemon: Conflict. The container name "/trainer" is already '
+        "in use by container 3f1e.",
+        'docker: Error response from daemon: could not select device driver "" with '
+        "capabilities: [[gpu]].",
+    ],
+)
+def test_the_docker_daemons_other_refusals_are_no_image_missing(text: str) -> None:
+    assert "launch_error" not in [f.kind for f in diagnose_text(text + "\n")]

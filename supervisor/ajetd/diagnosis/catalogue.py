@@ -734,6 +734,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b(requested|desired|required|needed)\b"
             r"|\b(requested|desired|required|needed)\b.{0,40}\bgpus?\b.{0,60}"
             r"\b(but only|more than)\b.{0,60}\bavailable\b",
+            # the same said of the wanted GPUs alone, their count said to exceed what there is
+            # (vLLM's Ray executor: `ValueError: The number of required GPUs exceeds the total
+            # number of available GPUs in the placement group.`, a paste cut after `exceeds the
+            # total`): the wanted devices as the subject of `exceed` say which way already
+            r"\b(requested|desired|required|needed) (gpus|devices|npus)\b.{0,20}\bexceeds?\b",
             # shape: vLLM finding no device it can run on at all (its DeviceConfig's `Failed to
             # infer device type`, 0.3's `No supported device detected`: no GPU visible in the
             # container, the driver's libraries not found, a platform plugin missing); as
@@ -943,9 +948,18 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\b(gcc|g\+\+|c\+\+|clang\+\+|clang|nvcc|ninja|cmake)'",
             r'^\s*file "[^"]*[/\\](pyproject_hooks|pep517|setuptools[/\\]build_meta\.py'
             r"|torch[/\\]utils[/\\]cpp_extension\.py)",
-            # the same frames as IPython/Jupyter print them: `<path> in <function>(<args>)`
-            r"^\s*\S*[/\\](pyproject_hooks[/\\]\S*|setuptools[/\\]build_meta\.py"
-            r"|torch[/\\]utils[/\\]cpp_extension\.py) in \w+\(",
+            # the same frames as IPython/Jupyter print them, in either of its formats: `<path> in
+            # <function>(<args>)` (IPython 7 and before) and `File <path>:<line>, in
+            # <function>(<args>)` (IPython 8): a notebook's traceback, often pasted cut before
+            # its last line
+            r"^\s*(file )?\S*[/\\](pyproject_hooks[/\\]\S*|setuptools[/\\]build_meta\.py"
+            r"|torch[/\\]utils[/\\]cpp_extension\.py)(:\d+,)? in \w+\(",
+            # shape: a DeepSpeed CPU optimizer whose native op could not be built or loaded,
+            # seen through the attribute its constructor never set (`self.ds_opt_adam =
+            # CPUAdamBuilder().load()`, the same for Adagrad and Lion): its destructor's
+            # `AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'`, often
+            # all a paste keeps of the JIT build that failed before it
+            r"\bobject has no attribute 'ds_opt_\w+'",
         ),
     ),
     # The shell's own words for a command it could not run at all (bash's exit codes 127 and
@@ -1058,6 +1072,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # the same said by pdsh, which DeepSpeed's multi-node runner (and its autotuner) start
             # the ranks through: `pdsh@host: node: ssh exited with exit code 255`
             r"^pdsh@[^:\s]{1,200}: [^:\s]{1,200}: ssh exited with exit code 255\b",
+            # shape: the container image the launch names cannot be pulled, in Docker's words
+            # (`Error response from daemon: failed to resolve reference "...": ...: not found`,
+            # `docker: Error response from daemon: pull access denied for ..., repository does
+            # not exist`, `manifest unknown`), as pyxis's failed import is; not the daemon's
+            # other refusals (a port already allocated, no GPU driver), which other kinds read
+            r"\berror response from daemon: .{0,400}\b(failed to resolve reference|manifest "
+            r"(unknown|for \S{1,300} not found)|pull access denied|repository does not exist)\b",
             r"orte daemon has unexpectedly failed",
             r"mpirun (noticed|was unable|detected)",
         ),
@@ -1403,6 +1424,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "supported device",
         "required:",
         "placement groups to be ready",
+        "devices exceed",
+        "npus exceed",
     ),
     "config_error": (
         "omegaconf",
@@ -1563,6 +1586,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "orte daemon",
         "mpirun",
         "ssh exited with exit code",
+        "error response from daemon",
     ),
     "nan_loss": ("nan", "non-finite", ":inf", "= inf", ": inf", "=inf"),
     "unknown_traceback": ("traceback (most recent call last)",),
