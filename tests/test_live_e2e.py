@@ -143,23 +143,45 @@ def test_a_hung_runs_diagnosis_is_the_offline_kind_of_what_it_printed(daemon_env
 
 
 def test_a_program_waiting_at_a_prompt_is_flagged_at_once(daemon_env: Env) -> None:
-    """Walk 86, F28: wandb's login menu (`wandb: Enter your choice: `, no newline, the program
+    """Walk 86, F28: a program at a prompt (`Continue? [y/N]: `, no newline, the program
     reading its terminal) showed `running`, no attention, no finding, until the hang window
-    (30 min under `hang: auto`). Flagged within seconds, with wandb's safe fix; once someone
-    answers in the pane and output goes on, the flag goes."""
+    (30 min under `hang: auto`). Flagged within seconds; ajetd cannot know the answer, so it
+    only flags it; once someone answers in the pane and output goes on, the flag goes."""
     env = daemon_env
-    run_id = env.submit(env.blueprint("asks", config=env.config("asks", prompt=True, steps=400)))
+    config = env.config("asks", prompt="Continue? [y/N]: ", steps=400)
+    run_id = env.submit(env.blueprint("asks", config=config))
 
     def flagged() -> str:
         return str(env.record(run_id).get("attention") or "")
 
     said = wait_for(flagged, timeout=20, what="the prompt to be flagged")
-    assert said.startswith("waiting for input at a prompt: `wandb: Enter your choice:`"), said
-    assert "WANDB_MODE=offline" in said and "hang" not in said
+    assert said.startswith("waiting for input at a prompt: `Continue? [y/N]:`"), said
+    assert "unattended" in said and "hang" not in said
     kinds = [f["kind"] for f in env.status(run_id)["diagnosis"]]
     assert kinds[:1] == ["waiting_for_input"], kinds
     session = env.record(run_id)["session"]
-    env.tmux("send-keys", "-t", session, "3", "Enter")  # a person answers it
+    env.tmux("send-keys", "-t", session, "y", "Enter")  # a person answers it
     wait_for(lambda: not flagged(), timeout=20, what="the flag to go once answered")
+    assert env.record(run_id)["state"] == "running" and len(env.record(run_id)["trials"]) == 1
     assert env.cli("stop", run_id).returncode == 0
     env.wait_done(run_id)
+
+
+def test_wandbs_login_prompt_is_relaunched_offline(daemon_env: Env) -> None:
+    """Walk 86, F28: wandb's login menu (`wandb: Enter your choice: `, no API key) was only
+    flagged: the run waited for ever. Its known fix is applied by itself, as other
+    environment fixes are: the trial is stopped and relaunched with WANDB_MODE=offline
+    (recorded in trials.md), and the run trains to its end."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("wandb", config=env.config("wandb", prompt=True)))
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    record = env.record(run_id)
+    assert record["fixes"] == ["wandb_offline"] and ["WANDB_MODE", "offline"] in record["fix_env"]
+    first = (env.tmp / "results" / "wandb" / "logs" / "trial-1.log").read_text()
+    second = (env.tmp / "results" / "wandb" / "logs" / "trial-2.log").read_text()
+    assert "Enter your choice" in first and "Enter your choice" not in second
+    trials = (env.tmp / "results" / "wandb" / "trials.md").read_text()
+    assert "relaunched with WANDB_MODE=offline" in trials, trials
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "stopping: prompt" in events, events

@@ -437,3 +437,39 @@ def test_a_slurm_reason_no_wait_clears_is_flagged_at_once() -> None:
     [att] = _decide(replace(_run(100), slurm=job), now=T0 + 2)
     assert isinstance(att, Attention) and att.reason is not None
     assert att.reason.startswith("pending in Slurm (PartitionConfig): Slurm will not start job 7")
+
+
+def test_only_wandbs_prompt_is_stopped_to_relaunch_offline_and_only_while_it_can_be() -> None:
+    """walk86 F28: wandb's login prompt gets its known fix (a stop, then a relaunch with
+    WANDB_MODE=offline); any other prompt, a run whose trials are spent, one whose user set
+    WANDB_MODE, or one that had the fix already, is only flagged (someone may answer it)."""
+    from ajetd.core.finding import WAITING_FOR_INPUT, Finding
+    from ajetd.core.policy import WANDB_OFFLINE
+
+    def asked(text: str, run: Run | None = None) -> Run:
+        found = Finding(WAITING_FOR_INPUT, "warning", 4, text, "waits", "fix it")
+        return model.found_live(run or _run(10_000), (found,))
+
+    wandb = asked("wandb: Enter your choice:")
+    [stop, sig] = decide(wandb, Observation(now=T0 + 2, last_output_at=T0 + 1), TIMING, OPTIONS3)
+    assert stop == BeginStop(
+        StopCause.PROMPT, "`wandb: Enter your choice:` (line 4): wandb has no API key"
+    )
+    assert sig == Send(Signal.INT)
+    stopping = model.begin_stop(wandb, StopCause.PROMPT, T0 + 2, stop.why)  # type: ignore[union-attr]
+    [restart] = decide(stopping, Observation(now=T0 + 3, exit=(130, None)), TIMING, OPTIONS3)
+    assert isinstance(restart, Restart) and restart.remedy.fix == WANDB_OFFLINE
+    assert restart.remedy.env == (("WANDB_MODE", "offline"),)
+    only_flagged = [
+        (asked("Continue? [y/N]:"), OPTIONS3),
+        (wandb, OPTIONS),  # max_trials 1: no relaunch left
+        (wandb, replace(OPTIONS3, env={"WANDB_MODE": "online"})),
+        (replace(wandb, fixes=(WANDB_OFFLINE,)), OPTIONS3),
+    ]
+    for run, options in only_flagged:
+        [att] = decide(run, Observation(now=T0 + 2, last_output_at=T0 + 1), TIMING, options)
+        assert isinstance(att, Attention) and att.reason is not None
+        assert att.reason.startswith("waiting for input at a prompt"), att
+
+
+OPTIONS3 = Options(max_trials=3)

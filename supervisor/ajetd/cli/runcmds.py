@@ -390,6 +390,7 @@ def _already_stopping(home: Home, run: Run) -> str | None:
             StopCause.TIME_LIMIT: "its time limit",
             StopCause.HANG: "the hang rule",
             StopCause.PLATEAU: "its plateau rule",
+            StopCause.PROMPT: "wandb's login prompt",
         }.get(run.stop_cause, run.stop_cause.value)
         return f"already stopping (for {cause})"
     at = f" at {iso(began)}" if began is not None else ""

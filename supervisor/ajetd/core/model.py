@@ -59,6 +59,8 @@ class StopCause(str, Enum):
     USER = "stopped"
     HANG = "hang"
     PLATEAU = "plateau"
+    # a program at wandb's login prompt, stopped to be relaunched with WANDB_MODE=offline
+    PROMPT = "prompt"
 
 
 class Signal(str, Enum):
@@ -540,11 +542,14 @@ def next_stage(run: Run, command: str, why: str) -> Run:
     )
 
 
+RELAUNCHING_STOPS = (StopCause.HANG, StopCause.PROMPT)  # stops whose end may relaunch the run
+
+
 def begin_stop(run: Run, cause: StopCause, now: float, why: str = "") -> Run:
     """A live trial is asked to end; the first cause wins (a user stop after the limit is moot),
     but a user's stop takes over the hang rule's (whose end may relaunch the run): the signals
     already sent and their grace go on."""
-    if run.stop_cause is StopCause.HANG and cause is StopCause.USER:
+    if run.stop_cause in RELAUNCHING_STOPS and cause is StopCause.USER:
         return replace(run, stop_cause=cause, stop_reason=why)
     if run.stop_cause is not None:
         return run

@@ -13,7 +13,7 @@ from typing import Any
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
 from ajetd.core.finding import WAITING_FOR_INPUT, Finding
-from ajetd.core.model import Run, Signal, Status, StopCause, record_trials
+from ajetd.core.model import RELAUNCHING_STOPS, Run, Signal, Status, StopCause, record_trials
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
@@ -167,9 +167,10 @@ def trial_end(run: Run, code: int) -> str:
     if run.stop_cause is None:
         return describe_exit(code)
     sent = f"ajetd sent SIG{run.signals_sent[-1]}; " if run.signals_sent else ""
-    what = {StopCause.HANG: "stopped by the hang rule, to relaunch it"}.get(
-        run.stop_cause, f"stopped by ajetd ({run.stop_cause.value})"
-    )
+    what = {
+        StopCause.HANG: "stopped by the hang rule, to relaunch it",
+        StopCause.PROMPT: "stopped at wandb's login prompt, to relaunch it",
+    }.get(run.stop_cause, f"stopped by ajetd ({run.stop_cause.value})")
     return f"{what}: {run.stop_reason} ({sent}it exited with code {code})"
 
 
@@ -184,6 +185,8 @@ def outcome(run: Run, code: int) -> Finish:
         return Finish(Status.PLATEAU, f"stopped early on a plateau: {run.stop_reason}", code)
     if run.stop_cause is StopCause.HANG:
         return Finish(Status.FAILED, f"stopped by the hang rule: {run.stop_reason}", code)
+    if run.stop_cause is StopCause.PROMPT:
+        return Finish(Status.FAILED, f"stopped at a prompt: {run.stop_reason}", code)
     if code == 0:
         return Finish(Status.SUCCEEDED, EXITED_0, 0)
     return Finish(Status.FAILED, describe_exit(code), code)
@@ -330,6 +333,37 @@ def _after_hang(run: Run, code: int, options: Options) -> Action:
     return outcome(run, code)
 
 
+WANDB_OFFLINE = "wandb_offline"  # the fix's name, recorded on the run
+WANDB_OFFLINE_ENV = (("WANDB_MODE", "offline"),)
+
+
+def _wandb_prompt(run: Run, options: Options) -> str | None:
+    """Why to stop a trial waiting at wandb's login prompt (no API key: it asks on the
+    terminal ajetd gives it) and relaunch it with WANDB_MODE=offline, the known fix, as other
+    environment fixes are applied; None where it is not that prompt (other prompts are only
+    flagged: ajetd cannot know their answer), where that fix was tried, where the user set
+    WANDB_MODE, or where no trial is left to relaunch (flagged only: someone may answer it)."""
+    trial = run.trial
+    found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
+    if not found or not found[0].evidence.lower().startswith("wandb:"):
+        return None
+    if WANDB_OFFLINE in run.fixes or "WANDB_MODE" in options.env:
+        return None
+    if len(run.trials) >= options.max_trials:
+        return None
+    return f"`{found[0].evidence}` ({found[0].where()}): wandb has no API key"
+
+
+def _after_prompt(run: Run, code: int) -> Action:
+    """A trial stopped at wandb's login prompt ended: its relaunch with WANDB_MODE=offline
+    (`_wandb_prompt` checked that it has a trial left)."""
+    why = (
+        f"waiting_for_input: wandb's login prompt ({run.stop_reason}): relaunched with "
+        "WANDB_MODE=offline (its logs stay in ./wandb; `wandb sync` uploads them later)"
+    )
+    return Restart(code, Relaunch(WANDB_OFFLINE, why, env=WANDB_OFFLINE_ENV))
+
+
 def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
     """A trial ajetd did not stop exited non-zero: relaunch with a fix, or end the run."""
     choice = remedy.choose(
@@ -400,6 +434,8 @@ def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Acti
         return after_failure(run, code, obs, options)
     if run.stop_cause is StopCause.HANG:
         return _after_hang(run, code, options)
+    if run.stop_cause is StopCause.PROMPT:
+        return _after_prompt(run, code)
     if code == 0 and run.stop_cause is None and options.stages:
         stage = options.stages[min(run.stage, len(options.stages) - 1)]
         if obs.missing_outputs:
@@ -602,9 +638,11 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
             cause, why = StopCause.HANG, hung
         elif (plateau := _plateau(run, options, obs.now)) is not None:
             cause, why = StopCause.PLATEAU, plateau
+        elif (prompt := _wandb_prompt(run, options)) is not None:
+            cause, why = StopCause.PROMPT, prompt
         if cause is not None:
             actions.append(BeginStop(cause, why))
-    elif cause is StopCause.HANG and obs.stop_requested:
+    elif cause in RELAUNCHING_STOPS and obs.stop_requested:
         # the user's stop takes over (`model.begin_stop`): the hang rule's end would relaunch
         # the run, and the request is taken off once this is on record
         cause = StopCause.USER

@@ -253,6 +253,7 @@ _STOP_CAUSES = {
     StopCause.TIME_LIMIT: "its exp_max_time reached",
     StopCause.HANG: "the hang rule",
     StopCause.PLATEAU: "a plateau",
+    StopCause.PROMPT: "wandb's login prompt, to relaunch it offline",
 }
 
 

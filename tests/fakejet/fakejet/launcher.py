@@ -234,7 +234,13 @@ def main() -> int:
             return int(fail.get("exit_code", 1))
     else:
         fail = None
-    if fake.get("prompt"):  # wandb's login menu, as it asks on a terminal without an API key
+    asks = fake.get("prompt")
+    if isinstance(asks, str):  # another program's question, e.g. `Continue? [y/N]: `
+        sys.stdout.write(asks)
+        sys.stdout.flush()
+        print(f"answered {input()!r}", flush=True)
+    elif asks and os.environ.get("WANDB_MODE") not in ("offline", "disabled", "dryrun"):
+        # wandb's login menu, as it asks on a terminal without an API key (never offline)
         print("wandb: (1) Create a W&B account\nwandb: (2) Use an existing W&B account")
         print("wandb: (3) Don't visualize my results")
         sys.stdout.write("wandb: Enter your choice: ")
