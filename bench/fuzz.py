@@ -131,6 +131,10 @@ RUNS = (
     "(",
     "（",
     "- ",
+    "> ",
+    ">",
+    "\\",
+    "\\\n",
     "```\n",
     "~~~\n",
     "## [exp_purpose]\n",
@@ -279,6 +283,9 @@ def mib_shapes() -> dict[str, str]:
         "unclosed <!--": base + "<!--" * (fill // 4),
         "backticks": base + "`" * fill,
         "label lines": base + "## [exp_purpose]\n" * (fill // 17),
+        "quoted label lines": base + "> - [exp_notes]: x\n" * (fill // 19),
+        "quote marks": base + ">" * fill,
+        "continued lines": base.replace("--autokill", "--autokill \\\n" * (fill // 13), 1),
     }
 
 

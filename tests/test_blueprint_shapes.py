@@ -164,6 +164,73 @@ def test_full_width_brackets_around_a_key_are_read(env: Env) -> None:
     assert code == 0 and data["blueprint"]["codebase_dir"] == str(env.codebase), data
 
 
+def test_a_blueprint_in_a_block_quote_or_with_keys_in_code_spans_is_read(env: Env) -> None:
+    """walk 86: `> **exp_purpose**: ...` (a spec copied from an e-mail or an issue) and
+    `` - `exp_purpose`: ... `` (as agents write keys) left every part 'missing'."""
+    parts = {k: v for k, v in _parts(env).items() if k != "ajetd"}
+    command = parts.pop("exp_launch_command")
+    quoted = "".join(f"> **{k}**: {v}\n" for k, v in parts.items())
+    # a fenced command inside the quote, its lines quoted too
+    quoted += f">\n> ## [exp_launch_command]\n> ```bash\n> {command} \\\n>   --steps 2\n> ```\n"
+    code, data, _ = lint(env, f"# copied\n\n{quoted}")
+    got = data.get("blueprint") or {}
+    assert code == 0 and got["codebase_dir"] == str(env.codebase), data["problems"]
+    assert got["launch_command"] == f"{command} \\\n  --steps 2"
+    spans = "".join(f"- `{k}`: {v}\n" for k, v in _parts(env).items() if k != "ajetd")
+    code, data, _ = lint(env, spans)
+    assert code == 0 and data["blueprint"]["launch_command"] == command, data["problems"]
+    nested = "".join(f"> > - [{k}]: {v}\n" for k, v in _parts(env).items() if k != "ajetd")
+    code, data, _ = lint(env, nested)
+    assert code == 0 and data["blueprint"]["purpose"] == "shapes", data["problems"]
+
+
+def test_a_quote_mark_in_an_unquoted_blueprint_is_the_texts_own(env: Env) -> None:
+    """Where no label is quoted, a line that starts with `>` stays as written: in a fenced
+    command (a here-document's `>` line), and in a command's continued line (a redirection)."""
+    fenced = "```bash\ncat <<EOF\n> not a quote\nEOF\n```"
+    code, data, _ = lint(env, exp_launch_command=fenced)
+    assert code == 0 and data["blueprint"]["launch_command"] == "cat <<EOF\n> not a quote\nEOF"
+    code, data, _ = lint(env, exp_launch_command="echo hi \\\n  > out.log 2>&1")
+    assert code == 0 and data["blueprint"]["launch_command"] == "echo hi \\\n  > out.log 2>&1", data
+
+
+def test_a_command_on_lines_of_its_own_continues_where_a_line_ends_in_a_backslash(
+    env: Env,
+) -> None:
+    """A command written without a fence over several lines joined by `\\` was cut to its
+    first line, which ended in the backslash (lint said ok; the arguments were lost)."""
+    config = env.config("shape")
+    command = f"python -m fakejet.launcher \\\n  --conf {config} \\\n  --steps 2"
+    code, data, text = lint(env, exp_launch_command=command)
+    assert code == 0 and data["blueprint"]["launch_command"] == command, text
+    bullet = "".join(
+        f"- [{k}]: {command if k == 'exp_launch_command' else v}\n"
+        for k, v in _parts(env).items()
+        if k != "ajetd"
+    )
+    code, data, text = lint(env, bullet)
+    assert code == 0 and data["blueprint"]["launch_command"] == command, text
+
+
+def test_a_second_command_on_the_next_line_is_refused_and_a_note_there_is_said(
+    env: Env,
+) -> None:
+    """`source .venv/bin/activate` on one line, the training on the next, no fence: only the
+    first line ran and the run 'succeeded' at once. A line that looks like more command is
+    refused, naming it; other text there is a note, said in a warning, never run."""
+    two = "source .venv/bin/activate\npython -m fakejet.launcher --conf configs/shape.yaml"
+    code, _, text = lint(env, exp_launch_command=two)
+    assert code == 2, text
+    assert "the line `python -m fakejet.launcher --conf configs/shape.yaml` follows" in text
+    assert "fenced block" in text
+    noted = "python -m fakejet.launcher --conf configs/shape.yaml\n\nRun it from the root."
+    code, data, text = lint(env, exp_launch_command=noted)
+    assert code == 0, text
+    said = " ".join(data["blueprint"]["warnings"])
+    assert "`Run it from the root.` after the command is read as a note, not run" in said
+    assert data["blueprint"]["launch_command"].endswith("shape.yaml")
+
+
 def test_a_command_that_begins_with_the_templates_for_example_is_refused(env: Env) -> None:
     """walk 86: `例如 python -m ...` (the seed's own wording) ran `例如` and exited 127."""
     for command in ("例如 python -m fakejet.launcher", "例如：python -m fakejet.launcher"):

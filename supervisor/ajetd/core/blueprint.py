@@ -84,6 +84,65 @@ def clean_value(raw: str) -> str:
     return ""
 
 
+_MARKS = re.compile(r"^\s*(?:[-*+]|>)\s+")  # a bullet's or a quote's mark before a value
+# A line that starts the way a launch command's lines do (a program people launch training
+# with, a shell builtin, a path, a variable's assignment): after the command, one of these is
+# more command; any other line is taken for a note
+_COMMAND_LIKE = re.compile(
+    r"(?:python[\d.]*|uv|bash|sh|source|\.|cd|export|env|torchrun|deepspeed|accelerate|ray|"
+    r"srun|sbatch|mpirun|ajet|conda|pip[\d.]*|proxychains[\d]*|nohup|exec|CUDA_[A-Z_]+=\S*|"
+    r"[A-Za-z_][A-Za-z0-9_]{0,60}=\S*)(?:\s|$)|\.{0,2}/\S"
+)
+
+
+def command_value(raw: str) -> tuple[str, list[str]]:
+    """The launch command (`clean_value`), and the lines of the part after it that are not
+    part of it. Written on lines of its own (no fence, no code span), a command continues
+    where a line ends in a backslash, as the shell reads it: only the first line was taken,
+    so `python -m x \\` ran with its arguments lost (and its last backslash joined the
+    trial script's next line). Any other line after it is returned for the caller to name:
+    a second command written on the next line never ran, and the first alone 'succeeded'."""
+    if fenced_body(raw) is not None or code_span(raw) is not None:
+        return clean_value(raw), []
+    lines = [line.rstrip() for line in raw.splitlines() if line.strip()]
+    if not lines:
+        return "", []
+    taken = 1
+    while taken < len(lines) and _continued(lines[taken - 1]):
+        taken += 1
+    # the first line without its bullet's mark; the lines it continues to as written (a
+    # `> out.log` there is the command's redirection, not a quote)
+    command = "\n".join([_MARKS.sub("", lines[0]).strip(), *lines[1:taken]])
+    return _unwrapped(command.strip()), [_MARKS.sub("", line) for line in lines[taken:]]
+
+
+def _continued(line: str) -> bool:
+    """The line ends in an odd run of backslashes: the shell reads on to the next line."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _after_command(rest: list[str]) -> tuple[str | None, str | None]:
+    """A problem for lines after the command that look like more of it (a second command:
+    refused, it would not run), or a warning for any other text there (kept out of it)."""
+    if not rest:
+        return None, None
+    more = [line.strip() for line in rest if _COMMAND_LIKE.match(line.strip())]
+    first = more[0] if more else rest[0].strip()
+    shown = first if len(first) <= 60 else first[:59] + "…"
+    if more:
+        return (
+            f"exp_launch_command: the line `{shown}` follows the command and would not run "
+            "(only the first line is the command, or lines joined by a trailing `\\`): put a "
+            "command of several lines in a fenced block (```bash ... ```), a note under "
+            "exp_notes",
+            None,
+        )
+    return None, (
+        f"exp_launch_command: `{shown}` after the command is read as a note, not run "
+        "(a note goes under exp_notes)"
+    )
+
+
 def _unwrapped(text: str) -> str:
     """A value written as one quoted string (`"/data/my runs"`) without its quotes; any
     other text as it is: a command that ends in a quoted argument (`--kill "ray|vllm"`)
@@ -192,7 +251,7 @@ def asked(parts: dict[str, str]) -> Asked:
         )
     except AjetdError:
         max_time_s = None
-    command = clean_value(parts.get("exp_launch_command", ""))
+    command = command_value(parts.get("exp_launch_command", ""))[0]
     if control_character(command, allowed="\t\n") or len(command) > MAX_COMMAND_CHARS:
         command = ""
     return Asked(
@@ -386,7 +445,10 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     except BlueprintError as exc:
         problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
     problems += [p for p in (_blocks("exp_launch_command", raw), _blocks("ajetd", raw)) if p]
-    command = unprompted(clean_value(raw.get("exp_launch_command", "")))
+    command, after = command_value(raw.get("exp_launch_command", ""))
+    command = unprompted(command)
+    more, prose = _after_command(after)
+    problems += _notes(more)
     if raw.get("exp_launch_command", "").strip() and not command:
         problems.append("exp_launch_command: empty command")
     bad = control_character(command, allowed="\t\n")
@@ -422,6 +484,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
             *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
             *_notes(bare_number_note("exp_max_time", max_time_given, max_time_s)),
             *_notes(
+                prose,
                 autokill_note(command, options.autokill),
                 launchshape.masked_status(command),
                 launchshape.filtered_pipe(command),

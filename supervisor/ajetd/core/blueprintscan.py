@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ajetd.core.markdown import FENCE as _FENCE
-from ajetd.core.markdown import blank_comments, closing_fence
+from ajetd.core.markdown import blank_comments, closes, closing_fence
 
 # Canonical part -> labels people use for it (compared case-insensitively, longest first).
 LABELS: dict[str, tuple[str, ...]] = {
@@ -73,7 +73,7 @@ _LABEL_START = "|".join(
 # A line that may be a fence, a heading or a label (what _match_label may accept starts so).
 _INTERESTING = re.compile(
     r"\n(?:[^\S\n]*(?:`{3}|~{3})|[^\S\n]{0,3}(?:#|(?:(?:[-*+]|\d{1,2}[.)])[^\S\n]+)?"
-    rf"(?:\*\*|__)?(?:{_LABEL_START})))"
+    rf"(?:\*\*|__)?`?(?:{_LABEL_START})))"
 )
 MAX_TWICE = 20
 
@@ -97,6 +97,9 @@ def _match_label(line: str) -> _Label | None:
     bold = rest.startswith(("**", "__"))
     if bold:
         rest = rest[2:]
+    code = rest.startswith("`")  # a key in a code span, `exp_purpose`: as agents write it
+    if code:
+        rest = rest[1:]
     bracket = _BRACKET.match(rest)
     part: str | None = None
     if bracket:
@@ -118,6 +121,8 @@ def _match_label(line: str) -> _Label | None:
             break
     if part is None:
         return None
+    if code and tail.startswith("`"):
+        tail = tail[1:]
     tail = _strip_label_words(part, tail)
     colon = _COLON.match(tail)
     if colon:
@@ -219,12 +224,43 @@ def _table_rows(text: str) -> str:
     return _ROW.sub(row, text)
 
 
+_QUOTED = re.compile(r"(?:[ \t]{0,3}>[ \t]?)+")  # a line's block-quote marks, `> `, `> > `
+
+
+def _unquoted(text: str) -> str:
+    """A blueprint written in a block quote (`> **exp_purpose**: ...`, as copied from an
+    e-mail or an issue) read as if it were not: each line's `>` marks are taken off, on the
+    same line (line numbers stay true), except inside a fenced block begun outside any quote,
+    whose lines are the command's as they stand. Only where a quoted line is a part's label:
+    elsewhere a line that starts with `>` is the text's own (a command's `> out.log` on a
+    line of its own). Every part was 'missing' (walk 86, F7)."""
+    if ">" not in text:
+        return text
+    lines = text.split("\n")
+    quoted_labels = False
+    fence: str | None = None  # the opening of an unquoted fenced block we are in
+    for n, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening and closes(opening.group(1), fence) and not line[opening.end() :].strip():
+                fence = None
+            continue
+        if opening:
+            fence = opening.group(1)
+            continue
+        quoted = _QUOTED.match(line)
+        if quoted:
+            lines[n] = line[quoted.end() :]
+            quoted_labels = quoted_labels or _match_label(lines[n]) is not None
+    return "\n".join(lines) if quoted_labels else text
+
+
 def _lines_and_lowered(text: str) -> tuple[list[str], str]:
     """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
     line breaks made plain, and the same text lowered for the case-free search (only its line
     breaks are counted: a character whose lower case is longer moves positions, never line
     numbers)."""
-    text = "\n" + _table_rows(blank_comments(text))
+    text = "\n" + _table_rows(_unquoted(blank_comments(text)))
     if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
         text = _BREAKS.sub("\n", text)
     return text.split("\n"), text.lower()
