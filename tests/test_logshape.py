@@ -1850,3 +1850,45 @@ def test_lines_the_freeze20_shapes_read_and_leave_alone(text: str, kinds: list[s
 )
 def test_the_docker_daemons_other_refusals_are_no_image_missing(text: str) -> None:
     assert "launch_error" not in [f.kind for f in diagnose_text(text + "\n")]
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        # freeze 20b's blind miss: pydantic's error indented under its header (vLLM-Omni);
+        # read right blind: a request longer than the model's context in vLLM's newer words
+        # through the OpenAI client (grounded-rl), argparse refusing a pydantic-validated option
+        # (Vector Inference), the wanted GPUs said to exceed, wrapped by rich (distilabel)
+        ("config_error/vllmomni-2170.log", ["config_error"]),
+        ("config_error/vllm-28857.log", ["config_error"]),
+        ("config_error/groundedrl-16.log", ["config_error"]),
+        ("config_error/vectorinference-157.log", ["config_error"]),
+        ("insufficient_gpus/distilabel-1044.log", ["insufficient_gpus"]),
+    ],
+)
+def test_freeze20bs_classes_are_read(name: str, kinds: list[str]) -> None:
+    assert [f.kind for f in _diagnose(name)][: len(kinds)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # pydantic's error for one field, as it prints it (indented) and as pastes flatten it
+        (
+            "  Value error, torch.bfloat16 is not supported for quantization method awq. "
+            "Supported dtypes: [torch.float16] [type=value_error, input_value=ArgsKwargs((), "
+            "{}), input_type=ArgsKwargs]",
+            ["config_error"],
+        ),
+        (
+            "(APIServer pid=7)   Value error, No model architectures are specified "
+            "[type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",
+            ["config_error"],
+        ),
+        # ... not prose that says value error, nor a line of code far indented
+        ("note: a value error, if any, is logged [type=value_error] later", []),
+        ("                  Value error, x [type=value_error]", []),
+    ],
+)
+def test_lines_the_freeze20b_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds

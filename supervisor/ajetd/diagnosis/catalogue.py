@@ -845,8 +845,10 @@ CATALOGUE: tuple[Kind, ...] = (
             # engine configs are pydantic dataclasses: `Value error, torch.bfloat16 is not
             # supported for quantization method awq. Supported dtypes: [torch.float16]
             # [type=value_error, input_value=...]`); its header (`validation error for
-            # ModelConfig`) is read above
-            r"^value error, .{1,400}\[type=value_error\b",
+            # ModelConfig`) is read above. Pydantic prints each error indented under that header
+            # (`  Value error, No model architectures are specified [type=value_error, ...]`,
+            # vLLM-Omni's); a paste may have lost the indent (vLLM's)
+            r"^\s{0,8}value error, .{1,400}\[type=value_error\b",
             # shape: a request longer than the served model's context (vLLM's and OpenAI's
             # `This model's maximum context length is 16384 tokens. However, you requested 19591
             # tokens ...`): the context length or the requests' lengths to change
