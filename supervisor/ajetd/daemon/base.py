@@ -88,6 +88,10 @@ class Failures:
 class Base:
     # the loop's last pass: when it began, when it ended, when its wait was to end at the latest
     last_turn: tuple[float, float, float] | None = None
+    # runs whose ended trials' FIFOs may wait to be removed (`pipes.remove_idle`); None until
+    # the first housekeeping looked at every run's folder (set there, per daemon)
+    pipes_due: set[str] | None = None
+    pipes_at = float("-inf")  # when they are next looked at
 
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg

@@ -3,6 +3,7 @@ reports a full folder held back) and publish (daemon.json, which `status` reads)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -10,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import diskfull
+from ajetd.adapters import diskfull, pipes
 from ajetd.adapters.store import encode, write_atomic, write_in_place
 from ajetd.core.model import Run
+from ajetd.core.trialscript import PIPES
 from ajetd.daemon import ending
 from ajetd.daemon.base import Base
 from ajetd.hosts import copyback
@@ -20,6 +22,9 @@ from ajetd.pictures import drawing
 
 DAEMON_JSON_BYTES = 16383  # four blocks, all written: rewritable in place when the home is full
 PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the loop turns
+# how often the FIFOs of ended trials are looked at: a few opens each, for runs whose writer
+# may have ended (a session closed, a relaunch) or still lives (a dead pane's kept session)
+PIPES_EVERY_S = 5.0
 
 
 class Housekeep(Base):
@@ -42,6 +47,31 @@ class Housekeep(Base):
                     if closing is not None:
                         self.closing.append((time.monotonic(), closing))
                     self._store(replace(run, session_closed=True))
+                    self._pipes_due().add(run.run_id)  # its writers end with the session
+        if now >= self.pipes_at:
+            self.pipes_at = now + PIPES_EVERY_S
+            self._remove_pipes()
+
+    def _pipes_due(self) -> set[str]:
+        """The runs whose ended trials' FIFOs may still be there: at first every run with a
+        `.pipes` folder (a home written before they were removed, a daemon stopped before
+        it removed them); then those added as their trials' writers end."""
+        if self.pipes_due is None:
+            with contextlib.suppress(OSError):
+                self.pipes_due = {d.name for d in self.home.runs.iterdir() if (d / PIPES).is_dir()}
+        if self.pipes_due is None:
+            self.pipes_due = set()
+        return self.pipes_due
+
+    def _remove_pipes(self) -> None:
+        """The FIFOs of ended trials whose writer is gone, removed (`pipes.remove_idle`);
+        a run stays due while a writer lives on (its dead pane's session still kept)."""
+        due = self._pipes_due()
+        for run_id in sorted(due):
+            slot = self.slots.get(run_id)
+            live = slot.run.trial.number if slot and slot.run.active and slot.run.trial else None
+            if pipes.remove_idle(self.home.run_dir(run_id), live):
+                due.discard(run_id)
 
     def _reap_closing(self) -> None:
         """Collect the `kill-session` clients that are done; one that hangs past tmux's own

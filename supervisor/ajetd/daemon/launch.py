@@ -178,6 +178,8 @@ class Launch(Base):
                 self._launch_failed(run, exc, now)
             return False
         self._tmux_answered(run.run_id, now)
+        if len(run.trials) > 1 and self.pipes_due is not None:  # the pane respawned: the
+            self.pipes_due.add(run.run_id)  # last trial's writer ends, its FIFOs can go
         slot.backoff = Backoff.start(now, self.cfg.backoff_scale)
         pid = slot.run.trial.pane_pid if slot.run.trial is not None else None
         if pid:  # known from its start, not only from tmux's next listing (up to a minute)
