@@ -285,6 +285,7 @@ def mib_shapes() -> dict[str, str]:
         "label lines": base + "## [exp_purpose]\n" * (fill // 17),
         "quoted label lines": base + "> - [exp_notes]: x\n" * (fill // 19),
         "quote marks": base + ">" * fill,
+        "lines like a spelt key": base + "- **Exp-Purpose-Of-This-Run-x** y\n" * (fill // 35),
         "continued lines": base.replace("--autokill", "--autokill \\\n" * (fill // 13), 1),
     }
 

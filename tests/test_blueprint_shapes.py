@@ -184,6 +184,33 @@ def test_a_blueprint_in_a_block_quote_or_with_keys_in_code_spans_is_read(env: En
     assert code == 0 and data["blueprint"]["purpose"] == "shapes", data["problems"]
 
 
+def test_a_key_spelt_with_dashes_spaces_or_in_camel_case_is_read_where_it_is_a_label(
+    env: Env,
+) -> None:
+    """`- **Exp Purpose**:`, `## exp-codebase-dir`, `- expMaxTime:` (how people and agents
+    spell keys) left the part 'missing'; in brackets they were read already. On a plain
+    line a key must be spelt as it is (`exp purpose is ...` there is prose)."""
+    spellings = {
+        "exp_purpose": "- **Exp Purpose**: {v}",
+        "exp_codebase_dir": "## exp-codebase-dir\n{v}",
+        "exp_venv_exe": "- `exp-venv-exe`: {v}",
+        "exp_yaml_path": "* **EXP YAML PATH**: {v}",
+        "exp_launch_command": "## Exp Launch Command\n{v}",
+        "exp_result_dir": "- expResultDir: {v}",
+        "exp_max_time": "- Exp-Max-Time: {v}",
+    }
+    parts = _parts(env)
+    text = "\n".join(f.format(v=parts[k]) for k, f in spellings.items()) + "\n"
+    code, data, _ = lint(env, text)
+    got = data.get("blueprint") or {}
+    assert code == 0 and got["purpose"] == "shapes", data["problems"]
+    assert got["codebase_dir"] == str(env.codebase) and got["max_time_s"] == 120
+    assert got["launch_command"] == parts["exp_launch_command"]
+    plain = text.replace("- **Exp Purpose**: shapes", "Exp purpose: shapes")
+    code, data, _ = lint(env, plain)
+    assert code == 2 and data["problems"][0].startswith("exp_purpose: missing"), data
+
+
 def test_a_quote_mark_in_an_unquoted_blueprint_is_the_texts_own(env: Env) -> None:
     """Where no label is quoted, a line that starts with `>` stays as written: in a fenced
     command (a here-document's `>` line), and in a command's continued line (a redirection)."""

@@ -70,6 +70,12 @@ _BREAKS = re.compile(rf"\r\n?|[{_BREAK_CHARS}]")
 _LABEL_START = "|".join(
     sorted({re.escape(alias) for alias, _, _ in _ALIASES} | {r"\[", "【"}, key=len, reverse=True)
 )
+_LABEL_START += "|exp"  # a key spelt otherwise: `exp-purpose`, `Exp Purpose`, `expPurpose`
+# A key spelt with dashes, spaces or in camel case, in a structured position (`- **Exp
+# Purpose**:`, `## exp-codebase-dir`): up to five words, each tried, longest first
+_SPELT = re.compile(r"[A-Za-z][A-Za-z0-9]{0,20}(?:[ _\-][A-Za-z0-9]{1,20}){0,4}")
+_WORD_GAP = re.compile(r"[ _\-]")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # A line that may be a fence, a heading or a label (what _match_label may accept starts so).
 _INTERESTING = re.compile(
     r"\n(?:[^\S\n]*(?:`{3}|~{3})|[^\S\n]{0,3}(?:#|(?:(?:[-*+]|\d{1,2}[.)])[^\S\n]+)?"
@@ -119,6 +125,8 @@ def _match_label(line: str) -> _Label | None:
                 continue
             part, tail = candidate, rest[len(alias) :]
             break
+        if part is None and (structured or bold or code):
+            part, tail = _spelt(rest)
     if part is None:
         return None
     if code and tail.startswith("`"):
@@ -139,6 +147,30 @@ def _match_label(line: str) -> _Label | None:
     if bracketed or prefix.group("heading"):
         return _Label(part, _free_label_dropped(part, tail))
     return None
+
+
+def _spelt(rest: str) -> tuple[str | None, str]:
+    """A part's key spelt with dashes or spaces for its underscores, or in camel case, at
+    the start of `rest` (`Exp Purpose: ...`, `exp-codebase-dir: ...`, `expMaxTime: ...`): its
+    part and the text after the key, or (None, rest). The longest run of words that is a
+    key wins; a word run on into letters is no key (`exp-purpose-ish`). Every such key
+    begins with `exp`: any other start costs one match."""
+    found = _SPELT.match(rest)
+    if found is None or found.group()[:3].lower() != "exp":
+        return None, rest
+    ends, keys, start = [], [], 0
+    for gap in [*_WORD_GAP.finditer(found.group()), None]:
+        end = found.end() if gap is None else gap.start()
+        keys.append(_CAMEL.sub("_", rest[start:end]).lower())
+        ends.append(end)
+        start = end + 1
+    for n in range(len(keys), 0, -1):
+        if n < len(keys) and not rest[ends[n - 1]].isspace():
+            continue  # run on by `-` or `_` into another word: another name
+        known = _BY_NAME.get("_".join(keys[:n]))
+        if known is not None and known[0] != "ajetd":
+            return known[0], rest[ends[n - 1] :]
+    return None, rest
 
 
 # A label of the writer's own before a value (`说明：/data/code`, `路径: /data/code`): up to 30
