@@ -145,3 +145,18 @@ def test_a_range_check_stays_linear() -> None:
     assert parse_duration("3h" + "-" * 100_000) == 10800
     with pytest.raises(DurationError):
         parse_duration("9" * 100_000 + "-3h")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1-00:00:00", 86400),
+        ("0-02:00:00", 7200),
+        ("2-12:30", 2 * 86400 + 12 * 3600 + 30 * 60),
+        ("1-00:00:00 (as in the job script)", 86400),
+    ],
+)
+def test_slurms_days_form_is_one_duration_not_a_range(text: str, seconds: float) -> None:
+    """`--time=1-00:00:00` copied from a job script was refused as a range (`1-00`); the
+    colon after the hours tells Slurm's `D-HH:MM[:SS]` from `2-3 hours`."""
+    assert parse_duration(text) == seconds

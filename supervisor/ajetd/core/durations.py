@@ -39,6 +39,9 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 # A unit word must not run on into more letters ("2 months" is not "2 m").
 _UNIT = re.compile(rf"[ \t]{{0,8}}({_UNIT_ALT})(?![A-Za-z])", re.IGNORECASE)
 _CLOCK = re.compile(r"(\d{1,3}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
+# Slurm's `--time` with days, `D-HH:MM` or `D-HH:MM:SS` (`1-00:00:00`), as people copy it from
+# a job script: the colon after the hours tells it from a range (`2-3 hours`)
+_SLURM_DAYS = re.compile(r"(\d{1,3})-(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 _BARE = re.compile(r"([-+−]?)(\d+(?:\.\d+)?|\.\d+)")
 _EXPONENT = re.compile(r"(?<![\d.])[\d.]+[eE][-+]?\d")
 _NOT_FINITE = re.compile(r"(?<![A-Za-z])(?:inf(?:inity)?|nan|∞)(?![A-Za-z])", re.IGNORECASE)
@@ -143,6 +146,8 @@ def _refuse_range(text: str) -> None:
         return
     number = _NUMBER.match(text, start)
     assert number is not None  # _first_start stops at a number
+    if _SLURM_DAYS.match(text, start):
+        return
     clock = _CLOCK.match(text, start)
     unit = _UNIT.match(text, number.end())
     after = clock.end() if clock else unit.end() if unit else number.end()
@@ -166,6 +171,11 @@ def _part_at(text: str, number: re.Match[str]) -> tuple[float, int, float | None
     start = number.start()
     clock = None
     if "." not in number.group() and not (start and text[start - 1] == "."):
+        days = _SLURM_DAYS.match(text, start)
+        if days:
+            _check_context(text, start)
+            d, h, m, sec = (int(days.group(n) or 0) for n in (1, 2, 3, 4))
+            return float(d * 86400 + h * 3600 + m * 60 + sec), days.end(), None
         clock = _CLOCK.match(text, start)
     if clock:
         _check_context(text, start)
