@@ -5,6 +5,7 @@ write; never a part silently dropped or half read."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from ajetd.core.blueprintscan import _match_label
@@ -145,16 +146,18 @@ def test_a_blueprint_written_as_a_table_is_read(env: Env) -> None:
     assert got["launch_command"] == "python -m fakejet.launcher --conf configs/shape.yaml"
 
 
-def test_a_glob_in_a_stages_paths_is_refused_at_lint(env: Env) -> None:
-    """walk 86: `outputs: [saved/ckpt_*]` linted ok, then the finished training 'did not
-    leave saved/ckpt_*' and failed."""
+def test_a_glob_in_a_stages_paths_is_taken_a_bad_bracket_set_refused(env: Env) -> None:
+    """walk86 F32: a glob in a stage's paths (`saved/ckpt_*`) is matched (see
+    test_daemon_e2e's pipeline test); lint takes it, and refuses a bracket set it would not
+    read the way the shell does."""
     stages = (
         "gpus: 0\nstages:\n  - {name: train, outputs: ['saved/ckpt_*']}\n"
-        "  - {name: eval, command: 'echo eval', requires: ['saved/ckpt_?'], outputs: [r.json]}"
+        "  - {name: eval, command: 'echo eval', requires: ['saved/ckpt_[0-9]'], outputs: [r.json]}"
     )
     code, _, text = lint(env, ajetd=stages)
-    assert code == 2 and "stages[1].outputs: 'saved/ckpt_*' holds a glob" in text
-    assert "stages[2].requires: 'saved/ckpt_?' holds a glob" in text
+    assert code == 0, text
+    code, _, text = lint(env, ajetd=stages.replace("ckpt_[0-9]", "ckpt_[a b]"))
+    assert code == 2 and "stages[2].requires: 'saved/ckpt_[a b]': a bracket set" in text, text
 
 
 def test_full_width_brackets_around_a_key_are_read(env: Env) -> None:
@@ -280,3 +283,32 @@ def test_lint_json_shows_the_stages_it_read(env: Env) -> None:
     assert code == 0, data["problems"]
     assert [s["name"] for s in data["blueprint"]["options"]["stages"]] == ["train", "ev"]
     assert data["blueprint"]["options"]["stages"][0]["outputs"] == ["saved/last"]
+
+
+def test_stage_globs_match_bounded_and_quote_for_a_shell(tmp_path: Path) -> None:
+    """`pathglob`: a hidden name matches only a dotted pattern, `**` is `*`, a range works,
+    a link a wildcard meets is no folder to go into, and the shell form quotes all but the
+    wildcards (a name with a quote or `$` in it is literal there)."""
+    from ajetd.core import pathglob
+    from ajetd.hosts.fs import LOCAL
+
+    (tmp_path / "saved" / "ckpt_12").mkdir(parents=True)
+    (tmp_path / "saved" / ".ckpt_tmp").mkdir()
+    (tmp_path / "away" / "ckpt_9").mkdir(parents=True)
+    (tmp_path / "saved" / "out").symlink_to(tmp_path / "away")
+    found = [
+        LOCAL.matches(f"{tmp_path}/{p}")
+        for p in (
+            "saved/ckpt_*",
+            "saved/ckpt_[0-9]2",
+            "**/ckpt_12",
+            "*/.ckpt_*",
+            "saved/out/ckpt_*",
+        )
+    ]
+    assert found == [True, True, True, True, True]  # a link named as written is followed
+    assert not LOCAL.matches(f"{tmp_path}/saved/*tmp")  # hidden: not matched by `*`
+    assert not LOCAL.matches(f"{tmp_path}/saved/*/ckpt_9")  # a wildcard never enters a link
+    assert not LOCAL.matches(f"{tmp_path}/nothing/ckpt_*")
+    shell = pathglob.shell_form("/a b/it's $x/ckpt_[0-9]*")
+    assert shell == "'/a b/it'\"'\"'s $x/ckpt_'[0-9]*", shell

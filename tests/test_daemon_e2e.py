@@ -1191,6 +1191,37 @@ def test_a_stage_never_runs_on_a_missing_checkpoint(daemon_env: Env) -> None:
     assert "stage eval requires ckpt/other.pt, which does not exist" in status["reason"]
 
 
+def test_a_stages_glob_is_matched(daemon_env: Env) -> None:
+    """walk86 F32: `outputs: [saved/ckpt_*]` was looked for as written: a training that left
+    `saved/ckpt_6` 'did not leave saved/ckpt_*' and failed, and eval never ran. A glob is
+    present when a path matches it; one that nothing matches still fails the run, saying
+    so; a folder a wildcard reaches through a link is not gone into."""
+    env = daemon_env
+    (env.tmp / "elsewhere" / "ckpt_9").mkdir(parents=True)
+    (env.codebase / "linked").symlink_to(env.tmp / "elsewhere")
+    train = "python -m fakejet.launcher --conf {c} --autokill && mkdir -p saved/ckpt_6"
+    evaluate = "ls -d saved/ckpt_* > eval.json"
+    ajetd = (
+        "stages:\n  - {name: train, outputs: ['saved/ckpt_*']}\n"
+        f"  - {{name: eval, command: '{evaluate}', requires: ['saved/ckpt_[0-9]'], "
+        "outputs: ['eval.*']}"
+    )
+    config = env.config("globbed")
+    run_id = env.submit(
+        env.blueprint("globbed", config=config, command=train.format(c=config), ajetd=ajetd)
+    )
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    assert (env.codebase / "eval.json").read_text() == "saved/ckpt_6\n"
+    ajetd = "stages:\n  - {name: train, outputs: ['*/ckpt_9', 'saved/step_*']}\n"
+    ajetd += "  - {name: eval, command: 'true'}"
+    run_id = env.submit(env.blueprint("unmatched", ajetd=ajetd))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed", status
+    reason = status["reason"]
+    assert "did not leave */ckpt_9, saved/step_*" in reason, reason  # not through the link
+
+
 def test_a_trial_recorded_but_never_prepared_is_prepared_again(env: Env) -> None:
     """A daemon killed between a trial's record and its script: on restart the trial is
     prepared again and launched once (never twice: it had not been let go)."""

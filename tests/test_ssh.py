@@ -461,6 +461,17 @@ def test_the_hosts_files_are_read_only_when_regular(tmp_path: Path, sshd: Sshd) 
     assert fs.size(str(tmp_path / "real.yaml")) == 9
 
 
+def test_a_stages_glob_is_matched_on_the_host(tmp_path: Path, sshd: Sshd) -> None:
+    """walk86 F32 on an SSH host: bash's own expansion there, the literal parts quoted (a
+    `$(...)` in a folder's name is a name, never run)."""
+    fs = sshcmd.RemoteFs(sshd.spec())
+    odd = tmp_path / "a b $(touch pwned)"
+    (odd / "saved" / "ckpt_6").mkdir(parents=True)
+    assert fs.matches(f"{odd}/saved/ckpt_*") and fs.matches(f"{odd}/saved/ckpt_[0-9]")
+    assert not fs.matches(f"{odd}/saved/step_*")
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
 def test_a_queued_remote_run_damaged_while_its_host_does_not_answer_waits_for_the_host(
     env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ajetd.core import hostspecs, values
+from ajetd.core import hostspecs, pathglob, values
 from ajetd.core.durations import format_duration
 from ajetd.core.envnames import env_name_problem
 from ajetd.core.errors import BlueprintError
@@ -324,17 +324,11 @@ def _bound(key: str, bounds: dict[str, Any]) -> float | None:
 
 
 def _paths(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
-    """A list of paths relative to exp_codebase_dir (one alone may be given as a string).
-    A glob (`saved/ckpt_*`) is refused: each is looked for as written, so a stage that left
-    `saved/ckpt_6` 'did not leave saved/ckpt_*' and its finished training failed (walk 86)."""
+    """A list of paths relative to exp_codebase_dir (one alone may be given as a string); a
+    glob (`saved/ckpt_*`) is present when one path matches it (`core.pathglob`: a checkpoint
+    whose step is not known in advance, walk86 F32), a bracket set in it checked here."""
     paths: tuple[str, ...] = take(problems, (), values.string_list, key, value, values.path)
-    globs = [p for p in paths if any(c in p for c in "*?[")]
-    if globs:
-        problems.append(
-            f"{key}: {show(globs[0])} holds a glob (* ? [); paths here are literal: name a "
-            "file or folder the stage always leaves (e.g. saved/latest, or a marker file the "
-            "command writes last)"
-        )
+    problems.extend(p for path in paths if (p := pathglob.glob_problem(key, path)))
     return paths
 
 

@@ -28,7 +28,7 @@ from ajetd.adapters.nvml import NoGpu
 from ajetd.adapters.store import OWNER_DIR, Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.watch import Watcher
-from ajetd.core import model, placement
+from ajetd.core import model, pathglob, placement
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.options import Options
@@ -40,6 +40,7 @@ from ajetd.daemon.placer import GpuPlacer
 from ajetd.daemon.slots import LIVE, Runs, RunSlot
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.hosts import copyback, swarm
+from ajetd.hosts.fs import Fs
 from ajetd.hosts.places import Places
 from ajetd.hosts.sshcmd import SshError
 from ajetd.pictures import drawing
@@ -253,7 +254,7 @@ class Base:
         run = slot.run
         try:
             fs = slot.host.fs()
-            return tuple(p for p in paths if not fs.exists(os.path.join(run.codebase_dir, p)))
+            return tuple(p for p in paths if not _present(fs, os.path.join(run.codebase_dir, p)))
         except AjetdError as exc:
             log.warning("run %s: cannot check %s: %s", run.run_id, ", ".join(paths), exc)
             return paths
@@ -389,3 +390,8 @@ class Base:
             self.home_kinds = (mtime, KindSet(kinds))
         own = KindSet(slot.options.kinds) if slot.options.kinds else KindSet()
         return own + self.home_kinds[1]
+
+
+def _present(fs: Fs, path: str) -> bool:
+    """A stage's path is there: as written, or (a glob, `saved/ckpt_*`) matched by one."""
+    return fs.matches(path) if pathglob.is_glob(path) else fs.exists(path)

@@ -12,6 +12,7 @@ import enum
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ import yaml
 
 from ajetd.adapters.regular import TooLargeError, read_bounded
 from ajetd.adapters.store import write_atomic
+from ajetd.core import pathglob
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
 from ajetd.core.textfile import utf8_problem
@@ -33,6 +35,10 @@ class Fs(Protocol):
     def isdir(self, path: str) -> bool: ...
     def isfile(self, path: str) -> bool: ...
     def exists(self, path: str) -> bool: ...
+    def matches(self, pattern: str) -> bool:
+        """Whether a path matches the glob `pattern` (absolute; `core.pathglob`)."""
+        ...
+
     def executable(self, path: str) -> bool: ...
     def realpath(self, path: str) -> str: ...
     def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
@@ -58,6 +64,9 @@ class LocalFs:
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def matches(self, pattern: str) -> bool:
+        return pathglob.first_match(pattern, _entries, os.path.exists) is not None
+
     def executable(self, path: str) -> bool:
         return os.access(path, os.X_OK)
 
@@ -80,6 +89,20 @@ class LocalFs:
 
     def write_text(self, path: str, text: str) -> None:
         write_atomic(Path(path), text)
+
+
+def _entries(folder: str) -> Iterator[tuple[str, bool, bool]]:
+    """A folder's entries as `pathglob.first_match` takes them, read lazily (a glob that
+    matches early reads no more); none where it cannot be read."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    yield entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()
+                except OSError:  # gone meanwhile
+                    continue
+    except OSError:
+        return
 
 
 LOCAL = LocalFs()

@@ -28,6 +28,7 @@ from ajetd.adapters import diskfull
 from ajetd.adapters.nvml import SMI_APP_FIELDS, SMI_GPU_FIELDS, parse_nvidia_smi
 from ajetd.adapters.regular import TooLargeError
 from ajetd.adapters.store import mark
+from ajetd.core import pathglob
 from ajetd.core.errors import AjetdError
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.hostspecs import REMOTE_BASE, SshSpec
@@ -524,6 +525,12 @@ class RemoteFs:
 
     def executable(self, path: str) -> bool:
         return self._facts(path).executable
+
+    def matches(self, pattern: str) -> bool:
+        """Whether a path matches the glob there: bash's own expansion (its literal parts
+        quoted, `pathglob.shell_form`)."""
+        script = f"shopt -s nullglob; set -- {pathglob.shell_form(pattern)}; [ $# -gt 0 ]"
+        return run(self.spec, script).returncode == 0
 
     def realpath(self, path: str) -> str:
         return self._facts(path).realpath
