@@ -393,6 +393,9 @@ def locked(path: Path) -> bool:
 SUBMITTED_COPY = "blueprint.submitted.md"  # runs/<id>/: the blueprint's text as admitted
 
 
+PRUNED = ".pruned-"  # a run's folder being removed by `ajetd prune` (`Home.remove_run`)
+
+
 class Home:
     """`$AJETD_HOME`: inbox/, runs/<id>/, rejected/, control/, swarm/<port>/, daemon.json,
     daemon.lock."""
@@ -666,6 +669,33 @@ class Home:
                     with contextlib.suppress(UnknownRunError, StoreError):
                         out.append(self.load_run(match["run_id"]))
         return out
+
+    def remove_run(self, run_id: str) -> None:
+        """Remove an ended run's folder (`ajetd prune` decides which): renamed out of the
+        runs' names first (`.pruned-<id>`, one rename: no reader ever finds half a folder
+        under the run's id), then removed; `shutil.rmtree` follows no link inside it. A
+        folder left by a removal cut short is removed the next time (`remove_pruned`).
+        OSError where it cannot be (a full home still removes; a permission does not)."""
+        import shutil
+
+        folder = self.runs / run_id
+        if not RUN_ID.match(run_id) or folder.is_symlink() or not folder.is_dir():
+            raise OSError(errno.ENOENT, "not a run's folder", str(folder))
+        aside = self.runs / f"{PRUNED}{run_id}"
+        os.rename(folder, aside)
+        shutil.rmtree(aside)
+
+    def remove_pruned(self) -> int:
+        """The folders an earlier `remove_run` renamed aside and did not finish: removed."""
+        import shutil
+
+        count = 0
+        with contextlib.suppress(OSError):
+            for path in self.runs.iterdir():
+                if path.name.startswith(PRUNED) and path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                    count += 1
+        return count
 
     def run_ids(self) -> list[str]:
         if not self.runs.is_dir():

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from ajetd.adapters.store import default_home
-from ajetd.cli import inspectcmds, runcmds
+from ajetd.cli import inspectcmds, prunecmd, runcmds
 from ajetd.cli.campaign import campaign
 from ajetd.cli.common import NOT_NEGATIVE, POSITIVE, Number, open_home
 from ajetd.core.errors import AjetdError
@@ -209,6 +209,7 @@ for command in (
     inspectcmds.diagnose,
     inspectcmds.diag,
     inspectcmds.gpus,
+    prunecmd.prune,
     campaign,
 ):
     main.add_command(command)

@@ -1,0 +1,143 @@
+"""`ajetd prune`: remove the folders of runs that ended long ago from the home.
+
+Without it `runs/` (and `rejected/`) grew for ever, and the obvious `rm -rf runs/<id>` left a
+run's tmux session open for good where its keep time had not run out, or brought the folder
+back as a record alone when the daemon closed that session (walk 88, F10). The decision is
+`core.prune.kept_because`; only what it allows is removed, each folder renamed aside before
+it is deleted (`Home.remove_run`). The result dirs are the user's: never touched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ajetd.adapters.store import Home
+from ajetd.cli.common import echo_json, json_option, open_home
+from ajetd.core.errors import AjetdError
+
+DEFAULT_AGE = "30d"
+
+
+def _campaign_runs(home: Home) -> dict[str, str]:
+    """Every run a campaign counts as an experiment (run id: campaign id). A campaign record
+    that cannot be read stops the prune: which runs it holds cannot be told."""
+    from ajetd.adapters.campaignfolder import load_state
+
+    found: dict[str, str] = {}
+    root = home.root / "campaigns"
+    if not root.is_dir():
+        return found
+    for folder in sorted(root.iterdir()):
+        state_file = folder / "state.json"
+        if not state_file.exists():
+            continue
+        try:
+            state = load_state(state_file)
+        except (OSError, ValueError, TypeError) as exc:
+            raise click.ClickException(
+                f"campaign record {state_file} unreadable ({exc}): which runs it holds "
+                "cannot be told, so nothing was pruned"
+            ) from exc
+        for exp in state.experiments:
+            if exp.run_id:
+                found[exp.run_id] = state.campaign_id
+    return found
+
+
+def _old_rejections(home: Home, cutoff: float) -> list[Path]:
+    """The files in rejected/ (a refused blueprint, its `.why.txt`) last changed before
+    `cutoff`: regular files only, no link followed."""
+    old: list[Path] = []
+    if not home.rejected.is_dir():
+        return old
+    for path in sorted(home.rejected.iterdir()):
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if path.is_file() and not path.is_symlink() and info.st_mtime < cutoff:
+            old.append(path)
+    return old
+
+
+@click.command()
+@click.option(
+    "--older-than",
+    "older_than",
+    default=DEFAULT_AGE,
+    show_default=True,
+    metavar="DURATION",
+    help="Only runs that ended at least this long ago (30d, 12h, 90m; a bare number is days).",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@json_option
+def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
+    """Remove the folders of runs that ended long ago from $AJETD_HOME/runs/ (and old
+    rejected blueprints). A run is kept while anything may still read or write it: not
+    ended, reports or on_finish still due, its tmux session still kept, or an experiment of
+    a campaign. Result dirs are never touched. Exit 0; 1 where a folder could not be removed."""
+    from ajetd.core.durations import parse_duration
+    from ajetd.core.prune import kept_because
+
+    try:
+        age = parse_duration(older_than, bare_unit_s=86400.0, whole=True, zero_ok=True)
+    except AjetdError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from exc
+    home = open_home()
+    now = time.time()
+    campaign_of = _campaign_runs(home)
+    removed: list[str] = []
+    kept: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    if not dry_run:
+        home.remove_pruned()
+    for run in home.load_runs():
+        why = kept_because(run, now, age, campaign_of)
+        if why is not None:
+            kept[run.run_id] = why
+            continue
+        if not dry_run:
+            try:
+                home.remove_run(run.run_id)
+            except OSError as exc:
+                failed[run.run_id] = exc.strerror or str(exc)
+                continue
+        removed.append(run.run_id)
+    rejections = _old_rejections(home, now - age)
+    rejected_removed: list[str] = []
+    for path in rejections:
+        if not dry_run:
+            try:
+                path.unlink()
+            except OSError as exc:
+                failed[str(path)] = exc.strerror or str(exc)
+                continue
+        rejected_removed.append(path.name)
+    if as_json:
+        echo_json(
+            {
+                "dry_run": dry_run,
+                "removed": removed,
+                "kept": kept,
+                "failed": failed,
+                "rejected_removed": rejected_removed,
+            }
+        )
+    else:
+        verb = "would remove" if dry_run else "removed"
+        click.echo(
+            f"{verb} {len(removed)} run folder(s) and {len(rejected_removed)} rejected "
+            f"file(s) older than {older_than}; kept {len(kept)} run(s)"
+        )
+        for run_id in removed:
+            click.echo(f"  {verb}: {run_id}")
+        for run_id, why in kept.items():
+            if not why.startswith("ended ") and not why.startswith("not ended"):
+                click.echo(f"  kept {run_id}: {why}")
+        for what, why in failed.items():
+            click.echo(f"  could not remove {what}: {why}", err=True)
+    sys.exit(1 if failed else 0)
