@@ -880,6 +880,47 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     assert wrong and all(line.count("CUDA out of memory") == 1 for line in wrong), wrong
 
 
+def test_what_each_fix_changed_is_in_every_json_and_line(daemon_env: Env) -> None:
+    """Walk88 F6: a run that succeeded only after ajetd halved its batch size twice read
+    plainly `succeeded: the program exited with code 0` in `status --json`, `wait`, the
+    table and finish.flag; run.json's `fixes` held bare names. Now `fixes_applied` says, per
+    fix, after which trial, for which failure, each config key's old and new value, and the
+    command before and after, in every JSON; the one-line views say it too."""
+    env = daemon_env
+    config = env.config("halved", oom_above_micro_batch=2)
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 8}}
+    path.write_text(yaml.safe_dump(data))
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    run_id = env.submit(env.blueprint("halved", config=config, ajetd=allow))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 3, done
+    key = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+    fixes = done["fixes_applied"]
+    assert [(f["after_trial"], f["kind"], f["science"]) for f in fixes] == [
+        (1, "cuda_oom", True),
+        (2, "cuda_oom", True),
+    ], fixes
+    assert [f["config"] for f in fixes] == [
+        [{"key": key, "old": 8, "new": 4}],
+        [{"key": key, "old": 4, "new": 2}],
+    ]
+    assert fixes[0]["command"]["old"].endswith(f"--conf {config} --autokill")
+    assert fixes[0]["command"]["new"].endswith(f"halved.ajetd-{run_id}-t2.yaml --autokill")
+    assert fixes[1]["command"]["old"] == fixes[0]["command"]["new"]
+    assert "8 → 4" in fixes[0]["change"] and fixes[0]["env"] == {} and fixes[0]["prefix"] == []
+    reports = Path(done["reports_dir"])
+    flag = json.loads((reports / "finish.flag").read_text())
+    record = json.loads((reports / "run.json").read_text())
+    assert flag["fixes_applied"] == fixes and record["fixes_applied"] == fixes
+    assert record["fixes"] == ["science_ppo_micro_batch_size_per_gpu"] * 2  # names, as before
+    waited = env.cli("wait", run_id).stdout
+    said = "(after 2 fixes: ppo_micro_batch_size_per_gpu 8 → 4; ppo_micro_batch_size_per_gpu 4 → 2"
+    assert said in waited and "not the blueprint's" in waited, waited
+    assert said in env.cli("status").stdout
+
+
 def test_oom_fix_lowers_a_key_only_the_configs_hydra_defaults_set(daemon_env: Env) -> None:
     """Walk M3: benchmark_math.yaml gets `ajet.rollout.gpu_memory_utilization` 0.85 from
     ajet_default.yaml through its Hydra `defaults:` (found on its `hydra.searchpath`, from the

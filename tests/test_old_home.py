@@ -60,6 +60,19 @@ def _with_best(text: str, name: str) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def _with_fixes_applied(text: str) -> str:
+    """An old JSON object as this version writes it: the same bytes, with `fixes_applied`
+    (what each fix changed, walk88 F6) after `diagnosis` in the status object and run.json,
+    last in finish.flag; `[]`: the old runs had no fix."""
+    data = json.loads(text)
+    assert json.dumps(data, indent=2, ensure_ascii=False) + "\n" == text
+    assert "fixes_applied" not in data and not data.get("fixes")
+    keys = list(data)
+    at = keys.index("diagnosis") + 1 if "diagnosis" in keys else len(keys)
+    data = {k: data[k] for k in keys[:at]} | {"fixes_applied": []} | {k: data[k] for k in keys[at:]}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     """An old status object (or run.json) as this version prints it: the same bytes, but
     for each finding of `diagnosis`, which now holds every field a finding has in any JSON
@@ -195,6 +208,7 @@ def test_an_old_home_is_taken_up(env: Env) -> None:
         assert out.returncode == 0, out.stderr
         changes = env.record(RUNS[name]).get("config_changes", [])
         now = _with_best(_findings_now(text.replace("@TMP@", str(env.tmp)), changes), name)
+        now = _with_fixes_applied(now)
         assert out.stdout == now, name
 
 
@@ -236,8 +250,9 @@ def test_old_reports_render_the_same(env: Env) -> None:
         assert run.state is State.DONE
         folder = Path(run.result_dir)
         old = {f: (folder / f).read_text() for f in ("results.md", "trials.md", "run.json")}
-        old["run.json"] = _with_best(_findings_now(old["run.json"]), name)
+        old["run.json"] = _with_fixes_applied(_with_best(_findings_now(old["run.json"]), name))
         old["finish.flag"] = _with_best((folder / "finish.flag").read_text(), name)
+        old["finish.flag"] = _with_fixes_applied(old["finish.flag"])
         old["results.md"] = old["results.md"].replace("@HOST@", socket.gethostname())
         old["results.md"] = _with_trial_column(old["results.md"], run.trials[0].number)
         if name == "slurm_nemo":  # every metric is a column since walk 82 (L2): NeMo-RL's two

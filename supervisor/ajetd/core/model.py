@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from ajetd.core.finding import Finding
+from ajetd.core.fixrecord import AppliedFix, ConfigChange
 from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
 from ajetd.core.shown import show
 from ajetd.core.values import path_problem
@@ -266,6 +267,9 @@ class Run:
     config_changes: tuple[str, ...] = ()  # what the YAML preflight fixed in a copy
     config_path: str = ""  # the YAML the command's --conf runs (original or a fixed copy)
     fixes: tuple[str, ...] = ()  # fixes applied so far, in order (they accumulate)
+    # what each of them changed, as data (status's `fixes_applied`); shorter than `fixes`
+    # in a record of a version before it
+    applied_fixes: tuple[AppliedFix, ...] = ()
     fix_env: tuple[tuple[str, str], ...] = ()
     fix_prefix: tuple[str, ...] = ()
     gpu_ids: tuple[int, ...] | None = None  # placed GPUs (None: not placed, env left as is)
@@ -338,6 +342,7 @@ class Run:
         data["nemo"] = self.nemo.to_json()
         data["val_read"] = self.val_read.to_json()
         data["slurm"] = self.slurm.to_json()
+        data["applied_fixes"] = [a.to_json() for a in self.applied_fixes]
         return data
 
     @classmethod
@@ -359,6 +364,9 @@ class Run:
         data["signals_sent"] = tuple(data.get("signals_sent", ()))
         data["warnings"] = tuple(data.get("warnings", ()))
         data["fixes"] = tuple(data.get("fixes", ()))
+        stored = data.get("applied_fixes")
+        read = (AppliedFix.from_json(a) for a in (stored if isinstance(stored, list) else ()))
+        data["applied_fixes"] = tuple(a for a in read if a is not None)
         data["config_changes"] = tuple(data.get("config_changes", ()))
         data["fix_env"] = tuple(tuple(pair) for pair in data.get("fix_env", ()))
         data["fix_prefix"] = tuple(data.get("fix_prefix", ()))
@@ -503,12 +511,27 @@ def restart(
     prefix: tuple[str, ...],
     command: str | None = None,
     config_path: str | None = None,
+    kind: str = "",
+    config: tuple[ConfigChange, ...] = (),
 ) -> Run:
     """A failed trial has a fix to try: the run waits for its next trial with every fix so far
-    (a config fix also brings the command pointed at the fixed copy)."""
+    (a config fix also brings the command pointed at the fixed copy); what the fix changes
+    is kept as data (`applied_fixes`): the failure `kind` it answers, the `config` keys'
+    old and new values, its environment, prefix and command."""
     trial = run.trial
     assert trial is not None
     updated = replace(trial, next_step=why)
+    made = AppliedFix(
+        after_trial=trial.number,
+        fix=fix,
+        kind=kind,
+        change=why,
+        config=config,
+        env=env,
+        prefix=prefix,
+        command_before=run.launch_command,
+        command_after=command if command is not None else "",
+    )
     return replace(
         run,
         stop_cause=None,
@@ -523,6 +546,7 @@ def restart(
         state=State.RESTARTING,
         trials=(*run.trials[:-1], updated),
         fixes=(*run.fixes, fix),
+        applied_fixes=(*run.applied_fixes, made),
         fix_env=(*run.fix_env, *env),
         fix_prefix=prefix or run.fix_prefix,
     )

@@ -125,6 +125,7 @@ class Restart:
 
     exit_code: int
     remedy: Relaunch
+    kind: str = ""  # the failure the fix answers (the root finding's kind, `hang`)
 
 
 @dataclass(frozen=True)
@@ -329,7 +330,7 @@ def _after_hang(run: Run, code: int, options: Options) -> Action:
     """A trial stopped by the hang rule ended: relaunch it if the blueprint says so."""
     if options.hang_action == "relaunch" and len(run.trials) < options.max_trials:
         why = f"hang: relaunched after {run.stop_reason}"
-        return Restart(code, Relaunch("retry_hang", why))
+        return Restart(code, Relaunch("retry_hang", why), "hang")
     return outcome(run, code)
 
 
@@ -361,7 +362,7 @@ def _after_prompt(run: Run, code: int) -> Action:
         f"waiting_for_input: wandb's login prompt ({run.stop_reason}): relaunched with "
         "WANDB_MODE=offline (its logs stay in ./wandb; `wandb sync` uploads them later)"
     )
-    return Restart(code, Relaunch(WANDB_OFFLINE, why, env=WANDB_OFFLINE_ENV))
+    return Restart(code, Relaunch(WANDB_OFFLINE, why, env=WANDB_OFFLINE_ENV), WAITING_FOR_INPUT)
 
 
 def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Action:
@@ -378,7 +379,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
         obs.gpus_taken,
     )
     if isinstance(choice, Relaunch):
-        return Restart(code, choice)
+        return Restart(code, choice, obs.findings[0].kind if obs.findings else "")
     root = f" ({root_cause(obs.findings[0])})" if obs.findings else ""
     return Finish(Status.FAILED, f"{describe_exit(code)}{root}; {choice.reason}", code)
 

@@ -50,6 +50,17 @@ class Relaunch:
     env: tuple[tuple[str, str], ...] = ()
     prefix: tuple[str, ...] = ()  # argv words put before the command
     config_patches: tuple[tuple[tuple[str, ...], Any], ...] = ()  # into a new config copy
+    # each patched path's value in the config the failed trial ran with, in the patches'
+    # order (what the fix changed, kept as data: `fixrecord.AppliedFix.config`)
+    config_before: tuple[Any, ...] = ()
+
+    def config_changes(self) -> tuple[tuple[str, Any, Any], ...]:
+        """(dotted key, old, new) per patched path; old None where not known."""
+        before = (*self.config_before, *[None] * len(self.config_patches))
+        return tuple(
+            (".".join(path), old, new)
+            for (path, new), old in zip(self.config_patches, before, strict=False)
+        )
 
 
 @dataclass(frozen=True)
@@ -141,11 +152,13 @@ def _fitted(
     if not patches:
         return None
     bound = shown_bound("gpu_memory_utilization", low)
+    old = dict(numeric)
     return Relaunch(
         "science_gpu_memory_utilization",
         f"{kind}: gpu_memory_utilization {numeric[0][1]} → {fit:g}, what the free memory "
         f"fits ({short.said()}; allowed by [ajetd] allow_fixes, min {bound})",
         config_patches=tuple(patches),
+        config_before=tuple(old[p] for p, _ in patches),
     )
 
 
@@ -241,6 +254,7 @@ def _patched(
         f"science_{key}",
         f"{kind}: {change} (allowed by [ajetd] allow_fixes, {bound})",
         config_patches=tuple(patches),
+        config_before=tuple(old[p] for p, _ in patches),
     )
 
 
@@ -332,6 +346,7 @@ def _logger(applied: set[str], fix: str, config: Mapping[str, Any] | None) -> Re
         "local_logger",
         "logger_error: relaunched with a local logger (tensorboard) in a copy of the config",
         config_patches=tuple(patch.items()),
+        config_before=tuple(get_path(config, p) for p in patch),
     )
 
 

@@ -284,7 +284,17 @@ class Act(Observe):
         )
         run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
-        run = model.restart(run, fix.fix, fix.why, fix.env, fix.prefix, command, config_path)
+        run = model.restart(
+            run,
+            fix.fix,
+            fix.why,
+            fix.env,
+            fix.prefix,
+            command,
+            config_path,
+            kind=action.kind,
+            config=fix.config_changes(),
+        )
         self.home.append_event(run.run_id, now, f"trial {len(run.trials)} failed; {fix.why}")
         self._store(run)
         log.info("run %s: %s", run.run_id, fix.why)

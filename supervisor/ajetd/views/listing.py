@@ -24,7 +24,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import REFUSED
 from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
-from ajetd.views.records import shown_state
+from ajetd.views.records import fixes_said, shown_state
 
 Segment = tuple[str, str]  # (text, style name; "" for none)
 Line = list[Segment]
@@ -359,7 +359,8 @@ _SAY_WHY = frozenset({Status.FAILED, Status.LOST, Status.REJECTED})
 
 def notes(sel: Selection, width: int) -> list[Line]:
     """Under the table: why runs wait, what needs attention, why shown ended runs failed,
-    were lost or rejected (their reason, one line cut to the width), what is hidden."""
+    were lost or rejected (their reason, one line cut to the width), which others ran with
+    fixes (a success whose batch size ajetd halved is not the blueprint's), what is hidden."""
     lines: list[Line] = []
     for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
         if run.attention:
@@ -374,6 +375,9 @@ def notes(sel: Selection, width: int) -> list[Line]:
         if run.status in _SAY_WHY and run.reason and not run.attention:
             text = f"{run.status.value} {run.run_id}: {' '.join(run.reason.split())}"
             lines.append([(cut(text, width), state_style(run.status.value))])
+        elif run.fixes and run.status is not None:  # a success that ran with changes
+            text = f"{run.status.value} {run.run_id}{fixes_said(run)}"
+            lines.append([(cut(text, width), "waiting")])
     if sel.hidden:
         text = f"{sel.hidden} older ended run(s) not shown (--all shows every run)"
         lines.append([(cut(text, width), "dim")])

@@ -8,6 +8,7 @@ from typing import Any
 
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
+from ajetd.core.fixrecord import SCIENCE_PREFIX, applied_json
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause, record_trials
 from ajetd.core.timefmt import iso
@@ -59,7 +60,22 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "diagnosis": [
             f.to_json() for f in ((trial.findings or trial.live_findings) if trial else ())
         ],
+        # what each fix between trials changed (walk88 F6: a run that succeeded only
+        # after its batch size was halved twice read plainly `succeeded`)
+        "fixes_applied": applied_json(run.fixes, run.applied_fixes),
     }
+
+
+def fixes_said(run: Run) -> str:
+    """` (after 2 fixes: ppo_micro_batch_size_per_gpu 8 → 4; ... 4 → 2; the science
+    changed)`: the fixes a run ran with, for a one-line view; "" where none."""
+    if not run.fixes:
+        return ""
+    what = "; ".join(a.summary() for a in run.applied_fixes) or ", ".join(run.fixes)
+    science = any(f.startswith(SCIENCE_PREFIX) for f in run.fixes)
+    changed = "; its hyperparameters are not the blueprint's" if science else ""
+    n = len(run.fixes)
+    return f" (after {n} fix{'es' if n > 1 else ''}: {what}{changed})"
 
 
 def best_json(run: Run) -> dict[str, Any] | None:
@@ -191,7 +207,7 @@ def wait_line(run: Run, code: int) -> str:
         return f"run {run.run_id}: still {run.state.value} (wait timed out)"
     if code == 2:
         return f"run {run.run_id} {_state_word(run)}, needs attention: {run.attention}"
-    return f"run {run.run_id} {_state_word(run)}: {run.reason}"
+    return f"run {run.run_id} {_state_word(run)}: {run.reason}{fixes_said(run)}"
 
 
 def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:

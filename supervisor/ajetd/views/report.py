@@ -13,6 +13,7 @@ from typing import Any
 from ajetd.core import gpuuse
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
+from ajetd.core.fixrecord import applied_json
 from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
@@ -101,6 +102,7 @@ def finish_flag(run: Run) -> dict[str, Any]:
         "ended_at": iso(run.ended_at),
         "metrics": run.metrics,
         "best": best_json(run),
+        "fixes_applied": applied_json(run.fixes, run.applied_fixes),
     }
 
 
