@@ -672,6 +672,9 @@ def test_lint_checks_a_nemo_runs_gpus_and_validation_period_as_agentjets(env: En
     warned = env.cli("lint", str(fits))
     assert "gpus_per_node × " not in warned.stdout + warned.stderr
     assert "grpo.val_period = 0 (≤ 0): NeMo-RL would never validate" in warned.stdout, warned
+    # walk 89: its overrides are on the command line, not "in a copy beside the original"
+    assert "config change (on the command line): NeMo-RL override ++" in warned.stdout, warned
+    assert "in a copy beside the original" not in warned.stdout
 
 
 def test_a_nemo_override_is_read_as_hydra_takes_it() -> None:

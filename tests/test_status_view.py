@@ -480,6 +480,19 @@ def test_metric_columns_keep_the_end_of_a_long_key() -> None:
     assert "task_pa…rate@4" in header, header
 
 
+def test_the_metric_column_is_headed_metric_where_a_run_shows_another_metric() -> None:
+    """walk 89: `MEAN_REWARD` headed NeMo-RL rows that show `accuracy=0.4200`."""
+    reward = replace(_run(1, State.RUNNING), history=({"global_steps": 1, "mean_reward": 0.5},))
+    text = plain(overview([reward], Filters(), NOW, 100, True, {}))
+    assert "MEAN_REWARD" in text.splitlines()[0] and "0.5000" in text
+    nemo = replace(
+        _run(2, State.RUNNING), history=({"step": 1, "accuracy": 0.42},), metric="accuracy"
+    )
+    text = plain(overview([reward, nemo], Filters(), NOW, 100, True, {}))
+    assert "METRIC" in text.splitlines()[0] and "MEAN_REWARD" not in text, text
+    assert "accuracy=0.4200" in text
+
+
 _VALUES = st.lists(
     st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
     min_size=1,

@@ -429,3 +429,18 @@ def test_a_logs_tail_cuts_long_lines_and_reads_back_past_a_huge_one(tmp_path: Pa
     first, last = log_tail(huge, 50)
     assert first.startswith("… (a line of more than 8,388,608 bytes: its end) Y")
     assert len(first) < SHOWN_LINE_CHARS + 100 and last == "end"
+
+
+def test_ajetds_own_config_copies_leave_a_tree_clean() -> None:
+    """walk 89: every run with a preflight fix read `(dirty)`, its only news ajetd's own
+    `<stem>.ajetd-<tag>.yaml` beside the user's config (this run's or an earlier one's)."""
+    from ajetd.adapters import git
+
+    head = b"commit=abc\nbranch=main\ntoplevel=/code\n"
+    own = b'status=?? configs/x.ajetd-k3x9az.yaml\nstatus=?? "configs/my x.ajetd-c-01.yml"\n'
+    prov, _ = git.parse(0, head + own + b"\n--ajetd-diff--\n")
+    assert prov.git and not prov.dirty and prov.untracked == () and prov.changed == 0
+    mine = b"status=?? scratch.txt\nstatus= M train.py\nstatus=?? configs/x.ajetd.yaml\n"
+    prov, _ = git.parse(0, head + own + mine + b"\n--ajetd-diff--\n")
+    assert prov.dirty and prov.changed == 1
+    assert prov.untracked == ("scratch.txt", "configs/x.ajetd.yaml")

@@ -9,6 +9,7 @@ files are listed, not copied. A codebase that is not a git repository is recorde
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from ajetd.core.runparts import Provenance
 Runner = Callable[[str], "tuple[int, bytes]"]  # a bash script -> (exit code, stdout)
 _NOT_GIT = 4
 _DIFF = b"\n--ajetd-diff--\n"
+_OWN_COPY = re.compile(r"\.ajetd-[A-Za-z0-9_-]{1,60}\.[A-Za-z0-9]{1,10}\"?$")
 
 
 def script(codebase: str) -> str:
@@ -54,6 +56,10 @@ def parse(code: int, out: bytes) -> tuple[Provenance, bytes]:
             status.append(value)
         elif key:
             fields[key] = value
+    # ajetd's own copies of a config (`<stem>.ajetd-<tag><suffix>`, this run's or another's,
+    # written beside the user's file) are no change to the code: a tree whose only news they
+    # are is clean (walk 89: every AgentJet run with a preflight fix read `(dirty)`)
+    status = [s for s in status if not (s.startswith("??") and _OWN_COPY.search(s))]
     untracked = [s[3:] for s in status if s.startswith("??")]
     return Provenance(
         git=True,

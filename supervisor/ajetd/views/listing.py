@@ -325,7 +325,11 @@ def _fit(rows: list[list[str]], width: int) -> tuple[list[int], int]:
 def table(sel: Selection, now: float, width: int, selected: str | None = None) -> list[Line]:
     """The runs table, header first; `selected` (a run id) is highlighted (the live view)."""
     runs = [*sel.live, *sel.ended]
-    rows = [list(HEADER), *(_row(r, now) for r in runs)]
+    body = [_row(r, now) for r in runs]
+    header = list(HEADER)
+    if any("=" in row[4] for row in body):  # a metric of its own name shown (`accuracy=`)
+        header[4] = "METRIC"
+    rows = [header, *body]
     widths, session_w = _fit(rows, width)
     lines: list[Line] = []
     for n, row in enumerate(rows):

@@ -232,7 +232,12 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     lines += _rule_lines(rules, summary["max_time_s"])
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
     for change in summary.get("config_changes", []):
-        lines.append(f"  config change (in a copy beside the original): {change}")
+        where = (  # NeMo-RL's are overrides on its command line; AgentJet's go in a copy
+            "on the command line"
+            if str(change).startswith("NeMo-RL override")
+            else "in a copy beside the original"
+        )
+        lines.append(f"  config change ({where}): {change}")
     return "\n".join(lines)
 
 
