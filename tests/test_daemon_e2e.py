@@ -953,6 +953,37 @@ def test_oom_fix_lowers_a_key_only_the_configs_hydra_defaults_set(daemon_env: En
     assert "gpu_memory_utilization 0.85 → 0.8" in trials, trials
 
 
+def test_oom_fix_on_agentjets_real_defaults_lowers_the_token_budget(daemon_env: Env) -> None:
+    """Walk 89, F2: with AgentJet's real verl_default.yaml composed (`use_dynamic_bsz: true`,
+    `ppo_max_token_len_per_gpu: 16384`, micro batch sizes ignored), a cuda_oom lowered only
+    gpu_memory_utilization, 0.05 a trial, until the budget was spent. The fix now halves the
+    actor's token budget, the key that sizes its memory there, and the run trains."""
+    env = daemon_env
+    real = Path(__file__).parent / "data" / "agentjet" / "configs" / "ajet" / "default_config"
+    shutil.copytree(real, env.codebase / "ajet" / "default_config")
+    config = env.config("dyn", oom_above_actor_tokens=5000)
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["hydra"] = {
+        "searchpath": ["file://ajet/default_config", "file://ajet/default_config/verl"]
+    }
+    data["defaults"] = ["verl_default", "ajet_default", "_self_"]
+    path.write_text(yaml.safe_dump(data))
+    allow = (
+        "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}, gpu_memory_utilization: "
+        "{min: 0.5}, ppo_max_token_len_per_gpu: {min: 2048}}"
+    )
+    run_id = env.submit(env.blueprint("dyn", config=config, ajetd=allow))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 3, done  # 16384 → 8192 → 4096
+    fixed = yaml.safe_load((env.codebase / "configs" / f"dyn.ajetd-{run_id}-t3.yaml").read_text())
+    assert fixed["actor_rollout_ref"]["actor"]["ppo_max_token_len_per_gpu"] == 4096
+    assert "gpu_memory_utilization" not in fixed["ajet"].get("rollout", {})
+    trials = (env.tmp / "results" / "dyn" / "trials.md").read_text()
+    assert "16384 → 8192" in trials and "8192 → 4096" in trials, trials
+    assert "verl ignores ppo_micro_batch_size_per_gpu" in trials, trials
+
+
 # vLLM refusing to start inside a Ray actor's creation task, as verl's rollout workers print it
 VLLM_REFUSED = """ray.exceptions.ActorDiedError: The actor died because of an error raised in \
 its creation task, ray::WorkerDict.__init__() (pid=41500, ip=10.0.0.1, actor_id=8f3a)

@@ -13,7 +13,7 @@ import yaml
 from ajetd.core.model import Run
 from ajetd.core.remedy import Relaunch, _science
 from ajetd.daemon.trials import _shadowed, load_config
-from ajetd.frameworks.agentjet import apply_patches
+from ajetd.frameworks.agentjet import apply_patches, find_paths
 from ajetd.hosts.fs import LOCAL, MAX_INHERITANCE, read_composed, read_config
 
 CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
@@ -101,3 +101,67 @@ def test_composition_is_bounded(tmp_path: Path) -> None:
         **conf,
         "defaults": ["missing"],
     }
+
+
+def test_the_oom_fix_on_a_dynamic_batch_config_lowers_the_token_budget() -> None:
+    """Walk 89, F2: benchmark_math composes verl_default.yaml's `use_dynamic_bsz: true`,
+    where verl packs micro batches up to `ppo_max_token_len_per_gpu` and ignores the micro
+    batch sizes: the fix halves the token budget (16384 → 8192), not gpu_memory_utilization
+    by 0.05 a trial; where only the micro batch sizes are allowed, the reason says they are
+    ignored and which keys to allow."""
+    composed = read_composed(str(MATH), str(CONFIGS), LOCAL)
+    assert isinstance(composed, dict)
+    allow = {**ALLOW, "ppo_max_token_len_per_gpu": (2048.0, None)}
+    fix = _science("cuda_oom", composed, allow)
+    assert isinstance(fix, Relaunch), fix
+    actor = ("actor_rollout_ref", "actor", "ppo_max_token_len_per_gpu")
+    assert dict(fix.config_patches)[actor] == 8192, fix
+    assert "16384 → 8192" in fix.why and "use_dynamic_bsz is on" in fix.why, fix.why
+    alone = read_config(str(MATH), LOCAL)
+    assert isinstance(alone, dict)
+    again = read_composed(
+        str(MATH), str(CONFIGS), LOCAL, apply_patches(alone, dict(fix.config_patches))
+    )
+    assert isinstance(again, dict) and again["actor_rollout_ref"]["actor"][actor[-1]] == 8192
+    micro = {
+        "ppo_micro_batch_size_per_gpu": (1.0, None),
+        "log_prob_micro_batch_size_per_gpu": (1.0, None),
+    }
+    said = _science("cuda_oom", composed, micro)
+    assert isinstance(said, str), said
+    assert "verl ignores ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size_per_gpu" in said
+    assert "allow ppo_max_token_len_per_gpu or log_prob_max_token_len_per_gpu" in said
+
+
+def test_the_oom_fix_sets_agentjets_own_token_budget_where_it_follows_max_model_len() -> None:
+    """AgentJet's launcher copies `ajet.rollout.ppo_max_token_len_per_gpu` over verl's key,
+    and null there means `ajet.rollout.max_model_len` (ajet/utils/config_utils.py,
+    align_parameters): lowering verl's key would be overwritten, so the fix sets AgentJet's."""
+    composed = read_composed(str(MATH), str(CONFIGS), LOCAL)
+    assert isinstance(composed, dict)
+    composed["ajet"]["rollout"]["ppo_max_token_len_per_gpu"] = None
+    fix = _science("cuda_oom", composed, {"ppo_max_token_len_per_gpu": (1024.0, None)})
+    assert isinstance(fix, Relaunch), fix
+    length = composed["ajet"]["rollout"]["max_model_len"]
+    own = ("ajet", "rollout", "ppo_max_token_len_per_gpu")
+    assert fix.config_patches == ((own, length // 2),), fix
+
+
+def test_without_dynamic_batch_sizes_the_micro_batch_is_lowered() -> None:
+    """The other mode: `use_dynamic_bsz: false` makes verl ignore the token budgets, so the
+    micro batch size is the key that acts, though the token budget is allowed too."""
+    composed = read_composed(str(MATH), str(CONFIGS), LOCAL)
+    assert isinstance(composed, dict)
+    for path in [
+        *find_paths(composed, "use_dynamic_bsz"),
+        *find_paths(composed, "log_prob_use_dynamic_bsz"),
+    ]:
+        composed = apply_patches(composed, {path: False})
+    composed["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] = 8
+    allow = {
+        "ppo_max_token_len_per_gpu": (1024.0, None),
+        "ppo_micro_batch_size_per_gpu": (1.0, None),
+    }
+    fix = _science("cuda_oom", composed, allow)
+    assert isinstance(fix, Relaunch), fix
+    assert "ppo_micro_batch_size_per_gpu 8 → 4" in fix.why and "verl ignores ppo_max" in fix.why

@@ -248,7 +248,8 @@ def test_the_advice_follows_the_runs_framework() -> None:
     agentjet = choose(_failed_run(), oom, 3, None, T0 + 20)
     nemo = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20)
     assert isinstance(agentjet, GiveUp) and isinstance(nemo, GiveUp)
-    assert "for one of AgentJet's: ppo_micro_batch_size_per_gpu," in agentjet.reason
+    said = "for one of AgentJet's: ppo_max_token_len_per_gpu, log_prob_max_token_len_per_gpu, "
+    assert said + "ppo_micro_batch_size_per_gpu," in agentjet.reason  # walk 89, F2: first
     assert "train_micro_batch_size" not in agentjet.reason
     assert nemo.reason.endswith(
         "for one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"

@@ -61,7 +61,9 @@ KNOWN_KEYS = (
 # remedy lowers, in order (`ajetd.core.remedy`); a blueprint may permit only these keys.
 SCIENCE_STEPS = {
     "cuda_oom": (
-        "ppo_micro_batch_size_per_gpu",  # AgentJet's (verl's)
+        "ppo_max_token_len_per_gpu",  # AgentJet's (verl's) under use_dynamic_bsz, its default
+        "log_prob_max_token_len_per_gpu",
+        "ppo_micro_batch_size_per_gpu",  # verl's without dynamic batch sizes
         "log_prob_micro_batch_size_per_gpu",
         "micro_batch_size_per_gpu",
         "train_micro_batch_size",  # NeMo-RL's `policy.` keys

@@ -169,6 +169,64 @@ def _fitted(
 # key, the fix lowers that one alone (not a reward model's engine); else every one found.
 
 
+# verl's two ways of sizing a training micro batch (AgentJet's verl_default.yaml: actor
+# `use_dynamic_bsz: true`, ref/rollout `log_prob_use_dynamic_bsz: true`): with dynamic batch
+# sizes it packs sequences up to a token budget per GPU and ignores the micro batch sizes;
+# without, the micro batch sizes hold and the token budgets are ignored. A cuda_oom fix
+# lowers only the keys that size memory in the config at hand.
+_TOKEN_BUDGETS = ("ppo_max_token_len_per_gpu", "log_prob_max_token_len_per_gpu")
+_MICRO_BATCHES = (
+    "ppo_micro_batch_size_per_gpu",
+    "log_prob_micro_batch_size_per_gpu",
+    "micro_batch_size_per_gpu",
+)
+
+
+def _dynamic_bsz(config: Mapping[str, Any]) -> bool | None:
+    """Whether the config sizes verl's micro batches by token budget (any `use_dynamic_bsz`
+    or `log_prob_use_dynamic_bsz` true); None where it says neither (not a verl config)."""
+    flags = [
+        get_path(config, p)
+        for key in ("use_dynamic_bsz", "log_prob_use_dynamic_bsz")
+        for p in find_paths(config, key)
+    ]
+    if not any(isinstance(v, bool) for v in flags):
+        return None
+    return any(v is True for v in flags)
+
+
+def _acting(kind: str, allowed: list[str], config: Mapping[str, Any]) -> tuple[list[str], str]:
+    """The allowed keys that size memory in this config, and a note naming those left out
+    (keys verl ignores in its batch mode), for the fix's reason."""
+    dynamic = _dynamic_bsz(config) if kind == "cuda_oom" else None
+    if dynamic is None:
+        return allowed, ""
+    ignored = _MICRO_BATCHES if dynamic else _TOKEN_BUDGETS
+    left = [k for k in allowed if k in ignored]
+    if not left:
+        return allowed, ""
+    mode = "on" if dynamic else "off"
+    instead = _TOKEN_BUDGETS if dynamic else _MICRO_BATCHES[:2]
+    note = (
+        f"; use_dynamic_bsz is {mode}, so verl ignores {', '.join(left)}: allow "
+        f"{' or '.join(instead)} for a fix that sizes its batches"
+    )
+    return [k for k in allowed if k not in ignored], note
+
+
+def _ajet_token_budget(config: Mapping[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+    """AgentJet's own actor token budget: `ajet.rollout.ppo_max_token_len_per_gpu`, which its
+    launcher copies over verl's key (ajet/utils/config_utils.align_parameters); left null
+    it follows `ajet.rollout.max_model_len`, so that is its value and the fix sets the key."""
+    path = ("ajet", "rollout", "ppo_max_token_len_per_gpu")
+    if path not in find_paths(config, "ppo_max_token_len_per_gpu") or get_path(config, path):
+        return []
+    follows = get_path(config, ("ajet", "rollout", "max_model_len"))
+    if isinstance(follows, int) and not isinstance(follows, bool):
+        return [(path, follows)]
+    return []
+
+
 def _science(
     kind: str,
     config: Mapping[str, Any] | None,
@@ -188,6 +246,7 @@ def _science(
         )
     if config is None:
         return f"{kind}: the run's config cannot be read, so no science fix can be applied"
+    allowed, note = _acting(kind, allowed, config)
     at_top: list[str] = []  # keys the failure asks to raise that are at their max
     for key in allowed:
         paths = find_paths(config, key)
@@ -197,6 +256,8 @@ def _science(
             for p, v in zip(paths, values, strict=True)
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
+        if key == "ppo_max_token_len_per_gpu":
+            numeric = _ajet_token_budget(config) or numeric
         own = [(p, v) for p, v in numeric if p[0] == "ajet"]
         numeric = own or numeric  # AgentJet's section where it sets the key (see the note above)
         if not numeric:
@@ -219,14 +280,17 @@ def _science(
             (p, new) for p, v in numeric if (new := _lowered(key, float(v), low)) is not None
         ]
         if patches:
-            return _patched(kind, key, dict(numeric), patches, f"min {shown_bound(key, low)}")
+            bound = f"min {shown_bound(key, low)}{note}"
+            return _patched(kind, key, dict(numeric), patches, bound)
     if at_top:
         return (
             f"{kind}: the failure asks for more {', '.join(at_top)}, which is at its allowed "
             "max (or unset); raise the max in [ajetd] allow_fixes, or lower max_model_len "
             "(the longest sequence vLLM must hold in its KV cache)"
         )
-    return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds"
+    if not allowed:
+        return f"{kind}: no allowed key sizes this config's memory{note}"
+    return f"{kind}: the allowed keys ({', '.join(allowed)}) are unset or at their bounds{note}"
 
 
 def _cap(key: str, high: float | None) -> str:

@@ -38,7 +38,9 @@ AGENTJET = Framework(
     "AgentJet",
     frozenset(
         {
-            "ppo_micro_batch_size_per_gpu",  # verl's
+            "ppo_max_token_len_per_gpu",  # verl's, under use_dynamic_bsz
+            "log_prob_max_token_len_per_gpu",
+            "ppo_micro_batch_size_per_gpu",  # verl's, without it
             "log_prob_micro_batch_size_per_gpu",
             "micro_batch_size_per_gpu",
             "gpu_memory_utilization",  # vLLM's

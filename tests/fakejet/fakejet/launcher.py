@@ -126,6 +126,19 @@ def _composed(conf: dict[str, Any], path: Path) -> dict[str, Any]:
     return out
 
 
+def _actor_tokens(conf: dict[str, Any]) -> float:
+    """The tokens in one actor micro batch as verl sizes it: up to `ppo_max_token_len_per_gpu`
+    (AgentJet's `ajet.rollout.` key over verl's, null there meaning `max_model_len`) under
+    `use_dynamic_bsz`, else `ppo_micro_batch_size_per_gpu` sequences of 2048 tokens."""
+    actor = conf.get("actor_rollout_ref", {}).get("actor", {})
+    if not actor.get("use_dynamic_bsz"):
+        return float(actor.get("ppo_micro_batch_size_per_gpu") or 0) * 2048
+    rollout = conf.get("ajet", {}).get("rollout", {})
+    if "ppo_max_token_len_per_gpu" in rollout:
+        return float(rollout["ppo_max_token_len_per_gpu"] or rollout["max_model_len"])
+    return float(actor["ppo_max_token_len_per_gpu"])
+
+
 def _resolved(value: str, conf: dict[str, Any]) -> str:
     """`value` with its `${a.b}` and `${oc.env:X[,default]}` resolved, as Hydra gives
     AgentJet its config."""
@@ -217,6 +230,9 @@ def main() -> int:
     micro = conf.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size_per_gpu")
     if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
         print(OOM, flush=True)  # as a too-large micro batch does on a real GPU
+        return 1
+    if _actor_tokens(conf) > fake.get("oom_above_actor_tokens", math.inf):
+        print(OOM, flush=True)  # the actor's micro batch no longer fits
         return 1
     utilization = conf["ajet"].get("rollout", {}).get("gpu_memory_utilization")
     over = fake.get("oom_above_gpu_memory_utilization")
