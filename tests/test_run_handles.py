@@ -51,3 +51,26 @@ def test_wait_takes_several_runs_and_exits_with_the_worst(env: Env) -> None:
     assert env.cli("wait", good, "--timeout", "5").returncode == 0
     out = env.cli("wait", good, "c-abcdef")
     assert out.returncode == 2 and "is a campaign" in out.stderr, out.stderr
+
+
+def test_wait_refuses_an_unknown_id_before_waiting_for_a_live_one(env: Env) -> None:
+    """Walk88 F5: `wait LIVE TYPO` blocked on the live run and said `no run 'zzzzzz'` only
+    at its end (or at --timeout), with exit 2, after the live run's line: an agent learnt of
+    its typo hours later and took the 2 for the live run's. Every id is looked up first: an
+    unknown one is a usage error at once (exit 2, each named), nothing waited for."""
+    env.start_daemon()
+    go = env.tmp / "go"
+    live = env.submit(env.blueprint("live", command=f"while [ ! -e {go} ]; do sleep 0.05; done"))
+    wait_for(lambda: env.record(live).get("session"), what="the run launched")
+    out = env.cli("wait", live, "zzzzzz", "--timeout", "120")
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    assert "no run 'zzzzzz'" in out.stderr and "nothing was waited for" in out.stderr, out.stderr
+    out = env.cli("wait", "Nope", live, "ajet_no_such_session_x", "yyyyyy", "--timeout", "120")
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    assert "no run has the tmux session 'ajet_no_such_session_x'" in out.stderr, out.stderr
+    out = env.cli("wait", "Nope", live, "yyyyyy", "--timeout", "120")
+    assert out.returncode == 2 and not out.stdout, out.stdout + out.stderr
+    assert "no runs 'Nope', 'yyyyyy'; nothing was waited for" in out.stderr, out.stderr
+    assert env.status(live)["state"] == "running"  # refused at once: the run still goes on
+    go.touch()
+    assert env.cli("wait", live, "--timeout", "60").returncode == 0

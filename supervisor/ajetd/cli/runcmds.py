@@ -209,6 +209,7 @@ def wait(
     from ajetd.views import records as status_view
 
     home = open_home()
+    _refuse_unknown(home, run_ids)
     deadline = None if timeout is None else time.monotonic() + timeout
     ended: list[tuple[Run, int]] = []
     for run_id in dict.fromkeys(run_ids):  # each once, in the order given
@@ -224,6 +225,30 @@ def wait(
 
 
 WAIT_WORST = (0, 1, 2, 124)  # `wait`'s exits, least worrying first: several runs exit the worst
+
+
+def _refuse_unknown(home: Home, run_ids: tuple[str, ...]) -> None:
+    """A usage error (exit 2) naming every id no run has, before anything is waited for:
+    `wait LIVE TYPO` blocked on the live run and said the typo only at its end, hours later,
+    its exit 2 taken for the live run's (walk88 F5). A run whose folder is gone while the
+    daemon holds it is a run (the wait waits on it); a damaged record is said at once."""
+    from ajetd.core.errors import UnknownRunError
+
+    unknown: dict[str, str] = {}  # id: the store's words on it
+    for run_id in dict.fromkeys(run_ids):
+        try:
+            home.load_run(run_id)
+        except UnknownRunError as exc:
+            unknown[run_id] = str(exc)
+        except FolderGoneError:
+            continue
+    if len(unknown) == 1:
+        raise click.UsageError(f"{next(iter(unknown.values()))}; nothing was waited for")
+    if unknown:
+        named = ", ".join(show(r) for r in unknown)
+        raise click.UsageError(
+            f"no runs {named}; nothing was waited for (`ajetd status --all` lists the runs)"
+        )
 
 
 def _wait_one(
