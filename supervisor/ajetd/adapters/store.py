@@ -305,6 +305,47 @@ def append_bytes(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def append_row(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Append one whole row (`data`, ending in a newline) to a table people and programs read
+    (a campaign's ledger.tsv): all of it or none, never twice. A write the disk cuts short is
+    taken back (the file cut to its size before: a row torn in its middle still had all its
+    tab fields, and nothing flagged it); a last line a crash left cut is removed first (its
+    row was not on record, so it comes again whole); a row the file already ends with (a
+    daemon killed after writing it, before saving that it had) is not written again. Journals
+    keep what they got instead (`append_bytes`). An error names `path`."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, mode)
+    try:
+        with named(path):
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                size = _last_line_end(fd, size)
+                os.ftruncate(fd, size)
+            if size >= len(data) and os.pread(fd, len(data), size - len(data)) == data:
+                return
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError:
+                os.ftruncate(fd, size)  # a smaller file needs no room
+                raise
+    finally:
+        os.close(fd)
+
+
+def _last_line_end(fd: int, size: int, chunk: int = 65536) -> int:
+    """Where the file's last whole line ends (0 where it has none), read backwards a chunk at
+    a time: memory stays bounded however long the cut line is."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
+
+
 def mark(path: Path, mode: int = OWNER_FILE) -> None:
     """Make a marker file whose being there (and its mtime) is all it says: one `open`, no
     content, no sync, no link followed. A trial's go file is one: it lets a script waiting in

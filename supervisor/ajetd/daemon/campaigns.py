@@ -32,12 +32,13 @@ from ajetd.adapters.control import (
     read_request,
     write_answer,
 )
+from ajetd.adapters.diskfull import is_full, is_refused
 from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.store import (
     OWNER_DIR,
     OWNER_FILE,
     Home,
-    append_bytes,
+    append_row,
     encode,
     json_text,
     write_atomic,
@@ -306,8 +307,13 @@ class Campaigns:
         state.progress = progress
 
     def _record(self, state: CampaignState, spec: cs.CampaignSpec, runs: Mapping[str, Run]) -> bool:
-        """A ledger row for each experiment that ended (or was refused) since last time."""
+        """A ledger row for each experiment that ended (or was refused) since last time. A
+        row is on record once it is in the ledger, whole (`append_row`); a result dir that
+        refuses it (full) holds it, and the rows after it, until there is room, as a full
+        home's writes are held (status names the folder); the record is saved after each row,
+        so a daemon killed in between writes none twice."""
         changed = False
+        ledger = Path(spec.result_dir) / resultfiles.LEDGER
         for exp in state.experiments:
             if exp.recorded:
                 continue
@@ -316,29 +322,49 @@ class Campaigns:
                 continue
             if run is not None and not self.home.saved(run.run_id):
                 continue  # its end is not on disk yet (a full home): no row reports it
-            value = None
-            status = "failed"
-            diverged = None
-            if run is not None and run.status is not None:
-                value = cr.best_value(run.history, spec.metric, spec.maximise)
-                status = run.status.value
-                diverged = nonfinite_note(run.history, spec.metric)
-            exp.value = value
-            exp.status = cr.verdict(
-                status, value, state.best, spec.maximise, exp.smoke, diverged is not None
-            )
-            if exp.status == "keep" and value is not None:
-                state.best, state.best_name, state.best_index = value, exp.name, exp.index
-            exp.reason = crash_reason(exp, run)
-            if diverged and exp.status == "crash" and status in ("succeeded", "plateau"):
-                exp.reason = one_line(f"diverged: {diverged}; {exp.reason}", REASON_MAX)
-            note = f" (smoke run: {status})" if exp.smoke else ""
-            exp.row = ledger_fields(spec, exp, run, note, self._launcher(exp.run_id))
-            append_bytes(Path(spec.result_dir) / resultfiles.LEDGER, encode(cr.ledger_row(exp.row)))
+            if self._waits(ledger.parent):
+                break  # its folder is full and not due again: in index order, later
+            done = self._judged(state, spec, exp, run)
+            row = ledger_fields(spec, done, run, self._note(done, run), self._launcher(exp.run_id))
+            if not self._wrote(state, ledger.parent, append_row, ledger, cr.ledger_row(row)):
+                break
+            exp.value, exp.status, exp.reason, exp.row = done.value, done.status, done.reason, row
+            if exp.status == "keep" and exp.value is not None:
+                state.best, state.best_name, state.best_index = exp.value, exp.name, exp.index
             exp.recorded, changed = True, True
-        if changed:  # at once: a restart before the next save would write the rows again
-            self._save(state)
+            self._save(state)  # at once: a restart before it would write the row again
         return changed
+
+    @staticmethod
+    def _judged(
+        state: CampaignState, spec: cs.CampaignSpec, exp: ExpState, run: Run | None
+    ) -> ExpState:
+        """`exp` as its row will record it (value, verdict against the best so far, reason);
+        the record takes it only once the row is written (a row held for a full result dir
+        was judged against itself as the best when it came again)."""
+        value = None
+        status = "failed"
+        diverged = None
+        if run is not None and run.status is not None:
+            value = cr.best_value(run.history, spec.metric, spec.maximise)
+            status = run.status.value
+            diverged = nonfinite_note(run.history, spec.metric)
+        done = replace(exp, value=value)
+        done.status = cr.verdict(
+            status, value, state.best, spec.maximise, exp.smoke, diverged is not None
+        )
+        done.reason = crash_reason(done, run)
+        if diverged and done.status == "crash" and status in ("succeeded", "plateau"):
+            done.reason = one_line(f"diverged: {diverged}; {done.reason}", REASON_MAX)
+        return done
+
+    @staticmethod
+    def _note(exp: ExpState, run: Run | None) -> str:
+        """A smoke run's row says how the run itself ended."""
+        if not exp.smoke:
+            return ""
+        status = run.status.value if run is not None and run.status is not None else "failed"
+        return f" (smoke run: {status})"
 
     def _launcher(self, run_id: str) -> str:
         """How the experiment ran: `ajetd` here, `ajetd+ssh:<host>`, or `ajetd+slurm`."""
@@ -384,7 +410,36 @@ class Campaigns:
         path.unlink(missing_ok=True)
         return applied
 
-    # -- reports ----------------------------------------------------------------------------
+    # -- the result dir ---------------------------------------------------------------------
+    def _waits(self, folder: Path) -> bool:
+        """The campaign's result dir refused a write and is not due for another try."""
+        return self.home.held is not None and self.home.held.troubles.blocked(folder)
+
+    def _wrote(
+        self,
+        state: CampaignState,
+        folder: Path,
+        write: Callable[[Path, bytes], None],
+        path: Path,
+        text: str,
+    ) -> bool:
+        """One write into the campaign's result dir (`write(path, text)`): True once done (a
+        folder known full is clear again); False where it refuses for a full disk, a quota or
+        a permission: the folder is marked, tried again on the daemon's backoff, and `status`
+        names it as it names a full home (the campaign's reason stays its own, never an
+        errno). Any other error is raised."""
+        troubles = self.home.held.troubles if self.home.held is not None else None
+        try:
+            write(path, encode(text))
+        except OSError as exc:
+            if troubles is None or not (is_full(exc) or is_refused(exc)):
+                raise
+            troubles.hit(folder, exc, f"the result dir of campaign {state.campaign_id}")
+            return False
+        if troubles is not None:
+            troubles.clear(folder)
+        return True
+
     def _report(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
         write_atomic(
             Path(spec.result_dir) / resultfiles.CAMPAIGN_REPORT, render_report(spec, state)
