@@ -184,6 +184,79 @@ def test_ctrl_c_on_wait_exits_130_and_says_the_run_goes_on(env: Env) -> None:
     assert "interrupted; it goes on" in err and "Aborted" not in err, err
 
 
+def _reading_stdin(pid: int) -> bool:
+    """The process is in read(2) on its standard input (Linux: /proc/PID/syscall)."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().startswith("0 0x0 ")
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_submit_reads_stdin_is_one_line_and_130(env: Env) -> None:
+    """Walk88 F11: Ctrl-C while `ajetd submit -` read a blueprint being typed or pasted
+    printed a KeyboardInterrupt traceback. One line, exit 130, and nothing submitted."""
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "ajetd", "submit", "-"],
+        env=env.vars,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("## [exp_purpose]\nhalf typed\n")
+    proc.stdin.flush()
+    wait_for(lambda: _reading_stdin(proc.pid), what="submit reading its standard input")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and not out, (proc.returncode, out, err)
+    assert err == "ajetd: interrupted; the blueprint was not read whole; nothing was submitted\n"
+    inbox = env.home / "inbox"
+    assert not inbox.exists() or not any(inbox.iterdir())
+
+
+# Ctrl-C delivered at the moment a module is imported (a finder that signals its own process):
+# while the command line loads (its first ~0.1 s) and while a command runs
+_SIGNAL_AT_IMPORT = """
+import os, signal, sys
+AT = sys.argv[1]
+class Ctrl_C:
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Ctrl_C())
+sys.argv = ["ajetd", *sys.argv[2:]]
+from ajetd.cli.entry import entry
+entry()
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("ajetd.cli.main", ("lint", "x.md")),  # the command line loading
+        ("ajetd.cli.statusterm", ("status",)),  # in the command (click's `Aborted!`, exit 1)
+    ],
+)
+def test_ctrl_c_anywhere_in_a_command_is_one_line_and_130(
+    env: Env, module: str, args: tuple[str, ...]
+) -> None:
+    """Walk88 F11: Ctrl-C in a command's first ~0.1 s printed the import's traceback; in a
+    command without a handler of its own, click's `Aborted!` and exit 1, a failure's code."""
+    done = subprocess.run(
+        [PYTHON, "-c", _SIGNAL_AT_IMPORT, module, *args],
+        env=env.vars,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.strip() == "ajetd: interrupted", done.stderr
+
+
 def test_a_stop_whose_daemon_dies_while_it_waits_says_so_and_exits_1(env: Env) -> None:
     """walk87 F15: `ajetd stop` waits for the end; the daemon is killed meanwhile (kill -9):
     it said `the stop goes on` at its timeout, where nothing went on. Now it says the daemon

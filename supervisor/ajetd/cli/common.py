@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ajetd.adapters.store import Home, default_home
+from ajetd.cli import entry
 from ajetd.core.durations import MAX_DURATION_S
 from ajetd.core.errors import UnknownRunError
 from ajetd.core.shown import SHOW_CHARS, show
@@ -52,7 +53,7 @@ POSITIVE = Number(min=0.0, min_open=True, max=MAX_DURATION_S)
 NOT_NEGATIVE = Number(min=0.0, max=MAX_DURATION_S)
 
 
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+INTERRUPTED = entry.INTERRUPTED
 
 
 def interruptible(what: str) -> Callable[[F], F]:

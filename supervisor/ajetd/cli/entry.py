@@ -2,7 +2,12 @@
 runs here without loading click or any other command (python's own start-up is then most of
 its time), as does `ajetd submit -` (standard input); everything else, and any submit with
 options or a file that is not there, goes to the full command line (`ajetd.cli.main`), which
-also gives the usage errors."""
+also gives the usage errors.
+
+Ctrl-C at any point of any command, also while python loads it (the first ~0.1 s) or while
+`submit -` reads its standard input, is one line on stderr and exit 130, never a traceback
+(walk88 F11): so this module imports nothing at its top that python has not loaded already,
+and everything else happens under `entry`'s handler."""
 
 from __future__ import annotations
 
@@ -10,11 +15,9 @@ import codecs
 import io
 import os
 import sys
-from pathlib import Path
-
-from ajetd.core.naming import safe_name
 
 ESCAPE = "ajetd-escape"
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 
 def _escaped(exc: UnicodeError) -> tuple[str, int]:
@@ -23,6 +26,8 @@ def _escaped(exc: UnicodeError) -> tuple[str, int]:
     else escaped in ASCII."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
+    from ajetd.core.naming import safe_name
+
     chunk = exc.object[exc.start : exc.end]
     return safe_name(chunk).encode("ascii", "backslashreplace").decode("ascii"), exc.end
 
@@ -40,12 +45,29 @@ def escaped_output() -> None:
 
 
 def entry() -> None:
+    """The console script and `python -m ajetd`: `_entry` under the Ctrl-C handler (a
+    command's own handler, as `wait`'s, says first what goes on)."""
+    try:
+        _entry()
+    except KeyboardInterrupt:
+        interrupted("")
+
+
+def interrupted(what: str) -> None:
+    """Ctrl-C: one line (`what`: what it means, e.g. that nothing was submitted), exit 130."""
+    print(f"ajetd: interrupted{'; ' if what else ''}{what}", file=sys.stderr, flush=True)
+    sys.exit(INTERRUPTED)
+
+
+def _entry() -> None:
     escaped_output()
     args = sys.argv[1:]
     given = args[1] if len(args) == 2 else ""
     if args[:1] == ["submit"] and (
         given == "-" or (given[:1] not in ("", "-") and os.path.isfile(given))
     ):
+        from pathlib import Path
+
         from ajetd.adapters.regular import NotRegularError
         from ajetd.cli.submit import submit
         from ajetd.core.errors import AjetdError

@@ -19,12 +19,25 @@ from ajetd.adapters.store import default_home
 from ajetd.cli import inspectcmds, prunecmd, runcmds
 from ajetd.cli.campaign import campaign
 from ajetd.cli.common import NOT_NEGATIVE, POSITIVE, Number, open_home
+from ajetd.cli.entry import interrupted
 from ajetd.core.errors import AjetdError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group, whose commands end at Ctrl-C with one line and exit 130 (click's
+    own `Aborted!` exits 1, which a script cannot tell from a failure; a command that says
+    what goes on, as `wait` does, catches it first)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted("")
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ajetd")
 def main() -> None:
     """ajetd: supervise RL training runs in tmux. Home: $AJETD_HOME (default ~/.ajetd)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, open_regular
 from ajetd.adapters.store import OWNER_FILE, Home, default_home, write_atomic
+from ajetd.cli.entry import interrupted
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.naming import fit_stem, new_run_id, safe_name
@@ -24,7 +25,10 @@ def submit(file: Path) -> tuple[str, str | None]:
     an AjetdError saying so; a FIFO or a device given as the file is a NotRegularError, a file
     over the size a blueprint may have a TooLargeError (never read whole, nothing created)."""
     if str(file) == "-":  # standard input: an agent's here-document, a pipe
-        data, stem = sys.stdin.buffer.read(BLUEPRINT_MAX_BYTES + 1), "stdin"
+        try:
+            data, stem = sys.stdin.buffer.read(BLUEPRINT_MAX_BYTES + 1), "stdin"
+        except KeyboardInterrupt:  # Ctrl-C while a person types or pastes it
+            interrupted("the blueprint was not read whole; nothing was submitted")
         shown = "standard input"
     else:
         with open_regular(file) as handle:
