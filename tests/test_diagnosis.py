@@ -158,6 +158,9 @@ CORPUS: dict[str, list[str]] = {
         "ERROR: No matching distribution found for torch==2.99",
         "ERROR: Failed building wheel for deepspeed",
     ],
+    "gpus_not_free": [  # AgentJet's launcher (ajet/launcher.py check_avail_gpu)
+        "RuntimeError: GPU memory check failed: all GPUs must have >= 95% free. Violations: GPU 4 (NVIDIA H100 80GB HBM3): free_ratio=0.129 < 0.950",
+    ],
     "insufficient_gpus": [
         "ValueError: Total available GPUs 4 is less than total desired GPUs 8.",
         "RuntimeError: No CUDA GPUs are available",

@@ -393,3 +393,36 @@ def test_a_placed_gpu_the_driver_no_longer_lists_is_lost(env: Env) -> None:
     assert "GPU 1 is no longer listed by the driver (it lists GPU(s) 0)" in finding["evidence"]
     wait_for(lambda: "1:LOST" in env.cli("status").stdout, what="the GPU column to say LOST")
     env.cli("stop", run_id)
+
+
+def test_dropping_autokill_keeps_agentjets_machine_wide_gpu_check_off(env: Env) -> None:
+    """Walk 89, F3: without `--autokill` AgentJet's launcher requires every GPU of the machine
+    95 % free (check_avail_gpu; nvidia-smi ignores CUDA_VISIBLE_DEVICES), so ajetd removing
+    the switch made a run fail at start beside any other run, as `unknown_traceback`. ajetd
+    now puts the launcher's `--skip-check-avail-gpu` in its place (its placement gives the
+    run GPUs of its own); a command that never had the switch still gets the check, which
+    fails as `gpus_not_free`, saying what to do."""
+    file = _gpus(env, 2)
+    _start(env)
+    first = _run(env, "first", "1", file, forever=True)
+    wait_for(lambda: env.status(first)["gpu"], what="the first run on its GPU")
+    launcher = "python -m ajet.launcher --conf configs/{}.yaml"
+    runs = {}
+    for name, tail in (("dropped", " --autokill"), ("never", "")):
+        config = env.config(name, steps=2, fake_gpu={"file": str(file), "memory_mib": 1000})
+        command = launcher.format(name) + tail
+        bp = env.blueprint(name, config=config, command=command, ajetd="gpus: 1")
+        runs[name] = env.submit(bp)
+        done = env.wait_done(runs[name])
+        if name == "dropped":
+            assert done["status"] == "succeeded", done
+            trials = (env.tmp / "results" / name / "trials.md").read_text()
+            assert "--conf configs/dropped.yaml --skip-check-avail-gpu" in trials, trials
+            assert any("--skip-check-avail-gpu added" in w for w in done["warnings"]), done
+    never = env.status(runs["never"])
+    assert never["status"] == "failed", never
+    assert never["diagnosis"][0]["kind"] == "gpus_not_free", never["diagnosis"]
+    assert "--skip-check-avail-gpu" in never["reason"], never["reason"]
+    assert env.status(first)["state"] == "running"  # another program: given no such flag
+    assert "--skip-check-avail-gpu" not in env.record(first)["trials"][0]["command"]
+    env.cli("stop", first)

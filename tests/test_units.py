@@ -27,7 +27,7 @@ from ajetd.core.naming import (
     session_base,
     unique_session,
 )
-from ajetd.core.shellwords import protect_autokill
+from ajetd.core.shellwords import SKIP_GPU_CHECK, protect_autokill, runs_ajet_launcher
 from ajetd.core.trialscript import (
     TrialSpec,
     parse_exit_file,
@@ -444,3 +444,30 @@ def test_ajetds_own_config_copies_leave_a_tree_clean() -> None:
     prov, _ = git.parse(0, head + own + mine + b"\n--ajetd-diff--\n")
     assert prov.dirty and prov.changed == 1
     assert prov.untracked == ("scratch.txt", "configs/x.ajetd.yaml")
+
+
+def test_the_gpu_check_skip_takes_the_first_dropped_switchs_place() -> None:
+    """Walk 89, F3: where ajetd drops `--autokill` it may put AgentJet's
+    `--skip-check-avail-gpu` where the switch stood (one, however many switches went), the
+    rest of the command byte for byte; only AgentJet's launcher is such a command."""
+    command = "python -m ajet.launcher --autokill --conf a.yaml --kill python >log"
+    got = protect_autokill(command, SKIP_GPU_CHECK)
+    assert got == ("python -m ajet.launcher --skip-check-avail-gpu --conf a.yaml >log", True)
+    last = "python -m ajet.launcher \\\n    --conf a.yaml \\\n    --autokill"
+    assert protect_autokill(last, SKIP_GPU_CHECK)[0] == last.replace(
+        "    --autokill", " " + SKIP_GPU_CHECK
+    )
+    assert protect_autokill("ajet --conf a.yaml", SKIP_GPU_CHECK) == ("ajet --conf a.yaml", False)
+    for runs in (
+        "python -m ajet.launcher --conf a",
+        "ajet --conf a",
+        "cd x && /v/bin/ajet --conf a",
+        "python ajet/launcher.py --conf a",
+    ):
+        assert runs_ajet_launcher(runs), runs
+    for other in (
+        "python -m fakejet.launcher --conf ajet.yaml",
+        "python train_ajet.py",
+        "ajet-x --conf a",
+    ):
+        assert not runs_ajet_launcher(other), other

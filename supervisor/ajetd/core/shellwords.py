@@ -34,20 +34,40 @@ def killing_words(command: str) -> list[str]:
     return [found.group() for found in _AUTOKILL.finditer(command)]
 
 
-def protect_autokill(command: str) -> tuple[str, bool]:
+def protect_autokill(command: str, instead: str = "") -> tuple[str, bool]:
     """Drop AgentJet's `--autokill` and `--kill X`, which kill every process of every user
     whose command line holds one of its words (python, ray, vllm: this daemon and other runs
     included); ajetd cleans up the run's own processes instead. Only the switch goes (with
     its value), with the spaces before it: the rest stays byte for byte (spaces in a quoted
     argument; a `\\` continuation, which still continues onto the next line or ends the
-    command where the switch stood alone on the last)."""
+    command where the switch stood alone on the last). `instead`: a word put where the first
+    switch stood (SKIP_GPU_CHECK, which the switch had turned off)."""
     kept, at = [], 0
     for found in _AUTOKILL.finditer(command):
         kept.append(command[at : found.start()].rstrip(" \t"))
+        if instead and len(kept) == 1:
+            kept.append(f" {instead}")
         at = found.end()
     if not kept:
         return command, False
     return "".join([*kept, command[at:]]), True
+
+
+# AgentJet's launcher, without `--autokill` or `--kill`, runs `check_avail_gpu(0.95)`: every
+# GPU of the machine (nvidia-smi, which ignores CUDA_VISIBLE_DEVICES) must be 95 % free, or it
+# raises `GPU memory check failed` (ajet/launcher.py, ajet/utils/launch_utils.py). Dropping
+# the switch turns that check on, so ajetd puts this in its place where the launcher has it
+# (AgentJet from 2026-01-13 on): the run's GPUs are its own by ajetd's placement.
+SKIP_GPU_CHECK = "--skip-check-avail-gpu"
+# AgentJet's launcher in a command: `python -m ajet.launcher`, `python ajet/launcher.py`, or its
+# console script `ajet` (pyproject's `ajet = "ajet.launcher:main"`) as a program word; the
+# flag means nothing to another program (a wrapper, fakejet), which would refuse it
+_AJET_LAUNCHER = re.compile(r"\bajet[./]launcher\b|(?:^|[\s;&|(/])ajet(?=[ \t]|$)", re.MULTILINE)
+
+
+def runs_ajet_launcher(command: str) -> bool:
+    """Whether `command` runs AgentJet's launcher, which SKIP_GPU_CHECK is a flag of."""
+    return _AJET_LAUNCHER.search(command) is not None
 
 
 def autokill_note(command: str, autokill: str) -> str | None:

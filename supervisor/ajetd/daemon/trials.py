@@ -22,6 +22,7 @@ from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
 from ajetd.core import model, stoprules
+from ajetd.core.errors import AjetdError
 from ajetd.core.limits import (
     END_READ_BYTES,
     LOG_LINE_MAX_BYTES,
@@ -34,7 +35,12 @@ from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import run_names, session_base, unique_session, window_name
 from ajetd.core.options import Options
 from ajetd.core.runparts import NemoRead, ValRead
-from ajetd.core.shellwords import killing_words, protect_autokill
+from ajetd.core.shellwords import (
+    SKIP_GPU_CHECK,
+    killing_words,
+    protect_autokill,
+    runs_ajet_launcher,
+)
 from ajetd.core.trialscript import (
     WRITER_ASK,
     MetricSource,
@@ -114,6 +120,26 @@ def await_exit(pane: Pane, timeout: float = OUTPUT_WAIT_S) -> bool:
     return True
 
 
+LAUNCHER_MAX_BYTES = 256 * 1024  # AgentJet's ajet/launcher.py is ~9 KB
+
+
+def _gpu_check_skip(host: Host, run: Run) -> str:
+    """SKIP_GPU_CHECK where the command's AgentJet launcher (the codebase's
+    ajet/launcher.py, as `python -m ajet.launcher` from AgentJet's folder runs it) has it and
+    the command has a killing switch to drop, which would turn its check of every GPU of the
+    machine on; "" else (an older launcher refuses the unknown word: its check failing is
+    then `gpus_not_free`, with what to do)."""
+    command = run.launch_command
+    if SKIP_GPU_CHECK in command or not killing_words(command) or not runs_ajet_launcher(command):
+        return ""
+    launcher = f"{run.codebase_dir.rstrip('/')}/ajet/launcher.py"
+    try:
+        text = host.fs().read_text(launcher, LAUNCHER_MAX_BYTES)
+    except (OSError, ValueError, AjetdError):  # none there, or not a file we can read
+        return ""
+    return SKIP_GPU_CHECK if SKIP_GPU_CHECK in text else ""
+
+
 def prepare_trial(
     home: Home,
     tmux: Tmux,
@@ -130,7 +156,8 @@ def prepare_trial(
     unique among their sessions, and `start_trial` takes the same list: one tmux call less
     between a submit and its program's first statement)."""
     number = len(run.trials) + 1
-    command, dropped = protect_autokill(run.launch_command)
+    skip = _gpu_check_skip(host, run) if options.autokill != "allow" else ""
+    command, dropped = protect_autokill(run.launch_command, skip)
     if options.autokill == "allow":
         command, dropped = run.launch_command, False
     if run.session and number > 1:
@@ -146,7 +173,12 @@ def prepare_trial(
     if dropped:
         words = killing_words(run.launch_command)
         shown = "--autokill" if words == ["--autokill"] else ", ".join(words)
-        run = model.warn(run, f"{shown} removed (autokill: protect)")
+        added = (
+            f"; {skip} added, since without it AgentJet checks every GPU of the machine"
+            if skip
+            else ""
+        )
+        run = model.warn(run, f"{shown} removed (autokill: protect){added}")
     p = paths(home, run, number)
     run = _program_log_aside(home, run, p.log, now)
     home.save_run(run)

@@ -689,6 +689,17 @@ CATALOGUE: tuple[Kind, ...] = (
         ),
     ),
     Kind(
+        "gpus_not_free",
+        F,
+        "AgentJet's launcher checked every GPU of the machine, not only the run's, and found "
+        "one with less than 95 % of its memory free (check_avail_gpu, run where the command "
+        "has no --autokill or --kill): another run's or another user's job is enough.",
+        "Add --skip-check-avail-gpu to the command (ajetd gives the run GPUs of its own), or "
+        "free the GPUs the message names; ajetd adds it itself where it removes --autokill "
+        "and the codebase's ajet/launcher.py knows it (AgentJet from 2026-01-13 on).",
+        _p(r"\bgpu memory check failed: all gpus must have\b"),
+    ),
+    Kind(
         "insufficient_gpus",
         R,
         "The run asked for more GPUs than it can get.",
@@ -1410,6 +1421,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "connect() timed out",
         "connect",
     ),
+    "gpus_not_free": ("memory check failed",),
     "insufficient_gpus": (
         "gpu",
         "nvidia driver",
