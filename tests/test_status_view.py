@@ -338,6 +338,38 @@ def test_the_default_view_shows_live_campaigns_and_the_last_ended_ones() -> None
     assert len([line for line in shown(Filters(all=True)) if line.startswith("campaign ")]) == 7
 
 
+def test_campaign_lines_are_in_the_order_the_campaigns_began() -> None:
+    """Walk88 F12: the campaign lines under `status` came in id order (the records' folders
+    sorted), a live campaign between ended ones; `campaign list` has them as they began."""
+    by_id = [  # as `statusterm.campaigns` reads them: sorted by id
+        view.Campaign("c-aaaaaa", "1/3", "second", started_at=NOW - 600),
+        view.Campaign(
+            "c-mmmmmm", "3/3", "third", "done", "completed", done=True, started_at=NOW - 300
+        ),
+        view.Campaign(
+            "c-zzzzzz", "3/3", "first", "done", "completed", done=True, started_at=NOW - 900
+        ),
+    ]
+    lines = plain(overview([], Filters(), NOW, 120, True, {}, by_id)).splitlines()
+    shown = [line.split()[1] for line in lines if line.startswith("campaign ")]
+    assert shown == ["c-zzzzzz", "c-aaaaaa", "c-mmmmmm"], shown
+
+
+def test_a_piped_status_prints_every_line_whole(daemon_env: Env) -> None:
+    """Walk88 F12: piped, `ajetd status` cut a run's reason at 400 characters with `…`,
+    though a pipe is to get whole lines, for grep (an agent's `ajetd status | grep failed`
+    lost the fix's words)."""
+    env = daemon_env
+    rejected = env.tmp / "rejected.md"
+    rejected.write_text("just words, no parts\n")
+    run_id = env.submit(rejected)
+    reason = env.wait_done(run_id)["reason"]
+    assert len(reason) > 400, reason
+    piped = env.cli("status")
+    said = [line for line in piped.stdout.splitlines() if line.startswith(f"rejected {run_id}: ")]
+    assert said == [f"rejected {run_id}: {' '.join(reason.split())}"], piped.stdout
+
+
 def test_a_stalled_heartbeat_is_named_only_past_three_periods() -> None:
     info = {"pid": 7, "heartbeat": 1000.0, "publish_every": 60}
     assert view.stalled(True, info, 1000.0 + 180) is None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ajetd.adapters.regular import load_record
 from ajetd.adapters.store import Home
+from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.model import Run, tmux_socket_of
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.diagnosis.text import tail_lines
@@ -89,7 +90,10 @@ def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
     )
 
 
-PIPE_WIDTH = 400  # written to a pipe or file: lines as long as they need (up to this)
+# written to a pipe or file: every line whole, as long as it needs, for grep (400 cut a
+# failed run's reason mid-fix, walk88 F12); what a view shows is bounded below this (a
+# blueprint, whose purpose is the longest text, is read up to BLUEPRINT_MAX_BYTES)
+PIPE_WIDTH = BLUEPRINT_MAX_BYTES * 4
 
 
 def detail(home: Home, run: Run, now: float, cols: int) -> list[view.Line]:

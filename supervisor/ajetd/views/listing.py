@@ -492,7 +492,12 @@ def overview(
     else:
         lines += table(sel, now, width, selected)
         lines += notes(sel, width)
-    shown = [c for c in campaigns if campaign_matches(c, f, now)]
+    # in the order they began, as `campaign list` has them (the records' id order put a live
+    # campaign between ended ones, walk88 F12); ties in id order
+    shown = sorted(
+        (c for c in campaigns if campaign_matches(c, f, now)),
+        key=lambda c: (c.started_at, c.campaign_id),
+    )
     ended = sorted((c for c in shown if c.done), key=lambda c: c.ended_at or 0, reverse=True)
     old = [] if f.all or f.narrowed else [c.campaign_id for c in ended[RECENT_CAMPAIGNS:]]
     lines += [[(cut(c.line(), width), "campaign")] for c in shown if c.campaign_id not in old]
