@@ -35,6 +35,10 @@ class ExpState:
     recorded: bool = False
     status: str = ""
     value: float | None = None
+    # where `value` came from when not every record of its run counted (`counted_value`):
+    # the trial whose fresh start its records begin at, and what the views say of it
+    value_trial: int | None = None
+    value_note: str = ""
     smoke: bool = False
     row: dict[str, Any] = field(default_factory=dict)  # its ledger row, typed (status --json)
     # the overrides it ran with (those carried first), and those carried from the experiment
@@ -297,6 +301,7 @@ def ledger_fields(
         memory = round(sum(g.mem_peak for g in run.gpu_stats.gpus) / 1024, 2)
     trial = run.trial if run else None
     refused = f" (refused: {exp.refused})" if exp.refused else ""
+    counted = f" ({exp.value_note})" if exp.value_note else ""
     return {
         "index": exp.index,
         "branch": exp.branch,
@@ -312,5 +317,5 @@ def ledger_fields(
         "command": trial.command if trial else "",
         "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
         "status": exp.status,
-        "description": exp.description + refused + note,
+        "description": exp.description + refused + counted + note,
     }

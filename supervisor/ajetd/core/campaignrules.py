@@ -23,6 +23,8 @@ from typing import Any
 
 from ajetd.core.campaignspec import CampaignSpec
 from ajetd.core.durations import format_duration
+from ajetd.core.stoprules import restart_index
+from ajetd.frameworks.valresults import step_text
 
 LEDGER_COLUMNS = (
     "index",
@@ -54,6 +56,46 @@ def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool
     if not values:
         return None
     return max(values) if maximise else min(values)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The value an experiment is judged by, and where it came from."""
+
+    value: float | None
+    trial: int | None = None  # the trial whose fresh start the counted records begin at
+    note: str = ""  # which records counted and what an earlier trial reached, where not all
+
+
+def counted_value(
+    history: Sequence[Mapping[str, Any]],
+    owners: Sequence[int | None],
+    metric: str,
+    maximise: bool,
+) -> Counted:
+    """The best value of `metric` of the model the experiment ended with: over the records
+    since its last fresh start (`restart_index`: a relaunch that trained again from step 0,
+    as AgentJet's does, leaves the model of its own records; one resuming from a checkpoint
+    goes on from the earlier trial's, whose records count). An earlier trial's better value
+    is said in `note`, never counted: a campaign kept an experiment for a peak of a model its
+    relaunch threw away, and discarded a real gain against it (walk89 F1)."""
+    start = restart_index(history, owners)
+    value = best_value(history[start:], metric, maximise)
+    if not start:
+        return Counted(value)
+    trial = owners[start]
+    note = (
+        f"counted: trial {trial}'s records only (it trained again from the start: its first "
+        f"record, step {step_text(history[start])}, is below step "
+        f"{step_text(history[start - 1])} before it)"
+    )
+    earlier = best_value(history[:start], metric, maximise)
+    if earlier is not None and (value is None or better(earlier, value, maximise)):
+        pairs = zip(history[:start], owners[:start], strict=True)
+        owner = next((o for r, o in pairs if r.get(metric) == earlier), None)
+        who = f"trial {owner}'s" if owner is not None else "an earlier trial's"
+        note += f"; {who} best {earlier:g} was of a model the relaunch threw away"
+    return Counted(value, trial, note)
 
 
 def verdict(

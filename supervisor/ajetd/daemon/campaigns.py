@@ -60,7 +60,7 @@ from ajetd.core.campaignrecord import (
     standing,
 )
 from ajetd.core.errors import AjetdError, one_line
-from ajetd.core.model import Run, State
+from ajetd.core.model import Run, State, record_trials
 from ajetd.core.naming import new_run_id
 from ajetd.daemon import campaignrequests
 from ajetd.frameworks.valresults import nonfinite_note
@@ -329,6 +329,7 @@ class Campaigns:
             if not self._wrote(state, ledger.parent, append_row, ledger, cr.ledger_row(row)):
                 break
             exp.value, exp.status, exp.reason, exp.row = done.value, done.status, done.reason, row
+            exp.value_trial, exp.value_note = done.value_trial, done.value_note
             if exp.status == "keep" and exp.value is not None:
                 state.best, state.best_name, state.best_index = exp.value, exp.name, exp.index
             exp.recorded, changed = True, True
@@ -342,14 +343,15 @@ class Campaigns:
         """`exp` as its row will record it (value, verdict against the best so far, reason);
         the record takes it only once the row is written (a row held for a full result dir
         was judged against itself as the best when it came again)."""
-        value = None
+        counted = cr.Counted(None)
         status = "failed"
         diverged = None
         if run is not None and run.status is not None:
-            value = cr.best_value(run.history, spec.metric, spec.maximise)
+            counted = cr.counted_value(run.history, record_trials(run), spec.metric, spec.maximise)
             status = run.status.value
             diverged = nonfinite_note(run.history, spec.metric)
-        done = replace(exp, value=value)
+        value = counted.value
+        done = replace(exp, value=value, value_trial=counted.trial, value_note=counted.note)
         done.status = cr.verdict(
             status, value, state.best, spec.maximise, exp.smoke, diverged is not None
         )

@@ -26,7 +26,7 @@ from ajetd.core.campaignrecord import (
 )
 from ajetd.core.durations import format_duration
 from ajetd.core.markdown import table_cell
-from ajetd.core.model import Run
+from ajetd.core.model import Run, record_trials
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import is_nonfinite
 
@@ -61,6 +61,8 @@ def row_json(exp: ExpState) -> dict[str, Any]:
         "run_id": exp.run_id or None,
         "smoke": exp.smoke,
         "reason": exp.reason or None,
+        "value_trial": exp.value_trial,
+        "value_note": exp.value_note or None,
         "overrides": list(exp.overrides),
         "carried_from": exp.carried_from,
         "carried": list(exp.carried),
@@ -92,7 +94,9 @@ def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
                 "run_state": run.state.value if run else "submitted",
                 # a number, or `nan`/`inf` as text where the metric diverged (walk86 F2)
                 "metric": value if isinstance(value, (int, float)) or is_nonfinite(value) else None,
-                "best_metric": cr.best_value(run.history, spec.metric, spec.maximise)
+                "best_metric": cr.counted_value(
+                    run.history, record_trials(run), spec.metric, spec.maximise
+                ).value
                 if run
                 else None,
                 "metrics": metrics,
@@ -263,6 +267,7 @@ def _table_line(row: dict[str, Any], carried: str) -> str:
         f"{row['name']:<24} {row['branch'] or '-'}"
     )
     line += f"\n{'':>5}{carried}" if carried else ""
+    line += f"\n{'':>5}{row['value_note']}" if row.get("value_note") else ""
     return line + (f"\n{'':>5}why: {row['reason']}" if row.get("reason") else "")
 
 
@@ -326,6 +331,7 @@ def row_line(row: dict[str, Any]) -> str:
         else f"best {row['metric_name']} {row['metric_value']:g}"
     )
     why = f" ({row['reason']})" if row.get("reason") else ""
+    why += f" ({row['value_note']})" if row.get("value_note") else ""
     return f"experiment {row['index']} ({row['name']}) {row['status']}: {value}{why}"
 
 
@@ -351,9 +357,11 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- {state.progress}"]
     lines += [f"- best: {best_line(spec, state)}"]
     lines += [
-        f"- each row's `best {spec.metric}` is the best value its run recorded (the ledger's "
-        "`metric_value`), not its last: a run's finish.flag holds its last validation record "
-        "as `metrics`, its best as `best`"
+        f"- each row's `best {spec.metric}` (the ledger's `metric_value`) is the best value of "
+        "the model its run ended with: the best of its validation records since its last fresh "
+        "start (a relaunch that trained again from step 0 counts its own records only, an "
+        "earlier trial's peak is said under the table, never counted), not its last: a run's "
+        "finish.flag holds its last validation record as `metrics`, its best of all as `best`"
     ]
     lines += [f"- {refused_line(r)}" for r in state.refused_requests]
     if state.baseline_commit:
@@ -378,6 +386,9 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     carried = [(e, carried_line(e, state.experiments)) for e in state.experiments]
     lines += [""] if any(text for _, text in carried) else []
     lines += [f"- experiment {e.index} ({e.name}) {text}" for e, text in carried if text]
+    counted = [e for e in state.experiments if e.value_note]
+    lines += [""] if counted else []
+    lines += [f"- experiment {e.index} ({e.name}): {e.value_note}" for e in counted]
     lines += [
         "",
         "Ledger: `ledger.tsv` (NeMo-RL's experiment-log columns); plot: `progress.png`; "

@@ -1,0 +1,119 @@
+"""What value an experiment of a campaign is judged by (seed 002, step 12: keep, discard or
+crash), end to end with the fake AgentJet launcher: the value of the model the experiment
+ended with, never one of a model its relaunch threw away."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from conftest import Env, wait_for
+
+NCCL = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
+)
+
+
+def _ledger(env: Env, name: str) -> list[dict[str, str]]:
+    path = env.tmp / "campaigns" / name / "ledger.tsv"
+    lines = path.read_text().splitlines() if path.exists() else []
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def _campaign(env: Env, name: str, spec: dict[str, object], **fake: object) -> str:
+    """An AgentJet campaign (the fake launcher under AgentJet's name) submitted; its id."""
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    config = env.config(f"{name}-base", steps=6, **fake)
+    command = f"python -m ajet.launcher --conf {config} --autokill"
+    base = env.blueprint(f"{name}-base", config=config, command=command)
+    (folder / "base.md").write_text(base.read_text())
+    whole = {
+        "name": name,
+        "metric": "mean_reward",
+        "base": "base.md",
+        "result_dir": str(env.tmp / "campaigns" / name),
+        **spec,
+    }
+    (folder / "campaign.yaml").write_text(yaml.safe_dump(whole, sort_keys=False))
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def _flow(value: object) -> str:
+    """A value as one line of YAML (an override's right-hand side)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+
+
+def test_a_relaunch_that_restarts_from_step_0_is_judged_by_the_model_it_ends_with(
+    daemon_env: Env,
+) -> None:
+    """walk89 F1: `trap`'s trial 1 climbs to 0.6 and dies of an NCCL error at step 4; ajetd
+    relaunches it with NVLS off, and trial 2 trains again from step 0 (AgentJet's relaunch
+    never resumes) to 0.44, under the baseline's 0.45. The experiment leaves trial 2's
+    model: it was `keep 0.6`, the campaign's best, and `plain`, a real gain to 0.5, was
+    discarded against a model nobody has. Judged on the records since the last fresh start
+    (as the plateau rule is), with the earlier peak said, not counted."""
+    env = daemon_env
+    rewards = {"1": [0.5, 0.6], "else": [0.3, 0.4, 0.44]}
+    fail = {"text": NCCL, "unless_env": {"NCCL_NVLS_ENABLE": 0}, "at_step": 4}
+    cid = _campaign(
+        env,
+        "trap",
+        {
+            "stop": {"max_experiments": 3},
+            "experiments": [
+                {
+                    "name": "trap",
+                    "description": "climbs, dies, restarts from step 0",
+                    "overrides": [
+                        f"fakejet.rewards={_flow(rewards)}",
+                        f"fakejet.fail={_flow(fail)}",
+                    ],
+                },
+                {
+                    "name": "plain",
+                    "description": "a real gain",
+                    "overrides": ["fakejet.rewards=[0.3, 0.4, 0.5]"],
+                },
+            ],
+        },
+        rewards=[0.3, 0.4, 0.45],
+    )
+    wait_for(lambda: len(_ledger(env, "trap")) >= 3, timeout=90, what="three ledger rows")
+    rows = _ledger(env, "trap")
+    assert [(r["index"], r["status"], r["metric_value"]) for r in rows] == [
+        ("0", "keep", "0.45"),
+        ("1", "discard", "0.44"),
+        ("2", "keep", "0.5"),
+    ], rows
+    trap_run = env.status(rows[1]["job_id"])
+    assert trap_run["trials"] == 2, trap_run
+    # which trial's value counted, and the peak it does not count, said where a row is read
+    said = (
+        "counted: trial 2's records only (it trained again from the start: its first record, "
+        "step 2, is below step 4 before it); trial 1's best 0.6 was of a model the relaunch "
+        "threw away"
+    )
+    assert said in rows[1]["description"], rows[1]
+    assert "trial" not in rows[2]["description"]
+    status = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+    assert status["best"]["name"] == "plain" and status["best"]["value"] == 0.5
+    row = status["rows"][1]
+    assert row["value_trial"] == 2 and said in row["value_note"], row
+    assert status["rows"][2]["value_trial"] is None and status["rows"][2]["value_note"] is None
+    text = env.cli("campaign", "status", cid).stdout
+    assert said in text, text
+    report = (env.tmp / "campaigns" / "trap" / "campaign.md").read_text()
+    assert said in report and "since its last fresh start" in report, report
+    assert "best: mean_reward 0.5: plain" in report
+    # the run's own results.md still shows trial 1's peak, labelled
+    results = Path(trap_run["result_dir"], "results.md").read_text()
+    assert "the best is trial 1's" in results
