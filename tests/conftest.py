@@ -607,6 +607,16 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     slurmcluster.stop(cluster)
 
 
+def campaign_ledger(env: Env, name: str) -> list[dict[str, str]]:
+    """The rows of the ledger of campaign `name` (under `<tmp>/campaigns/`), by column."""
+    path = env.tmp / "campaigns" / name / "ledger.tsv"
+    lines = path.read_text().splitlines() if path.exists() else []
+    if not lines:
+        return []
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
 def campaign_folder(env: Env, name: str, result_dir: Path) -> Path:
     """A campaign folder of one quick baseline experiment, writing into `result_dir`."""
     folder = env.tmp / f"{name}-folder"

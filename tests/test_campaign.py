@@ -23,7 +23,7 @@ from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core.durations import format_duration
 from ajetd.core.markdown import table_cell
-from conftest import Env, git, shared_paths, wait_for
+from conftest import Env, campaign_ledger, git, shared_paths, wait_for
 
 
 def _progress(
@@ -178,12 +178,7 @@ def _folder(env: Env, name: str, campaign: str, files: dict[str, str] | None = N
 
 
 def _ledger(env: Env, name: str) -> list[dict[str, str]]:
-    path = env.tmp / "campaigns" / name / "ledger.tsv"
-    lines = path.read_text().splitlines() if path.exists() else []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+    return campaign_ledger(env, name)
 
 
 def _done(env: Env, name: str, rows: int) -> list[dict[str, str]]:

@@ -9,21 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from conftest import Env, wait_for
+from conftest import Env, campaign_ledger, wait_for
 
 NCCL = (
     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
     "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"
 )
-
-
-def _ledger(env: Env, name: str) -> list[dict[str, str]]:
-    path = env.tmp / "campaigns" / name / "ledger.tsv"
-    lines = path.read_text().splitlines() if path.exists() else []
-    if not lines:
-        return []
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
 def _campaign(env: Env, name: str, spec: dict[str, object], **fake: object) -> str:
@@ -87,8 +78,8 @@ def test_a_relaunch_that_restarts_from_step_0_is_judged_by_the_model_it_ends_wit
         },
         rewards=[0.3, 0.4, 0.45],
     )
-    wait_for(lambda: len(_ledger(env, "trap")) >= 3, timeout=90, what="three ledger rows")
-    rows = _ledger(env, "trap")
+    wait_for(lambda: len(campaign_ledger(env, "trap")) >= 3, timeout=90, what="three ledger rows")
+    rows = campaign_ledger(env, "trap")
     assert [(r["index"], r["status"], r["metric_value"]) for r in rows] == [
         ("0", "keep", "0.45"),
         ("1", "discard", "0.44"),
