@@ -739,6 +739,26 @@ def test_plateau_stops_a_flat_run(daemon_env: Env) -> None:
     )
 
 
+def test_a_collapsing_metric_runs_on_until_it_stops_changing(daemon_env: Env) -> None:
+    """walk89 F8: a metric falling at every validation (0.5 → 0.2) was stopped as `plateau`
+    at its first falls; seed 001 stops early only a run whose metric stopped changing. It
+    runs on through the fall and stops once it stays at 0.2, its reason saying it fell."""
+    env = daemon_env
+    rewards = [0.3, 0.4, 0.5, 0.44, 0.38, 0.32, 0.26, 0.2]
+    config = env.config("fall", forever=True, step_time=0.15, rewards=rewards)
+    rule = "plateau: {metric: mean_reward, patience: 3, min_delta: 0.005, after: 0.0}"
+    run_id = env.submit(env.blueprint("fall", config=config, max_time="40s", ajetd=rule))
+    status = env.wait_done(run_id, timeout=60)
+    assert status["status"] == "plateau", status
+    assert (
+        "(best 0.5000, last 0.2000; it fell below its best before it stopped changing)"
+        in (status["reason"])
+    ), status["reason"]
+    history = json.loads((env.tmp / "results" / "fall" / "run.json").read_text())["history"]
+    assert [h["mean_reward"] for h in history[:8]] == rewards  # the whole fall was run
+    assert [h["mean_reward"] for h in history[8:]][:3] == [0.2] * 3, history
+
+
 def test_signature_of_a_running_program_is_noticed_within_2s(daemon_env: Env) -> None:
     env = daemon_env
     config = env.config("live", steps=1, hang=True)  # prints, then stays alive and silent

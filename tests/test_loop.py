@@ -219,7 +219,7 @@ def test_a_plateau_late_in_the_run_stops_it(env: Env, loop: Loop) -> None:
     assert flag["status"] == "plateau" and flag["metrics"]["mean_reward"] == 0.6
     assert flag["reason"].startswith(
         "stopped early on a plateau: mean_reward has not improved by more than 0.005 over the "
-        "last 3 validations (best 0.6000, last 0.6000), seen at "
+        "last 3 validations and has stopped changing (best 0.6000, last 0.6000), seen at "
     )
     # when it was seen, and from when the rule applies (`after:`): "after 52%" read as the rule
     assert flag["reason"].endswith("of exp_max_time (the rule applies from 50%)"), flag["reason"]

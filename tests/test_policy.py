@@ -473,3 +473,30 @@ def test_only_wandbs_prompt_is_stopped_to_relaunch_offline_and_only_while_it_can
 
 
 OPTIONS3 = Options(max_trials=3)
+
+
+def test_a_collapse_is_no_plateau_until_it_stops_changing() -> None:
+    """walk89 F8: a metric falling at every validation (0.50 → 0.08) was stopped as
+    `plateau`, though seed 001 stops early only a run whose metric stopped changing. The run
+    goes on while it falls (or climbs back, still under its best); once it stays put at the
+    lower value it is one, saying it fell."""
+    rule = PlateauRule(patience=3, min_delta=0.005, after=0.2)
+    falling = list(_history(0.3, 0.4, 0.5, 0.47, 0.44, 0.41, 0.38, 0.35, 0.32))
+    assert plateau_reason(rule, falling, 90, 100) is None
+    settled = [*falling, *_history(0.08, 0.08, 0.08)]
+    assert plateau_reason(rule, settled, 90, 100) is None  # 0.32 → 0.08, 0.08, 0.08: it fell
+    recovering = [*settled, *_history(0.1, 0.15, 0.2)]
+    assert plateau_reason(rule, recovering, 90, 100) is None  # back up, under its best
+    settled = [*settled, *_history(0.08)]
+    reason = plateau_reason(rule, settled, 90, 100)
+    assert reason is not None and "has stopped changing (best 0.5000, last 0.0800" in reason
+    assert "it fell below its best before it stopped changing" in reason
+    # a loss rising at each validation is the same decline
+    loss = PlateauRule(metric="val_loss", patience=2, min_delta=0.001)
+    rising = [{"val_loss": v} for v in (2.0, 1.5, 1.2, 1.4, 1.7)]
+    assert plateau_reason(loss, rising, 90, 100) is None
+    # a noisy level is a plateau, as before; a metric stuck at nan is one too (walk86 F2)
+    noisy = list(_history(0.5, 0.6, 0.7, 0.69, 0.702, 0.695))
+    assert plateau_reason(rule, noisy, 90, 100) is not None
+    nan = [*_history(0.5, 0.6), *({"mean_reward": "nan"} for _ in range(3))]
+    assert plateau_reason(rule, nan, 90, 100) is not None

@@ -2,8 +2,9 @@
 
 Seed 001 allows an early stop only "in the middle-to-late stage" of a run whose
 `mean_reward` / `task_pass_rate` has not changed for a long time. Here: the chosen metric has
-not improved by more than `min_delta` over its last `patience` validations, and at least the
-fraction `after` of `exp_max_time` has passed.
+not improved by more than `min_delta` over its last `patience` validations nor moved by more
+than `min_delta` a validation on average over them (a decline is change, not a plateau), and at
+least the fraction `after` of `exp_max_time` has passed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import Any
 
 from ajetd.core.values import did_you_mean
 from ajetd.frameworks.valresults import NOT_METRICS as _NOT_METRICS
-from ajetd.frameworks.valresults import judged, nonfinite_note, shown_value, step_of
+from ajetd.frameworks.valresults import (
+    judged,
+    nonfinite_note,
+    shown_value,
+    step_of,
+)
 
 
 @dataclass(frozen=True)
@@ -83,35 +89,58 @@ def restart_index(history: Sequence[Mapping[str, Any]], owners: Sequence[int | N
     return start
 
 
+def _scores(rule: PlateauRule, values: Sequence[float]) -> list[float]:
+    """Each value as a score where higher is better; no finite number is the worst."""
+    sign = 1.0 if rule.maximise else -1.0
+    return [sign * v if math.isfinite(v) else -math.inf for v in values]
+
+
+def changing(rule: PlateauRule, values: Sequence[float]) -> bool:
+    """Whether the metric still moves: over its last `patience` validations it went up or
+    down by more than `min_delta` a validation on average (its last value against the one
+    `patience` before). Seed 001 stops early only a run whose metric "long stopped changing":
+    a collapse (0.50 → 0.08) was stopped as `plateau` because it did not improve (walk89 F8),
+    and a recovery still below the best would have been. A last value that is no finite
+    number is no change (the run that diverged is stopped as before: walk86 F2); one that is
+    finite again after nan is."""
+    if len(values) <= rule.patience or not math.isfinite(values[-1]):
+        return False
+    first, last = values[-rule.patience - 1], values[-1]
+    return not math.isfinite(first) or abs(last - first) > rule.patience * rule.min_delta
+
+
 def plateau_reason(
     rule: PlateauRule, history: list[dict[str, Any]], elapsed_s: float, max_time_s: float
 ) -> str | None:
-    """Why the run has plateaued, or None while it has not. A validation whose metric was no
+    """Why the run has plateaued, or None while it has not. Plateaued: its metric has not
+    improved by more than `min_delta` over its last `patience` validations and has stopped
+    changing (seed 001: "long stopped changing"; `changing`): a run whose metric still falls
+    or climbs back goes on; once it stays put at a lower value it is a plateau, and its reason
+    says it fell. A validation whose metric was no
     finite number (`nan`, `inf`: the training diverged) counts as no improvement, whichever
     way the metric is judged: a run whose metric turned nan is stopped as any run that stopped
     improving (before, nan was skipped and such a run was never stopped: walk86 F2)."""
     if elapsed_s < rule.after * max_time_s:
         return None
     values = [v for v, _ in judged(history, rule.metric)]
-    if len(values) <= rule.patience:
+    if len(values) <= rule.patience or changing(rule, values):
         return None
     sign = 1.0 if rule.maximise else -1.0
-
-    def score(v: float) -> float:  # higher is better; no finite number is the worst
-        return sign * v if math.isfinite(v) else -math.inf
-
-    before = max(score(v) for v in values[: -rule.patience])
-    recent = max(score(v) for v in values[-rule.patience :])
+    scores = _scores(rule, values)
+    before = max(scores[: -rule.patience])
+    recent = max(scores[-rule.patience :])
     if recent > before + rule.min_delta:
         return None
     diverged = nonfinite_note(history, rule.metric)
     best = "none finite" if before == -math.inf else f"{sign * before:.4f}"
     why = f"; {diverged}" if diverged else ""
+    if not diverged and recent < before - rule.min_delta:
+        why = "; it fell below its best before it stopped changing"
     return (
         f"{rule.metric} has not improved by more than {rule.min_delta} over the last "
-        f"{rule.patience} validations (best {best}, last {shown_value(values[-1])}{why}), "
-        f"seen at {elapsed_s / max_time_s:.0%} of exp_max_time (the rule applies from "
-        f"{rule.after:.0%})"
+        f"{rule.patience} validations and has stopped changing (best {best}, last "
+        f"{shown_value(values[-1])}{why}), seen at {elapsed_s / max_time_s:.0%} of "
+        f"exp_max_time (the rule applies from {rule.after:.0%})"
     )
 
 
