@@ -286,6 +286,7 @@ def mib_shapes() -> dict[str, str]:
         "quoted label lines": base + "> - [exp_notes]: x\n" * (fill // 19),
         "quote marks": base + ">" * fill,
         "lines like a spelt key": base + "- **Exp-Purpose-Of-This-Run-x** y\n" * (fill // 35),
+        "a JSON object's members": "{\n" + '  "exp_notes": "a, b",\n' * (fill // 24) + "}\n",
         "continued lines": base.replace("--autokill", "--autokill \\\n" * (fill // 13), 1),
     }
 

@@ -214,6 +214,28 @@ def test_a_key_spelt_with_dashes_spaces_or_in_camel_case_is_read_where_it_is_a_l
     assert code == 2 and data["problems"][0].startswith("exp_purpose: missing"), data
 
 
+def test_setext_headings_definition_lists_and_a_json_object_are_read(env: Env) -> None:
+    """`exp_launch_command` over a line of dashes ran `-----` as the command (setext
+    headings); `**exp_x**` over `: value` (a definition list) kept the `:`; a blueprint
+    written as a JSON object had every part 'missing'."""
+    parts = {k: v for k, v in _parts(env).items() if k != "ajetd"}
+    setext = "".join(
+        f"{k}\n{'=-'[n % 2] * len(k)}\n{v}\n\n" for n, (k, v) in enumerate(parts.items())
+    )
+    code, data, _ = lint(env, setext)
+    got = data.get("blueprint") or {}
+    assert code == 0 and got["launch_command"] == parts["exp_launch_command"], data["problems"]
+    listed = "".join(f"**{k}**\n: {v}\n\n" for k, v in parts.items())
+    code, data, _ = lint(env, listed)
+    got = data.get("blueprint") or {}
+    assert code == 0 and got["codebase_dir"] == str(env.codebase), data["problems"]
+    as_json = json.dumps({**parts, "exp_launch_command": 'echo "a, b"'}, indent=2)
+    code, data, _ = lint(env, as_json)
+    got = data.get("blueprint") or {}
+    assert code == 0 and got["launch_command"] == 'echo "a, b"', data["problems"]
+    assert got["max_time_s"] == 120
+
+
 def test_a_quote_mark_in_an_unquoted_blueprint_is_the_texts_own(env: Env) -> None:
     """Where no label is quoted, a line that starts with `>` stays as written: in a fenced
     command (a here-document's `>` line), and in a command's continued line (a redirection)."""

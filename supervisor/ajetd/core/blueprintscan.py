@@ -9,6 +9,7 @@ cleans each part's raw text and checks it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -287,12 +288,45 @@ def _unquoted(text: str) -> str:
     return "\n".join(lines) if quoted_labels else text
 
 
+# A JSON object's member line naming a part: `  "exp_purpose": "text",` (bounded)
+_JSON_MEMBER = re.compile(
+    r'^[ \t]{0,40}"([A-Za-z_][A-Za-z0-9_ -]{0,40})"[ \t]*:[ \t]*(.{0,8000}?)[ \t]*,?[ \t]*$', re.M
+)
+
+
+def _json_members(text: str) -> str:
+    """A blueprint written as a JSON object (`{"exp_purpose": "...", ...}`, as a program or an
+    agent may write it): each member line that names a part made a bullet, `- [exp_purpose]:
+    value` (a string value decoded as JSON decodes it, `\\n` in a command a line break kept
+    as `\\n` would not be: such a command is written in a fence instead), on the same line.
+    Only where the text starts as a JSON object; other lines are left as they are."""
+    if not text.lstrip().startswith("{"):
+        return text
+
+    def member(found: re.Match[str]) -> str:
+        part = _lookup(_normalise(found.group(1)), structured=True)
+        if part is None:
+            return found.group()
+        value = found.group(2)
+        if value.startswith('"'):
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                return found.group()
+            if not isinstance(decoded, str) or "\n" in decoded:
+                return found.group()
+            value = decoded
+        return f"- [{part}]: {value}"
+
+    return _JSON_MEMBER.sub(member, text)
+
+
 def _lines_and_lowered(text: str) -> tuple[list[str], str]:
     """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
     line breaks made plain, and the same text lowered for the case-free search (only its line
     breaks are counted: a character whose lower case is longer moves positions, never line
     numbers)."""
-    text = "\n" + _table_rows(_unquoted(blank_comments(text)))
+    text = "\n" + _json_members(_table_rows(_unquoted(blank_comments(text))))
     if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
         text = _BREAKS.sub("\n", text)
     return text.split("\n"), text.lower()
@@ -358,5 +392,22 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
     return _joined(parts), twice
 
 
+_UNDERLINE = re.compile(r"[ \t]{0,3}(?:=+|-+)[ \t]*")  # a setext heading's underline
+_DEFINITION = re.compile(r"[ \t]{0,3}:[ \t]+")  # a definition list's `: value`
+
+
 def _joined(parts: dict[str, list[str]]) -> dict[str, str]:
-    return {part: "\n".join(lines).strip() for part, lines in parts.items()}
+    """Each part's lines as one text; where the label was a setext heading (`exp_purpose` over
+    a line of `-` or `=`) or a definition list's term (`**exp_purpose**` over `: value`), the
+    underline or the `: ` is the label's, not the value's (the command was `-----`)."""
+    joined = {}
+    for part, given in parts.items():
+        lines = given
+        first = next((n for n, line in enumerate(lines) if line.strip()), None)
+        if first is not None and _UNDERLINE.fullmatch(lines[first]):
+            lines = lines[first + 1 :]
+            first = next((n for n, line in enumerate(lines) if line.strip()), None)
+        if first is not None and (found := _DEFINITION.match(lines[first])):
+            lines = [*lines[:first], lines[first][found.end() :], *lines[first + 1 :]]
+        joined[part] = "\n".join(lines).strip()
+    return joined
