@@ -681,6 +681,27 @@ def test_nccl_error_is_relaunched_with_nvls_off(daemon_env: Env) -> None:
     assert f"- command: `NCCL_NVLS_ENABLE=0 {first}`" in trials, trials
 
 
+def test_two_validation_datasets_at_one_step_never_mix(daemon_env: Env) -> None:
+    """walk89 F19: AgentJet writes a record per validation dataset (`target_dataset_name`),
+    main then ood, at each step. The run's last values were the ood set's (mean_reward 0.1
+    while main was at 0.7) and the plateau rule judged the two interleaved. The main set (the
+    first named) judges the run; the others are rows of results.md's table, named."""
+    env = daemon_env
+    config = env.config("two", steps=6, rewards=[0.3, 0.5, 0.7], second_dataset=True)
+    rule = "plateau: {metric: mean_reward, patience: 1, min_delta: 0.005, after: 0.0}"
+    run_id = env.submit(env.blueprint("two", config=config, ajetd=rule))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status  # 0.3, 0.5, 0.7: no plateau
+    assert status["metrics"]["mean_reward"] == 0.7, status["metrics"]
+    assert status["metrics"]["target_dataset_name"] == "main_val_dataset"
+    flag = json.loads((env.tmp / "results" / "two" / "finish.flag").read_text())
+    assert flag["metrics"]["mean_reward"] == 0.7 and flag["best"]["value"] == 0.7, flag
+    results = (env.tmp / "results" / "two" / "results.md").read_text()
+    assert "| trial | step | target_dataset_name | mean_reward |" in results, results
+    assert "| 1 | 6 | ood_val_dataset | 0.1000 |" in results
+    assert "- **mean_reward**: first 0.3000, best 0.7000 (step 6), last 0.7000" in results
+
+
 def test_results_metrics_say_which_trial_wrote_each_row(daemon_env: Env) -> None:
     """A relaunched run's validation rows start again at step 2: results.md's table had no
     trial column, so a reader could not tell trial 1's rows from trial 2's. Trial 1 writes

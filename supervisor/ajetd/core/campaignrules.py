@@ -24,7 +24,7 @@ from typing import Any
 from ajetd.core.campaignspec import CampaignSpec
 from ajetd.core.durations import format_duration
 from ajetd.core.stoprules import restart_index
-from ajetd.frameworks.valresults import step_text
+from ajetd.frameworks.valresults import metric_series, step_text
 
 LEDGER_COLUMNS = (
     "index",
@@ -51,8 +51,9 @@ def better(value: float, best: float | None, maximise: bool) -> bool:
 
 
 def best_value(history: Sequence[Mapping[str, Any]], metric: str, maximise: bool) -> float | None:
-    """An experiment's best validation value of the campaign's metric."""
-    values = [float(r[metric]) for r in history if isinstance(r.get(metric), (int, float))]
+    """An experiment's best validation value of the campaign's metric (of the benchmark that
+    judges the run, `metric_series`: never another validation dataset's)."""
+    values = metric_series(history, metric)
     if not values:
         return None
     return max(values) if maximise else min(values)

@@ -53,7 +53,13 @@ from ajetd.core.trialscript import (
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
-from ajetd.frameworks.valresults import Unread, nonfinite_note, parse_val_lines, shown_metric
+from ajetd.frameworks.valresults import (
+    Unread,
+    latest_record,
+    nonfinite_note,
+    parse_val_lines,
+    shown_metric,
+)
 from ajetd.hosts.base import Fetch, Host, LinesRead, read_lines, read_local
 from ajetd.hosts.configcopy import config_flag, refused, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names, read_composed, read_config, read_inherited
@@ -472,8 +478,8 @@ class _ValFeed:
         if not changed:
             return
         self.changed = True
-        self.latest = self.block if self.block is not None and len(self.block) > 1 else None
-        self.latest = self.latest or (self.records[-1] if self.records else None)
+        latest = latest_record(self.records)  # the judged benchmark's (walk89 F19)
+        self.latest = None if latest is None else dict(latest)
         if len(self.records) > VAL_RECORDS_MAX:
             self.dropped += len(self.records) - VAL_RECORDS_MAX
             del self.records[VAL_RECORDS_MAX:]
@@ -560,7 +566,8 @@ def _read_nemo_log(
         state, found = nemorl.feed(state, "".join(f"{line}\n" for line in lines))
         if found:  # at most VAL_RECORDS_MAX kept, as _ValFeed keeps them; the last one read
             joined = nemorl.add_records(history, found)
-            history, latest = joined[:VAL_RECORDS_MAX], joined[-1]
+            last = latest_record(joined)  # the judged benchmark's (walk89 F19)
+            history, latest = joined[:VAL_RECORDS_MAX], dict(last) if last is not None else latest
 
     at = Cursor(state.offset, state.skipping)
     got = read_lines(read_local, str(log_file), at, budget, LOG_LINE_MAX_BYTES, take)

@@ -16,8 +16,9 @@ the fork charlesHsuGG/AgentJet, and its history; tests/test_valresults.py quotes
   auto_research/auto_train.py`); the heading's label is read as that bullet.
 All become a list of dicts keyed as the framework names them; percentages become fractions (as
 the classic layout writes them), the step heading `global_steps`, `nan` and `inf` None (JSON
-has none). Where records name several benchmarks (`dataset`), a metric's series is the first
-benchmark's (it judges the run): the others are shown, never mixed into it.
+has none). Where records name several benchmarks (`dataset`; AgentJet's classic layout:
+`target_dataset_name`), a metric's series and the run's latest record are the first benchmark's
+(it judges the run): the others are shown, never mixed into it.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def table_keys(history: Sequence[Mapping[str, Any]]) -> list[str]:
     passed = [k for k in held if k.startswith("num_pass_n_tasks")]
     first, *rest = [k for k in TABLE_KEYS if not _PASS_AT.fullmatch(k)]  # TABLE_KEYS' order,
     order = [first, *(k for _, k in rates), *rest]  # every pass@N where its 1-8 stand
-    named = ["dataset"] if "dataset" in held else []  # several benchmarks: which row is which
+    # several benchmarks: which row is which (AgentJet names its one in every record)
+    several = len({str(r[k]) for r in history for k in DATASET_KEYS[1:] if k in r}) > 1
+    named = ["dataset"] if "dataset" in held else ["target_dataset_name"] if several else []
     return named + [k for k in order if k in held] + passed
 
 
@@ -110,7 +113,7 @@ def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
     wherever mean_reward was there too). Not capped: a view shows the first it has room for
     and says how many more (`more_note`)."""
     keys = table_keys(history)
-    named = keys[:1] if keys[:1] == ["dataset"] else []
+    named = keys[:1] if keys[:1] and keys[0] in DATASET_KEYS else []
     numeric = dict.fromkeys(
         k
         for r in history
@@ -364,16 +367,46 @@ def step_text(record: Mapping[str, Any]) -> str:
     return STEP_UNKNOWN if step is None else f"{step:g}"
 
 
+# the keys that name the benchmark a record holds: the swarm tutorials' `dataset` (a bullet or
+# the step heading's label), AgentJet's classic `target_dataset_name` (several validation
+# datasets validate at one step: main, then ood)
+DATASET_KEYS = ("dataset", "target_dataset_name")
+
+
+def dataset_of(record: Mapping[str, Any]) -> Any:
+    """The benchmark `record` holds (`DATASET_KEYS`), or None where it names none."""
+    return next((record[k] for k in DATASET_KEYS if k in record), None)
+
+
+def first_dataset(history: Sequence[Mapping[str, Any]]) -> Any:
+    """The first benchmark the records name: the one that judges the run (None: none named)."""
+    return next((d for r in history if (d := dataset_of(r)) is not None), None)
+
+
+def _of_first(record: Mapping[str, Any], first: Any) -> bool:
+    """Whether `record` is of the judged benchmark (or names none)."""
+    named = dataset_of(record)
+    return named is None or named == first
+
+
+def latest_record(history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The run's latest record of the judged benchmark (`metrics`, finish.flag's last values):
+    with two datasets validated at each step, the latest record was the second's, and the
+    run's last value was another benchmark's than its series and best (walk89 F19)."""
+    first = first_dataset(history)
+    return next((r for r in reversed(history) if _of_first(r, first)), None)
+
+
 def metric_series(history: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     """The numeric values of `key` across records, skipping records without it, and those of
-    any benchmark but the first named (`dataset`): a series never mixes benchmarks."""
-    first = next((r["dataset"] for r in history if "dataset" in r), None)
+    any benchmark but the first named (`dataset_of`): a series never mixes benchmarks."""
+    first = first_dataset(history)
     return [
         float(r[key])
         for r in history
         if isinstance(r.get(key), (int, float))
         and not isinstance(r.get(key), bool)
-        and r.get("dataset", first) == first
+        and _of_first(r, first)
     ]
 
 
@@ -394,11 +427,11 @@ def judged(history: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, 
     records and those where it was no finite number (`nan`, `inf`: as float). A diverged
     metric is no missing one: the plateau rule counts it as no improvement, the views show
     it as the last value, a campaign as a crash (walk86 F2)."""
-    first = next((r["dataset"] for r in history if "dataset" in r), None)
+    first = first_dataset(history)
     out: list[tuple[float, Mapping[str, Any]]] = []
     for r in history:
         value: Any = r.get(key)
-        if r.get("dataset", first) != first:
+        if not _of_first(r, first):
             continue
         if is_nonfinite(value) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
             out.append((float(value), r))

@@ -174,7 +174,9 @@ def _val_line(fake: dict[str, Any], step: int, reward: float, index: int) -> str
     `val_format` says: `json` (a program that writes `json.dumps(...)`: true/false/null),
     `torch` (a torch scalar and a numpy 2 string among the values, as `str(dict)` prints
     them), `object` (an object's `<... at 0x...>` repr among them: no reader can read it).
-    `rewards` may be a mapping per trial (`AJETD_TRIAL`, else `else`). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
+    `rewards` may be a mapping per trial (`AJETD_TRIAL`, else `else`); `second_dataset`: a
+    record of `ood_val_dataset` (mean_reward 0.1) follows each, as AgentJet writes one per
+    validation dataset (`target_dataset_name`). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
     numpy's mean of an empty array prints it) instead of the climbing default."""
     rewards = fake.get("rewards")
     if isinstance(rewards, dict):  # per trial: {"1": [...], "else": [...]}
@@ -307,6 +309,9 @@ def main() -> int:
         if step % test_freq == 0:
             with open(val_path, "a") as handle:
                 handle.write(_val_line(fake, step, reward, validations))
+                if fake.get("second_dataset"):  # an ood set validated after the main one
+                    line = _val_line({"rewards": [0.1]}, step, 0.1, 0)
+                    handle.write(line.replace("'main_val_dataset'", "'ood_val_dataset'"))
             validations += 1
         if fail and step == fail["at_step"]:
             print(fail["text"], flush=True)
