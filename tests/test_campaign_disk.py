@@ -1,5 +1,6 @@
-"""A campaign whose result dir fills up: its ledger rows whole and once, its reason never a
-Python errno. Real daemon, real tmux, a real full disk (a small tmpfs: the tests run as root, as CI does)."""
+"""A campaign whose result dir fills up: its ledger rows whole and once, campaign.md written
+once there is room (also after the campaign ended), its reason never a Python errno. Real daemon,
+real tmux, a real full disk (a small tmpfs: the tests run as root, as CI does)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,38 @@ def test_a_ledger_row_the_full_result_dir_cuts_is_written_whole_once(
     assert [r[0] for r in rows] == ["0", "1"], [r[0] for r in rows]
     assert all(len(r) == 15 and f"e{i} {words.strip()}" in r[-1] for i, r in enumerate(rows))
     assert ledger.read_bytes().endswith(b"\n")
+
+
+def test_campaign_md_refused_by_a_full_disk_is_written_once_there_is_room(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The campaign ends while its result dir is full: its row fits in the ledger's last page,
+    campaign.md (a new file) does not. Its reason became `error: [Errno 28] ...` for good and
+    campaign.md kept its first state (`running`), since an ended campaign was never looked at
+    again (walk88 F2). Now the reason stays the campaign's own, status names the full folder,
+    and campaign.md is written as soon as there is room."""
+    disk = tmpfs(env.tmp / "small", "256k")
+    result = disk / "camp"
+    env.start_daemon("--liveness", "0.5")
+    made = env.cli("campaign", str(_campaign(env, "stale", result, ["{name: e0}"])))
+    assert made.returncode == 0, made.stderr
+    cid = made.stdout.strip()
+    report = result / "campaign.md"
+    wait_for(lambda: _status(env, cid).get("running"), 30, "the experiment to run")
+    wait_for(report.exists, 30, "the first campaign.md")
+    filler = fill(disk)
+    (env.tmp / "go").touch()
+    wait_for(lambda: _status(env, cid).get("state") == "done", 60, "the campaign to end")
+    assert len(_rows(result / "ledger.tsv")) == 1
+    said = f"cannot write to the result dir of campaign {cid}"
+    wait_for(lambda: said in env.cli("status").stdout, 30, "status to say the result dir is full")
+    shown = _status(env, cid)
+    assert "Errno" not in json.dumps(shown) and "Errno" not in env.cli("status").stdout, shown
+    assert "state: running" in report.read_text()  # the disk had no room for more
+    filler.unlink()
+    wait_for(lambda: "state: running" not in report.read_text(), 30, "campaign.md written again")
+    assert "- state: done" in report.read_text()
+    wait_for(lambda: said not in env.cli("status").stdout, 30, "the full line to go")
 
 
 def test_a_row_is_appended_whole_once_after_a_cut_line(tmp_path: Path) -> None:

@@ -76,6 +76,9 @@ class CampaignState:
     # requests the daemon refused (`refusal`): `campaign status` shows them, so one filed
     # while no daemon ran, whose CLI could not wait for the answer, is never lost
     refused_requests: list[dict[str, Any]] = field(default_factory=list)
+    # campaign.md is behind the record: its result dir refused it (full); written once it can
+    # be, also after the campaign ended (`Campaigns._report`)
+    unwritten: bool = False
 
 
 MAX_REFUSALS = 20  # refused requests kept in the record (the newest)

@@ -32,7 +32,7 @@ from ajetd.adapters.control import (
     read_request,
     write_answer,
 )
-from ajetd.adapters.diskfull import is_full, is_refused
+from ajetd.adapters.diskfull import free_space, is_full, is_refused
 from ajetd.adapters.inbox import stored_options
 from ajetd.adapters.store import (
     OWNER_DIR,
@@ -69,6 +69,16 @@ from ajetd.views.campaign import render_report
 
 log = logging.getLogger(__name__)
 MAX_HANDLED = 200  # answers kept in state.json, so a request seen again is not applied twice
+
+
+def full_said(exc: BaseException) -> str:
+    """A full disk (quota, read-only disk) met on a campaign's way, as the campaign's progress
+    says it: the file, the disk's state and its free space, never Python's `[Errno 28]`."""
+    name = getattr(exc, "filename", None)
+    where = Path(str(name)).parent if name else None
+    free = f" ({free_space(where)} free)" if where is not None else ""
+    what = getattr(exc, "strerror", None) or str(exc)
+    return f"cannot write {name or 'a file'}: {what}{free}; tried again on the next pass"
 
 
 def baseline_pending(state: CampaignState, spec: cs.CampaignSpec) -> bool:
@@ -225,12 +235,12 @@ class Campaigns:
         requests = pending_requests(self.home)
         for state in self.states.values():
             filed = requests.pop(state.campaign_id, [])
-            if state.done and not filed:
+            if state.done and not filed and not state.unwritten:
                 continue
             try:
                 self._step(state, now, runs, filed)
             except Exception as exc:  # the loop's per-item guard: this campaign, not the others
-                progress = f"error: {exc}"
+                progress = f"error: {full_said(exc) if is_full(exc) else exc}"
                 if state.progress != progress:  # logged once per distinct failure
                     log.exception("campaign %s: step failed", state.campaign_id)
                     state.progress = progress
@@ -265,6 +275,8 @@ class Campaigns:
         if state.status in ("stopped", "refused"):  # ended for good: answer, never load
             for req_id, path in filed:
                 self._handle(state, req_id, path, now)
+            if state.unwritten:
+                self._report(state, self._load(state)[0])
             return
         spec, base, base_text = self._load(state)
         changed = self._record(state, spec, runs)
@@ -281,6 +293,7 @@ class Campaigns:
                 or len(active) >= spec.parallel
                 or len(state.experiments) >= len(plan)
                 or baseline_pending(state, spec)
+                or self._full(Path(spec.result_dir))
             ):
                 break
             self._launch(state, spec, base, base_text, plan[len(state.experiments)], now)
@@ -290,6 +303,8 @@ class Campaigns:
         self._evaluate(state, spec, now)
         if changed or before != (state.progress, state.phase, state.status, state.reason):
             self._save(state)
+            self._report(state, spec)
+        elif state.unwritten:
             self._report(state, spec)
         if changed:
             self._plot(state, spec)
@@ -413,6 +428,11 @@ class Campaigns:
         return applied
 
     # -- the result dir ---------------------------------------------------------------------
+    def _full(self, folder: Path) -> bool:
+        """The campaign's result dir refused its last write (full): no experiment is launched
+        into it until it takes one again, since its log would be lost there."""
+        return self.home.held is not None and folder in self.home.held.troubles.full
+
     def _waits(self, folder: Path) -> bool:
         """The campaign's result dir refused a write and is not due for another try."""
         return self.home.held is not None and self.home.held.troubles.blocked(folder)
@@ -443,9 +463,17 @@ class Campaigns:
         return True
 
     def _report(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
-        write_atomic(
-            Path(spec.result_dir) / resultfiles.CAMPAIGN_REPORT, render_report(spec, state)
+        """campaign.md as the record stands. One its result dir refuses (full) is owed
+        (`unwritten`, on record, so a restart owes it too) and written once there is room,
+        also after the campaign ended: an ended campaign is stepped again for it alone."""
+        folder = Path(spec.result_dir)
+        report = render_report(spec, state)
+        wrote = not self._waits(folder) and self._wrote(
+            state, folder, write_atomic, folder / resultfiles.CAMPAIGN_REPORT, report
         )
+        if state.unwritten == wrote:
+            state.unwritten = not wrote
+            self._save(state)
 
     def _plot(self, state: CampaignState, spec: cs.CampaignSpec) -> None:
         """progress.png, drawn by a child process (matplotlib never enters the daemon)."""
