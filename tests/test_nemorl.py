@@ -16,6 +16,7 @@ from ajetd.core.runparts import NemoRead
 from ajetd.diagnosis.stream import diagnose_text
 from ajetd.frameworks import nemorl
 from ajetd.frameworks.framework import WORKER_VENV_EXPLANATION, WORKER_VENV_FIX, framed
+from ajetd.frameworks.valresults import parse_val_text
 from conftest import Env
 
 FIXTURES = Path(__file__).parent / "data" / "nemo_rl"
@@ -351,6 +352,21 @@ def test_a_nemo_run_through_the_loop(daemon_env: Env) -> None:
     assert "NeMo-RL override ++checkpointing.checkpoint_dir=" in results
     assert "| trial | step | accuracy |" in results and "| 1 | 6 | 0.4200 |" in results
     assert "- **accuracy**: first 0.3400, best 0.4200 (step 6), last 0.4200" in results
+
+
+def test_a_percent_is_a_fraction_in_every_reader(daemon_env: Env) -> None:
+    """walk89 F14: NeMo-RL's `• Accuracy: 36.00%` was read as 36.0 while a swarm client's
+    `task_pass_rate@1: 45.00%` was read as 0.45: one metric, two scales. A value written with
+    `%` is its fraction in every reader, the scale the plain printing has."""
+    env = daemon_env
+    run_id = env.submit(_nemo_blueprint(env, "pct", "fake.percent=1"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert status["metrics"]["accuracy"] == 0.42, status["metrics"]
+    record = json.loads((env.tmp / "results" / "pct" / "run.json").read_text())
+    assert [h["accuracy"] for h in record["history"]] == [0.34, 0.38, 0.42]
+    swarm = parse_val_text("## Step 2\n- task_pass_rate@1: 45.00%\n- mean_reward: 0.45\n")
+    assert swarm == [{"global_steps": 2, "task_pass_rate@1": 0.45, "mean_reward": 0.45}]
 
 
 def test_a_dpo_run_over_three_epochs_through_the_loop(daemon_env: Env) -> None:

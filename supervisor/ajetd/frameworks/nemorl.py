@@ -44,7 +44,7 @@ from typing import Any
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
 from ajetd.core.termtext import clean_line, is_worker_line, strip_ray, strip_srun_label
-from ajetd.frameworks.valresults import nonfinite_text
+from ajetd.frameworks.valresults import from_percent, nonfinite_text
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 # (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
@@ -56,6 +56,7 @@ _RESULTS = re.compile(
 _NUMBER = r"[-+]?(?:\d{1,40}(?:\.\d{0,40})?|\.\d{1,40})(?:[eE][-+]?\d{1,4})?|[-+]?(?:nan|inf)\b"
 _BULLET = re.compile(
     rf"^\s*[•*-]\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
+    r"(?:\s*(?P<pct>%))?"
 )
 _LOG_DIR = re.compile(r"Using log directory:\s*(\S.*?)\s*$")
 _SCORE = re.compile(rf"^score=(?P<value>{_NUMBER}) \(")  # run_eval.py's result
@@ -265,11 +266,14 @@ def _key(prefix: str, label: str) -> str:
     return metric_key(prefix + field)
 
 
-def _value(text: str) -> float | str:
-    """A bullet's value: its number, or `nan`/`inf` as text where it is none (a diverged
-    metric is shown and judged so, never hidden as a missing one: walk86 F2)."""
+def _value(text: str, percent: bool = False) -> float | str:
+    """A bullet's value: its number (one written with `%` as its fraction, `from_percent`), or
+    `nan`/`inf` as text where it is none (a diverged metric is shown and judged so, never
+    hidden as a missing one: walk86 F2)."""
     number = float(text)
-    return number if number - number == 0 else nonfinite_text(number)
+    if number - number != 0:
+        return nonfinite_text(number)
+    return from_percent(number) if percent else number
 
 
 def _seen(raw: str) -> tuple[str, bool]:
@@ -326,7 +330,7 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
         if bullet:
             key = _key(block.prefix, bullet.group("label"))
             values = dict(block.values)  # a label seen again keeps its place
-            values[key] = _value(bullet.group("value"))
+            values[key] = _value(bullet.group("value"), bool(bullet.group("pct")))
             block = replace(block, values=tuple(values.items()))
         elif (line.strip() or block.values) and not worker:
             records.append(block)  # the block ends at the driver's first non-bullet line

@@ -249,6 +249,14 @@ def unreadable(line: str) -> bool:
 _NOTED = re.compile(r"(?P<value>[^()\s]{1,100})\s+\([^()]{0,200}\)")  # `0.5 (+0.1)`: a note
 
 
+def from_percent(number: float) -> float:
+    """A value written with `%` (`45.00%`) as the fraction it is (0.45): the one rule of every
+    reader (a swarm client's bullets, NeMo-RL's), so a metric has one scale whichever printed
+    it, the scale AgentJet's classic records and NeMo-RL's plain ones write (walk89 F14:
+    NeMo-RL's `36.00%` was read as 36.0, a swarm client's `45.00%` as 0.45)."""
+    return round(number / 100.0, 10)
+
+
 def _scalar(text: str) -> Any:
     raw = text.strip().lstrip("*`").strip().rstrip("`").strip()
     noted = _NOTED.fullmatch(raw)
@@ -263,7 +271,7 @@ def _scalar(text: str) -> Any:
     if not math.isfinite(number):
         return nonfinite_text(number)  # as _number: `1e999`, or 400 digits, is no finite value
     if pct:
-        return round(number / 100.0, 10)
+        return from_percent(number)
     return int(number) if re.fullmatch(r"-?\d+", body) else number
 
 

@@ -69,7 +69,10 @@ def main() -> int:
             if values.get("fake.table") == "1":  # (`fake.table=1`: a shape ajetd does not read)
                 print(f"| Metric | Value |\n|---|---|\n| Accuracy | {accuracy:.4f} |\n")
                 continue
-            print(f"    • Accuracy: {accuracy:.4f}")
+            if values.get("fake.percent") == "1":  # (`fake.percent=1`: `• Accuracy: 36.00%`)
+                print(f"    • Accuracy: {accuracy * 100:.2f}%")
+            else:
+                print(f"    • Accuracy: {accuracy:.4f}")
             print("    • Average response length: 231.4 tokens")
             print("    • Samples processed: 256\n")
             print("  ⏱️  Validation Timing:")
