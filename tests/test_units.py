@@ -269,6 +269,7 @@ def test_finish_flag_and_results() -> None:
         "ended_at": "1970-01-01T00:00:20Z",
         "metrics": {},
         "best": None,
+        "fixes_applied": [],  # what each fix between trials changed (walk88 F6): none here
     }
     history = ({"global_steps": 1, "val_loss": 0.9}, {"global_steps": 2, "val_loss": 0.5})
     history += ({"global_steps": 3, "val_loss": 0.7},)
