@@ -702,6 +702,18 @@ def test_two_validation_datasets_at_one_step_never_mix(daemon_env: Env) -> None:
     assert "- **mean_reward**: first 0.3000, best 0.7000 (step 6), last 0.7000" in results
 
 
+def test_results_md_names_the_validation_settings_beside_the_metrics(daemon_env: Env) -> None:
+    """walk89 F20: seed 001 lists `pass_n` and `total_tasks` among the val attributes; they are
+    no metric (the same in every record), and results.md's table left them out in silence
+    though the README says every metric is shown. They are said under the table."""
+    env = daemon_env
+    run_id = env.submit(env.blueprint("sets", config=env.config("sets")))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    results = (env.tmp / "results" / "sets" / "results.md").read_text()
+    said = "Validation settings (no metric, so no column): pass_n 4, total_tasks 1319."
+    assert said in results, results
+
+
 def test_results_metrics_say_which_trial_wrote_each_row(daemon_env: Env) -> None:
     """A relaunched run's validation rows start again at step 2: results.md's table had no
     trial column, so a reader could not tell trial 1's rows from trial 2's. Trial 1 writes

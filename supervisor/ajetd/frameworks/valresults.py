@@ -103,6 +103,24 @@ MAX_NAMED_MORE = 10  # names a note of the metrics left out lists, then how many
 # what records hold beside their metrics: steps, a benchmark's name, AgentJet's pass_n and
 # total_tasks (its settings, the same in every record)
 NOT_METRICS = frozenset({"global_steps", "step", "dataset", "pass_n", "total_tasks"})
+SETTINGS = ("pass_n", "total_tasks")  # seed 001's val attributes that are no metric
+SETTING_VALUES_SHOWN = 5  # distinct values of a setting a note names, then how many more
+
+
+def settings_note(history: Sequence[Mapping[str, Any]]) -> str:
+    """`pass_n 4, total_tasks 1319`: the validation settings the records hold (seed 001 lists
+    them among the val attributes; the table, of metrics, left them out in silence: walk89
+    F20), each with its distinct values in order (several where datasets differ); '' for
+    none."""
+    parts = []
+    for key in SETTINGS:
+        values = list(dict.fromkeys(str(r[key])[:40] for r in history if key in r))
+        if not values:
+            continue
+        more = len(values) - SETTING_VALUES_SHOWN
+        shown = ", ".join(values[:SETTING_VALUES_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
+        parts.append(f"{key} {shown}")
+    return ", ".join(parts)
 
 
 def shown_keys(history: Sequence[Mapping[str, Any]], metric: str) -> list[str]:

@@ -28,6 +28,7 @@ from ajetd.frameworks.valresults import (
     metric_series,
     more_note,
     nonfinite_note,
+    settings_note,
     shown_keys,
     shown_metric,
     shown_value,
@@ -168,6 +169,9 @@ def _metrics_section(run: Run, tail: Sequence[str] = ()) -> list[str]:
         cells = " | ".join(_fmt(record.get(k)) for k in keys)
         lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
     lines.append("")
+    settings = settings_note(history)
+    if settings:  # seed 001's val attributes that are no metric: said, never left out
+        lines += [f"Validation settings (no metric, so no column): {settings}.", ""]
     if unread:
         lines += [f"Not in this table: {lines_note}.", ""]
     if left:  # bounded: a program may log hundreds of keys
