@@ -34,6 +34,7 @@ import re2
 
 from ajetd.diagnosis.catalogue import UNKNOWN, Kind, candidates
 from ajetd.diagnosis.exitcodes import SAID_BY_SHELL
+from ajetd.diagnosis.families import exception_family, reported_family
 from ajetd.diagnosis.shape import EXCEPTION_LINE, WRAPPERS
 
 SPECIFIC, ECHO, UNEXPLAINED, WRAPPER, NOTED = 0, 1, 2, 3, 4
@@ -212,8 +213,12 @@ def exception_kind(
             return kind, ECHO if kind.consequence else SPECIFIC
     text, fallback = unwrapped(own, match)
     kind = classify(text, words if text is own else None)
-    if kind is None or fallback == WRAPPER:  # what it wraps is printed after it
+    if fallback == WRAPPER:  # what it wraps is printed after it
         return kind, fallback
+    if kind is None:  # no kind's wording: its class's and its words' family (`families`)
+        kind = exception_family(text)
+        if kind is None:
+            return None, fallback
     return kind, ECHO if kind.consequence or fallback == ECHO else SPECIFIC
 
 
@@ -223,8 +228,11 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
     if _QUOTED_OUTPUT.match(body):
         return None, SPECIFIC
     kind = classify(body, words)
-    if kind is not None and _MENTIONS.search(body) is not None:  # what it says itself
+    mentions = _MENTIONS.search(body) is not None
+    if kind is not None and mentions:  # what it says itself
         kind = classify(_MENTIONS.sub(" ", body))
+    if kind is None and not _RAISED_IN_CREATION.match(body):  # NCCL's or CUDA's own words
+        kind = reported_family(_MENTIONS.sub(" ", body) if mentions else body)
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
     if kind.name == "nan_loss" and skipped_update(body):  # an update skipped, not divergence
