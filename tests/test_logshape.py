@@ -1704,10 +1704,11 @@ def test_freeze19s_classes_are_read(name: str, kinds: list[str]) -> None:
             "error=59 : device-side assert triggered",
             ["cuda_error"],
         ),
-        (  # (no excerpt shows THC's out of memory: cuda_oom's words do not read it)
+        (  # (no excerpt shows THC's out of memory and cuda_oom's patterns do not read it;
+            # since freeze 21 the families do: a CUDA call's `out of memory`, `families`)
             "RuntimeError: cuda runtime error (2) : out of memory at "
             "/pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
-            ["unknown_traceback"],
+            ["cuda_oom"],
         ),
         (
             "THCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=34 error=10 : invalid "

@@ -22,7 +22,8 @@ These are read only where no pattern read the line (`wrapped.exception_kind`,
 `wrapped.line_kind`), so a kind's own wording always wins, and never for a line logged below
 error level. Not families: the words of a message that a code bug also says (`is not
 supported`, `unsupported`: SGLang's `Unsupported compute capability: 12.0` is a missing case,
-unknown_traceback), a class a kind is not the only cause of (`ObjectStoreFullError`,
+unknown_traceback), a class that says no failure (Ray's `ActorUnavailableError`: the actor
+may be back later), a class a kind is not the only cause of (`ObjectStoreFullError`,
 `TimeoutError`, `OutOfMemoryError`: Ray's is the host's, torch's the GPU's; their patterns read
 them by their message).
 
@@ -45,8 +46,8 @@ _CLASS_FAMILIES = re.compile(
     r"|(?P<cuda_error>\w{0,40}(?:Cuda|CUDA|Cudnn|CUDNN|CuDNN|Cublas|CUBLAS|Accelerator)"
     r"\w{0,40}(?:Error|Exception))"
     r"|(?P<disk_full>\w{0,40}(?:OutOfDisk|DiskFull|NoSpaceLeft)\w{0,40})"
-    r"|(?P<ray_worker_died>(?:Owner|Node|Worker|Actor)Died\w{0,20}|ActorUnavailable\w{0,20}"
-    r"|WorkerCrashed\w{0,20}|ObjectLost\w{0,20}|RayActorError)"
+    r"|(?P<ray_worker_died>(?:Owner|Node|Worker|Actor)Died\w{0,20}|WorkerCrashed\w{0,20}"
+    r"|ObjectLost\w{0,20}|RayActorError)"
     r"|(?P<vllm_engine_dead>\w{0,40}EngineDead\w{0,20})"
     r"|(?P<import_error>ModuleNotFoundError|ImportError)"
     r"|(?P<missing_model>(?:RepositoryNotFound|RevisionNotFound|LocalEntryNotFound|"
