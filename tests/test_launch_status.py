@@ -123,3 +123,32 @@ def test_a_success_whose_output_ends_in_a_traceback_is_warned(env: Env, loop: Lo
     assert flag["status"] == "succeeded"
     warnings = env.status(run_id)["warnings"]
     assert any("ends in a Python traceback" in w for w in warnings), warnings
+
+
+def test_a_success_whose_output_shows_a_fatal_finding_says_so(env: Env, loop: Loop) -> None:
+    """Walk 89, F6: a program that printed a CUDA OOM at step 2 of 4 and exited 0 (a
+    wrapper, a train+eval script without `set -e`) was `succeeded` with trials.md saying
+    `what went wrong: nothing (exit 0)`. The status stays the command's; the warning, the
+    trial's findings (status' diagnosis) and trials.md name what its output shows."""
+    oom = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/verl/workers/fsdp_workers.py", line 812, in compute_log_prob\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+        "a total capacity of 79.19 GiB of which 1.05 GiB is free.\n"
+        "training loop ended"
+    )
+    fail = {"text": oom, "at_step": 2, "exit_code": 0, "unless_env": {"AJETD_TEST_NEVER": "1"}}
+    config = env.config("quiet", fail=fail)
+    run_id = loop.submit(env.blueprint("quiet", config=config))
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    status = env.status(run_id)
+    said = [w for w in status["warnings"] if "exited with code 0, but its output shows" in w]
+    assert said and "cuda_oom: torch.OutOfMemoryError" in said[0], status["warnings"]
+    assert [f["kind"] for f in status["diagnosis"]] == ["cuda_oom"], status["diagnosis"]
+    trials = (env.tmp / "results" / "quiet" / "trials.md").read_text()
+    assert "- what went wrong: exited with code 0, yet its output shows cuda_oom" in trials
+    assert "nothing (exit 0)" not in trials
+    clean = loop.submit(env.blueprint("clean"))  # a clean success says nothing of the kind
+    assert loop.until_done(clean)["status"] == "succeeded"
+    assert not [w for w in env.status(clean)["warnings"] if "exited with code 0" in w]

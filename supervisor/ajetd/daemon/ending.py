@@ -44,6 +44,7 @@ from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import before_own_signal, with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
 from ajetd.diagnosis.scan import count_lines, log_tail, tail_bytes
+from ajetd.diagnosis.stream import diagnose_text
 from ajetd.frameworks.framework import framed
 from ajetd.hosts import copyback
 from ajetd.hosts.base import Fetch, read_local
@@ -123,6 +124,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 problem = f"{reason}; {root.kind}: {root.evidence}"
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
             problem = reason
+        elif findings:  # exited 0, its output showing a fatal finding (`_hidden_crash`)
+            problem = f"exited with code 0, yet its output shows {root_cause(findings[0])}"
         run = model.trial_ended(run, exit_code, ended, problem, findings or ())
         log_file = paths(home, run, trial.number).log
         if programfiles.log_overwritten(log_file):
@@ -201,25 +204,52 @@ def leftovers_said(ended: list[tuple[int, str]]) -> str:
 TAIL_CHECKED = 8192  # bytes of a successful trial's log read for a traceback at its end
 
 
-def _hidden_crash(home: Home, run: Run, outcome: model.Status, exit_code: int | None) -> Run:
+def _hidden_crash(
+    home: Home, run: Run, outcome: model.Status, exit_code: int | None
+) -> tuple[Run, tuple[Finding, ...]]:
     """A success whose output ends in a Python traceback (`launchshape.ended_in_traceback`)
     keeps its status, which is the command's, with a warning that says so: its exit status
-    was likely not its program's. Its last output first (bounded), then 8 KiB of its log."""
+    was likely not its program's. Its last output first (bounded), then 8 KiB of its log.
+    So does one whose output shows a fatal or science finding anywhere (read live, or in that
+    tail: a CUDA OOM before a wrapper exits 0, a train+eval script without `set -e`, a swarm
+    client): the status is still the command's, ajetd cannot tell a failure the program
+    recovered from, but the warning and the trial's findings say what its output shows
+    (walk 89, F6: `what went wrong: nothing (exit 0)` beside a CUDA OOM at step 5 of 10)."""
     trial = run.trial
     if outcome is not model.Status.SUCCEEDED or exit_code != 0 or trial is None:
-        return run
+        return run, ()
     log_file = paths(home, run, trial.number).log
     await_output(log_file, trial.number)
     tail = tail_bytes(log_file, TAIL_CHECKED).decode("utf-8", errors="replace")
     line = launchshape.ended_in_traceback(tail, OWN_LINE_PREFIX)
-    if line is None:
-        return run
-    return model.warn(
-        run,
-        f"trial {trial.number} exited with code 0, but its output ends in a Python traceback "
-        f"({line}): the exit status is likely not the program's (a pipe in a script without "
-        "`set -o pipefail`, `|| true`, a wrapper that swallows it)",
-    )
+    if line is not None:
+        run = model.warn(
+            run,
+            f"trial {trial.number} exited with code 0, but its output ends in a Python "
+            f"traceback ({line}): the exit status is likely not the program's (a pipe in a "
+            "script without `set -o pipefail`, `|| true`, a wrapper that swallows it)",
+        )
+    found = _fatal_shown((*trial.live_findings, *diagnose_text(tail)))
+    if found:
+        run = model.warn(
+            run,
+            f"trial {trial.number} exited with code 0, but its output shows "
+            f"{root_cause(found[0])}: it may not have finished its work; check its last "
+            "records and its log before using its results",
+        )
+    return run, found
+
+
+FATAL_SHOWN = ("fatal", "science")  # what no program goes on after as if nothing happened
+
+
+def _fatal_shown(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The fatal and science findings among `findings`, each kind once (the first seen)."""
+    seen: dict[str, Finding] = {}
+    for found in findings:
+        if found.severity in FATAL_SHOWN and found.kind not in seen:
+            seen[found.kind] = found
+    return tuple(seen.values())
 
 
 def finish_run(
@@ -252,11 +282,11 @@ def finish_run(
         if exit_code is not None:  # whole first (an instant exit's may not be in its log yet)
             await_output(paths(home, run, run.trial.number).log, run.trial.number)
         shown = shows_validation(run, log_of)
-    run = _hidden_crash(home, run, outcome, exit_code)
+    run, shown_fatal = _hidden_crash(home, run, outcome, exit_code)
     unread = run.val_read.unread if run.kind != "nemo_rl" else 0
     # (a reason without `data kept` is left as it is)
     reason = kept_truly(end.reason, len(run.history), expected, shown, unread)
-    end = replace(end, reason=reason)
+    end = replace(end, reason=reason, findings=shown_fatal or end.findings)
     run = end_trial(home, run, end, now, reap=False)
     ended = now
     if open_trial:
