@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -354,7 +354,10 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
             run, f"run {run_id} already ended: {run.status.value if run.status else ''}", as_json
         )
         return
-    already = _already_stopping(home, run)
+    try:
+        already = _already_stopping(home, run)
+    except OSError as exc:  # not even an empty request file could be made
+        _not_filed(run, exc, as_json)
     run = load_run(home, run_id)  # as it stands with the request filed
     if not home.daemon_running():
         click.echo(
@@ -369,7 +372,7 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
     if already:  # a second `ajetd stop`: no second stop, its end waited for as the first's
         click.echo(f"ajetd: run {run_id} is {already}; waiting for it to end", err=True)
     deadline = time.monotonic() + timeout
-    while not _settled(run := load_run(home, run_id)):
+    while not _settled(run := load_run(home, run_id)) and not _held_end(run):
         if not home.daemon_running():  # it died meanwhile: nothing goes on until the next
             click.echo(
                 f"ajetd: {DAEMON_ENDED} on {home.root}; the run stops when one starts", err=True
@@ -386,8 +389,50 @@ def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
             sys.exit(124)
         time.sleep(POLL_S)
     _stop_says(run, f"run {run_id} {run.status.value if run.status else ''}: {run.reason}", as_json)
+    if _held_end(run):
+        click.echo(
+            f"ajetd: run {run_id}'s end and its reports wait for room in $AJETD_HOME {home.root} "
+            f"(full: `ajetd status` says how full); written once there is room (`ajetd wait "
+            f"{run_id}` returns then)",
+            err=True,
+        )
     if run.attention:
         click.echo(f"ajetd: run {run_id} needs attention: {run.attention}", err=True)
+
+
+def _held_end(run: Run) -> bool:
+    """The run ended (stopped) and its end is held in the daemon's memory, its record and
+    reports waiting for room in a full home: the stop is done, and `stop` says so and where
+    the rest waits, where it said `still stopping` until its timeout (124)."""
+    from ajetd.core import unsaved
+
+    return not run.active and unsaved.NOTE in run.warnings
+
+
+def _not_filed(run: Run, exc: OSError, as_json: bool) -> NoReturn:
+    """No stop request could be filed (a home with no inode left, read-only): said as it is
+    (the run goes on, nothing was stopped) with how to stop its program by hand; exit 1."""
+    from ajetd.adapters.diskfull import free_space
+    from ajetd.adapters.tmux import socket_from_env
+    from ajetd.core.model import tmux_socket_of
+
+    where = Path(str(exc.filename or "")).parent
+    socket = tmux_socket_of(run, socket_from_env())
+    tmux = f"tmux -L {socket}" if socket else "tmux"
+    by_hand = (
+        f"`{tmux} send-keys -t {run.session} C-c` (the program's Ctrl-C)"
+        if run.session
+        else "ending its program yourself"
+    )
+    click.echo(
+        f"ajetd: cannot file the stop request {exc.filename}: {exc.strerror or exc} "
+        f"({free_space(where)} free); nothing was stopped and run {run.run_id} goes on. Free "
+        f"some room in $AJETD_HOME and run `ajetd stop {run.run_id}` again, or stop it by "
+        f"hand with {by_hand}",
+        err=True,
+    )
+    _stop_says(run, "", as_json)
+    sys.exit(1)
 
 
 def _already_stopping(home: Home, run: Run) -> str | None:
