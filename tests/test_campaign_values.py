@@ -1,6 +1,6 @@
-"""What value an experiment of a campaign is judged by (seed 002, step 12: keep, discard or
-crash), end to end with the fake AgentJet launcher: the value of the model the experiment
-ended with, never one of a model its relaunch threw away."""
+"""A campaign's rows against seed 002, end to end with the fake AgentJet launcher: the value an
+experiment is judged by (step 12: keep, discard or crash), the value of the model it ended
+with, never one of a model its relaunch threw away; and which planned experiments run."""
 
 from __future__ import annotations
 
@@ -108,3 +108,32 @@ def test_a_relaunch_that_restarts_from_step_0_is_judged_by_the_model_it_ends_wit
     # the run's own results.md still shows trial 1's peak, labelled
     results = Path(trap_run["result_dir"], "results.md").read_text()
     assert "the best is trial 1's" in results
+
+
+def test_a_planned_smoke_run_runs_past_a_count_rule(daemon_env: Env) -> None:
+    """walk89 F17: a smoke run counts against no stop rule, yet one planned after the
+    experiments that met `max_experiments` was left `planned, not run: stop condition met:
+    2/2 attempted`. It runs, then the campaign completes; a deadline would still hold it."""
+    env = daemon_env
+    cid = _campaign(
+        env,
+        "smokes",
+        {
+            "stop": {"max_experiments": 2},
+            "experiments": [
+                {"name": "e1", "description": "an idea"},
+                {"name": "pipe", "description": "does it run", "smoke": True},
+            ],
+        },
+    )
+    wait_for(lambda: len(campaign_ledger(env, "smokes")) >= 3, timeout=90, what="three rows")
+    rows = campaign_ledger(env, "smokes")
+    assert [(r["index"], r["status"]) for r in rows][2] == ("2", "smoke"), rows
+
+    def done() -> dict[str, object] | None:
+        got = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+        return got if got["state"] == "done" else None
+
+    status = wait_for(done, what="the campaign's end")
+    assert status["status"] == "completed" and status["planned"] == [], status
+    assert status["reason"] == "stop condition met: 2/2 attempted", status

@@ -124,7 +124,7 @@ def name_taken(state: CampaignState, spec: cs.CampaignSpec, name: Any, now: floa
     if index is None:
         return None
     if index >= len(state.experiments):
-        held = held_back(state, spec, now)
+        held = held_back(state, spec, now, plan[index])
         if held:
             go_on = (
                 f"`ajetd campaign set {state.campaign_id} --continue`"
@@ -195,14 +195,32 @@ def progress_of(
     return cr.progress(spec, rules_of(state, spec, now, ahead), attempted(state))
 
 
-def held_back(state: CampaignState, spec: cs.CampaignSpec, now: float) -> str:
-    """Why the experiments given and not yet launched are not launched ("" when they run in
-    their turn): the campaign stopped (or stopping), or a stop rule met (which `campaign
-    set`, or `--continue` for the default rule, may lift)."""
+COUNT_RULES = frozenset({"max_experiments", "default"})
+
+
+def rule_holding(
+    state: CampaignState, spec: cs.CampaignSpec, now: float, exp: cs.Experiment | None = None
+) -> str:
+    """The stop rules met that hold back the launch of `exp` (any experiment where None), in
+    the seed's words, or "": every rule met; for a smoke run only the deadline and the
+    target, since it counts against no count rule (walk89 F17: a smoke run planned after the
+    count experiments was never run once their count was met)."""
+    if exp is None or not exp.smoke:
+        prog = progress_of(state, spec, now)
+        return prog.text if prog.met else ""
+    met = [r.text for r in rules_of(state, spec, now) if r.met and r.rule not in COUNT_RULES]
+    return "stop condition met: " + "; ".join(met) if met else ""
+
+
+def held_back(
+    state: CampaignState, spec: cs.CampaignSpec, now: float, exp: cs.Experiment | None = None
+) -> str:
+    """Why the experiments given and not yet launched (`exp`, where given) are not launched
+    ("" when they run in their turn): the campaign stopped (or stopping), or a stop rule met
+    (which `campaign set`, or `--continue` for the default rule, may lift; `rule_holding`)."""
     if state.stopping or state.status == "stopped":
         return "the campaign was stopped (`ajetd campaign stop`)"
-    prog = progress_of(state, spec, now)
-    return prog.text if prog.met else ""
+    return rule_holding(state, spec, now, exp)
 
 
 NOT_RUN_SHOWN = 10  # planned experiments named in a reason; the rest counted
@@ -240,11 +258,18 @@ def standing(state: CampaignState, spec: cs.CampaignSpec, now: float) -> tuple[s
     left = not_launched(state, spec)
     running = [e for e in state.experiments if not e.recorded]
     phase, status, reason = "running", "", ""
+    smoke = (
+        left[0] if left and prog.met and not rule_holding(state, spec, now, left[0][1]) else None
+    )
     if state.stopping:
         if running:
             reason = f"stopping: {len(running)} experiment(s) still ending"
         else:
             phase, status, reason = "done", "stopped", "stopped by `ajetd campaign stop`"
+    elif smoke is not None:  # a smoke run counts against no count rule: it runs first
+        reason = f"{prog.text}; smoke run {smoke[0]} {smoke[1].name} runs first (it counts "
+        reason += "against no count rule)"
+        left = []
     elif prog.met:
         if running:
             reason = f"{prog.text}; {len(running)} running experiment(s) end first"

@@ -15,8 +15,16 @@ from typing import Any
 from ajetd.adapters.campaignfolder import check_entry, check_rules
 from ajetd.adapters.campaigngit import git
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
+from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
-from ajetd.core.campaignrecord import CampaignState, closed_problem, name_taken, progress_of
+from ajetd.core.campaignrecord import (
+    CampaignState,
+    closed_problem,
+    name_taken,
+    not_launched,
+    progress_of,
+    rule_holding,
+)
 
 
 def apply(
@@ -77,6 +85,12 @@ def _add(
     # judged on what will have been attempted once the planned ones ran: experiments launch
     # in order while no rule is met, so one past a rule met then would never run
     prog = progress_of(state, spec, now, ahead=True)
+    if prog.met and raw.get("smoke") is True and not not_launched(state, spec):
+        # a smoke run counts against no count rule: with nothing planned before it to hold
+        # it back, only the deadline and the target do
+        smoke = cs.Experiment(name=name, description="", smoke=True)
+        held = rule_holding(state, spec, now, smoke)
+        prog = cr.Progress(bool(held), held)
     if prog.met:
         state.rounds = rounds
         hint = "" if prog.needs_decision else " (raise it with `ajetd campaign set`)"

@@ -55,8 +55,8 @@ from ajetd.core.campaignrecord import (
     ExpState,
     crash_reason,
     ledger_fields,
-    progress_of,
     refusal,
+    rule_holding,
     standing,
 )
 from ajetd.core.errors import AjetdError, one_line
@@ -289,9 +289,9 @@ class Campaigns:
         while not state.stopping:
             active = [e for e in state.experiments if e.run_id and not e.recorded]
             if (
-                progress_of(state, spec, now).met
+                len(state.experiments) >= len(plan)
+                or rule_holding(state, spec, now, plan[len(state.experiments)])
                 or len(active) >= spec.parallel
-                or len(state.experiments) >= len(plan)
                 or baseline_pending(state, spec)
                 or self._full(Path(spec.result_dir))
             ):

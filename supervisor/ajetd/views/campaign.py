@@ -106,6 +106,27 @@ def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
     return running
 
 
+def _planned(spec: cs.CampaignSpec, state: CampaignState, now: float) -> list[dict[str, Any]]:
+    """The experiments given and not launched, each with what holds it back (`not_run`): a
+    smoke run only what holds a smoke run back (`held_back`), unless one before it is held
+    (they launch in order)."""
+    out: list[dict[str, Any]] = []
+    before = ""
+    for i, e in not_launched(state, spec):
+        held = before or held_back(state, spec, now, e)
+        before = before or held
+        out.append(
+            {
+                "index": i,
+                "name": e.name,
+                "description": e.description,
+                "smoke": e.smoke,
+                "not_run": held or None,
+            }
+        )
+    return out
+
+
 def _rule_json(rule: cr.Rule) -> dict[str, Any]:
     return {
         "rule": rule.rule,
@@ -216,23 +237,13 @@ def status_json(
         }
         return {**out, **{key: known.get(key) for key in _SPEC_FIELDS}}
     best, baseline = _best_and_baseline(state)
-    held = held_back(state, spec, now) or None
     out.update(_campaign_json(spec, state, now))
     out.update(
         {
             "best": best,
             "baseline": baseline,
             "running": _running(spec, state, runs),
-            "planned": [
-                {
-                    "index": i,
-                    "name": e.name,
-                    "description": e.description,
-                    "smoke": e.smoke,
-                    "not_run": held,
-                }
-                for i, e in not_launched(state, spec)
-            ],
+            "planned": _planned(spec, state, now),
             "rows": rows,
             "result_dir": spec.result_dir,
             "ledger": f"{spec.result_dir}/ledger.tsv",
