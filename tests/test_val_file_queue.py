@@ -61,3 +61,14 @@ def test_runs_sharing_a_val_file_without_conf_wait_their_turn(env: Env, loop: Lo
     # the test's clock runs ahead of it, so the two did not compare)
     started, ended = loop.event_at(third, "trial 1 started"), loop.event_at(second, "run ended")
     assert started is not None and ended is not None and started >= ended
+    # each run's own records copied beside its reports (walk 89: the val file stays in the
+    # codebase, shared with the runs after it): none of the runs' before or after it
+    whole = val_file.read_bytes()
+    for run_id, name in ((second, "second"), (third, "third")):
+        run = loop.run(run_id)
+        assert run.val_read.pos is not None
+        mine = whole[run.val_offset : run.val_read.pos]
+        result = env.tmp / "results" / name
+        assert mine and (result / "val_records.md").read_bytes() == mine, name
+        assert "records copied to `val_records.md` here" in (result / "results.md").read_text()
+    assert (env.tmp / "results" / "second" / "val_records.md").read_bytes() != whole

@@ -19,9 +19,10 @@ PROVENANCE_DIFF = "provenance.diff"  # admission: the codebase's uncommitted cha
 PICTURES = ("curves.png", "gpus.png")  # `pictures.runcurves`
 LOGS = "logs"  # each trial's output, `logs/trial-N.log` (tmux pipe-pane appends to it)
 VAL_FILE = "val_results.md"  # the val file ajetd gives a run where it chooses one
+VAL_COPY = "val_records.md"  # a run's part of a val file elsewhere, copied at its end
 NEMO_RL = "nemo_rl"  # a NeMo-RL run's log and checkpoint dirs, where ajetd points them
 # every file ajetd writes at the top of a new run's result dir, whatever the run
-WRITTEN = (*REPORTS, PROVENANCE_DIFF, *PICTURES)
+WRITTEN = (*REPORTS, VAL_COPY, PROVENANCE_DIFF, *PICTURES)
 # what a campaign writes at the top of its own result_dir (`daemon.campaigns`); each
 # experiment gets a new run's result dir below it, `NN-<name>`, checked as any run's
 LEDGER = "ledger.tsv"

@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import socket
 import subprocess
 import time
@@ -517,6 +518,7 @@ def write_reports(
             options = Options()
     allowed = tuple(options.allow_fixes)
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
+    val_copy, val_not_copied = _val_records(run, result_dir)
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=texts.submitted,
@@ -530,6 +532,8 @@ def write_reports(
         allowed_fixes=allowed,
         pictures=tuple(pictures),
         plot_problem=plot_problem,
+        val_copied=val_copy is not None,
+        val_not_copied=val_not_copied,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
     files: list[tuple[Path, str | bytes, int]] = [
@@ -544,8 +548,45 @@ def write_reports(
     # is renamed into place, and the flag is renamed once the others' renames are on disk (a
     # failure on the way leaves it unwritten, the reports pending); one wait for the files'
     # data instead of two on the exit path
+    if val_copy is not None:
+        files.append((result_dir / resultfiles.VAL_COPY, val_copy, 0o644))
     files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
+
+
+VAL_COPY_MAX_BYTES = 16 << 20  # a run's part of its val file copied beside the reports
+
+
+def _val_records(run: Run, result_dir: Path) -> tuple[bytes | None, str]:
+    """This run's part of its val file (from where its records began, `val_offset`), to be
+    copied beside the reports as `val_records.md`: the seed asks for a result dir as
+    complete as possible, and AgentJet's val file stays in the codebase, shared with later
+    runs (walk 89). None, with why where it says something, where the file is there
+    already (ajetd chose it, or anything else wrote that name: never overwritten), remote,
+    gone, not a regular file, larger than VAL_COPY_MAX_BYTES, or shorter than the offset."""
+    if not run.val_path or run.remote_dir:
+        return None, ""
+    target = result_dir / resultfiles.VAL_COPY
+    if os.path.lexists(target):
+        return None, ""
+    try:
+        with open_regular(Path(run.val_path)) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < run.val_offset:
+                return None, "not copied: the file is shorter than where this run's records began"
+            # to where ajetd read this run's records at its end (a later run's, appended to
+            # a shared file before these reports were written, are not this run's)
+            read_to = run.val_read.pos
+            end = size if read_to is None or not run.val_offset <= read_to <= size else read_to
+            if end - run.val_offset > VAL_COPY_MAX_BYTES:
+                return None, f"not copied: over {VAL_COPY_MAX_BYTES >> 20} MiB"
+            handle.seek(run.val_offset)
+            data = handle.read(end - run.val_offset)
+    except FileNotFoundError:  # never written: the reports say so where it matters
+        return None, ""
+    except (OSError, NotRegularError):
+        return None, "not copied: it could not be read at the end"
+    return (data, "") if data else (None, "")
 
 
 def _config_used(path: str) -> bytes | None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.core import gpuuse
+from ajetd.core import gpuuse, resultfiles
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
 from ajetd.core.fixrecord import applied_json
@@ -59,6 +59,9 @@ class ReportContext:
     allowed_fixes: tuple[str, ...] = ()  # the blueprint's `[ajetd] allow_fixes` keys
     pictures: tuple[str, ...] = ()  # curves.png / gpus.png drawn beside results.md
     plot_problem: str = ""  # why the pictures could not be drawn, if they could not
+    # this run's part of its val file copied into the result dir (`val_records.md`), or why not
+    val_copied: bool = False
+    val_not_copied: str = ""
 
 
 def _gpu_section(run: Run) -> str:
@@ -222,6 +225,13 @@ def _trial_row(trial: Trial) -> str:
     )
 
 
+def _val_copy_said(run: Run, ctx: ReportContext) -> str:
+    """Where this run's validation records were copied beside the reports, or why not."""
+    if ctx.val_copied:
+        return f" (this run's records copied to `{resultfiles.VAL_COPY}` here)"
+    return f" ({ctx.val_not_copied})" if ctx.val_not_copied else ""
+
+
 def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
     """What the run was given: ids, places, limits, commands, and the blueprint's warnings."""
     lines = [
@@ -237,7 +247,7 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
         if run.launch_command
         else "- launch command: (none)",
         f"- command run: `{run.trial.command}`" if run.trial else "- command run: (none)",
-        f"- validation results file: `{run.val_path}`"
+        f"- validation results file: `{run.val_path}`{_val_copy_said(run, ctx)}"
         if run.val_path
         else "- validation results file: (none named in the YAML)",
     ]
