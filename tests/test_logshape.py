@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import CATALOGUE, candidates
 from ajetd.diagnosis.patterns import Unless, compiled, gate
-from ajetd.diagnosis.shape import continued, strip_dress
+from ajetd.diagnosis.shape import continued, glued_lines, strip_dress
 from ajetd.diagnosis.stream import StreamDiagnoser, _clean_block, diagnose_chunks, diagnose_text
 from ajetd.diagnosis.wrapped import _gate_exact, classify
 
@@ -1892,4 +1892,65 @@ def test_freeze20bs_classes_are_read(name: str, kinds: list[str]) -> None:
     ],
 )
 def test_lines_the_freeze20b_shapes_read_and_leave_alone(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+def _excerpt_kinds(name: str) -> list[str]:
+    data = (CORPUS / name).read_bytes()
+    return [f.kind for f in diagnose_chunks([data[data.find(b"\n") + 1 :]])]
+
+
+def test_a_paste_that_lost_its_newlines_is_read_line_by_line() -> None:
+    """Freeze 21's blind miss verl#2812: a Ray worker's traceback pasted outside a code block,
+    its lines run together, each after `(TaskRunner pid=132279)`, cut inside the exception's
+    message (`RuntimeError: this eve`): read as its lines, an exception no kind explains. The
+    corpus's other such paste (OpenRLHF#970, host_oom by its thread, one of the corpus's misses)
+    is read first as before, the watchdog's timeout, and now also says the actor that died
+    (its echo)."""
+    assert _excerpt_kinds("unknown_traceback/verl-2812.log") == ["unknown_traceback"]
+    assert _excerpt_kinds("host_oom/openrlhf-970.log") == ["nccl_timeout", "ray_worker_died"]
+    glued = (
+        'in _build_rollout (TaskRunner pid=7) rollout = SGLangRollout( (TaskRunner pid=7) File "'
+        'x.py", line 3, in f (TaskRunner pid=7) RuntimeError: this event loop is already running'
+    )
+    assert glued_lines(glued) == [
+        "in _build_rollout",
+        "rollout = SGLangRollout(",
+        'File "x.py", line 3, in f',
+        "RuntimeError: this event loop is already running",
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "step:3 - actor/pg_loss:0.0123 - actor/grad_norm:0.88",  # a worker's line, undressed
+        # one mark inside a message is a worker named, not a paste
+        "A worker died or was killed while executing a task (WorkerDict pid=12) just now",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TaskRunner.run() (pid=41233, "
+        "ip=10.0.0.1, actor_id=af67a3a6fa70baaa8f2d6ff301000000)",
+    ],
+)
+def test_a_line_is_one_line_unless_it_holds_several_workers_marks(line: str) -> None:
+    assert glued_lines(line) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # freeze 21's blind miss DistServe#39: RTX 4090s over PCIe give no peer access
+        (
+            "(ParaWorker pid=1955026) Error: Peer-to-peer access is unsupported on this "
+            "platform.\n(ParaWorker pid=1955026) Exiting...",
+            ["cuda_error"],
+        ),
+        (
+            "RuntimeError: CUDA error: peer access is not supported between these two devices",
+            ["cuda_error"],
+        ),
+        # NCCL choosing another path is no failure
+        ("gpu01:1:2 [0] NCCL INFO P2P is disabled between connected GPUs 1 and 0.", []),
+    ],
+)
+def test_gpus_without_peer_access_are_a_cuda_error(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds

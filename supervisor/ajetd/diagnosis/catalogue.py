@@ -381,6 +381,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # program is built for this GPU, whatever the settings
             r"\bgpus? with compute capability (below|less than|lower than|under) [\d.]{1,5} "
             r"(is|are) not supported\b",
+            # shape: GPUs the platform gives no peer access between (DistServe's `Error:
+            # Peer-to-peer access is unsupported on this platform.` on RTX 4090s over PCIe;
+            # CUDA's own `peer access is not supported between these two devices`): the
+            # program's transfers between GPUs cannot run on this machine
+            r"\bpeer(?:[- ]to[- ]peer)? access is (?:not supported|unsupported)\b",
             # shape: the CUDACHECK macro of NCCL's examples and of the programs that copy it
             # (vLLM's and SGLang's custom allreduce, nccl-tests): a CUDA call that did not return
             # cudaSuccess, with CUDA's error string quoted (`Failed: Cuda error
@@ -1213,6 +1218,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cuda failure",
     ),
     "cuda_error": (
+        "peer access",
+        "peer-to-peer access",
+        "peer to peer access",
         "illegal memory access",
         "device-side assert",
         "unspecified launch failure",

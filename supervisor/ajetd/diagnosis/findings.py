@@ -52,6 +52,7 @@ from ajetd.diagnosis.shape import (
     BENIGN,
     EXCEPTION_LINE,
     TRACEBACK_END,
+    glued_lines,
     logged_as_warning,
     strip_dress,
 )
@@ -331,7 +332,18 @@ class Diagnoser:
         """Take one cleaned line; lines must come in order, but need not all come. `words`:
         the trigger words the caller already found in it. False when the line said nothing:
         no kind, and no traceback begun, continued or ended by it. A line ajetd itself printed
-        (its banner with the launch command, its exit line, a follower's note) says nothing."""
+        (its banner with the launch command, its exit line, a follower's note) says nothing.
+        A paste that lost its newlines (`shape.glued_lines`) is read as its lines, each."""
+        parts = glued_lines(strip_dress(text)) if "pid=" in text else None
+        if parts is None:
+            return self._line(number, text, words)
+        said = False
+        for part in parts:  # every one is read, whatever the one before it said
+            said = self._line(number, part, None) or said
+        return said
+
+    def _line(self, number: int, text: str, words: frozenset[bytes] | None) -> bool:
+        """`line` for one line."""
         if text.startswith(OWN_LINE_PREFIX):
             return False
         glued = text.rfind(OWN_LINE_PREFIX)  # a line without its newline, then one of ajetd's

@@ -20,6 +20,9 @@ import re
 from ajetd.core.termtext import SRUN_LABEL_SOURCE
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
 
+# A Ray worker's mark: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0]
+# pid=1), (pid=123)
+_RAY_WORKER = r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)"
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
 DRESS_SOURCE = (
     # colour codes, also as pasted into an issue (the ESC byte lost, `[36m` left)
@@ -27,7 +30,7 @@ DRESS_SOURCE = (
     r"(?:"
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
     # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
-    r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)(?:\x1b?\[0m)?\s?"
+    rf"{_RAY_WORKER}(?:\x1b?\[0m)?\s?"
     # SkyPilot's job output, node and rank before each line: (head, rank=0, pid=4734),
     # (worker1, rank=1, pid=2345, ip=10.0.0.2)
     r"|\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s?"
@@ -62,6 +65,27 @@ DRESS_BYTES = re.compile(b"(?m)^(?:" + DRESS_SOURCE.encode() + b")+")
 # (`(?<!\s)`: tried from the first blank of a run only, not from each: linear)
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
 MAX_DRESS = 6  # decorations stacked on one line, at most
+
+# A paste that lost its newlines (an issue's text outside a code block): a Ray worker's lines
+# run on in one, each after its mark (`... in _build_rollout (TaskRunner pid=132279) rollout =
+# SGLangRollout( (TaskRunner pid=132279) File "...", line 301, in __init__ ...`, verl#2812).
+_GLUED_MARK = re.compile(rf"\s{_RAY_WORKER}\s")
+MIN_GLUED = 2  # marks inside one line: fewer may be a message naming a worker, not a paste
+MAX_GLUED = 500  # lines read out of one at most (the rest stays the last one's)
+
+
+def glued_lines(body: str) -> list[str] | None:
+    """The lines a paste that lost its newlines ran together (`_GLUED_MARK`), each without
+    its mark; None when the line is one line."""
+    if "pid=" not in body:
+        return None
+    marks = [m.span() for _, m in zip(range(MAX_GLUED), _GLUED_MARK.finditer(body), strict=False)]
+    if len(marks) < MIN_GLUED:
+        return None
+    starts = [0, *(end for _, end in marks)]
+    ends = [start for start, _ in marks] + [len(body)]
+    return [body[a:b] for a, b in zip(starts, ends, strict=True)]
+
 
 # `pkg.mod.SomeError: msg`, `KeyError: 'x'`, `ray.exceptions.RayTaskError(EngineDeadError): ...`
 EXCEPTION_LINE = re.compile(
