@@ -5,11 +5,12 @@ with, never one of a model its relaunch threw away; and which planned experiment
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
 
-from conftest import Env, campaign_ledger, wait_for
+from conftest import Env, campaign_ledger, git, wait_for
 
 NCCL = (
     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
@@ -137,3 +138,52 @@ def test_a_planned_smoke_run_runs_past_a_count_rule(daemon_env: Env) -> None:
     status = wait_for(done, what="the campaign's end")
     assert status["status"] == "completed" and status["planned"] == [], status
     assert status["reason"] == "stop condition met: 2/2 attempted", status
+    # a codebase in no repository: no git trail, and the campaign says why (walk89 F9)
+    assert all(r["branch"] == "" for r in rows)
+    assert status["branch_prefix"] is None
+    assert str(status["git_note"]).startswith(
+        "no branches or commits: campaign.yaml gives no branch_prefix, and the default "
+        "(autoresearch/"
+    ), status["git_note"]
+    assert "needs a git repository" in str(status["git_note"])
+
+
+def test_a_campaign_without_branch_prefix_makes_the_seeds_default_branches(
+    daemon_env: Env,
+) -> None:
+    """walk89 F9: seed 002 asks for one branch per experiment under a unified prefix, the
+    user's or a descriptive default, and a commit recording each hypothesis. A campaign
+    without `branch_prefix` made none and left the ledger's git columns empty; an
+    override-only experiment's commit did not say what it ran with."""
+    env = daemon_env
+    env.config("trail-base", steps=6)  # committed: the worktrees hold what git holds
+    git(env.codebase, "init", "-q", "-b", "main")
+    git(env.codebase, "add", "-A")
+    git(env.codebase, "commit", "-q", "-m", "base")
+    head = git(env.codebase, "rev-parse", "HEAD")
+    cid = _campaign(
+        env,
+        "trail",
+        {
+            "stop": {"max_experiments": 2},
+            "experiments": [
+                {"name": "four", "description": "fewer steps", "overrides": ["fakejet.steps=4"]}
+            ],
+        },
+    )
+    wait_for(lambda: len(campaign_ledger(env, "trail")) >= 2, timeout=90, what="two rows")
+    rows = campaign_ledger(env, "trail")
+    status = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+    prefix = status["branch_prefix"]
+    assert re.fullmatch(r"autoresearch/\d{4}-\d\d-\d\d-trail", prefix), status
+    assert "the default (campaign.yaml gives no branch_prefix" in status["git_note"]
+    assert [r["branch"] for r in rows] == [f"{prefix}/baseline", f"{prefix}/four"], rows
+    assert all(r["parent_commit"] == head and r["commit"] not in ("", head) for r in rows)
+    message = git(env.codebase, "log", "-1", "--format=%B", f"{prefix}/four")
+    assert "hypothesis: fewer steps (ajetd campaign trail)" in message
+    assert "runs with the overrides:\nfakejet.steps=4" in message, message
+    four = env.status(rows[1]["job_id"])
+    assert four["metrics"].get("global_steps") == 4, (four["status"], four["reason"])
+    # the user's checkout is untouched
+    assert git(env.codebase, "rev-parse", "HEAD") == head
+    assert git(env.codebase, "rev-parse", "--abbrev-ref", "HEAD") == "main"

@@ -76,6 +76,10 @@ class CampaignState:
     # requests the daemon refused (`refusal`): `campaign status` shows them, so one filed
     # while no daemon ran, whose CLI could not wait for the answer, is never lost
     refused_requests: list[dict[str, Any]] = field(default_factory=list)
+    # campaign.yaml gives no branch_prefix: the default one taken at the start (seed 002),
+    # and what the views say of the git trail (the default, or why there is none)
+    branch_prefix: str = ""
+    git_note: str = ""
     # campaign.md is behind the record: its result dir refused it (full); written once it can
     # be, also after the campaign ended (`Campaigns._report`)
     unwritten: bool = False

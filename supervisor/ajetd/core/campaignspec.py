@@ -10,6 +10,7 @@ text as the live `ajetd campaign add` / `set` change it, so it is validated the 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,9 @@ class CampaignSpec:
     parallel: int = 1
     branch_prefix: str = ""
     baseline: bool = True  # run the base unchanged first
+    # no branch_prefix given: seed 002's default prefix where the codebase allows it
+    # (`default_prefix`); `branch_prefix: false` turns branches off
+    branches: bool = True
 
     @property
     def default_rule(self) -> bool:
@@ -243,6 +247,23 @@ def _needs_branches(experiments: list[Experiment], prefix: str, problems: list[s
         problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
 
 
+def hypothesis_message(exp: Experiment, campaign: str) -> str:
+    """The hypothesis commit's message: the hypothesis, then the overrides it runs with (an
+    override is no change to a file, so an override-only experiment's commit held nothing
+    that said what it ran: walk89 F9), one a line."""
+    head = f"hypothesis: {exp.description or exp.name} (ajetd campaign {campaign})"
+    if not exp.overrides:
+        return head
+    return head + "\n\nruns with the overrides:\n" + "\n".join(exp.overrides) + "\n"
+
+
+def default_prefix(spec: CampaignSpec, started_at: float) -> str:
+    """Seed 002's default branch prefix for a campaign that gives none, descriptive as its
+    example (`autoresearch/2026-03-24-dapo-qwen2p5`): the day it started (UTC) and its name."""
+    day = time.strftime("%Y-%m-%d", time.gmtime(started_at))
+    return f"autoresearch/{day}-{spec.name}"[:100]
+
+
 def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
     data = _load(text)
@@ -270,6 +291,7 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
         parallel=parallel,
         branch_prefix=prefix.rstrip("/"),
         baseline=data.get("baseline", True) is not False,
+        branches=data.get("branch_prefix") is not False,
     )
     if problems:
         raise CampaignError(problems)

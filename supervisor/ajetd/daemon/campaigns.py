@@ -135,7 +135,10 @@ class Campaigns:
         if cached is None or cached[0] != state.revision:
             found = cf.load_folder(self.folder(state.campaign_id), state.added, state.stop_set)
             cached = self.loaded[state.campaign_id] = (state.revision, *found)
-        return cached[1], cached[2], cached[3]
+        spec = cached[1]
+        if state.branch_prefix and not spec.branch_prefix:  # the default taken at its start
+            spec = replace(spec, branch_prefix=state.branch_prefix)
+        return spec, cached[2], cached[3]
 
     def _save(self, state: CampaignState) -> None:
         self._write(self.root / state.campaign_id / "state.json", json_text(asdict(state)))
@@ -212,10 +215,41 @@ class Campaigns:
                 self._refuse(state, refusal, now)
                 return
             state.repo, state.baseline_commit = top, head
+        elif spec.branches:
+            self._default_branches(state, spec, base)
         Path(spec.result_dir).mkdir(parents=True, exist_ok=True)
         write_atomic(Path(spec.result_dir) / resultfiles.LEDGER, cr.ledger_header())
         log.info("campaign %s (%s) started", spec.name, state.campaign_id)
         self._save(state)
+
+    @staticmethod
+    def _default_branches(state: CampaignState, spec: cs.CampaignSpec, base: Blueprint) -> None:
+        """Seed 002's default git trail for a campaign.yaml without branch_prefix: a branch
+        per experiment under a descriptive default prefix, where the codebase is a clean
+        repository and its paths allow worktrees; else none, and the record says why (a
+        campaign made no branch or commit, its ledger's git columns empty: walk89 F9)."""
+        prefix = cs.default_prefix(spec, state.started_at)
+        top, head, why = campaigngit.baseline(base.codebase_dir)
+        if not why:
+            try:
+                cf.check_paths(replace(spec, branch_prefix=prefix), base)
+            except cs.CampaignError as exc:
+                why = "; ".join(exc.problems)
+        if not why:  # a worktree holds what git holds: an uncommitted config would be missing
+            config = os.path.join(os.path.expanduser(base.codebase_dir), base.yaml_path)
+            if campaigngit.git(top, "ls-files", "--error-unmatch", config)[0] != 0:
+                why = f"exp_yaml_path {base.yaml_path} is not committed, so no worktree holds it"
+        if why:
+            state.git_note = (
+                f"no branches or commits: campaign.yaml gives no branch_prefix, and the default "
+                f"({prefix}) cannot be used: {why}"
+            )
+            return
+        state.repo, state.baseline_commit, state.branch_prefix = top, head, prefix
+        state.git_note = (
+            f"branches under {prefix}, the default (campaign.yaml gives no branch_prefix; "
+            "`branch_prefix: false` runs every experiment in the checkout, without branches)"
+        )
 
     def _refuse(self, state: CampaignState, why: str, now: float) -> None:
         log.warning("campaign %s refused: %s", state.campaign_id, why)
@@ -592,7 +626,7 @@ class Campaigns:
             path,
             exp.start or state.baseline_commit,
             self.folder(state.campaign_id) / exp.patch if exp.patch else None,
-            f"hypothesis: {exp.description or exp.name} (ajetd campaign {spec.name})",
+            cs.hypothesis_message(exp, spec.name),
         )
         record.branch, record.parent_commit, record.commit = made.branch, made.parent, made.commit
         if refusal:

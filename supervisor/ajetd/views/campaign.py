@@ -195,6 +195,7 @@ _SPEC_FIELDS = (
     "report",
     "plot",
     "branch_prefix",
+    "git_note",
     "repo",
     "baseline_commit",
     "parallel",
@@ -249,7 +250,8 @@ def status_json(
             "ledger": f"{spec.result_dir}/ledger.tsv",
             "report": f"{spec.result_dir}/campaign.md",
             "plot": f"{spec.result_dir}/progress.png",
-            "branch_prefix": spec.branch_prefix or None,
+            "branch_prefix": spec.branch_prefix or state.branch_prefix or None,
+            "git_note": state.git_note or None,
             "repo": state.repo or None,
             "baseline_commit": state.baseline_commit or None,
             "parallel": spec.parallel,
@@ -304,6 +306,7 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
             f"deadline: {data['deadline_at']} ({format_duration(data['deadline_left_s'])} left)"
         )
     lines.append(f"best: {best_line(spec, state)}")
+    lines += [f"git: {state.git_note}"] if state.git_note else []
     lines += [_running_line(run, goal["metric"]) for run in data["running"]]
     for planned in data["planned"]:
         why = f" (not run: {planned['not_run']})" if planned["not_run"] else ""
@@ -377,6 +380,7 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- {refused_line(r)}" for r in state.refused_requests]
     if state.baseline_commit:
         lines += [f"- baseline commit: `{state.baseline_commit}` in `{state.repo}`"]
+    lines += [f"- git: {state.git_note}"] if state.git_note else []
     lines += [
         "",
         f"| # | experiment | hypothesis | branch | run | status | best {spec.metric} | why |",
