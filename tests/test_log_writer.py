@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shlex
 import subprocess
 import termios
 from collections.abc import Iterator
@@ -18,7 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.adapters.tmux import CHECK_EVERY_S, CHECK_UNASKED_S, pipe_writer
+from ajetd.adapters.tmux import (
+    CHECK_EVERY_S,
+    CHECK_UNASKED_S,
+    WRITER_ARGS,
+    moved_note,
+    pipe_writer,
+)
 from ajetd.core.trialscript import WRITER_ASK, writer_ask_lines, writer_fifos
 from conftest import wait_for
 
@@ -143,3 +150,44 @@ def test_an_asked_writer_moves_its_output_at_once_where_its_folder_vanished(
     text = writer.log.read_text()
     assert text.startswith("before\n") and text.endswith("after\n"), text
     assert (gone / "logs" / "trial-1.log").read_text() == "before\n"
+
+
+@pytest.mark.parametrize(
+    ("log", "spare", "real"),
+    [
+        ("/r/x y/logs/trial-1.log", "/h/runs/ab12cd/trial-1.log", "/r/x y"),
+        ("/r/x y/logs/trial-1.log", "/h/runs/ab12cd/trial-1.log", "/elsewhere/x y"),
+        ("/top/logs/trial-2.log", None, None),
+        ("/a/b/c #%'\"/logs/trial-1.log", "/h o/runs/ab12cd/trial-1.log", ""),
+    ],
+)
+def test_the_writers_paths_are_found_in_bash_as_python_finds_them(
+    log: str, spare: str | None, real: str | None
+) -> None:
+    """The writer gets each path once, as a positional parameter (walk88 F4: written into
+    its script wherever used, a 1.3 KB result dir passed tmux's 16 KiB a call), and finds
+    the rest in bash: the same as `Path.parents`, `moved_note` and `writer_fifos` say."""
+    command = pipe_writer(log, spare, real)
+    words = shlex.split(command.removeprefix("exec "))
+    assert words[:2] == ["bash", "-c"] and words[3] == "ajetd-log-writer"
+    given = words[4:7]
+    shown = (
+        '; printf "%s\\n" "$LOGS" "$DIR" "$ABOVE" "$NAME" "$OTHER" "$NOTE" "$ASK" "$ANSWER" "$REAL"'
+    )
+    out = subprocess.run(
+        ["bash", "-c", WRITER_ARGS + shown, "x", *given], capture_output=True, text=True, check=True
+    ).stdout.split("\n")[:-1]
+    path = Path(log)
+    ask, answer = writer_fifos(spare) if spare else ("/dev/null/none", "/dev/null/none")
+    assert out == [
+        str(path.parents[0]),
+        str(path.parents[1]),
+        str(path.parents[2]),
+        "/" + path.parents[1].name,
+        spare or "/dev/null",
+        moved_note(spare) if spare else "/dev/null",
+        ask,
+        answer,
+        real or "",
+    ]
+    assert sum(w.count(log) for w in words) == 1  # the log's path once, whatever its length

@@ -329,3 +329,27 @@ def test_a_result_dir_gone_before_a_failure_says_where_the_reports_went(env: Env
     where = "made again" if how == "removed" else str(home)
     assert said and where in said[0], status["warnings"]
     assert "log folder vanished" in (home / "events.jsonl").read_text()
+
+
+def _deep(root: Path, size: int) -> Path:
+    """A folder under `root` whose path is about `size` bytes long (100-byte names)."""
+    return root.joinpath(*["d" * 99] * ((size - len(str(root))) // 100))
+
+
+@pytest.mark.parametrize("where", ["result", "home"])
+def test_a_path_of_kilobytes_launches(env: Env, where: str) -> None:
+    """Walk88 F4: a result dir of ~1.3 KB (lint allows 4095 B a path) or a home of ~1.6 KB
+    made every launch fail `tmux if-shell: command too long`: the log writer's script named
+    each path many times, quoted and escaped, in the launch's one tmux call (16 KiB at
+    most). It names each once now: a result dir of 3.9 KB, a home of 2.9 KB run."""
+    if where == "home":
+        env.home = _deep(env.tmp / "h", 2900)
+        env.home.mkdir(parents=True, mode=0o700)
+        env.vars["AJETD_HOME"] = str(env.home)
+    result = _deep(env.tmp / "r", 3900) if where == "result" else env.tmp / "results" / "short"
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("deep", result=str(result), command="echo from-deep"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert "from-deep" in (result / "logs" / "trial-1.log").read_text()
+    assert env.status(run_id)["reports_dir"] == str(result)

@@ -18,7 +18,12 @@ from pathlib import Path
 
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
-from ajetd.core.trialscript import EXIT_OPTION, WRITER_ASK, take_stale_answer, writer_fifos
+from ajetd.core.trialscript import (
+    EXIT_OPTION,
+    PIPES,
+    WRITER_ASK,
+    take_stale_answer,
+)
 
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
 MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
@@ -51,6 +56,20 @@ def literal(text: str, times: bool = False) -> str:
     if times:
         text = text.replace("%", "%%")
     return f"{text[:-1]}\\;" if text.endswith(";") else text
+
+
+# bash's positional parameters of `pipe_writer`'s script, named, and what is found from them
+# as Python finds it: the result dir's folders from the log's path (`Path(path).parents[0..2]`,
+# and the dir's name after a `/`), `REAL` given as `=` where it is the result dir itself, the
+# spare's `moved_note` and `writer_fifos`, or where there is no spare (`""`), /dev/null and
+# FIFOs that are not there (tests/test_log_writer.py holds the two to each other)
+WRITER_ARGS = (
+    "LOG=$1 SPARE=$2 REAL=$3; LOGS=${LOG%/*}; DIR=${LOGS%/*}; ABOVE=${DIR%/*};"
+    ' ABOVE=${ABOVE:-/}; NAME=/${DIR##*/}; [ "$REAL" = = ] && REAL=$DIR\n'
+    'if [ -n "$SPARE" ]; then OTHER=$SPARE; NOTE=$SPARE.moved;'
+    f' ASK=${{SPARE%/*}}/{PIPES}/${{SPARE##*/}}.check; ANSWER=$ASK"ed"\n'
+    "else OTHER=/dev/null; NOTE=/dev/null; ASK=/dev/null/none; ANSWER=/dev/null/none; fi"
+)
 
 
 def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
@@ -91,14 +110,16 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
     the check). An answer nobody took (a daemon's ask) is taken back before the next, so its
     FIFO never fills. Without the FIFOs (a home on a file system without them) the wait is on
     a pipe nobody writes and the check comes every CHECK_UNASKED_S (5 s), as before."""
-    log = shlex.quote(path)
-    logs, folder, above = (shlex.quote(str(Path(path).parents[n])) for n in (0, 1, 2))
-    name = shlex.quote("/" + Path(path).parents[1].name)
-    other = shlex.quote(spare) if spare else "/dev/null"
-    note = shlex.quote(moved_note(spare)) if spare else "/dev/null"
-    ask, answer = (shlex.quote(f) for f in writer_fifos(spare or "/dev/null/none"))
+    # the paths once each, as bash's positional parameters (`WRITER_ARGS`): written into the
+    # script wherever used, quoted and escaped for tmux, a result dir of 1.3 KB made the
+    # launch's one tmux message pass tmux's 16 KiB, and every launch failed (walk88 F4)
+    same_dir = real == str(Path(path).parents[1])  # most often: no link in its path
+    given = (path, spare or "", "=" if same_dir else real or "")
+    log, logs, folder, above, name = '"$LOG"', '"$LOGS"', '"$DIR"', '"$ABOVE"', '"$NAME"'
+    other, note, ask, answer = '"$OTHER"', '"$NOTE"', '"$ASK"', '"$ANSWER"'
     safe = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || return 1'
     script = (
+        f"{WRITER_ARGS}\n"
         f"out={log}; exec 3<&0\n"
         f"if [ -p {ask} ] && [ -p {answer} ]; then exec 6<> {ask} 7<> {answer}; f={ask};"
         f" every={CHECK_EVERY_S}\n"
@@ -117,7 +138,7 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         'run() { if [ -n "$f" ]; then exec 9<> "$f" 6< "$f"; cat <&3 >&5 2>&9 9<&- & c=$!\n'
         "  exec 9<&-; else cat <&3 >&5 2>&6 & c=$!; fi; }\n"
         'waits() { [ -z "$f" ] || exec 6<> "$f"; }\n'
-        f"{_same(folder, above, name, real)}\n"
+        f"{_same(folder, above, name, bool(real))}\n"
         f"usable() {{ same || return 1; for d in {folder} {logs}; do\n"
         f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
         f"  {safe}\n"
@@ -143,22 +164,38 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         "  elif ! moved; then said; timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
         "done"
     )
-    return f"exec bash -c {shlex.quote(script)} 2>/dev/null"
+    words = " ".join(shlex.quote(w) for w in given)
+    return f"exec bash -c {shlex.quote(script)} ajetd-log-writer {words} 2>/dev/null"
 
 
-def _same(folder: str, above: str, name: str, real: str | None) -> str:
+def _same(folder: str, above: str, name: str, real: bool) -> str:
     """The writer's `same`: the result dir (`folder`, quoted) still leads where it led when
-    the run was admitted (`real`: `Run.result_real`), its links resolved as Python's
-    `os.path.realpath` resolves them (a folder not there: its parent's path and its name):
-    bash's own `cd -P`, no process, then back to `/` (a writer never keeps a folder busy).
-    Asked where the log is opened anew (at the start, after a move) and when the writer is
-    asked to check (`writer_fifos`), never at its 5 s checks."""
+    the run was admitted (`$REAL`: `Run.result_real`; `real`: whether there is one), its
+    links resolved as Python's `os.path.realpath` resolves them (a folder not there: its
+    parent's path and its name): bash's own `cd -P`, no process, then back to `/` (a writer
+    never keeps a folder busy). Asked where the log is opened anew (at the start, after a
+    move) and when the writer is asked to check (`writer_fifos`), never at its 5 s checks."""
     if not real:
         return "same() { :; }"
     return (
         f"same() {{ r=; if [ -e {folder} ]; then cd -P -- {folder} && r=$PWD;\n"
         f"  elif cd -P -- {above}; then r=${{PWD%/}}{name}; fi\n"
-        f'  cd /; [ "$r" = {shlex.quote(real)} ]; }}'
+        '  cd /; [ "$r" = "$REAL" ]; }'
+    )
+
+
+TMUX_MESSAGE_MAX = 16384  # tmux's MAX_IMSGSIZE: one client call's words, with a NUL each
+
+
+def _too_long(args: tuple[str, ...]) -> str:
+    """tmux's bare `command too long`, said with its cause: a call (a launch: the session,
+    its script and the log's writer in one) whose words pass tmux's 16 KiB, which only very
+    long paths (home, codebase, result dir, several KB each) make it."""
+    size = sum(len(a.encode()) + 1 for a in args)
+    return (
+        f"command too long: {size} bytes in one tmux call, over tmux's limit of "
+        f"{TMUX_MESSAGE_MAX} (MAX_IMSGSIZE); the paths of the home, the codebase and the "
+        "result dir it names are too long together: choose shorter ones"
     )
 
 
@@ -318,6 +355,8 @@ class Tmux:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
         if proc.returncode != 0:
             message = proc.stderr.strip() or f"exit {proc.returncode}"
+            if message == "command too long":  # named for the first command, not the cause
+                message = _too_long(args)
             gone = any(marker in message.lower() for marker in _GONE_MARKERS)
             raise TmuxError(f"tmux {args[0]}: {message}", gone=gone)
         return proc.stdout
