@@ -166,6 +166,7 @@ CORPUS: dict[str, list[str]] = {
         "RuntimeError: No CUDA GPUs are available",
         "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver",
         "RuntimeError: CUDA error: invalid device ordinal",
+        "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (6). Cluster resources may be insufficient or cluster itself is highly unstable. Please check your cluster configuration and your cluster logs.",
         "Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0, 'CPU': 1.0}.",
     ],
     "disk_full": [

@@ -731,6 +731,10 @@ CATALOGUE: tuple[Kind, ...] = (
             # virtual_cluster.py: `TimeoutError: Timed out waiting for placement groups to be
             # ready. The cluster may not have enough resources ...`): they are all GPU bundles
             r"timed out waiting for placement groups to be ready",
+            # and giving up after its retries (the same file's `ResourceInsufficientError:
+            # Maximum number of retries reached (6). Cluster resources may be insufficient or
+            # cluster itself is highly unstable`), what a 1n8g recipe prints on a 4-GPU node
+            r"\bcluster resources may be insufficient\b",
             r"total available gpus [\d.]+ is less than total desired gpus",
             # shape: a resource request naming GPUs that cannot be met yet (not a placement
             # group merely created: that is a healthy run's line)
@@ -1432,6 +1436,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
     "gpus_not_free": ("memory check failed",),
     "insufficient_gpus": (
         "gpu",
+        "resources may be insufficient",
         "nvidia driver",
         "invalid device ordinal",
         "invalid device",
