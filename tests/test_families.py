@@ -15,7 +15,8 @@ from ajetd.diagnosis.wrapped import classify
 @pytest.mark.parametrize(
     ("line", "kind"),
     [
-        # Ray's object store spilling to a full disk (ray#49173): the class and its words
+        # Ray's object store spilling to a full disk, its class as Ray prints it (ray#49173
+        # prints it after the store's own message on one line, which no family reads yet)
         ("ray.exceptions.OutOfDiskError: Local disk is full", "disk_full"),
         # torch built without NCCL (hubert#1): NCCL named in the message of a RuntimeError
         ("RuntimeError: Distributed package doesn't have NCCL built in", "nccl_error"),
