@@ -1316,6 +1316,38 @@ def test_a_stage_never_runs_on_a_missing_checkpoint(daemon_env: Env) -> None:
     assert "stage eval requires ckpt/other.pt, which does not exist" in status["reason"]
 
 
+def test_a_stale_checkpoint_from_before_the_run_is_not_the_stage_s_output(
+    daemon_env: Env,
+) -> None:
+    """walk89 F4: `ckpt/final.pt` left by an earlier run satisfied the train stage's
+    `outputs` though this training never wrote it, and eval ran on the old checkpoint; the
+    run said `succeeded`. An output there unchanged since before the stage began is not the
+    stage's (seed 000: eval stops where training did not produce its checkpoint); a folder
+    the stage wrote into (a checkpoint rewritten in place) is."""
+    env = daemon_env
+    old = env.codebase / "ckpt" / "final.pt"
+    old.parent.mkdir()
+    old.write_text("an earlier run's weights")
+    os.utime(old, (1_793_491_200, 1_793_491_200))  # 2026-11-01
+    os.utime(old.parent, (1_793_491_200, 1_793_491_200))
+    run_id = env.submit(_pipeline(env, "stale", "ckpt/final.pt", "ckpt/final.pt"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed" and status["trials"] == 1, status
+    assert (
+        "stage train exited with code 0 but did not leave ckpt/final.pt (there, but unchanged "
+        "since before the stage began: an earlier run's)"
+    ) in status["reason"], status["reason"]
+    assert not (env.codebase / "eval.json").exists()
+    # a folder output whose file the training rewrote in place: the stage's own
+    os.utime(old.parent, (1_793_491_200, 1_793_491_200))
+    config = env.config("inplace")
+    train = f"python -m fakejet.launcher --conf {config} --autokill && echo new > ckpt/final.pt"
+    os.utime(old.parent, (1_793_491_200, 1_793_491_200))
+    ajetd = "stages:\n  - {name: train, outputs: [ckpt]}\n  - {name: eval, command: 'true'}"
+    run_id = env.submit(env.blueprint("inplace", config=config, command=train, ajetd=ajetd))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+
+
 def test_a_stages_glob_is_matched(daemon_env: Env) -> None:
     """walk86 F32: `outputs: [saved/ckpt_*]` was looked for as written: a training that left
     `saved/ckpt_6` 'did not leave saved/ckpt_*' and failed, and eval never ran. A glob is

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from ajetd.adapters.regular import TooLargeError
 from ajetd.hosts import copyback, sshcmd, sshstream
+from ajetd.hosts.fs import LOCAL
 from conftest import (
     Env,
     Sshd,
@@ -469,6 +470,29 @@ def test_a_stages_glob_is_matched_on_the_host(tmp_path: Path, sshd: Sshd) -> Non
     (odd / "saved" / "ckpt_6").mkdir(parents=True)
     assert fs.matches(f"{odd}/saved/ckpt_*") and fs.matches(f"{odd}/saved/ckpt_[0-9]")
     assert not fs.matches(f"{odd}/saved/step_*")
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_a_stage_output_is_fresh_on_the_host_as_here(tmp_path: Path, sshd: Sshd) -> None:
+    """walk89 F4 on an SSH host: an output there unchanged since before the stage began is an
+    earlier run's, one written since (or a file rewritten inside its folder) the stage's, as
+    `LocalFs.fresh` says here; `since` allows the host's clock `CLOCK_SLACK_S` behind."""
+    fs = sshcmd.RemoteFs(sshd.spec())
+    folder = tmp_path / "a b $(touch pwned)" / "ckpt"
+    folder.mkdir(parents=True)
+    (folder / "final.pt").write_text("weights")
+    for path in (folder, folder / "final.pt"):
+        os.utime(path, (1_793_491_200, 1_793_491_200))  # 2026-11-01
+    since = time.time() - 10
+    for check in (fs, LOCAL):
+        assert not check.fresh(f"{folder}/final.pt", since)
+        assert not check.fresh(str(folder), since) and not check.fresh(f"{folder}/fin*", since)
+        assert not check.fresh(f"{folder}/absent.pt", since)
+    (folder / "final.pt").write_text("new weights")
+    os.utime(folder, (1_793_491_200, 1_793_491_200))
+    for check in (fs, LOCAL):
+        assert check.fresh(f"{folder}/final.pt", since) and check.fresh(str(folder), since)
+        assert check.fresh(f"{folder.parent}/ck*", since)
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
 

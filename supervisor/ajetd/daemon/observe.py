@@ -45,6 +45,7 @@ WRITER_ASK_AGAIN_S = 5.0  # how often a trial's log writer is asked while its lo
 log = logging.getLogger(__name__)
 DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
 TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
+FRESH_SLACK_S = 2.0  # a stage's output written this long before its start still counts (mtime)
 Exit = tuple[int, float | None]
 
 
@@ -307,10 +308,30 @@ class Observe(Base):
         return found
 
     def _stage_outputs_missing(self, slot: RunSlot) -> tuple[str, ...]:
+        """The stage's `outputs` it did not leave: absent, or there unchanged since before the
+        stage began (a checkpoint of an earlier run satisfied it, and eval ran on it: walk89
+        F4), each said as which."""
         stages = slot.options.stages
-        if not stages or slot.run.stage >= len(stages):
+        run = slot.run
+        if not stages or run.stage >= len(stages):
             return ()
-        return self._missing(slot, stages[slot.run.stage].outputs)
+        stage = stages[run.stage]
+        missing = self._missing(slot, stage.outputs)
+        begun = [t.started_at for t in run.trials if t.stage == stage.name and t.started_at]
+        there = [p for p in stage.outputs if p not in missing]
+        if not begun or not there:
+            return missing
+        try:
+            fs = slot.host.fs()
+            stale = [
+                f"{p} (there, but unchanged since before the stage began: an earlier run's)"
+                for p in there
+                if not fs.fresh(os.path.join(run.codebase_dir, p), min(begun) - FRESH_SLACK_S)
+            ]
+        except AjetdError as exc:
+            log.warning("run %s: cannot check %s: %s", run.run_id, ", ".join(there), exc)
+            return missing
+        return (*missing, *stale)
 
     def _last_output(self, slot: RunSlot, now: float) -> float | None:
         """When the trial's log last grew, on the daemon's clock: the pass that saw its size

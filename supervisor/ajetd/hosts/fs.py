@@ -39,6 +39,11 @@ class Fs(Protocol):
         """Whether a path matches the glob `pattern` (absolute; `core.pathglob`)."""
         ...
 
+    def fresh(self, pattern: str, since: float) -> bool:
+        """Whether a path (or a glob's match) is there and was written at or after `since`
+        (a folder: it or an entry up to two levels down; `FRESH_SCANNED` entries at most)."""
+        ...
+
     def executable(self, path: str) -> bool: ...
     def realpath(self, path: str) -> str: ...
     def read_text(self, path: str, limit: int = CONFIG_MAX_BYTES) -> str:
@@ -66,6 +71,14 @@ class LocalFs:
 
     def matches(self, pattern: str) -> bool:
         return pathglob.first_match(pattern, _entries, os.path.exists) is not None
+
+    def fresh(self, pattern: str, since: float) -> bool:
+        def written(path: str) -> bool:
+            return _newest(path, since)
+
+        if pathglob.is_glob(pattern):
+            return pathglob.first_match(pattern, _entries, written) is not None
+        return written(pattern)
 
     def executable(self, path: str) -> bool:
         return os.access(path, os.X_OK)
@@ -103,6 +116,34 @@ def _entries(folder: str) -> Iterator[tuple[str, bool, bool]]:
                     continue
     except OSError:
         return
+
+
+FRESH_SCANNED = 10_000  # entries of an output folder looked at for a new one, at most
+
+
+def _newest(path: str, since: float) -> bool:
+    """Whether `path`, or (a folder) an entry of it up to two levels down, was modified at or
+    after `since`: a checkpoint folder rewritten in place keeps the folder's own time."""
+    budget = [FRESH_SCANNED]
+
+    def walk(here: str, depth: int) -> bool:
+        try:
+            info = os.stat(here)
+        except OSError:
+            return False
+        if info.st_mtime >= since:
+            return True
+        if depth >= 2 or not stat.S_ISDIR(info.st_mode):
+            return False
+        for name, is_dir, is_link in _entries(here):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            if walk(os.path.join(here, name), depth + 1 if is_dir and not is_link else 2):
+                return True
+        return False
+
+    return walk(path, 0)
 
 
 LOCAL = LocalFs()

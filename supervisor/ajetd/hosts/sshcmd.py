@@ -482,6 +482,9 @@ _FACTS_SCRIPT = (
 )
 
 
+CLOCK_SLACK_S = 120.0  # how far an SSH host's clock may be behind this one's for `fresh`
+
+
 class RemoteFs:
     """The host's filesystem for the blueprint checks over the shared connection; raises
     SshError at once when the host does not answer. Each path is asked about once (all of
@@ -530,6 +533,17 @@ class RemoteFs:
         """Whether a path matches the glob there: bash's own expansion (its literal parts
         quoted, `pathglob.shell_form`)."""
         script = f"shopt -s nullglob; set -- {pathglob.shell_form(pattern)}; [ $# -gt 0 ]"
+        return run(self.spec, script).returncode == 0
+
+    def fresh(self, pattern: str, since: float) -> bool:
+        """Whether a path matching `pattern` there was written at or after `since` (less
+        `CLOCK_SLACK_S`: the host's clock is not this machine's), by GNU find."""
+        form = pathglob.shell_form(pattern) if pathglob.is_glob(pattern) else shlex.quote(pattern)
+        after = int(since - CLOCK_SLACK_S)
+        script = (
+            f'shopt -s nullglob; set -- {form}; for f; do find "$f" -maxdepth 2 '
+            f"-newermt @{after} -print -quit 2>/dev/null | grep -q . && exit 0; done; exit 1"
+        )
         return run(self.spec, script).returncode == 0
 
     def realpath(self, path: str) -> str:
