@@ -154,7 +154,9 @@ def report_dir(home: Home, run: Run) -> Path:
     """Where the run's reports and pictures go: its result dir; but where it leads elsewhere
     than it did (`swapped`), or a trial's log folder vanished and something else stood in the
     dir's place (its output went on in the spare, `pipe_writer`), ajetd's own folder for the
-    run: nothing is written through what was not there (the run's warnings say where)."""
-    if swapped(run) or any(in_spare(home, run.run_id, t.number) for t in run.trials):
-        return home.run_dir(run.run_id)
-    return Path(run.result_dir)
+    run: nothing is written through what was not there (the run's warnings say where); so
+    do the reports of a run whose result dir stayed full (`ending.reports_aside`: its
+    `reports_dir` names that folder before they are written)."""
+    own = home.run_dir(run.run_id)
+    spare = any(in_spare(home, run.run_id, t.number) for t in run.trials)
+    return own if run.reports_dir == str(own) or swapped(run) or spare else Path(run.result_dir)

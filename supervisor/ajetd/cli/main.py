@@ -114,6 +114,14 @@ def main() -> None:
     help="Seconds a hook may run before it is killed (> 0).",
 )
 @click.option(
+    "--reports-grace",
+    type=NOT_NEGATIVE,
+    default=600.0,
+    show_default=True,
+    help="Seconds an ended run's reports wait for its full result dir before they are "
+    "written to $AJETD_HOME/runs/<id>/ instead (>= 0).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     default="INFO",
@@ -138,6 +146,7 @@ def daemon(
     on_finish: str,
     on_attention: str,
     hook_timeout: float,
+    reports_grace: float,
     log_level: str,
     detach: bool,
 ) -> None:
@@ -166,6 +175,7 @@ def daemon(
         on_finish=on_finish,
         on_attention=on_attention,
         hook_timeout_s=hook_timeout,
+        reports_grace_s=reports_grace,
     )
     try:
         Daemon(cfg).serve()

@@ -75,6 +75,9 @@ class DaemonConfig:
     on_finish: str = ""  # the daemon's own hooks, for every run (before the blueprint's)
     on_attention: str = ""
     hook_timeout_s: float = 60.0
+    # how long after a run's end its reports wait for a full result dir before they are
+    # written to the run's folder in the home instead (`ending.reports_aside`)
+    reports_grace_s: float = 600.0
 
 
 @dataclass

@@ -434,6 +434,30 @@ def publish_reports(
     return done
 
 
+def reports_overdue(home: Home, run: Run, now: float, grace_s: float) -> bool:
+    """An ended run's reports have waited `grace_s` since its end for a result dir that
+    refuses them (full): a bounded wait, where they waited for ever, `ajetd wait` exiting 2
+    at each call and every `status` showing the folder's DISK FULL line (walk88 F9)."""
+    held = run.attention is not None and run.attention.startswith(REPORTS_HELD)
+    aside = run.reports_dir == str(home.run_dir(run.run_id))
+    return held and not aside and run.ended_at is not None and now - run.ended_at >= grace_s
+
+
+def reports_aside(home: Home, run: Run, now: float, grace_s: float) -> Run:
+    """The run with its reports bound for its folder in the home (`trialfiles.report_dir`
+    reads `reports_dir`), said in its journal and warnings: results.md, trials.md, run.json
+    and finish.flag are written there by the next `publish_reports`, which clears the
+    attention; `reports_dir` (status, run.json) names where they are."""
+    folder = home.run_dir(run.run_id)
+    said = (
+        f"its result dir {run.result_dir} stayed full for {grace_s:g} s after the run ended: "
+        f"results.md, trials.md and finish.flag are written to {folder} instead"
+    )
+    log.warning("run %s: %s", run.run_id, said)
+    home.append_event(run.run_id, now, said)
+    return replace(model.warn(run, said), reports_dir=str(folder))
+
+
 def program_files_aside(home: Home, run: Run, now: float) -> Run:
     """The program's own files at the names of ajetd's reports and pictures in the folder the
     reports go to, moved aside before ajetd writes there (`programfiles`, once per run): said

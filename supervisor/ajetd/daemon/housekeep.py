@@ -87,6 +87,11 @@ class Housekeep(Base):
         """Ended runs whose reports wait: for a copy back from their host (`copy_back`), or
         for a full (or unwritable) result dir or home. Written once the record is on disk, the
         copy has come and the folder's retry is due; attention then clears."""
+        grace = self.cfg.reports_grace_s
+        for run in self.runs.unsettled_runs():  # held past the grace: bound for the home
+            if ending.reports_overdue(self.home, run, now, grace):
+                self._store(ending.reports_aside(self.home, run, now, grace))
+                self.troubles.clear(Path(run.result_dir))  # nothing more is written there
         copies = False
         for run in self.runs.unsettled_runs():
             if not run.reports_pending or not self.home.saved(run.run_id):
