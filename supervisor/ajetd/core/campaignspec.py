@@ -10,7 +10,6 @@ text as the live `ajetd campaign add` / `set` change it, so it is validated the 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import yaml
 from ajetd.core import values, yamlpart
 from ajetd.core.errors import AjetdError
 from ajetd.core.shown import show
+from ajetd.core.timefmt import iso
 from ajetd.core.values import take
 
 ENTRY_KEYS = ("name", "description", "overrides", "patch", "from", "blueprint", "smoke")
@@ -260,7 +260,7 @@ def hypothesis_message(exp: Experiment, campaign: str) -> str:
 def default_prefix(spec: CampaignSpec, started_at: float) -> str:
     """Seed 002's default branch prefix for a campaign that gives none, descriptive as its
     example (`autoresearch/2026-03-24-dapo-qwen2p5`): the day it started (UTC) and its name."""
-    day = time.strftime("%Y-%m-%d", time.gmtime(started_at))
+    day = (iso(started_at) or "")[:10]
     return f"autoresearch/{day}-{spec.name}"[:100]
 
 
