@@ -145,3 +145,22 @@ def test_a_family_read_ranks_with_the_first_failure() -> None:
     )
     kinds = [f.kind for f in diagnose_chunks([log])]
     assert kinds[0] == "disk_full", kinds
+
+
+def test_an_exception_printed_after_other_text_is_read_by_its_family() -> None:
+    """ray#49173: Ray prints its OutOfDiskError after the object store's own message, on the
+    same line; the class, named with its module, is the exception. A bare `Error:` in a
+    sentence is prose, and a retry of what an exception said is a notice, not the failure."""
+    line = (
+        "the object cannot be created because the local object store is full and the local "
+        "disk utilization is over capacity. ray.exceptions.OutOfDiskError: Local disk is full"
+    )
+    found = reported_family(line)
+    assert found is not None and found.name == "disk_full"
+    assert [f.kind for f in diagnose_chunks([line.encode() + b"\n"])] == ["disk_full"]
+    assert reported_family("the run stopped. Error: see the log above") is None
+    assert reported_family("INFO caught ray.exceptions.OutOfDiskError: Local disk is full") is None
+    retried = diagnose_chunks(
+        [b"upload failed with requests.exceptions.ConnectionError: boom, retrying in 5s\n"]
+    )
+    assert [(f.kind, f.evidence[:6]) for f in retried] == [("network", "upload")]

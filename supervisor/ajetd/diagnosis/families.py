@@ -133,9 +133,22 @@ def exception_family(text: str) -> Kind | None:
     return BY_NAME["config_error"] if _REFUSED_SETTING.search(message) else None
 
 
+# An exception printed after other text on its line, named with its module (`... the local disk
+# utilization is over capacity. ray.exceptions.OutOfDiskError: Local disk is full`, ray#49173):
+# a bare `Error:` in a sentence is prose, a qualified class with its message is the exception.
+_QUALIFIED_INSIDE = re.compile(
+    r"\s(?=(?:[a-z_][a-z0-9_]{0,40}\.){1,6}[A-Z]\w{0,60}(?:Error|Exception): )"
+)
+
+
 def reported_family(line: str) -> Kind | None:
     """The kind a line that is no exception's names when it reports a failure in NCCL's or
-    CUDA's words at error level (not logged as information or a warning); None otherwise."""
+    CUDA's words, or prints an exception after other text (`_QUALIFIED_INSIDE`), at error level
+    (not logged as information or a warning); None otherwise."""
     if _BELOW_ERROR.search(line) is not None:
         return None
-    return _kind(_REPORTED.search(line, 0, MAX_MESSAGE_CHARS))
+    found = _kind(_REPORTED.search(line, 0, MAX_MESSAGE_CHARS))
+    if found is not None:
+        return found
+    inside = _QUALIFIED_INSIDE.search(line, 0, MAX_MESSAGE_CHARS)
+    return None if inside is None else exception_family(line[inside.end() :])
