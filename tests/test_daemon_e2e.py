@@ -1348,6 +1348,43 @@ def test_a_stale_checkpoint_from_before_the_run_is_not_the_stage_s_output(
     assert env.wait_done(run_id)["status"] == "succeeded"
 
 
+def test_the_eval_stage_s_result_is_recorded_with_the_run(daemon_env: Env) -> None:
+    """walk89 F5: an eval stage printed `score=0.6100 (18.3/30)` and wrote eval/result.json,
+    and neither went into any record: the JSON stayed in the shared codebase for the next run
+    to overwrite, the score was in the log tail only. Each stage's outputs are copied into
+    the result dir (`stages/<stage>/`), their numbers and the result lines it printed said in
+    results.md; a folder output is named, not copied."""
+    env = daemon_env
+    script = env.codebase / "evaluate.sh"
+    script.write_text(
+        'mkdir -p eval\necho \'{"score": 0.61, "n": 30}\' > eval/result.json\n'
+        "echo 'loading checkpoint'\necho 'score=0.6100 (18.3/30)'\n"
+    )
+    val = "saved_val_result/scored.md"
+    ajetd = (
+        f"stages:\n  - {{name: train, outputs: [{val}, saved_val_result]}}\n"
+        f"  - {{name: eval, command: 'bash evaluate.sh', requires: [{val}], "
+        "outputs: [eval/result.json]}"
+    )
+    run_id = env.submit(env.blueprint("scored", ajetd=ajetd))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    result = env.tmp / "results" / "scored"
+    results = (result / "results.md").read_text()
+    for said in (
+        "## Stage results",
+        "### Stage eval",
+        "- printed: `score=0.6100 (18.3/30)`",
+        "- output `eval/result.json`: copied to `stages/eval/eval/result.json`; score 0.61, n 30",
+        f"- output `{val}`: copied to `stages/train/{val}`",
+        "- output `saved_val_result`: a folder: named, not copied",
+    ):
+        assert said in results, (said, results)
+    copied = json.loads((result / "stages" / "eval" / "eval" / "result.json").read_text())
+    assert copied == {"score": 0.61, "n": 30}
+    assert (result / "stages" / "train" / val).read_text() == (env.codebase / val).read_text()
+
+
 def test_a_stages_glob_is_matched(daemon_env: Env) -> None:
     """walk86 F32: `outputs: [saved/ckpt_*]` was looked for as written: a training that left
     `saved/ckpt_6` 'did not leave saved/ckpt_*' and failed, and eval never ran. A glob is

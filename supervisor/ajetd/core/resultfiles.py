@@ -22,7 +22,8 @@ VAL_FILE = "val_results.md"  # the val file ajetd gives a run where it chooses o
 VAL_COPY = "val_records.md"  # a run's part of a val file elsewhere, copied at its end
 NEMO_RL = "nemo_rl"  # a NeMo-RL run's log and checkpoint dirs, where ajetd points them
 # every file ajetd writes at the top of a new run's result dir, whatever the run
-WRITTEN = (*REPORTS, VAL_COPY, PROVENANCE_DIFF, *PICTURES)
+STAGES = "stages"  # a pipeline's stage outputs copied at its end (`core.stageresult`)
+WRITTEN = (*REPORTS, VAL_COPY, PROVENANCE_DIFF, *PICTURES, STAGES)
 # what a campaign writes at the top of its own result_dir (`daemon.campaigns`); each
 # experiment gets a new run's result dir below it, `NN-<name>`, checked as any run's
 LEDGER = "ledger.tsv"

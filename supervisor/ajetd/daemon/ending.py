@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import diskfull, inbox, procs, programfiles, trialfiles
+from ajetd.adapters import diskfull, inbox, procs, programfiles, stagefiles, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import Tmux
@@ -543,6 +543,7 @@ def write_reports(
     allowed = tuple(options.allow_fixes)
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
     val_copy, val_not_copied = _val_records(run, result_dir)
+    stage_files, stage_results = stagefiles.gather(run, options, result_dir, trial_tails)
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=texts.submitted,
@@ -558,8 +559,11 @@ def write_reports(
         plot_problem=plot_problem,
         val_copied=val_copy is not None,
         val_not_copied=val_not_copied,
+        stage_results=stage_results,
     )
     result_dir.mkdir(parents=True, exist_ok=True)
+    for path, _ in stage_files:  # the stage outputs' folders (`stages/<stage>/...`)
+        path.parent.mkdir(parents=True, exist_ok=True)
     files: list[tuple[Path, str | bytes, int]] = [
         (result_dir / resultfiles.RESULTS, report.render_results(run, ctx), 0o644),
         (result_dir / resultfiles.TRIALS, report.render_trials(run, ctx), 0o644),
@@ -574,6 +578,7 @@ def write_reports(
     # data instead of two on the exit path
     if val_copy is not None:
         files.append((result_dir / resultfiles.VAL_COPY, val_copy, 0o644))
+    files += [(path, data, 0o644) for path, data in stage_files]
     files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
 

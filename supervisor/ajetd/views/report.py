@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ajetd.core import gpuuse, resultfiles
+from ajetd.core import gpuuse, resultfiles, stageresult
 from ajetd.core.blueprint import visible
 from ajetd.core.durations import format_duration
 from ajetd.core.fixrecord import applied_json
 from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
+from ajetd.core.stageresult import StageResult
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     MAX_SHOWN_KEYS,
@@ -62,6 +63,8 @@ class ReportContext:
     # this run's part of its val file copied into the result dir (`val_records.md`), or why not
     val_copied: bool = False
     val_not_copied: str = ""
+    # what a pipeline's stages left: outputs copied under `stages/`, the results they printed
+    stage_results: tuple[StageResult, ...] = ()
 
 
 def _gpu_section(run: Run) -> str:
@@ -361,6 +364,7 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         *_timeline_section(run, ctx),
         *_trials_section(run),
         *_measures_section(run, ctx),
+        *stageresult.section(ctx.stage_results),
     ]
     lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
     lines += ["", "## Last 50 lines of output", "", *fence(ctx.log_tail[-50:], "text")]
