@@ -452,7 +452,9 @@ def test_overrides_for_agentjets_launcher_are_set_in_a_copy_of_its_yaml(daemon_e
             if row["index"] == "0"
             else f"configs/aj-base.ajetd-{run_id}.yaml"
         )
-        assert row["command"] == f"python -m ajet.launcher --conf {conf}", row
+        # `--autokill` taken out, the launcher's own GPU check off in its place (walk89 F3)
+        launched = f"python -m ajet.launcher --conf {conf} --skip-check-avail-gpu"
+        assert row["command"] == launched, row
     assert steps == {"0": 4, "1": 3, "2": 2}  # each ran with its own overrides
     often = env.tmp / "campaigns" / "aj" / "01-often"
     results = (often / "results.md").read_text()
