@@ -73,6 +73,9 @@ def test_a_pending_job_is_queued_with_slurms_reason(cluster_env: Env) -> None:
     env.cli("stop", held)
     status = env.wait_done(held, timeout=60)
     assert status["status"] == "stopped", status
+    # no program ran: no exit code (walk87 F10 gave 1), and the reason says why
+    assert status["exit_code"] is None, status
+    assert "ended CANCELLED without ever running (pending: JobHeldUser)" in status["reason"]
 
 
 def test_time_in_slurms_queue_is_not_charged_to_the_time_limit(
@@ -321,7 +324,7 @@ def test_sacct_and_scontrol_answers_as_jobs() -> None:
     assert jobs["103"].reason == "a reason | with the separator"
     scontrol = (
         "JobId=7 JobName=ajet_x_t1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 NodeList=n1 "
-        "StartTime=2026-12-02T09:20:00 RunTime=00:08:05 EndTime=2026-12-02T09:28:05\n"
+        "StartTime=2026-12-02T09:20:00 EndTime=2026-12-02T09:28:05\n"
         "JobId=8 JobName=ajet_y_t1 JobState=PENDING Reason=Resources ExitCode=0:0 NodeList= "
         "EndTime=Unknown\n"
     )

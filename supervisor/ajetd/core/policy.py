@@ -423,8 +423,26 @@ def _quiet_since(run: Run, obs: Observation) -> float | None:
     return max(times) if times else None
 
 
+def _never_ran(run: Run) -> Finish | None:
+    """A trial whose Slurm job ended without ever running (cancelled while pending: by
+    `ajetd stop`, by a person or by Slurm): no program exited, so no exit code, and never a
+    success nor a time limit (walk87 F10: `time_limit`, exit_code 1, `wait` exit 0)."""
+    job, trial = run.slurm, run.trial
+    if not job.never_ran or trial is None or job.final != trial.number:
+        return None
+    why = f"its Slurm job {job.job_id} ended {job.state or '?'} without ever running"
+    why += f" (pending: {job.reason})" if job.reason and job.reason != "None" else ""
+    if run.stop_cause is StopCause.USER:
+        asked = f" ({run.stop_reason})" if run.stop_reason else ""
+        return Finish(Status.STOPPED, f"stopped by `ajetd stop`{asked}: {why}", None)
+    return Finish(Status.FAILED, f"{why}: no program ran", None)
+
+
 def _after_exit(run: Run, code: int, obs: Observation, options: Options) -> Action:
     """The trial's program exited with `code`: what now."""
+    never = _never_ran(run)
+    if never is not None:
+        return never
     slurm_limit = obs.slurm_signalled or (
         bool(obs.findings) and obs.findings[0].kind == "slurm_timeout"
     )

@@ -85,6 +85,7 @@ class SlurmJob:
     exclude: str = ""
     began_at: float | None = None
     waited_s: float = 0.0
+    never_ran: bool = False  # the `final` trial's job ended without ever running
 
     @property
     def waiting(self) -> bool:
@@ -105,6 +106,8 @@ class SlurmJob:
             data["began_at"] = self.began_at
         if self.waited_s:
             data["waited_s"] = self.waited_s
+        if self.never_ran:
+            data["never_ran"] = True
         return data
 
     @classmethod

@@ -208,7 +208,7 @@ def parse_scontrol(out: str, job_ids: set[str]) -> dict[str, Job]:
                 _exit(fields.get("ExitCode", "")),
                 fields.get("NodeList", ""),
                 slurm_time(fields.get("EndTime", "")),
-                _started(fields.get("StartTime", ""), fields.get("RunTime", "")),
+                _started(fields.get("StartTime", ""), fields.get("NodeList", "")),
             )
     return found
 
@@ -223,11 +223,10 @@ def slurm_time(text: str) -> float | None:
         return None
 
 
-def _started(start: str, run_time: str) -> float | None:
+def _started(start: str, nodes: str) -> float | None:
     """scontrol's StartTime of an ended job, where it ran: one cancelled while pending has a
-    StartTime (its end) but a RunTime of zero."""
-    began = slurm_time(start)
-    return None if began is None or run_time in ("", "00:00:00") else began
+    StartTime (its end) but no node."""
+    return slurm_time(start) if nodes and nodes != "(null)" else None
 
 
 def parse_sacct(out: str, job_ids: set[str]) -> dict[str, Job]:

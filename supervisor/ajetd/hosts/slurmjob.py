@@ -66,7 +66,13 @@ class SlurmHost(LocalHost):
         run = replace(
             run,
             slurm=replace(
-                run.slurm, job_id="", state="PENDING", nodes="", reason="", began_at=None
+                run.slurm,
+                job_id="",
+                state="PENDING",
+                nodes="",
+                reason="",
+                began_at=None,
+                never_ran=False,
             ),
         )
         if not self.batch:
@@ -198,11 +204,13 @@ class SlurmPoller:
         assert run.trial is not None
         n, began = run.trial.number, run.trial.started_at or 0.0
         info = replace(info, job_id=done.job_id, state=done.state, reason=done.reason, final=n)
-        if done.started_at is not None:
+        ran = self.home.trial_file(run.run_id, n, "job.exit").exists()  # its script did
+        if done.started_at is not None or ran or done.nodes:
             info = _began(info, run, done, now)
-        elif run.slurm.waiting:  # pending when last seen, no start: it never ran
+        elif run.slurm.waiting:  # pending when last seen, never on a node: it never ran
             at = done.ended_at if done.ended_at and began <= done.ended_at <= now else now
-            info = replace(info, began_at=at, waited_s=info.waited_s + at - began)
+            waited = info.waited_s + at - began
+            info = replace(info, began_at=at, waited_s=waited, never_ran=True)
         found = slurm.finding(done)
         if found is not None:
             self.home.append_event(run.run_id, now, f"{found.kind}: {found.evidence}")
