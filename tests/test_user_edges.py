@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -447,3 +448,45 @@ def test_a_compressed_or_piped_log_is_diagnosed_as_the_text_it_holds(env: Env) -
         got = env.cli("diagnose", str(path))
         assert got.returncode == 1 and f"ajetd: {path}: {said}" in got.stderr, got.stderr
         assert "no known failure found" not in got.stdout
+
+
+OTHER_UID = 65534  # nobody
+
+
+def test_another_users_home_is_refused_by_every_command_naming_its_owner(env: Env) -> None:
+    """Walk88 F7: root's `sudo -E ajetd submit` into a user's home printed a run id (exit 0)
+    that the user's daemon never takes (it takes only its own user's files), and `wait`
+    waited for ever; the other way round `shutdown` said no daemon runs while one did, and
+    `wait RUN` called the record damaged, advising to move the folder out of runs/. Every
+    command says whose home it is, exit 1, and changes nothing there."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to give the home to another user")
+    env.start_daemon()
+    run_id = env.submit(env.blueprint("mine", command="echo mine"))
+    env.wait_done(run_id)
+    env.cli("shutdown")
+    os.chown(env.home, OTHER_UID, OTHER_UID)
+    before = sorted(p.name for p in env.home.rglob("*"))
+    blueprint = env.blueprint("theirs", command="echo theirs")
+    for args in (
+        ("submit", str(blueprint)),  # the fast path
+        ("submit", "-"),
+        ("status",),
+        ("wait", run_id),
+        ("logs", run_id),
+        ("stop", run_id),
+        ("shutdown",),
+        ("daemon", "--detach"),
+        ("campaign", "list"),
+    ):
+        out = env.cli(*args, stdin=blueprint.read_text() if "-" in args else None)
+        assert out.returncode == 1 and not out.stdout, (args, out.stdout, out.stderr)
+        assert out.stderr == (
+            f"ajetd: AJETD_HOME {env.home} belongs to {pwd.getpwuid(OTHER_UID).pw_name} "
+            f"(uid {OTHER_UID}) and you are "
+            "root (uid 0): a home is one user's (its daemon takes only its own user's files): "
+            "point AJETD_HOME at your own home, or run ajetd as its owner\n"
+        ), (args, out.stderr)
+    assert sorted(p.name for p in env.home.rglob("*")) == before  # nothing written there
+    os.chown(env.home, 0, 0)
+    assert env.cli("status").returncode == 0

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import json
 import os
+import pwd
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -414,12 +415,51 @@ def _not_a_folder(folder: Path) -> str | None:
     return None if stat.S_ISDIR(info.st_mode) else f"{folder}{NOT_A_FOLDER}"
 
 
+def _user(uid: int) -> str:
+    """`bob (uid 1001)`, or `uid 1001` where the system has no name for it."""
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def owner_problem(root: Path) -> str | None:
+    """Why this user may not use the home at `root`, or None (also where it is not made yet):
+    it belongs to another user, or cannot be looked at. Another user's home was read as
+    damaged or empty (walk88 F7): `shutdown` said no daemon runs while one did, `wait RUN`
+    called the record damaged and advised moving the folder out of runs/, and root's
+    `submit` into a user's home printed an id that user's daemon never takes (it takes only
+    its own user's files). A home is one user's: its runs, inbox and daemon."""
+    try:
+        owner = os.stat(root).st_uid
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return (
+            f"AJETD_HOME {root} cannot be looked at: {exc.strerror} (a folder above it is "
+            "another user's?); point AJETD_HOME at your own home"
+        )
+    me = os.geteuid()
+    if owner == me:
+        return None
+    return (
+        f"AJETD_HOME {root} belongs to {_user(owner)} and you are {_user(me)}: a home is "
+        "one user's (its daemon takes only its own user's files): point AJETD_HOME at your "
+        "own home, or run ajetd as its owner"
+    )
+
+
 def locked(path: Path) -> bool:
     """Some process holds an exclusive `flock` on the file at `path` (a daemon on its home, a
     copy back on its job); tried without being taken for long. No such file (or a link
-    there, never followed) holds none."""
+    there, never followed) holds none; one this user may not open is a StoreError: whether
+    a daemon runs cannot be told (`shutdown` said none ran while another user's did)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except PermissionError as exc:
+        raise StoreError(
+            f"cannot tell whether a daemon holds {path}: {exc.strerror} (another user's?)"
+        ) from exc
     except OSError:
         return False
     try:
@@ -458,9 +498,13 @@ class Home:
         self.damaged: dict[str, str] = {}  # run folders `load_runs` left out, and why
 
     def check(self) -> None:
-        """A StoreError when the home, or a folder above it, is a file: every command says
-        so in these words (`ajetd.cli.common.open_home`, `ensure`) instead of an OSError from
-        whichever file it happened to open first."""
+        """A StoreError when the home, or a folder above it, is a file, or when the home is
+        another user's (`owner_problem`): every command says so in these words
+        (`ajetd.cli.common.open_home`, `ensure`) instead of an OSError from whichever file it
+        happened to open first."""
+        problem = owner_problem(self.root)  # first: a folder above it may not be looked in
+        if problem:
+            raise StoreError(problem)
         for place in (self.root, *self.root.parents):
             if place.is_dir():
                 return
