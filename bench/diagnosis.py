@@ -39,8 +39,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from ajetd.core.termtext import strip_dress
 from ajetd.diagnosis import catalogue
-from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.shape import EXCEPTION_LINE
 from ajetd.diagnosis.stream import diagnose_chunks
 from ajetd.diagnosis.text import decode_line
 

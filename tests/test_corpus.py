@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from ajetd.core.termtext import strip_dress
 from ajetd.diagnosis import catalogue
 from ajetd.diagnosis.catalogue import BY_NAME
-from ajetd.diagnosis.shape import EXCEPTION_LINE, strip_dress
+from ajetd.diagnosis.shape import EXCEPTION_LINE
 from ajetd.diagnosis.stream import diagnose_chunks
 from ajetd.diagnosis.text import clean_line
 

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.finding import Finding
+from ajetd.core.termtext import strip_dress
 from ajetd.diagnosis.catalogue import CATALOGUE, candidates
 from ajetd.diagnosis.patterns import Unless, compiled, gate
-from ajetd.diagnosis.shape import continued, glued_lines, strip_dress
+from ajetd.diagnosis.shape import continued, glued_lines
 from ajetd.diagnosis.stream import StreamDiagnoser, _clean_block, diagnose_chunks, diagnose_text
 from ajetd.diagnosis.wrapped import _gate_exact, classify
 

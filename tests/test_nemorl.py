@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ajetd.core.model import Run
@@ -367,6 +368,28 @@ def test_a_percent_is_a_fraction_in_every_reader(daemon_env: Env) -> None:
     assert [h["accuracy"] for h in record["history"]] == [0.34, 0.38, 0.42]
     swarm = parse_val_text("## Step 2\n- task_pass_rate@1: 45.00%\n- mean_reward: 0.45\n")
     assert swarm == [{"global_steps": 2, "task_pass_rate@1": 0.45, "mean_reward": 0.45}]
+
+
+@pytest.mark.parametrize(
+    ("name", "dress"),
+    [("sky", "(head,_rank=0,_pid=2011)_"), ("stamp", "[2026-12-02_10:00:01]_INFO:_")],
+)
+def test_metrics_behind_a_launchers_or_a_loggers_dress_are_read(
+    daemon_env: Env, name: str, dress: str
+) -> None:
+    """Walk 89, F7: under SkyPilot (`(head, rank=0, pid=N) ` before each line) or a logger's
+    timestamp the reader found no record (`metrics {}`, "its output shows validation results,
+    yet no record was read"), though diagnosis strips the same dress: both read lines through
+    one stripper (`termtext.strip_dress`)."""
+    env = daemon_env
+    run_id = env.submit(_nemo_blueprint(env, name, f"'fake.prefix={dress}'"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert status["metrics"]["accuracy"] == 0.42, status["metrics"]
+    log = (env.tmp / "results" / name / "logs" / "trial-1.log").read_text()
+    assert f"{dress.replace('_', ' ')}    • Accuracy: 0.4200" in log  # dressed as it was said
+    record = json.loads((env.tmp / "results" / name / "run.json").read_text())
+    assert [h["accuracy"] for h in record["history"]] == [0.34, 0.38, 0.42]
 
 
 def test_a_dpo_run_over_three_epochs_through_the_loop(daemon_env: Env) -> None:

@@ -33,6 +33,54 @@ SRUN_LABEL_SOURCE = r"\d{1,4}: "
 _SRUN_LABEL = re.compile(rf" {{0,3}}{SRUN_LABEL_SOURCE}")
 
 
+# A Ray worker's mark: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0]
+# pid=1), (pid=123)
+RAY_WORKER = r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)"
+# One decoration at the start of a line; `strip_dress` removes as many as are stacked.
+DRESS_SOURCE = (
+    # colour codes, also as pasted into an issue (the ESC byte lost, `[36m` left)
+    r"(?:\x1b\[[0-9;]*m|\[[0-9;]{1,8}m)*"
+    r"(?:"
+    # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
+    # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
+    rf"{RAY_WORKER}(?:\x1b?\[0m)?\s?"
+    # SkyPilot's job output, node and rank before each line: (head, rank=0, pid=4734),
+    # (worker1, rank=1, pid=2345, ip=10.0.0.2)
+    r"|\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s?"
+    # Ray's own processes: (raylet), (gcs_server), the autoscaler's `(autoscaler +18s)`
+    r"|\((?:raylet|gcs_server|autoscaler(?: \+[0-9hms]{1,16})?|monitor|dashboard\w*|log_monitor)"
+    r"(?:,\s*ip=[\w.:\-]+)?\)"
+    r"(?:\x1b?\[0m)?\s?"
+    # vLLM: `ERROR 07-27 23:31:27 [core.py:591] ` and the older `ERROR 01-10 21:49:05 x.py:366] `
+    r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"\[?[\w./\-]+:\d+\[?\]\s?"
+    # torch.distributed / torchrun: [rank0]: , [default0]: ; srun --label: `0: `
+    r"|\[(?:rank|default)\d+\]:\s?"
+    r"|" + SRUN_LABEL_SOURCE + r""
+    # timestamps: [2025-05-23 18:02:42], 2024-02-27 18:08:15,439, [2024-02-27 18:08:15,439 E 1 1],
+    # SGLang's: [2025-04-15 12:43:15 TP0], [2026-05-28 00:11:09.816 DP0 TP0 EP0]; with a
+    # logging level after it: `[2026-12-02 10:00:01] INFO: `
+    r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?:\s+[DIWEFC]\s+\d+\s+\d+|(?:\s[A-Z]P\d{1,4}){1,4})?\]?\s?(?:[-|:]\s)?"
+    r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):\s)?"
+    r"|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]\s?"
+    # glog: I0523 18:02:42.123456  1234 file.cc:12]; absl's (XLA, JAX): E0000 00:00:1712345678.12
+    r"|[DIWEF]\d{4}\s+\d\d:\d\d:\d{2,10}\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?"
+    # logging's default format and levels in brackets: ERROR:root: , INFO:nemo_rl.x: , [ERROR]?
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:\s?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+[-|:]\s"
+    # a shell trace: `+ cmd`, `++ cmd`
+    r"|\++ "
+    # pytest: the `E   ` column before the lines of an exception a failing test raised
+    r"|E {3,}"
+    r")"
+)
+DRESS = re.compile(DRESS_SOURCE)
+DRESS_BYTES = re.compile(b"(?m)^(?:" + DRESS_SOURCE.encode() + b")+")
+# (`(?<!\s)`: tried from the first blank of a run only, not from each: linear)
+MAX_DRESS = 6  # decorations stacked on one line, at most
+
+
 def clean_line(line: str) -> str:
     """What a person saw last on that line: after the final `\\r`, without colour codes."""
     line = line.rstrip("\r\n")
@@ -63,3 +111,16 @@ def strip_srun_label(line: str) -> str:
     """A line without the task number `srun --label` put before it (`0: `), if any."""
     label = _SRUN_LABEL.match(line)
     return line[label.end() :] if label else line
+
+
+def strip_dress(line: str) -> str:
+    """The line's own text: every stacked decoration before it removed, and Ray's
+    `[repeated Nx across cluster]` after it."""
+    for _ in range(MAX_DRESS):
+        match = DRESS.match(line)
+        if match is None or not match.end():
+            break
+        line = line[match.end() :]
+    if line.endswith("cluster]"):
+        line = _REPEATED.sub("", line)
+    return line

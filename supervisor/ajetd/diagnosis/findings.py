@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ajetd.core.finding import Finding
+from ajetd.core.termtext import strip_dress
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import UserKind
 from ajetd.diagnosis.catalogue import BY_NAME, UNKNOWN, Kind
@@ -54,7 +55,6 @@ from ajetd.diagnosis.shape import (
     TRACEBACK_END,
     glued_lines,
     logged_as_warning,
-    strip_dress,
 )
 from ajetd.diagnosis.wrapped import (
     ECHO,

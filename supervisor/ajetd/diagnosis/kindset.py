@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import re2
 
+from ajetd.core.termtext import DRESS_SOURCE
 from ajetd.core.userkinds import RE2_OPTIONS, UserKind
-from ajetd.diagnosis.shape import DRESS_SOURCE
 
 _INNER_ANCHOR = re.compile(r"(?<![\[\\])[\^$]")  # not `[^...]`, not `\^` or `\$`
 

@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ajetd.core.finding import Finding
+from ajetd.core.termtext import DRESS_BYTES
 from ajetd.diagnosis.catalogue import DIGIT_BLIND, WORDS, word_search
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.kindset import KindSet
-from ajetd.diagnosis.shape import DRESS_BYTES, joined_with_next, may_go_on
+from ajetd.diagnosis.shape import joined_with_next, may_go_on
 from ajetd.diagnosis.text import decode_line, seen_bytes
 
 _WORD_OF_INDEX = WORDS  # what `word_search`'s match indexes name

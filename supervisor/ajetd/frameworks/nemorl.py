@@ -43,7 +43,13 @@ from typing import Any
 
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
-from ajetd.core.termtext import clean_line, is_worker_line, strip_ray, strip_srun_label
+from ajetd.core.termtext import (
+    clean_line,
+    is_worker_line,
+    strip_dress,
+    strip_ray,
+    strip_srun_label,
+)
 from ajetd.frameworks.valresults import from_percent, nonfinite_text
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
@@ -277,14 +283,15 @@ def _value(text: str, percent: bool = False) -> float | str:
 
 
 def _seen(raw: str) -> tuple[str, bool]:
-    """A raw line as the text a person saw (up to _MAX_LINE of it), without the task number
-    `srun --label` put before it (as diagnosis reads it), and whether a Ray worker printed it
-    (its prefix removed)."""
+    """A raw line as the text a person saw (up to _MAX_LINE of it), and whether a Ray worker
+    printed it (its prefix removed); the driver's line without the dress a launcher or a
+    logger put before it (srun's `0: `, SkyPilot's `(head, rank=0, pid=N)`, a timestamp, a
+    logging prefix: `termtext.strip_dress`, as diagnosis reads it)."""
     raw = strip_srun_label(raw.rstrip("\r"))
     line = clean_line(raw[raw.rfind("\r") + 1 :][:_MAX_LINE])
     if is_worker_line(line):
         return strip_ray(line), True
-    return line, False
+    return strip_dress(line), False
 
 
 def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:

@@ -17,12 +17,33 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
 
+class _Dressed:
+    """Standard output with `dress` before each line, as a launcher or a logger puts it
+    (`fake.prefix=`, `_` for a space: SkyPilot's `(head, rank=0, pid=N) `, a timestamp)."""
+
+    def __init__(self, out: TextIO, dress: str) -> None:
+        self.out, self.dress, self.at_start = out, dress, True
+
+    def write(self, text: str) -> int:
+        for part in text.splitlines(keepends=True):
+            self.out.write(self.dress + part if self.at_start else part)
+            self.at_start = part.endswith("\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def main() -> int:
     args = sys.argv[1:]
+    dress = next((a.split("=", 1)[1] for a in args if a.startswith("fake.prefix=")), "")
+    if dress:
+        sys.stdout = _Dressed(sys.stdout, dress.replace("_", " "))  # type: ignore[assignment]
     conf_path = args[args.index("--config") + 1]
     overrides = [a for a in args if "=" in a and not a.startswith("--")]
     values = {a.lstrip("+").split("=", 1)[0]: a.split("=", 1)[1] for a in overrides}
