@@ -299,3 +299,26 @@ def test_the_trigger_lines_are_those_the_rule_names(block: bytes) -> None:
     automaton: hostile bytes (number words beside digits, words split by \\r, bytes that are
     not UTF-8) and corpus excerpts cut anywhere."""
     assert StreamDiagnoser()._trigger_lines(block) == _lines_by_the_rule(block)
+
+
+NET_WRAPPED = """(TaskRunner pid=4242, ip=10.3.7.21) Traceback (most recent call last):
+(TaskRunner pid=4242, ip=10.3.7.21)   File "/root/agentjet/ajet/task_reader/hf_reader.py", line 41, in __init__
+(TaskRunner pid=4242, ip=10.3.7.21)     ds = datasets.load_dataset("openai/gsm8k", "main")
+(TaskRunner pid=4242, ip=10.3.7.21) ConnectionError: Couldn't reach 'openai/gsm8k' on the Hub (ProxyError)
+ray.exceptions.RayTaskError(ConnectionError): ray::TaskRunner.run() (pid=4242, ip=10.3.7.21, \
+actor_id=77aa, repr=<ajet.backbone.main_verl.TaskRunner object at 0x7f11>)"""
+
+
+def test_a_ray_wrapper_after_its_root_cause_is_read_as_what_it_wraps(daemon_env: Env) -> None:
+    """Walk 89, F15: the driver's `RayTaskError(ConnectionError)` after the worker's network
+    error was listed as a second finding, `unknown_traceback`, "an exception ajetd does not
+    recognise", in the run's trials.md, though `ajetd diagnose` reads it as the network
+    error's wrapper: the run's own diagnosis reads wrappers as what they wrap too."""
+    env = daemon_env
+    fail = {"text": NET_WRAPPED, "at_step": 2, "unless_env": {"AJETD_TEST_NEVER": "1"}}
+    run_id = env.submit(env.blueprint("net", config=env.config("net", fail=fail)))
+    status = env.wait_done(run_id)
+    assert status["status"] == "failed", status
+    assert [f["kind"] for f in status["diagnosis"]] == ["network"], status["diagnosis"]
+    trials = (env.tmp / "results" / "net" / "trials.md").read_text()
+    assert "unknown_traceback" not in trials, trials
