@@ -21,6 +21,7 @@ from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import SHAPE_WORDS, TRIGGERS
 from ajetd.diagnosis.live import LiveScans
 from ajetd.diagnosis.stream import StreamDiagnoser, _after_redraws, diagnose_chunks
+from conftest import Env
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))
