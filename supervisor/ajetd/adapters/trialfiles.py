@@ -17,6 +17,7 @@ from ajetd.adapters.tmux import moved_note
 from ajetd.core.model import Run
 from ajetd.core.rebuilt import TrialFiles
 from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script, trial_log
+from ajetd.diagnosis.scan import log_tail
 
 MAX_SCRIPT_BYTES = 1024 * 1024  # a trial script: a command of at most 64 KiB, and ajetd's lines
 
@@ -81,6 +82,19 @@ def spare_log(home: Home, run_id: str, number: int) -> Path:
     """Where trial `number`'s output goes on when its log's folder vanishes and cannot be
     made again safely (`pipe_writer`): in the run's folder in ajetd's home, owner-only."""
     return home.trial_file(run_id, number, "log")
+
+
+def pane_tail(home: Home, run_id: str, number: int) -> Path:
+    """Trial `number`'s last lines as its pane kept them, saved at its end where its log's
+    disk was full (the log lost them): what the reports show as its last lines."""
+    return home.trial_file(run_id, number, "tail")
+
+
+def last_lines(home: Home, run_id: str, number: int, log: Path, n: int) -> list[str]:
+    """Trial `number`'s last `n` lines for the reports: those its pane kept where a full disk
+    cut its log (`pane_tail`), else its log's."""
+    kept = pane_tail(home, run_id, number)
+    return log_tail(kept, n) if kept.exists() else log_tail(log, n)
 
 
 def moves(home: Home, run_id: str, number: int) -> list[tuple[float, str]]:

@@ -44,7 +44,7 @@ from ajetd.daemon.trials import (
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import before_own_signal, with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
-from ajetd.diagnosis.scan import count_lines, log_tail, tail_bytes
+from ajetd.diagnosis.scan import count_lines, tail_bytes
 from ajetd.diagnosis.stream import diagnose_text
 from ajetd.frameworks.framework import framed
 from ajetd.hosts import copyback
@@ -134,9 +134,34 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             log.warning("run %s: %s", run.run_id, said)
             home.append_event(run.run_id, now, said)
             run = model.warn(run, said)
+        lost = lost_output(log_file, trial.number)
+        if lost is not None:
+            log.warning("run %s: %s", run.run_id, lost)
+            home.append_event(run.run_id, now, lost)
+            run = model.warn(run, lost)
     if trial is not None and reap:
         reap_leftovers(home, run, end, now)
     return run
+
+
+def lost_output(log_file: Path, number: int) -> str | None:
+    """What a full disk took from trial `number`'s log, said where its disk is full as the
+    trial ends: its writer could write nothing more, so at least the program's last lines and
+    ajetd's `exited with code` line are not in it. The log's size and last write say from
+    where on (the log just ended, mid-flood, and nothing said so: walk88 F8)."""
+    free = diskfull.free_bytes(log_file.parent)
+    if free is None or free >= diskfull.FULL_BELOW_BYTES:
+        return None
+    try:
+        info = log_file.stat()
+        since = f"after byte {info.st_size} (its last write at {iso(info.st_mtime)})"
+    except OSError:
+        since = "(none of it was written)"
+    return (
+        f"trial {number}'s output {since} is missing from {log_file}: its disk had "
+        f"{diskfull.free_space(log_file.parent)} free as the trial ended, so what the program "
+        "printed last was lost there"
+    )
 
 
 def _lines_before(log_file: Path, size: int) -> int | None:
@@ -531,7 +556,7 @@ def write_reports(
     trial_tails, trial_logs = {}, {}
     for trial in run.trials:
         p = paths(home, run, trial.number)
-        trial_tails[trial.number] = log_tail(p.log, 20)
+        trial_tails[trial.number] = trialfiles.last_lines(home, run.run_id, trial.number, p.log, 20)
         if p.log == p.spare:  # its log folder vanished: the output went on in ajetd's folder
             trial_logs[trial.number] = str(p.spare)
     last = run.trial
@@ -551,7 +576,13 @@ def write_reports(
         blueprint_edited_sha256=texts.edited_sha256,
         blueprint_kept=texts.kept,
         events=_journal(home, run),
-        log_tail=log_tail(paths(home, run, last.number).log, 50) if last else [],
+        log_tail=(
+            trialfiles.last_lines(
+                home, run.run_id, last.number, paths(home, run, last.number).log, 50
+            )
+            if last
+            else []
+        ),
         trial_tails=trial_tails,
         trial_logs=trial_logs,
         allowed_fixes=allowed,

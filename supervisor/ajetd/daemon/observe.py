@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import procs
+from ajetd.adapters import diskfull, procs, trialfiles
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
@@ -169,6 +169,8 @@ class Observe(Base):
         printed = not (limit_due and exit_info is None) or self._printed(slot)
         key = (run.run_id, run.trial.number) if run.trial is not None else None
         findings: tuple[Finding, ...] = ()
+        if exit_info is not None and run.trial is not None:
+            self._keep_pane_tail(slot)
         config = holder = None
         first_step = slot.first_step_at()  # (before a failure's diagnosis ends its reader)
         if failed and code is not None:
@@ -266,6 +268,31 @@ class Observe(Base):
             found = self._pane_findings(slot)
         output = ending.failure_findings(tuple(found), code, p.log, run.trial.number, run.kind)
         return (*self._observed_findings(slot), *output)
+
+    def _keep_pane_tail(self, slot: RunSlot) -> None:
+        """An ended trial whose log's disk is full lost its last lines there (its writer could
+        write nothing more): the last 50 its pane kept are saved in the run's folder
+        (`trialfiles.pane_tail`), which the reports show as its last lines, where they showed
+        the log's cut end as if it were the program's (walk88 F8)."""
+        run = slot.run
+        assert run.trial is not None
+        log_file = slot.paths(self.home).log
+        free = diskfull.free_bytes(log_file.parent)
+        if free is None or free >= diskfull.FULL_BELOW_BYTES:
+            return
+        pane = slot.current_pane() or find_pane(
+            self.tmux.panes_or_empty(), slot.paths(self.home).script
+        )
+        if pane is None:
+            return
+        try:
+            text = trial_rows(self.tmux.history(pane.pane_id), run.run_id, run.trial.number)
+        except TmuxError:
+            return  # the pane is gone: the log is all there is
+        lines = text.rstrip("\n").split("\n")[-50:]
+        tail = trialfiles.pane_tail(self.home, run.run_id, run.trial.number)
+        if self.home.held is not None:
+            self.home.held.write(tail, ("\n".join(lines) + "\n").encode(), 0o600)
 
     def _pane_findings(self, slot: RunSlot) -> list[Finding]:
         """A failed trial whose log names no failure: what its pane kept. The log is a copy

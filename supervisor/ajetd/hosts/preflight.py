@@ -285,8 +285,8 @@ def _shared_result_dir(result_dir: str, codebase: str) -> list[str]:
 
 def _full_disk(result_dir: str) -> list[str]:
     """A warning where the result dir's disk (of the folder it will be made in, where it is
-    not there yet) is full: the daemon would admit the run and then hold its logs and
-    reports until there is room."""
+    not there yet) is full: the daemon would admit the run, its output would be lost while
+    the disk stays full (only its reports are held until there is room)."""
     missing = path_problem(Path(result_dir))  # (no problem: the caller asked first)
     folder = missing.parent if isinstance(missing, Path) else Path(result_dir)
     free = diskfull.free_bytes(folder)
@@ -294,8 +294,8 @@ def _full_disk(result_dir: str) -> list[str]:
         return []
     return [
         f"exp_result_dir: {result_dir} is on a full disk ({diskfull.free_space(folder)} free "
-        f"in {folder}): the run's output and reports cannot be written there, and the daemon "
-        "holds them until there is room; free space, or choose a result dir on another disk"
+        f"in {folder}): what the run prints while it stays full is lost from its log (its "
+        "reports wait until there is room); free space, or choose a result dir on another disk"
     ]
 
 
