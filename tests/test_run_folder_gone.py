@@ -170,3 +170,27 @@ def test_a_run_the_daemon_holds_is_never_no_run_while_its_folder_is_gone(env: En
 def _deep_checks(env: Env) -> dict[str, float]:
     checks: dict[str, float] = json.loads((env.home / "daemon.json").read_text())["deep_checks"]
     return checks
+
+
+def test_a_kept_session_whose_run_folder_was_removed_is_closed_by_the_next_daemon(
+    env: Env,
+) -> None:
+    """Walk88 F10: `rm -rf runs/<id>` of an ended run whose `keep_session` had not run out,
+    then a daemon restart: the session stayed for good, no record left to close it. The
+    next daemon closes a dead pane whose script lies in a run folder that is gone; another
+    run's kept session (its folder there) stays, as does a session not ajetd's."""
+    env.start_daemon()
+    gone = env.submit(env.blueprint("gone", command="echo bye", ajetd="keep_session: 1h"))
+    kept = env.submit(env.blueprint("kept", command="echo stay", ajetd="keep_session: 1h"))
+    sessions = {r: env.wait_done(r)["session"] for r in (gone, kept)}
+    env.cli("shutdown")
+    env.tmux("new-session", "-d", "-s", "ajet_users_own", "sleep 600")
+    shutil.rmtree(env.home / "runs" / gone)
+    env.start_daemon()
+
+    def listed() -> set[str]:
+        return set(env.tmux("list-sessions", "-F", "#{session_name}").stdout.split())
+
+    wait_for(lambda: sessions[gone] not in listed(), what="the orphaned session closed")
+    assert {sessions[kept], "ajet_users_own"} <= listed()
+    assert "closing tmux session " + sessions[gone] in env.daemon_log()

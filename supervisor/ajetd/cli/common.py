@@ -16,6 +16,7 @@ from ajetd.adapters.store import Home, default_home
 from ajetd.cli import entry
 from ajetd.core.durations import MAX_DURATION_S
 from ajetd.core.errors import UnknownRunError
+from ajetd.core.naming import SESSION_PREFIX
 from ajetd.core.shown import SHOW_CHARS, show
 
 if TYPE_CHECKING:  # the client commands import only what they use (they must start fast)
@@ -88,7 +89,6 @@ def open_home() -> Home:
     return home
 
 
-SESSION_PREFIX = "ajet_"  # every run's tmux session name begins so (`naming.session_name`)
 _MAX_HANDLE = 200  # longer than any run id or session name: looked up as it is
 
 

@@ -94,6 +94,9 @@ def run_names(source: str, result_dir: str, config: str) -> tuple[str, str, str]
     return (PurePosixPath(source).stem, PurePosixPath(result_dir).name, PurePosixPath(config).stem)
 
 
+SESSION_PREFIX = "ajet_"  # every run's tmux session name begins so (`session_base`)
+
+
 def session_base(purpose: str, names: Sequence[str], run_id: str) -> str:
     """`ajet_<slug>` from the purpose's ASCII words, else from the first of `names`
     (`run_names`) with a word that is not generic (`blueprint`, `results`), else the run id.
@@ -118,7 +121,7 @@ def session_base(purpose: str, names: Sequence[str], run_id: str) -> str:
             break
         name += "_" + word
     if name == "ajet" and not end:  # the first word alone is too long
-        name = "ajet_" + words[0][: MAX_SESSION - 8]
+        name = SESSION_PREFIX + words[0][: MAX_SESSION - 8]
     return name + end
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import replace
@@ -13,7 +14,10 @@ from typing import Any
 
 from ajetd.adapters import diskfull, pipes
 from ajetd.adapters.store import encode, write_atomic, write_in_place
+from ajetd.adapters.tmux import Pane
+from ajetd.core.errors import TmuxError
 from ajetd.core.model import Run
+from ajetd.core.naming import SESSION_PREFIX
 from ajetd.core.trialscript import PIPES
 from ajetd.daemon import ending
 from ajetd.daemon.base import Base
@@ -26,11 +30,19 @@ PUBLISH_EVERY_S = 60  # daemon.json's heartbeat is at most this old while the lo
 # may have ended (a session closed, a relaunch) or still lives (a dead pane's kept session)
 PIPES_EVERY_S = 5.0
 
+log = logging.getLogger(__name__)
+
 
 class Housekeep(Base):
+    orphans_closed = False  # this daemon's first housekeeping closed the orphaned sessions
+
     def housekeep(self, now: float) -> None:
-        """Close sessions of ended runs once their keep time is over; stop swarm servers
-        that no run has needed for their keep time."""
+        """Close sessions of ended runs once their keep time is over (and, once, those whose
+        run's folder was removed by hand); stop swarm servers that no run has needed for
+        their keep time."""
+        if not self.orphans_closed:
+            self.orphans_closed = True
+            self._close_orphans()
         in_use = {s.options.swarm.port for s in self.slots.values() if s.options.swarm is not None}
         self.swarm.housekeep(in_use, now)
         self._reap_closing()
@@ -51,6 +63,34 @@ class Housekeep(Base):
         if now >= self.pipes_at:
             self.pipes_at = now + PIPES_EVERY_S
             self._remove_pipes()
+
+    def _close_orphans(self) -> None:
+        """Close the kept session of each ended trial whose run's folder is gone and which
+        this daemon holds no run for: `rm -rf runs/<id>` of an ended run whose `keep_session`
+        had not run out left its session open for good, no record to close it (walk88 F10).
+        Only a dead pane whose own script lies in this home's runs/: a live one is a run that
+        goes on (the daemon that holds it makes its folder again), a session not ajetd's is
+        never touched."""
+        try:
+            panes = self.tmux.panes()
+        except TmuxError as exc:  # no server: nothing to close
+            if not exc.gone:
+                log.warning("orphaned sessions not looked for: %s", exc)
+            return
+        for pane in panes:
+            if self._orphan(pane):
+                log.info("closing tmux session %s: its run's folder is gone", pane.session)
+                with self._each(pane.session, "closing an orphaned session"):
+                    self.tmux.kill_session(pane.session)
+
+    def _orphan(self, pane: Pane) -> bool:
+        script = Path(pane.script) if pane.script else None
+        if not pane.dead or script is None or not pane.session.startswith(SESSION_PREFIX):
+            return False
+        run_id = script.parent.name
+        if script.parent.parent != self.home.runs or run_id in self.slots:
+            return False
+        return not os.path.lexists(script.parent)
 
     def _pipes_due(self) -> set[str]:
         """The runs whose ended trials' FIFOs may still be there: at first every run with a
