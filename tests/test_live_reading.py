@@ -13,6 +13,8 @@ import random
 from functools import cache
 from pathlib import Path
 
+import pytest
+import yaml
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +23,7 @@ from ajetd.core.finding import Finding
 from ajetd.diagnosis.catalogue import SHAPE_WORDS, TRIGGERS
 from ajetd.diagnosis.live import LiveScans
 from ajetd.diagnosis.stream import StreamDiagnoser, _after_redraws, diagnose_chunks
-from conftest import Env
+from conftest import Env, wait_for
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))
@@ -323,3 +325,37 @@ def test_a_ray_wrapper_after_its_root_cause_is_read_as_what_it_wraps(daemon_env:
     assert [f["kind"] for f in status["diagnosis"]] == ["network"], status["diagnosis"]
     trials = (env.tmp / "results" / "net" / "trials.md").read_text()
     assert "unknown_traceback" not in trials, trials
+
+
+@pytest.mark.parametrize("kind", ["agentjet", "nemo_rl"])
+def test_records_are_read_while_the_run_prints_not_at_the_next_full_look(
+    env: Env, kind: str
+) -> None:
+    """Walk 89, F13: on the seed's deep-check schedule (30 s ... 16 min, as a user's daemon
+    runs) a new record was read only at the run's next full look: 18 s late for AgentJet, 28 s
+    for NeMo-RL, and for NeMo-RL up to the 16-minute deep check on a long run; the plateau
+    stop came as late. The light tick that reads new output now reads the metrics too where
+    their source moved (NeMo-RL's output: at most every 5 s). The program holds until the
+    record is seen (15 s allowed: the old lag was longer, the new one is about 1.5 s)."""
+    env.start_daemon("--backoff-scale", "1")
+    hold = env.tmp / f"{kind}-may-end"
+    if kind == "agentjet":
+        config = env.config("seen", steps=2, hold_until=str(hold))
+        run_id = env.submit(env.blueprint("seen", config=config))
+    else:
+        command = (
+            "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+            "grpo.max_num_steps=40 grpo.val_period=2"
+        )
+        config = "examples/configs/grpo_fake.yaml"
+        path = env.codebase / config
+        data = yaml.safe_load(path.read_text())
+        data.setdefault("fake", {})["step_time"] = 0.4  # prints on for 16 s
+        path.write_text(yaml.safe_dump(data))
+        run_id = env.submit(env.blueprint("seen", config=config, command=command))
+    seen = wait_for(
+        lambda: env.status(run_id).get("metrics") or None, timeout=15, what="a first record"
+    )
+    assert env.status(run_id)["state"] == "running", seen  # read while it runs
+    hold.touch()
+    env.cli("stop", run_id)

@@ -418,9 +418,13 @@ class Observe(Base):
         return not slot.live.started(key) or slot.live.pause_due(key)
 
     def _scan_new_output(self, slot: RunSlot, now: float) -> None:
+        """The light tick's look at a run not due in full: its new output read, and its
+        metrics where their source moved (`_deep_check` off its schedule: walk 89, F13, the
+        records came at the next full look, 20 to 30 s later, the plateau stop with them)."""
         if slot.run.state is State.RUNNING and _started(slot):
             self.notice_moves(slot, now)
             self._live_scan(slot, now, slot.paths(self.home).log)
+            self._deep_check(slot, now)
 
     def notice_moves(self, slot: RunSlot, now: float) -> None:
         """The trial's log folder vanished (its result dir removed, moved or replaced) and
@@ -518,9 +522,10 @@ class Observe(Base):
         if backoff is None:
             return
         due = backoff.due(now, self.deep_batch)
-        if not due and not _val_moved(slot, self.home):
+        if not due and not _val_moved(slot, self.home, now):
             return
         run = slot.run
+        slot.metrics_read_at = now
         read = trials.read_metrics(run, slot.host.fetch, log_of=slot.log_of(self.home))
         updated = trials.plateau_unmet(read, slot.options)
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
@@ -584,19 +589,34 @@ def _outside_output(slot: RunSlot) -> frozenset[str]:
     return frozenset((GPU_LOST, swarm.SERVER_DIED, SSH_LOST, *slot.host.root_kinds))
 
 
-def _val_moved(slot: RunSlot, home: Home) -> bool:
+METRICS_READ_S = 5.0  # a NeMo-RL run's output read for records at most this often between
+# its deep checks (its metrics are in its output, which grows all the time)
+
+
+def _val_moved(slot: RunSlot, home: Home, now: float) -> bool:
     """An AgentJet run's val file on this machine changed size since the last read it
     brought: records came (or it was cut or replaced). One `stat`, and one read per change
     (bytes that hold no record yet, a line still being written, bring no second read until
     the size moves again); a run elsewhere (SSH: a round trip) waits for its deep checks, and
     a NeMo-RL run (its metrics are in its output) too unless its output is a tick's read
-    (`VAL_TICK_BYTES`) or more ahead of its reading."""
+    (`VAL_TICK_BYTES`) or more ahead of its reading, or anything is unread METRICS_READ_S
+    after its last read (the deep checks back off to 16 min: status and the plateau rule
+    were that far behind a long run)."""
     run = slot.run
     if slot.host.machine is None and run.kind == "nemo_rl":  # read on at once where its
         # output is a tick's read or more ahead (a run printing GBs an hour): the deep checks'
         # schedule, a read each, would leave it all for its end
         left = trials.unread(run, slot.log_of(home))
-        return left is not None and left[2] - left[1] >= VAL_TICK_BYTES
+        if left is not None and left[2] - left[1] >= VAL_TICK_BYTES:
+            return True
+        trial = run.trial
+        if trial is None or now - slot.metrics_read_at < METRICS_READ_S:
+            return False
+        done = run.nemo.offset if run.nemo.trial == trial.number else 0
+        try:
+            return os.stat(slot.log_of(home)(trial.number)).st_size > done
+        except OSError:
+            return False
     if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
         return False
     try:

@@ -39,6 +39,7 @@ class RunSlot:
     # (trial, its log's size, when the daemon's clock saw that size first): the hang rule's
     # silence, measured on the injected clock, not the file system's
     output_seen: tuple[int, int, float] | None = None
+    metrics_read_at: float = float("-inf")  # when its metrics were last read (`_deep_check`)
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
