@@ -432,8 +432,8 @@ def owner_problem(root: Path) -> str | None:
     its own user's files). A home is one user's: its runs, inbox and daemon."""
     try:
         owner = os.stat(root).st_uid
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):  # not made yet, or a file above it: the
+        return None  # home's own checks say so (`is not a folder`), naming the file
     except OSError as exc:
         return (
             f"AJETD_HOME {root} cannot be looked at: {exc.strerror} (a folder above it is "
