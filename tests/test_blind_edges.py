@@ -228,19 +228,26 @@ def test_attach_to_a_session_that_is_gone_says_so(env: Env) -> None:
     assert f"run {queued} has no tmux session (done, rejected: exp_max_time" in out, out
 
 
+def _renamed_run(env: Env, liveness: str, name: str, new: str, end: Path) -> tuple[str, str]:
+    """A daemon on this liveness period, a run that lives until `end` exists, its session
+    renamed `new` by hand once it started: (run id, the session's first name)."""
+    env.start_daemon("--liveness", liveness)
+    command = f"while [ ! -e {end} ]; do sleep 0.05; done"
+    run_id = env.submit(env.blueprint(name, command=command, ajetd="gpus: 0"))
+    session = wait_for(
+        lambda: env.record(run_id).get("started_at") and env.record(run_id)["session"]
+    )
+    assert env.tmux("rename-session", "-t", session, new).returncode == 0
+    return run_id, session
+
+
 def test_a_session_renamed_by_hand_is_shown_and_attached_by_its_new_name(env: Env) -> None:
     """Before: after `tmux rename-session`, `status RUN` showed the old name in its session
     and attach lines, `ajetd attach` said the session `is gone`, and results.md named the old
     one. The pane is found by its script (`@ajetd_script`), as the daemon finds it: the CLI
     asks tmux for the name it has now, and the daemon's record takes it (journal says so)."""
-    env.start_daemon("--liveness", "0.2")
     end = env.tmp / "end-now"
-    command = f"while [ ! -e {end} ]; do sleep 0.05; done"
-    run_id = env.submit(env.blueprint("renamed", command=command, ajetd="gpus: 0"))
-    session = wait_for(
-        lambda: env.record(run_id).get("started_at") and env.record(run_id)["session"]
-    )
-    assert env.tmux("rename-session", "-t", session, "mine").returncode == 0
+    run_id, session = _renamed_run(env, "0.2", "renamed", "mine", end)
     shown = env.cli("status", run_id)
     assert f"attach     tmux -L {env.socket} attach -t mine" in shown.stdout, shown.stdout
     assert env.status(run_id)["session"] == "mine"
@@ -271,14 +278,8 @@ def test_a_session_renamed_just_before_the_end_is_named_in_the_reports(env: Env)
     """The rename comes after the daemon last listed the panes (its liveness period is long)
     and the program ends right after: the end's record comes first, then the daemon asks
     tmux the session's name, before the reports and the session's close use it."""
-    env.start_daemon("--liveness", "600")
     end = env.tmp / "end-now"
-    command = f"while [ ! -e {end} ]; do sleep 0.05; done"
-    run_id = env.submit(env.blueprint("late", command=command, ajetd="gpus: 0"))
-    session = wait_for(
-        lambda: env.record(run_id).get("started_at") and env.record(run_id)["session"]
-    )
-    assert env.tmux("rename-session", "-t", session, "later").returncode == 0
+    run_id, session = _renamed_run(env, "600", "late", "later", end)
     end.touch()
     env.wait_done(run_id)
     assert env.record(run_id)["session"] == "later"
