@@ -334,3 +334,29 @@ def test_stage_globs_match_bounded_and_quote_for_a_shell(tmp_path: Path) -> None
     assert not LOCAL.matches(f"{tmp_path}/nothing/ckpt_*")
     shell = pathglob.shell_form("/a b/it's $x/ckpt_[0-9]*")
     assert shell == "'/a b/it'\"'\"'s $x/ckpt_'[0-9]*", shell
+
+
+def test_an_admitted_copy_with_a_second_command_line_is_still_read() -> None:
+    """The refusal of a line after the command is a rule this version added: an admitted
+    run's stored copy is read again at a restart and for its reports (`admitted=True`), and
+    must not become unreadable by it."""
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.core.errors import BlueprintError
+
+    parts = {
+        "exp_purpose": "x",
+        "exp_codebase_dir": "/tmp",
+        "exp_venv_exe": "/usr/bin/python3",
+        "exp_yaml_path": "/tmp/x.yaml",
+        "exp_result_dir": "/tmp/r",
+        "exp_max_time": "1h",
+        "exp_launch_command": "source .venv/bin/activate\npython train.py",
+    }
+    text = "".join(f"## [{k}]\n{v}\n\n" for k, v in parts.items())
+    try:
+        parse_blueprint(text)
+    except BlueprintError as exc:
+        assert "follows the command" in " ".join(exc.problems)
+    else:
+        raise AssertionError("a second command line was not refused")
+    assert parse_blueprint(text, admitted=True).launch_command == "source .venv/bin/activate"

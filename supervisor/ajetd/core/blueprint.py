@@ -448,7 +448,8 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     command, after = command_value(raw.get("exp_launch_command", ""))
     command = unprompted(command)
     more, prose = _after_command(after)
-    problems += _notes(more)
+    if not admitted:  # a rule added since an admitted run's copy was taken: not applied to it
+        problems += _notes(more)
     if raw.get("exp_launch_command", "").strip() and not command:
         problems.append("exp_launch_command: empty command")
     bad = control_character(command, allowed="\t\n")
