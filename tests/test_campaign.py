@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ajetd.adapters import campaignfolder as cf
@@ -707,6 +707,7 @@ def test_a_campaign_that_ended_without_a_best_says_none_and_why() -> None:
 
 
 @given(st.text(max_size=400), st.integers(min_value=1, max_value=200))
+@example("&lt;", 4)  # an entity in the text: shown as written (found by CI's run)
 @settings(max_examples=300, deadline=None)
 def test_a_hypothesis_is_one_bounded_cell_of_campaign_md(text: str, limit: int) -> None:
     """An experiment's description in campaign.md's table (walk 81, L10: no hypothesis
@@ -714,7 +715,7 @@ def test_a_hypothesis_is_one_bounded_cell_of_campaign_md(text: str, limit: int) 
     column, no `<` a viewer reads as HTML."""
     cell = table_cell(text, limit)
     assert "\n" not in cell and "\r" not in cell and all(c.isprintable() for c in cell)
-    bare = cell.replace("\\|", "|").replace("&lt;", "<")
+    bare = cell.replace("\\|", "|").replace("&lt;", "<").replace("&amp;", "&")
     assert len(bare) <= limit and "<" not in cell
     assert "|" not in cell.replace("\\|", "")
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
