@@ -71,17 +71,20 @@ def extract_parts(text: str) -> dict[str, str]:
 
 def clean_value(raw: str) -> str:
     """A single value (a path, a command): fenced body, else first backtick span, else line."""
-    fenced = fenced_body(raw)
-    if fenced is not None:
-        return fenced
-    span = code_span(raw)
-    if span is not None:
-        return span
+    marked = _marked_value(raw)
+    if marked is not None:
+        return marked
     for line in raw.splitlines():
-        text = re.sub(r"^\s*(?:[-*+]|>)\s+", "", line).strip()
+        text = _MARKS.sub("", line).strip()
         if text:
             return _unwrapped(text)
     return ""
+
+
+def _marked_value(raw: str) -> str | None:
+    """The value Markdown marks out: a fenced block's body, else the first code span."""
+    fenced = fenced_body(raw)
+    return fenced if fenced is not None else code_span(raw)
 
 
 _MARKS = re.compile(r"^\s*(?:[-*+]|>)\s+")  # a bullet's or a quote's mark before a value
@@ -102,8 +105,9 @@ def command_value(raw: str) -> tuple[str, list[str]]:
     so `python -m x \\` ran with its arguments lost (and its last backslash joined the
     trial script's next line). Any other line after it is returned for the caller to name:
     a second command written on the next line never ran, and the first alone 'succeeded'."""
-    if fenced_body(raw) is not None or code_span(raw) is not None:
-        return clean_value(raw), []
+    marked = _marked_value(raw)
+    if marked is not None:  # one scan of each: `clean_value`'s would be a second
+        return marked, []
     lines = [line.rstrip() for line in raw.splitlines() if line.strip()]
     if not lines:
         return "", []
