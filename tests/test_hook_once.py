@@ -13,7 +13,7 @@ import pytest
 
 from ajetd.adapters.store import Home
 from ajetd.core.model import Run
-from conftest import Env, wait_for
+from conftest import Env
 from loopkit import KillAfter, Killed, Loop
 
 
@@ -57,7 +57,9 @@ def test_a_daemon_killed_between_the_end_and_its_hook_fires_it_after_a_restart(
     second = Loop(env)
     try:
         second.until_done(run_id)
-        wait_for(lambda: _hook_lines(hook) == [run_id], what="the on_finish hook to run")
+        # the loop turns meanwhile: an end recorded between a tick's steps fires its hook at
+        # the next tick (`_finish_hooks`), which a bare wait would never come to
+        second.until(lambda: _hook_lines(hook) == [run_id], "the on_finish hook to run")
         second.turn()
         assert not second.run(run_id).finish_hook_due
     finally:
@@ -83,7 +85,7 @@ def test_a_hook_the_journal_says_started_is_not_fired_again(env: Env) -> None:
     try:
         run_id = first.submit(bp)
         first.until_done(run_id)
-        wait_for(lambda: _hook_lines(hook) == [run_id], what="the on_finish hook to run")
+        first.until(lambda: _hook_lines(hook) == [run_id], "the on_finish hook to run")
         first.turn()
     finally:
         first.close()

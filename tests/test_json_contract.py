@@ -294,21 +294,15 @@ def test_the_status_object_names_the_tmux_server_of_the_session(env: Env) -> Non
     wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
     running = env.status(run_id)
     assert running["tmux_socket"] == env.socket
-    pane = subprocess.run(
-        [
-            "tmux",
-            "-L",
-            running["tmux_socket"],
-            "capture-pane",
-            "-p",
-            "-t",
-            f"={running['session']}:",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert pane.returncode == 0 and "step:" in pane.stdout, pane  # the program's own lines
+    target = f"={running['session']}:"
+    capture = ["tmux", "-L", running["tmux_socket"], "capture-pane", "-p", "-t", target]
+
+    def own_lines() -> bool:  # `running` comes before the program's first step line
+        pane = subprocess.run(capture, capture_output=True, text=True, check=False)
+        assert pane.returncode == 0, pane  # the session is on the server status names
+        return "step:" in pane.stdout
+
+    wait_for(own_lines, what="the program's own lines in the session status names")
     stopped = json.loads(env.cli("stop", run_id, "--json").stdout)
     assert stopped["tmux_socket"] == env.socket
 
