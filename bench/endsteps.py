@@ -6,6 +6,9 @@ functions of the end path with clock reads before it starts the daemon; each end
 written to a file as one JSON line (each step's start and end, in ms from the time the trial
 script wrote its exit file). The bench then prints, per step, the p50 of its own time and of
 when it ended. A probe only: the daemon's code is not changed.
+With `AJETD_ENDSTEPS_AGED=1` each program is taken as older than a minute (`_detached`'s
+one pass over /proc, made only at a success within its first minute, is skipped), as the
+serial ends of `bench/peers.py` are: programs that lived through its CPU window.
 Usage: python bench/endsteps.py [LIVE] [ENDS] [--gap S]   (exitpath.py's arguments)
 """
 
@@ -43,11 +46,14 @@ def _timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 def _probe() -> None:
     """In the daemon: wrap the end path's steps, then run `python -m ajetd ...` as asked."""
     from ajetd.adapters import procs, store
+    from ajetd.core import launchshape
     from ajetd.daemon import act, ending, loop, observe
     from ajetd.pictures import drawing
     from ajetd.views import report
 
     out = Path(os.environ[OUT])
+    if os.environ.get("AJETD_ENDSTEPS_AGED"):
+        launchshape.DETACHED_WITHIN_S = 0.0  # type: ignore[misc]
     record_ends = loop.Daemon.record_ends
 
     def woken(self: Any, now: float) -> bool:
