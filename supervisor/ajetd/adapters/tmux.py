@@ -208,6 +208,9 @@ _GONE_MARKERS = (
     "no such file or directory",
     "server exited",
 )
+# a server with no session left (`exit-empty off`, or one exiting after its last session)
+# answers `list-panes -a` so: it has no pane, so each run's is gone
+_NO_TARGET = "no current target"
 # libevent's switch to the precise monotonic clock, read once where its event loop is made: in
 # the tmux client that starts a server (the server keeps its loop). See `Tmux.new_session`.
 PRECISE_TIMER = "EVENT_PRECISE_TIMER"
@@ -298,10 +301,20 @@ class PanesAsked:
             raise TmuxError("tmux list-panes timed out", silent=True) from exc
         if self._proc.returncode == 0:
             return parse_panes(out)
-        message = err.strip() or f"exit {self._proc.returncode}"
-        if "no current target" in message or any(m in message.lower() for m in _GONE_MARKERS):
+        failed = failure(("list-panes",), self._proc.returncode, err)
+        if failed.gone or _NO_TARGET in str(failed):  # as `panes_or_empty`
             return []
-        raise TmuxError(f"tmux list-panes: {message}")
+        raise failed
+
+
+def failure(args: tuple[str, ...], returncode: int, stderr: str) -> TmuxError:
+    """The error of a tmux command (`args`) that exited `returncode` saying `stderr`, with
+    whether it says its server or target is gone (`TmuxError.gone`)."""
+    message = stderr.strip() or f"exit {returncode}"
+    if message == "command too long":  # named for the first command, not the cause
+        message = _too_long(args)
+    gone = any(marker in message.lower() for marker in _GONE_MARKERS)
+    return TmuxError(f"tmux {args[0]}: {message}", gone=gone)
 
 
 class Tmux:
@@ -354,11 +367,7 @@ class Tmux:
         except OSError as exc:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
         if proc.returncode != 0:
-            message = proc.stderr.strip() or f"exit {proc.returncode}"
-            if message == "command too long":  # named for the first command, not the cause
-                message = _too_long(args)
-            gone = any(marker in message.lower() for marker in _GONE_MARKERS)
-            raise TmuxError(f"tmux {args[0]}: {message}", gone=gone)
+            raise failure(args, proc.returncode, proc.stderr)
         return proc.stdout
 
     def session_names(self) -> set[str]:
@@ -378,7 +387,7 @@ class Tmux:
         except TmuxError as exc:
             # A server that holds no session (`exit-empty off`, or one exiting after its last
             # session) answers "no current target": it has no pane, so each run's is gone.
-            if "no current target" in str(exc):
+            if _NO_TARGET in str(exc):
                 return []
             raise
         return parse_panes(out)
