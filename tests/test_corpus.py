@@ -117,6 +117,10 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     assert len(FILES) >= 862 and repos["vllm-project/vllm-omni"] >= 1, repos
     # after freeze 21's (batch-freeze21.txt: the stack's failures as they come, for the families)
     assert len(FILES) >= 874 and repos["huggingface/trl"] >= 8, repos
+    # after freeze 22's (batch-freeze22.txt: a blind batch from projects the corpus held few of:
+    # torchtitan, accelerate, Ray Train, TRL, Megatron, DeepSpeed and their neighbours)
+    assert len(FILES) >= 907 and repos["huggingface/accelerate"] >= 2, repos
+    assert repos["huggingface/trl"] >= 10 and repos["ray-project/ray"] >= 61, repos
 
 
 @pytest.mark.parametrize(

@@ -1955,3 +1955,104 @@ def test_a_line_is_one_line_unless_it_holds_several_workers_marks(line: str) -> 
 )
 def test_gpus_without_peer_access_are_a_cuda_error(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+# freeze 22's blind misses, by class: a traceback whose exception line is not in the paste,
+# where another of its parts names the exception. A notebook's traceback (IPython, Jupyter)
+# names the class in its header; a frame's `raise X(` names it in the source.
+_NOTEBOOK = (
+    "---------------------------------------------------------------------------\n"
+    "{cls}                                  Traceback (most recent call last)\n"
+    "<ipython-input-12-3435b262f1ae> in <module>\n"
+    "----> 1 trainer.train()\n"
+    "\n"
+    "~/venv/lib/python3.10/site-packages/trainer.py in train(self, num_steps)\n"
+    "    413             self._resize_worker_group()\n"
+    "--> 415             return self.worker_group.train(num_steps)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kinds"),
+    [
+        # ray#14352: the header's class is all the paste says; Ray's wrapper names its inner one
+        ("RayTaskError(AttributeError)", ["unknown_traceback"]),
+        ("ValueError", ["unknown_traceback"]),
+        # a class that says the kind, as its exception line would (the families)
+        ("ModuleNotFoundError", ["import_error"]),
+        ("ray.exceptions.OutOfDiskError", ["disk_full"]),
+        ("FileNotFoundError", ["missing_file"]),
+    ],
+)
+def test_a_notebooks_traceback_cut_before_its_exception_is_read_by_its_header(
+    cls: str, kinds: list[str]
+) -> None:
+    text = _NOTEBOOK.format(cls=cls)
+    findings = diagnose_text(text)
+    assert [(f.kind, f.line) for f in findings] == [(k, 2) for k in kinds]
+    assert findings[0].evidence.startswith(cls)
+    stream = StreamDiagnoser()
+    stream.feed(text.encode())
+    assert stream.findings() == []  # live: the traceback may still be printing
+    assert [f.kind for f in stream.peek()] == kinds  # a pause reads it as the output so far
+    assert [f.kind for f in stream.close()] == kinds
+
+
+def test_a_notebooks_traceback_with_its_exception_line_is_read_by_that_line_once() -> None:
+    # the exception line, with its message, is the evidence (AReaL#269, NeMo#378: before, the
+    # header's words were; now the line that says which name could not be imported)
+    text = _NOTEBOOK.format(cls="ImportError") + "ImportError: cannot import name 'BatchTag'\n"
+    assert [(f.kind, f.line, f.count) for f in diagnose_text(text)] == [("import_error", 9, 1)]
+    findings = _diagnose("import_error/nemo-378.log")
+    assert [f.kind for f in findings] == ["import_error"]
+    assert "BatchTag" in findings[0].evidence
+    # a kind read below the header already said more than its class can: nothing beside it
+    said = (
+        _NOTEBOOK.format(cls="RuntimeError")
+        + "    torch.cuda.OutOfMemoryError: CUDA out of memory\n"
+    )
+    assert [f.kind for f in diagnose_text(said)] == ["cuda_oom"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # prose that ends in the words, a class-less header, a header with text after it
+        "See the notebook's output. Traceback (most recent call last)",
+        "                                  Traceback (most recent call last)",
+        "ValueError                                  Traceback (most recent call last) (cont.)",
+        "the_value                                   Traceback (most recent call last)",
+    ],
+)
+def test_lines_that_are_not_a_notebooks_traceback_header(line: str) -> None:
+    assert diagnose_text(line + "\n") == []
+
+
+def test_frames_that_end_in_a_raise_then_its_message_are_a_traceback_without_its_line() -> None:
+    # SwanLab#1014: frames pasted without their header, the last one's source `raise
+    # ValueError(`, then the message alone (its `ValueError: ` lost): no stack a program prints
+    # and goes on from ends in a raise statement, so the statement says what ended the program
+    findings = _diagnose("unknown_traceback/swanlab-1014.log")
+    assert [(f.kind, f.line) for f in findings] == [("unknown_traceback", 8)]
+    assert findings[0].evidence.startswith("raise ValueError( Please make sure")
+    frames = (
+        '  File "/app/train.py", line 10, in <module>\n    main()\n'
+        '  File "/app/engine.py", line 7, in load\n    raise RuntimeError(\n'
+    )
+    # the statement's words name a kind where they do
+    oom = frames + "CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert [f.kind for f in diagnose_text(oom)] == ["cuda_oom"]
+    chunks = [line.encode() + b"\n" for line in oom.splitlines()]
+    assert [f.kind for f in diagnose_chunks(chunks)] == ["cuda_oom"]
+    # ... and a stack printed to go on from (its last source no raise) stays no failure
+    printed = frames.replace("raise RuntimeError(", "traceback.print_stack()")
+    assert diagnose_text(printed + "epoch: 1 loss 0.3\n") == []
+
+
+@given(st.text(alphabet=" \tTraceback(mostrecntalErrorV:)\n", max_size=400))
+@settings(max_examples=200, deadline=None)
+def test_notebook_headers_read_the_same_whole_or_in_pieces(tail: str) -> None:
+    text = _NOTEBOOK.format(cls="KeyError") + tail
+    whole = [(f.kind, f.line) for f in diagnose_text(text)]
+    pieces = [line.encode() + b"\n" for line in text.split("\n")]
+    assert [(f.kind, f.line) for f in diagnose_chunks(pieces)] == whole

@@ -105,6 +105,12 @@ _CHECK_FAILED = re.compile(
 # as one where no kind explains it. A line logged at a lower level than error is not (a retry,
 # a cache it could not write, a note of what happened before).
 _LOGGED_OS_ERROR = re.compile(r"error: \[Errno \d{1,5}\] [A-Za-z]", re.IGNORECASE)
+# A notebook's traceback (IPython, Jupyter): a rule of dashes, then the exception's class and,
+# at the right, `Traceback (most recent call last)`, then its frames (`<ipython-input-12-...> in
+# <module>`, `----> 1 trainer.train()`, `File ~/x.py:638, in f(self)`) and last the exception
+# line. A paste cut before that line (ray#14352) still says there which exception it was.
+_NOTEBOOK_HEADER = re.compile(r"^(\S{1,300})\s{2,200}Traceback \(most recent call last\)$")
+_NOTEBOOK_TAIL = "(most recent call last)"
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
 # A frame inside an experiment logger's own package: an exception raised there that no more
@@ -162,6 +168,9 @@ class Diagnoser:
     _indexing_devices: bool = False  # its last frame indexes a list of devices (`_DEVICE_LOOKUP`)
     _frame_indent: int = -1  # the last frame's indentation: lines deeper are its source (code)
     _raising: tuple[int, str] | None = None  # the last frame's source raises: where, and what
+    _notebook: tuple[int, str, str, int] | None = None  # a notebook's traceback header with no
+    # exception line below it yet (`_NOTEBOOK_HEADER`): where, its text, the class it names and
+    # how many lines had a kind when it was read
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
     _explained: dict[str, re.Pattern[str] | None] = field(default_factory=dict)  # kinds a
     # specific kind found names the cause of (`Kind.explains`), echoes of it where their line
@@ -170,6 +179,12 @@ class Diagnoser:
     @property
     def in_traceback(self) -> bool:
         return self._in_traceback
+
+    @property
+    def awaits_end(self) -> bool:
+        """Whether what was read may say more once the output ends (`end`): a traceback not
+        ended, or a notebook's traceback header with no exception line below it yet."""
+        return self._in_traceback or self._notebook is not None
 
     @property
     def changes(self) -> int:
@@ -353,6 +368,8 @@ class Diagnoser:
         stripped, indent = body.strip(), len(body) - len(body.lstrip())
         if stripped[:1] in _BOX_EDGES and self._rich_box(number, body, indent, stripped):
             return self._in_traceback
+        if self._notebook_header(number, body, stripped):
+            return True
         if stripped.endswith(_TRACEBACK):
             known = False
             if stripped != _TRACEBACK:  # `EngineCore hit an exception: Traceback (...):`
@@ -394,11 +411,7 @@ class Diagnoser:
             and not EXCEPTION_LINE.match(stripped)
             and not _FRAME.match(body)  # (a paste that lost its indentation: frames go on)
         ):
-            # frames without a header, then a line that is no exception's: a stack a program
-            # printed and went on from (logging's stack_info, traceback.print_stack, asyncio's
-            # `Coroutine created at`), not a paste of a traceback's lower part
-            self._in_traceback = False
-            return False
+            return self._headerless_ended(stripped)
         self._traceback_lines += 1
         if kind is not None:
             self._traceback_known = True
@@ -411,6 +424,34 @@ class Diagnoser:
         self._in_traceback = False
         if kind is None and not self._traceback_known and not BENIGN.match(stripped):
             self._record(UNKNOWN, number, body, UNEXPLAINED)
+        return True
+
+    def _notebook_header(self, number: int, body: str, stripped: str) -> bool:
+        """Note a notebook's traceback header (`_NOTEBOOK_HEADER`) until an exception line
+        follows it; True when this line is one."""
+        if self._notebook is not None and EXCEPTION_LINE.match(stripped):
+            self._notebook = None  # its exception line: read as any
+        if not stripped.endswith(_NOTEBOOK_TAIL):
+            return False
+        notebook = _NOTEBOOK_HEADER.match(stripped)
+        if notebook is None or EXCEPTION_LINE.match(notebook[1]) is None:
+            return False
+        self._notebook = (number, body, notebook[1], sum(self._counts.values()))
+        return True
+
+    def _headerless_ended(self, stripped: str) -> bool:
+        """Frames without a header, then a line that is no exception's: a stack a program
+        printed and went on from (logging's stack_info, traceback.print_stack, asyncio's
+        `Coroutine created at`), not a paste of a traceback's lower part; unless the last
+        frame's source raises: no stack printed to go on from ends in a raise statement, so
+        that is a traceback whose exception line was lost from the paste (the message alone
+        below it, SwanLab#1014), and the statement names what ended the program. True when
+        the line said that."""
+        self._in_traceback = False
+        if self._raising is None or self._traceback_known:
+            return False
+        at, said = self._raising
+        self._raised(at, f"{said} {stripped}"[:MAX_RAISE_CHARS], UNKNOWN)
         return True
 
     def _rich_box(self, number: int, body: str, indent: int, stripped: str) -> bool:
@@ -492,13 +533,27 @@ class Diagnoser:
         if self._in_traceback and not self._traceback_known:
             raised = None if self._raising is None else classify(self._raising[1])
             if raised is not None and self._raising is not None:  # the statement names it
-                self._record(raised, *self._raising, ECHO if raised.consequence else SPECIFIC)
+                self._raised(*self._raising, None)
             elif self._importing is not None:
                 self._record(BY_NAME["import_error"], *self._importing, SPECIFIC)
             elif not (self._headerless and UNKNOWN.name in self._first):  # (a line before it,
                 # `Exception raised in creation task`, already said more than a frame can)
                 self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
         self._in_traceback = self._in_box = False
+        if self._notebook is not None:
+            at, header, cls, seen = self._notebook
+            if sum(self._counts.values()) == seen:  # nothing read below it: its class says
+                kind, rank = self._kind(cls, None)
+                self._record(kind or UNKNOWN, at, header, rank if kind else UNEXPLAINED)
+            self._notebook = None
+
+    def _raised(self, number: int, statement: str, otherwise: Kind | None) -> None:
+        """Record what a frame's raise statement says ended the program (a traceback whose
+        exception line is not there): the kind its words name, else `otherwise`."""
+        kind = classify(statement) or otherwise
+        if kind is not None:
+            rank = ECHO if kind.consequence else SPECIFIC
+            self._record(kind, number, statement, UNEXPLAINED if kind is UNKNOWN else rank)
 
     def kinds(self) -> frozenset[str]:
         """The kinds seen so far (without building their findings)."""

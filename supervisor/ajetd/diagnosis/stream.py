@@ -122,8 +122,8 @@ class StreamDiagnoser:
 
     def unread(self) -> bool:
         """Whether the end of the output so far is not read yet: a line without its newline,
-        a line waiting for its next, or a traceback not ended."""
-        return bool(self._held or self._partial or self.diagnoser.in_traceback)
+        a line waiting for its next, or a traceback not ended (`Diagnoser.awaits_end`)."""
+        return bool(self._held or self._partial or self.diagnoser.awaits_end)
 
     def close(self) -> list[Finding]:
         tail = self._held + self._partial + (b"\n" if self._partial else b"")
