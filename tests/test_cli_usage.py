@@ -350,3 +350,23 @@ def test_a_wait_that_times_out_on_an_ended_run_says_it_ended() -> None:
     line = wait_line(run, 124)
     assert line.startswith("run k3x9az ended succeeded, but its reports are not written yet")
     assert "still done" not in line
+
+
+def test_campaign_add_help_says_what_more_overrides_are_with_an_example() -> None:
+    """Gap (session 34): `campaign add --help` showed MORE_OVERRIDES in its usage line with
+    no word on what they are. The help says so and gives an example, and the example's
+    words parse as the overrides it says they are."""
+    import shlex
+
+    from ajetd.cli.campaign import add_cmd
+
+    got = CliRunner().invoke(main, ["campaign", "add", "--help"])
+    assert got.exit_code == 0, got.output
+    text = " ".join(got.output.split())
+    assert "MORE_OVERRIDES are further K=V overrides after `--overrides`" in text, text
+    example = got.output.split("Example", 1)[1].split("\n", 1)[1].split("Options:", 1)[0]
+    words = shlex.split(example.replace("\\\n", " "))
+    assert words[:3] == ["ajetd", "campaign", "add"], words
+    ctx = add_cmd.make_context("add", words[3:])
+    assert ctx.params["overrides"] == ("actor.optim.lr=1e-6",), ctx.params
+    assert ctx.params["more_overrides"] == ("trainer.total_epochs=2",), ctx.params

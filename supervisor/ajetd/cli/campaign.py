@@ -197,7 +197,17 @@ def add_cmd(
     as_json: bool,
 ) -> None:
     """Append one experiment to a live campaign (validated as a campaign.yaml entry); print
-    its index."""
+    its index.
+
+    MORE_OVERRIDES are further K=V overrides after `--overrides`, the same as repeating it:
+    each is appended to the launch command, as a campaign.yaml entry's `overrides` are.
+
+    \b
+    Example (two overrides: the first given to --overrides, the second after it):
+      ajetd campaign add c-4kq2m1 --name lr1e-6 \\
+        --description "a lower lr learns steadier" \\
+        --overrides actor.optim.lr=1e-6 trainer.total_epochs=2
+    """
     from ajetd.core import campaignspec as cs
 
     if more_overrides and not overrides:
