@@ -276,3 +276,38 @@ def test_a_stop_whose_daemon_dies_while_it_waits_says_so_and_exits_1(env: Env) -
     assert "the stop goes on" not in err
     env.start_daemon("--grace-int", "0.5")  # the next one takes the stop on
     assert env.wait_done(run_id, timeout=30)["status"] == "stopped"
+
+
+def test_the_detached_daemons_log_is_rotated_at_its_bound_and_keeps_a_few(detached: Env) -> None:
+    """Gap (session 34): daemon.log was appended to for ever. With a bound of 2000 bytes
+    and 2 kept, the DEBUG lines a daemon writes by the hundred rotate it: daemon.log.1 and
+    .2, never .3, each near the bound and owner-only; the daemon's stderr follows the new
+    file (a traceback goes where its log lines go), and its last line is in daemon.log."""
+    env = detached
+    out = env.cli(
+        "daemon", "--detach", *FAST, "--log-level", "DEBUG",
+        "--log-max-bytes", "2000", "--log-keep", "2",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    pid = int(out.stdout.split("pid ")[1].split(",")[0])
+    log = env.home / "daemon.log"
+    first = wait_for(lambda: log.with_name("daemon.log.2").exists() and log.stat().st_ino)
+    run_id = env.submit(env.blueprint("short", config=env.config("short")))
+    wait_for(lambda: env.record(run_id).get("state") == "done", what="the run to end")
+    # rotated again since: the file the daemon writes now is new, and its stderr is that file
+    wait_for(lambda: log.stat().st_ino != first, what="another rotation")
+    wait_for(
+        lambda: os.stat(f"/proc/{pid}/fd/2").st_ino == log.stat().st_ino,
+        what="the daemon's stderr to follow the new daemon.log",
+    )
+    assert env.cli("shutdown").returncode == 0
+    names = sorted(p.name for p in env.home.iterdir() if p.name.startswith("daemon.log"))
+    assert names == ["daemon.log", "daemon.log.1", "daemon.log.2"], names
+    for name in names:
+        path = env.home / name
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, name
+        lines = path.read_text().splitlines()
+        longest = max(map(len, lines), default=0)
+        assert path.stat().st_size <= 2000 + longest + 1, (name, path.stat().st_size)
+    last = (env.home / "daemon.log").read_text()  # what it said last is in the newest file
+    assert last.rstrip().endswith("ajetd daemon stopped; runs go on in tmux"), last[-500:]

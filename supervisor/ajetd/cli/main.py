@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -129,6 +130,27 @@ def main() -> None:
     help="The daemon log's least severity.",
 )
 @click.option(
+    "--log-max-bytes",
+    type=click.IntRange(min=1024),
+    default=16 << 20,
+    show_default=True,
+    help="With --detach: daemon.log is renamed daemon.log.1 (older ones .2, ...) and begun "
+    "again once it would grow past this many bytes (>= 1024).",
+)
+@click.option(
+    "--log-keep",
+    type=click.IntRange(min=1, max=100),
+    default=3,
+    show_default=True,
+    help="With --detach: the rotated daemon logs kept (1-100; the oldest beyond is removed).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    hidden=True,  # what --detach starts the daemon with: $AJETD_HOME/daemon.log
+)
+@click.option(
     "--detach",
     is_flag=True,
     help="Start in the background (output appended to $AJETD_HOME/daemon.log); print its pid. "
@@ -148,21 +170,26 @@ def daemon(
     hook_timeout: float,
     reports_grace: float,
     log_level: str,
+    log_max_bytes: int,
+    log_keep: int,
+    log_file: Path | None,
     detach: bool,
 ) -> None:
     """Run the supervisor in the foreground (what systemd starts), or in the background."""
     if detach:
         _detach(click.get_current_context().params)
         return
+    from ajetd.adapters import daemonlog
     from ajetd.adapters.nvml import FakeGpuError
     from ajetd.adapters.tmux import socket_from_env
     from ajetd.core.errors import StoreError
     from ajetd.core.policy import Timing
     from ajetd.daemon.loop import Daemon, DaemonConfig
 
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    if log_file is None:  # in the foreground (systemd's journal keeps stderr)
+        logging.basicConfig(level=log_level.upper(), format=daemonlog.FORMAT)
+    else:
+        daemonlog.log_to(log_file, log_level, log_max_bytes, log_keep)
     cfg = DaemonConfig(
         home=default_home(),
         tmux_socket=socket_from_env(),
@@ -188,12 +215,13 @@ def _detach(params: dict[str, Any]) -> None:
     """`ajetd daemon --detach`: the same daemon with the same options, in the background."""
     from ajetd.cli import daemonctl
 
-    args: list[str] = []
+    home = open_home()
+    args: list[str] = ["--log-file", str(home.log_file)]
     for name, value in params.items():
-        if name != "detach":
+        if name not in ("detach", "log_file"):
             args += [f"--{name.replace('_', '-')}", str(value)]
     try:
-        started = daemonctl.detach(open_home(), args)
+        started = daemonctl.detach(home, args)
     except daemonctl.DaemonCtlError as exc:
         click.echo(f"ajetd: {exc}", err=True)
         sys.exit(1)
