@@ -1383,6 +1383,33 @@ def test_the_eval_stage_s_result_is_recorded_with_the_run(daemon_env: Env) -> No
     copied = json.loads((result / "stages" / "eval" / "eval" / "result.json").read_text())
     assert copied == {"score": 0.61, "n": 30}
     assert (result / "stages" / "train" / val).read_text() == (env.codebase / val).read_text()
+    # the same in `status --json` (session 34's gap: results.md alone said the eval's score),
+    # in `status RUN --json`, `wait --json` and run.json alike
+    eval_stage = {
+        "stage": "eval",
+        "trial": 2,
+        "exit_code": 0,
+        "printed": ["score=0.6100 (18.3/30)"],
+        "outputs": [
+            {
+                "path": "eval/result.json",
+                "copied_as": "stages/eval/eval/result.json",
+                "note": None,
+                "values": {"score": 0.61, "n": 30},
+            }
+        ],
+    }
+    listed = json.loads(env.cli("status", "--json").stdout)
+    stages = next(r for r in listed if r["run_id"] == run_id)["stages"]
+    assert [s["stage"] for s in stages] == ["train", "eval"] and stages[1] == eval_stage, stages
+    train = stages[0]
+    assert train["trial"] == 1 and train["exit_code"] == 0 and train["printed"] == []
+    assert [o["path"] for o in train["outputs"]] == [val, "saved_val_result"], train
+    assert train["outputs"][0]["copied_as"] == f"stages/train/{val}"
+    assert train["outputs"][1]["copied_as"] is None and "folder" in train["outputs"][1]["note"]
+    assert env.status(run_id)["stages"] == stages
+    assert json.loads(env.cli("wait", run_id, "--json").stdout)["stages"] == stages
+    assert json.loads((result / "run.json").read_text())["stages"] == stages
 
 
 def test_a_stages_glob_is_matched(daemon_env: Env) -> None:

@@ -16,6 +16,7 @@ from ajetd.core.finding import Finding
 from ajetd.core.fixrecord import AppliedFix, ConfigChange
 from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
 from ajetd.core.shown import show
+from ajetd.core.stageresult import StageResult
 from ajetd.core.values import path_problem
 
 
@@ -281,6 +282,9 @@ class Run:
     metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
     nemo: NemoRead = field(default_factory=NemoRead)  # how far nemorl.feed read its output
     stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
+    # what each stage that ran left (outputs, the result lines it printed), gathered as its
+    # reports are written at the run's end (status's `stages`); () until then
+    stage_results: tuple[StageResult, ...] = ()
     slurm: SlurmJob = field(
         default_factory=SlurmJob
     )  # its Slurm job: id, state, reason, nodes, exclude
@@ -343,6 +347,7 @@ class Run:
         data["val_read"] = self.val_read.to_json()
         data["slurm"] = self.slurm.to_json()
         data["applied_fixes"] = [a.to_json() for a in self.applied_fixes]
+        data["stage_results"] = [r.to_json() for r in self.stage_results]
         return data
 
     @classmethod
@@ -368,6 +373,9 @@ class Run:
         read = (AppliedFix.from_json(a) for a in (stored if isinstance(stored, list) else ()))
         data["applied_fixes"] = tuple(a for a in read if a is not None)
         data["config_changes"] = tuple(data.get("config_changes", ()))
+        stages = data.get("stage_results")
+        results = (StageResult.from_json(r) for r in (stages if isinstance(stages, list) else ()))
+        data["stage_results"] = tuple(r for r in results if r is not None)
         data["fix_env"] = tuple(tuple(pair) for pair in data.get("fix_env", ()))
         data["fix_prefix"] = tuple(data.get("fix_prefix", ()))
         if data.get("gpu_ids") is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ajetd.core.markdown import table_cell
 
@@ -37,6 +38,37 @@ class StageOutput:
     note: str = ""  # why not copied (a folder, too large, on the SSH host, gone)
     values: tuple[tuple[str, float], ...] = ()  # a JSON object's top-level numbers
 
+    def to_json(self) -> dict[str, Any]:
+        """As the status object's `stages[].outputs` hold it (`values` an object)."""
+        return {
+            "path": self.path,
+            "copied_as": self.copied_as or None,
+            "note": self.note or None,
+            "values": dict(self.values),
+        }
+
+    @classmethod
+    def from_json(cls, stage: str, data: Any) -> StageOutput | None:
+        """A stored output (`to_json`); None for what is no such object (a damaged record)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("path"), str):
+            return None
+        values = data.get("values")
+        numbers = tuple(
+            (k, float(v))
+            for k, v in (values.items() if isinstance(values, Mapping) else ())
+            if isinstance(k, str)
+            and isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+        )
+        return cls(
+            stage,
+            data["path"],
+            _text(data.get("copied_as")),
+            _text(data.get("note")),
+            numbers[:JSON_VALUES_SHOWN],
+        )
+
 
 @dataclass(frozen=True)
 class StageResult:
@@ -46,6 +78,37 @@ class StageResult:
     stage: str
     outputs: tuple[StageOutput, ...] = ()
     printed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """As the run's record stores it: `stage`, `printed` and `outputs`."""
+        return {
+            "stage": self.stage,
+            "printed": list(self.printed),
+            "outputs": [o.to_json() for o in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> StageResult | None:
+        """A stored result (`to_json`); None for what is no such object (a damaged record)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("stage"), str):
+            return None
+        stage = data["stage"]
+        printed = data.get("printed")
+        outputs = data.get("outputs")
+        read = (StageOutput.from_json(stage, o) for o in _items(outputs))
+        return cls(
+            stage,
+            tuple(o for o in read if o is not None),
+            tuple(str(x)[:LINE_SHOWN] for x in _items(printed) if isinstance(x, str)),
+        )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
 
 
 def json_values(text: str) -> tuple[tuple[str, float], ...]:

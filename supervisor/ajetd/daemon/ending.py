@@ -438,7 +438,7 @@ def publish_reports(
         if _flag_written(folder, done):  # a daemon killed after finish.flag, before this
             home.append_event(run.run_id, now, "finish.flag was written before a restart")
         else:
-            write_reports(home, done, drawn, options)
+            done = write_reports(home, done, drawn, options)
     except OSError as exc:
         if troubles is not None:
             troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
@@ -545,11 +545,13 @@ def write_reports(
     run: Run,
     drawn: tuple[list[str], str] | None = None,
     options: Options | None = None,
-) -> None:
+) -> Run:
     """results.md, trials.md, then finish.flag last and atomically (DESIGN §3); `drawn`: the
     pictures already drawn (drawing.draw_final), else they are drawn here. `options`: the
     run's `[ajetd]` options (its allowed fixes are named), None: read from its stored
-    blueprint (the daemon's end path has them: the parse is not on its way to finish.flag)."""
+    blueprint (the daemon's end path has them: the parse is not on its way to finish.flag).
+    Returns the run as written: with what its pipeline's stages left (`stage_results`), which
+    run.json holds and the record is to hold (status's `stages`)."""
     result_dir = trialfiles.report_dir(home, run)
     texts = inbox.blueprint_texts(home, run)
     blueprint_text = texts.edited or texts.submitted  # what the options were read from
@@ -569,6 +571,8 @@ def write_reports(
     pictures, plot_problem = drawn if drawn is not None else drawing.draw_final(home, run)
     val_copy, val_not_copied = _val_records(run, result_dir)
     stage_files, stage_results = stagefiles.gather(run, options, result_dir, trial_tails)
+    if stage_results:
+        run = replace(run, stage_results=stage_results)
     ctx = report.ReportContext(
         host=socket.gethostname(),
         blueprint_text=texts.submitted,
@@ -612,6 +616,7 @@ def write_reports(
     files += [(path, data, 0o644) for path, data in stage_files]
     files.append((result_dir / resultfiles.FINISH_FLAG, json_text(report.finish_flag(run)), 0o644))
     write_all_atomic(files)
+    return run
 
 
 VAL_COPY_MAX_BYTES = 16 << 20  # a run's part of its val file copied beside the reports

@@ -10,7 +10,7 @@ from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
 from ajetd.core.fixrecord import SCIENCE_PREFIX, applied_json
 from ajetd.core.gpuuse import GpuSample
-from ajetd.core.model import Run, State, StopCause, record_trials
+from ajetd.core.model import Run, State, StopCause, Trial, record_trials
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import best_point, shown_metric, step_of
 
@@ -63,7 +63,39 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         # what each fix between trials changed (walk88 F6: a run that succeeded only
         # after its batch size was halved twice read plainly `succeeded`)
         "fixes_applied": applied_json(run.fixes, run.applied_fixes),
+        # a pipeline's stages and what each left (the gap a user walk found: only
+        # results.md's `## Stage results` said an eval's score)
+        "stages": stages_json(run),
     }
+
+
+def stages_json(run: Run) -> list[dict[str, Any]] | None:
+    """The status object's `stages`: one object per stage that ran or runs, in the order
+    they began, `{"stage", "trial", "exit_code", "printed", "outputs"}` (`trial` its last
+    trial's number, `exit_code` that trial's, null while it runs; `printed` the lines it
+    printed that state a result and `outputs` each declared output, `{"path", "copied_as",
+    "note", "values"}`, both null until the run's reports gathered them at its end); null
+    for a run without stages."""
+    last: dict[str, Trial] = {}  # in the order the stages began; a relaunch's trial last
+    for trial in run.trials:
+        if trial.stage:
+            last[trial.stage] = trial
+    if not last:
+        return None
+    gathered = {r.stage: r for r in run.stage_results}
+    shown = []
+    for stage, trial in last.items():
+        result = gathered.get(stage)
+        shown.append(
+            {
+                "stage": stage,
+                "trial": trial.number,
+                "exit_code": trial.exit_code,
+                "printed": None if result is None else list(result.printed),
+                "outputs": None if result is None else [o.to_json() for o in result.outputs],
+            }
+        )
+    return shown
 
 
 def fixes_said(run: Run) -> str:
