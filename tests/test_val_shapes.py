@@ -7,15 +7,17 @@ silence (before: the run said "it wrote no validation record")."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.campaignrules import verdict
-from ajetd.core.stoprules import PlateauRule, plateau_reason, restart_index
+from ajetd.core.stoprules import PlateauRule, falling_note, plateau_reason, restart_index
 from ajetd.frameworks.agentjet import resolve_interpolations
 from ajetd.frameworks.valresults import (
     Unread,
@@ -340,3 +342,113 @@ def test_a_campaigns_running_line_says_a_diverged_metric() -> None:
     # `campaign status`, which formatted None as a number
     none = _running_line({**run, "metric": None, "best_metric": None}, "accuracy")
     assert none.endswith(": no metric yet"), none
+
+
+# -- session 34's gap: a metric that keeps falling got no warning ------------------------------
+
+
+def _series(values: list[float], key: str = "mean_reward") -> list[dict[str, Any]]:
+    return [{"global_steps": 2 * i, key: v} for i, v in enumerate(values)]
+
+
+def test_a_falling_metric_is_said_with_how_far_below_its_best() -> None:
+    history = _series([0.5, 0.6, 0.55, 0.5, 0.45])
+    assert falling_note(history, [1] * 5, "mean_reward") == (
+        "mean_reward fell to 0.4500 at step 8, below each of the 3 validations before it and "
+        "0.1500 below its best, 0.6000 at step 2"
+    )
+    # a noisy decline too: the last below each of the three before it
+    assert falling_note(_series([0.6, 0.5, 0.52, 0.45]), [1] * 4, "mean_reward") is not None
+    # a loss is worse as it rises
+    losses = _series([1.0, 1.2, 1.3, 1.5], key="val_loss")
+    note = falling_note(losses, [1] * 4, "val_loss")
+    assert note is not None and note.startswith("val_loss rose to 1.5000 at step 6, above each")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.6, 0.55, 0.5],  # too few validations to say
+        [0.6, 0.5, 0.4, 0.41],  # it rose again at the last
+        [0.6, 0.5, 0.4, 0.4],  # it stays put: the plateau rule's, not a fall
+        [0.6038, 0.6035, 0.6030, 0.6025],  # noise around a level, 0.2 % of the scale
+        [0.1, 0.2, 0.3, 0.4],  # climbing
+        [0.6, 0.5, float("nan"), 0.4, 0.3],  # a nan in the window: nonfinite_note's
+        [0.0, 0.0, 0.0, 0.0],  # no scale
+    ],
+)
+def test_what_is_no_fall(values: list[float]) -> None:
+    assert falling_note(_series(values), [1] * len(values), "mean_reward") is None
+
+
+def test_a_relaunch_from_step_0_is_judged_on_its_own_records_for_a_fall() -> None:
+    """Trial 2 trains again from step 0: its 0.1 after trial 1's 0.6 is no fall, and trial
+    2's own falling records are."""
+    steps = [0, 2, 4, 6, 0, 2, 4, 6]
+    values = [0.3, 0.4, 0.5, 0.6, 0.1, 0.2, 0.3, 0.35]
+    history = [{"global_steps": s, "mean_reward": v} for s, v in zip(steps, values, strict=True)]
+    owners: list[int | None] = [1, 1, 1, 1, 2, 2, 2, 2]
+    assert falling_note(history, owners, "mean_reward") is None
+    falls = [*history[:4], *_series([0.5, 0.45, 0.4, 0.3])]
+    assert falling_note(falls, owners, "mean_reward") is not None
+    assert falling_note(falls, [1] * 8, "mean_reward") is not None
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=12),
+    st.booleans(),
+)
+def test_a_series_that_never_gets_worse_is_never_falling(values: list[float], loss: bool) -> None:
+    """Whatever the values: a series sorted the way its metric improves is never said to
+    fall, and one said to fall ends below (a loss: above) each of its 3 before."""
+    key = "val_loss" if loss else "mean_reward"
+    better = sorted(values, reverse=loss)
+    assert falling_note(_series(better, key), [1] * len(values), key) is None
+    if falling_note(_series(values, key), [1] * len(values), key) is not None:
+        sign = -1 if loss else 1
+        assert all(sign * values[-1] < sign * v for v in values[-4:-1])
+
+
+def test_the_warning_of_a_fall_comes_and_goes_with_the_records() -> None:
+    """`diverged_warning` keeps it up to date, as it keeps the nan one: once, and gone when
+    the metric rises again."""
+    from ajetd.core.model import Run, Trial
+    from ajetd.daemon.trials import diverged_warning
+
+    run = Run("fall01", "b.md", 0.0, trials=(Trial(1, "x", "s", first_record=0),))
+    falling = diverged_warning(replace(run, history=tuple(_series([0.6, 0.5, 0.4, 0.3]))))
+    said = [w for w in falling.warnings if w.startswith("validation: mean_reward fell to")]
+    assert said == [
+        "validation: mean_reward fell to 0.3000 at step 6, below each of the 3 validations "
+        "before it and 0.3000 below its best, 0.6000 at step 0: the training is getting worse?"
+    ], falling.warnings
+    again = diverged_warning(replace(falling, history=(*falling.history, {"mean_reward": 0.2})))
+    assert len([w for w in again.warnings if " fell to " in w]) == 1, again.warnings
+    rose = diverged_warning(replace(again, history=(*again.history, {"mean_reward": 0.5})))
+    assert not [w for w in rose.warnings if " fell to " in w], rose.warnings
+
+
+def test_a_run_whose_metric_keeps_falling_is_warned_live_and_in_results(
+    env: Env, loop: Loop
+) -> None:
+    """Session 34's gap: mean_reward 0.6 → 0.3 over four validations got no word anywhere;
+    the plateau rule rightly leaves a falling metric alone. The run's warnings (status
+    --json) say it while it runs, results.md once it ended."""
+    hold = env.tmp / "end"
+    rewards = [0.6, 0.5, 0.45, 0.3]  # at steps 2, 4, 6, 8
+    config = env.config("fall", rewards=rewards, steps=8, hold_until=str(hold))
+    run_id = loop.submit(env.blueprint("fall", config=config, ajetd="gpus: 0", max_time="1h"))
+    loop.started(run_id)
+    val = env.codebase / "saved_val_result" / "fall.md"
+    loop.until(lambda: val.exists() and val.read_text().count("\n") == 4, "four records")
+    loop.run_for(125)  # the val file is read within a minute, a live run looked at each minute
+    warned = "validation: mean_reward fell to 0.3000 at step 8, below each of the 3 validations"
+    live = env.status(run_id)
+    assert live["state"] == "running", live
+    assert [w for w in live["warnings"] if w.startswith(warned)], live["warnings"]
+    hold.touch()
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    results = _results(loop, run_id)
+    assert f"- warning: {warned}" in results, results
+    assert "0.3000 below its best, 0.6000 at step 2: the training is getting worse?" in results

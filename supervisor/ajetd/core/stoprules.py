@@ -22,6 +22,7 @@ from ajetd.frameworks.valresults import (
     nonfinite_note,
     shown_value,
     step_of,
+    step_text,
 )
 
 
@@ -141,6 +142,48 @@ def plateau_reason(
         f"{rule.patience} validations and has stopped changing (best {best}, last "
         f"{shown_value(values[-1])}{why}), seen at {elapsed_s / max_time_s:.0%} of "
         f"exp_max_time (the rule applies from {rule.after:.0%})"
+    )
+
+
+FALL_WINDOW = 3  # validations the last must be worse than, each
+FALL_SHARE = 0.1  # how far below its best, as a share of the metric's scale
+
+
+def falling_note(
+    history: Sequence[Mapping[str, Any]], owners: Sequence[int | None], key: str
+) -> str | None:
+    """`mean_reward fell to 0.3100 at step 40, below each of the 3 validations before it and
+    0.2900 below its best, 0.6000 at step 10`: where the metric keeps getting worse; None
+    otherwise. The plateau rule leaves a falling metric alone (a decline is change), and
+    nothing else said it: a run collapsing from 0.60 to 0.31 read as any running run.
+
+    The rule, over the records since the run's last fresh start (`restart_index`: a relaunch
+    that trains again from step 0 begins anew) and `judged` as the plateau rule judges them:
+    the last validation is worse (lower; higher for a metric named like a loss, as `best`) than
+    each of the FALL_WINDOW before it, all finite numbers (a nan is `nonfinite_note`'s), and
+    worse than the best of those records by at least FALL_SHARE of the metric's scale (the
+    largest absolute value it took), so noise around a level (0.6038-0.6049) is never a fall.
+    Pure: it holds while the metric falls and is gone once it rises or stays put."""
+    values = judged(history[restart_index(history, owners) :], key)
+    if len(values) <= FALL_WINDOW or not all(math.isfinite(v) for v, _ in values):
+        return None
+    sign = -1.0 if "loss" in key else 1.0
+    scores = [sign * v for v, _ in values]
+    last = scores[-1]
+    if not all(last < before for before in scores[-FALL_WINDOW - 1 : -1]):
+        return None
+    best_at = max(range(len(scores)), key=lambda i: scores[i])
+    drop = scores[best_at] - last
+    scale = max(abs(v) for v, _ in values)
+    if scale == 0 or drop < FALL_SHARE * scale:
+        return None
+    (now, record), (best, best_record) = values[-1], values[best_at]
+    way = "rose" if sign < 0 else "fell"
+    side = "above" if sign < 0 else "below"
+    return (
+        f"{key} {way} to {now:.4f} at step {step_text(record)}, {side} each of the "
+        f"{FALL_WINDOW} validations before it and {drop:.4f} {side} its best, {best:.4f} at "
+        f"step {step_text(best_record)}"
     )
 
 

@@ -344,24 +344,39 @@ def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
     return run
 
 
-DIVERGED = "validation: "  # the head of the warning that the run's metric turned nan
+DIVERGED = "validation: "  # the head of the warnings about the run's metric
+FALLING = ": the training is getting worse?"  # the tail of the one that it keeps falling
+
+
+def _metric_warning(warning: str) -> bool:
+    """Whether `warning` is one `diverged_warning` keeps up to date."""
+    return warning.startswith(DIVERGED) and (" in the last " in warning or FALLING in warning)
 
 
 def diverged_warning(run: Run) -> Run:
-    """The run with a warning, kept up to date, where the metric its views lead with was nan
-    or inf at its last validation (`mean_reward is nan in the last 3 validations (since step
-    4)`), logged and journaled as it first appears; the warning goes where the metric is
-    finite again. The same record where nothing changed."""
+    """The run with its metric's warnings kept up to date: where the metric its views lead
+    with was nan or inf at its last validation (`mean_reward is nan in the last 3 validations
+    (since step 4)`), and where it keeps falling (`stoprules.falling_note`); each logged as it
+    first appears and gone once it no longer holds. The same record where nothing changed."""
     metric = shown_metric(list(run.history), run.metric)
     note = nonfinite_note(run.history, metric)
-    text = f"{DIVERGED}{note}: the training diverged?" if note else None
-    kept = tuple(w for w in run.warnings if not (w.startswith(DIVERGED) and " in the last " in w))
-    new = (*kept, text) if text else kept
+    fell = stoprules.falling_note(run.history, model.record_trials(run), metric)
+    texts = [
+        *([f"{DIVERGED}{note}: the training diverged?"] if note else []),
+        *([f"{DIVERGED}{fell}{FALLING}"] if fell else []),
+    ]
+    kept = tuple(w for w in run.warnings if not _metric_warning(w))
+    new = (*kept, *texts)
     if new == run.warnings:
         return run
-    if text and len(kept) == len(run.warnings):  # it first appears
-        log.warning("run %s: %s", run.run_id, text)
+    for text in texts:
+        if not any(_same_kind(text, w) for w in run.warnings):  # it first appears
+            log.warning("run %s: %s", run.run_id, text)
     return replace(run, warnings=new)
+
+
+def _same_kind(text: str, warning: str) -> bool:
+    return _metric_warning(warning) and (FALLING in text) == (FALLING in warning)
 
 
 def read_metrics(
