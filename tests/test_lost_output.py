@@ -8,7 +8,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from ajetd.adapters.tmux import MISSING_OUTPUT
 from conftest import Env, wait_for
+from loopkit import Loop
 
 LAST = "TRAINING-FINISHED-LAST-LINE"
 
@@ -39,3 +41,71 @@ def test_output_a_full_result_dir_lost_at_the_trials_end_is_said_and_its_tail_ke
     assert LAST in [line.strip() for line in last.splitlines()], last[:2000]
     events = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
     assert any(said[0] == json.loads(e)["event"] for e in events)
+
+
+# -- session 34's gap: output lost in the middle of a trial, said while it runs ---------------
+
+
+def test_a_log_writer_gone_while_the_program_prints_is_warned_live(env: Env, loop: Loop) -> None:
+    """The trial's `pipe-pane` is closed (a user's `tmux pipe-pane` toggling it, its writer
+    killed): the program goes on printing into its pane and nothing reaches the log, which
+    read as a quiet program. The next look at the panes (within a minute) says so in the
+    run's warnings and journal while it runs, and results.md keeps it."""
+    stop = env.tmp / "stop"
+    command = f"while [ ! -e {stop} ]; do echo tick; sleep 0.1; done; echo {LAST}"
+    run_id = loop.submit(env.blueprint("piped", command=command, ajetd="gpus: 0", max_time="1h"))
+    loop.started(run_id)
+    log = Path(loop.run(run_id).result_dir) / "logs" / "trial-1.log"
+    loop.until(lambda: "tick" in log.read_text(), "the program's output in its log")
+    session = loop.run(run_id).session
+    pane = env.tmux("list-panes", "-t", f"={session}", "-F", "#{pane_id}").stdout.split()[0]
+    assert env.tmux("pipe-pane", "-t", pane).returncode == 0  # no command: the pipe closed
+    loop.run_for(65)  # tmux is asked about every pane at least once a minute
+    run = loop.run(run_id)
+    assert run.state.value == "running", run
+    warned = [w for w in run.warnings if w.startswith("trial 1's output stopped reaching ")]
+    assert len(warned) == 1 and str(log) in warned[0], run.warnings
+    assert "its tmux pipe-pane writer ended while the program runs" in warned[0]
+    assert warned[0] in env.status(run_id)["warnings"]
+    assert loop.event_at(run_id, warned[0]) is not None
+    loop.run_for(65)
+    assert len([w for w in loop.run(run_id).warnings if "stopped reaching" in w]) == 1
+    stop.touch()
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    results = (Path(loop.run(run_id).result_dir) / "results.md").read_text()
+    assert f"- warning: {warned[0]}" in results
+
+
+def test_output_a_full_disk_takes_mid_trial_is_warned_while_it_runs(
+    env: Env, loop: Loop, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The program fills its result dir's disk and goes on printing: before, only a trial
+    that ended on a full disk was said to have lost output (`ending.lost_output`); one whose
+    disk filled and emptied again mid-run said nothing live. The run's warnings say it at
+    the next full look, and the log goes on after the writer's line once there is room."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result, hog, go = disk / "out", disk / "hog.bin", env.tmp / "go"
+    command = (
+        f"head -c 2000000 /dev/zero > {hog} 2>/dev/null; seq 1 3000; "
+        f"while [ ! -e {go} ]; do echo tick; sleep 0.1; done; echo {LAST}"
+    )
+    blueprint = env.blueprint("full", command=command, result=str(result), ajetd="gpus: 0")
+    run_id = loop.submit(blueprint)
+    loop.started(run_id)
+    loop.until(lambda: hog.exists() and hog.stat().st_size > 0, "the disk to fill")
+    loop.run_for(65)  # every live run is looked at in full within a minute
+    log = result / "logs" / "trial-1.log"
+    warned = [
+        w for w in loop.run(run_id).warnings if w.startswith("trial 1's output is being lost ")
+    ]
+    assert len(warned) == 1 and str(log) in warned[0], loop.run(run_id).warnings
+    assert "free at " in warned[0] and "once there is room" in warned[0]
+    assert loop.run(run_id).state.value == "running"
+    assert warned[0] in env.status(run_id)["warnings"]
+    hog.unlink()
+    loop.until(lambda: MISSING_OUTPUT in log.read_text(), "the log to go on after its gap")
+    go.touch()
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "succeeded", flag
+    assert f"- warning: {warned[0]}" in (result / "results.md").read_text()

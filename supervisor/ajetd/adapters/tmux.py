@@ -229,6 +229,9 @@ class Pane:
     exit_note: str = ""  # the trial script's exit line, set on the pane when the disk was full
     stop_note: str = ""  # the stop the daemon began, set on the pane when the home was full
     script: str = ""  # the script its process runs, as the daemon set it (SCRIPT_OPTION)
+    # its output is piped (`pipe-pane`) to a command: false where none is, or the one there
+    # ended (the trial's log writer killed while its program runs)
+    piped: bool = True
 
 
 def find_pane(panes: list[Pane], script: Path) -> Pane | None:
@@ -255,6 +258,7 @@ PANES_FORMAT = "\t".join(
         f"#{{{EXIT_OPTION}}}",
         f"#{{{STOP_OPTION}}}",
         f"#{{{SCRIPT_OPTION}}}",
+        "#{pane_pipe}",
         "#{pane_start_command}",
     )
 )
@@ -264,10 +268,10 @@ def parse_panes(out: str) -> list[Pane]:
     """`list-panes -F PANES_FORMAT`'s lines as panes (a line cut short is skipped)."""
     panes = []
     for line in out.splitlines():
-        fields = line.split("\t", 8)
-        if len(fields) != 9:
+        fields = line.split("\t", 9)
+        if len(fields) != 10:
             continue
-        session, pane_id, pid, dead, status, note, stop, script, start = fields
+        session, pane_id, pid, dead, status, note, stop, script, piped, start = fields
         panes.append(
             Pane(
                 session=session,
@@ -279,6 +283,7 @@ def parse_panes(out: str) -> list[Pane]:
                 exit_note=note,
                 stop_note=stop,
                 script=script,
+                piped=piped == "1",
             )
         )
     return panes

@@ -32,7 +32,7 @@ from ajetd.core.policy import (
     signal_went,
     trial_end,
 )
-from ajetd.daemon import ending, trials
+from ajetd.daemon import ending, lostoutput, trials
 from ajetd.daemon.observe import Observe
 from ajetd.daemon.slots import RunSlot
 
@@ -61,6 +61,10 @@ class Act(Observe):
         if obs.exit is None:  # (a run due at every tick, its attention set, has no light one)
             self.notice_moves(slot, now)
             self._live_scan(slot, now, slot.paths(self.home).log)
+            # output it is losing (a full disk, its log writer gone), said while it runs
+            seen = slot.current_pane() if panes_fresh else None
+            log_file = slot.paths(self.home).log
+            self._store(lostoutput.notice(self.home, slot.run, log_file, seen, now))
         self._store(slot.host.notes(slot.run, now))
         self._take_noted_stop(slot, pane, now)
         run = slot.run
