@@ -520,6 +520,53 @@ def test_a_nemo_runs_cuda_oom_is_fixed_in_a_copy_its_config_flag_points_at(
     assert "train_micro_batch_size 4 → 2" in trials, trials
 
 
+def test_a_nemo_runs_token_budget_is_an_allowed_fix_where_its_batches_are_packed(
+    daemon_env: Env,
+) -> None:
+    """Session 34's gap: an AgentJet run's token budgets (verl's `ppo_max_token_len_per_gpu`)
+    could be allowed for a CUDA OOM, NeMo-RL's could not: with `policy.sequence_packing` on
+    and its `train_mb_tokens` written as a number, the micro batch size sizes nothing, and no
+    key sized the memory. Allowed, the packing's budget is halved in the config's copy (the
+    one of `dynamic_batching`, off, untouched) and the next trial runs with it; allowing the
+    micro batch size alone is refused saying which key to allow."""
+    env = daemon_env
+    config = "examples/configs/grpo_oom_packed.yaml"
+    command = f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4"
+    blueprint = env.blueprint(
+        "nemo_packed",
+        config=config,
+        command=command,
+        ajetd="allow_fixes: {train_mb_tokens: {min: 1024}}",
+    )
+    run_id = env.submit(blueprint)
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded" and status["trials"] == 2, status
+    copy = f"examples/configs/grpo_oom_packed.ajetd-{run_id}-t2.yaml"
+    policy = yaml.safe_load((env.codebase / copy).read_text())["policy"]
+    assert policy["sequence_packing"]["train_mb_tokens"] == 2048
+    assert policy["dynamic_batching"]["train_mb_tokens"] == 4096  # off: sizes nothing
+    assert policy["train_micro_batch_size"] == 4
+    log = (env.tmp / "results" / "nemo_packed" / "logs" / "trial-2.log").read_text()
+    assert "policy.sequence_packing.train_mb_tokens=2048" in log
+    fix = status["fixes_applied"][0]
+    assert fix["fix"] == "science_train_mb_tokens" and fix["science"] is True, fix
+    assert fix["config"] == [
+        {"key": "policy.sequence_packing.train_mb_tokens", "old": 4096, "new": 2048}
+    ], fix
+    refused = env.blueprint(
+        "nemo_packed_micro",
+        config=config,
+        command=command,
+        ajetd="allow_fixes: {train_micro_batch_size: {min: 1}}",
+    )
+    status = env.wait_done(env.submit(refused))
+    assert status["status"] == "failed" and status["trials"] == 1, status
+    assert (
+        "sequence_packing is on, so NeMo-RL ignores train_micro_batch_size (its micro batches "
+        "are packed up to the token budgets): allow train_mb_tokens or logprob_mb_tokens"
+    ) in status["reason"], status["reason"]
+
+
 def test_a_nemo_science_fix_the_commands_own_override_would_beat_ends_the_run_saying_so(
     daemon_env: Env,
 ) -> None:
@@ -669,7 +716,8 @@ def test_a_nemo_runs_failure_is_told_in_nemo_rls_words(daemon_env: Env) -> None:
     assert status["status"] == "failed", status
     assert status["reason"].endswith(
         "cuda_oom: no science fix allowed; to let ajetd try one, add [ajetd] allow_fixes for "
-        "one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"
+        "one of NeMo-RL's: train_mb_tokens, logprob_mb_tokens, train_micro_batch_size, "
+        "logprob_batch_size, gpu_memory_utilization"
     ), status["reason"]
 
 

@@ -252,7 +252,8 @@ def test_the_advice_follows_the_runs_framework() -> None:
     assert said + "ppo_micro_batch_size_per_gpu," in agentjet.reason  # walk 89, F2: first
     assert "train_micro_batch_size" not in agentjet.reason
     assert nemo.reason.endswith(
-        "for one of NeMo-RL's: train_micro_batch_size, logprob_batch_size, gpu_memory_utilization"
+        "for one of NeMo-RL's: train_mb_tokens, logprob_mb_tokens, train_micro_batch_size, "
+        "logprob_batch_size, gpu_memory_utilization"
     ), nemo.reason
     nccl = choose(_nemo(_failed_run()), _finding("nccl_error"), 3, None, T0 + 20)
     assert isinstance(nccl, Relaunch) and "AgentJet" not in nccl.why
@@ -373,3 +374,64 @@ def test_a_fix_at_several_paths_names_each() -> None:
     assert "ppo_micro_batch_size_per_gpu at 2 paths:" in choice.why, choice.why
     assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu 8 → 4" in choice.why
     assert "actor_rollout_ref.critic.ppo_micro_batch_size_per_gpu 16 → 8" in choice.why
+
+
+# -- session 34's gap: NeMo-RL's token budgets were not allowable, as AgentJet's (verl's) are ----
+
+
+def _nemo_config(on: str | None, budget: object = 4096) -> dict[str, object]:
+    """A NeMo-RL policy with both token batching sections, `on` the one enabled (or none)."""
+    policy: dict[str, object] = {"train_micro_batch_size": 4, "logprob_batch_size": 4}
+    for mode in ("dynamic_batching", "sequence_packing"):
+        policy[mode] = {
+            "enabled": mode == on,
+            "train_mb_tokens": budget,
+            "logprob_mb_tokens": budget,
+        }
+    return {"policy": policy}
+
+
+def test_a_nemo_token_budget_is_lowered_where_its_batching_is_on() -> None:
+    from ajetd.core.options import parse_options
+
+    allow = parse_options("allow_fixes: {train_mb_tokens: {min: 1024}}").allow_fixes
+    oom = _finding("cuda_oom")
+    for on in ("sequence_packing", "dynamic_batching"):
+        got = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, _nemo_config(on), allow)
+        assert isinstance(got, Relaunch), got
+        # the mode that is off keeps its budget: it sizes nothing
+        assert got.config_patches == ((("policy", on, "train_mb_tokens"), 2048),), got
+        assert got.why.endswith(
+            "train_mb_tokens 4096 → 2048 (allowed by [ajetd] allow_fixes, min 1024)"
+        ), got.why
+    # an AgentJet run is never given NeMo-RL's key, whatever its config holds
+    config = _nemo_config("sequence_packing")
+    agentjet = choose(_failed_run(), oom, 3, None, T0 + 20, config, allow)
+    assert isinstance(agentjet, GiveUp), agentjet
+    assert "train_mb_tokens" not in agentjet.reason.split("AgentJet's:")[-1], agentjet.reason
+
+
+def test_what_nemo_ignores_in_its_batch_mode_is_named_with_the_key_to_allow() -> None:
+    oom = _finding("cuda_oom")
+    micro = {"train_micro_batch_size": (1.0, None)}
+    config = _nemo_config("sequence_packing")
+    packed = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, config, micro)
+    assert isinstance(packed, GiveUp), packed
+    assert (
+        "sequence_packing is on, so NeMo-RL ignores train_micro_batch_size (its micro batches "
+        "are packed up to the token budgets): allow train_mb_tokens or logprob_mb_tokens for "
+        "a fix that sizes its batches"
+    ) in packed.reason, packed.reason
+    budgets = {"train_mb_tokens": (1.0, None)}
+    off = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, _nemo_config(None), budgets)
+    assert isinstance(off, GiveUp), off
+    assert (
+        "dynamic_batching and sequence_packing are off, so NeMo-RL ignores train_mb_tokens "
+        "(nothing uses the budgets): allow train_micro_batch_size or logprob_batch_size"
+    ) in off.reason, off.reason
+    # NeMo-RL's own default budget follows the micro batch size: lowering that one works
+    follows = "${mul:${policy.max_total_sequence_length}, ${policy.train_micro_batch_size}}"
+    config = _nemo_config("sequence_packing", budget=follows)
+    got = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, config, micro)
+    assert isinstance(got, Relaunch), got
+    assert got.config_patches == ((("policy", "train_micro_batch_size"), 2),), got

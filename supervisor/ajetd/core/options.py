@@ -66,6 +66,9 @@ SCIENCE_STEPS = {
         "ppo_micro_batch_size_per_gpu",  # verl's without dynamic batch sizes
         "log_prob_micro_batch_size_per_gpu",
         "micro_batch_size_per_gpu",
+        # NeMo-RL's token budgets, `policy.dynamic_batching.` / `policy.sequence_packing.`
+        "train_mb_tokens",
+        "logprob_mb_tokens",
         "train_micro_batch_size",  # NeMo-RL's `policy.` keys
         "logprob_batch_size",
         "gpu_memory_utilization",  # vLLM's, in both

@@ -195,9 +195,78 @@ def _dynamic_bsz(config: Mapping[str, Any]) -> bool | None:
     return any(v is True for v in flags)
 
 
+# NeMo-RL's two ways of sizing a micro batch by tokens (`policy.dynamic_batching`,
+# `policy.sequence_packing`, each `enabled`, with `train_mb_tokens` and `logprob_mb_tokens`):
+# where one is on, its micro batches are packed up to those budgets and the micro batch sizes
+# count only through them (its configs default each budget to `${mul:${policy.
+# max_total_sequence_length}, ${policy.train_micro_batch_size}}`: lowering the size lowers the
+# budget; a budget written as a number does not follow it); where both are off, the budgets
+# are ignored. The AgentJet side's token budgets (verl's) are allowable; these are NeMo-RL's.
+_NEMO_BATCHING = ("dynamic_batching", "sequence_packing")
+_NEMO_BUDGETS = {
+    "train_mb_tokens": "train_micro_batch_size",
+    "logprob_mb_tokens": "logprob_batch_size",
+}
+
+
+def _nemo_batching(config: Mapping[str, Any]) -> list[str] | None:
+    """The NeMo-RL token batching modes on in the config (`dynamic_batching`,
+    `sequence_packing`); None where it has neither section (not a NeMo-RL config)."""
+    policy = config.get("policy")
+    if not isinstance(policy, Mapping):
+        return None
+    sections = [(m, policy[m]) for m in _NEMO_BATCHING if isinstance(policy.get(m), Mapping)]
+    if not sections:
+        return None
+    return [m for m, section in sections if section.get("enabled") is True]
+
+
+def _nemo_budget_paths(
+    config: Mapping[str, Any], numeric: list[tuple[tuple[str, ...], Any]]
+) -> list[tuple[tuple[str, ...], Any]]:
+    """A NeMo-RL token budget's paths in the modes that are on (a budget of a mode that is off
+    sizes nothing: lowering it would change the experiment's record, not its memory)."""
+    on = {("policy", m) for m in _nemo_batching(config) or ()}
+    return [(p, v) for p, v in numeric if p[:2] in on]
+
+
+def _nemo_acting(allowed: list[str], config: Mapping[str, Any]) -> tuple[list[str], str]:
+    """`_acting` for NeMo-RL's keys: with token batching on, a micro batch size whose budget
+    there is written as a number is ignored (one written as NeMo-RL's default follows it);
+    with it off, the budgets are."""
+    on = _nemo_batching(config)
+    if on is None:
+        return allowed, ""
+    if on:
+        ignored = []
+        for budget, size in _NEMO_BUDGETS.items():
+            found = [(p, get_path(config, p)) for p in find_paths(config, budget)]
+            paths = _nemo_budget_paths(config, found)
+            if any(isinstance(v, int | float) and not isinstance(v, bool) for _, v in paths):
+                ignored.append(size)
+        instead = [b for b, size in _NEMO_BUDGETS.items() if size in ignored]
+        what = f"{' and '.join(on)} {'is' if len(on) == 1 else 'are'} on"
+        why = "its micro batches are packed up to the token budgets"
+    else:
+        ignored, instead = list(_NEMO_BUDGETS), list(_NEMO_BUDGETS.values())
+        what, why = "dynamic_batching and sequence_packing are off", "nothing uses the budgets"
+    left = [k for k in allowed if k in ignored]
+    if not left:
+        return allowed, ""
+    note = (
+        f"; {what}, so NeMo-RL ignores {', '.join(left)} ({why}): allow "
+        f"{' or '.join(instead)} for a fix that sizes its batches"
+    )
+    return [k for k in allowed if k not in ignored], note
+
+
 def _acting(kind: str, allowed: list[str], config: Mapping[str, Any]) -> tuple[list[str], str]:
     """The allowed keys that size memory in this config, and a note naming those left out
-    (keys verl ignores in its batch mode), for the fix's reason."""
+    (keys verl, or NeMo-RL, ignores in its batch mode), for the fix's reason."""
+    if kind == "cuda_oom" and any(
+        k in _NEMO_BUDGETS or k in _NEMO_BUDGETS.values() for k in allowed
+    ):
+        return _nemo_acting(allowed, config)
     dynamic = _dynamic_bsz(config) if kind == "cuda_oom" else None
     if dynamic is None:
         return allowed, ""
@@ -258,6 +327,8 @@ def _science(
         ]
         if key == "ppo_max_token_len_per_gpu":
             numeric = _ajet_token_budget(config) or numeric
+        if key in _NEMO_BUDGETS:
+            numeric = _nemo_budget_paths(config, numeric)
         own = [(p, v) for p, v in numeric if p[0] == "ajet"]
         numeric = own or numeric  # AgentJet's section where it sets the key (see the note above)
         if not numeric:

@@ -52,9 +52,19 @@ AGENTJET = Framework(
 )
 NEMO_RL = Framework(
     "NeMo-RL",
+    # policy.{dynamic_batching,sequence_packing}.{train,logprob}_mb_tokens (its token budgets),
     # policy.train_micro_batch_size, policy.logprob_batch_size, policy.generation.
     # vllm_cfg.gpu_memory_utilization, policy.optimizer.kwargs.lr
-    frozenset({"train_micro_batch_size", "logprob_batch_size", "gpu_memory_utilization", "lr"}),
+    frozenset(
+        {
+            "train_mb_tokens",
+            "logprob_mb_tokens",
+            "train_micro_batch_size",
+            "logprob_batch_size",
+            "gpu_memory_utilization",
+            "lr",
+        }
+    ),
     # nemo_rl/models/generation/vllm/vllm_generation.py sets it "to avoid the NCCL error"
     "the workaround NeMo-RL applies itself for vLLM across nodes",
 )

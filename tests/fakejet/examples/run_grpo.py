@@ -58,6 +58,12 @@ def main() -> int:
     # (`fake.oom_above_micro`: a CUDA OOM after the first step while the micro batch is larger)
     micro = int(conf.get("policy", {}).get("train_micro_batch_size", 1))
     fake = conf.get("fake", {})
+    # (`fake.oom_above_mb_tokens`: the same while sequence packing's token budget is larger)
+    packing = conf.get("policy", {}).get("sequence_packing") or {}
+    mb_tokens = int(packing.get("train_mb_tokens", 0)) if packing.get("enabled") else 0
+    too_big = micro > int(fake.get("oom_above_micro", micro)) or (
+        mb_tokens > int(fake.get("oom_above_mb_tokens", mb_tokens))
+    )
     first = os.environ.get("AJETD_TRIAL") == "1"
     flat = values.get("fake.flat") == "1"  # (`fake.flat=1`: an accuracy that never improves)
     if values.get("fake.fail_with"):  # (`fake.fail_with=LOG`: print that log and exit 1)
@@ -66,6 +72,8 @@ def main() -> int:
     print(f"Loaded configuration from: {conf_path}")
     print(f"Overrides: {overrides}")
     print(f"policy.train_micro_batch_size={micro}")
+    if mb_tokens:
+        print(f"policy.sequence_packing.train_mb_tokens={mb_tokens}")
     print(f"📊 Using log directory: {log_dir}/exp_001")
     print(f"📊 Using checkpoint directory: {ckpt}")
     print(f"wandb_enabled={values.get('logger.wandb_enabled', 'default')}")
@@ -109,7 +117,7 @@ def main() -> int:
             )
             return 1
         (ckpt / f"step_{step}").mkdir(parents=True, exist_ok=True)
-        if micro > int(fake.get("oom_above_micro", micro)):
+        if too_big:
             print("Traceback (most recent call last):", file=sys.stderr)
             print('  File "nemo_rl/algorithms/grpo.py", line 812, in grpo_train', file=sys.stderr)
             print(
