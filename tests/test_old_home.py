@@ -73,6 +73,18 @@ def _with_fixes_applied(text: str) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def _with_stages(text: str) -> str:
+    """An old status object (or run.json) as this version writes it: the same bytes, with
+    `stages` (a pipeline's stages and what each left, session 34) after `fixes_applied`;
+    null: the old runs had no stages. finish.flag has no such field."""
+    data = json.loads(text)
+    assert "stages" not in data and "fixes_applied" in data
+    keys = list(data)
+    at = keys.index("fixes_applied") + 1
+    data = {k: data[k] for k in keys[:at]} | {"stages": None} | {k: data[k] for k in keys[at:]}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     """An old status object (or run.json) as this version prints it: the same bytes, but
     for each finding of `diagnosis`, which now holds every field a finding has in any JSON
@@ -208,7 +220,7 @@ def test_an_old_home_is_taken_up(env: Env) -> None:
         assert out.returncode == 0, out.stderr
         changes = env.record(RUNS[name]).get("config_changes", [])
         now = _with_best(_findings_now(text.replace("@TMP@", str(env.tmp)), changes), name)
-        now = _with_fixes_applied(now)
+        now = _with_stages(_with_fixes_applied(now))
         assert out.stdout == now, name
 
 
@@ -260,6 +272,7 @@ def test_old_reports_render_the_same(env: Env) -> None:
         folder = Path(run.result_dir)
         old = {f: (folder / f).read_text() for f in ("results.md", "trials.md", "run.json")}
         old["run.json"] = _with_fixes_applied(_with_best(_findings_now(old["run.json"]), name))
+        old["run.json"] = _with_stages(old["run.json"])
         old["finish.flag"] = _with_best((folder / "finish.flag").read_text(), name)
         old["finish.flag"] = _with_fixes_applied(old["finish.flag"])
         old["results.md"] = old["results.md"].replace("@HOST@", socket.gethostname())
