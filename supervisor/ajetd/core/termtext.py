@@ -36,6 +36,13 @@ _SRUN_LABEL = re.compile(rf" {{0,3}}{SRUN_LABEL_SOURCE}")
 # A Ray worker's mark: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0]
 # pid=1), (pid=123)
 RAY_WORKER = r"\((?:[A-Za-z_][\w.:\-]*(?:\[[^\]\s]*\])?\s+)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)"
+# tqdm's bar with a total (`{desc}: {percentage}%|{bar}| {n}/{total} [{elapsed}<{remaining},
+# {rate}{postfix}]`), a description of a few words before it; a bar up to 400 columns wide
+# (1200 bytes of block characters)
+PROGRESS_BAR = (
+    r"|[ \t]{0,8}(?:[\w .\-]{1,60}:[ \t]{1,4})?\d{1,3}%\|[^|\n]{0,1200}\|[^\[\n]{0,80}"
+    r"\[[^\[\]\n]{0,200}\]"
+)
 # One decoration at the start of a line; `strip_dress` removes as many as are stacked.
 DRESS_SOURCE = (
     # colour codes, also as pasted into an issue (the ESC byte lost, `[36m` left)
@@ -73,7 +80,12 @@ DRESS_SOURCE = (
     r"|\++ "
     # pytest: the `E   ` column before the lines of an exception a failing test raised
     r"|E {3,}"
-    r")"
+    # a tqdm bar the next output was printed after, on the same line (a bar is redrawn with
+    # `\r` and ends in no newline until it closes, so a program's error, a shell's `Killed`,
+    # a rank's NCCL line lands after its `]`): `  31%|███▌   | 331/1063 [01:06<03:59,
+    # 3.06it/s]`, `Epoch 1:  45%|...| 9/20 [00:10<00:12,  1.1s/it, loss=0.5]`; the bar says
+    # nothing, the text after it is the line. (Bounded runs, none of them repeated: linear)
+     + PROGRESS_BAR + r")"
 )
 DRESS = re.compile(DRESS_SOURCE)
 DRESS_BYTES = re.compile(b"(?m)^(?:" + DRESS_SOURCE.encode() + b")+")
