@@ -5,7 +5,10 @@ otherwise (Slurm's `--time` counts minutes). In a sentence, the first duration c
 "运行时间不超过 2 小时，每个实验强制在 2 小时后终止" is two hours; an option's value must be a
 duration and nothing else (`whole=True`).
 
-Refused, with the reason, rather than misread: negative values (`-5 min`, `-1:00:00`), exponent
+A duration's parts go from the largest unit down, each unit once; two durations side by side
+(`2h, 3h`, `1h 2h`) are refused, not added up. Refused, with the reason, rather than misread:
+a decimal comma (`1,5 h`: a thousands separator elsewhere) and a fraction (`1 1/2 hours`), whose
+last digits would be read alone; negative values (`-5 min`, `-1:00:00`), exponent
 notation (`1e3s` is not 3 s), infinity and NaN, numbers of more than 15 digits, zero and less
 than a second (which shows and acts as zero; unless the caller allows zero) and more than a
 year. The text is scanned once, left to right, with
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 from ajetd.core.errors import DurationError
 
@@ -43,26 +47,32 @@ _CLOCK = re.compile(r"(\d{1,3}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 # a job script: the colon after the hours tells it from a range (`2-3 hours`)
 _SLURM_DAYS = re.compile(r"(\d{1,3})-(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 _BARE = re.compile(r"([-+−]?)(\d+(?:\.\d+)?|\.\d+)")
+_BARE_COMMA = re.compile(r"\d{1,15}[,，]\d{1,15}")
 _EXPONENT = re.compile(r"(?<![\d.])[\d.]+[eE][-+]?\d")
 _NOT_FINITE = re.compile(r"(?<![A-Za-z])(?:inf(?:inity)?|nan|∞)(?![A-Za-z])", re.IGNORECASE)
 _MINUS = "-−"  # ASCII hyphen-minus and U+2212
-_JOINERS = " \t,和又"
+_JOINERS = " \t,，、和又"
 EXAMPLES = "90s, 30m, 2h, 1h30m, 1.5 hours, 2 小时, 01:30:00"
 
 
-# Chinese numerals before a Chinese unit (`两小时`, `半小时`, `一个半小时`, `三十分钟`) are
-# read as digits. Only before an unambiguous unit word: `十分` alone also means "very".
+# Chinese numerals before a Chinese unit (`两小时`, `半小时`, `一个半小时`, `三十分钟`, `十五分`)
+# are read as digits, before every unit that digits are read before (walk 90: `十五分` was
+# refused while `15分` was read). Only before a unit word, and never in an idiom that is no
+# duration: `十分` alone means "very", `一时` "for a moment"; `半` only before a whole word
+# (`半分` is "the slightest").
 _CN_DIGITS = dict(
     zip("零〇一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)
 )
-_CN_UNIT = "(?:个|個)?(?:小时|小時|钟头|鐘頭|分钟|分鐘|秒钟|秒鐘|秒|天)"
+_CN_UNIT = "(?:个|個)?(?:小时|小時|钟头|鐘頭|分钟|分鐘|秒钟|秒鐘|秒|天|分|时|日)"
+_CN_BARE = {"分", "时", "日"}
+_CN_IDIOMS = {("十", "分"), ("一", "时")}
 _CN_NUMBER = re.compile(
-    rf"(?:([零〇一二两兩三四五六七八九十百]{{1,8}})(?:个|個)?(半)?|(半))(?={_CN_UNIT})"
+    rf"(?:([零〇一二两兩三四五六七八九十百]{{1,8}})(?:个|個)?(半)?|(半))(?=({_CN_UNIT}))"
 )
 
 
 def _cn_value(numeral: str) -> int:
-    """`十五` -> 15, `二十` -> 20, `一百二十` -> 120, `两` -> 2."""
+    """`十五` -> 15, `二十` -> 20, `一百二十` -> 120, `一百零五` -> 105, `两` -> 2."""
     total = current = 0
     for char in numeral:
         if char in _CN_DIGITS:
@@ -77,8 +87,11 @@ def _arabic(text: str) -> str:
     """`text` with Chinese numerals before a Chinese unit written in digits."""
 
     def digits(match: re.Match[str]) -> str:
-        whole = _cn_value(match.group(1)) if match.group(1) else 0
-        return f"{whole + (0.5 if match.group(2) or match.group(3) else 0):g}"
+        numeral, half = match.group(1) or "", bool(match.group(2) or match.group(3))
+        unit = match.group(4).lstrip("个個")
+        if unit in _CN_BARE and (half or (numeral, unit) in _CN_IDIOMS):
+            return match.group()
+        return f"{(_cn_value(numeral) if numeral else 0) + (0.5 if half else 0):g}"
 
     return _CN_NUMBER.sub(digits, text)
 
@@ -102,6 +115,8 @@ def parse_duration(
     if len(stripped) > 40 and stripped.isdigit():
         raise DurationError(f"a number of {len(stripped)} digits is not a duration")
     bare = _BARE.fullmatch(stripped) if len(stripped) <= 40 else None
+    if bare is None and len(stripped) <= 40 and _BARE_COMMA.fullmatch(stripped):
+        raise DurationError(_COMMA.format(_short(text)))
     if bare:
         if bare.group(1):
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")
@@ -123,8 +138,8 @@ def parse_duration(
 
 
 # Between the two ends of a range: `2-3 hours`, `2–3h`, `2~3 小时`, `2 到 3 小时`, `2 to 3h`,
-# `2h or 3h`; spaces around it (a few)
-_JOIN = r"[ \t]{0,8}(?:-|–|—|~|～|〜|至|到|或|(?:to|or)(?![A-Za-z]))[ \t]{0,8}"
+# `2h or 3h`, `2h/3h`; spaces around it (a few)
+_JOIN = r"[ \t]{0,8}(?:-|–|—|~|～|〜|至|到|或|/|(?:to|or)(?![A-Za-z]))[ \t]{0,8}"
 _RANGE_AFTER = re.compile(rf"{_JOIN}[\d一二两兩三四五六七八九十]")
 _RANGE_BEFORE = re.compile(
     rf"[\d一二两兩三四五六七八九十][ \t]{{0,8}}(?:(?:{_UNIT_ALT})(?![A-Za-z]))?{_JOIN}$",
@@ -165,9 +180,18 @@ def _first_start(text: str) -> int:
     return len(text)
 
 
-def _part_at(text: str, number: re.Match[str]) -> tuple[float, int, float | None] | None:
-    """The duration part starting at this number (seconds, end, its unit's seconds: None for
-    a clock), or None if none does."""
+class _Part(NamedTuple):
+    """One part of a duration: `2h`, `30 分钟`, `01:30:00`, `1-00:00`."""
+
+    seconds: float
+    end: int
+    top: float  # its largest unit's seconds (a clock's hours)
+    bottom: float  # its smallest unit's seconds
+    unit: bool  # a number and a unit word (not a clock): a bare number may follow it
+
+
+def _part_at(text: str, number: re.Match[str]) -> _Part | None:
+    """The duration part starting at this number, or None if none does."""
     start = number.start()
     clock = None
     if "." not in number.group() and not (start and text[start - 1] == "."):
@@ -175,18 +199,26 @@ def _part_at(text: str, number: re.Match[str]) -> tuple[float, int, float | None
         if days:
             _check_context(text, start)
             d, h, m, sec = (int(days.group(n) or 0) for n in (1, 2, 3, 4))
-            return float(d * 86400 + h * 3600 + m * 60 + sec), days.end(), None
+            low = 1.0 if days.group(4) else 60.0
+            return _Part(float(d * 86400 + h * 3600 + m * 60 + sec), days.end(), 86400, low, False)
         clock = _CLOCK.match(text, start)
     if clock:
         _check_context(text, start)
         h, m, s = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
-        return float(h * 3600 + m * 60 + s), clock.end(), None
+        low = 1.0 if clock.group(3) else 60.0
+        return _Part(float(h * 3600 + m * 60 + s), clock.end(), 3600.0, low, False)
     unit = _UNIT.match(text, number.end())
-    if unit is None:
+    if unit is None or (
+        unit.group(1) == "日" and _DATE_BEFORE.search(text, max(0, start - 9), start)
+    ):
         return None
     _check_context(text, start)
     per = _UNITS[unit.group(1).lower()]
-    return _number(number.group(), text) * per, unit.end(), per
+    return _Part(_number(number.group(), text) * per, unit.end(), per, per, True)
+
+
+# `12月3日` is a date, not three days
+_DATE_BEFORE = re.compile(r"月[ \t]{0,8}$")
 
 
 # `2h30`, `1m30`, `1 hour 30`: a number without a unit right after a part counts the next
@@ -220,34 +252,57 @@ def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | Non
 
 
 def _scan(text: str) -> tuple[float | None, int]:
-    """Seconds of the first run of consecutive parts, and where it ends (None: no part)."""
+    """Seconds of the first duration, and where it ends (None: no part).
+
+    A duration's parts go from the largest unit down, each unit once (`1h30m`, `1 天 2 小时`,
+    `1 小时零 5 分`); a part whose unit is not smaller than the one before starts another
+    duration (`2h, 3h`, `1h 2h`, `30m 1h`), and two durations side by side are refused: summed
+    they were read as 5 h (walk 90), and which one was meant no reader can tell."""
     for number in _NUMBER.finditer(text):
         first = _part_at(text, number)
         if first is None:
             continue
-        total, pos, per = first
+        total, last, start = first.seconds, first, number.start()
         while True:
-            end = pos
-            while pos < len(text) and text[pos] in _JOINERS:
-                pos += 1
-            if text[pos : pos + 3].lower() == "and":
-                pos += 3
-                while pos < len(text) and text[pos] == " ":
-                    pos += 1
+            pos = _joined(text, last.end)
             following = _NUMBER.match(text, pos)
             part = _part_at(text, following) if following else None
             if part is None:
-                rest = _trailing(text, end, per)
+                rest = _trailing(text, last.end, last.bottom if last.unit else None)
                 if rest is None:
-                    return total, pos
+                    return total, last.end
                 return total + rest[0], rest[1]
-            total += part[0]
-            pos, per = part[1], part[2]
+            if part.top >= last.bottom:
+                first_one = text[start : last.end].strip()
+                second = text[pos : part.end].strip()
+                raise DurationError(
+                    f"{_short(text)} holds two durations side by side, {first_one!r} and "
+                    f"{second!r}: write one (a duration's units go from the largest down, "
+                    "each once: 1h30m, 1 小时 30 分)"
+                )
+            total += part.seconds
+            last = part
     return None, 0
 
 
+def _joined(text: str, pos: int) -> int:
+    """Where the next part would start after a part ending at `pos`: past spaces, commas,
+    `and`, `和`, `又` and `零` (`1 小时零 5 分`: the zero says no tens of minutes)."""
+    while pos < len(text) and text[pos] in _JOINERS:
+        pos += 1
+    for word in ("and", "零", "〇"):
+        if text[pos : pos + len(word)].lower() == word:
+            pos += len(word)
+            while pos < len(text) and text[pos] in " \t":
+                pos += 1
+            break
+    return pos
+
+
 def _check_context(text: str, start: int) -> None:
-    """Refuse a sign or an exponent just before a duration's number: `-5 min`, `1e3s`."""
+    """Refuse what just before a duration's number changes it: a sign (`-5 min`), an
+    exponent (`1e3s`), a decimal comma (`1,5 h`) or a fraction (`1 1/2 hours`), where the
+    number read would be another (walk 90: `1,5 h` and `1 1/2 hours` were read as 5 h and 2 h)."""
     before = text[max(0, start - 4) : start]
     tight = before.rstrip(" \t")
     if tight and tight[-1] in _MINUS:
@@ -258,6 +313,19 @@ def _check_context(text: str, start: int) -> None:
         raise DurationError(
             f"exponent notation is not a duration ({_short(text)}); write the digits"
         )
+    if re.search(r"\d[,，]$", before):
+        raise DurationError(_COMMA.format(_short(text)))
+    if re.search(r"\d[ \t]*[/⁄][ \t]*$", before):
+        raise DurationError(
+            f"{_short(text)}: a fraction is not read in a duration; write a decimal or smaller "
+            "units (1.5h, 1h30m)"
+        )
+
+
+_COMMA = (
+    "{}: a comma between digits is a decimal comma in some languages and a thousands "
+    "separator in others; write a decimal point or smaller units (1.5h, 1h30m, 1500s)"
+)
 
 
 def _number(digits: str, text: str) -> float:
