@@ -43,6 +43,29 @@ def test_output_a_full_result_dir_lost_at_the_trials_end_is_said_and_its_tail_ke
     assert any(said[0] == json.loads(e)["event"] for e in events)
 
 
+def test_a_full_disk_at_the_end_is_no_lost_output_when_the_log_holds_the_exit_line(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The program fills its result dir, then prints two short lines and exits 0: the log
+    grows within the page it already holds and keeps every line, ajetd's `exited with code`
+    line among them, yet a warning said its output after byte N was lost (walk 90 F8)."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result = disk / "out"
+    hog = disk / "hog.bin"
+    command = f"echo started; head -c 2000000 /dev/zero > {hog} 2>/dev/null; echo one; echo {LAST}"
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("full", command=command, result=str(result), ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("attention"), 30, "the reports to wait for room")
+    log = result / "logs" / "trial-1.log"
+    text = log.read_text()
+    assert LAST in text.splitlines() and "[ajetd] trial 1 exited with code 0" in text, text
+    hog.unlink()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert not [w for w in status["warnings"] if "output after byte" in w], status["warnings"]
+    assert "is missing from" not in (result / "results.md").read_text()
+
+
 # -- session 34's gap: output lost in the middle of a trial, said while it runs ---------------
 
 

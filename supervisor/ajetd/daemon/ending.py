@@ -32,7 +32,7 @@ from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly, root_cause
 from ajetd.core.timefmt import iso
-from ajetd.core.trialscript import OWN_LINE_PREFIX
+from ajetd.core.trialscript import OWN_LINE_PREFIX, exit_line
 from ajetd.daemon.trials import (
     ask_log_writer,
     await_output,
@@ -146,11 +146,16 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
 
 def lost_output(log_file: Path, number: int) -> str | None:
     """What a full disk took from trial `number`'s log, said where its disk is full as the
-    trial ends: its writer could write nothing more, so at least the program's last lines and
-    ajetd's `exited with code` line are not in it. The log's size and last write say from
-    where on (the log just ended, mid-flood, and nothing said so: walk88 F8)."""
+    trial ends and the log lacks ajetd's `exited with code` line, the trial's last: its
+    writer could write nothing more, so the program's last lines are not in it either. The
+    log's size and last write say from where on (the log just ended, mid-flood, and nothing
+    said so: walk88 F8). A full disk alone is no loss: a log that grows within the space it
+    already holds (a few lines after the disk filled) keeps every line, the exit line with
+    them, and was said to have lost its end (walk 90 F8)."""
     free = diskfull.free_bytes(log_file.parent)
     if free is None or free >= diskfull.FULL_BELOW_BYTES:
+        return None
+    if exit_line(number) in tail_bytes(log_file, 4096):  # once it is there, so is the rest
         return None
     try:
         info = log_file.stat()
