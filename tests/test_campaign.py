@@ -706,6 +706,57 @@ def test_a_campaign_that_ended_without_a_best_says_none_and_why() -> None:
     assert best_line(spec, kept).startswith("accuracy 0.5: baseline (run k3x9az")
 
 
+def test_a_campaign_whose_valued_runs_are_none_kept_says_why_by_kind() -> None:
+    """Experiments that recorded values but timed out (crash rows) read "no experiment's run
+    recorded a value of accuracy" (walk 90 F10): each is counted by why it is not kept."""
+    from ajetd.core.campaignrecord import CampaignState, ExpState, best_line
+
+    spec = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+
+    def row(index: int, status: str, run_status: str, value: float | None = 0.5) -> ExpState:
+        return ExpState(
+            index,
+            f"e{index}",
+            "d",
+            recorded=True,
+            status=status,
+            run_status=run_status,
+            value=value,
+        )
+
+    def said(*rows: ExpState) -> str:
+        return best_line(spec, CampaignState("c", 0.0, experiments=list(rows), done=True))
+
+    crash = " (a run that failed, timed out or diverged is a crash, whatever it recorded)"
+    timeouts = [row(i, "crash", "time_limit") for i in range(4)]
+    assert said(*timeouts) == (
+        "none: none of the 4 experiments that recorded accuracy is kept: all timed out" + crash
+    )
+    assert said(timeouts[0]) == (
+        "none: the one experiment that recorded accuracy is not kept: it timed out" + crash
+    )
+    mixed = said(
+        row(0, "crash", "time_limit"),
+        row(1, "crash", "failed"),
+        row(2, "crash", "succeeded"),  # its last validation was nan: diverged
+        row(3, "stopped", "stopped"),
+        row(4, "smoke", "succeeded"),
+        row(5, "crash", ""),  # a record written before rows kept how their runs ended
+        row(6, "crash", "failed", None),  # no value: not counted
+    )
+    assert mixed == (
+        "none: none of the 6 experiments that recorded accuracy is kept: 1 timed out, 1 failed, "
+        "1 diverged, 1 stopped, 1 smoke run (never judged), 1 crashed" + crash
+    )
+    assert said(row(0, "smoke", "succeeded")) == (
+        "none: the one experiment that recorded accuracy is not kept: it was a smoke run "
+        "(never judged)"
+    )
+    assert said(row(0, "crash", "failed", None)) == (
+        "none: no experiment's run recorded a value of accuracy"
+    )
+
+
 @given(st.text(max_size=400), st.integers(min_value=1, max_value=200))
 @example("&lt;", 4)  # an entity in the text: shown as written (found by CI's run)
 @settings(max_examples=300, deadline=None)

@@ -1077,3 +1077,35 @@ def test_add_continue_makes_room_past_every_planned_experiment(env: Env) -> None
     assert state.rounds == 1 and state.added == []
     going_on = ask({"op": "add", "entry": cs.entry("x", "idea"), "continue": True})
     assert (going_on["ok"], going_on["index"], state.rounds) == (True, 7, 3), going_on
+
+
+def test_a_campaign_whose_runs_recorded_values_but_timed_out_says_why_no_best(
+    daemon_env: Env,
+) -> None:
+    """Its experiments recorded accuracy, then hit the per-experiment timeout: crash rows
+    with values. `campaign status` said "no experiment's run recorded a value of accuracy"
+    (walk 90 F10); it says they did, and why none is kept."""
+    env = daemon_env
+    folder = _folder(
+        env,
+        "slow",
+        "stop: {max_experiments: 1, per_experiment_timeout: 3s}\n",
+        f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=400 "
+        "grpo.val_period=1 fake.step_time=0.05",
+    )
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    assert cid, "the campaign was not taken"
+    wait_for(
+        lambda: _json(env, "campaign", "status", cid, "--json")["state"] == "done",
+        60,
+        "the campaign to end",
+    )
+    [row] = _ledger(env, "slow")
+    assert row["status"] == "crash" and row["metric_value"], row
+    text = env.cli("campaign", "status", cid).stdout
+    said = (
+        "best: none: the one experiment that recorded accuracy is not kept: it timed out (a run "
+        "that failed, timed out or diverged is a crash, whatever it recorded)"
+    )
+    assert said in text, text
+    assert said[len("best: ") :] in (env.tmp / "campaigns" / "slow" / "campaign.md").read_text()

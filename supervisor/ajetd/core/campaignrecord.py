@@ -34,6 +34,7 @@ class ExpState:
     reason: str = ""  # a crash row's why: its run's reason (one line, bounded), or `refused`
     recorded: bool = False
     status: str = ""
+    run_status: str = ""  # how its run ended (`failed`, `time_limit`, ...): a crash row's kind
     value: float | None = None
     # where `value` came from when not every record of its run counted (`counted_value`):
     # the trial whose fresh start its records begin at, and what the views say of it
@@ -246,12 +247,49 @@ def best_line(spec: cs.CampaignSpec, state: CampaignState) -> str:
     if state.best is None or state.best_index is None:
         if not state.done:
             return "none yet"
-        return f"none: no experiment's run recorded a value of {spec.metric}"
+        return f"none: {_none_kept(spec, state)}"
     exp = state.experiments[state.best_index]
     where = [f"run {exp.run_id}"] if exp.run_id else []
     if exp.branch:
         where += [f"branch {exp.branch}", f"commit {exp.commit[:12]}"]
     return f"{spec.metric} {state.best:g}: {exp.name} ({', '.join(where)})"
+
+
+# how a row that recorded a value is still no best, said of its run
+_NOT_KEPT = {"time_limit": "timed out", "failed": "failed", "lost": "got lost"}
+_SMOKE = "smoke run (never judged)"
+
+
+def _none_kept(spec: cs.CampaignSpec, state: CampaignState) -> str:
+    """Why an ended campaign has no best: no run recorded its metric, or those that did are
+    none eligible, counted by why (walk 90 F10: four experiments that recorded values and
+    all timed out read "no experiment's run recorded a value")."""
+    valued = [e for e in state.experiments if e.recorded and e.value is not None]
+    if not valued:
+        return f"no experiment's run recorded a value of {spec.metric}"
+    why: dict[str, int] = {}
+    for exp in valued:
+        if exp.status == "crash":
+            kind = _NOT_KEPT.get(exp.run_status, "crashed")
+            if exp.run_status in ("succeeded", "plateau"):
+                kind = "diverged"  # its last validation was nan or inf (`verdict`)
+        elif exp.status == "smoke":
+            kind = _SMOKE
+        else:
+            kind = exp.status or "not judged"
+        why[kind] = why.get(kind, 0) + 1
+    count = len(valued)
+    if count == 1:
+        kind = next(iter(why))
+        text = f"the one experiment that recorded {spec.metric} is not kept: "
+        text += "it was a " + kind if kind == _SMOKE else "it " + kind
+    else:
+        said = [f"all {kind}" if n == count else f"{n} {kind}" for kind, n in why.items()]
+        text = f"none of the {count} experiments that recorded {spec.metric} is kept: "
+        text += ", ".join(said)
+    if any(e.status == "crash" for e in valued):
+        text += " (a run that failed, timed out or diverged is a crash, whatever it recorded)"
+    return text
 
 
 def standing(state: CampaignState, spec: cs.CampaignSpec, now: float) -> tuple[str, str, str, str]:

@@ -379,6 +379,7 @@ class Campaigns:
                 break
             exp.value, exp.status, exp.reason, exp.row = done.value, done.status, done.reason, row
             exp.value_trial, exp.value_note = done.value_trial, done.value_note
+            exp.run_status = done.run_status
             if exp.status == "keep" and exp.value is not None:
                 state.best, state.best_name, state.best_index = exp.value, exp.name, exp.index
             exp.recorded, changed = True, True
@@ -400,7 +401,13 @@ class Campaigns:
             status = run.status.value
             diverged = nonfinite_note(run.history, spec.metric)
         value = counted.value
-        done = replace(exp, value=value, value_trial=counted.trial, value_note=counted.note)
+        done = replace(
+            exp,
+            value=value,
+            value_trial=counted.trial,
+            value_note=counted.note,
+            run_status=status if run is not None else "refused",
+        )
         done.status = cr.verdict(
             status, value, state.best, spec.maximise, exp.smoke, diverged is not None
         )
