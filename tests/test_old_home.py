@@ -238,7 +238,7 @@ def _with_trial_column(results: str, trial: int) -> str:
 
 def _with_every_metric(text: str) -> str:
     """The NeMo-RL run's table as this version writes it: its other metrics (the same in each
-    record of the fixture) beside accuracy, which it showed alone."""
+    record of the fixture) beside accuracy, which it showed alone; a count as an integer."""
     rows = {
         "| trial | step | accuracy |": "| trial | step | accuracy | average_response_length "
         "| samples_processed |",
@@ -247,7 +247,7 @@ def _with_every_metric(text: str) -> str:
     lines = []
     for line in text.split("\n"):
         row = line.startswith("| 1 | ") and line.count("|") == 4
-        lines.append(rows.get(line, line + " 231.4000 | 256.0000 |" if row else line))
+        lines.append(rows.get(line, line + " 231.4000 | 256 |" if row else line))
     return "\n".join(lines)
 
 

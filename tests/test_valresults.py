@@ -466,3 +466,28 @@ def test_a_programs_own_metrics_beside_mean_reward_are_shown_everywhere(daemon_e
     plotted = json.loads((env.home / "runs" / run_id / "plot-spec.json").read_text())
     assert plotted["keys"] == ["mean_reward", "acc_top1", "rouge_l"] and not plotted["more"]
     assert (env.tmp / "results" / "own" / "curves.png").stat().st_size > 0
+
+
+def test_a_count_prints_as_an_integer_and_a_rate_keeps_its_decimals() -> None:
+    """results.md printed NeMo-RL's `samples_processed` as `256.0000` (walk 90 F12): records
+    hold floats whatever the program printed, so a column whose every value is a whole
+    number, one above 1, is a count and prints as one; a rate of 0s and 1s, or any column
+    with a fraction in it, keeps four decimals; nan is named in either."""
+    from ajetd.frameworks.valresults import cell, is_count
+    from ajetd.views.rundetail import detail
+
+    history = tuple(
+        {"global_steps": s, "accuracy": a, "samples_processed": 128.0 * s, "length": n, "hit": h}
+        for s, a, n, h in ((2, 0.6, 231.4, 1.0), (4, 0.8, 240.0, 0.0), (6, 1.0, 250.0, 1.0))
+    )
+    run = Run(run_id="abc123", source="x.md", submitted_at=1.0, result_dir="/tmp/r")
+    run = replace(run, history=history, metrics=dict(history[-1]), kind="nemo_rl")
+    text = render_results(run, ReportContext(host="h"))
+    rows = [line for line in text.splitlines() if line.startswith("|  | ")]
+    assert rows[0] == "|  | 2 | 0.6000 | 256 | 231.4000 | 1.0000 |", rows
+    assert rows[2] == "|  | 6 | 1.0000 | 768 | 250.0000 | 1.0000 |", rows
+    shown = "\n".join("".join(part for part, _ in line) for line in detail(run, 10.0, 200))
+    assert " 768 " in shown and "768.0000" not in shown and "0.6000" in shown, shown
+    assert is_count([256.0, float("nan"), 512.0]) and cell(float("nan"), True) == "nan"
+    assert not is_count([0.0, 1.0]) and not is_count([2.0, 2.5]) and not is_count([])
+    assert cell(3, False) == "3" and cell(None, True) == "" and not is_count([1e20])

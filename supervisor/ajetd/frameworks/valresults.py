@@ -487,6 +487,32 @@ def nonfinite_note(history: Sequence[Mapping[str, Any]], key: str) -> str | None
     return f"{key} is {word} in the last {span} (since step {step_text(since)})"
 
 
+def is_count(values: Iterable[Any]) -> bool:
+    """A metric's column holds a count (`samples_processed`, `num_tokens`): every finite
+    value in it is a whole number and one is above 1 (a rate of 0s and 1s is no count).
+    Records hold floats whatever the program printed, so the values say it, not their type."""
+    above = False
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        if float(value) != int(value) or abs(value) >= 1e15:
+            return False
+        above = above or abs(value) > 1
+    return above
+
+
+def cell(value: Any, count: bool) -> str:
+    """A value in a metric's column: a count's as an integer (`256`, not `256.0000`: walk 90
+    F12), another number with four decimals, `nan`/`inf` named, "" for none."""
+    if isinstance(value, float):
+        if count and math.isfinite(value):
+            return str(int(value))
+        return f"{value:.4f}" if math.isfinite(value) else nonfinite_text(value)
+    return "" if value is None else str(value)
+
+
 def shown_value(value: float | None) -> str:
     """A metric's value as the views print it: `0.5000`, `nan`, `inf`, or `-` for none."""
     if value is None:

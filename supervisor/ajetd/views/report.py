@@ -24,6 +24,8 @@ from ajetd.frameworks.valresults import (
     STEPS_UNKNOWN_NOTE,
     UNREAD_RECORDS,
     best_point,
+    cell,
+    is_count,
     judged,
     last_value,
     metric_series,
@@ -113,12 +115,6 @@ def finish_flag(run: Run) -> dict[str, Any]:
     }
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return "" if value is None else str(value)
-
-
 SHOWN_BLOCK_LINES = 12  # lines of an unread `Validation Results` block results.md quotes
 
 
@@ -170,10 +166,11 @@ def _metrics_section(run: Run, tail: Sequence[str] = ()) -> list[str]:
         "| trial | step | " + " | ".join(keys) + " |",
         "|---:|---:|" + "---:|" * len(keys),
     ]
+    counts = {k: is_count(r.get(k) for r in history) for k in keys}
     for record, trial in zip(history, record_trials(run), strict=True):
         step = step_text(record)
-        cells = " | ".join(_fmt(record.get(k)) for k in keys)
-        lines.append(f"| {_fmt(trial)} | {step} | {cells} |")
+        cells = " | ".join(cell(record.get(k), counts[k]) for k in keys)
+        lines.append(f"| {cell(trial, True)} | {step} | {cells} |")
     lines.append("")
     settings = settings_note(history)
     if settings:  # seed 001's val attributes that are no metric: said, never left out

@@ -20,6 +20,8 @@ from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
     UNREAD_RECORDS,
     best_point,
+    cell,
+    is_count,
     last_value,
     metric_series,
     more_note,
@@ -155,10 +157,10 @@ def _metric_lines(run: Run, width: int, rows: int = 5) -> list[Line]:
             )
         ]
     )
+    counts = [is_count(r.get(k) for r in history) for k in keys]
     for record in history[-rows:]:
         cells = "".join(
-            (f"{v:.4f}" if isinstance(v, float) else str(v if v is not None else "")).rjust(16)
-            for v in (record.get(k) for k in keys)
+            cell(record.get(k), count).rjust(16) for k, count in zip(keys, counts, strict=True)
         )
         lines.append([(cut("  " + step_text(record).rjust(7) + cells, width), "")])
     series, point = metric_series(history, metric), best_point(history, metric)
