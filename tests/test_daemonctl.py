@@ -311,3 +311,33 @@ def test_the_detached_daemons_log_is_rotated_at_its_bound_and_keeps_a_few(detach
         assert path.stat().st_size <= 2000 + longest + 1, (name, path.stat().st_size)
     last = (env.home / "daemon.log").read_text()  # what it said last is in the newest file
     assert last.rstrip().endswith("ajetd daemon stopped; runs go on in tmux"), last[-500:]
+
+
+def test_with_no_daemon_a_live_runs_time_goes_on_and_no_deep_check_is_promised(
+    env: Env,
+) -> None:
+    """With the daemon gone (killed: its daemon.json stays as it last wrote it), `ajetd
+    status` shows a live run's time used from the clock (walk 90 F12 read it frozen), and
+    `status RUN` no longer says `deep check in 11s` from the dead daemon's daemon.json: no
+    daemon makes it."""
+    daemon = env.start_daemon(*FAST)
+    run_id = env.submit(env.blueprint("clock", command="sleep 60", ajetd="gpus: 0"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    wait_for(lambda: "deep check" in env.cli("status", run_id).stdout, what="a deep check due")
+    daemon.kill()
+    daemon.wait(10)
+
+    def used() -> str:
+        out = env.cli("status")
+        assert "daemon: not running" in out.stdout, out.stdout
+        row = next(line for line in out.stdout.splitlines() if line.startswith(run_id))
+        return row.split()[3]  # RUN STATE T TIME
+
+    first = used()
+    wait_for(lambda: used() != first, 10, "the run's TIME to go on with the clock")
+    assert used().endswith("/2m"), used()
+    shown = env.cli("status", run_id).stdout
+    assert "deep check" not in shown and "state      running" in shown, shown
+    env.start_daemon(*FAST)  # it takes the run up again, and stops it
+    wait_for(Home(env.home).daemon_running, what="the daemon to hold its home")
+    assert env.cli("stop", run_id).returncode == 0

@@ -81,7 +81,10 @@ def output_tail(run: Run, count: int) -> tuple[str, ...]:
 
 
 def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
-    checks = home.daemon_info().get("deep_checks") or {}
+    """What the run's view takes from beside its record. The next deep check only where a
+    daemon runs: a stopped daemon's daemon.json still names one, and `status RUN` said
+    `deep check in 11s` of a check no daemon would make (walk 90 F12)."""
+    checks = (home.daemon_info().get("deep_checks") or {}) if home.daemon_running() else {}
     at = checks.get(run.run_id) if isinstance(checks, dict) else None
     return rundetail.RunExtras(
         tmux_socket=tmux_socket_of(run, os.environ.get("AJETD_TMUX_SOCKET") or None),
