@@ -50,13 +50,18 @@ def test_a_full_disk_at_the_end_is_no_lost_output_when_the_log_holds_the_exit_li
     grows within the page it already holds and keeps every line, ajetd's `exited with code`
     line among them, yet a warning said its output after byte N was lost (walk 90 F8)."""
     disk = tmpfs(env.tmp / "small", "1m")
-    result = disk / "out"
-    hog = disk / "hog.bin"
-    command = f"echo started; head -c 2000000 /dev/zero > {hog} 2>/dev/null; echo one; echo {LAST}"
+    result, hog, go = disk / "out", disk / "hog.bin", env.tmp / "go"
+    command = (
+        f"echo started; while [ ! -e {go} ]; do sleep 0.05; done; "
+        f"head -c 2000000 /dev/zero > {hog} 2>/dev/null; echo one; echo {LAST}"
+    )
     env.start_daemon("--liveness", "0.5")
     run_id = env.submit(env.blueprint("full", command=command, result=str(result), ajetd="gpus: 0"))
-    wait_for(lambda: env.record(run_id).get("attention"), 30, "the reports to wait for room")
     log = result / "logs" / "trial-1.log"
+    # its first lines are in the log (the page the last ones go into is the log's) first
+    wait_for(lambda: log.exists() and "started" in log.read_text(), 30, "the first output")
+    go.touch()
+    wait_for(lambda: env.record(run_id).get("attention"), 30, "the reports to wait for room")
     text = log.read_text()
     assert LAST in text.splitlines() and "[ajetd] trial 1 exited with code 0" in text, text
     hog.unlink()
