@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.termtext import strip_dress
+from ajetd.core.userkinds import parse_kinds
+from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
@@ -109,3 +111,24 @@ def test_any_bar_before_a_line_leaves_its_finding(
     line, _ = which
     shown = f"{desc}{pct:3d}%|{bar}| {n}/{n + 1} [00:01<00:02, {rate}]"
     assert _kinds(shown + line + "\n") == _kinds(line + "\n")
+
+
+def test_a_users_anchored_kind_is_found_after_a_bar() -> None:
+    """User kinds are compiled by RE2 with their `^` widened over the dress (`kindset`), the
+    bar among it, there without its bound (RE2 is linear without one)."""
+    kinds = parse_kinds(
+        [
+            {
+                "name": "bad_shard",
+                "patterns": [r"^ShardError: shard \d+ is corrupt$"],
+                "severity": "fatal",
+                "explanation": "A data shard is corrupt.",
+                "fix": "Regenerate the shard.",
+            }
+        ],
+        [],
+    )
+    user = KindSet(kinds)
+    for bar in BARS:
+        found = diagnose_text(bar + "ShardError: shard 12 is corrupt\n", user=user)
+        assert [f.kind for f in found][:1] == ["bad_shard"], bar
