@@ -130,6 +130,29 @@ class Loop:
 
         return cond() or wait_for(once, timeout, what)
 
+    def light_until(
+        self,
+        cond: Callable[[], Any],
+        what: str,
+        timeout: float = REAL_WAIT_S,
+        then: Callable[[], None] | None = None,
+    ) -> Any:
+        """Light passes only (`Daemon.turn(False)`, the clock held short of the daemon's next
+        full tick, an event that woke it left for later) until `cond` holds: what the light
+        tick alone does with output and records that come in real time. `then`: done after
+        the full tick that comes first (the next is a liveness period away), before them."""
+        self.turn(True)
+        if then is not None:
+            then()
+
+        def once() -> Any:
+            self.clock.advance(0.0001)
+            assert self.clock() < self.daemon.next_full_at, "a full tick came due"
+            self.daemon.turn(False)
+            return cond()
+
+        return cond() or wait_for(once, timeout, what)
+
     # -- runs -----------------------------------------------------------------------------------
     def submit(self, blueprint: Path) -> str:
         """The blueprint into the inbox as `ajetd submit` puts it; admitted by the next pass."""

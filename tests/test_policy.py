@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from hypothesis import given
@@ -235,6 +236,29 @@ def test_plateau_stops_gracefully_with_its_status() -> None:
     stopping = model.begin_stop(run, begin.cause, T0 + 60, begin.why)
     [fin] = decide(stopping, replace(obs, exit=(130, None)), TIMING, options)
     assert isinstance(fin, Finish) and fin.status is Status.PLATEAU and "mean_reward" in fin.reason
+
+
+@given(
+    start=st.floats(min_value=1e9, max_value=4e9),
+    max_time=st.floats(min_value=1, max_value=1e6),
+    after=st.floats(min_value=0.001, max_value=0.999),
+)
+def test_the_plateau_rules_after_moment_is_woken_for_and_decided_at_it(
+    start: float, max_time: float, after: float
+) -> None:
+    """walk90 F3: records flat before the rule's `after:` waited for the run's next full look
+    (up to a minute): `next_wake` names the moment, and the rule acts at it, never before."""
+    run = replace(_run(max_time), history=_history(0.5, 0.7, 0.7, 0.7, 0.7), started_at=start)
+    options = replace(OPTIONS, plateau=PlateauRule(after=after))
+    at = next_wake(run, TIMING, 1e9, None, start, options)
+    assert at is not None and at <= start + max_time
+    causes = []
+    for now in (at, math.nextafter(at, 0)):
+        obs = Observation(now=now, last_output_at=now)
+        begun = [a for a in decide(run, obs, TIMING, options) if isinstance(a, BeginStop)]
+        causes.append(begun[0].cause if begun else None)
+    assert causes == [StopCause.PLATEAU, None]
+    assert next_wake(run, TIMING, 1e9, None, start) == run.deadline  # no rule: its limit only
 
 
 @given(

@@ -504,10 +504,21 @@ def trial_ended(
     ended_at: float,
     problem: str = "",
     findings: tuple[Finding, ...] = (),
+    clean: bool = False,
 ) -> Run:
-    """The trial's program exited (or vanished, exit_code None)."""
+    """The trial's program exited (or vanished, exit_code None). A `clean` end (exit 0, not
+    stopped by ajetd, nothing failed) keeps no diagnosis (README): what its output showed
+    while it ran goes (walk90 F4: a prompt answered just before the exit stayed the ended
+    run's `diagnosis`); a fatal finding its end read in its output stays in `findings`
+    (`ending._hidden_crash`, said in its warnings)."""
+    live = () if clean else (run.trial.live_findings if run.trial is not None else ())
     return _update_trial(
-        run, ended_at=ended_at, exit_code=exit_code, problem=problem, findings=findings
+        run,
+        ended_at=ended_at,
+        exit_code=exit_code,
+        problem=problem,
+        findings=findings,
+        live_findings=live,
     )
 
 

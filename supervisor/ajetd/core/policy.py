@@ -397,14 +397,27 @@ def root_cause(finding: Finding) -> str:
     return f"{finding.kind}: {said}" if said else finding.kind
 
 
-def _plateau(run: Run, options: Options, now: float) -> str | None:
+def plateau_from(run: Run, options: Options) -> float | None:
+    """The moment from which the plateau rule applies to `run` (its `after:` fraction of
+    exp_max_time, counted from the run's start), or None where it never does: a moment the
+    loop wakes for (`next_wake`), as records that showed a plateau before it wait for it."""
     rule = options.plateau
     if rule is None or run.max_time_s is None or run.started_at is None:
+        return None
+    return run.started_at + rule.after * run.max_time_s
+
+
+def _plateau(run: Run, options: Options, now: float) -> str | None:
+    rule, applies = options.plateau, plateau_from(run, options)
+    if rule is None or applies is None or run.max_time_s is None or run.started_at is None:
         return None
     rule = followed(rule, run.metric)  # the default follows the run's own metric
     history = list(run.history)
     start = restart_index(history, record_trials(run))
-    why = plateau_reason(rule, history[start:], now - run.started_at, run.max_time_s)
+    elapsed = now - run.started_at
+    if now >= applies:  # the moment `next_wake` names, compared as it computes it: the
+        elapsed = max(elapsed, rule.after * run.max_time_s)  # difference may round below
+    why = plateau_reason(rule, history[start:], elapsed, run.max_time_s)
     if why is None or not start:
         return why
     trial = record_trials(run)[start]
@@ -738,16 +751,28 @@ def _slurm_flag(run: Run, now: float, timing: Timing) -> str | None:
 
 
 def next_wake(
-    run: Run, timing: Timing, window_s: float, last_output_at: float | None, now: float
+    run: Run,
+    timing: Timing,
+    window_s: float,
+    last_output_at: float | None,
+    now: float,
+    options: Options | None = None,
 ) -> float | None:
-    """The next moment after `now` at which a decision about `run` can change by itself.
+    """The next moment after `now` at which a decision about `run` can change by itself:
+    each time rule's (its time limit, a stop's graces, its hang window, a Slurm wait, the
+    plateau rule's `after:` with `options`).
 
     Moments already past are left out: their decision was taken at this tick (a hang already
-    flagged, a signal already sent), and waking for them again would spin the loop.
+    flagged, a signal already sent), and waking for them again would spin the loop. What
+    changes a decision by coming (output, records) is decided when it comes
+    (`decision_inputs`), not here.
     """
     times: list[float] = []
     if run.stop_cause is None and run.deadline is not None:
         times.append(run.deadline)
+    applies = plateau_from(run, options) if options is not None else None
+    if run.stop_cause is None and applies is not None:  # walk90 F3: flat records before it
+        times.append(applies)  # waited for the run's next full look, up to a minute
     trial = run.trial
     if run.slurm.waiting and trial is not None and trial.started_at is not None:
         times.append(trial.started_at + timing.slurm_pending_s)
@@ -762,6 +787,23 @@ def next_wake(
         times += [last_output_at + k * window_s for k in (1, 2, BUSY_SILENCE_WINDOWS)]
     future = [t for t in times if t > now]
     return min(future) if future else None
+
+
+def decision_inputs(run: Run) -> tuple[object, ...]:
+    """What `decide` reads of a live run's record that reading its output and its records
+    changes between two of its decisions: its output's findings (a prompt: flagged at once)
+    and its validation records (the plateau rule). Each is replaced, never changed in place,
+    so the loop compares them by identity (`inputs_changed`): a read that changed one is
+    decided at once (walk90 F2, F3: decided at the run's next full look, up to a minute
+    later), and a run whose reading changed neither is not decided again (issue 15)."""
+    trial = run.trial
+    return (trial.live_findings if trial is not None else None, run.history)
+
+
+def inputs_changed(before: Run, after: Run) -> bool:
+    """Whether reading a run's output and records changed what its decision reads."""
+    old, new = decision_inputs(before), decision_inputs(after)
+    return any(a is not b for a, b in zip(old, new, strict=True))
 
 
 def signal_went(run: Run, sig: str, timing: Timing, now: float) -> Run:

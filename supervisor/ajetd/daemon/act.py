@@ -47,8 +47,9 @@ def unreachable(action: NoReturn) -> NoReturn:
 
 
 class Act(Observe):
-    def supervise(self, run_id: str, now: float, panes_fresh: bool) -> None:
-        """observe -> decide -> act for one live run (pane facts only when `panes_fresh`)."""
+    def supervise(self, run_id: str, now: float, panes_fresh: bool, read: bool = True) -> None:
+        """observe -> decide -> act for one live run (pane facts only when `panes_fresh`);
+        `read` False: its new output and records were just read (`Daemon._read_output`)."""
         slot = self.slots.get(run_id)
         if slot is None or slot.run.trial is None or slot.run.trial.started_at is None:
             return
@@ -57,8 +58,9 @@ class Act(Observe):
         pane = slot.current_pane()
         obs = self.observe(slot, now, panes_fresh)
 
-        self._deep_check(slot, now)
-        if obs.exit is None:  # (a run due at every tick, its attention set, has no light one)
+        if read:  # (a run due at every tick, its attention set, has no light one)
+            self._deep_check(slot, now)
+        if read and obs.exit is None:
             self.notice_moves(slot, now)
             self._live_scan(slot, now, slot.paths(self.home).log)
             # output it is losing (a full disk, its log writer gone), said while it runs

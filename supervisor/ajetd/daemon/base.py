@@ -96,6 +96,9 @@ class Base:
     # the first housekeeping looked at every run's folder (set there, per daemon)
     pipes_due: set[str] | None = None
     pipes_at = float("-inf")  # when they are next looked at
+    # log folders watched since the full tick's last look at them: what their logs got
+    # before the watch came brought no event, so each is looked at once (`watch_live`)
+    logs_new: frozenset[str] = frozenset()
 
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg

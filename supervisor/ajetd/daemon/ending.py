@@ -127,7 +127,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             problem = reason
         elif findings:  # exited 0, its output showing a fatal finding (`_hidden_crash`)
             problem = f"exited with code 0, yet its output shows {root_cause(findings[0])}"
-        run = model.trial_ended(run, exit_code, ended, problem, findings or ())
+        clean = exit_code == 0 and not end.failed and run.stop_cause is None
+        run = model.trial_ended(run, exit_code, ended, problem, findings or (), clean)
         log_file = paths(home, run, trial.number).log
         if programfiles.log_overwritten(log_file):
             said = programfiles.log_overwritten_note(log_file, trial.number)

@@ -183,18 +183,24 @@ class Daemon(Act, Launch, Admit, Housekeep):
         gpu_at = self.gpus.next_at(running, now)
         if gpu_at is not None:
             wake_at.append(gpu_at)
+        # a run's moment that fell while this pass ran (from its start, `last_pass`, to
+        # `now`: another run's end and reports take a while) was not decided by it: woken
+        # for at once, not left out as past (it waited for the run's next full look, up to
+        # SUPERVISE_ALL_S: walk90 F3's plateau `after:`, a time limit alike)
+        began = min(self.last_pass, now) if self.last_pass is not None else now
         for slot in self.live_slots():
-            own = self._own_wake(slot, now)
+            own = self._own_wake(slot, now, began)
             wake_at += own
             slot.due_at = min(own, default=float("inf"))
         return min(wake_at)
 
-    def _own_wake(self, slot: RunSlot, now: float) -> list[float]:
-        """When a live run's own timers next fire: its policy's next moment, its deep check."""
+    def _own_wake(self, slot: RunSlot, now: float, decided_at: float) -> list[float]:
+        """When a live run's own timers next fire: its policy's next moment after its last
+        decision (`decided_at`), its deep check."""
         window = policy_hang_window(slot.options.hang_window_s, self.cfg.timing, slot.step_times())
         quiet = [self._last_output(slot, now), slot.gpu_busy_at]
         since = max((t for t in quiet if t is not None), default=None)
-        t = next_wake(slot.run, self.cfg.timing, window, since, now)
+        t = next_wake(slot.run, self.cfg.timing, window, since, decided_at, slot.options)
         own = [] if t is None else [t]
         if slot.backoff is not None:
             own.append(slot.backoff.next_at)
@@ -288,7 +294,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         run launched here was watched before its trial could go (`Launch._start`); this
         catches the runs live after a restart (before this tick reads their exit files) and
         drops the ended ones. Their trials' log folders are watched the same way, for the
-        light tick (`Observe.scan_output`); a folder refused is read as before, every tick."""
+        light tick (`Daemon.scan_output`); a folder refused is read as before, every tick."""
         live = self.live_slots()
         folders = {s.folder(self.home) for s in live}
         refused = self.watcher.keep_runs(folders)
@@ -301,7 +307,12 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 refused[folder],
             )
         self.unwatched = set(refused)
+        before = self.watcher.watched_logs()
         self.watcher.keep_logs({s.paths(self.home).log_dir for s in live if s.run.trial})
+        # a log written between the last look at it and its watch (a trial launched last
+        # tick: read once, empty, then its banner and a prompt) has no event for it: looked
+        # at once more, else left unread until the run's next full look (flaky walk90 F2)
+        self.logs_new = frozenset(self.watcher.watched_logs() - before)
 
     def ends_meanwhile(self) -> None:
         """Trials that ended while this tick ran are recorded between its steps, not after
@@ -324,14 +335,47 @@ class Daemon(Act, Launch, Admit, Housekeep):
         written = self.watcher.logs_written()  # the light tick's filter, also here
         watched = self.watcher.watched_logs()
         for slot in live:
-            with self._each(slot.run_id, SUPERVISING):
-                if self._due(slot, now, fresh):
+            if self._due(slot, now, fresh):
+                with self._each(slot.run_id, SUPERVISING):
                     self.supervise(slot.run_id, now, fresh)
                     slot.supervised_at = now
-                elif written is None or self._may_have_output(slot, written, watched):
-                    self._scan_new_output(slot, now)  # nothing of its own is due: only its
-                    # new output is read, where it may have any (a run not due is looked at
-                    # in full within SUPERVISE_ALL_S all the same)
+            elif written is None or self._may_have_output(slot, written, watched):
+                self._read_output(slot, now, SUPERVISING)  # nothing of its own is due: only
+                # its new output is read, where it may have any, and decided where that
+                # changed what its decision reads (a run not due is looked at in full within
+                # SUPERVISE_ALL_S all the same)
+        self.logs_new = frozenset()  # each looked at since its watch came
+
+    def scan_output(self, now: float) -> None:
+        """The light tick: new output of running trials is read, nothing else is done but
+        the decisions it changed (`_read_output`). Only the logs that may hold something
+        unread are looked at (`_may_have_output`)."""
+        self.live_growing = False
+        written = self.watcher.logs_written()  # first: it takes the watches the kernel ended
+        watched = self.watcher.watched_logs()
+        for slot in list(self.slots.values()):
+            if written is None or self._may_have_output(slot, written, watched):
+                self._read_output(slot, now, "reading its output")
+
+    def _read_output(self, slot: RunSlot, now: float, step: str) -> None:
+        """A run's new output and records read (`_scan_new_output`, as its `step`), and where
+        they changed what its decision reads, the run decided at once, within the light
+        tick's period: a prompt flagged (`ajetd wait` exits 2, on_attention runs), a plateau
+        stopped as its records show it, a hang flag cleared as output resumes (walk90 F2, F3:
+        each waited for the run's next full look, up to SUPERVISE_ALL_S). Its own timers are
+        then brought up to date (a stop's graces), as a full tick's are."""
+        changed = False
+        with self._each(slot.run_id, step):
+            changed = self._scan_new_output(slot, now)
+        if not changed:
+            return
+        with self._each(slot.run_id, SUPERVISING):
+            self.supervise(slot.run_id, now, False, read=False)
+            slot.supervised_at = now
+            if slot.run.state in LIVE:
+                own = self._own_wake(slot, now, now)
+                slot.due_at = min(own, default=float("inf"))
+                self.next_full_at = min([self.next_full_at, *own])
 
     def housekeeping(self, now: float) -> None:
         with self._step("gpus", "sampling GPUs"):

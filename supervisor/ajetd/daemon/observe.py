@@ -25,7 +25,7 @@ from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.finding import Finding
 from ajetd.core.limits import VAL_TICK_BYTES
 from ajetd.core.model import State
-from ajetd.core.policy import Observation
+from ajetd.core.policy import Observation, inputs_changed
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
 from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
 from ajetd.daemon import ending, trials
@@ -380,24 +380,13 @@ class Observe(Base):
         return at or None
 
     # -- output, val file, GPUs ---------------------------------------------------------------
-    def scan_output(self, now: float) -> None:
-        """The light tick: new output of running trials is diagnosed, nothing else is done.
-        Only the logs that may hold something unread are looked at (`_may_have_output`)."""
-        self.live_growing = False
-        written = self.watcher.logs_written()  # first: it takes the watches the kernel ended
-        watched = self.watcher.watched_logs()
-        for slot in list(self.slots.values()):
-            if written is not None and not self._may_have_output(slot, written, watched):
-                continue
-            with self._each(slot.run_id, "reading its output"):
-                self._scan_new_output(slot, now)
-
     def _may_have_output(self, slot: RunSlot, written: set[str], watched: set[str]) -> bool:
         """Whether a light tick looks at this run's log (a `stat`, then a read of what it
         gained): its log was written since the last light tick (`written`, the log watch's
         events, taken before any log is looked at: a write after that is read now or is an
         event for the next), its folder is not watched (refused; removed, or vanished and
-        noticed, `notice_moves`; a trial launched since the watches were last made), its
+        noticed, `notice_moves`; a trial launched since the watches were last made) or was
+        not when the full tick that watched it began (`logs_new`), its
         reading has not begun, its log was missing at the last look (its writer was asked to
         move: `ask_writer_if_moved`), or its output ends in
         something a pause reads. No other can hold anything unread: each was read to its end
@@ -410,21 +399,27 @@ class Observe(Base):
         trial = slot.run.trial
         assert trial is not None
         p = slot.paths(self.home)
-        if str(p.log) in written or p.log_dir not in watched:
+        if str(p.log) in written or p.log_dir not in watched or p.log_dir in self.logs_new:
             return True
         if slot.log_file_seen is not None and slot.log_file_seen[1] is None:
             return True  # missed at the last look, its writer asked: looked for until found
         key = (slot.run_id, trial.number)
         return not slot.live.started(key) or slot.live.pause_due(key)
 
-    def _scan_new_output(self, slot: RunSlot, now: float) -> None:
+    def _scan_new_output(self, slot: RunSlot, now: float) -> bool:
         """The light tick's look at a run not due in full: its new output read, and its
         metrics where their source moved (`_deep_check` off its schedule: walk 89, F13, the
-        records came at the next full look, 20 to 30 s later, the plateau stop with them)."""
-        if slot.run.state is State.RUNNING and _started(slot):
-            self.notice_moves(slot, now)
-            self._live_scan(slot, now, slot.paths(self.home).log)
-            self._deep_check(slot, now)
+        records came at the next full look, 20 to 30 s later). True where the run is to be
+        decided now: what its decision reads changed (`policy.inputs_changed`: a prompt in
+        its output, new records), or its output went on while it is flagged (a hang flag
+        goes as output resumes); a run whose look changed nothing is not decided again."""
+        if slot.run.state is not State.RUNNING or not _started(slot):
+            return False
+        before = slot.run
+        self.notice_moves(slot, now)
+        grew = self._live_scan(slot, now, slot.paths(self.home).log)
+        self._deep_check(slot, now)
+        return inputs_changed(before, slot.run) or (grew and before.attention is not None)
 
     def notice_moves(self, slot: RunSlot, now: float) -> None:
         """The trial's log folder vanished (its result dir removed, moved or replaced) and
@@ -475,8 +470,9 @@ class Observe(Base):
         slot.writer_asked_at = now
         trials.ask_log_writer(self.home, slot.run)
 
-    def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> None:
-        """Read what a running trial printed since the last tick; record new kinds."""
+    def _live_scan(self, slot: RunSlot, now: float, log_file: Path) -> bool:
+        """Read what a running trial printed since the last tick; record new kinds. True
+        where its log had grown since."""
         run = slot.run
         assert run.trial is not None
         key = (run.run_id, run.trial.number)
@@ -484,10 +480,11 @@ class Observe(Base):
             info = log_file.stat()
         except OSError:
             self.ask_writer_if_moved(slot, now, None)
-            return
+            return False
         self.ask_writer_if_moved(slot, now, info)
         size = info.st_size
-        if not slot.live.pending(key, size):  # paused: its unfinished last line is read
+        grew = slot.live.pending(key, size)
+        if not grew:  # paused: its unfinished last line is read
             seen = slot.live.paused(key, size)
         else:
             self.live_growing = True
@@ -512,6 +509,7 @@ class Observe(Base):
                     text = f"seen while running{where}: {f.kind} ({f.where()})"
                     self.home.append_event(run.run_id, now, text)
             self._store(model.seen_in_output(run, framed(found, run.kind), replaced))
+        return grew
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with
