@@ -113,14 +113,18 @@ def test_output_a_full_disk_takes_mid_trial_is_warned_while_it_runs(
     disk filled and emptied again mid-run said nothing live. The run's warnings say it at
     the next full look, and the log goes on after the writer's line once there is room."""
     disk = tmpfs(env.tmp / "small", "1m")
-    result, hog, go = disk / "out", disk / "hog.bin", env.tmp / "go"
+    result, hog, go, fill = disk / "out", disk / "hog.bin", env.tmp / "go", env.tmp / "fill"
+    # the disk fills once the trial's banner is in its log (on the same disk): filled at once,
+    # the banner could be what the writer dropped, and the run never read as started
     command = (
+        f"while [ ! -e {fill} ]; do sleep 0.05; done; "
         f"head -c 2000000 /dev/zero > {hog} 2>/dev/null; seq 1 3000; "
         f"while [ ! -e {go} ]; do echo tick; sleep 0.1; done; echo {LAST}"
     )
     blueprint = env.blueprint("full", command=command, result=str(result), ajetd="gpus: 0")
     run_id = loop.submit(blueprint)
     loop.started(run_id)
+    fill.touch()
     loop.until(lambda: hog.exists() and hog.stat().st_size > 0, "the disk to fill")
     loop.run_for(65)  # every live run is looked at in full within a minute
     log = result / "logs" / "trial-1.log"
