@@ -70,6 +70,20 @@ from ajetd.diagnosis.wrapped import (
 )
 
 EVIDENCE_CHARS = 300
+EVIDENCE_END_CHARS = 200  # of a longer line, its end: where an error printed after a bar is
+
+
+def _evidence(text: str) -> str:
+    """A line as a finding's evidence: at most EVIDENCE_CHARS of it. A longer line shows its
+    start and its last EVIDENCE_END_CHARS, since a program that printed a progress bar or a
+    long message without a newline put the error it died of at the line's end."""
+    text = text.strip()
+    if len(text) <= EVIDENCE_CHARS:
+        return text
+    start = EVIDENCE_CHARS - EVIDENCE_END_CHARS - len(" … ")
+    return f"{text[:start]} … {text[-EVIDENCE_END_CHARS:]}"
+
+
 _TRACEBACK = "Traceback (most recent call last):"
 # A frame as a Python traceback prints it (faulthandler's `line N in f` has no comma: not one).
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in \S')
@@ -217,7 +231,7 @@ class Diagnoser:
             elif kind.explains and rank == SPECIFIC and _names_causes(kind, text):
                 self._explain(kind)
         if kind.name not in self._first:
-            evidence = text.strip()[:EVIDENCE_CHARS]
+            evidence = _evidence(text)
             if isinstance(kind, UserKind):
                 severity, remedy = kind.severity, kind.remedy
             else:
@@ -236,12 +250,12 @@ class Diagnoser:
             # missed), is the evidence; the finding keeps its place among the others
             self._wrapper_said.discard(kind.name)
             self._first[kind.name] = replace(
-                self._first[kind.name], line=number, evidence=text.strip()[:EVIDENCE_CHARS]
+                self._first[kind.name], line=number, evidence=_evidence(text)
             )
             self._changes += 1
         if rank < self._rank[kind.name]:
             if self._rank[kind.name] == WRAPPER:  # announced first, the failure itself now
-                evidence = text.strip()[:EVIDENCE_CHARS]
+                evidence = _evidence(text)
                 self._first[kind.name] = replace(
                     self._first[kind.name], line=number, evidence=evidence
                 )
