@@ -1,7 +1,8 @@
 """Opening a file someone named (a blueprint, a log, a kinds file, a patch) without being
 stalled or flooded by what it turns out to be: opened with O_NONBLOCK, so a FIFO nobody writes
 cannot block the open, and checked on its descriptor to be a regular file, so neither a FIFO
-nor a device (`/dev/zero` never ends) is read. The inbox's reader (`inbox.read_regular`) and
+nor a device (`/dev/zero` never ends) is read (a log given to `ajetd diagnose` may be a FIFO:
+`open_log`). The inbox's reader (`inbox.read_regular`) and
 every command that reads a user's file open it here: one check, one message.
 
 A file read whole (a record in $AJETD_HOME, a result dir's finish.flag, an exit file) is read
@@ -14,6 +15,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import select
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -64,20 +66,63 @@ def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
     raise NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
 
 
-def open_log(path: Path) -> BinaryIO:
-    """A log to read as it streams: `-` is standard input (a pipe or a file); a FIFO that is
-    this process's standard input (`/dev/stdin` given a pipe) too; anything else as
-    `open_regular` opens it (a FIFO nobody writes, a device that never ends: refused)."""
+FIFO_WRITER_WAIT_S = 10.0  # how long a FIFO named as a log may go without a writer
+
+
+class NoWriterError(NotRegularError):
+    """A FIFO named as a log that no program opened to write in FIFO_WRITER_WAIT_S."""
+
+
+def open_log(path: Path, writer_wait_s: float = FIFO_WRITER_WAIT_S) -> BinaryIO:
+    """A log to read as it streams: `-` is standard input (a pipe or a file); a FIFO the user
+    named (`<(zcat LOG)`, `/dev/stdin` given a pipe, a `mkfifo` one) is read as `-` is, a chunk
+    at a time, once a program writes to it (NoWriterError where none opened it to write in
+    `writer_wait_s`: the command never waits for ever); anything else as `open_regular` opens
+    it (a device that never ends, a socket, a directory: refused)."""
     if str(path) == "-":
         return os.fdopen(os.dup(0), "rb")
     try:
         mine, named = os.fstat(0), os.stat(path)
     except OSError:
         return open_regular(path)
-    same = (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
-    if same and stat.S_ISFIFO(named.st_mode):
+    if not stat.S_ISFIFO(named.st_mode):
+        return open_regular(path)
+    if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino):
         return os.fdopen(os.dup(0), "rb")
-    return open_regular(path)
+    return _open_fifo(path, writer_wait_s)
+
+
+def _open_fifo(path: Path, writer_wait_s: float) -> BinaryIO:
+    """A FIFO opened to read once it has a writer: opened without blocking (an open of a FIFO
+    nobody writes waits for ever), then polled (Linux reports no hang-up before a first writer,
+    so the poll waits for one, its bytes or its close), then read blocking, as a pipe is."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        why = _no_fifo_writer(path, fd, writer_wait_s)
+        if why is None:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    raise why
+
+
+def _no_fifo_writer(path: Path, fd: int, writer_wait_s: float) -> NotRegularError | None:
+    """Why the descriptor of `path` is no FIFO to read: no FIFO now (swapped since it was looked
+    at), or one no program opened to write in `writer_wait_s`; None when it is one to read."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISFIFO(mode):
+        return NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    if poller.poll(int(writer_wait_s * 1000)):
+        return None
+    return NoWriterError(
+        f"{path}: a FIFO no program wrote to in {writer_wait_s:g} s: start its writer first, "
+        "or pipe the log in (`... | ajetd diagnose -`)"
+    )
 
 
 class TooLargeError(ValueError):

@@ -164,7 +164,8 @@ def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
 @json_option
 def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     """Classify a log offline: each finding's kind, line, evidence and fix, root cause first.
-    LOGFILE `-` reads standard input (a pipe); a gzip, bzip2 or xz log is read decompressed.
+    LOGFILE `-` reads standard input (a pipe), as a FIFO (`<(zcat LOG)`) is read; a gzip, bzip2
+    or xz log is read decompressed.
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.adapters.regular import open_log
@@ -184,7 +185,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     mine, problems = home_kinds(open_home().root)
     for problem in problems:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
-    with open_log(logfile) as handle:  # a FIFO other than stdin, /dev/zero: refused
+    with open_log(logfile) as handle:  # a FIFO read as stdin is; /dev/zero: refused
         first = handle.read(CHUNK_BYTES)
         raw = chained(first, iter(lambda: handle.read(CHUNK_BYTES), b""))
         try:  # UTF-16, compressed: read as the text they hold
