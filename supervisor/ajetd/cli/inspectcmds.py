@@ -169,7 +169,14 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     User kinds: --kinds FILE first, then $AJETD_HOME/kinds.yaml, then the catalogue."""
     from ajetd.adapters.kindsfile import home_kinds, load_kinds_file
     from ajetd.adapters.regular import open_log
-    from ajetd.core.textfile import CompressedError, chained, compression_of, text_chunks
+    from ajetd.core.textfile import (
+        CompressedError,
+        NotTextError,
+        TextSniff,
+        chained,
+        compression_of,
+        text_chunks,
+    )
     from ajetd.diagnosis.kindset import KindSet
     from ajetd.diagnosis.scan import CHUNK_BYTES
     from ajetd.diagnosis.stream import diagnose_chunks
@@ -185,13 +192,20 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
     mine, problems = home_kinds(open_home().root)
     for problem in problems:
         click.echo(f"warning: {problem} (its kinds are not used)", err=True)
+    sniff = TextSniff()
     with open_log(logfile) as handle:  # a FIFO read as stdin is; /dev/zero: refused
         first = handle.read(CHUNK_BYTES)
         raw = chained(first, iter(lambda: handle.read(CHUNK_BYTES), b""))
         try:  # UTF-16, compressed: read as the text they hold
-            findings = diagnose_chunks(text_chunks(raw), user + KindSet(mine))
+            findings = diagnose_chunks(map(sniff.add, text_chunks(raw)), user + KindSet(mine))
         except CompressedError as exc:  # said as every unreadable file is: `ajetd: f: ...`
             raise CompressedError(f"{logfile}: {exc}") from exc
+    not_text = sniff.binary() or (None if findings else sniff.why_not())
+    if not_text is not None:  # never "no known failure found" for what is not text
+        raise NotTextError(f"{logfile}: not a log: {not_text}; nothing in it was diagnosed")
+    odd = sniff.why_not()
+    if odd is not None:
+        click.echo(f"warning: {logfile}: {odd}; the findings are those of its text", err=True)
     if as_json:
         echo_json([f.to_json() for f in findings])
         return

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ajetd.core.errors import AjetdError
+from ajetd.core.limits import size_text
 
 # Longest first: UTF-32 LE's mark begins with UTF-16 LE's.
 _MARKS = {  # byte order mark -> codec
@@ -160,3 +161,78 @@ def _inflated(chunks: Iterable[bytes], make: Callable[[], Any]) -> Iterator[byte
                 yield engine.decompress(b"", OUT_BYTES)
     if not engine.eof:
         raise EOFError("it ends before its compressed stream does (cut short)")
+
+
+# Files that are no log, by their first bytes (what `file` would call them)
+_NOT_LOGS = {
+    b"\x7fELF": "an ELF binary (a program, not its output)",
+    b"\x89PNG\r\n\x1a\n": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"%PDF-": "a PDF document",
+    b"SQLite format 3\x00": "an SQLite database",
+    b"\x93NUMPY": "a NumPy array",
+    b"\xca\xfe\xba\xbe": "a Mach-O or Java class binary",
+    b"\xcf\xfa\xed\xfe": "a Mach-O binary",
+    b"\x00asm": "a WebAssembly binary",
+    b"PAR1": "a Parquet file",
+}
+SNIFF_BYTES = 64 * 1024  # of the text, what is looked at for bytes that are not text
+NOT_TEXT_SHARE = 0.1  # more NUL bytes, control bytes or invalid UTF-8 than this: not text
+# control bytes a terminal's output holds: tab, newline, vertical tab, form feed, carriage
+# return, backspace (a progress bar's), escape (colours)
+_TEXT_CONTROLS = frozenset(b"\t\n\x0b\x0c\r\x08\x1b")
+_ODD_CONTROLS = bytes(c for c in range(32) if c not in _TEXT_CONTROLS) + b"\x7f"
+
+
+class NotTextError(AjetdError):
+    """Bytes given as a log that are not text (a binary, random bytes, NULs): nothing in them
+    was read, so nothing may be said of them as of a log."""
+
+
+class TextSniff:
+    """Whether a stream of bytes given as text is text, in bounded work: every NUL byte is
+    counted (C speed), the first SNIFF_BYTES are looked at for a known binary's first bytes,
+    control bytes a terminal never prints and invalid UTF-8. `why_not` says what they are."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.nuls = 0
+        self._head = b""
+
+    def add(self, chunk: bytes) -> bytes:
+        """Count `chunk` (the next bytes of the stream) and pass it on."""
+        self.total += len(chunk)
+        self.nuls += chunk.count(0)
+        if len(self._head) < SNIFF_BYTES:
+            self._head += chunk[: SNIFF_BYTES - len(self._head)]
+        return chunk
+
+    def binary(self) -> str | None:
+        """What the stream is by its first bytes where it is a known binary ("an ELF binary
+        (...)"): text in it (a library's messages) is no program's output."""
+        return next(
+            (what for magic, what in _NOT_LOGS.items() if self._head.startswith(magic)), None
+        )
+
+    def why_not(self) -> str | None:
+        """Why the bytes are not text, in words ("an ELF binary (...)", "93% of its first 64.0
+        KiB are not text (NUL or control bytes, invalid UTF-8)"), or None for text."""
+        head = self._head
+        known = self.binary()
+        if known is not None:
+            return known
+        if self.total and self.nuls > self.total * NOT_TEXT_SHARE:
+            return f"{self.nuls * 100 // self.total}% of its {self.total:,} bytes are NUL bytes"
+        if not head:
+            return None
+        invalid = head.decode("utf-8", errors="replace").count("\ufffd")
+        # (a UTF-8 sequence cut at the sniff's end counts once: a share of 10% is far off)
+        odd = len(head) - len(head.translate(None, _ODD_CONTROLS)) + invalid
+        if odd > len(head) * NOT_TEXT_SHARE:
+            share = min(100, odd * 100 // len(head))
+            return (
+                f"{share}% of its first {size_text(len(head))} are not text (NUL or control bytes, "
+                "invalid UTF-8)"
+            )
+        return None
