@@ -130,6 +130,40 @@ def test_a_dropped_connection_is_ssh_lost_and_training_goes_on(remote: Env, sshd
     assert env.wait_done(run_id, timeout=60)["status"] == "stopped"
 
 
+def _gone(pids: list[int]) -> bool:
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return False
+    return True
+
+
+def test_the_daemons_shared_connection_closes_at_its_shutdown(remote: Env, sshd: Sshd) -> None:
+    """Walk 91, F10: `ssh: /tmp/ajetd-ssh-0/... [mux]` and its sshd session outlived
+    `ajetd shutdown` by minutes (ControlPersist 600 s). The daemon now stops its shared
+    connections as it exits: one with no session left ends at once; a live run's follower
+    keeps its stream (no `ssh_lost`: its output goes on) and the connection that carries it."""
+    env = remote
+    done = _ssh_run(env, sshd, "brief")
+    assert env.wait_done(done)["status"] == "succeeded"
+    live = _ssh_run(env, sshd, "goes_on", forever=True, step_time=0.1)
+    log = env.tmp / "results" / "goes_on" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:3 " in log.read_text(), what="remote output")
+    masters = [p.pid for p in ssh_masters(sshd.port)]
+    assert masters, "no shared ssh connection found"
+    assert env.cli("shutdown").returncode == 0
+    size = len(log.read_text())
+    wait_for(lambda: len(log.read_text()) > size + 200, what="output after the shutdown")
+    assert "ssh connection to" not in log.read_text()[size:]  # the follower's stream went on
+    assert not ssh_masters(sshd.port)  # no connection takes new sessions
+    env.start_daemon()
+    assert "ssh_lost" not in [f["kind"] for f in env.status(live).get("diagnosis") or []]
+    env.cli("stop", live)
+    assert env.wait_done(live, timeout=60)["status"] == "stopped"
+    assert env.cli("shutdown").returncode == 0
+    wait_for(lambda: _gone(masters) and not ssh_masters(sshd.port), timeout=20, what="no ssh left")
+
+
 def test_lint_checks_paths_on_the_host(env: Env, sshd: Sshd) -> None:
     bp = env.blueprint("lint", ajetd=sshd.ajetd_part())
     text = bp.read_text().replace(str(env.codebase), "/nonexistent/codebase", 1)

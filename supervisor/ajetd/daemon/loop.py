@@ -35,6 +35,7 @@ from ajetd.daemon.launch import Launch
 from ajetd.daemon.observe import DEAD_STATUS_WAIT_S
 from ajetd.daemon.slots import LIVE, RunSlot
 from ajetd.diagnosis.live import LIVE_SCAN_S
+from ajetd.hosts import sshcmd
 from ajetd.pictures import drawing
 
 __all__ = ["Daemon", "DaemonConfig"]
@@ -81,6 +82,14 @@ class Daemon(Act, Launch, Admit, Housekeep):
             stopped = {"pid": None, "stopped_at": self.clock(), **self._frozen(self.clock())}
             with self._step("daemon", "saying it stopped"):
                 self._write_daemon_json(stopped)
+            with self._step("daemon", "closing its SSH connections"):
+                for failed in sshcmd.stop_connections():  # not left open CONTROL_PERSIST_S
+                    log.warning(
+                        "the shared SSH connection to %s was not closed: it closes %d s after "
+                        "its last use",
+                        failed,
+                        sshcmd.CONTROL_PERSIST_S,
+                    )
             os.close(lock_fd)
             log.info("ajetd daemon stopped; runs go on in tmux")
 

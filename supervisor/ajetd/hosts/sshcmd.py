@@ -47,7 +47,13 @@ PULL_TIMEOUT_S = 600.0  # a copy back's end, once its archive has come
 PULL_FLOOR_S = 300.0
 PULL_MIN_RATE = 2 * 1024 * 1024  # bytes a second
 SSH_TIMEOUT_S = 30.0
-CONTROL_PERSIST_S = 600
+# How long a shared connection stays open after its last session (a deep check, a command):
+# a live remote run's follower keeps a session on it all along, so this is what is left after
+# the run, or after `ajetd gpus`, `lint`; the daemon stops its own at its shutdown
+# (`stop_connections`)
+CONTROL_PERSIST_S = 60
+CONTROL_STOP_TIMEOUT_S = 5.0
+_CONNECTED: set[SshSpec] = set()  # the hosts this process reached (`stop_connections`)
 VANISHED = 3  # the stream's code: the remote trial ended without an exit status
 GONE = 4  # the stream's code: the trial's folder on the host is not there
 
@@ -68,6 +74,12 @@ def control_dir() -> Path:
 
 def argv(spec: SshSpec) -> list[str]:
     """`ssh` with batch mode (never a password prompt), keepalives and connection sharing."""
+    _CONNECTED.add(spec)
+    return _options(spec)
+
+
+def _options(spec: SshSpec) -> list[str]:
+    """`argv` without noting the host as reached."""
     out = [
         "ssh",
         "-o",
@@ -97,6 +109,34 @@ def argv(spec: SshSpec) -> list[str]:
     # value given, so a LogLevel of theirs wins.
     out += ["-o", "LogLevel=ERROR"]
     return [*out, spec.target]
+
+
+def stop_connections() -> list[str]:
+    """Ask the shared connection to each host this process reached to take no new session
+    (`ssh -O stop`): it closes once the sessions on it end, at once where none is left, not
+    CONTROL_PERSIST_S later (a daemon's at its shutdown). A live run's follower keeps its
+    stream (a session ended would read as a lost connection) and opens its own next time.
+    The hosts whose connection could not be asked, with ssh's words (none open: nothing)."""
+    failed = []
+    for spec in sorted(_CONNECTED, key=lambda s: (s.target, s.port)):
+        command = [*_options(spec)[:-1], "-O", "stop", spec.target]
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=CONTROL_STOP_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failed.append(f"{spec.target}: {exc}")
+            continue
+        said = done.stderr.strip()
+        if done.returncode != 0 and "No such file or directory" not in said:
+            failed.append(f"{spec.target}: {said or f'ssh exited {done.returncode}'}")
+    _CONNECTED.clear()
+    return failed
 
 
 def remote_command(script: str, mark: str = "") -> str:
