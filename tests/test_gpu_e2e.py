@@ -196,9 +196,17 @@ def test_vllm_memory_relaunch_waits_for_the_gpu_to_drain(env: Env) -> None:
 
 
 def test_lost_gpu_is_a_finding_and_the_root_cause(env: Env) -> None:
+    """Also walk 91, F6: the finding changed nothing visible (attention null, `ajetd wait` ran
+    to its timeout). A lost GPU is fatal: the run is flagged at once, `wait` exits 2 and
+    on_attention runs; the user decides (the program may go on, or hang on the dead GPU)."""
     file = _gpus(env, 1)
     _start(env)
-    run_id = _run(env, "lost", "1", file, forever=True, step_time=0.2)
+    sink = env.tmp / "hook-out"
+    config = env.config(
+        "lost", fake_gpu={"file": str(file), "memory_mib": 30000}, forever=True, step_time=0.2
+    )
+    ajetd = f"gpus: 1\non_attention: 'cat > {sink}'"
+    run_id = env.submit(env.blueprint("lost", config=config, ajetd=ajetd))
     wait_for(lambda: env.record(run_id).get("gpu_stats"), what="a first GPU sample")
     _edit(file, lambda d: (d["gpus"][0].update(lost=True), d.update(xid=[{"index": 0, "xid": 79}])))
     wait_for(
@@ -207,6 +215,14 @@ def test_lost_gpu_is_a_finding_and_the_root_cause(env: Env) -> None:
     )
     [finding] = [f for f in env.status(run_id)["diagnosis"] if f["kind"] == "gpu_lost"]
     assert "GPU 0 (H100 GPU-fake-0) fell off the bus; Xid 79" in finding["evidence"]
+    attention = wait_for(lambda: env.record(run_id).get("attention"), what="attention")
+    assert attention.startswith("a GPU of the run is lost: GPU 0 (H100 GPU-fake-0) fell off")
+    waited = env.cli("wait", run_id, "--timeout", "30")
+    assert waited.returncode == 2, (waited.stdout, waited.stderr)
+    hook = wait_for(lambda: sink.exists() and sink.read_text(), what="on_attention")
+    assert json.loads(hook)["attention"] == attention
+    env.cli("stop", run_id)
+    assert env.wait_done(run_id, timeout=60)["status"] == "stopped"
 
 
 def test_gpu_aware_hang(env: Env) -> None:

@@ -16,6 +16,9 @@ from typing import Any
 # a program waiting at a prompt for an answer nobody will type (`diagnosis.prompt`): read from
 # its unfinished last output, so only while it runs; the run is flagged for attention
 WAITING_FOR_INPUT = "waiting_for_input"
+# a GPU of a running trial fell off the bus (NVML, Xid 79), seen outside its output: fatal, and
+# the run is flagged for attention while that trial lives (`policy._gpu_lost_flag`)
+GPU_LOST = "gpu_lost"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
-from ajetd.core.finding import WAITING_FOR_INPUT, Finding
+from ajetd.core.finding import GPU_LOST, WAITING_FOR_INPUT, Finding
 from ajetd.core.model import RELAUNCHING_STOPS, Run, Signal, Status, StopCause, record_trials
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
@@ -23,6 +23,7 @@ from ajetd.frameworks.valresults import UNREAD_RECORDS, step_text
 
 HANG_PREFIX = "no output for "
 INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention begins with
+GPU_LOST_PREFIX = "a GPU of the run is lost: "  # what a lost GPU's attention begins with
 HUNG = "while hung: "  # how a time limit's reason begins to say the run was hung then
 SILENT = "with no output at all"  # ... that its program printed nothing
 LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
@@ -697,7 +698,8 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
     if cause is None:
         hung = None if waiting else _hang_flag(obs, quiet, window_s, options)
         # the cause of its silence, where its output or its place says it
-        actions += _attention(run, _prompt_flag(run) or _slurm_flag(run, obs.now, timing) or hung)
+        flag = _gpu_lost_flag(run) or _prompt_flag(run) or _slurm_flag(run, obs.now, timing)
+        actions += _attention(run, flag or hung)
     else:
         actions += _attention(run, None)
     return actions
@@ -705,14 +707,26 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
 
 def _attention(run: Run, flag: str | None) -> list[Action]:
     """The attention `flag` raised, changed or cleared: only over a flag of these rules'
-    own (hung, at a prompt, waiting in Slurm), never over another's."""
-    ours = (HANG_PREFIX, INPUT_PREFIX, SLURM_PREFIX)
+    own (hung, at a prompt, waiting in Slurm, a GPU lost), never over another's."""
+    ours = (HANG_PREFIX, INPUT_PREFIX, SLURM_PREFIX, GPU_LOST_PREFIX)
     if flag is not None:
         if run.attention is None or run.attention.startswith(ours):
             return [Attention(flag)]
     elif run.attention is not None and run.attention.startswith(ours):
         return [Attention(None)]
     return []
+
+
+def _gpu_lost_flag(run: Run) -> str | None:
+    """The attention for a trial one of whose GPUs was lost (`gpu_lost`, fatal, seen by the
+    GPU sampler outside its output): flagged at once, for the trial's life. Its program may go
+    on for a while, or hang on the dead GPU without a word; nothing it prints brings the GPU
+    back, and a relaunch needs other GPUs or a reset first: the user decides."""
+    trial = run.trial
+    found = [f for f in trial.live_findings if f.kind == GPU_LOST] if trial else []
+    if not found:
+        return None
+    return f"{GPU_LOST_PREFIX}{found[0].evidence}: {found[0].fix}"
 
 
 def _prompt_flag(run: Run) -> str | None:

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 from ajetd.adapters import procs
 from ajetd.adapters.nvml import GpuProbe
-from ajetd.core.finding import Finding
+from ajetd.core.finding import GPU_LOST, Finding
 from ajetd.core.gpuuse import GpuSample, RunGpu
 from ajetd.core.model import Run
 
+__all__ = ["GPU_LOST", "GpuWatch", "lost_finding"]
 log = logging.getLogger(__name__)
 YOUNG_S = 600.0  # a run younger than this is sampled more often
 FRESH_S = 1.0  # a sample this recent serves the runs' timer too (not taken twice)
-GPU_LOST = "gpu_lost"
 XID_FALLEN_OFF_BUS = 79
 
 
