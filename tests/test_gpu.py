@@ -61,7 +61,7 @@ def test_a_large_request_is_not_starved_by_later_small_ones() -> None:
     out = placement.plan(asks, gpus, held, frozenset())
     assert isinstance(out["big"], placement.Wait)
     assert isinstance(out["small"], placement.Wait)  # 2 and 3 are reserved for `big`
-    assert "reserved for an earlier run" in out["small"].reason
+    assert "GPU 2 is reserved for run big, earlier in the queue" in out["small"].reason
 
 
 def test_foreign_memory_and_lost_gpus_are_not_free() -> None:
@@ -410,5 +410,5 @@ def test_a_run_blocked_by_a_foreign_process_reserves_nothing() -> None:
     # blocked only by an ajetd run (which ends), the large request still reserves the rest
     held = placement.plan(asks[:1] + asks[3:4], [gpu(0), gpu(1), gpu(2)], {"r": (1,)}, frozenset())
     assert isinstance(held["one"], placement.Wait)
-    assert "reserved for an earlier run" in held["one"].reason
+    assert "GPU 0 is reserved for run all, earlier in the queue" in held["one"].reason
     assert placement.NO_RESERVATION not in held["all"].reason  # type: ignore[union-attr]

@@ -26,8 +26,8 @@ from ajetd.core.model import Run
 
 DEFAULT_THRESHOLD = 0.05
 NO_RESERVATION = (
-    "only a process outside ajetd can free that, so it reserves no GPU meanwhile: later runs "
-    "may use the free ones"
+    "it reserves no GPU meanwhile, as a GPU it needs is held outside ajetd (or lost), which "
+    "ajetd cannot free: later runs may use the free ones"
 )
 
 
@@ -163,7 +163,7 @@ def plan(
     visible = [g.index for g in gpus]
     taken = {i: run_id for run_id, held in assigned.items() for i in held}
     unusable = {g.index: r for g in gpus if (r := busy_reason(g, own_pids, threshold, commands))}
-    reserved: set[int] = set()
+    reserved: dict[int, str] = {}  # GPU -> the earlier waiting run it is kept for
     out: dict[str, Decision] = {}
     for ask in queue:
         if ask.gpus == "0":
@@ -191,7 +191,9 @@ def plan(
             continue
         why = _wait_reason(count, candidates, others, unusable, reserved)
         if count <= len([i for i in candidates if i not in unusable]):
-            reserved.update(i for i in candidates if i not in others)  # ajetd's runs free them
+            for i in candidates:  # ajetd's runs free them
+                if i not in others:
+                    reserved.setdefault(i, ask.run_id)
         else:
             why += f"; {NO_RESERVATION}"
         out[ask.run_id] = Wait(why)
@@ -203,7 +205,7 @@ def _wait_reason(
     candidates: Sequence[int],
     taken: Mapping[int, str],
     unusable: Mapping[int, str],
-    reserved: set[int],
+    reserved: Mapping[int, str],
 ) -> str:
     parts = []
     for i in candidates:
@@ -212,7 +214,7 @@ def _wait_reason(
         elif i in unusable:
             parts.append(unusable[i])
         elif i in reserved:
-            parts.append(f"GPU {i} is reserved for an earlier run in the queue")
+            parts.append(f"GPU {i} is reserved for run {reserved[i]}, earlier in the queue")
     return f"waiting for {count} GPU(s): " + "; ".join(parts)
 
 
