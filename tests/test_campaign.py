@@ -686,6 +686,9 @@ def test_a_done_campaign_is_measured_at_its_end(daemon_env: Env) -> None:
     later = shown()
     assert later["stop_rules"] == first["stop_rules"]
     assert later["deadline_left_s"] == first["deadline_left_s"] == deadline["remaining"]
+    # whole seconds (walk 91 F11: `7198.764630556107`), still numbers
+    assert isinstance(first["deadline_left_s"], float) and first["deadline_left_s"].is_integer()
+    assert float(deadline["current"]).is_integer()
     text = env.cli("campaign", "status", cid).stdout
     assert f"({format_duration(deadline['remaining'])} left)" in text, text
 

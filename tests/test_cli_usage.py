@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -349,6 +350,17 @@ def test_a_wait_that_times_out_on_an_ended_run_says_it_ended() -> None:
     line = wait_line(run, 124)
     assert line.startswith("run k3x9az ended succeeded, but its reports are not written yet")
     assert "still done" not in line
+
+
+def test_status_help_names_every_state_its_filter_takes() -> None:
+    """Walk 91, F11: `--state` took `done` but its help did not name it; `--campaign` said
+    "(its id)" though a campaign's name is taken too."""
+    from ajetd.views.listing import STATES
+
+    text = " ".join(CliRunner().invoke(main, ["status", "--help"]).output.split())
+    listed = text.split("this status:", 1)[1].split(".", 1)[0]
+    assert set(STATES) <= set(re.findall(r"[a-z_]+", listed)), listed
+    assert "this campaign (its id or its name)" in text
 
 
 def test_campaign_add_help_says_what_more_overrides_are_with_an_example() -> None:

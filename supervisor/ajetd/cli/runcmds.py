@@ -88,12 +88,14 @@ def _check_one(**filters: object) -> None:
     "--state",
     "state",
     default=None,
-    help="Only runs in this state or with this status: live, ended, attention, queued, "
-    "running, restarting, stopping, succeeded, failed, time_limit, plateau, stopped, "
+    help="Only runs in this state or with this status: live, ended (or done), attention, "
+    "queued, running, restarting, stopping, succeeded, failed, time_limit, plateau, stopped, "
     "rejected, lost.",
 )
 @click.option("--since", default=None, help="Only runs live or ended within this time (2d, 6h).")
-@click.option("--campaign", default=None, help="Only the runs of this campaign (its id).")
+@click.option(
+    "--campaign", default=None, help="Only the runs of this campaign (its id or its name)."
+)
 @click.option("--watch", is_flag=True, help="Redraw every 2 s on a terminal until q or Ctrl-C.")
 @json_option
 def status(

@@ -127,14 +127,20 @@ def _planned(spec: cs.CampaignSpec, state: CampaignState, now: float) -> list[di
     return out
 
 
+def _whole(seconds: float | None) -> float | None:
+    """Seconds to the whole second (still a number, a float as the JSON contract has it)."""
+    return None if seconds is None else float(round(seconds))
+
+
 def _rule_json(rule: cr.Rule) -> dict[str, Any]:
+    timed = rule.rule == "deadline"  # its figures are seconds
     return {
         "rule": rule.rule,
         "met": rule.met,
         "text": rule.text,
         "limit": rule.limit,
-        "current": rule.current,
-        "remaining": rule.remaining,
+        "current": _whole(rule.current) if timed else rule.current,
+        "remaining": _whole(rule.remaining) if timed else rule.remaining,
     }
 
 
@@ -168,7 +174,8 @@ def _campaign_json(spec: cs.CampaignSpec, state: CampaignState, now: float) -> d
         "attempted": attempted(state),
         "remaining": None if count is None else count.remaining,
         "deadline_at": None if spec.deadline_s is None else iso(state.started_at + spec.deadline_s),
-        "deadline_left_s": None if deadline is None else deadline.remaining,
+        # whole seconds, as the durations people read (7198, not 7198.764630556107)
+        "deadline_left_s": None if deadline is None else _whole(deadline.remaining),
         "per_experiment_timeout_s": spec.per_experiment_s,
     }
 
