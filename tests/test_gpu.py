@@ -62,6 +62,8 @@ def test_a_large_request_is_not_starved_by_later_small_ones() -> None:
     assert isinstance(out["big"], placement.Wait)
     assert isinstance(out["small"], placement.Wait)  # 2 and 3 are reserved for `big`
     assert "GPU 2 is reserved for run big, earlier in the queue" in out["small"].reason
+    assert out["big"] == placement.Wait(out["big"].reason, (2, 3))  # kept free for it
+    assert out["small"].reserves == ()
 
 
 def test_foreign_memory_and_lost_gpus_are_not_free() -> None:

@@ -195,6 +195,38 @@ def test_vllm_memory_relaunch_waits_for_the_gpu_to_drain(env: Env) -> None:
     assert "`vllm_memory`" in trials and "waits until that memory drains" in trials
 
 
+def test_gpus_names_the_run_a_free_gpu_is_reserved_for(env: Env) -> None:
+    """Walk 91, F11: a GPU kept free for a waiting run showed HELD BY `-` in `ajetd gpus`,
+    and a later run's reason said only "reserved for an earlier run in the queue"."""
+    file = _gpus(env, 2)
+    _start(env)
+    first = _run(env, "first", "[1]", file, forever=True)
+    wait_for(lambda: env.record(first).get("state") == "running", what="the first run")
+    big = _run(env, "big", "2", file, steps=1)
+    later = _run(env, "later", "1", file, steps=1)
+    wait_for(
+        lambda: (
+            f"GPU 0 is reserved for run {big}, earlier in the queue"
+            in env.record(later).get("reason", "")
+        ),
+        what="the later run to wait behind the reservation",
+    )
+
+    def reserved() -> str | None:
+        out = env.cli("gpus").stdout
+        return out if f"reserved for run {big}" in out else None
+
+    shown = wait_for(reserved, what="the reservation in `ajetd gpus`")
+    [row] = [line for line in shown.splitlines() if line.startswith("0 ")]
+    assert row.endswith(f"reserved for run {big} (queued)"), shown
+    [gpu0] = [g for g in json.loads(env.cli("gpus", "--json").stdout)["local"] if g["index"] == 0]
+    assert f"reserved for run {big} (queued)" in gpu0["held_by"], gpu0
+    env.cli("stop", first)
+    for run_id in (big, later):
+        assert env.wait_done(run_id, timeout=60)["status"] == "succeeded"
+    wait_for(lambda: "reserved for" not in env.cli("gpus").stdout, what="no reservation left")
+
+
 def test_lost_gpu_is_a_finding_and_the_root_cause(env: Env) -> None:
     """Also walk 91, F6: the finding changed nothing visible (attention null, `ajetd wait` ran
     to its timeout). A lost GPU is fatal: the run is flagged at once, `wait` exits 2 and

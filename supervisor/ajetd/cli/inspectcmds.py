@@ -252,11 +252,14 @@ def gpus(as_json: bool) -> None:
     samples = probe.sample()
     holders: dict[int, list[str]] = {}
     placed: dict[int, list[str]] = {}
-    for run in open_home().listing():
+    home = open_home()
+    for run in home.listing():
         if run.active and run.gpu_ids:
             for index in run.gpu_ids:
                 holders.setdefault(index, []).append(f"run {run.run_id} (placed)")
                 placed.setdefault(index, []).append(run.run_id)
+    for index, waiting in _reserved(home).items():
+        holders.setdefault(index, []).append(f"reserved for run {waiting} (queued)")
     owners = procs.owners({p.pid for g in samples for p in g.processes})
     for g in samples:
         for p in g.processes:
@@ -265,7 +268,7 @@ def gpus(as_json: bool) -> None:
             run_id = status_view.owner_run(who)
             label = f"run {run_id}" if run_id else who or "not ajetd's"
             holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
-    hosts = _remote_gpus(open_home())
+    hosts = _remote_gpus(home)
     if as_json:
         out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders, placed, owners)}
         out.update(
@@ -280,6 +283,21 @@ def gpus(as_json: bool) -> None:
     for host, (got, held, _, why) in hosts.items():
         click.echo("")
         click.echo(status_view.render_gpus(f"{host}: {why}", got or [], held))
+
+
+def _reserved(home: Home) -> dict[int, str]:
+    """This machine's free GPUs the running daemon keeps for a waiting run (first come, first
+    served: `placement.plan`), as it last published them; none without a daemon."""
+    if not home.daemon_running():
+        return {}
+    published = home.daemon_info().get("reserved")
+    if not isinstance(published, dict):
+        return {}
+    return {
+        int(gpu): run_id
+        for gpu, run_id in published.items()
+        if isinstance(gpu, str) and gpu.isdigit() and isinstance(run_id, str)
+    }
 
 
 def _remote_gpus(

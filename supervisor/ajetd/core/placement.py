@@ -52,9 +52,10 @@ class Place:
 @dataclass(frozen=True)
 class Wait:
     """Not now: asked again later (`reason` says what for: GPUs busy or taken, a swarm server
-    still starting)."""
+    still starting); `reserves`: the free GPUs kept for it meanwhile (`plan`)."""
 
     reason: str
+    reserves: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,13 +191,13 @@ def plan(
             taken.update(dict.fromkeys(chosen, ask.run_id))
             continue
         why = _wait_reason(count, candidates, others, unusable, reserved)
-        if count <= len([i for i in candidates if i not in unusable]):
-            for i in candidates:  # ajetd's runs free them
-                if i not in others:
-                    reserved.setdefault(i, ask.run_id)
+        kept: tuple[int, ...] = ()
+        if count <= len([i for i in candidates if i not in unusable]):  # ajetd's runs free them
+            kept = tuple(i for i in candidates if i not in others and i not in reserved)
+            reserved.update(dict.fromkeys(kept, ask.run_id))
         else:
             why += f"; {NO_RESERVATION}"
-        out[ask.run_id] = Wait(why)
+        out[ask.run_id] = Wait(why, kept)
     return out
 
 

@@ -99,6 +99,10 @@ class Base:
     # log folders watched since the full tick's last look at them: what their logs got
     # before the watch came brought no event, so each is looked at once (`watch_live`)
     logs_new: frozenset[str] = frozenset()
+    # this machine's free GPUs kept for a waiting run (`placement.plan`), for `ajetd gpus`;
+    # and as daemon.json last said
+    reserved: dict[int, str]
+    published_reserved: dict[int, str]
 
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
@@ -120,7 +124,7 @@ class Base:
         self.problems: list[str] = []  # why nothing is taken from the inbox now
         self.refused: list[str] = []  # inbox entries not taken (links, FIFOs, foreign files)
         self.published: list[str] | None = None
-        self.published_at = 0.0
+        self.published_at, self.reserved, self.published_reserved = 0.0, {}, {}
         self.published_checks: dict[str, float] = {}
         self.published_unsaved: dict[str, dict[str, Any]] = {}
         # stopping; some run waits for its swarm server's /health

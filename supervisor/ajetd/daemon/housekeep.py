@@ -204,6 +204,7 @@ class Housekeep(Base):
         problems = [*self.problems, *self.refused, *disk, *held.values()]
         records = self.held.unsaved()
         changed = problems != self.published or records != self.published_unsaved
+        changed = changed or self.reserved != self.published_reserved
         if changed or moved or now - self.published_at >= PUBLISH_EVERY_S:
             info = {
                 "pid": os.getpid(),
@@ -215,10 +216,13 @@ class Housekeep(Base):
                 "held": held,  # run id -> why its claimed blueprint is not admitted yet
                 "deep_checks": checks,  # run id -> when its next deep check is due
                 "unsaved": records,  # run id -> its newest state while a full home holds it
+                # this machine's GPU index -> the waiting run it is kept for (`ajetd gpus`)
+                "reserved": {str(gpu): run_id for gpu, run_id in self.reserved.items()},
             }
             self._write_daemon_json(info)
             self.published, self.published_at = problems, now
             self.published_checks, self.published_unsaved = checks, records
+            self.published_reserved = dict(self.reserved)
 
     def _write_daemon_json(self, info: dict[str, Any]) -> None:
         """Written whole; padded to DAEMON_JSON_BYTES so that, on a full home, it can still be

@@ -33,6 +33,13 @@ class Launch(Base):
         queue = [s for s in queue if not self._past_deadline(s, now)]
         queue = [s for s in queue if not self._val_file_taken(s, now)]
         places = self.placer.decide(queue, self.slots, now)
+        self.reserved = {
+            gpu: slot.run_id
+            for slot in queue
+            if slot.host.machine is None
+            and isinstance(place := places[slot.run_id], placement.Wait)
+            for gpu in place.reserves
+        }
         for slot in queue:
             with self._each(slot.run_id, "launching it"):
                 self._launch_one(slot, places[slot.run_id], now)
