@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +123,19 @@ def test_diagnose_reads_the_end_of_a_long_line(env: Env, tmp_path: Path) -> None
     out = env.cli("diagnose", str(log))
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("cuda_oom [fatal]") or "cuda_oom" in out.stdout, out.stdout
+
+
+def test_a_run_whose_oom_ends_a_long_line_gets_its_fix(daemon_env: Env) -> None:
+    """Walk 91, F3 live: a 114 KB line ending in the OOM failed the run as
+    `unknown_traceback`, no fix tried. Now its fix is applied, as for any OOM."""
+    env = daemon_env
+    config = env.config("longl", oom_above_micro_batch=2, oom_after_bar=114_000)
+    path = env.codebase / config
+    data = yaml.safe_load(path.read_text())
+    data["actor_rollout_ref"] = {"actor": {"ppo_micro_batch_size_per_gpu": 4}}
+    path.write_text(yaml.safe_dump(data))
+    allow = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 1}}"
+    run_id = env.submit(env.blueprint("longl", config=config, ajetd=allow))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 2, done
+    assert [f["kind"] for f in done["fixes_applied"]] == ["cuda_oom"]

@@ -231,7 +231,9 @@ def main() -> int:
             return 1
     micro = conf.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size_per_gpu")
     if fake.get("oom_above_micro_batch") is not None and micro > fake["oom_above_micro_batch"]:
-        print(OOM, flush=True)  # as a too-large micro batch does on a real GPU
+        bar = fake.get("oom_after_bar")  # bytes of a progress bar the error ends, on its line
+        oom = f"{'#' * bar} {OOM.splitlines()[-1]}" if bar else OOM
+        print(oom, flush=True)  # as a too-large micro batch does on a real GPU
         return 1
     if _actor_tokens(conf) > fake.get("oom_above_actor_tokens", math.inf):
         print(OOM, flush=True)  # the actor's micro batch no longer fits
