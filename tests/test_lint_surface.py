@@ -340,3 +340,34 @@ def test_leftovers_a_backgrounding_run_left_are_said_when_ended(daemon_env: Env)
     assert flag["status"] == "failed" and "put its program in the background" in flag["reason"]
     journal = (env.home / "runs" / run_id / "events.jsonl").read_text()
     assert "ended 1 leftover process(es) its trial left running: sleep 4321" in journal, journal
+
+
+def test_allow_fixes_bounds_are_judged_against_the_key_and_the_config(env: Env) -> None:
+    """walk91 F1: `min: 0` on a micro batch size linted ok and a fix wrote 0; a min above the
+    config's value linted ok and could never act. The first is a problem naming the key and
+    the bound; the second a warning naming the config's value."""
+    code, data, text = _lint(env, "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 0}}")
+    assert code == 2 and not data["ok"], data
+    said = (
+        "allow_fixes.ppo_micro_batch_size_per_gpu.min: 0 is not a valid "
+        "ppo_micro_batch_size_per_gpu (a whole number of at least 1)"
+    )
+    assert any(said in p for p in data["problems"]), data  # type: ignore[union-attr]
+    assert said in text
+    conf = env.codebase / "configs" / "mb.yaml"
+    env.config("mb")
+    conf.write_text(
+        conf.read_text() + "actor_rollout_ref:\n  actor:\n    ppo_micro_batch_size_per_gpu: 8\n"
+    )
+    ajetd = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 16}}"
+    code, data, text = _lint(env, ajetd, config="configs/mb.yaml")
+    assert code == 0 and data["ok"], data
+    warned = (
+        "allow_fixes.ppo_micro_batch_size_per_gpu.min 16 is not below the config's "
+        "ppo_micro_batch_size_per_gpu (8), so no fix can lower it"
+    )
+    assert any(w.startswith(warned) for w in _warnings(data)), data
+    assert warned in text
+    ajetd = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 2}}"
+    code, data, _ = _lint(env, ajetd, config="configs/mb.yaml")
+    assert code == 0 and not [w for w in _warnings(data) if "allow_fixes" in w], data

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ajetd.core import hostspecs, pathglob, values
+from ajetd.core import fixdomain, hostspecs, pathglob, values
 from ajetd.core.durations import format_duration
 from ajetd.core.envnames import env_name_problem
 from ajetd.core.errors import BlueprintError
@@ -292,7 +292,13 @@ def _plateau(value: Any, problems: list[str]) -> PlateauRule | None:
     return PlateauRule(str(metric), patience, min_delta, after, str(mode), "metric" in value)
 
 
-def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | None, float | None]]:
+def _allow_fixes(
+    value: Any, problems: list[str], admitted: bool = False
+) -> dict[str, tuple[float | None, float | None]]:
+    """Each allowed key's (min, max). `admitted`: a run's stored blueprint read again, whose
+    bounds are not judged against the key's values (`fixdomain`): a bound a later ajetd
+    refuses never takes a live run's other options away, and the remedy never writes a value
+    outside the key's domain whatever its bounds."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -318,6 +324,8 @@ def _allow_fixes(value: Any, problems: list[str]) -> dict[str, tuple[float | Non
             take(problems, None, _bound, f"allow_fixes.{key}.{side}", bounds)
             for side in ("min", "max")
         )
+        if len(problems) == mark and not admitted:
+            problems.extend(fixdomain.bound_problems(str(key), low, high))
         if len(problems) == mark:
             out[str(key)] = (low, high)
     return out
@@ -493,7 +501,7 @@ def parse_options(text: str, admitted: bool = False) -> Options:
         autokill=str(autokill),
         keep_session_s=keep,
         plateau=_plateau(data.get("plateau"), problems),
-        allow_fixes=_allow_fixes(data.get("allow_fixes"), problems),
+        allow_fixes=_allow_fixes(data.get("allow_fixes"), problems, admitted),
         on_finish=_hook("on_finish", data.get("on_finish"), problems),
         on_attention=_hook("on_attention", data.get("on_attention"), problems),
         swarm=hostspecs.swarm(data.get("swarm"), problems),

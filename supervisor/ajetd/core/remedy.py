@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ajetd.core import advice
+from ajetd.core import advice, fixdomain
 from ajetd.core.finding import Finding
 from ajetd.core.model import Run
 from ajetd.core.options import SCIENCE_STEPS
@@ -93,7 +93,8 @@ def _failures_since(run: Run, since: float) -> int:
 
 
 def _lowered(key: str, value: float, low: float | None) -> float | None:
-    """The next, smaller value for `key` within its lower bound; None when none is left."""
+    """The next, smaller value for `key` within its lower bound and its domain (never a
+    micro batch size of 0); None when none is left."""
     if key == "gpu_memory_utilization":
         new: float = round(value - 0.05, 2)
     elif key == "max_response_length":
@@ -103,11 +104,12 @@ def _lowered(key: str, value: float, low: float | None) -> float | None:
     else:
         new = int(value) // 2
     if low is not None and new < low:
-        new = low if key in _FRACTIONS else math.ceil(low)  # an integer key stays an integer
-    return new if new < value else None
+        new = low if key in fixdomain.REAL_KEYS else math.ceil(low)  # an integer stays one
+    if key not in fixdomain.REAL_KEYS and new < 1:
+        new = 1  # the smallest count
+    return new if new < value and fixdomain.valid(key, new) else None
 
 
-_FRACTIONS = ("gpu_memory_utilization", "lr")  # the keys whose values are not integers
 RAISE_CAP = {"gpu_memory_utilization": 0.95}  # where allow_fixes sets no max: vLLM's own limit
 # is 1.0, and the CUDA context and the sampler need room beside the budget
 
@@ -119,7 +121,7 @@ def _raised(key: str, value: float, high: float | None) -> float | None:
     if key != "gpu_memory_utilization" or cap is None:
         return None
     new = min(round(value + 0.05, 2), cap)
-    return new if new > value else None
+    return new if new > value and fixdomain.valid(key, new) else None
 
 
 def shown_bound(key: str, bound: float | None) -> str:
@@ -127,7 +129,7 @@ def shown_bound(key: str, bound: float | None) -> str:
     gives `1.0` where `1e3` or `1.` was written), `min 0.5`, `min 1e-07` otherwise."""
     if bound is None:
         return "none"
-    if key not in _FRACTIONS and float(bound).is_integer():
+    if key not in fixdomain.REAL_KEYS and float(bound).is_integer():
         return str(int(bound))
     return f"{bound:g}"
 
@@ -149,7 +151,7 @@ def _fitted(
             f"rerun, or lower gpu_memory_utilization to {fit:g} or less if the model fits in it"
         )
     patches = [(p, fit) for p, v in numeric if fit < float(v)]
-    if not patches:
+    if not patches or not fixdomain.valid("gpu_memory_utilization", fit):
         return None
     bound = shown_bound("gpu_memory_utilization", low)
     old = dict(numeric)
@@ -296,6 +298,24 @@ def _ajet_token_budget(config: Mapping[str, Any]) -> list[tuple[tuple[str, ...],
     return []
 
 
+def held(config: Mapping[str, Any], key: str) -> list[tuple[tuple[str, ...], Any]]:
+    """The paths a science fix of `key` would change in `config`, with their numeric values
+    (also what lint compares the key's allowed min with)."""
+    paths = find_paths(config, key)
+    values = [get_path(config, p) for p in paths]
+    numeric = [
+        (p, v)
+        for p, v in zip(paths, values, strict=True)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+    if key == "ppo_max_token_len_per_gpu":
+        numeric = _ajet_token_budget(config) or numeric
+    if key in _NEMO_BUDGETS:
+        numeric = _nemo_budget_paths(config, numeric)
+    own = [(p, v) for p, v in numeric if p[0] == "ajet"]
+    return own or numeric  # AgentJet's section where it sets the key (see the note above)
+
+
 def _science(
     kind: str,
     config: Mapping[str, Any] | None,
@@ -318,19 +338,7 @@ def _science(
     allowed, note = _acting(kind, allowed, config)
     at_top: list[str] = []  # keys the failure asks to raise that are at their max
     for key in allowed:
-        paths = find_paths(config, key)
-        values = [get_path(config, p) for p in paths]
-        numeric = [
-            (p, v)
-            for p, v in zip(paths, values, strict=True)
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-        ]
-        if key == "ppo_max_token_len_per_gpu":
-            numeric = _ajet_token_budget(config) or numeric
-        if key in _NEMO_BUDGETS:
-            numeric = _nemo_budget_paths(config, numeric)
-        own = [(p, v) for p, v in numeric if p[0] == "ajet"]
-        numeric = own or numeric  # AgentJet's section where it sets the key (see the note above)
+        numeric = held(config, key)
         if not numeric:
             continue
         low = allow[key][0]

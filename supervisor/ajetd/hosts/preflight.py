@@ -18,7 +18,7 @@ from typing import Any
 from ajetd.adapters import diskfull
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
-from ajetd.core import jsontext, launchshape, resultfiles
+from ajetd.core import fixdomain, jsontext, launchshape, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -491,6 +491,22 @@ def _serverless_client(bp: Blueprint, config: Any) -> list[str]:
     ]
 
 
+def _fix_floors(bp: Blueprint, config: Any) -> list[str]:
+    """An `allow_fixes` min at or above what the config holds for its key (`min: 16` on a
+    micro batch size of 8): no fix of that key can ever be made (walk91 F1)."""
+    if not isinstance(config, Mapping) or not bp.options.allow_fixes:
+        return []
+    from ajetd.core import remedy  # here: its imports (the options, RE2) only where needed
+
+    return [
+        warning
+        for key, (low, _high) in bp.options.allow_fixes.items()
+        for warning in fixdomain.current_warnings(
+            key, low, [float(v) for _p, v in remedy.held(config, key)]
+        )
+    ]
+
+
 def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
     """A plateau metric the framework is not known to write (`mean_rewad`): the rule would
     never act. AgentJet's val-file keys (`valresults.agentjet_writes`); NeMo-RL's records
@@ -706,6 +722,7 @@ def _checked(
         found.warnings.extend([missing] if missing else [])
     found.warnings.extend(_serverless_client(bp, runs_with))
     found.warnings.extend(_plateau_metric(bp, runs_with))
+    found.warnings.extend(_fix_floors(bp, runs_with))
     # the config as the program reads it: the copy only where its --conf can point at it (a
     # wrapper script, a `--conf ./$CONF`, reads the original, and its val file is the original's)
     conf = conf_argument(bp.launch_command)
