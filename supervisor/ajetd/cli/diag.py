@@ -36,7 +36,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, A
     shown = run_json(run, now)  # the fields diag shares with the status object, as it has them
     trial = run.trial
     screen, processes, gpus = _screen(home, tmux, run), _processes(home, run), _gpus(run)
-    findings = (trial.findings or trial.live_findings) if trial else ()
+    findings = trial.diagnosis if trial else ()
     log_file = output_log(home, run, trial.number) if trial else None
     tail = (log_tail(log_file, 50) or ["(no log)"]) if log_file else []
     lines = [f"# Diagnostic snapshot of run {run.run_id}", "", f"- taken: {iso(now)}"]

@@ -93,6 +93,15 @@ class Trial:
     # trials'), set as it starts; None in a record older than this field
     first_record: int | None = None
 
+    @property
+    def diagnosis(self) -> tuple[Finding, ...]:
+        """Its diagnosis, root cause first, as every view shows it (status, diag, trials.md):
+        that of its end; where its end read none, what was seen while it ran. A trial ajetd
+        stopped (its time limit, `ajetd stop`) is diagnosed at its end only up to the signal,
+        and a prompt it sat at or a GPU lost under it are seen only while it runs (walk91 F2:
+        status showed them, trials.md did not)."""
+        return self.findings or self.live_findings
+
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["findings"] = [f.to_json() for f in self.findings]

@@ -26,6 +26,7 @@ INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention be
 GPU_LOST_PREFIX = "a GPU of the run is lost: "  # what a lost GPU's attention begins with
 HUNG = "while hung: "  # how a time limit's reason begins to say the run was hung then
 SILENT = "with no output at all"  # ... that its program printed nothing
+AT_PROMPT = "while " + INPUT_PREFIX  # ... that it sat at a prompt for a person
 LATE_S = 5.0  # a time limit enforced this long after it fell is said to be late, and why
 DATA_KEPT = "data kept"
 # a stop's signal its place did not take (an SSH host that does not answer) is sent again
@@ -201,8 +202,9 @@ def limit_reason(run: Run) -> str:
     why = run.stop_reason
     head = f"stopped at exp_max_time ({format_duration(run.max_time_s or 0)})"
     if why:
-        head += f" {why}" if why.startswith((HUNG, SILENT)) else f", {why}"
-    return f"{head}; {DATA_KEPT_THEN if why.startswith(HUNG) else DATA_KEPT}"
+        head += f" {why}" if why.startswith((HUNG, SILENT, AT_PROMPT)) else f", {why}"
+    stalled = why.startswith((HUNG, AT_PROMPT))  # what it did before is what there is
+    return f"{head}; {DATA_KEPT_THEN if stalled else DATA_KEPT}"
 
 
 UNREAD_LINES = (
@@ -236,9 +238,11 @@ def kept_truly(
 
 
 def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
-    """What a run was doing when its time limit fell, as its stop's why: its program printed
-    nothing at all, or it was hung (no output for the hang window or more, or flagged so);
-    and, where the limit was enforced `LATE_S` or more after it fell, by how much and why."""
+    """What a run was doing when its time limit fell, as its stop's why: it sat at a prompt
+    for a person (its output's last line asks something: the live finding `waiting_for_input`,
+    which explains any silence), its program printed nothing at all, or it was hung (no output
+    for the hang window or more, or flagged so); and, where the limit was enforced `LATE_S` or
+    more after it fell, by how much and why."""
     parts = []
     quiet = _quiet_since(run, obs)
     flagged = (  # flagged hung; not silent with its GPUs busy (`_hang_flag`)
@@ -247,7 +251,11 @@ def _limit_why(run: Run, obs: Observation, window_s: float) -> str:
         and BUSY not in run.attention
     )
     trial = run.trial
-    if not obs.printed:
+    prompt = _prompt_seen(run)
+    if prompt is not None:
+        since = f"; no output since {iso(quiet)}" if quiet is not None else ""
+        parts.append(f"{AT_PROMPT}`{prompt.evidence}` ({prompt.where()}{since})")
+    elif not obs.printed:
         which = f" (trial {trial.number})" if trial is not None and trial.number > 1 else ""
         parts.append(f"{SILENT} from its program{which}")
     elif quiet is not None and (obs.now >= quiet + window_s or flagged):
@@ -345,15 +353,22 @@ def _wandb_prompt(run: Run, options: Options) -> str | None:
     environment fixes are applied; None where it is not that prompt (other prompts are only
     flagged: ajetd cannot know their answer), where that fix was tried, where the user set
     WANDB_MODE, or where no trial is left to relaunch (flagged only: someone may answer it)."""
-    trial = run.trial
-    found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
-    if not found or not found[0].evidence.lower().startswith("wandb:"):
+    found = _prompt_seen(run)
+    if found is None or not found.evidence.lower().startswith("wandb:"):
         return None
     if WANDB_OFFLINE in run.fixes or "WANDB_MODE" in options.env:
         return None
     if len(run.trials) >= options.max_trials:
         return None
-    return f"`{found[0].evidence}` ({found[0].where()}): wandb has no API key"
+    return f"`{found.evidence}` ({found.where()}): wandb has no API key"
+
+
+def _prompt_seen(run: Run) -> Finding | None:
+    """The prompt the running trial's output stops at (its live `waiting_for_input`, gone
+    once output goes on), or None."""
+    trial = run.trial
+    found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
+    return found[0] if found else None
 
 
 def _after_prompt(run: Run, code: int) -> Action:
@@ -733,11 +748,10 @@ def _prompt_flag(run: Run) -> str | None:
     """The attention for a trial whose output stopped at a question for a person (read from
     its unfinished last line; gone once output goes on): flagged at once, not after a hang
     window, since nobody will answer it."""
-    trial = run.trial
-    found = [f for f in trial.live_findings if f.kind == WAITING_FOR_INPUT] if trial else []
-    if not found:
+    found = _prompt_seen(run)
+    if found is None:
         return None
-    return f"{INPUT_PREFIX}`{found[0].evidence}` ({found[0].where()}): {found[0].fix}"
+    return f"{INPUT_PREFIX}`{found.evidence}` ({found.where()}): {found.fix}"
 
 
 def _slurm_flag(run: Run, now: float, timing: Timing) -> str | None:

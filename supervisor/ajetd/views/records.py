@@ -57,9 +57,7 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "warnings": list(run.admission_notes),
         "gpus": None if run.gpu_ids is None else list(run.gpu_ids),
         "gpu": gpuuse.now_view(run.gpu_stats),
-        "diagnosis": [
-            f.to_json() for f in ((trial.findings or trial.live_findings) if trial else ())
-        ],
+        "diagnosis": [f.to_json() for f in (trial.diagnosis if trial else ())],
         # what each fix between trials changed (walk88 F6: a run that succeeded only
         # after its batch size was halved twice read plainly `succeeded`)
         "fixes_applied": applied_json(run.fixes, run.applied_fixes),

@@ -344,6 +344,21 @@ def _measures_section(run: Run, ctx: ReportContext) -> list[str]:
     return lines
 
 
+def _last_diagnosis(run: Run) -> list[str]:
+    """What the last trial's output showed, root cause first, where the reason does not name
+    it: a run stopped (`ajetd stop`, its time limit, a plateau) ends for that, not for what it
+    printed, yet a prompt it sat at or a lost GPU is why it did nothing (walk91 F2)."""
+    found = run.trial.diagnosis if run.trial else ()
+    if not found or found[0].kind in run.reason or f"`{found[0].evidence}`" in run.reason:
+        return []  # said already (a failed run's reason names its root cause)
+    shown = "; ".join(f"`{f.kind}` ({f.where()}): `{f.evidence}`" for f in found[:3])
+    more = f"; {len(found) - 3} more" if len(found) > 3 else ""
+    return [
+        "",
+        f"Its last trial's diagnosis, root cause first (trials.md has it whole): {shown}{more}",
+    ]
+
+
 def render_results(run: Run, ctx: ReportContext) -> str:
     """The results document of a finished (or rejected) run."""
     status = run.status.value if run.status else run.state.value
@@ -363,7 +378,7 @@ def render_results(run: Run, ctx: ReportContext) -> str:
         *_measures_section(run, ctx),
         *stageresult.section(ctx.stage_results),
     ]
-    lines += ["", "## Why it ended", "", f"{status}: {run.reason}"]
+    lines += ["", "## Why it ended", "", f"{status}: {run.reason}", *_last_diagnosis(run)]
     lines += ["", "## Last 50 lines of output", "", *fence(ctx.log_tail[-50:], "text")]
     lines += _blueprint_sections(run, ctx)
     lines.append("")
@@ -421,9 +436,11 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             f"- what went wrong: {trial.problem or 'nothing (exit 0)'}",
             f"- what was done next: {trial.next_step or 'nothing'}",
         ]
-        if trial.findings:
-            lines += ["", "Diagnosis (root cause first):", ""]
-            for f in trial.findings:
+        if trial.diagnosis:
+            # what was seen while it ran, where its end read nothing (ajetd stopped it)
+            while_ran = "" if trial.findings else " of its output while it ran"
+            lines += ["", f"Diagnosis{while_ran} (root cause first):", ""]
+            for f in trial.diagnosis:
                 label = action_label(f, ctx.allowed_fixes)
                 lines.append(
                     f"- `{f.kind}` ({label}, {f.where()}, seen {f.count}x): "

@@ -111,7 +111,7 @@ def _trial_lines(run: Run, fit: _Fit) -> list[Line]:
 
 def _finding_lines(run: Run, fit: _Fit) -> list[Line]:
     trial = run.trial
-    found = (trial.findings or trial.live_findings) if trial else ()
+    found = trial.diagnosis if trial else ()
     if not found:
         return []
     lines: list[Line] = [
