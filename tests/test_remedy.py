@@ -435,3 +435,35 @@ def test_what_nemo_ignores_in_its_batch_mode_is_named_with_the_key_to_allow() ->
     got = choose(_nemo(_failed_run()), oom, 3, None, T0 + 20, config, micro)
     assert isinstance(got, Relaunch), got
     assert got.config_patches == ((("policy", "train_micro_batch_size"), 2),), got
+
+
+def test_the_budget_is_named_only_where_a_fix_would_otherwise_be_tried() -> None:
+    """walk91 F4: `max_trials: 1`, a cuda_oom, no allow_fixes: the reason said "retry budget
+    spent", as if a larger max_trials would help; with the default budget the same crash said
+    "no science fix allowed". The class: for every kind in the catalogue (with and without a
+    fix allowed, and after its fix was tried), a run whose budget (or thrashing guard) is
+    spent ends for the same reason as one with budget left, unless that one is relaunched:
+    only then is the budget (or the guard) the reason."""
+    from ajetd.diagnosis.catalogue import BY_NAME
+
+    allowed = {"ppo_micro_batch_size_per_gpu": (1.0, None)}
+    config = {"actor_rollout_ref": {"actor": {"ppo_micro_batch_size_per_gpu": 8}}}
+    for name, kind in BY_NAME.items():
+        oom = [Finding(name, kind.severity.value, 1, "e", "", "do X")]
+        for allow in ({}, allowed):
+            for tried in ((), (f"retry_{name}", "nccl_nvls_off", "proxychains", "local_logger")):
+                fresh = replace(_failed_run(1), fixes=tried)
+                spent = replace(_failed_run(3), fixes=tried)
+                thrash = replace(_failed_run(4, gap=60), fixes=tried)
+                free = choose(fresh, oom, 9, None, T0 + 20, config, allow)
+                at_budget = choose(spent, oom, 3, None, T0 + 9999, config, allow)
+                thrashing = choose(thrash, oom, 9, None, T0 + 250, config, allow)
+                if isinstance(free, GiveUp):
+                    assert at_budget == free and thrashing == free, (name, at_budget, free)
+                else:
+                    assert isinstance(at_budget, GiveUp), (name, at_budget)
+                    assert at_budget.reason.startswith("retry budget spent"), (name, at_budget)
+                    assert isinstance(thrashing, GiveUp), (name, thrashing)
+                    assert thrashing.reason.startswith("thrashing guard"), (name, thrashing)
+    once = choose(_failed_run(1), _finding("cuda_oom", "science"), 1, None, T0 + 20, config, {})
+    assert isinstance(once, GiveUp) and once.reason.startswith("cuda_oom: no science fix allowed")

@@ -419,10 +419,12 @@ def _user_remedy(
     return Relaunch(name, f"{kind}: relaunched with {variable}={value}", env=((variable, value),))
 
 
-def _refusal(run: Run, root: Finding, max_trials: int, now: float) -> GiveUp | None:
-    """Why no fix is tried at all: a fatal kind, a spent retry budget, or thrashing."""
-    if root.severity == "fatal":
-        return GiveUp(f"{root.kind} is fatal, not retried: {root.fix}")
+def _spent(run: Run, max_trials: int, now: float) -> GiveUp | None:
+    """Why a fix the failure has is not tried: a spent retry budget, or thrashing. Asked only
+    once there is a fix to try: a failure no relaunch would answer (a fatal kind, a science
+    kind with no fix allowed, a kind with no automatic fix) ends for that, whatever the budget
+    (walk91 F4: `max_trials: 1` and a cuda_oom with no allow_fixes said "retry budget spent",
+    so raising max_trials looked like the way out)."""
     if len(run.trials) >= max_trials:
         return GiveUp(f"retry budget spent: {len(run.trials)} of max_trials {max_trials} launches")
     if _failures_since(run, now - THRASH_WINDOW_S) >= THRASH_FAILURES:
@@ -521,16 +523,39 @@ def choose(
     trial ran with, and `allow_fixes` the science fixes its blueprint permits; `port_holder`
     describes a process outside this run that holds the port a bind error names;
     `gpus_taken` says which other processes hold memory on the run's GPUs now.
+
+    A GiveUp's reason is the first thing that stops a relaunch, in the order a user would fix
+    it: no known failure, a fatal kind, no fix for this failure (none allowed, none in this
+    version, or the one it has tried and failed), and only then the retry budget and the
+    thrashing guard, which stop a fix that would otherwise be tried.
     """
     if not findings:
         return GiveUp("no known failure in the output, so no fix to try (not retried blindly)")
     root = findings[0]
+    if root.severity == "fatal":
+        return GiveUp(f"{root.kind} is fatal, not retried: {root.fix}")
+    choice = _remedy(
+        run, root, proxychains, config, allow_fixes, port_holder, gpus_taken
+    )  # the fix this failure has, the budget aside; why it has none, the first thing to fix
+    if isinstance(choice, GiveUp):
+        return choice
+    return _spent(run, max_trials, now) or choice
+
+
+def _remedy(
+    run: Run,
+    root: Finding,
+    proxychains: str | None,
+    config: Mapping[str, Any] | None,
+    allow_fixes: Mapping[str, tuple[float | None, float | None]] | None,
+    port_holder: str | None,
+    gpus_taken: str | None,
+) -> Relaunch | GiveUp:
+    """`choose`'s remedy for a failure whose root cause `root` is not fatal, its retry budget
+    and thrashing guard not asked."""
     kind = root.kind
     fix = root.fix
     applied = set(run.fixes)
-    refusal = _refusal(run, root, max_trials, now)
-    if refusal is not None:
-        return refusal
     if root.remedy and root.severity == "retryable":  # a user kind's own remedy
         return _user_remedy(kind, root.remedy, fix, applied, proxychains)
     if kind == "network":

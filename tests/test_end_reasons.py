@@ -1,7 +1,9 @@
-"""A trial ajetd stopped keeps its diagnosis in trials.md and results.md, and a time limit's
-reason says the run sat at a prompt (walk91 F2: `status RUN` listed `waiting_for_input`, yet
-trials.md had no diagnosis and the reason said only that no validation record was written).
-Real tmux, real processes, the loop driven in-process on a fake clock."""
+"""Why a run ended, told by its real cause, in its reason and its reports. A trial ajetd
+stopped keeps its diagnosis in trials.md and results.md, and a time limit's reason says the
+run sat at a prompt (walk91 F2: `status RUN` listed `waiting_for_input`, yet trials.md had no
+diagnosis and the reason said only that no validation record was written); a failure no fix
+answers ends for that, not for the retry budget (walk91 F4). Real tmux, real processes, the
+loop driven in-process on a fake clock."""
 
 from __future__ import annotations
 
@@ -92,3 +94,18 @@ def test_trials_md_shows_what_status_shows(
         return
     assert head in text, text
     assert f"- `{trial.diagnosis[0].kind}` (" in text, text
+
+
+def test_one_trial_and_no_fix_allowed_ends_for_no_fix_not_the_budget(env: Env, loop: Loop) -> None:
+    """walk91 F4, through the loop: `max_trials: 1` and a cuda_oom with no allow_fixes ends
+    saying no fix is allowed, in the reason and trials.md, as the default budget does."""
+    config = env.config("mt1", crash_at=2, exit_code=1)
+    bp = env.blueprint("mt1", config=config, ajetd="gpus: 0\nmax_trials: 1")
+    run_id = loop.submit(bp)
+    flag = loop.until_done(run_id)
+    assert flag["status"] == "failed", flag
+    assert "cuda_oom: no science fix allowed" in flag["reason"], flag["reason"]
+    assert "budget" not in flag["reason"], flag["reason"]
+    trials, _ = _reports(loop, run_id)
+    assert "no fix allowed ([ajetd] allow_fixes): the run ends" in trials, trials
+    assert "fix budget spent" not in trials, trials
