@@ -9,6 +9,8 @@ import pytest
 
 from ajetd.adapters.kindsfile import load_kinds_file
 from ajetd.core.errors import BlueprintError
+from ajetd.core.finding import WAITING_FOR_INPUT
+from ajetd.core.kindnames import BUILTIN_NAMES, CATALOGUE_NAMES, OUTSIDE_NAMES
 from ajetd.core.options import parse_options
 from ajetd.core.userkinds import parse_kinds
 from ajetd.diagnosis.kindset import KindSet
@@ -220,3 +222,34 @@ def test_a_kinds_file_with_an_alias_bomb_is_refused_by_the_bounded_loader(tmp_pa
     bomb.write_text("\n".join(rows) + "\n")
     kinds, problems = load_kinds_file(bomb)
     assert kinds == () and len(problems) == 1 and "anchors" in problems[0], problems
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_NAMES))
+def test_a_user_kind_named_like_a_built_in_is_refused(name: str) -> None:
+    """walk91 F5: a user `cuda_oom` (retryable, or fatal with allow_fixes set) silently
+    replaced the built-in: `diagnose` printed the user's severity under its name, and a run's
+    allow_fixes were bypassed. Refused, naming the kind, for every built-in name; a stored
+    blueprint read again keeps its kinds (a later ajetd's refusal takes no live run's options
+    away)."""
+    entry = f"{{name: {name}, patterns: [x], severity: retryable, explanation: e, fix: f}}"
+    with pytest.raises(BlueprintError) as info:
+        parse_options(f"kinds:\n  - {entry}\n")
+    said = f"kinds: {name}: {name} is one of ajetd's built-in kinds"
+    assert any(p.startswith(said) for p in info.value.problems), info.value.problems
+    kept = parse_options(f"kinds:\n  - {entry}\n", admitted=True).kinds
+    assert [k.name for k in kept] == [name]
+
+
+def test_the_built_in_names_are_every_kind_ajetd_finds() -> None:
+    """The names core refuses are the catalogue's and those found beside the output (kept as
+    data in core, below the layers that define them: held equal here)."""
+    from ajetd.daemon.gpuwatch import GPU_LOST
+    from ajetd.diagnosis.catalogue import BY_NAME
+    from ajetd.hosts import slurm
+    from ajetd.hosts.ssh import SSH_LOST
+    from ajetd.hosts.swarm import SERVER_DIED
+
+    assert set(BY_NAME) == CATALOGUE_NAMES
+    slurms = {kind for kind, _ in filter(None, slurm.FINAL_STATES.values())}
+    outside = {WAITING_FOR_INPUT, GPU_LOST, SSH_LOST, SERVER_DIED} | slurms - CATALOGUE_NAMES
+    assert outside == OUTSIDE_NAMES

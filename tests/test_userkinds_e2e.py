@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import Env
+from loopkit import Loop
 
 HOME_KINDS = """
 kinds:
@@ -75,3 +76,33 @@ def test_daemon_uses_home_and_blueprint_kinds(daemon_env: Env) -> None:
     assert s["status"] == "succeeded" and s["trials"] == 2, s
     trials = (env.tmp / "results" / "shard" / "trials.md").read_text()
     assert "bad_shard" in trials and "SKIP_BAD_SHARDS=1" in trials
+
+
+def test_a_kind_named_like_a_built_in_is_refused_everywhere(env: Env) -> None:
+    """walk91 F5: lint, `diagnose --kinds` and the home file each refuse a user `cuda_oom`,
+    naming it (it replaced the built-in without a word)."""
+    mine = BLUEPRINT_KINDS.replace("bad_shard", "cuda_oom")
+    said = "cuda_oom: cuda_oom is one of ajetd's built-in kinds"
+    out = env.cli("lint", str(env.blueprint("uk", ajetd=mine)))
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    kinds = env.tmp / "kinds.yaml"
+    kinds.write_text(HOME_KINDS.replace("quota_hit", "cuda_oom"))
+    log = env.tmp / "oom.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory.\n")
+    out = env.cli("diagnose", str(log), "--kinds", str(kinds))
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    env.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (env.home / "kinds.yaml").write_text(kinds.read_text())
+    out = env.cli("lint", str(env.blueprint("k2", ajetd=BLUEPRINT_KINDS)))
+    assert out.returncode == 2 and "kinds.yaml" in out.stderr and said in out.stderr
+
+
+def test_admission_rejects_a_kind_named_like_a_built_in(env: Env, loop: Loop) -> None:
+    """walk91 F5's uk.md: a blueprint's own `cuda_oom` (fatal, beside allow_fixes) ran and
+    ended "cuda_oom is fatal, not retried: mine". Rejected at admission, naming the kind."""
+    mine = BLUEPRINT_KINDS.replace("bad_shard", "cuda_oom")
+    ajetd = f"gpus: 0\nallow_fixes: {{ppo_micro_batch_size_per_gpu: {{min: 1}}}}\n{mine}"
+    run_id = loop.submit(env.blueprint("uk", ajetd=ajetd))
+    run = loop.run(run_id)
+    assert run.status is not None and run.status.value == "rejected", run
+    assert "cuda_oom: cuda_oom is one of ajetd's built-in kinds" in run.reason, run.reason

@@ -23,6 +23,7 @@ from typing import Any
 import re2
 
 from ajetd.core.envnames import env_name_problem
+from ajetd.core.kindnames import BUILTIN_NAMES
 from ajetd.core.values import unknown_keys
 
 MAX_KINDS = 64
@@ -142,6 +143,12 @@ def parse_kinds(data: Any, problems: list[str], admitted: bool = False) -> tuple
         before = len(problems)
         if not isinstance(name, str) or not _NAME.match(name):
             problems.append(f"kinds: {label}: name must match [a-z][a-z0-9_]*")
+        elif name in BUILTIN_NAMES and not admitted:
+            problems.append(
+                f"kinds: {label}: {name} is one of ajetd's built-in kinds; a user kind names "
+                "a failure the catalogue does not know, and a built-in's severity, remedy and "
+                "fixes are not replaced: choose another name"
+            )
         unknown_keys(f"kinds: {label}", raw, _FIELDS, problems)
         severity = raw.get("severity")
         if severity not in SEVERITIES:
