@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ajetd.core.errors import BlueprintError
 from ajetd.core.hostspecs import SlurmSpec
@@ -386,3 +388,17 @@ def test_campaign_values_use_the_same_parsers(yaml: str, expected: Any) -> None:
     with pytest.raises(cs.CampaignError) as err:
         cs.parse_campaign(CAMPAIGN + yaml + "\n", {"b.md"})
     assert any(expected in p for p in err.value.problems), err.value.problems
+
+
+@given(
+    name=st.sampled_from(KNOWN_KEYS),
+    upper=st.lists(st.booleans(), min_size=16, max_size=16),
+)
+def test_a_name_differing_in_case_only_is_pointed_at(name: str, upper: list[bool]) -> None:
+    """`GPUs`, `MAX_TRIALS`: the closest name of all was given no hint (walk 90, F9); the
+    hint names the key as it is spelt."""
+    from ajetd.core.values import closest, did_you_mean
+
+    given_name = "".join(c.upper() if up else c for c, up in zip(name, upper, strict=False))
+    assert closest(given_name, KNOWN_KEYS) == [name]
+    assert did_you_mean(given_name, list(KNOWN_KEYS)) == f"; did you mean {name!r}?"

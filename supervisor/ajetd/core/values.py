@@ -282,12 +282,20 @@ def _numeral(key: str, value: int | float) -> str:
     return repr(value)
 
 
-def closest(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> list[str]:
-    """The `n` names of `known` closest to `given` (difflib, cutoff 0.6; a long `given` is cut
-    to 256 characters first, so the comparison stays bounded), best first; [] if none is near."""
+def closest(
+    given: str, known: tuple[str, ...] | list[str], n: int = 1, cutoff: float = 0.6
+) -> list[str]:
+    """The `n` names of `known` closest to `given` (difflib, at least `cutoff` alike; a long
+    `given` is cut to 256 characters first, so the comparison stays bounded), best first; []
+    if none is near. Compared without case, each named as `known` spells it: `GPUs`,
+    `MAX_TRIALS` and `Plateau` were given no hint while `Env` and `Hang` were (walk 90, F9)."""
     import difflib  # only when a name is wrong: not every start-up of the CLI pays for it
 
-    return difflib.get_close_matches(given[:256], list(known), n=n, cutoff=0.6)
+    spelt: dict[str, str] = {}
+    for name in known:
+        spelt.setdefault(name.lower(), name)
+    near = difflib.get_close_matches(given[:256].lower(), list(spelt), n=n, cutoff=cutoff)
+    return [spelt[name] for name in near]
 
 
 def did_you_mean(given: str, known: tuple[str, ...] | list[str], n: int = 1) -> str:
