@@ -357,12 +357,14 @@ def parse_blueprint_bytes(raw: bytes) -> Blueprint:
     return parse_blueprint(decode_blueprint(raw))
 
 
-# A line that names a part the way a blueprint does (`## [x]`, `- [x] ...`, `**x**:`, `## x`):
-# where a part is missing, a label of this shape a few letters off its name is pointed at.
+# A line that names a part the way a blueprint does (`## [x]`, `- [x] ...`, `**x**:`, `## x`,
+# or a front matter's `exp_x: ...`): where a part is missing, a label of this shape a few
+# letters off its name is pointed at.
 _LABEL_LIKE = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*|[-*+][ \t]+)?(?:\[[ \t]*([A-Za-z_][A-Za-z0-9_]{0,40})[ \t]*\]"
     r"|\*\*([A-Za-z_][A-Za-z0-9_]{0,40})\*\*)"
-    r"|^[ \t]*#{1,6}[ \t]*([A-Za-z_][A-Za-z0-9_]{0,40})[ \t]*$",
+    r"|^[ \t]*#{1,6}[ \t]*([A-Za-z_][A-Za-z0-9_]{0,40})[ \t]*$"
+    rf"|^[ \t]*(?!(?i:{'|'.join(REQUIRED)})[ \t]*[:：])((?i:exp)[A-Za-z0-9_]{{0,37}})[ \t]*[:：]",
     re.MULTILINE,
 )
 
@@ -391,6 +393,23 @@ def near_misses(text: str, missing: list[str]) -> dict[str, tuple[int, str]]:
     return near
 
 
+def _options(part: str, first_line: int, admitted: bool, problems: list[str]) -> Options:
+    """The `[ajetd]` part's options (the defaults where refused), its problems added to
+    `problems`, each prefixed `[ajetd]: `; an option-like line outside its fenced block is
+    one (`looseoptions`), except in an admitted run's copy: a rule added since."""
+    from ajetd.core.looseoptions import loose_options
+    from ajetd.core.options import KNOWN_KEYS, Options, parse_options
+
+    options = Options()
+    try:
+        options = parse_options(part, admitted)
+    except BlueprintError as exc:
+        problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
+    if not admitted:
+        problems.extend(f"[ajetd]: {p}" for p in loose_options(part, KNOWN_KEYS, first_line))
+    return options
+
+
 def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     """Parse a blueprint's text; raise BlueprintError naming every problem at once.
     `admitted`: an admitted run's stored copy, read again (a rule about what may be admitted
@@ -406,7 +425,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
                 f"{', '.join(REQUIRED)}: blueprints/TEMPLATE.md shows them"
             ]
         )
-    raw, problems = scan_parts(text)
+    raw, problems, first_lines = scan_parts(text)
     missing = [part for part in REQUIRED if not raw.get(part, "").strip()]
     odd = text.count("\ufffd") + text.count("\x00")  # bytes that did not decode, NULs
     if odd and len(missing) == len(REQUIRED):  # no part at all: not "7 parts missing"
@@ -436,18 +455,9 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
             problems.append(f"exp_max_time: {exc}")
     elif "exp_max_time" not in missing:  # an empty fenced block: no limit would be no run
         problems.append("exp_max_time: empty (write a duration: 2h, 90m, 1h30m)")
-    from ajetd.core.options import (  # 20 ms of imports: see the top
-        Options,
-        bare_number_note,
-        never_notes,
-        parse_options,
-    )
+    from ajetd.core.options import bare_number_note, never_notes  # 20 ms: see the top
 
-    options = Options()
-    try:
-        options = parse_options(raw.get("ajetd", ""), admitted)
-    except BlueprintError as exc:
-        problems.extend(f"[ajetd]: {p}" for p in exc.all_problems)
+    options = _options(raw.get("ajetd", ""), first_lines.get("ajetd", 1), admitted, problems)
     problems += [p for p in (_blocks("exp_launch_command", raw), _blocks("ajetd", raw)) if p]
     command, after = command_value(raw.get("exp_launch_command", ""))
     command = unprompted(command)

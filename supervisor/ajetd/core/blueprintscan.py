@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass
 
 from ajetd.core.markdown import FENCE as _FENCE
@@ -321,6 +322,27 @@ def _json_members(text: str) -> str:
     return _JSON_MEMBER.sub(member, text)
 
 
+# YAML front matter (Jekyll's, Hugo's, an agent's): the text's first line `---`, then
+# `key: value` lines, then a closing `---` (or YAML's `...`) on a line of its own
+_FRONT_OPENING = re.compile(r"\n---[ \t]*\n")
+_FRONT_CLOSING = re.compile(r"\n(?:---|\.\.\.)[ \t]*(?=\n|$)")
+
+
+def _front_matter_closed(text: str) -> str:
+    """`text` (with a line break put before it) where it begins with YAML front matter, its
+    closing line made a heading of no name, as long (positions and line numbers stay true):
+    it ends the part before it, as an unrelated heading does. The last key's value took in
+    the closing `---` and all the prose after it, so a purpose read `... ---  Some notes`, a
+    time limit `1 week ---` was refused, a bare `7200` refused, not warned (walk 90, F7)."""
+    if not _FRONT_OPENING.match(text):
+        return text
+    closing = _FRONT_CLOSING.search(text, 4)
+    if closing is None:  # an opening `---` alone: a rule, the text read as it stands
+        return text
+    start, end = closing.start() + 1, closing.end()
+    return text[:start] + "#" + " " * (end - start - 1) + text[end:]
+
+
 def _lines_and_lowered(text: str) -> tuple[list[str], str]:
     """The text's lines (lines[n] is line n, from 1), its HTML comments blanked and its odd
     line breaks made plain, and the same text lowered for the case-free search (only its line
@@ -329,12 +351,13 @@ def _lines_and_lowered(text: str) -> tuple[list[str], str]:
     text = "\n" + _json_members(_table_rows(_unquoted(blank_comments(text))))
     if any(mark in text for mark in _BREAK_CHARS):  # rare: spare the whole-text pass
         text = _BREAKS.sub("\n", text)
+    text = _front_matter_closed(text)
     return text.split("\n"), text.lower()
 
 
-def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
-    """Each labelled part's raw text, and a problem for each part given twice (naming both
-    lines; the first is kept).
+def scan_parts(text: str) -> tuple[dict[str, str], list[str], dict[str, int]]:
+    """Each labelled part's raw text, a problem for each part given twice (naming both
+    lines; the first is kept), and the line (from 1) of each part's text's first line.
 
     HTML comments are blanked first: they do not show when the Markdown is rendered, so they
     are never part of a value. Inside the notes, a `- notes:` bullet is text of the notes.
@@ -344,6 +367,7 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
     lines, lowered = _lines_and_lowered(text)
     parts: dict[str, list[str]] = {}
     lines_of: dict[str, int] = {}
+    starts: dict[str, int] = {}  # the line of each part's first line (the label's, or next)
     twice: list[str] = []
     current: list[str] | None = None
     number, pos, previous = 0, 0, 0
@@ -374,11 +398,13 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
             current = None
             if len(twice) >= MAX_TWICE:
                 twice.append(f"blueprint: stopped reading at line {number} (too many repeats)")
-                return _joined(parts), twice
+                joined, first_lines = _joined(parts, starts)
+                return joined, twice, first_lines
             continue
         if label is not None:
             current = parts[label.part] = []
             lines_of[label.part] = number
+            starts[label.part] = number if label.inline is not None else number + 1
             if label.inline is not None:
                 current.append(label.inline)
             continue
@@ -389,25 +415,44 @@ def scan_parts(text: str) -> tuple[dict[str, str], list[str]]:
             current.append(line)
     if current is not None:
         current += lines[previous + 1 :]
-    return _joined(parts), twice
+    joined, first_lines = _joined(parts, starts)
+    return joined, twice, first_lines
 
 
 _UNDERLINE = re.compile(r"[ \t]{0,3}(?:=+|-+)[ \t]*")  # a setext heading's underline
 _DEFINITION = re.compile(r"[ \t]{0,3}:[ \t]+")  # a definition list's `: value`
+# a thematic break (`---`, `***`, `___`, `- - -`): a rule between sections, drawn as a line
+_BREAK = re.compile(r"[ \t]{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})")
 
 
-def _joined(parts: dict[str, list[str]]) -> dict[str, str]:
-    """Each part's lines as one text; where the label was a setext heading (`exp_purpose` over
-    a line of `-` or `=`) or a definition list's term (`**exp_purpose**` over `: value`), the
-    underline or the `: ` is the label's, not the value's (the command was `-----`)."""
-    joined = {}
+def _joined(
+    parts: dict[str, list[str]], starts: dict[str, int]
+) -> tuple[dict[str, str], dict[str, int]]:
+    """Each part's lines as one text, and the line of its text's first line (from `starts`,
+    where its lines begin). Where the label was a setext heading (`exp_purpose` over a line
+    of `-` or `=`) or a definition list's term (`**exp_purpose**` over `: value`), the
+    underline or the `: ` is the label's, not the value's (the command was `-----`). A rule
+    (`---`) that closes the part is the document's, not the value's: a command followed by
+    one was warned of "`---` after the command", a time limit `2h ---` refused. The
+    `[ajetd]` part's YAML keeps its lines' indentation relative to one another (under a
+    bullet or a front matter's `ajetd:`, its first key lost its own and the YAML was
+    refused)."""
+    joined, first_lines = {}, {}
     for part, given in parts.items():
-        lines = given
+        lines, dropped = given, 0
+        last = len(lines)
+        while last and (not lines[last - 1].strip() or _BREAK.fullmatch(lines[last - 1])):
+            last -= 1
+        lines = lines[:last]
         first = next((n for n, line in enumerate(lines) if line.strip()), None)
         if first is not None and _UNDERLINE.fullmatch(lines[first]):
-            lines = lines[first + 1 :]
+            lines, dropped = lines[first + 1 :], first + 1
             first = next((n for n, line in enumerate(lines) if line.strip()), None)
         if first is not None and (found := _DEFINITION.match(lines[first])):
             lines = [*lines[:first], lines[first][found.end() :], *lines[first + 1 :]]
-        joined[part] = "\n".join(lines).strip()
-    return joined
+        text = "\n".join(lines)
+        if part == "ajetd" and first is not None and lines[first][:1] in (" ", "\t"):
+            text = textwrap.dedent(text)  # only where its first line is indented: 1 MiB costs
+        joined[part] = text.strip()
+        first_lines[part] = starts.get(part, 1) + dropped + (first or 0)
+    return joined, first_lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import textwrap
+from typing import NamedTuple
 
 FENCE = re.compile(r"\s*(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
@@ -50,24 +51,45 @@ def fenced_body(raw: str) -> str | None:
     return textwrap.dedent(raw[first + 1 : close if close is not None else len(raw)]).strip()
 
 
-def fenced_openings(raw: str, most: int = 10) -> list[str]:
-    """The first line of each fenced block's body in `raw` (at most `most` blocks; "" for an
-    empty one), in order: one pass, each block skipped to its closing fence."""
-    found: list[str] = []
+class Block(NamedTuple):
+    """A fenced block's place in its text: its opening line's start, its body's start and
+    end (the line break before the closing fence, or the text's end), and where the line
+    after its closing fence starts (the text's end where there is none)."""
+
+    start: int
+    body: int
+    body_end: int
+    end: int
+
+
+def fenced_blocks(raw: str, most: int = 10) -> list[Block]:
+    """Each fenced block of `raw` (at most `most`), in order: one pass, each block skipped
+    to its closing fence, read as `fenced_body` reads the first."""
+    found: list[Block] = []
     pos = 0
     while len(found) < most and (opening := _FENCE_LINE.search(raw, pos)) is not None:
+        start = opening.start() + (raw[opening.start()] == "\n")
         first = raw.find("\n", opening.end())
         if first < 0:
-            found.append("")
+            found.append(Block(start, len(raw), len(raw), len(raw)))
             break
         close = closing_fence(raw, first, opening.group(1))
-        body = raw[first + 1 : close if close is not None else len(raw)].strip()
-        found.append(body.split("\n", 1)[0].strip())
         if close is None:
+            found.append(Block(start, first + 1, len(raw), len(raw)))
             break
         end = raw.find("\n", close + 1)  # past the closing fence's line
         pos = len(raw) if end < 0 else end
+        found.append(Block(start, first + 1, close, pos + (end >= 0)))
     return found
+
+
+def fenced_openings(raw: str, most: int = 10) -> list[str]:
+    """The first line of each fenced block's body in `raw` (at most `most` blocks; "" for an
+    empty one), in order."""
+    return [
+        raw[block.body : block.body_end].strip().split("\n", 1)[0].strip()
+        for block in fenced_blocks(raw, most)
+    ]
 
 
 def code_span(raw: str) -> str | None:
