@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.blueprintscan import scan_parts
+from ajetd.core.errors import BlueprintError
 from conftest import Env
 
 VALUES = {
@@ -75,14 +77,11 @@ def test_a_bare_number_last_is_warned_not_refused(order: list[str], after: str) 
 def test_a_refused_value_last_is_quoted_without_the_closing_line() -> None:
     order = [k for k in VALUES if k != "exp_max_time"] + ["exp_max_time"]
     text = _front(order, "---", "\nSome notes here.\n", {**VALUES, "exp_max_time": "soon"})
-    try:
+    with pytest.raises(BlueprintError) as refused:
         parse_blueprint(text)
-    except Exception as exc:  # the one problem names the value as written, nothing after it
-        problems = getattr(exc, "problems", [])
-        assert len(problems) == 1 and "soon" in problems[0], problems
-        assert "---" not in problems[0] and "notes" not in problems[0], problems
-    else:
-        raise AssertionError("`soon` was taken for a duration")
+    problems = refused.value.problems  # the one problem names the value, nothing after it
+    assert len(problems) == 1 and "soon" in problems[0], problems
+    assert "---" not in problems[0] and "notes" not in problems[0], problems
 
 
 def test_parts_after_the_front_matter_are_read_and_prose_there_is_no_value() -> None:
@@ -146,3 +145,17 @@ def test_lint_reads_the_walkers_front_matter(env: Env) -> None:
         assert shown["purpose"] == "Purpose placed last" and shown["max_time_s"] == 600.0
         assert shown["launch_command"] == values["exp_launch_command"]
         assert not any("---" in w for w in shown["warnings"]), shown["warnings"]
+
+
+def test_a_misspelt_key_in_the_front_matter_is_pointed_at() -> None:
+    """A missing part's hint looked only at headings, bullets and bold labels: a front
+    matter's `exp_purpse:` (or `EXP_PURPSE:`) line went unnamed."""
+    for spelt in ("exp_purpse", "EXP_PURPSE"):
+        order = [k for k in VALUES if k != "exp_purpose"]
+        text = _front(order, f"{spelt}: x\n---", "", VALUES)
+        with pytest.raises(BlueprintError) as refused:
+            parse_blueprint(text)
+        assert refused.value.problems == [
+            "exp_purpose: missing (write it as `## [exp_purpose]` or `- [exp_purpose] ...: "
+            f"value`); line 8 has [{spelt}]: is that it, misspelt?"
+        ]
