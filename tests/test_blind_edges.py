@@ -125,7 +125,7 @@ def test_a_fenced_block_nested_in_a_bullet_is_read_as_rendered(env: Env) -> None
         f"python -m fakejet.launcher \\\n    --conf {config}"
     )
     options = found["blueprint"]["options"]
-    assert (options["gpus"], options["max_trials"], options["env"]) == ("0", 2, {"A": "b"})
+    assert (options["gpus"], options["max_trials"], options["env"]) == (0, 2, {"A": "b"})
     indented = text + "\n## [ajetd]\n```yaml\n  gpus: 0\n  max_trials: 2\n```\n"
     assert _lint(env, indented)["blueprint"]["options"]["max_trials"] == 2
 
@@ -440,11 +440,11 @@ def test_odd_but_plain_ajetd_values_are_read_as_meant(env: Env) -> None:
     """`gpus: 0,1` (CUDA_VISIBLE_DEVICES' way), `gpus: "2"`, `gpus: ALL`, and `env:` or
     `hang:` with nothing under them were refused, while `max_trials: "3"` was taken."""
     base = env.blueprint("odd").read_text() + "\n## [ajetd]\n"
-    said = {
-        "gpus: 0,1": "[0,1]",
-        'gpus: "2"': "2",
+    said: dict[str, object] = {  # shown as the YAML value used: a count, `all`, indices
+        "gpus: 0,1": [0, 1],
+        'gpus: "2"': 2,
         "gpus: ALL": "all",
-        "gpus: 1, 3,": "[1,3]",
+        "gpus: 1, 3,": [1, 3],
     }
     for line, gpus in said.items():
         found = _lint(env, base + line + "\n")

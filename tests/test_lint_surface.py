@@ -34,6 +34,11 @@ def _lint(env: Env, ajetd: str, **kw: str) -> tuple[int, dict[str, object], str]
         ("ssh: {hots: h}", "ssh: unknown key 'hots'; did you mean 'host'?"),
         ("allow_fixes: {lr: {mn: 1e-7}}", "allow_fixes.lr: unknown key 'mn'; did you mean 'min'?"),
         ("allow_fixes: {lrr: {min: 1e-7}}", "'lrr' is not a key ajetd can fix; did you mean 'lr'?"),
+        # a difference of case only is the closest of all (walk 90, F9)
+        ("GPUs: 0", "unknown key 'GPUs'; did you mean 'gpus'?"),
+        ("MAX_TRIALS: 2", "unknown key 'MAX_TRIALS'; did you mean 'max_trials'?"),
+        ("hang: {Window: 10m}", "hang: unknown key 'Window'; did you mean 'window'?"),
+        ("allow_fixes: {LR: {min: 1e-7}}", "'LR' is not a key ajetd can fix; did you mean 'lr'?"),
     ],
 )
 def test_an_unknown_key_names_the_closest_known_one(env: Env, ajetd: str, needle: str) -> None:
@@ -371,3 +376,21 @@ def test_allow_fixes_bounds_are_judged_against_the_key_and_the_config(env: Env) 
     ajetd = "allow_fixes: {ppo_micro_batch_size_per_gpu: {min: 2}}"
     code, data, _ = _lint(env, ajetd, config="configs/mb.yaml")
     assert code == 0 and not [w for w in _warnings(data) if "allow_fixes" in w], data
+
+
+def test_the_text_summary_shows_every_rule_and_gpus_as_used(env: Env) -> None:
+    """README: hang, plateau and allow_fixes are "also shown in the text summary": plateau
+    and allow_fixes were left out where not given (walk 90, F11). `gpus: 0` was shown as the
+    text '0' beside 'all' (F12): it is the count of GPUs used, as YAML gives it."""
+    code, data, text = _lint(env, "gpus: 0")
+    assert code == 0, data
+    assert "  plateau: none (no stop on a flat metric)\n" in text
+    assert "  allow_fixes: none (no science fix changes a hyperparameter)" in text
+    assert "'gpus': 0," in text
+    assert data["blueprint"]["options"]["gpus"] == 0  # type: ignore[index]
+    code, data, text = _lint(env, "max_trials: 2")
+    assert code == 0 and "'gpus': 'all'," in text, text
+    # a list, as the status object lists a run's GPUs (no such GPU here: a problem, but the
+    # JSON still shows what was read)
+    code, data, text = _lint(env, "gpus: [1, 0]")
+    assert data["blueprint"]["options"]["gpus"] == [1, 0]  # type: ignore[index]

@@ -33,6 +33,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.errors import BlueprintError
+    from ajetd.core.options import gpus_shown
     from ajetd.hosts.preflight import check_blueprint, nemo_launch, placed_first
     from ajetd.views import records as status_view
 
@@ -70,7 +71,7 @@ def lint(file: Path, as_json: bool) -> None:
             "max_time_s": bp.max_time_s,
             "val_path": resolved.val_path if resolved else None,
             "options": {
-                "gpus": bp.options.gpus,
+                "gpus": gpus_shown(bp.options.gpus),
                 "env": bp.options.env,
                 "max_trials": bp.options.max_trials,
                 "autokill": bp.options.autokill,

@@ -210,6 +210,15 @@ def _gpus(value: Any, problems: list[str]) -> str:
     return "all"
 
 
+def gpus_shown(gpus: str) -> int | str | list[int]:
+    """`Options.gpus` as the YAML value it stands for, as lint shows it: a count (`0`, CPU
+    only, as `2`), `all`, or a list of indices, as the status object lists the GPUs a run
+    got. Shown as text, `'0'` read as a name rather than as no GPU (walk 90, F12)."""
+    if gpus.startswith("["):
+        return [int(i) for i in gpus.strip("[]").split(",") if i]
+    return int(gpus) if gpus.isdigit() else gpus
+
+
 def _indices(value: list[Any]) -> list[int]:
     values.count("gpus: the list's length", len(value), 1, MAX_GPUS)
     return [values.count(f"gpus[{i}]", v, 0, MAX_GPUS - 1) for i, v in enumerate(value, 1)]

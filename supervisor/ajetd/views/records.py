@@ -281,7 +281,9 @@ def _rule_lines(rules: dict[str, Any], max_time_s: float) -> list[str]:
         shown = "auto" if window is None else format_duration(window)
         lines.append(f"  hang: window {shown}, action {hang['action']}")
     plateau = rules.get("plateau")
-    if plateau:
+    if not plateau:  # shown when absent too, as hang is: what is not asked is seen not asked
+        lines.append("  plateau: none (no stop on a flat metric)")
+    else:
         begins = format_duration(plateau["after"] * max_time_s)
         own = "" if plateau.get("metric_named", True) else " (the run's own)"
         lines.append(
@@ -290,7 +292,9 @@ def _rule_lines(rules: dict[str, Any], max_time_s: float) -> list[str]:
             f"mode {plateau['mode']}"
         )
     fixes = rules.get("allow_fixes") or {}
-    if fixes:
+    if not fixes:
+        lines.append("  allow_fixes: none (no science fix changes a hyperparameter)")
+    else:
         bounds = (  # in words: `lr 1e-07..-` read as a range to a dash (walk 86, F3)
             f"{key} {_bound('min', b['min'])}, {_bound('max', b['max'])}"
             for key, b in fixes.items()
