@@ -57,13 +57,19 @@ def open_regular(path: Path, *, follow: bool = True) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-            return os.fdopen(fd, "rb")
+            return _blocking(fd)
     except BaseException:
         os.close(fd)
         raise
     os.close(fd)
     raise NotRegularError(f"{path}: not a regular file ({kind_of(mode)})")
+
+
+def _blocking(fd: int) -> BinaryIO:
+    """A descriptor opened without blocking (so that a FIFO's open never waits) as a file
+    read blocking, as any file is."""
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, "rb")
 
 
 FIFO_WRITER_WAIT_S = 10.0  # how long a FIFO named as a log may go without a writer
@@ -100,8 +106,7 @@ def _open_fifo(path: Path, writer_wait_s: float) -> BinaryIO:
     try:
         why = _no_fifo_writer(path, fd, writer_wait_s)
         if why is None:
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-            return os.fdopen(fd, "rb")
+            return _blocking(fd)
     except BaseException:
         os.close(fd)
         raise
