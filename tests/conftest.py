@@ -118,6 +118,17 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         time.sleep(min(max(0.02, now - began), deadline - now))
 
 
+def printed(log: Path, line: str) -> bool:
+    """Whether the program printed `line` into `log`, as a whole line of its own. Not `in` the
+    text: a trial's banner (`[ajetd] run R trial N: <command>`) holds the command's words, so
+    `"before" in text` was true before `echo before` ran, and a test that moved the result
+    dir at that moment found the line on the far side of the move (CI, session 34)."""
+    try:
+        return line in log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return False
+
+
 def python_says(code: str) -> list[str]:
     """The lines a fresh interpreter prints running `code`: for what importing and running a
     module leaves in memory, which this test process (having imported everything) cannot

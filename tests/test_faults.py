@@ -29,7 +29,7 @@ from ajetd.core.policy import CLOCK_SLACK_S
 from ajetd.daemon import slots
 from ajetd.pictures.drawing import LivePlots
 from ajetd.views.listing import Filters, daemon_lines, overview, plain
-from conftest import Env, fill, wait_for
+from conftest import Env, fill, printed, wait_for
 from loopkit import FakeClock, KillAfter, Killed, Loop
 
 
@@ -737,7 +737,7 @@ def test_a_result_dir_removed_mid_run_loses_no_output(env: Env, replaced: str) -
     command = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
     run_id = env.submit(env.blueprint("gone", command=command))
     log = result / "logs" / "trial-1.log"
-    wait_for(lambda: log.exists() and "before" in log.read_text(), what="the first output")
+    wait_for(lambda: printed(log, "before"), what="the first output")
     shutil.rmtree(result)
     elsewhere = env.tmp / "elsewhere"
     if replaced == "link":  # another's link where the dir was: never written through

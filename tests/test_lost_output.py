@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ajetd.adapters.tmux import MISSING_OUTPUT
-from conftest import Env, wait_for
+from conftest import Env, printed, wait_for
 from loopkit import Loop
 
 LAST = "TRAINING-FINISHED-LAST-LINE"
@@ -59,7 +59,7 @@ def test_a_full_disk_at_the_end_is_no_lost_output_when_the_log_holds_the_exit_li
     run_id = env.submit(env.blueprint("full", command=command, result=str(result), ajetd="gpus: 0"))
     log = result / "logs" / "trial-1.log"
     # its first lines are in the log (the page the last ones go into is the log's) first
-    wait_for(lambda: log.exists() and "started" in log.read_text(), 30, "the first output")
+    wait_for(lambda: printed(log, "started"), 30, "the first output")
     go.touch()
     wait_for(lambda: env.record(run_id).get("attention"), 30, "the reports to wait for room")
     text = log.read_text()
@@ -84,7 +84,7 @@ def test_a_log_writer_gone_while_the_program_prints_is_warned_live(env: Env, loo
     run_id = loop.submit(env.blueprint("piped", command=command, ajetd="gpus: 0", max_time="1h"))
     loop.started(run_id)
     log = Path(loop.run(run_id).result_dir) / "logs" / "trial-1.log"
-    loop.until(lambda: "tick" in log.read_text(), "the program's output in its log")
+    loop.until(lambda: printed(log, "tick"), "the program's output in its log")
     session = loop.run(run_id).session
     pane = env.tmux("list-panes", "-t", f"={session}", "-F", "#{pane_id}").stdout.split()[0]
     assert env.tmux("pipe-pane", "-t", pane).returncode == 0  # no command: the pipe closed

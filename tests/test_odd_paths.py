@@ -24,7 +24,7 @@ from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
 from ajetd.hosts import copyback
 from ajetd.pictures import drawing
 from ajetd.pictures.campaigndrawing import Plotter
-from conftest import Env, fill, wait_for
+from conftest import Env, fill, printed, wait_for
 
 # each of tmux's expansions and each of the shell's quotes, in one folder name
 ODD = "a %Y %% #{session_name} ## #[fg=red] #S x# $HOME q\"u'o \\b é"
@@ -53,7 +53,7 @@ def test_odd_characters_in_every_path_reach_tmux_and_the_shell_as_written(env: E
     bp.write_text(text)
     run_id = env.submit(bp)
     log = result / "logs" / "trial-1.log"
-    wait_for(lambda: log.exists() and "line-one" in log.read_text(), what="the first line")
+    wait_for(lambda: printed(log, "line-one"), what="the first line")
     diag = json.loads(env.cli("diag", run_id, "--json").stdout)  # its pane, found by its script
     assert any("line-one" in line for line in diag["pane"]), diag["pane"]
     go.touch()
@@ -233,7 +233,7 @@ def test_a_link_swapped_into_the_result_dirs_path_is_never_written_through(
     command = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
     run_id = env.submit(env.blueprint("swap", command=command, result=str(result)))
     log = real / "out" / "logs" / "trial-1.log"  # through the user's own link
-    wait_for(lambda: log.exists() and "before" in log.read_text(), what="the first output")
+    wait_for(lambda: printed(log, "before"), what="the first output")
     if to != "another folder":
         real.rename(other)
     swap = env.tmp / "swap"
