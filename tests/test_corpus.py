@@ -121,6 +121,10 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # torchtitan, accelerate, Ray Train, TRL, Megatron, DeepSpeed and their neighbours)
     assert len(FILES) >= 907 and repos["huggingface/accelerate"] >= 2, repos
     assert repos["huggingface/trl"] >= 10 and repos["ray-project/ray"] >= 61, repos
+    # after freeze 23's (batch-freeze23.txt: AReaL first, then lmdeploy, torchtune, Ray and
+    # the stack's neighbours)
+    assert len(FILES) >= 940 and repos["areal-project/areal"] >= 11, repos
+    assert repos["internlm/lmdeploy"] >= 7 and repos["ray-project/ray"] >= 64, repos
 
 
 @pytest.mark.parametrize(

@@ -2056,3 +2056,235 @@ def test_notebook_headers_read_the_same_whole_or_in_pieces(tail: str) -> None:
     whole = [(f.kind, f.line) for f in diagnose_text(text)]
     pieces = [line.encode() + b"\n" for line in text.split("\n")]
     assert [(f.kind, f.line) for f in diagnose_chunks(pieces)] == whole
+
+
+# freeze 23's blind misses, by class (bench/heldout/freeze23-queries.md, docs/benchmarks.md).
+
+
+def _kinds(text: str) -> list[str]:
+    return [f.kind for f in diagnose_text(text)]
+
+
+def _whole_and_in_pieces(text: str) -> list[tuple[str, int]]:
+    whole = [(f.kind, f.line) for f in diagnose_text(text)]
+    pieces = [line.encode() + b"\n" for line in text.split("\n")]
+    assert [(f.kind, f.line) for f in diagnose_chunks(pieces)] == whole
+    return whole
+
+
+_ADVICE = (
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+    "Since the operator is called asynchronously, the stacktrace may be inaccurate. If you want "
+    "to get the accurate stacktrace, please set the environment variable ASCEND_LAUNCH_BLOCKING=1.",
+)
+_OOM = (
+    "RuntimeError: CUDA error: out of memory",
+    "[PID: 7] Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by GE module.",
+    "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB",
+)
+
+
+def test_the_runtimes_launch_blocking_advice_is_the_echo_of_its_out_of_memory() -> None:
+    # Helios#62: Ascend prints its advice above the error's own block, the memory the GE module
+    # could not allocate below it; the advice names no failure of its own
+    assert _diagnose("cuda_oom/helios-62.log")[0].kind == "cuda_oom"
+    # a kernel's own failure beside the advice is not the out of memory's echo
+    kernel = "RuntimeError: CUDA error: an illegal memory access was encountered\n" + _ADVICE[0]
+    assert _kinds(kernel + "\n" + _OOM[0] + "\n")[0] == "cuda_error"
+    assert _kinds(_ADVICE[0] + "\n")[0] == "cuda_error"  # the advice alone still says CUDA's
+
+
+@given(
+    st.sampled_from(_ADVICE),
+    st.sampled_from(_OOM),
+    st.booleans(),
+    st.lists(st.sampled_from(["", "step 3 loss 0.21", "[INFO] saving"]), max_size=4),
+)
+@settings(max_examples=60, deadline=None)
+def test_advice_and_an_out_of_memory_in_either_order_name_the_memory(
+    advice: str, oom: str, advice_first: bool, noise: list[str]
+) -> None:
+    parts = [advice, *noise, oom] if advice_first else [oom, *noise, advice]
+    found = _whole_and_in_pieces("\n".join(parts) + "\n")
+    assert found[0][0] == "cuda_oom"
+
+
+@pytest.mark.parametrize(
+    ("message", "kinds"),
+    [
+        # lmdeploy#2236: TurboMind's out of memory in C++'s words, no exception class printed
+        (
+            "[TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/allocator.h:233",
+            ["cuda_oom"],
+        ),
+        ("std::exception: No space left on device", ["disk_full"]),
+        ("Connection refused (os error 111)", ["connection_refused"]),
+        # a message no family names: the abort is what is known
+        ("basic_string::_M_construct null not valid", ["segfault"]),
+    ],
+)
+def test_an_uncaught_cpp_exceptions_message_is_read_as_an_exceptions(
+    message: str, kinds: list[str]
+) -> None:
+    text = f"terminate called after throwing an instance of 'std::runtime_error'\n  what():  {message}\n"
+    found = _whole_and_in_pieces(text)
+    assert [k for k, _ in found][: len(kinds)] == kinds
+    assert [f.kind for f in _diagnose("cuda_oom/lmdeploy-2236.log")] == ["cuda_oom", "segfault"]
+    # the words `what():` inside a sentence are no such message
+    assert _kinds("I asked what():  out of memory on the GPU means\n") != ["cuda_oom"]
+
+
+@pytest.mark.parametrize(
+    ("line", "model"),
+    [
+        # lmql#343, autotrain-advanced#520 (cut after the host, as pasted)
+        (
+            "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co",
+            True,
+        ),
+        (
+            "HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/x/y/resolve/main/config.json",
+            True,
+        ),
+        (
+            "HTTPError: 404 Client Error: Not Found for url: https://hf-mirror.com/api/models/x/y",
+            True,
+        ),
+        # a dataset's file, another host: not a model's absence
+        (
+            "HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/datasets/a/b/resolve/main/t.json",
+            False,
+        ),
+        ("HTTPError: 404 Client Error: Not Found for url: https://example.com/model.bin", False),
+    ],
+)
+def test_the_hubs_404_for_a_models_url_is_a_missing_model(line: str, model: bool) -> None:
+    assert (_kinds(line + "\n")[:1] == ["missing_model"]) is model
+    for name in ("missing_model/lmql-343.log", "missing_model/autotrain-520.log"):
+        assert [f.kind for f in _diagnose(name)] == ["missing_model"]
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        ("Error: No such command 'run'.", True),  # torchtune#2001
+        ("Error: No such option: --confg", True),
+        ("Error: Invalid value for '--nproc-per-node': 'x' is not a valid integer.", True),
+        ("Error: Missing option '--config'.", True),
+        ("Error: Missing argument 'RECIPE'.", True),
+        ("Error: Got unexpected extra argument (foo)", True),
+        ("Error: No such container: trainer", False),
+        ("The error: no such command was ever typed, he said", False),
+    ],
+)
+def test_a_click_command_line_refused_is_a_config_error(line: str, refused: bool) -> None:
+    usage = "Usage: tune [OPTIONS] COMMAND [ARGS]...\nTry 'tune --help' for help.\n\n"
+    assert (_kinds(usage + line + "\n")[:1] == ["config_error"]) is refused
+    assert [f.kind for f in _diagnose("config_error/torchtune-2001.log")] == ["config_error"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        (
+            "2020-01-23 19:31:13,975 ERROR scripts.py:410 -- Ray processes died unex",
+            ["ray_cluster"],
+        ),
+        ("Some Ray subprocesses exited unexpectedly:", ["ray_cluster"]),
+        ("All Ray processes exited.", []),
+    ],
+)
+def test_ray_start_reporting_its_own_processes_died_is_the_clusters(
+    line: str, kinds: list[str]
+) -> None:
+    assert _kinds(line + "\n") == kinds
+    assert [f.kind for f in _diagnose("ray_cluster/ray-6902.log")] == ["ray_cluster"]
+
+
+_MARKED_FRAMES = (
+    'File "/app/trainer.py", line 318, in fit\n'
+    "    metrics = self._train_step(batch_dict)\n"
+    "              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+    '  File "/app/daemon.py", line 379, in get_train_data_batch\n'
+    "    original_sample = self._task_id_to_original_sample[rollout_id]\n"
+    "                      ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~^^^^^^^^^^^^\n"
+)
+
+
+def test_frames_python_marked_with_carets_are_an_exceptions_traceback() -> None:
+    # agent-lightning#218: the frames without their header or exception line, then the server's
+    # own lines. Python marks the position that raised only in an exception's traceback
+    findings = _diagnose("unknown_traceback/agentlightning-218.log")
+    assert [(f.kind, f.line) for f in findings] == [("unknown_traceback", 1)]
+    tail = "(Process-1 server) Task rollout-1 timed out after 600.0s, requeued (attempt 1)\n"
+    assert _whole_and_in_pieces(_MARKED_FRAMES + tail) == [("unknown_traceback", 1)]
+    # the same frames as a stack printed to go on from (no carets): no failure
+    unmarked = "".join(line + "\n" for line in _MARKED_FRAMES.splitlines() if "^" not in line)
+    assert diagnose_text(unmarked + tail) == []
+    # with its exception line, that line is read, once
+    assert _kinds(_MARKED_FRAMES + "KeyError: 'rollout-1'\n") == ["unknown_traceback"]
+    assert [f.line for f in diagnose_text(_MARKED_FRAMES + "KeyError: 'rollout-1'\n")] == [7]
+
+
+@given(st.text(alphabet=" ~^\tKeyError:x'\n", max_size=200))
+@settings(max_examples=150, deadline=None)
+def test_marked_frames_with_any_tail_read_the_same_whole_or_in_pieces(tail: str) -> None:
+    _whole_and_in_pieces(_MARKED_FRAMES + tail)
+
+
+_C10 = (
+    "Exception raised from OperationSetup at build/op_plugin/compiler_depend.ts:131 "
+    "(most recent call first):\n"
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb8 (0xffff in libc10.so)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("above", "kinds"),
+    [
+        # ms-swift#3726: torch_npu logged the message at error level, with no exception line
+        (
+            "[rank0]:[E329 11:57:50.830056524 compiler_depend.ts:422] setup failed!\n",
+            ["unknown_traceback"],
+        ),
+        ("", ["unknown_traceback"]),
+        # its message read as a failure already: nothing beside it
+        ("RuntimeError: CUDA error: an illegal memory access was encountered\n", ["cuda_error"]),
+        ("RuntimeError: setup failed!\n", ["unknown_traceback"]),
+        # a warning's report (c10d's store at a peer's exit, NeMo#15019)
+        (
+            "[rank1]:[W1102 00:39:34.733 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=96): failed to recv\n\n",
+            [],
+        ),
+        ("WARNING: retrying the store: failed to connect\n", []),
+    ],
+)
+def test_c10s_report_of_a_cpp_exception_is_one_where_its_message_was_not_read(
+    above: str, kinds: list[str]
+) -> None:
+    assert [k for k, _ in _whole_and_in_pieces(above + _C10)] == kinds
+    assert [f.kind for f in _diagnose("unknown_traceback/msswift-3726.log")] == [
+        "unknown_traceback"
+    ]
+    assert [f.kind for f in _diagnose("nccl_error/nemo-15019.log")] == ["nccl_error"]
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                _C10.rstrip("\n"),
+                "[W1102 00:39:34.733 TCPStore.cpp:125] recvValue failed",
+                "[E329 11:57:50.8 x.ts:422] setup failed!",
+                "RuntimeError: setup failed!",
+                "",
+                "step 4 loss 0.1",
+            ]
+        ),
+        max_size=12,
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_c10_reports_read_the_same_whole_or_in_pieces(lines: list[str]) -> None:
+    _whole_and_in_pieces("\n".join(lines) + "\n")

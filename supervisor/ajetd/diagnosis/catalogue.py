@@ -214,6 +214,15 @@ CATALOGUE: tuple[Kind, ...] = (
             # multicast memory says so, an NCCL failure)
             r"\bfailed: cuda error [^\s:']{1,200}:\d{1,6} 'out of memory'",
         ),
+        # the accelerator runtime's advice to rerun with its launches blocking (CUDA's `For
+        # debugging consider passing CUDA_LAUNCH_BLOCKING=1`, Ascend's `please set the
+        # environment variable ASCEND_LAUNCH_BLOCKING=1`, ROCm's `AMD_SERIALIZE_KERNEL=3`) names
+        # no failure of its own: it comes with whatever error the runtime reported, printed
+        # above it (CUDA) or below it (Ascend's `[ERROR]` block: Helios#62, the memory the GE
+        # module could not allocate); where that error is an out of memory, the advice is its
+        # echo (a kernel's own failure on another line, an illegal access, is not)
+        explains=("cuda_error",),
+        explains_only=re.compile(r"_launch_blocking\b|\bamd_serialize_kernel=", re.IGNORECASE),
     ),
     Kind(
         "nccl_timeout",
@@ -478,6 +487,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"failed to get register_center_actor",
             r"runtime.env.agent.*(error|failed|refused)",
             r"failed to connect to the default ray cluster",
+            # shape: `ray start` reporting that the processes it started died (`ERROR
+            # scripts.py:410 -- Ray processes died unexpectedly`, ray#6902; newer Rays: `Some Ray
+            # subprocesses exited unexpectedly:`): the node never joined its cluster
+            r"\bray (sub)?process(es)? (died|exited) unex",
             # shape: a Ray system component (raylet, GCS, its agents, the client) failed, ended
             # (crashed, terminated, its connection closed) or could not be reached; the cluster
             # named by its address (`Failed to connect to Ray at address: ...`)
@@ -630,6 +643,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"invalid (folder|model) path\b.*model",
             # shape: a model path or repository id said to be invalid
             r"invalid (folder|model|repo\w*) (path|id)",
+            # shape: the Hub (or its mirror) answering 404 for a model's URL, as `requests`
+            # prints it where huggingface_hub did not turn it into RepositoryNotFoundError (an
+            # older hub, a direct request: `HTTPError: 404 Client Error: Not Found for url:
+            # https://huggingface.co/...`): no such repository, revision or file. A dataset's
+            # URL is a dataset's absence, not a model's
+            r"\b404 client error: not found for url: https?://(huggingface\.co|hf-mirror\.com)"
+            r"(?!/datasets/|/api/datasets/)",
         ),
     ),
     Kind(
@@ -797,6 +817,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # argument command: invalid choice: 'vllm-serve' (choose from ...)`, `invalid int
             # value`, `expected one argument`): its messages for one argument all begin so
             r"error: argument [^:\s]{1,80}: ",
+            # shape: click's (and Typer's) refusal of the command line, its counterpart of
+            # argparse's: `Usage: tune [OPTIONS] COMMAND [ARGS]...`, `Try 'tune --help' for
+            # help.`, then `Error: No such command 'run'.` (torchtune#2001: another package's
+            # `tune` on the PATH), `Error: No such option: --x`, `Error: Invalid value for
+            # '--x': ...`, `Error: Missing option '--x'.`, `Error: Got unexpected extra argument`
+            r"^\s*error: (no such (command|option)\b|invalid value for\b"
+            r"|missing (argument|option|parameter)\b|got unexpected extra arguments?\b)",
             r"(must|should) be divisible by",
             r"is not divisible by",
             r"validation errors? for \w+",
@@ -1305,6 +1332,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "host='0.0.0.0'",
     ),
     "ray_cluster": (
+        "ray processes",
+        "ray subprocesses",
         "gcs",
         "running ray",
         "ray has not been started",
@@ -1369,6 +1398,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "run initialization",
     ),
     "missing_model": (
+        "not found for url",
         "repositorynotfounderror",
         "repository not found",
         "not a valid model identifier",
@@ -1455,6 +1485,12 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "npus exceed",
     ),
     "config_error": (
+        "error: no such",
+        "error: invalid value for",
+        "error: missing argument",
+        "error: missing option",
+        "error: missing parameter",
+        "error: got unexpected extra",
         "omegaconf",
         "configkeyerror",
         "configattributeerror",
@@ -1636,6 +1672,11 @@ SHAPE_WORDS: tuple[bytes, ...] = (
     b"stopiteration",
     b"assertionerror",
     b"[error]",
+    # C++'s message of an exception nothing caught (`what():  ...`, after `terminate called
+    # after throwing an instance of ...`), and c10's report of where a C++ exception was raised
+    # (`Exception raised from X at file.cpp:12 (most recent call first):`)
+    b"what():",
+    b"exception raised from ",
     # a traceback's frame (`File "x.py", line 3, in f`): a paste may begin below the header
     b'", line ',
 )

@@ -113,6 +113,12 @@ def _kind(match: re.Match[str] | None) -> Kind | None:
     return None if match is None or match.lastgroup is None else BY_NAME[match.lastgroup]
 
 
+def message_family(message: str) -> Kind | None:
+    """The kind an exception's message (its text alone, without its class) names by its
+    words' family; None when none does."""
+    return _kind(_MESSAGE_FAMILIES.search(message, 0, MAX_MESSAGE_CHARS))
+
+
 def exception_family(text: str) -> Kind | None:
     """The kind an exception line (`text`: undressed, its wrapper already read as what it
     wraps) names by its message's words or its class, where no pattern read it; None when
@@ -121,7 +127,7 @@ def exception_family(text: str) -> Kind | None:
     if shape is None:
         return None
     message = text[shape.end() : shape.end() + MAX_MESSAGE_CHARS]
-    found = _kind(_MESSAGE_FAMILIES.search(message))
+    found = message_family(message)
     if found is not None:
         return found
     name = shape.group("name")

@@ -94,6 +94,20 @@ _IMPORT_FRAME = re.compile(
 )
 _IMPORT_SOURCE = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\s+\S|import\s+[\w.]+)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+# c10's report of where a C++ exception was raised, the second part of its message
+# (`Exception raised from OperationSetup at .../compiler_depend.ts:131 (most recent call
+# first):`, then `frame #0: c10::Error::Error(...)`): its first part, the message, is the line
+# above it, whether Python printed it as an exception line (`RuntimeError: ...`), C++ as
+# `what():  ...` or a logger on its own (torch_npu's `[E329 ... compiler_depend.ts:422] setup
+# failed!`, ms-swift#3726). Where no line of the MAX_C10_MESSAGE_LINES above it was read as a
+# failure, the report is an exception no kind explains; unless its message was logged below
+# error level, just above it (c10d's store at a peer's exit: `[W1102 00:39:34.733 TCPStore.cpp:
+# 125] [c10d] recvValue failed on SocketImpl(...)`, NeMo#15019): a warning's report.
+_C10_REPORT = re.compile(
+    r"^Exception raised from \S{1,300} at \S{1,500}:\d{1,7} \(most recent call first\):"
+)
+MAX_C10_MESSAGE_LINES = 8
+_GLOG_BELOW_ERROR = re.compile(r"^\[?[IW]\d{4} \d\d:\d\d:\d\d")  # glog's and c10's level letter
 # A traceback as Rich renders it (`RichHandler(rich_tracebacks=True)`, NeMo-RL's logger): a box
 # `╭──── Traceback (most recent call last) ────╮`, its frames (`│ /path/x.py:12 in f │`) and
 # their source (`│   11 │   code │`, `│ ❱ 12 │   code │`), locals in boxes inside it, then
@@ -182,6 +196,9 @@ class Diagnoser:
     _indexing_devices: bool = False  # its last frame indexes a list of devices (`_DEVICE_LOOKUP`)
     _frame_indent: int = -1  # the last frame's indentation: lines deeper are its source (code)
     _raising: tuple[int, str] | None = None  # the last frame's source raises: where, and what
+    _marked: bool = False  # the open traceback's frames showed position markers (`_CARETS`)
+    _found_at: int = -MAX_C10_MESSAGE_LINES - 1  # the last line recorded as a finding
+    _previous: tuple[int, str] = (-1, "")  # the last line read, as given
     _notebook: tuple[int, str, str, int] | None = None  # a notebook's traceback header with no
     # exception line below it yet (`_NOTEBOOK_HEADER`): where, its text, the class it names and
     # how many lines had a kind when it was read
@@ -225,6 +242,7 @@ class Diagnoser:
         if kind is not UNKNOWN and rank < WRAPPER and self._rank.get(UNKNOWN.name) == WRAPPER:
             self._told_after()
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
+        self._found_at = max(self._found_at, number)
         if isinstance(kind, Kind):
             if self._is_explained(kind.name, text):
                 rank = max(rank, ECHO)  # a kind found names its cause
@@ -378,6 +396,31 @@ class Diagnoser:
         glued = text.rfind(OWN_LINE_PREFIX)  # a line without its newline, then one of ajetd's
         if glued > 0:  # (the exit line, a follower's note: the last on the line, never holding
             text = text[:glued]  # the prefix; the program's own text may quote it)
+        said = self._one_line(number, text, words)
+        self._previous = (number, text)
+        return said
+
+    def _c10_report(self, number: int, body: str, stripped: str) -> bool:
+        """Read c10's report of where a C++ exception was raised (`_C10_REPORT`), outside a
+        traceback: an exception no kind explains, where no line just above it said its message
+        was a failure or a warning. False when the line is no such report."""
+        if self._in_traceback or not stripped.startswith("Exception raised from "):
+            return False
+        if _C10_REPORT.match(stripped) is None:
+            return False
+        if number - self._found_at <= MAX_C10_MESSAGE_LINES:
+            return True  # its message was read
+        at, above = self._previous
+        if number - at <= 2:  # (a blank line between them, in a paste)
+            above = strip_dress(above).strip()
+            if _GLOG_BELOW_ERROR.match(above) or _BELOW_ERROR.match(above):
+                return True
+        self._record(UNKNOWN, number, body, UNEXPLAINED)
+        return True
+
+    def _one_line(self, number: int, text: str, words: frozenset[bytes] | None) -> bool:
+        """`_line` for a line of the program's own (`text`: without ajetd's), but for noting
+        what it read."""
         body = strip_dress(text)
         stripped, indent = body.strip(), len(body) - len(body.lstrip())
         if stripped[:1] in _BOX_EDGES and self._rich_box(number, body, indent, stripped):
@@ -393,6 +436,8 @@ class Diagnoser:
                     self._record(kind, number, body, rank)
             self._open(number, body, known, indent if stripped == _TRACEBACK else 0, False)
             return True
+        if self._c10_report(number, body, stripped):
+            return True  # (read for where it is, never remembered as saying nothing)
         if _FRAME.match(body):
             self._at_frame(number, body, indent)
         if self._in_traceback and (indent > self._traceback_indent or not stripped):
@@ -462,8 +507,18 @@ class Diagnoser:
         below it, SwanLab#1014), and the statement names what ended the program. True when
         the line said that."""
         self._in_traceback = False
-        if self._raising is None or self._traceback_known:
+        if self._traceback_known:
             return False
+        if self._raising is None:
+            if not self._marked:
+                return False
+            # frames whose source Python marked with carets (`~~~~^^^^`, 3.11 and later):
+            # it marks the position that raised only in an exception's traceback, never in a
+            # stack printed to go on from (`traceback.print_stack`, logging's `stack_info`:
+            # no positions), so the exception line was lost from the paste (agent-lightning#218:
+            # the frames, then the server's log lines)
+            self._record(UNKNOWN, self._traceback_at, self._traceback_header, UNEXPLAINED)
+            return True
         at, said = self._raising
         self._raised(at, f"{said} {stripped}"[:MAX_RAISE_CHARS], UNKNOWN)
         return True
@@ -504,6 +559,7 @@ class Diagnoser:
         self._in_logger, self._importing, self._headerless = False, None, headerless
         self._looking_up = self._in_getitem = self._indexing_devices = False
         self._raising, self._frame_indent = None, -1
+        self._marked = False
         self._traceback_indent = indent
 
     def _frame(self, number: int, body: str, stripped: str) -> bool:
@@ -527,7 +583,9 @@ class Diagnoser:
         )
         if not source:
             self._frame_indent = -1  # (a line as indented as the frame ends its source)
-        if stripped and not _CARETS.match(stripped):  # the frame's source line
+        if _CARETS.match(stripped):
+            self._marked = True
+        elif stripped:  # the frame's source line
             self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
             if "[" in body and _NAME_LOOKUP.search(body):
                 self._looking_up = True

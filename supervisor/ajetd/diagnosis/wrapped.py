@@ -34,7 +34,7 @@ import re2
 
 from ajetd.diagnosis.catalogue import UNKNOWN, Kind, candidates
 from ajetd.diagnosis.exitcodes import SAID_BY_SHELL
-from ajetd.diagnosis.families import exception_family, reported_family
+from ajetd.diagnosis.families import exception_family, message_family, reported_family
 from ajetd.diagnosis.shape import EXCEPTION_LINE, WRAPPERS
 
 SPECIFIC, ECHO, UNEXPLAINED, WRAPPER, NOTED = 0, 1, 2, 3, 4
@@ -67,6 +67,11 @@ _ANNOUNCES_WRAPPED = re.compile(r"\s*Error in call to target '[^']*'")
 # DeepSpeed, Visual-RFT and 3dgrut print it so). A `what()` no kind explains leaves the abort as
 # what is known. Searched, not matched: a progress bar without a newline may precede it.
 _TERMINATE = re.compile(r"terminate called after throwing an instance of\b")
+# ... and that message itself (`what():  [TM][ERROR] CUDA runtime error: out of memory
+# .../allocator.h:233`, lmdeploy#2236): an exception's message, whose class C++ does not print,
+# read by its words' family (`families.message_family`) where no pattern reads it, as an
+# exception line's message is.
+_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}(?=\S)")
 # Ray announcing that an actor's constructor raised: the exception is printed after it (and
 # when the paste stops before it, an exception no kind explains ended the actor).
 _RAISED_IN_CREATION = re.compile(r"\s*Exception raised in creation task\b")
@@ -233,6 +238,8 @@ def line_kind(body: str, words: frozenset[bytes] | None) -> tuple[Kind | None, i
         kind = classify(_MENTIONS.sub(" ", body))
     if kind is None and not _RAISED_IN_CREATION.match(body):  # NCCL's or CUDA's own words
         kind = reported_family(_MENTIONS.sub(" ", body) if mentions else body)
+    if kind is None and (what := _WHAT.match(body)) is not None:  # an uncaught C++ exception's
+        kind = message_family(body[what.end() :])  # message
     if kind is None:
         return (UNKNOWN, WRAPPER) if _RAISED_IN_CREATION.match(body) else (None, SPECIFIC)
     if kind.name == "nan_loss" and skipped_update(body):  # an update skipped, not divergence
