@@ -69,6 +69,11 @@ def main() -> int:
     if values.get("fake.fail_with"):  # (`fake.fail_with=LOG`: print that log and exit 1)
         print(Path(values["fake.fail_with"]).read_text(), end="", flush=True)
         return 1
+    if values.get("fake.replay"):  # (`fake.replay=SHAPE`: print a metric shape, exit 0)
+        text = Path(values["fake.replay"]).read_bytes().decode("utf-8")
+        sys.stdout.buffer.write(text[text.index("\n") + 1 :].encode("utf-8"))
+        sys.stdout.flush()
+        return 0
     print(f"Loaded configuration from: {conf_path}")
     print(f"Overrides: {overrides}")
     print(f"policy.train_micro_batch_size={micro}")

@@ -1,0 +1,261 @@
+"""Every printed or written metric shape in tests/data/metric_shapes/ (one file a shape, its
+first line naming where it comes from: a NeMo-RL release's print call, a real pasted log, an
+AgentJet layout) fed to the reader the daemon uses, with the values a person reads in it.
+
+The expectations were written before the reader was run on the corpus (docs/benchmarks.md,
+"Metric shapes": how many were read right then). A NeMo-RL record is `nemorl.feed` then
+`nemorl.add_records`, as `daemon.trials._read_nemo_log` reads a trial's output, that output
+ending in the line ajetd's trial script prints as the program exits (`trialscript.exit_line`);
+an AgentJet val file is `valresults.parse_val_text`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.core.runparts import NemoRead
+from ajetd.core.trialscript import exit_line
+from ajetd.frameworks import nemorl
+from ajetd.frameworks.valresults import parse_val_text
+from conftest import Env
+
+SHAPES = Path(__file__).parent / "data" / "metric_shapes"
+
+# file -> (records: each the keys it must hold with their values, the run's step read from
+# the headers (None: none), how the program said it ended)
+NEMO: dict[str, tuple[list[dict[str, Any]], int | None, str | None]] = {
+    "nemorl_v0.1_grpo_no_epoch.log": (
+        [{"step": 2, "accuracy": 0.3125, "average_response_length": 412.3}],
+        2,
+        None,
+    ),
+    "nemorl_v0.1_sft_val_loss.log": ([{"step": 3, "val_loss": 1.2345}], 3, None),
+    "nemorl_v0.2_dpo_loss_and_accuracy.log": (
+        [
+            {"step": 2, "val_loss": 0.6931, "accuracy": 0.5},
+            {"step": 4, "val_loss": 0.6012, "accuracy": 0.625},
+        ],
+        4,
+        "max_steps",
+    ),
+    "nemorl_v0.2_eval_score_2dp.log": ([{"step": 0, "score": 0.45}], None, None),
+    "nemorl_v0.3_eval_score_4dp.log": ([{"step": 0, "score": 0.4492}], None, None),
+    "nemorl_v0.4_grpo_epochs.log": (
+        [{"step": 2, "accuracy": 0.3}, {"step": 4, "accuracy": 0.35}],
+        4,
+        None,
+    ),
+    "nemorl_v0.4_dpo_named_sets.log": (
+        [
+            {
+                "step": 2,
+                "validation_default_loss": 0.6645,
+                "validation_default_accuracy": 0.75,
+                "validation_helpsteer_loss": 0.68,
+                "validation_helpsteer_accuracy": 0.625,
+            }
+        ],
+        2,
+        None,
+    ),
+    "nemorl_v0.4_rm_num_valid.log": (
+        [
+            {
+                "step": 5,
+                "validation_default_loss": 0.5012,
+                "validation_default_accuracy": 0.75,
+                "validation_default_num_valid_samples": 128,
+            }
+        ],
+        5,
+        None,
+    ),
+    "nemorl_val_at_start.log": ([{"step": 0, "accuracy": 0.125}], 1, None),
+    "nemorl_v0.7_ppo_inner_steps.log": ([{"step": 2, "accuracy": 0.4}], 2, "max_steps"),
+    "nemorl_main_efficiency_summary.log": ([], 5, None),
+    "nemorl_main_single_controller.log": ([], 3, None),
+    "nemorl_main_early_stop.log": ([{"step": 20, "accuracy": 0.8125}], 20, "early_stop"),
+    "real_issue762_sft.log": ([], 9, None),
+    "real_nemo_platform901_dpo.log": (
+        [
+            {
+                "step": 2,
+                "validation_default_loss": 0.6645,
+                "validation_default_sft_loss": 0.0,
+                "validation_default_preference_loss": 0.6645,
+                "validation_default_accuracy": 1.0,
+                "validation_default_rewards_chosen_mean": 0.7755,
+            }
+        ],
+        2,
+        None,
+    ),
+    "transport_kubectl_timestamps.log": ([{"step": 10, "accuracy": 0.4219}], 10, None),
+    "transport_crlf.log": ([{"step": 4, "accuracy": 0.375}], 4, None),
+    "transport_srun_label.log": ([{"step": 6, "accuracy": 0.5}], 6, "max_steps"),
+    "transport_ascii_replace.log": ([{"step": 3, "accuracy": 0.25}], 3, None),
+}
+# keys no record may hold: a training or timing bullet read as a validation metric
+NOT_VALIDATION = {"loss", "num_valid_samples", "total_validation_time", "total_step_time"}
+
+AGENTJET: dict[str, list[dict[str, Any]]] = {
+    "agentjet_classic_numpy1.md": [
+        {"global_steps": 0, "task_pass_rate@1": 0.6186, "mean_reward": 0.6186},
+        {"global_steps": 20, "task_pass_rate@1": 0.7325, "mean_reward": 0.7325},
+    ],
+    "agentjet_classic_numpy2_global_first.md": [
+        {"global_steps": 10, "task_pass_rate@1": 0.5, "mean_reward": 0.55, "pass_n": 4}
+    ],
+    "agentjet_swarm_bullets_percent.md": [
+        {"global_steps": 0, "task_pass_rate@1": 0.3333, "mean_reward": 0.4386},
+        {"global_steps": 10, "task_pass_rate@1": 0.2632, "mean_reward": 0.3596},
+    ],
+    "agentjet_swarm_step_label.md": [
+        {"global_steps": 5, "dataset": "aime", "task_pass_rate@1": 0.2, "mean_reward": 0.2},
+        {"global_steps": 5, "dataset": "gsm8k", "task_pass_rate@1": 0.8, "mean_reward": 0.8},
+    ],
+}
+
+
+def shape_text(name: str) -> str:
+    """The shape's text without its first line (the comment naming its source)."""
+    raw = (SHAPES / name).read_bytes().decode("utf-8")
+    return raw[raw.index("\n") + 1 :]
+
+
+def read_nemo(text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
+    """What the daemon reads from a trial's whole output: its records, as it joins them."""
+    state, found = nemorl.feed(NemoRead(), text + _EXIT)
+    return state, [dict(r) for r in nemorl.add_records((), found)]
+
+
+_EXIT = exit_line(1).decode() + "0\n"  # the trial's last line
+
+
+def _matches(got: list[dict[str, Any]], wanted: list[dict[str, Any]]) -> bool:
+    if len(got) != len(wanted):
+        return False
+    for rec, want in zip(got, wanted, strict=True):
+        for key, value in want.items():
+            have = rec.get(key)
+            if isinstance(value, float) and isinstance(have, (int, float)):
+                if abs(have - value) > 1e-4:
+                    return False
+            elif have != value:
+                return False
+    return True
+
+
+def test_the_corpus_is_what_the_expectations_name() -> None:
+    """Each file in the corpus has its expectation (and names its source), none is left out."""
+    files = {p.name for p in SHAPES.iterdir()}
+    assert files == set(NEMO) | set(AGENTJET)
+    for name in files:
+        assert (SHAPES / name).read_text(encoding="utf-8").startswith("# source: ")
+
+
+@pytest.mark.parametrize("name", sorted(NEMO))
+def test_each_nemo_rl_shape_is_read_as_printed(name: str) -> None:
+    records, step, end = NEMO[name]
+    text = shape_text(name)
+    state, got = read_nemo(text)
+    assert _matches(got, records), got
+    assert not any(NOT_VALIDATION & set(r) for r in got), got
+    assert state.step == step
+    assert nemorl.ending(text) == end
+
+
+@pytest.mark.parametrize("name", sorted(NEMO))
+def test_a_shape_read_line_by_line_gives_the_same_records(name: str) -> None:
+    """The daemon reads whatever complete lines are new at each check: one line at a time
+    gives what the whole output gives."""
+    text = shape_text(name)
+    state, found = NemoRead(), []
+    for line in (text + _EXIT).splitlines(keepends=True):
+        state, more = nemorl.feed(state, line)
+        found += more
+    _whole_state, whole = read_nemo(text)
+    assert [dict(r) for r in nemorl.add_records((), found)] == whole
+
+
+@pytest.mark.parametrize("name", sorted(AGENTJET))
+def test_each_agentjet_shape_is_read_as_written(name: str) -> None:
+    got = parse_val_text(shape_text(name))
+    assert _matches(got, AGENTJET[name]), got
+
+
+@pytest.mark.parametrize(
+    ("metric_name", "expected"),
+    [
+        ("val_reward", ("accuracy", True)),  # GRPO before v0.4
+        ("val_loss", ("val_loss", False)),  # SFT, DPO before v0.4
+        ("val:accuracy", ("accuracy", True)),
+        ("val:val_loss", ("val_loss", False)),
+        ("val:validation-default_loss", ("validation_default_loss", False)),
+        ("train:loss", ("train_loss", False)),  # never the validation loss
+        ("train:reward", ("train_reward", True)),
+    ],
+)
+def test_each_metric_name_form_names_the_metric_its_run_is_judged_by(
+    metric_name: str, expected: tuple[str, bool]
+) -> None:
+    config = {"checkpointing": {"metric_name": metric_name}}
+    assert nemorl.primary_metric(config) == expected
+
+
+def test_the_shapes_through_the_daemon_give_the_runs_metrics(daemon_env: Env) -> None:
+    """End to end: a fake NeMo-RL program prints a shape (`fake.replay=`) and exits 0;
+    `ajetd status --json` shows the metrics of the last record read."""
+    env = daemon_env
+    cases = {
+        "plat": ("real_nemo_platform901_dpo.log", "validation_default_loss", 0.6645),
+        "asci": ("transport_ascii_replace.log", "accuracy", 0.25),
+        "kube": ("transport_kubectl_timestamps.log", "accuracy", 0.4219),
+    }
+    runs = {}
+    for run_name, (shape, _key, _value) in cases.items():
+        command = (
+            "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+            f"fake.replay={SHAPES / shape}"
+        )
+        bp = env.blueprint(run_name, config="examples/configs/grpo_fake.yaml", command=command)
+        runs[run_name] = env.submit(bp)
+    for run_name, (_shape, key, value) in cases.items():
+        status = env.wait_done(runs[run_name])
+        assert abs(status["metrics"].get(key, -1) - value) < 1e-6, (run_name, status)
+
+
+_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "📊 Validation Results:",
+                "? Validation Results:",
+                "    ? Accuracy: 0.5",
+                "    • Validation accuracy: 0.25",
+                "(SingleControllerActor pid=1) train step 3/10  trainer_v=3  lag=0  ",
+                "train step 99999999999/1",
+                "========================= Step 2/3 =========================",
+                "",
+            ]
+        ),
+        st.text(alphabet="?•·train step/0123456789 :.=-()", max_size=80),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES)
+def test_any_lines_are_read_without_error_and_the_same_at_any_split(lines: list[str]) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    whole_state, whole = read_nemo(text)
+    half = len(lines) // 2
+    state, found = nemorl.feed(NemoRead(), "".join(f"{line}\n" for line in lines[:half]))
+    state, more = nemorl.feed(state, "".join(f"{line}\n" for line in lines[half:]) + _EXIT)
+    assert [dict(r) for r in nemorl.add_records((), [*found, *more])] == whole
+    assert state.step == whole_state.step
