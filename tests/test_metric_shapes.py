@@ -10,6 +10,7 @@ an AgentJet val file is `valresults.parse_val_text`."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,8 @@ NEMO: dict[str, tuple[list[dict[str, Any]], int | None, str | None]] = {
     "nemorl_v0.1_sft_val_loss.log": ([{"step": 3, "val_loss": 1.2345}], 3, None),
     "nemorl_v0.2_dpo_loss_and_accuracy.log": (
         [
-            {"step": 2, "val_loss": 0.6931, "accuracy": 0.5},
-            {"step": 4, "val_loss": 0.6012, "accuracy": 0.625},
+            {"step": 2, "val_loss": 0.6931, "validation_accuracy": 0.5},
+            {"step": 4, "val_loss": 0.6012, "validation_accuracy": 0.625},
         ],
         4,
         "max_steps",
@@ -259,3 +260,46 @@ def test_any_lines_are_read_without_error_and_the_same_at_any_split(lines: list[
     state, more = nemorl.feed(state, "".join(f"{line}\n" for line in lines[half:]) + _EXIT)
     assert [dict(r) for r in nemorl.add_records((), [*found, *more])] == whole
     assert state.step == whole_state.step
+
+
+def test_lines_of_the_new_shapes_made_hostile_are_read_in_linear_time() -> None:
+    """The bullet marks and the single controller's step line run over whatever a program
+    prints: a megabyte of marks, of `train step `, of digits, costs no more than reading it."""
+    hostile = [
+        "?" * 1_000_000,
+        "    ? a" + " " * 1_000_000 + "x",
+        "â€¢" * 300_000,
+        "train step " * 100_000,
+        "train step " + "1" * 1_000_000 + "/2 ",
+        "(SingleControllerActor pid=1) train step 1/" + "9" * 1_000_000,
+    ]
+    for line in hostile:
+        started = time.process_time()  # its CPU time, whatever runs beside it
+        nemorl.feed(NemoRead(), f"📊 Validation Results:\n{line}\n{line}\n")
+        assert time.process_time() - started < 1.0, line[:20]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(["•", "*", "-", "?", "\ufffd", "â€¢", "·", "◦", "▪", "‣", "●", "–"]),
+    st.floats(min_value=0, max_value=1, allow_nan=False),
+    st.sampled_from(["", "0: ", "(SingleControllerActor pid=7) ", "2026-08-23T09:14:01Z "]),
+)
+def test_any_bullet_mark_a_stream_leaves_gives_the_value(
+    mark: str, value: float, dress: str
+) -> None:
+    """The family of marks a bullet is printed, pasted or re-encoded with, behind any dress."""
+    text = f"{dress}📊 Validation Results:\n{dress}    {mark} Accuracy: {value:.4f}\n{dress}\n"
+    _state, got = read_nemo(text)
+    assert got == [{"step": 0, "global_steps": 0, "accuracy": round(value, 4)}]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=10**9 - 1), min_size=1, max_size=5))
+def test_the_single_controllers_step_line_gives_the_runs_step(steps: list[int]) -> None:
+    lines = [
+        f"(SingleControllerActor pid=9) train step {n}/{10**9 - 1}  trainer_v={n}  lag=0  "
+        for n in steps
+    ]
+    state, _got = read_nemo("".join(f"{line}\n" for line in lines))
+    assert (state.step, state.max_steps) == (steps[-1], 10**9 - 1)

@@ -56,19 +56,26 @@ _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 # (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
 _STEP = re.compile(r"(?<!=)={3,}\s*Step\s+(\d{1,9})/(\d{1,9})\s*=")
 _EPOCH = re.compile(r"(?<!=)={3,}\s*Epoch\s+(\d{1,9})/(\d{1,9})\s*=")
+# the single controller's line after each step (main's `run_grpo_single_controller.py`, in a
+# Ray actor): N counts over the run (`_train_steps`), no epoch header
+_TRAIN_STEP = re.compile(r"train step (\d{1,9})/(\d{1,9})\s")
 _RESULTS = re.compile(
     r"Validation Results(?:\s+(?:for|on)\s+`?(?P<name>[^`:]{1,200}?)`?(?:\s+set)?)?\s*:\s*$"
 )
 _NUMBER = r"[-+]?(?:\d{1,40}(?:\.\d{0,40})?|\.\d{1,40})(?:[eE][-+]?\d{1,4})?|[-+]?(?:nan|inf)\b"
+# a bullet's mark as printed (`•`), as pasted (`*`, `-`), or as a stream that cannot write it
+# leaves it: `?` (an ASCII stream's errors=replace), U+FFFD (bytes decoded with replacement),
+# `â€¢` (UTF-8 read as cp1252), and the other one-character marks (`·`, `◦`, `▪`, `‣`, `●`, `–`)
+_MARK = r"(?:[•*?\ufffd·◦▪‣●–-]|â€¢)"
 _BULLET = re.compile(
-    rf"^\s*[•*-]\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
+    rf"^\s*{_MARK}\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
     r"(?:\s*(?P<pct>%))?"
 )
 _LOG_DIR = re.compile(r"Using log directory:\s*(\S.*?)\s*$")
 _SCORE = re.compile(rf"^score=(?P<value>{_NUMBER}) \(")  # run_eval.py's result
 # Each shape outside a block holds one of these words, in the raw line as in the line seen
 # (colour codes and a `\r` redraw only take text away): the lines between are passed over
-_WORDS = re.compile(r"Step|Epoch|Results|directory|score=")
+_WORDS = re.compile(r"Step|Epoch|Results|directory|score=|train step")
 _MAX_LINE = 2048  # every shape read is a short line: a longer one is read up to here
 NORMAL_END = "Max number of steps has been reached, stopping training early"
 TIMEOUT_END = "Timeout has been reached, stopping training early"
@@ -121,7 +128,11 @@ def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple
     algorithms = [k for k in _BASE_METRICS if isinstance(config.get(k), Mapping)]
     algorithms += [script.group(1)] if script else []
     base = _BASE_METRICS[algorithms[0]] if algorithms else None
-    given = str(ckpt.get("metric_name") or base or "val:accuracy").split(":", 1)[-1]
+    full = str(ckpt.get("metric_name") or base or "val:accuracy")
+    if full.strip().startswith("train:"):  # a training metric: never a validation one's name
+        name = "train_" + re.sub(r"[^a-z0-9@]+", "_", full.split(":", 1)[1].lower()).strip("_")
+        return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
+    given = full.split(":", 1)[-1]
     given = _OLD_NAMES.get(given.strip(), given)
     name = metric_key(given.replace("val_loss", "validation loss"))
     return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
@@ -294,6 +305,21 @@ def _seen(raw: str) -> tuple[str, bool]:
     return strip_dress(line), False
 
 
+def _progress(state: NemoRead, line: str) -> NemoRead | None:
+    """The state after a line that says where the run is (a step or epoch header, the single
+    controller's `train step N/M`, the log dir); None for any other line."""
+    if m := _STEP.search(line):
+        return _step_of(state, m)
+    if m := _TRAIN_STEP.match(line):  # counted over the run: no epoch to add
+        n, most = int(m.group(1)), int(m.group(2))
+        return replace(state, step=n, max_steps=most, epoch=None, epoch_base=None)
+    if m := _EPOCH.search(line):
+        return _epoch_of(state, m)
+    if m := _LOG_DIR.search(line):
+        return replace(state, log_dir=m.group(1))
+    return None
+
+
 def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
     """Read complete lines of new output: the state moved on, and the validation records that
     ended in them (a block still open at the end stays open in the state)."""
@@ -311,12 +337,8 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
         stop = end if stop < 0 else stop
         raw, pos = text[pos:stop], stop + 1
         line, worker = _seen(raw)
-        if m := _STEP.search(line):
-            state = _step_of(state, m)
-        elif m := _EPOCH.search(line):
-            state = _epoch_of(state, m)
-        elif m := _LOG_DIR.search(line):
-            state = replace(state, log_dir=m.group(1))
+        if (moved := _progress(state, line)) is not None:
+            state = moved
         elif m := _SCORE.match(line):
             if block:
                 records.append(block)
