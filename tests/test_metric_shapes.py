@@ -95,13 +95,35 @@ NEMO: dict[str, tuple[list[dict[str, Any]], int | None, str | None]] = {
         2,
         None,
     ),
+    "real_nemo_platform943_dpo.log": (
+        [
+            {
+                "step": 2,
+                "validation_default_loss": 0.6645,
+                "validation_default_rewards_rejected_mean": -0.3986,
+                "validation_default_num_valid_samples": 16.0,
+                "validation_default_global_valid_toks": 496.0,
+            }
+        ],
+        2,
+        None,
+    ),
+    "transport_skypilot_named_task.log": ([{"step": 8, "accuracy": 0.5625}], 8, "max_steps"),
+    "transport_skypilot_unnamed_task.log": ([{"step": 8, "accuracy": 0.5625}], 8, "max_steps"),
+    "transport_skypilot_node_head_rank.log": ([{"step": 8, "accuracy": 0.5625}], 8, "max_steps"),
     "transport_kubectl_timestamps.log": ([{"step": 10, "accuracy": 0.4219}], 10, None),
     "transport_crlf.log": ([{"step": 4, "accuracy": 0.375}], 4, None),
     "transport_srun_label.log": ([{"step": 6, "accuracy": 0.5}], 6, "max_steps"),
     "transport_ascii_replace.log": ([{"step": 3, "accuracy": 0.25}], 3, None),
 }
 # keys no record may hold: a training or timing bullet read as a validation metric
-NOT_VALIDATION = {"loss", "num_valid_samples", "total_validation_time", "total_step_time"}
+NOT_VALIDATION = {
+    "loss",
+    "num_valid_samples",
+    "global_valid_toks",
+    "total_validation_time",
+    "total_step_time",
+}
 
 AGENTJET: dict[str, list[dict[str, Any]]] = {
     "agentjet_classic_numpy1.md": [
@@ -216,6 +238,7 @@ def test_the_shapes_through_the_daemon_give_the_runs_metrics(daemon_env: Env) ->
         "plat": ("real_nemo_platform901_dpo.log", "validation_default_loss", 0.6645),
         "asci": ("transport_ascii_replace.log", "accuracy", 0.25),
         "kube": ("transport_kubectl_timestamps.log", "accuracy", 0.4219),
+        "skyt": ("transport_skypilot_named_task.log", "accuracy", 0.5625),
     }
     runs = {}
     for run_name, (shape, _key, _value) in cases.items():
@@ -272,6 +295,9 @@ def test_lines_of_the_new_shapes_made_hostile_are_read_in_linear_time() -> None:
         "train step " * 100_000,
         "train step " + "1" * 1_000_000 + "/2 ",
         "(SingleControllerActor pid=1) train step 1/" + "9" * 1_000_000,
+        "(" + "a, " * 300_000 + "pid=1) x",
+        "(" + "a" * 64 + ", rank=" + "1" * 1_000_000,
+        "(task, " + "rank=1, " * 100_000 + "pid=1) x",
     ]
     for line in hostile:
         started = time.process_time()  # its CPU time, whatever runs beside it
@@ -283,12 +309,24 @@ def test_lines_of_the_new_shapes_made_hostile_are_read_in_linear_time() -> None:
 @given(
     st.sampled_from(["•", "*", "-", "?", "\ufffd", "â€¢", "·", "◦", "▪", "‣", "●", "–"]),
     st.floats(min_value=0, max_value=1, allow_nan=False),
-    st.sampled_from(["", "0: ", "(SingleControllerActor pid=7) ", "2026-08-23T09:14:01Z "]),
+    st.sampled_from(
+        [
+            "",
+            "0: ",
+            "(SingleControllerActor pid=7) ",
+            "2026-08-23T09:14:01Z ",
+            "(train, pid=1504) ",
+            "(task, pid=4734) ",
+            "(worker1, rank=1, pid=2345, ip=10.0.0.2) ",
+            "(node-2, head, rank=0, pid=23862) ",
+        ]
+    ),
 )
 def test_any_bullet_mark_a_stream_leaves_gives_the_value(
     mark: str, value: float, dress: str
 ) -> None:
-    """The family of marks a bullet is printed, pasted or re-encoded with, behind any dress."""
+    """The family of marks a bullet is printed, pasted or re-encoded with, behind any dress
+    (srun's label, a Ray actor's prefix, a timestamp, SkyPilot's task prefix)."""
     text = f"{dress}📊 Validation Results:\n{dress}    {mark} Accuracy: {value:.4f}\n{dress}\n"
     _state, got = read_nemo(text)
     assert got == [{"step": 0, "global_steps": 0, "accuracy": round(value, 4)}]

@@ -24,10 +24,14 @@ _RAY_DAEMON = re.compile(
     r"|autoscaler(?: \+[0-9hms]{1,16})?)(?:,\s*ip=[\w.:-]+)?\)"
 )
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated \d+x across cluster\]\s*$")
-# SkyPilot's job output: `(head, rank=0, pid=4734) `, `(worker1, rank=1, pid=2345, ip=...) `
-_SKY_PREFIX = re.compile(
-    r"^\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:-]+)?\)\s?"
-)
+# SkyPilot's job output: Ray's prefix of the task SkyPilot names with a trailing comma
+# (sky/backends/task_codegen.py: `{task_name},` or `task,` on one node, `{head|workerN}, rank=R,`
+# on several; 2022's `node-2, head, rank=0,`): `(train, pid=1504) `, `(task, pid=4734) `,
+# `(head, rank=0, pid=4734) `, `(worker1, rank=1, pid=2345, ip=...) `. The comma before `pid=`
+# tells it from a Ray worker's `(Actor pid=N)`: it wraps the job's own (the driver's) lines.
+# (Each name ends in `, `: no two ways to split a prefix, linear)
+SKY_PREFIX = r"\((?:[\w.:\-]{1,64},\s){1,3}(?:rank=\d{1,6},\s*)?pid=\d+(?:,\s*ip=[\w.:\-]+)?\)"
+_SKY_PREFIX = re.compile(rf"^{SKY_PREFIX}\s?")
 # `srun --label`'s task number before each line (`0: `, right-aligned for wider numbers)
 SRUN_LABEL_SOURCE = r"\d{1,4}: "
 _SRUN_LABEL = re.compile(rf" {{0,3}}{SRUN_LABEL_SOURCE}")
@@ -54,9 +58,10 @@ DRESS_SOURCE = (
     # Ray: (TaskRunner pid=4242), (WorkerDict pid=1, ip=10.0.0.1), (Actor[rank=0] pid=1),
     # (pid=123), (raylet), (raylet, ip=10.0.0.1), (gcs_server)
     rf"{RAY_WORKER}(?:\x1b?\[0m)?\s?"
-    # SkyPilot's job output, node and rank before each line: (head, rank=0, pid=4734),
-    # (worker1, rank=1, pid=2345, ip=10.0.0.2)
-    r"|\((?:head|worker\d{1,4}),\s*rank=\d{1,6},\s*pid=\d+(?:,\s*ip=[\w.:\-]+)?\)\s?"
+    # SkyPilot's job output, its task's name (and node, rank) before each line: (train,
+    # pid=1504), (task, pid=4734), (head, rank=0, pid=4734), (worker1, rank=1, pid=2345,
+    # ip=10.0.0.2), (node-2, head, rank=0, pid=23862)
+    rf"|{SKY_PREFIX}\s?"
     # Ray's own processes: (raylet), (gcs_server), the autoscaler's `(autoscaler +18s)`
     r"|\((?:raylet|gcs_server|autoscaler(?: \+[0-9hms]{1,16})?|monitor|dashboard\w*|log_monitor)"
     r"(?:,\s*ip=[\w.:\-]+)?\)"
@@ -117,7 +122,7 @@ def is_worker_line(line: str) -> bool:
 def strip_ray(line: str) -> str:
     """A worker's own text, without Ray's `(Actor pid=N, ip=...)` prefix (or SkyPilot's
     `(head, rank=0, pid=N)`) and repeat suffix."""
-    if line.startswith(("(head", "(worker")):
+    if ", pid=" in line[:256]:
         line = _SKY_PREFIX.sub("", line, count=1)
     return _REPEATED.sub("", _RAY_PREFIX.sub("", line, count=1))
 
