@@ -78,6 +78,7 @@ NEMO: dict[str, tuple[list[dict[str, Any]], int | None, str | None]] = {
     "nemorl_val_at_start.log": ([{"step": 0, "accuracy": 0.125}], 1, None),
     "nemorl_v0.7_ppo_inner_steps.log": ([{"step": 2, "accuracy": 0.4}], 2, "max_steps"),
     "nemorl_main_efficiency_summary.log": ([], 5, None),
+    "nemorl_v0.7_ppo_training_na.log": ([], 3, None),
     "nemorl_main_single_controller.log": ([], 3, None),
     "nemorl_main_early_stop.log": ([{"step": 20, "accuracy": 0.8125}], 20, "early_stop"),
     "real_issue762_sft.log": ([], 9, None),
@@ -116,6 +117,41 @@ NEMO: dict[str, tuple[list[dict[str, Any]], int | None, str | None]] = {
     "transport_srun_label.log": ([{"step": 6, "accuracy": 0.5}], 6, "max_steps"),
     "transport_ascii_replace.log": ([{"step": 3, "accuracy": 0.25}], 3, None),
 }
+# a run judged by a `train:` metric (`nemorl.feed(train=True)`): the same shapes give each
+# step's training metrics too, under NeMo-RL's names with `train_` before them
+TRAIN: dict[str, list[dict[str, Any]]] = {
+    "nemorl_v0.1_grpo_no_epoch.log": [
+        {"step": 1, "train_loss": 0.0123, "train_reward": 0.25},
+        {"step": 2, "accuracy": 0.3125, "train_loss": 0.0119, "train_reward": 0.2812},
+    ],
+    "real_nemo_platform943_dpo.log": [
+        {
+            "step": 2,
+            "validation_default_loss": 0.6645,
+            "train_loss": 0.6931,
+            "train_sft_loss": 0.0,
+            "train_accuracy": 0.0,
+            "train_global_valid_toks": 992.0,
+        }
+    ],
+    "nemorl_main_single_controller.log": [
+        {"step": 1, "train_loss": 0.0123, "train_reward": 0.25, "train_global_valid_toks": 51200},
+        {"step": 2, "train_loss": 0.0119, "train_reward": 0.3125},
+        {"step": 3, "train_loss": 0.0110, "train_reward": 0.375},
+    ],
+    "nemorl_v0.7_ppo_training_na.log": [
+        {
+            "step": 3,
+            "train_loss": 0.1234,
+            "train_critic_lr": 1e-06,
+            "train_critic_clip_frac": 0.01,
+            "train_reward": 0.5,
+            "train_mean_gen_tokens_per_sample": 210.0,
+        }
+    ],
+    "nemorl_v0.4_grpo_epochs.log": [{"step": 2, "accuracy": 0.3}, {"step": 4, "accuracy": 0.35}],
+}
+
 # keys no record may hold: a training or timing bullet read as a validation metric
 NOT_VALIDATION = {
     "loss",
@@ -205,6 +241,19 @@ def test_a_shape_read_line_by_line_gives_the_same_records(name: str) -> None:
     assert [dict(r) for r in nemorl.add_records((), found)] == whole
 
 
+@pytest.mark.parametrize("name", sorted(TRAIN))
+def test_a_run_judged_by_a_train_metric_reads_each_steps_training_metrics(name: str) -> None:
+    """`checkpointing.metric_name: train:loss` (NeMo-RL since v0.4; the single controller
+    takes nothing else): its records are each step's training metrics, a validation's joined
+    to its step's; no timing bullet, no `N/A`, is read as one."""
+    state, found = nemorl.feed(NemoRead(), shape_text(name) + _EXIT, train=True)
+    got = [dict(r) for r in nemorl.add_records((), found)]
+    assert _matches(got, TRAIN[name]), got
+    timing = {"train_total_step_time", "train_critic_loss", "train_critic_grad_norm"}
+    assert not any(timing & set(r) for r in got), got
+    assert state == nemorl.feed(NemoRead(), shape_text(name) + _EXIT)[0]
+
+
 @pytest.mark.parametrize("name", sorted(AGENTJET))
 def test_each_agentjet_shape_is_read_as_written(name: str) -> None:
     got = parse_val_text(shape_text(name))
@@ -221,6 +270,7 @@ def test_each_agentjet_shape_is_read_as_written(name: str) -> None:
         ("val:validation-default_loss", ("validation_default_loss", False)),
         ("train:loss", ("train_loss", False)),  # never the validation loss
         ("train:reward", ("train_reward", True)),
+        ("train:critic/loss", ("train_critic_loss", False)),
     ],
 )
 def test_each_metric_name_form_names_the_metric_its_run_is_judged_by(
@@ -230,27 +280,58 @@ def test_each_metric_name_form_names_the_metric_its_run_is_judged_by(
     assert nemorl.primary_metric(config) == expected
 
 
+@pytest.mark.parametrize(
+    ("config", "command", "expected"),
+    [
+        ({"metric_name": "val:accuracy"}, "checkpointing.metric_name=val:val_loss", "val_loss"),
+        ({"metric_name": "val:accuracy"}, "++checkpointing.metric_name='train:loss'", "train_loss"),
+        ({}, "+checkpointing.metric_name=val_reward", "accuracy"),
+        ({"metric_name": "val:val_loss"}, "checkpointing.metric_name=null", "val_loss"),
+    ],
+)
+def test_the_commands_own_metric_name_wins_over_the_config(
+    config: dict[str, Any], command: str, expected: str
+) -> None:
+    """Hydra takes the command's `checkpointing.metric_name=` (and `higher_is_better=`) over
+    the config file's: the run is judged by the metric it checkpoints by."""
+    launch = f"uv run examples/run_sft.py --config c.yaml {command}"
+    assert nemorl.primary_metric({"sft": {}, "checkpointing": config}, launch)[0] == expected
+    flipped = f"{launch} checkpointing.higher_is_better=True"
+    assert nemorl.primary_metric({"sft": {}, "checkpointing": config}, flipped)[1] is True
+    null = {"sft": {}, "checkpointing": {**config, "higher_is_better": None}}
+    assert nemorl.primary_metric(null, launch)[1] is False  # NeMo-RL sorts by a falsy one
+
+
 def test_the_shapes_through_the_daemon_give_the_runs_metrics(daemon_env: Env) -> None:
     """End to end: a fake NeMo-RL program prints a shape (`fake.replay=`) and exits 0;
-    `ajetd status --json` shows the metrics of the last record read."""
+    `ajetd status --json` shows the metrics of the last record read (a run whose command
+    sets `checkpointing.metric_name=train:loss`: its last step's training metrics)."""
     env = daemon_env
     cases = {
-        "plat": ("real_nemo_platform901_dpo.log", "validation_default_loss", 0.6645),
-        "asci": ("transport_ascii_replace.log", "accuracy", 0.25),
-        "kube": ("transport_kubectl_timestamps.log", "accuracy", 0.4219),
-        "skyt": ("transport_skypilot_named_task.log", "accuracy", 0.5625),
+        "plat": ("real_nemo_platform901_dpo.log", "", "validation_default_loss", 0.6645),
+        "asci": ("transport_ascii_replace.log", "", "accuracy", 0.25),
+        "kube": ("transport_kubectl_timestamps.log", "", "accuracy", 0.4219),
+        "skyt": ("transport_skypilot_named_task.log", "", "accuracy", 0.5625),
+        "trn": (
+            "nemorl_v0.1_grpo_no_epoch.log",
+            "checkpointing.metric_name=train:loss",
+            "train_loss",
+            0.0119,
+        ),
     }
     runs = {}
-    for run_name, (shape, _key, _value) in cases.items():
+    for run_name, (shape, extra, _key, _value) in cases.items():
         command = (
             "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
-            f"fake.replay={SHAPES / shape}"
+            f"fake.replay={SHAPES / shape} {extra}"
         )
         bp = env.blueprint(run_name, config="examples/configs/grpo_fake.yaml", command=command)
         runs[run_name] = env.submit(bp)
-    for run_name, (_shape, key, value) in cases.items():
+    for run_name, (_shape, _extra, key, value) in cases.items():
         status = env.wait_done(runs[run_name])
         assert abs(status["metrics"].get(key, -1) - value) < 1e-6, (run_name, status)
+    trained = env.status(runs["trn"])
+    assert trained["metrics"]["accuracy"] == 0.3125  # its step's validation, joined
 
 
 _LINES = st.lists(

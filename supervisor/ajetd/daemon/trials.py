@@ -575,10 +575,11 @@ def _read_nemo_log(
     reading stands, and whether it stands at the log's end (or there is no log to read)."""
     history: tuple[dict[str, Any], ...] = run.history
     latest: dict[str, Any] | None = None
+    train = run.metric.startswith(nemorl.TRAIN_PREFIX)  # judged by a `train:` metric
 
     def take(lines: Sequence[str]) -> None:
         nonlocal state, history, latest
-        state, found = nemorl.feed(state, "".join(f"{line}\n" for line in lines))
+        state, found = nemorl.feed(state, "".join(f"{line}\n" for line in lines), train)
         if found:  # at most VAL_RECORDS_MAX kept, as _ValFeed keeps them; the last one read
             joined = nemorl.add_records(history, found)
             last = latest_record(joined)  # the judged benchmark's (walk89 F19)

@@ -50,7 +50,7 @@ from ajetd.core.termtext import (
     strip_ray,
     strip_srun_label,
 )
-from ajetd.frameworks.valresults import from_percent, nonfinite_text
+from ajetd.frameworks.valresults import from_percent, nonfinite_text, parse_dict_line
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
 # (`(?<!=)`: the run of `=` is tried from its first character only: linear on a line of `=`)
@@ -67,15 +67,34 @@ _NUMBER = r"[-+]?(?:\d{1,40}(?:\.\d{0,40})?|\.\d{1,40})(?:[eE][-+]?\d{1,4})?|[-+
 # leaves it: `?` (an ASCII stream's errors=replace), U+FFFD (bytes decoded with replacement),
 # `â€¢` (UTF-8 read as cp1252), and the other one-character marks (`·`, `◦`, `▪`, `‣`, `●`, `–`)
 _MARK = r"(?:[•*?\ufffd·◦▪‣●–-]|â€¢)"
+_MARKED = re.compile(rf"^\s*{_MARK}\s")  # a bullet, its value a number or not (`N/A`)
 _BULLET = re.compile(
     rf"^\s*{_MARK}\s*(?P<label>[A-Za-z][\w ()/@.-]{{0,120}}?)\s*:\s*(?P<value>{_NUMBER})"
     r"(?:\s*(?P<pct>%))?"
 )
+# a run judged by a `train:` metric (`feed(train=True)`): each step's `📊 Training Results:`
+# block, and the single controller's `step_metrics={...}` (main), read as `train_<name>`
+_TRAINING = re.compile(r"Training Results\s*:\s*$")
+_STEP_METRICS = re.compile(r"step_metrics=(?P<dict>\{.*\})\s*$")
+TRAIN_PREFIX = "train_"
+_DICT_MAX = 65_536  # a step's metrics as a dict: a longer line is no record
+# the labels GRPO and PPO print for the metrics NeMo-RL names otherwise (grpo.py:
+# `• Avg Reward:` is np.mean(rewards), its metrics["reward"]; with dynamic sampling `• Avg
+# Total Reward:` is "reward" and `• Avg Filtered Reward:` "filtered_reward"; ppo.py's
+# `• Policy Loss:` is "loss"); DPO and RM print each metric by its name (`• sft_loss:`)
+_TRAIN_NAMES = {
+    "avg_reward": "reward",
+    "avg_total_reward": "reward",
+    "avg_filtered_reward": "filtered_reward",
+    "generation_kl_error": "gen_kl_error",
+    "mean_generation_length": "mean_gen_tokens_per_sample",
+    "policy_loss": "loss",
+}
 _LOG_DIR = re.compile(r"Using log directory:\s*(\S.*?)\s*$")
 _SCORE = re.compile(rf"^score=(?P<value>{_NUMBER}) \(")  # run_eval.py's result
 # Each shape outside a block holds one of these words, in the raw line as in the line seen
 # (colour codes and a `\r` redraw only take text away): the lines between are passed over
-_WORDS = re.compile(r"Step|Epoch|Results|directory|score=|train step")
+_WORDS = re.compile(r"Step|Epoch|Results|directory|score=|train step|step_metrics=")
 _MAX_LINE = 2048  # every shape read is a short line: a longer one is read up to here
 NORMAL_END = "Max number of steps has been reached, stopping training early"
 TIMEOUT_END = "Timeout has been reached, stopping training early"
@@ -128,14 +147,42 @@ def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple
     algorithms = [k for k in _BASE_METRICS if isinstance(config.get(k), Mapping)]
     algorithms += [script.group(1)] if script else []
     base = _BASE_METRICS[algorithms[0]] if algorithms else None
-    full = str(ckpt.get("metric_name") or base or "val:accuracy")
+    named = _checkpointing(ckpt, command, "metric_name")
+    full = str((named if named is not _UNSET else None) or base or "val:accuracy")
     if full.strip().startswith("train:"):  # a training metric: never a validation one's name
-        name = "train_" + re.sub(r"[^a-z0-9@]+", "_", full.split(":", 1)[1].lower()).strip("_")
-        return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
-    given = full.split(":", 1)[-1]
-    given = _OLD_NAMES.get(given.strip(), given)
-    name = metric_key(given.replace("val_loss", "validation loss"))
-    return name, bool(ckpt.get("higher_is_better", not name.endswith("loss")))
+        name = train_key(full.split(":", 1)[1])
+    else:
+        given = full.split(":", 1)[-1]
+        given = _OLD_NAMES.get(given.strip(), given)
+        name = metric_key(given.replace("val_loss", "validation loss"))
+    higher = _checkpointing(ckpt, command, "higher_is_better")
+    return name, bool(not name.endswith("loss") if higher is _UNSET else higher)
+
+
+_NULL_WORDS = {"", "null", "none", "~"}
+_UNSET = object()  # a key neither the config nor the command sets (its `null` is falsy)
+
+
+def _checkpointing(ckpt: Mapping[str, Any], command: str, key: str) -> Any:
+    """`checkpointing.<key>` as the run takes it: the command's own override wins over the
+    config (`checkpointing.metric_name=val:val_loss`, `++checkpointing.higher_is_better=false`,
+    read as YAML reads `null` and a boolean), else the config's value."""
+    said = override(command, f"checkpointing.{key}")
+    if said is None:
+        return ckpt.get(key, _UNSET)
+    word = said.strip()
+    if word.lower() in _NULL_WORDS:
+        return None
+    if word.lower() in ("true", "false"):
+        return word.lower() == "true"
+    return word
+
+
+def train_key(name: str) -> str:
+    """A training metric's record key: `train:loss` and `• Loss:` -> `train_loss`, `• Avg
+    Reward:` -> `train_reward` (what NeMo-RL names it), `critic/loss` -> `train_critic_loss`."""
+    plain = re.sub(r"[^a-z0-9@]+", "_", name.strip().lower()).strip("_")
+    return TRAIN_PREFIX + _TRAIN_NAMES.get(plain, plain)
 
 
 def given(command: str, key: str) -> bool:
@@ -293,13 +340,13 @@ def _value(text: str, percent: bool = False) -> float | str:
     return from_percent(number) if percent else number
 
 
-def _seen(raw: str) -> tuple[str, bool]:
+def _seen(raw: str, limit: int = _MAX_LINE) -> tuple[str, bool]:
     """A raw line as the text a person saw (up to _MAX_LINE of it), and whether a Ray worker
     printed it (its prefix removed); the driver's line without the dress a launcher or a
     logger put before it (srun's `0: `, SkyPilot's `(head, rank=0, pid=N)`, a timestamp, a
     logging prefix: `termtext.strip_dress`, as diagnosis reads it)."""
     raw = strip_srun_label(raw.rstrip("\r"))
-    line = clean_line(raw[raw.rfind("\r") + 1 :][:_MAX_LINE])
+    line = clean_line(raw[raw.rfind("\r") + 1 :][:limit])
     if is_worker_line(line):
         return strip_ray(line), True
     return strip_dress(line), False
@@ -320,9 +367,42 @@ def _progress(state: NemoRead, line: str) -> NemoRead | None:
     return None
 
 
-def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
+def _opened(state: NemoRead, line: str, train: bool) -> NemoBlock | None:
+    """The block a results header opens (`📊 Validation Results:`, one dataset's; with `train`
+    `📊 Training Results:`), at the step of the last header; None for any other line."""
+    at = state.step if state.step is not None else 0
+    if m := _RESULTS.search(line):
+        name = m.group("name")
+        return NemoBlock(f"validation-{name.strip()}_" if name else "", step=at)
+    if train and _TRAINING.search(line):
+        return NemoBlock(TRAIN_PREFIX, step=at)
+    return None
+
+
+def _one_line(state: NemoRead, line: str, raw: str, train: bool) -> NemoBlock | None:
+    """A record one line holds: an evaluation's `score=`; with `train`, the single
+    controller's `step_metrics={...}` (printed before its `train step N/M`: at the step after
+    the last one read). None for any other line."""
+    if m := _SCORE.match(line):
+        at = state.step if state.step is not None else 0
+        return NemoBlock("", (("score", _value(m.group("value"))),), step=at)
+    if not train or "step_metrics={" not in raw[:512]:
+        return None
+    whole, _worker = _seen(raw, _DICT_MAX)  # a dict of many metrics: longer than a shape
+    found = _STEP_METRICS.match(whole)
+    parsed = parse_dict_line(found.group("dict")) if found else None
+    values: dict[str, float | str | None] = {}
+    for key, value in (parsed or {}).items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number or value in ("nan", "inf", "-inf"):
+            values[train_key(key)] = value
+    return NemoBlock(TRAIN_PREFIX, tuple(values.items()), step=(state.step or 0) + 1)
+
+
+def feed(state: NemoRead, text: str, train: bool = False) -> tuple[NemoRead, list[dict[str, Any]]]:
     """Read complete lines of new output: the state moved on, and the validation records that
-    ended in them (a block still open at the end stays open in the state)."""
+    ended in them (a block still open at the end stays open in the state). With `train` (a
+    run judged by a `train:` metric), each step's training metrics too, as `train_<name>`."""
     records: list[NemoBlock] = []
     block = state.block
     pos, end = 0, len(text)
@@ -339,29 +419,26 @@ def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[dict[str, Any]]]:
         line, worker = _seen(raw)
         if (moved := _progress(state, line)) is not None:
             state = moved
-        elif m := _SCORE.match(line):
-            if block:
-                records.append(block)
-            at = state.step if state.step is not None else 0
+        elif (one := _one_line(state, line, raw, train)) is not None:
+            records += [block, one] if block else [one]
             block = None
-            records.append(NemoBlock("", (("score", _value(m.group("value"))),), step=at))
             continue
-        elif m := _RESULTS.search(line):
+        elif (opened := _opened(state, line, train)) is not None:
             if block:
                 records.append(block)
-            name = m.group("name")
-            prefix = f"validation-{name.strip()}_" if name else ""
-            block = NemoBlock(prefix, step=state.step if state.step is not None else 0)
+            block = opened
             continue
         if block is None:
             continue
         bullet = _BULLET.match(line)
         if bullet:
-            key = _key(block.prefix, bullet.group("label"))
+            label = bullet.group("label")
+            train_bullet = block.prefix == TRAIN_PREFIX
+            key = train_key(label) if train_bullet else _key(block.prefix, label)
             values = dict(block.values)  # a label seen again keeps its place
             values[key] = _value(bullet.group("value"), bool(bullet.group("pct")))
             block = replace(block, values=tuple(values.items()))
-        elif (line.strip() or block.values) and not worker:
+        elif (line.strip() or block.values) and not worker and not _MARKED.match(line):
             records.append(block)  # the block ends at the driver's first non-bullet line
             block = None
     state = replace(state, block=block)
