@@ -13,6 +13,17 @@ commit of 2025-03-20 to v0.7.0 and main of 2026-08-22; tests/test_nemorl.py quot
   loss:` is NeMo-RL's `validation-<name>_loss`. A value is `{:.4f}` (so `nan`, `inf`, read as
   None: no number), `{:.1f} tokens` or `{:.0f}`. A validation before the first step (`val_at_
   start`) is at step 0.
+- the single controller's `train step N/M  trainer_v=..  lag=..` after each step (main's
+  `run_grpo_single_controller.py`, printed by a Ray actor: no Step header), N over the run.
+- a bullet's mark as printed (`•`), as pasted (`*`, `-`), or as a stream that could not write
+  it left it (`?` under an ASCII stream's errors=replace, U+FFFD, cp1252's `â€¢`, and `·◦▪‣●–`);
+  a bullet whose value is no number (PPO's `• Critic Loss: N/A`) is passed over, not the end.
+- a run judged by a `train:` metric (`checkpointing.metric_name: train:loss`, NeMo-RL since
+  v0.4; the single controller takes nothing else; `feed(train=True)`): each step's `📊 Training
+  Results:` bullets, named as NeMo-RL names them (`• Loss:` loss, `• Avg Reward:` reward, `• Avg
+  Total/Filtered Reward:` reward/filtered_reward, PPO's `• Policy Loss:` loss; DPO and RM print
+  each by its name), and the single controller's `step_metrics={...}`, as `train_<name>`
+  records at their step (a validation at that step joins them).
 - `📊 Using log directory: <dir>`.
 - an evaluation's result (`run_eval.py`, nemo_rl/evals/eval.py `_print_results`): `score=
   {:.4f} ({score}/{dataset_size})` (`{:.2f}` in v0.2), a record with `score`, at step 0.
@@ -29,8 +40,13 @@ end the block.
 
 Records use the metric names of `checkpointing.metric_name` without `val:` (`accuracy`,
 `val_loss`, `validation_default_loss`; `val_reward`, GRPO's name before v0.4, is `accuracy`),
-plus `step` and `global_steps` so reports and stop rules treat them as AgentJet's. Not printed,
-so not read: `val:total_reward/mean` (NeMo-Gym VLM recipes), `pass_k`, `train:` metrics.
+plus `step` and `global_steps` so reports and stop rules treat them as AgentJet's; a `train:`
+metric is `train_<name>` (`train:critic/loss` is `train_critic_loss`), never a validation
+metric's name. The command's own `checkpointing.metric_name=` and `higher_is_better=` win over
+the config's, as Hydra takes them. Not printed, so not read: `val:total_reward/mean` (NeMo-Gym
+VLM recipes), `pass_k`, the cross-tokenizer distillation's validation (logged only).
+The shapes, and the launchers' prefixes they come behind, are a corpus in
+tests/data/metric_shapes/ (tests/test_metric_shapes.py).
 """
 
 from __future__ import annotations
