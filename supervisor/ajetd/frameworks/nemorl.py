@@ -74,7 +74,7 @@ _STEP = re.compile(r"(?<!=)={3,}\s*Step\s+(\d{1,9})/(\d{1,9})\s*=")
 _EPOCH = re.compile(r"(?<!=)={3,}\s*Epoch\s+(\d{1,9})/(\d{1,9})\s*=")
 # the single controller's line after each step (main's `run_grpo_single_controller.py`, in a
 # Ray actor): N counts over the run (`_train_steps`), no epoch header
-_TRAIN_STEP = re.compile(r"train step (\d{1,9})/(\d{1,9})\s")
+_TRAIN_STEP = re.compile(r"train step (\d{1,9})/(\d{1,9})(?:\s|$)")
 _RESULTS = re.compile(
     r"Validation Results(?:\s+(?:for|on)\s+`?(?P<name>[^`:]{1,200}?)`?(?:\s+set)?)?\s*:\s*$"
 )
