@@ -95,6 +95,88 @@ def test_a_second_duration_beside_the_first_is_never_added(
         parse_duration(text, whole=True)
 
 
+# Every class of character that is neither a letter nor a digit: spaces and line breaks,
+# controls and format characters, each kind of punctuation, each kind of symbol
+_SEPARATOR_CLASSES = ("Zs", "Zl", "Zp", "Cc", "Cf", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po")
+_SEPARATOR_CLASSES += ("Sm", "Sc", "Sk", "So")
+
+
+def _named(text: str) -> str:
+    """How a refusal names `text` (in full, or its first 40 characters when long)."""
+    text = text.strip()
+    return repr(text) if len(text) <= 60 else repr(text[:40] + "…")
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    _duration(),
+    _duration(),
+    st.text(st.characters(categories=_SEPARATOR_CLASSES), min_size=1, max_size=4),
+    st.sampled_from(["", "run for ", "运行 "]),
+)
+def test_durations_that_only_separators_part_are_refused_naming_the_text(
+    first: tuple[str, int, int, int],
+    second: tuple[str, int, int, int],
+    separator: str,
+    before: str,
+) -> None:
+    """`2h;3h`, `2h | 3h`, `2h\n3h`, `2h (3h)` were read as 2 h while `2h, 3h` was refused:
+    whatever separates them, two durations with no word between them are refused, with an
+    error naming the text (as side by side, or as a range, a decimal comma or a fraction
+    where the separator is one of those)."""
+    assume(first[1] >= 1)
+    text = before + first[0] + separator + second[0]
+    assume(text == text.strip())  # the refusal names the text stripped
+    chinese_numerals = any(char in _DIGITS + "十两" for char in text)
+    for whole in (False, True):
+        with pytest.raises(DurationError) as refused:
+            parse_duration(text, whole=whole)
+        if not chinese_numerals:  # those are named as read, in digits
+            assert _named(text) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2h;3h",
+        "2h ; 3h",
+        "2h | 3h",
+        "2h\n3h",
+        "2h\r\n3h",
+        "2h (3h)",
+        "2h+30m",
+        "1h;30m",
+        "2h\t3h",
+        "2h\u200b3h",
+        "2h…3h",
+        "2 小时；3 小时",
+        "2h30; 3h",
+        "01:30; 2h",
+        "2h;3h at most",
+    ],
+)
+def test_each_separator_class_is_refused_as_side_by_side(text: str) -> None:
+    for whole in (False, True):
+        with pytest.raises(DurationError, match="two durations side by side") as refused:
+            parse_duration(text, whole=whole)
+        assert _named(text) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2h; then 3h", 7200),
+        ("2h. 3 GPUs", 7200),
+        ("2h (the last run took 3h)", 7200),
+        ("2h;30 epochs", 7200),
+        ("2h/epoch", 7200),
+        ("2 小时。之后 3 小时", 7200),
+    ],
+)
+def test_a_word_between_two_durations_keeps_the_first(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     _duration(),

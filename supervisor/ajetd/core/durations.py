@@ -6,7 +6,9 @@ otherwise (Slurm's `--time` counts minutes). In a sentence, the first duration c
 duration and nothing else (`whole=True`).
 
 A duration's parts go from the largest unit down, each unit once; two durations side by side
-(`2h, 3h`, `1h 2h`) are refused, not added up. Refused, with the reason, rather than misread:
+(`2h, 3h`, `1h 2h`) are refused, not added up, and so are two that nothing but separators
+parts (`2h;3h`, `2h | 3h`, `2h (3h)`): in a sentence, words stand between durations.
+Refused, with the reason, rather than misread:
 a decimal comma (`1,5 h`: a thousands separator elsewhere) and a fraction (`1 1/2 hours`), whose
 last digits would be read alone; negative values (`-5 min`, `-1:00:00`), exponent
 notation (`1e3s` is not 3 s), infinity and NaN, numbers of more than 15 digits, zero and less
@@ -269,20 +271,38 @@ def _scan(text: str) -> tuple[float | None, int]:
             part = _part_at(text, following) if following else None
             if part is None:
                 rest = _trailing(text, last.end, last.bottom if last.unit else None)
-                if rest is None:
-                    return total, last.end
-                return total + rest[0], rest[1]
+                end = last.end if rest is None else rest[1]
+                _refuse_beside(text, start, end)
+                return total + (0.0 if rest is None else rest[0]), end
             if part.top >= last.bottom:
-                first_one = text[start : last.end].strip()
-                second = text[pos : part.end].strip()
-                raise DurationError(
-                    f"{_short(text)} holds two durations side by side, {first_one!r} and "
-                    f"{second!r}: write one (a duration's units go from the largest down, "
-                    "each once: 1h30m, 1 小时 30 分)"
-                )
+                _side_by_side(text, start, last.end, pos, part.end)
             total += part.seconds
             last = part
     return None, 0
+
+
+def _refuse_beside(text: str, start: int, end: int) -> None:
+    """Refuse a duration that only separators part from the one ending at `end`: spaces, line
+    breaks, punctuation, symbols (`2h;3h`, `2h | 3h`, `2h\n3h`, `2h (3h)`, `1h;30m`) were read
+    as the first alone while `2h, 3h` was refused; between two durations of a sentence there
+    are words (`2h; then 3h`, `2 小时，每个实验强制在 3 小时后`). One pass past the separators
+    and one part read there: linear."""
+    pos = end
+    while pos < len(text) and not text[pos].isalnum():
+        pos += 1
+    following = _NUMBER.match(text, pos)
+    part = _part_at(text, following) if following else None
+    if part is not None:
+        _side_by_side(text, start, end, pos, part.end)
+
+
+def _side_by_side(text: str, start: int, end: int, second: int, second_end: int) -> None:
+    """Raise: `text` holds the duration text[start:end] and another, text[second:second_end]."""
+    raise DurationError(
+        f"{_short(text)} holds two durations side by side, {text[start:end].strip()!r} and "
+        f"{text[second:second_end].strip()!r}: write one (a duration's units go from the "
+        "largest down, each once: 1h30m, 1 小时 30 分)"
+    )
 
 
 def _joined(text: str, pos: int) -> int:
