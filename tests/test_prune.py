@@ -8,8 +8,12 @@ import json
 import os
 import time
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ajetd.adapters.store import Home
 from ajetd.core.model import Run, State, Status
-from ajetd.core.prune import kept_because
+from ajetd.core.prune import RejectedFile, kept_because, rejected_to_prune, rejection_of
 from conftest import Env, wait_for
 
 DAY = 86400.0
@@ -42,6 +46,68 @@ def test_what_keeps_a_run_from_being_pruned() -> None:
     assert "tmux session ajet_x is still kept" in kept
     live = _ended(state=State.RUNNING, status=None, ended_at=None)
     assert "not ended" in str(kept_because(live, now, DAY, {}))
+
+
+NOW = 1_800_000_000.0  # the clock, injected
+
+
+def _file(name: str, age_s: float, regular: bool = True) -> RejectedFile:
+    return RejectedFile(name, NOW - age_s, regular)
+
+
+def test_a_refused_blueprint_is_as_old_as_its_newest_file() -> None:
+    """The blueprint keeps its own time (linked or renamed into rejected/), the note is written
+    when it is put aside: a file written 40 days before it was refused stays with its note."""
+    pair = [_file("abc__x.md", 40 * DAY), _file("abc__x.why.txt", DAY)]
+    assert rejected_to_prune(pair, NOW, 30 * DAY) == []
+    assert rejected_to_prune(pair, NOW, DAY) == ["abc__x.md", "abc__x.why.txt"]
+    assert rejected_to_prune(pair, NOW, DAY + 1) == []
+
+
+def test_the_age_boundary_is_the_one_runs_have() -> None:
+    """Removed once at least `older_than` old (a run: ended at least that long ago); `0`: all
+    but what changed after now (a clock set back)."""
+    assert kept_because(_ended(ended_at=NOW - DAY), NOW, DAY, {}) is None
+    assert rejected_to_prune([_file("a.md", DAY), _file("a.why.txt", DAY)], NOW, DAY) == [
+        "a.md",
+        "a.why.txt",
+    ]
+    assert rejected_to_prune([_file("a.md", 0)], NOW, 0) == ["a.md"]
+    assert rejected_to_prune([_file("a.md", -5)], NOW, 0) == []
+
+
+def test_what_is_kept_as_it_came_keeps_its_note() -> None:
+    """A link or a FIFO swapped in for a blueprint is kept in rejected/ as it came (never read
+    nor followed); its note says what it is, so neither goes."""
+    odd = [_file("r__x.md", 90 * DAY, regular=False), _file("r__x.why.txt", 90 * DAY)]
+    assert rejected_to_prune(odd, NOW, DAY) == []
+    assert rejected_to_prune([*odd, _file("stray", 90 * DAY)], NOW, DAY) == ["stray"]
+
+
+_NAMES = st.sampled_from(["1700000000__a", "1700000000__a-2", "r1__b", "r2__c.md", "x"])
+_ENDS = st.sampled_from([".md", ".why.txt", "", ".txt"])
+_ENTRIES = st.lists(
+    st.builds(
+        RejectedFile,
+        st.builds(str.__add__, _NAMES, _ENDS),
+        st.floats(NOW - 100 * DAY, NOW + DAY),
+        st.booleans(),
+    ),
+    unique_by=lambda f: f.name,
+    max_size=12,
+)
+
+
+@given(_ENTRIES, st.floats(0, 60 * DAY))
+def test_a_refused_blueprint_goes_whole_or_stays_whole(
+    entries: list[RejectedFile], older_than_s: float
+) -> None:
+    removed = set(rejected_to_prune(entries, NOW, older_than_s))
+    for entry in entries:
+        group = [e for e in entries if rejection_of(e.name) == rejection_of(entry.name)]
+        cutoff = NOW - older_than_s
+        settled = all(e.regular and e.mtime <= cutoff for e in group)
+        assert (entry.name in removed) == settled, (entry, group)
 
 
 def test_prune_beside_a_running_daemon_removes_only_settled_runs(daemon_env: Env) -> None:
@@ -96,3 +162,21 @@ def test_prune_refuses_a_bad_age_and_says_a_campaign_it_cannot_read(env: Env) ->
     (broken / "state.json").write_text("{not json")
     out = env.cli("prune", "--older-than", "0")
     assert out.returncode == 1 and "nothing was pruned" in out.stderr, out.stderr
+
+
+def test_prune_keeps_a_fresh_refusal_of_an_old_file(env: Env) -> None:
+    """rejected/ as the daemon leaves it for a blueprint written 40 days before it was refused
+    today: `prune` (30 days) keeps both files; one whose note is old too goes whole."""
+    Home(env.home).ensure()
+    rejected = env.home / "rejected"
+    old = time.time() - 40 * DAY
+    for stem, note_time in (("fresh__x", None), ("stale__y", old)):
+        (rejected / f"{stem}.md").write_text("# blueprint\n")
+        os.utime(rejected / f"{stem}.md", (old, old))
+        (rejected / f"{stem}.why.txt").write_text("refused\n")
+        if note_time is not None:
+            os.utime(rejected / f"{stem}.why.txt", (note_time, note_time))
+    out = env.cli("prune", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["rejected_removed"] == ["stale__y.md", "stale__y.why.txt"]
+    assert sorted(p.name for p in rejected.iterdir()) == ["fresh__x.md", "fresh__x.why.txt"]

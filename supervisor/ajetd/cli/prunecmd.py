@@ -2,22 +2,24 @@
 
 Without it `runs/` (and `rejected/`) grew for ever, and the obvious `rm -rf runs/<id>` left a
 run's tmux session open for good where its keep time had not run out, or brought the folder
-back as a record alone when the daemon closed that session (walk 88, F10). The decision is
-`core.prune.kept_because`; only what it allows is removed, each folder renamed aside before
-it is deleted (`Home.remove_run`). The result dirs are the user's: never touched.
+back as a record alone when the daemon closed that session (walk 88, F10). The decisions are
+`core.prune.kept_because` and, for `rejected/`, `core.prune.rejected_to_prune`; only what they
+allow is removed, each run folder renamed aside before it is deleted (`Home.remove_run`). The
+result dirs are the user's: never touched.
 """
 
 from __future__ import annotations
 
+import stat
 import sys
 import time
-from pathlib import Path
 
 import click
 
 from ajetd.adapters.store import Home
 from ajetd.cli.common import echo_json, json_option, open_home
 from ajetd.core.errors import AjetdError
+from ajetd.core.prune import RejectedFile, kept_because, rejected_to_prune
 
 DEFAULT_AGE = "30d"
 
@@ -48,20 +50,19 @@ def _campaign_runs(home: Home) -> dict[str, str]:
     return found
 
 
-def _old_rejections(home: Home, cutoff: float) -> list[Path]:
-    """The files in rejected/ (a refused blueprint, its `.why.txt`) last changed before
-    `cutoff`: regular files only, no link followed."""
-    old: list[Path] = []
+def _rejected_files(home: Home) -> list[RejectedFile]:
+    """What `rejected/` holds (a refused blueprint, its `.why.txt`), as `lstat` saw each: no
+    link followed. An entry gone meanwhile is left out."""
+    found: list[RejectedFile] = []
     if not home.rejected.is_dir():
-        return old
+        return found
     for path in sorted(home.rejected.iterdir()):
         try:
             info = path.lstat()
         except OSError:
             continue
-        if path.is_file() and not path.is_symlink() and info.st_mtime < cutoff:
-            old.append(path)
-    return old
+        found.append(RejectedFile(path.name, info.st_mtime, stat.S_ISREG(info.st_mode)))
+    return found
 
 
 @click.command()
@@ -81,7 +82,6 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
     ended, reports or on_finish still due, its tmux session still kept, or an experiment of
     a campaign. Result dirs are never touched. Exit 0; 1 where a folder could not be removed."""
     from ajetd.core.durations import parse_duration
-    from ajetd.core.prune import kept_because
 
     try:
         age = parse_duration(older_than, bare_unit_s=86400.0, whole=True, zero_ok=True)
@@ -107,9 +107,9 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
                 failed[run.run_id] = exc.strerror or str(exc)
                 continue
         removed.append(run.run_id)
-    rejections = _old_rejections(home, now - age)
     rejected_removed: list[str] = []
-    for path in rejections:
+    for name in rejected_to_prune(_rejected_files(home), now, age):
+        path = home.rejected / name
         if not dry_run:
             try:
                 path.unlink()

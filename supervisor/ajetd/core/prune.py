@@ -6,11 +6,17 @@ finish.flag are written, its on_finish hook has fired, its tmux session is close
 closes it after `keep_session`, and saves the record once more when it does: a folder removed
 before that would come back as a record alone), and no campaign counts it among its
 experiments (`campaign status` reads them). The result dir is the user's and never touched.
+
+A refused blueprint in `rejected/` and its note (`NAME.md`, `NAME.why.txt`) go together, once
+the newer of the two is old enough: the note is written when the blueprint is put aside, while
+the blueprint keeps the time the user's file had (it is linked or renamed there), so a file
+written weeks before it was submitted was pruned at once, its note left alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
@@ -37,3 +43,40 @@ def kept_because(
             f"{closes}; or `tmux kill-session -t ={run.session}`, then the daemon records it)"
         )
     return None
+
+
+NOTE_END = ".why.txt"
+BLUEPRINT_END = ".md"
+
+
+class RejectedFile(NamedTuple):
+    """One entry of `rejected/` as `lstat` saw it."""
+
+    name: str
+    mtime: float
+    regular: bool  # a regular file: not a link, a FIFO, a folder (kept as it came, never read)
+
+
+def rejection_of(name: str) -> str:
+    """The refused blueprint a file of `rejected/` belongs to: its name without `.why.txt` or
+    `.md` (a stray file of another name is its own)."""
+    for end in (NOTE_END, BLUEPRINT_END):
+        if name.endswith(end) and len(name) > len(end):
+            return name[: -len(end)]
+    return name
+
+
+def rejected_to_prune(files: Iterable[RejectedFile], now: float, older_than_s: float) -> list[str]:
+    """The names in `rejected/` that `ajetd prune` removes, sorted: the files of each refused
+    blueprint whose newest changed at least `older_than_s` before `now` (the age rule of a
+    run's folder: ended at least that long ago), all of them or none; none where one is not a
+    regular file (a link or a FIFO kept as it came: its note says what it is)."""
+    groups: dict[str, list[RejectedFile]] = {}
+    for entry in files:
+        groups.setdefault(rejection_of(entry.name), []).append(entry)
+    cutoff = now - older_than_s
+    removed: list[str] = []
+    for group in groups.values():
+        if all(f.regular for f in group) and max(f.mtime for f in group) <= cutoff:
+            removed += (f.name for f in group)
+    return sorted(removed)
