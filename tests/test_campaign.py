@@ -794,3 +794,77 @@ def test_campaign_list_shows_campaigns_in_the_order_they_were_submitted(env: Env
         os.utime(inbox[cid], (1_700_000_000 + at, 1_700_000_000 + at), follow_symlinks=False)
     listed = [c["campaign_id"] for c in json.loads(env.cli("campaign", "list", "--json").stdout)]
     assert listed == sorted(ids, reverse=True), (listed, ids)
+
+
+def test_a_stopped_campaign_says_who_stopped_it_and_when_never_a_rules_words() -> None:
+    """A campaign `ajetd campaign stop` ended went on saying `stop condition not yet met: ...`
+    (or `needs a decision`) in its progress, status and campaign.md. Every way it stands once
+    stopped: stopping while experiments end, stopped, stopped after it waited for a decision,
+    and a record stopped before the stop's time was kept."""
+    from ajetd.core.campaignrecord import CampaignState, ExpState, standing
+    from ajetd.views.campaign import render_report, render_status, status_json
+    from ajetd.views.listing import Campaign
+
+    t0, asked = 1_800_000_000.0, 1_800_000_600.0
+    spec = cs.parse_campaign(
+        "name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n"
+        "stop: {max_experiments: 3, deadline: 2h}\nexperiments: [{name: a}, {name: b}]\n",
+        {"b.md"},
+    )
+
+    def row(index: int, status: str) -> dict[str, Any]:
+        return {"index": index, "status": status, "metric_value": None, "branch": ""}
+
+    base = ExpState(0, "baseline", "unchanged", run_id="r0", recorded=True, status="keep")
+    base.row = row(0, "keep")
+    running = ExpState(1, "a", "try a", run_id="r1")
+    state = CampaignState("c-k3x9az", t0, experiments=[base, running], stopping=True)
+    state.stop_asked_at = asked
+    phase, status, reason, progress = standing(state, spec, asked + 5)
+    assert (phase, status) == ("running", "")
+    assert reason.startswith(
+        "stopping (stopped by `ajetd campaign stop` at 2027-01-15T08:10:00Z): 1 experiment(s)"
+    )
+    assert progress.startswith(reason.partition("; planned")[0])
+    state.experiments[1] = ExpState(1, "a", "try a", run_id="r1", recorded=True, status="stopped")
+    state.experiments[1].row = row(1, "stopped")
+    phase, status, reason, progress = standing(state, spec, asked + 9)
+    assert (phase, status) == ("done", "stopped")
+    assert reason.startswith("stopped by `ajetd campaign stop` at 2027-01-15T08:10:00Z")
+    assert reason.endswith("planned, not run: 2 b")
+    assert progress == (
+        "stopped by `ajetd campaign stop` at 2027-01-15T08:10:00Z; "
+        "stop rules: 2/3 attempted, 1h49m remaining"
+    )
+    state.phase, state.status, state.reason, state.progress = phase, status, reason, progress
+    state.done, state.ended_at = True, asked + 9
+    data = status_json(spec, state, {}, asked + 3600)
+    texts = [data["progress"], render_status(spec, state, data), render_report(spec, state)]
+    line = Campaign.from_record({"campaign_id": state.campaign_id, **vars(state)}).line()
+    for text in [*texts, line]:
+        assert "not yet met" not in text and "needs a decision" not in text, text
+        assert "stopped by `ajetd campaign stop` at 2027-01-15T08:10:00Z" in text, text
+
+    # stopped where it waited for a decision (the default rule met): no `needs a decision`
+    waited = CampaignState("c-k3x9az", t0, experiments=[base], stopping=True, rounds=1)
+    default = cs.parse_campaign("name: c\nmetric: accuracy\nbase: b.md\nresult_dir: /r\n", {"b.md"})
+    waited.experiments += [
+        ExpState(i, f"e{i}", "x", run_id=f"r{i}", recorded=True, status="discard")
+        for i in (1, 2, 3)
+    ]
+    _, status, reason, progress = standing(waited, default, asked)
+    assert status == "stopped" and reason == "stopped by `ajetd campaign stop`"
+    assert progress == "stopped by `ajetd campaign stop`; stop rules: 4/4 attempted"
+
+    # a record stopped before the stop's time was kept: shown with its end, and its reason
+    old = CampaignState("c-k3x9az", t0, experiments=[base], stopping=True, done=True)
+    old.phase, old.status, old.ended_at = "done", "stopped", asked
+    old.reason = "stopped by `ajetd campaign stop`"
+    old.progress = "stop condition not yet met: 1/3 attempted, 1h50m remaining"
+    data = status_json(spec, old, {}, asked + 60)
+    assert data["progress"] == "stopped by `ajetd campaign stop`"
+    listed = Campaign.from_record({"campaign_id": old.campaign_id, **vars(old)}).line()
+    assert "not yet met" not in listed and "stopped by `ajetd campaign stop`" in listed
+    assert standing(old, spec, asked)[2] == (
+        "stopped by `ajetd campaign stop` at 2027-01-15T08:10:00Z; planned, not run: 1 a, 2 b"
+    )

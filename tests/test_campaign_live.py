@@ -358,9 +358,29 @@ def test_a_deadline_ends_a_waiting_campaign(daemon_env: Env) -> None:
     )
     status = _json(env, "campaign", "status", cid, "--json")
     assert (status["state"], status["status"]) == ("waiting", None)
-    assert env.cli("campaign", "stop", cid).returncode == 0
-    assert _json(env, "campaign", "status", cid, "--json")["status"] == "stopped"
+    stop = env.cli("campaign", "stop", cid)
+    assert stop.returncode == 0, stop.stderr
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert status["status"] == "stopped"
+    # who stopped it and when, everywhere; never a stop rule's words (it said `stop condition
+    # not yet met: 0 attempted, 59m remaining` once stopped)
+    by = r"stopped by `ajetd campaign stop` at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert re.match(by, status["reason"]) and re.match(by, status["progress"]), status
+    said = [
+        stop.stdout,
+        status["progress"],
+        env.cli("campaign", "status", cid).stdout,
+        wait_for(lambda: _stopped_report(Path(status["report"])), what="campaign.md rewritten"),
+        env.cli("status").stdout,
+    ]
+    for text in said:
+        assert "not yet met" not in text and re.search(by, text), text
     assert env.cli("campaign", "status", "c-zzzzzz").returncode == 2  # unknown: usage error
+
+
+def _stopped_report(path: Path) -> str | None:
+    text = path.read_text() if path.exists() else ""
+    return text if "(stopped)" in text else None
 
 
 def test_campaign_commands_import_none_of_the_daemon(env: Env) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core import campaignstop
 from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
 from ajetd.core.shown import show
@@ -69,6 +70,7 @@ class CampaignState:
     reason: str = ""  # why it waits, or why it ended
     ended_at: float | None = None
     stopping: bool = False  # `ajetd campaign stop` asked; done once nothing runs
+    stop_asked_at: float | None = None  # when the daemon took that stop (None: before 0.x)
     rounds: int = 1  # rounds of the default stop rule granted (`--continue` adds one)
     added: list[dict[str, Any]] = field(default_factory=list)  # campaign.yaml entries, live
     stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
@@ -224,8 +226,13 @@ def held_back(
     ("" when they run in their turn): the campaign stopped (or stopping), or a stop rule met
     (which `campaign set`, or `--continue` for the default rule, may lift; `rule_holding`)."""
     if state.stopping or state.status == "stopped":
-        return "the campaign was stopped (`ajetd campaign stop`)"
+        return f"the campaign was {stopped_by(state)}"
     return rule_holding(state, spec, now, exp)
+
+
+def stopped_by(state: CampaignState) -> str:
+    """Who stopped the campaign and when (`campaignstop.stopped_by`)."""
+    return campaignstop.stopped_by(state.stop_asked_at, state.ended_at)
 
 
 NOT_RUN_SHOWN = 10  # planned experiments named in a reason; the rest counted
@@ -303,11 +310,16 @@ def standing(state: CampaignState, spec: cs.CampaignSpec, now: float) -> tuple[s
     smoke = (
         left[0] if left and prog.met and not rule_holding(state, spec, now, left[0][1]) else None
     )
+    said = prog.text
     if state.stopping:
+        # no stop rule's words (`stop condition not yet met`, `needs a decision`): the user's
+        # stop ends it, whatever the rules say; where they stood is told after
         if running:
-            reason = f"stopping: {len(running)} experiment(s) still ending"
+            reason = f"stopping ({stopped_by(state)}): {len(running)} experiment(s) still ending"
         else:
-            phase, status, reason = "done", "stopped", "stopped by `ajetd campaign stop`"
+            phase, status, reason = "done", "stopped", stopped_by(state)
+        standing_rules = cr.rules_standing(spec, rules_of(state, spec, now), attempted(state))
+        said = reason + (f"; stop rules: {standing_rules}" if standing_rules else "")
     elif smoke is not None:  # a smoke run counts against no count rule: it runs first
         reason = f"{prog.text}; smoke run {smoke[0]} {smoke[1].name} runs first (it counts "
         reason += "against no count rule)"
@@ -326,7 +338,7 @@ def standing(state: CampaignState, spec: cs.CampaignSpec, now: float) -> tuple[s
         reason = add_hint(state.campaign_id)
     if left and (state.stopping or prog.met):
         reason += "; " + not_run_note(left, prog.needs_decision and not state.stopping)
-    return phase, status, reason, prog.text
+    return phase, status, reason, said
 
 
 def add_hint(campaign_id: str) -> str:

@@ -217,10 +217,16 @@ def progress(spec: CampaignSpec, found: Sequence[Rule], attempted: int) -> Progr
         )
     if met:
         return Progress(True, "stop condition met: " + "; ".join(met))
+    return Progress(False, "stop condition not yet met: " + rules_standing(spec, found, attempted))
+
+
+def rules_standing(spec: CampaignSpec, found: Sequence[Rule], attempted: int) -> str:
+    """Where every stop rule stands, met or not, in their own words (`1/3 attempted, 1h59m
+    remaining`): the experiments attempted first where no count rule counts them."""
     parts = [r.text for r in found]
     if spec.max_experiments is None and not spec.default_rule:
         parts.insert(0, f"{attempted} attempted")
-    return Progress(False, "stop condition not yet met: " + ", ".join(parts))
+    return ", ".join(parts)
 
 
 def ledger_header() -> str:

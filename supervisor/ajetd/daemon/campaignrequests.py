@@ -39,7 +39,7 @@ def apply(
     campaign's spec as it stands, only for a request that needs it)."""
     op = request.get("op")
     if op == "stop":
-        return _stop(home, state)
+        return _stop(home, state, now)
     closed = closed_problem(state)
     if closed:
         return {"ok": False, "error": closed}
@@ -149,14 +149,16 @@ def _set(
     return {"ok": True, "message": progress_of(state, changed, now).text}
 
 
-def _stop(home: Home, state: CampaignState) -> dict[str, Any]:
-    """`ajetd campaign stop`: its running experiments are stopped cleanly, rows written."""
+def _stop(home: Home, state: CampaignState, now: float) -> dict[str, Any]:
+    """`ajetd campaign stop`: its running experiments are stopped cleanly, rows written; when
+    is kept (the first stop's time: a second one changes nothing), as its status says it."""
     if state.done and state.status != "needs_decision":  # that one ends as stopped
         return {
             "ok": True,
             "message": f"campaign {state.campaign_id} already ended ({state.status})",
         }
-    state.stopping = True
+    if not state.stopping:
+        state.stopping, state.stop_asked_at = True, now
     running = [e for e in state.experiments if e.run_id and not e.recorded]
     for exp in running:
         home.ask_stop(exp.run_id, "campaign stop\n")

@@ -23,7 +23,9 @@ from ajetd.core.campaignrecord import (
     not_launched,
     progress_of,
     rules_of,
+    standing,
 )
+from ajetd.core.campaignstop import shown_progress
 from ajetd.core.durations import format_duration
 from ajetd.core.markdown import table_cell
 from ajetd.core.model import Run, record_trials
@@ -33,6 +35,11 @@ from ajetd.frameworks.valresults import is_nonfinite
 HYPOTHESIS_MAX = 120  # characters of an experiment's description in campaign.md's table
 WAIT_EXIT = {"completed": 0, "stopped": 1, "refused": 1, "needs_decision": 2}
 ROW_EXIT = {"keep": 0, "discard": 0, "smoke": 0, "crash": 1, "stopped": 1}
+
+
+def progress_shown(state: CampaignState) -> str:
+    """The campaign's stored progress as the views say it (`campaignstop.shown_progress`)."""
+    return shown_progress(state.status, state.progress, state.reason)
 
 
 def _experiment(exp: ExpState) -> dict[str, Any]:
@@ -162,11 +169,12 @@ def _campaign_json(spec: cs.CampaignSpec, state: CampaignState, now: float) -> d
     if state.done and state.ended_at is not None:
         now = state.ended_at
     prog = progress_of(state, spec, now)
+    said = standing(state, spec, now)[3] if state.stopping else prog.text
     rules = rules_of(state, spec, now)
     count = next((r for r in rules if r.rule in ("max_experiments", "default")), None)
     deadline = next((r for r in rules if r.rule == "deadline"), None)
     return {
-        "progress": prog.text if not state.done else state.progress,
+        "progress": said if not state.done else progress_shown(state),
         "goal": {"metric": spec.metric, "direction": "max" if spec.maximise else "min"},
         "stop_rules": [_rule_json(r) for r in rules],
         "default_stop_rule": spec.default_rule,
@@ -223,7 +231,7 @@ def status_json(
         "state": state.phase,
         "status": state.status or None,
         "reason": state.reason or None,
-        "progress": state.progress,
+        "progress": progress_shown(state),
         "started_at": iso(state.started_at),
         "ended_at": iso(state.ended_at),
         "folder": folder,
@@ -375,7 +383,7 @@ def render_report(spec: cs.CampaignSpec, state: CampaignState) -> str:
     lines += [f"- goal: `{spec.metric}` ({'higher' if spec.maximise else 'lower'} is better)"]
     shown = state.phase + (f" ({state.status})" if state.status else "")
     lines += [f"- state: {shown}" + (f": {state.reason}" if state.reason else "")]
-    lines += [f"- {state.progress}"]
+    lines += [f"- {progress_shown(state)}"]
     lines += [f"- best: {best_line(spec, state)}"]
     lines += [
         f"- each row's `best {spec.metric}` (the ledger's `metric_value`) is the best value of "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import gpuuse, model
+from ajetd.core.campaignstop import shown_progress
 from ajetd.core.durations import format_duration
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import REFUSED
@@ -87,7 +88,11 @@ class Campaign:
         best = data.get("best")
         return cls(
             campaign_id=str(data.get("campaign_id", "?")),
-            progress=str(data.get("progress") or ""),
+            progress=shown_progress(
+                str(data.get("status") or ""),
+                str(data.get("progress") or ""),
+                str(data.get("reason") or ""),
+            ),
             name=str(data.get("name") or ""),
             phase=str(data.get("phase") or "running"),
             status=str(data.get("status") or ""),
