@@ -23,9 +23,10 @@ import pytest
 import yaml
 
 from ajetd.adapters import inbox
+from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.model import State
 from ajetd.core.policy import Timing
-from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, parse_exit_note, render_trial_script
+from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, render_trial_script
 from ajetd.daemon import observe, trials
 from ajetd.daemon.loop import Daemon, DaemonConfig
 from conftest import Env, fill, wait_for

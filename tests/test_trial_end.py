@@ -17,7 +17,7 @@ import psutil
 
 from ajetd.adapters import procs
 from ajetd.adapters.store import Home
-from ajetd.core import trialscript
+from ajetd.core import exitfile, trialscript
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.daemon import ending, trials
@@ -373,7 +373,7 @@ def test_the_script_records_its_exit_without_starting_a_process(tmp_path: Path) 
     assert not calls.exists(), calls.read_text()
     text = (tmp_path / "exit").read_text()
     assert text.endswith("\n") and text.count("\n") == 1
-    parsed = trialscript.parse_exit_file(text)
+    parsed = exitfile.parse_exit_file(text)
     assert parsed is not None and parsed[0] == 3 and parsed[1] is not None
 
 
@@ -434,7 +434,7 @@ def test_an_end_that_comes_during_a_tick_is_recorded_before_the_tick_ends(
     trigger.touch()
     exit_file = env.home / "runs" / run_id / "trial-1.exit"
     wait_for(
-        lambda: trialscript.parse_exit_file(exit_file.read_text() if exit_file.exists() else ""),
+        lambda: exitfile.parse_exit_file(exit_file.read_text() if exit_file.exists() else ""),
         what="the exit file",
     )
     wait_for(loop.daemon.watcher.ends_waiting, what="the watcher to see it")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ajetd.adapters.store import write_all_atomic
 from ajetd.core import model
 from ajetd.core.blueprint import clean_value
+from ajetd.core.exitfile import parse_exit_file, parse_exit_note
 from ajetd.core.model import Run, Status, Trial
 from ajetd.core.naming import (
     MAX_SESSION,
@@ -28,12 +29,7 @@ from ajetd.core.naming import (
     unique_session,
 )
 from ajetd.core.shellwords import SKIP_GPU_CHECK, protect_autokill, runs_ajet_launcher
-from ajetd.core.trialscript import (
-    TrialSpec,
-    parse_exit_file,
-    parse_exit_note,
-    render_trial_script,
-)
+from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.diagnosis.text import clean_line, tail_lines
 from ajetd.views import report
 from conftest import wait_for

@@ -14,7 +14,7 @@ import os
 import pwd
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -33,6 +33,7 @@ from ajetd.core.shown import show
 
 if TYPE_CHECKING:
     from ajetd.adapters.diskfull import Held
+    from ajetd.core.exitfile import UnrecordedExit
     from ajetd.core.model import Run
 
 # The run records (`runrecords`, `ajetd.core.model`: ~30 dataclasses, a third of the client's
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 # is not the daemon's (an agent's usual cause)
 HELD_FOLDER_WAIT_S = 5.0  # how long a reader waits for the daemon to make a run's folder again
 HELD_FOLDER_POLL_S = 0.05
+EXIT_FILE_MAX_BYTES = 256  # `"<rc> <epoch>\n"`: larger is no exit file the script wrote
 _LIST_RUNS = "`ajetd status --all` lists this home's runs (AJETD_HOME chooses the home)"
 
 OWNER_DIR = 0o700
@@ -670,6 +672,30 @@ class Home:
             return run
         asked = "a stop is requested (`ajetd stop`) and waits for the daemon"
         return replace(run, reason=f"{asked}; {run.reason}" if run.reason else asked)
+
+    def unrecorded_exits(
+        self, runs: Iterable[Run], daemon_running: bool
+    ) -> dict[str, UnrecordedExit]:
+        """For the live runs among `runs` whose program exited while no daemon runs to record
+        it: that exit, as their trial script left it (`trial-N.exit`), by run id. Nothing
+        read while a daemon runs (it records the exit), nor for a run whose record has it."""
+        from ajetd.core.exitfile import may_have_exited, unrecorded_exit
+
+        found: dict[str, UnrecordedExit] = {}
+        if daemon_running:
+            return found
+        for run in runs:
+            if run.trial is None or not may_have_exited(run):
+                continue
+            path = self.trial_file(run.run_id, run.trial.number, "exit")
+            try:  # a bounded read of a regular file, no link followed
+                text = read_small(path, EXIT_FILE_MAX_BYTES)
+            except (OSError, ValueError, NotRegularError):  # none (it runs), or unreadable
+                continue
+            seen = unrecorded_exit(run, text, daemon_running)
+            if seen is not None:
+                found[run.run_id] = seen
+        return found
 
     def _read_state(self, run_id: str) -> Run:
         path = self.state_file(run_id)

@@ -14,9 +14,10 @@ from pathlib import Path
 from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import moved_note
+from ajetd.core.exitfile import parse_exit_file
 from ajetd.core.model import Run
 from ajetd.core.rebuilt import TrialFiles
-from ajetd.core.trialscript import ScriptFacts, parse_exit_file, read_trial_script, trial_log
+from ajetd.core.trialscript import ScriptFacts, read_trial_script, trial_log
 from ajetd.diagnosis.scan import log_tail
 
 MAX_SCRIPT_BYTES = 1024 * 1024  # a trial script: a command of at most 64 KiB, and ajetd's lines

@@ -128,10 +128,11 @@ def status(
         run = with_live_session(home, load_run(home, run_id))
         if run.active:  # the daemon's own trouble, where it leaves this run unwatched
             say_daemon_trouble(home, now)
+        exited = home.unrecorded_exits([run], home.daemon_running()).get(run.run_id)
         if as_json:
-            echo_json(status_view.run_json(run, now))
+            echo_json(status_view.run_json(run, now, exited))
         else:
-            statusterm.show(statusterm.detail(home, run, now, statusterm.width()))
+            statusterm.show(statusterm.detail(home, run, now, statusterm.width(), exited))
         return
     filters = _status_filters(home, show_all, state, since, campaign)
     if watch:
@@ -142,7 +143,8 @@ def status(
         for line in view.daemon_lines(home.daemon_running(), home.daemon_info(), 10**4, now):
             click.echo("".join(text for text, _ in line), err=True)
         runs = view.for_json(listed, filters, now)
-        echo_json([status_view.run_json(r, now) for r in runs])
+        exits = home.unrecorded_exits(runs, home.daemon_running())
+        echo_json([status_view.run_json(r, now, exits.get(r.run_id)) for r in runs])
         return
     statusterm.show(statusterm.overview(home, filters, statusterm.width()))
 
@@ -221,7 +223,8 @@ def wait(
             click.echo(status_view.wait_line(run, code))
     if as_json:
         now = time.time()
-        shown = [status_view.run_json(run, now) for run, _ in ended]
+        exits = home.unrecorded_exits([run for run, _ in ended], home.daemon_running())
+        shown = [status_view.run_json(run, now, exits.get(run.run_id)) for run, _ in ended]
         echo_json(shown[0] if len(run_ids) == 1 else shown)
     sys.exit(max((code for _, code in ended), key=WAIT_WORST.index))
 
@@ -260,7 +263,7 @@ def _wait_one(
     from ajetd.core.model import WAIT_EXIT, State
 
     run, said_gone = _first_look(home, run_id, deadline)
-    checked = False
+    checked = said_exit = False
     while True:
         try:
             run = load_run(home, run_id) if checked else run
@@ -285,6 +288,9 @@ def _wait_one(
             _say_if_no_daemon(home, f"run {run.run_id} is taken up when one starts")
             if home.daemon_running():  # not responding, not taking blueprints, a full disk
                 say_daemon_trouble(home, time.time())
+        if not said_exit and (exited := home.unrecorded_exits([run], home.daemon_running())):
+            said_exit = True  # once: what is known without the daemon (its end waits for it)
+            click.echo(f"ajetd: run {run.run_id} {exited[run.run_id].words()}", err=True)
         time.sleep(POLL_S)
 
 

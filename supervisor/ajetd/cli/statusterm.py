@@ -34,6 +34,8 @@ from ajetd.views import rundetail
 if TYPE_CHECKING:
     from rich.text import Text
 
+    from ajetd.core.exitfile import UnrecordedExit
+
 REFRESH_S = 2.0
 TAIL_BYTES = 64 * 1024
 STYLES = {
@@ -80,7 +82,9 @@ def output_tail(run: Run, count: int) -> tuple[str, ...]:
     return tuple(tail_lines(tail_bytes(log, TAIL_BYTES), count))
 
 
-def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
+def extras(
+    home: Home, run: Run, output_lines: int = 0, exited: UnrecordedExit | None = None
+) -> rundetail.RunExtras:
     """What the run's view takes from beside its record. The next deep check only where a
     daemon runs: a stopped daemon's daemon.json still names one, and `status RUN` said
     `deep check in 11s` of a check no daemon would make (walk 90 F12)."""
@@ -90,6 +94,7 @@ def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
         tmux_socket=tmux_socket_of(run, os.environ.get("AJETD_TMUX_SOCKET") or None),
         next_check_at=float(at) if isinstance(at, (int, float)) else None,
         output=output_tail(run, output_lines),
+        exited=exited,
     )
 
 
@@ -99,9 +104,11 @@ def extras(home: Home, run: Run, output_lines: int = 0) -> rundetail.RunExtras:
 PIPE_WIDTH = BLUEPRINT_MAX_BYTES * 4
 
 
-def detail(home: Home, run: Run, now: float, cols: int) -> list[view.Line]:
-    """`ajetd status RUN`."""
-    return rundetail.detail(run, now, cols, extras(home, run))
+def detail(
+    home: Home, run: Run, now: float, cols: int, exited: UnrecordedExit | None = None
+) -> list[view.Line]:
+    """`ajetd status RUN` (`exited`: its program's exit no daemon recorded yet)."""
+    return rundetail.detail(run, now, cols, extras(home, run, exited=exited))
 
 
 def width() -> int:
@@ -142,15 +149,18 @@ def shown_ended(filters: view.Filters) -> int | None:
 def overview(
     home: Home, filters: view.Filters, cols: int, selected: str | None = None
 ) -> list[view.Line]:
+    runs = home.listing(shown_ended(filters))
+    up = home.daemon_running()
     return view.overview(
-        home.listing(shown_ended(filters)),
+        runs,
         filters,
         time.time(),
         cols,
-        home.daemon_running(),
+        up,
         home.daemon_info(),
         campaigns(home),
         selected,
+        home.unrecorded_exits(runs, up),
     )
 
 
@@ -191,15 +201,18 @@ def frame(
     sel = view.select(runs, filters, now)
     order = [r.run_id for r in (*sel.live, *sel.ended)]
     chosen = selected if selected in order else (order[0] if order else None)
+    up = home.daemon_running()
+    exits = home.unrecorded_exits(runs, up)
     lines = view.overview(
-        runs, filters, now, cols, home.daemon_running(), home.daemon_info(), campaigns(home), chosen
+        runs, filters, now, cols, up, home.daemon_info(), campaigns(home), chosen, exits
     )
     stamp = f"ajetd status --watch  {time.strftime('%H:%M:%S')}  j/k: choose a run  q: quit"
     lines = [[(view.cut(stamp, cols), "dim")], *lines]
     run = next((r for r in runs if r.run_id == chosen), None)
     if run is not None:
         room = max(rows - len(lines) - 6, 3)
-        detail = rundetail.detail(run, now, cols, extras(home, run, room), whole=False)
+        seen = extras(home, run, room, exits.get(run.run_id))
+        detail = rundetail.detail(run, now, cols, seen, whole=False)
         head = [line for line in detail[:8] if line]
         out = [line for line in detail if line and line[0][0] == "LAST OUTPUT"]
         lines += [[], *head]

@@ -203,7 +203,7 @@ def render_trial_script(spec: TrialSpec) -> str:
             "umask 077",
             'now; ended="$rc $t"',
             # one write by bash itself, no process: the record is complete once its newline
-            # is there (`parse_exit_file`), and its close wakes the daemon. Before the exit
+            # is there (`exitfile.parse_exit_file`), and its close wakes the daemon. Before the exit
             # line, not after it: that line wakes tmux and the log's writer, which took the
             # CPU the daemon's wake-up needed (about a millisecond on two cores), and where
             # the pane's output is behind (a flooding program) its printf waits for tmux to
@@ -397,34 +397,6 @@ def trial_rows(text: str, run_id: str, trial: int) -> str:
             end = text.find("\n", mark.end())
             cut = len(text) if end < 0 else end + 1
     return text[cut:]
-
-
-def parse_exit_file(text: str) -> tuple[int, float | None] | None:
-    """`"<rc> <epoch>\\n"` as the script writes it (one `write`, straight into the file);
-    None while it is incomplete (no newline yet: caught between the script's open and its
-    write, or cut short by a full disk) or garbled."""
-    if not text.endswith("\n"):
-        return None
-    return parse_exit_note(text)
-
-
-def parse_exit_note(text: str) -> tuple[int, float | None] | None:
-    """`"<rc> <epoch>"`, the exit line the script keeps on its pane (tmux's option `EXIT_OPTION`)
-    when the exit file cannot be written: a whole value, set in one tmux call."""
-    fields = text.split()
-    if not fields:
-        return None
-    try:
-        code = int(fields[0])
-    except ValueError:
-        return None
-    if not 0 <= code <= 255:  # no exit status is another number: the file is garbled (a
-        return None  # person's or a program's write), and 10**30 kept made the record unreadable
-    try:
-        ended = float(fields[1]) if len(fields) > 1 else None
-    except ValueError:
-        ended = None
-    return code, ended
 
 
 def trial_log(run: Run, number: int) -> Path:

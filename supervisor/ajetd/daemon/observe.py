@@ -22,12 +22,13 @@ from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import gpuuse, model
 from ajetd.core.errors import AjetdError, TmuxError
+from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.finding import Finding
 from ajetd.core.limits import VAL_TICK_BYTES
 from ajetd.core.model import State
 from ajetd.core.policy import Observation, inputs_changed
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.trialscript import OWN_LINE_PREFIX, parse_exit_note, trial_rows
+from ajetd.core.trialscript import OWN_LINE_PREFIX, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding

@@ -15,13 +15,14 @@ runs, the clock, the daemon's published info and the terminal width.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ajetd.core import gpuuse, model
 from ajetd.core.campaignstop import shown_progress
 from ajetd.core.durations import format_duration
+from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import REFUSED
 from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
@@ -366,12 +367,18 @@ def table(sel: Selection, now: float, width: int, selected: str | None = None) -
 _SAY_WHY = frozenset({Status.FAILED, Status.LOST, Status.REJECTED})
 
 
-def notes(sel: Selection, width: int) -> list[Line]:
-    """Under the table: why runs wait, what needs attention, why shown ended runs failed,
-    were lost or rejected (their reason, one line cut to the width), which others ran with
-    fixes (a success whose batch size ajetd halved is not the blueprint's), what is hidden."""
+def notes(
+    sel: Selection, width: int, exits: Mapping[str, UnrecordedExit] | None = None
+) -> list[Line]:
+    """Under the table: why runs wait, what needs attention, which live runs' programs
+    exited with no daemon to record it (`exits`), why shown ended runs failed, were lost or
+    rejected (their reason, one line cut to the width), which others ran with fixes (a
+    success whose batch size ajetd halved is not the blueprint's), what is hidden."""
     lines: list[Line] = []
     for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
+        exited = (exits or {}).get(run.run_id)
+        if exited is not None:
+            lines.append([(cut(f"{run.run_id} {exited.words()}", width), "attention")])
         if run.attention:
             text = f"! attention {run.run_id}: {run.attention}"
             lines.append([(cut(text, width), "attention")])
@@ -486,8 +493,10 @@ def overview(
     info: dict[str, Any],
     campaigns: Sequence[Campaign] = (),
     selected: str | None = None,
+    exits: Mapping[str, UnrecordedExit] | None = None,
 ) -> list[Line]:
-    """The default view: the daemon's trouble, the table, its notes, one line per campaign."""
+    """The default view: the daemon's trouble, the table, its notes, one line per campaign;
+    `exits`: the live runs' exits no daemon recorded (`Home.unrecorded_exits`)."""
     sel = select(runs, f, now)
     lines = daemon_lines(daemon_up, info, width, now)
     if not runs:
@@ -496,7 +505,7 @@ def overview(
         )
     else:
         lines += table(sel, now, width, selected)
-        lines += notes(sel, width)
+        lines += notes(sel, width, exits)
     # in the order they began, as `campaign list` has them (the records' id order put a live
     # campaign between ended ones, walk88 F12); ties in id order
     shown = sorted(

@@ -8,6 +8,7 @@ from typing import Any
 
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
+from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.fixrecord import SCIENCE_PREFIX, applied_json
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause, Trial, record_trials
@@ -21,8 +22,9 @@ def _elapsed(run: Run, now: float) -> float | None:
     return (run.ended_at or now) - run.started_at
 
 
-def run_json(run: Run, now: float) -> dict[str, Any]:
-    """The contract's status object (DESIGN §3) plus the finish data."""
+def run_json(run: Run, now: float, exited: UnrecordedExit | None = None) -> dict[str, Any]:
+    """The contract's status object (DESIGN §3) plus the finish data; `exited`: its program's
+    exit that no daemon recorded yet (`exitfile`), beside the record, which it never changes."""
     elapsed = _elapsed(run, now)
     trial = run.trial
     return {
@@ -49,6 +51,9 @@ def run_json(run: Run, now: float) -> dict[str, Any]:
         "result_dir": run.result_dir or None,
         "reports_dir": run.reports_dir or None,
         "exit_code": run.exit_code,
+        # {trial, exit_code, exited_at, why}: its program exited and no daemon recorded it
+        # (`state` stays the record's, `running`, until one does); null otherwise
+        "unrecorded_exit": None if exited is None else exited.to_json(),
         "metrics": run.metrics,
         "best": best_json(run),
         "blueprint": run.source,

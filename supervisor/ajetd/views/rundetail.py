@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ajetd.core import unsaved
 from ajetd.core.durations import format_duration
+from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
@@ -42,6 +43,7 @@ class RunExtras:
     tmux_socket: str | None = None
     next_check_at: float | None = None  # the daemon's next deep check of this run
     output: tuple[str, ...] = ()  # its last lines of output (the live view)
+    exited: UnrecordedExit | None = None  # its program's exit, not recorded (no daemon)
 
 
 def _kv(key: str, value: str, width: int, style: str = "") -> Line:
@@ -189,6 +191,15 @@ def _gpus_text(run: Run, cell: str) -> str:
     return "not placed"
 
 
+def _state_why(run: Run, exited: UnrecordedExit | None) -> str:
+    """What the state line says after the state: its program's exit no daemon recorded (what
+    is known without one) first, then what needs attention or the reason."""
+    why = run.attention or shown_reason(run)
+    if exited is None:
+        return why
+    return exited.words() + (f"; {why}" if why else "")
+
+
 def detail(
     run: Run, now: float, width: int, extras: RunExtras = RunExtras(), whole: bool = True
 ) -> list[Line]:
@@ -205,7 +216,7 @@ def detail(
             line = attach_line(run.session, extras.tmux_socket)  # whole, to copy, or:
             short = f"ajetd attach {run.run_id}"
             lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
-    why = run.attention or shown_reason(run)
+    why = _state_why(run, extras.exited)
     lines += fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
     if run.started_at is not None:
         used = run.time_used(now)
