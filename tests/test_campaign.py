@@ -617,7 +617,7 @@ def test_a_running_campaigns_folder_read_again_is_not_refused_for_its_overrides(
         "experiments:\n  - {name: plain, description: as is}\n"
         "  - {name: hot, description: hotter, overrides: ['~ajet.rollout.temperature']}\n"
     )
-    spec, base, _ = cf.load_folder(folder)  # read again as a running campaign's: no refusal
+    spec, base, _ = cf.load_folder(folder, admitted=True)  # read again as a running one
     assert [e.name for e in spec.experiments] == ["plain", "hot"]
     with pytest.raises(cs.CampaignError) as refused:
         cf.check_overrides(spec, base)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from ajetd.core.blueprint import parse_blueprint
+from ajetd.core.errors import BlueprintError
 from conftest import Env, git, wait_for
 
 CONFIG = "examples/configs/grpo_fake.yaml"
@@ -1129,3 +1131,46 @@ def test_a_campaign_whose_runs_recorded_values_but_timed_out_says_why_no_best(
     )
     assert said in text, text
     assert said[len("best: ") :] in (env.tmp / "campaigns" / "slow" / "campaign.md").read_text()
+
+
+def test_a_campaign_an_older_ajetd_took_goes_on_past_the_loose_option_rule(
+    daemon_env: Env,
+) -> None:
+    """A campaign whose base an ajetd before "option-like lines outside the [ajetd] fence are
+    refused" took up: each time the daemon read its folder again (to launch, to apply an
+    `add`), the base was refused, and the campaign stood still. Its blueprints are read as
+    an admitted run's copy is; the rule holds where blueprints come in: a folder submitted,
+    an `add`'s own blueprint."""
+    env = daemon_env
+    folder = _folder(env, "older", "baseline: false\n", "python -c 'print(1)'")
+    cid = env.cli("campaign", str(folder)).stdout.strip()
+    wait_for(
+        lambda: _json(env, "campaign", "status", cid, "--json")["state"] == "waiting",
+        what="the campaign to wait for an experiment",
+    )
+    base = env.home / "campaigns" / cid / "folder" / "base.md"
+    base.write_text(base.read_text() + "max_trials: 2\n")  # after the fence, as once taken
+    with pytest.raises(BlueprintError, match="outside the part's fenced YAML block"):
+        parse_blueprint(base.read_text())
+
+    out = _add(env, cid, "--name", "next", "--description", "after the upgrade")
+    assert out.returncode == 0, out.stderr
+    rows = wait_for(
+        lambda: _json(env, "campaign", "status", cid, "--json")["rows"],
+        timeout=60,
+        what="the experiment's row",
+    )
+    run = env.status(rows[0]["run_id"])
+    assert run["status"] == "succeeded", run  # admitted, not rejected for the base's line
+    status = _json(env, "campaign", "status", cid, "--json")
+    assert not status["progress"].startswith("error"), status["progress"]
+
+    # where blueprints come in, the rule holds: an `add`'s own blueprint, a folder submitted
+    own = env.tmp / "own.md"
+    own.write_text(base.read_text())
+    refused = _add(env, cid, "--name", "own", "--description", "x", "--blueprint", str(own))
+    assert refused.returncode == 2 and "outside the part's fenced YAML block" in refused.stderr
+    (folder / "base.md").write_text(base.read_text())
+    again = env.cli("campaign", str(folder))
+    assert again.returncode == 2, again.stdout
+    assert "base blueprint base.md" in again.stderr and "max_trials: 2" in again.stderr

@@ -109,6 +109,23 @@ def test_an_admitted_copy_with_a_loose_option_is_still_read() -> None:
     assert (bp.options.gpus, bp.options.max_trials) == ("0", 3)
 
 
+def test_an_experiment_of_a_campaign_an_older_ajetd_took_carries_no_loose_line() -> None:
+    """A campaign's base read again after the upgrade is an admitted copy: its experiment's
+    blueprint is derived from it (not refused for the line), and carries the fenced block
+    alone, so the line the older ajetd ignored is ignored still, and the experiment's own
+    blueprint is one the rule admits."""
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.campaignblueprint import experiment_blueprint
+
+    base = PARTS + f"## [ajetd]\n{FENCE}\nmax_trials: 1\n"
+    exp = cs.Experiment("next")
+    spec = cs.CampaignSpec("c", "mean_reward", True, "base.md", "/tmp/c", (exp,))
+    derived = experiment_blueprint(spec, exp, 1, base, "/tmp", 0.0)
+    assert "max_trials" not in derived
+    bp = parse_blueprint(derived)  # as the inbox reads it: every rule
+    assert (bp.options.gpus, bp.options.max_trials) == ("0", 3)
+
+
 _PROSE = st.text(
     st.characters(
         codec="utf-8", exclude_characters=":：`~\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +56,49 @@ def load_folder(
     added: list[dict[str, Any]] | None = None,
     stop: dict[str, Any] | None = None,
     extra_files: frozenset[str] = frozenset(),
+    *,
+    admitted: bool,
 ) -> tuple[cs.CampaignSpec, Blueprint, str]:
     """The spec (with what was added and set live), its base blueprint (parsed), and the
-    base's text; CampaignError if unusable."""
+    base's text; CampaignError if unusable. `admitted`: the folder of a campaign already
+    taken up, whose base is read as an admitted run's copy is (`parse_blueprint`): a rule
+    about what may be admitted that a later ajetd added (an option-like line outside the
+    `[ajetd]` fence, `core.looseoptions`) refuses a folder where it comes in (submitted,
+    started: `check_blueprints`), never a running campaign read again after an upgrade."""
     spec = read_spec(folder, added, stop, extra_files)
     try:
         base_text = read_blueprint(folder / spec.base)
-        base = parse_blueprint(base_text)
+        base = parse_blueprint(base_text, admitted=admitted)
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
     return spec, base, base_text
+
+
+def check_blueprints(
+    folder: Path, spec: cs.CampaignSpec, given: Mapping[str, str] | None = None
+) -> None:
+    """CampaignError naming every problem of the blueprints that come in, read as any new
+    blueprint is (no rule excepted): the base and each experiment's own blueprint in the
+    folder (`given` None: a folder submitted or started), or only those `given` (an `add`'s,
+    by the name it will have in the folder: not written there yet). A campaign taken up
+    reads them again as admitted copies (`load_folder`), so each rule holds where they come
+    in, and an upgrade never stops a campaign that runs."""
+    texts = dict(given or {})
+    if given is None:
+        names = [spec.base, *(e.blueprint for e in cs.planned(spec) if e.blueprint)]
+        for name in dict.fromkeys(names):
+            try:
+                texts[name] = read_blueprint(folder / name)
+            except (AjetdError, OSError) as exc:
+                raise cs.CampaignError([f"blueprint {name}: {exc}"]) from exc
+    problems = []
+    for name, text in texts.items():
+        try:
+            parse_blueprint(text)
+        except AjetdError as exc:
+            problems.append(f"{'base ' if name == spec.base else ''}blueprint {name}: {exc}")
+    if problems:
+        raise cs.CampaignError(problems)
 
 
 def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[str] = ()) -> None:
@@ -168,17 +201,22 @@ def check_entry(
     raw: dict[str, Any],
     now: float,
     files: Collection[str] = (),
+    blueprint_text: str | None = None,
 ) -> None:
     """CampaignError when `raw`, added live, is not a valid campaign.yaml entry for this
     campaign (its base, what was added and set before; `files`: the patch or blueprint it
-    brings, by the names they will have in the folder): as the daemon applies an `add`, and
-    as `ajetd campaign add` checks it before filing, so the CLI refuses at once what the
-    daemon would."""
+    brings, by the names they will have in the folder; `blueprint_text`: that blueprint's
+    text, checked as a new blueprint): as the daemon applies an `add`, and as `ajetd
+    campaign add` checks it before filing, so the CLI refuses at once what the daemon would."""
     taken = name_taken(state, read_spec(folder, state.added, state.stop_set), raw.get("name"), now)
     if taken:  # said with the campaign's index, not as a position in a merged campaign.yaml
         raise cs.CampaignError([taken])
-    spec, base, _ = load_folder(folder, [*state.added, raw], state.stop_set, frozenset(files))
+    spec, base, _ = load_folder(
+        folder, [*state.added, raw], state.stop_set, frozenset(files), admitted=True
+    )
     added = spec.experiments[-1]  # the one added: last
+    if blueprint_text is not None and added.blueprint:
+        check_blueprints(folder, spec, {added.blueprint: blueprint_text})
     check_overrides(spec, base, [added.name])
     if spec.branch_prefix and state.repo:
         branch = f"{spec.branch_prefix}/{added.name}"
@@ -202,7 +240,7 @@ def check_rules(
         except DurationError as exc:
             raise cs.CampaignError([f"deadline: {exc}"]) from exc
         rules["deadline"] = f"{int(now - state.started_at + seconds)}s"
-    changed, _, _ = load_folder(folder, state.added, {**state.stop_set, **rules})
+    changed, _, _ = load_folder(folder, state.added, {**state.stop_set, **rules}, admitted=True)
     return rules, changed
 
 
@@ -316,7 +354,8 @@ def submit_folder(home: Home, folder: Path) -> str:
     odd = _odd_files(folder)
     if odd:
         raise cs.CampaignError(odd)
-    spec, base, _ = load_folder(folder)
+    spec, base, _ = load_folder(folder, admitted=False)
+    check_blueprints(folder, spec)
     check_overrides(spec, base)
     check_paths(spec, base)
     check_gpus(spec, base)

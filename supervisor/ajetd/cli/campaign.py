@@ -235,7 +235,8 @@ def add_cmd(
     def check(folder: Path, state: CampaignState) -> None:
         from ajetd.adapters.campaignfolder import check_entry
 
-        check_entry(folder, state, {**entry, **files}, time.time(), files.values())
+        text = payload.get("blueprint_text")
+        check_entry(folder, state, {**entry, **files}, time.time(), files.values(), text)
 
     _refuse_now(home, cid, check)
     answer = _request(home, cid, payload, timeout)

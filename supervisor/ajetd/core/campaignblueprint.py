@@ -121,7 +121,10 @@ def experiment_blueprint(
     from the codebase (`stages` requires and outputs, `pull`). The venv is not moved (git
     holds none), nor is a path the command names (`paths_problems` refuses those)."""
     parts = extract_parts(base_text)
-    base = parse_blueprint(base_text)
+    # the base (or the experiment's own) as an admitted copy: checked as a new blueprint where
+    # it came in; a rule added since never stops the campaign (only the fenced YAML of its
+    # `[ajetd]` part is carried into the experiment's, so no line outside it reaches a run)
+    base = parse_blueprint(base_text, admitted=True)
     limits = [base.max_time_s]
     if spec.per_experiment_s:
         limits.append(spec.per_experiment_s)

@@ -106,7 +106,10 @@ def _add(
         state.rounds = rounds
         return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
     try:
-        check_entry(folder, state, raw, now, files.values())
+        text = request.get("blueprint_text")
+        check_entry(
+            folder, state, raw, now, files.values(), text if isinstance(text, str) else None
+        )
     except cs.CampaignError as exc:
         state.rounds = rounds
         return {"ok": False, "error": "; ".join(exc.problems)}

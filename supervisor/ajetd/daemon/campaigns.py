@@ -133,7 +133,9 @@ class Campaigns:
         """The campaign's folder with its live changes, read and checked once per change."""
         cached = self.loaded.get(state.campaign_id)
         if cached is None or cached[0] != state.revision:
-            found = cf.load_folder(self.folder(state.campaign_id), state.added, state.stop_set)
+            found = cf.load_folder(
+                self.folder(state.campaign_id), state.added, state.stop_set, admitted=True
+            )
             cached = self.loaded[state.campaign_id] = (state.revision, *found)
         spec = cached[1]
         if state.branch_prefix and not spec.branch_prefix:  # the default taken at its start
@@ -202,6 +204,7 @@ class Campaigns:
         """Check the folder and the git state once, at the campaign's start."""
         try:
             spec, base, _ = self._load(state)
+            cf.check_blueprints(self.folder(state.campaign_id), spec)  # as new ones, once
             cf.check_overrides(spec, base)
             cf.check_paths(spec, base)
             cf.check_result_dir(Path(spec.result_dir))
@@ -566,7 +569,9 @@ class Campaigns:
             except (AjetdError, OSError) as exc:
                 record.refused = f"blueprint {exp.blueprint}: {exc}"
                 return
-        command = parse_blueprint(text).launch_command
+        # read as an admitted copy: checked as a new blueprint where it came in (the folder's
+        # start, its `add`), never refused after an upgrade (`cf.check_blueprints`)
+        command = parse_blueprint(text, admitted=True).launch_command
         why = None if not exp.overrides or in_yaml_copy(command) else unreached(command)
         if why is not None:  # checked at intake; here too (its own blueprint, carried ones)
             record.refused = (
