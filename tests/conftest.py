@@ -129,6 +129,16 @@ def printed(log: Path, line: str) -> bool:
         return False
 
 
+def gated_script(script: Path, body: str) -> Path:
+    """Write `script` to run `body` once its go file (returned) exists, as a trial script
+    waits for its own: a script given to `Tmux.new_session` starts as the call makes its
+    pane, and what it prints before the same call's `pipe-pane` is armed never reaches the
+    log (a test waited 20 s for a line its script had printed at once). Touch the go file
+    once `new_session` returned."""
+    script.write_text(f'while [ ! -e "$0.go" ]; do sleep 0.02; done\n{body}')
+    return script.with_name(script.name + ".go")
+
+
 def python_says(code: str) -> list[str]:
     """The lines a fresh interpreter prints running `code`: for what importing and running a
     module leaves in memory, which this test process (having imported everything) cannot

@@ -246,7 +246,10 @@ def _failing_program(env: Env, gates: Path) -> str:
         f'case "$AJETD_TRIAL" in\n{cases}  *) echo done; exit 0;;\nesac\n'
         'echo "$line"\n'
         'log="$AJETD_RESULT_DIR/logs/trial-$AJETD_TRIAL.log"\n'
-        'until grep -qF -- "$line" "$log"; do sleep 0.05; done\n'
+        # silent (-s) while its log is not there yet: the pipe's writer makes it as it starts,
+        # after the program may print; grep's `No such file or directory` was read as the
+        # trial's own failure (missing_file, fatal: not relaunched, the thrashing guard unmet)
+        'until grep -qsF -- "$line" "$log"; do sleep 0.05; done\n'
         "exit 1\n"
     )
     gates.mkdir()

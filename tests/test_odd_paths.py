@@ -24,7 +24,7 @@ from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
 from ajetd.hosts import copyback
 from ajetd.pictures import drawing
 from ajetd.pictures.campaigndrawing import Plotter
-from conftest import Env, fill, printed, wait_for
+from conftest import Env, fill, gated_script, printed, wait_for
 
 # each of tmux's expansions and each of the shell's quotes, in one folder name
 ODD = "a %Y %% #{session_name} ## #[fg=red] #S x# $HOME q\"u'o \\b é"
@@ -76,11 +76,12 @@ def test_each_tmux_call_takes_a_path_as_written(env: Env, name: str) -> None:
     folder = env.tmp / name
     folder.mkdir()
     script = folder / "s.sh"
-    script.write_text('pwd > "$0.where"; echo printed\n')
+    go = gated_script(script, 'pwd > "$0.where"; echo printed\n')
     log = folder / "logs" / "trial-1.log"
     log.parent.mkdir()
     tmux = Tmux(env.socket)
     pane = tmux.new_session("ajet_odd", str(folder), str(script), str(log), "trial-1")
+    go.touch()  # its pane made and piped: what it prints now reaches the log
     wait_for(lambda: log.exists() and "printed" in log.read_text(), what="the output in its log")
     assert (folder / "s.sh.where").read_text() == f"{folder}\n"
     assert find_pane(tmux.panes(), script) is not None
@@ -91,7 +92,8 @@ def test_each_tmux_call_takes_a_path_as_written(env: Env, name: str) -> None:
     wait_for(lambda: find_pane(tmux.panes(), again), what="the respawned pane found")
     windows = env.tmux("list-windows", "-a", "-F", "#{window_name}").stdout
     assert windows == "trial-#2\n", windows
-    assert sorted(p.name for p in folder.iterdir()) == ["again.sh", "logs", "s.sh", "s.sh.where"]
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["again.sh", "logs", "s.sh", "s.sh.go", "s.sh.where"]
 
 
 def test_a_nemo_runs_metrics_are_read_where_its_output_went_on(env: Env) -> None:

@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from ajetd.adapters.tmux import PRECISE_TIMER, Tmux
-from conftest import Env, wait_for
+from conftest import Env, gated_script, wait_for
 
 
 def _show(env: Env, *args: str) -> str:
@@ -18,8 +18,9 @@ def test_a_run_window_is_named_kept_and_piped_and_the_users_are_untouched(env: E
     env.tmux("new-session", "-d", "-s", "mine", "sleep 60")  # the user's own session
     log = env.tmp / "trial-1.log"
     script = env.tmp / "trial-1.sh"
-    script.write_text("echo hello\nsleep 60\n")
+    go = gated_script(script, "echo hello\nsleep 60\n")
     pane = Tmux(env.socket).new_session("ajet_x", str(env.tmp), str(script), str(log), "trial-1")
+    go.touch()  # piped in the call that made it: `hello` reaches the log
     fmt = "#{window_name} #{automatic-rename} #{remain-on-exit} #{pane_pipe}"
     shown = env.tmux("display-message", "-p", "-t", pane.pane_id, fmt).stdout.split()
     assert shown == ["trial-1", "0", "on", "1"]  # not renamed by tmux, kept dead, piped
