@@ -110,9 +110,20 @@ def parse_duration(
 
     Consecutive parts add up (`1h30m`, `1 hour 30 minutes`); `HH:MM[:SS]` is a clock duration;
     a text that is only a number counts `bare_unit_s` seconds per unit (hours by default).
-    `whole`: the text must be the duration and nothing else.
+    `whole`: the text must be the duration and nothing else. A refusal names the text as
+    written, also where Chinese numerals in it were read as digits (`两小时；三小时`).
     """
-    text = _arabic(text)
+    read = _arabic(text)
+    try:
+        return _parse(read, bare_unit_s, zero_ok, whole)
+    except DurationError as exc:
+        if read == text:
+            raise
+        raise DurationError(str(exc).replace(_short(read), _short(text))) from None
+
+
+def _parse(text: str, bare_unit_s: float, zero_ok: bool, whole: bool) -> float:
+    """`parse_duration` of `text` whose Chinese numerals are digits already."""
     stripped = text.strip()
     if len(stripped) > 40 and stripped.isdigit():
         raise DurationError(f"a number of {len(stripped)} digits is not a duration")
