@@ -70,7 +70,7 @@ class CampaignState:
     reason: str = ""  # why it waits, or why it ended
     ended_at: float | None = None
     stopping: bool = False  # `ajetd campaign stop` asked; done once nothing runs
-    stop_asked_at: float | None = None  # when the daemon took that stop (None: before 0.x)
+    stop_asked_at: float | None = None  # when the daemon took that stop (None: an older record)
     rounds: int = 1  # rounds of the default stop rule granted (`--continue` adds one)
     added: list[dict[str, Any]] = field(default_factory=list)  # campaign.yaml entries, live
     stop_set: dict[str, Any] = field(default_factory=dict)  # stop rules set live
