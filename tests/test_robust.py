@@ -305,15 +305,20 @@ def test_a_blueprint_moved_in_from_another_folder_is_taken_at_once(env: Env) -> 
     assert time.monotonic() - started < 15
 
 
-def test_a_file_still_settling_wakes_the_loop_itself(env: Env) -> None:
-    """A file no watcher reported complete is taken a second after its last change, by a
-    wake-up the settle rule schedules (the loop's own sleep here is 60 s)."""
+def test_a_file_still_being_written_wakes_the_loop_itself(env: Env) -> None:
+    """A file its writer still holds open is held, and the loop wakes itself a second after
+    its last change to name it in `status` (the loop's own sleep here is 60 s); closed, it
+    is taken (`test_intake_whole` for the rest)."""
     daemon = in_process(env, liveness=60)
     bp = env.blueprint("slow", ajetd="gpus: 0")
-    (env.home / "inbox" / "slow.md").write_bytes(bp.read_bytes())
+    with open(env.home / "inbox" / "slow.md", "wb") as writer:
+        writer.write(bp.read_bytes())
+        writer.flush()
+        daemon.tick(time.time())
+        assert not daemon.runs
+        assert daemon._sleep_for(time.time(), True) <= 1.05
     daemon.tick(time.time())
-    assert not daemon.runs
-    assert daemon._sleep_for(time.time(), True) <= 1.05
+    assert len(daemon.runs) == 1
 
 
 # -- disk full is a state, not a crash ------------------------------------------------------

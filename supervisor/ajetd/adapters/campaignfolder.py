@@ -12,26 +12,29 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import campaigngit
+from ajetd.adapters import campaigngit, writers
 from ajetd.adapters.control import SUFFIX, new_campaign_id
 from ajetd.adapters.diskfull import free_space, is_full
-from ajetd.adapters.inbox import SETTLE_S
+from ajetd.adapters.inbox import OPEN_HOLD_S, SETTLE_S
 from ajetd.adapters.nvml import never_here
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
-from ajetd.core import resultfiles
+from ajetd.core import cutshort, resultfiles
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
-from ajetd.core.durations import parse_duration
+from ajetd.core.durations import format_duration, parse_duration
 from ajetd.core.errors import AjetdError, DurationError
+from ajetd.core.naming import safe_name
 from ajetd.core.options import gpus_option
 from ajetd.core.textfile import decode_text
+from ajetd.core.timefmt import iso
 from ajetd.frameworks import nemorl
 
 
@@ -282,6 +285,41 @@ def _odd_files(folder: Path) -> list[str]:
     ]
 
 
+# A folder copied in by hand that does not read as a whole campaign yet (its base not there,
+# campaign.yaml not parsing, a file cut short) is held this long after its last change, as
+# a copy in steps may be (walk92 F4: `cp campaign.yaml`, then `cp base.md` three seconds
+# later, was refused for the base still to come); then taken as it is, and refused saying so.
+FOLDER_WAIT_S = 60.0
+HOLD_POLL_S = 1.0  # how often a held folder is looked at: the inbox's watch sees not inside
+
+
+def check_whole(folder: Path, spec: cs.CampaignSpec) -> None:
+    """CampaignError naming each of the folder's files that looks cut short (`cutshort`: a
+    copy cut off by a full disk), campaign.yaml and the blueprints and patches it names: a
+    base cut before its `[ajetd]` part would run every experiment on the default options."""
+    named = [e.blueprint for e in spec.experiments] + [e.patch for e in spec.experiments]
+    problems = []
+    for name in dict.fromkeys(n for n in ["campaign.yaml", spec.base, *named] if n):
+        try:
+            with open_regular(folder / name) as handle:
+                raw = handle.read(MAX_BYTES + 1)
+        except (OSError, NotRegularError):  # said by the folder's own checks
+            continue
+        sign = cutshort.cut_sign(raw) if len(raw) <= MAX_BYTES else None
+        if sign:
+            problems.append(f"{name}: {sign}")
+    if problems:
+        raise cs.CampaignError(problems)
+
+
+def name_in(folder: Path) -> str:
+    """The name the folder's campaign.yaml gives, where it can be read ("": not)."""
+    try:
+        return cs.name_said(_read_text(folder / "campaign.yaml"))
+    except (cs.CampaignError, OSError):
+        return ""
+
+
 def settles_at(entry: Path, now: float) -> float | None:
     """A folder copied into the inbox by hand: None once it can be taken (its campaign.yaml
     there, and nothing in it changed for SETTLE_S by ctime, which `cp -a` and rsync cannot
@@ -292,10 +330,79 @@ def settles_at(entry: Path, now: float) -> float | None:
         if not (entry / "campaign.yaml").is_file():
             at = entry.lstat().st_ctime + SETTLE_S
             return at if at > now else math.inf
-        at = max(p.lstat().st_ctime for p in [entry, *entry.rglob("*")]) + SETTLE_S
+        at = last_change(entry) + SETTLE_S
     except (OSError, ValueError):
         return math.inf
     return at if at > now else None
+
+
+def last_change(entry: Path) -> float:
+    """The latest ctime of the folder and of everything in it."""
+    return max(p.lstat().st_ctime for p in [entry, *entry.rglob("*")])
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why a settled folder copied in by hand is not taken yet (`line`, for `status`) and
+    when to look again; or, once the wait is over, why it is taken only to be refused
+    (`refuse`), or what its refusal must add (`note`)."""
+
+    line: str = ""
+    again: float = math.inf
+    refuse: str = ""
+    note: str = ""
+
+
+def hold(entry: Path, now: float) -> Hold | None:
+    """A settled campaign folder copied in by hand (`settles_at` said None): None when it
+    can be taken, whole (nothing in it open for writing, and it reads as a campaign: its
+    campaign.yaml parses, the files it names are there, none cut short); else a `Hold`. A
+    file still open for writing is waited for while it changes, up to OPEN_HOLD_S unchanged
+    (then the folder is taken and refused: it may be incomplete); a folder that does not read
+    whole, up to FOLDER_WAIT_S after its last change (then taken, its refusal saying it was
+    waited for): a copy in steps is taken whole, a broken folder still gets its answer."""
+    shown = f"{entry.parent.name}/{entry.name}"
+    try:
+        changed = last_change(entry)
+        files = [p for p in sorted(entry.rglob("*")) if p.is_file() and not p.is_symlink()]
+    except (OSError, ValueError):
+        return None  # taken, and said by the campaign's checks
+    writing = [p for p in files if writers.open_for_writing(p)]
+    if writing:
+        inside = safe_name(str(writing[0].relative_to(entry)))
+        bound = changed + OPEN_HOLD_S
+        if now >= bound:
+            return Hold(
+                refuse=f"{inside} in the folder was still open for writing by a process, "
+                f"unchanged for {format_duration(OPEN_HOLD_S)}: the folder may be incomplete, "
+                "so the campaign was not started; once the copy is done, copy it in again"
+            )
+        return Hold(
+            f"{shown} is held: {inside} in it is still open for writing by a process "
+            f"(unchanged since {iso(changed)}): taken once it is closed; refused if it is "
+            f"still open and unchanged at {iso(bound)}",
+            min(now + HOLD_POLL_S, bound),
+        )
+    try:
+        spec, _, _ = load_folder(entry, admitted=False)
+        check_whole(entry, spec)
+    except (cs.CampaignError, OSError) as exc:
+        bound = changed + FOLDER_WAIT_S
+        waited = (
+            f"the folder was held while it did not read as a whole campaign, and taken as it "
+            f"was once unchanged for {format_duration(FOLDER_WAIT_S)}: it may have been copied "
+            "in part"
+        )
+        if now >= bound:
+            return Hold(note=waited)
+        problems = exc.problems if isinstance(exc, cs.CampaignError) else [str(exc)]
+        return Hold(
+            f"{shown} is held: it does not read as a whole campaign yet ({problems[0]}): "
+            f"taken once it does (a copy still under way), or as it is, to be refused, "
+            f"if it is still so and unchanged at {iso(bound)}",
+            min(now + HOLD_POLL_S, bound),
+        )
+    return None
 
 
 def check_gpus(spec: cs.CampaignSpec, base: Blueprint) -> None:
@@ -355,6 +462,7 @@ def submit_folder(home: Home, folder: Path) -> str:
     if odd:
         raise cs.CampaignError(odd)
     spec, base, _ = load_folder(folder, admitted=False)
+    check_whole(folder, spec)
     check_blueprints(folder, spec)
     check_overrides(spec, base)
     check_paths(spec, base)

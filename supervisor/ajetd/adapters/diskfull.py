@@ -117,6 +117,15 @@ class Troubles:
         self.first_s = max(RETRY_FIRST_S * scale, RETRY_FLOOR_S)
         self.max_s = max(RETRY_MAX_S * scale, RETRY_FLOOR_S)
         self.full: dict[Path, Full] = {}
+        self.was_full: dict[Path, float] = {}  # folder -> when it last took writes again
+
+    def full_seen(self, folder: Path) -> float | None:
+        """The last time `folder` was known full (now, while it is; None: never seen so, or
+        only refused by permissions): a file cut short then was likely cut by it."""
+        known = self.full.get(folder)
+        if known is not None:
+            return None if known.refused else self.clock()
+        return self.was_full.get(folder)
 
     def hit(self, folder: Path, exc: OSError, what: str) -> None:
         now = self.clock()
@@ -143,6 +152,8 @@ class Troubles:
     def clear(self, folder: Path) -> None:
         known = self.full.pop(folder, None)
         if known is not None:
+            if not known.refused:
+                self.was_full[folder] = self.clock()
             waited = self.clock() - known.since
             log.info("%s %s can be written again (after %.0f s)", known.what, folder, waited)
 

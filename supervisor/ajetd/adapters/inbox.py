@@ -1,8 +1,15 @@
 """The inbox: which dropped blueprints are complete, safe to take, and claimed exactly once.
 
-A file is complete when it was renamed in or closed after writing (the watcher reports both),
-or when it has not changed for a second (the rescan's rule, which also covers files that
-arrived while the daemon was down; the daemon wakes itself when that second is over).
+A file is complete when no process holds it open for writing: the kernel says so
+(`writers.open_for_writing`), whoever wrote it, however it came (renamed in, closed after
+writing, left while the daemon was down). One still open (a writer that paused, a shell
+whose first command closed its copy of the descriptor while the next still writes: walk92
+F3) is held, named in `status` once unchanged for a second, and taken when its writer
+closes it (the watcher's close wakes the daemon); one still open and unchanged after
+OPEN_HOLD_S is put aside in rejected/, unread, saying it may be incomplete. Where the
+kernel cannot say (a file system without leases: NFS), a file is complete when it was
+renamed in or closed after writing (the watcher reports both), or when it has not changed
+for a second (the daemon wakes itself when that second is over).
 Claiming is one `rename` into `runs/<id>/`, so a blueprint is taken once even across a
 `kill -9`: a run folder without a record is finished on restart.
 
@@ -20,7 +27,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajetd.adapters import diskfull, runrecords
+from ajetd.adapters import diskfull, runrecords, writers
 from ajetd.adapters.regular import NotRegularError, kind_of, open_regular, read_small
 from ajetd.adapters.store import (
     OWNER_DIR,
@@ -31,12 +38,19 @@ from ajetd.adapters.store import (
     write_atomic,
 )
 from ajetd.core.blueprint import parse_blueprint
+from ajetd.core.durations import format_duration
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.core.naming import SUBMITTED, fit_stem, safe_name
 from ajetd.core.options import Options
+from ajetd.core.timefmt import iso
 
 SETTLE_S = 1.0
+# A file still open for writing and unchanged this long is put aside, unread: its writer is
+# stuck or forgot it (`exec 3> inbox/x.md` never closed), and what it holds may be a part.
+# Generous: a writer that pauses a few minutes between parts (an agent composing a file) is
+# still waited for; a name in `status` says it is held from its first second on.
+OPEN_HOLD_S = 600.0
 # An entry that is never taken (a hidden name, another extension, a folder without
 # campaign.yaml) is named in the log and `status` once unchanged this long: a writer's temp
 # file is hidden only until it is renamed in, so a fresh one is no one's concern yet.
@@ -56,8 +70,34 @@ class Candidate:
 @dataclass(frozen=True)
 class Scan:
     found: list[Candidate]
-    refused: list[str]  # one line per file not taken, and why
+    refused: list[str]  # one line per file not taken, and why (held ones too)
     settle_at: float | None  # when the next file still being written counts as complete
+    overdue: tuple[Path, ...] = ()  # open for writing, unchanged for OPEN_HOLD_S: put aside
+
+
+def overdue_why(path: Path) -> str:
+    """The note of a file put aside still open for writing after OPEN_HOLD_S (`scan`)."""
+    return (
+        f"not taken: {safe_name(path.name)} was still open for writing by a process, and "
+        f"unchanged for {format_duration(OPEN_HOLD_S)}: it may be incomplete, so ajetd did "
+        "not read it. It was moved here as it is, still open: what its writer writes after "
+        "goes on into this copy. Once it is whole (its writer closed it), move it back into "
+        "the inbox"
+    )
+
+
+def _held(shown: str, changed: float, now: float) -> tuple[str | None, float]:
+    """A file still open for writing that last changed at `changed`: its line for `status`
+    (None in its first second: a `cp` under way is nobody's concern) and when to look again
+    without an event (to name it, or to put it aside at the bound)."""
+    bound = changed + OPEN_HOLD_S
+    if now < changed + SETTLE_S:
+        return None, changed + SETTLE_S
+    return (
+        f"{shown} is still open for writing by a process (unchanged since {iso(changed)}): "
+        f"held, and taken once its writer closes it; put aside in rejected/, unread, if it is "
+        f"still open and unchanged at {iso(bound)}"
+    ), bound
 
 
 def _refusal(entry: os.DirEntry[str], info: os.stat_result) -> str | None:
@@ -159,6 +199,7 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
         return Scan([], [], None)
     entries.sort(key=lambda pair: (pair[0].st_mtime_ns, pair[1].name))
     found: list[Candidate] = []
+    overdue: list[Path] = []
     for info, entry in entries:
         shown = f"{home.inbox}/{safe_name(entry.name)}"
         why = _refusal(entry, info)
@@ -170,8 +211,18 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
             refused.append(f"{shown} is owned by uid {info.st_uid}, not by this user: not taken")
             continue
         # ctime: set by this kernel on every write and rename, whatever the file's mtime says
+        writing = writers.open_for_writing(Path(entry.path))
+        if writing:
+            line, again = _held(shown, info.st_ctime, now)
+            if now >= info.st_ctime + OPEN_HOLD_S:
+                overdue.append(Path(entry.path))
+                continue
+            if line:
+                refused.append(line)
+            settle_at = again if settle_at is None else min(settle_at, again)
+            continue
         settled = info.st_ctime + SETTLE_S
-        if entry.name not in ready and now < settled:
+        if writing is None and entry.name not in ready and now < settled:
             settle_at = settled if settle_at is None else min(settle_at, settled)
             continue
         stem = safe_name(os.path.splitext(entry.name)[0])
@@ -182,7 +233,7 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
             )
         else:
             found.append(Candidate(Path(entry.path), None, stem))
-    return Scan(found, refused, settle_at)
+    return Scan(found, refused, settle_at, tuple(overdue))
 
 
 def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:
@@ -229,14 +280,88 @@ def _owner_only(path: Path) -> None:
             os.close(fd)
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+@dataclass(frozen=True)
+class Read:
+    """What was read of a claimed blueprint, and the file as it was then: whether what the
+    user finds kept in rejected/ is what ajetd judged (`kept_note`)."""
+
+    raw: bytes
+    size: int  # the file's size once read (fstat)
+    mtime_ns: int
+    at: float  # when (the file's own clock: its mtime's)
+    writing: bool | None  # a process held it open for writing once read (None: not known)
+    changed: bool  # its size or mtime moved while it was read
+
+    def unsure(self) -> str | None:
+        """Why what was read may not be the whole file (None where nothing says so)."""
+        if self.writing:
+            return (
+                f"it was still open for writing by a process when ajetd read it ({len(self.raw)} "
+                "bytes read): it may be incomplete"
+            )
+        if self.changed:
+            return (
+                f"it changed while ajetd read it ({len(self.raw)} bytes read, {self.size} bytes "
+                "once read): it was still being written, so it may be incomplete"
+            )
+        return None
+
+
+def read_regular(path: Path, limit: int) -> Read:
     """Up to `limit` bytes of a regular file this user owns, never through a link (and never
-    blocked by a FIFO): `regular.open_regular`, then its owner checked on the descriptor."""
+    blocked by a FIFO): `regular.open_regular`, then its owner checked on the descriptor;
+    with the file's size and mtime once read, and whether a process holds it open for writing
+    then (`writers`: a writer that opened it between the inbox's look and its claim)."""
     with open_regular(path, follow=False) as handle:
-        owner = os.fstat(handle.fileno()).st_uid
-        if owner != os.getuid():
-            raise NotRegularError(f"{path.name} is owned by uid {owner}, not by this user")
-        return handle.read(limit)
+        fd = handle.fileno()
+        before = os.fstat(fd)
+        if before.st_uid != os.getuid():
+            raise NotRegularError(f"{path.name} is owned by uid {before.st_uid}, not by this user")
+        raw = handle.read(limit)
+        after = os.fstat(fd)
+        writing = writers.fd_open_for_writing(fd)
+    moved = (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns)
+    return Read(raw, after.st_size, after.st_mtime_ns, after.st_mtime, writing, moved)
+
+
+def changed_since(path: Path, read: Read) -> bool:
+    """The file at `path` is not as it was once `read` (written to since, or while, it was
+    read; or a process holds it open for writing now)."""
+    try:
+        now = path.lstat()
+    except OSError:
+        return False
+    moved = (now.st_size, now.st_mtime_ns) != (read.size, read.mtime_ns) or read.changed
+    return moved or bool(writers.open_for_writing(path))
+
+
+def kept_note(kept: str, path: Path, read: Read | None) -> str:
+    """What the note beside a kept rejected file says of it: "byte for byte" only where the
+    file is what ajetd read; else what it read and that the file changed after (it was still
+    being written: walk92 F3's note said "as it came, byte for byte" of the whole file, read
+    as its first 200 bytes)."""
+    whole = f"{kept} is the file as it came, byte for byte"
+    if read is None:
+        return whole
+    try:
+        now = path.lstat()
+    except OSError:
+        return whole
+    if not changed_since(path, read):
+        if len(read.raw) >= read.size:
+            return f"{whole}: what ajetd read"
+        return f"{whole} ({read.size} bytes; ajetd read its first {len(read.raw)})"
+    open_now = (
+        "; a process still held it open for writing when it was set aside, so it may change still"
+        if writers.open_for_writing(path)
+        else ""
+    )
+    return (
+        f"{kept} is the file as it is now ({now.st_size} bytes), not what ajetd judged: it read "
+        f"{len(read.raw)} bytes of it (as written at {iso(read.at)}), and the file changed "
+        f"after: it was still being written{open_now}. The run's folder keeps what was read "
+        "(its blueprint.md)"
+    )
 
 
 def put_aside(home: Home, path: Path, why: str, now: float) -> Path:
@@ -311,7 +436,15 @@ def _submitted_ids(home: Home) -> set[str]:
     return {m["run_id"] for m in map(SUBMITTED.match, names) if m is not None}
 
 
-def set_aside(home: Home, run_id: str, source: str, claimed: Path, text: str, why: str) -> Path:
+def set_aside(
+    home: Home,
+    run_id: str,
+    source: str,
+    claimed: Path,
+    text: str,
+    why: str,
+    read: Read | None = None,
+) -> Path:
     """Keep a rejected blueprint for the user to fix, beside a note saying why: the file itself
     as it came, never rewritten from what the daemon read of it (a bounded read: a file too
     large, not UTF-8 or in UTF-16 is kept byte for byte), linked into rejected/ (moved by
@@ -320,7 +453,8 @@ def set_aside(home: Home, run_id: str, source: str, claimed: Path, text: str, wh
     followed, and the note says so. The run's folder then holds what the daemon read (`text`,
     which its reports show), no longer the user's file: an edit of the kept one in place
     changes no record. A second call for one run (admitted again once a full disk took
-    writes) keeps the file the first one kept."""
+    writes) keeps the file the first one kept. The note says the kept file is what was read
+    only where it is (`read`, `kept_note`)."""
     stem = fit_stem(source[: -len(".md")] if source.endswith(".md") else source)
     target = home.rejected / f"{run_id}__{stem}.md"
     note = home.rejected / f"{run_id}__{stem}.why.txt"
@@ -328,7 +462,7 @@ def set_aside(home: Home, run_id: str, source: str, claimed: Path, text: str, wh
         write_atomic(note, why + "\n", OWNER_FILE)
         write_atomic(claimed, text, OWNER_FILE)
         return target
-    kept = f"{target.name} is the file as it came, byte for byte"
+    kept = kept_note(target.name, claimed, read)
     with contextlib.suppress(OSError):
         mode = claimed.lstat().st_mode
         if not stat.S_ISREG(mode):

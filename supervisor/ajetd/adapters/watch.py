@@ -15,8 +15,14 @@ import threading
 from pathlib import Path
 
 from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
     FileMovedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
@@ -34,6 +40,21 @@ LOG_SUFFIXES = (".log",)  # the trials' logs (`pipe-pane`'s `cat` appends each l
 # or an exit file renamed into place was seen 0.5 s late (watchdog's default). Both halves
 # of a rename are queued by the same system call, so a few milliseconds pair them still.
 MOVE_PAIRING_S = 0.005
+# What the inbox's watch asks of the kernel: a file or folder made, written, closed after
+# writing, moved, removed. Not its opens and read-only closes: intake itself opens each file
+# it looks at (`writers.open_for_writing`), and a wake for each would be a loop that spins
+# while a file waits for its writer.
+INBOX_EVENTS = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
 with contextlib.suppress(ImportError):  # watchdog >= 6; older ones pair in InotifyBuffer
     from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
 
@@ -107,7 +128,9 @@ class Watcher:
         self._runs = EndWatch(END_SUFFIXES)
         self.wake.add(self._runs.fd, self._take_run_ends)
         self._logs = EndWatch(LOG_SUFFIXES, IN_MODIFY)  # not in the wait: it wakes nothing
-        self._observer.schedule(_Waker(self.wake, self.ready, self.lock), str(inbox))
+        self._observer.schedule(
+            _Waker(self.wake, self.ready, self.lock), str(inbox), event_filter=INBOX_EVENTS
+        )
         self._observer.schedule(_Waker(self.wake, None, self.lock), str(control))
         # Only trial ends (exit files, hang-up markers): the daemon's own writes must not wake it.
         waker = _Waker(

@@ -32,6 +32,7 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.adapters.kindsfile import home_kinds
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
+    from ajetd.core.cutshort import cut_sign
     from ajetd.core.errors import BlueprintError
     from ajetd.core.options import gpus_shown
     from ajetd.hosts.preflight import check_blueprint, nemo_launch, placed_first
@@ -39,9 +40,13 @@ def lint(file: Path, as_json: bool) -> None:
 
     problems: list[str]
     summary: dict[str, Any] = {}
+    cut: list[str] = []  # a file cut short is said as the daemon says it (`cutshort`)
     try:
         with open_regular(file) as handle:
-            bp = parse_blueprint_bytes(handle.read(MAX_BYTES + 1))
+            raw = handle.read(MAX_BYTES + 1)
+        sign = cut_sign(raw) if len(raw) <= MAX_BYTES else None
+        cut = [f"blueprint: {sign}"] if sign else []
+        bp = parse_blueprint_bytes(raw)
     except BlueprintError as exc:
         problems = exc.problems
     except OSError as exc:
@@ -91,7 +96,7 @@ def lint(file: Path, as_json: bool) -> None:
             if resolved
             else [],
         }
-    problems = [*problems, *home_kinds(open_home().root)[1]]
+    problems = [*cut, *problems, *home_kinds(open_home().root)[1]]
     if as_json:
         echo_json({"ok": not problems, "problems": problems, "blueprint": summary})
     elif problems:

@@ -264,6 +264,18 @@ def default_prefix(spec: CampaignSpec, started_at: float) -> str:
     return f"autoresearch/{day}-{spec.name}"[:100]
 
 
+def name_said(text: str) -> str:
+    """The campaign's name as campaign.yaml gives it, where one can be read ("" where not):
+    a campaign refused for any other fault (its base not in the folder) is still shown by
+    its name (walk92 F4: `campaign list` showed none)."""
+    try:
+        data = _load(text)
+    except CampaignError:
+        return ""
+    name = data.get("name")
+    return name if isinstance(name, str) and _NAME.match(name) else ""
+
+
 def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     """Validate `campaign.yaml` (`files`: the names in its folder); every problem at once."""
     data = _load(text)

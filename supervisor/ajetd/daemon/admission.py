@@ -15,7 +15,7 @@ from pathlib import Path
 from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.store import Home, expanded, write_atomic
-from ajetd.core import model, resultfiles
+from ajetd.core import cutshort, model, resultfiles
 from ajetd.core.blueprint import (
     MAX_BYTES,
     Asked,
@@ -30,6 +30,7 @@ from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
+from ajetd.core.timefmt import iso
 from ajetd.daemon import ending
 from ajetd.frameworks import framework, nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
@@ -59,6 +60,7 @@ def admit(
     val_writers: Mapping[str, str],
     host_for: Callable[[str, Options], Host],
     again: tuple[float, str] | None = None,
+    full_seen: float | None = None,
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
@@ -66,22 +68,23 @@ def admit(
     nor a val file (`val_writers`: each live run's val file and its id); `host_for`: where a
     run with these options runs (its codebase's git state is read there). `again`: a run
     admitted a second time (its record was damaged before its first trial): when it was
-    submitted first, and the warning it carries.
+    submitted first, and the warning it carries. `full_seen`: when the daemon last saw
+    `$AJETD_HOME` full (a file cut short then is said to have been).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     if again is not None:
         run = replace(run, submitted_at=again[0], warnings=(again[1],))
-    read = _read(home, run, claimed, now, busy_dirs)
+    read = _read(home, run, claimed, now, busy_dirs, again is None, full_seen)
     if isinstance(read, Run):
         return read, None
-    text, bp = read
+    text, bp, got = read
     # admitted again: the provenance.diff in its result dir is its first admission's
     own = (resultfiles.PROVENANCE_DIFF,) if again is not None else ()
     resolved, problems = check_blueprint(bp, val_writers, own)
     target = resolved.result_dir if resolved is not None else bp.result_dir
     problems = placed_first(target, problems, busy_dirs, home.root)
     if resolved is None or problems:
-        return _reject(home, run, claimed, text, problems, now, bp, busy_dirs), None
+        return _reject(home, run, claimed, text, problems, now, bp, busy_dirs, got), None
     host = host_for(run_id, bp.options)
     try:
         run = _accepted(run, bp, resolved, host.fs)
@@ -94,7 +97,7 @@ def admit(
             f"{said}; {refusal_fix(exc)}, or make the "
             f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
         )
-        return _reject(home, run, claimed, text, [why], now, bp, busy_dirs), None
+        return _reject(home, run, claimed, text, [why], now, bp, busy_dirs, got), None
     moved = ending.move_rejection_aside(Path(run.result_dir))
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
@@ -125,22 +128,52 @@ def _point_at(home: Home, moved: Path, by: str, now: float) -> None:
 
 
 def _read(
-    home: Home, run: Run, claimed: Path, now: float, busy: Collection[str]
-) -> tuple[str, Blueprint] | Run:
-    """The claimed blueprint's text and parts, or the run rejected with the reason."""
+    home: Home,
+    run: Run,
+    claimed: Path,
+    now: float,
+    busy: Collection[str],
+    whole_check: bool = True,
+    full_seen: float | None = None,
+) -> tuple[str, Blueprint, inbox.Read] | Run:
+    """The claimed blueprint's text and parts, and what was read, or the run rejected with
+    the reason. A file that may not be whole is never admitted (walk92 F1: a `cp` cut short
+    by a full home was admitted with its `[ajetd]` options lost): one still being written
+    when read, or whose bytes look cut short (`cutshort`; `whole_check`: not for a run
+    admitted again, judged whole once). A rejection for missing parts says where the file's
+    last line has no newline, so a cut is not read as the author's mistake alone."""
     try:
-        raw = inbox.read_regular(claimed, MAX_BYTES + 1)
+        got = inbox.read_regular(claimed, MAX_BYTES + 1)
     except NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
         return _reject(home, run, claimed, "", [str(exc)], now, None, busy)
+    raw = got.raw
     try:
         text = decode_blueprint(raw)
     except BlueprintError as exc:  # too large: its parts are read from what fits (the file
         text = decode_blueprint(raw[:MAX_BYTES])  # itself is kept whole: `inbox.set_aside`)
-        return _reject(home, run, claimed, text, exc.problems, now, None, busy)
+        return _reject(home, run, claimed, text, exc.problems, now, None, busy, got)
+    unsure = got.unsure() if whole_check else None
+    cut = cutshort.cut_sign(raw) if whole_check else None
+    if unsure or cut:
+        said = f"blueprint: {unsure or cut}"
+        if cut and full_seen is not None and full_seen >= got.at - 1:
+            said += (
+                f"; $AJETD_HOME's file system was full at {iso(full_seen)}, after this file "
+                f"was last written ({iso(got.at)})"
+            )
+        if unsure:
+            said += "; once its writer is done, copy it into the inbox again"
+        return _reject(home, run, claimed, text, [said], now, None, busy, got)
     try:
-        return text, parse_blueprint(text)
+        return text, parse_blueprint(text), got
     except BlueprintError as exc:
-        return _reject(home, run, claimed, text, exc.problems, now, None, busy)
+        problems = list(exc.problems)
+        if cutshort.unended(raw):
+            problems.append(
+                "its last line has no newline: if the file was cut short (a copy that ran out "
+                f"of room or was stopped), {cutshort.WHOLE_AGAIN.split(' (')[0]}"
+            )
+        return _reject(home, run, claimed, text, problems, now, None, busy, got)
 
 
 def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs]) -> Run:
@@ -225,7 +258,14 @@ def _reject(
     now: float,
     bp: Blueprint | None,
     busy: Collection[str],
+    got: inbox.Read | None = None,
 ) -> Run:
+    if got is not None and not got.unsure() and inbox.changed_since(claimed, got):
+        problems = [
+            *problems,
+            f"the file changed after ajetd read it ({len(got.raw)} bytes): it was still being "
+            "written, so what was judged may be incomplete",
+        ]
     reason = "; ".join(problems)
     said = _said(bp) if bp is not None else asked(extract_parts(text))
     result_dir = expanded(said.result_dir)
@@ -244,7 +284,7 @@ def _reject(
     run = replace(run, reports_pending=writable)
     home.save_run(run)
     try:
-        inbox.set_aside(home, run.run_id, run.source, claimed, text, reason)
+        inbox.set_aside(home, run.run_id, run.source, claimed, text, reason, got)
     except OSError as exc:  # a copy for the user to fix; never a reason to leave no report
         if diskfull.is_full(exc):
             raise

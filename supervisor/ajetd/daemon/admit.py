@@ -84,6 +84,8 @@ class Admit(Base):
             self.readmit_waiting(now)
             scan = inbox.scan(self.home, self.watcher.take_ready(), now)
             refused, self.settle_at = scan.refused, scan.settle_at
+            for path in scan.overdue:  # open for writing, unchanged for OPEN_HOLD_S
+                self._put_aside(path, inbox.overdue_why(path), now)
             for i, candidate in enumerate(scan.found):
                 if candidate.path.name in self.stuck:
                     continue
@@ -123,13 +125,16 @@ class Admit(Base):
 
     def _file_failed(self, path: Path, exc: Exception, now: float) -> None:
         """An inbox file that could not be taken: put aside with the reason, once."""
-        shown = safe_name(path.name)
-        text = self._logged_once(f"inbox file {shown}", "taking it", exc)
-        why = f"not taken: internal error while taking it: {text}"
+        text = self._logged_once(f"inbox file {safe_name(path.name)}", "taking it", exc)
+        self._put_aside(path, f"not taken: internal error while taking it: {text}", now)
+
+    def _put_aside(self, path: Path, why: str, now: float) -> None:
+        """An inbox file moved to rejected/ beside a note saying why, unread; where even that
+        fails, named in `status` while it is there."""
         try:
             if path.exists() or path.is_symlink():
                 aside = inbox.put_aside(self.home, path, why, now)
-                log.warning("inbox: %s put aside as %s: %s", shown, aside.name, why)
+                log.warning("inbox: %s put aside as %s: %s", safe_name(path.name), aside.name, why)
         except OSError as again:
             self.stuck[path.name] = f"{why} (and it cannot be put aside: {again.strerror})"
 
@@ -157,7 +162,16 @@ class Admit(Base):
         writers = {r.val_path: r.run_id for r in live if r.val_path}
         try:
             run, options = admission.admit(
-                self.home, run_id, claimed, source, now, busy, writers, self.places.host_for, again
+                self.home,
+                run_id,
+                claimed,
+                source,
+                now,
+                busy,
+                writers,
+                self.places.host_for,
+                again,
+                self.troubles.full_seen(self.home.root),  # a file cut short: said if then
             )
         except Exception as exc:  # never die on input; never retry it forever
             if isinstance(exc, OSError) and diskfull.is_full(exc):

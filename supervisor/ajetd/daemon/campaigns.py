@@ -100,6 +100,7 @@ class Campaigns:
         self.control_problem = ""  # why requests are not taken now (logged once)
         self.failures: set[str] = set()  # intake failures already logged (each retried)
         self.settle_at = math.inf  # when a folder being copied in by hand will have settled
+        self.held: list[str] = []  # folders copied in by hand not taken yet, and why (status)
 
     def load(self, now: float) -> None:
         self.root.mkdir(mode=OWNER_DIR, exist_ok=True)
@@ -160,6 +161,7 @@ class Campaigns:
         campaign`, or any folder holding campaign.yaml): this user's own, and none while the
         inbox is unsafe (the same rule as blueprints)."""
         self.settle_at = math.inf
+        held, self.held = self.held, []
         if inbox.security_problems(self.home):
             return  # the daemon says why in its log and in `status` (`Admit.admit`)
         for entry in sorted(self.home.inbox.iterdir()):
@@ -167,6 +169,9 @@ class Campaigns:
                 self._claim_one(entry, now)
             except Exception as exc:  # the loop's per-item guard: one folder never stops others
                 self._failed(f"claiming {entry.name!r}", exc)
+        for line in self.held:
+            if line not in held:  # logged once while it lasts; in `status` meanwhile
+                log.warning("inbox: %s", line)
 
     def _claim_one(self, entry: Path, now: float) -> None:
         """One inbox entry: claimed when it is a settled campaign folder of this user's."""
@@ -174,11 +179,16 @@ class Campaigns:
             return
         if entry.stat().st_uid != os.getuid():
             return  # another user's folder is never taken
+        held: cf.Hold | None = None
         if entry.name.endswith(SUFFIX):  # `ajetd campaign` renames it in whole
             if not (entry / "campaign.yaml").is_file():
                 return
         elif (again := cf.settles_at(entry, now)) is not None:  # copied by hand: once quiet
             self.settle_at = min(self.settle_at, again)
+            return
+        elif (held := cf.hold(entry, now)) is not None and held.line:  # and once whole
+            self.held.append(held.line)
+            self.settle_at = min(self.settle_at, held.again)
             return
         head, _, _ = entry.name.partition("__")
         campaign_id = head if entry.name.endswith(SUFFIX) and "__" in entry.name else ""
@@ -189,7 +199,7 @@ class Campaigns:
         cf.make_owner_only(self.folder(campaign_id))
         state = CampaignState(campaign_id, now)
         self.states[campaign_id] = state
-        self._start(state, now)
+        self._start(state, now, held)
 
     def _failed(self, what: str, exc: Exception) -> None:
         """Log a failed intake step once per distinct failure (it is retried every tick)."""
@@ -200,16 +210,26 @@ class Campaigns:
             self.failures.add(key)
             log.exception("campaigns: %s failed", what)
 
-    def _start(self, state: CampaignState, now: float) -> None:
-        """Check the folder and the git state once, at the campaign's start."""
+    def _start(self, state: CampaignState, now: float, held: cf.Hold | None = None) -> None:
+        """Check the folder and the git state once, at the campaign's start (`held`: a folder
+        copied in by hand taken after its wait: refused as it says, or its refusal saying it
+        was waited for). A refused campaign keeps the name its campaign.yaml gives."""
+        folder = self.folder(state.campaign_id)
+        if held is not None and held.refuse:
+            state.name = cf.name_in(folder)
+            self._refuse(state, held.refuse, now)
+            return
         try:
             spec, base, _ = self._load(state)
-            cf.check_blueprints(self.folder(state.campaign_id), spec)  # as new ones, once
+            cf.check_whole(folder, spec)
+            cf.check_blueprints(folder, spec)  # as new ones, once
             cf.check_overrides(spec, base)
             cf.check_paths(spec, base)
             cf.check_result_dir(Path(spec.result_dir))
         except (cs.CampaignError, OSError) as exc:
-            self._refuse(state, str(exc), now)
+            state.name = cf.name_in(folder)
+            note = f" ({held.note})" if held is not None and held.note else ""
+            self._refuse(state, f"{exc}{note}", now)
             return
         state.name = spec.name
         if spec.branch_prefix:

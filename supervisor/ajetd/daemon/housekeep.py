@@ -201,7 +201,8 @@ class Housekeep(Base):
         moved = checks != self.published_checks and now - self.published_at >= 1
         disk = self.troubles.lines(self.held.count())
         held = self.held_reasons()
-        problems = [*self.problems, *self.refused, *disk, *held.values()]
+        refused = [*self.refused, *self.campaigns.held]  # folders held are not taken yet
+        problems = [*self.problems, *refused, *disk, *held.values()]
         records = self.held.unsaved()
         changed = problems != self.published or records != self.published_unsaved
         changed = changed or self.reserved != self.published_reserved
@@ -211,7 +212,7 @@ class Housekeep(Base):
                 "heartbeat": now,
                 "publish_every": PUBLISH_EVERY_S,  # how `status` tells a stalled loop
                 "problems": self.problems,
-                "refused": self.refused,
+                "refused": refused,
                 "disk": disk,  # full folders, with free space
                 "held": held,  # run id -> why its claimed blueprint is not admitted yet
                 "deep_checks": checks,  # run id -> when its next deep check is due
@@ -236,7 +237,7 @@ class Housekeep(Base):
             self.troubles.hit(self.home.root, exc, "$AJETD_HOME")
             if "disk" in info:  # say so in the copy written in place
                 info["disk"] = self.troubles.lines(self.held.count())
-                self.published = [*self.problems, *self.refused, *info["disk"]]
+                self.published = [*self.problems, *info["refused"], *info["disk"]]
                 self.published += info["held"].values()
             room = self.home.daemon_file.stat().st_size  # its blocks: no more can be written
             write_in_place(self.home.daemon_file, encode(fitted(info, room)))

@@ -1,0 +1,73 @@
+"""Whether a file is open for writing now, by any process: the kernel's own answer.
+
+A file dropped into the inbox is complete when its writer is done with it, and a writer that
+pauses (`(head -c 200 f; sleep 4; tail -c +201 f) > inbox/x.md`), or a shell whose first
+command closed its copy of the descriptor while the next one still writes, gives no sign of
+that in inotify's events or in the file's times (walk92 F3: judged on its first 200 bytes).
+The kernel knows: it refuses a read lease (`fcntl(F_SETLEASE, F_RDLCK)`) on a file that any
+process, of any user, holds open for writing, with EAGAIN. So the test is: open the file
+read-only (never following a link, never blocking on a FIFO), ask for the lease, close
+(which lets the lease go). It costs three system calls and reads nothing.
+
+A lease is only granted on a file its caller owns (the inbox takes only those), and not on
+every file system (NFS, some FUSE ones, or `fs.leases-enable=0` say EINVAL): there the
+answer is None, "not known", and intake falls back on inotify's closes and the file's
+settling (`inbox.scan`). While the lease is held (microseconds), a process opening the file
+for writing waits for its release, and the kernel signals this process with SIGIO, whose
+default action ends it: the test installs a handler that does nothing (a handler, unlike an
+ignored signal, is reset in the programs this process starts), and where it cannot (not in
+the main thread, another handler there already) it does not take the lease.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import threading
+from pathlib import Path
+
+F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)  # Linux's value, where Python does not name it
+_HELD = errno.EAGAIN  # "a process holds it open for writing" (or holds a lease on it)
+
+
+def _nothing(signum: int, frame: object) -> None:
+    """SIGIO from a lease broken while it was held: the lease is let go at once anyway."""
+
+
+def _safe() -> bool:
+    """SIGIO will not end this process: a handler of ours, or one someone set, is there."""
+    current = signal.getsignal(signal.SIGIO)
+    if current is _nothing or current is signal.SIG_IGN or callable(current):
+        return True
+    if current is signal.SIG_DFL and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGIO, _nothing)
+        return True
+    return False
+
+
+def fd_open_for_writing(fd: int) -> bool | None:
+    """Whether the file open read-only on `fd` is open for writing by any process now (None:
+    not known here: no lease on this file system, not this user's file)."""
+    if not _safe():
+        return None
+    try:
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        return True if exc.errno == _HELD else None
+    fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+    return False
+
+
+def open_for_writing(path: Path) -> bool | None:
+    """`fd_open_for_writing` of the regular file at `path` (a link is never followed: None;
+    so is a file gone or not readable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return fd_open_for_writing(fd)
+    finally:
+        os.close(fd)
