@@ -288,6 +288,13 @@ def test_the_rejected_copys_note_says_when_the_file_changed_after_it_was_read(
     assert note.startswith("k.md is the file as it is now (35 bytes), not what ajetd judged")
     assert "it read 11 bytes of it" in note and "byte for byte" not in note
     assert inbox.changed_since(path, got)
+    with open(path, "ab") as writer:  # read while a process holds it open for writing
+        during = inbox.read_regular(path, 1 << 20)
+    assert during.writing is True
+    assert during.unsure() == (
+        "it was still open for writing by a process when ajetd read it (35 bytes read): it "
+        "may be incomplete"
+    )
 
 
 def test_the_kernel_says_which_files_are_open_for_writing(tmp_path: Path) -> None:
@@ -342,3 +349,18 @@ def test_a_character_cut_in_the_middle_looks_cut(text: str, last: str) -> None:
         assert cut_sign(raw[: len(raw) - width + keep]) is not None
     if len(raw) % PAGE_BYTES:
         assert cut_sign(raw) is None  # whole: its last character is all there
+
+
+def test_a_rejection_for_missing_parts_of_an_unended_file_says_it_may_be_cut(env: Env) -> None:
+    """A file cut at any other byte (an `scp` killed part way) has no shape to tell it by: its
+    rejection for the parts it lacks says that its last line has no newline, so a cut is not
+    read as the author's mistake alone."""
+    daemon = _daemon(env)
+    text = env.blueprint("cutmid", ajetd="gpus: 0").read_text()
+    (env.home / "inbox" / "cutmid.md").write_text(text[: text.index("[exp_launch_command]") + 9])
+    daemon.tick(time.time())
+    (run,) = daemon.runs.values()
+    assert run.status is not None and run.status.value == "rejected", run
+    assert "exp_launch_command: missing" in run.reason, run.reason
+    assert "its last line has no newline: if the file was cut short" in run.reason
+    assert "copy the whole file in again" in run.reason

@@ -210,8 +210,9 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
         if info.st_uid != os.getuid():
             refused.append(f"{shown} is owned by uid {info.st_uid}, not by this user: not taken")
             continue
-        # ctime: set by this kernel on every write and rename, whatever the file's mtime says
+        # the kernel's answer first: a file a process still writes is held, however it came
         writing = writers.open_for_writing(Path(entry.path))
+        # ctime: set by this kernel on every write and rename, whatever the file's mtime says
         if writing:
             line, again = _held(shown, info.st_ctime, now)
             if now >= info.st_ctime + OPEN_HOLD_S:

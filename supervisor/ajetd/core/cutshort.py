@@ -20,7 +20,8 @@ that is whole is made acceptable by ending it with a newline.
 from __future__ import annotations
 
 PAGE_BYTES = 4096
-WHOLE_AGAIN = "copy the whole file in again (if it is whole as it is, end it with a newline)"
+COPY_AGAIN = "copy the whole file in again"
+WHOLE_AGAIN = f"{COPY_AGAIN} (if it is whole as it is, end it with a newline)"
 
 
 def _ends_mid_character(raw: bytes) -> bool:

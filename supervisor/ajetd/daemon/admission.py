@@ -171,7 +171,7 @@ def _read(
         if cutshort.unended(raw):
             problems.append(
                 "its last line has no newline: if the file was cut short (a copy that ran out "
-                f"of room or was stopped), {cutshort.WHOLE_AGAIN.split(' (')[0]}"
+                f"of room or was stopped), {cutshort.COPY_AGAIN}"
             )
         return _reject(home, run, claimed, text, problems, now, None, busy, got)
 
