@@ -364,3 +364,35 @@ def test_a_rejection_for_missing_parts_of_an_unended_file_says_it_may_be_cut(env
     assert "exp_launch_command: missing" in run.reason, run.reason
     assert "its last line has no newline: if the file was cut short" in run.reason
     assert "copy the whole file in again" in run.reason
+
+
+def test_where_leases_say_nothing_a_file_settles_as_before(tmp_path: Path) -> None:
+    """On a file system whose leases are not the kernel's generic ones (NFSv4 and CIFS refuse
+    every lease without a delegation, whoever writes: every file would look open), the
+    answer is "not known" and a file is taken once renamed in or closed (`ready`), or a second
+    after its last change. ramfs stands in here: local, but not in `LEASES_TELL`."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a ramfs needs root (CI runs as root)")
+    home_dir = tmp_path / "ram"
+    home_dir.mkdir()
+    mounted = subprocess.run(["mount", "-t", "ramfs", "ramfs", str(home_dir)], check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a ramfs here")
+    try:
+        from ajetd.adapters.store import Home
+
+        home = Home(home_dir / "home")
+        home.ensure()
+        path = home.inbox / "x.md"
+        with open(path, "wb") as writer:
+            writer.write(b"# x\n")
+            writer.flush()
+            assert writers.fs_type(path.stat().st_dev) == "ramfs"
+            assert writers.open_for_writing(path) is None
+            changed = path.stat().st_ctime
+            early = inbox.scan(home, set(), changed + 0.5)
+            assert not early.found and early.settle_at == changed + inbox.SETTLE_S
+            assert [c.path for c in inbox.scan(home, {"x.md"}, changed + 0.5).found] == [path]
+            assert [c.path for c in inbox.scan(home, set(), changed + 1.5).found] == [path]
+    finally:
+        subprocess.run(["umount", "-l", str(home_dir)], check=False)

@@ -9,10 +9,14 @@ process, of any user, holds open for writing, with EAGAIN. So the test is: open 
 read-only (never following a link, never blocking on a FIFO), ask for the lease, close
 (which lets the lease go). It costs three system calls and reads nothing.
 
-A lease is only granted on a file its caller owns (the inbox takes only those), and not on
-every file system (NFS, some FUSE ones, or `fs.leases-enable=0` say EINVAL): there the
-answer is None, "not known", and intake falls back on inotify's closes and the file's
-settling (`inbox.scan`). While the lease is held (microseconds), a process opening the file
+A lease is only granted on a file its caller owns (the inbox takes only those), and only
+local file systems answer it truly: NFSv4 and CIFS refuse it with the same EAGAIN wherever
+the client holds no delegation or oplock, whoever writes, and NFSv3 and others say EINVAL. So
+the lease is asked only on the local file systems named in LEASES_TELL (the file's
+`st_dev`, looked up once in /proc/self/mountinfo); elsewhere, and where the kernel refuses
+it otherwise (`fs.leases-enable=0`), the answer is None, "not known", and intake falls back
+on inotify's closes and the file's settling (`inbox.scan`). While the lease is held
+(microseconds), a process opening the file
 for writing waits for its release, and the kernel signals this process with SIGIO, whose
 default action ends it: the test installs a handler that does nothing (a handler, unlike an
 ignored signal, is reset in the programs this process starts), and where it cannot (not in
@@ -30,6 +34,13 @@ from pathlib import Path
 
 F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)  # Linux's value, where Python does not name it
 _HELD = errno.EAGAIN  # "a process holds it open for writing" (or holds a lease on it)
+# Local file systems whose leases are the kernel's generic ones (`generic_setlease`: refused
+# exactly while the file is open for writing); overlay: a container's root (checked: a writer
+# of the merged file, copied up or not, is seen).
+LEASES_TELL = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "overlay", "bcachefs"}
+)
+_FS_TYPES: dict[int, str] = {}  # st_dev -> its file system's type ("" where not found)
 
 
 def _nothing(signum: int, frame: object) -> None:
@@ -47,10 +58,30 @@ def _safe() -> bool:
     return False
 
 
+def fs_type(dev: int) -> str:
+    """The type of the file system whose files have `st_dev` `dev` ("ext4", "nfs4"; "" where
+    /proc/self/mountinfo does not name it), read once per device."""
+    known = _FS_TYPES.get(dev)
+    if known is not None:
+        return known
+    wanted, found = f"{os.major(dev)}:{os.minor(dev)}", ""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == wanted and " - " in line:
+                    found = line.split(" - ", 1)[1].split()[0]
+                    break
+    except OSError:
+        return ""  # not kept: looked up again next time
+    _FS_TYPES[dev] = found
+    return found
+
+
 def fd_open_for_writing(fd: int) -> bool | None:
     """Whether the file open read-only on `fd` is open for writing by any process now (None:
-    not known here: no lease on this file system, not this user's file)."""
-    if not _safe():
+    not known here: a file system whose leases say nothing of it, not this user's file)."""
+    if fs_type(os.fstat(fd).st_dev) not in LEASES_TELL or not _safe():
         return None
     try:
         fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
