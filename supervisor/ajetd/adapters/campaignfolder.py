@@ -386,7 +386,7 @@ def hold(entry: Path, now: float) -> Hold | None:
     try:
         spec, _, _ = load_folder(entry, admitted=False)
         check_whole(entry, spec)
-    except (cs.CampaignError, OSError) as exc:
+    except (AjetdError, OSError) as exc:  # a CampaignError, or what reading it met
         bound = changed + FOLDER_WAIT_S
         waited = (
             f"the folder was held while it did not read as a whole campaign, and taken as it "
