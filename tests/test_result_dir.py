@@ -177,10 +177,50 @@ def test_a_rejection_report_is_moved_aside_whole(daemon_env: Env) -> None:
     aside = result / f"rejected-{first}"
     assert sorted(p.name for p in aside.iterdir()) == report
     assert json.loads((aside / "run.json").read_text())["run_id"] == first
-    earlier = env.status(first)  # points where its reports are now, not at the new run's
-    assert earlier["result_dir"] == str(aside), earlier
     events = (env.home / "runs" / first / "events.jsonl").read_text()
     assert f"its rejection report moved to {aside}: run {second} took {result}" in events
+    _points_aside(env, first, result, aside)
+
+
+def _points_aside(env: Env, run_id: str, left: Path, aside: Path) -> None:
+    """Every view of the rejected run's record (state.json, `status --json`, `wait --json`,
+    the run.json moved with its report) names the folder its report is in now, none the dir
+    it left, which holds the next run's finish.flag (walk92 F2: `reports_dir` stayed)."""
+    waited = env.cli("wait", run_id, "--json", "--timeout", "10")
+    views = {
+        "state.json": env.record(run_id),
+        "status --json": env.status(run_id),
+        "wait --json": json.loads(waited.stdout),
+        "run.json": json.loads((aside / "run.json").read_text()),
+    }
+    real = os.path.realpath(left)
+    for name, view in views.items():
+        assert view["result_dir"] == view["reports_dir"] == str(aside), (name, view)
+        named = [
+            k
+            for k, v in view.items()
+            if isinstance(v, str) and v.rstrip("/") and os.path.realpath(v) == real
+        ]
+        assert not named, (name, named)  # no path field left naming the next run's dir
+    assert json.loads((aside / "finish.flag").read_text())["run_id"] == run_id
+
+
+def test_a_rejection_spelt_otherwise_follows_its_report_aside(daemon_env: Env) -> None:
+    """The rejected run's result dir spelt through a link and with a trailing `/`, the next
+    run's plainly, and the next run rejected too (its own report written where the first's
+    was): the first's record follows its report all the same."""
+    env = daemon_env
+    result = env.tmp / "results" / "spelt"
+    result.mkdir(parents=True)
+    (env.tmp / "via").symlink_to(env.tmp / "results")
+    first = env.submit(env.blueprint("spelt", result=f"{env.tmp}/via/spelt/", max_time="soon"))
+    assert env.wait_done(first)["status"] == "rejected"
+    assert (result / "finish.flag").is_file()
+    second = env.submit(env.blueprint("spelt2", result=str(result), max_time="later"))
+    assert env.wait_done(second)["status"] == "rejected"
+    aside = result / f"rejected-{first}"
+    assert json.loads((result / "finish.flag").read_text())["run_id"] == second
+    _points_aside(env, first, result, aside)
 
 
 def _links(res: Path) -> dict[str, tuple[Path, str]]:

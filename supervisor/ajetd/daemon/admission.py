@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.regular import NotRegularError
-from ajetd.adapters.store import Home, expanded, write_atomic
+from ajetd.adapters.store import Home, expanded, json_text, write_atomic
 from ajetd.core import cutshort, model, resultfiles
 from ajetd.core.blueprint import (
     MAX_BYTES,
@@ -46,8 +46,23 @@ from ajetd.hosts.preflight import (
     placed_first,
     result_dir_problem,
 )
+from ajetd.views import report
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Records:
+    """The daemon's run records, for what admission changes of another run's (an earlier
+    rejection's whose report it moves aside): `get` its record as the daemon holds it (None:
+    read from the home), `keep` the new one in the daemon's memory, where a stale copy would
+    be saved over it at its next change (its on_finish hook's)."""
+
+    get: Callable[[str], Run | None] = lambda _run_id: None
+    keep: Callable[[Run], None] = lambda _run: None
+
+
+NO_RECORDS = Records()
 
 
 def admit(
@@ -61,6 +76,7 @@ def admit(
     host_for: Callable[[str, Options], Host],
     again: tuple[float, str] | None = None,
     full_seen: float | None = None,
+    records: Records = NO_RECORDS,
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
@@ -69,12 +85,14 @@ def admit(
     run with these options runs (its codebase's git state is read there). `again`: a run
     admitted a second time (its record was damaged before its first trial): when it was
     submitted first, and the warning it carries. `full_seen`: when the daemon last saw
-    `$AJETD_HOME` full (a file cut short then is said to have been).
+    `$AJETD_HOME` full (a file cut short then is said to have been). `records`: the daemon's
+    records, which an earlier rejection whose report is moved aside is kept in (else read
+    from the home).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     if again is not None:
         run = replace(run, submitted_at=again[0], warnings=(again[1],))
-    read = _read(home, run, claimed, now, busy_dirs, again is None, full_seen)
+    read = _read(home, run, claimed, now, busy_dirs, again is None, full_seen, records)
     if isinstance(read, Run):
         return read, None
     text, bp, got = read
@@ -84,7 +102,7 @@ def admit(
     target = resolved.result_dir if resolved is not None else bp.result_dir
     problems = placed_first(target, problems, busy_dirs, home.root)
     if resolved is None or problems:
-        return _reject(home, run, claimed, text, problems, now, bp, busy_dirs, got), None
+        return _reject(home, run, claimed, text, problems, now, bp, busy_dirs, got, records), None
     host = host_for(run_id, bp.options)
     try:
         run = _accepted(run, bp, resolved, host.fs)
@@ -97,11 +115,10 @@ def admit(
             f"{said}; {refusal_fix(exc)}, or make the "
             f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
         )
-        return _reject(home, run, claimed, text, [why], now, bp, busy_dirs, got), None
-    moved = ending.move_rejection_aside(Path(run.result_dir))
+        return _reject(home, run, claimed, text, [why], now, bp, busy_dirs, got, records), None
+    moved = _rejection_aside(home, Path(run.result_dir), run_id, now, records)
     if moved is not None:
         home.append_event(run_id, now, f"earlier rejection report moved to {moved}")
-        _point_at(home, moved, run_id, now)
     Path(run.result_dir, resultfiles.LOGS).mkdir(parents=True, exist_ok=True)
     run = replace(run, provenance=_provenance(run, host, text))
     home.keep_submitted(run_id, text)  # what the reports show; its sha256 is the provenance's
@@ -110,21 +127,70 @@ def admit(
     return run, bp.options
 
 
-def _point_at(home: Home, moved: Path, by: str, now: float) -> None:
-    """The earlier rejected run whose report `moved` now holds points there: its record's
-    result dir (what `status` shows, where its results.md and finish.flag are) and its
-    journal. A record that cannot be read or written is left as it is (said in the log)."""
-    earlier = moved.name.removeprefix("rejected-")
+def moved_aside(run: Run, names_dir: Callable[[str], bool], moved: Path, real: str) -> Run:
+    """The rejected run's record once its report is moved into `moved`: each of its fields
+    that names the dir the report was in (`names_dir`: however spelt, through a link too),
+    result_dir, result_real (`real`, where its links lead) and reports_dir, names `moved`, so
+    no reader of `status`, `wait` or state.json is pointed at the next run's finish.flag
+    there (walk92 F2: `reports_dir` stayed). Its other paths (codebase, venv) are not in it."""
+
+    def follow(path: str, to: str) -> str:
+        return to if path and names_dir(path) else path
+
+    return replace(
+        run,
+        result_dir=follow(run.result_dir, str(moved)),
+        result_real=follow(run.result_real, real),
+        reports_dir=follow(run.reports_dir, str(moved)),
+    )
+
+
+def _rejection_aside(
+    home: Home, result_dir: Path, by: str, now: float, records: Records
+) -> Path | None:
+    """Move an earlier rejection's report in `result_dir` into `rejected-<id>/` (`ending`),
+    its record pointed there first: a daemon killed between the two leaves it pointing at a
+    folder not made yet, never at the next run's reports. The run.json moved with it is
+    written again from the new record (it names its folder too). Returns where it went."""
+    found = ending.rejection_aside(result_dir)
+    if found is None:
+        return None
+    earlier, moved = found
+    pointed = _point_at(home, earlier, moved, by, now, records)
+    ending.move_rejection_aside(result_dir, moved)
+    if pointed is not None and (moved / resultfiles.RUN_RECORD).is_file():
+        try:
+            write_atomic(moved / resultfiles.RUN_RECORD, json_text(report.run_record(pointed)))
+        except OSError as exc:  # its record, which status reads, points there already
+            log.warning("run %s: its run.json in %s not written again: %s", earlier, moved, exc)
+    return moved
+
+
+def _point_at(
+    home: Home, earlier: str, moved: Path, by: str, now: float, records: Records
+) -> Run | None:
+    """The earlier rejected run whose report is moved into `moved` points there: the
+    fields of its record that name its report's folder (`moved_aside`), saved and kept in
+    the daemon's memory (`records`), and its journal. A record that cannot be read or
+    written is left as it is (said in the log); None then, and where nothing named it. The
+    record as it points there (already, where a daemon was killed before the move)."""
+    real = os.path.realpath(moved.parent)
     try:
-        old = home.load_run(earlier)
-        if old.result_dir == str(moved.parent):
-            home.save_run(replace(old, result_dir=str(moved), result_real=str(moved.resolve())))
-            said = f"its rejection report moved to {moved}: run {by} took {moved.parent}"
-            home.append_event(earlier, now, said)
+        old = records.get(earlier) or home.load_run(earlier)
+        named = lambda path: os.path.realpath(path) == real  # noqa: E731
+        new = moved_aside(old, named, moved, os.path.join(real, moved.name))
+        if new == old:  # pointed there already (a daemon killed before the move) or not its
+            return old if str(moved) in (old.result_dir, old.reports_dir) else None
+        home.save_run(new)
+        records.keep(new)
+        said = f"its rejection report moved to {moved}: run {by} took {moved.parent}"
+        home.append_event(earlier, now, said)
     except (AjetdError, OSError) as exc:
         log.warning(
             "run %s: its record does not say its report moved to %s: %s", earlier, moved, exc
         )
+        return None
+    return new
 
 
 def _read(
@@ -135,6 +201,7 @@ def _read(
     busy: Collection[str],
     whole_check: bool = True,
     full_seen: float | None = None,
+    records: Records = NO_RECORDS,
 ) -> tuple[str, Blueprint, inbox.Read] | Run:
     """The claimed blueprint's text and parts, and what was read, or the run rejected with
     the reason. A file that may not be whole is never admitted (walk92 F1: a `cp` cut short
@@ -145,13 +212,13 @@ def _read(
     try:
         got = inbox.read_regular(claimed, MAX_BYTES + 1)
     except NotRegularError as exc:  # swapped for a link or a FIFO after the scan: not read
-        return _reject(home, run, claimed, "", [str(exc)], now, None, busy)
+        return _reject(home, run, claimed, "", [str(exc)], now, None, busy, None, records)
     raw = got.raw
     try:
         text = decode_blueprint(raw)
     except BlueprintError as exc:  # too large: its parts are read from what fits (the file
         text = decode_blueprint(raw[:MAX_BYTES])  # itself is kept whole: `inbox.set_aside`)
-        return _reject(home, run, claimed, text, exc.problems, now, None, busy, got)
+        return _reject(home, run, claimed, text, exc.problems, now, None, busy, got, records)
     unsure = got.unsure() if whole_check else None
     cut = cutshort.cut_sign(raw) if whole_check else None
     if unsure or cut:
@@ -163,7 +230,7 @@ def _read(
             )
         if unsure:
             said += "; once its writer is done, copy it into the inbox again"
-        return _reject(home, run, claimed, text, [said], now, None, busy, got)
+        return _reject(home, run, claimed, text, [said], now, None, busy, got, records)
     try:
         return text, parse_blueprint(text), got
     except BlueprintError as exc:
@@ -173,7 +240,7 @@ def _read(
                 "its last line has no newline: if the file was cut short (a copy that ran out "
                 f"of room or was stopped), {cutshort.COPY_AGAIN}"
             )
-        return _reject(home, run, claimed, text, problems, now, None, busy, got)
+        return _reject(home, run, claimed, text, problems, now, None, busy, got, records)
 
 
 def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs]) -> Run:
@@ -259,6 +326,7 @@ def _reject(
     bp: Blueprint | None,
     busy: Collection[str],
     got: inbox.Read | None = None,
+    records: Records = NO_RECORDS,
 ) -> Run:
     if got is not None and not got.unsure() and inbox.changed_since(claimed, got):
         problems = [
@@ -295,9 +363,7 @@ def _reject(
         return run
     run = replace(run, reports_pending=False, reports_dir=result_dir)
     try:
-        moved = ending.move_rejection_aside(Path(result_dir))
-        if moved is not None:
-            _point_at(home, moved, run.run_id, now)
+        _rejection_aside(home, Path(result_dir), run.run_id, now, records)
         ending.write_reports(home, run)
     except OSError as exc:
         log.warning("run %s: cannot write to %s: %s", run.run_id, result_dir, exc)

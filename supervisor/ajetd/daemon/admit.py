@@ -172,6 +172,7 @@ class Admit(Base):
                 self.places.host_for,
                 again,
                 self.troubles.full_seen(self.home.root),  # a file cut short: said if then
+                admission.Records(self.runs.get, self._keep),
             )
         except Exception as exc:  # never die on input; never retry it forever
             if isinstance(exc, OSError) and diskfull.is_full(exc):

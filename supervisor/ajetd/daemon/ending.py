@@ -672,15 +672,17 @@ def _config_used(path: str) -> bytes | None:
     return data if len(data) <= CONFIG_MAX_BYTES else None
 
 
-def move_rejection_aside(result_dir: Path) -> Path | None:
-    """Move an earlier run's rejection report (what `write_reports` wrote for it, finish.flag
-    last) into `rejected-<run_id>/` of the same dir."""
+def rejection_aside(result_dir: Path) -> tuple[str, Path] | None:
+    """An earlier run's rejection report in `result_dir` (what `write_reports` wrote for it,
+    finish.flag last): that run's id and the folder it is to be moved into,
+    `rejected-<run_id>/` of the same dir; None where there is none."""
     run_id = earlier_rejection(result_dir)
-    if run_id is None:
-        return None
-    target = result_dir / f"rejected-{run_id}"
+    return None if run_id is None else (run_id, result_dir / f"rejected-{run_id}")
+
+
+def move_rejection_aside(result_dir: Path, target: Path) -> None:
+    """Move the rejection report in `result_dir` into `target` (`rejection_aside`)."""
     target.mkdir(exist_ok=True)
     for name in resultfiles.REPORTS:
         with contextlib.suppress(FileNotFoundError):
             (result_dir / name).rename(target / name)
-    return target
