@@ -18,6 +18,7 @@ from ajetd.core import campaignspec as cs
 from ajetd.core import campaignstop
 from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
+from ajetd.core.shellline import pasteable
 from ajetd.core.shown import show
 from ajetd.frameworks.agentjet import original_of
 
@@ -396,7 +397,7 @@ def ledger_fields(
         "elapsed_min": elapsed,
         "launcher": launcher,
         "job_id": (run.slurm.job_id if run else "") or exp.run_id,
-        "command": trial.command if trial else "",
+        "command": pasteable(trial.command) if trial else "",  # one line, as it ran
         "log_path": f"{run.result_dir}/logs/trial-{trial.number}.log" if run and trial else "",
         "status": exp.status,
         "description": exp.description + refused + counted + note,

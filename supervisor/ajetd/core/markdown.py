@@ -152,3 +152,13 @@ def fence(lines: list[str], info: str = "", char: str = "`", least: int = 3) -> 
     longest = max((len(m.group()) for line in lines for m in runs.finditer(line)), default=0)
     bar = char * max(least, longest + 1)
     return [bar + info, *lines, bar]
+
+
+def as_code_span(text: str) -> str:
+    """`text` (one line) as a Markdown code span that renders it exactly: delimited by a run
+    of backticks longer than any inside it, padded with a space each side where it begins or
+    ends with a backtick, or with a space at both ends (CommonMark takes one off each)."""
+    longest = max((len(m.group()) for m in _TICKS.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip())
+    return f"{ticks} {text} {ticks}" if pad else f"{ticks}{text}{ticks}"

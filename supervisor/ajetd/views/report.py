@@ -17,6 +17,7 @@ from ajetd.core.fixrecord import applied_json
 from ajetd.core.markdown import fence
 from ajetd.core.model import Run, Status, Trial, record_trials
 from ajetd.core.runparts import Provenance
+from ajetd.core.shellline import markdown_item
 from ajetd.core.stageresult import StageResult
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import (
@@ -243,10 +244,16 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
         f"- max time: {format_duration(run.max_time_s) if run.max_time_s else '(none)'}",
         f"- codebase dir: `{run.codebase_dir}`" if run.codebase_dir else "- codebase dir: (none)",
         f"- venv: `{run.venv_dir}`" if run.venv_dir else "- venv: (none)",
-        f"- launch command (blueprint): `{run.blueprint_command or run.launch_command}`"
-        if run.launch_command
-        else "- launch command: (none)",
-        f"- command run: `{run.trial.command}`" if run.trial else "- command run: (none)",
+        *(
+            markdown_item("launch command (blueprint)", run.blueprint_command or run.launch_command)
+            if run.launch_command
+            else ["- launch command: (none)"]
+        ),
+        *(
+            markdown_item("command run", run.trial.command)
+            if run.trial
+            else ["- command run: (none)"]
+        ),
         f"- validation results file: `{run.val_path}`{_val_copy_said(run, ctx)}"
         if run.val_path
         else "- validation results file: (none named in the YAML)",
@@ -426,7 +433,7 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
         lines += [
             f"## Trial {trial.number}" + (f" (stage {trial.stage})" if trial.stage else ""),
             "",
-            f"- command: `{trial.command}`",
+            *markdown_item("command", trial.command),
             f"- session: `{trial.session}`",
             f"- start: {iso(trial.started_at) or 'not started'}",
             f"- end: {iso(trial.ended_at) or ''}",
