@@ -4,6 +4,7 @@ recorded fake module, the `AJETD_FAKE_GPUS` file backend, and the pure planners.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -95,13 +96,81 @@ def test_requests_that_can_never_be_met_say_why() -> None:
     assert none["a"] == placement.Place(None) and isinstance(none["b"], placement.Never)
 
 
-def test_a_relaunch_waits_for_its_own_gpus() -> None:
+def test_a_count_s_relaunch_takes_a_free_gpu_a_list_s_waits_for_its_own() -> None:
+    """walk92 F6: a `gpus: 1` run's relaunch after vllm_memory waited for its old GPU, held by
+    an outside process, while another sat free. A count takes any suitable free GPU (its own
+    first, while free); a list stays pinned to the GPUs it names, and waits for them."""
     gpus = [gpu(0, used=30 * GIB, procs=[(999, 30 * GIB)]), gpu(1)]
     out = placement.plan([placement.Ask("a", "1", held=(0,))], gpus, {"a": (0,)}, frozenset())
+    assert out["a"] == placement.Place((1,))
+    out = placement.plan([placement.Ask("a", "[0]", held=(0,))], gpus, {"a": (0,)}, frozenset())
     assert isinstance(out["a"], placement.Wait) and "GPU 0 has 30.0 GiB" in out["a"].reason
     gpus[0] = gpu(0)
-    out = placement.plan([placement.Ask("a", "1", held=(0,))], gpus, {"a": (0,)}, frozenset())
+    out = placement.plan([placement.Ask("a", "1", held=(1,))], gpus, {"a": (1,)}, frozenset())
+    assert out["a"] == placement.Place((1,))  # its own GPU, free: it stays there
+    out = placement.plan([placement.Ask("a", "[0]", held=(0,))], gpus, {"a": (0,)}, frozenset())
     assert out["a"] == placement.Place((0,))
+
+
+_STATE = st.sampled_from(["free", "foreign", "lost", "other run"])
+
+
+@given(
+    states=st.lists(_STATE, min_size=1, max_size=6),
+    count=st.integers(1, 6),
+    held=st.sets(st.integers(0, 5), max_size=3),
+    listed=st.booleans(),
+)
+def test_a_relaunch_waits_only_when_too_few_suitable_gpus_are_free(
+    states: list[str], count: int, held: set[int], listed: bool
+) -> None:
+    """Alone in the queue, a count request is placed exactly when `count` GPUs are free (no
+    other process over the threshold, not lost, not another run's), on its held ones first;
+    a list request (its held GPUs named) exactly when every one it names is free."""
+    gpus = [
+        gpu(i, used=40 * GIB, procs=[(900 + i, 40 * GIB)])
+        if s == "foreign"
+        else gpu(i, lost=s == "lost")
+        for i, s in enumerate(states)
+    ]
+    free = {i for i, s in enumerate(states) if s == "free"}
+    held_seen = tuple(sorted(i for i in held if i < len(states)))
+    others = {"b": tuple(i for i, s in enumerate(states) if s == "other run")}
+    if listed and held_seen:
+        ask = placement.Ask("a", "[" + ",".join(map(str, held_seen)) + "]", held_seen)
+    else:
+        ask = placement.Ask("a", str(count), held_seen or None)
+    out = placement.plan([ask], gpus, {k: v for k, v in others.items() if v}, frozenset())["a"]
+    if listed and held_seen:
+        assert isinstance(out, placement.Place) == (set(held_seen) <= free), out
+        return
+    if count > len(states):
+        assert isinstance(out, placement.Never)
+        return
+    assert isinstance(out, placement.Place) == (len(free) >= count), out
+    if isinstance(out, placement.Place):
+        assert out.gpus is not None and set(out.gpus) <= free and len(out.gpus) == count
+        kept = free & set(held_seen)
+        assert set(out.gpus) >= set(sorted(kept)[:count])  # its own first, while free
+    else:
+        assert isinstance(out, placement.Wait) and "waiting for" in out.reason
+
+
+def test_a_relaunch_s_wait_says_its_time_limit_bounds_it() -> None:
+    """A relaunch that must wait says until when at most: its time limit goes on counting
+    and ends it then (walk92 F6: the wait had no end in sight); a queued run is charged
+    nothing while it waits, so its reason says no bound."""
+    from ajetd.core import model
+
+    run = _running(1000.0)
+    waiting = model.bounded_wait(replace(run, state=State.RESTARTING), "waiting for 1 GPU(s)")
+    assert waiting.startswith("waiting for 1 GPU(s); it waits at most until its time limit")
+    assert "(exp_max_time 24h) falls at 1970-01-01T22:53:20Z" in waiting and waiting.endswith(
+        "then ends time_limit"
+    )
+    assert model.wait_cause(waiting) == "waiting for 1 GPU(s)"
+    queued = replace(run, state=State.QUEUED, started_at=None, trials=())
+    assert model.bounded_wait(queued, "waiting for 1 GPU(s)") == "waiting for 1 GPU(s)"
 
 
 # -- attribution and summaries ----------------------------------------------------------------

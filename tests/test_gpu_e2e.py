@@ -195,6 +195,48 @@ def test_vllm_memory_relaunch_waits_for_the_gpu_to_drain(env: Env) -> None:
     assert "`vllm_memory`" in trials and "waits until that memory drains" in trials
 
 
+def test_a_count_s_relaunch_takes_a_free_gpu_a_list_s_waits_saying_until_when(
+    env: Env,
+) -> None:
+    """walk92 F6: after vllm_memory, with pid 1 holding 58.6 GiB of GPU 0 and GPU 1 idle, a
+    `gpus: 1` run's relaunch goes to GPU 1 at once (the outside process never leaves); a
+    `gpus: [0]` run's waits for GPU 0, its reason saying its time limit ends the wait, and a
+    stop then names what it waited for."""
+    file = _gpus(env, 2)
+    _start(env)
+    fake = {"file": str(file), "memory_mib": 20000, "grabbed_once": str(env.tmp / "g1")}
+    bp = env.blueprint("vcount", config=env.config("vcount", fake_gpu=fake), ajetd="gpus: 1")
+    counted = env.submit(bp)
+    status = env.wait_done(counted)
+    assert (status["status"], status["trials"]) == ("succeeded", 2), status
+    events = (env.home / "runs" / counted / "events.jsonl").read_text()
+    assert "placed on GPU(s) 0" in events and "placed on GPU(s) 1" in events, events
+    assert "waiting for 1 GPU(s)" not in events, events
+    doc = json.loads(file.read_text())
+    assert [p["pid"] for p in doc["gpus"][0]["processes"]] == [1]  # still held outside
+    trials = (env.tmp / "results" / "vcount" / "trials.md").read_text()
+    assert "the relaunch goes to other free GPUs (gpus: a count)" in trials, trials
+
+    fake = {"file": str(file), "memory_mib": 20000, "grabbed_once": str(env.tmp / "g2")}
+    _edit(file, lambda d: d["gpus"][0].update(memory_used_mib=0, processes=[]))
+    listed = env.submit(
+        env.blueprint("vlist", config=env.config("vlist", fake_gpu=fake), ajetd="gpus: [0]")
+    )
+    wait_for(
+        lambda: "GPU 0 has 58.6 GiB" in env.record(listed).get("reason", ""),
+        what="the list's relaunch to wait for its GPU",
+    )
+    record = env.record(listed)
+    assert record["state"] == "restarting", record
+    assert "it waits at most until its time limit (exp_max_time 2m) falls at" in record["reason"]
+    assert record["reason"].endswith("then ends time_limit"), record["reason"]
+    stop = env.cli("stop", listed, "--timeout", "20")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    reason = env.wait_done(listed)["reason"]
+    assert "while it waited to relaunch (waiting for 1 GPU(s): GPU 0 has 58.6 GiB" in reason
+    assert "ends time_limit" not in reason, reason
+
+
 def test_gpus_names_the_run_a_free_gpu_is_reserved_for(env: Env) -> None:
     """Walk 91, F11: a GPU kept free for a waiting run showed HELD BY `-` in `ajetd gpus`,
     and a later run's reason said only "reserved for an earlier run in the queue"."""

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
+from ajetd.core.durations import format_duration
 from ajetd.core.finding import Finding
 from ajetd.core.fixrecord import AppliedFix, ConfigChange
 from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
 from ajetd.core.shown import show
 from ajetd.core.stageresult import StageResult
+from ajetd.core.timefmt import iso
 from ajetd.core.values import path_problem
 
 
@@ -429,6 +431,29 @@ def unprepare(run: Run) -> Run:
 def waiting(run: Run, reason: str) -> Run:
     """A queued (or restarting) run cannot start yet: why, for `status`."""
     return run if run.reason == reason else replace(run, reason=reason)
+
+
+def bounded_wait(run: Run, why: str) -> str:
+    """Why a waiting run waits, and for a relaunch how long at most: its time limit goes on
+    counting between trials, and once it falls the run ends `time_limit` with no trial
+    launched (`Launch._past_deadline`); said in the reason, so a wait for GPUs that an outside
+    process holds is never one without an end in sight (walk92 F6). A run not started yet is
+    charged nothing while it waits: none is said."""
+    deadline = run.deadline
+    if run.state is not State.RESTARTING or deadline is None:
+        return why
+    limit = format_duration(run.max_time_s) if run.max_time_s is not None else "its limit"
+    falls = f"(exp_max_time {limit}) falls at {iso(deadline)}, then ends time_limit"
+    return f"{why}{WAIT_BOUND} {falls}"
+
+
+WAIT_BOUND = "; it waits at most until its time limit"
+
+
+def wait_cause(reason: str) -> str:
+    """A waiting run's reason without its bound (`bounded_wait`): what it waited for, as the
+    end of a run stopped or timed out while it waited says it."""
+    return reason.partition(WAIT_BOUND)[0]
 
 
 WAITING = (State.QUEUED, State.RESTARTING)  # runs the launch step places and lets go

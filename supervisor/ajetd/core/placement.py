@@ -3,7 +3,8 @@
 A GPU is free when no live run of ajetd holds it and the memory of other processes on it is at
 most `threshold` of its total (AgentJet's own launcher demands 95 % free: default 0.05). A run
 asks for `all` (the default: every visible GPU, exclusively, as seed 000 says), a count, a
-list of indices, or `0` (CPU only: it never waits).
+list of indices, or `0` (CPU only: it never waits). A count takes any suitable free GPUs, at
+a relaunch too (those it ran on first, while they are free); a list is pinned to its GPUs.
 
 Queueing policy: first come, first served, in submission order, with a reservation for
 whoever waits: a run that cannot start keeps the GPUs it waits for from later runs. A count
@@ -178,15 +179,13 @@ def plan(
             out[ask.run_id] = Never(need)
             continue
         count, named = need
-        if ask.held is not None and len(ask.held) == count:
-            named = ask.held  # a relaunch waits for its own GPUs, never for others
         candidates = named if named is not None else tuple(visible)
         others = {i: r for i, r in taken.items() if r != ask.run_id}
         free = [
             i for i in candidates if i not in others and i not in unusable and i not in reserved
         ]
         if len(free) >= count:
-            chosen = tuple(sorted(free)[:count])
+            chosen = _chosen(free, count, ask.held or ())
             out[ask.run_id] = Place(chosen)
             taken.update(dict.fromkeys(chosen, ask.run_id))
             continue
@@ -199,6 +198,15 @@ def plan(
             why += f"; {NO_RESERVATION}"
         out[ask.run_id] = Wait(why, kept)
     return out
+
+
+def _chosen(free: Sequence[int], count: int, held: Sequence[int]) -> tuple[int, ...]:
+    """`count` of the `free` GPUs for a count or `all` request: those it held already first
+    (a relaunch stays where it ran while they are free), then the lowest others. A relaunch
+    no longer waits for its own GPUs while others are free (walk92 F6: a `gpus: 1` run's
+    relaunch after vllm_memory waited for the GPU an outside process held, the other idle);
+    a list request's GPUs are its own to wait for (`candidates` are only they)."""
+    return tuple(sorted(sorted(free, key=lambda i: (i not in held, i))[:count]))
 
 
 def _wait_reason(

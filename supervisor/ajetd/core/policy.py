@@ -393,6 +393,7 @@ def after_failure(run: Run, code: int, obs: Observation, options: Options) -> Ac
         options.allow_fixes,
         obs.port_holder,
         obs.gpus_taken,
+        options.gpus,
     )
     if isinstance(choice, Relaunch):
         return Restart(code, choice, obs.findings[0].kind if obs.findings else "")

@@ -516,13 +516,15 @@ def choose(
     allow_fixes: Mapping[str, tuple[float | None, float | None]] | None = None,
     port_holder: str | None = None,
     gpus_taken: str | None = None,
+    gpus: str = "all",
 ) -> Relaunch | GiveUp:
     """The remedy for `run`'s last trial, which failed with `findings` (root cause first).
 
     `proxychains` is the path of an installed proxychains4, or None; `config` is the YAML the
     trial ran with, and `allow_fixes` the science fixes its blueprint permits; `port_holder`
     describes a process outside this run that holds the port a bind error names;
-    `gpus_taken` says which other processes hold memory on the run's GPUs now.
+    `gpus_taken` says which other processes hold memory on the run's GPUs now, and `gpus`
+    is what the run asks for (`[ajetd] gpus`: a count's relaunch may go to other GPUs).
 
     A GiveUp's reason is the first thing that stops a relaunch, in the order a user would fix
     it: no known failure, a fatal kind, no fix for this failure (none allowed, none in this
@@ -535,7 +537,7 @@ def choose(
     if root.severity == "fatal":
         return GiveUp(f"{root.kind} is fatal, not retried: {root.fix}")
     choice = _remedy(
-        run, root, proxychains, config, allow_fixes, port_holder, gpus_taken
+        run, root, proxychains, config, allow_fixes, port_holder, gpus_taken, gpus
     )  # the fix this failure has, the budget aside; why it has none, the first thing to fix
     if isinstance(choice, GiveUp):
         return choice
@@ -550,6 +552,7 @@ def _remedy(
     allow_fixes: Mapping[str, tuple[float | None, float | None]] | None,
     port_holder: str | None,
     gpus_taken: str | None,
+    gpus: str = "all",
 ) -> Relaunch | GiveUp:
     """`choose`'s remedy for a failure whose root cause `root` is not fatal, its retry budget
     and thrashing guard not asked."""
@@ -570,10 +573,16 @@ def _remedy(
         and "wait_gpu_drain" not in applied
         and advice.said(root.evidence, "gpu_memory_utilization") != "raise"
     ):  # others' memory is the cause only where the budget was too large for what was free
+        count = gpus not in ("all", "0") and not gpus.startswith("[")
+        then = (
+            "goes to other free GPUs (gpus: a count), or waits until that memory drains where "
+            "too few are free"
+            if count
+            else "waits until that memory drains (its GPUs are named or all: it waits for them)"
+        )
         return Relaunch(
             "wait_gpu_drain",
-            f"vllm_memory while other processes hold its GPUs ({gpus_taken}): the relaunch "
-            "waits until that memory drains",
+            f"vllm_memory while other processes hold its GPUs ({gpus_taken}): the relaunch " + then,
         )
     if kind in SCIENCE_STEPS:
         framework = frameworks.of(run.kind)

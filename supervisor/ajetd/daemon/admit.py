@@ -227,7 +227,7 @@ class Admit(Base):
         if run is None and run_id in self.unadmitted:
             run, why = self._stop_unadmitted(run_id, now)
         if run is not None and run.state is State.RESTARTING:  # between trials: at once
-            waited = f" ({run.reason})" if run.reason else ""
+            waited = f" ({model.wait_cause(run.reason)})" if run.reason else ""
             why = f"stopped by `ajetd stop` while it waited to relaunch{waited}; {DATA_KEPT}"
         if run is not None and run.state in model.WAITING:  # walk87 F9: a restarting run's too
             self._store(self._finish_now(run, Status.STOPPED, why, now))

@@ -97,7 +97,7 @@ class Launch(Base):
         run = slot.run
         if run.state is not State.RESTARTING or run.deadline is None or now < run.deadline:
             return False
-        waited = f" ({run.reason})" if run.reason else ""
+        waited = f" ({model.wait_cause(run.reason)})" if run.reason else ""
         why = f"stopped at exp_max_time while it waited to relaunch{waited}; {DATA_KEPT}"
         self._store(self._finish_now(run, Status.TIME_LIMIT, why, now))
         return True
@@ -119,9 +119,10 @@ class Launch(Base):
             self._launch_failed(run, decision.reason, now)
             return False
         if isinstance(decision, placement.Wait):
-            if decision.reason != run.reason:
-                self.home.append_event(run.run_id, now, decision.reason)
-            self._store(model.waiting(run, decision.reason))
+            why = model.bounded_wait(run, decision.reason)
+            if why != run.reason:
+                self.home.append_event(run.run_id, now, why)
+            self._store(model.waiting(run, why))
             return False
         if decision.gpus != run.gpu_ids:
             if decision.gpus:
