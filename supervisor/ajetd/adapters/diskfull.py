@@ -23,6 +23,7 @@ from typing import Any
 from ajetd.adapters.store import append_bytes, write_atomic
 from ajetd.core import unsaved
 from ajetd.core.limits import size_text
+from ajetd.core.timefmt import iso
 
 log = logging.getLogger(__name__)
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
@@ -37,6 +38,10 @@ RETRY_FLOOR_S = 0.2  # however short a test makes the schedule
 # within seconds, as it was when each tick tried it
 REFUSED_RETRY_MAX_S = 2.0
 FULL_BELOW_BYTES = 64 * 1024  # a disk with less free than this is full (a log's, a result dir's)
+# how often the free space of a disk that was full is read while its writes wait (a statvfs,
+# microseconds): room made there is used within this, not at the backoff's next try, which
+# grows to a minute (walk92 F8: the writes waited 73 s, 50 s of them with room)
+ROOM_CHECK_S = 2.0
 
 
 def is_full(exc: BaseException) -> bool:
@@ -87,6 +92,19 @@ def free_bytes(folder: Path) -> int | None:
     return info.f_bavail * info.f_frsize
 
 
+def room(folder: Path) -> int | None:
+    """The bytes a new write may use there: what is free, or 0 where no inode is free (no file
+    can be made, however much space: ENOSPC all the same); None: cannot tell. A file system
+    that counts no inodes (btrfs: `f_files` 0) is judged by its space alone."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    if info.f_files and not info.f_favail:
+        return 0
+    return info.f_bavail * info.f_frsize
+
+
 def free_space(folder: Path) -> str:
     """What an unprivileged writer may still put there, for people ("0 B", "3.1 MiB")."""
     try:
@@ -107,6 +125,11 @@ class Full:
     delay: float
     host: str | None = None  # the other machine it is on (its free space not read here)
     refused: bool = False  # a permission error, not a full disk (`is_refused`)
+    code: int = 0  # the errno of its last refusal
+    tried: float = 0.0  # when it last refused a write
+    # `room` there when it last refused a write (ENOSPC on this machine; None: not read):
+    # more room than this since means its writes can be tried again at once (`room_back`)
+    room_seen: int | None = None
 
 
 class Troubles:
@@ -139,15 +162,29 @@ class Troubles:
             known = Full(what, error, now, now + self.first_s, self.first_s, host)
             known.refused = is_refused(exc)
             self.full[folder] = known
-            return
-        most = min(self.max_s, REFUSED_RETRY_MAX_S) if known.refused else self.max_s
-        known.delay = min(known.delay * 2, most)
-        known.retry_at, known.error = now + known.delay, error
+        else:
+            most = min(self.max_s, REFUSED_RETRY_MAX_S) if known.refused else self.max_s
+            known.delay = min(known.delay * 2, most)
+            known.retry_at, known.error = now + known.delay, error
+        known.code, known.tried = exc.errno or 0, now
+        watched = known.code == errno.ENOSPC and known.host is None
+        known.room_seen = room(folder) if watched else None
+
+    def room_back(self, folder: Path) -> bool:
+        """A folder whose disk was full (ENOSPC, this machine's) has room again: at least
+        FULL_BELOW_BYTES more than when it last refused a write (an inode too, where none was
+        free). Its held writes are then tried at once, not at the backoff's next try."""
+        known = self.full.get(folder)
+        if known is None or known.room_seen is None:
+            return False
+        now = room(folder)
+        return now is not None and now >= known.room_seen + FULL_BELOW_BYTES
 
     def blocked(self, folder: Path) -> bool:
-        """Known full and not yet due for another try."""
+        """Known full and not yet due for another try: its backoff's time has not come, and
+        its disk has no more room than when it refused the last write (`room_back`)."""
         known = self.full.get(folder)
-        return known is not None and self.clock() < known.retry_at
+        return known is not None and self.clock() < known.retry_at and not self.room_back(folder)
 
     def clear(self, folder: Path) -> None:
         known = self.full.pop(folder, None)
@@ -158,7 +195,14 @@ class Troubles:
             log.info("%s %s can be written again (after %.0f s)", known.what, folder, waited)
 
     def next_at(self) -> float | None:
-        return min((f.retry_at for f in self.full.values()), default=None)
+        """When the loop wakes for a full folder: its next try, and while it is a disk of this
+        machine full (ENOSPC), within ROOM_CHECK_S to read its free space (`room_back`)."""
+        soon = self.clock() + ROOM_CHECK_S
+        due = [
+            min(f.retry_at, soon) if f.room_seen is not None else f.retry_at
+            for f in self.full.values()
+        ]
+        return min(due, default=None)
 
     def lines(self, held: dict[Path, str]) -> list[str]:
         """One line per full folder, for `ajetd status`: what, where, why, how much is free."""
@@ -181,12 +225,37 @@ class Troubles:
                 f"{unsaved.REFUSED}cannot write to {known.what} {folder}: {known.error} (a "
                 "permission error: the folder's mode, owner or attributes, e.g. chattr +i)"
             )
-        free = f"{free_space(folder)} free" if known.host is None else "on another machine"
-        return f"cannot write to {known.what} {folder}: {known.error} ({free})"
+        if known.host is not None:
+            return f"cannot write to {known.what} {folder}: {known.error} (on another machine)"
+        free = free_space(folder)
+        if self.room_back(folder):  # never "No space left" beside the room there is now
+            return (
+                f"{unsaved.ROOM_BACK}{known.what} {folder} refused a write at "
+                f"{iso(known.tried)} ({known.error}); {free} free now: its held writes are "
+                f"tried again within {ROOM_CHECK_S:g} s"
+            )
+        said = _room_said(folder, known, free)
+        return f"cannot write to {known.what} {folder}: {known.error} ({said})"
 
     def refused(self) -> list[Path]:
         """The folders that refused a write for a permission."""
         return [folder for folder, known in self.full.items() if known.refused]
+
+
+def _room_said(folder: Path, known: Full, free: str) -> str:
+    """The free space beside a full disk's line, with why a write still failed where the
+    space is there: no inode free, or the writes held need more than is free."""
+    if known.room_seen is None:  # not a full disk of this machine: its space is all there is
+        return f"{free} free"
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return f"{free} free"
+    if info.f_files and not info.f_favail and info.f_bavail * info.f_frsize >= FULL_BELOW_BYTES:
+        return f"{free} free, but no inode"
+    if known.room_seen >= FULL_BELOW_BYTES:
+        return f"{free} free, too little for the writes it held"
+    return f"{free} free"
 
 
 class Held:

@@ -39,6 +39,8 @@ FIELDS = (
 # the last trial's number and end, and the count of validation records (`history`)
 DERIVED = ("trial", "trial_ended_at", "trial_exit_code", "records")
 REFUSED = "WRITE REFUSED: "  # a folder's line in daemon.json's `disk` that is no full disk
+# a folder's line in daemon.json's `disk` whose disk has room again, its writes about to go
+ROOM_BACK = "DISK WAS FULL: "
 TEXT_MAX = 400  # characters of a reason or an attention kept (the full text waits for disk)
 NOTE = (
     "this run's newest record is held in memory: $AJETD_HOME is full (shown as the daemon "

@@ -24,7 +24,7 @@ from ajetd.core.campaignstop import shown_progress
 from ajetd.core.durations import format_duration
 from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run, State, Status
-from ajetd.core.unsaved import REFUSED
+from ajetd.core.unsaved import REFUSED, ROOM_BACK
 from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
 from ajetd.views.records import fixes_said, shown_state
 
@@ -476,8 +476,8 @@ def daemon_lines(
     for line in info.get("refused") or []:  # the other files are taken
         lines.append([(cut(f"inbox: {refused}{line}", width), style)])
     for problem in (info.get("disk") or []) if up else []:  # held writes, retried
-        is_refused = isinstance(problem, str) and problem.startswith(REFUSED)
-        said = problem if is_refused else f"DISK FULL: {problem}"
+        as_said = isinstance(problem, str) and problem.startswith((REFUSED, ROOM_BACK))
+        said = problem if as_said else f"DISK FULL: {problem}"
         lines.append([(cut(f"daemon: {said}", width), "bad")])
     for problem in info.get("damaged") or []:  # run folders left out, whether or not it runs
         lines.append([(cut(f"DAMAGED: {problem}", width), "bad")])
