@@ -394,3 +394,50 @@ def test_the_text_summary_shows_every_rule_and_gpus_as_used(env: Env) -> None:
     # JSON still shows what was read)
     code, data, text = _lint(env, "gpus: [1, 0]")
     assert data["blueprint"]["options"]["gpus"] == [1, 0]  # type: ignore[index]
+
+
+def test_the_hooks_are_shown_read_in_the_text_and_the_json(env: Env) -> None:
+    """walk92 F9: `lint` did not show `on_finish`, so an agent could not check that its hook
+    was read. Both hooks are shown as read, `none` / null where not given."""
+    hook = 'notify-send "ajetd $AJETD_RUN_ID $AJETD_STATUS"'
+    code, data, text = _lint(env, f"gpus: 0\non_finish: '{hook}'")
+    assert code == 0, data
+    options = data["blueprint"]["options"]  # type: ignore[index]
+    assert options["on_finish"] == hook and options["on_attention"] is None, options
+    assert f"  on_finish: {hook}\n" in text and "  on_attention: none" in text, text
+
+
+def test_every_option_read_is_in_lints_options() -> None:
+    """Every `[ajetd]` option the parser reads has its place in lint's `options` (the class
+    of on_finish's omission): each field of `Options` given a value (but `notes`, the
+    warnings) is shown under its key, or under the rule key `_rules` gives it."""
+    import dataclasses
+
+    from ajetd.core.hostspecs import SlurmSpec, SshSpec, SwarmSpec
+    from ajetd.core.options import Options, Stage
+    from ajetd.core.userkinds import UserKind
+    from ajetd.views.records import lint_options
+
+    given = Options(
+        gpus="2",
+        env={"A": "1"},
+        on_finish="echo done",
+        on_attention="echo look",
+        swarm=SwarmSpec(),
+        ssh=SshSpec("gpu-box"),
+        pull=("ckpt",),
+        stages=(Stage("a"),),
+        slurm=SlurmSpec(partition="gpu"),
+        kinds=(UserKind("mine", "fatal", "why", "fix", ("boom",)),),
+        yaml_overrides=("a.b=1",),
+    )
+    rules = {"hang": {}, "plateau": None, "allow_fixes": {}}  # `_rules`'s keys, as read
+    shown = lint_options(given, rules)
+    under = {"hang_window_s": "hang", "hang_action": "hang", "keep_session_s": "keep_session_s"}
+    missing = [
+        f.name
+        for f in dataclasses.fields(Options)
+        if f.name != "notes" and under.get(f.name, f.name) not in shown
+    ]
+    assert not missing, missing
+    assert json.loads(json.dumps(shown)) == json.loads(json.dumps(shown, default=str))

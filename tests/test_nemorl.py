@@ -353,6 +353,9 @@ def test_a_nemo_run_through_the_loop(daemon_env: Env) -> None:
     assert "NeMo-RL override ++checkpointing.checkpoint_dir=" in results
     assert "| trial | step | accuracy |" in results and "| 1 | 6 | 0.4200 |" in results
     assert "- **accuracy**: first 0.3400, best 0.4200 (step 6), last 0.4200" in results
+    # where its records come from, not "(none named in the YAML)" (walk92 F9)
+    assert "- validation records: read from the program's output (NeMo-RL prints" in results
+    assert "none named in the YAML" not in results
 
 
 def test_a_percent_is_a_fraction_in_every_reader(daemon_env: Env) -> None:

@@ -165,7 +165,9 @@ def test_the_programs_picture_is_never_drawn_over(daemon_env: Env) -> None:
     assert env.wait_done(run_id, timeout=90)["status"] == "succeeded"
     assert (result / "curves.program.png").read_bytes() == mine.read_bytes()
     assert programfiles.drawn_by(result / "curves.png", run_id)
-    assert "curves.png as curves.program.png" in (result / "results.md").read_text()
+    said = "wrote curves.png in its result dir"
+    assert said in (result / "results.md").read_text()
+    assert "the program's own is kept as curves.program.png" in (result / "results.md").read_text()
 
 
 def test_diag_never_makes_a_removed_result_dir_again(daemon_env: Env) -> None:
@@ -198,3 +200,20 @@ def test_reports_dir_names_where_this_runs_reports_are(daemon_env: Env) -> None:
     ended = env.wait_done(live)
     assert ended["reports_dir"] == str(result)
     assert json.loads((result / "finish.flag").read_text())["run_id"] == live
+
+
+def test_the_note_of_what_was_kept_aside_names_each_file_once() -> None:
+    """walk92 F9: one file read "its own are kept as finish.flag as finish.program.flag"."""
+    folder = Path("/r")
+    one = programfiles.moved_note(folder, [("finish.flag", "finish.program.flag")])
+    assert one == (
+        "the program wrote finish.flag in its result dir /r, a name ajetd writes its reports "
+        "under: the program's own is kept as finish.program.flag"
+    )
+    two = programfiles.moved_note(
+        folder, [("finish.flag", "finish.program.flag"), ("results.md", "results.program.md")]
+    )
+    assert two.endswith(
+        "the program's own are kept, finish.flag as finish.program.flag and results.md as "
+        "results.program.md"
+    ), two

@@ -315,6 +315,15 @@ def test_campaign_lines_follow_the_filters() -> None:
     assert shown(Filters(since_s=3600)) == ["c1", "c2"]
 
 
+def test_a_done_campaign_s_line_says_done_once() -> None:
+    """walk92 F9: "campaign c-qy4cx3 (camp1) done (completed): ... best 0.7 (baseline) [done]"
+    said done twice; `[done]` stays only where its phase does not say so."""
+    done = view.Campaign("c1", "3/3", "camp1", "done", "completed", 0.7, "baseline", done=True)
+    assert done.line() == "campaign c1 (camp1) done (completed): 3/3; best 0.7 (baseline)"
+    stale = view.Campaign("c2", "3/3", "camp2", "running", done=True)
+    assert stale.line().endswith(" [done]")
+
+
 def test_the_default_view_shows_live_campaigns_and_the_last_ended_ones() -> None:
     """As for runs, the default view stays a screen: every live campaign, the three that
     ended last, then a count of the others; `--all` shows every one."""

@@ -151,8 +151,15 @@ def log_moved_note(folder: Path, number: int, moved: tuple[str, str]) -> str:
 
 def moved_note(folder: Path, moved: list[tuple[str, str]]) -> str:
     """The warning and journal line for what `set_aside` moved."""
-    pairs = ", ".join(f"{old} as {new}" for old, new in moved)
+    wrote = ", ".join(old for old, _ in moved)
+    if len(moved) == 1:  # walk92 F9: "its own are kept as finish.flag as finish.program.flag"
+        return (
+            f"the program wrote {wrote} in its result dir {folder}, a name ajetd writes its "
+            f"reports under: the program's own is kept as {moved[0][1]}"
+        )
+    pairs = ", ".join(f"{old} as {new}" for old, new in moved[:-1])
+    pairs += f" and {moved[-1][0]} as {moved[-1][1]}"
     return (
-        f"the program wrote {', '.join(old for old, _ in moved)} in its result dir {folder}, "
-        f"names ajetd writes its reports under: its own are kept as {pairs}"
+        f"the program wrote {wrote} in its result dir {folder}, names ajetd writes its "
+        f"reports under: the program's own are kept, {pairs}"
     )

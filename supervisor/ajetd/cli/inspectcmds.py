@@ -7,7 +7,6 @@ Each imports what it needs inside its function, so that loading the command line
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,6 @@ def lint(file: Path, as_json: bool) -> None:
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.cutshort import cut_sign
     from ajetd.core.errors import BlueprintError
-    from ajetd.core.options import gpus_shown
     from ajetd.hosts.preflight import check_blueprint, nemo_launch, placed_first
     from ajetd.views import records as status_view
 
@@ -75,20 +73,7 @@ def lint(file: Path, as_json: bool) -> None:
             "result_dir": bp.result_dir,
             "max_time_s": bp.max_time_s,
             "val_path": resolved.val_path if resolved else None,
-            "options": {
-                "gpus": gpus_shown(bp.options.gpus),
-                "env": bp.options.env,
-                "max_trials": bp.options.max_trials,
-                "autokill": bp.options.autokill,
-                "keep_session_s": bp.options.keep_session_s,
-                **_rules(bp, resolved),
-                # the pipeline as read (walk 86: lint --json did not show it at all)
-                **(
-                    {"stages": [dataclasses.asdict(stage) for stage in bp.options.stages]}
-                    if bp.options.stages
-                    else {}
-                ),
-            },
+            "options": status_view.lint_options(bp.options, _rules(bp, resolved)),
             "warnings": resolved.review.warnings if resolved else [],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
             # as admission records them: the review's, then NeMo-RL's overrides

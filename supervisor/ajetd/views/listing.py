@@ -110,13 +110,15 @@ class Campaign:
         )
 
     def line(self) -> str:
-        """`campaign ID (name) phase (status): progress; best X (experiment) [done]`."""
+        """`campaign ID (name) phase (status): progress; best X (experiment)`, and `[done]`
+        only where its phase does not say so already (walk92 F9: "done (completed): ...
+        [done]")."""
         phase = self.phase + (f" ({self.status})" if self.status else "")
         progress = " ".join((self.progress or "starting").split())
         text = f"campaign {self.campaign_id} ({self.name or '?'}) {phase}: {progress}"
         if self.best is not None:
             text += f"; best {self.best:g} ({self.best_name})"
-        return text + (" [done]" if self.done else "")
+        return text + (" [done]" if self.done and self.phase != "done" else "")
 
 
 def _seconds(value: Any) -> float | None:

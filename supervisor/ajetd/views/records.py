@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ajetd.core import gpuuse
 from ajetd.core.durations import format_duration
@@ -14,6 +15,9 @@ from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause, Trial, record_trials
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import best_point, shown_metric, step_of
+
+if TYPE_CHECKING:
+    from ajetd.core.options import Options
 
 
 def _elapsed(run: Run, now: float) -> float | None:
@@ -245,6 +249,39 @@ def wait_line(run: Run, code: int) -> str:
     return f"run {run.run_id} {_state_word(run)}: {run.reason}{fixes_said(run)}"
 
 
+def lint_options(opts: Options, rules: Mapping[str, Any]) -> dict[str, Any]:
+    """`ajetd lint`'s `options`: every `[ajetd]` option as read, so an agent can check each
+    was (walk92 F9: on_finish was not shown, nor was any sign its hook was read): the plain
+    ones, `rules` (hang, plateau, allow_fixes, as `_rules` reads them), the hooks (null where
+    none), and the others where given (a pipeline, a remote host, Slurm, a swarm server,
+    artifacts to pull, failure kinds of its own, YAML overrides)."""
+    from ajetd.core.options import gpus_shown  # lint's alone: not on `status`'s way
+
+    given = {
+        "stages": [dataclasses.asdict(stage) for stage in opts.stages],
+        "swarm": dataclasses.asdict(opts.swarm) if opts.swarm is not None else None,
+        "ssh": dataclasses.asdict(opts.ssh) if opts.ssh is not None else None,
+        "pull": list(opts.pull),
+        "slurm": dataclasses.asdict(opts.slurm) if opts.slurm is not None else None,
+        "kinds": [dataclasses.asdict(kind) for kind in opts.kinds],
+        "yaml_overrides": list(opts.yaml_overrides),
+    }
+    return {
+        "gpus": gpus_shown(opts.gpus),
+        "env": opts.env,
+        "max_trials": opts.max_trials,
+        "autokill": opts.autokill,
+        "keep_session_s": opts.keep_session_s,
+        **rules,
+        "on_finish": opts.on_finish or None,
+        "on_attention": opts.on_attention or None,
+        **{key: value for key, value in given.items() if value},
+    }
+
+
+LINT_HOOKS = ("on_finish", "on_attention")
+
+
 def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     lines = [f"{file}: ok"]
     for key in (
@@ -263,8 +300,10 @@ def render_lint_summary(file: Path, summary: dict[str, Any]) -> str:
     lines.append(f"  max_time: {format_duration(summary['max_time_s'])}")
     options = dict(summary["options"])
     rules = {key: options.pop(key, None) for key in ("hang", "plateau", "allow_fixes")}
+    hooks = {key: options.pop(key, None) for key in LINT_HOOKS}
     lines.append(f"  options: {options}")
     lines += _rule_lines(rules, summary["max_time_s"])
+    lines += [f"  {key}: {command or 'none'}" for key, command in hooks.items()]
     lines += [f"  warning: {w}" for w in summary.get("warnings", [])]
     for change in summary.get("config_changes", []):
         where = (  # NeMo-RL's are overrides on its command line; AgentJet's go in a copy

@@ -254,11 +254,22 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
             if run.trial
             else ["- command run: (none)"]
         ),
-        f"- validation results file: `{run.val_path}`{_val_copy_said(run, ctx)}"
-        if run.val_path
-        else "- validation results file: (none named in the YAML)",
+        _val_file_line(run, ctx),
     ]
     return lines + [f"- warning: {w}" for w in run.warnings]
+
+
+def _val_file_line(run: Run, ctx: ReportContext) -> str:
+    """Where the run's validation records come from: its val file, or for a NeMo-RL run,
+    which writes none, its output (walk92 F9: "(none named in the YAML)" read as missing)."""
+    if run.val_path:
+        return f"- validation results file: `{run.val_path}`{_val_copy_said(run, ctx)}"
+    if run.kind == "nemo_rl":
+        return (
+            "- validation records: read from the program's output (NeMo-RL prints them; it "
+            "writes no validation results file)"
+        )
+    return "- validation results file: (none named in the YAML)"
 
 
 def provenance_lines(p: Provenance | None) -> list[str]:
