@@ -574,3 +574,17 @@ def test_the_walks_noise_is_flat_and_a_real_climb_is_not() -> None:
     assert len(set(view.sparkline([0.6038, 0.6049, 0.6041, 0.6045, 0.6040]))) == 1
     assert view.sparkline([0.1, 0.3, 0.2, 0.6]) == "▁▃▂█"
     assert view.sparkline([0.0, 0.0]) == view.sparkline([0.5, 0.5]) == "▁▁"
+
+
+def test_a_run_judged_by_another_metric_heads_the_column_metric_before_it_has_one() -> None:
+    """walk92 F9: a NeMo-RL run (its metric `accuracy`) whose records a full home held showed
+    `-` under MEAN_REWARD. The column is METRIC where a run is judged by another metric, and
+    a run whose newest record is held in memory says `in memory` there."""
+    from ajetd.core import unsaved
+
+    nemo = Run("nemo01", "n.md", NOW - 60, state=State.RUNNING, started_at=NOW - 50)
+    nemo = replace(nemo, kind="nemo_rl", metric="accuracy", warnings=(unsaved.NOTE,))
+    text = plain(overview([nemo], Filters(), NOW, 120, True, {}, []))
+    header = next(line for line in text.splitlines() if line.startswith("RUN"))
+    assert "METRIC" in header and "MEAN_REWARD" not in header, text
+    assert "in memory" in text, text

@@ -30,9 +30,11 @@ class BlueprintError(AjetdError):
 
 
 def one_line(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
-    """`text` on one line (its newlines spaces) of at most `limit` characters (cut: `…`)."""
-    line = " ".join(text.split("\n"))
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """`text` on one line (its newlines spaces) of at most `limit` characters: cut at a word
+    boundary, `…`, what it opened closed (`linecut.cut`)."""
+    from ajetd.core.linecut import cut  # a leaf module; errors is imported by everything
+
+    return cut(" ".join(text.split("\n")), limit)
 
 
 _cap = one_line

@@ -13,6 +13,8 @@ import re
 import textwrap
 from typing import NamedTuple
 
+from ajetd.core.linecut import cut
+
 FENCE = re.compile(r"\s*(`{3,}|~{3,})")
 _TICKS = re.compile(r"`+")
 
@@ -130,12 +132,12 @@ def blank_comments(text: str) -> str:
 
 def table_cell(text: str, limit: int) -> str:
     """`text` as one cell of a Markdown table: on one line (line breaks and control
-    characters as spaces), at most `limit` characters (`…` where cut), a `|` escaped so it
+    characters as spaces), at most `limit` characters (`linecut.cut`: at a word boundary,
+    `…`, what it opened closed, so no code span runs on into the next cells), a `|` escaped so it
     splits no column, a `<` as `&lt;` so no viewer reads it as HTML, and a `&` as `&amp;`
     so that an entity in the text (`&lt;`) is shown as written, not as what it names."""
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    if len(flat) > limit:
-        flat = flat[: max(limit - 1, 0)].rstrip() + "…"
+    flat = cut(flat, limit)
     return flat.replace("&", "&amp;").replace("|", "\\|").replace("<", "&lt;")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
+from ajetd.core import unsaved
 from ajetd.core.campaignrecord import (
     REASON_MAX,
     CampaignState,
@@ -107,6 +108,9 @@ def _running(spec: cs.CampaignSpec, state: CampaignState, runs: Mapping[str, Run
                 if run
                 else None,
                 "metrics": metrics,
+                # its newest record (metrics, records) held in the daemon's memory on a full
+                # home: `metric` is the one on disk (walk92 F9: "no metric yet" beside 5)
+                "held_in_memory": bool(run and unsaved.NOTE in run.warnings),
                 "result_dir": run.result_dir if run else None,
             }
         )
@@ -275,14 +279,20 @@ def status_json(
     return out
 
 
+HELD = "none on disk yet: the run's newest records are held in memory (a full home)"
+
+
 def _running_line(run: dict[str, Any], metric: str) -> str:
     last = run["metric"]
+    held = run.get("held_in_memory")
     if last is None:
-        value = "no metric yet"
+        value = f"{metric}: {HELD}" if held else "no metric yet"
     else:  # `nan` (a text): said, never hidden
         value = f"last {metric} {last if isinstance(last, str) else f'{last:g}'}"
     if run["metric"] is not None and run["best_metric"] is not None:
         value += f" (best {run['best_metric']:g})"
+    if last is not None and held:
+        value += " on disk; newer records are held in memory, not on disk yet (a full home)"
     return (
         f"running: {run['index']} {run['name']} (run {run['run_id']}, {run['run_state']}): {value}"
     )

@@ -24,7 +24,7 @@ from ajetd.core.campaignstop import shown_progress
 from ajetd.core.durations import format_duration
 from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run, State, Status
-from ajetd.core.unsaved import REFUSED, ROOM_BACK
+from ajetd.core.unsaved import NOTE, REFUSED, ROOM_BACK
 from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
 from ajetd.views.records import fixes_said, shown_state
 
@@ -267,7 +267,8 @@ def _metric_cell(run: Run) -> str:
     if last is not None and not math.isfinite(last):  # diverged: said, never its last finite
         return f"{metric}={shown_value(last)} {sparkline(series)}".rstrip()
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "-"
+        # its newest record held on a full home: not `-`, as if it had none (walk92 F9)
+        return "in memory" if NOTE in run.warnings else "-"
     shown = f"{value:.4f}" if metric == "mean_reward" else f"{metric}={value:.4f}"
     return f"{shown} {sparkline(series)}".rstrip()
 
@@ -335,7 +336,9 @@ def table(sel: Selection, now: float, width: int, selected: str | None = None) -
     runs = [*sel.live, *sel.ended]
     body = [_row(r, now) for r in runs]
     header = list(HEADER)
-    if any("=" in row[4] for row in body):  # a metric of its own name shown (`accuracy=`)
+    # a metric of its own name shown (`accuracy=`), or judged by one before it has a value
+    # (a NeMo-RL run's `accuracy`: walk92 F9, headed MEAN_REWARD while its records were held)
+    if any("=" in row[4] for row in body) or any(r.metric != "mean_reward" for r in runs):
         header[4] = "METRIC"
     rows = [header, *body]
     widths, session_w = _fit(rows, width)
