@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -399,3 +400,21 @@ def test_a_campaign_result_dir_is_checked_the_same_way(env: Env) -> None:
         assert f"result_dir: {path}" in out.stderr and needle in out.stderr, (name, out.stderr)
     assert "already holds progress.png" in out.stderr
     assert {p: p.read_text() for p in kept} == kept
+
+
+def test_only_the_fields_naming_the_reports_folder_follow_it_aside() -> None:
+    """`moved_aside`: result_dir, result_real and reports_dir, where they name the dir the
+    report left (however spelt), name where it went; an empty one stays empty (a rejection
+    whose report was not written has no reports_dir), and the codebase is not its to move."""
+    from ajetd.core.model import Run
+    from ajetd.daemon.admission import moved_aside
+
+    left, moved = "/r/rej", Path("/r/rej/rejected-abc123")
+    run = Run("abc123", "a.md", 0.0, result_dir="/r/rej/", reports_dir="/r/./rej")
+    run = replace(run, codebase_dir="/r/rej", result_real="/r/rej")
+    names = {"/r/rej", "/r/rej/", "/r/./rej"}.__contains__
+    new = moved_aside(run, names, moved, "/real/rej/rejected-abc123")
+    assert (new.result_dir, new.reports_dir) == (str(moved), str(moved))
+    assert new.result_real == "/real/rej/rejected-abc123" and new.codebase_dir == left
+    unwritten = moved_aside(replace(run, reports_dir=""), names, moved, "/x")
+    assert unwritten.reports_dir == ""
