@@ -38,7 +38,7 @@ class Ask:
 
     run_id: str
     gpus: str  # Options.gpus: "all", "0", a count "4", or a list "[0,1]"
-    held: tuple[int, ...] | None = None  # GPUs it already holds (a relaunch keeps them)
+    held: tuple[int, ...] | None = None  # GPUs it held (a count's relaunch prefers them)
     yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML, if any
 
 
