@@ -143,6 +143,9 @@ def test_durations_that_only_separators_part_are_refused_naming_the_text(
         "2h\r\n3h",
         "2h (3h)",
         "2h+30m",
+        "1m.0s",  # hypothesis: a point after a unit began a decimal part (60 s)
+        "1m.5s",
+        "1m .5s",
         "1h;30m",
         "2h\t3h",
         "2h\u200b3h",

@@ -279,7 +279,10 @@ def _scan(text: str) -> tuple[float | None, int]:
         while True:
             pos = _joined(text, last.end)
             following = _NUMBER.match(text, pos)
-            part = _part_at(text, following) if following else None
+            # a part goes on a duration only from a digit: `1m.5s` is no 60.5 s (a point
+            # after a unit begins no decimal there), it is refused beside the first below
+            on = following is not None and not following.group().startswith(".")
+            part = _part_at(text, following) if on and following else None
             if part is None:
                 rest = _trailing(text, last.end, last.bottom if last.unit else None)
                 end = last.end if rest is None else rest[1]
@@ -303,8 +306,9 @@ def _refuse_beside(text: str, start: int, end: int) -> None:
         pos += 1
     following = _NUMBER.match(text, pos)
     part = _part_at(text, following) if following else None
-    if part is not None:
-        _side_by_side(text, start, end, pos, part.end)
+    if part is not None:  # named with its point where one leads it (`1m.5s`: `.5s`)
+        shown = pos - 1 if pos > end and text[pos - 1] == "." else pos
+        _side_by_side(text, start, end, shown, part.end)
 
 
 def _side_by_side(text: str, start: int, end: int, second: int, second_end: int) -> None:
