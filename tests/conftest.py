@@ -31,6 +31,8 @@ from slurmcluster import SlurmCluster
 
 import ajetd
 from ajetd.core.hostspecs import SshSpec
+from ajetd.core.policy import Timing
+from ajetd.daemon.loop import Daemon, DaemonConfig
 from ajetd.pictures import drawing
 
 FAKEJET = Path(__file__).parent / "fakejet"
@@ -137,6 +139,22 @@ def gated_script(script: Path, body: str) -> Path:
     once `new_session` returned."""
     script.write_text(f'while [ ! -e "$0.go" ]; do sleep 0.02; done\n{body}')
     return script.with_name(script.name + ".go")
+
+
+def in_process(env: Env, liveness: float = 0.2) -> Daemon:
+    """A daemon in this process, on `env`'s home and tmux socket, driven pass by pass (its
+    `tick`) by the test, with short grace periods and deep checks: its start's reading done."""
+    cfg = DaemonConfig(
+        home=env.home,
+        tmux_socket=env.socket,
+        backoff_scale=0.001,
+        liveness_s=liveness,
+        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
+    )
+    daemon = Daemon(cfg)
+    daemon.home.ensure()
+    daemon.reconcile(time.time())
+    return daemon
 
 
 def python_says(code: str) -> list[str]:

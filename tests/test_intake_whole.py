@@ -23,24 +23,13 @@ from hypothesis import strategies as st
 from ajetd.adapters import inbox, writers
 from ajetd.adapters.campaignfolder import FOLDER_WAIT_S
 from ajetd.core.cutshort import PAGE_BYTES, cut_sign, unended
-from ajetd.core.policy import Timing
-from ajetd.daemon.loop import Daemon, DaemonConfig
-from conftest import Env, campaign_folder, fill, wait_for
+from ajetd.daemon.loop import Daemon
+from conftest import Env, campaign_folder, fill, in_process, wait_for
 
 
 def _daemon(env: Env) -> Daemon:
     """A daemon driven pass by pass (`tick`) with the times the test gives it."""
-    cfg = DaemonConfig(
-        home=env.home,
-        tmux_socket=env.socket,
-        backoff_scale=0.001,
-        liveness_s=60,
-        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
-    )
-    daemon = Daemon(cfg)
-    daemon.home.ensure()
-    daemon.reconcile(time.time())
-    return daemon
+    return in_process(env, liveness=60)
 
 
 def _listed(env: Env, words: str) -> str | None:

@@ -25,31 +25,16 @@ import yaml
 from ajetd.adapters import inbox
 from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.model import State
-from ajetd.core.policy import Timing
 from ajetd.core.trialscript import EXIT_OPTION, TrialSpec, render_trial_script
 from ajetd.daemon import observe, trials
-from ajetd.daemon.loop import Daemon, DaemonConfig
-from conftest import Env, fill, wait_for
+from ajetd.daemon.loop import Daemon
+from conftest import Env, fill, in_process, wait_for
 
 INJECTED = "injected by the test"
 
 
 def boom(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError(INJECTED)
-
-
-def in_process(env: Env, liveness: float = 0.2) -> Daemon:
-    cfg = DaemonConfig(
-        home=env.home,
-        tmux_socket=env.socket,
-        backoff_scale=0.001,
-        liveness_s=liveness,
-        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
-    )
-    daemon = Daemon(cfg)
-    daemon.home.ensure()
-    daemon.reconcile(time.time())
-    return daemon
 
 
 def tick_until(daemon: Daemon, cond: Callable[[], Any], what: str, timeout: float = 20) -> Any:

@@ -22,9 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ajetd.core.policy import Timing
-from ajetd.daemon.loop import Daemon, DaemonConfig
-from conftest import Env, campaign_folder, wait_for
+from conftest import Env, campaign_folder, in_process, wait_for
 
 
 def test_wait_and_stop_trust_the_record_not_a_flag_that_never_comes(daemon_env: Env) -> None:
@@ -66,16 +64,7 @@ def test_a_campaign_folder_copied_in_by_hand_wakes_the_daemon_once_quiet(env: En
     """The inbox's watch sees a folder appear, not the files copied into it: the daemon wakes
     itself when the folder has been quiet for a second (its own sleep here is 60 s), first
     for a folder that has no campaign.yaml yet, then for one whose copy is still fresh."""
-    cfg = DaemonConfig(
-        home=env.home,
-        tmux_socket=env.socket,
-        backoff_scale=0.001,
-        liveness_s=60,
-        timing=Timing(grace_int_s=1, grace_term_s=1, hang_auto_s=600),
-    )
-    daemon = Daemon(cfg)
-    daemon.home.ensure()
-    daemon.reconcile(time.time())
+    daemon = in_process(env, liveness=60)
     folder = campaign_folder(env, "byhand", env.tmp / "campaigns" / "byhand")
     target = env.home / "inbox" / "byhand"
     target.mkdir()  # the copy has begun: nothing in it yet
