@@ -85,19 +85,20 @@ def _with_stages(text: str) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def _after(data: dict[str, Any], key: str, new: str, value: Any) -> dict[str, Any]:
+    """`data` with `new` (a field the object gained since) right after `key`, as printed."""
+    keys = list(data)
+    at = keys.index(key) + 1
+    return {k: data[k] for k in keys[:at]} | {new: value} | {k: data[k] for k in keys[at:]}
+
+
 def _with_unrecorded_exit(text: str) -> str:
     """An old status object (or run.json) as this version writes it: the same bytes, with
     `unrecorded_exit` (a live run's exit no daemon recorded yet) after `exit_code`; null: the
     old runs ended, their exits recorded. finish.flag has no such field."""
     data = json.loads(text)
     assert "unrecorded_exit" not in data
-    keys = list(data)
-    at = keys.index("exit_code") + 1
-    data = (
-        {k: data[k] for k in keys[:at]}
-        | {"unrecorded_exit": None}
-        | {k: data[k] for k in keys[at:]}
-    )
+    data = _after(data, "exit_code", "unrecorded_exit", None)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -120,20 +121,10 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
         assert "count" not in finding and "remedy" not in finding
         finding.update(count=1, remedy=None)
     assert "tmux_socket" not in data
-    keys = list(data)
-    at = keys.index("session") + 1
-    data = {k: data[k] for k in keys[:at]} | {"tmux_socket": None} | {k: data[k] for k in keys[at:]}
-    keys = list(data)
-    at = keys.index("result_dir") + 1
-    data = {k: data[k] for k in keys[:at]} | {"reports_dir": None} | {k: data[k] for k in keys[at:]}
+    data = _after(data, "session", "tmux_socket", None)
+    data = _after(data, "result_dir", "reports_dir", None)
     assert "reports_pending" not in data
-    keys = list(data)
-    at = keys.index("status") + 1
-    data = (
-        {k: data[k] for k in keys[:at]}
-        | {"reports_pending": False}
-        | {k: data[k] for k in keys[at:]}
-    )
+    data = _after(data, "status", "reports_pending", False)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
