@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ajetd.core import launchshape
 from ajetd.core.blueprintscan import scan_parts
-from ajetd.core.durations import parse_duration
+from ajetd.core.durations import admitted_duration, parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body, fenced_openings
@@ -452,7 +452,12 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         try:
             max_time_s = parse_duration(max_time_given)
         except AjetdError as exc:
-            problems.append(f"exp_max_time: {exc}")
+            # a refusal added since an admitted copy was taken is not applied to it
+            kept = admitted_duration(max_time_given) if admitted else None
+            if kept is None:
+                problems.append(f"exp_max_time: {exc}")
+            else:
+                max_time_s = kept
     elif "exp_max_time" not in missing:  # an empty fenced block: no limit would be no run
         problems.append("exp_max_time: empty (write a duration: 2h, 90m, 1h30m)")
     from ajetd.core.options import bare_number_note, never_notes  # 20 ms: see the top

@@ -122,8 +122,23 @@ def parse_duration(
         raise DurationError(str(exc).replace(_short(read), _short(text))) from None
 
 
-def _parse(text: str, bare_unit_s: float, zero_ok: bool, whole: bool) -> float:
-    """`parse_duration` of `text` whose Chinese numerals are digits already."""
+def admitted_duration(text: str) -> float | None:
+    """The first duration of an `exp_max_time` that an earlier version admitted, read without
+    the refusals added since (two durations side by side, `2h; 3h if slow`, `1 小时（60 分钟）`;
+    a point after a unit, `1m.5s`): a live run's or a running campaign's copy is never refused
+    after an upgrade (its options would fall back to the defaults, its campaign stop). None
+    where not even that reads a duration."""
+    try:
+        return _parse(_arabic(text), 3600.0, False, False, lenient=True)
+    except DurationError:
+        return None
+
+
+def _parse(
+    text: str, bare_unit_s: float, zero_ok: bool, whole: bool, lenient: bool = False
+) -> float:
+    """`parse_duration` of `text` whose Chinese numerals are digits already (`lenient`: as
+    `admitted_duration` reads it)."""
     stripped = text.strip()
     if len(stripped) > 40 and stripped.isdigit():
         raise DurationError(f"a number of {len(stripped)} digits is not a duration")
@@ -135,7 +150,7 @@ def _parse(text: str, bare_unit_s: float, zero_ok: bool, whole: bool) -> float:
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")
         return _checked(_number(bare.group(2), text) * bare_unit_s, text, zero_ok)
     _refuse_range(text)
-    total, end = _scan(text)
+    total, end = _scan(text, lenient)
     if total is None:
         if _EXPONENT.search(text) or _NOT_FINITE.search(text):
             raise DurationError(
@@ -264,7 +279,7 @@ def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | Non
     return value * smaller, found.end()
 
 
-def _scan(text: str) -> tuple[float | None, int]:
+def _scan(text: str, lenient: bool = False) -> tuple[float | None, int]:
     """Seconds of the first duration, and where it ends (None: no part).
 
     A duration's parts go from the largest unit down, each unit once (`1h30m`, `1 天 2 小时`,
@@ -281,14 +296,17 @@ def _scan(text: str) -> tuple[float | None, int]:
             following = _NUMBER.match(text, pos)
             # a part goes on a duration only from a digit: `1m.5s` is no 60.5 s (a point
             # after a unit begins no decimal there), it is refused beside the first below
-            on = following is not None and not following.group().startswith(".")
+            on = following is not None and (lenient or not following.group().startswith("."))
             part = _part_at(text, following) if on and following else None
             if part is None:
                 rest = _trailing(text, last.end, last.bottom if last.unit else None)
                 end = last.end if rest is None else rest[1]
-                _refuse_beside(text, start, end)
+                if not lenient:
+                    _refuse_beside(text, start, end)
                 return total + (0.0 if rest is None else rest[0]), end
             if part.top >= last.bottom:
+                if lenient:  # the first alone, as versions before the refusal read it
+                    return total, last.end
                 _side_by_side(text, start, last.end, pos, part.end)
             total += part.seconds
             last = part
