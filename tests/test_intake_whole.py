@@ -340,6 +340,25 @@ def test_a_character_cut_in_the_middle_looks_cut(text: str, last: str) -> None:
         assert cut_sign(raw) is None  # whole: its last character is all there
 
 
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [("résumé of the run, café", "cp1252"), ("运行测试中", "gbk"), ("é", "cp1252")],
+)
+def test_a_file_in_another_encoding_is_not_said_to_end_mid_character(
+    text: str, encoding: str
+) -> None:
+    """A GBK or cp1252 file's last byte may look like a UTF-8 lead byte: it is not UTF-8 up to
+    an unfinished last character, so no cut is read into it (review92 #3); a lone `é` (one
+    byte, a UTF-8 character's first byte as well) cannot be told from a cut and is said to
+    be one, with how to make it acceptable."""
+    raw = text.encode(encoding)
+    sign = cut_sign(raw)
+    if len(text) > 1:
+        assert sign is None, sign
+    else:
+        assert sign is not None and "end it with a newline" in sign
+
+
 def test_a_rejection_for_missing_parts_of_an_unended_file_says_it_may_be_cut(env: Env) -> None:
     """A file cut at any other byte (an `scp` killed part way) has no shape to tell it by: its
     rejection for the parts it lacks says that its last line has no newline, so a cut is not

@@ -29,6 +29,13 @@ def _ends_mid_character(raw: bytes) -> bool:
     file, with its byte-order mark, is not looked at this way)."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return False
+    try:  # a GBK or cp1252 file's last byte may look like a lead byte (review92 #3): only
+        raw.decode("utf-8")  # a file that is UTF-8 up to an unfinished last character is cut
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data" or exc.end != len(raw):
+            return False
+    else:
+        return False
     tail = raw[-4:]
     for back in range(1, len(tail) + 1):
         byte = tail[-back]
