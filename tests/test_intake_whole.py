@@ -396,6 +396,11 @@ def test_where_leases_say_nothing_a_file_settles_as_before(tmp_path: Path) -> No
             writer.write(b"# x\n")
             writer.flush()
             assert writers.fs_type(path.stat().st_dev) == "ramfs"
+            fd = os.open(path, os.O_RDONLY)
+            try:  # by the mount's id too (btrfs: its st_dev is no mount's, review92 #2)
+                assert writers.fd_fs_type(fd) == "ramfs"
+            finally:
+                os.close(fd)
             assert writers.open_for_writing(path) is None
             changed = path.stat().st_ctime
             early = inbox.scan(home, set(), changed + 0.5)

@@ -300,6 +300,9 @@ def test_the_commands_own_metric_name_wins_over_the_config(
     assert nemorl.primary_metric({"sft": {}, "checkpointing": config}, flipped)[1] is True
     null = {"sft": {}, "checkpointing": {**config, "higher_is_better": None}}
     assert nemorl.primary_metric(null, launch)[1] is False  # NeMo-RL sorts by a falsy one
+    for word, higher in (("0", False), ("1", True), ("0.0", False)):  # numbers, as Hydra
+        said = f"{launch} checkpointing.higher_is_better={word}"  # reads them (review92 #4)
+        assert nemorl.primary_metric({"sft": {}, "checkpointing": config}, said)[1] is higher
 
 
 def test_the_shapes_through_the_daemon_give_the_runs_metrics(daemon_env: Env) -> None:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -71,6 +72,21 @@ def test_a_one_line_command_is_kept_as_it_is() -> None:
     command = "python -m fakejet.launcher --conf configs/a.yaml --autokill"
     assert pasteable(command) == command
     assert markdown_item("command", command) == [f"- command: `{command}`"]
+
+
+@pytest.mark.parametrize("odd", ["\u2028", "\u2029", "\x85", "\x9b31m", "\x1b[31m"])
+def test_a_character_a_reader_takes_for_a_line_break_or_a_control_is_quoted(odd: str) -> None:
+    """U+2028/2029 and U+0085 (line breaks to `str.splitlines`: one ledger row read as three)
+    and C1 controls (a terminal's CSI) are written as their UTF-8 bytes, `\\xHH`, whatever the
+    locale; bash reads the word back to the same bytes (review92 #6)."""
+    command = f"echo a{odd}b"
+    recorded = pasteable(command)
+    assert not one_line(command) and len(recorded.splitlines()) == 1
+    assert all(c.isprintable() for c in recorded), recorded
+    out = subprocess.run(
+        ["bash", "-c", f"printf %s {ansi_c(command)}"], capture_output=True, check=True
+    )
+    assert out.stdout == command.encode()
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)

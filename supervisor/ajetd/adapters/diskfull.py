@@ -95,14 +95,18 @@ def free_bytes(folder: Path) -> int | None:
 def room(folder: Path) -> int | None:
     """The bytes a new write may use there: what is free, or 0 where no inode is free (no file
     can be made, however much space: ENOSPC all the same); None: cannot tell. A file system
-    that counts no inodes (btrfs: `f_files` 0) is judged by its space alone."""
+    that counts no inodes (btrfs: `f_files` 0) is judged by its space alone. A daemon run as
+    root writes into the blocks ext4 reserves for root (`f_bfree`, not `f_bavail`): it met
+    ENOSPC only when those were gone too, and judged by `f_bavail` it saw its room come back
+    only past the reserve (review92 #8)."""
     try:
         info = os.statvfs(folder)
     except OSError:
         return None
-    if info.f_files and not info.f_favail:
+    root = os.geteuid() == 0
+    if info.f_files and not (info.f_ffree if root else info.f_favail):
         return 0
-    return info.f_bavail * info.f_frsize
+    return (info.f_bfree if root else info.f_bavail) * info.f_frsize
 
 
 def free_space(folder: Path) -> str:

@@ -12,11 +12,11 @@ read-only (never following a link, never blocking on a FIFO), ask for the lease,
 A lease is only granted on a file its caller owns (the inbox takes only those), and only
 local file systems answer it truly: NFSv4 and CIFS refuse it with the same EAGAIN wherever
 the client holds no delegation or oplock, whoever writes, and NFSv3 and others say EINVAL. So
-the lease is asked only on the local file systems named in LEASES_TELL (the file's
-`st_dev`, looked up once in /proc/self/mountinfo); elsewhere, and where the kernel refuses
-it otherwise (`fs.leases-enable=0`), the answer is None, "not known", and intake falls back
-on inotify's closes and the file's settling (`inbox.scan`). While the lease is held
-(microseconds), a process opening the file
+the lease is asked only on the local file systems named in LEASES_TELL (the file's mount, by
+the id /proc/self/fdinfo gives, looked up in /proc/self/mountinfo); elsewhere, and where the
+kernel refuses it otherwise (`fs.leases-enable=0`), the answer is None, "not known", and
+intake falls back on inotify's closes and the file's settling (`inbox.scan`). While the lease
+is held (microseconds), a process opening the file
 for writing waits for its release, and the kernel signals this process with SIGIO, whose
 default action ends it: the test installs a handler that does nothing (a handler, unlike an
 ignored signal, is reset in the programs this process starts), and where it cannot (not in
@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -78,10 +79,46 @@ def fs_type(dev: int) -> str:
     return found
 
 
+_BY_MOUNT: dict[tuple[int, int], str] = {}  # (mount id, st_dev) -> its file system's type
+_MNT_ID = re.compile(r"^mnt_id:\s*(\d{1,12})$", re.MULTILINE)
+
+
+def fd_fs_type(fd: int) -> str:
+    """The type of the file system holding the file open on `fd`, found by its mount's id
+    (`mnt_id` in /proc/self/fdinfo, the first field of mountinfo's lines) rather than by
+    `st_dev`, which on btrfs is a subvolume's own device that mountinfo never names, so the
+    kernel's answer was never asked there (review92 #2); by `st_dev` where the kernel gives
+    no mount id. Kept per (mount id, device): a mount id alone is reused after an unmount."""
+    dev = os.fstat(fd).st_dev
+    try:
+        found = _MNT_ID.search(Path(f"/proc/self/fdinfo/{fd}").read_text(errors="replace"))
+    except OSError:
+        found = None
+    if found is None:
+        return fs_type(dev)
+    key = (int(found.group(1)), dev)
+    known = _BY_MOUNT.get(key)
+    if known is not None:
+        return known
+    wanted, kind = found.group(1), ""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                if line.split(" ", 1)[0] == wanted and " - " in line:
+                    kind = line.split(" - ", 1)[1].split()[0]
+                    break
+    except OSError:
+        return fs_type(dev)
+    if not kind:
+        return fs_type(dev)
+    _BY_MOUNT[key] = kind
+    return kind
+
+
 def fd_open_for_writing(fd: int) -> bool | None:
     """Whether the file open read-only on `fd` is open for writing by any process now (None:
     not known here: a file system whose leases say nothing of it, not this user's file)."""
-    if fs_type(os.fstat(fd).st_dev) not in LEASES_TELL or not _safe():
+    if fd_fs_type(fd) not in LEASES_TELL or not _safe():
         return None
     try:
         fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)

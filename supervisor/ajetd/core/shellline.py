@@ -18,10 +18,12 @@ import re
 from ajetd.core.markdown import as_code_span, fence
 
 RUN_AS = "bash -o pipefail -c "  # how the trial ran it (`trialscript.SHELL`)
-# what a TSV cell or one line cannot hold as it is: C0 controls (tab, line breaks), DEL
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# what a TSV cell or one line cannot hold as it is: C0 controls (tab, line breaks), DEL, C1
+# controls (a terminal's CSI `\x9b`; U+0085, a line break to `str.splitlines`) and the
+# Unicode line and paragraph separators (review92 #6: a ledger row read as three)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_QUOTED = re.compile(r"[\\'\x00-\x1f\x7f]")
+_QUOTED = re.compile(r"[\\'\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def one_line(command: str) -> bool:
@@ -37,8 +39,8 @@ def ansi_c(text: str) -> str:
     run."""
 
     def escape(found: re.Match[str]) -> str:
-        char = found.group()
-        return _ESCAPES.get(char) or f"\\x{ord(char):02x}"
+        char = found.group()  # a character past ASCII as its UTF-8 bytes, whatever the locale
+        return _ESCAPES.get(char) or "".join(f"\\x{b:02x}" for b in char.encode())
 
     return "$'" + _QUOTED.sub(escape, text) + "'"
 

@@ -191,7 +191,14 @@ def _checkpointing(ckpt: Mapping[str, Any], command: str, key: str) -> Any:
         return None
     if word.lower() in ("true", "false"):
         return word.lower() == "true"
-    return word
+    try:  # a number, as Hydra's override grammar reads it (`higher_is_better=0`: false)
+        return int(word)
+    except ValueError:
+        pass
+    try:
+        return float(word)
+    except ValueError:
+        return word
 
 
 def train_key(name: str) -> str:
