@@ -59,21 +59,29 @@ def _safe() -> bool:
     return False
 
 
+def _mount_type(field: int, wanted: str) -> str | None:
+    """The file system type of the first line of /proc/self/mountinfo whose `field` (0: the
+    mount's id, 2: its device's `major:minor`) is `wanted` ("" where none is; None where
+    mountinfo cannot be read)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) > field and fields[field] == wanted and " - " in line:
+                    return line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return None
+    return ""
+
+
 def fs_type(dev: int) -> str:
     """The type of the file system whose files have `st_dev` `dev` ("ext4", "nfs4"; "" where
     /proc/self/mountinfo does not name it), read once per device."""
     known = _FS_TYPES.get(dev)
     if known is not None:
         return known
-    wanted, found = f"{os.major(dev)}:{os.minor(dev)}", ""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
-            for line in mounts:
-                fields = line.split()
-                if len(fields) > 2 and fields[2] == wanted and " - " in line:
-                    found = line.split(" - ", 1)[1].split()[0]
-                    break
-    except OSError:
+    found = _mount_type(2, f"{os.major(dev)}:{os.minor(dev)}")
+    if found is None:
         return ""  # not kept: looked up again next time
     _FS_TYPES[dev] = found
     return found
@@ -98,21 +106,12 @@ def fd_fs_type(fd: int) -> str:
         return fs_type(dev)
     key = (int(found.group(1)), dev)
     known = _BY_MOUNT.get(key)
-    if known is not None:
-        return known
-    wanted, kind = found.group(1), ""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
-            for line in mounts:
-                if line.split(" ", 1)[0] == wanted and " - " in line:
-                    kind = line.split(" - ", 1)[1].split()[0]
-                    break
-    except OSError:
-        return fs_type(dev)
-    if not kind:
-        return fs_type(dev)
-    _BY_MOUNT[key] = kind
-    return kind
+    if known is None:
+        kind = _mount_type(0, found.group(1))
+        if not kind:  # not listed, or mountinfo unread: by the device
+            return fs_type(dev)
+        known = _BY_MOUNT[key] = kind
+    return known
 
 
 def fd_open_for_writing(fd: int) -> bool | None:
