@@ -288,6 +288,7 @@ def mib_shapes() -> dict[str, str]:
         "lines like a spelt key": base + "- **Exp-Purpose-Of-This-Run-x** y\n" * (fill // 35),
         "a JSON object's members": "{\n" + '  "exp_notes": "a, b",\n' * (fill // 24) + "}\n",
         "continued lines": base.replace("--autokill", "--autokill \\\n" * (fill // 13), 1),
+        "an unclosed bracket before blanks": base + "## [" + " " * fill + "x\n",
     }
 
 
