@@ -66,7 +66,7 @@ _ENV_INSTALL_FAILED = (
 )
 
 # NCCL's own words for a call that failed (its timeout said as a failure): not a timeout
-_NCCL_SAID_FAILED = r"(failed or timed out|call to \w+ failed)"
+_NCCL_SAID_FAILED = r"(failed or timed out|call to \w+( (from|to) \S+)? failed)"
 
 F, R, W, S = Severity.FATAL, Severity.RETRYABLE, Severity.WARNING, Severity.SCIENCE
 
@@ -439,10 +439,24 @@ CATALOGUE: tuple[Kind, ...] = (
             r"^(?!.*httpsconnection).*\[errno 111\]",
             r"connectionrefusederror",
             r"actively refused",
-            r"server is not up yet",
-            # a client that waited for the inference server it launched and gave up (AReaL's
-            # remote SGLang engine: `RuntimeError: server launch failed`)
-            r"\bserver launch failed\b",
+            # shape: a client that waited for the server it launched or needs and says, in the
+            # same clause, that the server never came up (TRL's `Server is not up yet.
+            # Retrying`, AReaL's remote engine's `RuntimeError: server launch failed`, olmocr's
+            # `sglang server did not become ready after waiting.`, a deploy's `SGLang server
+            # not ready within 300 seconds`, a test
+            # harness's `Server failed to start within 1200 seconds`): whatever kept the server
+            # down is in the server's own log, and the run cannot go on without it. Not a
+            # runtime's own front-end server failing as the runtime starts (SGLang's `Server
+            # warmup failed; aborting startup: HTTP server did not become ready`, sglang#28493;
+            # Ray's `Ray client server failed to start`, ray_cluster's): the runtime's own
+            # failure, its cause in the lines around
+            r"(?<!http )(?<!client )\bserver\b[^;,!?]{0,40}?\b(is not up|not ready"
+            r"|did not (become|start)|didn'?t (become|start)|never (became|started)"
+            r"|failed to (start|launch)|launch(ed)? failed)\b",
+            # and the client's lines while it waits (olmocr's `Attempt 287: Please wait for vllm
+            # server to become ready...`), as TRL's `not up yet` ones
+            r"\bwait(ing)? for (the )?[\w-]{0,20} ?server to (become (ready|healthy)|start"
+            r"|come up)\b",
             r"host='(localhost|127\.0\.0\.1|0\.0\.0\.0)'.*max retries exceeded",
         ),
         # a client that lost its connection to the server (`RemoteDisconnected('Remote end
@@ -558,6 +572,15 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\benginecore encountered an? (\w+ )?(issue|error|exception)\b",
             r"vllm engine (died|is dead)",
             r"background loop has errored already",
+            # vLLM V0's async engine loop whose iteration timed out (`Engine iteration timed out.
+            # This should never happen!`): the engine stalled (a worker hung or died)
+            r"\bengine iteration timed out\b",
+            # shape: vLLM V0's background engine task ended with an exception, as its completion
+            # hook (`_log_task_completion`) says it (`Engine background task failed`) or as the
+            # event loop reports the hook's own raise (`Exception in callback functools.partial(
+            # <function _log_task_completion ...>, ...)`): the engine is dead from then on
+            r"\bengine background task failed\b"
+            r"|\bexception in callback\b.{0,80}\b_log_task_completion\b",
             r"worker proc \S+ died unexpectedly",
             # shape: vLLM's V0 engine dead, in its client's and its server's words (the client's
             # heartbeat: `RuntimeError('Engine loop has died')`, `Engine process (pid 76)
@@ -758,7 +781,7 @@ CATALOGUE: tuple[Kind, ...] = (
             r"total available gpus [\d.]+ is less than total desired gpus",
             # shape: a resource request naming GPUs that cannot be met yet (not a placement
             # group merely created: that is a healthy run's line)
-            r"\b(cannot be scheduled|infeasible|waiting for .*placement group"
+            r"\b(cannot (currently )?be scheduled|infeasible|waiting for .*placement group"
             r"|pending placement group).*\bgpu\b",
             # shape: a device index or a size that needs devices checked against how many
             # devices there are (`device < num_gpus`, `... less than or equal to the number of
@@ -910,9 +933,21 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: a launcher's check of what it asks for against what the cluster has,
             # resource by resource, where host memory or CPUs fall short and the GPUs do not
             # (AReaL's `Required: 16 CPU, 4 GPU, 351.56 GB memory. Available: 80.0 CPU, 8.0 GPU,
-            # 255.89 GB memory.`): the workers' requested resources (memory, CPUs per worker) to
-            # lower; where the GPUs fall short it is insufficient_gpus'
+            # 255.89 GB memory.`; Ray Tune's `trial requested 11 CPUs, 1 GPUs but the cluster has
+            # only 4 CPUs, 1 GPUs`): the workers' requested resources (memory, CPUs per worker)
+            # to lower; where the GPUs fall short it is insufficient_gpus'
             Shortfall(gpus=False),
+            # shape: Ray's own words for a resource request no node can meet, said without the
+            # amounts compared (Tune's `Insufficient cluster resources to launch trial`, the
+            # autoscaler's `No available node types can fulfill resource request {'CPU': 1.0,
+            # 'memory': ...}`, the scheduler's `The actor or task ... cannot be scheduled right
+            # now. It requires {...} for placement` for a placement group that did not declare
+            # its workers' CPUs): the request to fit what the nodes offer. A line of them that
+            # names GPUs is insufficient_gpus' (tried first); the scheduler's warning whose
+            # request is on the next line (`Required resources for this actor or task: {GPU:
+            # 1.000000}`, ray#21097) says nothing here: that line says which resource
+            r"\b(insufficient cluster resources|no available node types can fulfill"
+            r"|cannot (currently )?be scheduled\b.{0,40}\bit requires)\b",
         ),
     ),
     Kind(
@@ -1325,8 +1360,23 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
     "connection_refused": (
         "refused",
         "errno 111",
-        "not up yet",
-        "server launch failed",
+        "not up",
+        "launch failed",
+        "launched failed",
+        "not ready",
+        "did not become",
+        "did not start",
+        "didn't become",
+        "didnt become",
+        "didn't start",
+        "didnt start",
+        "never became",
+        "never started",
+        "failed to start",
+        "failed to launch",
+        "server to become",
+        "server to start",
+        "server to come up",
         "host='localhost'",
         "host='127.0.0.1'",
         "host='0.0.0.0'",
@@ -1384,6 +1434,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "enginecore",
         "vllm engine",
         "background loop has errored",
+        "engine iteration",
+        "engine background task",
+        "_log_task_completion",
         "died unexpectedly",
         "died",
         "llmengine",
@@ -1549,6 +1602,11 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "errno 36",
         "path length",
         "required:",
+        "requested ",
+        "requires ",
+        "insufficient cluster resources",
+        "node types can fulfill",
+        "be scheduled",
     ),
     "import_error": (
         "failed to import",

@@ -75,13 +75,19 @@ class Shortfall:
     """A launcher's line giving, resource by resource, what it asks for and what there is
     (AReaL's launchers check Ray's resources before they start their workers: `Ray does not
     have enough resources to launch workers. Required: 16 CPU, 4 GPU, 351.56 GB memory.
-    Available: 80.0 CPU, 8.0 GPU, 255.89 GB memory.`): which resource falls short says what is
-    wrong. `gpus`: it matches where more GPUs are asked for than there are; else where another
-    resource (CPUs, memory) falls short and the GPUs do not. Amounts are compared only for a
-    resource given on both sides in the same unit. `pattern`: what any match holds (RE2), for
-    the kind's gate; each amount is read from at most `SPAN` characters, so it stays linear."""
+    Available: 80.0 CPU, 8.0 GPU, 255.89 GB memory.`; Ray Tune before it starts a trial:
+    `Insufficient cluster resources to launch trial: trial requested 11 CPUs, 1 GPUs but the
+    cluster has only 4 CPUs, 1 GPUs, ...`): which resource falls short says what is wrong. The
+    side asked for opens with `required:`, `requested` or `requires`; the side there is with
+    `available:`, `has only` or `only has`. `gpus`: it matches where more GPUs are asked for
+    than there are; else where another resource (CPUs, memory) falls short and the GPUs do
+    not. Amounts are compared only for a resource given on both sides in the same unit.
+    `pattern`: what any match holds (RE2), for the kind's gate; each amount is read from at
+    most `SPAN` characters, so it stays linear."""
 
     SPAN = 400
+    _ASKED = r"\b(required: |requested |requires )"
+    _THERE = r"\b(available: |has only |only has )"
     _AMOUNT = re.compile(
         r"(\d{1,12}(?:\.\d{1,6})?) ?(?:(cpu|gpu)s?|([kmgt]i?b) memory)\b", re.IGNORECASE
     )
@@ -89,12 +95,12 @@ class Shortfall:
     def __init__(self, gpus: bool) -> None:
         self.gpus = gpus
         self.pattern = (
-            r"\brequired: .*[0-9] ?gpus?\b.*\bavailable: "
+            f"{self._ASKED}.*[0-9] ?gpus?\\b.*{self._THERE}"
             if gpus
-            else r"\brequired: .*[0-9].*\bavailable: "
+            else f"{self._ASKED}.*[0-9].*{self._THERE}"
         )
-        self._required = re2.compile(r"\brequired: ", RE2_OPTIONS)
-        self._available = re2.compile(r"\bavailable: ", RE2_OPTIONS)
+        self._required = re2.compile(self._ASKED, RE2_OPTIONS)
+        self._available = re2.compile(self._THERE, RE2_OPTIONS)
 
     @classmethod
     def _amounts(cls, text: str) -> dict[str, tuple[float, str]]:
