@@ -2288,3 +2288,142 @@ def test_c10s_report_of_a_cpp_exception_is_one_where_its_message_was_not_read(
 @settings(max_examples=150, deadline=None)
 def test_c10_reports_read_the_same_whole_or_in_pieces(lines: list[str]) -> None:
     _whole_and_in_pieces("\n".join(lines) + "\n")
+
+
+# freeze 24's blind misses, by class (bench/heldout/freeze24-queries.md, docs/benchmarks.md).
+
+
+@pytest.mark.parametrize(
+    "node_id", ["0fc14938add3345146c57e92449e77a584cace230879f50fd0813cc0", "9d2c"]
+)
+def test_a_node_named_by_its_long_id_and_ip_and_marked_dead_is_the_clusters(node_id: str) -> None:
+    # ray#18449: Ray's warning names the node by its 56-hex-digit id and its IP before saying
+    # it was marked dead; the sentence ran past the window a node's death was looked for in
+    line = (
+        f"2021-09-05 05:42:38,294     WARNING worker.py:1228 -- The node with node id: {node_id} "
+        "and ip: 172.31.57.35 has been marked dead because the detector has missed too many "
+        "heartbeats from it.\n"
+    )
+    assert _kinds(line) == ["ray_cluster"]
+    assert [f.kind for f in _diagnose("ray_cluster/ray-18449.log")] == ["ray_cluster"]
+    # a node and a death in two sentences are not one node's death
+    assert _kinds("Started the node. The run died later of its own error.\n") != ["ray_cluster"]
+
+
+@given(
+    st.text(alphabet="0123456789abcdef", max_size=64),
+    st.from_regex(r"\A\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\Z"),
+    st.sampled_from(["", "(raylet) ", "2021-09-05 05:42:38,294\tWARNING worker.py:1228 -- "]),
+)
+@settings(max_examples=60, deadline=None)
+def test_any_node_id_and_ip_marked_dead_read_the_same_whole_or_in_pieces(
+    node_id: str, ip: str, dress: str
+) -> None:
+    text = (
+        f"{dress}The node with node id: {node_id} and ip: {ip} has been marked dead because "
+        "the detector has missed too many heartbeats from it.\n"
+    )
+    assert [k for k, _ in _whole_and_in_pieces(text)] == ["ray_cluster"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # EfficientZero#2: the paste wrapped Ray's sentence after its first clause
+        (
+            "2022-07-07 19:05:41,609 WARNING worker.py:1404 -- A worker died or was killed\n"
+            "while executing a task by an unexpected system error. To troubleshoot the\n",
+            ["ray_worker_died"],
+        ),
+        (
+            "(raylet) A worker died or was killed while executing a task by an unexpected",
+            ["ray_worker_died"],
+        ),
+        ("No worker died and none was killed in this run.", []),
+    ],
+)
+def test_rays_dead_worker_sentence_wrapped_after_its_first_clause(
+    text: str, kinds: list[str]
+) -> None:
+    assert _kinds(text + "\n") == kinds
+    assert [f.kind for f in _diagnose("ray_worker_died/efficientzero-2.log")] == ["ray_worker_died"]
+
+
+@pytest.mark.parametrize(
+    ("line", "build"),
+    [
+        (
+            "ray.exceptions.RuntimeEnvSetupError: Failed to setup runtime environment.",
+            True,
+        ),  # ray#27962
+        ("Status message: runtime_env setup failed: Failed to set up runtime environment.", True),
+        ("Failed to create runtime env for actor Trainer: pip install exited with 1", True),
+        ("Could not create the runtime_env for the job", True),
+        # uv with nowhere to install (HyDE#1723), pip and uv refusing a PEP 668 interpreter
+        (
+            "RuntimeError: error: No virtual environment found; run `uv venv` to create an "
+            "environment, or pass `--system` to install into a non-virtual environment",
+            True,
+        ),
+        ("error: externally-managed-environment", True),
+        ("Setting up the runtime environment for job raysubmit_1", False),
+        ("Using the virtual environment found at .venv", False),
+    ],
+)
+def test_an_environment_that_could_not_be_set_up_is_a_build_error(line: str, build: bool) -> None:
+    assert (_kinds(line + "\n")[:1] == ["build_error"]) is build
+    for name in (
+        "build_error/ray-22472.log",
+        "build_error/ray-27962.log",
+        "build_error/hyde-1723.log",
+    ):
+        assert _diagnose(name)[0].kind == "build_error"
+    # a disk that filled while the environment was built is still the disk's failure
+    assert _diagnose("disk_full/tracecat-1361.log")[0].kind == "disk_full"
+
+
+@pytest.mark.parametrize(
+    ("line", "limited"),
+    [
+        (  # transformers#34841
+            "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for URL: "
+            "https://huggingface.co/meta-llama/Meta-Llama-3-8B/resolve/main/config.json",
+            True,
+        ),
+        (
+            "Download failed: request error: HTTP status client error (429 Too Many Requests) "
+            "for url (https://huggingface.co/x/y/resolve/main/config.json)",
+            True,
+        ),
+        ("huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests", True),
+        ("served 429 requests, too many requests were queued", False),
+    ],
+)
+def test_a_rate_limited_request_is_a_network_failure(line: str, limited: bool) -> None:
+    assert (_kinds(line + "\n")[:1] == ["network"]) is limited
+    assert [f.kind for f in _diagnose("network/transformers-34841.log")] == ["network"]
+
+
+_CANN_MODULES = ("TBE", "GE", "FE", "ASCENDCL", "HCCL", "HCCP", "DRV", "AICPU", "TEFUSION")
+
+
+@given(
+    st.sampled_from(_CANN_MODULES),
+    st.sampled_from(
+        [" Subprocess[task_distribute] raise error[], main process disappeared!", "(17,python):x"]
+    ),
+    st.sampled_from(["", "(WorkerDict pid=1896673) "]),
+)
+@settings(max_examples=40, deadline=None)
+def test_canns_modules_logging_an_error_are_no_launch_script(
+    module: str, tail: str, dress: str
+) -> None:
+    # verl#2012: the Ascend kernel compiler's subprocesses at their parent's exit
+    found = _whole_and_in_pieces(f"{dress}[ERROR] {module}{tail}\n")
+    assert "launch_error" not in [k for k, _ in found]
+
+
+def test_a_launch_scripts_own_error_is_still_a_launch_error() -> None:
+    assert _kinds("[ERROR] Background srun 'ray-worker-1' died (pid=123456).\n") == ["launch_error"]
+    assert _kinds("[ERROR] Generation of the head node failed\n") == ["launch_error"]
+    assert "launch_error" not in _excerpt_kinds("unknown_traceback/verl-2012.log")

@@ -521,8 +521,11 @@ CATALOGUE: tuple[Kind, ...] = (
             # shape: a node of the cluster that died (an actor dead *because its node died*,
             # Ray's NodeDiedError, a node marked dead by the GCS), within one sentence; a node
             # named by its IP address (`node name: 10.122.123.196 has been marked dead`) is
-            # still in it: a dot before a digit does not end the sentence
-            r"\bnode\b(?:[^.]|\.\d){0,80}\b(has died|died|dying|marked (as )?dead)\b",
+            # still in it: a dot before a digit does not end the sentence; nor is it too far when
+            # named by its 56-hex-digit id and its IP (`The node with node id: <id> and ip:
+            # 172.31.57.35 has been marked dead`, Ray's worker.py warning, ray#18449): room for
+            # both, still one sentence
+            r"\bnode\b(?:[^.]|\.\d){0,160}\b(has died|died|dying|marked (as )?dead)\b",
             r"\bnodediederror\b",
             # shape: Ray's job server answering a job request with a server error (its SDK's own
             # words; other HTTP clients print a 5xx as `500 Server Error` or the like)
@@ -539,7 +542,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"the actor died unexpectedly",
             r"rayactorerror",
             r"worker exit type: (system_error|unexpected_system_exit)",
-            r"a worker died or was killed while executing",
+            # Ray's sentence, also when a paste wraps or cuts it after its first clause (`A worker
+            # died or was killed` / `while executing a task by an unexpected system error.`,
+            # EfficientZero#2): the clause is Ray's alone
+            r"\ba worker died or was killed\b",
             r"workercrashederror",
             r"the actor is dead because its worker process has died",
             r"the actor is already dead",
@@ -718,6 +724,11 @@ CATALOGUE: tuple[Kind, ...] = (
             r"could not resolve host",
             r"failed to establish a new connection",
             r"max retries exceeded with url",
+            # shape: the server refusing for now, the client over its rate limit (HTTP 429 as
+            # requests, huggingface_hub and Rust's reqwest print it: `429 Client Error: Too Many
+            # Requests for url: https://huggingface.co/...`, `(429 Too Many Requests)`,
+            # transformers#34841): retryable after a wait, as a network failure is
+            r"\b429\W{1,3}(client error\W{1,3})?too many requests\b",
             r"we couldn't connect to '?https?://",
             r"connection reset by peer",
             r"httpx\.connecterror",
@@ -1007,6 +1018,20 @@ CATALOGUE: tuple[Kind, ...] = (
             r"metadata-generation-failed",
             r"did not run successfully",
             r"failed to (create|build|set up|setup) (the )?(worker )?(venv|virtual ?env)",
+            # shape: Ray could not set up the runtime environment a job or actor asked for (its
+            # pip/conda/uv packages, working_dir): `RuntimeEnvSetupError: Failed to setup runtime
+            # environment.`, a job's `runtime_env setup failed: Failed to set up runtime
+            # environment.` (Ray#22472, #27962), as `Failed to create runtime_env for Ray client
+            # server: Failed to install conda environment` is (Ray#22610)
+            r"\bruntimeenvsetuperror\b",
+            r"\b(failed to (create|set ?up)|could not create) (the |its )?(associated )?"
+            r"runtime[ _]?env(ironment)?\b",
+            r"\bruntime[ _]?env(ironment)? (setup|creation) failed\b",
+            # shape: the installer refusing to install where it was asked: no environment to
+            # install into (uv's `No virtual environment found; run `uv venv` ...`, HyDE#1723),
+            # or one it may not change (pip's and uv's PEP 668 `externally-managed-environment`)
+            r"\bno (virtual|python) environment found\b",
+            r"\bexternally[- ]managed[- ]environment\b",
             r"(uv|pip) (venv|sync|install) .*(failed|error)",
             r"error: (uv|pip) ",
             r"cmake generate step failed",
@@ -1139,8 +1164,13 @@ CATALOGUE: tuple[Kind, ...] = (
         "Read the launcher's message: the allocation (nodes, memory, GPUs, account), the "
         "container or the node named; fix the launch, then relaunch.",
         _p(
-            # a script's own; not a logger's `[ERROR] 2025-10-29-...` nor `[ERROR] RUNTIME(pid,..)`
-            r"^\[error\] (?!\d{4}-|\[|[a-z_]+\(\d+,)",
+            # a script's own; not a logger's `[ERROR] 2025-10-29-...` nor `[ERROR] RUNTIME(pid,..)`,
+            # nor another of CANN's modules logging under its name (`[ERROR] TBE Subprocess[
+            # task_distribute] raise error[], main process disappeared!`, the Ascend kernel
+            # compiler's workers at their parent's exit, verl#2012; `[ERROR] GE(...)`, `[ERROR]
+            # ASCENDCL(...)`)
+            r"^\[error\] (?!\d{4}-|\[|[a-z_]+\(\d+,|(tbe|ge|fe|ascendcl|hccl|hccp|drv|aicpu"
+            r"|tefusion|tdt|slog|dvpp|profiling)\b)",
             r"^(srun|slurmstepd|sbatch|salloc|sacct|scontrol|pyxis|enroot)\s*:\s*error\s*:"
             r"(?!.*(exited with exit code|task \d+: (killed|terminated)))",
             r"^(srun|slurmstepd|sbatch|salloc)\s*:\s*error\s*:\s*(unable to|invalid|"
@@ -1483,6 +1513,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "api_key",
     ),
     "network": (
+        "too many requests",
         "proxyerror",
         "couldn't reach",
         "name or service not known",
@@ -1622,6 +1653,12 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "dlopen",
     ),
     "build_error": (
+        "runtimeenvsetuperror",
+        "runtime env",
+        "runtime_env",
+        "runtimeenv",
+        "environment found",
+        "externally",
         "failed to build",
         "failed to install",
         "failed building wheel",
