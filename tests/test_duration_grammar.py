@@ -8,12 +8,16 @@ value; ajetd must read that value or refuse, never another."""
 
 from __future__ import annotations
 
+import ast
+import re
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.durations import parse_duration
-from ajetd.core.errors import DurationError
+from ajetd.core.errors import BlueprintError, DurationError
 
 # unit seconds -> spellings (a leading space is part of the spelling)
 _SPELLINGS: dict[int, list[str]] = {
@@ -277,3 +281,54 @@ def test_chinese_numerals_read_before_every_unit_digits_are(text: str, seconds: 
 def test_no_duration_or_an_unclear_one_alone_is_refused(text: str) -> None:
     with pytest.raises(DurationError):
         parse_duration(text, whole=True)
+
+
+# what a refusal quotes: Python literals opening after a space, a bracket or the start
+_QUOTED = re.compile(r"""(?:^|(?<=[\s,(]))('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+_WRITTEN = list("零〇一二两三四五六七八九十百半个小时時分钟秒天日 ，；;,.-~/到或0123456789hms`")
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(st.sampled_from(_WRITTEN), min_size=1, max_size=24), st.booleans())
+def test_a_refusal_quotes_only_what_the_user_wrote(text: str, markdown: bool) -> None:
+    """Chinese numerals are read as digits and a blueprint's backticks as spaces before the
+    parse; a refusal quoted the rewritten text (`'2小时' and '3小时'` for `两小时；三小时`,
+    `'2h  3h'` for `` `2h` `3h` ``). Every text, and every part of it, that a refusal quotes is
+    there in the text as written."""
+    assume("'" not in text and '"' not in text)
+    try:
+        parse_duration(text, markdown=markdown)
+    except DurationError as exc:
+        message = str(exc)
+    else:
+        return
+    for quoted in _QUOTED.findall(message):
+        shown = ast.literal_eval(quoted).removesuffix("…")
+        assert shown in text, (shown, message)
+
+
+@pytest.mark.parametrize(
+    ("written", "parts"),
+    [
+        ("两小时；三小时", ("两小时", "三小时")),
+        ("一个半小时 两小时", ("一个半小时", "两小时")),
+        ("十五分.5秒", ("十五分", ".5秒")),
+        ("`2h` `3h`", ("2h", "3h")),
+        ("两小时 3h", ("两小时", "3h")),
+    ],
+)
+def test_a_blueprints_refusal_quotes_its_exp_max_time_as_written(
+    written: str, parts: tuple[str, str]
+) -> None:
+    """End to end through the blueprint reader (which reads a code span's backticks as
+    spaces): the problem names the text and both durations as the user wrote them."""
+    blueprint = (
+        "## [exp_purpose]\nq\n\n## [exp_codebase_dir]\n/tmp\n\n## [exp_launch_command]\n"
+        "```bash\npython train.py\n```\n\n## [exp_result_dir]\n/tmp/r\n\n"
+        f"## [exp_max_time]\n{written}\n"
+    )
+    with pytest.raises(BlueprintError) as refused:
+        parse_blueprint(blueprint)
+    problem = next(p for p in refused.value.problems if p.startswith("exp_max_time"))
+    assert repr(written) in problem, problem
+    assert f"{parts[0]!r} and {parts[1]!r}" in problem, problem

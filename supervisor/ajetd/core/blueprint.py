@@ -251,7 +251,7 @@ def asked(parts: dict[str, str]) -> Asked:
     parts can be read, so that the run's status and results.md still say them."""
     try:
         max_time_s: float | None = parse_duration(
-            clean_text(parts.get("exp_max_time", "")).replace("`", " ")
+            clean_text(parts.get("exp_max_time", "")), markdown=True
         )
     except AjetdError:
         max_time_s = None
@@ -447,13 +447,13 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         for part in missing
     ]
     max_time_s = 0.0
-    max_time_given = clean_text(raw.get("exp_max_time", "")).replace("`", " ")
+    max_time_given = clean_text(raw.get("exp_max_time", ""))
     if max_time_given.strip():
         try:
-            max_time_s = parse_duration(max_time_given)
+            max_time_s = parse_duration(max_time_given, markdown=True)
         except AjetdError as exc:
             # a refusal added since an admitted copy was taken is not applied to it
-            kept = admitted_duration(max_time_given) if admitted else None
+            kept = admitted_duration(max_time_given, markdown=True) if admitted else None
             if kept is None:
                 problems.append(f"exp_max_time: {exc}")
             else:

@@ -85,8 +85,24 @@ def _cn_value(numeral: str) -> int:
     return total + current
 
 
-def _arabic(text: str) -> str:
-    """`text` with Chinese numerals before a Chinese unit written in digits."""
+class _Read(str):
+    """A duration's text as the parser reads it (Chinese numerals as digits, a Markdown code
+    span's backticks as spaces) that remembers the text as written: a refusal quotes what the
+    user wrote, `两小时；三小时` and its parts `两小时`, never the digits it was read as."""
+
+    source: str
+    starts: tuple[int, ...]  # where each read character, and the end, is in `source`
+
+    def __new__(cls, read: str, source: str, starts: tuple[int, ...]) -> _Read:
+        made = super().__new__(cls, read)
+        made.source, made.starts = source, starts
+        return made
+
+
+def _rewritten(text: str, markdown: bool = False) -> str:
+    """`text` with Chinese numerals before a Chinese unit written in digits (and, `markdown`,
+    backticks as spaces); a `_Read` that knows the text as written where anything changed."""
+    spaced = text.replace("`", " ") if markdown else text
 
     def digits(match: re.Match[str]) -> str:
         numeral, half = match.group(1) or "", bool(match.group(2) or match.group(3))
@@ -95,41 +111,62 @@ def _arabic(text: str) -> str:
             return match.group()
         return f"{(_cn_value(numeral) if numeral else 0) + (0.5 if half else 0):g}"
 
-    return _CN_NUMBER.sub(digits, text)
+    pieces: list[str] = []
+    starts: list[int] = []
+    done = 0
+    for match in _CN_NUMBER.finditer(spaced):
+        pieces.append(spaced[done : match.start()])
+        starts += range(done, match.start())
+        put = digits(match)
+        pieces.append(put)
+        starts += [match.start()] * len(put) if put != match.group() else range(*match.span())
+        done = match.end()
+    pieces.append(spaced[done:])
+    starts += range(done, len(spaced) + 1)
+    read = "".join(pieces)
+    return text if read == text else _Read(read, text, tuple(starts))
+
+
+def _written(text: str, start: int, end: int) -> str:
+    """text[start:end] as the user wrote it (`text` may be a `_Read`)."""
+    if isinstance(text, _Read):
+        return text.source[text.starts[start] : text.starts[end]]
+    return text[start:end]
 
 
 def _short(text: str) -> str:
-    text = text.strip()
+    """`text` as written, quoted, cut to 40 characters where longer than 60."""
+    text = (text.source if isinstance(text, _Read) else text).strip()
     return repr(text) if len(text) <= 60 else repr(text[:40] + "…") + f" ({len(text)} characters)"
 
 
 def parse_duration(
-    text: str, *, bare_unit_s: float = 3600.0, zero_ok: bool = False, whole: bool = False
+    text: str,
+    *,
+    bare_unit_s: float = 3600.0,
+    zero_ok: bool = False,
+    whole: bool = False,
+    markdown: bool = False,
 ) -> float:
     """Return the first duration in `text`, in seconds; raise DurationError saying why not.
 
     Consecutive parts add up (`1h30m`, `1 hour 30 minutes`); `HH:MM[:SS]` is a clock duration;
     a text that is only a number counts `bare_unit_s` seconds per unit (hours by default).
-    `whole`: the text must be the duration and nothing else. A refusal names the text as
-    written, also where Chinese numerals in it were read as digits (`两小时；三小时`).
+    `whole`: the text must be the duration and nothing else; `markdown`: a blueprint's text,
+    whose code spans' backticks are spaces (`` `2h` ``). A refusal quotes the text, and each
+    part of it, as written, also where Chinese numerals were read as digits (`两小时；三小时`).
     """
-    read = _arabic(text)
-    try:
-        return _parse(read, bare_unit_s, zero_ok, whole)
-    except DurationError as exc:
-        if read == text:
-            raise
-        raise DurationError(str(exc).replace(_short(read), _short(text))) from None
+    return _parse(_rewritten(text, markdown), bare_unit_s, zero_ok, whole)
 
 
-def admitted_duration(text: str) -> float | None:
+def admitted_duration(text: str, *, markdown: bool = False) -> float | None:
     """The first duration of an `exp_max_time` that an earlier version admitted, read without
     the refusals added since (two durations side by side, `2h; 3h if slow`, `1 小时（60 分钟）`;
     a point after a unit, `1m.5s`): a live run's or a running campaign's copy is never refused
     after an upgrade (its options would fall back to the defaults, its campaign stop). None
     where not even that reads a duration."""
     try:
-        return _parse(_arabic(text), 3600.0, False, False, lenient=True)
+        return _parse(_rewritten(text, markdown), 3600.0, False, False, lenient=True)
     except DurationError:
         return None
 
@@ -271,9 +308,9 @@ def _trailing(text: str, pos: int, per: float | None) -> tuple[float, int] | Non
         return None
     value = int(found.group(1))
     if value * smaller >= per:
-        whole = _NAMES[per][:-1]
+        whole, written = _NAMES[per][:-1], _written(text, *found.span(1))
         raise DurationError(
-            f"{_short(text)}: the {value} after the {whole}s would be {_NAMES[smaller]}, but "
+            f"{_short(text)}: the {written} after the {whole}s would be {_NAMES[smaller]}, but "
             f"{value} {_NAMES[smaller]} is a whole {whole} or more (write the units, e.g. 2h30m)"
         )
     return value * smaller, found.end()
@@ -332,9 +369,10 @@ def _refuse_beside(text: str, start: int, end: int) -> None:
 def _side_by_side(text: str, start: int, end: int, second: int, second_end: int) -> None:
     """Raise: `text` holds the duration text[start:end] and another, text[second:second_end]."""
     raise DurationError(
-        f"{_short(text)} holds two durations side by side, {text[start:end].strip()!r} and "
-        f"{text[second:second_end].strip()!r}: write one (a duration's units go from the "
-        "largest down, each once: 1h30m, 1 小时 30 分)"
+        f"{_short(text)} holds two durations side by side, "
+        f"{_written(text, start, end).strip()!r} and "
+        f"{_written(text, second, second_end).strip()!r}: write one (a duration's units go "
+        "from the largest down, each once: 1h30m, 1 小时 30 分)"
     )
 
 
