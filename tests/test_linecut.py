@@ -4,12 +4,14 @@ bound, `…`, and what the kept part opened closed; over arbitrary text (hypothe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ajetd.core.campaignrecord import REASON_MAX
 from ajetd.core.errors import one_line
-from ajetd.core.linecut import ELLIPSIS, WORD_BACK, cut
+from ajetd.core.linecut import ELLIPSIS, WORD_BACK, cut, cut_middle
 from ajetd.core.markdown import table_cell
 
 WALK = (
@@ -83,3 +85,90 @@ def test_a_table_cell_is_cut_as_a_line_is(text: str, limit: int) -> None:
     assert len(bare) <= limit
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     assert bare == cut(flat, limit)
+
+
+_OPENERS, _CLOSERS = set("([{`"), set(")]}`")
+_MIRROR = str.maketrans("()[]{}", ")(][}{")
+
+
+def _at_word_end(line: str, kept: str) -> bool:
+    """`kept`, a prefix of `line`, ends where a word does (or no word boundary was near)."""
+    after = line[len(kept) :]
+    near = line[max(0, len(kept) - WORD_BACK) : len(kept)]
+    return after[:1] in ("", " ", "\t", ",", ";", ":") or not any(c in " \t" for c in near)
+
+
+def _at_word_start(line: str, tail: str) -> bool:
+    """`tail`, a suffix of `line`, begins where a word does (or no word boundary was near
+    after its start; or it is empty: no room for the end)."""
+    before = line[: len(line) - len(tail)]
+    return (
+        not tail
+        or before[-1:] in ("", " ", "\t", ",", ";", ":")
+        or not any(c in " \t" for c in tail[:WORD_BACK])
+    )
+
+
+@example("(" * 50 + "x" * 300, 40, 500)
+@example("a " + ")" * 300, 60, 500)
+@example("`a (b` " * 60, 80, 500)
+@example("word" * 100, 50, 600)
+@given(
+    st.text(st.sampled_from([*"ab (){}[]`:;,\t", "é", "中"]), max_size=500),
+    st.integers(2, 320),
+    st.integers(0, 1000),
+)
+def test_a_cut_keeping_both_ends_cuts_each_at_a_word_and_leaves_nothing_open(
+    line: str, limit: int, share: int
+) -> None:
+    """A finding's evidence of a long line keeps its start and its end: each cut at a word
+    (the walks' `… reserved by PyTorch bu … ocation`), nothing opened left open, nothing
+    closed left unopened, bounded."""
+    tail = max(1, (limit - 1) * share // 1000)  # less than the limit
+    said = cut_middle(line, limit, tail)
+    assert len(said) <= limit
+    if len(line) <= limit:
+        assert said == line
+        return
+    head, mark, rest = said.partition(ELLIPSIS)
+    if mark:
+        assert line.startswith(head) and _at_word_end(line, head), (line, said)
+        closers, _, end = rest.partition(" ")
+        assert set(closers) <= _CLOSERS, said
+        assert not _open_left(head + mark + closers), said  # what the start opened: closed
+    else:  # no room for the start: its end alone, after a space
+        end = said.removeprefix(" ")
+    assert not _open_left(end[::-1].translate(_MIRROR)), said  # what the end closes: opened
+    # the end: what opens what it closes, then a suffix of the line from a word's start
+    splits = [k for k in range(len(end) + 1) if set(end[:k]) <= _OPENERS]
+    kept = [end[k:] for k in splits if line.endswith(end[k:]) and len(end[k:]) <= tail]
+    assert kept, (line, said)
+    assert any(_at_word_start(line, k) for k in kept), (line, said)
+
+
+def test_a_findings_evidence_of_a_long_line_is_cut_at_words_in_every_reader(
+    tmp_path: Path,
+) -> None:
+    """The evidence `ajetd diagnose` (text and --json) and the daemon's reader quote: the same,
+    its start and end cut at words, brackets closed."""
+    import json
+    import subprocess
+    import sys
+
+    from ajetd.diagnosis.live import diagnose_file
+
+    words = " ".join(f"allocation{i}(ok)" for i in range(60))
+    line = f"RuntimeError: CUDA out of memory. {words} (tried to allocate 2.00 GiB; reserved)"
+    log = tmp_path / "train.log"
+    log.write_text(f"step 1\n{line}\n")
+    evidence = diagnose_file(log)[0].evidence
+    head, _, rest = evidence.partition(ELLIPSIS)
+    assert line.startswith(head) and line[len(head)] == " ", evidence
+    closers, _, end = rest.partition(" ")
+    assert line.endswith(end) and line[-len(end) - 1] == " ", evidence
+    assert not _open_left(evidence) and set(closers) <= _CLOSERS
+    run = [sys.executable, "-m", "ajetd", "diagnose", str(log)]
+    shown = subprocess.run([*run, "--json"], capture_output=True, text=True, check=False)
+    assert evidence in [f["evidence"] for f in json.loads(shown.stdout)], shown
+    text = subprocess.run(run, capture_output=True, text=True, check=False).stdout
+    assert f"evidence: {evidence}" in text, text

@@ -13,6 +13,7 @@ from typing import Any
 from ajetd.core import remedy
 from ajetd.core.durations import format_duration
 from ajetd.core.finding import GPU_LOST, WAITING_FOR_INPUT, Finding
+from ajetd.core.linecut import cut
 from ajetd.core.model import RELAUNCHING_STOPS, Run, Signal, Status, StopCause, record_trials
 from ajetd.core.options import Options
 from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
@@ -408,9 +409,7 @@ def root_cause(finding: Finding) -> str:
     """`unknown_traceback: TypeError: ...`: the kind, and the line that shows it, on one line
     and cut, for a reason read in finish.flag and by agents (the kind alone said nothing of
     which exception, which file, which setting)."""
-    said = " ".join(finding.evidence.split())
-    if len(said) > EVIDENCE_IN_REASON:
-        said = said[: EVIDENCE_IN_REASON - 1] + "…"
+    said = cut(" ".join(finding.evidence.split()), EVIDENCE_IN_REASON)  # at a word, closed
     return f"{finding.kind}: {said}" if said else finding.kind
 
 

@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ajetd.core.finding import Finding
+from ajetd.core.linecut import cut_middle
 from ajetd.core.termtext import strip_dress
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import UserKind
@@ -75,13 +76,11 @@ EVIDENCE_END_CHARS = 200  # of a longer line, its end: where an error printed af
 
 def _evidence(text: str) -> str:
     """A line as a finding's evidence: at most EVIDENCE_CHARS of it. A longer line shows its
-    start and its last EVIDENCE_END_CHARS, since a program that printed a progress bar or a
-    long message without a newline put the error it died of at the line's end."""
-    text = text.strip()
-    if len(text) <= EVIDENCE_CHARS:
-        return text
-    start = EVIDENCE_CHARS - EVIDENCE_END_CHARS - len(" … ")
-    return f"{text[:start]} … {text[-EVIDENCE_END_CHARS:]}"
+    start and its last EVIDENCE_END_CHARS or fewer, since a program that printed a progress
+    bar or a long message without a newline put the error it died of at the line's end; each
+    cut at a word, brackets and code spans closed (`linecut.cut_middle`: `… reserved by
+    PyTorch bu … ocation` was cut mid-word)."""
+    return cut_middle(text.strip(), EVIDENCE_CHARS, EVIDENCE_END_CHARS)
 
 
 _TRACEBACK = "Traceback (most recent call last):"

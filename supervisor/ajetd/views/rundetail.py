@@ -13,7 +13,7 @@ import shlex
 import textwrap
 from dataclasses import dataclass
 
-from ajetd.core import unsaved
+from ajetd.core import linecut, unsaved
 from ajetd.core.durations import format_duration
 from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run
@@ -71,8 +71,8 @@ class _Fit:
 
     def prose(self, first: str, text: str, style: str = "") -> list[Line]:
         """`first` then `text`, wrapped under `text`'s start."""
-        if not self.whole:
-            return [[(cut(first + text, self.width), style)]]
+        if not self.whole:  # at a word, brackets closed (a finding's evidence, its fix)
+            return [[(linecut.cut(first + text, self.width), style)]]
         head: list[Line] = []
         if len(first) > self.width // 2:  # a narrow terminal: the text goes under `first`
             head, first = [[(cut(first.rstrip(), self.width), style)]], "    "
