@@ -73,3 +73,84 @@ def test_an_admitted_reading_never_raises_and_agrees_where_both_read(text: str) 
     except DurationError:
         return
     assert kept == strict
+
+
+# read by no version as the writer meant it: a new blueprint is refused saying why; an
+# admitted copy is read as meant, the longer reading where one cannot tell (docs/design.md)
+MEANT = {
+    "1,5h": ("comma", 5400.0),
+    "1，5 小时": ("comma", 5400.0),
+    "1,500 s": ("comma", 1500.0),  # three digits: a thousands separator
+    "1/2 h": ("fraction", 1800.0),
+    "1 1/2 hours": ("fraction", 5400.0),
+    "½h": ("fraction", 1800.0),
+    "1½ h": ("fraction", 5400.0),
+    "2-3h": ("range", 10800.0),
+    "2 - 3h": ("range", 10800.0),
+    "2h-3h": ("range", 10800.0),
+    "2h-3": ("range", 10800.0),
+    "2~3 小时": ("range", 10800.0),
+    "两到三小时": ("range", 10800.0),
+    "2 to 3 hours": ("range", 10800.0),
+    "3h or 2h": ("range", 10800.0),
+    "30-90 min": ("range", 5400.0),
+}
+
+
+@pytest.mark.parametrize(("text", "said", "seconds"), [(t, *v) for t, v in MEANT.items()])
+def test_an_admitted_copy_reads_a_comma_a_fraction_or_a_range_as_meant(
+    text: str, said: str, seconds: float
+) -> None:
+    with pytest.raises(DurationError, match=said):
+        parse_duration(text)
+    with pytest.raises(BlueprintError, match=f"exp_max_time: .*{said}"):
+        parse_blueprint(_blueprint(text))  # a new blueprint (lint, admission): refused, why
+    assert admitted_duration(text) == seconds
+    assert parse_blueprint(_blueprint(text), admitted=True).max_time_s == seconds
+
+
+_UNIT_WORDS = st.sampled_from([("h", 3600.0), (" hours", 3600.0), ("m", 60.0), (" 分钟", 60.0)])
+_JOINS = st.sampled_from(["-", " - ", "~", " to ", " 到 ", "–", " or "])
+
+
+@given(st.integers(1, 99), st.integers(1, 99), _JOINS, _UNIT_WORDS, st.booleans())
+def test_an_admitted_range_is_read_as_its_longer_end(
+    low: int, high: int, join: str, unit: tuple[str, float], both: bool
+) -> None:
+    """`2-3h` and `2h-3h`, any joiner: the longest the run may take."""
+    word, per = unit
+    text = f"{low}{word if both else ''}{join}{high}{word}"
+    with pytest.raises(DurationError, match="range"):
+        parse_duration(text)
+    assert admitted_duration(text) == max(low, high) * per
+
+
+@given(st.integers(0, 9), st.integers(1, 9), st.integers(1, 9), _UNIT_WORDS)
+def test_an_admitted_fraction_or_decimal_comma_is_read_as_its_value(
+    whole: int, over: int, under: int, unit: tuple[str, float]
+) -> None:
+    word, per = unit
+    fraction = f"{whole} {over}/{under}" if whole else f"{over}/{under}"
+    value = (whole + over / under) * per
+    if value >= 1:
+        assert admitted_duration(fraction + word) == pytest.approx(value, rel=1e-9)
+    comma = (whole + over / 10) * per
+    if comma >= 1:
+        assert admitted_duration(f"{whole},{over}{word}") == pytest.approx(comma)
+
+
+_HOSTILE = st.lists(st.sampled_from([*"0123456789 ,，/½-~.:hm", "小时", "到", "to", "and"])).map(
+    "".join
+)
+
+
+@given(_HOSTILE | st.text(max_size=40))
+def test_where_the_strict_reading_reads_the_lenient_one_agrees(text: str) -> None:
+    """The admitted reading only adds: wherever a new blueprint's reading takes the text
+    (commas, fractions and joiners about), the admitted one gives the same seconds."""
+    try:
+        strict = parse_duration(text)
+    except DurationError:
+        admitted_duration(text)  # never raises
+        return
+    assert admitted_duration(text) == strict

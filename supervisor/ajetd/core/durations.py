@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import NamedTuple
 
 from ajetd.core.errors import DurationError
@@ -160,22 +161,60 @@ def parse_duration(
 
 
 def admitted_duration(text: str, *, markdown: bool = False) -> float | None:
-    """The first duration of an `exp_max_time` that an earlier version admitted, read without
-    the refusals added since (two durations side by side, `2h; 3h if slow`, `1 小时（60 分钟）`;
-    a point after a unit, `1m.5s`): a live run's or a running campaign's copy is never refused
-    after an upgrade (its options would fall back to the defaults, its campaign stop). None
-    where not even that reads a duration."""
+    """The duration of an `exp_max_time` that an earlier version admitted, read without the
+    refusals added since: a live run's or a running campaign's copy is never refused after an
+    upgrade (its options would fall back to the defaults, its campaign stop). Two durations
+    side by side (`2h; 3h if slow`, `1 小时（60 分钟）`) and a point after a unit (`1m.5s`):
+    the first, as versions before the refusal read it. A decimal comma, a fraction and a range
+    are read as the writer meant them, the longer reading where one cannot tell (docs/design.md,
+    "An admitted copy's exp_max_time"): `1,5h` is 1.5 h and `1,500 s` 1500 s (three digits
+    after the comma: a thousands separator); `1/2 h`, `1 1/2 hours`, `½h`, `1½ h` their value;
+    `2-3h`, `2h-3h`, `2~3 小时`, `2 to 3 hours` their upper end, the longest the run may take
+    (what a new blueprint's refusal asks to write). None where not even that reads one."""
     try:
-        return _parse(_rewritten(text, markdown), 3600.0, False, False, lenient=True)
+        return _parse(_plain_numbers(_rewritten(text, markdown)), 3600.0, False, False, True)
     except DurationError:
         return None
+
+
+# What only an admitted copy's reading takes (a new blueprint's is refused, `_check_context`),
+# before a unit word: a decimal comma, a fraction, a vulgar fraction (`½`)
+_BEFORE_UNIT = rf"(?=[ \t]{{0,8}}(?:{_UNIT_ALT})(?![A-Za-z]))"
+_COMMA_NUMBER = re.compile(rf"(?<![\d.,，])(\d{{1,15}})[,，](\d{{1,15}}){_BEFORE_UNIT}", re.I)
+_FRACTION = re.compile(
+    rf"(?<![\d.])(?:(\d{{1,6}})[ \t]{{1,8}})?(\d{{1,6}})[ \t]{{0,8}}[/⁄][ \t]{{0,8}}(\d{{1,6}})"
+    rf"{_BEFORE_UNIT}",
+    re.IGNORECASE,
+)
+_VULGAR = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
+_VULGAR_NUMBER = re.compile(rf"(?<![\d.])(?:(\d{{1,6}})[ \t]?)?([{_VULGAR}]){_BEFORE_UNIT}", re.I)
+
+
+def _plain_numbers(text: str) -> str:
+    """`text` with a decimal comma, a fraction and a vulgar fraction before a unit written as
+    a decimal (`1,5h` -> `1.5h`, `1 1/2 hours` -> `1.5 hours`, `½h` -> `0.5h`; `1,500 s`, three
+    digits after the comma, -> `1500 s`): for `admitted_duration` only."""
+
+    def comma(match: re.Match[str]) -> str:
+        whole, part = match.group(1), match.group(2)
+        return whole + part if len(part) == 3 else f"{whole}.{part}"
+
+    def fraction(match: re.Match[str]) -> str:
+        whole, over, under = (int(match.group(n) or 0) for n in (1, 2, 3))
+        return f"{whole + over / under:.10g}" if under else match.group()
+
+    def vulgar(match: re.Match[str]) -> str:
+        return f"{int(match.group(1) or 0) + unicodedata.numeric(match.group(2)):.10g}"
+
+    text = _COMMA_NUMBER.sub(comma, text)
+    return _VULGAR_NUMBER.sub(vulgar, _FRACTION.sub(fraction, text))
 
 
 def _parse(
     text: str, bare_unit_s: float, zero_ok: bool, whole: bool, lenient: bool = False
 ) -> float:
     """`parse_duration` of `text` whose Chinese numerals are digits already (`lenient`: as
-    `admitted_duration` reads it)."""
+    `admitted_duration` reads it, its numbers made plain by `_plain_numbers`)."""
     stripped = text.strip()
     if len(stripped) > 40 and stripped.isdigit():
         raise DurationError(f"a number of {len(stripped)} digits is not a duration")
@@ -186,8 +225,17 @@ def _parse(
         if bare.group(1):
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")
         return _checked(_number(bare.group(2), text) * bare_unit_s, text, zero_ok)
-    _refuse_range(text)
+    ends = _range(text)
+    if ends is not None and lenient:
+        return _checked(_upper(text, *ends), text, zero_ok)
+    if ends is not None:
+        raise DurationError(
+            f"{_short(text)} is a range: write one duration, the longest the run may take "
+            "(e.g. 3h for 2-3 hours)"
+        )
     total, end = _scan(text, lenient)
+    if total is None and not lenient and any(c in _VULGAR for c in text):
+        raise DurationError(_FRACTION_SAID.format(_short(text)))
     if total is None:
         if _EXPONENT.search(text) or _NOT_FINITE.search(text):
             raise DurationError(
@@ -207,35 +255,58 @@ def _parse(
 _JOIN = r"[ \t]{0,8}(?:-|–|—|~|～|〜|至|到|或|/|(?:to|or)(?![A-Za-z]))[ \t]{0,8}"
 _RANGE_AFTER = re.compile(rf"{_JOIN}[\d一二两兩三四五六七八九十]")
 _RANGE_BEFORE = re.compile(
-    rf"[\d一二两兩三四五六七八九十][ \t]{{0,8}}(?:(?:{_UNIT_ALT})(?![A-Za-z]))?{_JOIN}$",
+    rf"[\d一二两兩三四五六七八九十](?:[ \t]{{0,8}}((?:{_UNIT_ALT})(?![A-Za-z])))?{_JOIN}$",
     re.IGNORECASE,
 )
 
 
-def _refuse_range(text: str) -> None:
-    """Refuse a range (`2-3 hours`, `2h-3h`): read as its first duration, the upper or the
-    lower end was taken silently (walk 86), while a time limit is one duration, the longest
-    the run may take. Only around the duration that would be read (a date or an issue number
-    later in a sentence is no range of it): a number and a range's joiner just before it, or
-    a joiner and a number just after its first part; bounded windows: linear."""
+def _range(text: str) -> tuple[int, int, int, float] | None:
+    """A range (`2-3 hours`, `2h-3h`), or None: where its first end starts and ends, where its
+    second end starts, and the seconds of a unit of the end that names one (for the end that does
+    not: `2-3h`, `2h-3`). Read as its first duration, the upper or the lower end was taken
+    silently (walk 86), while a time limit is one duration, the longest the run may take: a
+    new blueprint's is refused, an admitted copy's read as its upper end (`_upper`). Only
+    around the duration that would be read (a date or an issue number later in a sentence is
+    no range of it): a number and a range's joiner just before it, or a joiner and a number
+    just after its first part; bounded windows: linear."""
     try:
         start = _first_start(text)
     except DurationError:  # a sign before it: said by the scan
-        return
+        return None
     if start >= len(text):
-        return
+        return None
     number = _NUMBER.match(text, start)
     assert number is not None  # _first_start stops at a number
     if _SLURM_DAYS.match(text, start):
-        return
+        return None
     clock = _CLOCK.match(text, start)
     unit = _UNIT.match(text, number.end())
+    per = _UNITS[unit.group(1).lower()] if unit and not clock else 3600.0
     after = clock.end() if clock else unit.end() if unit else number.end()
-    if _RANGE_BEFORE.search(text[max(0, start - 40) : start]) or _RANGE_AFTER.match(text, after):
-        raise DurationError(
-            f"{_short(text)} is a range: write one duration, the longest the run may take "
-            "(e.g. 3h for 2-3 hours)"
-        )
+    window = max(0, start - 40)
+    if before := _RANGE_BEFORE.search(text[window:start]):
+        low = window + before.start()
+        low_end = window + before.end(1) if before.group(1) else low + 1
+        while low > window and (text[low - 1].isdigit() or text[low - 1] == "."):
+            low -= 1
+        return low, low_end, start, per
+    if joined := _RANGE_AFTER.match(text, after):
+        return start, after, joined.end() - 1, per
+    return None
+
+
+def _upper(text: str, low: int, low_end: int, high: int, per: float) -> float:
+    """An admitted copy's range, `_range`'s: its longer end (each end read leniently, with the
+    unit of the other where it names none; an end that does not read: the other)."""
+    seconds = []
+    for part in (text[low:low_end], text[high:]):
+        try:
+            seconds.append(_parse(part, per, False, False, True))
+        except DurationError:
+            continue
+    if not seconds:
+        raise DurationError(f"no duration found in {_short(text)}")
+    return max(seconds)
 
 
 def _first_start(text: str) -> int:
@@ -398,7 +469,8 @@ def _check_context(text: str, start: int) -> None:
     tight = before.rstrip(" \t")
     if tight and tight[-1] in _MINUS:
         lead = tight[:-1]
-        if not lead or not lead[-1].isalnum():
+        # after a number, with spaces or not, a range's joiner (`2 - 3h`), said as a range
+        if not lead or not (lead[-1].isalnum() or lead.rstrip(" \t")[-1:].isdigit()):
             raise DurationError(f"a duration cannot be negative, got {_short(text)}")
     if re.search(r"[\d.][eE][-+]?$", before):
         raise DurationError(
@@ -407,12 +479,12 @@ def _check_context(text: str, start: int) -> None:
     if re.search(r"\d[,，]$", before):
         raise DurationError(_COMMA.format(_short(text)))
     if re.search(r"\d[ \t]*[/⁄][ \t]*$", before):
-        raise DurationError(
-            f"{_short(text)}: a fraction is not read in a duration; write a decimal or smaller "
-            "units (1.5h, 1h30m)"
-        )
+        raise DurationError(_FRACTION_SAID.format(_short(text)))
 
 
+_FRACTION_SAID = (
+    "{}: a fraction is not read in a duration; write a decimal or smaller units (1.5h, 1h30m)"
+)
 _COMMA = (
     "{}: a comma between digits is a decimal comma in some languages and a thousands "
     "separator in others; write a decimal point or smaller units (1.5h, 1h30m, 1500s)"
