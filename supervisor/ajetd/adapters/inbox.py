@@ -44,6 +44,7 @@ from ajetd.core.model import Run
 from ajetd.core.naming import SUBMITTED, fit_stem, safe_name
 from ajetd.core.options import Options
 from ajetd.core.timefmt import iso
+from ajetd.core.writerasks import Asked, Stamp, kept_answer
 
 SETTLE_S = 1.0
 # A file still open for writing and unchanged this long is put aside, unread: its writer is
@@ -177,9 +178,12 @@ def across_devices(home: Home) -> list[str]:
     ]
 
 
-def scan(home: Home, ready: set[str], now: float) -> Scan:
+def scan(home: Home, ready: set[str], now: float, asked: dict[str, Asked] | None = None) -> Scan:
     """Complete, safe blueprints in the inbox, oldest first (the GPU queue is first come, first
-    served), a line for each entry refused, and when to look again for one still settling."""
+    served), a line for each entry refused, and when to look again for one still settling.
+    `asked`: the kernel's answers of the scan before, by name, kept between scans (updated
+    here): a file whose answer was "not known here" is not opened again while unchanged
+    (`core.writerasks`: on NFS each open is a round trip, at every scan, for each file)."""
     refused: list[str] = []
     entries = []
     settle_at: float | None = None
@@ -198,6 +202,7 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
     except OSError:
         return Scan([], [], None)
     entries.sort(key=lambda pair: (pair[0].st_mtime_ns, pair[1].name))
+    answers: dict[str, Asked] = {}
     found: list[Candidate] = []
     overdue: list[Path] = []
     for info, entry in entries:
@@ -211,7 +216,7 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
             refused.append(f"{shown} is owned by uid {info.st_uid}, not by this user: not taken")
             continue
         # the kernel's answer first: a file a process still writes is held, however it came
-        writing = writers.open_for_writing(Path(entry.path))
+        writing = _writing(entry, info, now, asked, answers)
         # ctime: set by this kernel on every write and rename, whatever the file's mtime says
         if writing:
             line, again = _held(shown, info.st_ctime, now)
@@ -234,7 +239,32 @@ def scan(home: Home, ready: set[str], now: float) -> Scan:
             )
         else:
             found.append(Candidate(Path(entry.path), None, stem))
+    _remember(asked, answers)
     return Scan(found, refused, settle_at, tuple(overdue))
+
+
+def _remember(asked: dict[str, Asked] | None, answers: dict[str, Asked]) -> None:
+    """Keep this scan's answers for the next, of the files there now: bounded by the inbox."""
+    if asked is not None:
+        asked.clear()
+        asked.update(answers)
+
+
+def _writing(
+    entry: os.DirEntry[str],
+    info: os.stat_result,
+    now: float,
+    asked: dict[str, Asked] | None,
+    answers: dict[str, Asked],
+) -> bool | None:
+    """`writers.open_for_writing` of an inbox file, or its last answer where that holds still
+    (`writerasks.kept_answer`); the answer used is noted in `answers`."""
+    stamp = Stamp(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    kept = kept_answer(asked.get(entry.name) if asked else None, stamp, now)
+    if kept is None:
+        kept = Asked(stamp, writers.open_for_writing(Path(entry.path)), now)
+    answers[entry.name] = kept
+    return kept.answer
 
 
 def claim(home: Home, candidate: Candidate, run_id: str) -> Path | None:

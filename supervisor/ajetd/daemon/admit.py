@@ -82,7 +82,7 @@ class Admit(Base):
         if not problems:
             self._admit_held(now)
             self.readmit_waiting(now)
-            scan = inbox.scan(self.home, self.watcher.take_ready(), now)
+            scan = inbox.scan(self.home, self.watcher.take_ready(), now, self.writer_asks)
             refused, self.settle_at = scan.refused, scan.settle_at
             for path in scan.overdue:  # open for writing, unchanged for OPEN_HOLD_S
                 self._put_aside(path, inbox.overdue_why(path), now)

@@ -33,6 +33,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.options import Options
 from ajetd.core.policy import Timing
+from ajetd.core.writerasks import Asked
 from ajetd.daemon import ending
 from ajetd.daemon.campaigns import Campaigns
 from ajetd.daemon.gpuwatch import GpuWatch
@@ -103,6 +104,8 @@ class Base:
     # and as daemon.json last said
     reserved: dict[int, str]
     published_reserved: dict[int, str]
+    stuck: dict[str, str]  # inbox names that could not even be put aside
+    writer_asks: dict[str, Asked]  # the kernel's last answers for the inbox's files (writerasks)
 
     def __init__(self, cfg: DaemonConfig, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
@@ -151,7 +154,7 @@ class Base:
         self.failures = Failures()
         self.step_full: dict[tuple[str, str], Path] = {}  # (run, step) waiting for a full folder
         self.settle_at: float | None = None  # an inbox file still settling is due then
-        self.stuck: dict[str, str] = {}  # inbox names that could not even be put aside
+        self.stuck, self.writer_asks = {}, {}
         self.unadmitted: dict[str, Unadmitted] = {}  # claimed while a disk was full
         # runs whose launch waits for a tmux server that did not answer: (retry at, delay)
         self.tmux_wait: dict[str, tuple[float, float]] = {}
