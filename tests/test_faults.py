@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 import pytest
+from inotifykit import IN_CLOSE_WRITE, Events
 
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
@@ -277,19 +278,32 @@ def test_a_result_dir_the_program_fills_keeps_its_log_and_gets_its_reports(
 ) -> None:
     """The program writes into its result dir until the disk is full (its own trial log is
     there too); space returns while it still runs: what it prints afterwards reaches the log,
-    the run ends with its exit code and why, and finish.flag is written."""
+    the run ends with its exit code and why, and finish.flag is written.
+
+    The log's writer meeting the full disk is waited for as the kernel's event of it: its
+    `cat` fails, the writer closes the log (IN_CLOSE_WRITE), sleeps a second and starts a new
+    `cat` that holds the log open again. The test sampled "no process holds the log open",
+    true only in that second: under load (a poll of every process's files taking longer than
+    it) it was missed, for good once the output was all consumed (20 s timeouts at load 13,
+    2 in 5). The program prints only once the watch is there, so no close comes before it."""
     disk = tmpfs(env.tmp / "small", "1m")
     result = disk / "out"
     hog, go, full = result / "hog.bin", env.tmp / "go-on", env.tmp / "printed-while-full"
+    filled, speak = env.tmp / "disk-filled", env.tmp / "print-now"
     command = (
-        f"head -c 2000000 /dev/zero > {hog}; seq 1 4000; touch {full}; "
+        f"head -c 2000000 /dev/zero > {hog}; touch {filled}; "
+        f"while [ ! -e {speak} ]; do sleep 0.05; done; seq 1 4000; touch {full}; "
         f"while [ ! -e {go} ]; do sleep 0.05; done; echo printed-after-space-returned; exit 7"
     )
     env.start_daemon("--liveness", "0.5")
     run_id = env.submit(env.blueprint("hog", command=command, result=str(result), ajetd="gpus: 0"))
     log = result / "logs" / "trial-1.log"
-    wait_for(full.exists, what="the program to fill its disk and print")
-    wait_for(lambda: not _writers(log), what="the log's writer to meet the full disk")
+    wait_for(filled.exists, what="the program to fill its disk")
+    wait_for(log.exists, what="the log's writer to open the log")
+    with Events(log.parent, IN_CLOSE_WRITE) as closed:
+        speak.touch()  # output the full disk cannot take
+        wait_for(full.exists, what="the program to print while its disk is full")
+        wait_for(lambda: log.name in closed.names(), what="the log's writer to meet the full disk")
     hog.unlink()
     go.touch()
     status = env.wait_done(run_id)
@@ -299,18 +313,6 @@ def test_a_result_dir_the_program_fills_keeps_its_log_and_gets_its_reports(
     text = log.read_text()
     assert "printed-after-space-returned" in text and "exited with code 7" in text
     assert "[ajetd] output is missing here" in text  # what the full disk took is said
-
-
-def _writers(path: Path) -> list[int]:
-    """The processes that hold `path` open."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if any(f.path == str(path) for f in proc.open_files()):
-                found.append(proc.pid)
-        except psutil.Error:
-            continue
-    return found
 
 
 # -- a full home between two experiments of a campaign ---------------------------------------

@@ -6,9 +6,7 @@ its answer is "not known", as NFS's), its opens counted by the kernel (inotify's
 
 from __future__ import annotations
 
-import ctypes
 import os
-import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from inotifykit import IN_OPEN, Events
 
 from ajetd.adapters import inbox
 from ajetd.adapters.store import Home
@@ -51,35 +50,6 @@ def test_any_change_a_stat_shows_or_a_yes_or_no_asks_the_kernel_again(
     assert (kept is last) == (answer is None and later < REASK_S)
 
 
-class _Opens:
-    """The kernel's count of opens in a folder (inotify, IN_OPEN): no wrapper of ours."""
-
-    IN_OPEN, IN_NONBLOCK = 0x20, 0o4000
-
-    def __init__(self, folder: Path) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = libc.inotify_init1(self.IN_NONBLOCK)
-        assert self.fd >= 0
-        assert libc.inotify_add_watch(self.fd, str(folder).encode(), self.IN_OPEN) >= 0
-
-    def names(self) -> list[str]:
-        """The files opened since the last call (not the folder itself: its scan)."""
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return []
-        found, at = [], 0
-        while at < len(data):
-            _wd, _mask, _cookie, size = struct.unpack_from("iIII", data, at)
-            name = data[at + 16 : at + 16 + size].rstrip(b"\0").decode()
-            found += [name] if name else []
-            at += 16 + size
-        return found
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
 @pytest.fixture
 def ram_home(tmp_path: Path) -> Iterator[Home]:
     if os.geteuid() != 0:
@@ -102,9 +72,8 @@ def test_an_unchanged_waiting_file_is_not_opened_again_a_changed_one_is(ram_home
     for name in names:
         (home.inbox / name).write_text("# x\n")
     changed = max((home.inbox / n).stat().st_ctime for n in names)
-    opens = _Opens(home.inbox)
     asked: dict[str, Asked] = {}
-    try:
+    with Events(home.inbox, IN_OPEN) as opens:  # opens counted by the kernel
         now = changed + 0.2  # all still settling: they wait
         first = inbox.scan(home, set(), now, asked)
         assert not first.found and sorted(opens.names()) == names  # asked once each
@@ -123,5 +92,3 @@ def test_an_unchanged_waiting_file_is_not_opened_again_a_changed_one_is(ram_home
         settled = inbox.scan(home, set(), now + 2 + REASK_S, asked)  # taken as before
         assert len(settled.found) == 4
         assert inbox.scan(home, set(), now + 0.3).found == []  # no memory: as before
-    finally:
-        opens.close()
