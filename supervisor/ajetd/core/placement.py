@@ -19,7 +19,7 @@ runs may take the free GPUs meanwhile (walk87 F7: the whole queue stalled behind
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ajetd.core.gpuuse import GpuSample
@@ -227,23 +227,40 @@ def _wait_reason(
     return f"waiting for {count} GPU(s): " + "; ".join(parts)
 
 
-def val_file_wait(run: Run, live: Sequence[Run]) -> str | None:
+def _as_written(a: str, b: str) -> str | None:
+    return a if a == b else None
+
+
+def val_file_wait(
+    run: Run, live: Sequence[Run], same: Callable[[str, str], str | None] = _as_written
+) -> str | None:
     """Why a run that has not started waits for its val file, or None when it may start.
 
     AgentJet appends every validation to one file: two runs writing it at once would each
     read the other's results as their own. A run given no file of its own (no `--conf` for a
     copy, `preflight._own_val_file`) therefore waits while another live run writes it: one
-    started, or one ahead of it in the queue (first come, first served)."""
+    started, or one ahead of it in the queue (first come, first served). `same`: the real
+    path of the one file two paths name, None where they name two (the daemon's
+    `samefile.one_file`: a symlinked codebase, a `..`, a bind mount, walk93 F1)."""
     if run.val_path is None or run.trials:
         return None
     mine = (run.submitted_at, run.run_id)
     for other in live:
-        if other.run_id == run.run_id or other.val_path != run.val_path:
+        if other.run_id == run.run_id or not other.val_path:
             continue
-        if other.trials or (other.submitted_at, other.run_id) < mine:
-            return (
-                f"waiting for run {other.run_id} to end: it writes the same val file "
-                f"{run.val_path} (AgentJet appends every validation to it; the command passes "
-                "no --conf for a copy that gives this run a file of its own)"
-            )
+        if not other.trials and (other.submitted_at, other.run_id) > mine:
+            continue
+        real = same(run.val_path, other.val_path)
+        if real is None:
+            continue
+        spelt = (
+            ""
+            if other.val_path == run.val_path == real
+            else (f" (run {other.run_id} names it {other.val_path}; both are {real})")
+        )
+        return (
+            f"waiting for run {other.run_id} to end: it writes the same val file "
+            f"{run.val_path}{spelt} (AgentJet appends every validation to it; the command "
+            "passes no --conf for a copy that gives this run a file of its own)"
+        )
     return None

@@ -18,6 +18,7 @@ from typing import Any
 from ajetd.adapters import diskfull
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.samefile import one_file
 from ajetd.core import fixdomain, jsontext, launchshape, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
@@ -158,9 +159,8 @@ def _unexpanded(path: str) -> str:
 
 def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
     """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
-    a symlink to it): that run alone writes there."""
-    real = os.path.realpath(result_dir)
-    return any(real == os.path.realpath(busy) for busy in busy_dirs if busy)
+    a symlink to it, a bind mount of it: `samefile.one_file`): that run alone writes there."""
+    return any(one_file(result_dir, busy) for busy in busy_dirs if busy)
 
 
 def in_use_problem(result_dir: str, live: Mapping[str, str]) -> str | None:
@@ -402,8 +402,37 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
 VAL_KEY = ("ajet", "trainer_common", "val_print_to_markdown_file_path")
 
 
+@dataclass(frozen=True)
+class Sharer:
+    """A live run that writes the val file a new run would write."""
+
+    run_id: str
+    path: str  # the val file as that run names it
+    real: str  # the file both paths name, as the kernel resolves it
+
+    def said(self, val_path: str) -> str:
+        """The file named for the messages: both spellings and the real path where they
+        differ (a symlinked codebase, a `..`: walk93 F1), the path alone where not."""
+        spelt = dict.fromkeys((val_path, self.path, self.real))
+        if len(spelt) == 1:
+            return val_path
+        return f"{val_path} (run {self.run_id} names it {self.path}; both are {self.real})"
+
+
+def val_writer(val_path: str, writers: Mapping[str, str], local: bool = True) -> Sharer | None:
+    """The live run (`writers`: each live run's val file and id) that writes the file
+    `val_path` names, however either is spelt (`samefile.one_file`: a symlink, a `..`, a bind
+    mount, a case-blind disk); None where none does. `local`: the file is on this machine,
+    else (an SSH host's) compared as written."""
+    for path, run_id in writers.items():
+        real = one_file(val_path, path) if local else (path if path == val_path else None)
+        if real is not None:
+            return Sharer(run_id, path, real)
+    return None
+
+
 def _own_val_file(
-    found: ConfigReview, val_path: str, result_dir: str, reaches: bool, sharer: str
+    found: ConfigReview, val_path: str, result_dir: str, reaches: bool, sharer: Sharer
 ) -> str:
     """The val file this run writes when `val_path` is written by live run `sharer` too.
 
@@ -416,15 +445,17 @@ def _own_val_file(
     target = os.path.join(result_dir, "val_results.md")
     if not reaches:
         found.warnings.append(
-            f"ajet.trainer_common.val_print_to_markdown_file_path {val_path} is written by "
-            f"live run {sharer}, and the command's --conf cannot be pointed at a copy that "
-            "gives this run a file of its own: it waits in the queue until that run ends"
+            f"ajet.trainer_common.val_print_to_markdown_file_path {sharer.said(val_path)} is "
+            f"written by live run {sharer.run_id}, and the command's --conf cannot be pointed "
+            "at a copy that gives this run a file of its own: it waits in the queue until "
+            "that run ends"
         )
         return val_path
     found.patches[VAL_KEY] = target
     found.changes.append(
         f"ajet.trainer_common.val_print_to_markdown_file_path: {val_path} → {target} "
-        f"(live run {sharer} writes {val_path}; each run reads only its own results)"
+        f"(live run {sharer.run_id} writes {sharer.said(val_path)}; each run reads only its "
+        "own results)"
     )
     return target
 
@@ -588,6 +619,7 @@ def _val_file(
     val_writers: Mapping[str, str] | None,
     runs_with: dict[str, Any],
     theirs: str | None,
+    local: bool = True,
 ) -> tuple[str | None, dict[str, Any], str | None]:
     """The val file the run writes (the config's, or one ajetd gives it in its result dir),
     the config that runs (pointing at it), and a refusal where ajetd would give it one that
@@ -598,7 +630,7 @@ def _val_file(
         # a swarm client that reads no --conf writes its own file (AgentJet's tutorial
         # client: `<RESULT_DIR>/val_results.md`)
         val_path = chosen
-    sharer = (val_writers or {}).get(val_path or "")
+    sharer = val_writer(val_path, val_writers or {}, local) if val_path else None
     if val_path and sharer:
         moved = _own_val_file(found, val_path, result_dir, reaches, sharer)
         if moved != val_path:  # the copy that runs points at it too, not only the review's
@@ -737,7 +769,7 @@ def _checked(
     val_path = _val_path(runs_with if reaches else overridden, codebase)
     theirs = _val_path(overridden, codebase)
     val_path, runs_with, earlier = _val_file(
-        bp, found, val_path, result_dir, reaches, val_writers, runs_with, theirs
+        bp, found, val_path, result_dir, reaches, val_writers, runs_with, theirs, fs is LOCAL
     )
     if earlier is not None:
         return None, [earlier]

@@ -1,0 +1,64 @@
+"""Whether two paths on this machine name one file, however each is spelt.
+
+Why: two live runs never share a val file, nor a result dir (README), and a path string says
+little of which file it is. A codebase reached through a symlink (`/home/me/agentjet` ->
+`/mnt/...`, common on clusters), a `..`, a bind mount or another case on a case-blind disk
+named one file twice: two runs appended to one val file and each reported the other's
+validations as its own (walk93 F1). So paths are compared as the kernel resolves them: their
+real paths, and where the file (or the deepest folder of it that is there) exists, by its
+(st_dev, st_ino), with the part of the path not there yet below it.
+"""
+
+from __future__ import annotations
+
+import os
+
+# (st_dev, st_ino) of the deepest existing part of the path, and the names below it (casefolded
+# on a disk that ignores case); or, where nothing of it can be looked at, its real path
+FileKey = tuple[object, ...]
+
+
+def file_key(path: str) -> FileKey:
+    """What names the file at `path` (which need not exist yet): equal for two spellings of
+    one file (`file_key` of `x/../y` and of a link to `y` are `y`'s). Never raises."""
+    real = os.path.realpath(path)
+    below: list[str] = []
+    here = real
+    while True:
+        try:
+            found = os.stat(here)
+        except OSError:  # not there yet (a val file before its first validation), or hidden
+            parent = os.path.dirname(here)
+            if parent == here:
+                return ("path", real)
+            below.append(os.path.basename(here))
+            here = parent
+            continue
+        names = tuple(reversed(below))
+        if names and _case_blind(here, found):
+            names = tuple(n.casefold() for n in names)
+        return ("file", found.st_dev, found.st_ino, names)
+
+
+def _case_blind(folder: str, found: os.stat_result) -> bool:
+    """Whether the disk of `folder` ignores case: its own name spelt in the other case is it
+    (checked where the name has letters; a folder whose name has none is taken as keeping
+    case, as Linux's disks do)."""
+    name = os.path.basename(folder)
+    other = name.swapcase()
+    if other == name:
+        return False
+    try:
+        seen = os.stat(os.path.join(os.path.dirname(folder), other))
+    except OSError:
+        return False
+    return (seen.st_dev, seen.st_ino) == (found.st_dev, found.st_ino)
+
+
+def one_file(a: str, b: str) -> str | None:
+    """The real path of the file both `a` and `b` name, or None where they name two."""
+    if not a or not b:
+        return None
+    if a == b or file_key(a) == file_key(b):
+        return os.path.realpath(a)
+    return None

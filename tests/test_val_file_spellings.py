@@ -1,0 +1,156 @@
+"""Two live runs never share a val file, nor a result dir, however the path is spelt: a
+codebase reached through a symlink (walk93 F1: both runs appended to one file and each took
+the other's validations as its own), a bind mount of it, a `..`, a hard link. Compared as the
+kernel resolves them (`samefile`): at lint, at admission, and in the queue. Real files, real
+mounts (the tests run as root; skipped where a bind mount cannot be made), real tmux and
+fakejet trials, the loop driven in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ajetd.adapters.samefile import file_key, one_file
+from ajetd.core.model import State
+from conftest import Env
+from loopkit import Loop
+
+SHARED = "./saved_val_result/shared.md"
+
+
+@pytest.fixture
+def bind(tmp_path: Path) -> Iterator[Path]:
+    """`tmp/codebind`, to be bound onto a folder by the test (`_bound`); unmounted after."""
+    target = tmp_path / "codebind"
+    target.mkdir()
+    yield target
+    subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
+
+
+def _bound(folder: Path, at: Path) -> Path:
+    done = subprocess.run(
+        ["mount", "--bind", str(folder), str(at)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"no bind mount here: {done.stderr.strip()}")
+    return at
+
+
+def test_spellings_of_one_file_are_one_file_and_two_files_are_two(tmp_path: Path) -> None:
+    real = tmp_path / "code"
+    (real / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    (tmp_path / "other").mkdir()
+    made = real / "made.md"
+    made.write_text("x\n")
+    os.link(made, real / "hard.md")
+    spelt = {  # a file there, and files not there yet (a val file before its first validation)
+        str(made): [
+            str(tmp_path / "link" / "made.md"),
+            str(real / "sub" / ".." / "made.md"),
+            f"{real}//./made.md",
+            str(real / "hard.md"),
+        ],
+        str(real / "later" / "v.md"): [
+            str(tmp_path / "link" / "later" / "v.md"),
+            str(tmp_path / "link" / "sub" / ".." / "later" / "v.md"),
+        ],
+    }
+    for path, others in spelt.items():
+        for other in others:
+            assert file_key(other) == file_key(path), other
+            assert one_file(other, path) is not None, other
+    assert (
+        one_file(str(real / "later" / "v.md"), str(tmp_path / "other" / "later" / "v.md")) is None
+    )
+    assert one_file(str(made), str(real / "made.MD")) is None  # Linux's disks keep case
+    assert one_file(str(made), "") is None
+    assert one_file(str(tmp_path / "link" / "made.md"), str(made)) == str(made)
+
+
+def _shared_config(env: Env, name: str) -> str:
+    """configs/<name>.yaml writing the val file SHARED (relative to the codebase)."""
+    conf = env.config(name, steps=4)
+    data = yaml.safe_load((env.codebase / conf).read_text())
+    data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = SHARED
+    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    return conf
+
+
+def _through(env: Env, blueprint: Path, codebase: Path) -> Path:
+    """The blueprint with its exp_codebase_dir spelt `codebase`."""
+    blueprint.write_text(blueprint.read_text().replace(str(env.codebase), str(codebase)))
+    return blueprint
+
+
+def _lint(env: Env, blueprint: Path) -> dict[str, object]:
+    out = env.cli("lint", str(blueprint), "--json")
+    return dict(json.loads(out.stdout))
+
+
+def test_a_codebase_through_a_link_or_a_mount_shares_no_val_file_with_a_live_run(
+    env: Env, loop: Loop, bind: Path
+) -> None:
+    first_conf = env.config("shared", forever=True, step_time=0.05)  # writes SHARED until stopped
+    first = loop.submit(env.blueprint("shared", config=first_conf, ajetd="gpus: 0"))
+    val_file = env.codebase / SHARED
+    loop.until(lambda: val_file.exists() and val_file.stat().st_size, "a first validation")
+    real = os.path.realpath(val_file)
+    link = env.tmp / "codelink"
+    link.symlink_to(env.codebase)
+
+    # with --conf: its copy of the config gives it a file of its own, at lint as at admission
+    conf = _shared_config(env, "linked")
+    linked = _through(env, env.blueprint("linked", config=conf, ajetd="gpus: 0"), link)
+    result = env.tmp / "results" / "linked"
+    said = _lint(env, linked)
+    seen = said["blueprint"]
+    assert isinstance(seen, dict) and seen["val_path"] == str(result / "val_results.md"), said
+    moved = [c for c in seen["config_changes"] if "val_print_to_markdown_file_path" in c]
+    assert len(moved) == 1 and f"live run {first}" in moved[0] and real in moved[0], moved
+    second = loop.submit(linked)
+    assert loop.run(second).val_path == str(result / "val_results.md")
+    flag = loop.until_done(second)
+    assert flag["status"] == "succeeded"
+    assert [h["global_steps"] for h in loop.run(second).history] == [2, 4]
+    assert any(real in c for c in loop.run(second).config_changes)
+
+    # without --conf (a script runs the config): it waits for the first run, naming it and
+    # the one file both names are
+    mounted = _bound(env.codebase, bind)
+    conf = _shared_config(env, "mounted")
+    (env.codebase / "mounted.sh").write_text(f"exec python -m fakejet.launcher --conf {conf}\n")
+    bp = env.blueprint("mounted", config=conf, command="bash mounted.sh", ajetd="gpus: 0")
+    bp = _through(env, bp, mounted)
+    said = _lint(env, bp)
+    warned = [w for w in said["blueprint"]["warnings"] if f"live run {first}" in w]  # type: ignore[index]
+    assert len(warned) == 1 and real in warned[0] and "waits in the queue" in warned[0], said
+    third = loop.submit(bp)
+    loop.run_for(10)
+    run = loop.run(third)
+    assert run.state is State.QUEUED and not run.trials, run
+    assert f"waiting for run {first} to end: it writes the same val file" in run.reason
+    assert real in run.reason and str(mounted) in run.reason, run.reason
+
+    # a result dir through a mount of a live run's: refused, naming that run
+    (env.tmp / "resbind").mkdir()
+    alias = _bound(env.tmp / "results", env.tmp / "resbind")
+    try:
+        bp = env.blueprint("alias", result=str(alias / "shared"), ajetd="gpus: 0")
+        said = _lint(env, bp)
+        assert said["ok"] is False
+        assert any(f"in use by live run {first}" in p for p in said["problems"]), said  # type: ignore[attr-defined]
+    finally:
+        subprocess.run(["umount", "-l", str(alias)], capture_output=True, check=False)
+
+    env.cli("stop", first, "--no-wait")
+    loop.until_done(first)
+    flag = loop.until_done(third)  # its turn came: its own lines only
+    assert flag["status"] == "succeeded"
+    assert [h["global_steps"] for h in loop.run(third).history] == [2, 4]
