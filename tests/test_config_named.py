@@ -30,8 +30,16 @@ def code(tmp_path: Path) -> Path:
         ("python -m ajet.launcher --conf configs/other.yaml", Names.OTHER),
         ("python -m ajet.launcher --conf configs/missing.yaml", Names.OTHER),
         ("python -m ajet.launcher --conf $CONF", Names.UNKNOWN),
-        ("cd sub && python -m ajet.launcher --conf configs/run.yaml", Names.UNKNOWN),
-        ("pushd sub; python -m ajet.launcher --conf configs/run.yaml", Names.UNKNOWN),
+        # from where a leading literal cd takes the program (walk93 F2)
+        ("cd sub && python -m ajet.launcher --conf configs/run.yaml", Names.OTHER),
+        ("pushd sub; python -m ajet.launcher --conf configs/run.yaml", Names.OTHER),
+        ("cd configs && python -m ajet.launcher --conf run.yaml", Names.SAME),
+        ("(cd configs; python -m ajet.launcher --conf ../link.yaml)", Names.SAME),
+        ("cd configs || exit 1; python -m ajet.launcher --conf other.yaml", Names.OTHER),
+        ("cd $SUB && python -m ajet.launcher --conf configs/run.yaml", Names.UNKNOWN),
+        ('cd "$SUB" && python -m ajet.launcher --conf configs/run.yaml', Names.UNKNOWN),
+        ("pip install . && cd x && python -m ajet.launcher --conf run.yaml", Names.UNKNOWN),
+        ("bash -c 'cd configs && python -m ajet.launcher' --conf run.yaml", Names.UNKNOWN),
     ],
 )
 def test_what_the_flag_names(code: Path, command: str, names: Names) -> None:

@@ -243,9 +243,18 @@ def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
     path.write_text("model: {lr: 1}\n")
     out = env.cli("lint", str(env.blueprint("own", config=named, command=mine)))
     assert "is not exp_yaml_path" not in out.stdout + out.stderr
+    # a leading literal `cd` is followed (walk93 F2): `--conf other.yaml` from configs/ is
+    # configs/other.yaml, not exp_yaml_path; where it goes is not known (`cd $D`), not judged
+    named, other = env.config("named"), env.config("other")  # AgentJet's again
     cd = f"cd configs && python -m fakejet.launcher --conf {other.split('/')[1]}"
     out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
-    assert out.returncode == 0 or "is not exp_yaml_path" not in out.stderr  # not resolvable here
+    assert out.returncode == 2 and "is not exp_yaml_path" in out.stderr, out.stderr
+    cd = f"cd configs && python -m fakejet.launcher --conf ./{named.split('/')[1]}"
+    out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
+    assert out.returncode == 0, out.stderr
+    cd = f"cd $D && python -m fakejet.launcher --conf {other.split('/')[1]}"
+    out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
+    assert "is not exp_yaml_path" not in out.stderr
 
 
 def test_a_swarm_client_without_its_server_is_warned(env: Env) -> None:

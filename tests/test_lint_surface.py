@@ -82,6 +82,10 @@ def test_a_warning_met_at_every_relaunch_is_shown_once(daemon_env: Env) -> None:
     assert (scratch / "results.md").read_text().count(removed) == 1
 
 
+def _run(conf: str) -> str:
+    return f"python -m fakejet.launcher --conf {conf}"
+
+
 def _walk27(env: Env, ajetd: str = "") -> tuple[object, str]:
     """The walk's blueprint: its --conf repeats the codebase's own folder name, so the path it
     names from exp_codebase_dir does not exist (exp_yaml_path is right)."""
@@ -101,9 +105,22 @@ def test_a_conf_that_does_not_exist_where_the_command_runs_is_a_problem(env: Env
     )
     assert out.returncode == 2 and not data["ok"], data
     assert any(p.startswith(wanted) for p in data["problems"]), data["problems"]
-    # where ajetd cannot tell which file it is (a cd before it, a shell variable), it says nothing
+    # from where a leading literal `cd` takes the command, the same words name the config
+    # (walk93 F2); where ajetd cannot tell which file it is (a `cd` to a variable, a shell
+    # variable in the flag), it says nothing
+    bp = env.blueprint("moved", config="configs/ok.yaml", command=f"cd .. && {_run(conf)}")
+    data = json.loads(env.cli("lint", str(bp), "--json").stdout)
+    assert data["ok"], data["problems"]
+    bp = env.blueprint("moved2", config="configs/ok.yaml", command=f"cd configs && {_run(conf)}")
+    data = json.loads(env.cli("lint", str(bp), "--json").stdout)
+    wanted = (
+        f"exp_launch_command: --conf {conf} names {env.codebase / 'configs' / conf}, which does "
+        f"not exist (the command runs in {env.codebase / 'configs'} (`cd configs` from "
+        f"exp_codebase_dir {env.codebase}); exp_yaml_path is configs/ok.yaml)"
+    )
+    assert any(p.startswith(wanted) for p in data["problems"]), data["problems"]
     for command in (
-        f"cd .. && python -m fakejet.launcher --conf {conf}",
+        f"cd $UP && python -m fakejet.launcher --conf {conf}",
         "python -m fakejet.launcher --conf $CONF",
     ):
         bp = env.blueprint("blind", config="configs/ok.yaml", command=command)

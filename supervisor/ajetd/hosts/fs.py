@@ -25,6 +25,7 @@ from ajetd.core import pathglob
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
 from ajetd.core.textfile import utf8_problem
+from ajetd.core.workdir import workdir
 from ajetd.core.yamlpart import SAFE_LOADER, describe, shape_problem
 
 
@@ -346,9 +347,6 @@ class Named:
     path: str | None = None  # the file the flag names, from the codebase (SAME, OTHER)
 
 
-_CD = re.compile(r"(?:^|[\s;&|(])(?:cd|pushd)(?=\s|$)")
-
-
 def config_named(named: str | None, command: str, codebase: str, config_path: str, fs: Fs) -> Named:
     """Whether the config flag's value `named` in `command` (which runs in `codebase`) is the
     file `config_path`. The one answer for every question that depends on it: a config that
@@ -357,8 +355,11 @@ def config_named(named: str | None, command: str, codebase: str, config_path: st
     if named is None:
         return Named(Names.NOTHING)
     expanded = fs.expand(named)
-    if "$" in named or (_CD.search(command) and not os.path.isabs(expanded)):
-        return Named(Names.UNKNOWN)  # a cd moves a relative path only
-    path = os.path.normpath(os.path.join(codebase, expanded))
+    # a relative path from the folder the program runs in: the codebase, or where a leading
+    # literal `cd` takes it (walk93 F2); an unknown one (`cd $DIR`) moves a relative path only
+    folder = workdir(command).folder(codebase, fs.expand)
+    if "$" in named or (folder is None and not os.path.isabs(expanded)):
+        return Named(Names.UNKNOWN)
+    path = os.path.normpath(os.path.join(folder or codebase, expanded))
     same = fs.realpath(path) == fs.realpath(config_path)
     return Named(Names.SAME if same else Names.OTHER, path)

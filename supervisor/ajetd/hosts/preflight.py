@@ -26,6 +26,7 @@ from ajetd.core.naming import RUN_ID
 from ajetd.core.redirect import redirect_warnings
 from ajetd.core.shellenv import launch_env
 from ajetd.core.values import did_you_mean
+from ajetd.core.workdir import Workdir, workdir
 from ajetd.frameworks import nemorl, valresults
 from ajetd.frameworks.agentjet import (
     ConfigReview,
@@ -108,7 +109,8 @@ def _inside(path: str, folder: str, fs: Fs) -> bool:
     return os.path.commonpath([real, base]) == base
 
 
-def _val_path(config: Any, codebase: str) -> str | None:
+def _val_value(config: Any) -> str | None:
+    """The config's val file path as AgentJet opens it (interpolations resolved), or None."""
     try:
         value = config["ajet"]["trainer_common"]["val_print_to_markdown_file_path"]
     except (KeyError, TypeError):
@@ -117,9 +119,52 @@ def _val_path(config: Any, codebase: str) -> str | None:
         return None
     if "${" in value and isinstance(config, Mapping):  # as Hydra resolves it (walk86 F12)
         value = resolve_interpolations(value, config, os.environ) or value
+    return value.strip()
+
+
+def _val_path(config: Any, folder: str | None) -> str | None:
+    """The val file, from `folder`, where the program runs (`workdir`; None: not known, and
+    a relative path then names no file ajetd can watch: None)."""
+    value = _val_value(config)
+    if value is None or (folder is None and not os.path.isabs(value)):
+        return None
     # `~` as written: AgentJet opens the path as it is (Python expands no `~`), so a `~/v.md`
     # is a folder `~` under its working dir; ajetd read `$HOME/v.md` (walk86 F12)
-    return os.path.normpath(os.path.join(codebase, value.strip()))
+    return os.path.normpath(os.path.join(folder or "/", value))
+
+
+def _val_unplaced(
+    found: ConfigReview,
+    config: Any,
+    moved: Workdir,
+    result_dir: str,
+    reaches: bool,
+    runs_with: dict[str, Any],
+) -> tuple[str | None, dict[str, Any]]:
+    """The val file of a run whose command moves where ajetd cannot tell (`cd $DIR`) and
+    whose config names it relative to that folder: the copy of the config (where --conf
+    reaches it) gives the run `val_results.md` in its result dir; without one, no file is
+    watched, and a warning says why (ajetd never guesses the folder: the codebase's file
+    would be another's, walk93 F2). (None, runs_with) where the path is no relative one."""
+    value = _val_value(config)
+    if value is None or os.path.isabs(value):
+        return None, runs_with
+    if not reaches:
+        found.warnings.append(
+            f"ajet.trainer_common.val_print_to_markdown_file_path {value} is relative to the "
+            f"folder the program runs in, which the command's `{moved.said()}` moves to where "
+            "ajetd cannot tell: its validation records are not read (no metrics, no plateau "
+            "rule); give the path in full, or `cd` to a folder written out"
+        )
+        return None, runs_with
+    target = os.path.join(result_dir, resultfiles.VAL_FILE)
+    found.patches[VAL_KEY] = target
+    found.changes.append(
+        f"ajet.trainer_common.val_print_to_markdown_file_path: {value} → {target} (relative "
+        f"to the folder the program runs in, which the command's `{moved.said()}` moves to "
+        "where ajetd cannot tell)"
+    )
+    return target, apply_patches(runs_with, {VAL_KEY: target})
 
 
 def _logged_in() -> frozenset[str]:
@@ -480,11 +525,15 @@ def _other_config(
     if answer.names is not Names.OTHER or answer.path is None:
         return None
     if not fs.isfile(answer.path):
+        moved = workdir(command)
+        runs_in = f"exp_codebase_dir {codebase}"
+        if moved.steps:
+            runs_in = f"{moved.folder(codebase, fs.expand)} (`{moved.said()}` from {runs_in})"
         return (
             f"exp_launch_command: {flag} {named} names {answer.path}, which does not exist"
-            f"{where} (the command runs in exp_codebase_dir {codebase}; exp_yaml_path is "
+            f"{where} (the command runs in {runs_in}; exp_yaml_path is "
             f"{bp.yaml_path}): the program would stop at once; name the config from "
-            "exp_codebase_dir"
+            "the folder it runs in"
         )
     return (
         f"exp_launch_command: {flag} {named} is not exp_yaml_path "
@@ -641,14 +690,44 @@ def _val_file(
     return val_path, runs_with, holds_problem(result_dir, [resultfiles.VAL_FILE] if there else [])
 
 
+def _program_val_file(
+    bp: Blueprint,
+    found: ConfigReview,
+    dirs: tuple[str, str],
+    fs: Fs,
+    reaches: bool,
+    val_writers: Mapping[str, str] | None,
+    configs: tuple[dict[str, Any], dict[str, Any]],
+) -> tuple[str | None, dict[str, Any], str | None]:
+    """`_val_file`'s answer for the val file as the program opens it: relative to the folder
+    it runs in (`workdir`: the codebase, or where a leading literal `cd` takes it), or, where
+    the command moves where ajetd cannot tell, `_val_unplaced`'s. `dirs`: the codebase and
+    the result dir; `configs`: the config that runs (the copy's content) and the config
+    overridden (the original's, where --conf does not reach the copy)."""
+    codebase, result_dir = dirs
+    runs_with, overridden = configs
+    moved = workdir(bp.launch_command)
+    folder = moved.folder(codebase, fs.expand)
+    val_path = _val_path(runs_with if reaches else overridden, folder)
+    theirs = _val_path(overridden, folder)
+    if folder is None and val_path is None:
+        val_path, runs_with = _val_unplaced(
+            found, runs_with if reaches else overridden, moved, result_dir, reaches, runs_with
+        )
+    return _val_file(
+        bp, found, val_path, result_dir, reaches, val_writers, runs_with, theirs, fs is LOCAL
+    )
+
+
 def _detaching_scripts(command: str, codebase: str, fs: Fs) -> list[str]:
     """A problem for each script the command runs (`bash scripts/bg.sh`) that leaves its
     program running and returns (`launchshape.detached`): lint saw only the command line,
     and the run 'succeeded' in 0 s with its training ended as a leftover (walk 86). A script
     that cannot be read, or is larger than a launch script is, is not judged."""
     problems = []
+    folder = workdir(command).folder(codebase, fs.expand) or codebase
     for script in launchshape.script_paths(command):
-        path = os.path.join(codebase, fs.expand(script))
+        path = os.path.join(folder, fs.expand(script))
         try:
             text = fs.read_text(path, limit=launchshape.MAX_SCRIPT_CHARS)
         except (OSError, ValueError, AjetdError):  # not there (the command may make it)
@@ -766,10 +845,8 @@ def _checked(
             "in the command), so its fixes to the config are not applied (it runs as it is): "
             + "; ".join(found.changes)
         )
-    val_path = _val_path(runs_with if reaches else overridden, codebase)
-    theirs = _val_path(overridden, codebase)
-    val_path, runs_with, earlier = _val_file(
-        bp, found, val_path, result_dir, reaches, val_writers, runs_with, theirs, fs is LOCAL
+    val_path, runs_with, earlier = _program_val_file(
+        bp, found, (codebase, result_dir), fs, reaches, val_writers, (runs_with, overridden)
     )
     if earlier is not None:
         return None, [earlier]

@@ -139,6 +139,12 @@ def _metrics_section(run: Run, tail: Sequence[str] = ()) -> list[str]:
             "No validation record could be read: the program's output shows validation "
             "results in a shape ajetd does not read, so their values are not here."
         ]
+        if run.kind == "agentjet" and run.val_path:  # where it looked (walk93 F2)
+            said[0] += (
+                f" ajetd read its val file at `{run.val_path}`, which got none during this run "
+                "(a program that runs in another folder, through a `cd` in a script, writes a "
+                "relative path under that folder)."
+            )
         if block:
             said += ["", "The first such block in its last output:", "", *fence(block)]
         return said

@@ -1,0 +1,155 @@
+"""A launch command that moves first (`cd sub && python -m ajet.launcher --conf ...`): its
+relative paths, the `--conf` it is given and the val file its config names, are the program's,
+from the folder it runs in (walk93 F2: ajetd watched the codebase's val file, read none of
+the run's records, and once took another run's). A leading literal `cd` is followed
+(`core.workdir`); one ajetd cannot follow (`cd "$DIR"`) is said, and nothing is guessed: the
+config's copy gives the run a val file of its own, or none is read. The parser over hostile
+and generated commands; lint and real runs on real tmux and fakejet, the loop in-process."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.core.workdir import Workdir, workdir
+from conftest import Env
+from loopkit import Loop
+
+# (a name of digits alone before a redirection, `cd 0 >x`, reads as `cd 0>x` off the words:
+# unknown, never a wrong folder; tested below)
+_NAMES = st.text(st.sampled_from("abcXYZ019_.- ~é"), min_size=1, max_size=12).filter(
+    lambda n: (
+        n.strip() and not n.startswith(("-", "~")) and n not in {".", ".."} and not n.isdigit()
+    )
+)
+_JOINS = st.sampled_from([" && ", "; ", "\n", " || exit 1; ", " >/dev/null && "])
+_SETUP = st.sampled_from(["", "source .venv/bin/activate && ", "export A=1; ", "X=1 Y=2; "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    setup=_SETUP, names=st.lists(_NAMES, min_size=1, max_size=3), join=_JOINS, push=st.booleans()
+)
+def test_leading_literal_moves_are_followed_in_order(
+    setup: str, names: list[str], join: str, push: bool
+) -> None:
+    verb = "pushd" if push else "cd"
+    moves = "".join(f"{verb} {shlex.quote(n)}{join}" for n in names)
+    command = f"{setup}{moves}python -m ajet.launcher --conf ./c.yaml"
+    assert workdir(command) == Workdir(steps=tuple(names)), command
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    head=st.sampled_from(["", "source x && "]),
+    move=st.sampled_from(
+        [
+            "cd $DIR",
+            'cd "$DIR"',
+            "cd ${DIR}/x",
+            "cd `pwd`/x",
+            "cd -",
+            "cd",
+            "popd",
+            "cd sub &",
+            "cd x*",
+        ]
+    ),
+    tail=st.sampled_from([" && python t.py", "; python t.py", "\npython t.py"]),
+)
+def test_a_move_that_cannot_be_read_off_the_command_is_unknown(
+    head: str, move: str, tail: str
+) -> None:
+    found = workdir(f"{head}{move}{tail}")
+    assert found.steps == () and found.unknown, found
+    assert found.folder("/code", lambda p: p) is None
+
+
+def test_moves_that_are_not_before_the_program_leave_it_unknown_or_where_it_is() -> None:
+    assert workdir("python t.py --conf ./c.yaml") == Workdir()
+    assert workdir("(cd sub; python t.py)").steps == ("sub",)
+    for command in (
+        "pip install -e . && cd sub && python t.py",  # which of the two writes the file?
+        "bash -c 'cd sub && python t.py'",  # a move inside a string the shell runs
+        "python t.py; cd ..",
+        'cd sub && python "open quote',
+        "echo x | cd sub; python t.py",
+        "cd 0 >/dev/null && python t.py",
+    ):
+        assert workdir(command).unknown, command
+    assert workdir("cd ~/proj && python t.py").folder("/code", lambda p: p.replace("~", "/h")) == (
+        "/h/proj"
+    )
+    assert workdir("cd a && cd ../b && python t").folder("/code", lambda p: p) == "/code/b"
+
+
+def _sub_config(env: Env) -> str:
+    """sub/configs/sub.yaml, its val file `./saved_val_result/sub.md` (from where it runs)."""
+    conf = env.config("sub", steps=4)
+    target = env.codebase / "sub" / "configs"
+    target.mkdir(parents=True)
+    (target / "sub.yaml").write_text((env.codebase / conf).read_text())
+    (env.codebase / conf).unlink()
+    return "sub/configs/sub.yaml"
+
+
+def _lint(env: Env, name: str, command: str, config: str, ajetd: str = "gpus: 0") -> dict:  # type: ignore[type-arg]
+    bp = env.blueprint(name, config=config, command=command, ajetd=ajetd)
+    return dict(json.loads(env.cli("lint", str(bp), "--json").stdout))
+
+
+RUN = "PYTHONPATH=.. python -m fakejet.launcher --autokill --conf"
+
+
+def test_a_run_that_cds_first_is_read_from_where_it_writes(env: Env, loop: Loop) -> None:
+    config = _sub_config(env)
+    # the codebase's own file at that name: another run's, never this one's
+    decoy = env.codebase / "saved_val_result" / "sub.md"
+    decoy.parent.mkdir(exist_ok=True)
+    decoy.write_text("{'global_steps': 99, 'mean_reward': 0.99}\n")
+    command = f"cd sub && {RUN} configs/sub.yaml"
+    said = _lint(env, "cdsub", command, config)
+    written = env.codebase / "sub" / "saved_val_result" / "sub.md"
+    assert said["ok"] and said["blueprint"]["val_path"] == str(written), said
+    bp = env.blueprint("cdsub", config=config, command=command, ajetd="gpus: 0")
+    run_id = loop.submit(bp)
+    with decoy.open("a") as out:  # appended while the run lives: not its record
+        out.write("{'global_steps': 98, 'mean_reward': 0.98}\n")
+    flag = loop.until_done(run_id)
+    run = loop.run(run_id)
+    assert flag["status"] == "succeeded" and run.val_path == str(written), flag
+    steps = [h["global_steps"] for h in run.history]
+    assert steps and 98 not in steps and 99 not in steps, steps
+    assert len(steps) == len(written.read_text().splitlines())
+
+
+def test_a_move_ajetd_cannot_follow_gets_a_val_file_of_its_own_or_a_warning(
+    env: Env, loop: Loop
+) -> None:
+    config = _sub_config(env)
+    absolute = env.codebase / config
+    options = "gpus: 0\nenv: {SUBDIR: sub}"
+    command = f'cd "$SUBDIR" && {RUN} {absolute}'
+    said = _lint(env, "blind", command, config, options)
+    result = env.tmp / "results" / "blind"
+    seen = said["blueprint"]
+    assert said["ok"] and seen["val_path"] == str(result / "val_results.md"), said
+    changed = [c for c in seen["config_changes"] if "val_print_to_markdown_file_path" in c]
+    assert len(changed) == 1 and "cd $SUBDIR" in changed[0] and "cannot tell" in changed[0]
+    bp = env.blueprint("blind", config=config, command=command, ajetd=options)
+    run_id = loop.submit(bp)
+    flag = loop.until_done(run_id)
+    run = loop.run(run_id)
+    assert flag["status"] == "succeeded", flag
+    assert run.history and run.val_path == str(result / "val_results.md")
+    copy = yaml.safe_load(open(run.config_path))  # noqa: SIM115 - read once, closed by gc
+    assert copy["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] == run.val_path
+    # a relative --conf too: no copy reaches the program, so no file is watched, and it says so
+    said = _lint(env, "blind2", f'cd "$SUBDIR" && {RUN} configs/sub.yaml', config, options)
+    assert said["blueprint"]["val_path"] is None, said
+    warned = [w for w in said["blueprint"]["warnings"] if "not read" in w]
+    assert len(warned) == 1 and "cd $SUBDIR" in warned[0], said["blueprint"]["warnings"]
