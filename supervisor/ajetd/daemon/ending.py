@@ -586,6 +586,7 @@ def write_reports(
         blueprint_edited_sha256=texts.edited_sha256,
         blueprint_kept=texts.kept,
         events=_journal(home, run),
+        journal=str(home.run_dir(run.run_id) / "events.jsonl"),
         log_tail=(
             trialfiles.last_lines(
                 home, run.run_id, last.number, paths(home, run, last.number).log, 50

@@ -40,6 +40,7 @@ from ajetd.frameworks.framework import framed
 from ajetd.hosts import swarm
 from ajetd.hosts.ssh import SSH_LOST
 from ajetd.pictures import drawing
+from ajetd.views.records import validation_news
 
 WRITER_ASK_AGAIN_S = 5.0  # how often a trial's log writer is asked while its log is missing
 
@@ -530,8 +531,8 @@ class Observe(Base):
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
             self._store(updated)
             slot.backoff = backoff.reset(now)
-            if updated.history is not run.history:
-                said = f"validation: {len(updated.history)} record(s)"
+            said = validation_news(run, updated) if updated.history is not run.history else None
+            if said is not None:  # the first records, a new best: not every read (walk93 F3)
                 self.home.append_event(run.run_id, now, said)
         elif due:  # a line still being written moved the size alone: the schedule stays
             slot.backoff = backoff.advance(now)

@@ -14,7 +14,7 @@ from ajetd.core.fixrecord import SCIENCE_PREFIX, applied_json
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause, Trial, record_trials
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.valresults import best_point, shown_metric, step_of
+from ajetd.frameworks.valresults import best_point, shown_metric, shown_value, step_of
 
 if TYPE_CHECKING:
     from ajetd.core.options import Options
@@ -130,6 +130,31 @@ def best_json(run: Run) -> dict[str, Any] | None:
         return None
     trial = trial_of(run, point[1])
     return {"metric": metric, "value": point[0], "step": step_of(point[1]), "trial": trial}
+
+
+def validation_news(before: Run, after: Run) -> str | None:
+    """The journal's line for the records a read brought (`before` → `after`), where they
+    matter: the first, and each new best of the metric the run's views lead with; None for
+    records that change neither (one line a read made the timeline a counter log: walk93
+    F3). It begins `validation: N record(s)`, N the run's records then."""
+    count = len(after.history)
+    if not count or after.history == before.history:
+        return None
+    best = best_json(after)
+    where = ""
+    if best is not None:
+        step = "" if best["step"] is None else f" (step {best['step']})"
+        where = f"best {best['metric']} {shown_value(best['value'])}{step}"
+    if not before.history:
+        return f"validation: {count} record(s), the first" + (f"; {where}" if where else "")
+    was = best_json(before)
+    if best is None or (was is not None and _point(was) == _point(best)):
+        return None
+    return f"validation: {count} record(s): new {where}"
+
+
+def _point(best: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (best["metric"], best["value"], best["step"])
 
 
 def trial_of(run: Run, record: Mapping[str, Any]) -> int | None:

@@ -39,6 +39,7 @@ from ajetd.frameworks.valresults import (
     step_of,
     step_text,
 )
+from ajetd.views import timeline
 from ajetd.views.listing import sparkline
 from ajetd.views.records import best_json, best_note, run_json, trial_of
 from ajetd.views.words import action_label
@@ -55,6 +56,7 @@ class ReportContext:
     blueprint_edited_sha256: str = ""
     blueprint_kept: bool = True  # False: an older home kept no copy as admitted
     events: list[tuple[float, str]] = field(default_factory=list)
+    journal: str = ""  # where the events are (the timeline folds repeats: `timeline.folded`)
     log_tail: list[str] = field(default_factory=list)
     trial_tails: dict[int, list[str]] = field(default_factory=dict)
     # a trial whose output went on outside the result dir (its log folder vanished and could
@@ -314,7 +316,8 @@ def _provenance_section(run: Run) -> list[str]:
 
 
 def _timeline_section(run: Run, ctx: ReportContext) -> list[str]:
-    """When it was submitted, started and ended, and the events in between."""
+    """When it was submitted, started and ended, and the events in between (repeats folded:
+    `timeline.folded`)."""
     elapsed = (
         format_duration(run.ended_at - run.started_at)
         if run.started_at is not None and run.ended_at is not None
@@ -328,7 +331,8 @@ def _timeline_section(run: Run, ctx: ReportContext) -> list[str]:
         f"- started: {iso(run.started_at) or 'never'}",
         f"- ended: {iso(run.ended_at) or ''} (elapsed {elapsed})",
     ]
-    return lines + [f"- {iso(at)}: {text}" for at, text in ctx.events]
+    journal = ctx.journal or f"$AJETD_HOME/runs/{run.run_id}/events.jsonl"
+    return lines + timeline.folded(ctx.events, journal)
 
 
 def _trials_section(run: Run) -> list[str]:
