@@ -60,7 +60,7 @@ def test_spec_problems_are_named_together() -> None:
         "result_dir",
         "max_experiments",
         "unknown rule 'colour'",
-        "not baseline",
+        "name 'baseline' is reserved for the campaign's own first row",
         "patch p.diff is not in the folder",
         "a patch needs branch_prefix",
     ):

@@ -139,7 +139,10 @@ def test_the_seed_loop_through_the_cli(daemon_env: Env) -> None:
 
     # a bad experiment is refused with the reason, and changes nothing
     bad = _add(env, cid, "--name", "baseline", "--description", "again")
-    assert bad.returncode == 2 and "not baseline" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "name 'baseline' is reserved for the campaign's own first row" in bad.stderr
+    )
     bad = _add(env, cid, "--name", "x", "--description", "d", "--from", "no-such-branch")
     assert bad.returncode == 2 and "no such branch or commit" in bad.stderr
     assert _json(env, "campaign", "status", cid, "--json")["planned"] == []

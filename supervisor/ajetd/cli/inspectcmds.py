@@ -7,6 +7,7 @@ Each imports what it needs inside its function, so that loading the command line
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,11 +67,12 @@ def lint(file: Path, as_json: bool) -> None:
         problems += [never] if never else []
         summary = {
             "purpose": bp.purpose,
-            "codebase_dir": bp.codebase_dir,
-            "venv_exe": bp.venv_exe,
+            # each path as the run takes it (`~` expanded, walk93 F4), where it resolved
+            "codebase_dir": resolved.codebase_dir if resolved else bp.codebase_dir,
+            "venv_exe": resolved.venv_exe if resolved else bp.venv_exe,
             "yaml_path": resolved.yaml_path if resolved else bp.yaml_path,
             "launch_command": bp.launch_command,
-            "result_dir": bp.result_dir,
+            "result_dir": target if os.path.isabs(target) else _expanded(target),
             "max_time_s": bp.max_time_s,
             "val_path": resolved.val_path if resolved else None,
             "options": status_view.lint_options(bp.options, _rules(bp, resolved)),
@@ -91,6 +93,13 @@ def lint(file: Path, as_json: bool) -> None:
     else:
         click.echo(status_view.render_lint_summary(file, summary))
     sys.exit(2 if problems else 0)
+
+
+def _expanded(path: str) -> str:
+    """A result dir that did not resolve, shown as the run would take it: `~/x` is the
+    home's (the result dir is on this machine); any other relative path as written (it is
+    refused: not absolute)."""
+    return os.path.normpath(os.path.expanduser(path)) if path.startswith("~") else path
 
 
 def _rules(bp: Blueprint, resolved: Resolved | None) -> dict[str, Any]:

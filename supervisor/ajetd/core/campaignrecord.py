@@ -382,6 +382,10 @@ def ledger_fields(
         elapsed = round((run.ended_at - run.started_at) / 60.0, 2)
     if run is not None and run.gpu_stats.gpus:
         memory = round(sum(g.mem_peak for g in run.gpu_stats.gpus) / 1024, 2)
+    # one meaning a cell: a number is measured (0: sampled, none held), empty is not; a run
+    # placed on GPUs and never sampled says so, as two such rows read alike (walk93 F4)
+    unsampled = run is not None and memory is None and bool(run.gpu_ids) and run.trials
+    note += " (memory_gb empty: it ended before its GPUs were first sampled)" if unsampled else ""
     trial = run.trial if run else None
     refused = f" (refused: {exp.refused})" if exp.refused else ""
     counted = f" ({exp.value_note})" if exp.value_note else ""

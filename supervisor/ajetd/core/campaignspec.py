@@ -114,8 +114,13 @@ def name_problem(name: str) -> str | None:
     """Why `name` cannot name an experiment, or None. It goes into file names (an added
     experiment's patch, `added-NN-<name>.patch`) and branch names: no `/`, `..`, NUL, line
     break or space, at most 64 characters."""
-    if not _NAME.match(name) or name == "baseline":
-        return f"name {show(name)}: letters, digits, . _ - (up to 64); not baseline"
+    if name == "baseline":  # a valid word, taken: saying the charset read as a contradiction
+        return (
+            "name 'baseline' is reserved for the campaign's own first row (the base blueprint "
+            "unchanged; `baseline: false` leaves it out): choose another name"
+        )
+    if not _NAME.match(name):
+        return f"name {show(name)}: letters, digits, . _ - only (up to 64)"
     return None
 
 

@@ -97,6 +97,24 @@ def run_names(source: str, result_dir: str, config: str) -> tuple[str, str, str]
 SESSION_PREFIX = "ajet_"  # every run's tmux session name begins so (`session_base`)
 
 
+# A control character as `blueprint.visible` escapes it in a purpose (`\x1b`), with the
+# terminal sequence it opens (CSI `\x1b[31m`, OSC `\x1b]0;title\x07`): no words of the purpose
+# (walk93 F4: `ajet_evil_x1b_0_pwned_x07title_x1b_31mred_x1b`). Bounded: a sequence is looked
+# for over at most 200 characters, so no text makes the match slow.
+_ESCAPED = re.compile(
+    r"\\x1b\[[0-?]{0,200}[ -/]{0,20}[@-~]"
+    r"|\\x1b\][^\n]{0,200}?(?:\\x07|\\x1b\\)"
+    r"|\\x[0-9a-f]{2}"
+)
+_NAMED_FROM = 4096  # a purpose's first characters give its session name (which holds 40)
+
+
+def cleaned(purpose: str) -> str:
+    """The purpose's text as words are read from it: its escaped control characters and the
+    terminal sequences they open left out."""
+    return _ESCAPED.sub(" ", purpose[:_NAMED_FROM])
+
+
 def session_base(purpose: str, names: Sequence[str], run_id: str) -> str:
     """`ajet_<slug>` from the purpose's ASCII words, else from the first of `names`
     (`run_names`) with a word that is not generic (`blueprint`, `results`), else the run id.
@@ -104,6 +122,7 @@ def session_base(purpose: str, names: Sequence[str], run_id: str) -> str:
     kept: the base's and the campaign's words are cut first, so its sessions differ by what
     each tries."""
     tail: list[str] = []
+    purpose = cleaned(purpose)
     found = _EXPERIMENT.search(purpose)
     if found:
         tail = [w for w in _words(found["name"]) if w != "ajet"]
