@@ -154,3 +154,38 @@ def test_a_codebase_through_a_link_or_a_mount_shares_no_val_file_with_a_live_run
     flag = loop.until_done(third)  # its turn came: its own lines only
     assert flag["status"] == "succeeded"
     assert [h["global_steps"] for h in loop.run(third).history] == [2, 4]
+
+
+def test_a_val_file_that_becomes_a_live_run_s_after_admission_is_not_read_as_this_run_s(
+    env: Env, loop: Loop
+) -> None:
+    """Admission and the queue compare the files as they are then; a folder swapped for a
+    link to another live run's since gives the run that began later none of its records."""
+    first_conf = env.config("shared", forever=True, step_time=0.05)
+    first = loop.submit(env.blueprint("shared", config=first_conf, ajetd="gpus: 0"))
+    val_file = env.codebase / SHARED
+    loop.until(lambda: val_file.exists() and val_file.stat().st_size, "a first validation")
+    own = env.tmp / "own"
+    own.mkdir()
+    conf = env.config("later", forever=True, step_time=0.05)
+    data = yaml.safe_load((env.codebase / conf).read_text())
+    data["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = str(own / "shared.md")
+    (env.codebase / conf).write_text(yaml.safe_dump(data))
+    later = loop.submit(env.blueprint("later", config=conf, ajetd="gpus: 0"))
+    loop.started(later)
+    loop.until(lambda: loop.run(later).history, "the later run's own first record")
+    own.rename(env.tmp / "own.was")
+    own.symlink_to(val_file.parent)  # its path now names the first run's file
+    real = os.path.realpath(val_file)
+    loop.until(lambda: loop.run(later).val_path is None, "the later run to stop reading it")
+    run = loop.run(later)
+    said = [w for w in run.warnings if f"written by live run {first} too" in w]
+    assert len(said) == 1 and real in said[0] and str(own / "shared.md") in said[0], run.warnings
+    kept = len(run.history)
+    loop.run_for(5)
+    assert len(loop.run(later).history) == kept  # none of the first run's records taken
+    assert loop.run(first).val_path == str(val_file) and loop.run(first).history
+    for run_id in (first, later):
+        env.cli("stop", run_id, "--no-wait")
+    for run_id in (first, later):
+        loop.until_done(run_id)

@@ -264,3 +264,32 @@ def val_file_wait(
             "passes no --conf for a copy that gives this run a file of its own)"
         )
     return None
+
+
+def _began(run: Run) -> tuple[float, float, str]:
+    first = run.trials[0].started_at if run.trials else None
+    return (float("inf") if first is None else first, run.submitted_at, run.run_id)
+
+
+def val_file_owner(
+    run: Run, live: Sequence[Run], same: Callable[[str, str], str | None] = _as_written
+) -> tuple[Run, str] | None:
+    """The live run that began first among those writing `run`'s val file, with the file's
+    real path, where that is another run; None where `run` writes it alone (or first).
+
+    Admission and the queue keep two live runs off one file (`val_file_wait`); a path whose
+    file changed since (a folder swapped for a link to another run's) would still give a run
+    the other's records as its own (walk93 F1, F2): read where it is written, its records
+    are not taken."""
+    if run.val_path is None or not run.trials:
+        return None
+    mine = _began(run)
+    for other in live:
+        if other.run_id == run.run_id or not other.val_path or not other.trials:
+            continue
+        if _began(other) >= mine:
+            continue
+        real = same(run.val_path, other.val_path)
+        if real is not None:
+            return other, real
+    return None

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters import diskfull, procs, trialfiles
+from ajetd.adapters.samefile import one_file
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
-from ajetd.core import gpuuse, model
+from ajetd.core import gpuuse, model, placement
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.finding import Finding
@@ -525,6 +526,8 @@ class Observe(Base):
         if not due and not _val_moved(slot, self.home, now):
             return
         run = slot.run
+        if self._val_file_taken_over(slot, now):
+            return
         slot.metrics_read_at = now
         read = trials.read_metrics(run, slot.host.fetch, log_of=slot.log_of(self.home))
         updated = trials.plateau_unmet(read, slot.options)
@@ -540,6 +543,29 @@ class Observe(Base):
             return
         self._store(ending.note_swapped(self.home, slot.run, now))  # before a picture's write
         self.live_plots.request(self.home, slot.run, now)  # a child draws; no wait
+
+    def _val_file_taken_over(self, slot: RunSlot, now: float) -> bool:
+        """Whether the run's val file (on this machine) is one another live run that began
+        first writes too (`placement.val_file_owner`): its records are that run's, and none
+        is read as this one's from then on (its val file dropped, the reason journaled and
+        warned, naming both runs and the real path)."""
+        run = slot.run
+        if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
+            return False
+        shared = placement.val_file_owner(run, self.runs.live(), one_file)
+        if shared is None:
+            return False
+        other, real = shared
+        spelt = "" if run.val_path == other.val_path == real else f" ({real})"
+        said = (
+            f"val file {run.val_path}{spelt} is written by live run {other.run_id} too, which "
+            "began first: this run reads no more records from it (each run would take the "
+            "other's validations as its own); the records read before stay"
+        )
+        log.warning("run %s: %s", run.run_id, said)
+        self.home.append_event(run.run_id, now, said)
+        self._store(model.warn(replace(run, val_path=None), said))
+        return True
 
     def sample_gpus(self, now: float) -> None:
         """On its timer: fold each running run's GPU use into its record; a lost GPU is a
