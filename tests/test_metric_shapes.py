@@ -6,7 +6,9 @@ The expectations were written before the reader was run on the corpus (docs/benc
 "Metric shapes": how many were read right then). A NeMo-RL record is `nemorl.feed` then
 `nemorl.add_records`, as `daemon.trials._read_nemo_log` reads a trial's output, that output
 ending in the line ajetd's trial script prints as the program exits (`trialscript.exit_line`);
-an AgentJet val file is `valresults.parse_val_text`."""
+an AgentJet val file is `valresults.parse_val_text`; an AgentJet run's output (`ajout_*`, verl's
+lines in it) is `ajetout.feed` then `ajetout.add_records`, as `daemon.trials` reads it while the
+run's val file holds no record."""
 
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.core.runparts import NemoRead
+from ajetd.core.runparts import NemoRead, OutRead
 from ajetd.core.trialscript import exit_line
-from ajetd.frameworks import nemorl
+from ajetd.frameworks import ajetout, nemorl
 from ajetd.frameworks.valresults import parse_val_text
 from conftest import Env
 
@@ -179,6 +181,62 @@ AGENTJET: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
+# an AgentJet run's output (and verl's lines in it), read while its val file holds no record:
+# each record's keys with their values (None: a key it must not hold)
+AJOUT: dict[str, list[dict[str, Any]]] = {
+    "ajout_table_tgc_initial.log": [
+        {
+            "target dataset name": "main_val_dataset",
+            "TGC@1": 0.6187,
+            "mean_reward": 0.6187,
+            "num_all_success_tasks": 256,
+            "num_pass_n_tasks(pass@4)": 1265,
+            "global_steps": None,
+        }
+    ],
+    "ajout_table_global_steps_final.log": [
+        {
+            "global_steps": 0,
+            "mean_reward": 0.6187,
+            "std_reward": 0.4857,
+            "task_pass_rate@4-all-pass": 0.2475,
+            "target_dataset_name": "main_val_dataset",
+        },
+        {"global_steps": 20, "mean_reward": 0.7326, "task_pass_rate@2": 0.9326},
+    ],
+    "ajout_console_logger_agentjet.log": [
+        {"global_steps": 2, "mean_reward": 0.7, "TGC@1": 0.7, "actor/entropy": None}
+    ],
+    "ajout_verl_numpy2_pformat.log": [
+        {
+            "global_steps": 0,
+            "val-core/openai/gsm8k/reward/mean@1": 0.25,
+            "val-aux/num_turns/min": 2,
+        },
+        {"global_steps": 5, "val-core/openai/gsm8k/reward/mean@1": 0.375, "actor/entropy": None},
+    ],
+    "ajout_verl_3dp_old.log": [
+        {"global_steps": 0, "val/test_score/openai/gsm8k": 0.1327},
+        {"global_steps": 2, "val/test_score/openai/gsm8k": 0.412, "actor/pg_loss": None},
+    ],
+    "ajout_transport_kubectl_crlf.log": [{"TGC@1": 0.6187, "mean_reward": 0.6187}],
+    "ajout_table_interleaved.log": [
+        {"global_steps": 10, "mean_reward": 0.5, "num_all_success_tasks": 263}
+    ],
+    "ajout_runtime_env_table.log": [],
+    "ajout_table_cut_ellipsis.log": [
+        {
+            "TGC@1": 0.6187,
+            "mean_reward": 0.6187,
+            "total_tasks": 1319,
+            "num_all_success_tasks": 256,  # (fits its column here)
+            "num_pass_n_tasks(pass@4)": None,  # cut: `num_pass_n_tasks(pas…`
+            "eval_tool_stats/tool_success_rate": None,
+        }
+    ],
+    "real_verl_initial_wrapped.log": [{"global_steps": 0, "val/test_score/openai/gsm8k": 0.1327}],
+}
+
 
 def shape_text(name: str) -> str:
     """The shape's text without its first line (the comment naming its source)."""
@@ -212,7 +270,7 @@ def _matches(got: list[dict[str, Any]], wanted: list[dict[str, Any]]) -> bool:
 def test_the_corpus_is_what_the_expectations_name() -> None:
     """Each file in the corpus has its expectation (and names its source), none is left out."""
     files = {p.name for p in SHAPES.iterdir()}
-    assert files == set(NEMO) | set(AGENTJET)
+    assert files == set(NEMO) | set(AGENTJET) | set(AJOUT)
     for name in files:
         assert (SHAPES / name).read_text(encoding="utf-8").startswith("# source: ")
 
@@ -258,6 +316,30 @@ def test_a_run_judged_by_a_train_metric_reads_each_steps_training_metrics(name: 
 def test_each_agentjet_shape_is_read_as_written(name: str) -> None:
     got = parse_val_text(shape_text(name))
     assert _matches(got, AGENTJET[name]), got
+
+
+def read_ajout(text: str) -> list[dict[str, Any]]:
+    """What the daemon reads from an AgentJet run's whole output: its records, as joined."""
+    _state, found = ajetout.feed(OutRead(), text)
+    return [dict(r) for r in ajetout.add_records((), found)]
+
+
+@pytest.mark.parametrize("name", sorted(AJOUT))
+def test_each_agentjet_output_shape_is_read_as_printed(name: str) -> None:
+    got = read_ajout(shape_text(name))
+    assert _matches(got, AJOUT[name]), got
+
+
+@pytest.mark.parametrize("name", sorted(AJOUT))
+def test_an_output_shape_read_line_by_line_gives_the_same_records(name: str) -> None:
+    """The daemon reads whatever complete lines are new at each check: a table, pprint's
+    wrapped text, cut between reads, gives what the whole output gives."""
+    text = shape_text(name)
+    state, found = OutRead(), []
+    for line in text.splitlines(keepends=True):
+        state, more = ajetout.feed(state, line)
+        found += more
+    assert [dict(r) for r in ajetout.add_records((), found)] == read_ajout(text)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 from ajetd.core.durations import format_duration
 from ajetd.core.finding import Finding
 from ajetd.core.fixrecord import AppliedFix, ConfigChange
-from ajetd.core.runparts import GpuStats, NemoRead, Provenance, SlurmJob, ValRead
+from ajetd.core.runparts import GpuStats, NemoRead, OutRead, Provenance, SlurmJob, ValRead
 from ajetd.core.shown import show
 from ajetd.core.stageresult import StageResult
 from ajetd.core.timefmt import iso
@@ -292,6 +292,7 @@ class Run:
     kind: str = "agentjet"  # or "nemo_rl": where the metrics come from, how it ends
     metric: str = "mean_reward"  # the metric that judges the run (NeMo-RL: its metric_name)
     nemo: NemoRead = field(default_factory=NemoRead)  # how far nemorl.feed read its output
+    out_read: OutRead = field(default_factory=OutRead)  # how far ajetout.feed read its output
     stage: int = 0  # index of the pipeline stage it is in (`[ajetd] stages`)
     # what each stage that ran left (outputs, the result lines it printed), gathered as its
     # reports are written at the run's end (status's `stages`); () until then
@@ -355,6 +356,7 @@ class Run:
         data["gpu_stats"] = self.gpu_stats.to_json()
         data["provenance"] = {} if self.provenance is None else self.provenance.to_json()
         data["nemo"] = self.nemo.to_json()
+        data["out_read"] = self.out_read.to_json()
         data["val_read"] = self.val_read.to_json()
         data["slurm"] = self.slurm.to_json()
         data["applied_fixes"] = [a.to_json() for a in self.applied_fixes]
@@ -374,6 +376,7 @@ class Run:
         data["gpu_stats"] = GpuStats.from_json(data.get("gpu_stats"))
         data["provenance"] = Provenance.from_json(data.get("provenance"))
         data["nemo"] = NemoRead.from_json(data.get("nemo"))
+        data["out_read"] = OutRead.from_json(data.get("out_read"))
         data["val_read"] = ValRead.from_json(data.get("val_read"))
         data["slurm"] = SlurmJob.from_json(data.get("slurm"))
         data["history"] = tuple(data.get("history", ()))

@@ -186,6 +186,77 @@ class NemoRead:
 
 
 @dataclass(frozen=True)
+class OutBlock:
+    """A validation print of an AgentJet run's output still being read (`ajetout`): a
+    beast_logger table (`kind` "table": its title, the rows closed so far and the pieces of
+    the row being read, one per column) or pprint's wrapped text (`kind` "text": the lines
+    so far), and how many lines it has spanned (bounded: `ajetout.MAX_OPEN_LINES`)."""
+
+    kind: str = "table"
+    title: str = ""
+    rows: tuple[tuple[str, str], ...] = ()
+    cells: tuple[str, ...] = ()
+    text: str = ""
+    lines: int = 0
+
+    def to_json(self) -> JsonObject:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "rows": [list(r) for r in self.rows],
+            "cells": list(self.cells),
+            "text": self.text,
+            "lines": self.lines,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> OutBlock | None:
+        if not isinstance(data, Mapping) or data.get("kind") not in ("table", "text"):
+            return None
+        rows = tuple(
+            (r[0], r[1])
+            for r in data.get("rows") or ()
+            if isinstance(r, list) and len(r) == 2 and all(isinstance(c, str) for c in r)
+        )
+        cells = tuple(c for c in data.get("cells") or () if isinstance(c, str))
+        return cls(**_plain(cls, data), rows=rows, cells=cells)
+
+
+@dataclass(frozen=True)
+class OutRead:
+    """How far an AgentJet run's output was read for validation metrics (`ajetout`), read
+    while its val file holds none: the trial, the byte offset in its log, whether that offset
+    lies inside a line too long to read, the print still open, the shape of the last record
+    read (which later prints of the same validation join), and whether the run's history
+    holds records read here (`taken`: a val file's first record replaces them)."""
+
+    trial: int | None = None
+    offset: int = 0
+    skipping: bool = False
+    block: OutBlock | None = None
+    last: str = ""
+    taken: bool = False
+
+    def to_json(self) -> JsonObject:
+        if self == OutRead():
+            return {}
+        data: JsonObject = {
+            "trial": self.trial,
+            "offset": self.offset,
+            "skipping": self.skipping,
+            "last": self.last,
+            "taken": self.taken,
+        }
+        if self.block is not None:
+            data["block"] = self.block.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> OutRead:
+        return cls(**_plain(cls, data), block=OutBlock.from_json(_obj(data).get("block")))
+
+
+@dataclass(frozen=True)
 class ValRead:
     """How far an AgentJet run's val file was read (`core.lines`): the byte after the last
     line taken (None: not yet, or a record older than this field: its history is read again

@@ -275,11 +275,13 @@ def from_percent(number: float) -> float:
     return round(number / 100.0, 10)
 
 
-def _scalar(text: str) -> Any:
+def scalar(text: str) -> Any:
+    """A printed value as a record holds it: a number (one written with `%` as its fraction,
+    one with a note after it as the number), `nan`/`inf` as their text, else the text."""
     raw = text.strip().lstrip("*`").strip().rstrip("`").strip()
     noted = _NOTED.fullmatch(raw)
-    if noted is not None and not isinstance(_scalar(noted.group("value")), str):
-        return _scalar(noted.group("value"))  # a number with a note: the number
+    if noted is not None and not isinstance(scalar(noted.group("value")), str):
+        return scalar(noted.group("value"))  # a number with a note: the number
     pct = raw.endswith("%")
     body = raw[:-1].strip() if pct else raw
     try:
@@ -347,7 +349,7 @@ def parse_val_lines(
                 if not records or records[-1] is not block:  # its first bullet
                     records.append(block)
                 key = bullet.group(1).strip("*` ") or bullet.group(1)  # `**mean_reward**`
-                block[key] = _scalar(bullet.group(2))
+                block[key] = scalar(bullet.group(2))
                 changed = True
                 continue
             if line.strip():
