@@ -12,10 +12,10 @@ import logging
 import os
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ajetd.adapters import procs, programfiles
 from ajetd.adapters.store import Home, mark, write_atomic
@@ -34,7 +34,7 @@ from ajetd.core.lines import Cursor
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import run_names, session_base, unique_session, window_name
 from ajetd.core.options import Options
-from ajetd.core.runparts import NemoRead, ValRead
+from ajetd.core.runparts import NemoRead, OutRead, ValRead
 from ajetd.core.shellwords import (
     SKIP_GPU_CHECK,
     killing_words,
@@ -51,7 +51,7 @@ from ajetd.core.trialscript import (
     writer_fifos,
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
-from ajetd.frameworks import nemorl
+from ajetd.frameworks import ajetout, nemorl
 from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
 from ajetd.frameworks.valresults import (
     Unread,
@@ -390,32 +390,52 @@ def read_metrics(
 def _read_metrics(
     run: Run, fetch: Fetch = read_local, budget: int | None = VAL_TICK_BYTES, *, log_of: LogOf
 ) -> Run:
-    """Read on in this run's part of the val-results file (`fetch`: here, or over SSH), from
-    where the last read stopped, at most `budget` bytes (None: to its end, as a run's final
-    read does); the same record if nothing is new. A NeMo-RL run's metrics come from its
-    output (`log_of`: where each trial's is, `trialfiles.output_logs`). A file shorter than
-    what was read (truncated, replaced) is read again from its start, its records then the
-    run's history."""
+    """Read on in this run's metrics from where the last read stopped, at most `budget` bytes
+    (None: to the end, as a run's final read does); the same record if nothing is new. A
+    NeMo-RL run's come from its output (`log_of`: where each trial's is, `trialfiles.
+    output_logs`). An AgentJet run's come from its val file (`fetch`: here, or over SSH); while
+    the file holds no record (AgentJet before 2026-03-30 writes none; a program that does not
+    know the option), from its output as AgentJet and verl print them (`ajetout`). The file
+    wins: its first record replaces those read from the output, which then is read no more
+    (AgentJet that writes the file prints the same validations too: never counted twice)."""
     if run.kind == "nemo_rl":
         return _read_nemo(run, budget, log_of)
-    if not run.val_path:
-        return run
+    if run.val_path:
+        held = run.out_read.taken  # the history holds the output's records
+        base = replace(run, history=(), metrics={}) if held else run
+        got = _read_val_file(base, run.val_path, fetch, budget)
+        if got.history:
+            if held:
+                log.info(
+                    "run %s: val file %s holds records: they replace the %d read from its output",
+                    run.run_id,
+                    run.val_path,
+                    len(run.history),
+                )
+                got = replace(got, out_read=replace(got.out_read, taken=False, block=None))
+            return got
+        if got is not base:
+            run = replace(got, history=run.history, metrics=run.metrics)
+    return _read_agentjet_output(run, budget, log_of)
+
+
+def _read_val_file(run: Run, path: str, fetch: Fetch, budget: int | None) -> Run:
+    """Read on in this run's part of the val-results file, from where the last read stopped;
+    the same record if nothing is new. A file shorter than what was read (truncated,
+    replaced) is read again from its start, its records then the run's history."""
     fresh = run.val_read.pos is None  # never read in pieces: its history is read anew
     start = replace(run, history=(), metrics={}, val_read=ValRead(pos=run.val_offset))
     read = start if fresh else run
     feed = _ValFeed(list(read.history), read.val_read)
     state = read.val_read
     assert state.pos is not None
-    got = read_lines(
-        fetch, run.val_path, Cursor(state.pos, state.skipping), budget, VAL_LINE_MAX_BYTES, feed
-    )
+    at = Cursor(state.pos, state.skipping)
+    got = read_lines(fetch, path, at, budget, VAL_LINE_MAX_BYTES, feed)
     if got.shrunk:
-        log.info(
-            "run %s: val file %s is shorter than was read: read again", run.run_id, run.val_path
-        )
+        log.info("run %s: val file %s is shorter than was read: read again", run.run_id, path)
         offset = 0 if fresh else run.val_offset  # shorter than its part's start: all of it
         again = replace(start, val_offset=offset, val_read=ValRead())
-        return _read_metrics(again, fetch, budget, log_of=log_of)
+        return _read_val_file(again, path, fetch, budget)
     block = None if feed.block is None else dict(feed.block)
     done = ValRead(
         pos=got.cursor.pos,
@@ -545,43 +565,81 @@ def _val_notes(run: Run, got: LinesRead, dropped: int, state: ValRead) -> tuple[
 
 
 def _read_nemo(run: Run, budget: int | None, log_of: LogOf) -> Run:
-    """New validation records in the trials' output (complete lines only). Each trial's log
-    is read to its end before the next trial's: a trial that ended before a deep check read
-    its output (a crash 20 s in, relaunched) keeps its records, ahead of its relaunch's, and
-    a relaunch about to start has the earlier records counted (`Trial.first_record`). Before
-    this, only the current trial's log was read: a relaunch dropped its predecessor's unread
-    records, and with them the run's best validation. The same record if nothing is new."""
-    if run.trial is None:
+    """New validation records in a NeMo-RL run's output (`_read_output`); with a `train:`
+    metric, each step's training metrics too."""
+    train = run.metric.startswith(nemorl.TRAIN_PREFIX)  # judged by a `train:` metric
+
+    def feed(state: NemoRead, text: str) -> tuple[NemoRead, list[Any]]:
+        return nemorl.feed(state, text, train)
+
+    read, state = _read_output(run, run.nemo, budget, log_of, feed, nemorl.add_records)
+    if state == run.nemo and read is run:
         return run
-    state, read = run.nemo, run
+    return replace(read, nemo=state)
+
+
+def _read_agentjet_output(run: Run, budget: int | None, log_of: LogOf) -> Run:
+    """New validation records in an AgentJet run's output (`ajetout`, `_read_output`): the
+    run's history is then its output's (`OutRead.taken`)."""
+    read, state = _read_output(run, run.out_read, budget, log_of, ajetout.feed, ajetout.add_records)
+    if read.history is not run.history and read.history:
+        state = replace(state, taken=True)
+    if state == run.out_read and read is run:
+        return run
+    return replace(read, out_read=state)
+
+
+_Read = TypeVar("_Read", NemoRead, OutRead)
+
+
+def _read_output(
+    run: Run,
+    state: _Read,
+    budget: int | None,
+    log_of: LogOf,
+    feed: Callable[[_Read, str], tuple[_Read, list[Any]]],
+    join: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], tuple[dict[str, Any], ...]],
+) -> tuple[Run, _Read]:
+    """New validation records in the trials' output (complete lines only; `feed` finds them,
+    `join` adds them to the history). Each trial's log is read to its end before the next
+    trial's: a trial that ended before a deep check read its output (a crash 20 s in,
+    relaunched) keeps its records, ahead of its relaunch's, and a relaunch about to start has
+    the earlier records counted (`Trial.first_record`). Before this, only the current trial's
+    log was read: a relaunch dropped its predecessor's unread records, and with them the run's
+    best validation. The run and where reading stands (the same if nothing is new)."""
+    if run.trial is None:
+        return run, state
+    read = run
     since = state.trial if state.trial is not None else run.trials[0].number
     for trial in run.trials:
         if trial.number < since or trial.started_at is None:
             continue
         if state.trial != trial.number:
             state = replace(state, trial=trial.number, offset=0, block=None, skipping=False)
-        read, state, whole = _read_nemo_log(read, state, log_of(trial.number), budget)
+        read, state, whole = _read_log(read, state, log_of(trial.number), budget, feed, join)
         if not whole:  # the budget ran out in this log: the rest, and the next's, next time
             break
-    if state == run.nemo and read is run:
-        return run
-    return replace(read, nemo=state)
+    return read, state
 
 
-def _read_nemo_log(
-    run: Run, state: NemoRead, log_file: Path, budget: int | None
-) -> tuple[Run, NemoRead, bool]:
+def _read_log(
+    run: Run,
+    state: _Read,
+    log_file: Path,
+    budget: int | None,
+    feed: Callable[[_Read, str], tuple[_Read, list[Any]]],
+    join: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], tuple[dict[str, Any], ...]],
+) -> tuple[Run, _Read, bool]:
     """A trial's output (`log_file`) read on from `state`: the run with its new records, where
     reading stands, and whether it stands at the log's end (or there is no log to read)."""
     history: tuple[dict[str, Any], ...] = run.history
     latest: dict[str, Any] | None = None
-    train = run.metric.startswith(nemorl.TRAIN_PREFIX)  # judged by a `train:` metric
 
     def take(lines: Sequence[str]) -> None:
         nonlocal state, history, latest
-        state, found = nemorl.feed(state, "".join(f"{line}\n" for line in lines), train)
+        state, found = feed(state, "".join(f"{line}\n" for line in lines))
         if found:  # at most VAL_RECORDS_MAX kept, as _ValFeed keeps them; the last one read
-            joined = nemorl.add_records(history, found)
+            joined = join(history, found)
             last = latest_record(joined)  # the judged benchmark's (walk89 F19)
             history, latest = joined[:VAL_RECORDS_MAX], dict(last) if last is not None else latest
 

@@ -269,7 +269,14 @@ def _settings_section(run: Run, ctx: ReportContext) -> list[str]:
 
 def _val_file_line(run: Run, ctx: ReportContext) -> str:
     """Where the run's validation records come from: its val file, or for a NeMo-RL run,
-    which writes none, its output (walk92 F9: "(none named in the YAML)" read as missing)."""
+    which writes none, its output (walk92 F9: "(none named in the YAML)" read as missing);
+    for an AgentJet run whose val file holds none, its output too."""
+    if run.out_read.taken:  # its val file held no record: they were printed (`ajetout`)
+        named = f" (its validation results file `{run.val_path}` holds none)" * bool(run.val_path)
+        return (
+            "- validation records: read from the program's output, as AgentJet and verl print "
+            f"them{named}"
+        )
     if run.val_path:
         return f"- validation results file: `{run.val_path}`{_val_copy_said(run, ctx)}"
     if run.kind == "nemo_rl":

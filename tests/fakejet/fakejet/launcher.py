@@ -6,6 +6,10 @@ numpy>=2 style `np.float64(...)` values), and can crash with a real traceback, f
 text unless an environment variable is set (as a fix would set it), hang, ignore SIGINT, leave
 a detached child behind, or exit with a chosen code. Behaviour comes from the
 YAML's `fakejet:` section, so a blueprint's command line stays exactly like a real one.
+`old_agentjet: true` (or `console`: with verl's console logger) behaves as an AgentJet before
+2026-03-30, which writes no val file: each validation is only printed (`fakejet.oldprint`), the
+first before training; `print_table: true` prints the table beside the val file's record, as a
+newer AgentJet does.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from fakejet import oldprint
 
 OOM = """Traceback (most recent call last):
   File "/app/verl/workers/fsdp_workers.py", line 812, in compute_log_prob
@@ -169,6 +175,14 @@ def _flood(flood: dict[str, int] | None) -> None:
         sys.stdout.flush()
 
 
+def _reward(fake: dict[str, Any], reward: float, index: int) -> float:
+    """mean_reward at validation `index`: `rewards`' (see `_val_line`), else `reward`."""
+    rewards = fake.get("rewards")
+    if isinstance(rewards, dict):  # per trial: {"1": [...], "else": [...]}
+        rewards = rewards.get(os.environ.get("AJETD_TRIAL", ""), rewards.get("else"))
+    return float(rewards[min(index, len(rewards) - 1)]) if rewards else reward
+
+
 def _val_line(fake: dict[str, Any], step: int, reward: float, index: int) -> str:
     """One validation record as AgentJet writes it (`str(dict)`, numpy>=2 scalars), or as
     `val_format` says: `json` (a program that writes `json.dumps(...)`: true/false/null),
@@ -178,11 +192,7 @@ def _val_line(fake: dict[str, Any], step: int, reward: float, index: int) -> str
     record of `ood_val_dataset` (mean_reward 0.1) follows each, as AgentJet writes one per
     validation dataset (`target_dataset_name`). `rewards`: mean_reward at each validation in turn (the last repeats; `nan` as
     numpy's mean of an empty array prints it) instead of the climbing default."""
-    rewards = fake.get("rewards")
-    if isinstance(rewards, dict):  # per trial: {"1": [...], "else": [...]}
-        rewards = rewards.get(os.environ.get("AJETD_TRIAL", ""), rewards.get("else"))
-    if rewards:
-        reward = float(rewards[min(index, len(rewards) - 1)])
+    reward = _reward(fake, reward, index)
     if fake.get("val_format") == "json":
         record = {"global_steps": step, "mean_reward": reward, "task_pass_rate@1": reward}
         return json.dumps({**record, "is_best": False, "note": None}) + "\n"
@@ -288,6 +298,10 @@ def main() -> int:
     validations = 0
     forever = bool(fake.get("forever"))
     swarm_port = fake.get("swarm_port")
+    old = fake.get("old_agentjet")
+    if old and common.get("val_before_train"):
+        oldprint.validate(0, _reward(fake, reward, 0), old == "console", initial=True)
+        validations += 1
     while forever or step < steps:
         step += 1
         if swarm_port and not _swarm_up(int(swarm_port)):
@@ -308,7 +322,12 @@ def main() -> int:
         if step == fake.get("crash_at"):
             print(OOM, flush=True)
             return int(fake.get("exit_code", 1))
-        if step % test_freq == 0:
+        if step % test_freq == 0 and old:
+            oldprint.validate(step, _reward(fake, reward, validations), old == "console", False)
+            validations += 1
+        elif step % test_freq == 0:
+            if fake.get("print_table"):
+                oldprint.validate(step, _reward(fake, reward, validations), False, False)
             with open(val_path, "a") as handle:
                 handle.write(_val_line(fake, step, reward, validations))
                 if fake.get("second_dataset"):  # an ood set validated after the main one

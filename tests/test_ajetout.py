@@ -1,0 +1,231 @@
+"""An AgentJet run's validation metrics read from its output while its val file holds none
+(`ajetout`): how one validation's several prints join into one record, that hostile lines
+cost linear time and bounded memory, and, end to end with the real daemon, a fake AgentJet of
+before 2026-03-30 (no val file: `fakejet.oldprint`) whose metrics reach `status --json`,
+results.md and a plateau stop. The shapes themselves: tests/test_metric_shapes.py (`AJOUT`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ajetd.core.runparts import OutBlock, OutRead
+from ajetd.frameworks import ajetout
+from conftest import Env
+
+RAY = "\x1b[36m(TaskRunner pid=7)\x1b[0m "
+TABLE = """╭─────────────── main_val_dataset ───────────────╮
+│ ┌──────────────────────┬─────────────────────┐ │
+│ │ global_steps         │ {step}                   │ │
+│ ├──────────────────────┼─────────────────────┤ │
+│ │ num_all_success_     │ 256                 │ │
+│ │ tasks                │                     │ │
+│ ├──────────────────────┼─────────────────────┤ │
+│ │ mean_reward          │ {reward}                 │ │
+│ └──────────────────────┴─────────────────────┘ │
+╰────────────────────────────────────────────────╯"""
+
+
+def read(text: str) -> list[dict[str, Any]]:
+    _state, found = ajetout.feed(OutRead(), text)
+    return [dict(r) for r in ajetout.add_records((), found)]
+
+
+def lines(text: str, prefix: str = RAY) -> str:
+    return "".join(f"{prefix}{line}\n" for line in text.split("\n"))
+
+
+def test_a_table_split_over_lines_is_one_record_its_cells_joined() -> None:
+    got = read(lines(TABLE.format(step=4, reward=0.5)))
+    assert got == [
+        {
+            "global_steps": 4,
+            "num_all_success_tasks": 256,
+            "mean_reward": 0.5,
+            "target_dataset_name": "main_val_dataset",
+        }
+    ]
+
+
+def test_each_table_is_a_validation_even_with_the_same_values() -> None:
+    """A flat run prints the same values at every validation: each table is a record (the
+    plateau rule counts them), never joined to the one before."""
+    table = TABLE.replace("global_steps", "pass_n      ").format(step=4, reward=0.5)
+    assert len(read(lines(table) * 3)) == 3
+
+
+def test_a_step_line_gives_the_table_before_it_its_step() -> None:
+    """AgentJet with `console`: the table (no step before 260e37a), then eval_dataset's own
+    step line, then the step's line with the training metrics: one record, at that step."""
+    table = TABLE.replace("global_steps", "pass_n      ").format(step=4, reward=0.5)
+    text = lines(table) + lines("step:6 - pass_n:4 - mean_reward:0.5")
+    text += lines("step:6 - actor/entropy:0.5 - mean_reward:0.5 - timing_s/step:3.0")
+    got = read(text)
+    assert len(got) == 1 and got[0]["global_steps"] == 6 and "actor/entropy" not in got[0]
+
+
+def test_a_step_line_of_other_values_is_its_own_validation() -> None:
+    table = TABLE.replace("global_steps", "pass_n      ").format(step=4, reward=0.5)
+    got = read(lines(table) + lines("step:6 - mean_reward:0.7"))
+    assert [r.get("global_steps") for r in got] == [None, 6]
+
+
+def test_verl_prints_a_step_twice_and_the_final_dict_again_one_record_each() -> None:
+    text = lines("step:5 - val-core/x/reward/mean@1:0.25")
+    text += lines("step:5 - actor/loss:0.1 - val-core/x/reward/mean@1:0.25")
+    text += lines("Final validation metrics: {'val-core/x/reward/mean@1': 0.25}")
+    assert read(text) == [{"global_steps": 5, "val-core/x/reward/mean@1": 0.25}]
+
+
+def test_a_training_step_line_is_no_record() -> None:
+    text = lines("step:3 - actor/pg_loss:0.1 - critic/score/mean:0.4 - response_length/mean:12")
+    text += lines("step:3 - global_step:3 - val_loss_scale:1.0")  # no validation key
+    assert read(text) == []
+
+
+def test_nan_and_inf_are_kept_as_their_text() -> None:
+    got = read(lines("step:2 - val-core/x/acc/mean@1:nan - val-core/x/reward/mean@1:inf"))
+    assert got == [
+        {"global_steps": 2, "val-core/x/acc/mean@1": "nan", "val-core/x/reward/mean@1": "inf"}
+    ]
+
+
+def test_the_state_is_stored_and_read_back() -> None:
+    text = lines(TABLE.format(step=4, reward=0.5))
+    half = text[: text.index("mean_reward")]
+    half = half[: half.rindex("\n") + 1]
+    state, found = ajetout.feed(OutRead(trial=2, offset=9), half)
+    assert not found and state.block is not None and state.block.rows
+    again = OutRead.from_json(json.loads(json.dumps(state.to_json())))
+    assert again == state
+    assert OutRead.from_json({"block": {"kind": "x"}, "offset": "no"}) == OutRead()
+    assert OutBlock.from_json({"kind": "table", "rows": [["a"], [1, 2], ["k", "v"]]}) == OutBlock(
+        rows=(("k", "v"),)
+    )
+
+
+_PIECES = st.sampled_from(
+    [
+        "╭────── main_val_dataset ──────╮",
+        "╭",
+        "╰──────╯",
+        "│ ┌─────┬─────┐ │",
+        "│ ├─────┼─────┤ │",
+        "│ │ mean_reward │ 0.5 │ │",
+        "│ │ TGC@1 │ nan │ │",
+        "│ │ mean_rew │ 0.25 │ │",
+        "│ │ ard │ │ │",
+        "│ │ a │ b │ c │ │",
+        "│ │ task_pass_rate@1… │ 1 │ │",
+        "step:3 - mean_reward:0.5 - val-core/a/b:np.float64(0.1)",
+        "step:3 - mean_reward:0.5",
+        "step:99999999999999 - val-core/a:1",
+        "]step:4 - val-aux/x:np.int64(2) - val/test_score/y:True",
+        "Initial validation metrics: {'mean_reward': 0.5, 'global_steps': 2}",
+        "(\"Initial validation metrics: {'mean_reward': \"",
+        " '0.5}')",
+        " \"'TGC@1': 0.5}\")",
+        "('Final validation metrics: {",
+        "\"Final validation metrics: {'val-core/x': 1}\"",
+        "(WorkerDict pid=3) kwargs: {'n': 4}",
+        "",
+    ]
+)
+_LINES = st.lists(
+    st.tuples(
+        st.one_of(_PIECES, st.text(alphabet="│┃╭╰├┼step:0123456789 -'\"(){}.@_ab…", max_size=60)),
+        st.sampled_from(["", RAY, "2026-12-03T10:00:00Z ", "0: "]),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINES, st.integers(min_value=0, max_value=60))
+def test_any_lines_are_read_without_error_bounded_and_the_same_at_any_split(
+    pieces: list[tuple[str, str]], cut: int
+) -> None:
+    """Whatever a program prints (pieces of the shapes, any text, behind any prefix): no
+    error, the open block within its bounds, and the same records whichever line a read
+    stops after (the daemon reads what is new at each check)."""
+    text = [f"{prefix}{line}\n" for line, prefix in pieces]
+    whole_state, found = ajetout.feed(OutRead(), "".join(text))
+    whole = [dict(r) for r in ajetout.add_records((), found)]
+    state, first = ajetout.feed(OutRead(), "".join(text[:cut]))
+    state, more = ajetout.feed(state, "".join(text[cut:]))
+    assert [dict(r) for r in ajetout.add_records((), [*first, *more])] == whole
+    assert state == whole_state
+    block = state.block
+    if block is not None:
+        assert block.lines <= ajetout.MAX_OPEN_LINES and len(block.rows) <= ajetout.MAX_ROWS
+        assert len(block.text) <= ajetout.MAX_TEXT
+        assert all(len(c) <= ajetout.MAX_CELL for c in block.cells)
+
+
+def test_hostile_lines_cost_linear_time() -> None:
+    """A megabyte of box characters, of step lines' separators, of quotes, costs no more
+    than reading it: every pattern is bounded or scanned once."""
+    hostile = [
+        "╭" + "─" * 1_000_000,
+        "│" * 1_000_000,
+        "│ │ " + "a" * 1_000_000 + " │ b │ │",
+        "step:1 - " * 100_000,
+        "step:1 - " + "val-core/a:" * 100_000,
+        "step:1 - val-core/a:np.float64(" + "1" * 1_000_000,
+        '("Initial validation metrics: {' + "'a': 1, " * 100_000,
+        "Initial validation metrics: {" + "[" * 100_000,
+        "]" * 1_000_000 + "step:2 - mean_reward:0.5",
+    ]
+    for line in hostile:
+        started = time.process_time()
+        state, _found = ajetout.feed(OutRead(), f"{RAY}╭── t ──╮\n{line}\n{line}\n")
+        ajetout.feed(state, f"{line}\n")
+        assert time.process_time() - started < 1.0, line[:20]
+
+
+def test_an_old_agentjets_printed_metrics_reach_status_results_and_a_plateau(
+    daemon_env: Env,
+) -> None:
+    """End to end: an AgentJet of before 2026-03-30 writes no val file (the option is not
+    its own; ajetd's copy names one all the same) and only prints its validations: with
+    verl's console logger, each record at its step reaches `status --json` and results.md;
+    a flat run's are enough for its plateau rule to stop it."""
+    env = daemon_env
+    config = env.config("oldc", old_agentjet="console", steps=4)
+    run_id = env.submit(env.blueprint("oldc", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    assert status["metrics"]["global_steps"] == 4 and "mean_reward" in status["metrics"], status
+    history = env.record(run_id)["history"]
+    assert [h.get("global_steps") for h in history] == [0, 2, 4], history
+    assert all(h["target dataset name"] == "main_val_dataset" and "TGC@1" in h for h in history)
+    result = env.tmp / "results" / "oldc"
+    results = (result / "results.md").read_text()
+    assert "read from the program's output" in results and "| 4 |" in results, results
+    assert not (env.codebase / "saved_val_result" / "oldc.md").exists()  # no file was written
+
+    flat = env.config("oldflat", old_agentjet=True, forever=True, flat=True, step_time=0.05)
+    rule = "plateau: {metric: mean_reward, patience: 2, min_delta: 0.001, after: 0.25}"
+    run_id = env.submit(env.blueprint("oldflat", config=flat, max_time="8s", ajetd=rule))
+    status = env.wait_done(run_id, timeout=30)
+    assert status["status"] == "plateau", status
+    assert "mean_reward has not improved" in status["reason"], status["reason"]
+
+
+def test_a_file_and_the_same_validations_printed_are_counted_once(daemon_env: Env) -> None:
+    """A newer AgentJet writes its val file and prints the table too: the file wins, each
+    validation is one record (the file's), never the output's beside it."""
+    env = daemon_env
+    config = env.config("both", print_table=True, steps=6)
+    run_id = env.submit(env.blueprint("both", config=config))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    history = env.record(run_id)["history"]
+    assert [h["global_steps"] for h in history] == [2, 4, 6], history
+    assert not any("TGC@1" in h for h in history), history  # the table's keys: not read
+    results = (env.tmp / "results" / "both" / "results.md").read_text()
+    assert "- validation results file:" in results
