@@ -624,25 +624,15 @@ def _val_moved(slot: RunSlot, home: Home, now: float) -> bool:
     brought: records came (or it was cut or replaced). One `stat`, and one read per change
     (bytes that hold no record yet, a line still being written, bring no second read until
     the size moves again); a run elsewhere (SSH: a round trip) waits for its deep checks, and
-    a NeMo-RL run (its metrics are in its output) too unless its output is a tick's read
-    (`VAL_TICK_BYTES`) or more ahead of its reading, or anything is unread METRICS_READ_S
-    after its last read (the deep checks back off to 16 min: status and the plateau rule
-    were that far behind a long run)."""
+    a NeMo-RL run (its metrics are in its output) too unless its output moved
+    (`_output_moved`: the deep checks back off to 16 min, and status and the plateau rule
+    were that far behind a long run); so does an AgentJet run's while its val file holds no
+    record (they may be printed: `ajetout`)."""
     run = slot.run
-    if slot.host.machine is None and run.kind == "nemo_rl":  # read on at once where its
-        # output is a tick's read or more ahead (a run printing GBs an hour): the deep checks'
-        # schedule, a read each, would leave it all for its end
-        left = trials.unread(run, slot.log_of(home))
-        if left is not None and left[2] - left[1] >= VAL_TICK_BYTES:
-            return True
-        trial = run.trial
-        if trial is None or now - slot.metrics_read_at < METRICS_READ_S:
-            return False
-        done = run.nemo.offset if run.nemo.trial == trial.number else 0
-        try:
-            return os.stat(slot.log_of(home)(trial.number)).st_size > done
-        except OSError:
-            return False
+    if slot.host.machine is None and trials.reads_output(run) and _output_moved(slot, home, now):
+        return True
+    if run.kind == "nemo_rl":
+        return False
     if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
         return False
     try:
@@ -654,6 +644,26 @@ def _val_moved(slot: RunSlot, home: Home, now: float) -> bool:
         slot.val_size = run.val_offset if read is None else read
     moved, slot.val_size = size != slot.val_size, size
     return moved
+
+
+def _output_moved(slot: RunSlot, home: Home, now: float) -> bool:
+    """A run whose records come from its output (`trials.reads_output`: NeMo-RL's, an
+    AgentJet run's while its val file holds none) is read on at once where its output is a
+    tick's read or more ahead (a run printing GBs an hour: the deep checks' schedule, a read
+    each, would leave it all for its end), or where anything is unread METRICS_READ_S after
+    its last read."""
+    run = slot.run
+    trial = run.trial
+    if trial is None or trial.started_at is None:
+        return False
+    try:
+        size = os.stat(slot.log_of(home)(trial.number)).st_size
+    except OSError:
+        return False
+    done = trials.output_offset(run)
+    if size - done >= VAL_TICK_BYTES:
+        return True
+    return now - slot.metrics_read_at >= METRICS_READ_S and size > done
 
 
 def _started(slot: RunSlot) -> bool:

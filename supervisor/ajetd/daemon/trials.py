@@ -471,16 +471,29 @@ def read_metrics_at_end(run: Run, fetch: Fetch = read_local, *, log_of: LogOf) -
     return model.warn(run, note)
 
 
+def reads_output(run: Run) -> bool:
+    """Whether the run's records come from its output now: a NeMo-RL run's always, an
+    AgentJet run's while its val file has given none (`_read_metrics`)."""
+    return run.kind == "nemo_rl" or run.out_read.taken or not run.history
+
+
+def output_offset(run: Run) -> int:
+    """How far the current trial's output was read for records."""
+    state = run.nemo if run.kind == "nemo_rl" else run.out_read
+    trial = run.trial
+    return state.offset if trial is not None and state.trial == trial.number else 0
+
+
 def unread(run: Run, log_of: LogOf, fetch: Fetch = read_local) -> tuple[str, int, int] | None:
     """Where the run's metrics are read from, how far they were read and its size, if it
     holds more than was read, beyond one unfinished line (None: read to its end, or nothing
     to read)."""
-    if run.kind == "nemo_rl":  # its output, here (pipe-pane writes it; `log_of`: where)
-        trial = run.trial
+    if run.kind == "nemo_rl" or run.out_read.taken:  # its output, here (pipe-pane writes
+        trial = run.trial  # it; `log_of`: where)
         if trial is None or trial.started_at is None:
             return None
         path, fetch, line_max = str(log_of(trial.number)), read_local, LOG_LINE_MAX_BYTES
-        at = run.nemo.offset if run.nemo.trial == trial.number else 0
+        at = output_offset(run)
     elif run.val_path:
         path, line_max = run.val_path, VAL_LINE_MAX_BYTES
         at = run.val_read.pos if run.val_read.pos is not None else run.val_offset
