@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ajetd.core import model
+from ajetd.core.model import Run, Trial
 from ajetd.core.runparts import OutBlock, OutRead
+from ajetd.core.trialscript import trial_log
+from ajetd.daemon.trials import read_metrics
 from ajetd.frameworks import ajetout
 from conftest import Env
 
@@ -185,6 +191,37 @@ def test_hostile_lines_cost_linear_time() -> None:
         state, _found = ajetout.feed(OutRead(), f"{RAY}╭── t ──╮\n{line}\n{line}\n")
         ajetout.feed(state, f"{line}\n")
         assert time.process_time() - started < 1.0, line[:20]
+
+
+def test_the_val_file_wins_once_it_holds_a_record_and_the_output_is_read_no_more(
+    tmp_path: Path,
+) -> None:
+    """`trials.read_metrics`: while the val file is missing or empty, the output's records
+    are the run's (`out_read.taken`); the file's first record replaces them all, and later
+    tables in the output are not read: one validation is never two records."""
+    val = tmp_path / "val.md"
+    run = Run("r1", "x.md", 0.0, val_path=str(val), result_dir=str(tmp_path))
+    run = model.add_trial(run, Trial(number=1, command="c", session="s", started_at=1.0))
+    log = trial_log(run, 1)
+    log.parent.mkdir(parents=True)
+    log.write_text(lines(TABLE.format(step=2, reward=0.5)))
+    logs = partial(trial_log, run)
+    run = read_metrics(run, log_of=logs)
+    assert [h["global_steps"] for h in run.history] == [2] and run.out_read.taken
+    assert run.metrics["mean_reward"] == 0.5
+    val.write_text("")  # the file appears, empty: still the output's
+    with log.open("a") as out:
+        out.write(lines(TABLE.format(step=4, reward=0.6)))
+    run = read_metrics(run, log_of=logs)
+    assert [h["global_steps"] for h in run.history] == [2, 4] and run.out_read.taken
+    val.write_text("{'global_steps': 4, 'mean_reward': 0.6}\n")
+    with log.open("a") as out:
+        out.write(lines(TABLE.format(step=6, reward=0.7)))
+    run = read_metrics(run, log_of=logs)
+    assert run.history == ({"global_steps": 4, "mean_reward": 0.6},), run.history
+    assert not run.out_read.taken and run.metrics["mean_reward"] == 0.6
+    again = read_metrics(run, log_of=logs)
+    assert again.history == run.history  # the output's step 6: never read beside the file
 
 
 def test_an_old_agentjets_printed_metrics_reach_status_results_and_a_plateau(

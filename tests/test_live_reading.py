@@ -327,7 +327,7 @@ def test_a_ray_wrapper_after_its_root_cause_is_read_as_what_it_wraps(daemon_env:
     assert "unknown_traceback" not in trials, trials
 
 
-@pytest.mark.parametrize("kind", ["agentjet", "nemo_rl"])
+@pytest.mark.parametrize("kind", ["agentjet", "old_agentjet", "nemo_rl"])
 def test_records_are_read_while_the_run_prints_not_at_the_next_full_look(
     env: Env, kind: str
 ) -> None:
@@ -336,11 +336,16 @@ def test_records_are_read_while_the_run_prints_not_at_the_next_full_look(
     for NeMo-RL, and for NeMo-RL up to the 16-minute deep check on a long run; the plateau
     stop came as late. The light tick that reads new output now reads the metrics too where
     their source moved (NeMo-RL's output: at most every 5 s). The program holds until the
-    record is seen (15 s allowed: the old lag was longer, the new one is about 1.5 s)."""
+    record is seen (15 s allowed: the old lag was longer, the new one is about 1.5 s). An
+    AgentJet that writes no val file and prints its records (`old_agentjet`) is read as
+    NeMo-RL's output is."""
     env.start_daemon("--backoff-scale", "1")
     hold = env.tmp / f"{kind}-may-end"
     if kind == "agentjet":
         config = env.config("seen", steps=2, hold_until=str(hold))
+        run_id = env.submit(env.blueprint("seen", config=config))
+    elif kind == "old_agentjet":
+        config = env.config("seen", steps=2, hold_until=str(hold), old_agentjet=True)
         run_id = env.submit(env.blueprint("seen", config=config))
     else:
         command = (

@@ -389,13 +389,14 @@ class Observe(Base):
         events, taken before any log is looked at: a write after that is read now or is an
         event for the next), its folder is not watched (refused; removed, or vanished and
         noticed, `notice_moves`; a trial launched since the watches were last made) or was
-        not when the full tick that watched it began (`logs_new`), its
-        reading has not begun, its log was missing at the last look (its writer was asked to
-        move: `ask_writer_if_moved`), or its output ends in
-        something a pause reads. No other can hold anything unread: each was read to its end
-        by an earlier look, and nothing wrote to it since. Full ticks take the same filter for
-        the runs not due (`supervise_live`): at 30 quiet runs, reading every log at each
-        liveness tick (5 s) was a third of the full tick's CPU; each run is still looked at in
+        not when the full tick that watched it began (`logs_new`), its reading has not
+        begun, its log was missing at the last look (its writer was asked to move:
+        `ask_writer_if_moved`), its output's read for records was held back
+        (`_output_moved`), or its output ends in something a pause reads. No other can hold
+        anything unread: each was read to its end by an earlier look, and nothing wrote to it
+        since. Full ticks take the same filter for the runs not due (`supervise_live`): at 30
+        quiet runs, reading every log at each liveness tick (5 s) was a third of the full
+        tick's CPU; each run is still looked at in
         full within SUPERVISE_ALL_S."""
         if slot.run.state is not State.RUNNING or not _started(slot):
             return False
@@ -406,6 +407,8 @@ class Observe(Base):
             return True
         if slot.log_file_seen is not None and slot.log_file_seen[1] is None:
             return True  # missed at the last look, its writer asked: looked for until found
+        if slot.metrics_owed:  # its records' read was held back (`_output_moved`)
+            return True
         key = (slot.run_id, trial.number)
         return not slot.live.started(key) or slot.live.pause_due(key)
 
@@ -651,7 +654,8 @@ def _output_moved(slot: RunSlot, home: Home, now: float) -> bool:
     AgentJet run's while its val file holds none) is read on at once where its output is a
     tick's read or more ahead (a run printing GBs an hour: the deep checks' schedule, a read
     each, would leave it all for its end), or where anything is unread METRICS_READ_S after
-    its last read."""
+    its last read; a read held back (within METRICS_READ_S) is owed (`RunSlot.metrics_owed`),
+    so that the light ticks come back to it though its output went quiet."""
     run = slot.run
     trial = run.trial
     if trial is None or trial.started_at is None:
@@ -663,7 +667,9 @@ def _output_moved(slot: RunSlot, home: Home, now: float) -> bool:
     done = trials.output_offset(run)
     if size - done >= VAL_TICK_BYTES:
         return True
-    return now - slot.metrics_read_at >= METRICS_READ_S and size > done
+    due = now - slot.metrics_read_at >= METRICS_READ_S
+    slot.metrics_owed = size > done and not due  # (a record printed just before it went
+    return due and size > done  # quiet was read at the next full look, a minute later)
 
 
 def _started(slot: RunSlot) -> bool:

@@ -40,6 +40,9 @@ class RunSlot:
     # silence, measured on the injected clock, not the file system's
     output_seen: tuple[int, int, float] | None = None
     metrics_read_at: float = float("-inf")  # when its metrics were last read (`_deep_check`)
+    # its output holds bytes not read for records, their read held back (`_output_moved`):
+    # the light ticks look at it until it is read, though its output went quiet
+    metrics_owed: bool = False
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read

@@ -414,7 +414,9 @@ def _read_metrics(
                 )
                 got = replace(got, out_read=replace(got.out_read, taken=False, block=None))
             return got
-        if got is not base:
+        if not held:
+            run = got  # (a file cut to nothing: its history goes, as before)
+        elif got is not base:  # its reading moved on, the output's records kept
             run = replace(got, history=run.history, metrics=run.metrics)
     return _read_agentjet_output(run, budget, log_of)
 
