@@ -157,11 +157,12 @@ def test_any_lines_are_read_without_error_bounded_and_the_same_at_any_split(
 ) -> None:
     """Whatever a program prints (pieces of the shapes, any text, behind any prefix): no
     error, the open block within its bounds, and the same records whichever line a read
-    stops after (the daemon reads what is new at each check)."""
+    stops after (the daemon reads what is new at each check, its state stored between)."""
     text = [f"{prefix}{line}\n" for line, prefix in pieces]
     whole_state, found = ajetout.feed(OutRead(), "".join(text))
     whole = [dict(r) for r in ajetout.add_records((), found)]
     state, first = ajetout.feed(OutRead(), "".join(text[:cut]))
+    state = OutRead.from_json(json.loads(json.dumps(state.to_json())))  # state.json between
     state, more = ajetout.feed(state, "".join(text[cut:]))
     assert [dict(r) for r in ajetout.add_records((), [*first, *more])] == whole
     assert state == whole_state

@@ -209,7 +209,14 @@ def test_a_time_limit_enforced_after_a_frozen_daemon_says_how_late_and_why(env: 
     assert reason.endswith("; data kept"), reason
 
 
-@pytest.mark.parametrize("line", ["Validation Results: acc 0.5", "📊 Validation Results:"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Validation Results: acc 0.5",
+        "📊 Validation Results:",
+        "Final validation metrics: {mean_reward 0.5}",  # verl's and AgentJet's, unreadable
+    ],
+)
 def test_a_run_whose_output_shows_validation_results_never_reads_wrote_none(
     daemon_env: Env, line: str
 ) -> None:

@@ -681,10 +681,15 @@ def shows_validation(run: Run, log_of: LogOf) -> bool:
     """A trial's last output (its log's tail, bounded) shows `Validation Results` (NeMo-RL's
     `📊 Validation Results:`, or any program's line saying so): where no record was read from
     it, the reader could not read them, and the run's reason must not say its program wrote
-    none (walk 30: an AgentJet run's did, which only NeMo-RL's was spared)."""
+    none (walk 30: an AgentJet run's did, which only NeMo-RL's was spared); so does verl's
+    and AgentJet's `Initial validation metrics:` / `Final ...` (`ajetout`)."""
     if run.trial is None:
         return False
-    return b"Validation Results" in tail_bytes(log_of(run.trial.number), TAIL_BYTES)
+    tail = tail_bytes(log_of(run.trial.number), TAIL_BYTES)
+    return any(said in tail for said in _SHOWN)
+
+
+_SHOWN = (b"Validation Results", b"validation metrics:")  # what says validations were shown
 
 
 def program_end(run: Run, log_of: LogOf) -> str | None:
