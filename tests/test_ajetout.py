@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from ajetd.core.runparts import OutBlock, OutRead
 from ajetd.core.trialscript import trial_log
 from ajetd.daemon.trials import read_metrics
 from ajetd.frameworks import ajetout
-from conftest import Env
+from conftest import Env, campaign_ledger, wait_for
 
 RAY = "\x1b[36m(TaskRunner pid=7)\x1b[0m "
 TABLE = """╭─────────────── main_val_dataset ───────────────╮
@@ -267,3 +268,46 @@ def test_a_file_and_the_same_validations_printed_are_counted_once(daemon_env: En
     assert not any("TGC@1" in h for h in history), history  # the table's keys: not read
     results = (env.tmp / "results" / "both" / "results.md").read_text()
     assert "- validation results file:" in results
+
+
+def test_a_campaign_of_old_agentjet_runs_compares_their_printed_metrics(daemon_env: Env) -> None:
+    """seed 002's loop over an AgentJet that writes no val file: each experiment's row is
+    judged by the metric its output printed (its tables; no step in them), keep or discard
+    against the baseline's, as a val file's would be."""
+    env = daemon_env
+    folder = env.tmp / "oldcamp-folder"
+    folder.mkdir()
+    config = env.config("oldcamp-base", steps=6, old_agentjet=True, rewards=[0.3, 0.4, 0.45])
+    command = f"python -m ajet.launcher --conf {config} --autokill"
+    (folder / "base.md").write_text(
+        env.blueprint("oldcamp-base", config=config, command=command).read_text()
+    )
+    spec = {
+        "name": "oldcamp",
+        "metric": "mean_reward",
+        "base": "base.md",
+        "result_dir": str(env.tmp / "campaigns" / "oldcamp"),
+        "stop": {"max_experiments": 3},
+        "experiments": [
+            {
+                "name": "better",
+                "description": "a gain",
+                "overrides": ["fakejet.rewards=[0.3, 0.4, 0.5]"],
+            },
+            {
+                "name": "worse",
+                "description": "a loss",
+                "overrides": ["fakejet.rewards=[0.3, 0.35, 0.4]"],
+            },
+        ],
+    }
+    (folder / "campaign.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: len(campaign_ledger(env, "oldcamp")) >= 3, timeout=90, what="three rows")
+    rows = campaign_ledger(env, "oldcamp")
+    assert [(r["index"], r["status"], r["metric_value"]) for r in rows] == [
+        ("0", "keep", "0.45"),
+        ("1", "keep", "0.5"),
+        ("2", "discard", "0.4"),
+    ], rows
