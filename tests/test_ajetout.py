@@ -58,6 +58,25 @@ def test_a_table_split_over_lines_is_one_record_its_cells_joined() -> None:
     ]
 
 
+def test_a_table_without_rules_between_its_rows_has_a_row_a_line() -> None:
+    """rich without `show_lines` (another beast_logger, another printer) draws no rule
+    between rows: each line is a row, never one row of all its lines joined."""
+    table = "\n".join(
+        line
+        for line in TABLE.format(step=4, reward=0.5).split("\n")
+        if "├" not in line and "tasks  " not in line
+    )
+    got = read(lines(table))
+    assert got == [
+        {
+            "global_steps": 4,
+            "num_all_success_": 256,
+            "mean_reward": 0.5,
+            "target_dataset_name": "main_val_dataset",
+        }
+    ]
+
+
 def test_each_table_is_a_validation_even_with_the_same_values() -> None:
     """A flat run prints the same values at every validation: each table is a record (the
     plateau rule counts them), never joined to the one before."""
@@ -171,7 +190,7 @@ def test_any_lines_are_read_without_error_bounded_and_the_same_at_any_split(
     if block is not None:
         assert block.lines <= ajetout.MAX_OPEN_LINES and len(block.rows) <= ajetout.MAX_ROWS
         assert len(block.text) <= ajetout.MAX_TEXT
-        assert all(len(c) <= ajetout.MAX_CELL for c in block.cells)
+        assert all(len(c) <= ajetout.MAX_CELL for row in block.rows for c in row)
 
 
 def test_hostile_lines_cost_linear_time() -> None:

@@ -188,14 +188,13 @@ class NemoRead:
 @dataclass(frozen=True)
 class OutBlock:
     """A validation print of an AgentJet run's output still being read (`ajetout`): a
-    beast_logger table (`kind` "table": its title, the rows closed so far and the pieces of
-    the row being read, one per column) or pprint's wrapped text (`kind` "text": the lines
-    so far), and how many lines it has spanned (bounded: `ajetout.MAX_OPEN_LINES`)."""
+    beast_logger table (`kind` "table": its title and its rows' lines so far, each its key's
+    and value's pieces, or a rule between rows) or pprint's wrapped text (`kind` "text": the
+    lines so far), and how many lines it has spanned (bounded: `ajetout.MAX_OPEN_LINES`)."""
 
     kind: str = "table"
     title: str = ""
     rows: tuple[tuple[str, str], ...] = ()
-    cells: tuple[str, ...] = ()
     text: str = ""
     lines: int = 0
 
@@ -204,7 +203,6 @@ class OutBlock:
             "kind": self.kind,
             "title": self.title,
             "rows": [list(r) for r in self.rows],
-            "cells": list(self.cells),
             "text": self.text,
             "lines": self.lines,
         }
@@ -218,8 +216,7 @@ class OutBlock:
             for r in data.get("rows") or ()
             if isinstance(r, list) and len(r) == 2 and all(isinstance(c, str) for c in r)
         )
-        cells = tuple(c for c in data.get("cells") or () if isinstance(c, str))
-        return cls(**_plain(cls, data), rows=rows, cells=cells)
+        return cls(**_plain(cls, data), rows=rows)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ is not its own (ajetd's preflight sets it in every copy). The shapes, from the s
   (`╭─── main_val_dataset ───╮`, rows `│ │ key │ value │ │` between rules `│ ├──┼──┤ │`) that
   loguru writes to stderr in the Ray actor (`(TaskRunner pid=N) ` before each line). A cell too
   long for its column goes on over the next lines (beast_logger's rich breaks a word at its
-  punctuation: `num_all_success_` then `tasks`), joined here as one; a cell rich cut (`…`) is
-  no key. The keys: `'target dataset name'`, `TGC@1` ... up to f2cf697, then `global_steps`
-  first (260e37a) and `task_pass_rate@1`; the title names the dataset (`target_dataset_name`
-  where no row does).
+  punctuation: `num_all_success_` then `tasks`), joined here as one where rules stand between
+  rows (without them, each line is a row); a cell rich cut (`…`) is no key. The keys:
+  `'target dataset name'`, `TGC@1` ... up to f2cf697, then `global_steps` first (260e37a) and
+  `task_pass_rate@1`; the title names the dataset (`target_dataset_name` where no row does).
 - verl's console logger (`trainer.logger` with `console`): `step:N - key:value - ...`, one line
   a step, values `{:.3f}` before verl 18c6ffcf0 (2025-07-04), `pprint.pformat` since
   (`np.float64(0.25)` under numpy 2); only the validation keys are read (verl's `val-core/`,
@@ -57,8 +57,8 @@ from ajetd.frameworks.valresults import (
 
 TABLE, STEPS, SAID = "table", "steps", "said"  # the shape a record was read from
 MAX_LINE = 65_536  # a step line of a few hundred metrics; a longer one is read up to here
-MAX_ROWS = 256  # rows of one table kept
-MAX_CELL = 400  # characters of one cell kept (a key or value over its lines)
+MAX_ROWS = 512  # lines of one table's rows kept (MAX_OPEN_LINES bounds them too)
+MAX_CELL = 400  # characters of one cell kept (a key or value, over its lines too)
 MAX_OPEN_LINES = 512  # lines a table or wrapped text may span, others' lines between counted
 MAX_TEXT = 32_768  # characters of pprint's wrapped text
 LOOK_BACK = 4  # records a step line or a dict may join
@@ -72,6 +72,7 @@ _SAID = "validation metrics:"
 _NUMPY = re.compile(r"(?:np|numpy)\.\w{1,20}\(([^()]{0,80})\)")
 _SIDES = "│┃║|"
 _RULES = "┌┏├┣┡└┗╞╘╟+"
+_BETWEEN = "├┣╞╟+"  # a rule between two rows (`+`: an ASCII box's every rule)
 _SPLIT = re.compile(r"[│┃║|]")
 _QUOTES = ("'", '"')
 _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "eval_")
@@ -156,12 +157,29 @@ def _title(line: str) -> str:
     return inner.strip("─━═ ")[:MAX_CELL]
 
 
-def _close_row(block: OutBlock) -> OutBlock:
-    """The block with the row being read closed (kept while MAX_ROWS are not)."""
-    if not block.cells or not any(block.cells) or len(block.rows) >= MAX_ROWS:
-        return replace(block, cells=())
-    key, value = (*block.cells, "", "")[:2]
-    return replace(block, rows=(*block.rows, (key, value)), cells=())
+RULE = ("\x1f", "\x1f")  # a rule between rows, among a table's lines (no line holds \x1f)
+
+
+def _rows(lines: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A table's rows from its lines: where rules stand between rows (beast_logger's
+    `show_lines=True`), the lines between two rules are one row, each cell's pieces joined
+    (rich carries a long cell over to the next line); where none does, each line is a row."""
+    inner = list(lines)
+    while inner and inner[0] == RULE:
+        inner.pop(0)
+    while inner and inner[-1] == RULE:
+        inner.pop()
+    if RULE not in inner:
+        return inner
+    rows, key, value = [], "", ""
+    for line in [*inner, RULE]:
+        if line == RULE:
+            if key or value:
+                rows.append((key, value))
+            key, value = "", ""
+        else:
+            key, value = (key + line[0])[:MAX_CELL], (value + line[1])[:MAX_CELL]
+    return rows
 
 
 def _table_record(block: OutBlock) -> dict[str, Any] | None:
@@ -169,7 +187,7 @@ def _table_record(block: OutBlock) -> dict[str, Any] | None:
     title as `target_dataset_name` where no row names the dataset; None where it holds no
     validation metric (another `print_dict`: a runtime env, a config)."""
     record: dict[str, Any] = {}
-    for cells in block.rows:
+    for cells in _rows(block.rows):
         key, value = (" ".join(cell.split()) for cell in cells)
         if key and not key.endswith("…") and not value.endswith("…") and key not in record:
             record[key] = scalar(value)
@@ -200,22 +218,25 @@ def _one_line(line: str) -> tuple[OutBlock | None, list[tuple[str, dict[str, Any
     return None, [(STEPS, record)] if record else []
 
 
-def _in_table(block: OutBlock, line: str) -> OutBlock | None:
-    """The table after one of its lines (None: closed, see `_go_on`)."""
+def _in_table(block: OutBlock, line: str) -> OutBlock:
+    """The table after one of its lines: a row's line (its key's and value's pieces) or a
+    rule between rows kept, in order (`_rows` makes the rows at its end); another table's
+    line (not two cells) passed over."""
     inner = line[1:].rstrip()
     if inner.endswith(tuple(_SIDES)):
         inner = inner[:-1]
     inner = inner.strip()
-    if inner[:1] in _RULES:  # a rule between rows (or the inner table's top or bottom)
-        return _close_row(block)
+    if len(block.rows) >= MAX_ROWS:
+        return block
+    if inner[:1] in _RULES:  # between rows (the inner table's top and bottom: nothing)
+        between = inner[:1] in _BETWEEN and block.rows and block.rows[-1] != RULE
+        return replace(block, rows=(*block.rows, RULE)) if between else block
     if inner[:1] not in _SIDES:
         return block
-    parts = [p.strip() for p in _SPLIT.split(inner)[1:-1]]
+    parts = [p.strip()[:MAX_CELL] for p in _SPLIT.split(inner)[1:-1]]
     if len(parts) != 2:  # no key and value: another print's table
         return block
-    held = block.cells or ("", "")
-    cells = tuple((old + new)[:MAX_CELL] for old, new in zip(held, parts, strict=True))
-    return replace(block, cells=cells)
+    return replace(block, rows=(*block.rows, (parts[0], parts[1])))
 
 
 def _go_on(block: OutBlock, line: str) -> tuple[OutBlock | None, list[tuple[str, dict[str, Any]]]]:
@@ -226,7 +247,7 @@ def _go_on(block: OutBlock, line: str) -> tuple[OutBlock | None, list[tuple[str,
     block = replace(block, lines=block.lines + 1)
     if block.kind == TABLE:
         if line.startswith("╰"):
-            record = _table_record(_close_row(block))
+            record = _table_record(block)
             return None, [(TABLE, record)] if record else []
         if line[:1] in _SIDES:
             return _in_table(block, line), []
