@@ -20,7 +20,10 @@ from ajetd.core import model
 from ajetd.core.model import Run, Trial
 from ajetd.core.runparts import OutBlock, OutRead
 from ajetd.core.trialscript import trial_log
+from ajetd.daemon import trials
+from ajetd.daemon.observe import METRICS_READ_S
 from ajetd.daemon.trials import read_metrics
+from ajetd.diagnosis.live import LiveScans
 from ajetd.frameworks import ajetout
 from conftest import Env, campaign_ledger, wait_for
 
@@ -330,3 +333,82 @@ def test_a_campaign_of_old_agentjet_runs_compares_their_printed_metrics(daemon_e
         ("1", "keep", "0.5"),
         ("2", "discard", "0.4"),
     ], rows
+
+
+def test_the_live_reading_notes_a_records_mark_even_cut_between_two_reads(
+    tmp_path: Path,
+) -> None:
+    """What a quiet run's output is read for records off schedule rests on (`_output_moved`):
+    the live reading notes where a mark of a record lies, from the bytes it reads anyway; a
+    mark cut between two reads is noted, output without one is not."""
+    log_file = tmp_path / "out.log"
+    live = LiveScans(marks=ajetout.MARKS)
+    key = ("r", 1)
+    log_file.write_bytes(b"")
+    live.scan(key, log_file, 0.0)
+    assert live.holds_mark(key, 0) is False
+    for piece in (b"step 1 loss 0.5\n", b"training step 2\nstep 3 - val-core/x/acc:0.5 st"):
+        with log_file.open("ab") as out:
+            out.write(piece)
+        live.scan(key, log_file, 0.0)
+    assert live.holds_mark(key, 0) is False  # `step 3`, no `step:`: no record can be there
+    done = log_file.stat().st_size
+    for piece in (b"ep", b":4 - val-core/x/acc:0.5\n"):  # `step:` cut after `st`, then `ep`
+        with log_file.open("ab") as out:
+            out.write(piece)
+        live.scan(key, log_file, 0.0)
+    assert live.holds_mark(key, 0) is True
+    assert live.holds_mark(key, log_file.stat().st_size) is False  # read for records since
+    assert live.holds_mark(("r", 2), 0) is None  # never read: not known
+    assert LiveScans().holds_mark(key, done) is None
+    assert live.read_to(key) == log_file.stat().st_size
+
+
+def test_a_quiet_run_is_read_for_records_only_where_it_printed_one_and_once_when_due(
+    env: Env, loop: Any, monkeypatch: Any
+) -> None:
+    """Issue 15: with every AgentJet run without a val file read for records as its output
+    grew, 50 quiet runs cost five times the daemon's CPU (a read, a saved offset, a reset
+    deep check each 5 s, and the light ticks polling a read held back). A run whose output
+    holds no mark of a record (`ajetout.MARKS`) is not read for records by the light ticks;
+    one that prints a record is read within them; a read held back (METRICS_READ_S after the
+    last) is done once, when due, the loop waking for it, not on every tick before."""
+    reads: list[float] = []
+    real = trials.read_metrics
+
+    def counted(run: Run, *args: Any, **kwargs: Any) -> Run:
+        reads.append(loop.clock())
+        return real(run, *args, **kwargs)
+
+    monkeypatch.setattr(trials, "read_metrics", counted)
+    first, second = env.tmp / "first", env.tmp / "second"
+    # (`${s}:`: its banner shows the command, which must hold no mark)
+    record = 'echo "${s}:%d - val-core/gsm8k/reward/mean@1:0.%d"'
+    command = (
+        f"s=step; i=0; while [ ! -e {first} ]; do i=$((i+1)); echo step $i; sleep 0.1; done; "
+        f"{record % (1, 25)}; while [ ! -e {second} ]; do sleep 0.1; done; "
+        f"{record % (2, 5)}; sleep 1000"
+    )
+    run_id = loop.submit(env.blueprint("quiet", command=command, ajetd="gpus: 0"))
+    loop.started(run_id)
+    slot = loop.daemon.slots[run_id]
+    key = (run_id, 1)
+    loop.light_until(lambda: slot.live.started(key), "its output's reading to begin")
+    loop.run_for(METRICS_READ_S)  # (its first full look read what it may hold, before the
+    n = len(reads)  # live reading began: the next is held back this long after it)
+    at = slot.live.read_to(key) or 0
+    loop.light_until(lambda: (slot.live.read_to(key) or 0) > at + 200, "its output to grow")
+    assert len(reads) == n and slot.metrics_due_at is None  # it printed no record: no read
+    first.touch()
+    loop.light_until(lambda: loop.run(run_id).history, "its first record")
+    assert len(reads) == n + 1, reads
+    second.touch()
+    loop.light_until(lambda: slot.metrics_due_at is not None, "its second record, held back")
+    due = slot.metrics_due_at
+    assert due == reads[-1] + METRICS_READ_S and len(reads) == n + 1
+    loop.run_until(due - 0.01)  # the passes before it: none reads it
+    assert len(reads) == n + 1 and len(loop.run(run_id).history) == 1
+    loop.reach(due)  # the loop wakes for it by itself
+    assert len(reads) == n + 2 and len(loop.run(run_id).history) == 2, reads
+    loop.run_for(3 * METRICS_READ_S)  # read: no more reads while its output is quiet
+    assert len(reads) == n + 2 and slot.metrics_due_at is None, reads

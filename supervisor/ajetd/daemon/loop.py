@@ -164,6 +164,13 @@ class Daemon(Act, Launch, Admit, Housekeep):
         wake_at = self.next_full_at
         if self.live_growing:  # read new output again soon: signatures are noticed in time
             wake_at = min(wake_at, now + LIVE_SCAN_S)
+        owed = [
+            s.metrics_due_at
+            for s in self.slots.values()
+            if s.metrics_due_at is not None and s.run.state is State.RUNNING
+        ]
+        if owed:  # a read of printed records held back (`_output_moved`): a light tick then
+            wake_at = min(wake_at, *owed)
         return min(max(wake_at - now, 0.005), self.cfg.liveness_s)
 
     def _next_full_tick(self, now: float) -> float:
@@ -348,7 +355,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 with self._each(slot.run_id, SUPERVISING):
                     self.supervise(slot.run_id, now, fresh)
                     slot.supervised_at = now
-            elif written is None or self._may_have_output(slot, written, watched):
+            elif written is None or self._may_have_output(slot, written, watched, now):
                 self._read_output(slot, now, SUPERVISING)  # nothing of its own is due: only
                 # its new output is read, where it may have any, and decided where that
                 # changed what its decision reads (a run not due is looked at in full within
@@ -363,7 +370,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         written = self.watcher.logs_written()  # first: it takes the watches the kernel ended
         watched = self.watcher.watched_logs()
         for slot in list(self.slots.values()):
-            if written is None or self._may_have_output(slot, written, watched):
+            if written is None or self._may_have_output(slot, written, watched, now):
                 self._read_output(slot, now, "reading its output")
 
     def _read_output(self, slot: RunSlot, now: float, step: str) -> None:

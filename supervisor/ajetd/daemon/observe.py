@@ -26,7 +26,7 @@ from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.finding import Finding
 from ajetd.core.limits import VAL_TICK_BYTES
-from ajetd.core.model import State
+from ajetd.core.model import Run, State
 from ajetd.core.policy import Observation, inputs_changed
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
 from ajetd.core.trialscript import OWN_LINE_PREFIX, trial_rows
@@ -383,7 +383,9 @@ class Observe(Base):
         return at or None
 
     # -- output, val file, GPUs ---------------------------------------------------------------
-    def _may_have_output(self, slot: RunSlot, written: set[str], watched: set[str]) -> bool:
+    def _may_have_output(
+        self, slot: RunSlot, written: set[str], watched: set[str], now: float
+    ) -> bool:
         """Whether a light tick looks at this run's log (a `stat`, then a read of what it
         gained): its log was written since the last light tick (`written`, the log watch's
         events, taken before any log is looked at: a write after that is read now or is an
@@ -391,7 +393,7 @@ class Observe(Base):
         noticed, `notice_moves`; a trial launched since the watches were last made) or was
         not when the full tick that watched it began (`logs_new`), its reading has not
         begun, its log was missing at the last look (its writer was asked to move:
-        `ask_writer_if_moved`), its output's read for records was held back
+        `ask_writer_if_moved`), its output's read for records, held back, is due
         (`_output_moved`), or its output ends in something a pause reads. No other can hold
         anything unread: each was read to its end by an earlier look, and nothing wrote to it
         since. Full ticks take the same filter for the runs not due (`supervise_live`): at 30
@@ -407,8 +409,8 @@ class Observe(Base):
             return True
         if slot.log_file_seen is not None and slot.log_file_seen[1] is None:
             return True  # missed at the last look, its writer asked: looked for until found
-        if slot.metrics_owed:  # its records' read was held back (`_output_moved`)
-            return True
+        if slot.metrics_due_at is not None and now >= slot.metrics_due_at:
+            return True  # its records' read was held back until now (`_output_moved`)
         key = (slot.run_id, trial.number)
         return not slot.live.started(key) or slot.live.pause_due(key)
 
@@ -497,7 +499,10 @@ class Observe(Base):
             # the user's kinds are taken once, with the trial's cursor (not a `stat` of
             # kinds.yaml and a merge of compiled sets at each read)
             user = None if slot.live.started(key) else self._kinds(slot)
+            before = slot.live.read_to(key)
             seen = slot.live.scan(key, log_file, now, user)
+            if before is not None and slot.live.holds_mark(key, before):
+                _records_printed(slot, now)
         if seen is not None and not run.signals_sent:
             # once ajetd signals the trial, what it prints is its reaction to that (its
             # stop's `Killed`, an interrupted start-up's `Fatal Python error`): no finding
@@ -523,6 +528,7 @@ class Observe(Base):
         schedule, when its val file here changed size since it was read (`_val_moved`): the
         schedule reaches 16 min, and status would show metrics that old."""
         backoff = slot.backoff
+        slot.metrics_due_at = None  # a read held back is due again only if still held back
         if backoff is None:
             return
         due = backoff.due(now, self.deep_batch)
@@ -534,6 +540,11 @@ class Observe(Base):
         slot.metrics_read_at = now
         read = trials.read_metrics(run, slot.host.fetch, log_of=slot.log_of(self.home))
         updated = trials.plateau_unmet(read, slot.options)
+        if updated is not run and _output_read_on(run, updated):
+            self._store(updated)  # where its output was read to, alone: nothing new, no
+            if due:  # picture; the schedule goes on (a printing run's check came every 30 s)
+                slot.backoff = backoff.advance(now)
+            return
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
             self._store(updated)
             slot.backoff = backoff.reset(now)
@@ -649,27 +660,56 @@ def _val_moved(slot: RunSlot, home: Home, now: float) -> bool:
     return moved
 
 
+def _records_printed(slot: RunSlot, now: float) -> None:
+    """The live reading saw a mark of a record (`ajetout.MARKS`) in a run's new output: where
+    its records come from its output, it is read for them as soon as `_output_moved` allows
+    (a full look checks its records before it reads its output: unsaid, a record printed
+    just before the output went quiet waited for the next deep check)."""
+    if slot.host.machine is None and trials.reads_output(slot.run):
+        due = max(now, slot.metrics_read_at + METRICS_READ_S)
+        slot.metrics_due_at = due if slot.metrics_due_at is None else min(due, slot.metrics_due_at)
+
+
+def _output_read_on(before: Run, after: Run) -> bool:
+    """Whether a read of an AgentJet run's records changed nothing but how far its output
+    was read (`OutRead`: an output that printed none)."""
+    return after.history is before.history and replace(after, out_read=before.out_read) == before
+
+
 def _output_moved(slot: RunSlot, home: Home, now: float) -> bool:
     """A run whose records come from its output (`trials.reads_output`: NeMo-RL's, an
     AgentJet run's while its val file holds none) is read on at once where its output is a
     tick's read or more ahead (a run printing GBs an hour: the deep checks' schedule, a read
     each, would leave it all for its end), or where anything is unread METRICS_READ_S after
-    its last read; a read held back (within METRICS_READ_S) is owed (`RunSlot.metrics_owed`),
-    so that the light ticks come back to it though its output went quiet."""
+    its last read; a read held back (within METRICS_READ_S) is due then
+    (`RunSlot.metrics_due_at`: a light tick comes for it, though its output went quiet; a
+    record printed just before it went quiet was read a minute later). An AgentJet run's
+    output is read so only where the live reading saw a mark of a record in what was not read
+    for records (`ajetout.MARKS`), or a print is open: a quiet run that prints none costs no
+    read, no `stat` (issue 15: every quiet run read again, its offset saved, each 5 s)."""
     run = slot.run
     trial = run.trial
+    slot.metrics_due_at = None
     if trial is None or trial.started_at is None:
         return False
+    done = trials.output_offset(run)
+    if run.kind != "nemo_rl" and run.out_read.block is None:
+        key = (run.run_id, trial.number)
+        if slot.live.holds_mark(key, done) is False:
+            return (slot.live.read_to(key) or 0) - done >= VAL_TICK_BYTES
     try:
         size = os.stat(slot.log_of(home)(trial.number)).st_size
     except OSError:
         return False
-    done = trials.output_offset(run)
     if size - done >= VAL_TICK_BYTES:
         return True
-    due = now - slot.metrics_read_at >= METRICS_READ_S
-    slot.metrics_owed = size > done and not due  # (a record printed just before it went
-    return due and size > done  # quiet was read at the next full look, a minute later)
+    if size <= done:
+        return False
+    due_at = slot.metrics_read_at + METRICS_READ_S
+    if now >= due_at:
+        return True
+    slot.metrics_due_at = due_at
+    return False
 
 
 def _started(slot: RunSlot) -> bool:

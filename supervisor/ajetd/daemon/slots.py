@@ -17,6 +17,7 @@ from ajetd.core.model import Run, State
 from ajetd.core.options import Options
 from ajetd.daemon import trials
 from ajetd.diagnosis.live import LiveScans
+from ajetd.frameworks import ajetout
 from ajetd.hosts.base import Host
 
 LIVE = (State.RUNNING, State.STOPPING)  # a trial runs, or is being stopped
@@ -29,7 +30,9 @@ class RunSlot:
     options: Options
     host: Host
     backoff: Backoff | None = None  # its deep checks (val file, pictures); None until it starts
-    live: LiveScans = field(default_factory=LiveScans)  # its output read as it comes
+    # its output read as it comes; an AgentJet run's noting where it printed what a record
+    # must hold (`ajetout.MARKS`: read for records off schedule only then, `_output_moved`)
+    live: LiveScans = field(default_factory=LiveScans)
     gpu_busy_at: float | None = None  # the last GPU sample that saw its GPUs busy
     pane: tuple[int, Pane] | None = None  # (trial, its pane) as tmux listed it last
     due_at: float | None = None  # when it next needs a full look (its own timers)
@@ -40,9 +43,9 @@ class RunSlot:
     # silence, measured on the injected clock, not the file system's
     output_seen: tuple[int, int, float] | None = None
     metrics_read_at: float = float("-inf")  # when its metrics were last read (`_deep_check`)
-    # its output holds bytes not read for records, their read held back (`_output_moved`):
-    # the light ticks look at it until it is read, though its output went quiet
-    metrics_owed: bool = False
+    # its output holds bytes to read for records, their read held back until then
+    # (`_output_moved`): a light tick comes for it then, though its output went quiet
+    metrics_due_at: float | None = None
     val_size: int | None = None  # its val file's size when a change last brought a read
     _paths: tuple[int, trials.RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
@@ -51,6 +54,10 @@ class RunSlot:
     log_file_seen: tuple[int, tuple[int, int] | None] | None = None
     writer_asked_at: float = float("-inf")
     _folder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.run.kind == "agentjet":
+            self.live.marks = ajetout.MARKS
 
     def folder(self, home: Home) -> str:
         """The run's folder, as the folder watch names it (built once: see `paths`)."""

@@ -56,6 +56,9 @@ class _Cursor:
     paused_at: int = -1  # the offset at which a pause was last read
     told: set[str] = field(default_factory=set)  # the kinds given out as new once
     fresh: bool = True  # nothing given out yet (what a reader before a restart gave is unknown)
+    began: int = 0  # where this reader began (a restart: the log's tail), unread before
+    marked_at: int = -1  # the end of the last read whose bytes held a mark (`LiveScans.marks`)
+    tail: bytes = b""  # the last read's end, where a mark cut between two reads begins
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,14 @@ def _show(cursor: _Cursor, findings: list[Finding], provisional: bool) -> Seen |
 
 @dataclass
 class LiveScans:
-    """One cursor per (run, trial); `scan` and `paused` return the findings when they change."""
+    """One cursor per (run, trial); `scan` and `paused` return the findings when they change.
+    `marks`: bytes whose place in the output is kept as it is read (`holds_mark`): what any
+    validation record printed must hold (`ajetout.MARKS`), so that a run's output is read for
+    records only where it printed one, from the bytes this reading takes anyway (issue 15:
+    reading every quiet run's output again for records cost five times the quiet loop)."""
 
     _cursors: dict[tuple[str, int], _Cursor] = field(default_factory=dict)
+    marks: tuple[bytes, ...] = ()
 
     def pending(self, key: tuple[str, int], size: int) -> bool:
         """Whether the log of `key` holds bytes not read yet."""
@@ -110,6 +118,20 @@ class LiveScans:
         stands (`paused`), and no pause has read it yet."""
         cursor = self._cursors.get(key)
         return cursor is not None and cursor.paused_at != cursor.offset and cursor.stream.unread()
+
+    def holds_mark(self, key: tuple[str, int], since: int) -> bool | None:
+        """Whether the output of `key` from byte `since` on, as far as it was read, holds one
+        of the `marks` (or may: a read holding one that ended after `since`); None where this
+        reading has not seen all of it (no cursor, or one begun after `since`)."""
+        cursor = self._cursors.get(key)
+        if cursor is None or since < cursor.began:
+            return None
+        return cursor.marked_at > since
+
+    def read_to(self, key: tuple[str, int]) -> int | None:
+        """How far the output of `key` was read (None: not begun)."""
+        cursor = self._cursors.get(key)
+        return cursor.offset if cursor is not None else None
 
     def started(self, key: tuple[str, int]) -> bool:
         """Whether `key` has its cursor (the user kinds given to `scan` are used only before)."""
@@ -140,11 +162,13 @@ class LiveScans:
             if cursor is None:  # first look (or after a daemon restart): the log's tail
                 start, stream = tail_stream(log_file, DIAGNOSE_TAIL_BYTES, user)
                 self._let_go(key)
-                cursor = self._cursors[key] = _Cursor(start, stream)
+                cursor = self._cursors[key] = _Cursor(start, stream, began=start)
             data = _read_from(log_file, cursor.offset)
         except OSError:
             return None
         cursor.offset += len(data)
+        if self.marks and data:
+            self._mark(cursor, data)
         stream = cursor.stream
         stream.feed(data)
         said = _OWN_LINES.sub(b"", data) if _OWN in data else data  # not its banner
@@ -158,6 +182,15 @@ class LiveScans:
         if stream.changes == cursor.changes and not (held or cursor.provisional or cursor.fresh):
             return None  # most reads: nothing new, no findings built
         return _show(cursor, stream.peek(ending=False), held)
+
+    def _mark(self, cursor: _Cursor, data: bytes) -> None:
+        """Where `data` (read up to `cursor.offset`) holds a mark, or one begun in the read
+        before it: a `bytes` find each, in C, over what was read anyway."""
+        keep = max(len(m) for m in self.marks) - 1
+        joint = cursor.tail + data[:keep]
+        if any(m in data or m in joint for m in self.marks):
+            cursor.marked_at = cursor.offset
+        cursor.tail = (cursor.tail + data[-keep:])[-keep:] if keep else b""
 
     def paused(self, key: tuple[str, int], size: int) -> Seen | None:
         """The log has not grown since the last read (`size`: its size now): its unread end

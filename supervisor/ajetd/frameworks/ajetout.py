@@ -66,6 +66,9 @@ LOOK_BACK = 4  # records a step line or a dict may join
 # each shape outside a block holds one of these in its raw line (colour codes and `\r` redraws
 # only take text away): the lines between are passed over in C
 _WORDS = re.compile(r"step:\d|validation metrics:|╭")
+# the same as bytes, found in the raw output as it is read for diagnosis: output holding none
+# holds no record, and is not read for records off the deep checks' schedule (`daemon.observe`)
+MARKS = (b"step:", b"validation metrics:", "╭".encode())
 # (not after a word or `/`: `global_step:3`, `.../step:3` are no step line)
 _STEP = re.compile(r"(?:^|[^\w/])step:(\d{1,12}) - ")
 _SAID = "validation metrics:"
