@@ -412,3 +412,27 @@ def test_a_quiet_run_is_read_for_records_only_where_it_printed_one_and_once_when
     assert len(reads) == n + 2 and len(loop.run(run_id).history) == 2, reads
     loop.run_for(3 * METRICS_READ_S)  # read: no more reads while its output is quiet
     assert len(reads) == n + 2 and slot.metrics_due_at is None, reads
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["st", "ep", ":", "step", "step:", "╭", "\n", "x", "metrics:"])),
+    st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+)
+def test_a_mark_is_noted_wherever_the_reads_cut_the_output(
+    tmp_path_factory: Any, words: list[str], cuts: list[int]
+) -> None:
+    """Whatever the pieces the output comes in (a read cuts it anywhere, a character's bytes
+    too), the live reading notes a mark exactly where the whole output holds one."""
+    whole = ("validation " + "".join(words)).encode()
+    log_file = tmp_path_factory.mktemp("marks") / "out.log"
+    log_file.write_bytes(b"")
+    live = LiveScans(marks=ajetout.MARKS)
+    live.scan(("r", 1), log_file, 0.0)
+    at = 0
+    for cut in [*sorted({min(c, len(whole)) for c in cuts}), len(whole)]:
+        with log_file.open("ab") as out:
+            out.write(whole[at:cut])
+        at = max(at, cut)
+        live.scan(("r", 1), log_file, 0.0)
+    assert live.holds_mark(("r", 1), 0) is any(m in whole for m in ajetout.MARKS)
