@@ -541,8 +541,12 @@ class Observe(Base):
         read = trials.read_metrics(run, slot.host.fetch, log_of=slot.log_of(self.home))
         updated = trials.plateau_unmet(read, slot.options)
         if updated is not run and _output_read_on(run, updated):
-            self._store(updated)  # where its output was read to, alone: nothing new, no
-            if due:  # picture; the schedule goes on (a printing run's check came every 30 s)
+            # where its output was read to, alone: nothing new, no picture, the schedule goes
+            # on (a printing run's check came every 30 s), kept in memory, not saved (a
+            # synced write each; after a restart it reads on from the last saved place, whose
+            # open print and last shape were saved with it: the same records)
+            self._keep(updated)
+            if due:
                 slot.backoff = backoff.advance(now)
             return
         if updated is not run:  # read on: soon again (a file larger than one read's budget)
