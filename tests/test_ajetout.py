@@ -399,6 +399,15 @@ def test_a_quiet_run_is_read_for_records_only_where_it_printed_one_and_once_when
     at = slot.live.read_to(key) or 0
     loop.light_until(lambda: (slot.live.read_to(key) or 0) > at + 200, "its output to grow")
     assert len(reads) == n and slot.metrics_due_at is None  # it printed no record: no read
+    assert slot.backoff is not None
+    saved, step = env.record(run_id).get("out_read", {}), slot.backoff.step
+    loop.reach(slot.backoff.next_at)  # its deep check: read, nothing new
+    assert len(reads) == n + 1 and slot.backoff.step == step + 1  # its schedule goes on
+    assert loop.run(run_id).out_read.offset > saved.get("offset", 0)  # read on, in memory:
+    assert env.record(run_id).get("out_read", {}) == saved  # no synced write for it
+    n += 1
+    loop.run_for(METRICS_READ_S)  # (a read is held back this long after the last)
+    assert len(reads) == n
     first.touch()
     loop.light_until(lambda: loop.run(run_id).history, "its first record")
     assert len(reads) == n + 1, reads
