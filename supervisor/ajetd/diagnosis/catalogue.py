@@ -1774,6 +1774,9 @@ SHAPE_WORDS: tuple[bytes, ...] = (
     b"exception raised from ",
     # a traceback's frame (`File "x.py", line 3, in f`): a paste may begin below the header
     b'", line ',
+    # Python's report that it ignored an exception, above the traceback it prints
+    # (`Exception ignored in: <function X.__del__ ...>`): that traceback is no finding
+    b"exception ignored",
 )
 TRIGGERS: tuple[bytes, ...] = tuple(
     sorted({w.encode() for ws in TRIGGER_WORDS.values() for w in ws})

@@ -48,7 +48,7 @@ from ajetd.core.linecut import cut_middle
 from ajetd.core.termtext import strip_dress
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import UserKind
-from ajetd.diagnosis.catalogue import BY_NAME, UNKNOWN, Kind
+from ajetd.diagnosis.catalogue import BY_NAME, UNKNOWN, Kind, Severity
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.shape import (
     BENIGN,
@@ -139,6 +139,14 @@ _LOGGED_OS_ERROR = re.compile(r"error: \[Errno \d{1,5}\] [A-Za-z]", re.IGNORECAS
 _NOTEBOOK_HEADER = re.compile(r"^(\S{1,300})\s{2,200}Traceback \(most recent call last\)$")
 _NOTEBOOK_TAIL = "(most recent call last)"
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+# Python's report of an exception it could not raise and so ignored (`sys.unraisablehook`: a
+# `__del__`, a callback, a thread at shutdown: `Exception ignored in: <function
+# StorageWeakRef.__del__ ...>`, `Exception ignored on calling ctypes callback function`), above
+# the traceback it prints: the program goes on.
+_EXCEPTION_IGNORED = re.compile(r"^Exception ignored\b")
+# Severities a line the program went on from (`Diagnoser._record`'s `warned`) cannot have: it
+# named no failure that ended the program nor one only the experiment's change helps.
+_WARNED_DOWN = (Severity.FATAL, Severity.SCIENCE)
 MAX_TRACEBACK_LINES = 2000  # a traceback never ended (cut off, or not one) stops being followed
 # A frame inside an experiment logger's own package: an exception raised there that no more
 # specific kind explains (a file it cannot write, an unexplained error) is the logger's failure.
@@ -202,6 +210,9 @@ class Diagnoser:
     # exception line below it yet (`_NOTEBOOK_HEADER`): where, its text, the class it names and
     # how many lines had a kind when it was read
     _changes: int = 0  # kinds found or ranked higher: what a live reader shows has changed
+    _warned: set[str] = field(default_factory=set)  # the catalogue's kinds read so far only
+    # from lines the program logged at warning level (`shape.logged_as_warning`): it went on
+    _ignored: bool = False  # the open traceback is one Python reports as ignored
     _explained: dict[str, re.Pattern[str] | None] = field(default_factory=dict)  # kinds a
     # specific kind found names the cause of (`Kind.explains`), echoes of it where their line
     # matches the pattern given (`Kind.explains_only`; None: every line)
@@ -229,6 +240,7 @@ class Diagnoser:
             _rank=dict(self._rank),
             _at=dict(self._at),
             _wrapper_said=set(self._wrapper_said),
+            _warned=set(self._warned),
             _counts=dict(self._counts),
             _explained=dict(self._explained),
         )
@@ -237,7 +249,14 @@ class Diagnoser:
         for number, text in lines:
             self.line(number, text)
 
-    def _record(self, kind: Kind | UserKind, number: int, text: str, rank: int) -> None:
+    def _record(
+        self, kind: Kind | UserKind, number: int, text: str, rank: int, warned: bool = False
+    ) -> None:
+        """Note a line of `kind`. `warned`: the program went on after it (it logged it at
+        warning level, or Python reported the exception ignored): a fatal or science kind of
+        the catalogue read only from such lines is a warning (severity `warning`: no exit 0 is
+        doubted for it, `daemon.ending`; a failed run's remedy is still its kind's), until a
+        line not said so shows it too."""
         if kind is not UNKNOWN and rank < WRAPPER and self._rank.get(UNKNOWN.name) == WRAPPER:
             self._told_after()
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
@@ -253,6 +272,9 @@ class Diagnoser:
                 severity, remedy = kind.severity, kind.remedy
             else:
                 severity, remedy = kind.severity.value, ""
+                if warned and kind.severity in _WARNED_DOWN:
+                    severity = Severity.WARNING.value
+                    self._warned.add(kind.name)
             self._first[kind.name] = Finding(
                 kind.name, severity, number, evidence, kind.explanation, kind.fix, 1, remedy
             )
@@ -262,6 +284,10 @@ class Diagnoser:
                 self._wrapper_said.add(kind.name)
             self._changes += 1
             return
+        if kind.name in self._warned and not warned and isinstance(kind, Kind):
+            self._warned.discard(kind.name)  # a line not logged as a warning shows it too
+            self._first[kind.name] = replace(self._first[kind.name], severity=kind.severity.value)
+            self._changes += 1
         if kind.name in self._wrapper_said and not names_only_what_it_wraps(text):
             # the cause's own line, with what it said (the memory it asked for, the key it
             # missed), is the evidence; the finding keeps its place among the others
@@ -288,6 +314,7 @@ class Diagnoser:
         for found in (self._first, self._rank, self._counts, self._at):
             found.pop(name, None)
         self._wrapper_said.discard(name)
+        self._warned.discard(name)
         self._changes += 1
 
     def _told_after(self) -> None:
@@ -424,7 +451,7 @@ class Diagnoser:
         stripped, indent = body.strip(), len(body) - len(body.lstrip())
         if stripped[:1] in _BOX_EDGES and self._rich_box(number, body, indent, stripped):
             return self._in_traceback
-        if self._notebook_header(number, body, stripped):
+        if self._notebook_header(number, body, stripped) or self._reports_ignored(stripped):
             return True
         if stripped.endswith(_TRACEBACK):
             known = False
@@ -434,6 +461,7 @@ class Diagnoser:
                     known = kind is not UNKNOWN
                     self._record(kind, number, body, rank)
             self._open(number, body, known, indent if stripped == _TRACEBACK else 0, False)
+            self._ignored = stripped == _TRACEBACK and self._after_ignored(number)
             return True
         if self._c10_report(number, body, stripped):
             return True  # (read for where it is, never remembered as saying nothing)
@@ -444,11 +472,14 @@ class Diagnoser:
             kind = None if code else classify(body, words)  # the traceback goes on
             if kind is not None:
                 self._traceback_known = True
-                self._record(kind, number, body, ECHO if kind.consequence else SPECIFIC)
+                rank = NOTED if self._ignored else ECHO if kind.consequence else SPECIFIC
+                self._record(kind, number, body, rank, self._ignored)
             self._traceback_lines += 1
             if self._traceback_lines > MAX_TRACEBACK_LINES:
                 self._in_traceback = False
             return True
+        if self._in_traceback and self._ignored:
+            return self._ignored_line(number, body, stripped, words)
         kind, rank = self._kind(body, words)
         if kind is None and self._logged_os_error(stripped, text):
             kind, rank = UNKNOWN, UNEXPLAINED
@@ -457,10 +488,10 @@ class Diagnoser:
         elif self._name_not_found(kind, stripped):
             kind, rank = _NAME_NOT_FOUND, SPECIFIC
         if kind is not None:
-            if rank == SPECIFIC and logged_as_warning(text):
-                rank = NOTED  # logged as a warning (a retry, a fallback): not what ended the
-                # run where an exception no kind explains did (after it, as a retry reported)
-            self._record(kind, number, body, rank)
+            warned = logged_as_warning(text)  # (a retry, a fallback): not what ended the run
+            # where an exception no kind explains did (after it, as a retry reported)
+            rank = NOTED if rank == SPECIFIC and warned else rank
+            self._record(kind, number, body, rank, warned)
         if not self._in_traceback:
             return kind is not None
         if (
@@ -482,6 +513,36 @@ class Diagnoser:
         self._in_traceback = False
         if kind is None and not self._traceback_known and not BENIGN.match(stripped):
             self._record(UNKNOWN, number, body, UNEXPLAINED)
+        return True
+
+    def _reports_ignored(self, stripped: str) -> bool:
+        """Whether this line, outside a traceback, is Python's report that it ignored an
+        exception (`_EXCEPTION_IGNORED`): read, never remembered as quiet, as the traceback
+        below it is known by it."""
+        return not self._in_traceback and _EXCEPTION_IGNORED.match(stripped) is not None
+
+    def _after_ignored(self, number: int) -> bool:
+        """Whether the line just above a traceback's header is Python's report that it
+        ignored the exception (`_EXCEPTION_IGNORED`)."""
+        at, above = self._previous
+        return number - at <= 1 and _EXCEPTION_IGNORED.match(strip_dress(above).strip()) is not None
+
+    def _ignored_line(
+        self, number: int, body: str, stripped: str, words: frozenset[bytes] | None
+    ) -> bool:
+        """An unindented line of a traceback Python reports as ignored (`sys.unraisablehook`:
+        `Exception ignored in: <function X.__del__ ...>`, then the traceback): the program went
+        on, so what it names is a notice (a DeepSpeed op whose build failed shows only there:
+        `'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'`, LMFlow#471) and an
+        exception no kind explains is none at all; its exception line ends it. True: read."""
+        kind, _ = self._kind(body, words)
+        if kind is not None and kind is not UNKNOWN:
+            self._traceback_known = True
+            self._record(kind, number, body, NOTED, True)
+        self._traceback_lines += 1
+        ends = not stripped.startswith(_CHAINED) and TRACEBACK_END.match(stripped) is not None
+        if ends or self._traceback_lines > MAX_TRACEBACK_LINES:
+            self._in_traceback = self._ignored = False
         return True
 
     def _notebook_header(self, number: int, body: str, stripped: str) -> bool:
@@ -553,7 +614,7 @@ class Diagnoser:
         """A traceback begins at this line (its header, or its first frame when the header is
         not shown); `indent`: deeper lines go on with it."""
         self._in_traceback, self._traceback_known, self._traceback_lines = True, known, 0
-        self._in_box = False
+        self._in_box = self._ignored = False
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
         self._looking_up = self._in_getitem = self._indexing_devices = False

@@ -63,8 +63,16 @@ TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?(?::
 # ...`, Ray's `(autoscaler +18s) Warning: ...`, a timestamp then `WARNING - `. Not PyTorch's
 # c10 `[W socket.cpp:426]` (nor glog's `W1202 ...`): c10d logs at that level the failure it
 # then raises without its cause (`The server socket has failed to bind to ... Address already
-# in use`, then a DistNetworkError), so that line is the run's failure.
-_WARNED = re.compile(r"\W{0,3}(?:\([^)]{0,200}\)\s*)?\[?(?:WARN(?:ING)?\b|Warning:)")
+# in use`, then a DistNetworkError), so that line is the run's failure. Also a warning a program
+# or library prints after its own name (`wandb: WARNING ...`, libibverbs' `libibverbs: Warning:
+# couldn't load driver ...`: a lower-case name, never an exception's class) or after a
+# logger's name (logging's `%(asctime)s - %(name)s - %(levelname)s - ...`: `__main__ - WARNING
+# - ...`). Not Python's `warnings` format (`/path/x.py:83: UserWarning: Ray Client connection
+# timed out ...`): the program goes on, but to the failure it announces (ray#46733).
+_WARNED = re.compile(
+    r"\W{0,3}(?:\([^)]{0,200}\)\s*)?(?:[a-z][a-z0-9_.-]{0,39}:\s{1,4}|[\w.]{1,60} - )?"
+    r"\[?(?:WARN(?:ING)?\b|Warning:)"
+)
 
 
 def logged_as_warning(line: str) -> bool:
