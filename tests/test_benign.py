@@ -90,14 +90,14 @@ _SEVERE_LINES = [
     for text in texts
     if "\n" not in text and [f.kind for f in diagnose_text(text)] == [kind]
 ]
-# what programs print before a warning: vLLM's and logging's levels (after a logger's name),
-# a library's own name (`wandb: WARNING`, `libibverbs: Warning:`), Ray's dress. Not Python's
-# `warnings` format (`x.py:83: UserWarning: ...`): a program warns so of the failure it goes on
-# to (ray#46733's `UserWarning: Ray Client connection timed out`), so it stays a failure.
+# what programs print before a warning: vLLM's and logging's levels, a library's own name
+# (`wandb: WARNING`, `libibverbs: Warning:`), Ray's dress. Not Python's `warnings` format
+# (`x.py:83: UserWarning: ...`) nor a logger's name then its level (`__main__ - WARNING - `):
+# programs warn so of the failure they go on to (ray#46733's `UserWarning: Ray Client
+# connection timed out`, olmocr#267's endless wait for its vLLM server), so they stay failures.
 _WARNING_DRESSES = [
     "WARNING 07-27 12:00:01 [config.py:380] ",
     "WARNING:root:",
-    "2025-03-18 10:24:40,134 - __main__ - WARNING - ",
     "[2024-01-26 08:48:31,543] torch._dynamo.convert_frame: [WARNING] ",
     "(WorkerDict pid=59715) WARNING 03-04 17:15:40 config.py:380] ",
 ]
@@ -235,3 +235,10 @@ def test_python_warnings_format_is_still_a_failure() -> None:
     path = Path(__file__).parent / "data" / "corpus" / "ray_cluster" / "ray-46733.log"
     found = diagnose_chunks([_body(path)])
     assert (found[0].kind, found[0].severity) == ("ray_cluster", "retryable")
+
+
+def test_a_wait_logged_after_a_loggers_name_is_still_the_failure() -> None:
+    """olmocr#267: `__main__ - WARNING - Attempt 287: Please wait for vllm server to become
+    ready...`, then the traceback of its cancellation: the wait names the root cause."""
+    path = Path(__file__).parent / "data" / "corpus" / "connection_refused" / "olmocr-267.log"
+    assert diagnose_chunks([_body(path)])[0].kind == "connection_refused"

@@ -65,12 +65,13 @@ TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?(?::
 # then raises without its cause (`The server socket has failed to bind to ... Address already
 # in use`, then a DistNetworkError), so that line is the run's failure. Also a warning a program
 # or library prints after its own name (`wandb: WARNING ...`, libibverbs' `libibverbs: Warning:
-# couldn't load driver ...`: a lower-case name, never an exception's class) or after a
-# logger's name (logging's `%(asctime)s - %(name)s - %(levelname)s - ...`: `__main__ - WARNING
-# - ...`). Not Python's `warnings` format (`/path/x.py:83: UserWarning: Ray Client connection
-# timed out ...`): the program goes on, but to the failure it announces (ray#46733).
+# couldn't load driver ...`: a lower-case name, never an exception's class). Not after a
+# logger's name (`%(asctime)s - %(name)s - WARNING - ...`): olmocr logs its wait for the vLLM
+# server that never comes up so (`__main__ - WARNING - Attempt 287: Please wait for vllm server
+# to become ready...`, olmocr#267), nor Python's `warnings` format (`x.py:83: UserWarning: Ray
+# Client connection timed out`, ray#46733): the program goes on, to the failure they announce.
 _WARNED = re.compile(
-    r"\W{0,3}(?:\([^)]{0,200}\)\s*)?(?:[a-z][a-z0-9_.-]{0,39}:\s{1,4}|[\w.]{1,60} - )?"
+    r"\W{0,3}(?:\([^)]{0,200}\)\s*)?(?:[a-z][a-z0-9_.-]{0,39}:\s{1,4})?"
     r"\[?(?:WARN(?:ING)?\b|Warning:)"
 )
 
