@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 from test_diagnosis import CORPUS as PHRASINGS
 
 from ajetd.core.finding import Finding
+from ajetd.core.termtext import strip_dress
 from ajetd.daemon.ending import FATAL_SHOWN
 from ajetd.diagnosis.catalogue import BY_NAME, Severity
+from ajetd.diagnosis.shape import EXCEPTION_LINE, continued
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks, diagnose_text
 
 BENIGN = Path(__file__).parent / "data" / "benign"
@@ -217,6 +219,73 @@ def test_a_traceback_after_an_ignored_one_is_read() -> None:
     failed = _block(None, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert [f.kind for f in diagnose_text(ignored + failed)] == ["cuda_oom"]
     assert [f.kind for f in diagnose_text(ignored + "step 3 loss nan\n")] == ["nan_loss"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.sampled_from(_IGNORED_IN),
+    st.sampled_from(_EXCEPTIONS),
+    st.integers(min_value=0, max_value=5),
+    st.sampled_from(["", "step 5\n", "<unprintable RuntimeError object>\n"]),
+    st.sampled_from(_SEVERE_LINES),
+)
+def test_a_failure_after_an_ignored_traceback_keeps_its_severity(
+    ignored: str, exception: str, cut: int, between: str, failure: tuple[str, str]
+) -> None:
+    """Only an ignored traceback's own lines are ignored: its first unindented line that is no
+    exception line of it (another rank's `step 5`, printed in the middle) ends it, so a failure
+    line after any part of one (cut anywhere) has the severity it has alone, unless it is that
+    traceback's own exception line (an exception's class by name, right under its frames)."""
+    kind, line = failure
+    if strip_dress(line)[:1].isspace():
+        return  # an indented line under an open traceback is its own (a frame's, its message's)
+    lines = _block(ignored, exception).splitlines(keepends=True)
+    prefix = "".join(lines[: min(cut, len(lines))]) + between
+    still_open = 2 <= cut < len(lines) and not between
+    if still_open and EXCEPTION_LINE.match(strip_dress(line).strip()):
+        return  # that traceback's own exception line: a notice (the classes above)
+    if cut >= len(lines) and not between and continued(exception, line) is not None:
+        return  # read as its exception's message wrapped onto a second line (`continued`)
+    alone = {f.kind: f.severity for f in diagnose_text(line + "\n")}
+    after = {f.kind: f.severity for f in diagnose_text(prefix + line + "\n")}
+    assert after.get(kind) == alone[kind], (prefix, line)
+
+
+def test_an_ignored_traceback_ends_at_a_line_not_its_own() -> None:
+    """Interleaved ranks: a line not of the ignored traceback ends it; the failure after it is
+    read as ever (a CUDA out of memory first, the batch size tried, not a segfault's end)."""
+    text = (
+        "Exception ignored in: <function X.__del__ at 0x7f3144f34280>\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 3, in __del__\n'
+        "<unprintable RuntimeError object>\n"
+        "step 5\n"
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert [(f.kind, f.severity) for f in diagnose_text(text)][:2] == [
+        ("cuda_oom", "science"),
+        ("segfault", "fatal"),
+    ]
+
+
+def test_an_exception_ignored_in_a_thread_started_by_is_a_failure() -> None:
+    """`Exception ignored in thread started by: <function main>` (`_thread`): that thread died;
+    a training loop run in one ends so, its failure read as ever."""
+    text = _block(
+        "Exception ignored in thread started by: <function main at 0x7f3c>",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
+    assert [(f.kind, f.severity) for f in diagnose_text(text)] == [("cuda_oom", "science")]
+    assert [f.kind for f in diagnose_text(_block(_IGNORED_IN[0], "ValueError: x"))] == []
+    assert [
+        f.kind
+        for f in diagnose_text(
+            _block(
+                "Exception ignored in thread started by: <function main at 0x7f3c>", "ValueError: x"
+            )
+        )
+    ] == ["unknown_traceback"]
 
 
 def test_a_warning_keeps_its_kind() -> None:

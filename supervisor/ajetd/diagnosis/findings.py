@@ -142,8 +142,9 @@ _CHAINED = ("During handling of the above exception", "The above exception was t
 # Python's report of an exception it could not raise and so ignored (`sys.unraisablehook`: a
 # `__del__`, a callback, a thread at shutdown: `Exception ignored in: <function
 # StorageWeakRef.__del__ ...>`, `Exception ignored on calling ctypes callback function`), above
-# the traceback it prints: the program goes on.
-_EXCEPTION_IGNORED = re.compile(r"^Exception ignored\b")
+# the traceback it prints: the program goes on. Not `Exception ignored in thread started by:`
+# (`_thread.start_new_thread`): that thread is over, and a training loop run in one ends so.
+_EXCEPTION_IGNORED = re.compile(r"^Exception ignored\b(?! in thread started by\b)")
 # Severities a line the program went on from (`Diagnoser._record`'s `warned`) cannot have: it
 # named no failure that ended the program nor one only the experiment's change helps.
 _WARNED_DOWN = (Severity.FATAL, Severity.SCIENCE)
@@ -478,8 +479,12 @@ class Diagnoser:
             if self._traceback_lines > MAX_TRACEBACK_LINES:
                 self._in_traceback = False
             return True
-        if self._in_traceback and self._ignored:
-            return self._ignored_line(number, body, stripped, words)
+        if (
+            self._in_traceback
+            and self._ignored
+            and self._ignored_line(number, body, stripped, words)
+        ):
+            return True
         kind, rank = self._kind(body, words)
         if kind is None and self._logged_os_error(stripped, text):
             kind, rank = UNKNOWN, UNEXPLAINED
@@ -534,14 +539,21 @@ class Diagnoser:
         `Exception ignored in: <function X.__del__ ...>`, then the traceback): the program went
         on, so what it names is a notice (a DeepSpeed op whose build failed shows only there:
         `'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'`, LMFlow#471) and an
-        exception no kind explains is none at all; its exception line ends it. True: read."""
+        exception no kind explains is none at all; its exception line ends it. Any other line
+        (`step 5`, `Segmentation fault`: another rank's, printed in the middle) ends it too and
+        is not its: False, read as any line outside a traceback (an exception line after it
+        is no longer taken for the ignored one's). True: read."""
+        chained = stripped.startswith(_CHAINED)  # (an exception's class by its name: not
+        # `step:12 - actor/pg_loss:nan`, which `TRACEBACK_END` takes for one)
+        if not chained and EXCEPTION_LINE.match(stripped) is None:
+            self._in_traceback = self._ignored = False
+            return False
         kind, _ = self._kind(body, words)
         if kind is not None and kind is not UNKNOWN:
             self._traceback_known = True
             self._record(kind, number, body, NOTED, True)
         self._traceback_lines += 1
-        ends = not stripped.startswith(_CHAINED) and TRACEBACK_END.match(stripped) is not None
-        if ends or self._traceback_lines > MAX_TRACEBACK_LINES:
+        if not chained or self._traceback_lines > MAX_TRACEBACK_LINES:
             self._in_traceback = self._ignored = False
         return True
 
