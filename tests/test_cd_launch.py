@@ -87,6 +87,78 @@ def test_moves_that_are_not_before_the_program_leave_it_unknown_or_where_it_is()
     assert workdir("cd a && cd ../b && python t").folder("/code", lambda p: p) == "/code/b"
 
 
+# words a program is given that name a move without making one: arguments, quoted text,
+# comments (walk93 review: `--note 'cd fix'`, `--tag cd`, `echo cd`, `# cd not needed` made
+# the folder unknown and the val file went unread)
+_ARGS = st.one_of(
+    st.sampled_from(["cd", "pushd", "popd", "cd fix", "--tag", "cd;", "x && cd y", "(cd a)"]),
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12),
+).map(shlex.quote)
+_PROGRAMS = st.sampled_from(
+    [
+        "python -m ajet.launcher",
+        "echo",
+        "export A=1",
+        "X=cd python",
+        "ls",
+        "python t.py",
+        "echo $(cd x; pwd)",
+    ]
+)
+_COMMENT = st.text(st.characters(codec="utf-8", exclude_characters="\n\r\\\x00"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.tuples(_PROGRAMS, st.lists(_ARGS, max_size=3), st.none() | _COMMENT),
+        min_size=1,
+        max_size=4,
+    ),
+    joins=st.lists(st.sampled_from([" && ", "; ", " | ", " || ", "\n", " & "]), min_size=3),
+)
+def test_a_command_that_names_no_move_in_command_position_runs_where_it_starts(
+    parts: list[tuple[str, list[str], str | None]], joins: list[str]
+) -> None:
+    command = ""
+    for i, (program, args, comment) in enumerate(parts):
+        line = " ".join([program, *args])
+        if comment is not None:
+            line += f"  # {comment}\n"  # a comment ends its line
+        command += line + (joins[i % len(joins)] if i < len(parts) - 1 else "")
+    assert workdir(command) == Workdir(), command
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.sampled_from(["", "python t.py --note 'cd fix'; ", "source x && ", "echo cd; "]),
+    move=st.sampled_from(
+        ['cd "$DIR"', "cd ${DIR}/x", "cd -", "popd", "pushd  $(pwd)/x", "bash -c 'cd sub'"]
+    ),
+    tail=st.sampled_from([" && python t.py", "; python t.py  # cd", "\npython t.py --tag cd"]),
+)
+def test_a_move_not_followed_is_said_as_written(before: str, move: str, tail: str) -> None:
+    command = f"{before}{move}{tail}"
+    found = workdir(command)
+    assert found.unknown.rstrip("…") in command and found.unknown.startswith(move[:4]), (
+        command,
+        found,
+    )
+
+
+def test_the_review_s_commands_read_where_they_start() -> None:
+    for command in (
+        "python -m ajet.launcher --conf configs/x.yaml --note 'cd fix'",
+        "python -m ajet.launcher --conf /abs/configs/x.yaml --tag cd",
+        "echo cd && python x",
+        "python x  # cd not needed",
+        "python x --note 'two\nlines: cd y'",
+    ):
+        assert workdir(command) == Workdir(), command
+    for command in ("bash -c 'cd sub && python t.py'", 'sh -ec "cd sub; python t"', "eval cd sub"):
+        assert workdir(command).unknown == command, command
+
+
 def _sub_config(env: Env) -> str:
     """sub/configs/sub.yaml, its val file `./saved_val_result/sub.md` (from where it runs)."""
     conf = env.config("sub", steps=4)
@@ -139,7 +211,7 @@ def test_a_move_ajetd_cannot_follow_gets_a_val_file_of_its_own_or_a_warning(
     seen = said["blueprint"]
     assert said["ok"] and seen["val_path"] == str(result / "val_results.md"), said
     changed = [c for c in seen["config_changes"] if "val_print_to_markdown_file_path" in c]
-    assert len(changed) == 1 and "cd $SUBDIR" in changed[0] and "cannot tell" in changed[0]
+    assert len(changed) == 1 and 'cd "$SUBDIR"' in changed[0] and "cannot tell" in changed[0]
     bp = env.blueprint("blind", config=config, command=command, ajetd=options)
     run_id = loop.submit(bp)
     flag = loop.until_done(run_id)
@@ -152,4 +224,4 @@ def test_a_move_ajetd_cannot_follow_gets_a_val_file_of_its_own_or_a_warning(
     said = _lint(env, "blind2", f'cd "$SUBDIR" && {RUN} configs/sub.yaml', config, options)
     assert said["blueprint"]["val_path"] is None, said
     warned = [w for w in said["blueprint"]["warnings"] if "not read" in w]
-    assert len(warned) == 1 and "cd $SUBDIR" in warned[0], said["blueprint"]["warnings"]
+    assert len(warned) == 1 and 'cd "$SUBDIR"' in warned[0], said["blueprint"]["warnings"]

@@ -15,15 +15,17 @@ unknown and said as such: ajetd never guesses it.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# a `cd`/`pushd`/`popd` anywhere in the text, quoted or not: each must be one this module
-# followed, or the folder is unknown (a `bash -c 'cd x && ...'` moves the program too)
-_MOVES = re.compile(r"(?:^|[\s;&|(`'\"])(?:cd|pushd|popd)(?=[\s;&|)`'\"]|$)")
+_MOVERS = frozenset({"cd", "pushd", "popd"})
+# a command line that does not parse (an open quote): the shell refuses it; any `cd` word in it
+# makes the folder unknown, said from that word
+_RAW_MOVE = re.compile(r"(?<![^\s;&|(])(?:cd|pushd|popd)(?![^\s;&|)])")
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
 # commands that prepare the shell and are not the program: passed over before it
 _SETUP = frozenset(
@@ -60,18 +62,102 @@ class Workdir:
         return self.unknown or " && ".join(f"cd {shlex.quote(s)}" for s in self.steps)
 
 
-def _tokens(command: str) -> list[str] | None:
-    """The command's words and operators, a line's end as `;`; None where it does not parse."""
-    out: list[str] = []
-    for line in command.replace("\\\n", " ").split("\n"):
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        try:
-            out += [*lexer, ";"]
-        except ValueError:  # an open quote
+@dataclass(frozen=True)
+class _Lexed:
+    """The command's words and operators (a line's end as `;`), and where each ends in the
+    command as written (at most one blank past it), to quote a simple command as written."""
+
+    words: list[str]
+    ends: list[int]
+
+    def written(self, command: str, at: int, end: int) -> str:
+        """The words `at`..`end` as the command writes them (up to 60 characters)."""
+        start = self.ends[at - 1] if at else 0
+        text = command[start : self.ends[end - 1]].strip()
+        return text if len(text) <= 60 else text[:59] + "…"
+
+
+# bash's operators, longest first: shlex gives a run of punctuation (`&&(`, `);`) as one word
+_SPLIT = re.compile(r"&&|\|\||;;|\|&|>>|<<|[<>]&|&>|.", re.S)
+
+
+def _tokens(command: str) -> _Lexed | None:
+    """The command's words and operators, a line's end as `;`; None where it does not parse.
+    `$( ... )` (and a function's `()`) is one word: what runs inside is not the program's shell."""
+    words: list[str] = []
+    ends: list[int] = []
+    offset = 0
+    lines = command.replace("\\\n", "  ").split("\n")  # same length: offsets hold
+    at = 0
+    while at < len(lines):
+        # a quote open at a line's end goes on to the next (at most _QUOTED_LINES lines)
+        for more in range(min(_QUOTED_LINES, len(lines) - at)):
+            chunk = "\n".join(lines[at : at + more + 1])
+            lexed = _line(chunk, offset)
+            if lexed is not None:
+                break
+        if lexed is None:
             return None
-    return out
+        words += [*lexed[0], ";"]
+        ends += [*lexed[1], offset + len(chunk)]
+        offset += len(chunk) + 1
+        at += more + 1
+    return _substitutions_joined(_Lexed(words, ends))
+
+
+_QUOTED_LINES = 64
+
+
+def _line(line: str, offset: int) -> tuple[list[str], list[int]] | None:
+    """One line's words and operators, and where each ends; None at an open quote."""
+    words: list[str] = []
+    ends: list[int] = []
+    stream = io.StringIO(line)
+    lexer = shlex.shlex(stream, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        for token in lexer:
+            end = offset + stream.tell() - len(getattr(lexer, "_pushback_chars", ()))
+            if token and set(token) <= _PUNCTUATION:
+                ops = _SPLIT.findall(token)
+                words += ops
+                ends += [end - len("".join(ops[i + 1 :])) for i in range(len(ops))]
+            else:
+                words.append(token)
+                ends.append(end)
+    except ValueError:  # an open quote
+        return None
+    return words, ends
+
+
+_PUNCTUATION = frozenset(";&|()<>")
+
+
+def _substitutions_joined(lexed: _Lexed) -> _Lexed:
+    """A `(` right after a word (`$(`, `f()`) opens no subshell the program runs in: it and
+    what it holds, to its `)`, join the word before it."""
+    words: list[str] = []
+    ends: list[int] = []
+    at = 0
+    while at < len(lexed.words):
+        word = lexed.words[at]
+        if word == "(" and words and words[-1] not in _OPERATORS:
+            depth, close = 0, at
+            while close < len(lexed.words):
+                depth += {"(": 1, ")": -1}.get(lexed.words[close], 0)
+                if depth == 0:
+                    break
+                close += 1
+            close = min(close, len(lexed.words) - 1)
+            words[-1] += " ".join(lexed.words[at : close + 1])
+            ends[-1] = lexed.ends[close]
+            at = close + 1
+            continue
+        words.append(word)
+        ends.append(lexed.ends[at])
+        at += 1
+    return _Lexed(words, ends)
 
 
 def _simple(tokens: list[str], at: int) -> tuple[list[str], int]:
@@ -108,14 +194,78 @@ def _unredirected(words: list[str]) -> list[str]:
     return out
 
 
+# words after which the next is in command position still (`builtin cd x`, `if cd x; then`)
+_PREFIXES = frozenset(
+    {"builtin", "command", "if", "then", "else", "elif", "do", "while", "until", "{", "!", "time"}
+)
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
+_NESTING = 8  # `eval eval ... cd`: deeper than this, a move is assumed
+
+
+def _program(words: list[str]) -> int:
+    """Where the word in command position is among a simple command's `words`: past
+    assignments and the words that keep the next in command position (len(words): none)."""
+    at = 0
+    while at < len(words) and (_ASSIGNMENT.match(words[at]) or words[at] in _PREFIXES):
+        at += 1
+    return at
+
+
+def _moves_in(words: list[str], depth: int) -> bool:
+    """Whether the simple command `words` moves, or runs a script that does (`bash -c '...'`,
+    `eval ...`: a move ajetd does not follow, so the folder is unknown)."""
+    at = _program(words)
+    if at == len(words):
+        return False
+    program, args = words[at], words[at + 1 :]
+    if program in _MOVERS:
+        return True
+    if program == "eval":
+        return _moves(" ".join(args), depth + 1)
+    if os.path.basename(program) in _SHELLS:
+        flag = next((i for i, w in enumerate(args) if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", w)), -1)
+        return flag >= 0 and flag + 1 < len(args) and _moves(args[flag + 1], depth + 1)
+    return False
+
+
+def _moves(command: str, depth: int = 0) -> bool:
+    """Whether `command` has a `cd`/`pushd`/`popd` in command position, its own or in a
+    script it runs (`bash -c`, `eval`); a script that does not parse: any `cd` word in it."""
+    lexed = _tokens(command) if depth <= _NESTING else None
+    if lexed is None:
+        return _RAW_MOVE.search(command) is not None
+    return bool(_move_starts(lexed, depth))
+
+
+def _move_starts(lexed: _Lexed, depth: int = 0) -> list[tuple[int, int]]:
+    """Each simple command that moves (`_moves_in`), as where its words begin and end."""
+    found: list[tuple[int, int]] = []
+    at = 0
+    while at < len(lexed.words):
+        if lexed.words[at] in _OPERATORS:
+            at += 1
+            continue
+        words, end = _simple(lexed.words, at)
+        if _moves_in(words, depth):
+            found.append((at, end))
+        at = end
+    return found
+
+
 def workdir(command: str) -> Workdir:
-    """Where `command`'s program runs, as far as the command tells (module docstring)."""
-    moves = len(_MOVES.findall(command))
+    """Where `command`'s program runs, as far as the command tells (module docstring): only
+    words in command position move it; a `cd` in an argument, a quote or a comment does not."""
+    lexed = _tokens(command)
+    if lexed is None:
+        raw = _RAW_MOVE.search(command)
+        if raw is None:
+            return Workdir()
+        text = re.split(r"&&|;|\n", command[raw.start() :], maxsplit=1)[0].strip()
+        return Workdir(unknown=text if len(text) <= 60 else text[:59] + "…")
+    moves = _move_starts(lexed)
     if not moves:
         return Workdir()
-    tokens = _tokens(command)
-    if tokens is None:
-        return Workdir(unknown=_first_move(command))
+    tokens = lexed.words
     stack: list[tuple[str, ...]] = [()]
     followed = 0
     at = 0
@@ -140,10 +290,10 @@ def workdir(command: str) -> Workdir:
         words, end = _simple(tokens, at)
         after = tokens[end] if end < len(tokens) else ";"
         program = next((w for w in words if not _ASSIGNMENT.match(w)), "")
-        if program in {"cd", "pushd", "popd"}:
+        if program in _MOVERS:
             target = _target(words[words.index(program) :]) if program != "popd" else None
             if target is None or after in {"|", "&", "|&"}:
-                return Workdir(unknown=" ".join(words))
+                return Workdir(unknown=lexed.written(command, at, end))
             stack[-1] = (*stack[-1], target)
             followed += 1
             at = _past_alternative(tokens, end) if after == "||" else end
@@ -152,8 +302,8 @@ def workdir(command: str) -> Workdir:
             at = end
             continue
         break  # the program: it runs in the folder reached so far
-    if followed != moves:  # a move after the program began, or one inside a quoted string
-        return Workdir(unknown=_first_move(command, skip=followed))
+    if followed != len(moves):  # a move after the program began, or in a script it runs
+        return Workdir(unknown=lexed.written(command, *moves[min(followed, len(moves) - 1)]))
     return Workdir(steps=stack[-1])
 
 
@@ -162,12 +312,3 @@ def _past_alternative(tokens: list[str], at: int) -> int:
     while at < len(tokens) and tokens[at] not in {";", "&&"}:
         at += 1
     return at
-
-
-def _first_move(command: str, skip: int = 0) -> str:
-    """The text of the move ajetd could not follow, for the warnings (up to 60 characters)."""
-    found = list(_MOVES.finditer(command))
-    match = found[min(skip, len(found) - 1)]
-    start = match.start() + (1 if command[match.start()] in " \t;&|(`'\"" else 0)
-    text = re.split(r"&&|;|\n", command[start:], maxsplit=1)[0].strip()
-    return text if len(text) <= 60 else text[:59] + "…"
