@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.adapters.samefile import file_key, one_file
 from ajetd.core.model import State
@@ -189,3 +191,16 @@ def test_a_val_file_that_becomes_a_live_run_s_after_admission_is_not_read_as_thi
         env.cli("stop", run_id, "--no-wait")
     for run_id in (first, later):
         loop.until_done(run_id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.text(max_size=40), other=st.text(max_size=40))
+def test_file_key_and_one_file_never_raise_on_any_text(path: str, other: str) -> None:
+    """A path the system cannot take (a NUL: ValueError from os.stat and realpath; a lone
+    surrogate) names no file: keyed as written, never an exception out of the sharing check."""
+    key = file_key(path)
+    assert key == file_key(path)
+    if "\x00" in path:
+        assert key == ("path", path)
+    assert one_file(path, path) is not None or not path
+    one_file(path, other)

@@ -20,13 +20,19 @@ FileKey = tuple[object, ...]
 
 def file_key(path: str) -> FileKey:
     """What names the file at `path` (which need not exist yet): equal for two spellings of
-    one file (`file_key` of `x/../y` and of a link to `y` are `y`'s). Never raises."""
-    real = os.path.realpath(path)
+    one file (`file_key` of `x/../y` and of a link to `y` are `y`'s). Never raises: a path
+    the system cannot take (a NUL, a lone surrogate: ValueError) names no file, and is keyed
+    as written."""
+    real = _real(path)
+    if real is None:
+        return ("path", path)
     below: list[str] = []
     here = real
     while True:
         try:
             found = os.stat(here)
+        except ValueError:  # realpath took it, stat does not: named as written
+            return ("path", path)
         except OSError:  # not there yet (a val file before its first validation), or hidden
             parent = os.path.dirname(here)
             if parent == here:
@@ -60,5 +66,14 @@ def one_file(a: str, b: str) -> str | None:
     if not a or not b:
         return None
     if a == b or file_key(a) == file_key(b):
-        return os.path.realpath(a)
+        return _real(a) or a
     return None
+
+
+def _real(path: str) -> str | None:
+    """`path` with its links and `..` resolved; None where the system cannot take it (a NUL
+    in it, a lone surrogate: ValueError, which os.path.realpath raises)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return None
