@@ -255,6 +255,18 @@ def test_a_command_running_another_config_than_exp_yaml_path_is_refused(
     cd = f"cd $D && python -m fakejet.launcher --conf {other.split('/')[1]}"
     out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
     assert "is not exp_yaml_path" not in out.stderr
+    # the same spelling on both sides, two files: the refusal names each as resolved, and
+    # the `cd` that makes them two (was "--conf configs/x.yaml is not exp_yaml_path
+    # (configs/x.yaml)")
+    (env.codebase / "sub" / "configs").mkdir(parents=True)
+    (env.codebase / "sub" / named).write_text((env.codebase / named).read_text())
+    cd = f"cd sub && python -m fakejet.launcher --conf {named}"
+    out = env.cli("lint", str(env.blueprint("cd", config=named, command=cd)))
+    assert out.returncode == 2 and f"--conf {named} is not exp_yaml_path" in out.stderr
+    said = " ".join(out.stderr.split())  # as the terminal wraps it: read as one line
+    assert f"names {env.codebase / 'sub' / named} " in said, said
+    assert f"exp_yaml_path {env.codebase / named};" in said, said
+    assert f"runs in {env.codebase / 'sub'} (`cd sub` from exp_codebase_dir" in said, said
 
 
 def test_a_swarm_client_without_its_server_is_warned(env: Env) -> None:

@@ -524,11 +524,11 @@ def _other_config(
     answer = config_named(named, command, codebase, yaml_path, fs)
     if answer.names is not Names.OTHER or answer.path is None:
         return None
+    moved = workdir(command)
+    runs_in = f"exp_codebase_dir {codebase}"
+    if moved.steps:
+        runs_in = f"{moved.folder(codebase, fs.expand)} (`{moved.said()}` from {runs_in})"
     if not fs.isfile(answer.path):
-        moved = workdir(command)
-        runs_in = f"exp_codebase_dir {codebase}"
-        if moved.steps:
-            runs_in = f"{moved.folder(codebase, fs.expand)} (`{moved.said()}` from {runs_in})"
         return (
             f"exp_launch_command: {flag} {named} names {answer.path}, which does not exist"
             f"{where} (the command runs in {runs_in}; exp_yaml_path is "
@@ -536,9 +536,10 @@ def _other_config(
             "the folder it runs in"
         )
     return (
-        f"exp_launch_command: {flag} {named} is not exp_yaml_path "
-        f"({bp.yaml_path}): ajetd would check and fix that config and read its validation "
-        "results while the command runs another; name the same file in both"
+        f"exp_launch_command: {flag} {named} is not exp_yaml_path ({bp.yaml_path}): it names "
+        f"{answer.path}{where} (the command runs in {runs_in}), exp_yaml_path {yaml_path}; "
+        "ajetd would check and fix that config and read its validation results while the "
+        "command runs another; name the same file in both, from the folder the program runs in"
     )
 
 
