@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.adapters.samefile import file_key, one_file
-from ajetd.core.model import State
+from ajetd.core import placement
+from ajetd.core.model import Run, State, Trial
+from ajetd.core.onefile import Writer, spelt
+from ajetd.hosts.preflight import Sharer, val_writer
 from conftest import Env
 from loopkit import Loop
 
@@ -204,3 +208,56 @@ def test_file_key_and_one_file_never_raise_on_any_text(path: str, other: str) ->
         assert key == ("path", path)
     assert one_file(path, path) is not None or not path
     one_file(path, other)
+
+
+def test_paths_of_runs_on_another_machine_are_compared_as_written(tmp_path: Path) -> None:
+    """An SSH run's val file is a path on its host: resolved on this machine it would name a
+    file here (a link here to this run's folder made the two one file, or a file here the
+    other's). Only two runs here are compared by real path (`core.onefile.same_file`), at the
+    queue, at each read and at admission; a run elsewhere is compared as written."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    mine, theirs = str(tmp_path / "real" / "v.md"), str(tmp_path / "link" / "v.md")
+    first = Run(run_id="aaaaaa", source="x", submitted_at=1.0, val_path=theirs)
+    later = Run(run_id="bbbbbb", source="x", submitted_at=2.0, val_path=mine)
+    live = [first, later]
+
+    def on(*where: str) -> Callable[[Run], bool]:
+        return lambda run: run.run_id in where
+
+    both_here = placement.val_file_wait(later, live, one_file, on("aaaaaa", "bbbbbb"))
+    assert both_here is not None and f"both are {os.path.realpath(mine)}" in both_here
+    assert theirs in both_here and mine in both_here
+    for here in (on("bbbbbb"), on("aaaaaa"), on()):  # one of them, or both, elsewhere
+        assert placement.val_file_wait(later, live, one_file, here) is None
+    same = Run(run_id="bbbbbb", source="x", submitted_at=2.0, val_path=theirs)
+    assert placement.val_file_wait(same, [first, same], one_file, on()) is not None
+    # at each read: the later run's records are not taken where both run here, only there
+    started = [
+        replace(r, trials=(Trial(1, "python t", "s", started_at=r.submitted_at),)) for r in live
+    ]
+    assert placement.val_file_owner(started[1], started, one_file, on("aaaaaa", "bbbbbb"))
+    assert placement.val_file_owner(started[1], started, one_file, on("aaaaaa")) is None
+    # at admission: a writer elsewhere is compared as written, as a new run elsewhere is
+    assert val_writer(mine, {theirs: Writer("aaaaaa", here=True)}) is not None
+    assert val_writer(mine, {theirs: Writer("aaaaaa", here=False)}) is None
+    assert val_writer(mine, {theirs: Writer("aaaaaa")}, local=False) is None
+    assert val_writer(theirs, {theirs: Writer("aaaaaa", here=False)}) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    path=st.text(max_size=20),
+    run_id=st.text(max_size=6),
+    theirs=st.text(max_size=20),
+    real=st.text(max_size=20),
+)
+def test_one_wording_names_a_shared_file(path: str, run_id: str, theirs: str, real: str) -> None:
+    """Lint, admission, the queue and the read name a shared file alike (`onefile.spelt`):
+    the path alone where all spellings are one, else both spellings and the real path."""
+    said = spelt(path, run_id, theirs, real)
+    if path == theirs == real:
+        assert said == path
+    else:
+        assert said == f"{path} (run {run_id} names it {theirs}; both are {real})"
+    assert Sharer(run_id, theirs, real).said(path) == said

@@ -17,6 +17,7 @@ import click
 from ajetd.adapters.store import Home
 from ajetd.cli.common import RUN, echo_json, json_option, load_run, open_home
 from ajetd.core.errors import AjetdError
+from ajetd.core.onefile import Writer
 
 if TYPE_CHECKING:
     from ajetd.core.blueprint import Blueprint
@@ -55,9 +56,10 @@ def lint(file: Path, as_json: bool) -> None:
         home = open_home()
         live = [r for r in home.load_runs() if r.active]
         try:
-            resolved, problems = check_blueprint(
-                bp, {r.val_path: r.run_id for r in live if r.val_path}
-            )
+            # a run on an SSH host (its folder there known once it started) writes a file
+            # there: compared as written, never resolved on this machine (`core.onefile`)
+            writers = {r.val_path: Writer(r.run_id, not r.remote_dir) for r in live if r.val_path}
+            resolved, problems = check_blueprint(bp, writers)
         except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
             resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
         busy = {r.result_dir: r.run_id for r in live}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run
+from ajetd.core.onefile import Same, as_written, same_file, spelt
 
 DEFAULT_THRESHOLD = 0.05
 NO_RESERVATION = (
@@ -227,12 +228,13 @@ def _wait_reason(
     return f"waiting for {count} GPU(s): " + "; ".join(parts)
 
 
-def _as_written(a: str, b: str) -> str | None:
-    return a if a == b else None
+def _here(run: Run) -> bool:
+    """Every run on this machine: where the caller does not tell."""
+    return True
 
 
 def val_file_wait(
-    run: Run, live: Sequence[Run], same: Callable[[str, str], str | None] = _as_written
+    run: Run, live: Sequence[Run], same: Same = as_written, here: Callable[[Run], bool] = _here
 ) -> str | None:
     """Why a run that has not started waits for its val file, or None when it may start.
 
@@ -241,7 +243,8 @@ def val_file_wait(
     copy, `preflight._own_val_file`) therefore waits while another live run writes it: one
     started, or one ahead of it in the queue (first come, first served). `same`: the real
     path of the one file two paths name, None where they name two (the daemon's
-    `samefile.one_file`: a symlinked codebase, a `..`, a bind mount, walk93 F1)."""
+    `samefile.one_file`: a symlinked codebase, a `..`, a bind mount, walk93 F1), used where
+    both runs run on this machine (`here`), else paths compared as written (`core.onefile`)."""
     if run.val_path is None or run.trials:
         return None
     mine = (run.submitted_at, run.run_id)
@@ -250,18 +253,14 @@ def val_file_wait(
             continue
         if not other.trials and (other.submitted_at, other.run_id) > mine:
             continue
-        real = same(run.val_path, other.val_path)
+        real = same_file(run.val_path, other.val_path, same, here(run) and here(other))
         if real is None:
             continue
-        spelt = (
-            ""
-            if other.val_path == run.val_path == real
-            else (f" (run {other.run_id} names it {other.val_path}; both are {real})")
-        )
         return (
             f"waiting for run {other.run_id} to end: it writes the same val file "
-            f"{run.val_path}{spelt} (AgentJet appends every validation to it; the command "
-            "passes no --conf for a copy that gives this run a file of its own)"
+            f"{spelt(run.val_path, other.run_id, other.val_path, real)} (AgentJet appends "
+            "every validation to it; the command passes no --conf for a copy that gives this "
+            "run a file of its own)"
         )
     return None
 
@@ -272,7 +271,7 @@ def _began(run: Run) -> tuple[float, float, str]:
 
 
 def val_file_owner(
-    run: Run, live: Sequence[Run], same: Callable[[str, str], str | None] = _as_written
+    run: Run, live: Sequence[Run], same: Same = as_written, here: Callable[[Run], bool] = _here
 ) -> tuple[Run, str] | None:
     """The live run that began first among those writing `run`'s val file, with the file's
     real path, where that is another run; None where `run` writes it alone (or first).
@@ -280,7 +279,7 @@ def val_file_owner(
     Admission and the queue keep two live runs off one file (`val_file_wait`); a path whose
     file changed since (a folder swapped for a link to another run's) would still give a run
     the other's records as its own (walk93 F1, F2): read where it is written, its records
-    are not taken."""
+    are not taken. `same`, `here`: as `val_file_wait`'s."""
     if run.val_path is None or not run.trials:
         return None
     mine = _began(run)
@@ -289,7 +288,7 @@ def val_file_owner(
             continue
         if _began(other) >= mine:
             continue
-        real = same(run.val_path, other.val_path)
+        real = same_file(run.val_path, other.val_path, same, here(run) and here(other))
         if real is not None:
             return other, real
     return None

@@ -28,6 +28,7 @@ from ajetd.core.blueprint import (
 from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run
+from ajetd.core.onefile import Writer
 from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
@@ -72,7 +73,7 @@ def admit(
     source: str,
     now: float,
     busy_dirs: Mapping[str, str],
-    val_writers: Mapping[str, str],
+    val_writers: Mapping[str, Writer],
     host_for: Callable[[str, Options], Host],
     again: tuple[float, str] | None = None,
     full_seen: float | None = None,
@@ -80,14 +81,14 @@ def admit(
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
-    `busy_dirs` are the result dirs of live runs, with their ids: two runs never share one,
-    nor a val file (`val_writers`: each live run's val file and its id); `host_for`: where a
-    run with these options runs (its codebase's git state is read there). `again`: a run
-    admitted a second time (its record was damaged before its first trial): when it was
-    submitted first, and the warning it carries. `full_seen`: when the daemon last saw
+    `busy_dirs` are the result dirs of live runs, with their ids: two runs never share one, nor
+    a val file (`val_writers`: each live run's val file, its id and whether it runs here);
+    `host_for`: where a run with these options runs (its codebase's git state is read there).
+    `again`: a run admitted a second time (its record was damaged before its first trial): when
+    it was submitted first, and the warning it carries. `full_seen`: when the daemon last saw
     `$AJETD_HOME` full (a file cut short then is said to have been). `records`: the daemon's
-    records, which an earlier rejection whose report is moved aside is kept in (else read
-    from the home).
+    records, which an earlier rejection whose report is moved aside is kept in (else read from
+    the home).
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     if again is not None:

@@ -19,6 +19,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.journal import REJECTED
 from ajetd.core.model import Run, State, Status
 from ajetd.core.naming import RUN_ID, new_run_id, safe_name
+from ajetd.core.onefile import Writer
 from ajetd.core.policy import DATA_KEPT
 from ajetd.core.timefmt import iso
 from ajetd.daemon import admission, rebuild, trials
@@ -159,7 +160,7 @@ class Admit(Base):
         """Admit a claimed blueprint (`again`: a second time, `admission.admit`'s)."""
         live = self.runs.live()
         busy = {r.result_dir: r.run_id for r in live}
-        writers = {r.val_path: r.run_id for r in live if r.val_path}
+        writers = {r.val_path: Writer(r.run_id, self.here(r)) for r in live if r.val_path}
         try:
             run, options = admission.admit(
                 self.home,

@@ -242,6 +242,13 @@ class Base:
         self.home.append_event(run.run_id, now, said)
         return model.session_renamed(run, session)
 
+    def here(self, run: Run) -> bool:
+        """Whether `run` runs on this machine, whose paths this machine resolves (an SSH
+        run's are another's: `core.onefile`). A run with no slot (ended, its reports being
+        written) by its record: an SSH run's has its folder there."""
+        slot = self.slots.get(run.run_id)
+        return slot.host.machine is None if slot is not None else not run.remote_dir
+
     def live_slots(self) -> list[RunSlot]:
         """The runs whose trial runs or is being stopped, in the order they came."""
         return [s for s in self.slots.values() if s.run.state in LIVE]

@@ -21,7 +21,7 @@ from ajetd.adapters.samefile import one_file
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
-from ajetd.core import gpuuse, model, placement
+from ajetd.core import gpuuse, model, onefile, placement
 from ajetd.core.errors import AjetdError, TmuxError
 from ajetd.core.exitfile import parse_exit_note
 from ajetd.core.finding import Finding
@@ -570,13 +570,13 @@ class Observe(Base):
         run = slot.run
         if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
             return False
-        shared = placement.val_file_owner(run, self.runs.live(), one_file)
+        shared = placement.val_file_owner(run, self.runs.live(), one_file, self.here)
         if shared is None:
             return False
         other, real = shared
-        spelt = "" if run.val_path == other.val_path == real else f" ({real})"
         said = (
-            f"val file {run.val_path}{spelt} is written by live run {other.run_id} too, which "
+            f"val file {onefile.spelt(run.val_path, other.run_id, other.val_path or real, real)}"
+            f" is written by live run {other.run_id} too, which "
             "began first: this run reads no more records from it (each run would take the "
             "other's validations as its own); the records read before stay"
         )

@@ -19,7 +19,7 @@ from ajetd.adapters import diskfull
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
 from ajetd.adapters.samefile import one_file
-from ajetd.core import fixdomain, jsontext, launchshape, resultfiles
+from ajetd.core import fixdomain, jsontext, launchshape, onefile, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
@@ -456,23 +456,23 @@ class Sharer:
     real: str  # the file both paths name, as the kernel resolves it
 
     def said(self, val_path: str) -> str:
-        """The file named for the messages: both spellings and the real path where they
-        differ (a symlinked codebase, a `..`: walk93 F1), the path alone where not."""
-        spelt = dict.fromkeys((val_path, self.path, self.real))
-        if len(spelt) == 1:
-            return val_path
-        return f"{val_path} (run {self.run_id} names it {self.path}; both are {self.real})"
+        """The file named for the messages (`onefile.spelt`): both spellings and the real
+        path where they differ (a symlinked codebase, a `..`: walk93 F1)."""
+        return onefile.spelt(val_path, self.run_id, self.path, self.real)
 
 
-def val_writer(val_path: str, writers: Mapping[str, str], local: bool = True) -> Sharer | None:
-    """The live run (`writers`: each live run's val file and id) that writes the file
-    `val_path` names, however either is spelt (`samefile.one_file`: a symlink, a `..`, a bind
-    mount, a case-blind disk); None where none does. `local`: the file is on this machine,
-    else (an SSH host's) compared as written."""
-    for path, run_id in writers.items():
-        real = one_file(val_path, path) if local else (path if path == val_path else None)
+def val_writer(
+    val_path: str, writers: Mapping[str, onefile.Writer], local: bool = True
+) -> Sharer | None:
+    """The live run (`writers`: each live run's val file, its id and whether it runs here)
+    that writes the file `val_path` names, however either is spelt (`samefile.one_file`: a
+    symlink, a `..`, a bind mount, a case-blind disk); None where none does. `local`: the file
+    is on this machine; where either is another's (an SSH host's), compared as written
+    (`onefile.same_file`)."""
+    for path, writer in writers.items():
+        real = onefile.same_file(val_path, path, one_file, local and writer.here)
         if real is not None:
-            return Sharer(run_id, path, real)
+            return Sharer(writer.run_id, path, real)
     return None
 
 
@@ -666,7 +666,7 @@ def _val_file(
     val_path: str | None,
     result_dir: str,
     reaches: bool,
-    val_writers: Mapping[str, str] | None,
+    val_writers: Mapping[str, onefile.Writer] | None,
     runs_with: dict[str, Any],
     theirs: str | None,
     local: bool = True,
@@ -697,7 +697,7 @@ def _program_val_file(
     dirs: tuple[str, str],
     fs: Fs,
     reaches: bool,
-    val_writers: Mapping[str, str] | None,
+    val_writers: Mapping[str, onefile.Writer] | None,
     configs: tuple[dict[str, Any], dict[str, Any]],
 ) -> tuple[str | None, dict[str, Any], str | None]:
     """`_val_file`'s answer for the val file as the program opens it: relative to the folder
@@ -739,13 +739,16 @@ def _detaching_scripts(command: str, codebase: str, fs: Fs) -> list[str]:
 
 
 def check_blueprint(
-    bp: Blueprint, val_writers: Mapping[str, str] | None = None, own: Collection[str] = ()
+    bp: Blueprint,
+    val_writers: Mapping[str, onefile.Writer] | None = None,
+    own: Collection[str] = (),
 ) -> tuple[Resolved | None, list[str]]:
     """Resolve and check every path; return the resolution (None if unusable) and problems.
 
-    `val_writers`: the val files live runs write, each with the run's id (a run that would
-    share one is given its own, or waits for it: see _own_val_file); `own`: the files in its
-    result dir that are the run's own (`result_dir_problem`)."""
+    `val_writers`: the val files live runs write, each with the run's id and whether it runs
+    here (`onefile.Writer`; a run that would share one is given its own, or waits for it: see
+    _own_val_file); `own`: the files in its result dir that are the run's own
+    (`result_dir_problem`)."""
     fs = remote_fs(bp)
     if isinstance(fs, str):
         return None, [fs]
@@ -778,7 +781,7 @@ def _slurm_problems(bp: Blueprint) -> list[str]:
 
 
 def _checked(
-    bp: Blueprint, fs: Fs, val_writers: Mapping[str, str] | None, own: Collection[str]
+    bp: Blueprint, fs: Fs, val_writers: Mapping[str, onefile.Writer] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
     problems: list[str] = []
     where = f" on {bp.options.ssh.target}" if bp.options.ssh else ""
