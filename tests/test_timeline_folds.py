@@ -7,6 +7,7 @@ the loop in-process."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import yaml
@@ -117,3 +118,56 @@ def test_a_long_run_s_timeline_is_not_a_read_log(env: Env, loop: Loop) -> None:
     bests = len(journal) - 1  # the first line, then the new bests: their first and last
     assert len(said) == 1 + (bests if bests <= FOLD_AFTER else 2), (journal, said)
     assert "run ended: succeeded" in timeline and "trial 1 started" in timeline
+
+
+_EVENT_LINES = st.sampled_from(
+    [
+        "trial {n} started in tmux session ajet_x",
+        "trial {n} ended: exit code {k}",
+        "trial {n} failed; relaunched with a fix: batch size {k}",
+        "stopping: time_limit (after {k} s)",
+        "sent SIGINT ({k})",
+        "attention: no output for {k} s",
+        "run ended: failed: exit code {k}",
+    ]
+)
+_REPEATED = st.sampled_from(
+    ["validation: {k} record(s)", "waiting for GPU(s): {k} free of {n}", "cuda_oom: step {k}"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    journal=st.lists(
+        st.tuples(st.booleans(), _EVENT_LINES | _REPEATED, st.integers(0, 200), st.integers(1, 9)),
+        max_size=150,
+    )
+)
+def test_what_happened_is_never_folded_only_what_repeats(
+    journal: list[tuple[bool, str, int, int]],
+) -> None:
+    """Lines alike but for their numbers are folded only where they repeat (a read, a wait, a
+    finding): a trial's start or end, a fix, a relaunch, a stop, a signal, attention and the
+    end each show, though `trial 2 ended: exit code 137` and `trial 3 ended: exit code 1`
+    differ only in numbers (walk93 review)."""
+    events = [(float(i), form.format(n=n, k=k)) for i, (_, form, k, n) in enumerate(journal)]
+    lines = folded(events, JOURNAL)
+    happened = [text for _, text in events if any(w in text for w in _WHAT_HAPPENED)]
+    shown = [line.split(": ", 1)[1] for line in lines]
+    if len(lines) <= MAX_LINES:
+        assert [t for t in shown if any(w in t for w in _WHAT_HAPPENED)] == happened
+    kinds = Counter(kind_of(text) for _, text in events if text not in happened)
+    for kind, count in kinds.items():
+        said = [t for t in shown if kind_of(t.split(" (the last of ")[0]) == kind]
+        assert len(said) <= (count if count <= FOLD_AFTER else 2) or len(lines) > MAX_LINES
+
+
+_WHAT_HAPPENED = ("trial ", "stopping", "SIGINT", "attention", "run ended")
+
+
+def test_trial_ends_that_differ_in_numbers_are_two_events() -> None:
+    events = [(float(i), f"trial {i} ended: exit code {137 if i % 2 else 1}") for i in range(8)]
+    events += [(10.0 + i, f"validation: {i} record(s)") for i in range(8)]
+    lines = folded(events, JOURNAL)
+    assert sum("ended: exit code" in line for line in lines) == 8, lines
+    assert sum("validation:" in line for line in lines) == 2, lines
