@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 import yaml
 from hypothesis import given, settings
@@ -225,3 +226,19 @@ def test_a_move_ajetd_cannot_follow_gets_a_val_file_of_its_own_or_a_warning(
     assert said["blueprint"]["val_path"] is None, said
     warned = [w for w in said["blueprint"]["warnings"] if "not read" in w]
     assert len(warned) == 1 and 'cd "$SUBDIR"' in warned[0], said["blueprint"]["warnings"]
+
+
+def test_hostile_commands_are_read_in_linear_time() -> None:
+    """100 KB of operators, of open groups, of `eval`s or of quotes open across lines: each
+    read in well under a second (a run of `)` split into operators was quadratic: 0.3 s at
+    10 KB)."""
+    for command in (
+        ")" * 100_000 + " cd x",
+        "x ( " * 25_000 + "cd y",
+        "eval " * 20_000 + "cd x",
+        "'a\n" * 30_000,
+        "bash -c " * 12_000 + "cd",
+    ):
+        began = time.monotonic()
+        workdir(command)
+        assert time.monotonic() - began < 5.0, command[:20]

@@ -16,6 +16,7 @@ unknown and said as such: ajetd never guesses it.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import shlex
@@ -122,7 +123,8 @@ def _line(line: str, offset: int) -> tuple[list[str], list[int]] | None:
             if token and set(token) <= _PUNCTUATION:
                 ops = _SPLIT.findall(token)
                 words += ops
-                ends += [end - len("".join(ops[i + 1 :])) for i in range(len(ops))]
+                start = end - len(token)  # each operator's end, from the run's start
+                ends += list(itertools.accumulate((len(op) for op in ops), initial=start))[1:]
             else:
                 words.append(token)
                 ends.append(end)
