@@ -156,8 +156,17 @@ def test_the_review_s_commands_read_where_they_start() -> None:
         "python x --note 'two\nlines: cd y'",
     ):
         assert workdir(command) == Workdir(), command
-    for command in ("bash -c 'cd sub && python t.py'", 'sh -ec "cd sub; python t"', "eval cd sub"):
+    for command in (
+        "bash -c 'cd sub && python t.py'",
+        'sh -ec "cd sub; python t"',
+        "eval cd sub",
+        # a shell a wrapper runs: its script's moves are the program's too
+        "env A=1 bash -c 'cd sub && python t.py'",
+        "timeout 5h sh -c 'cd x; python t.py'",
+        "sudo -E bash -lc 'cd y && python t.py'",
+    ):
         assert workdir(command).unknown == command, command
+    assert workdir("nohup python x --tag cd") == Workdir()
 
 
 def _sub_config(env: Env) -> str:

@@ -204,12 +204,26 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _NESTING = 8  # `eval eval ... cd`: deeper than this, a move is assumed
 
 
+# commands that run the command after them (`env A=1 bash -c '...'`, `timeout 5 sh -c ...`):
+# their options, assignments and a duration are passed over to it
+_WRAPPERS = frozenset({"env", "sudo", "nohup", "nice", "exec", "setsid", "stdbuf", "timeout"})
+_WRAPPER_ARG = re.compile(r"-.*|[A-Za-z_][A-Za-z0-9_]*=.*|\d+(?:\.\d+)?[smhd]?", re.S)
+
+
 def _program(words: list[str]) -> int:
     """Where the word in command position is among a simple command's `words`: past
-    assignments and the words that keep the next in command position (len(words): none)."""
+    assignments, the words that keep the next in command position, and a wrapper with its
+    options (len(words): none)."""
     at = 0
-    while at < len(words) and (_ASSIGNMENT.match(words[at]) or words[at] in _PREFIXES):
-        at += 1
+    while at < len(words):
+        if _ASSIGNMENT.match(words[at]) or words[at] in _PREFIXES:
+            at += 1
+        elif os.path.basename(words[at]) in _WRAPPERS:
+            at += 1
+            while at < len(words) and _WRAPPER_ARG.fullmatch(words[at]):
+                at += 1
+        else:
+            break
     return at
 
 
