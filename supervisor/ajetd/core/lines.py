@@ -11,6 +11,7 @@ and drops bytes up to its newline without holding them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -61,3 +62,21 @@ def cut(data: bytes, at: Cursor, full: bool, line_max: int) -> Cut:
         skipped.append(at.pos + start)
         return Cut(tuple(lines), Cursor(at.pos + len(data), True), tuple(skipped), full)
     return Cut(tuple(lines), Cursor(at.pos + start, False), tuple(skipped), full and start > 0)
+
+
+def next_line(text: str, pos: int, words: re.Pattern[str] | None) -> tuple[str, int] | None:
+    """The line of `text` at `pos` and where the one after it begins; None at the end. With
+    `words` (a reader with nothing open), the first line from `pos` holding one of them, the
+    lines before it skipped: found in C, not line by line in Python (a run printing 28 GB an
+    hour took 4 s for 16 MiB read line by line). The metric readers' one walk over output."""
+    end = len(text)
+    if pos >= end:
+        return None
+    if words is not None:
+        word = words.search(text, pos)
+        if word is None:
+            return None
+        pos = max(pos, text.rfind("\n", pos, word.start()) + 1)
+    stop = text.find("\n", pos)
+    stop = end if stop < 0 else stop
+    return text[pos:stop], stop + 1

@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ajetd.core.lines import next_line
 from ajetd.core.runparts import OutBlock, OutRead
 from ajetd.core.termtext import clean_line, strip_dress, strip_srun_label
 from ajetd.frameworks.valresults import (
@@ -271,16 +272,10 @@ def feed(state: OutRead, text: str) -> tuple[OutRead, list[tuple[str, dict[str, 
     them with the shape each was read from (a block open at the end stays in the state)."""
     found: list[tuple[str, dict[str, Any]]] = []
     block = state.block
-    pos, end = 0, len(text)
-    while pos < end:
-        if block is None:  # only a line that holds a shape's word can matter: found in C
-            word = _WORDS.search(text, pos)
-            if word is None:
-                break
-            pos = max(pos, text.rfind("\n", pos, word.start()) + 1)
-        stop = text.find("\n", pos)
-        stop = end if stop < 0 else stop
-        line, pos = _seen(text[pos:stop]), stop + 1
+    pos = 0  # only a line that holds a shape's word can matter while no block is open
+    while (got_line := next_line(text, pos, _WORDS if block is None else None)) is not None:
+        raw, pos = got_line
+        line = _seen(raw)
         block, got = _one_line(line) if block is None else _go_on(block, line)
         found += got
     return replace(state, block=block), found

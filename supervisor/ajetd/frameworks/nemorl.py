@@ -57,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ajetd.core.lines import next_line
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
 from ajetd.core.termtext import (
@@ -428,17 +429,9 @@ def feed(state: NemoRead, text: str, train: bool = False) -> tuple[NemoRead, lis
     run judged by a `train:` metric), each step's training metrics too, as `train_<name>`."""
     records: list[NemoBlock] = []
     block = state.block
-    pos, end = 0, len(text)
-    while pos < end:
-        if block is None:  # only a line that holds a shape's word can matter: found in C,
-            # not line by line in Python (a run printing 28 GB an hour: 4 s for 16 MiB before)
-            word = _WORDS.search(text, pos)
-            if word is None:
-                break
-            pos = max(pos, text.rfind("\n", pos, word.start()) + 1)
-        stop = text.find("\n", pos)
-        stop = end if stop < 0 else stop
-        raw, pos = text[pos:stop], stop + 1
+    pos = 0  # only a line that holds a shape's word can matter while no block is open
+    while (got_line := next_line(text, pos, _WORDS if block is None else None)) is not None:
+        raw, pos = got_line
         line, worker = _seen(raw)
         if (moved := _progress(state, line)) is not None:
             state = moved
