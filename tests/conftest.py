@@ -6,6 +6,7 @@ Nothing here sleeps to wait: `wait_for` polls a condition until a deadline.
 from __future__ import annotations
 
 import compileall
+import ctypes
 import errno
 import getpass
 import json
@@ -118,6 +119,20 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condit
         if now >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(min(max(0.02, now - began), deadline - now))
+
+
+def replace_by_file(path: Path, aside: Path, text: str = "x\n") -> None:
+    """Put a file holding `text` where `path` is, `path` itself moved to `aside`, in one step
+    (renameat2's RENAME_EXCHANGE): no moment in which neither is there. Renamed aside, then
+    written, a folder the live daemon makes again (a run's folder, the inbox, a result dir)
+    was sometimes there again before the write, which met a folder (IsADirectoryError, CI
+    2026-12-03)."""
+    aside.write_text(text)
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, bytes(path), at_fdcwd, bytes(aside), rename_exchange) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(path))
 
 
 def printed(log: Path, line: str) -> bool:

@@ -11,7 +11,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Env, fill, wait_for
+from conftest import Env, fill, replace_by_file, wait_for
 
 
 def _fill_inodes(folder: Path) -> list[Path]:
@@ -75,8 +75,7 @@ def test_a_home_folder_replaced_by_a_file_is_named_not_a_traceback(env: Env) -> 
     for name in ("inbox", "runs", "rejected", "control", "campaigns"):
         folder = env.home / name
         aside = folder.with_name(f"{name}.bak")
-        folder.rename(aside)
-        folder.write_text("x\n")
+        replace_by_file(folder, aside)
         line = f"daemon: NOT TAKING BLUEPRINTS: {folder} is not a folder: move it aside"
         wait_for(lambda: line in env.cli("status").stdout, what=f"{name} named")  # noqa: B023
         assert line in env.cli("status", "--json").stderr

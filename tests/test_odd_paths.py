@@ -24,7 +24,7 @@ from ajetd.adapters.tmux import CHECK_EVERY_S, VANISHED_NOTE, Tmux, find_pane
 from ajetd.hosts import copyback
 from ajetd.pictures import drawing
 from ajetd.pictures.campaigndrawing import Plotter
-from conftest import Env, fill, gated_script, printed, wait_for
+from conftest import Env, fill, gated_script, printed, replace_by_file, wait_for
 
 # each of tmux's expansions and each of the shell's quotes, in one folder name
 ODD = "a %Y %% #{session_name} ## #[fg=red] #S x# $HOME q\"u'o \\b é"
@@ -320,8 +320,7 @@ def test_a_result_dir_gone_before_a_failure_says_where_the_reports_went(env: Env
     if how == "removed":
         shutil.rmtree(result)
     else:
-        result.rename(env.tmp / "e14.moved")
-        result.write_text("x\n")
+        replace_by_file(result, env.tmp / "e14.moved")
     trigger.touch()
     status = env.wait_done(run_id)
     home = env.home / "runs" / run_id

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ajetd.daemon.loop import FAILED_PASS_PAUSE_S
-from conftest import Env, wait_for
+from conftest import Env, replace_by_file, wait_for
 
 
 def _printing_until(env: Env, trigger: Path) -> str:
@@ -57,10 +57,11 @@ def test_a_live_runs_folder_gone_is_made_again_and_the_run_is_supervised_to_its_
     folder = env.home / "runs" / run_id
     if how == "removed":
         shutil.rmtree(folder)
-    else:
+    elif how == "moved":
         folder.rename(env.tmp / "aside")
+    else:
+        replace_by_file(folder, env.tmp / "aside", "not a folder\n")
     if how == "replaced by a file":
-        folder.write_text("not a folder\n")
         said = f"{folder} is not a folder (a file or link put in its place)"
         wait_for(lambda: said in env.daemon_log(), what="the daemon to say so")
         steps = _steps(env, "gone")
