@@ -7,6 +7,7 @@ with its key. `test_the_table_covers_every_key` fails when an option is added wi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -402,3 +403,128 @@ def test_a_name_differing_in_case_only_is_pointed_at(name: str, upper: list[bool
     given_name = "".join(c.upper() if up else c for c, up in zip(name, upper, strict=False))
     assert closest(given_name, KNOWN_KEYS) == [name]
     assert did_you_mean(given_name, list(KNOWN_KEYS)) == f"; did you mean {name!r}?"
+
+
+# YAML 1.1's readings of numbers written otherwise than they print (issue: `1e400` was quoted
+# back as inf): the text as written, and what YAML reads it as
+ODD_NUMBERS = [
+    ("1.0e+400", "inf"),
+    ("-1.0e+400", "-inf"),
+    (".inf", "inf"),
+    ("-.Inf", "-inf"),
+    (".nan", "nan"),
+    ("1e400", "inf"),  # text to YAML (no dot): the number parsers read it as a float
+    ("-1e400", "-inf"),
+    ("1.0e-400", "0.0"),
+    ("1e-400", "0.0"),
+    ("1_000", "1000"),
+    ("0x10", "16"),
+    ("010", "8"),
+    ("1:30", "90"),
+]
+
+
+@pytest.mark.parametrize(("written", "read"), ODD_NUMBERS)
+@pytest.mark.parametrize("key", sorted(ACCESS))
+def test_a_message_quotes_a_number_as_written(key: str, written: str, read: str) -> None:
+    """Every option given every odd number: a message that shows the value shows what the
+    user wrote (`1.0e+400`, `0x10`), never only YAML's reading of it (`inf`, `16`)."""
+    try:
+        parse_options(_yaml(key, written))
+    except BlueprintError as err:
+        reading = re.compile(rf"(?<![\w.:+-]){re.escape(read)}(?![\w.:])")
+        for problem in err.problems:
+            assert written in problem or not reading.search(problem), problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("slurm.time", "1:30:00", 90),  # HH:MM:SS; YAML reads 5400 (5400 minutes)
+        ("slurm.time", "1:30", 2),  # MM:SS as Slurm reads it, rounded up; YAML reads 90
+        ("slurm.time", "010", 10),  # YAML reads 8
+        ("slurm.mem", "010", 10),
+        ("keep_session", "1:30", 5400.0),  # HH:MM; YAML reads 90 (hours)
+        ("hang.window", "010", 36000.0),  # ten hours; YAML reads 8
+        ("stages.name", "1.0e+400", "1.0e+400"),  # YAML reads inf
+        ("slurm.partition", "0x10", "0x10"),  # YAML reads 16
+        ("env", "{V: 1.0e+400, W: 0x10}", {"V": "1.0e+400", "W": "0x10"}),
+        ("allow_fixes.min", "1.0e-7", 1e-7),  # decimal forms are numbers as before
+        ("plateau.min_delta", "0.010", 0.01),
+        ("max_trials", "+5", 5),
+    ],
+)
+def test_an_option_taking_text_takes_a_number_as_written(
+    key: str, value: str, expected: Any
+) -> None:
+    """A text option (a duration, a Slurm time, a name) takes the number's text as written,
+    not YAML's reading of it: `slurm: {time: 1:30:00}` was 5400 minutes."""
+    assert ACCESS[key](parse_options(_yaml(key, value))) == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("max_trials", "010", "got 010 (YAML reads it as 8"),
+        ("gpus", "0x10", "got 0x10 (YAML reads it as 16"),
+        ("plateau.patience", "1:30", "got 1:30 (YAML reads it as 90"),
+        ("allow_fixes.max", "1_000", "got 1_000 (YAML reads it as 1000"),
+        ("allow_fixes.min", "010", "got 010 (YAML reads it as 8"),
+        ("plateau.min_delta", "1.0e-400", "got 1.0e-400 (too small to tell from 0"),
+        ("plateau.min_delta", "1e-400", "got '1e-400' (too small to tell from 0"),
+        ("allow_fixes.max", "1.0e+400", "allow_fixes.lr.max: expected a number, got 1.0e+400"),
+    ],
+)
+def test_a_number_option_refuses_what_yaml_misreads(key: str, value: str, needle: str) -> None:
+    """A number option takes decimal forms only: what YAML 1.1 reads otherwise than the user
+    likely meant (octal `010`, `1:30`, `1_000`, a nonzero value read as 0.0) is refused with
+    the text and its reading, where it was taken silently."""
+    with pytest.raises(BlueprintError) as err:
+        parse_options(_yaml(key, value))
+    assert any(needle in p for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize("written", [w for w, _ in ODD_NUMBERS] + ["0.10", "+5", "1.5"])
+def test_a_number_is_dumped_as_written(written: str) -> None:
+    """What ajetd writes back from YAML it read (a campaign's experiment blueprint, a config
+    copy with `yaml_overrides`, a campaign.yaml with added experiments) keeps each number's
+    text: a plain dump wrote 5400 for `1:30:00` and `.inf` for `1.0e+400`."""
+    from ajetd.core import yamlpart
+
+    data = yamlpart.load(f"a: {written}\nb: [{written}]\n")
+    text = yamlpart.dump(data)
+    assert text == f"a: {written}\nb:\n- {written}\n"
+    assert str(yamlpart.load(text)["a"]) == written
+
+
+def test_a_campaign_experiment_keeps_the_base_options_as_written() -> None:
+    """The experiment's blueprint carries the base's `[ajetd]` YAML: `slurm: {time: 1:30:00}`
+    stays 90 minutes there (a plain dump made it 5400, read back as 5400 minutes)."""
+    from ajetd.core import campaignspec as cs
+    from ajetd.core.blueprint import parse_blueprint
+    from ajetd.core.campaignblueprint import experiment_blueprint
+
+    parts = (
+        "## [exp_purpose]\nedge test\n\n## [exp_codebase_dir]\n/tmp\n\n## [exp_venv_exe]\n"
+        "/usr/bin/python3\n\n## [exp_yaml_path]\ncfg.yaml\n\n## [exp_launch_command]\n"
+        "```bash\npython train.py\n```\n\n## [exp_result_dir]\n/tmp/r\n\n## [exp_max_time]\n"
+        "10m\n\n## [ajetd]\n```yaml\nslurm: {time: 1:30:00, partition: 0x10}\n```\n"
+    )
+    exp = cs.Experiment("next")
+    spec = cs.CampaignSpec("c", "mean_reward", True, "base.md", "/tmp/c", (exp,))
+    slurm = parse_blueprint(experiment_blueprint(spec, exp, 1, parts, "/tmp", 0.0)).options.slurm
+    assert slurm is not None
+    assert (slurm.time_min, slurm.partition) == (90, "0x10")
+
+
+def test_an_override_is_set_and_shown_as_written() -> None:
+    """`yaml_overrides: [a.lr=1.0e-4]`: the change line and the copy say 1.0e-4."""
+    from ajetd.core import yamlpart
+    from ajetd.frameworks.agentjet import override_patches
+
+    review, config = override_patches({"a": {"lr": 0.001}}, ("a.lr=1.0e-4", "a.t=1:30:00"))
+    assert review.changes == [
+        "a.lr: 0.001 → 1.0e-4 (yaml_overrides)",
+        "a.t: (not in the file) → 1:30:00 (yaml_overrides)",
+    ]
+    assert yamlpart.dump(config) == "a:\n  lr: 1.0e-4\n  t: 1:30:00\n"

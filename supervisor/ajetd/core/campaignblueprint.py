@@ -14,9 +14,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
 from ajetd.core import campaignspec as cs
+from ajetd.core import yamlpart
 from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.naming import experiment_purpose
 from ajetd.core.options import load_yaml_part
@@ -154,7 +153,7 @@ def experiment_blueprint(
     for key, value in sections.items():
         lines += [f"## [{key}]", value, ""]
     if options:
-        lines += ["## [ajetd]", "```yaml", yaml.safe_dump(options, sort_keys=False).strip(), "```"]
+        lines += ["## [ajetd]", "```yaml", yamlpart.dump(options, sort_keys=False).strip(), "```"]
     return "\n".join(lines) + "\n"
 
 

@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from ajetd.core import values, yamlpart
 from ajetd.core.errors import AjetdError
 from ajetd.core.shown import show
@@ -336,7 +334,7 @@ def merged(text: str, added: Sequence[Mapping[str, Any]], stop: Mapping[str, Any
     if stop:
         rules_now = data.get("stop") or {}
         data["stop"] = {**rules_now, **stop} if isinstance(rules_now, dict) else rules_now
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yamlpart.dump(data, sort_keys=False, allow_unicode=True)
 
 
 def entry(

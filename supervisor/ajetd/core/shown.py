@@ -9,9 +9,60 @@ from typing import Any
 SHOW_CHARS = 60
 
 
+class WrittenInt(int):
+    """An integer YAML read from text that is not how the integer prints (`0x10`, `1_000`,
+    `010`, `1:30`, `+5`): the number, and `written`, the text as the user wrote it, which
+    `str()` and `show` give (`values` refuses the forms that are no decimal, quoting it).
+    Made by `yamlpart`'s loader; its dumper writes it back as written."""
+
+    written: str
+
+    def __new__(cls, value: int, written: str) -> WrittenInt:
+        made = super().__new__(cls, value)
+        made.written = written
+        return made
+
+    def __str__(self) -> str:
+        return self.written
+
+    def __reduce__(self) -> tuple[type[WrittenInt], tuple[int, str]]:
+        return WrittenInt, (int(self), self.written)
+
+
+class WrittenFloat(float):
+    """A float YAML read from text that is not how the float prints: `1.0e+400` (inf),
+    `1.0e-400` (0.0), `.inf`, `0.10`, `1_000.5`; as `WrittenInt`."""
+
+    written: str
+
+    def __new__(cls, value: float, written: str) -> WrittenFloat:
+        made = super().__new__(cls, value)
+        made.written = written
+        return made
+
+    def __str__(self) -> str:
+        return self.written
+
+    def __reduce__(self) -> tuple[type[WrittenFloat], tuple[float, str]]:
+        return WrittenFloat, (float(self), self.written)
+
+
+def written(value: Any) -> str | None:
+    """The text a YAML number was written as, where it differs from how it prints; else None."""
+    return value.written if isinstance(value, (WrittenInt, WrittenFloat)) else None
+
+
 def show(value: Any) -> str:
     """A short rendering of a value for a message: strings cut to 60 characters, numbers of
-    more than 18 digits by their digit count, collections by their kind and size."""
+    more than 18 digits by their digit count, collections by their kind and size; a YAML
+    number as it was written (`1.0e+400`, not `inf`; `0x10`, not `16`)."""
+    text = written(value)
+    if text is not None:
+        return (
+            text
+            if len(text) <= SHOW_CHARS
+            else f"{text[: SHOW_CHARS - 20]}… ({len(text)} characters)"
+        )
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):

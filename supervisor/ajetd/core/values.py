@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from ajetd.core.durations import EXAMPLES, parse_duration
 from ajetd.core.errors import AjetdError, DurationError
-from ajetd.core.shown import show
+from ajetd.core.shown import show, written
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -149,16 +149,32 @@ def format_mib(mib: int) -> str:
     return f"{mib}M"
 
 
+_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)")
+
+
 def count(key: str, value: Any, low: int, high: int) -> int:
-    """A whole number in [low, high] (a YAML integer, or its digits as text)."""
+    """A whole number in [low, high] (a YAML integer in decimal digits, or its digits as
+    text). YAML's other integers are refused, quoted as written: `010` is 8 to YAML, `1:30`
+    90, `0x10` 16, and `max_trials: 010` meant ten."""
+    expected = f"{key}: expected a whole number from {low} to {high}, got {show(value)}"
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip()) if len(value.strip()) <= 18 else value
+    text = written(value)
+    if isinstance(value, int) and text is not None and not _DECIMAL_INT.fullmatch(text):
+        raise OptionError(f"{expected} ({_read_as(value)})")
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise OptionError(f"{key}: expected a whole number from {low} to {high}, got {show(value)}")
-    return value
+        raise OptionError(expected)
+    return int(value)
+
+
+def _read_as(value: int | float) -> str:
+    """`YAML reads it as 8: write ...`, for a number written otherwise than in decimal."""
+    number = int(value) if isinstance(value, int) else float(value)
+    return f"YAML reads it as {number!r}: write the number in decimal digits"
 
 
 _DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?")
+_NOT_ZERO = re.compile(r"[^eE]*[1-9]")  # a digit other than 0 before any exponent
 
 
 def number(
@@ -169,19 +185,28 @@ def number(
     *,
     what: str = "a number",
 ) -> float:
-    """A finite number in [low, high] (YAML reads `1e-7` as text: that form is taken too)."""
+    """A finite number in [low, high] (YAML reads `1e-7` as text: that form is taken too),
+    written in decimal: YAML's other numbers (`0x10`, `1_000`, `1:30`, `.inf`) are refused,
+    quoted as written, as is one too small to be told from 0 (`1e-400`)."""
     span = f" from {low:g} to {high:g}" if low is not None and high is not None else ""
     span = span or (f" >= {low:g}" if low is not None else "")
     expected = f"{key}: expected {what}{span}, got {show(value)}"
+    text = written(value)
     if isinstance(value, str) and len(value) <= 40 and _DECIMAL.fullmatch(value.strip()):
-        value = float(value.strip())
+        text = value.strip()
+        value = float(text)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise OptionError(expected)
     if isinstance(value, int) and value.bit_length() > 60:
         raise OptionError(expected)
+    decimal = _DECIMAL_INT if isinstance(value, int) else _DECIMAL  # `010` is octal to YAML
+    if text is not None and not decimal.fullmatch(text):
+        raise OptionError(f"{expected} ({_read_as(value)})")
     result = float(value)
     if not math.isfinite(result):
         raise OptionError(expected)
+    if result == 0.0 and text is not None and _NOT_ZERO.match(text):
+        raise OptionError(f"{expected} (too small to tell from 0: YAML reads it as 0.0)")
     if (low is not None and result < low) or (high is not None and result > high):
         raise OptionError(expected)
     return result
@@ -276,7 +301,11 @@ def string_list(key: str, value: Any, item: Callable[[str, Any], str]) -> tuple[
 
 
 def _numeral(key: str, value: int | float) -> str:
-    """A YAML number's text; an integer of more than 18 digits is refused, never printed."""
+    """A YAML number's text as written (`1:30:00`, not 5400; `1.0e+400`, not inf); an
+    integer of more than 18 digits is refused, never printed."""
+    text = written(value)
+    if text is not None:
+        return text
     if isinstance(value, int) and value.bit_length() > 60:
         raise OptionError(f"{key}: {show(value)} is too large")
     return repr(value)

@@ -9,6 +9,11 @@ anchors, no explicit tags, one document, at most `MAX_DEPTH` levels and `MAX_NOD
 then the document is built with dates read as text, integers of more than 30 characters
 left as text (their option refuses them by name) and no key given twice. Any failure is a
 `YamlError` with one short message and its line.
+
+A number written otherwise than it prints (`1.0e+400` is inf, `1.0e-400` 0.0, `0x10` 16,
+`1:30` 90, `010` 8) is built as a `WrittenInt` or `WrittenFloat` (`ajetd.core.shown`): the
+number, which remembers its text. Messages quote that text, options that take text take
+it (`slurm: {time: 1:30:00}` is 90 minutes, not 5400), and `dump` writes it back as written.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode
 
 from ajetd.core.errors import AjetdError
+from ajetd.core.shown import WrittenFloat, WrittenInt
 
 MAX_CHARS = 64 * 1024
 MAX_DEPTH = 16
@@ -66,10 +72,39 @@ class _Loader(SAFE_LOADER):  # type: ignore[misc]
         text = str(self.construct_scalar(node))
         if len(text) > MAX_INT_CHARS:
             return text
-        return int(SafeConstructor.construct_yaml_int(self, node))
+        value = int(SafeConstructor.construct_yaml_int(self, node))
+        return value if repr(value) == text else WrittenInt(value, text)
+
+    def construct_written_float(self, node: ScalarNode) -> float:
+        """A float; one written otherwise than it prints remembers its text (`WrittenFloat`)."""
+        text = str(self.construct_scalar(node))
+        value = float(SafeConstructor.construct_yaml_float(self, node))
+        return value if repr(value) == text else WrittenFloat(value, text)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_bounded_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_written_float)
+SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's, as the loader
+
+
+class Dumper(SAFE_DUMPER):  # type: ignore[misc]
+    """The safe dumper (libyaml's where present) that writes a `WrittenInt` or `WrittenFloat`
+    as the user wrote it: a plain safe dumper refuses them (a subclass of int), and the
+    number alone would say `.inf` for `1.0e+400` and 5400 for `1:30:00`."""
+
+
+def _represent_written(dumper: Any, data: WrittenInt | WrittenFloat) -> Any:
+    tag = "tag:yaml.org,2002:int" if isinstance(data, int) else "tag:yaml.org,2002:float"
+    return dumper.represent_scalar(tag, data.written)
+
+
+Dumper.add_representer(WrittenInt, _represent_written)
+Dumper.add_representer(WrittenFloat, _represent_written)
+
+
+def dump(data: Any, **options: Any) -> str:
+    """`data` as YAML text (`yaml.dump`'s `options`), numbers as they were written."""
+    return str(yaml.dump(data, Dumper=Dumper, **options))
 
 
 def _short(text: str) -> str:

@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ajetd.core import yamlpart
 from ajetd.core.limits import CONFIG_MAX_DEPTH
 from ajetd.core.shellwords import SHELL_WORD
@@ -571,7 +569,7 @@ def _as_yaml(value: Any) -> str:
     """A value as the copy writes it (`2e-6`, `[a, b]`, `''`), cut as `show` cuts: the
     program reads the YAML, so a Python repr ('2e-6') would say a string where it reads a
     number."""
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+    text = yamlpart.dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
     text = text.removesuffix("\n").removesuffix("\n...")
     return text if len(text) <= 60 else text[:59] + "…"
 

@@ -26,7 +26,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
 from ajetd.core.textfile import utf8_problem
 from ajetd.core.workdir import workdir
-from ajetd.core.yamlpart import SAFE_LOADER, describe, shape_problem
+from ajetd.core.yamlpart import SAFE_LOADER, Dumper, describe, shape_problem
 
 
 class Fs(Protocol):
@@ -151,7 +151,7 @@ LOCAL = LocalFs()
 # libyaml's safe loader and dumper where PyYAML has them (its wheels do): a run's config is
 # read and its fixed copy written in the daemon's one loop, and a 4 MiB config took 25 s to
 # read and 11 s to write in pure Python, 5.3 s and 3.9 s in C (docs/benchmarks.md)
-SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+SAFE_DUMPER: type[Any] = Dumper  # writes YAML numbers back as written (yamlpart.Dumper)
 
 
 class NotUtf8Error(ValueError):
