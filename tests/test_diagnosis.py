@@ -41,6 +41,18 @@ CORPUS: dict[str, list[str]] = {
         "run.sh: line 12: 48213 Killed                  python -m ajet.launcher --conf x.yaml",
         "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 123)",
         "MemoryError: Unable to allocate 37.3 GiB for an array with shape (100000, 50000)",
+        # an OOM kill said as an event, by the kernel, Slurm, systemd, Kubernetes and Docker
+        "[12345.678] python3 invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0",
+        "[12345.679] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,task=python,pid=7899",
+        "Memory cgroup out of memory: Killed process 1234 (python) total-vm:1kB, anon-rss:1kB",
+        "[12345.680] oom_reaper: reaped process 1234 (python3), now anon-rss:0kB, file-rss:0kB",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in step 1234.batch cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.",
+        "slurmstepd: error: Detected 2 oom_kill events in StepId=9178265.0.",
+        "trainer.service: Failed with result 'oom-kill'.",
+        "A process of this unit has been killed by the OOM killer.",
+        "      Reason:       OOMKilled",
+        'State: {"Status": "exited", "OOMKilled": true}',
+        "pod trainer-0 was OOMKilled",
     ],
     "vllm_memory": [
         "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory utilization (0.9, 125.75 GiB).",

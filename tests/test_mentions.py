@@ -339,3 +339,30 @@ def test_a_models_quoted_text_names_no_failure_of_the_run(quoted: str) -> None:
 def test_a_bare_response_is_not_a_models_text() -> None:
     """An HTTP client's or a subprocess's `response:` may report the failure itself."""
     assert _kinds("response: CUDA out of memory. Tried to allocate 2.00 GiB\n") == ["cuda_oom"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "oom_kill 0",  # /proc/vmstat
+        "memory.events: low 0 high 0 max 0 oom 0 oom_kill 0 oom_group_kill 0",  # cgroup v2
+        "vm.oom_kill_allocating_task = 0",  # sysctl -a
+        "memory.oom_kill_disable: 0",
+        "  oom_kill_disable: true",  # a config key
+        "INFO config: {'oom_kill_threshold': 0.95, 'enable_oom_killer': False}",
+        "INFO setting oom_score_adj=-1000 so the oom-killer spares the trainer",
+        "[2024-01-01] step 10: host mem 120G/512G, oom_kills=0",
+        "RAY_memory_monitor_refresh_ms=250 RAY_memory_usage_threshold=0.95",
+        "slurmstepd: Detected 0 oom_kill events in StepId=1.0",
+        "TaskPluginParam=OomKillStep",
+        "srun --oom-kill-step=1 python train.py",  # Slurm's option
+        '    "OOMKilled": false,',  # docker inspect of a container that was not
+        "oom killed: 0",
+    ],
+)
+def test_an_oom_kill_setting_or_counter_is_no_oom_kill(line: str) -> None:
+    """A memory setting's or counter's name that holds `oom_kill` (a kernel counter, a cgroup
+    or config key, Ray's memory monitor settings) in healthy output is no host_oom: only an
+    OOM kill said as an event is (`tests/test_diagnosis.py` CORPUS holds those shapes)."""
+    assert _kinds(line + "\n") == []
+    assert _kinds(line + "\n" + _RAISED) == ["unknown_traceback"]

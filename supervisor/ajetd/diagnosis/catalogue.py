@@ -152,7 +152,23 @@ CATALOGUE: tuple[Kind, ...] = (
             r"node (is )?running low on memory",
             r"memory on the node .* exceeds the memory usage threshold",
             r"out of memory: kill(ed)? process",
-            r"\boom-kill",
+            # shapes: an OOM kill said as an event, never a name that only holds `oom_kill`
+            # (a kernel counter `oom_kill 0`, cgroup's `oom_kill_disable`, a config key, a
+            # setting's `oom-killer` in prose): the kernel's `oom-kill:constraint=...`,
+            # `python invoked oom-killer:`, `oom_reaper: reaped process`; Slurm's `Detected 1
+            # oom_kill event(s)` (either spelling); systemd's `Failed with result 'oom-kill'`
+            # and `has been killed by the OOM killer`; a process, task or pod that `was`, `has
+            # been` or `got OOM killed`; Kubernetes' `Reason: OOMKilled`, Docker's
+            # `"OOMKilled": true`
+            r"\boom-kill:",
+            r"\binvoked oom-killer\b",
+            r"\boom_reaper: reaped process\b",
+            r"\bdetected [1-9]\d{0,8} oom[_-]kill event",
+            r"\bresult '?oom-kill\b",
+            r"\b(has|have) been killed by the oom[ -]?killer\b",
+            r"\b(was|were|been|got|is|are) oom[ -]?killed\b",
+            r"\breason:\s{0,20}oomkilled\b",
+            r"\"?oomkilled\"?:\s{0,4}true\b",
             r"^\s*killed\s*$",
             # shape: a shell reporting a job it ran as killed (`script: line 155: 1126 Killed`,
             # also pasted as `line 155 : 1126 Killed :9`)
@@ -167,8 +183,6 @@ CATALOGUE: tuple[Kind, ...] = (
             r"ray-oom-prevention",
             r"task was killed due to the node running low on memory",
             r"killed due to memory pressure",
-            r"\boom[_-]kill",
-            r"\boom killed\b",
             r"return code = -9\b",
             r"^\s*已杀死\s*$",
             # shapes: an OutOfMemoryError class in Ray's namespace (Ray's memory monitor kills
