@@ -28,7 +28,13 @@ from ajetd.core.naming import (
     session_base,
     unique_session,
 )
-from ajetd.core.shellwords import SKIP_GPU_CHECK, protect_autokill, runs_ajet_launcher
+from ajetd.core.shellwords import (
+    ASSIGNMENT,
+    SKIP_GPU_CHECK,
+    program_word,
+    protect_autokill,
+    runs_ajet_launcher,
+)
 from ajetd.core.trialscript import TrialSpec, render_trial_script
 from ajetd.diagnosis.text import clean_line, tail_lines
 from ajetd.views import report
@@ -468,3 +474,36 @@ def test_the_gpu_check_skip_takes_the_first_dropped_switchs_place() -> None:
         "ajet-x --conf a",
     ):
         assert not runs_ajet_launcher(other), other
+
+
+@pytest.mark.parametrize(
+    ("words", "program"),
+    [
+        (["CUDA_VISIBLE_DEVICES=0", "A_1=x", "python", "-m", "ajet.launcher"], "python"),
+        (["python", "X=1"], "python"),  # an argument, not an assignment
+        (["A=1"], ""),
+        ([], ""),
+        (["1A=x", "python"], "1A=x"),  # no name: bash runs a program `1A=x`
+        (["-X=1", "python"], "-X=1"),
+        (["./run.sh", "B=2"], "./run.sh"),
+    ],
+)
+def test_a_command_s_program_is_its_first_word_that_is_no_assignment(
+    words: list[str], program: str
+) -> None:
+    assert program_word(words) == program
+
+
+def test_one_module_defines_what_a_shell_assignment_looks_like() -> None:
+    """The launch command's program is read past its `NAME=value` words by the working folder's
+    reader, AgentJet's launcher test and the missing-program check: each kept its own copy of
+    the pattern, which could drift apart; now `core.shellwords.ASSIGNMENT` alone."""
+    source = Path(__file__).resolve().parents[1] / "supervisor" / "ajetd"
+    shape = re.compile(r"re\.compile\(r?[\"']\[A-Za-z_\]\[A-Za-z0-9_\]\*=")
+    defining = sorted(
+        str(path.relative_to(source))
+        for path in source.rglob("*.py")
+        if shape.search(path.read_text(encoding="utf-8"))
+    )
+    assert defining == ["core/shellwords.py"]
+    assert ASSIGNMENT.match("NCCL_DEBUG=INFO") and not ASSIGNMENT.match("--x=1")

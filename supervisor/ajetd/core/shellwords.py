@@ -1,5 +1,6 @@
 """A shell word as bash reads it, for patterns that find a flag's value in a launch command
-(AgentJet's `--conf`, its `--kill`), and AgentJet's process-killing switches, which ajetd
+(AgentJet's `--conf`, its `--kill`), a simple command's program past its `NAME=value`
+assignments, and AgentJet's process-killing switches, which ajetd
 takes out of a launch command. Pure, and light: `ajetd status` and lint import it."""
 
 from __future__ import annotations
@@ -12,6 +13,15 @@ import re
 # inside "...", one character a step (a run there could split exponentially ways when the
 # closing quote is missing): linear in the command's length.
 SHELL_WORD = r"""(?:[^\s'"\\;|&<>()`]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+"""
+# `NAME=value` before a simple command's program (`CUDA_VISIBLE_DEVICES=0 python ...`): a
+# variable the shell sets for it, not its program (`match` on a word split as the shell would)
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def program_word(words: list[str]) -> str:
+    """The program of a simple command split into `words`: its first word that is no
+    `NAME=value` assignment (`ASSIGNMENT`); '' where every word is one, or there are none."""
+    return next((w for w in words if not ASSIGNMENT.match(w)), "")
 
 
 # the flag wherever bash would still pass it: not part of a longer word (`--autokill-later`,

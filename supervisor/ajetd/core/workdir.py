@@ -23,6 +23,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ajetd.core.shellwords import ASSIGNMENT, program_word
+
 _MOVERS = frozenset({"cd", "pushd", "popd"})
 # a command line that does not parse (an open quote): the shell refuses it; any `cd` word in it
 # makes the folder unknown, said from that word
@@ -36,7 +38,6 @@ _SETUP = frozenset(
     }
 )
 _UNSAFE = frozenset("$`*?[{")  # an expansion: the folder is the shell's to know
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def _program(words: list[str]) -> int:
     options (len(words): none)."""
     at = 0
     while at < len(words):
-        if _ASSIGNMENT.match(words[at]) or words[at] in _PREFIXES:
+        if ASSIGNMENT.match(words[at]) or words[at] in _PREFIXES:
             at += 1
         elif os.path.basename(words[at]) in _WRAPPERS:
             at += 1
@@ -305,7 +306,7 @@ def workdir(command: str) -> Workdir:
             break
         words, end = _simple(tokens, at)
         after = tokens[end] if end < len(tokens) else ";"
-        program = next((w for w in words if not _ASSIGNMENT.match(w)), "")
+        program = program_word(words)
         if program in _MOVERS:
             target = _target(words[words.index(program) :]) if program != "popd" else None
             if target is None or after in {"|", "&", "|&"}:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ajetd.core import yamlpart
 from ajetd.core.limits import CONFIG_MAX_DEPTH
-from ajetd.core.shellwords import SHELL_WORD
+from ajetd.core.shellwords import SHELL_WORD, program_word
 from ajetd.core.shown import show
 from ajetd.core.values import OptionError, path_problem
 
@@ -84,9 +84,6 @@ def _get(config: Mapping[str, Any], *keys: str) -> Any:
     return node
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-
-
 def runs_launcher(command: str) -> bool:
     """Whether `command` runs AgentJet's launcher, which parses its arguments with argparse:
     it takes no Hydra `key=value` words (one exits it with code 2, unrecognized arguments).
@@ -95,7 +92,7 @@ def runs_launcher(command: str) -> bool:
     the shell would at spaces and operators (linear in the command)."""
     for simple in re.split(r"[;&|()\n]+", command):
         words = simple.split()
-        program = next((w for w in words if not _ASSIGNMENT.match(w)), "")
+        program = program_word(words)
         if program.rsplit("/", 1)[-1] == "ajet" or any(
             (w == "ajet.launcher" and before == "-m") or w.endswith("ajet/launcher.py")
             for before, w in zip(["", *words], words, strict=False)

@@ -11,9 +11,10 @@ checks again with the daemon's own).
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
+
+from ajetd.core.shellwords import program_word
 
 # Words that are not a program on PATH: shell keywords and builtins a command may begin with
 # (what follows them is the shell's to run), and the python the trial script provides itself.
@@ -108,7 +109,6 @@ _NOT_PROGRAMS = frozenset(
         "python3",
     ]
 )
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def missing_program(command: str, codebase: str, venv_exe: str, path: str) -> str | None:
@@ -120,7 +120,7 @@ def missing_program(command: str, codebase: str, venv_exe: str, path: str) -> st
         words = shlex.split(command, comments=True)
     except ValueError:
         return None
-    first = next((w for w in words if not _ASSIGNMENT.match(w)), "")
+    first = program_word(words)
     if not first or first in _NOT_PROGRAMS or any(c in first for c in "$`*?~"):
         return None
     if "/" in first:  # a path: bash runs that file, relative to the codebase (its cd)
