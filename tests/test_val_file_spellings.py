@@ -19,7 +19,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ajetd.adapters.samefile import file_key, one_file
+from ajetd.adapters import samefile
+from ajetd.adapters.samefile import file_key, one_file, one_file_as
 from ajetd.core import placement
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.onefile import Writer, spelt
@@ -225,19 +226,19 @@ def test_paths_of_runs_on_another_machine_are_compared_as_written(tmp_path: Path
     def on(*where: str) -> Callable[[Run], bool]:
         return lambda run: run.run_id in where
 
-    both_here = placement.val_file_wait(later, live, one_file, on("aaaaaa", "bbbbbb"))
+    both_here = placement.val_file_wait(later, live, one_file_as, on("aaaaaa", "bbbbbb"))
     assert both_here is not None and f"both are {os.path.realpath(mine)}" in both_here
     assert theirs in both_here and mine in both_here
     for here in (on("bbbbbb"), on("aaaaaa"), on()):  # one of them, or both, elsewhere
-        assert placement.val_file_wait(later, live, one_file, here) is None
+        assert placement.val_file_wait(later, live, one_file_as, here) is None
     same = Run(run_id="bbbbbb", source="x", submitted_at=2.0, val_path=theirs)
-    assert placement.val_file_wait(same, [first, same], one_file, on()) is not None
+    assert placement.val_file_wait(same, [first, same], one_file_as, on()) is not None
     # at each read: the later run's records are not taken where both run here, only there
     started = [
         replace(r, trials=(Trial(1, "python t", "s", started_at=r.submitted_at),)) for r in live
     ]
-    assert placement.val_file_owner(started[1], started, one_file, on("aaaaaa", "bbbbbb"))
-    assert placement.val_file_owner(started[1], started, one_file, on("aaaaaa")) is None
+    assert placement.val_file_owner(started[1], started, one_file_as, on("aaaaaa", "bbbbbb"))
+    assert placement.val_file_owner(started[1], started, one_file_as, on("aaaaaa")) is None
     # at admission: a writer elsewhere is compared as written, as a new run elsewhere is
     assert val_writer(mine, {theirs: Writer("aaaaaa", here=True)}) is not None
     assert val_writer(mine, {theirs: Writer("aaaaaa", here=False)}) is None
@@ -261,3 +262,47 @@ def test_one_wording_names_a_shared_file(path: str, run_id: str, theirs: str, re
     else:
         assert said == f"{path} (run {run_id} names it {theirs}; both are {real})"
     assert Sharer(run_id, theirs, real).said(path) == said
+
+
+def test_each_path_is_resolved_once_per_comparison_with_all_live_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's val file compared with every live run's, at each read (`val_file_owner`), in
+    the queue (`val_file_wait`) and at admission (`val_writer`), and a result dir with every
+    busy one (`in_use`): the run's own path is resolved once per call, not once per other
+    run (it was: 2 stats and a realpath each, times the live runs, at every read)."""
+    from ajetd.hosts.preflight import in_use
+
+    looked: list[str] = []
+    real_key = samefile.file_key
+    monkeypatch.setattr(samefile, "file_key", lambda path: looked.append(path) or real_key(path))
+    mine = str(tmp_path / "mine" / "v.md")
+    others = [str(tmp_path / f"other{i}" / "v.md") for i in range(20)]
+    runs = [
+        Run(
+            run_id=f"r{i:05d}",
+            source="x",
+            submitted_at=float(i),
+            val_path=path,
+            trials=(Trial(1, "python t", "s", started_at=float(i)),),
+        )
+        for i, path in enumerate([*others, mine])
+    ]
+    assert placement.val_file_owner(runs[-1], runs, one_file_as) is None
+    assert looked.count(mine) == 1 and sorted(set(looked) - {mine}) == sorted(others)
+    looked.clear()
+    queued = replace(runs[-1], trials=())
+    assert placement.val_file_wait(queued, [*runs[:-1], queued], one_file_as) is None
+    assert looked.count(mine) == 1
+    looked.clear()
+    assert val_writer(mine, {path: Writer(f"r{i:05d}") for i, path in enumerate(others)}) is None
+    assert looked.count(mine) == 1
+    looked.clear()
+    assert not in_use(mine, others)
+    assert looked.count(mine) == 1
+    # and a spelling of the same file among them is still found, by its real path
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "mine")
+    alias = str(tmp_path / "link" / "v.md")
+    compare = one_file_as(mine)
+    assert [compare(p) for p in (*others, alias, mine)] == [None] * 20 + [mine, mine]

@@ -12,6 +12,8 @@ real paths, and where the file (or the deepest folder of it that is there) exist
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import cached_property
 
 # (st_dev, st_ino) of the deepest existing part of the path, and the names below it (casefolded
 # on a disk that ignores case); or, where nothing of it can be looked at, its real path
@@ -63,11 +65,39 @@ def _case_blind(folder: str, found: os.stat_result) -> bool:
 
 def one_file(a: str, b: str) -> str | None:
     """The real path of the file both `a` and `b` name, or None where they name two."""
-    if not a or not b:
-        return None
-    if a == b or file_key(a) == file_key(b):
-        return _real(a) or a
-    return None
+    return one_file_as(a)(b)
+
+
+class _Resolved:
+    """A path, its key and real path each looked up once, when first asked for."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @cached_property
+    def key(self) -> FileKey:
+        return file_key(self.path)
+
+    @cached_property
+    def real(self) -> str:
+        return _real(self.path) or self.path
+
+
+def one_file_as(a: str) -> Callable[[str], str | None]:
+    """`one_file(a, b)` for each `b` it is called with, `a` resolved at most once for them all
+    (a run's val file compared with every other live run's was resolved again at each
+    comparison). Not kept past the caller's use: a file may be swapped for a link at any
+    time (that is what the comparison looks for)."""
+    mine = _Resolved(a)
+
+    def compare(b: str) -> str | None:
+        if not a or not b:
+            return None
+        if a != b and mine.key != file_key(b):
+            return None
+        return mine.real
+
+    return compare
 
 
 def _real(path: str) -> str | None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-# the real path of the one file two paths name, or None where they name two
-Same = Callable[[str, str], "str | None"]
+# a path's compare with other paths: the real path of the one file it and another name, or
+# None where they name two; made once for a path, which it resolves once however many paths
+# it is compared with (`adapters.samefile.one_file_as`)
+Same = Callable[[str], Callable[[str], "str | None"]]
 
 
 class Writer(NamedTuple):
@@ -26,17 +28,27 @@ class Writer(NamedTuple):
     here: bool = True
 
 
-def as_written(a: str, b: str) -> str | None:
-    """`a` where the two paths are spelt alike, None where not: the compare for paths this
-    machine cannot resolve (an SSH host's), or where no resolver is given."""
-    return a if a == b else None
+def as_written(a: str) -> Callable[[str], str | None]:
+    """`a`'s compare as written: `a` where another path is spelt alike, None where not; for
+    paths this machine cannot resolve (an SSH host's), or where no resolver is given."""
+    return lambda b: a if a == b else None
 
 
-def same_file(a: str, b: str, same: Same, both_here: bool) -> str | None:
-    """The real path of the one file `a` and `b` name, None where two: by `same` (this
-    machine's resolver) where both paths are this machine's, as written where either is
-    another machine's."""
-    return (same if both_here else as_written)(a, b)
+def same_file(a: str, same: Same) -> Callable[[str, bool], str | None]:
+    """`a`'s compare with other paths, each given with whether both are this machine's: the
+    real path of the one file `a` and it name, None where two; by `same` (this machine's
+    resolver, made for `a` once, on first use) where both paths are this machine's, as
+    written where either is another machine's."""
+    here: list[Callable[[str], str | None]] = []
+
+    def compare(b: str, both_here: bool) -> str | None:
+        if not both_here:
+            return a if a == b else None
+        if not here:
+            here.append(same(a))
+        return here[0](b)
+
+    return compare
 
 
 def spelt(path: str, run_id: str, theirs: str, real: str) -> str:

@@ -248,12 +248,13 @@ def val_file_wait(
     if run.val_path is None or run.trials:
         return None
     mine = (run.submitted_at, run.run_id)
+    compare = same_file(run.val_path, same)  # its own path resolved once, not per run
     for other in live:
         if other.run_id == run.run_id or not other.val_path:
             continue
         if not other.trials and (other.submitted_at, other.run_id) > mine:
             continue
-        real = same_file(run.val_path, other.val_path, same, here(run) and here(other))
+        real = compare(other.val_path, here(run) and here(other))
         if real is None:
             continue
         return (
@@ -283,12 +284,13 @@ def val_file_owner(
     if run.val_path is None or not run.trials:
         return None
     mine = _began(run)
+    compare = same_file(run.val_path, same)  # its own path resolved once, not per run
     for other in live:
         if other.run_id == run.run_id or not other.val_path or not other.trials:
             continue
         if _began(other) >= mine:
             continue
-        real = same_file(run.val_path, other.val_path, same, here(run) and here(other))
+        real = compare(other.val_path, here(run) and here(other))
         if real is not None:
             return other, real
     return None

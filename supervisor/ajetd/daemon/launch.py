@@ -8,7 +8,7 @@ import logging
 from dataclasses import replace
 
 from ajetd.adapters import diskfull, procs
-from ajetd.adapters.samefile import one_file
+from ajetd.adapters.samefile import one_file_as
 from ajetd.adapters.tmux import Pane
 from ajetd.core import model, placement
 from ajetd.core.backoff import Backoff
@@ -106,7 +106,7 @@ class Launch(Base):
     def _val_file_taken(self, slot: RunSlot, now: float) -> bool:
         """The run waits for its val file (another live run writes it): recorded with the
         reason; it reserves no GPU meanwhile (it could not use one)."""
-        why = placement.val_file_wait(slot.run, self.runs.live(), one_file, self.here)
+        why = placement.val_file_wait(slot.run, self.runs.live(), one_file_as, self.here)
         if why is None:
             return False
         if why != slot.run.reason:

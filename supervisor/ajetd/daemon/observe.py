@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ajetd.adapters import diskfull, procs, trialfiles
-from ajetd.adapters.samefile import one_file
+from ajetd.adapters.samefile import one_file_as
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import find_pane, moved_note
 from ajetd.adapters.trialfiles import read_exit
@@ -570,7 +570,7 @@ class Observe(Base):
         run = slot.run
         if slot.host.machine is not None or run.kind != "agentjet" or not run.val_path:
             return False
-        shared = placement.val_file_owner(run, self.runs.live(), one_file, self.here)
+        shared = placement.val_file_owner(run, self.runs.live(), one_file_as, self.here)
         if shared is None:
             return False
         other, real = shared

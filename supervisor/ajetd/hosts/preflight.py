@@ -18,7 +18,7 @@ from typing import Any
 from ajetd.adapters import diskfull
 from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
-from ajetd.adapters.samefile import one_file
+from ajetd.adapters.samefile import one_file_as
 from ajetd.core import fixdomain, jsontext, launchshape, onefile, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
@@ -204,8 +204,9 @@ def _unexpanded(path: str) -> str:
 
 def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
     """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
-    a symlink to it, a bind mount of it: `samefile.one_file`): that run alone writes there."""
-    return any(one_file(result_dir, busy) for busy in busy_dirs if busy)
+    a symlink to it, a bind mount of it: `samefile.one_file_as`): that run alone writes there."""
+    same = one_file_as(result_dir)  # resolved once, not per busy folder
+    return any(same(busy) for busy in busy_dirs if busy)
 
 
 def in_use_problem(result_dir: str, live: Mapping[str, str]) -> str | None:
@@ -465,12 +466,13 @@ def val_writer(
     val_path: str, writers: Mapping[str, onefile.Writer], local: bool = True
 ) -> Sharer | None:
     """The live run (`writers`: each live run's val file, its id and whether it runs here)
-    that writes the file `val_path` names, however either is spelt (`samefile.one_file`: a
+    that writes the file `val_path` names, however either is spelt (`samefile.one_file_as`: a
     symlink, a `..`, a bind mount, a case-blind disk); None where none does. `local`: the file
     is on this machine; where either is another's (an SSH host's), compared as written
     (`onefile.same_file`)."""
+    compare = onefile.same_file(val_path, one_file_as)  # val_path resolved once
     for path, writer in writers.items():
-        real = onefile.same_file(val_path, path, one_file, local and writer.here)
+        real = compare(path, local and writer.here)
         if real is not None:
             return Sharer(writer.run_id, path, real)
     return None
