@@ -9,9 +9,13 @@ and generated commands; lint and real runs on real tmux and fakejet, the loop in
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import time
+from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -251,3 +255,111 @@ def test_hostile_commands_are_read_in_linear_time() -> None:
         began = time.monotonic()
         workdir(command)
         assert time.monotonic() - began < 5.0, command[:20]
+
+
+# --- CDPATH: bash looks a `cd name` up in it first --------------------------------------------
+
+_TREE = ("code/sub", "code/only", "alt/sub", "alt/far", "other/far", "code/alt/sub")
+
+
+def _bash_folder(command: str, code: Path, env: dict[str, str]) -> str | None:
+    """Where bash runs the command's program (`pwd`, its last line of output), with `env` on
+    top of an environment without CDPATH; None where it stopped first."""
+    base = {k: v for k, v in os.environ.items() if k != "CDPATH"}
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=code,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    return lines[-1] if done.returncode == 0 and lines else None
+
+
+def _tree(root: Path) -> Path:
+    for folder in _TREE:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    return root / "code"
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    cdpath=st.lists(st.sampled_from(["", ".", "ALT", "OTHER", "alt", "../alt", "NONE"]), max_size=3)
+    .map(":".join)
+    .filter(bool),
+    where=st.sampled_from(["env", "export", "assign", "prefix", "unset"]),
+    target=st.sampled_from(["sub", "far", "only", "./sub", "missing", "alt/sub"]),
+    then=st.sampled_from(["", " && cd sub"]),
+)
+def test_cdpath_is_followed_as_bash_follows_it_or_the_folder_is_unknown(
+    tmp_path_factory: pytest.TempPathFactory, cdpath: str, where: str, target: str, then: str
+) -> None:
+    """A `cd name` with CDPATH set (the blueprint's `env:`, or the command's own `export`,
+    assignment, `CDPATH=... cd`, `unset`): the folder ajetd reads is the one bash runs the
+    program in, checked against bash itself (a folder bash cannot reach: its cd fails)."""
+    root = tmp_path_factory.mktemp("cdpath")
+    code = _tree(root)
+    value = cdpath.replace("ALT", str(root / "alt")).replace("OTHER", str(root / "other"))
+    value = value.replace("NONE", str(root / "none"))
+    env = {"CDPATH": value} if where in {"env", "unset"} else {}
+    head = {
+        "env": "",
+        "export": f"export CDPATH={shlex.quote(value)}; ",
+        "assign": f"CDPATH={shlex.quote(value)}; ",
+        "prefix": f"CDPATH={shlex.quote(value)} ",
+        "unset": "unset CDPATH && ",
+    }[where]
+    command = f"{head}cd {target}{then} && pwd"
+    found = workdir(command, env).folder(str(code), lambda p: p, os.path.isdir)
+    ran = _bash_folder(command, code, env)
+    if ran is None:  # bash stopped at a cd to a folder that is not there
+        return
+    assert found == ran, (command, env, found, ran)
+
+
+def test_a_cdpath_that_cannot_be_read_off_the_command_makes_the_folder_unknown() -> None:
+    for command in (
+        "CDPATH=$HOME/x; cd sub && python t.py",
+        "export CDPATH=~/x && cd sub && python t.py",
+        "CDPATH=$X cd sub && python t.py",
+    ):
+        found = workdir(command)
+        assert found.unknown or found.folder("/code", lambda p: p, lambda p: True) is None, command
+    # a path bash does not look up is followed as before, whatever CDPATH is
+    assert workdir("CDPATH=$X; cd ./sub && cd /abs && python t.py").steps == ("./sub", "/abs")
+    # where the folders cannot be looked at, a looked-up step is unknown, not guessed
+    assert workdir("cd sub && python t.py", {"CDPATH": "/alt"}).folder("/code", str) is None
+    assert workdir("cd sub && python t.py", {"CDPATH": ""}).folder("/code", str) == "/code/sub"
+
+
+def test_the_trial_s_command_gets_no_cdpath_but_the_blueprint_s(tmp_path: Path) -> None:
+    """The trial's script unsets a CDPATH it inherited (the daemon's shell, an SSH host's
+    rc files) before it exports the blueprint's: the command's `cd sub` goes where ajetd read
+    it going, run by the script itself."""
+    from ajetd.core.trialscript import TrialSpec, render_trial_script
+
+    code = _tree(tmp_path)
+    out = tmp_path / "where"
+    for env, expected in (((), code / "sub"), ((("CDPATH", str(tmp_path / "alt")),), None)):
+        spec = TrialSpec(
+            run_id="aaaaaa",
+            trial=1,
+            command=f"cd sub >/dev/null && pwd > {shlex.quote(str(out))}",
+            codebase_dir=str(code),
+            venv_dir=str(tmp_path / "venv"),
+            result_dir=str(tmp_path),
+            go_file=str(tmp_path / "go"),
+            exit_file=str(tmp_path / "exit"),
+            hup_file=str(tmp_path / "hup"),
+            env=env,
+        )
+        (tmp_path / "go").touch()
+        script = tmp_path / "trial.sh"
+        script.write_text(render_trial_script(spec))
+        inherited = {**os.environ, "CDPATH": str(tmp_path / "other") + ":" + str(tmp_path / "alt")}
+        subprocess.run(["bash", str(script)], env=inherited, timeout=30, check=False)
+        read = workdir(spec.command, dict(env)).folder(str(code), str, os.path.isdir)
+        assert out.read_text().strip() == read == str(expected or tmp_path / "alt" / "sub")

@@ -62,11 +62,11 @@ def test_a_cd_moves_a_relative_flag_only(code: Path) -> None:
 def test_a_copy_is_pointed_at_only_where_the_flag_is_the_config(code: Path) -> None:
     config, copy = str(code / "configs/run.yaml"), str(code / "configs/run.ajetd-x.yaml")
     same = "python -m ajet.launcher --conf ./configs/run.yaml --autokill"
-    moved = repoint(same, str(code), config, copy, LOCAL)
+    moved = repoint(same, str(code), config, copy, LOCAL, {})
     assert moved == "python -m ajet.launcher --conf ./configs/run.ajetd-x.yaml --autokill"
     for command, names in (
         ("python -m ajet.launcher --conf configs/other.yaml", Names.OTHER),
         ("python -m ajet.launcher --conf $C", Names.UNKNOWN),
         ("python -m ajet.launcher", Names.NOTHING),
     ):
-        assert repoint(command, str(code), config, copy, LOCAL) is names
+        assert repoint(command, str(code), config, copy, LOCAL, {}) is names

@@ -629,7 +629,7 @@ def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_c
         kind="nemo_rl",
         trials=(),
     )
-    moved = config_fix(run, dict(fix.config_patches), LOCAL)
+    moved = config_fix(run, dict(fix.config_patches), LOCAL, {})
     assert not isinstance(moved, str), moved
     copy = Path(moved[1])
     assert copy.parent == recipe.parent and f"--config {copy.relative_to(tmp_path)}" in moved[0]
@@ -641,7 +641,7 @@ def test_a_recipe_is_read_with_what_its_defaults_name_and_its_fix_lands_in_its_c
     for given in ("policy.train_micro_batch_size=4", "'policy.train_micro_batch_size=4'"):
         assert nemorl.given(f"{command} {given}", "policy.train_micro_batch_size"), given
         said = config_fix(
-            replace(run, launch_command=f"{command} {given}"), dict(fix.config_patches), LOCAL
+            replace(run, launch_command=f"{command} {given}"), dict(fix.config_patches), LOCAL, {}
         )
         assert isinstance(said, str) and "sets policy.train_micro_batch_size itself" in said
 

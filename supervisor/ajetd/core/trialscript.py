@@ -162,6 +162,10 @@ def render_trial_script(spec: TrialSpec) -> str:
         # uv and other tools take /usr for the active venv (and install into it)
         '[ -f "$VIRTUAL_ENV/pyvenv.cfg" ] || unset VIRTUAL_ENV',
         "unset PYTHONHOME",
+        # where a `cd name` of the command goes is read off the blueprint (`core.workdir`):
+        # a CDPATH inherited from the daemon's or a host's shell would send it elsewhere
+        # unseen; the blueprint's `env:` sets one below where it is meant
+        "unset CDPATH",
         f"export AJETD_RUN_ID={q(spec.run_id)}",
         f"export AJETD_RESULT_DIR={q(spec.result_dir)}",
         f"export AJETD_TRIAL={spec.trial}",

@@ -11,6 +11,16 @@ followed, each relative to the folder before it; setup commands before the progr
 moves in a way that cannot be read off it (`cd $DIR`, `cd -`, `popd`, a `cd` inside a quoted
 `bash -c '...'`, one after the program began, a line that does not parse), the folder is
 unknown and said as such: ajetd never guesses it.
+
+`CDPATH`: bash looks a `cd name` up in it first (a name not starting `/`, `.` or `..`; each
+folder of it in turn, then the current one), so `cd sub` may go to `/elsewhere/sub`. Its
+value is the blueprint's `env:` (`workdir`'s `env`), as the command then sets it (`CDPATH=...`,
+`export CDPATH=...`, `unset CDPATH`, `CDPATH=/x cd sub`); the trial's script unsets any it
+inherited before it exports the blueprint's (`core.trialscript`), so nothing else sets it.
+Such a step is looked up where the folder is asked for, on the machine that runs it
+(`Workdir.folder`'s `isdir`), or the folder is unknown; a value that cannot be read off the
+command (`CDPATH=$X`) makes the step unknown. Not followed: what a sourced file or a script
+the command runs does (`source env.sh` may `cd` or set CDPATH; `./run.sh` may `cd` first).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import itertools
 import os
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ajetd.core.shellwords import ASSIGNMENT, program_word
@@ -48,20 +58,86 @@ class Workdir:
 
     steps: tuple[str, ...] = ()
     unknown: str = ""
+    # the steps bash looks up in CDPATH: each one's index in `steps`, and CDPATH's value then
+    searched: tuple[tuple[int, str], ...] = ()
 
-    def folder(self, codebase: str, expand: Callable[[str], str]) -> str | None:
+    def folder(
+        self,
+        codebase: str,
+        expand: Callable[[str], str],
+        isdir: Callable[[str], bool] | None = None,
+    ) -> str | None:
         """The program's folder on the machine that runs it (`expand`: its `~`), or None
-        where the command does not tell it."""
+        where the command does not tell it. A step bash looks up in CDPATH (`searched`) goes
+        where bash's `cd` would: the first of CDPATH's folders that holds it (`isdir`, on that
+        machine), else the current folder's; None where `isdir` is not given, or CDPATH has
+        more than `MAX_CDPATH` folders."""
         if self.unknown:
             return None
-        here = codebase
-        for step in self.steps:
-            here = os.path.normpath(os.path.join(here, expand(step)))
+        searched = dict(self.searched)
+        here: str | None = codebase
+        for at, step in enumerate(self.steps):
+            assert here is not None
+            target = expand(step)
+            if at in searched:
+                here = _looked_up(here, target, searched[at], expand, isdir)
+                if here is None:
+                    return None
+            else:
+                here = os.path.normpath(os.path.join(here, target))
         return here
 
     def said(self) -> str:
         """The move as the warnings name it."""
         return self.unknown or " && ".join(f"cd {shlex.quote(s)}" for s in self.steps)
+
+
+MAX_CDPATH = 16  # folders of CDPATH looked in (each one a lookup, over SSH a round trip)
+
+
+def _looked_up(
+    here: str,
+    target: str,
+    cdpath: str,
+    expand: Callable[[str], str],
+    isdir: Callable[[str], bool] | None,
+) -> str | None:
+    """Where bash's `cd target` goes from `here` with CDPATH `cdpath`: the first of its
+    folders (relative ones from `here`, an empty one is `here`, `~` expanded) that holds
+    `target` as a folder, else `here`'s; None where that cannot be looked at."""
+    folders = cdpath.split(":")
+    if isdir is None or len(folders) > MAX_CDPATH:
+        return None
+    for folder in folders:
+        base = os.path.join(here, expand(folder)) if folder else here
+        candidate = os.path.normpath(os.path.join(base, target))
+        if isdir(candidate):
+            return candidate
+    return os.path.normpath(os.path.join(here, target))  # bash tries the folder itself last
+
+
+def _searched(target: str) -> bool:
+    """Whether bash looks `target` up in CDPATH: not from `/` or `~` (a path from the root
+    once expanded), nor `.` or `..`, nor starting `./` or `../`."""
+    return not (target.startswith(("/", "~", "./", "../")) or target in {".", ".."})
+
+
+_UNREAD = "\0"  # CDPATH set to a value that cannot be read off the command (`CDPATH=$X`)
+
+
+def _cdpath_set(words: list[str], cdpath: str | None) -> str | None:
+    """CDPATH after the simple command `words` (assignments alone, `export`, `unset`), from
+    `cdpath` before it: `_UNREAD` where it is set to an expansion; None where unset or empty
+    (bash looks nothing up then)."""
+    program = program_word(words)
+    if program in {"", "export"}:
+        for word in words:
+            name, equals, value = word.partition("=")
+            if equals and name == "CDPATH":
+                cdpath = _UNREAD if _UNSAFE & set(value) or "~" in value else value or None
+    elif program == "unset" and "CDPATH" in words and "-f" not in words:
+        cdpath = None
+    return cdpath
 
 
 @dataclass(frozen=True)
@@ -269,9 +345,11 @@ def _move_starts(lexed: _Lexed, depth: int = 0) -> list[tuple[int, int]]:
     return found
 
 
-def workdir(command: str) -> Workdir:
+def workdir(command: str, env: Mapping[str, str] | None = None) -> Workdir:
     """Where `command`'s program runs, as far as the command tells (module docstring): only
-    words in command position move it; a `cd` in an argument, a quote or a comment does not."""
+    words in command position move it; a `cd` in an argument, a quote or a comment does not.
+    `env`: the environment the command is run with on top of the trial's (the blueprint's
+    `env:` and its fixes'), where its CDPATH is read."""
     lexed = _tokens(command)
     if lexed is None:
         raw = _RAW_MOVE.search(command)
@@ -283,7 +361,10 @@ def workdir(command: str) -> Workdir:
     if not moves:
         return Workdir()
     tokens = lexed.words
-    stack: list[tuple[str, ...]] = [()]
+    # per subshell: the steps so far (each with the CDPATH bash looks it up in, or None), and
+    # CDPATH's value there
+    start = _cdpath_set([f"CDPATH={(env or {}).get('CDPATH', '')}"], None)
+    stack: list[tuple[tuple[tuple[str, str | None], ...], str | None]] = [((), start)]
     followed = 0
     at = 0
     while at < len(tokens):
@@ -307,21 +388,37 @@ def workdir(command: str) -> Workdir:
         words, end = _simple(tokens, at)
         after = tokens[end] if end < len(tokens) else ";"
         program = program_word(words)
+        steps, cdpath = stack[-1]
         if program in _MOVERS:
-            target = _target(words[words.index(program) :]) if program != "popd" else None
-            if target is None or after in {"|", "&", "|&"}:
+            step = _step(words, program, cdpath)
+            if step is None or after in {"|", "&", "|&"}:
                 return Workdir(unknown=lexed.written(command, at, end))
-            stack[-1] = (*stack[-1], target)
+            stack[-1] = ((*steps, step), cdpath)
             followed += 1
             at = _past_alternative(tokens, end) if after == "||" else end
             continue
         if (program in _SETUP or not program) and after not in {"|", "|&", "&"}:
+            stack[-1] = (steps, _cdpath_set(words, cdpath))
             at = end
             continue
         break  # the program: it runs in the folder reached so far
     if followed != len(moves):  # a move after the program began, or in a script it runs
         return Workdir(unknown=lexed.written(command, *moves[min(followed, len(moves) - 1)]))
-    return Workdir(steps=stack[-1])
+    steps = stack[-1][0]
+    searched = tuple((i, looked) for i, (_, looked) in enumerate(steps) if looked is not None)
+    return Workdir(steps=tuple(target for target, _ in steps), searched=searched)
+
+
+def _step(words: list[str], program: str, cdpath: str | None) -> tuple[str, str | None] | None:
+    """The folder the move `words` (its `program` a `cd` or `pushd`) goes to, with the CDPATH
+    bash looks it up in (None: none); None where that cannot be read off it (`cd $DIR`,
+    `popd`, `CDPATH=$X cd sub`)."""
+    at = words.index(program)
+    target = _target(words[at:]) if program != "popd" else None
+    if target is None:
+        return None
+    looked = _cdpath_set(words[:at], cdpath) if _searched(target) else None  # `CDPATH=/x cd`
+    return None if looked == _UNREAD else (target, looked)
 
 
 def _past_alternative(tokens: list[str], at: int) -> int:

@@ -278,7 +278,8 @@ class Act(Observe):
         reason = trial_end(run, action.exit_code)
         command = config_path = None
         if fix.config_patches:
-            moved = trials.config_fix(run, dict(fix.config_patches), slot.host.fs())
+            env = {**trials.trial_env(run, slot.options), **dict(fix.env)}  # the next trial's
+            moved = trials.config_fix(run, dict(fix.config_patches), slot.host.fs(), env)
             if isinstance(moved, str):
                 why = f"{reason}; {fix.why}, but it cannot reach what runs ({moved})"
                 ended = Finish(Status.FAILED, why, action.exit_code)  # an end as any other:

@@ -253,7 +253,9 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
     config_path = resolved.yaml_path
     config = resolved.config  # as the run reads it: the copy's, where --conf points at it
     if resolved.review.patches and resolved.copy_reaches:  # else no copy is written
-        command, config_path, note = _patched_copy(resolved, command, run.run_id, fs())
+        command, config_path, note = _patched_copy(
+            resolved, command, bp.options.env, run.run_id, fs()
+        )
         changes.append(note)
         if config_path != resolved.yaml_path:  # its yaml_overrides too (n_gpus_per_node=2)
             config = resolved.runs_with
@@ -296,11 +298,14 @@ def _provenance(run: Run, host: Host, text: str) -> Provenance:
     return replace(found, blueprint_sha256=git.blueprint_hash(text))
 
 
-def _patched_copy(resolved: Resolved, command: str, run_id: str, fs: Fs) -> tuple[str, str, str]:
+def _patched_copy(
+    resolved: Resolved, command: str, env: Mapping[str, str], run_id: str, fs: Fs
+) -> tuple[str, str, str]:
     """Write the preflight's fixed config beside the original and point `--conf` at it.
-    Returns the command, the config that will run, and a line for results.md."""
+    Returns the command, the config that will run, and a line for results.md. `env`: the
+    blueprint's, which the command runs with (its CDPATH: `repoint`)."""
     copy = write_copy(resolved.yaml_path, resolved.runs_with, run_id, fs)
-    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy, fs)
+    moved = repoint(command, resolved.codebase_dir, resolved.yaml_path, copy, fs, env)
     if isinstance(moved, Names):
         return (
             command,

@@ -724,7 +724,9 @@ def load_config(
     return config
 
 
-def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[str, str] | str:
+def config_fix(
+    run: Run, patches: dict[tuple[str, ...], Any], fs: Fs, env: Mapping[str, str]
+) -> tuple[str, str] | str:
     """Write the next trial's fixed config copy where the run runs and point the command at
     it: (command, path); or why the fix cannot reach what runs."""
     config = load_config(run.config_path, fs)
@@ -747,7 +749,7 @@ def config_fix(run: Run, patches: dict[tuple[str, ...], Any], fs: Fs) -> tuple[s
             raise  # a full disk: tried again at the next tick
         return f"its fixed copy is not written: {said}"
     flag = config_flag(run.launch_command, run.kind)
-    moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs, flag)
+    moved = repoint(run.launch_command, run.codebase_dir, run.config_path, copy, fs, env, flag)
     return f"{flag}: {moved.value}, not its config" if isinstance(moved, Names) else (moved, copy)
 
 

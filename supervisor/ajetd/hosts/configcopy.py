@@ -60,13 +60,20 @@ def refusal_fix(exc: OSError | AjetdError) -> str:
 
 
 def repoint(
-    command: str, codebase: str, current: str, copy: str, fs: Fs, flag: str = ""
+    command: str,
+    codebase: str,
+    current: str,
+    copy: str,
+    fs: Fs,
+    env: Mapping[str, str],
+    flag: str = "",
 ) -> str | Names:
     """`command` with its `--conf` moved from `current` to `copy`; or, where `--conf` is not
-    `current` as far as ajetd can tell, what it names (the copy cannot reach what runs)."""
+    `current` as far as ajetd can tell, what it names (the copy cannot reach what runs).
+    `env`: what the command runs with on top of the trial's (its CDPATH: `config_named`)."""
     flag = flag or config_flag(command)  # the run's kind says which, where it is known
     conf = conf_argument(command, flag)
-    names = config_named(conf, command, codebase, current, fs).names
+    names = config_named(conf, command, codebase, current, fs, env).names
     if conf is None or names is not Names.SAME:
         return names
     moved = os.path.join(os.path.dirname(conf), os.path.basename(copy))

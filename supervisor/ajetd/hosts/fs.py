@@ -12,7 +12,7 @@ import enum
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -347,17 +347,25 @@ class Named:
     path: str | None = None  # the file the flag names, from the codebase (SAME, OTHER)
 
 
-def config_named(named: str | None, command: str, codebase: str, config_path: str, fs: Fs) -> Named:
-    """Whether the config flag's value `named` in `command` (which runs in `codebase`) is the
-    file `config_path`. The one answer for every question that depends on it: a config that
-    is not what runs is refused (preflight), yaml_overrides and fixes reach what runs only
-    through a copy the flag is moved to (configcopy), and neither may guess."""
+def config_named(
+    named: str | None,
+    command: str,
+    codebase: str,
+    config_path: str,
+    fs: Fs,
+    env: Mapping[str, str] | None = None,
+) -> Named:
+    """Whether the config flag's value `named` in `command` (which runs in `codebase`, with
+    `env` on top of the trial's: its CDPATH, `workdir`) is the file `config_path`. The one
+    answer for every question that depends on it: a config that is not what runs is refused
+    (preflight), yaml_overrides and fixes reach what runs only through a copy the flag is
+    moved to (configcopy), and neither may guess."""
     if named is None:
         return Named(Names.NOTHING)
     expanded = fs.expand(named)
     # a relative path from the folder the program runs in: the codebase, or where a leading
     # literal `cd` takes it (walk93 F2); an unknown one (`cd $DIR`) moves a relative path only
-    folder = workdir(command).folder(codebase, fs.expand)
+    folder = workdir(command, env).folder(codebase, fs.expand, fs.isdir)
     if "$" in named or (folder is None and not os.path.isabs(expanded)):
         return Named(Names.UNKNOWN)
     path = os.path.normpath(os.path.join(folder or codebase, expanded))

@@ -523,13 +523,13 @@ def _other_config(
         flag, named = "--conf", conf_argument(command)
     else:
         return None
-    answer = config_named(named, command, codebase, yaml_path, fs)
+    answer = config_named(named, command, codebase, yaml_path, fs, bp.options.env)
     if answer.names is not Names.OTHER or answer.path is None:
         return None
-    moved = workdir(command)
+    moved = workdir(command, bp.options.env)
     runs_in = f"exp_codebase_dir {codebase}"
     if moved.steps:
-        runs_in = f"{moved.folder(codebase, fs.expand)} (`{moved.said()}` from {runs_in})"
+        runs_in = f"{moved.folder(codebase, fs.expand, fs.isdir)} (`{moved.said()}` from {runs_in})"
     if not fs.isfile(answer.path):
         return (
             f"exp_launch_command: {flag} {named} names {answer.path}, which does not exist"
@@ -631,7 +631,7 @@ def _overridden(
     `said`: a --conf naming another file was refused already); and the config with them."""
     found, overridden = override_patches(config, bp.options.yaml_overrides)
     conf = conf_argument(bp.launch_command)
-    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs).names
+    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs, bp.options.env).names
     if named is Names.NOTHING:
         found.problems.append(
             "yaml_overrides: the launch command passes no --conf, so the copy of "
@@ -709,8 +709,8 @@ def _program_val_file(
     overridden (the original's, where --conf does not reach the copy)."""
     codebase, result_dir = dirs
     runs_with, overridden = configs
-    moved = workdir(bp.launch_command)
-    folder = moved.folder(codebase, fs.expand)
+    moved = workdir(bp.launch_command, bp.options.env)
+    folder = moved.folder(codebase, fs.expand, fs.isdir)
     val_path = _val_path(runs_with if reaches else overridden, folder)
     theirs = _val_path(overridden, folder)
     if folder is None and val_path is None:
@@ -722,13 +722,13 @@ def _program_val_file(
     )
 
 
-def _detaching_scripts(command: str, codebase: str, fs: Fs) -> list[str]:
+def _detaching_scripts(command: str, codebase: str, fs: Fs, env: Mapping[str, str]) -> list[str]:
     """A problem for each script the command runs (`bash scripts/bg.sh`) that leaves its
     program running and returns (`launchshape.detached`): lint saw only the command line,
     and the run 'succeeded' in 0 s with its training ended as a leftover (walk 86). A script
     that cannot be read, or is larger than a launch script is, is not judged."""
     problems = []
-    folder = workdir(command).folder(codebase, fs.expand) or codebase
+    folder = workdir(command, env).folder(codebase, fs.expand, fs.isdir) or codebase
     for script in launchshape.script_paths(command):
         path = os.path.join(folder, fs.expand(script))
         try:
@@ -796,7 +796,7 @@ def _checked(
     result_dir = _abs(bp.result_dir)
     nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
     problems.extend(p for p in [result_dir_problem(result_dir, own, nemo)] if p)
-    problems.extend(_detaching_scripts(bp.launch_command, codebase, fs))
+    problems.extend(_detaching_scripts(bp.launch_command, codebase, fs, bp.options.env))
     found = ConfigReview()
     fixes: dict[tuple[str, ...], Any] = {}
     overridden: dict[str, Any] = {}
@@ -843,7 +843,7 @@ def _checked(
     # the config as the program reads it: the copy only where its --conf can point at it (a
     # wrapper script, a `--conf ./$CONF`, reads the original, and its val file is the original's)
     conf = conf_argument(bp.launch_command)
-    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs).names
+    named = config_named(conf, bp.launch_command, codebase, yaml_path, fs, bp.options.env).names
     reaches = named is Names.SAME
     if found.patches and named is Names.UNKNOWN:
         found.warnings.append(
