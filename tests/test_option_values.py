@@ -452,6 +452,8 @@ def test_a_message_quotes_a_number_as_written(key: str, written: str, read: str)
         ("allow_fixes.min", "1.0e-7", 1e-7),  # decimal forms are numbers as before
         ("plateau.min_delta", "0.010", 0.01),
         ("max_trials", "+5", 5),
+        ("keep_session", "+5", 5 * H),  # YAML's sign left off: five hours, as before
+        ("slurm.time", "+60", 60),
     ],
 )
 def test_an_option_taking_text_takes_a_number_as_written(

@@ -304,8 +304,8 @@ def _numeral(key: str, value: int | float) -> str:
     """A YAML number's text as written (`1:30:00`, not 5400; `1.0e+400`, not inf); an
     integer of more than 18 digits is refused, never printed."""
     text = written(value)
-    if text is not None:
-        return text
+    if text is not None:  # (`+5`: YAML's sign, which a duration's text does not take)
+        return text.removeprefix("+")
     if isinstance(value, int) and value.bit_length() > 60:
         raise OptionError(f"{key}: {show(value)} is too large")
     return repr(value)
