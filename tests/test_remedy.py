@@ -357,6 +357,9 @@ def test_the_direction_of_every_vllm_memory_excerpt_follows_its_message() -> Non
         == "lower"
     )
     assert said("x " * 10_000 + "increase gpu_memory_utilization", "gpu_memory_utilization") is None
+    # vLLM V1's refusal cut before its advice (a finding's evidence is cut in the middle)
+    v1 = "(24.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.18"
+    assert said(v1, "gpu_memory_utilization") == "raise"
 
 
 def test_a_fix_at_several_paths_names_each() -> None:

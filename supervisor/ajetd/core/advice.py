@@ -28,11 +28,13 @@ _VERB = re.compile(
 # and `GPU memory utilization`; SGLang's equivalent is `--mem-fraction-static`
 _ALIASES = {"gpu_memory_utilization": (r"mem[-_ ]fraction[-_ ]static",)}
 # shapes that say the budget is too small without advising (vLLM's `Available KV cache memory:
-# -0.87 GiB`, `No available memory for the cache blocks`, SGLang's `is larger than the profiled
+# -0.87 GiB`, `No available memory for the cache blocks`, V1's `... GiB KV cache is needed, which
+# is larger than the available KV cache memory`, SGLang's `is larger than the profiled
 # value -561981`, `leave no GPU memory for the KV cache`): the weights took it all, so raise it
 _NO_ROOM = re.compile(
     r"kv cache memory:?\s*-\d|no available memory for the cache blocks|profiled value -\d"
     r"|larger than the maximum number of tokens .{0,80}kv cache"
+    r"|larger than the available kv cache memory"  # vLLM V1's words for the same
     r"|\bno (?:gpu |device )?memory (?:left |remaining )?for (?:the )?kv cache",
     re.IGNORECASE,
 )

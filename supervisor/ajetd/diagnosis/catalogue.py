@@ -115,7 +115,14 @@ CATALOGUE: tuple[Kind, ...] = (
             r"max seq len .* is larger than the maximum number of tokens .* in kv cache",
             r"(insufficient|not enough) (gpu )?memory .*(kv cache|gpu_memory_utilization)",
             r"gpu_memory_utilization.*(too (low|small|high)|insufficient|increase|decrease)",
-            r"(increase|decrease) (the )?`?gpu_memory_utilization`?",
+            # the advice in any of its verb forms (`Try increasing `gpu_memory_utilization``,
+            # vLLM V1's words; `increase the gpu_memory_utilization`, V0's)
+            r"\b(increas|decreas|rais)(e|es|ed|ing)\b (the )?`?gpu_memory_utilization`?",
+            # shape: vLLM V1's refusal to start an engine whose KV cache cannot hold one
+            # request of max_model_len (`To serve at least one request with the models's max
+            # seq len (8192), (4.50 GiB KV cache is needed, which is larger than the available
+            # KV cache memory (2.20 GiB)`, v1/core/kv_cache_utils.py): V0 said it in tokens
+            r"\bkv cache is needed\b[^.]{0,40}\blarger than the available kv cache memory\b",
             # shape: vLLM's advice, after an allocation of its own failed, to lower its budget
             # or the setting beside it (`CUDA out of memory occurred when warming up sampler
             # ... Please try lowering `max_num_seqs` or `gpu_memory_utilization``): the budget
@@ -550,7 +557,11 @@ CATALOGUE: tuple[Kind, ...] = (
         "ray_worker_died",
         R,
         "A Ray worker or actor died (often the echo of an earlier error).",
-        "Read the first error before this one; relaunch once it is fixed.",
+        # (said true of a log with no earlier error too: Ray's own list of what kills a worker)
+        "Look above it for the error that killed the worker; where the log shows none, Ray's "
+        "own causes remain: the OOM killer (`dmesg`, Ray's memory monitor), a crash (SIGSEGV) "
+        "or `ray stop --force`: read the worker's log in Ray's session folder "
+        "(`/tmp/ray/session_latest/logs`, `worker-*.err`, `raylet.out`). Relaunch once fixed.",
         _p(
             r"actordiederror",
             r"the actor died unexpectedly",
