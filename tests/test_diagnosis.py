@@ -107,6 +107,12 @@ CORPUS: dict[str, list[str]] = {
         "urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='cdn-lfs.hf.co', port=443): Read timed out.",
         "OSError: [Errno 101] Network is unreachable",
         "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.swanlab.cn', port=443): Max retries exceeded with url: /api/login/api_key (Caused by NameResolutionError(\"<urllib3.connection.HTTPSConnection object at 0x7fb389d70d60>: Failed to resolve 'api.swanlab.cn' ([Errno -3] Temporary failure in name resolution)\"))",
+        # diag97: Python's lower-case socket exceptions; huggingface_hub's file neither fetched
+        # nor cached (not an entry a repository lacks, missing_model's)
+        "socket.timeout: timed out",
+        "socket.gaierror: [Errno -5] No address associated with hostname",
+        "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the files on the Hub and we cannot find the appropriate snapshot folder for the specified revision on the local disk.",
+        "huggingface_hub.utils._errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and outgoing traffic has been disabled.",
     ],
     "connection_refused": [
         "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=10086): Max retries exceeded with url: /health (Caused by NewConnectionError(': Failed to establish a new connection: [Errno 111] Connection refused'))",
@@ -150,6 +156,21 @@ CORPUS: dict[str, list[str]] = {
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for MasterConfig",
         "Error executing job with overrides: ['train.batch_size=128']\nTraceback (most recent call last):\n  File \"/x/main.py\", line 130, in main\n    pred = int(cfg.train.pred_delta)\nomegaconf.errors.ConfigAttributeError: Key 'pred_delta' is not in struct\n    full_key: train.pred_delta\n    object_type=dict\n\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
         "Could not override 'reward_model.reward_kwargs.n_samples_per_prompt'.\nTo append to your config use +reward_model.reward_kwargs.n_samples_per_prompt=32\nKey 'reward_kwargs' is not in struct",
+        # diag97: the run's data not what it is read as (its schema, its columns, empty), or a
+        # chat template the tokenizer lacks
+        "datasets.table.CastError: Couldn't cast",
+        "TypeError: Couldn't cast array of type struct<a: int64> to {'a': Value(dtype='string')}",
+        "datasets.exceptions.DatasetGenerationCastError: An error occurred while generating the dataset",
+        "pyarrow.lib.ArrowInvalid: Target schema's field names are not matching the table's field names: ['qry', 'pos'], ['pos', 'qry']",
+        "ValueError: Can only automatically infer lengths for datasets whose items are dictionaries with an 'input_ids' key.",
+        "ValueError: Column name ['system'] not in the dataset. Current columns in the dataset: ['prompt', 'answer'].",
+        "ValueError: The train dataset does not contain a 'messages' or 'text' column",
+        "IndexError: Invalid key: 0 is out of bounds for size 0",
+        "ValueError: num_samples should be a positive integer value, but got num_samples=0",
+        "ValueError: The training dataset is empty after filtering.",
+        "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed!",
+        "ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.",
+        "ValueError: chat_template choice is tokenizer_default but tokenizer's chat_template is null.",
     ],
     "import_error": [
         "ModuleNotFoundError: No module named 'ajet'",
@@ -180,6 +201,9 @@ CORPUS: dict[str, list[str]] = {
         "RuntimeError: CUDA error: invalid device ordinal",
         "nemo_rl.distributed.virtual_cluster.ResourceInsufficientError: Maximum number of retries reached (6). Cluster resources may be insufficient or cluster itself is highly unstable. Please check your cluster configuration and your cluster logs.",
         "Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0, 'CPU': 1.0}.",
+        # diag97: a device named by its index that is not there
+        "ValueError: The requested device for vllm (cuda:1) is not available. You are likely using vLLM without restricting the number of GPUs for training.",
+        "RuntimeError: npu:3 is not available",
     ],
     "disk_full": [
         "OSError: [Errno 28] No space left on device: '/ckpt/global_step_100'",

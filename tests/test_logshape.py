@@ -621,14 +621,15 @@ def test_lines_the_freeze10_shapes_read_and_leave_alone(text: str, kinds: list[s
             "did not send the data in time.",
             ["nccl_timeout"],
         ),
-        # a socket that could not connect is the network's; Python's socket.timeout, a socket
-        # timeout set or reported healthy, and a socket after the timeout are not a stalled rank
+        # a socket that could not connect is the network's, and so is Python's socket.timeout
+        # (diag97: urllib3's connect to the Hub, SfMNeXt-Impl#24); neither, nor a socket
+        # timeout set or reported healthy, nor a socket after the timeout, is a stalled rank
         (
             "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying "
             "to connect to 192.0.0.1:1234",
             ["network"],
         ),
-        ("socket.timeout: timed out", []),
+        ("socket.timeout: timed out", ["network"]),
         ("INFO setting socket timeout to 600 s", []),
         ("the request timed out, then the socket closed", []),
         # uv refusing an extra the project does not define, its name in quotes or backticks
@@ -857,7 +858,7 @@ _LOOKUP = (
             ["config_error"],
         ),
         (
-            _LOOKUP + '  File "/w/reward.py", line 5, in __init__\n    x = batch["ids"]\n'
+            _LOOKUP + '  File "/w/reward.py", line 5, in __init__\n    x = self._cache[k]\n'
             "KeyError: 'ids'",
             ["unknown_traceback"],
         ),
@@ -866,7 +867,7 @@ _LOOKUP = (
         (_LOOKUP + "TypeError: 'NoneType' object is not subscriptable", ["unknown_traceback"]),
         (
             'Traceback (most recent call last):\n  File "/w/t.py", line 2, in f\n'
-            "    return row[\"input_ids_j\"]\nKeyError: 'input_ids_j'",
+            "    return self.handlers[event]\nKeyError: 'on_step'",
             ["unknown_traceback"],
         ),
         (
@@ -877,6 +878,71 @@ _LOOKUP = (
     ],
 )
 def test_a_name_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text + "\n")] == kinds
+
+
+def _record(source: str, error: str = "KeyError: 'prompt'") -> str:
+    return (
+        'Traceback (most recent call last):\n  File "/w/trl/dpo_trainer.py", line 85, in f\n'
+        f"    {source}\n{error}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # a KeyError of a data record's field read by its name (diag97: TRL's DPO tokenizer
+        # through datasets' own `__getitem__`, ms-swift#1922; open-instruct#592's
+        # `train_dataset[0][INPUT_IDS_PROMPT_KEY]`, a corpus miss since freeze 14, when
+        # 768735d left dataset-row KeyErrors unread): the dataset lacks the column the
+        # trainer or its config names, a configuration of the run's
+        (_record('prompt = features["prompt"]'), ["config_error"]),
+        (
+            _record('prompt = features["prompt"]').replace(
+                "KeyError",
+                '  File "/w/datasets/formatting.py", line 277, in __getitem__\n'
+                "    value = self.data[key]\nKeyError",
+            ),
+            ["config_error"],
+        ),
+        (_record("self.formatting_func = lambda x: x[dataset_text_field]"), ["config_error"]),
+        (_record("return row['input_ids_j']"), ["config_error"]),
+        (
+            _record("visualize_token(train_dataset[0][INPUT_IDS_PROMPT_KEY], tokenizer)"),
+            ["config_error"],
+        ),
+        # a record's position, another exception, another mapping: no column of the data's
+        (_record("x = batch[0]"), ["unknown_traceback"]),
+        (_record('prompt = features["prompt"]', "TypeError: bad operand"), ["unknown_traceback"]),
+        (_record("v = self.kv_cache[layer]"), ["unknown_traceback"]),
+    ],
+)
+def test_a_data_record_field_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> None:
+    assert [f.kind for f in diagnose_text(text)] == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # pytest's failure report quotes the failing function's source above its `E` lines:
+        # its comments are code (swarms#228, diag97: `#    - private and gated repos if user
+        # is not authenticated` was read as auth before the RepositoryNotFoundError below it)
+        (
+            "                # 401 is misleading as it is returned for:\n"
+            "                #    - private and gated repos if user is not authenticated\n"
+            ">               raise RepositoryNotFoundError(message, response) from e\n"
+            "E               huggingface_hub.utils._errors.RepositoryNotFoundError: 401 Client "
+            "Error.",
+            ["missing_model"],
+        ),
+        # a notebook's numbered context line, the same
+        ("    953     # no CUDA out of memory here, the shard is narrowed\n", []),
+        # gdb's and glibc's frames, a banner of hashes, an unindented line: not comments
+        ("#0  0x00007f3a in raise () from /lib/libc.so.6 Segmentation fault\n", ["segfault"]),
+        ("  #### CUDA error: an illegal memory access was encountered\n", ["cuda_error"]),
+    ],
+)
+def test_a_quoted_source_comment_says_nothing(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in diagnose_text(text + "\n")] == kinds
 
 

@@ -690,7 +690,10 @@ CATALOGUE: tuple[Kind, ...] = (
             r"hfvalidationerror",
             r"repo id must (be|use) ",
             r"incorrect path_or_model_id",
-            r"entrynotfounderror",
+            # an entry absent from a repository (`EntryNotFoundError`); not huggingface_hub's
+            # `LocalEntryNotFoundError`, which says the Hub could not be reached and nothing is
+            # cached (network's)
+            r"\bentrynotfounderror",
             r"no such file or directory: .*(config\.json|\.safetensors|pytorch_model|tokenizer)",
             r"invalid repository id or local directory",
             r"is not a local folder and is not a",
@@ -763,6 +766,17 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\[errno 101\]",
             r"check your (internet )?connection",
             r"make sure your internet connection is on",
+            # shape: huggingface_hub's own words for a file it could not fetch and has no copy
+            # of (`LocalEntryNotFoundError: An error happened while trying to locate the files on
+            # the Hub and we cannot find the appropriate snapshot folder for the specified
+            # revision on the local disk.`, `... cannot find the requested files in the disk
+            # cache`): the Hub was not reached, whatever words follow (a paste cut before them)
+            r"\blocalentrynotfounderror\b",
+            r"\bcannot find the (requested files|appropriate snapshot folder)\b",
+            # shape: Python's socket module's exceptions, whose classes are lower case (so no
+            # exception line's shape reads them): `socket.timeout: timed out` from urllib3's
+            # `create_connection`, `socket.gaierror: [Errno -2] Name or service not known`
+            r"\bsocket\.(timeout|gaierror|herror)\b",
             r"tcp client failed to connect",
             r"client socket has timed out",
             r"gloo connectfullmesh failed",
@@ -795,7 +809,12 @@ CATALOGUE: tuple[Kind, ...] = (
             r"invalid device ordinal",
             # shape: a device index the runtime rejects as invalid (CUDA's `invalid device
             # ordinal`, Ascend's `invalid device=1`); not `invalid device function|pointer`
-            r"\binvalid device( ordinal| id| index|\s*=\s*\d+)",
+            # (and one named by its index said not to be there: TRL's `ValueError: The
+            # requested device for vllm (cuda:1) is not available. You are likely using vLLM
+            # without restricting the number of GPUs for training.`, a `cuda:3 is not visible`:
+            # the run placed a process on a GPU it was not given)
+            r"\binvalid device( ordinal| id| index|\s*=\s*\d+)"
+            r"|\b(cuda|npu|xpu|gpu):\d{1,3}\)?\s(is|was) not (available|visible)\b",
             r"requested \d+ gpus? but only \d+",
             r"resource request cannot be scheduled right now.*gpu",
             r"no available node types can fulfill resource request.*gpu",
@@ -959,6 +978,39 @@ CATALOGUE: tuple[Kind, ...] = (
             # `This model's maximum context length is 16384 tokens. However, you requested 19591
             # tokens ...`): the context length or the requests' lengths to change
             r"\bmaximum context length is \d+ tokens\b",
+            # shape: the run's data not the schema it is read with (🤗 datasets: `CastError:
+            # Couldn't cast ... to {...} because column names don't match`,
+            # `DatasetGenerationCastError: ... All the data files must have the same columns, but
+            # at some point there are 4 new columns`; pyarrow's `Target schema's field names are
+            # not matching the table's field names`): the data files, or the features the config
+            # gives them, to make agree. Not datasets' bare `DatasetGenerationError`: it wraps
+            # any failure of the build, a full disk too
+            r"\bcouldn'?t cast\b|\bdatasetgenerationcasterror\b"
+            r"|\bdata files must have the same columns\b|\bcolumn names don'?t match\b"
+            r"|\bfield names (are not|aren't) matching\b",
+            # shape: a dataset said to lack the key, column or field a setting or the trainer
+            # reads, within one sentence, either first (Transformers' length-grouped sampler:
+            # `Can only automatically infer lengths for datasets whose items are dictionaries
+            # with an 'input_ids' key.`; 🤗 datasets' `Original column names {'1', '0'} not in
+            # the dataset. Current columns in the dataset: ['text']`). (RE2: linear)
+            r"\bdatasets?\b[^.]*\b(with|whose|contains?|containing|has|have|missing|lacks?"
+            r"|without)\b[^.]*\b(keys?|columns?|fields?)\b"
+            r"|\b(columns?|keys?|fields?)\b[^.]*\bnot (in|found in|present in) the dataset\b",
+            # shape: the dataset the trainer reads is empty (every row filtered out or too long,
+            # its columns removed): 🤗 datasets' `IndexError: Invalid key: 28 is out of bounds for
+            # size 0`, PyTorch's sampler's `num_samples should be a positive integer value, but
+            # got num_samples=0`, a trainer's `train dataset is empty`
+            r"\bout of bounds for size 0\b"
+            r"|\bnum_samples should be a positive integer value, but got num_samples ?= ?0\b"
+            r"|\b(dataset|data ?loader)s?\b.{0,20}\b(is|was|are) empty\b",
+            # shape: a chat template the run needs and the tokenizer lacks (Transformers' `Cannot
+            # use chat template functions because tokenizer.chat_template is not set`, its older
+            # `... default chat template is no longer allowed, so you must provide a chat
+            # template`, axolotl's `tokenizer's chat_template is null`, a server's `does not
+            # have a chat template`): a base model given a chat dataset or `apply_chat_template`
+            r"\bchat[_ ]template\b.{0,40}\b(is not set|not set|is null|is none|no longer "
+            r"allowed)|\b(must provide|does not have|doesn't have|has no) (a |any )?chat[_ ]"
+            r"template\b",
             # shape: a path longer than the OS allows (ENAMETOOLONG: `[Errno 36] File name too
             # long`, boost's `system_error: File name too long`; Ray's check of a socket path
             # under its temp dir: `AF_UNIX path length cannot exceed 107 bytes`): the directory
@@ -1571,10 +1623,18 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "connectfullmesh",
         "connect() timed out",
         "connect",
+        "localentrynotfounderror",
+        "cannot find the requested files",
+        "cannot find the appropriate snapshot",
+        "socket.timeout",
+        "socket.gaierror",
+        "socket.herror",
     ),
     "gpus_not_free": ("memory check failed",),
     "insufficient_gpus": (
         "gpu",
+        "not available",
+        "not visible",
         "resources may be insufficient",
         "nvidia driver",
         "invalid device ordinal",
@@ -1654,6 +1714,20 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "must be one of",
         "type=value_error",
         "maximum context length",
+        "couldn't cast",
+        "couldnt cast",
+        "datasetgenerationcasterror",
+        "data files must have the same columns",
+        "column names don",
+        "field names are",
+        "field names aren't",
+        "dataset",
+        "out of bounds for size 0",
+        "num_samples should be",
+        "data loader",
+        "dataloader",
+        "chat_template",
+        "chat template",
         "name too long",
         "errno 36",
         "path length",

@@ -163,6 +163,19 @@ _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 # type or component this install has no entry for (Transformers too old for the model, a reward
 # function not registered), a setting to change, not a bug to read the frames of.
 _NAME_LOOKUP = re.compile(r"\b\w{0,60}(?:registry|registries|mapping)\w{0,60}\s{0,4}\[", re.I)
+# The same of a source line that reads a field of one data record by its name (TRL's DPO
+# tokenizer: `prompt = features["prompt"]`, an SFT formatter's `lambda x: x[dataset_text_field]`,
+# a collator's `feature["prompt"]`, `train_dataset[0][INPUT_IDS_PROMPT_KEY]`): a KeyError it
+# raises says that the run's dataset has no such column, its data or the column named in its
+# config to change (the trainer's format not the data's), not a bug to read the frames of.
+_RECORD_LOOKUP = re.compile(
+    r"\b(?:features?|examples?|samples?|batch|rows?|records?|items?|elements?|instances?|datum"
+    r"|data_?points?|entry|ex|x|doc|conversations?|messages?)\s{0,4}\[\s{0,4}"
+    r"(?:[\"'][^\"'\[\]]{1,80}[\"']|[A-Za-z_]\w{0,60})\s{0,4}\]"
+    r"|\b\w{0,30}dataset\w{0,20}\s{0,4}\[[^\[\]]{1,30}\]\s{0,4}\[\s{0,4}"
+    r"(?:[\"'][^\"'\[\]]{1,80}[\"']|[A-Za-z_]\w{0,60})\s{0,4}\]",
+    re.I,
+)
 _GETITEM_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in __getitem__\s*$')
 _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
 # A source line that indexes a list of devices at a position the settings computed (slime's
@@ -173,6 +186,13 @@ _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
 _DEVICE_LOOKUP = re.compile(r"\b\w{0,60}(?:gpu|device)\w{0,60}\s{0,4}\[", re.I)
 _INDEX_ERROR = re.compile(r"^(?:builtins\.)?IndexError: \S")
 _NAME_NOT_FOUND = BY_NAME["config_error"]
+# A comment of Python source that a report quotes outside a traceback's frames (pytest's failure
+# report prints the failing function's source, comments included, above its `E` lines:
+# `#    - private and gated repos if user is not authenticated`, swarms#228; a notebook's context
+# lines number them: `953     # bitsandbytes loads the weights ...`): code, never a finding.
+# Indented, or after a line number; not `#0 0x7f... in raise ()` (gdb's and glibc's frames) nor
+# a banner of hashes.
+_CODE_COMMENT = re.compile(r"^(?:\s{1,40}(?:\d{1,6}\s{1,12})?|\d{1,6}\s{1,12})#(?=\s|[A-Za-z_])")
 _LEVEL = r"^\W{0,3}(?:\([^)]*\)\s*)?\[?"  # where a logged line's level begins
 _BELOW_ERROR = re.compile(_LEVEL + r"(?:WARN(?:ING)?|INFO|DEBUG|NOTICE)\b")  # (`_LOGGED_OS_ERROR`)
 
@@ -394,8 +414,8 @@ class Diagnoser:
     def _name_not_found(self, kind: Kind | UserKind | None, stripped: str) -> bool:
         """Whether this line is the exception of a look-up the settings decide, where no kind
         explains it: a KeyError that a name's look-up in a registry or mapping raised
-        (`_NAME_LOOKUP`), an IndexError that a position's in a list of devices raised
-        (`_DEVICE_LOOKUP`)."""
+        (`_NAME_LOOKUP`) or a data record's field's (`_RECORD_LOOKUP`), an IndexError that a
+        position's in a list of devices raised (`_DEVICE_LOOKUP`)."""
         if not self._in_traceback or kind not in (None, UNKNOWN):
             return False
         if self._looking_up and _KEY_ERROR.match(stripped) is not None:
@@ -423,7 +443,8 @@ class Diagnoser:
         glued = text.rfind(OWN_LINE_PREFIX)  # a line without its newline, then one of ajetd's
         if glued > 0:  # (the exit line, a follower's note: the last on the line, never holding
             text = text[:glued]  # the prefix; the program's own text may quote it)
-        said = self._one_line(number, text, words)
+        quoted = "#" in text and not self._in_traceback and _CODE_COMMENT.match(strip_dress(text))
+        said = False if quoted else self._one_line(number, text, words)  # (a comment: nothing)
         self._previous = (number, text)
         return said
 
@@ -659,7 +680,7 @@ class Diagnoser:
             self._marked = True
         elif stripped:  # the frame's source line
             self._importing = (number, body) if _IMPORT_SOURCE.match(body) else None
-            if "[" in body and _NAME_LOOKUP.search(body):
+            if "[" in body and (_NAME_LOOKUP.search(body) or _RECORD_LOOKUP.search(body)):
                 self._looking_up = True
             if "[" in body:
                 self._indexing_devices = _DEVICE_LOOKUP.search(body) is not None
