@@ -138,6 +138,8 @@ def test_the_corpus_is_large_and_varied_enough() -> None:
     # schemas and columns, ports; then four of its classes in other projects, looked for after)
     assert len(FILES) >= 1028 and repos["huggingface/trl"] >= 14, repos
     assert repos["modelscope/ms-swift"] >= 12 and repos["nvidia/nccl"] >= 10, repos
+    # and its B2 (batch-diag97b.txt: a second small blind batch after its rules)
+    assert len(FILES) >= 1037 and repos["huggingface/trl"] >= 15, repos
 
 
 @pytest.mark.parametrize(

@@ -911,10 +911,15 @@ def _record(source: str, error: str = "KeyError: 'prompt'") -> str:
             _record("visualize_token(train_dataset[0][INPUT_IDS_PROMPT_KEY], tokenizer)"),
             ["config_error"],
         ),
+        # a record taken by position, then read by a key held in a variable (mlx-examples#381,
+        # diag97's B2: a JSONL without the "text" key)
+        (_record("return self._data[idx][self._key]", "KeyError: 'text'"), ["config_error"]),
+        (_record("row = rows[i]['label']", "KeyError: 'label'"), ["config_error"]),
         # a record's position, another exception, another mapping: no column of the data's
         (_record("x = batch[0]"), ["unknown_traceback"]),
         (_record('prompt = features["prompt"]', "TypeError: bad operand"), ["unknown_traceback"]),
         (_record("v = self.kv_cache[layer]"), ["unknown_traceback"]),
+        (_record("v = self.kv_cache[layer][head]"), ["unknown_traceback"]),
     ],
 )
 def test_a_data_record_field_look_up_is_told_by_its_frames(text: str, kinds: list[str]) -> None:

@@ -43,11 +43,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+import re2
+
 from ajetd.core.finding import Finding
 from ajetd.core.linecut import cut_middle
 from ajetd.core.termtext import strip_dress
 from ajetd.core.trialscript import OWN_LINE_PREFIX
-from ajetd.core.userkinds import UserKind
+from ajetd.core.userkinds import RE2_OPTIONS, UserKind
 from ajetd.diagnosis.catalogue import BY_NAME, UNKNOWN, Kind, Severity
 from ajetd.diagnosis.kindset import KindSet
 from ajetd.diagnosis.shape import (
@@ -165,16 +167,18 @@ _LOGGER_CAN_EXPLAIN = frozenset({UNKNOWN.name, "missing_file"})
 _NAME_LOOKUP = re.compile(r"\b\w{0,60}(?:registry|registries|mapping)\w{0,60}\s{0,4}\[", re.I)
 # The same of a source line that reads a field of one data record by its name (TRL's DPO
 # tokenizer: `prompt = features["prompt"]`, an SFT formatter's `lambda x: x[dataset_text_field]`,
-# a collator's `feature["prompt"]`, `train_dataset[0][INPUT_IDS_PROMPT_KEY]`): a KeyError it
-# raises says that the run's dataset has no such column, its data or the column named in its
-# config to change (the trainer's format not the data's), not a bug to read the frames of.
-_RECORD_LOOKUP = re.compile(
+# a collator's `feature["prompt"]`, a record taken from the data by position then read by its
+# key's name: `train_dataset[0][INPUT_IDS_PROMPT_KEY]`, mlx-examples' `self._data[idx][self._key]`):
+# a KeyError it raises says that the run's dataset has no such column, its data or the column
+# named in its config to change (the trainer's format not the data's), not a bug to read the
+# frames of.
+_RECORD_LOOKUP = re2.compile(  # (RE2: linear on a line of any length, whatever it repeats)
     r"\b(?:features?|examples?|samples?|batch|rows?|records?|items?|elements?|instances?|datum"
     r"|data_?points?|entry|ex|x|doc|conversations?|messages?)\s{0,4}\[\s{0,4}"
     r"(?:[\"'][^\"'\[\]]{1,80}[\"']|[A-Za-z_]\w{0,60})\s{0,4}\]"
-    r"|\b\w{0,30}dataset\w{0,20}\s{0,4}\[[^\[\]]{1,30}\]\s{0,4}\[\s{0,4}"
-    r"(?:[\"'][^\"'\[\]]{1,80}[\"']|[A-Za-z_]\w{0,60})\s{0,4}\]",
-    re.I,
+    r"|\b\w{0,30}(?:data|dataset|dset|records|rows|samples|examples)\w{0,20}\s{0,4}"
+    r"\[[^\[\]]{1,30}\]\s{0,4}\[\s{0,4}(?:[\"'][^\"'\[\]]{1,80}[\"']|[A-Za-z_][\w.]{0,60})\s{0,4}\]",
+    RE2_OPTIONS,
 )
 _GETITEM_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in __getitem__\s*$')
 _KEY_ERROR = re.compile(r"^(?:builtins\.)?KeyError: \S")
