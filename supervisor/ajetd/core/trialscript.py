@@ -132,6 +132,40 @@ def writer_ask_lines(spare: str) -> list[str]:
     ]
 
 
+RELEASE_WAIT_S = 10  # the longest a pane's script stays after its exit line, unreleased
+RELEASE = b"bye\n"  # what the daemon writes into the wake FIFO to release it (any line does)
+
+
+def _hold_open(spec: TrialSpec) -> list[str]:
+    """Before the exit line: the wake FIFO opened again (read-write: never blocks), so that
+    the script can stay until the daemon has that line in the log (`_held`). Opened before
+    the line is printed, the daemon's release (written once it sees the line) always finds
+    it open. Only in a tmux pane (`$TMUX_PANE`), with a FIFO (a script elsewhere, a Slurm
+    job's or an SSH host's, has nobody to release it); a HUP from here on (the session
+    closed) only ends the wait: the exit is on record, no `hup` marker after it."""
+    if not spec.wake_fifo:
+        return []
+    wake = shlex.quote(spec.wake_fifo)
+    return [
+        "held=",
+        f'if [ -n "$TMUX_PANE" ] && [ -p {wake} ] && exec 3<> {wake}; then',
+        """  held=1; trap 'exit "$rc"' HUP""",
+        "fi 2>/dev/null",
+    ]
+
+
+def _held() -> list[str]:
+    """After the exit line: stay (bash's `read -t`, no process) until the daemon releases
+    the script (`trials.release_script`, once that line is in the log) or RELEASE_WAIT_S
+    pass. tmux 3.3a drops what the pane printed last when its process ends first: at the
+    child's exit it closes the pane at once where its pty reads empty (FIONREAD), and the
+    kernel moves a pty's output to that read side later, in a worker; under load a
+    program's last kilobytes (and this line) were not there yet, and were lost to the log
+    and to the pane's history (4 trial ends in 50 at load 12 here). Kept alive, the pane is
+    read to its end: the line, and all before it, reach tmux and the log."""
+    return ['[ -n "$held" ] && read -r -t ' + f"{RELEASE_WAIT_S} -u 3 _"]
+
+
 def _venv_python(spec: TrialSpec) -> list[str]:
     """Lines that make a bare `python` (and `python3`) the blueprint's python when the venv's
     `bin/python` is another file or none (`-ef`: the same file, links followed; a test, no
@@ -222,7 +256,9 @@ def render_trial_script(spec: TrialSpec) -> str:
             # whatever reads the end's log waits for that line (`await_output`), and the
             # record of a clean exit reads none, so it waits for no round trip to the writer
             *_ask_writer(spec),
+            *_hold_open(spec),
             f"printf '{OWN_LINE_PREFIX}trial %s exited with code %s\\n' {spec.trial} " + '"$rc"',
+            *_held(),
             'exit "$rc"',
             "",
         ]

@@ -39,6 +39,7 @@ from ajetd.daemon.trials import (
     paths,
     plateau_unmet,
     read_metrics_at_end,
+    release,
     shows_validation,
 )
 from ajetd.diagnosis.catalogue import BY_NAME
@@ -334,10 +335,11 @@ def finish_run(
     # after the data (`fsorder`): the reports' save after finish.flag syncs it
     saved = home.save_run(run, ordered=True)
     apply_name = None if named is None else named()
+    seen = False  # its exit line in its log: its script may end (`trials.release_script`)
     if run.trial is not None:
         reap_leftovers(home, run, end, now)
         if exit_code is not None:  # its last output in the log before the reports quote it
-            await_output(paths(home, run, run.trial.number).log, run.trial.number)
+            seen = await_output(paths(home, run, run.trial.number).log, run.trial.number)
     moved = run if apply_name is None else apply_name(run)
     moved = note_moves(home, moved, now)  # the writer noted its folder gone at the trial's end
     if moved is not run:
@@ -357,6 +359,8 @@ def finish_run(
         else:
             drawn = ([], "") if finals is not None else drawing.draw_final(home, run)
             run = publish_reports(home, run, now, drawn, options)
+    if seen and run.trial is not None:  # after finish.flag: its pane's end costs tmux work
+        release(paths(home, run, run.trial.number))
     # Its session is closed by the daemon's housekeeping, later in the same tick when
     # keep_session is 0: once, with the record saying so, and after finish.flag.
     return run

@@ -18,9 +18,10 @@ from ajetd.adapters.tmux import Pane
 from ajetd.core.errors import TmuxError
 from ajetd.core.model import Run
 from ajetd.core.naming import SESSION_PREFIX
-from ajetd.core.trialscript import PIPES
-from ajetd.daemon import ending
+from ajetd.core.trialscript import PIPES, RELEASE_WAIT_S, exit_line
+from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
+from ajetd.diagnosis.scan import tail_bytes
 from ajetd.hosts import copyback
 from ajetd.pictures import drawing
 
@@ -53,6 +54,7 @@ class Housekeep(Base):
                 and run.ended_at
                 and now >= run.ended_at + run.keep_session_s
                 and self.home.saved(run.run_id)  # its pane may hold the only exit status
+                and self._pane_read(run, now)
             ):
                 with self._each(run.run_id, "closing its session"):
                     closing = ending.close_session(self.tmux, run)
@@ -63,6 +65,20 @@ class Housekeep(Base):
         if now >= self.pipes_at:
             self.pipes_at = now + PIPES_EVERY_S
             self._remove_pipes()
+
+    def _pane_read(self, run: Run, now: float) -> bool:
+        """Whether an ended run's session can be closed without its pane's last output: its
+        last trial's exit line is in its log (all before it too), or its script had its
+        RELEASE_WAIT_S to end (`trialscript._held`). A session closed at once (`keep_session:
+        0`) while tmux had not read the pane to its end lost the program's last lines."""
+        trial = run.trial
+        ended = trial.ended_at if trial is not None and trial.ended_at else run.ended_at
+        if trial is None or trial.exit_code is None or ended is None:
+            return True
+        if now >= ended + RELEASE_WAIT_S:
+            return True
+        log_file = trials.paths(self.home, run, trial.number).log
+        return exit_line(trial.number) in tail_bytes(log_file, 4096)
 
     def _close_orphans(self) -> None:
         """Close the kept session of each ended trial whose run's folder is gone and which

@@ -42,6 +42,7 @@ from ajetd.core.shellwords import (
     runs_ajet_launcher,
 )
 from ajetd.core.trialscript import (
+    RELEASE,
     WRITER_ASK,
     MetricSource,
     TrialSpec,
@@ -110,6 +111,23 @@ def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) ->
             return False
         time.sleep(0.0005)  # rare: one end in about fifteen finds the line not there yet
     return True
+
+
+def release_script(p: RunPaths, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
+    """Let trial `number`'s script end once its exit line is in the log (`await_output`):
+    it keeps its pane open until then (`trialscript._held`), as tmux closes a pane whose
+    process ended without reading what its pty still held. Not released where the line
+    does not come (a full disk, a slow tmux): the script ends by itself a little later
+    (RELEASE_WAIT_S), or with its session."""
+    if not await_output(p.log, number, timeout):
+        return False
+    release(p)
+    return True
+
+
+def release(p: RunPaths) -> None:
+    """Release a trial's script now (its last output seen: in its log or its pane)."""
+    _wake(p.wake, RELEASE)
 
 
 def await_exit(pane: Pane, timeout: float = OUTPUT_WAIT_S) -> bool:
@@ -325,6 +343,7 @@ def start_trial(
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
             assert previous is not None
+            release_script(paths(home, run, trial.number - 1), trial.number - 1)
             await_exit(previous)
             pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
