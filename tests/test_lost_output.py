@@ -95,10 +95,12 @@ def test_every_line_a_program_printed_before_it_exited_reaches_its_log_when_tmux
     ]
     logs = {r: env.tmp / "results" / f"lag{i}" / "logs" / "trial-1.log" for i, r in enumerate(runs)}
 
-    def banner(log: Path) -> bool:  # the pane is piped to its log: the program waits for `go`
-        return log.exists() and log.read_text().startswith("[ajetd] run ")
+    def started(run_id: str) -> bool:  # piped to its log, on record: the program waits
+        log = logs[run_id]
+        banner = log.exists() and log.read_text().startswith("[ajetd] run ")
+        return banner and bool(env.record(run_id).get("started_at"))
 
-    wait_for(lambda: all(banner(log) for log in logs.values()), 60, "every trial's banner")
+    wait_for(lambda: all(map(started, runs)), 60, "every trial's banner and start")
     scripts = {r: env.record(r)["trials"][-1]["pane_pid"] for r in runs}
     wakes = {r: str(env.home / "runs" / r / ".pipes" / "trial-1.wake") for r in runs}
 
