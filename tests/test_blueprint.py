@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ajetd.core.blueprint import REQUIRED, Blueprint, parse_blueprint
+from ajetd.core.blueprintscan import _match_label
 from ajetd.core.errors import BlueprintError
 
 VALUES = {
@@ -67,6 +68,14 @@ STYLES = {
     "backticks_next_line": lambda k, zh, v: f"- [{k}]\n  `{v}`",
     "fenced": lambda k, zh, v: f"## [{k}]\n```\n{v}\n```\n",
     "fenced_lang": lambda k, zh, v: f"## {zh}\n~~~bash\n{v}\n~~~\n",
+    # the Chinese label first, the key after it (walk97 F11: the key was read into the value,
+    # or the part was 'missing')
+    "chinese_then_bracket_heading": lambda k, zh, v: f"## {zh} [{k}]\n{v}\n",
+    "chinese_then_bare_key_heading": lambda k, zh, v: f"## {zh} {k}\n\n{v}\n",
+    "chinese_then_code_key_heading": lambda k, zh, v: f"## {zh} `{k}`\n{v}\n",
+    "chinese_then_key_bullet": lambda k, zh, v: f"- {zh} {k}: {v}",
+    "chinese_then_full_width_key_bullet": lambda k, zh, v: f"- {zh} 【{k}】： {v}",
+    "chinese_then_key_bold": lambda k, zh, v: f"**{zh} {k}**: {v}",
 }
 
 
@@ -265,3 +274,36 @@ def test_html_comments_are_not_values() -> None:
         "## exp_max_time\n\n2h", "## exp_max_time\n<!-- e.g. 90s or 30m,\n also 3 -->\n2h"
     )
     assert parse_blueprint(text).max_time_s == 7200
+
+
+_KEY_FORMS = ("{k}", "[{k}]", "`{k}`", "【{k}】", "({k})", "（{k}）")
+_LINE_FORMS = (
+    "## {label} {value}",
+    "- {label}: {value}",
+    "**{label}**: {value}",
+    "{label}：{value}",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(CHINESE)),
+    st.sampled_from(_KEY_FORMS),
+    st.booleans(),
+    st.sampled_from(_LINE_FORMS),
+    st.text(st.sampled_from("ab /._:-=数据实验0189"), max_size=30),
+)
+def test_a_key_before_or_after_the_chinese_label_is_a_label_never_the_value(
+    part: str, key_form: str, key_first: bool, line_form: str, rest: str
+) -> None:
+    """Wherever a label line carries its part's key (before or after the Chinese label, in
+    brackets, a code span or bare), the line is that part's label and the value is what
+    follows, without the key (walk97 F11)."""
+    key = key_form.format(k=part)
+    label = f"{key} {CHINESE[part]}" if key_first else f"{CHINESE[part]} {key}"
+    if key_first and (key_form.startswith(("(", "（")) or line_form.startswith("{label}：")):
+        label = f"{CHINESE[part]} {key}"  # `(k)` first is prose; `k 标签：v` a plain line
+    value = ("v" + rest).strip()
+    found = _match_label(line_form.format(label=label, value=value))
+    assert found is not None and found.part == part
+    assert found.inline == value

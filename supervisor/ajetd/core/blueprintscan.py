@@ -207,8 +207,32 @@ def _lookup(name: str, *, structured: bool) -> str | None:
     return found[0]
 
 
+# the part's key after another label of it (`## 实验目的 [exp_purpose]`, `` `exp_purpose` ``,
+# bare `exp_purpose`): a key's characters, bounded, ended where no key character follows
+_KEY_WORD = re.compile(r"`?([A-Za-z][A-Za-z0-9_\-]{0,40})`?(?![A-Za-z0-9_\-])")
+
+
+def _own_key(part: str, tail: str, at: int) -> int | None:
+    """Where the part's own key written at `at` in `tail` ends (in brackets, a code span or
+    bare), or None where none is: a label that names its part twice, the Chinese label
+    first (walk97 F11: `## 实验目的 [exp_purpose]` read the purpose as `[exp_purpose] ...`,
+    `- 实验目的 exp_purpose: x` was 'missing'). A word that is only a label in a structured
+    position (`notes`) counts only in brackets or a code span: bare, it is prose."""
+    bracket = _BRACKET.match(tail, at)
+    if bracket:
+        found = _lookup(_normalise(bracket.group(1)), structured=True)
+        return bracket.end() if found == part else None
+    word = _KEY_WORD.match(tail, at)
+    if word is None:
+        return None
+    coded = word.group().startswith("`") and word.group().endswith("`")
+    found = _lookup(_normalise(word.group(1)), structured=coded)
+    return word.end() if found == part else None
+
+
 def _strip_label_words(part: str, tail: str) -> str:
-    """Drop a label's own words after the key: `**`, its Chinese label, `（一段文本）`.
+    """Drop a label's own words after the key: `**`, its Chinese label, `（一段文本）`, and
+    the key again after the Chinese label (`_own_key`).
 
     One pass with a position (no copies of the rest of the line per step): a line of ten
     thousand `**` costs ten thousand steps, not their square."""
@@ -225,6 +249,9 @@ def _strip_label_words(part: str, tail: str) -> str:
             if tail[at : at + len(label)].lower() == label:
                 at, changed = at + len(label), True
                 break
+        key = _own_key(part, tail, at)
+        if key is not None:
+            at, changed = key, True
         paren = _PAREN.match(tail, at)
         if paren:
             at, changed = paren.end(), True
