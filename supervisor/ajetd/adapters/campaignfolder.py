@@ -26,11 +26,17 @@ from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_r
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
 from ajetd.core import cutshort, resultfiles
-from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
+from ajetd.core.blueprint import (
+    MAX_BYTES,
+    Blueprint,
+    decode_blueprint,
+    encoding_problem,
+    parse_blueprint,
+)
 from ajetd.core.campaignblueprint import override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import format_duration, parse_duration
-from ajetd.core.errors import AjetdError, DurationError
+from ajetd.core.errors import AjetdError, BlueprintError, DurationError
 from ajetd.core.naming import safe_name
 from ajetd.core.options import gpus_option
 from ajetd.core.textfile import decode_text
@@ -70,7 +76,7 @@ def load_folder(
     started: `check_blueprints`), never a running campaign read again after an upgrade."""
     spec = read_spec(folder, added, stop, extra_files)
     try:
-        base_text = read_blueprint(folder / spec.base)
+        base_text = read_blueprint(folder / spec.base, admitted)
         base = parse_blueprint(base_text, admitted=admitted)
     except AjetdError as exc:
         raise cs.CampaignError([f"base blueprint {spec.base}: {exc}"]) from exc
@@ -247,12 +253,19 @@ def check_rules(
     return rules, changed
 
 
-def read_blueprint(path: Path) -> str:
+def read_blueprint(path: Path, admitted: bool = False) -> str:
     """A blueprint of the folder (the base, an experiment's own), read as every blueprint is
     (`decode_blueprint`: at most 1 MiB; a UTF-16 file saved on Windows reads right) and only
-    if it is a regular file (a FIFO would block the reader); AjetdError naming what is wrong."""
+    if it is a regular file (a FIFO would block the reader); AjetdError naming what is wrong
+    (bytes in no encoding it reads: `encoding_problem`, as lint and admission say it; not
+    for `admitted`, a campaign already taken up: an upgrade never stops one that runs)."""
     with open_regular(path) as handle:
-        return decode_blueprint(handle.read(MAX_BYTES + 1))
+        raw = handle.read(MAX_BYTES + 1)
+    text = decode_blueprint(raw)
+    problem = None if admitted else encoding_problem(raw)
+    if problem is not None:
+        raise BlueprintError([f"{path.name}: {problem}"])
+    return text
 
 
 def _read_text(path: Path) -> str:

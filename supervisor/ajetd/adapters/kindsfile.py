@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ajetd.adapters.regular import NotRegularError, TooLargeError, read_bounded
 from ajetd.core import yamlpart
-from ajetd.core.textfile import decode_text
+from ajetd.core.textfile import decode_text, undecodable
 from ajetd.core.userkinds import UserKind, parse_kinds
 
 MAX_FILE_BYTES = 256 * 1024
@@ -27,6 +27,9 @@ def load_kinds_file(path: Path) -> tuple[tuple[UserKind, ...], list[str]]:
         return (), [f"{path}: {exc}"]
     except OSError as exc:
         return (), [f"{path}: cannot read: {exc.strerror}"]
+    wrong = undecodable(raw)  # a GBK or Latin-1 pattern would match nothing, unsaid
+    if wrong is not None:
+        return (), [f"{path}: {wrong}"]
     try:  # the bounded loader of `[ajetd]`: no aliases or tags, depth and size bounded
         data = yamlpart.load(decode_text(raw), max_chars=MAX_FILE_BYTES)  # UTF-16 reads too
     except yamlpart.YamlError as exc:

@@ -108,7 +108,12 @@ def _read_file(path: Path | None, blueprint: bool = False) -> str | None:
         raw = handle.read(MAX_FILE_BYTES + 1)
     if len(raw) > MAX_FILE_BYTES:
         raise click.UsageError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-    if blueprint:
+    if blueprint:  # refused as lint and admission refuse it (`encoding_problem`)
+        from ajetd.core.blueprint import encoding_problem
+
+        said = encoding_problem(raw)
+        if said is not None:
+            raise click.UsageError(f"{path}: {said}")
         return decode_text(raw)
     problem = utf8_problem(raw)
     if problem is not None:

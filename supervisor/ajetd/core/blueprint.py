@@ -26,7 +26,7 @@ from ajetd.core.errors import AjetdError, BlueprintError
 from ajetd.core.limits import BLUEPRINT_MAX_BYTES
 from ajetd.core.markdown import code_span, fenced_body, fenced_openings
 from ajetd.core.shellwords import autokill_note, odd_space
-from ajetd.core.textfile import decode_text
+from ajetd.core.textfile import decode_text, undecodable
 from ajetd.core.values import control_character, path_problem
 
 if TYPE_CHECKING:  # imported where options are parsed: a client that only shows what a
@@ -340,9 +340,9 @@ def decode_blueprint(raw: bytes) -> str:
     with a byte-order mark (and PowerShell's `>` does too), and a UTF-8 mark is common; read as
     UTF-8, such a file would lose every part to NUL bytes. Without a mark, text whose every
     other byte is NUL is UTF-16 too (`core.textfile`). Bytes that do not decode are read as
-    U+FFFD (refused where a path or the command holds one). Every reader of a blueprint
-    (intake, lint, a restart, the reports) decodes through here, so a file reads the same
-    everywhere.
+    U+FFFD here; a file as it comes with any is refused (`encoding_problem`). Every reader of
+    a blueprint (intake, lint, a restart, the reports) decodes through here, so a file reads
+    the same everywhere.
     """
     if len(raw) > MAX_BYTES:
         raise BlueprintError(
@@ -351,10 +351,25 @@ def decode_blueprint(raw: bytes) -> str:
     return decode_text(raw)
 
 
+def encoding_problem(raw: bytes) -> str | None:
+    """Why a blueprint file's bytes are not text ajetd reads (UTF-8, or UTF-16/32 with a
+    byte-order mark), naming the first bad byte's line and column and the encoding it looks
+    like (`textfile.undecodable`); None where they are. Said in lint, at admission and for a
+    campaign's blueprints alike: a GBK or Latin-1 file was read with U+FFFD in place of its
+    bytes, admitted with a garbled purpose (walk97 F4). Only a file as it comes: an admitted
+    run's stored copy was written as UTF-8 and is read as it is."""
+    said = undecodable(raw[:MAX_BYTES])
+    return None if said is None else f"blueprint: {said}"
+
+
 def parse_blueprint_bytes(raw: bytes) -> Blueprint:
     """Parse a blueprint file's bytes (read at most MAX_BYTES + 1 of them); see
-    decode_blueprint for how they become text."""
-    return parse_blueprint(decode_blueprint(raw))
+    decode_blueprint for how they become text, and `encoding_problem` for bytes refused."""
+    text = decode_blueprint(raw)
+    problem = encoding_problem(raw)
+    if problem is not None:
+        raise BlueprintError([problem])
+    return parse_blueprint(text)
 
 
 # A line that names a part the way a blueprint does (`## [x]`, `- [x] ...`, `**x**:`, `## x`,

@@ -75,6 +75,72 @@ def utf8_problem(raw: bytes) -> str | None:
     return None
 
 
+# what a file that is not UTF-8 most likely is, by how its first undecodable line reads:
+# GBK (GB18030 holds it) where that gives Chinese, else a Western Windows "ANSI" save
+_GUESSES = (
+    ("gb18030", 'GBK (Chinese Windows "ANSI")'),
+    ("cp1252", 'Windows-1252/Latin-1 (Western "ANSI")'),
+)
+_CJK = range(0x3400, 0xA000)
+_SHOWN_CHARS = 20
+
+
+def undecodable(raw: bytes) -> str | None:
+    """Where bytes read as their mark says (`codec_of`) hold one that does not decode, in
+    words: the line and column of the first, the byte, what the line reads as in the
+    encoding it most likely is (GBK, Windows-1252), and `save it as UTF-8`; None where they
+    decode (a character cut at the very end is a cut, `cutshort` says it, not a wrong
+    encoding). The way out comes first: a message capped at its end keeps it. A GBK or
+    Latin-1 file was read with U+FFFD for its bytes and said nothing (walk97 F4: a run's
+    purpose and session name were garbage)."""
+    codec = codec_of(raw)
+    if not codec.startswith("utf-8"):  # a mark's text: read as `decode_text` reads it
+        return None
+    body = raw[len(codecs.BOM_UTF8) :] if codec == "utf-8-sig" else raw
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end >= len(body) and exc.reason == "unexpected end of data":
+            return None
+        return _where_not_utf8(body, exc.start)
+    return None
+
+
+def _where_not_utf8(body: bytes, at: int) -> str:
+    """The words of `undecodable` for UTF-8 bytes whose first bad byte is at `at`; each
+    encoding guessed that the line decodes in (GBK: and then holds Chinese), with the line
+    as it reads there, so the writer sees which is theirs (`ÉÉ` is GBK's `缮` too)."""
+    start = body.rfind(b"\n", 0, at) + 1
+    end = body.find(b"\n", at)
+    line_bytes = body[start : end if end >= 0 else len(body)][:400].rstrip(b"\r")
+    line = body.count(b"\n", 0, at) + 1
+    column = len(body[start:at].decode("utf-8", errors="replace")) + 1
+    said = (
+        f"not UTF-8 text ({SAVE_AS_UTF8}, or as UTF-16 with a byte-order mark): line {line}, "
+        f"column {column} holds the byte 0x{body[at]:02X}, not UTF-8"
+    )
+    run = at  # shown from the start of the run of bytes past ASCII the bad one is in
+    while run > start and body[run - 1] >= 0x80:
+        run -= 1
+    guesses = []
+    for codec, name in _GUESSES:
+        try:
+            text = line_bytes.decode(codec)
+            shown = text[len(line_bytes[: run - start].decode(codec)) :]
+        except UnicodeDecodeError:
+            continue
+        if codec != "gb18030" or any(ord(c) in _CJK for c in text):
+            guesses.append(f"{name}, where it reads {_readable(shown)!r}")
+    return f"{said}; it looks like {' or '.join(guesses)}" if guesses else said
+
+
+def _readable(text: str) -> str:
+    """A line shown in a message: stripped, at most _SHOWN_CHARS characters, its control
+    characters left out."""
+    kept = "".join(c for c in text.strip() if c.isprintable())
+    return kept if len(kept) <= _SHOWN_CHARS else kept[: _SHOWN_CHARS - 1] + "…"
+
+
 def utf8_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """A file's chunks as UTF-8, decoded as its first chunk says (`codec_of`): a log saved as
     UTF-16 (PowerShell's `>`) is read as text, not as NUL bytes between letters that no kind

@@ -22,6 +22,7 @@ from ajetd.core.blueprint import (
     Blueprint,
     asked,
     decode_blueprint,
+    encoding_problem,
     extract_parts,
     parse_blueprint,
 )
@@ -232,6 +233,9 @@ def _read(
         if unsure:
             said += "; once its writer is done, copy it into the inbox again"
         return _reject(home, run, claimed, text, [said], now, None, busy, got, records)
+    encoding = encoding_problem(raw)
+    if encoding is not None:
+        return _reject(home, run, claimed, text, [encoding], now, None, busy, got, records)
     try:
         return text, parse_blueprint(text), got
     except BlueprintError as exc:

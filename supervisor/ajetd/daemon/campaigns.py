@@ -585,7 +585,7 @@ class Campaigns:
         text = base_text
         if exp.blueprint:
             try:
-                text = cf.read_blueprint(self.folder(state.campaign_id) / exp.blueprint)
+                text = cf.read_blueprint(self.folder(state.campaign_id) / exp.blueprint, True)
             except (AjetdError, OSError) as exc:
                 record.refused = f"blueprint {exp.blueprint}: {exc}"
                 return
