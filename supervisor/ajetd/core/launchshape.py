@@ -38,23 +38,30 @@ class Statement:
 
 def statements(text: str) -> list[Statement] | None:
     """The text's top-level statements in order (a `\\` continuation joins lines; words inside
-    `( )` or `{ }` belong to the statement around them), or None where a line does not parse."""
+    `( )` or `{ }` belong to the statement around them; a here document's lines are input, no
+    statements), or None where a line does not parse. Operators are split as bash splits
+    them (`core.shelltokens`): `(python t.py); echo done` was one statement, `);` no `)`."""
     import shlex  # here: `ajetd status` reads inbox blueprints without it
+
+    from ajetd.core.shelltokens import ends_heredoc, heredocs, split_operators
 
     found: list[Statement] = []
     lines = text.replace("\\\n", " ").split("\n")
-    for number, line in enumerate(lines, 1):
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
         lexer.commenters = "#"
         try:
-            words = list(lexer)
+            words = [w for token in lexer for w in split_operators(token)]
         except ValueError:  # an open quote: a string across lines, or none at all
             return None
         current: list[str] = []
         depth = 0
         for word in words:
-            depth += word.count("(") - word.count(")") if word.strip("()") == "" else 0
+            depth += {"(": 1, ")": -1, "{": 1, "}": -1}.get(word, 0)
             if depth == 0 and word in _SEPARATORS:
                 if current:
                     found.append(Statement(tuple(current), word, number))
@@ -63,15 +70,22 @@ def statements(text: str) -> list[Statement] | None:
                 current.append(word)
         if current:
             found.append(Statement(tuple(current), "\n", number))
+        for delimiter in heredocs(words):
+            while number < len(lines) and not ends_heredoc(lines[number], delimiter):
+                number += 1
+            number += 1
     return found
 
 
 def _program(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The program a simple command runs and its arguments, past `VAR=x`, `nohup`, `exec`,
-    `time`, `env`, `setsid`, `sudo` (its name only: `/usr/bin/tmux` is tmux)."""
+    `time`, `env`, `setsid`, `sudo`, a group's `(` or `{` and `!` (as bash reads them: walk97
+    F7) (its name only: `/usr/bin/tmux` is tmux)."""
     at = 0
     while at < len(words) and (
-        ("=" in words[at] and not words[at].startswith(("-", "="))) or words[at] in _WRAPPERS
+        ("=" in words[at] and not words[at].startswith(("-", "=")))
+        or words[at] in _WRAPPERS
+        or words[at] in ("(", "{", "!")
     ):
         at += 1
     if at >= len(words):

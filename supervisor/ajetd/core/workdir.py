@@ -25,21 +25,20 @@ the command runs does (`source env.sh` may `cd` or set CDPATH; `./run.sh` may `c
 
 from __future__ import annotations
 
-import io
-import itertools
 import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ajetd.core.shelltokens import OPERATORS, Lexed, simple
+from ajetd.core.shelltokens import tokens as lex
 from ajetd.core.shellwords import ASSIGNMENT, program_word
 
 _MOVERS = frozenset({"cd", "pushd", "popd"})
 # a command line that does not parse (an open quote): the shell refuses it; any `cd` word in it
 # makes the folder unknown, said from that word
 _RAW_MOVE = re.compile(r"(?<![^\s;&|(])(?:cd|pushd|popd)(?![^\s;&|)])")
-_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
 # commands that prepare the shell and are not the program: passed over before it
 _SETUP = frozenset(
     {
@@ -140,113 +139,6 @@ def _cdpath_set(words: list[str], cdpath: str | None) -> str | None:
     return cdpath
 
 
-@dataclass(frozen=True)
-class _Lexed:
-    """The command's words and operators (a line's end as `;`), and where each ends in the
-    command as written (at most one blank past it), to quote a simple command as written."""
-
-    words: list[str]
-    ends: list[int]
-
-    def written(self, command: str, at: int, end: int) -> str:
-        """The words `at`..`end` as the command writes them (up to 60 characters)."""
-        start = self.ends[at - 1] if at else 0
-        text = command[start : self.ends[end - 1]].strip()
-        return text if len(text) <= 60 else text[:59] + "…"
-
-
-# bash's operators, longest first: shlex gives a run of punctuation (`&&(`, `);`) as one word
-_SPLIT = re.compile(r"&&|\|\||;;|\|&|>>|<<|[<>]&|&>|.", re.S)
-
-
-def _tokens(command: str) -> _Lexed | None:
-    """The command's words and operators, a line's end as `;`; None where it does not parse.
-    `$( ... )` (and a function's `()`) is one word: what runs inside is not the program's shell."""
-    words: list[str] = []
-    ends: list[int] = []
-    offset = 0
-    lines = command.replace("\\\n", "  ").split("\n")  # same length: offsets hold
-    at = 0
-    while at < len(lines):
-        # a quote open at a line's end goes on to the next (at most _QUOTED_LINES lines)
-        for more in range(min(_QUOTED_LINES, len(lines) - at)):
-            chunk = "\n".join(lines[at : at + more + 1])
-            lexed = _line(chunk, offset)
-            if lexed is not None:
-                break
-        if lexed is None:
-            return None
-        words += [*lexed[0], ";"]
-        ends += [*lexed[1], offset + len(chunk)]
-        offset += len(chunk) + 1
-        at += more + 1
-    return _substitutions_joined(_Lexed(words, ends))
-
-
-_QUOTED_LINES = 64
-
-
-def _line(line: str, offset: int) -> tuple[list[str], list[int]] | None:
-    """One line's words and operators, and where each ends; None at an open quote."""
-    words: list[str] = []
-    ends: list[int] = []
-    stream = io.StringIO(line)
-    lexer = shlex.shlex(stream, posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    try:
-        for token in lexer:
-            end = offset + stream.tell() - len(getattr(lexer, "_pushback_chars", ()))
-            if token and set(token) <= _PUNCTUATION:
-                ops = _SPLIT.findall(token)
-                words += ops
-                start = end - len(token)  # each operator's end, from the run's start
-                ends += list(itertools.accumulate((len(op) for op in ops), initial=start))[1:]
-            else:
-                words.append(token)
-                ends.append(end)
-    except ValueError:  # an open quote
-        return None
-    return words, ends
-
-
-_PUNCTUATION = frozenset(";&|()<>")
-
-
-def _substitutions_joined(lexed: _Lexed) -> _Lexed:
-    """A `(` right after a word (`$(`, `f()`) opens no subshell the program runs in: it and
-    what it holds, to its `)`, join the word before it."""
-    words: list[str] = []
-    ends: list[int] = []
-    at = 0
-    while at < len(lexed.words):
-        word = lexed.words[at]
-        if word == "(" and words and words[-1] not in _OPERATORS:
-            depth, close = 0, at
-            while close < len(lexed.words):
-                depth += {"(": 1, ")": -1}.get(lexed.words[close], 0)
-                if depth == 0:
-                    break
-                close += 1
-            close = min(close, len(lexed.words) - 1)
-            words[-1] += " ".join(lexed.words[at : close + 1])
-            ends[-1] = lexed.ends[close]
-            at = close + 1
-            continue
-        words.append(word)
-        ends.append(lexed.ends[at])
-        at += 1
-    return _Lexed(words, ends)
-
-
-def _simple(tokens: list[str], at: int) -> tuple[list[str], int]:
-    """The words of the simple command at `at`, and where the operator after it is."""
-    end = at
-    while end < len(tokens) and tokens[end] not in _OPERATORS:
-        end += 1
-    return tokens[at:end], end
-
-
 def _target(words: list[str]) -> str | None:
     """The folder a `cd`/`pushd` goes to, when it is a literal path; None where not."""
     kept = _unredirected(words[1:])
@@ -324,21 +216,21 @@ def _moves_in(words: list[str], depth: int) -> bool:
 def _moves(command: str, depth: int = 0) -> bool:
     """Whether `command` has a `cd`/`pushd`/`popd` in command position, its own or in a
     script it runs (`bash -c`, `eval`); a script that does not parse: any `cd` word in it."""
-    lexed = _tokens(command) if depth <= _NESTING else None
+    lexed = lex(command) if depth <= _NESTING else None
     if lexed is None:
         return _RAW_MOVE.search(command) is not None
     return bool(_move_starts(lexed, depth))
 
 
-def _move_starts(lexed: _Lexed, depth: int = 0) -> list[tuple[int, int]]:
+def _move_starts(lexed: Lexed, depth: int = 0) -> list[tuple[int, int]]:
     """Each simple command that moves (`_moves_in`), as where its words begin and end."""
     found: list[tuple[int, int]] = []
     at = 0
     while at < len(lexed.words):
-        if lexed.words[at] in _OPERATORS:
+        if lexed.words[at] in OPERATORS:
             at += 1
             continue
-        words, end = _simple(lexed.words, at)
+        words, end = simple(lexed.words, at)
         if _moves_in(words, depth):
             found.append((at, end))
         at = end
@@ -350,7 +242,7 @@ def workdir(command: str, env: Mapping[str, str] | None = None) -> Workdir:
     words in command position move it; a `cd` in an argument, a quote or a comment does not.
     `env`: the environment the command is run with on top of the trial's (the blueprint's
     `env:` and its fixes'), where its CDPATH is read."""
-    lexed = _tokens(command)
+    lexed = lex(command)
     if lexed is None:
         raw = _RAW_MOVE.search(command)
         if raw is None:
@@ -383,9 +275,9 @@ def workdir(command: str, env: Mapping[str, str] | None = None) -> Workdir:
         if word == "||":  # what runs where the setup before it failed
             at = _past_alternative(tokens, at)
             continue
-        if word in _OPERATORS:  # a pipe, a `&`: what follows is not the program's shell
+        if word in OPERATORS:  # a pipe, a `&`: what follows is not the program's shell
             break
-        words, end = _simple(tokens, at)
+        words, end = simple(tokens, at)
         after = tokens[end] if end < len(tokens) else ";"
         program = program_word(words)
         steps, cdpath = stack[-1]
