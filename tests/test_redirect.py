@@ -9,6 +9,8 @@ import json
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ajetd.core.redirect import followed, redirect_warnings
 from conftest import Env
@@ -36,6 +38,9 @@ AS_WRITTEN = (
     'python -c "print(1) > x"',  # quoted: no redirect
     "python x.py",
     "python x.py | tee y.log",
+    "python x.py >&2",  # a duplication: it ran `| tee -i 2`, writing a file named 2
+    "echo started > marker\npython x.py",  # the redirect is echo's: the program's output
+    # was sent into `marker` by the rewrite, which read the next line as echo's arguments
 )
 
 
@@ -53,6 +58,81 @@ def test_other_commands_run_as_written(command: str) -> None:
 def test_a_redirect_not_followed_is_warned_of() -> None:
     assert "ajetd reads only what reaches" in redirect_warnings("python x.py > a.log; echo done")[0]
     assert redirect_warnings("python x.py | tee y.log") == []
+
+
+# what may come before the program: setup and reports with redirects of their own, a here
+# document whose text holds `>` (walk97 F6: each made the program's output "go to a file")
+SETUP = st.sampled_from(
+    [
+        "echo started > /tmp/marker",
+        "nvidia-smi > smi.txt",
+        "cat > notes.md <<EOF\nlr > 1e-3 2> x\nEOF",
+        "cat <<-'END' > cfg.txt\n\ta > b\n\tEND",
+        "mkdir -p logs",
+        "export A=1",
+        "date >> started.txt",
+        "(cd sub && make > build.log 2>&1)",
+    ]
+)
+JOIN = st.sampled_from([" && ", "; ", "\n"])
+PROGRAM = st.sampled_from(["python t.py --x 1", "uv run t.py", "(cd sub && python t.py)"])
+# ends that keep the program's output on the terminal
+KEPT = st.sampled_from(
+    [
+        "",
+        " 2>&1",
+        " 2>&1 | tee /tmp/x.log",
+        " |& tee x.log",
+        " | tee -a x.log",
+        " >&2",
+        " < in.txt",
+        " 2>&1 | tee x.log > /dev/stdout",
+        ' --msg "a > b"',
+        " 3> fd3.txt",
+    ]
+)
+# ends that send it (or its errors) elsewhere, and what the warning names
+LOST = st.sampled_from(
+    [
+        (" 2> err.log", "2> err.log"),
+        (" 2>/dev/null", "2> /dev/null"),
+        (" &> /dev/null", "&> /dev/null"),
+        (" 2> e.log | tee out.log", "2> e.log"),
+        (" | tee x.log > /dev/null", "> /dev/null"),
+        (" > a.log; echo done", "> a.log"),
+    ]
+)
+
+
+def _joined(before: list[tuple[str, str]]) -> str:
+    """The setup commands, each ended by its join (a line's end after a here document, whose
+    closing line must stand alone)."""
+    return "".join(a + ("\n" if "<<" in a else j) for a, j in before)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(SETUP, JOIN), max_size=3), PROGRAM, KEPT)
+def test_no_warning_where_the_programs_output_reaches_the_terminal(
+    before: list[tuple[str, str]], program: str, end: str
+) -> None:
+    command = _joined(before) + program + end
+    assert redirect_warnings(command) == [], command
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(SETUP, JOIN), max_size=3), PROGRAM, LOST)
+def test_a_redirect_of_the_programs_own_output_is_warned_of_by_name(
+    before: list[tuple[str, str]], program: str, lost: tuple[str, str]
+) -> None:
+    command = _joined(before) + program + lost[0]
+    said = redirect_warnings(command)
+    assert len(said) == 1 and f"(`{lost[1]}`)" in said[0], (command, said)
+    assert ("discards" in said[0]) == lost[1].endswith("/dev/null")
+
+
+def test_an_exec_redirect_before_the_program_is_the_programs() -> None:
+    assert "(`> run.log`)" in redirect_warnings("exec > run.log 2>&1\npython t.py")[0]
+    assert "tee -i -a t.log" in redirect_warnings("python t.py >> t.log 2>&1")[0]
 
 
 @pytest.mark.parametrize("command", [*list(FOLLOWED)[:1], "printf 'a\\nb\\n' >> t.log"])
