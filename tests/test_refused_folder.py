@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,39 @@ def test_a_run_folder_that_refuses_writes_gives_the_run_attention_until_it_takes
     assert env.status(run_id)["attention"] is None
     assert env.cli("wait", run_id).returncode == 0
     assert "WRITE REFUSED" not in env.cli("status").stdout
+
+
+def test_lint_refuses_a_config_whose_folder_will_not_take_the_fixed_copy_as_admission_does(
+    env: Env,
+) -> None:
+    """The copy admission writes beside the config, asked in lint too, with the same words
+    (walk97 F5: lint said ok, admission refused the run at once); asked without leaving a
+    file in the folder. Once the folder takes writes, lint says ok."""
+    import yaml
+
+    from conftest import in_process
+
+    folder = env.codebase / "roconf"
+    folder.mkdir()
+    config = yaml.safe_load((env.codebase / env.config("ro")).read_text())
+    config["ajet"]["trainer_common"]["val_before_train"] = False  # a fix ajetd makes
+    (folder / "ro.yaml").write_text(yaml.safe_dump(config))
+    path = env.blueprint("ro", config="roconf/ro.yaml", ajetd="gpus: 0")
+    if not _chattr("+i", folder):
+        pytest.skip("chattr +i is not supported here")
+    try:
+        out = env.cli("lint", str(path))
+        said = out.stdout + out.stderr
+        assert out.returncode == 2, said
+        expected = f"{folder} does not take it: Operation not permitted; make that folder writable"
+        assert expected in said and "val_before_train" in said, said
+        daemon = in_process(env, liveness=60)
+        (env.home / "inbox" / "ro.md").write_bytes(path.read_bytes())
+        daemon.tick(time.time())
+        (run,) = daemon.runs.values()
+        assert run.status is not None and run.status.value == "rejected", run
+        assert expected in run.reason, run.reason
+        assert sorted(p.name for p in folder.iterdir()) == ["ro.yaml"]
+    finally:
+        _chattr("-i", folder)
+    assert env.cli("lint", str(path)).returncode == 0

@@ -37,7 +37,7 @@ from ajetd.daemon import ending
 from ajetd.frameworks import framework, nemorl
 from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
-from ajetd.hosts.configcopy import refusal_fix, refused, repoint, write_copy
+from ajetd.hosts.configcopy import refusal, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
 from ajetd.hosts.preflight import (
     Resolved,
@@ -109,14 +109,9 @@ def admit(
     try:
         run = _accepted(run, bp, resolved, host.fs)
     except (OSError, AjetdError) as exc:  # the fixed copy of the config not written
-        said = refused(exc, resolved.yaml_path)
-        if said is None:
+        why = refusal(exc, resolved.yaml_path, resolved.review.changes)
+        if why is None:
             raise  # not the blueprint's fault: admitted again once there is room
-        why = (
-            f"exp_yaml_path: ajetd makes its fixes of the config in a copy beside it, and "
-            f"{said}; {refusal_fix(exc)}, or make the "
-            f"fixes in the file yourself: {'; '.join(resolved.review.changes)}"
-        )
         return _reject(home, run, claimed, text, [why], now, bp, busy_dirs, got, records), None
     moved = _rejection_aside(home, Path(run.result_dir), run_id, now, records)
     if moved is not None:

@@ -59,6 +59,47 @@ def refusal_fix(exc: OSError | AjetdError) -> str:
     return "submit it again once it can be written there"
 
 
+def refusal(exc: OSError | AjetdError, original: str, changes: list[str]) -> str | None:
+    """The problem a run is refused for where the fixed copy of `original` cannot be written
+    beside it (`refused`), with both ways out: the folder made writable, or the fixes made
+    in the file by hand (`changes`); None for a full disk, which is waited for. Lint and
+    admission say the same words."""
+    said = refused(exc, original)
+    if said is None:
+        return None
+    return (
+        f"exp_yaml_path: ajetd makes its fixes of the config in a copy beside it, and {said}; "
+        f"{refusal_fix(exc)}, or make the fixes in the file yourself: {'; '.join(changes)}"
+    )
+
+
+# a file system that makes no unnamed file (O_TMPFILE): the permission bits are asked instead
+_NO_TMPFILE = (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL)
+
+
+def copy_refused(original: str) -> OSError | None:
+    """Why the folder of `original` (the user's file, also when `original` is a copy of it)
+    would not take the fixed copy, found as the write would find it but leaving no file
+    there: an unnamed file made in it (O_TMPFILE, gone when closed) meets a read-only file
+    system, an immutable folder or one the daemon's user may not write; where the file system
+    makes none, the permission bits (`os.access`). None where it would take it, or where the
+    disk is full (admission waits for room). On this machine only: lint said ok for a copy
+    admission could not write (walk97 F5)."""
+    folder = os.path.dirname(original_of(original)) or "."
+    try:
+        handle = os.open(folder, getattr(os, "O_TMPFILE", 0) | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        if diskfull.is_full(exc) and exc.errno != errno.EROFS:
+            return None
+        if exc.errno not in _NO_TMPFILE:
+            return exc
+        if os.access(folder, os.W_OK | os.X_OK):
+            return None
+        return OSError(errno.EACCES, os.strerror(errno.EACCES), folder)
+    os.close(handle)
+    return None
+
+
 def repoint(
     command: str,
     codebase: str,

@@ -37,6 +37,7 @@ from ajetd.frameworks.agentjet import (
     review,
 )
 from ajetd.hosts import slurm
+from ajetd.hosts.configcopy import copy_refused, refusal
 from ajetd.hosts.fs import LOCAL, Fs, Names, config_named, read_config
 from ajetd.hosts.program import missing_program
 from ajetd.hosts.sshcmd import RemoteFs, SshError
@@ -851,6 +852,11 @@ def _checked(
             "in the command), so its fixes to the config are not applied (it runs as it is): "
             + "; ".join(found.changes)
         )
+    if found.patches and reaches and fs is LOCAL:  # the copy admission writes (walk97 F5)
+        exc = copy_refused(yaml_path)
+        why = None if exc is None else refusal(exc, yaml_path, found.changes)
+        if why is not None:
+            return None, [why]
     val_path, runs_with, earlier = _program_val_file(
         bp, found, (codebase, result_dir), fs, reaches, val_writers, (runs_with, overridden)
     )
