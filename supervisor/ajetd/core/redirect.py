@@ -4,7 +4,8 @@ NeMo-RL metric, no diagnosis and no output at all to the hang rule (walk86 F5). 
 command ends with such a redirect to one file, it runs as `... 2>&1 | tee -i FILE`: the file
 is written as before and the output also reaches the terminal (`tee -i`: a stop's SIGINT is
 the program's to handle, tee reads on until it ends; `pipefail` keeps the program's status).
-Any other redirect of the output is warned of. Pure.
+Any other redirect of the program's own output is warned of (`program_redirect`); another
+command's redirect, a duplication (`2>&1`) or a pipe into `tee` is not. Pure.
 """
 
 from __future__ import annotations
