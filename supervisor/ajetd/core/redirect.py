@@ -14,6 +14,7 @@ import re
 
 from ajetd.core.shelltokens import Lexed
 from ajetd.core.shelltokens import tokens as lex
+from ajetd.core.shellwords import ASSIGNMENT
 
 # a shell word tee can take as written: quoted text without command substitution, or plain
 # characters (a variable such as $LOG_DIR expands the same for tee as for the redirect)
@@ -30,7 +31,6 @@ _TAIL = re.compile(
     rf"){_ARGS}\s*",
     re.S,
 )
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def followed(command: str) -> tuple[str, str | None]:
@@ -170,7 +170,7 @@ def _name(words: list[str]) -> str:
         word = words[at]
         if _OPERATOR.fullmatch(word):
             at += 2
-        elif _ASSIGNMENT.match(word) or word in _PASSED or (at and word.startswith("-")):
+        elif ASSIGNMENT.match(word) or word in _PASSED or (at and word.startswith("-")):
             exec_seen = exec_seen or word == "exec"
             at += 1
         else:
