@@ -291,7 +291,8 @@ _LINE_FORMS = (
     st.sampled_from(_KEY_FORMS),
     st.booleans(),
     st.sampled_from(_LINE_FORMS),
-    st.text(st.sampled_from("ab /._:-=数据实验0189"), max_size=30),
+    # (no `_`: a value's `__` is Markdown's emphasis, taken off as everywhere else)
+    st.text(st.sampled_from("ab /.:-=数据实验0189"), max_size=30),
 )
 def test_a_key_before_or_after_the_chinese_label_is_a_label_never_the_value(
     part: str, key_form: str, key_first: bool, line_form: str, rest: str
