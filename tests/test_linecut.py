@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ajetd.core.campaignrecord import REASON_MAX
 from ajetd.core.errors import one_line
-from ajetd.core.linecut import ELLIPSIS, WORD_BACK, cut, cut_middle
+from ajetd.core.linecut import ELLIPSIS, WORD_BACK, cut, cut_around, cut_middle
 from ajetd.core.markdown import table_cell
 
 WALK = (
@@ -172,3 +172,54 @@ def test_a_findings_evidence_of_a_long_line_is_cut_at_words_in_every_reader(
     assert evidence in [f["evidence"] for f in json.loads(shown.stdout)], shown
     text = subprocess.run(run, capture_output=True, text=True, check=False).stdout
     assert f"evidence: {evidence}" in text, text
+
+
+@example("y" * 500 + " RuntimeError: CUDA out of memory.", 501, 300)
+@example("(" * 50 + "x" * 300 + ") b", 320, 60)
+@example("a) b] " * 80 + "tail", 300, 100)
+@given(
+    st.text(st.sampled_from([*"ab (){}[]`:;,\t", "é", "中"]), max_size=600),
+    st.integers(0, 700),
+    st.integers(2, 320),
+)
+def test_a_cut_around_a_place_keeps_it_near_the_start_at_words_and_leaves_nothing_open(
+    line: str, at: int, limit: int
+) -> None:
+    """A finding's evidence of a line whose match lies far from its start keeps the match
+    near the evidence's start (walk97 F8): bounded, `…` and a space where the start was left
+    off, the rest the line from at most `at` on, brackets balanced both ways."""
+    at = min(at, len(line))
+    said = cut_around(line, at, limit)
+    assert len(said) <= limit
+    lead = ELLIPSIS + " "
+    if not said.startswith(lead) or at <= WORD_BACK:
+        return
+    body = said[len(lead) :]
+    assert not _open_left(body[::-1].translate(_MIRROR)), said  # what it closes: opened
+    splits = [k for k in range(len(body) + 1) if set(body[:k]) <= _OPENERS]
+    starts = [line.find(cut(body[k:].removesuffix(ELLIPSIS), len(body))) for k in splits]
+    assert any(0 < start <= at for start in starts) or body.endswith(ELLIPSIS), (line, said)
+
+
+def test_a_findings_evidence_and_reason_keep_a_message_that_ends_a_long_line() -> None:
+    """Walk97 F8: a program printed 50 MB of `y` without a newline, then `RuntimeError: CUDA
+    out of memory`: the evidence kept the line's start and end, and the reason, cut from the
+    evidence's start (`policy.root_cause`), showed `cuda_oom: yyyy… yyyy…`. Whatever stands
+    before the message on its line (a bar of any length without spaces, words, a message amid
+    a longer line), the evidence holds the message within its first 140 characters and the
+    reason quotes it."""
+    from ajetd.core.policy import root_cause
+    from ajetd.diagnosis.stream import diagnose_text
+
+    message = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"
+    for before in ("y" * 50_000, "y" * 150, "step 3 " * 40, "█" * 2_000, "x" * 290):
+        for after in ("", " " + "w" * 400, " (see above) " + "z " * 300):
+            found = diagnose_text(f"step:1\n{before} {message}{after}\n")
+            assert [f.kind for f in found] == ["cuda_oom"], (before[:20], after[:20])
+            evidence = found[0].evidence
+            assert len(evidence) <= 300
+            assert 0 <= evidence.find("CUDA out of memory") <= 140, evidence
+            assert "CUDA out of memory. Tried to" in root_cause(found[0]), root_cause(found[0])
+    # a line whose match is at its start keeps its start and end, as before
+    start = diagnose_text(f"{message} " + "q " * 300 + "END\n")[0].evidence
+    assert start.startswith(message[:30]) and start.endswith("END"), start

@@ -11,6 +11,7 @@ in pieces cut anywhere, and by `ajetd diagnose`, with the same findings.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -139,3 +140,23 @@ def test_a_run_whose_oom_ends_a_long_line_gets_its_fix(daemon_env: Env) -> None:
     done = env.wait_done(run_id)
     assert done["status"] == "succeeded" and done["trials"] == 2, done
     assert [f["kind"] for f in done["fixes_applied"]] == ["cuda_oom"]
+
+
+def test_a_failed_runs_reason_quotes_the_message_that_ended_a_long_line(env: Env) -> None:
+    """Walk97 F8 live: a program prints a long line of `y` without a newline, the CUDA OOM at
+    its end, and exits 1. The run's reason (finish.flag, status, `ajetd wait`'s line) quoted
+    its finding's evidence cut a second time from its start: `cuda_oom: yyyy… yyyy…`, the
+    message itself gone. Now the reason holds the message."""
+    message = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"
+    command = f"echo step:1; head -c 2000000 /dev/zero | tr '\\0' y; echo ' {message}'; exit 1"
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(env.blueprint("bigline", command=command, ajetd="gpus: 0"))
+    done = env.wait_done(run_id)
+    assert done["status"] == "failed", done
+    assert done["diagnosis"][0]["kind"] == "cuda_oom", done["diagnosis"]
+    assert "(cuda_oom: " in done["reason"], done
+    assert "… RuntimeError: CUDA out of memory. Tried to allocate" in done["reason"], done
+    flag = json.loads((Path(done["result_dir"]) / "finish.flag").read_text())
+    assert message in flag["reason"], flag
+    waited = env.cli("wait", run_id)
+    assert "CUDA out of memory" in waited.stdout + waited.stderr, waited

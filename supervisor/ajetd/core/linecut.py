@@ -98,6 +98,31 @@ def cut_middle(line: str, limit: int, tail: int) -> str:
     return f"{head} {end}" if end else head
 
 
+def cut_around(line: str, at: int, limit: int, head: int = 0) -> str:
+    """`line` (one line) in at most `limit` characters, what stands at `at` kept near its
+    start: where the kept part would begin within `head` characters of the line's start, as
+    `cut` cuts it; else its first `head` characters or fewer as `cut` cuts them (`…` alone
+    where `head` is 0), a space, what opens what the rest closes (`unopened`), and the line
+    from a word's start at most WORD_BACK characters before `at` (a message's `RuntimeError: `
+    before the words a pattern matched), cut at its end as `cut` cuts it. For a line whose
+    start and end (`cut_middle`) put what matched far from where a reader begins, or leave it
+    out: a message printed after a long bar without a newline, or amid a long line (walk97
+    F8: a reason quoted `cuda_oom: yyyy… yyyy…`, never the error). The work is bounded by
+    `limit`."""
+    start = min(_word_start(line, max(0, at - WORD_BACK)), max(at, 0))
+    if start <= head:
+        return cut(line, limit)
+    lead = (cut(line[:start].rstrip(" \t"), head) if head else "") or ELLIPSIS
+    room = limit - len(lead) - 1
+    while room > 0:
+        kept = cut(line[start : start + room + 1], room)
+        said = f"{lead} {unopened(kept)}{kept}"
+        if len(said) <= limit:
+            return said
+        room -= len(said) - limit
+    return cut(line, limit)
+
+
 def _word_start(line: str, start: int) -> int:
     """Where a line's end kept from `start` begins: at `start` where a word begins there, else
     at the next word's start (within WORD_BACK characters; else at `start`), past spaces and

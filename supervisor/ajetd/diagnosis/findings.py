@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import re2
 
 from ajetd.core.finding import Finding
-from ajetd.core.linecut import cut_middle
+from ajetd.core.linecut import cut_around, cut_middle
 from ajetd.core.termtext import strip_dress
 from ajetd.core.trialscript import OWN_LINE_PREFIX
 from ajetd.core.userkinds import RE2_OPTIONS, UserKind
@@ -74,15 +74,51 @@ from ajetd.diagnosis.wrapped import (
 
 EVIDENCE_CHARS = 300
 EVIDENCE_END_CHARS = 200  # of a longer line, its end: where an error printed after a bar is
+# what a kind's pattern matched starts within this many characters of the evidence: a reason
+# quoting the evidence's first 200 (`policy.root_cause`) quotes the message itself
+EVIDENCE_MATCH_BY = 140
+EVIDENCE_HEAD_CHARS = 80  # of a line cut around its match, its start kept before it
+_PROBE = 24  # characters of the match looked for in the evidence
 
 
-def _evidence(text: str) -> str:
-    """A line as a finding's evidence: at most EVIDENCE_CHARS of it. A longer line shows its
-    start and its last EVIDENCE_END_CHARS or fewer, since a program that printed a progress
-    bar or a long message without a newline put the error it died of at the line's end; each
-    cut at a word, brackets and code spans closed (`linecut.cut_middle`: `… reserved by
-    PyTorch bu … ocation` was cut mid-word)."""
-    return cut_middle(text.strip(), EVIDENCE_CHARS, EVIDENCE_END_CHARS)
+def _evidence(text: str, kind: Kind | UserKind | None = None) -> str:
+    """A line as a finding's evidence: at most EVIDENCE_CHARS of it, what `kind`'s pattern
+    matched in its first EVIDENCE_MATCH_BY characters. A longer line shows its start and its
+    last EVIDENCE_END_CHARS or fewer, since a program that printed a progress bar or a long
+    message without a newline put the error it died of at the line's end; each cut at a word,
+    brackets and code spans closed (`linecut.cut_middle`: `… reserved by PyTorch bu …
+    ocation` was cut mid-word). Where that puts the match later than EVIDENCE_MATCH_BY, or
+    leaves it out (a message amid a long line), the evidence is the line's start to
+    EVIDENCE_HEAD_CHARS, then the line from shortly before the match (`linecut.cut_around`):
+    `[launcher] ['python', …] exits with return code = -9` (walk97 F8: the reason re-cut a
+    long line's evidence from its start and showed `cuda_oom: yyyy… yyyy…`)."""
+    line = text.strip()
+    shown = cut_middle(line, EVIDENCE_CHARS, EVIDENCE_END_CHARS)
+    at = _matched_at(kind, line) if kind is not None and len(line) > EVIDENCE_MATCH_BY else None
+    if at is None or _shows(shown, line, at):
+        return shown
+    around = cut_around(line, at, EVIDENCE_CHARS, EVIDENCE_HEAD_CHARS)
+    return around if _shows(around, line, at) else cut_around(line, at, EVIDENCE_CHARS)
+
+
+def _shows(evidence: str, line: str, at: int) -> bool:
+    """Whether `evidence` holds the start of what matched at `at` in `line` early enough."""
+    return 0 <= evidence.find(line[at : at + _PROBE]) <= EVIDENCE_MATCH_BY
+
+
+def _matched_at(kind: Kind | UserKind, line: str) -> int | None:
+    """Where the first of `kind`'s patterns that matches `line` matched (None: none gives a
+    place: a pattern matched on the undressed line, or one that says only whether)."""
+    for pattern in kind.patterns:
+        found = (
+            re2.search(pattern, line, RE2_OPTIONS)
+            if isinstance(pattern, str)
+            else pattern.search(line)
+        )
+        start = getattr(found, "start", None)
+        if callable(start):
+            return int(start())
+    return None
 
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -292,7 +328,7 @@ class Diagnoser:
             elif kind.explains and rank == SPECIFIC and _names_causes(kind, text):
                 self._explain(kind)
         if kind.name not in self._first:
-            evidence = _evidence(text)
+            evidence = _evidence(text, kind)
             if isinstance(kind, UserKind):
                 severity, remedy = kind.severity, kind.remedy
             else:
@@ -318,12 +354,12 @@ class Diagnoser:
             # missed), is the evidence; the finding keeps its place among the others
             self._wrapper_said.discard(kind.name)
             self._first[kind.name] = replace(
-                self._first[kind.name], line=number, evidence=_evidence(text)
+                self._first[kind.name], line=number, evidence=_evidence(text, kind)
             )
             self._changes += 1
         if rank < self._rank[kind.name]:
             if self._rank[kind.name] == WRAPPER:  # announced first, the failure itself now
-                evidence = _evidence(text)
+                evidence = _evidence(text, kind)
                 self._first[kind.name] = replace(
                     self._first[kind.name], line=number, evidence=evidence
                 )
