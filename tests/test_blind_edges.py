@@ -745,3 +745,40 @@ def test_a_conf_ajetd_cannot_resolve_gets_no_copy_and_its_fixes_are_said_unappli
     assert len(said) == 1 and "val_before_train" in said[0], found
     assert found["blueprint"]["config_changes"] == [], found
     _runs_on_the_original(loop, env, bp, conf)
+
+
+def test_a_very_long_purpose_is_kept_bounded_and_said_with_the_whole_text_stored(
+    env: Env,
+) -> None:
+    """Walk97 F12: a 240 KB purpose was taken whole, and that one run added 240 KB to every
+    `ajetd status --json` (about 1.3 KB a run otherwise), 480 KB to results.md. Now lint and
+    admission say it is kept cut; the record, status, run.json and results.md keep its first
+    2000 characters and say how much is left off; the stored blueprint holds it whole. A
+    purpose within the bound is kept as written."""
+    from ajetd.core.limits import PURPOSE_KEPT_CHARS
+
+    words = " ".join(f"word{i}" for i in range(40_000))  # about 270 KB
+    blueprint = env.blueprint("longpurpose", command="echo done", purpose=words, ajetd="gpus: 0")
+    lint = env.cli("lint", str(blueprint))
+    assert lint.returncode == 0, lint.stderr
+    assert "exp_purpose: " in lint.stdout + lint.stderr
+    assert f"keep its first {PURPOSE_KEPT_CHARS}" in lint.stdout + lint.stderr
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(blueprint)
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded", done
+    purpose = done["purpose"]
+    assert len(purpose) < PURPOSE_KEPT_CHARS + 120, len(purpose)
+    assert purpose.startswith("word0 word1 ") and "more characters" in purpose, purpose[-200:]
+    left_off = int(purpose.rsplit("(", 1)[1].split()[0])
+    kept = purpose.split(" … (", 1)[0]
+    assert len(kept) + left_off == len(words) and words.startswith(kept)
+    assert any(w.startswith("exp_purpose: ") for w in done["warnings"]), done["warnings"]
+    listing = env.cli("status", "--json")
+    assert listing.returncode == 0 and len(listing.stdout) < 20_000, len(listing.stdout)
+    result = Path(done["result_dir"])
+    assert json.loads((result / "run.json").read_text())["purpose"] == purpose
+    assert len((result / "results.md").read_text()) < len(words) + 100_000
+    assert words in (env.home / "runs" / run_id / "blueprint.md").read_text()
+    short = env.submit(env.blueprint("shortpurpose", command="echo done", purpose="x " * 900))
+    assert env.wait_done(short)["purpose"] == ("x " * 900).strip()

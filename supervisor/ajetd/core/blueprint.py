@@ -23,7 +23,7 @@ from ajetd.core import launchshape
 from ajetd.core.blueprintscan import scan_parts
 from ajetd.core.durations import admitted_duration, parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError
-from ajetd.core.limits import BLUEPRINT_MAX_BYTES
+from ajetd.core.limits import BLUEPRINT_MAX_BYTES, PURPOSE_KEPT_CHARS
 from ajetd.core.markdown import code_span, fenced_body, fenced_openings
 from ajetd.core.shellwords import autokill_note, odd_space
 from ajetd.core.textfile import decode_text, undecodable
@@ -259,7 +259,7 @@ def asked(parts: dict[str, str]) -> Asked:
     if control_character(command, allowed="\t\n") or len(command) > MAX_COMMAND_CHARS:
         command = ""
     return Asked(
-        purpose=clean_text(parts.get("exp_purpose", "")),
+        purpose=kept_purpose(clean_text(parts.get("exp_purpose", ""))),
         result_dir=usable_path("exp_result_dir", parts.get("exp_result_dir", "")),
         max_time_s=max_time_s,
         codebase_dir=usable_path("exp_codebase_dir", parts.get("exp_codebase_dir", "")),
@@ -326,6 +326,34 @@ def clean_text(raw: str) -> str:
     else:
         text = raw.strip()
     return visible(text)
+
+
+def kept_purpose(text: str) -> str:
+    """A purpose (`clean_text`) as a run keeps it: whole where it has at most
+    PURPOSE_KEPT_CHARS characters, else its start cut at a word, then how many characters
+    were left off and where the whole text is. Every reader of a run's purpose (status and
+    its JSON, run.json, results.md, a campaign's lines, a refused run's record) shows this."""
+    if len(text) <= PURPOSE_KEPT_CHARS:
+        return text
+    kept = text[:PURPOSE_KEPT_CHARS]
+    at = max(kept.rfind(" "), kept.rfind("\n"))
+    if at > PURPOSE_KEPT_CHARS // 2:
+        kept = kept[:at]
+    kept = kept.rstrip()
+    left = len(text) - len(kept)
+    return f"{kept} … ({left} more characters: the whole purpose is in the blueprint)"
+
+
+def purpose_note(text: str) -> str | None:
+    """Lint's and admission's warning for a purpose that is kept cut (`kept_purpose`)."""
+    if len(text) <= PURPOSE_KEPT_CHARS:
+        return None
+    return (
+        f"exp_purpose: {len(text)} characters long: the run's record, status, run.json and "
+        f"results.md keep its first {PURPOSE_KEPT_CHARS} or fewer (cut at a word, saying how "
+        "much is left off); the whole text stays in the run's stored blueprint "
+        "(`runs/<id>/blueprint.md` in ajetd's home, quoted in results.md)"
+    )
 
 
 def visible(text: str) -> str:
@@ -505,7 +533,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
     if problems:
         raise BlueprintError(problems)
     return Blueprint(
-        purpose=clean_text(raw["exp_purpose"]),
+        purpose=kept_purpose(clean_text(raw["exp_purpose"])),
         codebase_dir=paths["exp_codebase_dir"],
         venv_exe=paths["exp_venv_exe"],
         yaml_path=paths["exp_yaml_path"],
@@ -518,6 +546,7 @@ def parse_blueprint(text: str, admitted: bool = False) -> Blueprint:
         warnings=(
             *(w for w in (trailing_note(p, t) for p, t in texts.items()) if w),
             *_notes(bare_number_note("exp_max_time", max_time_given, max_time_s)),
+            *_notes(purpose_note(clean_text(raw["exp_purpose"]))),
             *_notes(
                 prose,
                 autokill_note(command, options.autokill),

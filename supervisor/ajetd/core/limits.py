@@ -5,6 +5,10 @@ parser keeps)."""
 from __future__ import annotations
 
 BLUEPRINT_MAX_BYTES = 1024 * 1024  # the daemon, `lint` and `submit` read at most 1 MiB
+# A run's purpose as its record keeps it (status, `status --json`, run.json, results.md, a
+# campaign's lines): its first this many characters; the whole text stays in the stored
+# blueprint. A 240 KB purpose added 240 KB to every `status --json` (walk97 F12).
+PURPOSE_KEPT_CHARS = 2000
 # A run's YAML config: larger than this is no config, not read. Real ones are tens of KB
 # (the fixtures' largest: 24 KB); one is parsed in the daemon's one loop, a 4 MiB one in
 # about 5 s with libyaml (docs/benchmarks.md), so the bound is also the longest such pause.
