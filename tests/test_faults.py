@@ -775,6 +775,38 @@ def test_a_result_dir_removed_mid_run_loses_no_output(env: Env, replaced: str) -
     assert logs.returncode == 0 and "after" in logs.stdout, logs.stderr
 
 
+def test_a_log_file_deleted_mid_run_is_said_as_its_file_not_its_folder(env: Env) -> None:
+    """Walk97 F12: a user deleted only `logs/trial-1.log` (to free room) mid-run; ajetd made
+    it again with its earlier text, but said "trial 1's log folder vanished ... (the result
+    dir removed, moved or replaced)", which is not what happened. Now the warning, the journal
+    and the log's own line say its file vanished and its folder stood; the folder stays as
+    the user had it. Real tmux, a real daemon."""
+    env.start_daemon()
+    go, result = env.tmp / "go", env.tmp / "results" / "fileonly"
+    command = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
+    run_id = env.submit(env.blueprint("fileonly", command=command, ajetd="gpus: 0"))
+    log = result / "logs" / "trial-1.log"
+    wait_for(lambda: printed(log, "before"), what="the first output")
+    mode = (result / "logs").stat().st_mode
+    log.unlink()
+    warned = wait_for(
+        lambda: [w for w in env.status(run_id)["warnings"] if "vanished" in w],
+        what="the vanished file in status",
+    )
+    assert warned[0].startswith("trial 1's log file vanished at "), warned
+    assert "its folder stood" in warned[0] and "folder vanished" not in warned[0], warned
+    assert warned[0].endswith("made again; the log goes on there, its earlier text copied")
+    go.touch()
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert "trial 1's log file vanished at" in events and "folder vanished" not in events
+    assert (result / "logs").stat().st_mode == mode
+    text = log.read_text()
+    assert "[ajetd] this log's file vanished (removed or moved; its folder stood)" in text, text
+    assert text.index("\nbefore\n") < text.index("vanished") < text.index("\nafter\n"), text
+
+
 def test_a_killed_trial_script_is_said_as_such_not_as_a_vanished_session(
     daemon_env: Env,
 ) -> None:

@@ -28,11 +28,16 @@ from ajetd.core.trialscript import (
 # Put into a trial's log where its writer lost output (a full disk), once room came back.
 MISSING_OUTPUT = "[ajetd] output is missing here: this log could not be written (a full disk?)"
 VANISHED_NOTE = "[ajetd] this log's folder vanished (removed, moved or replaced) at"
+# ...and where the log's file alone vanished, its folder still the one it was in (a user who
+# deleted `logs/trial-1.log` to free room was told its folder vanished: walk97 F12)
+FILE_VANISHED_NOTE = "[ajetd] this log's file vanished (removed or moved; its folder stood) at"
 
 
 def moved_note(spare: str) -> str:
-    """Where `pipe_writer` says, one line each time, that the log's folder vanished: `<ISO
-    time> log` (made again) or `<ISO time> spare` (the output goes on in `spare`)."""
+    """Where `pipe_writer` says, one line each time, that the log's folder (or its file alone)
+    vanished: `<ISO time> log` (made again) or `<ISO time> spare` (the output goes on in
+    `spare`), then `folder` or `file` (the folder it was in stood: only the file vanished;
+    an older writer wrote nothing there: read as `folder`)."""
     return f"{spare}.moved"
 
 
@@ -135,24 +140,29 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         # cat's errors into fd 6; with the FIFO, fd 6 is opened anew read-only and cat given
         # the only write end that stays open, so its exit ends the wait (end of file) at once
         # and the check can wait `every` seconds (the daemon asks when it misses the log)
-        'run() { if [ -n "$f" ]; then exec 9<> "$f" 6< "$f"; cat <&3 >&5 2>&9 9<&- & c=$!\n'
-        "  exec 9<&-; else cat <&3 >&5 2>&6 & c=$!; fi; }\n"
+        'run() { if [ -n "$f" ]; then exec 9<> "$f" 6< "$f"; cat <&3 >&5 2>&9 8<&- 9<&- & c=$!\n'
+        "  exec 9<&-; else cat <&3 >&5 2>&6 8<&- & c=$!; fi; }\n"
         'waits() { [ -z "$f" ] || exec 6<> "$f"; }\n'
         f"{_same(folder, above, name, bool(real))}\n"
         f"usable() {{ same || return 1; for d in {folder} {logs}; do\n"
         f'  if [ ! -e "$d" ] && [ ! -L "$d" ]; then mkdir -m 700 "$d" || return 1; fi\n'
         f"  {safe}\n"
         f"done; [ ! -L {log} ] && : >> {log}; }}\n"
+        # fd 8 holds the log's folder as it was (`held`): where it still stands at that name, the
+        # log's file alone vanished (`v=file`), else its folder did
+        f"held() {{ {{ exec 8< {logs}; }} 2>/dev/null || exec 8< /dev/null; }}\n"
         "moved() {\n"
-        f"  if usable; then out={log}; w=log; elif : >> {other}; then out={other}; w=spare;"
+        f"  v=folder; [ -d {logs} ] && [ {logs} -ef /dev/fd/8 ] && v=file\n"
+        f"  if usable; then out={log}; w=log; held; elif : >> {other}; then out={other}; w=spare;"
         " else out=; exec 4<&-; return 1; fi\n"
         '  [ -n "$1" ] && cat <&4 >> "$out"; exec 4<&-; t=$(date -u -Iseconds)\n'
-        f'  {{ echo; echo "{VANISHED_NOTE} $t; the output goes on here"; }} >> "$out"\n'
-        f'  echo "$t $w" >> {note}\n'
+        f'  n="{VANISHED_NOTE}"; [ "$v" = file ] && n="{FILE_VANISHED_NOTE}"\n'
+        '  { echo; echo "$n $t; the output goes on here"; } >> "$out"\n'
+        f'  echo "$t $w $v" >> {note}\n'
         "}\n"
         'gone() { ! [ "$out" -ef /dev/fd/5 ] ||\n'
         f'  {{ [ -n "$asked" ] && [ "$out" = {log} ] && ! same; }}; }}\n'
-        "same || moved\n"
+        "held; same || moved\n"
         "while :; do\n"
         '  if [ -n "$out" ] && command exec 5>> "$out"; then\n'
         "    run\n"

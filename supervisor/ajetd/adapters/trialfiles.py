@@ -98,19 +98,21 @@ def last_lines(home: Home, run_id: str, number: int, log: Path, n: int) -> list[
     return log_tail(kept, n) if kept.exists() else log_tail(log, n)
 
 
-def moves(home: Home, run_id: str, number: int) -> list[tuple[float, str]]:
-    """Each time trial `number`'s log folder vanished: when, and where its output went on
-    (`log`: the log made again; `spare`: `spare_log`), as the writer noted them
-    (`moved_note`); bounded."""
+def moves(home: Home, run_id: str, number: int) -> list[tuple[float, str, str]]:
+    """Each time trial `number`'s log folder, or its file alone, vanished: when, where its
+    output went on (`log`: the log made again; `spare`: `spare_log`) and what vanished
+    (`folder`, or `file`: its folder stood), as the writer noted them (`moved_note`; a note
+    without the third word is an older writer's: `folder`); bounded."""
     try:
         text = read_small(Path(moved_note(str(spare_log(home, run_id, number)))))
     except (OSError, NotRegularError):
         return []
     found = []
     for line in text.splitlines()[:MAX_MOVES]:
-        at, _, where = line.partition(" ")
+        at, _, rest = line.partition(" ")
+        where, _, what = rest.partition(" ")
         with contextlib.suppress(ValueError):
-            found.append((datetime.fromisoformat(at).timestamp(), where))
+            found.append((datetime.fromisoformat(at).timestamp(), where, what or "folder"))
     return found
 
 

@@ -366,15 +366,22 @@ def finish_run(
     return run
 
 
-def moved_warning(number: int, at: float, where: str, spare: Path) -> str:
-    """What a vanished log folder did to trial `number`'s output, for the timeline and the
-    run's warnings."""
-    head = (
-        f"trial {number}'s log folder vanished at {iso(at)} "
-        "(the result dir removed, moved or replaced): "
-    )
+def moved_warning(number: int, at: float, where: str, spare: Path, what: str = "folder") -> str:
+    """What a vanished log folder, or log file (`what`: `file`, its folder stood), did to
+    trial `number`'s output, for the timeline and the run's warnings."""
+    if what == "file":
+        head = (
+            f"trial {number}'s log file vanished at {iso(at)} "
+            "(removed or moved; its folder stood): "
+        )
+    else:
+        head = (
+            f"trial {number}'s log folder vanished at {iso(at)} "
+            "(the result dir removed, moved or replaced): "
+        )
     if where == "log":
-        return head + "made again (owner-only); the log goes on there, its earlier text copied"
+        made = "made again" if what == "file" else "made again (owner-only)"
+        return head + f"{made}; the log goes on there, its earlier text copied"
     return head + (
         "not made again (something else is in its place, or its parent is gone); "
         f"the output goes on in {spare}, the reports beside it"
@@ -382,18 +389,18 @@ def moved_warning(number: int, at: float, where: str, spare: Path) -> str:
 
 
 def note_moves(home: Home, run: Run, now: float, number: int | None = None) -> Run:
-    """Each time a trial's log folder vanished (its result dir removed, moved or replaced)
-    and where its writer went on (`trialfiles.moves`): said in the journal and the run's
-    warnings, once each; `number`: that trial's only (a live one's), else every trial's (at
-    the run's end, before its reports: a failure right after the folder vanished ends the run
-    before any tick noticed, and the reports went elsewhere with nothing saying so)."""
+    """Each time a trial's log folder (its result dir removed, moved or replaced), or its log file
+    alone, vanished and where its writer went on (`trialfiles.moves`): said in the journal and the
+    run's warnings, once each; `number`: that trial's only (a live one's), else every trial's (at
+    the run's end, before its reports: a failure right after the folder vanished ends the run before
+    any tick noticed, and the reports went elsewhere with nothing saying so)."""
     said = []
     for trial in run.trials:
         if number is not None and trial.number != number:
             continue
         spare = trialfiles.spare_log(home, run.run_id, trial.number)
-        for at, where in trialfiles.moves(home, run.run_id, trial.number):
-            text = moved_warning(trial.number, at, where, spare)
+        for at, where, what in trialfiles.moves(home, run.run_id, trial.number):
+            text = moved_warning(trial.number, at, where, spare, what)
             if text not in run.warnings and text not in said:
                 said.append(text)
                 home.append_event(run.run_id, now, text)
