@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ajetd.adapters.tmux import MISSING_OUTPUT
 from ajetd.core.trialscript import exit_line
+from ajetd.daemon.ending import REPORTS_HELD
+from ajetd.daemon.lostoutput import DRAINED
 from conftest import Env, printed, wait_for
 from loopkit import Loop
 
@@ -35,15 +39,80 @@ def test_output_a_full_result_dir_lost_at_the_trials_end_is_said_and_its_tail_ke
     status = env.wait_done(run_id)
     assert status["status"] == "succeeded", status
     log = result / "logs" / "trial-1.log"
-    assert LAST not in log.read_text().splitlines()  # the disk took it (the banner quotes it)
     said = [w for w in status["warnings"] if "trial 1's output after byte" in w]
     assert said and str(log) in said[0] and "missing" in said[0], status["warnings"]
+    assert "written there once there is room, after the run's reports" in said[0], said
+    # its writer held the program's last lines while the reports waited (walk97 F3), and
+    # goes on once they are written: the log gets them after all, and that is said
+    drained = wait_for(
+        lambda: [w for w in env.status(run_id)["warnings"] if DRAINED in w], 40, "the rest"
+    )
+    # what the writer held came (its exit line last), or the full disk had taken it all
+    whole = LAST in log.read_text().splitlines()
+    assert ("its exit line last" in drained[0]) is whole, drained
+    assert whole or "the full disk took it" in drained[0], drained
     results = (result / "results.md").read_text()
     assert said[0] in results
     last = results[results.index("Last 50 lines") :]
     assert LAST in [line.strip() for line in last.splitlines()], last[:2000]
     events = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
     assert any(said[0] == json.loads(e)["event"] for e in events)
+
+
+def test_room_freed_on_a_full_result_dir_goes_to_the_reports_before_the_logs_backlog(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """Walk97 F3: a program floods megabytes into a nearly full result dir and exits; its
+    trial's log writer still holds most of it (in tmux). The user frees 1.5 MB to get the
+    reports: the writer took it at once (it started a new write each second), the disk was
+    full again, and results.md, trials.md and finish.flag waited for the 10-minute fallback;
+    the warning said everything after byte N was lost, though megabytes more came after.
+    Now the writer is held while the reports wait (nothing more of its backlog dropped), the
+    reports are written within seconds of the room, then the writer goes on, and what it
+    wrote after them, and what is lost, is said. Real daemon, real tmux, a real tmpfs."""
+    disk = tmpfs(env.tmp / "small", "2m")
+    result, filler = disk / "out", disk / "filler"
+    filler.write_bytes(b"\0" * 1_500_000)
+    command = f"seq 1 1500000; echo {LAST}; exit 0"  # about 11 MB at once
+    env.start_daemon("--liveness", "0.5")
+    run_id = env.submit(
+        env.blueprint("flood", command=command, result=str(result), ajetd="gpus: 0")
+    )
+    wait_for(
+        lambda: str(env.record(run_id).get("attention") or "").startswith(REPORTS_HELD),
+        60,
+        "the reports to wait for room",
+    )
+    hold = env.home / "runs" / run_id / "trial-1.log.hold"
+    wait_for(hold.exists, 30, "the log writer held")
+    log = result / "logs" / "trial-1.log"
+    held_at = log.stat().st_size
+    time.sleep(2)  # (not a wait: the held writer must take nothing meanwhile)
+    assert log.stat().st_size == held_at
+    filler.unlink()
+    freed = time.monotonic()
+    status = env.wait_done(run_id, timeout=30)
+    assert time.monotonic() - freed < 30
+    assert status["status"] == "succeeded" and status["attention"] is None, status
+    assert status["reports_dir"] == str(result), status
+    assert (result / "finish.flag").exists() and (result / "results.md").exists()
+    first = [w for w in status["warnings"] if w.startswith("the reports were written first")]
+    assert first and f"waited at byte {held_at} " in first[0], status["warnings"]
+    lost = [w for w in status["warnings"] if "trial 1's output after byte" in w]
+    assert lost and "what its log writer still holds" in lost[0], status["warnings"]
+    assert not hold.exists()
+    # room for the rest: the writer writes what it held, its exit line last, and says so
+    subprocess.run(["mount", "-o", "remount,size=40m", str(disk)], check=True)
+    drained = wait_for(
+        lambda: [w for w in env.status(run_id)["warnings"] if DRAINED in w], 60, "the rest"
+    )
+    text = log.read_text()
+    assert LAST in text.splitlines() and log.stat().st_size > held_at + 1_000_000
+    assert f"({held_at} bytes then, " in drained[0] and "its exit line last" in drained[0]
+    gaps = text.count(MISSING_OUTPUT)
+    assert f"is {gaps} gap(s), each marked" in drained[0], (gaps, drained)
+    events = (env.home / "runs" / run_id / "events.jsonl").read_text()
+    assert drained[0] in [json.loads(e)["event"] for e in events.splitlines()]
 
 
 def test_a_full_disk_at_the_end_is_no_lost_output_when_the_log_holds_the_exit_line(

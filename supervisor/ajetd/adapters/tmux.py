@@ -41,6 +41,13 @@ def moved_note(spare: str) -> str:
     return f"{spare}.moved"
 
 
+def hold_note(spare: str) -> str:
+    """While this file is there, `pipe_writer` starts no new write after one failed (its
+    backlog waits in tmux, nothing more of it dropped): an ended run's reports, held by a full
+    result dir, get the room a user frees first (`lostoutput.hold_writer`)."""
+    return f"{spare}.hold"
+
+
 CHECK_EVERY_S = 60  # how often the log writer checks its file still has its name, unasked
 CHECK_UNASKED_S = 5  # the same where it cannot be asked (no FIFO beside the spare)
 SCRIPT_OPTION = "@ajetd_script"  # a pane option: the script its process runs (`find_pane`)
@@ -71,9 +78,10 @@ def literal(text: str, times: bool = False) -> str:
 WRITER_ARGS = (
     "LOG=$1 SPARE=$2 REAL=$3; LOGS=${LOG%/*}; DIR=${LOGS%/*}; ABOVE=${DIR%/*};"
     ' ABOVE=${ABOVE:-/}; NAME=/${DIR##*/}; [ "$REAL" = = ] && REAL=$DIR\n'
-    'if [ -n "$SPARE" ]; then OTHER=$SPARE; NOTE=$SPARE.moved;'
+    'if [ -n "$SPARE" ]; then OTHER=$SPARE; NOTE=$SPARE.moved; HOLD=$SPARE.hold;'
     f' ASK=${{SPARE%/*}}/{PIPES}/${{SPARE##*/}}.check; ANSWER=$ASK"ed"\n'
-    "else OTHER=/dev/null; NOTE=/dev/null; ASK=/dev/null/none; ANSWER=/dev/null/none; fi"
+    "else OTHER=/dev/null; NOTE=/dev/null; HOLD=/dev/null/none; ASK=/dev/null/none;"
+    " ANSWER=/dev/null/none; fi"
 )
 
 
@@ -170,7 +178,10 @@ def pipe_writer(path: str, spare: str | None, real: str | None = None) -> str:
         '    if gone; then exec 4< /dev/fd/5; kill "$c"; wait "$c"; rc=$?; exec 5>&-; waits\n'
         '      moved old; said; [ "$rc" = 0 ] && exit 0; continue; fi\n'
         '    wait "$c"; rc=$?; exec 5>&-; waits; said; [ "$rc" = 0 ] && exit 0\n'
-        f"    pause 1; printf '\\n{MISSING_OUTPUT}\\n' >> \"$out\"\n"
+        # held (`hold_note`): no new write, so nothing more dropped, while the run's reports
+        # wait for the room a user frees; looked at again when asked, or every 5 s
+        '    pause 1; while [ -e "$HOLD" ]; do pause 5; said; done\n'
+        f"    printf '\\n{MISSING_OUTPUT}\\n' >> \"$out\"\n"
         "  elif ! moved; then said; timeout 1 cat <&3 > /dev/null && exit 0; fi\n"
         "done"
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 from ajetd.adapters import diskfull, inbox, procs, programfiles, stagefiles, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.store import Home, json_text, write_all_atomic
-from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.tmux import MISSING_OUTPUT, Tmux
 from ajetd.adapters.trialfiles import read_exit
 from ajetd.core import jsontext, launchshape, model, resultfiles
 from ajetd.core.blueprint import parse_blueprint
@@ -33,6 +33,7 @@ from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly, root_cause
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import OWN_LINE_PREFIX, exit_line
+from ajetd.daemon import lostoutput
 from ajetd.daemon.trials import (
     ask_log_writer,
     await_output,
@@ -149,7 +150,10 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
 def lost_output(log_file: Path, number: int) -> str | None:
     """What a full disk took from trial `number`'s log, said where its disk is full as the
     trial ends and the log lacks ajetd's `exited with code` line, the trial's last: its
-    writer could write nothing more, so the program's last lines are not in it either. The
+    writer could write nothing more, so the program's last lines are not in it yet. What
+    its writer still holds comes once there is room (after the run's reports: a held
+    writer, `lostoutput.hold_writer`), and `lostoutput.note_drained` says how much did;
+    what it dropped meanwhile is lost (walk97 F3: this said all of it was). The
     log's size and last write say from where on (the log just ended, mid-flood, and nothing
     said so: walk88 F8). A full disk alone is no loss: a log that grows within the space it
     already holds (a few lines after the disk filled) keeps every line, the exit line with
@@ -165,9 +169,11 @@ def lost_output(log_file: Path, number: int) -> str | None:
     except OSError:
         since = "(none of it was written)"
     return (
-        f"trial {number}'s output {since} is missing from {log_file}: its disk had "
-        f"{diskfull.free_space(log_file.parent)} free as the trial ended, so what the program "
-        "printed last was lost there"
+        f"trial {number}'s output {since} is missing from {log_file} as the trial ended: its "
+        f"disk had {diskfull.free_space(log_file.parent)} free; what its log writer still holds "
+        "of the program's last output is written there once there is room, after the run's "
+        "reports (where the run ends here), and what it dropped while the disk was full is "
+        f"lost, each gap marked by a line `{MISSING_OUTPUT}`"
     )
 
 
@@ -457,6 +463,7 @@ def publish_reports(
         else:
             done = write_reports(home, done, drawn, options)
     except OSError as exc:
+        lostoutput.hold_writer(home, run)  # the room a user frees: the reports' first
         if troubles is not None:
             troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
         why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}; written as soon as it can be"
@@ -472,6 +479,7 @@ def publish_reports(
         home.append_event(
             run.run_id, now, f"reports written to {folder} after all; attention cleared"
         )
+    done = lostoutput.release_writer(home, done, now)  # a held log writer goes on
     home.save_run(done)
     return done
 

@@ -19,7 +19,7 @@ from ajetd.core.errors import TmuxError
 from ajetd.core.model import Run
 from ajetd.core.naming import SESSION_PREFIX
 from ajetd.core.trialscript import PIPES, RELEASE_WAIT_S, exit_line
-from ajetd.daemon import ending, trials
+from ajetd.daemon import ending, lostoutput, trials
 from ajetd.daemon.base import Base
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.hosts import copyback
@@ -47,15 +47,20 @@ class Housekeep(Base):
         in_use = {s.options.swarm.port for s in self.slots.values() if s.options.swarm is not None}
         self.swarm.housekeep(in_use, now)
         self._reap_closing()
-        for run in self.runs.unsettled_runs():
-            if (
-                not run.session_closed
-                and run.session
-                and run.ended_at
-                and now >= run.ended_at + run.keep_session_s
-                and self.home.saved(run.run_id)  # its pane may hold the only exit status
-                and self._pane_read(run, now)
-            ):
+        looks = now >= self.pipes_at  # a writer released after its run's reports, looked at
+        for unsettled in self.runs.unsettled_runs():
+            due = bool(
+                not unsettled.session_closed
+                and unsettled.session
+                and unsettled.ended_at
+                and now >= unsettled.ended_at + unsettled.keep_session_s
+                and self.home.saved(unsettled.run_id)  # its pane may hold the only exit status
+                and self._pane_read(unsettled, now)
+            )
+            run = unsettled
+            if (looks or due) and not run.reports_pending:
+                run = self._drained(run, now, due)
+            if due:
                 with self._each(run.run_id, "closing its session"):
                     closing = ending.close_session(self.tmux, run)
                     if closing is not None:
@@ -107,6 +112,18 @@ class Housekeep(Base):
         if script.parent.parent != self.home.runs or run_id in self.slots:
             return False
         return not os.path.lexists(script.parent)
+
+    def _drained(self, run: Run, now: float, closing: bool) -> Run:
+        """The run, with what its log writer wrote after its reports said once it is done
+        (`lostoutput.note_drained`; `closing`: its session is about to be)."""
+        if not lostoutput.draining(self.home, run):
+            return run
+        with self._each(run.run_id, "saying what its log writer wrote after its reports"):
+            said = lostoutput.note_drained(self.home, run, now, closing)
+            if said is not run:
+                self._store(said)
+                return said
+        return run
 
     def _pipes_due(self) -> set[str]:
         """The runs whose ended trials' FIFOs may still be there: at first every run with a

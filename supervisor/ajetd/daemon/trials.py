@@ -271,6 +271,13 @@ def ask_log_writer(home: Home, run: Run) -> None:
         _wake(Path(ask), f"{WRITER_ASK}\n".encode())
 
 
+def wake_log_writer(home: Home, run_id: str, number: int) -> None:
+    """Ask trial `number`'s log writer to look now, whether or not its trial still runs (a
+    held one, `lostoutput.release_writer`, goes on at once)."""
+    ask = writer_fifos(str(spare_log(home, run_id, number)))[0]
+    _wake(Path(ask), f"{WRITER_ASK}\n".encode())
+
+
 def _wake(path: Path, line: bytes = b"go\n") -> None:
     """Tell a trial script waiting for its go file to look now (or a log's writer to check
     its folder: `line` its WRITER_ASK). Nobody reading yet (ENXIO) is fine: the script looks
