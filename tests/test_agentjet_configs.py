@@ -20,6 +20,7 @@ from ajetd.frameworks.agentjet import (
     runs_launcher,
     validation_interval_warnings,
 )
+from ajetd.frameworks.gpuask import gpu_ask, gpu_problem
 
 CONFIGS = Path(__file__).parent / "data" / "agentjet" / "configs"
 ALL = sorted(p.relative_to(CONFIGS).as_posix() for p in CONFIGS.rglob("*.yaml"))
@@ -37,7 +38,6 @@ def _review(rel: str, **kw: object):  # type: ignore[no-untyped-def]
     args = {
         "command": f"python -m ajet.launcher --conf {rel} --autokill",
         "result_dir": "/r",
-        "gpus": "all",
         "env": {},
         "exists": lambda p: True,
         **kw,
@@ -66,7 +66,6 @@ def test_every_fixture_config_gets_a_definite_verdict(rel: str) -> None:
                 fixed,
                 command="x --conf a/b.yaml",
                 result_dir="/r",
-                gpus="all",
                 env={},
                 exists=lambda p: True,
             ).verdict
@@ -77,9 +76,15 @@ def test_every_fixture_config_gets_a_definite_verdict(rel: str) -> None:
 def test_missing_model_path_and_gpu_count_are_rejected() -> None:
     found = _review("tests/bench/benchmark_math/benchmark_math.yaml", exists=lambda p: False)
     assert any("ajet.model.path" in p and "does not exist" in p for p in found.problems)
-    found = _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="[0,1]")
-    assert any("4 GPUs" in p and "gives the run 2" in p for p in found.problems)
-    assert not _review("tests/bench/benchmark_math/benchmark_math.yaml", gpus="4").problems
+    rel = "tests/bench/benchmark_math/benchmark_math.yaml"
+    config, command = (
+        yaml.safe_load((CONFIGS / rel).read_text()),
+        f"python -m ajet.launcher --conf {rel}",
+    )
+    ask = gpu_ask(config, command)
+    problem = gpu_problem(ask, "[0,1]")
+    assert problem and "4 GPUs" in problem and "gives the run 2" in problem
+    assert gpu_problem(ask, "4") is None
 
 
 def test_logger_with_key_or_login_is_kept() -> None:
@@ -141,9 +146,7 @@ def test_a_logger_list_says_what_it_keeps() -> None:
     """`logger: [swanlab, console]` without a key keeps `console`: the change said
     'swanlab → tensorboard' while the copy said console."""
     config = {"ajet": {"trainer_common": {"logger": ["swanlab", "console"]}}}
-    found = review(
-        config, command="x --conf a/b.yaml", result_dir="/r", gpus="all", env={}, exists=bool
-    )
+    found = review(config, command="x --conf a/b.yaml", result_dir="/r", env={}, exists=bool)
     assert found.patches[("ajet", "trainer_common", "logger")] == "console"
     assert "ajet.trainer_common.logger: swanlab → console (" in " ".join(found.changes)
 

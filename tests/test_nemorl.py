@@ -756,7 +756,7 @@ def test_lint_checks_a_nemo_runs_gpus_and_validation_period_as_agentjets(env: En
     fits = env.blueprint(
         "n1",
         config="examples/configs/grpo_fake.yaml",
-        command=command.replace("=8 cluster.num_nodes=2", "=1"),
+        command=command.replace("=8 cluster.num_nodes=2", "=0"),
         ajetd="gpus: 0",
     )
     warned = env.cli("lint", str(fits))
@@ -767,16 +767,101 @@ def test_lint_checks_a_nemo_runs_gpus_and_validation_period_as_agentjets(env: En
     assert "in a copy beside the original" not in warned.stdout
 
 
+def _with_cluster(env: Env, name: str, cluster: str, defaults: str = "") -> str:
+    """configs/<name>.yaml under examples/: grpo_fake.yaml with `cluster:` as given (or, with
+    `defaults`, a recipe that names its parent and holds no `cluster:` of its own)."""
+    folder = env.codebase / "examples" / "configs"
+    text = (folder / "grpo_fake.yaml").read_text()
+    text = text.split("cluster:")[0] + (f"cluster: {cluster}\n" if cluster else "")
+    if defaults:
+        text = f"defaults: {defaults}\ngrpo:\n  val_period: 5\n"
+    (folder / f"{name}.yaml").write_text(text)
+    return f"examples/configs/{name}.yaml"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "extra", "gpus", "said"),
+    [  # walk97 F1: each shape of a NeMo-RL GPU ask, against each form of `[ajetd] gpus`
+        ("{gpus_per_node: 1, num_nodes: 1}", "", "0", "1 × 1 = 1 GPUs"),
+        ("{gpus_per_node: 1}", "", "0", "1 × 1 = 1 GPUs"),
+        ("{gpus_per_node: 0}", "cluster.gpus_per_node=8", "0", "8 × 1 = 8 GPUs"),
+        ("{gpus_per_node: 0}", "++cluster.gpus_per_node=2 'cluster.num_nodes=2'", "[0,1]", "2 × 2"),
+        ("{gpus_per_node: 4, num_nodes: 2}", "", "2", "4 × 2 = 8 GPUs"),
+        ("{gpus_per_node: 1}", "cluster.gpus_per_node=0", "1", "0 × 1 = 0 GPUs"),
+        ("parent", "", "0", "1 × 1 = 1 GPUs"),  # the ask only its `defaults:` parent makes
+    ],
+)
+def test_a_nemo_gpu_ask_is_judged_as_agentjets_gpus_0_included(
+    env: Env, cluster: str, extra: str, gpus: str, said: str
+) -> None:
+    """Walk97 F1: a NeMo-RL config asking for 1 GPU under `[ajetd] gpus: 0` passed lint and
+    admission and ran with no GPU visible (a real run's placement groups wait for ever),
+    while AgentJet's same mismatch was refused: one check now judges both, `gpus: 0`
+    included, the command's overrides and the config's `defaults:` parent counted."""
+    if cluster == "parent":
+        _with_cluster(env, "parent", "{gpus_per_node: 1, num_nodes: 1}")
+        config = _with_cluster(env, "recipe", "", defaults="parent.yaml")
+    else:
+        config = _with_cluster(env, "asks", cluster)
+    command = f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4 {extra}"
+    bp = env.blueprint("asks", config=config, command=command, ajetd=f"gpus: {gpus}")
+    out = env.cli("lint", str(bp))
+    text = out.stdout + out.stderr
+    assert out.returncode == 2, text
+    assert f"cluster.gpus_per_node × cluster.num_nodes = {said}" in text, text
+    given = len(gpus.strip("[]").split(",")) if gpus.startswith("[") else int(gpus)
+    assert f"but [ajetd] gpus gives the run {given}" in text, text
+
+
+def test_a_gpu_mismatch_reads_alike_for_both_frameworks(env: Env) -> None:
+    """The same mistake, said the same way, AgentJet's and NeMo-RL's; and a config that
+    agrees passes for both."""
+    nemo = _with_cluster(env, "one", "{gpus_per_node: 1, num_nodes: 1}")
+    ajet = env.config("one")
+    path = env.codebase / ajet
+    path.write_text(
+        path.read_text().replace("test_freq: 2", "test_freq: 2\n    n_gpus_per_node: 1")
+    )
+    launch = f"python examples/run_grpo.py --config {nemo} grpo.max_num_steps=4"
+    said = {}
+    for name, config, command in (("nemo", nemo, launch), ("ajet", ajet, None)):
+        for gpus, code in (("0", 2), ("1", 0), ("[3]", 0)):
+            kw = {"command": command} if command else {}
+            bp = env.blueprint(f"{name}{code}", config=config, ajetd=f"gpus: {gpus}", **kw)
+            env.fake_gpus(4)
+            out = env.cli("lint", str(bp))
+            assert out.returncode == code, (name, gpus, out.stdout + out.stderr)
+            if code:
+                said[name] = out.stdout + out.stderr
+    for text in said.values():
+        assert "= 1 GPUs" in text and "but [ajetd] gpus gives the run 0 (CPU only" in text, text
+        assert "make them agree (set `[ajetd] gpus: 1`" in text, text
+
+
+def test_a_nemo_run_with_gpus_0_is_refused_by_the_daemon(daemon_env: Env) -> None:
+    """Walk97 F1 end to end: admission refuses it (it was admitted and ran CPU-only)."""
+    env = daemon_env
+    config = _with_cluster(env, "gpu1", "{gpus_per_node: 1, num_nodes: 1}")
+    command = f"python examples/run_grpo.py --config {config} grpo.max_num_steps=4"
+    run_id = env.submit(env.blueprint("gpu1", config=config, command=command, ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "rejected", status
+    assert "1 × 1 = 1 GPUs" in status["reason"] and "gives the run 0" in status["reason"]
+    assert not env.launches()
+
+
 def test_a_nemo_override_is_read_as_hydra_takes_it() -> None:
-    from ajetd.frameworks.nemorl import cluster_review, override
+    from ajetd.frameworks.gpuask import gpu_ask, gpu_problem
+    from ajetd.frameworks.nemorl import override, validation_review
 
     command = "python run_grpo.py --config c.yaml ++grpo.val_period=5 'cluster.num_nodes=2'"
     assert override(command, "grpo.val_period") == "5"
     assert override(command, "cluster.num_nodes") == "2"
     assert override(command, "cluster.gpus_per_node") is None
     config = {"cluster": {"gpus_per_node": 4}, "grpo": {"val_period": 10, "max_num_steps": 6}}
-    problems, warnings = cluster_review(config, "python run_grpo.py", "4")
-    assert problems == [] and "past grpo.max_num_steps (6)" in warnings[0]
-    problems, warnings = cluster_review(config, command, "[0,1,2,3]")
-    assert "4 × 2 = 8 GPUs" in problems[0] and warnings == []
-    assert cluster_review(config, command, "all") == ([], [])
+    alone = "python run_grpo.py"
+    assert gpu_problem(gpu_ask(config, alone), "4") is None
+    assert "past grpo.max_num_steps (6)" in validation_review(config, alone)[0]
+    problem = gpu_problem(gpu_ask(config, command), "[0,1,2,3]")
+    assert problem and "4 × 2 = 8 GPUs" in problem and validation_review(config, command) == []
+    assert gpu_problem(gpu_ask(config, command), "all") is None

@@ -306,9 +306,11 @@ def open_probe() -> GpuProbe:
         return NoGpu(str(exc) or type(exc).__name__)
 
 
-def never_here(gpus: str, yaml_gpus: int | None) -> str | None:
-    """Why a run asking `gpus` (the `[ajetd] gpus` option's text; `yaml_gpus`: its AgentJet
-    YAML's GPU count) can never start on this machine, with the GPUs it shows now
+def never_here(
+    gpus: str, yaml_gpus: int | None, yaml_keys: str = "n_gpus_per_node x nnodes"
+) -> str | None:
+    """Why a run asking `gpus` (the `[ajetd] gpus` option's text; `yaml_gpus`: the GPU count
+    its config asks for, in `yaml_keys`) can never start on this machine, with the GPUs it shows now
     (`placement.never`); None where it can. `ajetd lint` says it of a blueprint, `ajetd
     campaign FOLDER` of a campaign's `gpus:` (walk87 F11: accepted, each experiment then
     crashed at its launch, the budget spent in seconds)."""
@@ -321,7 +323,7 @@ def never_here(gpus: str, yaml_gpus: int | None) -> str | None:
     except AjetdError as exc:  # AJETD_FAKE_GPUS names a file that is not a fake
         return f"gpus: cannot see this machine's GPUs: {exc}"
     reason = placement.never(
-        placement.Ask("check", gpus, None, yaml_gpus), [g.index for g in probe.sample()]
+        placement.Ask("check", gpus, None, yaml_gpus, yaml_keys), [g.index for g in probe.sample()]
     )
     if reason is None:
         return None

@@ -141,13 +141,13 @@ def _never_here(bp: Blueprint, resolved: Resolved | None) -> str | None:
     (`placement.never`, with the GPUs this machine shows now), or None; runs on an SSH host
     or through Slurm are placed on other machines and are not judged here."""
     from ajetd.adapters.nvml import never_here
-    from ajetd.frameworks.agentjet import yaml_gpu_count
+    from ajetd.frameworks import gpuask
 
     opts = bp.options
     if opts.ssh is not None or opts.slurm is not None:
         return None
-    yaml_gpus = yaml_gpu_count(resolved.config_run) if resolved is not None else None
-    reason = never_here(opts.gpus, yaml_gpus)
+    yaml_gpus = resolved.gpu_count if resolved is not None else None
+    reason = never_here(opts.gpus, yaml_gpus, gpuask.keys_for(bp.launch_command))
     if reason is None or reason.startswith("gpus: cannot see"):
         return reason
     return f"{reason}: the daemon would fail this run when it comes to start it"

@@ -285,7 +285,7 @@ class Run:
     fix_env: tuple[tuple[str, str], ...] = ()
     fix_prefix: tuple[str, ...] = ()
     gpu_ids: tuple[int, ...] | None = None  # placed GPUs (None: not placed, env left as is)
-    yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML
+    yaml_gpus: int | None = None  # the GPUs its config asks for (frameworks.gpuask)
     gpu_stats: GpuStats = field(default_factory=GpuStats)  # gpuuse.fold over its samples, per GPU
     remote_dir: str = ""  # on a remote host (`ssh`): the run's folder there
     provenance: Provenance | None = None  # git state, blueprint hash (None: not collected)

@@ -40,7 +40,8 @@ class Ask:
     run_id: str
     gpus: str  # Options.gpus: "all", "0", a count "4", or a list "[0,1]"
     held: tuple[int, ...] | None = None  # GPUs it held (a count's relaunch prefers them)
-    yaml_gpus: int | None = None  # n_gpus_per_node x nnodes of its AgentJet YAML, if any
+    yaml_gpus: int | None = None  # the GPUs its config asks for (`frameworks.gpuask`), if known
+    yaml_keys: str = "n_gpus_per_node x nnodes"  # the keys that count is read from
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def _yaml_mismatch(ask: Ask, count: int) -> str | None:
     if ask.yaml_gpus is None or ask.gpus == "0" or ask.yaml_gpus == count:
         return None
     return (
-        f"the YAML's n_gpus_per_node x nnodes = {ask.yaml_gpus}, but the run gets {count} "
+        f"the YAML's {ask.yaml_keys} = {ask.yaml_gpus}, but the run gets {count} "
         f"GPU(s) (gpus: {ask.gpus}); make them agree"
     )
 

@@ -35,7 +35,6 @@ from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.daemon import ending
 from ajetd.frameworks import framework, nemorl
-from ajetd.frameworks.agentjet import yaml_gpu_count
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
@@ -279,7 +278,7 @@ def _accepted(run: Run, bp: Blueprint, resolved: Resolved, fs: Callable[[], Fs])
         warnings=(*run.warnings, *warnings),  # each once (Run keeps its warnings unique)
         config_changes=tuple(changes),
         config_path=config_path,
-        yaml_gpus=yaml_gpu_count(config),
+        yaml_gpus=resolved.gpu_count,
         kind="nemo_rl" if nemo else "agentjet",
         metric=framework.run_metric(bp.options.plateau, config, command),
     )

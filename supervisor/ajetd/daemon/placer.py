@@ -12,6 +12,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.slots import RunSlot
+from ajetd.frameworks import gpuask
 from ajetd.hosts.sshcmd import NvidiaSmiError
 
 FOREIGN_NAMED = 32  # other processes on this machine's GPUs whose command lines are read
@@ -42,7 +43,8 @@ def _without_gpus(slot: RunSlot, why: str) -> placement.Decision:
 
 def _ask(slot: RunSlot) -> placement.Ask:
     run = slot.run
-    return placement.Ask(run.run_id, slot.options.gpus, run.gpu_ids, run.yaml_gpus)
+    keys = gpuask.keys_of(run.kind)
+    return placement.Ask(run.run_id, slot.options.gpus, run.gpu_ids, run.yaml_gpus, keys)
 
 
 class GpuPlacer:

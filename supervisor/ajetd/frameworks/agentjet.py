@@ -182,7 +182,6 @@ def review(
     *,
     command: str,
     result_dir: str,
-    gpus: str,
     env: Mapping[str, str],
     exists: Callable[[str], bool],
     logged_in: frozenset[str] = frozenset(),
@@ -218,7 +217,6 @@ def review(
         out.patches[("ajet", "execute_test")] = False
         out.changes.append("ajet.execute_test: True → False (True ends a run early by design)")
     _review_validation(config, ajet, result_dir, out, env)
-    _review_gpus(ajet, gpus, out)
     out.warnings.extend(validation_interval_warnings(ajet))
     model = _get(ajet, "model", "path")
     if isinstance(model, str) and model.startswith("/") and not exists(model):
@@ -378,39 +376,6 @@ def validation_interval_warnings(ajet: Mapping[str, Any]) -> list[str]:
         "is true; at most the last step's, if the run gets there), and results could not "
         f"show training helped; set ajet.trainer_common.test_freq to {hint}"
     ]
-
-
-MAX_YAML_GPUS = 1 << 20  # no run is given more
-
-
-def yaml_gpu_count(config: Any) -> int | None:
-    """`n_gpus_per_node × nnodes` of an AgentJet config, where it says."""
-    ajet = config.get("ajet") if isinstance(config, Mapping) else None
-    if not isinstance(ajet, Mapping):
-        return None
-    per_node = _get(ajet, "trainer_common", "n_gpus_per_node")
-    nodes = _get(ajet, "trainer_common", "nnodes") or 1
-    if not isinstance(per_node, int) or not isinstance(nodes, int):
-        return None
-    return per_node * nodes
-
-
-def _review_gpus(ajet: Mapping[str, Any], gpus: str, out: ConfigReview) -> None:
-    wanted = yaml_gpu_count({"ajet": ajet})
-    if wanted is not None and not 0 <= wanted <= MAX_YAML_GPUS:  # kept, the run's record
-        out.problems.append(  # could not be read back (a stored integer is at most 2**63)
-            f"exp_yaml_path: n_gpus_per_node × nnodes = {show(wanted)} GPUs: "
-            f"a count from 0 to {MAX_YAML_GPUS} is wanted"
-        )
-        return
-    if wanted is None or gpus == "all":
-        return  # `all`: checked when the run is placed on the GPUs it gets
-    given = len(gpus.split(",")) if gpus.startswith("[") else int(gpus)
-    if wanted != given:
-        out.problems.append(
-            f"exp_yaml_path: n_gpus_per_node × nnodes = {wanted} GPUs, "
-            f"but [ajetd] gpus gives the run {given}"
-        )
 
 
 def _review_logger(

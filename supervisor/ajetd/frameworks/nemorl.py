@@ -504,7 +504,7 @@ def override(command: str, key: str) -> str | None:
     return found
 
 
-def _setting(config: Mapping[str, Any], command: str, path: str) -> Any:
+def setting(config: Mapping[str, Any], command: str, path: str) -> Any:
     """`path` (dotted) as the run sees it: the command's override (read as YAML reads a
     number), else the config's."""
     given_value = override(command, path)
@@ -519,32 +519,15 @@ def _setting(config: Mapping[str, Any], command: str, path: str) -> Any:
     return node
 
 
-def cluster_review(
-    config: Mapping[str, Any], command: str, gpus: str
-) -> tuple[list[str], list[str]]:
-    """Problems and warnings about what a NeMo-RL run asks of the machine, the command's
-    overrides counted: `cluster.gpus_per_node × cluster.num_nodes` against `[ajetd] gpus`
-    (NeMo-RL's placement groups wait for GPUs that never come, then fail: `Not enough GPUs
-    available`), as AgentJet's `n_gpus_per_node × nnodes` is; and a `grpo.val_period` that
-    never validates (≤ 0, or past `grpo.max_num_steps`): the run's metric is never written,
-    and a plateau rule on it can never act."""
-    problems: list[str] = []
+def validation_review(config: Mapping[str, Any], command: str) -> list[str]:
+    """Warnings about a NeMo-RL run's validation, the command's overrides counted: a
+    `grpo.val_period` that never validates (≤ 0, or past `grpo.max_num_steps`): the run's
+    metric is never written, and a plateau rule on it can never act, as AgentJet's
+    `test_freq` past its steps. (Its GPU count is judged with AgentJet's by
+    `frameworks.gpuask`.)"""
     warnings: list[str] = []
-    per_node = _setting(config, command, "cluster.gpus_per_node")
-    nodes = _setting(config, command, "cluster.num_nodes")
-    nodes = 1 if nodes is None else nodes
-    if isinstance(per_node, int) and isinstance(nodes, int) and gpus != "all":
-        given = len(gpus.split(",")) if gpus.startswith("[") else int(gpus)
-        wanted = per_node * nodes
-        if wanted != given and given > 0:
-            problems.append(
-                f"exp_yaml_path: cluster.gpus_per_node × cluster.num_nodes = {per_node} × "
-                f"{nodes} = {wanted} GPUs (the command's overrides counted), but [ajetd] gpus "
-                f"gives the run {given}: NeMo-RL's placement groups would wait for GPUs it "
-                "does not have, then fail; make them agree"
-            )
-    period = _setting(config, command, "grpo.val_period")
-    steps = _setting(config, command, "grpo.max_num_steps")
+    period = setting(config, command, "grpo.val_period")
+    steps = setting(config, command, "grpo.max_num_steps")
     if isinstance(period, int) and not isinstance(period, bool):
         past = isinstance(steps, int) and not isinstance(steps, bool) and period > steps > 0
         if period <= 0 or past:
@@ -554,4 +537,4 @@ def cluster_review(
                 "training, so the run's metric (val:accuracy) is never written and a plateau "
                 "rule on it can never act; set a period within the run's steps"
             )
-    return problems, warnings
+    return warnings

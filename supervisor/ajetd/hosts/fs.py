@@ -203,15 +203,20 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
 MAX_INHERITANCE = 8  # `defaults:` levels followed (NeMo-RL's recipes use one or two)
 
 
-def read_inherited(path: str, fs: Fs, depth: int = 0) -> dict[str, Any] | str:
+def read_inherited(
+    path: str, fs: Fs, depth: int = 0, config: dict[str, Any] | None = None
+) -> dict[str, Any] | str:
     """A NeMo-RL config as NeMo-RL loads it (`load_config_with_inheritance`): each file its
     `defaults:` names (one path or a list, from the folder of the file that names it) read
     the same way, merged in order, and the file's own keys over them; `defaults` itself
     dropped. A recipe sets only what differs from its parent: read alone, the keys a fix
-    lowers were not there. Or why it cannot be had (a parent unreadable, too deep a chain)."""
-    config = read_config(path, fs)
-    if isinstance(config, str) or "defaults" not in config:
-        return config
+    lowers were not there. Or why it cannot be had (a parent unreadable, too deep a chain).
+    `config`: the file's content as it will be (its overrides set), read from `path` where
+    None."""
+    read = read_config(path, fs) if config is None else dict(config)
+    if isinstance(read, str) or "defaults" not in read:
+        return read
+    config = read
     parents = config.pop("defaults")
     if isinstance(parents, str):
         parents = [parents]

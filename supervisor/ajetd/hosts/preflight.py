@@ -27,7 +27,7 @@ from ajetd.core.redirect import redirect_warnings
 from ajetd.core.shellenv import launch_env
 from ajetd.core.values import did_you_mean
 from ajetd.core.workdir import Workdir, workdir
-from ajetd.frameworks import nemorl, valresults
+from ajetd.frameworks import gpuask, nemorl, valresults
 from ajetd.frameworks.agentjet import (
     ConfigReview,
     apply_patches,
@@ -38,7 +38,15 @@ from ajetd.frameworks.agentjet import (
 )
 from ajetd.hosts import slurm
 from ajetd.hosts.configcopy import copy_refused, refusal
-from ajetd.hosts.fs import LOCAL, Fs, Names, config_named, read_config
+from ajetd.hosts.fs import (
+    LOCAL,
+    Fs,
+    Names,
+    config_named,
+    read_composed,
+    read_config,
+    read_inherited,
+)
 from ajetd.hosts.program import missing_program
 from ajetd.hosts.sshcmd import RemoteFs, SshError
 
@@ -87,6 +95,9 @@ class Resolved:
     # whether a fixed copy reaches what runs: the command's --conf names exp_yaml_path, as
     # far as ajetd can tell (no --conf, a shell variable in it, a cd before it: it does not)
     copy_reaches: bool = True
+    # the GPUs its config asks for, as its framework composes it (`gpuask.gpu_count`): kept
+    # in the run's record, where placement checks a `gpus: all` run against what it gets
+    gpu_count: int | None = None
 
     @property
     def changes_made(self) -> list[str]:
@@ -762,13 +773,35 @@ def check_blueprint(
 
 
 def _nemo_review(bp: Blueprint, config: Mapping[str, Any], found: ConfigReview) -> ConfigReview:
-    """What AgentJet's review checks of its config, checked of a NeMo-RL run's (its GPUs, its
+    """What AgentJet's review checks of its config, checked of a NeMo-RL run's (its
     validation period), the command's overrides counted; added to `found`, returned."""
     if nemorl.is_nemo_launch(bp.launch_command):
-        asked, warned = nemorl.cluster_review(config, bp.launch_command, bp.options.gpus)
-        found.problems.extend(asked)
-        found.warnings.extend(warned)
+        found.warnings.extend(nemorl.validation_review(config, bp.launch_command))
     return found
+
+
+def composed(bp: Blueprint, yaml_path: str, codebase: str, config: dict[str, Any], fs: Fs) -> Any:
+    """`config` (the file's content as the run will read it: the overrides set) with what its
+    `defaults:` bring, as its framework composes it: NeMo-RL's inheritance for a NeMo-RL
+    launch, AgentJet's Hydra composition else (a recipe inheriting `cluster:` from
+    grpo_math_1B.yaml, an AgentJet config taking `n_gpus_per_node` from ajet_default.yaml);
+    `config` itself where it names none or they cannot be read (the review says why)."""
+    if "defaults" not in config:
+        return config
+    if nemorl.is_nemo_launch(bp.launch_command):
+        got = read_inherited(yaml_path, fs, config=config)
+    else:
+        got = read_composed(yaml_path, codebase, fs, config)
+    return config if isinstance(got, str) else got
+
+
+def _gpu_review(bp: Blueprint, config: Any, found: ConfigReview) -> tuple[ConfigReview, int | None]:
+    """The config's GPU count against `[ajetd] gpus`, the same check for every framework
+    (`gpuask`): a problem added to `found` where they differ; and the count, for the record."""
+    ask = gpuask.gpu_ask(config, bp.launch_command)
+    problem = gpuask.gpu_problem(ask, bp.options.gpus)
+    found.problems.extend([problem] if problem else [])
+    return found, gpuask.gpu_count(config, bp.launch_command)
 
 
 def _slurm_problems(bp: Blueprint) -> list[str]:
@@ -801,6 +834,7 @@ def _checked(
     found = ConfigReview()
     fixes: dict[tuple[str, ...], Any] = {}
     overridden: dict[str, Any] = {}
+    gpu_count = None
     if isinstance(config, dict):
         overrides, overridden = ConfigReview(), config
         if bp.options.yaml_overrides:
@@ -810,13 +844,14 @@ def _checked(
             overridden,
             command=bp.launch_command,
             result_dir=result_dir,
-            gpus=bp.options.gpus,
             env=launch_env(os.environ, bp.options.env, bp.launch_command),
             exists=fs.exists,
             logged_in=_logged_in(),
         )
         fixes = found.patches
-        found = _nemo_review(bp, overridden, _with_overrides(overrides, found))
+        whole = composed(bp, yaml_path, codebase, overridden, fs)
+        found = _nemo_review(bp, whole, _with_overrides(overrides, found))
+        found, gpu_count = _gpu_review(bp, whole, found)
         problems.extend(found.problems)
     if problems:
         return None, problems
@@ -874,5 +909,6 @@ def _checked(
         review=found,
         runs_with=runs_with,
         copy_reaches=reaches,
+        gpu_count=gpu_count,
     )
     return resolved, []
