@@ -7,13 +7,21 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ajetd.adapters.store import Home
 from ajetd.core.model import Run, State, Status
-from ajetd.core.prune import RejectedFile, kept_because, rejected_to_prune, rejection_of
+from ajetd.core.prune import (
+    CopyFile,
+    RejectedFile,
+    config_copies,
+    kept_because,
+    rejected_to_prune,
+    rejection_of,
+)
 from conftest import Env, wait_for
 
 DAY = 86400.0
@@ -180,3 +188,53 @@ def test_prune_keeps_a_fresh_refusal_of_an_old_file(env: Env) -> None:
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["rejected_removed"] == ["stale__y.md", "stale__y.why.txt"]
     assert sorted(p.name for p in rejected.iterdir()) == ["fresh__x.md", "fresh__x.why.txt"]
+
+
+def test_only_a_runs_own_config_copies_unchanged_since_are_its_copies() -> None:
+    """Walk97 F10: the fixed config copies piled up in the user's codebase for ever. Those
+    `prune` removes with a run are its own as ajetd wrote them: its id in ajetd's name, a
+    regular file of this user, last written while the run lived; nothing else."""
+    run = _ended(config_path="/code/configs/exp.ajetd-abc123-t2.yaml")
+    during = run.ended_at - 60  # type: ignore[operator]
+    uid = os.getuid()
+    files = [
+        CopyFile("exp.ajetd-abc123.yaml", True, uid, during),  # admission's copy
+        CopyFile("exp.ajetd-abc123-t2.yaml", True, uid, during),  # a relaunch's fix
+        CopyFile("exp.yaml", True, uid, during),  # the user's own
+        CopyFile("exp.ajetd-zzz999.yaml", True, uid, during),  # another run's
+        CopyFile("exp.ajetd-abc123.yaml.bak", True, uid, during),  # a person's name
+        CopyFile("other.ajetd-abc123.yaml", True, uid, during),  # beside another config
+        CopyFile("exp.ajetd-abc123-t3.yaml", False, uid, during),  # a link (or a FIFO)
+        CopyFile("exp.ajetd-abc123-t4.yaml", True, uid + 1, during),  # another user's
+        CopyFile("exp.ajetd-abc123-t5.yaml", True, uid, time.time()),  # edited since the end
+        CopyFile("exp.ajetd-abc123-t6.yaml", True, uid, run.submitted_at - DAY),  # older
+    ]
+    assert config_copies(run, files, uid) == ["exp.ajetd-abc123.yaml", "exp.ajetd-abc123-t2.yaml"]
+    assert config_copies(replace(run, remote_dir="/r/abc123"), files, uid) == []  # an SSH host's
+    assert config_copies(replace(run, ended_at=None), files, uid) == []
+
+
+def test_prune_removes_a_runs_config_copy_and_nothing_else(daemon_env: Env) -> None:
+    """End to end: a run's copy (`X.ajetd-<id>.yaml` beside the user's config) goes with its
+    folder, its content kept in the result dir as config-used.yaml; a link named like a copy,
+    another run's copy a later run runs, and the user's config stay."""
+    env = daemon_env
+    ajetd = "gpus: 0\nkeep_session: 0\nyaml_overrides: [fakejet.steps=2]"
+    config = env.config("exp")
+    run_id = env.submit(env.blueprint("copied", config=config, ajetd=ajetd))
+    assert env.wait_done(run_id)["status"] == "succeeded"
+    wait_for(lambda: env.record(run_id).get("session_closed"), what="the session closed")
+    folder = (env.codebase / config).parent
+    copy = folder / f"exp.ajetd-{run_id}.yaml"
+    assert copy.is_file(), sorted(p.name for p in folder.iterdir())
+    used = env.tmp / "results" / "copied" / "config-used.yaml"
+    assert used.read_bytes() == copy.read_bytes()
+    victim = env.tmp / "victim.yaml"
+    victim.write_text("mine: 1\n")
+    link = folder / f"exp.ajetd-{run_id}-t7.yaml"
+    link.symlink_to(victim)
+    said = json.loads(env.cli("prune", "--older-than", "0", "--json").stdout)
+    assert said["removed"] == [run_id] and said["copies_removed"] == [str(copy)], said
+    assert not copy.exists() and used.is_file()  # the result dir keeps what it ran
+    assert link.is_symlink() and victim.read_text() == "mine: 1\n"
+    assert (env.codebase / config).is_file()

@@ -10,16 +10,26 @@ result dirs are the user's: never touched.
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 import time
+from collections.abc import Iterable
 
 import click
 
 from ajetd.adapters.store import Home
 from ajetd.cli.common import echo_json, json_option, open_home
 from ajetd.core.errors import AjetdError
-from ajetd.core.prune import RejectedFile, kept_because, rejected_to_prune
+from ajetd.core.model import Run
+from ajetd.core.prune import (
+    CopyFile,
+    RejectedFile,
+    config_copies,
+    copies_folder,
+    kept_because,
+    rejected_to_prune,
+)
 
 DEFAULT_AGE = "30d"
 
@@ -65,6 +75,69 @@ def _rejected_files(home: Home) -> list[RejectedFile]:
     return found
 
 
+def _copies(run: Run, others: Iterable[Run]) -> list[str]:
+    """The paths of `run`'s config copies that go with its folder (`core.prune.config_copies`
+    judges each entry beside its config, as `lstat` sees it), less any another run still
+    names (a blueprint that took a copy as its exp_yaml_path, or runs it)."""
+    where = copies_folder(run)
+    if where is None:
+        return []
+    folder = where[0]
+    files = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                files.append(CopyFile(entry.name, stat.S_ISREG(st.st_mode), st.st_uid, st.st_mtime))
+    except OSError:  # the codebase moved or went: nothing of it is removed
+        return []
+    named = " ".join(f"{o.config_path} {o.launch_command}" for o in others)
+    return [
+        os.path.join(folder, name)
+        for name in config_copies(run, files, os.getuid())
+        if name not in named
+    ]
+
+
+def _prune_runs(
+    home: Home, now: float, age: float, campaign_of: dict[str, str], dry_run: bool
+) -> tuple[list[str], dict[str, str], dict[str, str], list[str]]:
+    """Remove (`dry_run`: only name) the runs `kept_because` allows, each with its config
+    copies (`_copies`): the runs removed, those kept (why), what failed (why), the copies."""
+    removed: list[str] = []
+    kept: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    copies_removed: list[str] = []
+    runs = list(home.load_runs())
+    for run in runs:
+        why = kept_because(run, now, age, campaign_of)
+        if why is not None:
+            kept[run.run_id] = why
+            continue
+        copies = _copies(run, (r for r in runs if r.run_id != run.run_id))
+        if not dry_run:
+            try:
+                home.remove_run(run.run_id)
+            except OSError as exc:
+                failed[run.run_id] = exc.strerror or str(exc)
+                continue
+        removed.append(run.run_id)
+        for path in copies:  # after its folder: a copy is never removed while its run stays
+            if not dry_run:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    failed[path] = exc.strerror or str(exc)
+                    continue
+            copies_removed.append(path)
+    return removed, kept, failed, copies_removed
+
+
 @click.command()
 @click.option(
     "--older-than",
@@ -80,7 +153,9 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
     """Remove the folders of runs that ended long ago from $AJETD_HOME/runs/ (and old
     rejected blueprints). A run is kept while anything may still read or write it: not
     ended, reports or on_finish still due, its tmux session still kept, or an experiment of
-    a campaign. Result dirs are never touched. Exit 0; 1 where a folder could not be removed."""
+    a campaign. Result dirs are never touched; a removed run's config copies beside the
+    user's config go with it (only ajetd's, unchanged since the run). Exit 0; 1 where a
+    folder could not be removed."""
     from ajetd.core.durations import parse_duration
 
     try:
@@ -90,23 +165,9 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
     home = open_home()
     now = time.time()
     campaign_of = _campaign_runs(home)
-    removed: list[str] = []
-    kept: dict[str, str] = {}
-    failed: dict[str, str] = {}
     if not dry_run:
         home.remove_pruned()
-    for run in home.load_runs():
-        why = kept_because(run, now, age, campaign_of)
-        if why is not None:
-            kept[run.run_id] = why
-            continue
-        if not dry_run:
-            try:
-                home.remove_run(run.run_id)
-            except OSError as exc:
-                failed[run.run_id] = exc.strerror or str(exc)
-                continue
-        removed.append(run.run_id)
+    removed, kept, failed, copies_removed = _prune_runs(home, now, age, campaign_of, dry_run)
     rejected_removed: list[str] = []
     for name in rejected_to_prune(_rejected_files(home), now, age):
         path = home.rejected / name
@@ -125,6 +186,7 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
                 "kept": kept,
                 "failed": failed,
                 "rejected_removed": rejected_removed,
+                "copies_removed": copies_removed,
             }
         )
     else:
@@ -135,6 +197,8 @@ def prune(older_than: str, dry_run: bool, as_json: bool) -> None:
         )
         for run_id in removed:
             click.echo(f"  {verb}: {run_id}")
+        for copy in copies_removed:
+            click.echo(f"  {verb} its config copy: {copy}")
         for run_id, why in kept.items():
             if not why.startswith("ended ") and not why.startswith("not ended"):
                 click.echo(f"  kept {run_id}: {why}")
