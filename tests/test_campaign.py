@@ -699,7 +699,12 @@ def test_a_done_campaign_is_measured_at_its_end(daemon_env: Env) -> None:
     assert isinstance(first["deadline_left_s"], float) and first["deadline_left_s"].is_integer()
     assert float(deadline["current"]).is_integer()
     text = env.cli("campaign", "status", cid).stdout
-    assert f"({format_duration(deadline['remaining'])} left)" in text, text
+    # said as where it ended, not as a clock still running (walk97 F12: a completed campaign
+    # printed '(19m53s left)' and '19m53s remaining (not met)')
+    left = format_duration(deadline["remaining"])
+    assert f"(the campaign ended {left} before it)" in text, text
+    assert f"{left} remaining at its end (not met)" in text, text
+    assert " left)" not in text and "remaining (not met)" not in text, text
 
 
 def test_a_campaign_that_ended_without_a_best_says_none_and_why() -> None:

@@ -323,13 +323,22 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
         f"goal: {goal['metric']} ({'higher' if goal['direction'] == 'max' else 'lower'} is better)"
     )
     lines.append(data["progress"])
+    # an ended campaign's rules and deadline as they stood at its end, said so: "19m53s
+    # left" under a completed campaign read as if it still ran (walk97 F12)
+    ended = state.done and state.ended_at is not None
     for rule in data["stop_rules"]:
         mark = "met" if rule["met"] else "not met"
-        lines.append(f"  - {rule['rule']}: {rule['text']} ({mark})")
+        when = " at its end" if ended else ""
+        lines.append(f"  - {rule['rule']}: {rule['text']}{when} ({mark})")
     if data["deadline_left_s"] is not None:
-        lines.append(
-            f"deadline: {data['deadline_at']} ({format_duration(data['deadline_left_s'])} left)"
-        )
+        left = format_duration(data["deadline_left_s"])
+        if not ended:
+            said = f"{left} left"
+        elif data["deadline_left_s"] > 0:
+            said = f"the campaign ended {left} before it"
+        else:
+            said = "reached before the campaign ended"
+        lines.append(f"deadline: {data['deadline_at']} ({said})")
     lines.append(f"best: {best_line(spec, state)}")
     lines += [f"git: {state.git_note}"] if state.git_note else []
     lines += [_running_line(run, goal["metric"]) for run in data["running"]]
