@@ -6,8 +6,9 @@ cannot be the program's. Real tmux, the loop driven in-process; lint through the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from conftest import Env
+from conftest import PYTHON, Env
 from loopkit import Loop
 
 CRASH = "python -c 'import sys; print(\"Traceback (most recent call last):\"); sys.exit(3)'"
@@ -100,6 +101,9 @@ def test_hydra_overrides_on_agentjets_launcher_are_refused_with_where_to_put_the
 
 def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
     """walk 86: `/`, `/tmp`, the home or the codebase itself were taken without a word."""
+    scratch = env.tmp / "scratch"
+    scratch.mkdir()
+    scratch.chmod(0o1777)
     bp = env.blueprint("where", result="/")
     out = env.cli("lint", "--json", str(bp))
     assert out.returncode == 2 and "/ is the filesystem's root" in out.stdout
@@ -107,12 +111,33 @@ def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
         ("/tmp", "a folder every program shares"),
         (str(env.codebase), "is the codebase itself"),
         (str(env.codebase / "configs"), "is inside the codebase"),
+        # walk97 F12: the venv's bin/ (on the PATH of every run of it), the venv, a system
+        # folder, a folder every user writes into as /tmp is
+        (str(Path(PYTHON).parent), "the folder of the run's python (exp_venv_exe)"),
+        (str(Path(PYTHON).parent.parent / "results" / "x"), "inside the run's venv"),
+        ("/opt", "a folder of the system's own"),
+        (str(scratch), "a folder every user writes into (world-writable, sticky"),
     ):
         data = json.loads(
             env.cli("lint", "--json", str(env.blueprint("where", result=result))).stdout
         )
         warned = " ".join(data["blueprint"]["warnings"]) if data.get("blueprint") else ""
         assert said in warned, (result, data)
+    own = json.loads(env.cli("lint", "--json", str(env.blueprint("own"))).stdout)
+    assert not [w for w in own["blueprint"]["warnings"] if w.startswith("exp_result_dir")], own
+
+
+def test_admission_says_a_shared_result_dir_as_lint_does(daemon_env: Env) -> None:
+    """The same warning in the run's record (status, results.md), the run admitted."""
+    env = daemon_env
+    scratch = env.tmp / "scratch"
+    scratch.mkdir()
+    scratch.chmod(0o1777)
+    run_id = env.submit(env.blueprint("shared", result=str(scratch), ajetd="gpus: 0"))
+    status = env.wait_done(run_id)
+    assert status["status"] == "succeeded", status
+    said = [w for w in status["warnings"] if w.startswith(f"exp_result_dir: {scratch} is a")]
+    assert said and "world-writable, sticky" in said[0], status["warnings"]
 
 
 def test_a_success_whose_output_ends_in_a_traceback_is_warned(env: Env, loop: Loop) -> None:

@@ -315,25 +315,77 @@ def unreachable(path: str, fs: Fs) -> str:
     return f" ({found.text})" if isinstance(found, Unreachable) else ""
 
 
-def _shared_result_dir(result_dir: str, codebase: str) -> list[str]:
-    """A warning where the result dir is a folder shared with much else (`/tmp`, the home) or
-    the codebase (`codebase`: "" where it is on another machine): ajetd writes results.md,
-    trials.md, run.json, logs/ and finish.flag there, among what else is in it, and in the
-    codebase they make the git tree it records as the run's provenance dirty (walk 86)."""
-    real = os.path.realpath(result_dir)
+# the filesystem's own folders (FHS): a run's results.md, logs/ and finish.flag among the
+# system's files, where a typo or a copy-paste left `exp_result_dir: /opt` or `/var`
+_SYSTEM_FOLDERS = frozenset(
+    {
+        *("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/media", "/mnt", "/opt", "/proc"),
+        *("/run", "/sbin", "/srv", "/sys", "/usr", "/usr/bin", "/usr/local", "/var"),
+    }
+)
+
+
+def _venv_folders(venv_exe: str) -> tuple[str, str]:
+    """The folder of the python a run uses (`bin/`), and its venv (the folder above, where a
+    `pyvenv.cfg` says it is one; "" else); real paths, the python itself not followed (a
+    venv's is a link to the system's)."""
+    if not venv_exe or not os.path.isabs(venv_exe):
+        return "", ""
+    bin_dir = os.path.realpath(os.path.dirname(venv_exe))
+    venv = os.path.dirname(bin_dir)
+    return bin_dir, venv if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) else ""
+
+
+def _below(real: str, folder: str) -> bool:
+    """Whether the real path `real` lies below `folder` (a real path; "": nothing is)."""
+    return bool(folder) and real.startswith(folder.rstrip("/") + "/")
+
+
+def _shared_what(real: str, code: str, venv_exe: str) -> str | None:
+    """What else the result dir `real` (a real path) is, where that is not a run's own."""
     shared = dict.fromkeys(("/tmp", "/var/tmp", "/dev/shm"), "a folder every program shares")  # noqa: S108 - names compared, nothing made there
     shared |= {"/home": "the folder of every user's home"}
     shared[os.path.realpath(os.path.expanduser("~"))] = "your home folder"
-    code = os.path.realpath(codebase) if codebase else ""
+    bin_dir, venv = _venv_folders(venv_exe)
     if real in shared:
-        what = shared[real]
-    elif code and real == code:
-        what = "the codebase itself: its git tree, which runs record as their provenance, "
-        what += "is then dirty with them"
-    elif code and real.startswith(code.rstrip("/") + "/"):
-        what = "inside the codebase: unless git ignores it, they make the tree the next run "
-        what += "records as its provenance dirty"
-    else:
+        return shared[real]
+    if real in _SYSTEM_FOLDERS:
+        return "a folder of the system's own"
+    if code and real == code:
+        return (
+            "the codebase itself: its git tree, which runs record as their provenance, is "
+            "then dirty with them"
+        )
+    if _below(real, code):
+        return (
+            "inside the codebase: unless git ignores it, they make the tree the next run "
+            "records as its provenance dirty"
+        )
+    if bin_dir and real == bin_dir:
+        return "the folder of the run's python (exp_venv_exe), on the PATH of every run of it"
+    if venv and (real == venv or _below(real, venv)):
+        return "inside the run's venv, which pip and uv rewrite (and `rm -rf` to rebuild it)"
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:  # not there yet: ajetd makes it, a folder of its own
+        return None
+    if mode & 0o1002 == 0o1002:  # world-writable and sticky, as /tmp is (a /scratch)
+        return "a folder every user writes into (world-writable, sticky, as /tmp is)"
+    return None
+
+
+def _shared_result_dir(result_dir: str, codebase: str, venv_exe: str = "") -> list[str]:
+    """A warning where the result dir is a folder shared with much else (`/tmp`, a folder
+    every user writes into, the home, a system folder), the codebase, or the run's venv or
+    its `bin/` (`codebase`, `venv_exe`: "" where they are on another machine): ajetd writes
+    results.md, trials.md, run.json, logs/ and finish.flag there, among what else is in it,
+    and in the codebase they make the git tree it records as the run's provenance dirty
+    (walk 86; walk97 F12: the venv's `bin/`, a system folder). A folder holding what ajetd
+    would write is refused (`result_dir_problem`), never written over."""
+    real = os.path.realpath(result_dir)
+    code = os.path.realpath(codebase) if codebase else ""
+    what = _shared_what(real, code, venv_exe)
+    if what is None:
         return []
     return [
         f"exp_result_dir: {result_dir} is {what}; ajetd writes results.md, trials.md, run.json, "
@@ -856,7 +908,9 @@ def _checked(
     if problems:
         return None, problems
     found.warnings.extend(_full_disk(result_dir))
-    found.warnings.extend(_shared_result_dir(result_dir, codebase if fs is LOCAL else ""))
+    local = fs is LOCAL
+    shared = _shared_result_dir(result_dir, codebase if local else "", venv_exe if local else "")
+    found.warnings.extend(shared)
     # the copy's content, made here once (admission writes it, and reads its GPUs): the
     # overrides, then the review's fixes, which were made on the overridden config
     runs_with = apply_patches(overridden, fixes)
