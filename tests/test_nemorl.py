@@ -836,6 +836,14 @@ def test_a_gpu_mismatch_reads_alike_for_both_frameworks(env: Env) -> None:
     for text in said.values():
         assert "= 1 GPUs" in text and "but [ajetd] gpus gives the run 0 (CPU only" in text, text
         assert "make them agree (set `[ajetd] gpus: 1`" in text, text
+    # `gpus: all` is judged on the GPUs this machine has, in the framework's own keys
+    env.fake_gpus(2)
+    four = _with_cluster(env, "four", "{gpus_per_node: 4}")
+    launch = f"python examples/run_grpo.py --config {four} grpo.max_num_steps=4"
+    out = env.cli("lint", str(env.blueprint("all", config=four, command=launch, ajetd="gpus: all")))
+    assert out.returncode == 2, out.stdout + out.stderr
+    said = out.stdout + out.stderr
+    assert "cluster.gpus_per_node x cluster.num_nodes = 4, but the run gets 2" in said, said
 
 
 def test_a_nemo_run_with_gpus_0_is_refused_by_the_daemon(daemon_env: Env) -> None:
