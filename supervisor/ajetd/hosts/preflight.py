@@ -868,6 +868,20 @@ def _slurm_problems(bp: Blueprint) -> list[str]:
     return slurm.check(bp.options.slurm, parts, bp.max_time_s, sizes)
 
 
+def _command_warnings(bp: Blueprint, fs: Fs, codebase: str, venv_exe: str) -> list[str]:
+    """What admission would say of the launch command, said here too (lint shows it)."""
+    said = [
+        *_own_placement(bp.launch_command),
+        *nemorl.compound_warnings(bp.launch_command),
+        *redirect_warnings(bp.launch_command),
+    ]
+    if fs is LOCAL and bp.options.slurm is None:  # a host's or a node's PATH is not this one's
+        path = os.environ.get("PATH", "")
+        missing = missing_program(bp.launch_command, codebase, venv_exe, path)
+        said.extend([missing] if missing else [])
+    return said
+
+
 def _checked(
     bp: Blueprint, fs: Fs, val_writers: Mapping[str, onefile.Writer] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
@@ -915,18 +929,7 @@ def _checked(
     # overrides, then the review's fixes, which were made on the overridden config
     runs_with = apply_patches(overridden, fixes)
     found.warnings.extend(bp.warnings)
-    # what admission would say of the command, said here (lint shows it)
-    found.warnings.extend(
-        [
-            *_own_placement(bp.launch_command),
-            *nemorl.compound_warnings(bp.launch_command),
-            *redirect_warnings(bp.launch_command),
-        ]
-    )
-    if fs is LOCAL and bp.options.slurm is None:  # a host's or a node's PATH is not this one's
-        path = os.environ.get("PATH", "")
-        missing = missing_program(bp.launch_command, codebase, venv_exe, path)
-        found.warnings.extend([missing] if missing else [])
+    found.warnings.extend(_command_warnings(bp, fs, codebase, venv_exe))
     found.warnings.extend(_serverless_client(bp, runs_with))
     found.warnings.extend(_plateau_metric(bp, runs_with))
     found.warnings.extend(_fix_floors(bp, runs_with))
