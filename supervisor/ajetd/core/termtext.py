@@ -12,6 +12,11 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# The same codes in raw output, none read past a line's end (a code never holds a newline, so a
+# block without them has the same lines): what `stream` removes from a block before it looks
+# for trigger words, which a code inside a phrase would hide (Rich colours numbers and words
+# in the middle of a line: `LLVM \x1b[1;31mERROR\x1b[0m:`, `(WorkerDict pid=\x1b[1;36m12\x1b[0m)`)
+ANSI_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = {c: None for c in [*range(32), 127] if c != 9}
 # (the name, then at most one `[...]` of a bounded length: no nested repetition, linear)
 _RAY_PREFIX = re.compile(
@@ -83,7 +88,16 @@ DRESS_SOURCE = (
     r"|[DIWEF]\d{4}\s+\d\d:\d\d:\d{2,10}\.\d+\s+\d+\s+[\w.\-]+:\d+\]\s?"
     # logging's default format and levels in brackets: ERROR:root: , INFO:nemo_rl.x: , [ERROR]?
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:\s?"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+[-|:]\s"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|SUCCESS|TRACE)\s+[-|:]\s"
+    # loguru's default format after its time and level (`2025-01-03 12:00:01.123 | ERROR    |
+    # trainer:run:42 - `): the logger's name, function and line
+    r"|[\w.\-]{1,200}:[\w<>.\-]{1,200}:\d{1,7} - "
+    # Docker Compose's service and replica (`trainer-1  | `, v1's `trainer_1  | `); `kubectl
+    # logs --prefix`'s pod and container (`[pod/trainer-0/main] `)
+    r"|[\w.\-]{1,64}[-_]\d{1,4} {1,40}\| ?"
+    r"|\[pod/[\w.\-]{1,253}/[\w.\-]{1,63}\] "
+    # the journal's (`journalctl`, syslog): `Jan 03 12:00:01 gpu-node-7 python3[48213]: `
+    r"|[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d [\w.\-]{1,64} [\w.\-@/]{1,64}(?:\[\d{1,10}\])?: "
     # a shell trace: `+ cmd`, `++ cmd`
     r"|\++ "
     # pytest: the `E   ` column before the lines of an exception a failing test raised

@@ -259,6 +259,9 @@ class Diagnoser:
     _traceback_header: str = ""
     _importing: tuple[int, str] | None = None  # the open traceback's last frame imports: where
     _headerless: bool = False  # the open traceback began with a frame (its header not shown)
+    _stray: str | None = None  # a line no frame's in the open headerless traceback, the last
+    # read: the traceback's end, or another process's line printed in the middle of it (the
+    # next line says which: `_one_line`)
     _looking_up: bool = False  # the traceback's last frames look a name up (`_NAME_LOOKUP`)
     _in_getitem: bool = False  # its last frame is a mapping's `__getitem__`
     _indexing_devices: bool = False  # its last frame indexes a list of devices (`_DEVICE_LOOKUP`)
@@ -560,13 +563,8 @@ class Diagnoser:
             self._record(kind, number, body, rank, warned)
         if not self._in_traceback:
             return kind is not None
-        if (
-            self._headerless
-            and kind is None
-            and not EXCEPTION_LINE.match(stripped)
-            and not _FRAME.match(body)  # (a paste that lost its indentation: frames go on)
-        ):
-            return self._headerless_ended(stripped)
+        if self._headerless and (ended := self._stray_line(body, stripped, kind)) is not None:
+            return ended
         self._traceback_lines += 1
         if kind is not None:
             self._traceback_known = True
@@ -631,6 +629,22 @@ class Diagnoser:
         self._notebook = (number, body, notebook[1], sum(self._counts.values()))
         return True
 
+    def _stray_line(self, body: str, stripped: str, kind: Kind | UserKind | None) -> bool | None:
+        """A line of a headerless traceback, unindented (`kind`: what it named): None when it
+        is the traceback's own (a frame, even one that lost its indentation; an exception
+        line; a line that named a kind); else whether it said something. A line that is not
+        its own ends it only when the next one does not go on with it: another process's line
+        printed in the middle of a paste (another worker's, another rank's) is not its end, and
+        the end is read at the next line (`_headerless_ended`; at the output's end, `end`)."""
+        if kind is not None or EXCEPTION_LINE.match(stripped) or _FRAME.match(body):
+            self._stray = None
+            return None
+        stray, self._stray = self._stray, stripped
+        if stray is None:
+            return True
+        self._stray = None
+        return self._headerless_ended(stray)
+
     def _headerless_ended(self, stripped: str) -> bool:
         """Frames without a header, then a line that is no exception's: a stack a program
         printed and went on from (logging's stack_info, traceback.print_stack, asyncio's
@@ -690,6 +704,7 @@ class Diagnoser:
         self._in_box = self._ignored = False
         self._traceback_at, self._traceback_header = number, body
         self._in_logger, self._importing, self._headerless = False, None, headerless
+        self._stray = None
         self._looking_up = self._in_getitem = self._indexing_devices = False
         self._raising, self._frame_indent = None, -1
         self._marked = False
@@ -709,6 +724,8 @@ class Diagnoser:
             # a look-up goes on into the mapping's own `__getitem__`, and ends with any other
             self._looking_up = self._looking_up and self._in_getitem
             return False
+        if stripped:
+            self._stray = None  # the traceback went on past a line not its own (`_stray_line`)
         source = (
             self._frame_indent >= 0
             and len(body) - len(body.lstrip()) > self._frame_indent
@@ -734,7 +751,11 @@ class Diagnoser:
     def end(self) -> None:
         """The output has ended: a traceback still open (cut before its exception line) and
         unexplained by its frames is an exception no kind explains, or an import's failure
-        when it was cut while importing."""
+        when it was cut while importing. A headerless one whose last line is not its own
+        ended at that line (`_headerless_ended`)."""
+        if self._in_traceback and self._stray is not None:
+            stray, self._stray = self._stray, None
+            self._headerless_ended(stray)
         if self._in_traceback and not self._traceback_known:
             raised = None if self._raising is None else classify(self._raising[1])
             if raised is not None and self._raising is not None:  # the statement names it

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import re
 
-from ajetd.core.termtext import DRESS, MAX_DRESS, RAY_WORKER, strip_dress  # shared with readers
+from ajetd.core.termtext import (  # shared with readers
+    DRESS,
+    MAX_DRESS,
+    PROGRESS_BAR,
+    RAY_WORKER,
+    strip_dress,
+)
 from ajetd.diagnosis.text import MAX_LINE_BYTES, decode_line
 
 # A paste that lost its newlines (an issue's text outside a code block): a Ray worker's lines
@@ -54,8 +60,16 @@ WRAPPERS = re.compile(
     r"^(?:[\w.]+\.)?(?:RayTaskError|RayActorError|ActorDiedError|ChildFailedError|"
     r"WorkerCrashedError|TaskError|ExceptionGroup|BaseExceptionGroup|ValidationError)$"
 )
-# The last line of a traceback: a (dotted) class name, maybe a message.
-TRACEBACK_END = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?(?::|$)")
+# The last line of a traceback: a (dotted) class name, maybe a message after `: ` (Python puts
+# a blank after the colon). Not a line another process printed in the middle of the traceback
+# (a worker's, a logger's: `INFO:Total number of training events: 76860`, `wandb: Syncing run`,
+# `step:40 - loss:0.3`): a logging level is no class, and a class not named with its module is
+# a builtin's or `__main__`'s, capitalised (a lower-case word before a colon is a program's
+# name: `wandb:`, `libibverbs:`).
+TRACEBACK_END = re.compile(
+    r"^(?!(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|NOTICE|TRACE)\b)"
+    r"(?:(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*|[A-Z]\w*)(?:\([\w.]*\))?(?:: |:$|$)"
+)
 
 
 # A line logged at warning level, at the start of its text or of any decoration under which
@@ -96,6 +110,9 @@ def logged_as_warning(line: str) -> bool:
 _STOPS_MID_SENTENCE = re.compile(r"[A-Za-z0-9,]$")
 _GOES_ON = re.compile(r"^[a-z]+(?: |, |\. |\.?$|\))")
 _DIGITS = str.maketrans("123456789", "000000000")
+# A tqdm bar the line was printed after (`PROGRESS_BAR`): part of its dress, but not of the
+# program's own, which the message's next line, printed after the bar's newline, does not carry
+_BAR = re.compile(PROGRESS_BAR[1:])
 MIN_WRAPPED_MESSAGE = 30  # characters after the class: a short message is not a wrapped one
 # A message that begins with a newline (Megatron-Bridge's `raise ValueError(f"\n✗ Model
 # architecture not supported ...")`): Python prints the class and its colon alone on a line and
@@ -115,6 +132,14 @@ def _dress_of(line: str) -> str:
     return line[:at]
 
 
+def _same_dress(dress: str) -> str:
+    """What two lines of one message share of their dress: it without a progress bar and with
+    its digits as zeros (a timestamp's second may change between them)."""
+    if "%|" in dress:
+        dress = _BAR.sub("", dress)
+    return dress.translate(_DIGITS)
+
+
 def _wrapped_dress(text: str) -> tuple[str, bool] | None:
     """The dress of `text` (one line as seen) when it may be the first line of an exception
     message in two, and whether its message is empty (all of it on the next line); None when
@@ -129,7 +154,7 @@ def _wrapped_dress(text: str) -> tuple[str, bool] | None:
         return (dress, True) if body[shape.end() - 1 : shape.end()] == ":" else None
     if len(message) < MIN_WRAPPED_MESSAGE:
         return None
-    return (dress, False) if _STOPS_MID_SENTENCE.search(body) else None
+    return (dress, False) if _STOPS_MID_SENTENCE.search(body.rstrip()) else None
 
 
 def may_go_on(raw: bytes) -> bool:
@@ -137,6 +162,8 @@ def may_go_on(raw: bytes) -> bool:
     with (`continued` decides once that line is there): a reader of output still arriving
     waits for the next line before reading this one, as a reader of the whole output does."""
     end = raw.rstrip(b"\r")[-1:]
+    if end in (b" ", b"\t"):  # blanks after the text: its last character counts
+        end = raw.rstrip()[-1:]
     if not (end.isalnum() or end in (b",", b":", b" ")) or len(raw) > MAX_LINE_BYTES:
         return False  # `m`, the end of a colour code, passes on to the full test
     return _wrapped_dress(decode_line(raw)) is not None
@@ -151,7 +178,7 @@ def continued(text: str, following: str) -> str | None:
     dress, empty = wrapped
     next_dress = _dress_of(following)
     rest = following[len(next_dress) :]
-    if dress.translate(_DIGITS) != next_dress.translate(_DIGITS) or EXCEPTION_LINE.match(rest):
+    if _same_dress(dress) != _same_dress(next_dress) or EXCEPTION_LINE.match(rest):
         return None
     if _NOT_A_MESSAGE.match(rest) if empty else not _GOES_ON.match(rest):
         return None

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ajetd.core.finding import Finding
-from ajetd.core.termtext import DRESS_BYTES
+from ajetd.core.termtext import ANSI_BYTES, DRESS_BYTES
 from ajetd.diagnosis.catalogue import DIGIT_BLIND, WORDS, word_search
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.kindset import KindSet
@@ -157,6 +157,8 @@ class StreamDiagnoser:
     def _scan(self, block: bytes) -> None:
         if not block:
             return
+        if b"\x1b" in block:  # colour codes: gone before words are looked for (`ANSI_BYTES`)
+            block = ANSI_BYTES.sub(b"", block)
         diagnoser, quiet = self.diagnoser, self._quiet
         counted_at, number, done = 0, self.lines_done, 0  # `number`: lines before `counted_at`
         for start, end, words in self._trigger_lines(block):

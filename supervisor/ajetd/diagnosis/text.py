@@ -60,7 +60,8 @@ def seen_bytes(raw: bytes) -> bytes:
 
 
 def decode_line(raw: bytes) -> str:
-    """One raw output line as the text a person saw, Ray's decorations removed."""
+    """One raw output line as the text a person saw, Ray's decorations removed, and the blanks
+    after its text (which no one sees: `AssertionError  ` is an exception line)."""
     if len(raw) > MAX_LINE_BYTES:  # (a shorter line: `clean_line` finds its last redraw)
         raw = seen_bytes(raw)
-    return strip_ray(clean_line(raw.decode("utf-8", errors="replace")))
+    return strip_ray(clean_line(raw.decode("utf-8", errors="replace"))).rstrip(" \t")
