@@ -1,7 +1,7 @@
 """Metamorphic check of the diagnosis: the same failure printed in a different dress names the
 same root cause.
 
-Usage: python bench/logshapes.py [--only T1,T2] [--every N] [--show] [--json]
+Usage: python bench/logshapes.py [--only T1,T2] [--every N] [--show] [--json] [--benign]
 
 Each transformation below rewrites an excerpt of the corpus (`tests/data/corpus/<kind>/*.log`,
 its source line dropped) as real output shows the same text: other line ends, a progress bar
@@ -12,7 +12,9 @@ training output or interleaved with another worker's, tabs for indentation, trai
 bytes that are not UTF-8. For each, printed: how many excerpts keep the first kind the bare
 excerpt gets (not the expected kind: an excerpt the diagnosis misses is a miss in any dress;
 what is measured is that the dress changes nothing), and which change. `--every N`: every Nth
-excerpt only; `--show`: each change with its kinds.
+excerpt only; `--show`: each change with its kinds. `--benign`: instead, each transformation
+applied to the benign corpus, and the fatal or science findings it makes there (a dress must
+not make healthy output a failure; `bench/benign.py` reads it bare).
 
 Healthy text is taken from the benign corpus (`tests/data/benign/`, real output of runs that
 had not failed): the excerpts in which the diagnosis finds nothing, one after another.
@@ -350,11 +352,38 @@ def measure(
     return bare, dressed, seconds
 
 
+FATAL_SHOWN = ("fatal", "science")  # as bench/benign.py: the costly false findings
+
+
+def false_findings(name: str, paths: list[Path]) -> dict[str, str]:
+    """Benign excerpt -> the first fatal or science finding the transformation makes there."""
+    out = {}
+    for path in paths:
+        found = diagnose_chunks([TRANSFORMS[name](body(path))])
+        costly = [f for f in found if f.severity in FATAL_SHOWN]
+        if costly:
+            out[path.name] = f"{costly[0].kind}: {costly[0].evidence[:120]}"
+    return out
+
+
 def main(args: list[str]) -> None:
     names = list(TRANSFORMS)
     if "--only" in args:
         names = args[args.index("--only") + 1].split(",")
     every = int(args[args.index("--every") + 1]) if "--every" in args else 1
+    if "--benign" in args:
+        benign = sorted(BENIGN.glob("*.log"))[::every]
+        print(
+            f"| transformation | benign excerpts with a fatal or science finding (of {len(benign)}) |"
+        )
+        print("|---|---|")
+        found = {name: false_findings(name, benign) for name in names}
+        for name, bad in found.items():
+            print(f"| {name} | {len(bad)} |")
+        for name, bad in found.items():
+            for excerpt, finding in bad.items():
+                print(f"  {name}: {excerpt}: {finding}")
+        return
     paths = excerpts(every)
     bare, dressed, seconds = measure(names, paths)
     expected = {str(p): p.parent.name for p in paths}

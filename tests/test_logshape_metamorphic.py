@@ -112,6 +112,16 @@ def test_hard_wrapped_lines_keep_the_root_cause_above_a_floor(name: str) -> None
     assert 1 - len(changed) / len(paths) >= WRAPPED_FLOOR[name], changed
 
 
+@pytest.mark.parametrize("name", [name for name in HELD if not name.startswith("embed")])
+def test_a_dress_makes_no_healthy_output_a_failure(name: str) -> None:
+    """Each transformation on the benign corpus (every other excerpt): no fatal or science
+    finding, as bare (`bench/benign.py`). Not the hard wrap: a warning's level cut from the
+    rest of its line (`libibverbs: Warning: couldn't load driver ...`) leaves a line that
+    reads as the failure it warns of."""
+    paths = sorted(LOGSHAPES.BENIGN.glob("*.log"))[::2]
+    assert LOGSHAPES.false_findings(name, paths) == {}
+
+
 def test_the_healthy_text_says_nothing_and_some_excerpts_are_open_at_the_end() -> None:
     """The text put around excerpts is healthy (no finding in 10,000 lines of it), and the
     excerpts left out where lines are added after them are few: a paste cut inside a traceback
@@ -238,6 +248,18 @@ def test_one_line_of_another_process_inside_a_headerless_paste_does_not_end_it()
         b"KeyError: 'summarization_with_hint'\n"
     )
     assert [f.kind for f in diagnose_chunks([frames])] == ["config_error"]
+    deeper = (  # (its first frame unindented, the next indented, a line not its own before each)
+        b'File "model.py", line 75, in get_llm\n'
+        b"INFO:Total number of training events: 76860\n"
+        b"    base_class = AutoModel._model_mapping[type(config)]\n"
+        b"Detected CUDA files, patching ldflags\n"
+        b'  File "auto_factory.py", line 771, in __getitem__\n'
+        b"[2023-07-13 14:51:33,751] [WARNING] [runner.py:191] Unable to find hostfile\n"
+        b"    model_type = self._reverse_config_mapping[key.__name__]\n"
+        b"Detected CUDA files, patching ldflags\n"
+        b"KeyError: 'Qwen2RMConfig'\n"
+    )
+    assert [f.kind for f in diagnose_chunks([deeper])] == ["config_error"]
     printed = (
         b'  File "loop.py", line 12, in step\n'
         b"    log_stack()\n"

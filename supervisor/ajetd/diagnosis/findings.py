@@ -714,6 +714,8 @@ class Diagnoser:
         """Note what a line inside a traceback says of its last frame: an experiment logger's
         code, an import running, a statement raising. True when the line is the frame's
         source (all a frame's lines down to the next frame: a statement may span several)."""
+        if stripped:
+            self._stray = None  # the traceback went on past a line not its own (`_stray_line`)
         if stripped.startswith("File "):
             self._frame_indent, self._raising = len(body) - len(body.lstrip()), None
             self._in_logger = bool(_LOGGER_FRAME.match(body))
@@ -724,8 +726,6 @@ class Diagnoser:
             # a look-up goes on into the mapping's own `__getitem__`, and ends with any other
             self._looking_up = self._looking_up and self._in_getitem
             return False
-        if stripped:
-            self._stray = None  # the traceback went on past a line not its own (`_stray_line`)
         source = (
             self._frame_indent >= 0
             and len(body) - len(body.lstrip()) > self._frame_indent
