@@ -33,7 +33,7 @@ from ajetd.core.blueprint import (
     encoding_problem,
     parse_blueprint,
 )
-from ajetd.core.campaignblueprint import override_problems
+from ajetd.core.campaignblueprint import in_yaml_copy, override_problems
 from ajetd.core.campaignrecord import CampaignState, ExpState, check_stored, name_taken
 from ajetd.core.durations import format_duration, parse_duration
 from ajetd.core.errors import AjetdError, BlueprintError, DurationError
@@ -118,6 +118,32 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
     problems = override_problems(spec, base, frozenset(names))
     if problems:
         raise cs.CampaignError(problems)
+
+
+def check_metric(spec: cs.CampaignSpec, base: Blueprint) -> None:
+    """CampaignError where the base's program is not known to write the campaign's metric
+    (NeMo-RL's `val:accuracy`, whose records name it `accuracy`; `mean_reward` or `val_loss`
+    on GRPO): every experiment would end with no value of it, a crash row, and no best
+    (walk97b F1). Checked as lint checks a plateau rule's metric (`unwritten_metric`), for
+    NeMo-RL (whose records ajetd reads from what it prints) and AgentJet's launcher; a program
+    of its own writing its own val file may name its keys as it likes."""
+    from ajetd.frameworks.framework import unwritten_metric
+    from ajetd.hosts.preflight import base_config
+
+    command = base.launch_command
+    if not (nemorl.is_nemo_launch(command) or in_yaml_copy(command)):
+        return
+    found = unwritten_metric(spec.metric, base_config(base), command)
+    if found is None:
+        return
+    named = "" if spec.metric_named else " (campaign.yaml names no metric: this is the default)"
+    own = f"; the base's own is {found.own!r} (checkpointing.metric_name)" if found.own else ""
+    raise cs.CampaignError(
+        [
+            f"metric: {found.said(spec.metric, own)}{named}: no experiment's run would record "
+            "a value of it, so none could be judged or kept; name one it writes"
+        ]
+    )
 
 
 def inside(path: str, codebase: str) -> str | None:
@@ -469,8 +495,9 @@ def check_result_dir(result_dir: Path) -> None:
         )
 
 
-def submit_folder(home: Home, folder: Path) -> str:
-    """`ajetd campaign FOLDER`: checked, then copied into the inbox atomically; its id."""
+def check_folder(folder: Path) -> cs.CampaignSpec:
+    """Every check a campaign folder meets where it is submitted (`ajetd campaign FOLDER`,
+    `ajetd lint FOLDER`): its spec, or CampaignError naming what is wrong."""
     odd = _odd_files(folder)
     if odd:
         raise cs.CampaignError(odd)
@@ -478,10 +505,17 @@ def submit_folder(home: Home, folder: Path) -> str:
     check_whole(folder, spec)
     check_blueprints(folder, spec)
     check_overrides(spec, base)
+    check_metric(spec, base)
     check_paths(spec, base)
     check_gpus(spec, base)
     check_result_dir(Path(spec.result_dir))
     check_repo(spec, base)
+    return spec
+
+
+def submit_folder(home: Home, folder: Path) -> str:
+    """`ajetd campaign FOLDER`: checked, then copied into the inbox atomically; its id."""
+    spec = check_folder(folder)
     home.ensure()
     campaign_id = new_campaign_id(home)
     tmp = home.inbox / f".{campaign_id}.tmp"

@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @json_option
 def lint(file: Path, as_json: bool) -> None:
-    """Check a blueprint, its paths and its YAML; exit 0 if ok, 2 with the problems."""
+    """Check a blueprint, its paths and its YAML (or a campaign folder, or its campaign.yaml,
+    as `ajetd campaign` would); exit 0 if ok, 2 with the problems."""
+    if file.is_dir() or file.name == "campaign.yaml":
+        _lint_campaign(file if file.is_dir() else file.parent, as_json)
     from ajetd.adapters.kindsfile import home_kinds
     from ajetd.adapters.regular import open_regular
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
@@ -94,6 +97,48 @@ def lint(file: Path, as_json: bool) -> None:
             click.echo(f"  - {problem}", err=True)
     else:
         click.echo(status_view.render_lint_summary(file, summary))
+    sys.exit(2 if problems else 0)
+
+
+def _lint_campaign(folder: Path, as_json: bool) -> None:
+    """`ajetd lint FOLDER`: the campaign folder checked as `ajetd campaign FOLDER` checks it
+    (`check_folder`), nothing submitted; exit 0 with what it understood, 2 with the problems."""
+    from ajetd.adapters.campaignfolder import check_folder
+    from ajetd.core.campaignspec import CampaignError
+
+    summary: dict[str, Any] = {}
+    try:
+        spec = check_folder(folder)
+    except CampaignError as exc:
+        problems = exc.problems
+    except OSError as exc:
+        problems = [f"cannot read {folder}: {exc.strerror or exc}"]
+    else:
+        direction = "max" if spec.maximise else "min"
+        problems = []
+        summary = {
+            "name": spec.name,
+            "metric": spec.metric,
+            "direction": direction,
+            "direction_named": spec.direction_named,
+            "base": spec.base,
+            "result_dir": spec.result_dir,
+            "experiments": [e.name for e in spec.experiments],
+        }
+    if as_json:
+        echo_json({"ok": not problems, "problems": problems, "campaign": summary})
+    elif problems:
+        click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+    else:
+        how = "" if summary["direction_named"] else " (no direction given: "
+        how += "" if summary["direction_named"] else "min for a loss-like name, else max)"
+        click.echo(
+            f"{folder}: ok: campaign {summary['name']}, metric {summary['metric']} "
+            f"{summary['direction']}{how}, base {summary['base']}, "
+            f"{len(summary['experiments'])} experiment(s) given"
+        )
     sys.exit(2 if problems else 0)
 
 

@@ -20,6 +20,7 @@ from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
 from ajetd.core.shellline import pasteable
 from ajetd.core.shown import show
+from ajetd.core.stoprules import records_hold
 from ajetd.frameworks.agentjet import original_of
 
 
@@ -363,13 +364,29 @@ def recipe(run: Run) -> str:
 REASON_MAX = 200  # characters of a crash row's reason: one line of a table, a TSV cell
 
 
-def crash_reason(exp: ExpState, run: Run | None) -> str:
+def crash_reason(exp: ExpState, run: Run | None, metric: str = "") -> str:
     """Why a crash row crashed, on one line of at most REASON_MAX characters: its run's
     reason (`exited with code 1; cuda_oom: ...`, `no validation record`), or why it could
-    not be launched; "" for any other row."""
+    not be launched; "" for any other row. A run that ended well (`succeeded`, `plateau`)
+    and recorded no value of the campaign's `metric` is a crash for that, said so: its own
+    reason (`the program exited with code 0`) read as a crash with no cause (walk97b F1)."""
     if exp.status != "crash":
         return ""
+    if run is not None and exp.value is None and exp.run_status in ("succeeded", "plateau"):
+        return one_line(no_value(metric, run), REASON_MAX)
     return one_line(exp.refused or (run.reason if run is not None else ""), REASON_MAX)
+
+
+def no_value(metric: str, run: Run) -> str:
+    """`no value of val:accuracy was recorded (the run succeeded; ...)`: why a run that ended
+    well is no result of its campaign, and what its records hold instead."""
+    ended = f"the run {run.status.value if run.status is not None else 'ended'}"
+    if not run.history:
+        return f"no value of {metric} was recorded ({ended}, and wrote no validation record)"
+    return (
+        f"no value of {metric} was recorded ({ended}; none of its {len(run.history)} "
+        f"validation record(s) holds it{records_hold(metric, run.history)})"
+    )
 
 
 def ledger_fields(

@@ -17,6 +17,7 @@ from typing import Any
 from ajetd.core import values, yamlpart
 from ajetd.core.errors import AjetdError
 from ajetd.core.shown import show
+from ajetd.core.stoprules import loss_like
 from ajetd.core.timefmt import iso
 from ajetd.core.values import take
 
@@ -27,6 +28,7 @@ _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}\Z")
 
 
 CAMPAIGN_MAX_CHARS = 256 * 1024
+DEFAULT_METRIC = "mean_reward"  # campaign.yaml gives no `metric:` (AgentJet's)
 
 
 class CampaignError(AjetdError):
@@ -64,6 +66,8 @@ class CampaignSpec:
     parallel: int = 1
     branch_prefix: str = ""
     baseline: bool = True  # run the base unchanged first
+    metric_named: bool = True  # campaign.yaml names its metric (else DEFAULT_METRIC)
+    direction_named: bool = True  # it gives `direction` (else min for a loss, else max)
     # no branch_prefix given: seed 002's default prefix where the codebase allows it
     # (`default_prefix`); `branch_prefix: false` turns branches off
     branches: bool = True
@@ -230,7 +234,10 @@ def _header(
     name = str(data.get("name") or "")
     if not _NAME.match(name):
         problems.append(f"name: {show(name)}: letters, digits, . _ - (up to 64)")
-    direction = str(data.get("direction", "max"))
+    # none given: min for a metric named like a loss, else max (as a plateau rule's `mode:
+    # auto` and NeMo-RL's `higher_is_better` default); a loss maximised kept the worse run
+    metric = str(data.get("metric") or DEFAULT_METRIC)
+    direction = str(data.get("direction") or ("min" if loss_like(metric) else "max"))
     if direction not in ("max", "min"):
         problems.append(f"direction: expected max or min, got {show(direction)}")
     base = str(data.get("base") or "")
@@ -293,7 +300,9 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     _needs_branches(experiments, prefix, problems)
     spec = CampaignSpec(
         name=name,
-        metric=str(data.get("metric") or "mean_reward"),
+        metric=str(data.get("metric") or DEFAULT_METRIC),
+        metric_named=bool(data.get("metric")),
+        direction_named=bool(data.get("direction")),
         maximise=direction != "min",
         base=base,
         result_dir=result_dir.rstrip("/"),

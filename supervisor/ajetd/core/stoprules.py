@@ -38,8 +38,14 @@ class PlateauRule:
     @property
     def maximise(self) -> bool:
         if self.mode == "auto":
-            return "loss" not in self.metric.lower()
+            return not loss_like(self.metric)
         return self.mode == "max"
+
+
+def loss_like(metric: str) -> bool:
+    """A metric named like a loss (`val_loss`, `validation_default_loss`): lower is better
+    where nothing says which (a plateau rule's `mode: auto`, a campaign with no `direction`)."""
+    return "loss" in metric.lower()
 
 
 def followed(rule: PlateauRule, run_metric: str) -> PlateauRule:
@@ -62,15 +68,21 @@ def metric_missing(rule: PlateauRule, history: Sequence[Mapping[str, Any]]) -> s
     keys they do hold; None where one holds it, or there is no record yet."""
     if not history or any(rule.metric in r for r in history):
         return None
+    return (
+        f"{MISSING_PREFIX}{rule.metric!r}: none of the run's {len(history)} validation "
+        f"record(s) holds it, so the plateau rule cannot stop the run"
+        f"{records_hold(rule.metric, history)}"
+    )
+
+
+def records_hold(metric: str, history: Sequence[Mapping[str, Any]]) -> str:
+    """`; did you mean 'accuracy' (the records hold: accuracy, average_response_length)`:
+    what a run's validation records hold instead of `metric` (at most SHOWN_KEYS names), said
+    where a plateau rule or a campaign finds none of it."""
     held = list(dict.fromkeys(str(k) for r in history for k in r if k not in _NOT_METRICS))
     more = len(held) - SHOWN_KEYS
     shown = ", ".join(k[:80] for k in held[:SHOWN_KEYS]) + (f" (+{more} more)" if more > 0 else "")
-    hint = did_you_mean(rule.metric, held, n=3)
-    return (
-        f"{MISSING_PREFIX}{rule.metric!r}: none of the run's {len(history)} validation "
-        f"record(s) holds it, so the plateau rule cannot stop the run{hint} (the records "
-        f"hold: {shown or 'no metric'})"
-    )
+    return f"{did_you_mean(metric, held, n=3)} (the records hold: {shown or 'no metric'})"
 
 
 def restart_index(history: Sequence[Mapping[str, Any]], owners: Sequence[int | None]) -> int:

@@ -224,6 +224,7 @@ class Campaigns:
             cf.check_whole(folder, spec)
             cf.check_blueprints(folder, spec)  # as new ones, once
             cf.check_overrides(spec, base)
+            cf.check_metric(spec, base)
             cf.check_paths(spec, base)
             cf.check_result_dir(Path(spec.result_dir))
         except (cs.CampaignError, OSError) as exc:
@@ -434,7 +435,7 @@ class Campaigns:
         done.status = cr.verdict(
             status, value, state.best, spec.maximise, exp.smoke, diverged is not None
         )
-        done.reason = crash_reason(done, run)
+        done.reason = crash_reason(done, run, spec.metric)
         if diverged and done.status == "crash" and status in ("succeeded", "plateau"):
             done.reason = one_line(f"diverged: {diverged}; {done.reason}", REASON_MAX)
         return done

@@ -84,6 +84,51 @@ def run_metric(rule: PlateauRule | None, config: Mapping[str, Any] | None, comma
     return rule.metric if rule is not None else Run.metric
 
 
+@dataclass(frozen=True)
+class Unwritten:
+    """A metric a run of this framework is not known to write (`unwritten_metric`)."""
+
+    framework: str  # "NeMo-RL", "AgentJet"
+    known: tuple[str, ...]  # the names it is known to write, the run's own first
+    hint: str  # "; did you mean 'accuracy'", "; its records name NeMo-RL's val:accuracy ..."
+    own: str = ""  # the run's own metric (NeMo-RL's `checkpointing.metric_name`), "" if none
+
+    def said(self, metric: str, also: str = "") -> str:
+        """`'x' is not a validation key NeMo-RL is known to write; did you mean ...{also}
+        (known: ...)`: the words lint's plateau warning and a campaign's refusal share."""
+        return (
+            f"{metric!r} is not a validation key {self.framework} is known to write{self.hint}"
+            f"{also} (known: {', '.join(self.known)})"
+        )
+
+
+def unwritten_metric(
+    metric: str, config: Mapping[str, Any] | None, command: str
+) -> Unwritten | None:
+    """Whether a run of `command` (its config `config`) is known to write `metric`: None where
+    it is (or may be), else what it writes. NeMo-RL's records name its `val:` metrics without
+    `val:` (`nemorl.metric_key`), its run's own first (`nemorl.known_metrics`); AgentJet's val
+    file its keys (`valresults.agentjet_writes`). One check for a plateau rule's metric (lint,
+    admission) and a campaign's (`campaign`, lint of its folder)."""
+    from ajetd.core.values import did_you_mean
+    from ajetd.frameworks import valresults
+
+    if nemorl.is_nemo_launch(command):
+        known = nemorl.known_metrics(config, command)
+        if metric in known:
+            return None
+        if metric.startswith("val:"):
+            name = nemorl.metric_key(metric[4:])
+            hint = f"; its records name NeMo-RL's {metric} {name!r}: write that"
+        else:
+            hint = did_you_mean(metric, list(known), n=3)
+        return Unwritten("NeMo-RL", known, hint, known[0])
+    if valresults.agentjet_writes(metric):
+        return None
+    known = tuple(valresults.TABLE_KEYS)
+    return Unwritten("AgentJet", known, did_you_mean(metric, list(known), n=3))
+
+
 # NeMo-RL's README, Tips and Tricks: a worker venv built before the submodules were checked
 # out lacks them (`No module named 'megatron'`); these packages live only in worker venvs.
 _SUBMODULE_PACKAGES = ("megatron", "nemo_automodel", "nemo_gym")

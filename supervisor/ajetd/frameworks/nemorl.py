@@ -128,6 +128,9 @@ _NAMES = {"validation loss": "val_loss", "loss": "val_loss"}
 _OLD_NAMES = {"val_reward": "accuracy"}
 # the metrics of NeMo-RL's algorithms' base configs, as its records name them (metric_key)
 KNOWN_METRICS = ("accuracy", "val_loss", "validation_default_loss")
+# what GRPO's `validate` prints under `📊 Validation Results:` (grpo.py: `• Accuracy:`,
+# `• Average response length: N tokens`), as its records name them: never a loss
+GRPO_METRICS = ("accuracy", "average_response_length")
 
 
 def is_nemo_launch(command: str) -> bool:
@@ -174,6 +177,15 @@ def primary_metric(config: Mapping[str, Any] | None, command: str = "") -> tuple
         name = metric_key(given.replace("val_loss", "validation loss"))
     higher = _checkpointing(ckpt, command, "higher_is_better")
     return name, bool(not name.endswith("loss") if higher is _UNSET else higher)
+
+
+def known_metrics(config: Mapping[str, Any] | None, command: str = "") -> tuple[str, ...]:
+    """The validation metrics a NeMo-RL run is known to write, its own first (`primary_metric`):
+    a GRPO config's (`grpo:`) what GRPO prints (`val_loss` is SFT's: a GRPO run never writes
+    it, walk97b F1), any other's the metrics of NeMo-RL's algorithms' base configs."""
+    own = primary_metric(config, command)[0]
+    grpo = isinstance(config, Mapping) and isinstance(config.get("grpo"), Mapping)
+    return tuple(dict.fromkeys((own, *(GRPO_METRICS if grpo else KNOWN_METRICS))))
 
 
 _NULL_WORDS = {"", "null", "none", "~"}

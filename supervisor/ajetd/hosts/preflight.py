@@ -25,9 +25,8 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.naming import RUN_ID
 from ajetd.core.redirect import redirect_warnings
 from ajetd.core.shellenv import launch_env
-from ajetd.core.values import did_you_mean
 from ajetd.core.workdir import Workdir, workdir
-from ajetd.frameworks import gpuask, nemorl, valresults
+from ajetd.frameworks import gpuask, nemorl
 from ajetd.frameworks.agentjet import (
     ConfigReview,
     apply_patches,
@@ -36,6 +35,7 @@ from ajetd.frameworks.agentjet import (
     resolve_interpolations,
     review,
 )
+from ajetd.frameworks.framework import unwritten_metric
 from ajetd.hosts import slurm
 from ajetd.hosts.configcopy import copy_refused, refusal
 from ajetd.hosts.fs import (
@@ -477,6 +477,22 @@ def _load_yaml(yaml_path: str, codebase: str, fs: Fs, where: str, problems: list
     return config
 
 
+def base_config(bp: Blueprint) -> Mapping[str, Any] | None:
+    """The config `bp`'s exp_yaml_path names, read as its checks read it (NeMo-RL's
+    `defaults:` resolved; on its SSH host), or None where it cannot be read (its own checks
+    say why): what a campaign's metric and overrides are checked against."""
+    fs = remote_fs(bp)
+    if isinstance(fs, str):
+        return None
+    try:
+        codebase = _abs(bp.codebase_dir, fs)
+        yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
+        config = _load_yaml(yaml_path, codebase, fs, "", [])
+    except SshError:  # the host stopped answering: its own checks say so
+        return None
+    return config if isinstance(config, Mapping) else None
+
+
 def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -> tuple[str, str]:
     """The codebase dir and the venv's python, resolved (`where`: on which host) and checked."""
     codebase = _abs(bp.codebase_dir, fs)
@@ -656,34 +672,20 @@ def _fix_floors(bp: Blueprint, config: Any) -> list[str]:
 
 def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
     """A plateau metric the framework is not known to write (`mean_rewad`): the rule would
-    never act. AgentJet's val-file keys (`valresults.agentjet_writes`); NeMo-RL's records
-    name its `val:` metrics without `val:` (`nemorl.metric_key`), its run's own first."""
+    never act (`framework.unwritten_metric`, which a campaign's metric is checked by too)."""
     rule = bp.options.plateau
-    command = bp.launch_command
-    nemo = nemorl.is_nemo_launch(command)
     if rule is None or not rule.named:  # the default follows the run's own
         return []
-    if nemo:
-        own = nemorl.primary_metric(config if isinstance(config, Mapping) else None, command)[0]
-        known = list(dict.fromkeys((own, *nemorl.KNOWN_METRICS)))
-        if rule.metric in known:
-            return []
-        if rule.metric.startswith("val:"):
-            name = nemorl.metric_key(rule.metric[4:])
-            hint = f"; its records name NeMo-RL's {rule.metric} {name!r}: write that"
-        else:
-            hint = did_you_mean(rule.metric, known, n=3)
-        hint += f"; without `metric:` the rule judges the run's own, {own!r}"
-        framework = "NeMo-RL"
-    else:
-        if valresults.agentjet_writes(rule.metric):
-            return []
-        known = list(valresults.TABLE_KEYS)
-        hint, framework = did_you_mean(rule.metric, known, n=3), "AgentJet"
+    found = unwritten_metric(
+        rule.metric, config if isinstance(config, Mapping) else None, bp.launch_command
+    )
+    if found is None:
+        return []
+    own = f"; without `metric:` the rule judges the run's own, {found.own!r}" if found.own else ""
+    said = found.said(rule.metric, own)
     return [
-        f"plateau.metric: {rule.metric!r} is not a validation key {framework} is known to "
-        f"write{hint} (known: {', '.join(known)}); if the program writes it, the rule reads "
-        "it, else the rule never acts"
+        f"plateau.metric: {said}; if the program writes it, the rule reads it, else the rule "
+        "never acts"
     ]
 
 

@@ -1,0 +1,113 @@
+"""A campaign's metric (walk97b F1): a name the base's program never writes is refused where
+the campaign comes in (`ajetd campaign FOLDER`, `ajetd lint FOLDER`), by the check lint gives
+a plateau rule's metric; a direction not given follows the name (min for a loss); and a run
+that ended well with no value of the metric is a crash row that says so, never `the program
+exited with code 0`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ajetd.core import campaignspec as cs
+from conftest import Env, campaign_folder, campaign_ledger, wait_for
+
+COMMAND = (
+    "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
+    "grpo.max_num_steps=2 grpo.val_period=2"
+)
+
+
+def _folder(env: Env, name: str, head: str) -> Path:
+    folder = env.tmp / f"{name}-folder"
+    folder.mkdir()
+    base = env.blueprint(
+        f"{name}-base",
+        config="examples/configs/grpo_fake.yaml",
+        command=COMMAND,
+        ajetd="max_trials: 1",
+    )
+    (folder / "base.md").write_text(base.read_text())
+    (folder / "campaign.yaml").write_text(
+        f"name: {name}\n{head}base: base.md\nresult_dir: {env.tmp / 'campaigns' / name}\n"
+        "stop: {max_experiments: 1}\n"
+    )
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        (  # NeMo-RL's own checkpointing.metric_name, which its records name `accuracy`
+            "metric: val:accuracy\n",
+            "its records name NeMo-RL's val:accuracy 'accuracy': write that",
+        ),
+        ("metric: mean_reward\n", "'mean_reward' is not a validation key NeMo-RL is known"),
+        ("", "(campaign.yaml names no metric: this is the default)"),
+        ("metric: val_loss\n", "(known: accuracy, average_response_length)"),  # SFT's, not GRPO's
+        ("metric: accuracyy\n", "did you mean 'accuracy'"),
+    ],
+)
+def test_a_metric_the_base_never_writes_is_refused_at_submit_and_in_lint(
+    env: Env, head: str, needle: str
+) -> None:
+    folder = _folder(env, "refused", head)
+    linted = env.cli("lint", str(folder), "--json")
+    assert linted.returncode == 2, linted.stdout
+    [problem] = json.loads(linted.stdout)["problems"]
+    assert problem.startswith("metric: ") and needle in problem, problem
+    assert "no experiment's run would record a value of it" in problem
+    assert "'accuracy' (checkpointing.metric_name)" in problem  # what to write instead
+    # lint of its campaign.yaml is lint of its folder; the submit says the same, files nothing
+    again = env.cli("lint", str(folder / "campaign.yaml"))
+    assert again.returncode == 2 and needle in again.stderr, again.stderr
+    submitted = env.cli("campaign", str(folder))
+    assert submitted.returncode == 2 and needle in submitted.stderr, submitted.stderr
+    inbox = env.home / "inbox"
+    assert not inbox.exists() or not list(inbox.iterdir())
+
+
+def test_a_metric_the_base_writes_passes_and_lint_says_the_direction(env: Env) -> None:
+    folder = _folder(env, "good", "metric: accuracy\n")
+    linted = env.cli("lint", str(folder))
+    assert linted.returncode == 0, linted.stderr
+    assert "metric accuracy max (no direction given: min for a loss-like name" in linted.stdout
+    data = json.loads(env.cli("lint", str(folder), "--json").stdout)
+    assert data["ok"] and data["campaign"]["direction"] == "max", data
+
+
+@pytest.mark.parametrize(
+    ("head", "maximise"),
+    [
+        ("metric: val_loss\n", False),  # a loss, no direction: minimised (it was maximised)
+        ("metric: validation_default_loss\n", False),
+        ("metric: accuracy\n", True),
+        ("", True),  # mean_reward
+        ("metric: val_loss\ndirection: max\n", True),  # given: as given
+        ("metric: accuracy\ndirection: min\n", False),
+    ],
+)
+def test_a_direction_not_given_follows_the_metric_name(head: str, maximise: bool) -> None:
+    spec = cs.parse_campaign(f"name: c\n{head}base: b.md\nresult_dir: /r\n", {"b.md"})
+    assert spec.maximise is maximise
+    assert spec.direction_named is ("direction" in head)
+
+
+def test_a_run_that_ended_well_without_the_metric_says_so(daemon_env: Env) -> None:
+    """A base whose program writes no validation record (its own, `true`): the row is a
+    crash because no value of the metric was recorded, and says that, not `the program
+    exited with code 0`."""
+    env = daemon_env
+    folder = campaign_folder(env, "novalue", env.tmp / "campaigns" / "novalue")
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    wait_for(lambda: len(campaign_ledger(env, "novalue")) == 1, timeout=60, what="the row")
+    status = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+    [row] = status["rows"]
+    assert row["status"] == "crash", row
+    assert row["reason"] == (
+        "no value of mean_reward was recorded (the run succeeded, and wrote no validation record)"
+    ), row
