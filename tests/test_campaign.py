@@ -49,7 +49,7 @@ COMMAND = (
 
 def test_spec_problems_are_named_together() -> None:
     text = "name: 'bad name'\ndirection: up\nstop: {max_experiments: 0, colour: red}\n"
-    text += "experiments: [{name: baseline}, {name: x, patch: p.diff}]\n"
+    text += "branch_prefix: false\nexperiments: [{name: baseline}, {name: x, patch: p.diff}]\n"
     with pytest.raises(cs.CampaignError) as err:
         cs.parse_campaign(text, {"campaign.yaml"})
     joined = "\n".join(err.value.problems)
@@ -62,7 +62,7 @@ def test_spec_problems_are_named_together() -> None:
         "unknown rule 'colour'",
         "name 'baseline' is reserved for the campaign's own first row",
         "patch p.diff is not in the folder",
-        "a patch needs branch_prefix",
+        "a patch is committed on a branch, and `branch_prefix: false` turns branches off",
     ):
         assert needle in joined, needle
 

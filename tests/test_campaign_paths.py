@@ -237,3 +237,61 @@ def test_a_campaign_asking_more_gpus_than_the_machine_has_is_refused_at_once(env
     assert not (env.home / "inbox").exists() or list((env.home / "inbox").iterdir()) == []
     spec.write_text(spec.read_text().replace("gpus: 2\n", "gpus: 1\n"))
     assert env.cli("campaign", str(folder)).returncode == 0
+
+
+def test_a_patch_runs_on_the_default_branch_prefix(daemon_env: Env) -> None:
+    """Walk97b F5: without branch_prefix the default prefix holds, so a patch (in campaign.yaml
+    and by `campaign add --patch`) is taken and committed on a branch under it; it was
+    refused "a patch needs branch_prefix" while the campaign's own `git:` line named the
+    default. Where the default cannot be used (changes not committed), a patch is refused
+    saying why; `branch_prefix: false` refuses it too."""
+    env = daemon_env
+    committed_baseline(env)
+    patch = _patch(env, "HEAD", "max_num_steps: 4", "max_num_steps: 6")
+    command = f"python examples/run_grpo.py --config {CONFIG}"
+    folder = _folder(
+        env,
+        "dflt",
+        "stop: {max_experiments: 3}\n"
+        "experiments:\n  - {name: longer, description: six steps, patch: longer.patch}\n",
+        config=CONFIG,
+        command=command,
+        ajetd="max_trials: 1",
+    )
+    (folder / "longer.patch").write_text(patch.read_text())
+    linted = env.cli("lint", str(folder))
+    assert linted.returncode == 0, linted.stderr
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    wait_for(lambda: _status(env, cid)["state"] == "waiting", timeout=90, what="two rows")
+    added = env.cli(
+        "campaign", "add", cid, "--name", "again", "--description", "d", "--patch", str(patch)
+    )
+    assert added.returncode == 0, added.stderr
+    rows = _rows(env, cid)
+    assert [(r["name"], r["status"]) for r in rows] == [
+        ("baseline", "keep"),
+        ("longer", "keep"),
+        ("again", "discard"),
+    ], rows
+    assert rows[1]["branch"].startswith("autoresearch/") and rows[1]["branch"].endswith(
+        "-dflt/longer"
+    ), rows[1]
+    # changes not committed: the default cannot be used, and the patch would not be applied
+    (env.codebase / CONFIG).write_text((env.codebase / CONFIG).read_text() + "# edited\n")
+    (folder / "campaign.yaml").write_text(
+        (folder / "campaign.yaml")
+        .read_text()
+        .replace("name: dflt", "name: dirty")
+        .replace("/dflt", "/dirty")
+    )
+    refused = env.cli("campaign", str(folder))
+    assert refused.returncode == 2, refused.stdout
+    assert "experiments: a patch needs a branch: campaign.yaml gives no branch_prefix" in (
+        refused.stderr
+    ), refused.stderr
+
+
+def _status(env: Env, cid: str) -> dict[str, Any]:
+    return dict(json.loads(env.cli("campaign", "status", cid, "--json").stdout))

@@ -12,7 +12,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +230,36 @@ def check_repo(spec: cs.CampaignSpec, base: Blueprint) -> None:
         raise cs.CampaignError(problems)
 
 
+def branches_needed(experiments: Collection[cs.Experiment]) -> str:
+    """What of `experiments` needs a branch ("a patch", "`from`"), "" where nothing does."""
+    return " and ".join(
+        what
+        for what, needed in (
+            ("a patch", any(e.patch for e in experiments)),
+            ("`from`", any(e.start for e in experiments)),
+        )
+        if needed
+    )
+
+
+def default_branches_problem(needed: str, prefix_note: str) -> str:
+    """Why `needed` cannot be had (`prefix_note`: why there are no branches)."""
+    return f"experiments: {needed} needs a branch: {prefix_note}"
+
+
+def check_default_branches(spec: cs.CampaignSpec, base: Blueprint) -> None:
+    """CampaignError where experiments need branches (a patch, `from`), campaign.yaml gives
+    no branch_prefix, and the codebase cannot take the default one (no repository, changes
+    not committed): the daemon would run them without one, the patch not applied."""
+    needed = branches_needed(spec.experiments)
+    if spec.branch_prefix or not spec.branches or not needed:
+        return
+    _, _, refusal = campaigngit.baseline(base.codebase_dir)
+    if refusal:
+        why = f"campaign.yaml gives no branch_prefix, and the default cannot be used: {refusal}"
+        raise cs.CampaignError([default_branches_problem(needed, why)])
+
+
 def check_entry(
     folder: Path,
     state: CampaignState,
@@ -253,6 +283,11 @@ def check_entry(
     if blueprint_text is not None and added.blueprint:
         check_blueprints(folder, spec, {added.blueprint: blueprint_text})
     check_overrides(spec, base, [added.name])
+    needed = branches_needed([added])
+    if needed and not (spec.branch_prefix or state.branch_prefix):
+        why = state.git_note or "`branch_prefix: false` turns branches off"
+        raise cs.CampaignError([default_branches_problem(needed, why)])
+    spec = replace(spec, branch_prefix=spec.branch_prefix or state.branch_prefix)
     if spec.branch_prefix and state.repo:
         branch = f"{spec.branch_prefix}/{added.name}"
         there = campaigngit.taken(state.repo, branch, worktree_of(spec, added.name))
@@ -510,6 +545,7 @@ def check_folder(folder: Path) -> cs.CampaignSpec:
     check_gpus(spec, base)
     check_result_dir(Path(spec.result_dir))
     check_repo(spec, base)
+    check_default_branches(spec, base)
     return spec
 
 

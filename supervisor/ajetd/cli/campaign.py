@@ -170,7 +170,7 @@ def submit_cmd(folder: Path) -> None:
 @click.option(
     "--patch",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A patch committed on its branch as the hypothesis commit (needs branch_prefix).",
+    help="A patch committed on its branch as the hypothesis commit (needs branches).",
 )
 @click.option("--from", "start", default="", help="The branch or commit it starts from.")
 @click.option(

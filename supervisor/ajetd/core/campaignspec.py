@@ -249,12 +249,16 @@ def _header(
     return name, direction, base, result_dir
 
 
-def _needs_branches(experiments: list[Experiment], prefix: str, problems: list[str]) -> None:
-    """Patches and `from` need a branch prefix: they are committed on branches."""
-    if any(e.patch for e in experiments) and not prefix:
-        problems.append("experiments: a patch needs branch_prefix (it is committed on a branch)")
-    if any(e.start for e in experiments) and not prefix:
-        problems.append("experiments: `from` needs branch_prefix (it names where a branch starts)")
+def _needs_branches(experiments: list[Experiment], branches: bool, problems: list[str]) -> None:
+    """Patches and `from` need branches: they are committed on one, or name where one starts.
+    Only `branch_prefix: false` turns branches off; without branch_prefix the default prefix
+    holds (walk97b F5: they were refused "needs branch_prefix" while it was in force), and
+    where the codebase cannot take it, `campaignfolder.check_default_branches` says why."""
+    off = "`branch_prefix: false` turns branches off"
+    if any(e.patch for e in experiments) and not branches:
+        problems.append(f"experiments: a patch is committed on a branch, and {off}")
+    if any(e.start for e in experiments) and not branches:
+        problems.append(f"experiments: `from` names where a branch starts, and {off}")
 
 
 def hypothesis_message(exp: Experiment, campaign: str) -> str:
@@ -297,7 +301,7 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     if prefix and not _BRANCH.match(prefix):
         problems.append(f"branch_prefix: {show(prefix)} is not a usable branch name")
     experiments = _experiments(data.get("experiments") or [], files, problems)
-    _needs_branches(experiments, prefix, problems)
+    _needs_branches(experiments, data.get("branch_prefix") is not False, problems)
     spec = CampaignSpec(
         name=name,
         metric=str(data.get("metric") or DEFAULT_METRIC),

@@ -241,6 +241,10 @@ class Campaigns:
             state.repo, state.baseline_commit = top, head
         elif spec.branches:
             self._default_branches(state, spec, base)
+            needed = cf.branches_needed(spec.experiments)
+            if needed and not state.branch_prefix:  # a patch would not be applied
+                self._refuse(state, cf.default_branches_problem(needed, state.git_note), now)
+                return
         Path(spec.result_dir).mkdir(parents=True, exist_ok=True)
         write_atomic(Path(spec.result_dir) / resultfiles.LEDGER, cr.ledger_header())
         log.info("campaign %s (%s) started", spec.name, state.campaign_id)
