@@ -295,3 +295,41 @@ def test_a_patch_runs_on_the_default_branch_prefix(daemon_env: Env) -> None:
 
 def _status(env: Env, cid: str) -> dict[str, Any]:
     return dict(json.loads(env.cli("campaign", "status", cid, "--json").stdout))
+
+
+def test_a_patch_that_holds_no_change_is_refused_at_once(daemon_env: Env) -> None:
+    """Walk97b F3: `campaign add --patch` of an empty patch (CAMPAIGN.md's `sed` changed
+    nothing on a real config, and `diff` wrote 0 bytes) was filed and became a crash row
+    `No valid patches in input`, an attempt spent. Refused at once (exit 2, nothing filed),
+    as is text that holds no diff; a campaign.yaml naming such a patch is refused at submit."""
+    env = daemon_env
+    folder = campaign_folder(env, "nochange", env.tmp / "campaigns" / "nochange")
+    (folder / "campaign.yaml").write_text(
+        (folder / "campaign.yaml").read_text().replace("max_experiments: 1", "max_experiments: 3")
+    )
+    out = env.cli("campaign", str(folder))
+    assert out.returncode == 0, out.stderr
+    cid = out.stdout.strip()
+    empty = env.tmp / "idea.patch"
+    empty.write_text("")
+    prose = env.tmp / "prose.patch"
+    prose.write_text("I meant to train longer\n")
+    for path, said in ((empty, "is empty"), (prose, "holds no diff")):
+        added = env.cli(
+            "campaign", "add", cid, "--name", "x", "--description", "d", "--patch", str(path)
+        )
+        assert added.returncode == 2, (added.stdout, added.stderr)
+        assert f"patch {path} {said}" in added.stderr, added.stderr
+        assert "git would apply nothing" in added.stderr, added.stderr
+    status = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
+    assert status["planned"] == [] and status["refused_requests"] == [], status
+    # in campaign.yaml: refused where it comes in, naming the experiment
+    other = campaign_folder(env, "nochange2", env.tmp / "campaigns" / "nochange2")
+    (other / "empty.patch").write_text("\n")
+    (other / "campaign.yaml").write_text(
+        (other / "campaign.yaml").read_text()
+        + "experiments:\n  - {name: longer, description: d, patch: empty.patch}\n"
+    )
+    refused = env.cli("campaign", str(other))
+    assert refused.returncode == 2, refused.stdout
+    assert "experiments[1] (longer): patch empty.patch is empty" in refused.stderr, refused.stderr

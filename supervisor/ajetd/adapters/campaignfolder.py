@@ -267,6 +267,7 @@ def check_entry(
     now: float,
     files: Collection[str] = (),
     blueprint_text: str | None = None,
+    patch_text: str | None = None,
 ) -> None:
     """CampaignError when `raw`, added live, is not a valid campaign.yaml entry for this
     campaign (its base, what was added and set before; `files`: the patch or blueprint it
@@ -280,6 +281,9 @@ def check_entry(
         folder, [*state.added, raw], state.stop_set, frozenset(files), admitted=True
     )
     added = spec.experiments[-1]  # the one added: last
+    problem = None if patch_text is None else cs.patch_problem(added.patch, patch_text)
+    if problem:
+        raise cs.CampaignError([problem])
     if blueprint_text is not None and added.blueprint:
         check_blueprints(folder, spec, {added.blueprint: blueprint_text})
     check_overrides(spec, base, [added.name])
@@ -365,6 +369,25 @@ def _odd_files(folder: Path) -> list[str]:
 # later, was refused for the base still to come); then taken as it is, and refused saying so.
 FOLDER_WAIT_S = 60.0
 HOLD_POLL_S = 1.0  # how often a held folder is looked at: the inbox's watch sees not inside
+
+
+def check_patches(folder: Path, spec: cs.CampaignSpec) -> None:
+    """CampaignError naming each patch of campaign.yaml's experiments that holds no change
+    (`patch_problem`): each would be a crash row, counted as an attempt."""
+    problems = []
+    for i, exp in enumerate(spec.experiments, 1):
+        if not exp.patch:
+            continue
+        try:
+            with open_regular(folder / exp.patch) as handle:
+                raw = handle.read(MAX_BYTES + 1)
+        except (OSError, NotRegularError):  # said by the folder's own checks
+            continue
+        problem = cs.patch_problem(exp.patch, raw.decode("utf-8", "replace"))
+        if problem:
+            problems.append(f"experiments[{i}] ({exp.name}): {problem}")
+    if problems:
+        raise cs.CampaignError(problems)
 
 
 def check_whole(folder: Path, spec: cs.CampaignSpec) -> None:
@@ -538,6 +561,7 @@ def check_folder(folder: Path) -> cs.CampaignSpec:
         raise cs.CampaignError(odd)
     spec, base, _ = load_folder(folder, admitted=False)
     check_whole(folder, spec)
+    check_patches(folder, spec)
     check_blueprints(folder, spec)
     check_overrides(spec, base)
     check_metric(spec, base)

@@ -233,6 +233,9 @@ def add_cmd(
     files = {}
     for key, path in (("patch", patch), ("blueprint", blueprint)):
         text = _read_file(path, blueprint=key == "blueprint")
+        problem = cs.patch_problem(str(path), text) if key == "patch" and text is not None else None
+        if problem:  # refused here: no request is filed, no attempt spent
+            raise click.BadParameter(problem, param_hint="--patch")
         if text is not None:
             payload[f"{key}_text"] = text
             files[key] = cs.added_file(0, name, key)  # as the daemon names it (any index)
@@ -240,8 +243,8 @@ def add_cmd(
     def check(folder: Path, state: CampaignState) -> None:
         from ajetd.adapters.campaignfolder import check_entry
 
-        text = payload.get("blueprint_text")
-        check_entry(folder, state, {**entry, **files}, time.time(), files.values(), text)
+        text, patched = payload.get("blueprint_text"), payload.get("patch_text")
+        check_entry(folder, state, {**entry, **files}, time.time(), files.values(), text, patched)
 
     _refuse_now(home, cid, check)
     answer = _request(home, cid, payload, timeout)

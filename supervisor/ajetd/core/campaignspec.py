@@ -99,6 +99,22 @@ def override_key(override: str) -> str:
     return override.partition("=")[0].lstrip("+~")
 
 
+_HUNK = re.compile(r"^(?:@@ |diff --git |GIT binary patch|rename from |(?:new|deleted) file mode )")
+
+
+def patch_problem(name: str, text: str) -> str | None:
+    """Why a patch file holds no change git would apply (None when it holds one): empty, or
+    no diff in it (walk97b F3: CAMPAIGN.md's `sed` changed nothing on a real config, `diff`
+    wrote 0 bytes, and the experiment was a crash row `No valid patches in input`)."""
+    if any(_HUNK.match(line) for line in text.splitlines()):
+        return None
+    what = "is empty" if not text.strip() else "holds no diff (no `@@` hunk, no `diff --git`)"
+    return (
+        f"patch {name} {what}: git would apply nothing (did the edit change the file? "
+        "`git diff` or `diff -u OLD NEW` writes nothing where the files are the same)"
+    )
+
+
 def with_carried(carried: Sequence[str], own: Sequence[str]) -> tuple[str, ...]:
     """An experiment's overrides when it starts from an earlier one's branch or commit: the
     earlier one's (`carried`, which git does not hold), then its own; a key its own set or

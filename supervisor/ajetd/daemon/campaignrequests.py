@@ -107,8 +107,15 @@ def _add(
         return {"ok": False, "error": f"{sorted(files.values())} already in the folder"}
     try:
         text = request.get("blueprint_text")
+        patch = request.get("patch_text")
         check_entry(
-            folder, state, raw, now, files.values(), text if isinstance(text, str) else None
+            folder,
+            state,
+            raw,
+            now,
+            files.values(),
+            text if isinstance(text, str) else None,
+            patch if isinstance(patch, str) else None,
         )
     except cs.CampaignError as exc:
         state.rounds = rounds

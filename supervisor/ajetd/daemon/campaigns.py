@@ -222,6 +222,7 @@ class Campaigns:
         try:
             spec, base, _ = self._load(state)
             cf.check_whole(folder, spec)
+            cf.check_patches(folder, spec)
             cf.check_blueprints(folder, spec)  # as new ones, once
             cf.check_overrides(spec, base)
             cf.check_metric(spec, base)
