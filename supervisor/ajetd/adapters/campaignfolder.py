@@ -116,8 +116,35 @@ def check_overrides(spec: cs.CampaignSpec, base: Blueprint, names: Collection[st
     campaign's start, `campaign add`), not each time a running campaign's folder is read
     again: a campaign taken up by an earlier version goes on with the experiments it has."""
     problems = override_problems(spec, base, frozenset(names))
+    problems += _hydra_problems(spec, base, frozenset(names))
     if problems:
         raise cs.CampaignError(problems)
+
+
+def _hydra_problems(spec: cs.CampaignSpec, base: Blueprint, names: frozenset[str]) -> list[str]:
+    """The experiments' overrides NeMo-RL's Hydra would refuse at once on the base's config
+    (a key it lacks: `grpo.max_num_step=6`; Hydra's own fix said, `+key=`), taken after the
+    base command's own as Hydra takes them (walk97b F4: each was a crash row, an attempt)."""
+    from ajetd.hosts.preflight import base_config
+
+    command = base.launch_command
+    wanted = [
+        (i, e)
+        for i, e in enumerate(spec.experiments, 1)  # numbered as parse_campaign names them
+        if e.overrides and not e.blueprint and (not names or e.name in names)
+    ]
+    if not wanted or not nemorl.is_nemo_launch(command):
+        return []
+    config = base_config(base)
+    if config is None:
+        return []
+    own = nemorl.hydra_arguments(command)
+    before = len(nemorl.override_problems(config, own))  # the base's: said by its own lint
+    return [
+        f"experiments[{i}] ({e.name}): {problem}"
+        for i, e in wanted
+        for problem in nemorl.override_problems(config, [*own, *e.overrides])[before:]
+    ]
 
 
 def check_metric(spec: cs.CampaignSpec, base: Blueprint) -> None:

@@ -67,6 +67,7 @@ from ajetd.core.termtext import (
     strip_ray,
     strip_srun_label,
 )
+from ajetd.core.values import did_you_mean
 from ajetd.frameworks.valresults import from_percent, nonfinite_text, parse_dict_line
 
 _LAUNCH = re.compile(r"(?:^|[\s/])run_[a-z0-9_]+\.py(?:\s|$)")
@@ -514,6 +515,101 @@ def override(command: str, key: str) -> str | None:
         if eq and name == key:
             found = value
     return found
+
+
+def hydra_arguments(command: str) -> list[str]:
+    """The words the command gives NeMo-RL's run_*.py after its script, `--config FILE`
+    left out: what it hands Hydra as overrides (its argparse keeps only `--config`), up to
+    the first shell operator; [] where no run_*.py is a word of its own."""
+    tokens = shell_words(command) or []
+    at = script_at(tokens)
+    if at is None:
+        return []
+    words: list[str] = []
+    skip = False
+    rest = tokens[at + 1 :]
+    for i, word in enumerate(rest):
+        redirect = word.startswith((">", "<")) or (
+            word.isdigit() and rest[i + 1 : i + 2] and rest[i + 1].startswith((">", "<"))
+        )
+        if word in _OPERATORS or "\n" in word or word.startswith("#") or redirect:
+            break
+        if skip or word.startswith("--config"):
+            skip = word == "--config"  # its value is the next word
+            continue
+        if not word.startswith("-"):
+            words.append(word)
+    return words
+
+
+# a key Hydra's grammar reads as a dotted path (no list index, no interpolation, no group
+# `@package`): only these are judged against the config; anything else is left to Hydra
+_HYDRA_KEY = re.compile(r"[A-Za-z_][\w-]{0,200}(?:\.[\w-]{1,200}){0,50}")
+
+
+def override_problems(config: Mapping[str, Any], overrides: Sequence[str]) -> list[str]:
+    """Why Hydra (struct mode, as NeMo-RL composes its config) would refuse each of
+    `overrides` at once, taken in order (a `+key=` earlier makes `key=` later valid): `key=V`
+    of a key the config lacks (Hydra: `Could not override`, whose next line is the fix, `To
+    append to your config use +key=V`, said here too), `+key=V` of a key it holds, `~key` of
+    one it lacks, a word with no `=` (OverrideParseException). `config` with its `defaults:`
+    merged (`read_inherited`). A path through a list or a non-mapping is not judged."""
+    tree: dict[str, Any] = _copied(config)
+    problems: list[str] = []
+    for word in overrides:
+        delete = word.startswith("~")
+        key, eq, _ = word.lstrip("+~").partition("=")
+        plus = len(word) - len(word.lstrip("+"))
+        if not eq and not delete:
+            problems.append(
+                f"override {word!r} is not key=value: Hydra refuses it at once "
+                f"(OverrideParseException); write {word}=VALUE"
+            )
+            continue
+        if not _HYDRA_KEY.fullmatch(key):
+            continue
+        parts = key.split(".")
+        node: Any = tree
+        depth = 0
+        while depth < len(parts) - 1 and isinstance(node, dict) and parts[depth] in node:
+            node, depth = node[parts[depth]], depth + 1
+        if not isinstance(node, dict):
+            continue  # through a list or a value: not judged here
+        last = parts[depth]
+        held = last in node
+        if depth < len(parts) - 1 and plus:  # `+a.b=1` makes `a` where it is not there
+            for part in parts[depth:]:
+                node = node.setdefault(part, {})
+            continue
+        missing = ".".join(parts[: depth + 1])
+        hint = did_you_mean(last, list(node), n=3)
+        if delete and not held:
+            problems.append(
+                f"override {word!r}: the config has no key {missing!r}, so Hydra cannot "
+                f"remove it{hint}"
+            )
+        elif plus == 1 and held:
+            problems.append(
+                f"override {word!r}: the config already has {key!r} (Hydra: Could not append "
+                f"to config. An item is already at '{key}'); change it with {word[1:]} "
+                f"(or force with +{word})"
+            )
+        elif not plus and not delete and not held:
+            problems.append(
+                f"override {word!r}: the config has no key {missing!r} (Hydra: Could not "
+                f"override '{key}'. Key '{last}' is not in struct){hint}; To append to your "
+                f"config use +{word}"
+            )
+        elif delete:
+            node.pop(last, None)
+        elif plus:
+            node.setdefault(last, {})
+    return problems
+
+
+def _copied(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's mappings copied (what `override_problems` changes), its values shared."""
+    return {k: _copied(v) if isinstance(v, Mapping) else v for k, v in config.items()}
 
 
 def setting(config: Mapping[str, Any], command: str, path: str) -> Any:

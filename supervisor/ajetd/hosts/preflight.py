@@ -488,6 +488,8 @@ def base_config(bp: Blueprint) -> Mapping[str, Any] | None:
         codebase = _abs(bp.codebase_dir, fs)
         yaml_path = _abs(os.path.join(codebase, fs.expand(bp.yaml_path)), fs)
         config = _load_yaml(yaml_path, codebase, fs, "", [])
+        if isinstance(config, Mapping) and nemorl.is_nemo_launch(bp.launch_command):
+            config = read_inherited(yaml_path, fs)  # as NeMo-RL composes it
     except SshError:  # the host stopped answering: its own checks say so
         return None
     return config if isinstance(config, Mapping) else None
@@ -668,6 +670,17 @@ def _fix_floors(bp: Blueprint, config: Any) -> list[str]:
             key, low, [float(v) for _p, v in remedy.held(config, key)]
         )
     ]
+
+
+def _hydra_overrides(command: str, yaml_path: str, fs: Fs) -> list[str]:
+    """The command's Hydra overrides NeMo-RL would refuse at once (a key its config, its
+    `defaults:` merged, lacks; a word with no `=`: `nemorl.override_problems`), as a run
+    that fails in a second (walk97b F4)."""
+    config = read_inherited(yaml_path, fs)
+    if isinstance(config, str):  # said by the config's own checks
+        return []
+    found = nemorl.override_problems(config, nemorl.hydra_arguments(command))
+    return [f"exp_launch_command: {problem}" for problem in found]
 
 
 def _plateau_metric(bp: Blueprint, config: Any) -> list[str]:
@@ -884,6 +897,22 @@ def _command_warnings(bp: Blueprint, fs: Fs, codebase: str, venv_exe: str) -> li
     return said
 
 
+def _run_problems(
+    bp: Blueprint, where: tuple[str, str, str], config: Any, own: Collection[str], fs: Fs
+) -> list[str]:
+    """What refuses the run besides its config's review (`where`: its codebase, config and
+    result dir): Slurm's asks, the result dir, scripts that detach, NeMo-RL overrides Hydra
+    would refuse at once."""
+    codebase, yaml_path, result_dir = where
+    problems = list(_slurm_problems(bp))
+    nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
+    problems.extend(p for p in [result_dir_problem(result_dir, own, nemo)] if p)
+    problems.extend(_detaching_scripts(bp.launch_command, codebase, fs, bp.options.env))
+    if isinstance(config, dict) and nemorl.is_nemo_launch(bp.launch_command):
+        problems.extend(_hydra_overrides(bp.launch_command, yaml_path, fs))
+    return problems
+
+
 def _checked(
     bp: Blueprint, fs: Fs, val_writers: Mapping[str, onefile.Writer] | None, own: Collection[str]
 ) -> tuple[Resolved | None, list[str]]:
@@ -894,11 +923,8 @@ def _checked(
     config = _load_yaml(yaml_path, codebase, fs, where, problems)
     other = None if config is None else _other_config(bp, codebase, yaml_path, config, fs, where)
     problems.extend([other] if other else [])
-    problems.extend(_slurm_problems(bp))
     result_dir = _abs(bp.result_dir)
-    nemo = (resultfiles.NEMO_RL,) if nemorl.writes_own_dirs(bp.launch_command) else ()
-    problems.extend(p for p in [result_dir_problem(result_dir, own, nemo)] if p)
-    problems.extend(_detaching_scripts(bp.launch_command, codebase, fs, bp.options.env))
+    problems.extend(_run_problems(bp, (codebase, yaml_path, result_dir), config, own, fs))
     found = ConfigReview()
     fixes: dict[tuple[str, ...], Any] = {}
     overridden: dict[str, Any] = {}
