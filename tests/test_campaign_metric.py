@@ -105,9 +105,29 @@ def test_a_run_that_ended_well_without_the_metric_says_so(daemon_env: Env) -> No
     assert out.returncode == 0, out.stderr
     cid = out.stdout.strip()
     wait_for(lambda: len(campaign_ledger(env, "novalue")) == 1, timeout=60, what="the row")
+    # it completed and found nothing: `wait` says so, exit 3, not 0 (walk97b F6)
+    waited = env.cli("campaign", "wait", cid, "--timeout", "60")
+    assert waited.returncode == 3, (waited.stdout, waited.stderr)
+    assert "no experiment was kept: it found no best (exit 3)" in waited.stdout, waited.stdout
+    assert env.cli("wait", cid, "--timeout", "60").returncode == 3
     status = json.loads(env.cli("campaign", "status", cid, "--json").stdout)
     [row] = status["rows"]
     assert row["status"] == "crash", row
     assert row["reason"] == (
         "no value of mean_reward was recorded (the run succeeded, and wrote no validation record)"
     ), row
+
+
+def test_an_experiment_timeout_past_the_deadline_is_refused() -> None:
+    """Walk97b F6: `per_experiment_timeout: 1h` with `deadline: 10m` was taken, and the
+    campaign ended `completed` at once having run nothing (an experiment starts only while a
+    whole timeout remains); refused where it comes in (campaign.yaml, `campaign set`)."""
+    text = (
+        "name: c\nbase: b.md\nresult_dir: /r\nstop: {deadline: 10m, per_experiment_timeout: 1h}\n"
+    )
+    with pytest.raises(cs.CampaignError) as err:
+        cs.parse_campaign(text, {"b.md"})
+    [said] = err.value.problems
+    assert said.startswith("stop: per_experiment_timeout (1h) is longer than the deadline (10m)")
+    fits = text.replace("1h", "10m")
+    assert cs.parse_campaign(fits, {"b.md"}).per_experiment_s == 600

@@ -6,7 +6,8 @@ name is one of the subcommands is submitted as `ajetd campaign ./NAME`.
 
 Exit codes: 0 ok; 1 failure (no daemon to answer, a stopped or refused campaign); 2 usage
 error, unknown campaign, or a request the daemon refused (the reason on stderr). `wait` as
-`ajetd wait`: 0 completed (a stop rule met), 1 stopped/refused, 2 needs a decision or waits
+`ajetd wait`: 0 completed (a stop rule met) with a best, 3 completed with none (no
+experiment kept), 1 stopped/refused, 2 needs a decision or waits
 for an `add` (with `--next` / `--after`: no such row will come), 124 its own timeout; with
 `--next` / `--after`, the row's status: 0 keep/discard/smoke, 1 crash/stopped.
 """
@@ -437,11 +438,12 @@ def _submitted_at(path: Path) -> float:
 def wait_cmd(
     campaign_id: str, after: int | None, next_one: bool, timeout: float | None, as_json: bool
 ) -> None:
-    """Block until the campaign ends (0 completed, 1 stopped/refused, 2 needs a decision or
-    waits for an `add`, 124 timeout); with --after INDEX until the row of the experiment
-    after INDEX is written (every row once, in ledger order: pass the last index you got),
-    with --next until an experiment in flight ends (0 keep/discard/smoke, 1 crash/stopped,
-    2 no such row will come: nothing in flight or planned)."""
+    """Block until the campaign ends (0 completed with a best, 3 completed with none, 1
+    stopped/refused, 2 needs a decision or waits for an `add`, 124 timeout); with --after
+    INDEX until the row of the experiment after INDEX is written (every row once, in
+    ledger order: pass the last index you got), with --next until an experiment in flight
+    ends (0 keep/discard/smoke, 1 crash/stopped, 2 no such row will come: nothing in flight
+    or planned)."""
     if after is not None and next_one:
         raise click.UsageError("--after and --next exclude each other (--after INDEX: every row)")
     wait_campaign(campaign_id, next_one, timeout, as_json, after)

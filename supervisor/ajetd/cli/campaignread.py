@@ -197,7 +197,7 @@ def wait_campaign(
     that passes the last index it got). `next_one`: the first row recorded after the call
     began; never one recorded before it."""
     from ajetd.core.campaignrecord import add_hint
-    from ajetd.views.campaign import WAIT_EXIT, row_json
+    from ajetd.views.campaign import FOUND_NOTHING, row_json, wait_exit
 
     home = open_home()
     cid = resolve_or_fail(home, text)
@@ -223,7 +223,10 @@ def wait_campaign(
                 _no_row(home, cid, state, why, as_json)
         elif state.done:
             line = f"campaign {cid} {state.status}: {state.reason}"
-            _campaign_exit(home, cid, WAIT_EXIT.get(state.status, 1), line, as_json)
+            code = wait_exit(state)
+            if code == FOUND_NOTHING:
+                line += "; no experiment was kept: it found no best (exit 3)"
+            _campaign_exit(home, cid, code, line, as_json)
         elif awaits_agent(state, coming):
             click.echo(f"campaign {cid} waits for the agent: {add_hint(cid)}", err=True)
             _campaign_exit(home, cid, 2, "", as_json)

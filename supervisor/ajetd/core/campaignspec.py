@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ajetd.core import values, yamlpart
+from ajetd.core.durations import format_duration
 from ajetd.core.errors import AjetdError
 from ajetd.core.shown import show
 from ajetd.core.stoprules import loss_like
@@ -203,6 +204,12 @@ def _stop_rules(
         target = take(problems, None, values.number, "stop.target_metric", target)
     deadline = _duration("stop.deadline", stop.get("deadline"), problems)
     per = _duration("stop.per_experiment_timeout", stop.get("per_experiment_timeout"), problems)
+    if deadline is not None and per is not None and per > deadline:
+        problems.append(
+            f"stop: per_experiment_timeout ({format_duration(per)}) is longer than the deadline "
+            f"({format_duration(deadline)}): an experiment starts only while a whole "
+            "per_experiment_timeout remains before the deadline, so none would ever run"
+        )
     return count, deadline, per, None if target is None else float(target)
 
 

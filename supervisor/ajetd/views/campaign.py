@@ -35,6 +35,17 @@ from ajetd.frameworks.valresults import is_nonfinite
 
 HYPOTHESIS_MAX = 120  # characters of an experiment's description in campaign.md's table
 WAIT_EXIT = {"completed": 0, "stopped": 1, "refused": 1, "needs_decision": 2}
+FOUND_NOTHING = 3  # `campaign wait`: completed, and no experiment kept (no best)
+
+
+def wait_exit(state: CampaignState) -> int:
+    """`campaign wait`'s exit for an ended campaign: 0 completed with a best, 3 completed
+    with none (every experiment crashed, or none ran: a script branching on 0 read such a
+    campaign as a success, walk97b F6), 1 stopped or refused, 2 needs a decision."""
+    code = WAIT_EXIT.get(state.status, 1)
+    return FOUND_NOTHING if code == 0 and state.best is None else code
+
+
 ROW_EXIT = {"keep": 0, "discard": 0, "smoke": 0, "crash": 1, "stopped": 1}
 
 
