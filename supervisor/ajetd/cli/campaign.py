@@ -243,6 +243,17 @@ def add_cmd(
 
     def check(folder: Path, state: CampaignState) -> None:
         from ajetd.adapters.campaignfolder import check_entry
+        from ajetd.cli.campaignread import pending_of
+
+        for filed in pending_of(home, cid):  # filed while no daemon ran: it is applied once
+            if filed["op"] == "add" and filed["name"] == name:
+                raise cs.CampaignError(
+                    [
+                        f"an add of {name!r} was filed at {filed['filed_at']} and waits for the "
+                        "daemon (`ajetd campaign status` shows it as pending); it is applied "
+                        "once when the daemon takes it"
+                    ]
+                )
 
         text, patched = payload.get("blueprint_text"), payload.get("patch_text")
         check_entry(folder, state, {**entry, **files}, time.time(), files.values(), text, patched)

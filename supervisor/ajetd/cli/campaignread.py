@@ -104,7 +104,37 @@ def status_data(home: Home, campaign_id: str) -> tuple[dict[str, Any], str]:
 
     spec, state, folder = read_campaign(home, campaign_id)
     data = status_json(spec, state, _runs(home, state), time.time(), folder)
+    data["pending_requests"] = pending_of(home, campaign_id)
     return data, render_status(spec, state, data)
+
+
+def pending_of(home: Home, campaign_id: str) -> list[dict[str, Any]]:
+    """The requests filed for the campaign and not yet taken by the daemon (one filed while
+    none ran: `add`, `set` and `stop` said "the request waits ... check with `ajetd campaign
+    status`", which showed nothing of it, walk97b F7), oldest first: `op`, `name` (an add's),
+    `stop` (a set's rules), `filed_at`, `request_id`. One that cannot be read is left to the
+    daemon, which answers it."""
+    from ajetd.adapters.control import pending_requests, read_request
+    from ajetd.core.timefmt import iso
+
+    found = []
+    for req_id, path in pending_requests(home).get(campaign_id, []):
+        try:
+            request = read_request(path)
+        except (OSError, ValueError, TypeError):  # gone meanwhile (taken), or unusable
+            continue
+        entry = request.get("entry")
+        rules = request.get("stop")
+        found.append(
+            {
+                "op": str(request.get("op")),
+                "name": str(entry.get("name")) if isinstance(entry, dict) else None,
+                "stop": rules if isinstance(rules, dict) else None,
+                "filed_at": iso(int(req_id[:20]) / 1e9) if req_id[:20].isdigit() else None,
+                "request_id": req_id,
+            }
+        )
+    return found
 
 
 def _in_flight(home: Home, cid: str, state: CampaignState) -> bool:

@@ -320,6 +320,20 @@ def _table_line(row: dict[str, Any], carried: str) -> str:
     return line + (f"\n{'':>5}why: {row['reason']}" if row.get("reason") else "")
 
 
+def pending_line(request: dict[str, Any]) -> str:
+    """`pending: add lr-high (filed ...): applied when the daemon takes it`."""
+    what = str(request["op"])
+    if request.get("name"):
+        what += f" {request['name']}"
+    elif request.get("stop"):
+        what += " " + ", ".join(f"{k}={v}" for k, v in request["stop"].items())
+    then = " (the campaign stops then)" if request["op"] == "stop" else ""
+    return (
+        f"pending: {what} (filed {request.get('filed_at') or '?'}): applied when the daemon "
+        f"takes it{then}; not taken yet"
+    )
+
+
 def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict[str, Any]) -> str:
     """The text view of `status_json`."""
     phase = data["state"] + (f" ({data['status']})" if data["status"] else "")
@@ -327,6 +341,7 @@ def render_status(spec: cs.CampaignSpec | None, state: CampaignState, data: dict
     if data["reason"]:
         lines.append(f"  {data['reason']}")
     lines += [refused_line(r) for r in state.refused_requests]
+    lines += [pending_line(r) for r in data.get("pending_requests") or []]
     if spec is None:
         return "\n".join(lines)
     goal = data["goal"]
