@@ -131,3 +131,18 @@ def test_an_experiment_timeout_past_the_deadline_is_refused() -> None:
     assert said.startswith("stop: per_experiment_timeout (1h) is longer than the deadline (10m)")
     fits = text.replace("1h", "10m")
     assert cs.parse_campaign(fits, {"b.md"}).per_experiment_s == 600
+
+
+@pytest.mark.parametrize("rule", ["deadline: 2", "per_experiment_timeout: '30'"])
+def test_a_bare_number_duration_is_refused_where_a_campaign_comes_in(env: Env, rule: str) -> None:
+    """Walk97b F10: `deadline: 2` was taken as 2 hours in silence; a blueprint's bare number
+    is warned, a campaign's is refused at submit and in lint, naming the unit to write."""
+    folder = _folder(env, "bare", "metric: accuracy\n")
+    text = (folder / "campaign.yaml").read_text()
+    (folder / "campaign.yaml").write_text(text.replace("max_experiments: 1", rule))
+    key, number = rule.replace("'", "").split(": ")
+    for args in (("lint", str(folder)), ("campaign", str(folder))):
+        out = env.cli(*args)
+        assert out.returncode == 2, (args, out.stdout)
+        assert f"stop.{key}: {number} is a bare number, read as {number} hours" in out.stderr
+        assert f"for hours `{number}h`" in out.stderr, out.stderr

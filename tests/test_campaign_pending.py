@@ -27,6 +27,9 @@ def test_requests_filed_while_no_daemon_runs_are_shown_pending(daemon_env: Env) 
     assert out.returncode == 0, out.stderr
     cid = out.stdout.strip()
     wait_for(lambda: _status(env, cid)["state"] == "waiting", timeout=60, what="its wait")
+    # a bare number set live is refused as in campaign.yaml (walk97b F10: read as hours)
+    bare = env.cli("campaign", "set", cid, "--deadline", "2")
+    assert bare.returncode == 2 and "stop.deadline: 2 is a bare number" in bare.stderr
     env.daemons[-1].send_signal(signal.SIGTERM)
     env.daemons[-1].wait(timeout=30)
     args = ("--name", "again", "--description", "d", "--timeout", "1")

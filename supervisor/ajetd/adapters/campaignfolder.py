@@ -25,7 +25,7 @@ from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
-from ajetd.core import cutshort, resultfiles
+from ajetd.core import cutshort, resultfiles, yamlpart
 from ajetd.core.blueprint import (
     MAX_BYTES,
     Blueprint,
@@ -335,6 +335,9 @@ def check_rules(
     from now, stored from the start); CampaignError when they are not valid in campaign.yaml:
     as the daemon applies a `set`, and as `ajetd campaign set` checks it before filing."""
     rules = dict(given)
+    bare = cs.bare_durations(rules)
+    if bare:
+        raise cs.CampaignError(bare)
     if "deadline" in rules:
         try:
             seconds = parse_duration(str(rules["deadline"]))
@@ -396,6 +399,19 @@ def _odd_files(folder: Path) -> list[str]:
 # later, was refused for the base still to come); then taken as it is, and refused saying so.
 FOLDER_WAIT_S = 60.0
 HOLD_POLL_S = 1.0  # how often a held folder is looked at: the inbox's watch sees not inside
+
+
+def check_units(folder: Path) -> None:
+    """CampaignError for campaign.yaml's stop durations given as bare numbers
+    (`cs.bare_durations`), where a campaign comes in."""
+    try:
+        data = yamlpart.load(_read_text(folder / "campaign.yaml"), max_chars=cs.CAMPAIGN_MAX_CHARS)
+    except yamlpart.YamlError:  # said by parse_campaign
+        return
+    stop = data.get("stop") if isinstance(data, dict) else None
+    problems = cs.bare_durations(stop) if isinstance(stop, dict) else []
+    if problems:
+        raise cs.CampaignError(problems)
 
 
 def check_patches(folder: Path, spec: cs.CampaignSpec) -> None:
@@ -587,6 +603,7 @@ def check_folder(folder: Path) -> cs.CampaignSpec:
     if odd:
         raise cs.CampaignError(odd)
     spec, base, _ = load_folder(folder, admitted=False)
+    check_units(folder)
     check_whole(folder, spec)
     check_patches(folder, spec)
     check_blueprints(folder, spec)

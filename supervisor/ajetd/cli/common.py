@@ -35,6 +35,13 @@ class Number(click.FloatRange):
 
     name = "number"
 
+    def _describe_range(self) -> str:
+        """The range the help shows (`[x>0]`), none for a number without bounds: click's
+        own said `[x<=None]` (`campaign set --target-metric`, walk97b F10)."""
+        if self.min is None and self.max is None:
+            return ""
+        return str(super()._describe_range())
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             number = super().convert(value, param, ctx)

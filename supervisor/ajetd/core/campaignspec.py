@@ -349,6 +349,26 @@ def parse_campaign(text: str, files: set[str]) -> CampaignSpec:
     return spec
 
 
+DURATION_RULES = ("deadline", "per_experiment_timeout")
+
+
+def bare_durations(stop: Mapping[Any, Any]) -> list[str]:
+    """A stop rule's duration given as a bare number (`deadline: 2`), which reads as hours:
+    refused where a campaign comes in (its folder, `campaign set`), naming the unit to write
+    (walk97b F10: taken as 2 h in silence, where a blueprint's bare number is warned). Not
+    in `parse_campaign`: a campaign already running with one goes on as it was read."""
+    from ajetd.core.options import bare_number_note
+
+    problems = []
+    for key in DURATION_RULES:
+        given = stop.get(key)
+        seconds = _duration(key, given, [])
+        note = seconds and bare_number_note(f"stop.{key}", given, seconds)
+        if note:
+            problems.append(f"{note} (a campaign's durations take their unit)")
+    return problems
+
+
 def planned(spec: CampaignSpec) -> list[Experiment]:
     """Every experiment in order, the baseline first when the campaign runs one."""
     first = [Experiment("baseline", "the base blueprint unchanged")] if spec.baseline else []

@@ -221,6 +221,7 @@ class Campaigns:
             return
         try:
             spec, base, _ = self._load(state)
+            cf.check_units(folder)
             cf.check_whole(folder, spec)
             cf.check_patches(folder, spec)
             cf.check_blueprints(folder, spec)  # as new ones, once
