@@ -315,9 +315,10 @@ def check_entry(
         check_blueprints(folder, spec, {added.blueprint: blueprint_text})
     check_overrides(spec, base, [added.name])
     needed = branches_needed([added])
-    if needed and not (spec.branch_prefix or state.branch_prefix):
-        why = state.git_note or "`branch_prefix: false` turns branches off"
-        raise cs.CampaignError([default_branches_problem(needed, why)])
+    if needed and not (spec.branch_prefix or state.branch_prefix) and state.git_note:
+        # the default prefix could not be used at its start (`git_note` says why); before
+        # its start nothing is known yet, and the daemon checks again as it applies the add
+        raise cs.CampaignError([default_branches_problem(needed, state.git_note)])
     spec = replace(spec, branch_prefix=spec.branch_prefix or state.branch_prefix)
     if spec.branch_prefix and state.repo:
         branch = f"{spec.branch_prefix}/{added.name}"
