@@ -146,3 +146,15 @@ def test_a_bare_number_duration_is_refused_where_a_campaign_comes_in(env: Env, r
         assert out.returncode == 2, (args, out.stdout)
         assert f"stop.{key}: {number} is a bare number, read as {number} hours" in out.stderr
         assert f"for hours `{number}h`" in out.stderr, out.stderr
+
+
+def test_grpo_writes_no_loss_so_a_plateau_on_it_is_warned_too() -> None:
+    """The one check lint's plateau warning and the campaign share: a GRPO config's run
+    writes accuracy (and its response length), never SFT's val_loss."""
+    from ajetd.frameworks.framework import unwritten_metric
+
+    command = "uv run examples/run_grpo.py --config c.yaml"
+    found = unwritten_metric("val_loss", {"grpo": {"max_num_steps": 4}}, command)
+    assert found is not None and found.known == ("accuracy", "average_response_length")
+    assert unwritten_metric("average_response_length", {"grpo": {}}, command) is None
+    assert unwritten_metric("val_loss", {"sft": {}}, "uv run examples/run_sft.py") is None

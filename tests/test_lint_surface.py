@@ -229,13 +229,8 @@ def test_a_bare_number_for_a_duration_is_warned_and_the_rules_are_shown(env: Env
             "uv run examples/run_grpo.py --config {c}",
             "mean_reward",
             "'mean_reward' is not a validation key NeMo-RL is known to write; without "
-            "`metric:` the rule judges the run's own, 'accuracy' (known: accuracy, "
-            "average_response_length)",
-        ),
-        (  # SFT's metric: a GRPO run never writes it (walk97b F1), so the rule never acts
-            "uv run examples/run_grpo.py --config {c}",
-            "val_loss",
-            "'val_loss' is not a validation key NeMo-RL is known to write",
+            "`metric:` the rule judges the run's own, 'accuracy' (known: accuracy, val_loss, "
+            "validation_default_loss)",
         ),
         (None, "mean_reward", None),
     ],
