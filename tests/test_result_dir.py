@@ -107,7 +107,11 @@ def test_a_nemo_rl_run_refuses_an_earlier_nemo_rl_folder(env: Env, tmp_path: Pat
     result = env.tmp / "results" / "nemo"
     _plant(result, ["nemo_rl/checkpoints/step_10/x.pt"])
     command = "uv run examples/run_grpo.py --config configs/nemo.yaml"
-    (env.codebase / "configs" / "nemo.yaml").write_text("grpo: {max_num_steps: 2}\n")
+    # the keys the command overrides are in it, as in every NeMo-RL config (Hydra refuses an
+    # override of a key the config lacks, and so does lint)
+    (env.codebase / "configs" / "nemo.yaml").write_text(
+        "grpo: {max_num_steps: 2}\nlogger: {log_dir: logs}\ncheckpointing: {checkpoint_dir: c}\n"
+    )
     nemo = env.blueprint("nemo", config="configs/nemo.yaml", command=command, result=str(result))
     code, said = _lint(env, nemo)
     assert code == 2 and "already holds nemo_rl" in said, said
