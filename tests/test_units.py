@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,28 @@ def _script(tmp_path: Path, command: str, **fields: Any) -> Path:
     return script
 
 
-def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
+Start = Callable[[Path], "subprocess.Popen[str]"]
+
+
+@pytest.fixture
+def started() -> Iterator[Start]:
+    """Starts trial scripts; each is killed at the test's end however it ended (a failed wait
+    left one polling for its go file for good, with its traps ignoring TERM and INT)."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(script: Path) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path, started: Start) -> None:
     script = _script(
         tmp_path,
         'echo "$AJETD_RUN_ID $AJETD_TRIAL $MY_VAR"; exit 7',
@@ -147,7 +169,7 @@ def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
         venv_dir=str(tmp_path / "v e n v"),
         env=(("MY_VAR", "it's $HOME; rm -rf /"),),
     )
-    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    proc = started(script)
     (tmp_path / "go").touch()
     out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 7
@@ -158,14 +180,14 @@ def test_trial_script_waits_for_go_and_records_exit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "code"), [("INT", 130), ("TERM", 143)])
 def test_a_stop_signal_taken_before_the_program_starts_keeps_it_from_starting(
-    tmp_path: Path, name: str, code: int
+    tmp_path: Path, name: str, code: int, started: Start
 ) -> None:
     """ajetd sends its stop once the trial's banner is in the log; a signal that came before
     the program was forked was caught by the script and lost (the program ran on until the
     SIGTERM 30 s later; a CI run's stop test timed out on it). Taken before the program, the
     signal is kept and the program never starts: the trial ends with the signal's code."""
     script = _script(tmp_path, f"touch {tmp_path / 'ran'}")
-    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    proc = started(script)
     # the script waits for its go file with its traps set: the same handlers as after its banner
     # (any child: the loop's `sleep`, or its fork not yet exec'd, under load most of a turn)
     wait_for(lambda: _children(proc.pid), 10, "the script to wait for its go file")
@@ -182,12 +204,14 @@ def _forwarding_spec(tmp_path: Path, command: str, prefix: tuple[str, ...] = ())
     return _script(tmp_path, command, forward_signals=True, prefix=prefix)
 
 
-def test_a_slurm_jobs_int_before_its_program_is_noted_as_slurms_warning(tmp_path: Path) -> None:
+def test_a_slurm_jobs_int_before_its_program_is_noted_as_slurms_warning(
+    tmp_path: Path, started: Start
+) -> None:
     """A Slurm batch job's INT is Slurm's warning before its time limit unless ajetd sent it,
     noted beside the exit file (`Host.signalled`); one that came before the program started
     ended the trial with no note, and the run read as failed instead of at its time limit."""
     script = _forwarding_spec(tmp_path, f"touch {tmp_path / 'ran'}")
-    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    proc = started(script)
     # (any child: the loop's `sleep`, or its fork not yet exec'd, under load most of a turn)
     wait_for(lambda: _children(proc.pid), 10, "the script to wait for its go file")
     proc.send_signal(signal.SIGINT)
