@@ -105,9 +105,9 @@ def test_a_campaigns_blueprint_and_a_kinds_file_are_refused_alike(env: Env) -> N
     """The same class: every file only ajetd reads. A campaign's blueprint coming in is
     refused (one taken up before is read as it was: `admitted`), and a kinds file whose
     patterns would match nothing as garbled text names its bad byte too."""
-    from ajetd.adapters.campaignfolder import read_blueprint
     from ajetd.adapters.kindsfile import load_kinds_file
     from ajetd.core.errors import AjetdError
+    from ajetd.hosts.campaignfolder import read_blueprint
 
     path = env.tmp / "exp.md"
     path.write_bytes(_gbk_blueprint(env))

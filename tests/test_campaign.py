@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ajetd.adapters import campaignfolder as cf
 from ajetd.cli.campaign import campaign
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
@@ -26,6 +25,7 @@ from ajetd.core.durations import format_duration
 from ajetd.core.errors import one_line
 from ajetd.core.linecut import cut
 from ajetd.core.markdown import table_cell
+from ajetd.hosts import campaignfolder as cf
 from conftest import Env, campaign_ledger, git, shared_paths, wait_for
 
 

@@ -443,9 +443,9 @@ def _claimed(env: Env, name: str, most: int) -> tuple[Any, str, Any]:
     daemon's campaign runner, in this process: the home, its id, the runner."""
     import time
 
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.store import Home
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -535,11 +535,11 @@ def test_requests_and_folders_are_taken_only_when_safe(env: Env) -> None:
 
     import pytest
 
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     if os.getuid() != 0:
         pytest.skip("needs root to give a file to another user")
@@ -575,12 +575,12 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
     in needs_decision; `set --continue` grants three more; `set --max-experiments` met ends it."""
     import time
 
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.core.model import Run, State, Status
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -635,9 +635,9 @@ def test_default_rule_then_set_continue_then_a_count_rule(env: Env) -> None:
 
 
 def test_an_unreadable_record_hides_nothing_else(env: Env) -> None:
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.store import Home
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     home = Home(env.home)
     home.ensure()
@@ -1075,11 +1075,11 @@ def test_add_continue_makes_room_past_every_planned_experiment(env: Env) -> None
     `--continue` grants the rounds that the planned ones and the new one need."""
     import time
 
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     home = Home(env.home)
     home.ensure()

@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ajetd.adapters import inbox, writers
-from ajetd.adapters.campaignfolder import FOLDER_WAIT_S
 from ajetd.core.cutshort import PAGE_BYTES, cut_sign, unended
 from ajetd.daemon.loop import Daemon
+from ajetd.hosts.campaignfolder import FOLDER_WAIT_S
 from conftest import Env, campaign_folder, fill, in_process, wait_for
 
 

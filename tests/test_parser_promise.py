@@ -130,7 +130,7 @@ def _problems(text: str) -> list[str]:
         ("gpus: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 16 levels"),  # Recursion
         ("max_trials: " + "9" * 5000 + "\n", "[ajetd]: max_trials: expected a whole number"),
         ("slurm: {nodes: " + "9" * 400 + "}\n", "[ajetd]: slurm.nodes: expected a whole number"),
-        ("keep_session: .nan\n", "[ajetd]: keep_session: 'nan'"),  # once 0 s
+        ("keep_session: .nan\n", "[ajetd]: keep_session: '.nan'"),  # once 0 s; quoted as written
         ("keep_session: -1\n", "[ajetd]: keep_session: a duration cannot be negative"),  # once 0
         ("hang: {window: 1e400 hours}\n", "[ajetd]: hang.window: exponent"),  # once 400 h
         ("? [a, b]\n: c\n", "[ajetd]: not valid YAML"),  # guard

@@ -478,11 +478,11 @@ def test_one_failing_campaign_never_stops_the_others(
 ) -> None:
     """The per-item rule for campaigns: a campaign whose step raises something unexpected, or a
     folder whose claim does, is logged once and marked; the other campaigns go on each tick."""
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.adapters.control import answer_file, file_request
     from ajetd.adapters.store import Home
     from ajetd.core import campaignspec as cs
     from ajetd.daemon.campaigns import Campaigns
+    from ajetd.hosts.campaignfolder import submit_folder
 
     home = Home(env.home)
     home.ensure()

@@ -133,8 +133,8 @@ def campaign() -> None:
 @click.argument("folder", type=click.Path(exists=True, path_type=Path))
 def submit_cmd(folder: Path) -> None:
     """Submit a campaign folder (campaign.yaml + base blueprint); print its id."""
-    from ajetd.adapters.campaignfolder import submit_folder
     from ajetd.core.campaignspec import CampaignError
+    from ajetd.hosts.campaignfolder import submit_folder
 
     if not folder.is_dir():  # a blueprint given where its campaign's folder goes
         import shlex
@@ -242,8 +242,8 @@ def add_cmd(
             files[key] = cs.added_file(0, name, key)  # as the daemon names it (any index)
 
     def check(folder: Path, state: CampaignState) -> None:
-        from ajetd.adapters.campaignfolder import check_entry
         from ajetd.cli.campaignread import pending_of
+        from ajetd.hosts.campaignfolder import check_entry
 
         for filed in pending_of(home, cid):  # filed while no daemon ran: it is applied once
             if filed["op"] == "add" and filed["name"] == name:
@@ -303,7 +303,7 @@ def set_cmd(
     cid = resolve_or_fail(home, campaign_id)
 
     def check(folder: Path, state: CampaignState) -> None:
-        from ajetd.adapters.campaignfolder import check_rules
+        from ajetd.hosts.campaignfolder import check_rules
 
         check_rules(folder, state, stop, time.time())
 

@@ -47,10 +47,10 @@ def read_campaign(
 ) -> tuple[cs.CampaignSpec | None, CampaignState, str]:
     """The spec (None when unreadable or not asked for), the state and the folder of a
     campaign; one still in the inbox reads as `submitted`."""
-    from ajetd.adapters.campaignfolder import load_state, read_spec
     from ajetd.adapters.control import SUFFIX, campaign_dir
     from ajetd.core import campaignspec as cs
     from ajetd.core.campaignrecord import CampaignState
+    from ajetd.hosts.campaignfolder import load_state, read_spec
     from ajetd.views.listing import inbox_reason
 
     state_file = campaign_dir(home, campaign_id) / "state.json"

@@ -103,8 +103,8 @@ def lint(file: Path, as_json: bool) -> None:
 def _lint_campaign(folder: Path, as_json: bool) -> None:
     """`ajetd lint FOLDER`: the campaign folder checked as `ajetd campaign FOLDER` checks it
     (`check_folder`), nothing submitted; exit 0 with what it understood, 2 with the problems."""
-    from ajetd.adapters.campaignfolder import check_folder
     from ajetd.core.campaignspec import CampaignError
+    from ajetd.hosts.campaignfolder import check_folder
 
     summary: dict[str, Any] = {}
     try:

@@ -37,7 +37,7 @@ DEFAULT_AGE = "30d"
 def _campaign_runs(home: Home) -> dict[str, str]:
     """Every run a campaign counts as an experiment (run id: campaign id). A campaign record
     that cannot be read stops the prune: which runs it holds cannot be told."""
-    from ajetd.adapters.campaignfolder import load_state
+    from ajetd.hosts.campaignfolder import load_state
 
     found: dict[str, str] = {}
     root = home.root / "campaigns"

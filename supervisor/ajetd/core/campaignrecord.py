@@ -3,7 +3,7 @@ alone: how many experiments count, where the campaign stands (`standing`), the b
 and an ended experiment's ledger row. The daemon's campaign runner writes the record,
 `ajetd campaign status / wait / list` read it: kept apart from the runner so the CLI imports
 only this (and YAML for the spec), not the daemon's modules. Pure: the file is read by
-`ajetd.adapters.campaignfolder.load_state`.
+`ajetd.hosts.campaignfolder.load_state`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 from ajetd.core import campaignrules as cr
 from ajetd.core import campaignspec as cs
 from ajetd.core import campaignstop
+from ajetd.core.copyname import original_of
 from ajetd.core.errors import one_line
 from ajetd.core.model import Run, stored_as_declared
 from ajetd.core.shellline import pasteable
 from ajetd.core.shown import show
 from ajetd.core.stoprules import records_hold
-from ajetd.frameworks.agentjet import original_of
 
 
 @dataclass

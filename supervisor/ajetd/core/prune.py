@@ -22,9 +22,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from ajetd.core.copyname import COPY_TAG, original_of
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
-from ajetd.frameworks.agentjet import COPY_TAG, original_of
 
 
 def kept_because(

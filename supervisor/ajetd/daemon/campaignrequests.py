@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters.campaignfolder import check_entry, check_rules
 from ajetd.adapters.campaigngit import git
 from ajetd.adapters.store import OWNER_FILE, Home, write_atomic
 from ajetd.core import campaignrules as cr
@@ -25,6 +24,7 @@ from ajetd.core.campaignrecord import (
     progress_of,
     rule_holding,
 )
+from ajetd.hosts.campaignfolder import check_entry, check_rules
 
 
 def apply(

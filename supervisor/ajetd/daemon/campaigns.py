@@ -21,7 +21,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import campaignfolder as cf
 from ajetd.adapters import campaigngit, inbox
 from ajetd.adapters.control import (
     SUFFIX,
@@ -64,6 +63,7 @@ from ajetd.core.model import Run, State, record_trials
 from ajetd.core.naming import new_run_id
 from ajetd.daemon import campaignrequests
 from ajetd.frameworks.valresults import nonfinite_note
+from ajetd.hosts import campaignfolder as cf
 from ajetd.pictures.campaigndrawing import Plotter
 from ajetd.views.campaign import render_report
 

@@ -46,6 +46,7 @@ from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core import jsontext, resultfiles
 from ajetd.core.blueprint import asked, extract_parts
+from ajetd.core.copyname import original_of
 from ajetd.core.endevidence import flag_bars
 from ajetd.core.errors import AjetdError
 from ajetd.core.hostspecs import REMOTE_SCRIPT
@@ -59,7 +60,7 @@ from ajetd.core.rebuilt import (
     rebuilt_run,
     remote_dir,
 )
-from ajetd.frameworks.agentjet import conf_argument, original_of
+from ajetd.frameworks.agentjet import conf_argument
 from ajetd.hosts import slurm, sshcmd
 from ajetd.hosts.configcopy import config_flag
 from ajetd.hosts.preflight import in_use

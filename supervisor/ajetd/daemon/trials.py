@@ -22,6 +22,7 @@ from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
 from ajetd.core import model, stoprules
+from ajetd.core.copyname import original_of
 from ajetd.core.errors import AjetdError
 from ajetd.core.limits import (
     END_READ_BYTES,
@@ -53,7 +54,7 @@ from ajetd.core.trialscript import (
 )
 from ajetd.diagnosis.scan import TAIL_BYTES, tail_bytes
 from ajetd.frameworks import ajetout, nemorl
-from ajetd.frameworks.agentjet import apply_patches, get_path, original_of
+from ajetd.frameworks.agentjet import apply_patches, get_path
 from ajetd.frameworks.valresults import (
     Unread,
     latest_record,

@@ -146,19 +146,6 @@ def conf_argument(command: str, flag: str = "--conf") -> str | None:
     return _unquoted(match.group(2)) if match else None
 
 
-COPY_TAG = ".ajetd-"  # ajetd's copies of a config are named `<stem>.ajetd-<tag><suffix>`
-
-
-def original_of(path: str) -> str:
-    """The config a copy of ajetd's was made from (`x.ajetd-abc123-t3.yaml` -> `x.yaml`), or
-    `path` itself where it is no copy."""
-    folder, name = os.path.split(path)
-    stem, suffix = os.path.splitext(name)
-    if COPY_TAG not in stem:
-        return path
-    return os.path.join(folder, stem.split(COPY_TAG)[0] + suffix)
-
-
 _TILDE = re.compile(r"~[A-Za-z0-9._-]*(?=/)")
 
 

@@ -16,14 +16,10 @@ from typing import Any
 import yaml
 
 from ajetd.adapters import diskfull
+from ajetd.core.copyname import COPY_TAG, original_of
 from ajetd.core.errors import AjetdError
 from ajetd.frameworks import nemorl
-from ajetd.frameworks.agentjet import (
-    COPY_TAG,
-    conf_argument,
-    original_of,
-    point_conf_at,
-)
+from ajetd.frameworks.agentjet import conf_argument, point_conf_at
 from ajetd.hosts.fs import SAFE_DUMPER, Fs, Names, config_named
 
 
