@@ -10,11 +10,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ajetd.core.copyname import original_of
 from ajetd.frameworks.agentjet import (
     apply_patches,
     conf_argument,
     launcher_overrides,
-    original_of,
     point_conf_at,
     review,
     runs_launcher,
