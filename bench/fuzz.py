@@ -28,10 +28,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ajetd.adapters import resultdir
 from ajetd.core.blueprint import MAX_BYTES, Blueprint, decode_blueprint, parse_blueprint
 from ajetd.core.durations import format_duration
 from ajetd.core.errors import BlueprintError
-from ajetd.hosts import preflight, slurm
+from ajetd.hosts import slurm
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {
@@ -239,7 +240,7 @@ def use(bp: Blueprint) -> None:
         format_duration(seconds)
     for path in (bp.codebase_dir, bp.venv_exe, bp.result_dir):
         Path(path).expanduser().exists()
-    preflight.result_dir_problem(bp.result_dir)
+    resultdir.result_dir_problem(bp.result_dir)
     if bp.options.slurm is not None:
         slurm.allocation(bp.options.slurm, bp.max_time_s, "ajet_x_t1")
 

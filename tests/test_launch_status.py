@@ -99,6 +99,14 @@ def test_hydra_overrides_on_agentjets_launcher_are_refused_with_where_to_put_the
     assert "yaml_overrides: [ajet.rollout.temperature=0.7, ajet.trainer_common.test_freq=5]" in said
 
 
+def _lint_warnings(env: Env, result: str, python: str = PYTHON) -> str:
+    """What `ajetd lint --json` warns of a blueprint with this result dir and python."""
+    data = json.loads(
+        env.cli("lint", "--json", str(env.blueprint("where", result=result, python=python))).stdout
+    )
+    return " ".join(data["blueprint"]["warnings"]) if data.get("blueprint") else ""
+
+
 def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
     """walk 86: `/`, `/tmp`, the home or the codebase itself were taken without a word."""
     scratch = env.tmp / "scratch"
@@ -114,15 +122,30 @@ def test_a_result_dir_shared_with_much_else_is_said(env: Env) -> None:
         # walk97 F12: the venv's bin/ (on the PATH of every run of it), the venv, a system
         # folder, a folder every user writes into as /tmp is
         (str(Path(PYTHON).parent), "the folder of the run's python (exp_venv_exe)"),
-        (str(Path(PYTHON).parent.parent / "results" / "x"), "inside the run's venv"),
         ("/opt", "a folder of the system's own"),
         (str(scratch), "a folder every user writes into (world-writable, sticky"),
     ):
-        data = json.loads(
-            env.cli("lint", "--json", str(env.blueprint("where", result=result))).stdout
-        )
-        warned = " ".join(data["blueprint"]["warnings"]) if data.get("blueprint") else ""
-        assert said in warned, (result, data)
+        assert said in _lint_warnings(env, result), result
+    # the environment the run's python belongs to, whatever kind of Python it is (the CI's is
+    # pyenv's, with no venv): each made here, its python a link to the one the tests run
+    for kind, marker, said in (
+        ("venv", "pyvenv.cfg", "inside the run's venv"),
+        ("conda", "conda-meta/history", "inside the run's conda environment"),
+        ("pyenv", "lib/python3.11/os.py", "inside the run's Python installation"),
+    ):
+        home = env.tmp / kind
+        (home / marker).parent.mkdir(parents=True, exist_ok=True)
+        (home / marker).touch()
+        (home / "bin").mkdir()
+        (home / "bin" / "python").symlink_to(PYTHON)
+        python = str(home / "bin" / "python")
+        warned = _lint_warnings(env, str(home / "results" / "x"), python)
+        assert said in warned, (kind, warned)
+    plain = env.tmp / "plain"  # a folder with a bin/python in it and nothing of an environment
+    (plain / "bin").mkdir(parents=True)
+    (plain / "bin" / "python").symlink_to(PYTHON)
+    warned = _lint_warnings(env, str(plain / "results" / "x"), str(plain / "bin" / "python"))
+    assert "inside the run's" not in warned, warned
     own = json.loads(env.cli("lint", "--json", str(env.blueprint("own"))).stdout)
     assert not [w for w in own["blueprint"]["warnings"] if w.startswith("exp_result_dir")], own
 

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ajetd.adapters.reach import path_problem
+from ajetd.adapters.resultdir import earlier_files, result_dir_problem
 from ajetd.core import resultfiles
-from ajetd.hosts.preflight import earlier_files, path_problem, result_dir_problem
 from conftest import Env, campaign_folder, fill, git
 
 USER = "USER DATA {}\n"
@@ -289,11 +290,13 @@ def test_a_folder_that_may_not_be_looked_into() -> None:
         closed = top / "closed"
         closed.mkdir(mode=0o700)
         code = (
-            "import sys; from ajetd.hosts.preflight import result_dir_problem; "
+            "import sys; from ajetd.adapters.resultdir import result_dir_problem; "
             "print(result_dir_problem(sys.argv[1]))"
         )
         src = str(Path(resultfiles.__file__).parents[2])
-        argv = [sys.executable, "-c", code, str(closed / "inner" / "run")]
+        # -S: no site-packages, which the user who installed them may have kept from
+        # `nobody` (the CI's umask): the check needs the standard library alone (below)
+        argv = [sys.executable, "-S", "-c", code, str(closed / "inner" / "run")]
         if os.geteuid() == 0:
             argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *argv]
         else:
@@ -308,6 +311,26 @@ def test_a_folder_that_may_not_be_looked_into() -> None:
     finally:
         os.chmod(top / "closed", 0o700)
         shutil.rmtree(top)
+
+
+def test_the_result_dir_check_needs_the_standard_library_alone() -> None:
+    """`adapters.resultdir` runs without site-packages (`python -S`): the checks of a folder
+    import nothing installed (no YAML reader, no re2), so they run as any user, where the
+    rest of a run is not looked at (a rebuild, a placement check)."""
+    src = str(Path(resultfiles.__file__).parents[2])
+    code = (
+        "import sys, ajetd.adapters.resultdir as r; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'yaml', 're2', 'psutil'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": src},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 def test_a_failed_picture_leaves_no_temporary_file(

@@ -271,7 +271,7 @@ def test_each_path_is_resolved_once_per_comparison_with_all_live_runs(
     the queue (`val_file_wait`) and at admission (`val_writer`), and a result dir with every
     busy one (`in_use`): the run's own path is resolved once per call, not once per other
     run (it was: 2 stats and a realpath each, times the live runs, at every read)."""
-    from ajetd.hosts.preflight import in_use
+    from ajetd.adapters.resultdir import in_use
 
     looked: list[str] = []
     real_key = samefile.file_key

@@ -35,10 +35,11 @@ def lint(file: Path, as_json: bool) -> None:
         _lint_campaign(file if file.is_dir() else file.parent, as_json)
     from ajetd.adapters.kindsfile import home_kinds
     from ajetd.adapters.regular import open_regular
+    from ajetd.adapters.resultdir import placed_first
     from ajetd.core.blueprint import MAX_BYTES, parse_blueprint_bytes
     from ajetd.core.cutshort import cut_sign
     from ajetd.core.errors import BlueprintError
-    from ajetd.hosts.preflight import check_blueprint, nemo_launch, placed_first
+    from ajetd.hosts.preflight import check_blueprint, nemo_launch
     from ajetd.views import records as status_view
 
     problems: list[str]

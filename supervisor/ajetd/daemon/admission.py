@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ajetd.adapters import diskfull, git, inbox
 from ajetd.adapters.regular import NotRegularError
+from ajetd.adapters.resultdir import in_home, in_use, placed_first, result_dir_problem
 from ajetd.adapters.store import Home, expanded, json_text, write_atomic
 from ajetd.core import cutshort, model, resultfiles
 from ajetd.core.blueprint import (
@@ -38,15 +39,7 @@ from ajetd.frameworks import framework, nemorl
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal, repoint, write_copy
 from ajetd.hosts.fs import Fs, Names
-from ajetd.hosts.preflight import (
-    Resolved,
-    check_blueprint,
-    in_home,
-    in_use,
-    nemo_launch,
-    placed_first,
-    result_dir_problem,
-)
+from ajetd.hosts.preflight import Resolved, check_blueprint, nemo_launch
 from ajetd.views import report
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ajetd.adapters import diskfull, inbox, procs, programfiles, stagefiles, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
+from ajetd.adapters.resultdir import earlier_rejection
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import MISSING_OUTPUT, Tmux
 from ajetd.adapters.trialfiles import read_exit
@@ -51,7 +52,6 @@ from ajetd.diagnosis.stream import diagnose_text
 from ajetd.frameworks.framework import framed
 from ajetd.hosts import copyback
 from ajetd.hosts.base import Fetch, read_local
-from ajetd.hosts.preflight import earlier_rejection
 from ajetd.pictures import drawing
 from ajetd.views import report, words
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ajetd.adapters import inbox, procs, runrecords, trialfiles
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.resultdir import in_use
 from ajetd.adapters.store import Home, expanded
 from ajetd.adapters.tmux import Pane, find_pane
 from ajetd.core import jsontext, resultfiles
@@ -63,7 +64,6 @@ from ajetd.core.rebuilt import (
 from ajetd.frameworks.agentjet import conf_argument
 from ajetd.hosts import slurm, sshcmd
 from ajetd.hosts.configcopy import config_flag
-from ajetd.hosts.preflight import in_use
 from ajetd.hosts.slurmjob import JOB_SCRIPT
 
 log = logging.getLogger(__name__)

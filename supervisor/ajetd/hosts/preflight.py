@@ -7,7 +7,6 @@ It is in `hosts` because it asks each place (`LocalFs`, `sshcmd.RemoteFs`, `slur
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from collections.abc import Collection, Mapping
@@ -15,14 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ajetd.adapters import diskfull
-from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
+from ajetd.adapters.reach import Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.resultdir import (
+    full_disk,
+    holds_problem,
+    result_dir_problem,
+    shared_result_dir,
+    unexpanded,
+)
 from ajetd.adapters.samefile import one_file_as
-from ajetd.core import fixdomain, jsontext, launchshape, onefile, resultfiles
+from ajetd.core import fixdomain, launchshape, onefile, resultfiles
 from ajetd.core.blueprint import Blueprint
 from ajetd.core.errors import AjetdError
-from ajetd.core.naming import RUN_ID
 from ajetd.core.redirect import redirect_warnings
 from ajetd.core.shellenv import launch_env
 from ajetd.core.workdir import Workdir, workdir
@@ -49,32 +53,6 @@ from ajetd.hosts.fs import (
 )
 from ajetd.hosts.program import missing_program
 from ajetd.hosts.sshcmd import RemoteFs, SshError
-
-FLAG = resultfiles.FINISH_FLAG
-
-
-def earlier_rejection(result_dir: Path) -> str | None:
-    """The run id of a rejection report that is all `result_dir` holds of earlier runs.
-
-    Such a report only says a blueprint was invalid; a fixed blueprint may use the same dir,
-    and the report is moved aside (never deleted) rather than blocking it.
-    """
-    try:
-        flag = jsontext.loads(read_small(result_dir / FLAG))
-    except (OSError, ValueError, NotRegularError):
-        return None
-    if not isinstance(flag, dict) or flag.get("status") != "rejected":
-        return None
-    try:
-        with os.scandir(result_dir / resultfiles.LOGS) as entries:
-            if any(resultfiles.is_trial_log(e.name) for e in entries):
-                return None  # a run's output: no rejection's alone
-    except FileNotFoundError:
-        pass
-    except OSError:  # a logs/ that is no folder, or cannot be read: not a rejection's alone
-        return None
-    run_id = str(flag.get("run_id") or "")
-    return run_id if RUN_ID.match(run_id) else None
 
 
 @dataclass(frozen=True)
@@ -207,101 +185,6 @@ def _own_placement(command: str) -> list[str]:
     ]
 
 
-def _unexpanded(path: str) -> str:
-    """A hint for `$HOME/x`, `${DATA}/x`: a blueprint's paths are taken as written."""
-    if path.startswith("$"):
-        return " (variables such as $HOME are not expanded: write the path in full, or ~/...)"
-    return ""
-
-
-def in_use(result_dir: str, busy_dirs: Collection[str]) -> bool:
-    """Whether `result_dir` is a live run's result dir, however it is spelt (`x/.`, `x//`,
-    a symlink to it, a bind mount of it: `samefile.one_file_as`): that run alone writes there."""
-    same = one_file_as(result_dir)  # resolved once, not per busy folder
-    return any(same(busy) for busy in busy_dirs if busy)
-
-
-def in_use_problem(result_dir: str, live: Mapping[str, str]) -> str | None:
-    """Why `result_dir` is refused where a live run (`live`: each one's result dir and id)
-    writes there: naming that run and what to do; None where none does."""
-    for busy, run_id in live.items():
-        if in_use(result_dir, [busy]):
-            return (
-                f"exp_result_dir: {result_dir} is in use by live run {run_id} (two runs never "
-                "share one: choose another result dir, or submit this once that run ended: "
-                f"`ajetd wait {run_id}`)"
-            )
-    return None
-
-
-def in_home(result_dir: str, home: Path) -> bool:
-    """Whether `result_dir` is ajetd's home or lies in it, however it is spelt (a symlink)."""
-    real, root = os.path.realpath(result_dir), os.path.realpath(home)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def placement_problem(result_dir: str, live: Mapping[str, str], home: Path) -> str | None:
-    """Why `result_dir` is refused for where it lies rather than what it holds: a live run
-    writes there (`in_use_problem`), or it is in ajetd's own home, whose inbox takes any
-    `.md` dropped there as a blueprint (a run's results.md and trials.md were taken as two
-    more, and moved out of its result dir) and whose `runs/` holds the records. None where
-    neither."""
-    if in_home(result_dir, home):
-        return (
-            f"exp_result_dir: {result_dir} lies in $AJETD_HOME {home}, ajetd's own folder (its "
-            "inbox takes any .md as a blueprint, its runs/ holds the records): choose a result "
-            "dir outside it"
-        )
-    return in_use_problem(result_dir, live)
-
-
-def placed_first(
-    result_dir: str, problems: list[str], live: Mapping[str, str], home: Path
-) -> list[str]:
-    """`problems` with the result dir's placement problem (`placement_problem`) first, where
-    there is one, in place of what the check of its files said: a live run's dir holds that
-    run's files, and "in use by live run X" says why better than the list of them. Looked at
-    even where the blueprint did not resolve (a dir holding files does not)."""
-    shared = placement_problem(result_dir, live, home) if os.path.isabs(result_dir) else None
-    if shared is None:
-        return problems
-    return [shared, *(p for p in problems if not p.startswith("exp_result_dir:"))]
-
-
-def result_dir_problem(
-    result_dir: str, own: Collection[str] = (), also: Collection[str] = ()
-) -> str | None:
-    """Why `result_dir` cannot receive a new run's results, or None if it can: it cannot be
-    reached or made (`path_problem`), or it already holds what ajetd would write there
-    (`earlier_files`; `also`: what this run adds, its NeMo-RL dirs; `own`: the run's own files
-    from its first admission, where it is admitted again)."""
-    path = Path(result_dir)
-    if not path.is_absolute():
-        return f"exp_result_dir: {result_dir} is not an absolute path{_unexpanded(result_dir)}"
-    if os.path.realpath(result_dir) == "/":  # results.md, logs/ and finish.flag in the root
-        return "exp_result_dir: / is the filesystem's root: give the run a folder of its own"
-    try:
-        reached = path_problem(path)
-        if isinstance(reached, Unreachable):
-            hint = NEVER_THROUGH if reached.dangling else ""
-            return f"exp_result_dir: {reached.text}{hint}"
-        if reached is not None:  # the first part of it that is not there, made by ajetd
-            parent = reached.parent
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return (
-                    f"exp_result_dir: cannot create {result_dir} ({parent} is not a writable "
-                    "directory)"
-                )
-            return None
-        if not path.is_dir():
-            return f"exp_result_dir: {result_dir} exists and is not a directory"
-        if not os.access(path, os.W_OK | os.X_OK):
-            return f"exp_result_dir: {result_dir} is not writable"
-        return holds_problem(result_dir, earlier_files(path, own, also))
-    except OSError as exc:  # what the checks above did not foresee: said, never raised
-        return f"exp_result_dir: {result_dir} cannot be checked: {exc.strerror or exc}"
-
-
 def unreachable(path: str, fs: Fs) -> str:
     """`" (why)"` where the path on this machine cannot be had for a reason that "does not
     exist" would hide (`path_problem`: a loop, a link to nothing, a part that is a file, a
@@ -313,138 +196,6 @@ def unreachable(path: str, fs: Fs) -> str:
     except OSError:
         return ""
     return f" ({found.text})" if isinstance(found, Unreachable) else ""
-
-
-# the filesystem's own folders (FHS): a run's results.md, logs/ and finish.flag among the
-# system's files, where a typo or a copy-paste left `exp_result_dir: /opt` or `/var`
-_SYSTEM_FOLDERS = frozenset(
-    {
-        *("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/media", "/mnt", "/opt", "/proc"),
-        *("/run", "/sbin", "/srv", "/sys", "/usr", "/usr/bin", "/usr/local", "/var"),
-    }
-)
-
-
-def _venv_folders(venv_exe: str) -> tuple[str, str]:
-    """The folder of the python a run uses (`bin/`), and its venv (the folder above, where a
-    `pyvenv.cfg` says it is one; "" else); real paths, the python itself not followed (a
-    venv's is a link to the system's)."""
-    if not venv_exe or not os.path.isabs(venv_exe):
-        return "", ""
-    bin_dir = os.path.realpath(os.path.dirname(venv_exe))
-    venv = os.path.dirname(bin_dir)
-    return bin_dir, venv if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) else ""
-
-
-def _below(real: str, folder: str) -> bool:
-    """Whether the real path `real` lies below `folder` (a real path; "": nothing is)."""
-    return bool(folder) and real.startswith(folder.rstrip("/") + "/")
-
-
-def _shared_what(real: str, code: str, venv_exe: str) -> str | None:
-    """What else the result dir `real` (a real path) is, where that is not a run's own."""
-    shared = dict.fromkeys(("/tmp", "/var/tmp", "/dev/shm"), "a folder every program shares")  # noqa: S108 - names compared, nothing made there
-    shared |= {"/home": "the folder of every user's home"}
-    shared[os.path.realpath(os.path.expanduser("~"))] = "your home folder"
-    bin_dir, venv = _venv_folders(venv_exe)
-    if real in shared:
-        return shared[real]
-    if real in _SYSTEM_FOLDERS:
-        return "a folder of the system's own"
-    if code and real == code:
-        return (
-            "the codebase itself: its git tree, which runs record as their provenance, is "
-            "then dirty with them"
-        )
-    if _below(real, code):
-        return (
-            "inside the codebase: unless git ignores it, they make the tree the next run "
-            "records as its provenance dirty"
-        )
-    if bin_dir and real == bin_dir:
-        return "the folder of the run's python (exp_venv_exe), on the PATH of every run of it"
-    if venv and (real == venv or _below(real, venv)):
-        return "inside the run's venv, which pip and uv rewrite (and `rm -rf` to rebuild it)"
-    try:
-        mode = os.stat(real).st_mode
-    except OSError:  # not there yet: ajetd makes it, a folder of its own
-        return None
-    if mode & 0o1002 == 0o1002:  # world-writable and sticky, as /tmp is (a /scratch)
-        return "a folder every user writes into (world-writable, sticky, as /tmp is)"
-    return None
-
-
-def _shared_result_dir(result_dir: str, codebase: str, venv_exe: str = "") -> list[str]:
-    """A warning where the result dir is a folder shared with much else (`/tmp`, a folder
-    every user writes into, the home, a system folder), the codebase, or the run's venv or
-    its `bin/` (`codebase`, `venv_exe`: "" where they are on another machine): ajetd writes
-    results.md, trials.md, run.json, logs/ and finish.flag there, among what else is in it,
-    and in the codebase they make the git tree it records as the run's provenance dirty
-    (walk 86; walk97 F12: the venv's `bin/`, a system folder). A folder holding what ajetd
-    would write is refused (`result_dir_problem`), never written over."""
-    real = os.path.realpath(result_dir)
-    code = os.path.realpath(codebase) if codebase else ""
-    what = _shared_what(real, code, venv_exe)
-    if what is None:
-        return []
-    return [
-        f"exp_result_dir: {result_dir} is {what}; ajetd writes results.md, trials.md, run.json, "
-        "logs/ and finish.flag there: give the run a folder of its own (e.g. /data/results/<name>)"
-    ]
-
-
-def _full_disk(result_dir: str) -> list[str]:
-    """A warning where the result dir's disk (of the folder it will be made in, where it is
-    not there yet) is full: the daemon would admit the run, its output would be lost while
-    the disk stays full (only its reports are held until there is room)."""
-    missing = path_problem(Path(result_dir))  # (no problem: the caller asked first)
-    folder = missing.parent if isinstance(missing, Path) else Path(result_dir)
-    free = diskfull.free_bytes(folder)
-    if free is None or free >= diskfull.FULL_BELOW_BYTES:
-        return []
-    return [
-        f"exp_result_dir: {result_dir} is on a full disk ({diskfull.free_space(folder)} free "
-        f"in {folder}): what the run prints while it stays full is lost from its log (its "
-        "reports wait until there is room); free space, or choose a result dir on another disk"
-    ]
-
-
-MAX_NAMED = 5  # trial logs named in a refusal (the rest counted as `...`)
-
-
-def earlier_files(path: Path, own: Collection[str] = (), also: Collection[str] = ()) -> list[str]:
-    """What the existing folder `path` holds of the files ajetd writes into a new run's
-    result dir (`resultfiles`: the reports, provenance.diff, the pictures, `logs/trial-N.log`,
-    and `also`), however it is there (a file, a folder, a link, a dangling one), except `own`
-    and an earlier rejection's report, which admission moves aside (`move_rejection_aside`).
-    finish.flag named first."""
-    skip = set(own)
-    if earlier_rejection(path) is not None:
-        skip.update(resultfiles.REPORTS)
-    names = [n for n in (*resultfiles.WRITTEN, *also) if n not in skip]
-    found = sorted((n for n in names if os.path.lexists(path / n)), key=lambda n: n != FLAG)
-    logs = path / resultfiles.LOGS
-    if os.path.islink(logs) or (os.path.lexists(logs) and not logs.is_dir()):
-        found.append(f"{resultfiles.LOGS} (not a folder of its own: ajetd makes it)")
-    elif logs.is_dir():
-        with os.scandir(logs) as entries:  # bounded: a few named, one more says "..."
-            named = (e.name for e in entries if resultfiles.is_trial_log(e.name))
-            trial_logs = list(itertools.islice(named, MAX_NAMED + 1))
-        shown = [f"{resultfiles.LOGS}/{n}" for n in sorted(trial_logs)[:MAX_NAMED]]
-        found += shown + (["..."] if len(trial_logs) > MAX_NAMED else [])
-    return found
-
-
-def holds_problem(result_dir: str, found: list[str]) -> str | None:
-    """The refusal of a result dir that holds `found`, of what ajetd would write, or None."""
-    if not found:
-        return None
-    return (
-        f"exp_result_dir: {result_dir} already holds {', '.join(found)}, which ajetd writes "
-        "for a run itself (an earlier run's, or yours): ajetd never overwrites or appends to "
-        "a file it did not write for this run; choose another exp_result_dir, or move them "
-        "out of it"
-    )
 
 
 def remote_fs(bp: Blueprint) -> Fs | str:
@@ -501,7 +252,7 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
     if not os.path.isabs(codebase):
         problems.append(
             f"exp_codebase_dir: {bp.codebase_dir} is not an absolute path"
-            + _unexpanded(bp.codebase_dir)
+            + unexpanded(bp.codebase_dir)
         )
     elif not fs.isdir(codebase):
         problems.append(
@@ -516,7 +267,7 @@ def _codebase_and_venv(bp: Blueprint, fs: Fs, where: str, problems: list[str]) -
         venv_exe = python if fs.isfile(python) else venv_exe
     if not os.path.isabs(venv_exe):
         problems.append(
-            f"exp_venv_exe: {bp.venv_exe} is not an absolute path{_unexpanded(bp.venv_exe)}"
+            f"exp_venv_exe: {bp.venv_exe} is not an absolute path{unexpanded(bp.venv_exe)}"
         )
     elif not fs.exists(venv_exe):
         problems.append(
@@ -949,9 +700,9 @@ def _checked(
         problems.extend(found.problems)
     if problems:
         return None, problems
-    found.warnings.extend(_full_disk(result_dir))
+    found.warnings.extend(full_disk(result_dir))
     local = fs is LOCAL
-    shared = _shared_result_dir(result_dir, codebase if local else "", venv_exe if local else "")
+    shared = shared_result_dir(result_dir, codebase if local else "", venv_exe if local else "")
     found.warnings.extend(shared)
     # the copy's content, made here once (admission writes it, and reads its GPUs): the
     # overrides, then the review's fixes, which were made on the overridden config
