@@ -933,6 +933,28 @@ def test_oom_fixed_only_when_a_batch_change_is_allowed(daemon_env: Env) -> None:
     assert wrong and all(line.count("CUDA out of memory") == 1 for line in wrong), wrong
 
 
+def test_a_learning_rate_written_1e_6_is_halved_on_nan(daemon_env: Env) -> None:
+    """`lr: 1e-6`, as configs write it, is a float to OmegaConf (Hydra, NeMo-RL) and text to
+    PyYAML alone (YAML 1.1 wants `1.0e-6`): ajetd read it as text, and a NaN loss with the
+    `lr` fix allowed found no number to halve. The fixed copy keeps every other number as
+    it was written."""
+    env = daemon_env
+    config = env.config("lr", nan_above_lr="6e-7")
+    path = env.codebase / config
+    text = path.read_text() + "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1e-6\n"
+    path.write_text(text + "      weight_decay: 1e-2\n      betas: [0.9, 0.999]\n")
+    run_id = env.submit(env.blueprint("lr", config=config, ajetd="allow_fixes: {lr: {min: 1e-9}}"))
+    done = env.wait_done(run_id)
+    assert done["status"] == "succeeded" and done["trials"] == 2, done
+    key = "actor_rollout_ref.actor.optim.lr"
+    assert [f["config"] for f in done["fixes_applied"]] == [
+        [{"key": key, "old": 1e-6, "new": 5e-7}]
+    ]
+    copy = (env.codebase / "configs" / f"lr.ajetd-{run_id}-t2.yaml").read_text()
+    assert "weight_decay: 1e-2\n" in copy and "!!float" not in copy, copy
+    assert yaml.safe_load(copy)["actor_rollout_ref"]["actor"]["optim"]["lr"] == 5e-7
+
+
 def test_what_each_fix_changed_is_in_every_json_and_line(daemon_env: Env) -> None:
     """Walk88 F6: a run that succeeded only after ajetd halved its batch size twice read
     plainly `succeeded: the program exited with code 0` in `status --json`, `wait`, the

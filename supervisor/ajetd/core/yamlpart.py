@@ -84,6 +84,58 @@ class _Loader(SAFE_LOADER):  # type: ignore[misc]
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_bounded_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_written_float)
+# A float as OmegaConf reads one (omegaconf._utils.get_yaml_loader), which Hydra (AgentJet)
+# and NeMo-RL read their configs with: YAML 1.1 wants a dot (`1.0e-6`), so PyYAML alone
+# reads `1e-6` and `3e-05`, the way learning rates are written, as text, and a fix of `lr`
+# found no number to halve. One alternative per form, no nested quantifier.
+_OMEGACONF_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.VERBOSE,
+)
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+def _omegaconf_resolvers(
+    resolvers: dict[str, list[tuple[str, Any]]],
+) -> dict[str, list[tuple[str, Any]]]:
+    """`resolvers` as OmegaConf has them: its float first, no timestamps (new lists: PyYAML's
+    `add_implicit_resolver` appends to lists a subclass shares with its parent)."""
+    return {
+        first: [
+            *([(_FLOAT_TAG, _OMEGACONF_FLOAT)] if first in "-+0123456789." else []),
+            *((tag, regexp) for tag, regexp in found if tag not in (_FLOAT_TAG, _TIMESTAMP_TAG)),
+        ]
+        for first, found in {**{key: [] for key in "-+0123456789."}, **resolvers}.items()
+    }
+
+
+class ConfigLoader(_Loader):
+    """A training config as its program reads it (OmegaConf's loader: no timestamps, no key
+    given twice, `1e-6` a float), its numbers remembering how they were written, so that a
+    copy with fixes writes the rest back as it was (`ConfigDumper`). No bounds of its own:
+    the caller checks the text's size and shape first (`shape_problem`)."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, Any]]]] = _omegaconf_resolvers(
+        _Loader.yaml_implicit_resolvers
+    )
+
+    def construct_written_int(self, node: ScalarNode) -> int:
+        """An integer of any length its program takes (the checks of a count say which is too
+        big, by its key); one written otherwise than it prints remembers its text."""
+        text = str(self.construct_scalar(node))
+        value = int(SafeConstructor.construct_yaml_int(self, node))
+        return value if repr(value) == text else WrittenInt(value, text)
+
+
+ConfigLoader.add_constructor("tag:yaml.org,2002:int", ConfigLoader.construct_written_int)
+
+
 SAFE_DUMPER: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's, as the loader
 
 
@@ -102,9 +154,20 @@ Dumper.add_representer(WrittenInt, _represent_written)
 Dumper.add_representer(WrittenFloat, _represent_written)
 
 
-def dump(data: Any, **options: Any) -> str:
-    """`data` as YAML text (`yaml.dump`'s `options`), numbers as they were written."""
-    return str(yaml.dump(data, Dumper=Dumper, **options))
+class ConfigDumper(Dumper):
+    """`Dumper` for a copy of a training config, `ConfigLoader`'s reverse: a number OmegaConf
+    reads as one (`1e-6`) is written plain, not tagged `!!float`, and text only a timestamp
+    resolver would take for a date is not quoted (OmegaConf has none)."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, Any]]]] = _omegaconf_resolvers(
+        Dumper.yaml_implicit_resolvers
+    )
+
+
+def dump(data: Any, *, config: bool = False, **options: Any) -> str:
+    """`data` as YAML text (`yaml.dump`'s `options`), numbers as they were written; `config`:
+    as a training config's copy writes it (`ConfigDumper`)."""
+    return str(yaml.dump(data, Dumper=ConfigDumper if config else Dumper, **options))
 
 
 def _short(text: str) -> str:
@@ -253,13 +316,15 @@ def describe(exc: Exception, text: str, max_depth: int = MAX_DEPTH) -> str:
     return f"not valid YAML: {first[:120]}"
 
 
-def load(text: str, *, max_chars: int = MAX_CHARS) -> Any:
-    """The YAML value of `text` (None for an empty document); raise YamlError."""
+def load(text: str, *, max_chars: int = MAX_CHARS, config: bool = False) -> Any:
+    """The YAML value of `text` (None for an empty document); raise YamlError. `config`:
+    read as a training config's value is (`ConfigLoader`: `1e-6` a float), for a value set
+    in one (`yaml_overrides`)."""
     if len(text) > max_chars:
         raise YamlError(f"{len(text)} characters of YAML (at most {max_chars})")
     try:
         _check_events(text)
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        return yaml.load(text, Loader=ConfigLoader if config else _Loader)  # noqa: S506 - SafeLoaders
     except YamlError:
         raise
     except Exception as exc:  # the promise: whatever the loader raises becomes one message

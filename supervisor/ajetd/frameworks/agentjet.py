@@ -473,7 +473,7 @@ def parse_override(key: str, text: Any) -> tuple[tuple[str, ...], Any]:
     if not value:
         return tuple(parts), ""
     try:
-        return tuple(parts), yamlpart.load(value)
+        return tuple(parts), yamlpart.load(value, config=True)
     except yamlpart.YamlError as exc:
         raise OptionError(f"{key}: {show(text)}: the value is {exc}") from None
 
@@ -518,7 +518,9 @@ def _as_yaml(value: Any) -> str:
     """A value as the copy writes it (`2e-6`, `[a, b]`, `''`), cut as `show` cuts: the
     program reads the YAML, so a Python repr ('2e-6') would say a string where it reads a
     number."""
-    text = yamlpart.dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+    text = yamlpart.dump(
+        value, config=True, default_flow_style=True, allow_unicode=True, width=10**6
+    )
     text = text.removesuffix("\n").removesuffix("\n...")
     return text if len(text) <= 60 else text[:59] + "…"
 

@@ -26,7 +26,7 @@ from ajetd.core.errors import AjetdError
 from ajetd.core.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES
 from ajetd.core.textfile import utf8_problem
 from ajetd.core.workdir import workdir
-from ajetd.core.yamlpart import SAFE_LOADER, Dumper, describe, shape_problem
+from ajetd.core.yamlpart import ConfigDumper, ConfigLoader, describe, shape_problem
 
 
 class Fs(Protocol):
@@ -151,7 +151,7 @@ LOCAL = LocalFs()
 # libyaml's safe loader and dumper where PyYAML has them (its wheels do): a run's config is
 # read and its fixed copy written in the daemon's one loop, and a 4 MiB config took 25 s to
 # read and 11 s to write in pure Python, 5.3 s and 3.9 s in C (docs/benchmarks.md)
-SAFE_DUMPER: type[Any] = Dumper  # writes YAML numbers back as written (yamlpart.Dumper)
+SAFE_DUMPER: type[Any] = ConfigDumper  # numbers back as written, as OmegaConf reads them
 
 
 class NotUtf8Error(ValueError):
@@ -181,7 +181,7 @@ def read_config(path: str, fs: Fs, where: str = "") -> dict[str, Any] | str:
         too_big = shape_problem(text, CONFIG_MAX_DEPTH, CONFIG_MAX_VALUES)
         if too_big is not None:
             return f"{path} is not valid YAML: {too_big}"
-        config = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a SafeLoader
+        config = yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         return f"cannot read {path}{where}: {exc.strerror or exc}"
     except AjetdError as exc:  # the SSH host's file system did not answer; a FIFO swapped in

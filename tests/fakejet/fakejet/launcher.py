@@ -248,6 +248,13 @@ def main() -> int:
     if _actor_tokens(conf) > fake.get("oom_above_actor_tokens", math.inf):
         print(OOM, flush=True)  # the actor's micro batch no longer fits
         return 1
+    lr = conf.get("actor_rollout_ref", {}).get("actor", {}).get("optim", {}).get("lr")
+    if fake.get("nan_above_lr") is not None and float(lr) > float(fake["nan_above_lr"]):
+        # (float(): `1e-6` is text to PyYAML alone, a float to OmegaConf, as the real one reads)
+        print("step:1 - actor/pg_loss:0.12 - actor/grad_norm:3.1 - actor/lr:" + str(lr))
+        print("step:2 - actor/pg_loss:nan - actor/grad_norm:nan - actor/lr:" + str(lr), flush=True)
+        print("ValueError: loss is nan at step 2, stopping", flush=True)
+        return 1
     utilization = conf["ajet"].get("rollout", {}).get("gpu_memory_utilization")
     over = fake.get("oom_above_gpu_memory_utilization")
     if over is not None and utilization > over:
