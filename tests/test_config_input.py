@@ -106,6 +106,26 @@ def test_a_config_with_anchors_and_merge_keys_is_read_as_yaml_means_it(tmp_path:
     assert config["run"] == {"lr": 1e-6, "steps": 5} and config["list"] == [config["base"]] * 2
 
 
+def test_a_config_is_read_as_omegaconf_reads_it(tmp_path: Path) -> None:
+    """`1e-6` a float (YAML 1.1 wants a dot: PyYAML alone reads text), a date text, a key
+    given twice refused with both lines, as Hydra and NeMo-RL's OmegaConf.load do."""
+    path = tmp_path / "lr.yaml"
+    path.write_text("optim: {lr: 1e-6, wd: 3e-05, eps: -1E+3, day: 2024-01-01, ok: 1.0e-6}\n")
+    config = read_config(str(path), LOCAL)
+    assert isinstance(config, dict)
+    assert config["optim"] == {
+        "lr": 1e-6,
+        "wd": 3e-5,
+        "eps": -1000.0,
+        "day": "2024-01-01",
+        "ok": 1e-6,
+    }
+    assert str(config["optim"]["lr"]) == "1e-6"  # as written, for messages and the copy
+    path.write_text("optim:\n  lr: 1e-6\n  lr: 2e-6\n")
+    said = read_config(str(path), LOCAL)
+    assert isinstance(said, str) and "key 'lr' given twice (lines 2 and 3)" in said, said
+
+
 def _checked(env: Env, body: bytes) -> list[str]:
     """What lint would say of a good blueprint whose config holds `body`."""
     config = env.codebase / "hostile.yaml"
