@@ -366,9 +366,14 @@ class Tmux:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
         return out.stdout.strip().removeprefix("tmux ") or "unknown"
 
-    def argv(self, *args: str) -> list[str]:
-        base = ["tmux"] if self.socket_name is None else ["tmux", "-L", self.socket_name]
-        return [*base, *args]
+    def argv(self, *args: str, utf8: bool = True) -> list[str]:
+        """`tmux -u [-L socket] ARGS`. `-u`: the client is UTF-8 whatever the locale; without
+        it, under `LC_ALL=C` or `POSIX` (cron, CI, `ssh host 'LC_ALL=C ...'`), tmux prints
+        each tab of a `-F` format as `_` (`utf8_sanitize`), no pane line parsed, and every
+        run looked gone: its healthy program was ended and the run recorded lost (walk98 F1).
+        `utf8=False` for a person's terminal (`attach`), whose locale tmux should follow."""
+        base = ["tmux", "-u"] if utf8 else ["tmux"]
+        return [*base, *(("-L", self.socket_name) if self.socket_name is not None else ()), *args]
 
     @staticmethod
     def _env() -> dict[str, str]:
@@ -612,6 +617,6 @@ class Tmux:
         env = dict(os.environ)
         inside = env.get("TMUX", "").split(",")[0]
         if inside and os.path.realpath(inside) == os.path.realpath(self.socket_path()):
-            return self.argv("switch-client", "-t", f"={name}"), env
+            return self.argv("switch-client", "-t", f"={name}", utf8=False), env
         env.pop("TMUX", None)
-        return self.argv("attach-session", "-t", f"={name}"), env
+        return self.argv("attach-session", "-t", f"={name}", utf8=False), env

@@ -1,0 +1,33 @@
+"""The locales a daemon and its users start in. Cron jobs, CI scripts, many systemd units and
+`ssh host 'LC_ALL=C ...'` run with `LC_ALL=C` or `POSIX`, where tmux's client, not UTF-8,
+prints each tab of a `-F` format as `_`: no pane line parsed, every run looked gone, and the
+daemon ended healthy programs and recorded their runs lost (walk98 F1). ajetd's tmux calls
+say `-u`; these runs go on under each locale, and the pane is read (`ajetd diag`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import Env, wait_for
+
+LOCALES = [
+    {"LC_ALL": "POSIX"},
+    {"LC_ALL": "C", "LANG": "C"},
+    {"LC_ALL": "C.UTF-8"},
+]
+
+
+@pytest.mark.parametrize("locale", LOCALES, ids=["POSIX", "C", "C.UTF-8"])
+def test_a_daemon_started_in_a_c_locale_keeps_its_runs(env: Env, locale: dict[str, str]) -> None:
+    for name in ("LANG", "LANGUAGE", "LC_CTYPE", "LC_MESSAGES"):
+        env.vars.pop(name, None)
+    env.vars.update(locale)
+    env.start_daemon("--liveness", "0.3")
+    config = env.config("slow", steps=12, step_time=0.25)  # 3 s: several liveness polls
+    run_id = env.submit(env.blueprint("slow", config=config, purpose="学习率 sweep, 中文"))
+    wait_for(lambda: env.record(run_id).get("state") == "running", what="the run to start")
+    pane = env.cli("diag", run_id).stdout.split("## Pane", 1)[-1]
+    assert "(the pane is gone)" not in pane, pane
+    done = env.wait_done(run_id, timeout=60)
+    assert done["status"] == "succeeded", done
+    assert "lost" not in done.get("reason", ""), done
