@@ -7,7 +7,11 @@ say `-u`; these runs go on under each locale, and the pane is read (`ajetd diag`
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ajetd.adapters.tmux import parse_panes
+from ajetd.core.errors import TmuxError
 from conftest import Env, wait_for
 
 LOCALES = [
@@ -31,3 +35,25 @@ def test_a_daemon_started_in_a_c_locale_keeps_its_runs(env: Env, locale: dict[st
     done = env.wait_done(run_id, timeout=60)
     assert done["status"] == "succeeded", done
     assert "lost" not in done.get("reason", ""), done
+
+
+def test_an_answer_not_in_the_asked_format_is_no_proof_that_panes_are_gone() -> None:
+    """What a non-UTF-8 client printed: the format's tabs as `_`. Read as no panes, every
+    run looked gone; it is a failed call now, which proves nothing about the runs."""
+    sanitized = "ajet_x_%0_4242_0__ended_stopped_/h/runs/x/trial-1.sh_1_bash\n"
+    with pytest.raises(TmuxError) as raised:
+        parse_panes(sanitized)
+    assert not raised.value.gone and "is in the asked format" in str(raised.value)
+    assert parse_panes("") == []  # a server with no pane
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
+def test_a_tmux_answer_reads_as_panes_or_raises(text: str) -> None:
+    """No answer holding a line reads as "no panes" unless tmux listed none."""
+    try:
+        panes = parse_panes(text)
+    except TmuxError as exc:
+        assert not exc.gone
+        return
+    lines = [line for line in text.splitlines() if line]
+    assert panes or not lines

@@ -286,11 +286,15 @@ PANES_FORMAT = "\t".join(
 
 
 def parse_panes(out: str) -> list[Pane]:
-    """`list-panes -F PANES_FORMAT`'s lines as panes (a line cut short is skipped)."""
+    """`list-panes -F PANES_FORMAT`'s lines as panes (a line cut short is skipped). An answer
+    of which no line is in the format raises TmuxError (not `gone`): read as no panes, every
+    run would look gone and its program be ended (walk98 F1: tabs printed as `_`)."""
     panes = []
+    unread = ""
     for line in out.splitlines():
         fields = line.split("\t", 9)
         if len(fields) != 10:
+            unread = unread or line
             continue
         session, pane_id, pid, dead, status, note, stop, script, piped, start = fields
         panes.append(
@@ -306,6 +310,11 @@ def parse_panes(out: str) -> list[Pane]:
                 script=script,
                 piped=piped == "1",
             )
+        )
+    if unread and not panes:
+        raise TmuxError(
+            f"list-panes: no line of its answer is in the asked format (the first: "
+            f"{unread[:80]!r}); which runs' panes are there is not known"
         )
     return panes
 
