@@ -18,6 +18,7 @@ from ajetd.core.runparts import Provenance
 
 Runner = Callable[[str], "tuple[int, bytes]"]  # a bash script -> (exit code, stdout)
 _NOT_GIT = 4
+_NO_GIT = 5  # no git program where the script ran
 _DIFF = b"\n--ajetd-diff--\n"
 _OWN_COPY = re.compile(r"\.ajetd-[A-Za-z0-9_-]{1,60}\.[A-Za-z0-9]{1,10}\"?$")
 
@@ -26,7 +27,11 @@ def script(codebase: str) -> str:
     q = shlex.quote(codebase)
     return (
         f"cd {q} || exit 3\n"
-        f"git rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit {_NOT_GIT}\n"
+        f"command -v git >/dev/null 2>&1 || exit {_NO_GIT}\n"
+        # git's own words where it will not say (no repository, or one it refuses to read:
+        # another user's, `safe.directory`), the first lines only
+        "why=$(git rev-parse --is-inside-work-tree 2>&1 >/dev/null) || "
+        f"{{ printf '%s\\n' \"$why\" | head -n 4 | cut -c 1-300; exit {_NOT_GIT}; }}\n"
         'echo "commit=$(git rev-parse HEAD 2>/dev/null)"\n'
         'echo "branch=$(git rev-parse --abbrev-ref HEAD 2>/dev/null)"\n'
         'echo "toplevel=$(git rev-parse --show-toplevel 2>/dev/null)"\n'
@@ -44,7 +49,9 @@ def local_runner(text: str) -> tuple[int, bytes]:
 def parse(code: int, out: bytes) -> tuple[Provenance, bytes]:
     """The provenance record and the diff bytes (empty when clean or not git)."""
     if code == _NOT_GIT:
-        return Provenance(note="the codebase is not a git repository"), b""
+        return Provenance(note=_not_read(out.decode(errors="replace"))), b""
+    if code == _NO_GIT:
+        return Provenance(note="git information could not be read: no git program on the PATH"), b""
     if code != 0:
         return Provenance(note=f"git information could not be read (exit {code})"), b""
     head, _, diff = out.partition(_DIFF)
@@ -70,6 +77,24 @@ def parse(code: int, out: bytes) -> tuple[Provenance, bytes]:
         changed=len(status) - len(untracked),
         untracked=tuple(untracked[:50]),
     ), diff
+
+
+def _not_read(said: str) -> str:
+    """The note for a codebase git would not read, from what git said (`said`): not a
+    repository, or one it refuses (another user's: `safe.directory`, whose fix it names;
+    walk98 F5: a team's shared checkout was recorded as no repository, its commit and
+    uncommitted change lost from the record)."""
+    first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+    if not first or "not a git repository" in first:
+        return "the codebase is not a git repository"
+    if "dubious ownership" in first:
+        folder = first.partition(" at ")[2].strip().strip("'")
+        return (
+            f"git information could not be read: git refuses a repository another user owns "
+            f"({first.removeprefix('fatal: ')}); to have it recorded, run as the daemon's user: "
+            f"git config --global --add safe.directory {shlex.quote(folder or '<the codebase>')}"
+        )
+    return f"git information could not be read: {first.removeprefix('fatal: ')}"
 
 
 def collect(codebase: str, runner: Runner = local_runner) -> tuple[Provenance, bytes]:
