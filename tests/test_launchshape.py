@@ -8,6 +8,7 @@ import pytest
 from ajetd.core.launchshape import (
     detached,
     detached_end,
+    detached_problem,
     ended_in_traceback,
     masked_status,
     script_paths,
@@ -86,3 +87,19 @@ def test_a_traceback_at_the_end_of_the_output_is_found() -> None:
     assert ended_in_traceback(tb + "finished\ndone\n", "[ajetd] ") == "KeyError: 'answer'"
     assert ended_in_traceback(tb + "step\n" * 20, "[ajetd] ") is None  # it went on after it
     assert ended_in_traceback("all good\n", "[ajetd] ") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m fakejet.launcher --conf configs/mid.yaml > amp.log 2>&1 &",
+        "nohup python train.py &>log &",
+        "cd sub && python train.py 2>&1 | tee -a out.log >/dev/null &",
+        "python  train.py   --note 'a  b' &",
+    ],
+)
+def test_a_refused_command_is_quoted_as_written(command: str) -> None:
+    """walk98 F3: the words joined read `2>&1` back as `2 >& 1`, which bash reads otherwise
+    (`2` an argument): a reader copying the quote back ran another command."""
+    problem = detached_problem(command)
+    assert problem is not None and f"`{command}`" in problem, problem

@@ -14,7 +14,7 @@ parse (an open quote) is not judged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAX_SCRIPT_CHARS = 64 * 1024  # a launch script read for its shape: more is not looked at
 DETACHED_WITHIN_S = 60.0  # a command that returned sooner, leaving processes: it detached them
@@ -30,9 +30,12 @@ class Statement:
     words: tuple[str, ...]
     end: str
     line: int
+    source: str = ""  # as written, where its line holds it alone (continuations joined)
 
     def shown(self) -> str:
-        text = " ".join(self.words) + (" &" if self.end == "&" else "")
+        """The statement as the user wrote it where its line holds it alone (the words joined
+        respace operators: `2>&1` read back `2 >& 1`, which bash reads otherwise: walk98 F3)."""
+        text = self.source or " ".join(self.words) + (" &" if self.end == "&" else "")
         return text if len(text) <= 80 else text[:79] + "…"
 
 
@@ -60,6 +63,7 @@ def statements(text: str) -> list[Statement] | None:
             return None
         current: list[str] = []
         depth = 0
+        before = len(found)
         for word in words:
             depth += {"(": 1, ")": -1, "{": 1, "}": -1}.get(word, 0)
             if depth == 0 and word in _SEPARATORS:
@@ -70,6 +74,8 @@ def statements(text: str) -> list[Statement] | None:
                 current.append(word)
         if current:
             found.append(Statement(tuple(current), "\n", number))
+        if len(found) == before + 1:  # the line is this statement: quoted as written
+            found[-1] = replace(found[-1], source=line.strip())
         for delimiter in heredocs(words):
             while number < len(lines) and not ends_heredoc(lines[number], delimiter):
                 number += 1
