@@ -90,15 +90,9 @@ def lint(file: Path, as_json: bool) -> None:
             else [],
         }
     problems = [*cut, *problems, *home_kinds(open_home().root)[1]]
-    if as_json:
-        echo_json({"ok": not problems, "problems": problems, "blueprint": summary})
-    elif problems:
-        click.echo(f"{file}: {len(problems)} problem(s):", err=True)
-        for problem in problems:
-            click.echo(f"  - {problem}", err=True)
-    else:
-        click.echo(status_view.render_lint_summary(file, summary))
-    sys.exit(2 if problems else 0)
+    _lint_verdict(file, problems, "blueprint", summary, as_json)
+    click.echo(status_view.render_lint_summary(file, summary))
+    sys.exit(0)
 
 
 def _lint_campaign(folder: Path, as_json: bool) -> None:
@@ -126,21 +120,32 @@ def _lint_campaign(folder: Path, as_json: bool) -> None:
             "result_dir": spec.result_dir,
             "experiments": [e.name for e in spec.experiments],
         }
+    _lint_verdict(folder, problems, "campaign", summary, as_json)
+    how = "" if summary["direction_named"] else " (no direction given: "
+    how += "" if summary["direction_named"] else "min for a loss-like name, else max)"
+    click.echo(
+        f"{folder}: ok: campaign {summary['name']}, metric {summary['metric']} "
+        f"{summary['direction']}{how}, base {summary['base']}, "
+        f"{len(summary['experiments'])} experiment(s) given"
+    )
+    sys.exit(0)
+
+
+def _lint_verdict(
+    where: Path, problems: list[str], what: str, summary: dict[str, Any], as_json: bool
+) -> None:
+    """What `lint` says of WHERE once its checks ran, the same for a blueprint and a campaign
+    folder: as JSON (`ok`, `problems` and the summary under WHAT), exit 0 or 2; or its
+    problems, one a line on stderr, exit 2. Returns only when there is no problem and no JSON:
+    the caller then prints its own summary."""
     if as_json:
-        echo_json({"ok": not problems, "problems": problems, "campaign": summary})
-    elif problems:
-        click.echo(f"{folder}: {len(problems)} problem(s):", err=True)
+        echo_json({"ok": not problems, "problems": problems, what: summary})
+        sys.exit(2 if problems else 0)
+    if problems:
+        click.echo(f"{where}: {len(problems)} problem(s):", err=True)
         for problem in problems:
             click.echo(f"  - {problem}", err=True)
-    else:
-        how = "" if summary["direction_named"] else " (no direction given: "
-        how += "" if summary["direction_named"] else "min for a loss-like name, else max)"
-        click.echo(
-            f"{folder}: ok: campaign {summary['name']}, metric {summary['metric']} "
-            f"{summary['direction']}{how}, base {summary['base']}, "
-            f"{len(summary['experiments'])} experiment(s) given"
-        )
-    sys.exit(2 if problems else 0)
+        sys.exit(2)
 
 
 def _expanded(path: str) -> str:
