@@ -4,52 +4,50 @@ option parsers (`values`: durations' patterns, difflib) for one function."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 SHOW_CHARS = 60
 
 
-class WrittenInt(int):
+_W = TypeVar("_W", bound="_Written")
+
+
+class _Written:
+    """A YAML number remembering the text it was written as (`written`), which `str()` and
+    `show` give; the number itself is its other base's (int or float), pickled and copied
+    with its text."""
+
+    written: str
+
+    def __new__(cls: type[_W], value: float, written: str) -> _W:
+        number: Any = super()  # the number's type, next in the subclass's MRO
+        made: _W = number.__new__(cls, value)
+        made.written = written
+        return made
+
+    def __str__(self) -> str:
+        return self.written
+
+    def __reduce__(self) -> tuple[type[_Written], tuple[Any, ...]]:
+        number: Any = super()
+        return type(self), (*number.__getnewargs__(), self.written)
+
+
+class WrittenInt(_Written, int):
     """An integer YAML read from text that is not how the integer prints (`0x10`, `1_000`,
     `010`, `1:30`, `+5`): the number, and `written`, the text as the user wrote it, which
     `str()` and `show` give (`values` refuses the forms that are no decimal, quoting it).
     Made by `yamlpart`'s loader; its dumper writes it back as written."""
 
-    written: str
 
-    def __new__(cls, value: int, written: str) -> WrittenInt:
-        made = super().__new__(cls, value)
-        made.written = written
-        return made
-
-    def __str__(self) -> str:
-        return self.written
-
-    def __reduce__(self) -> tuple[type[WrittenInt], tuple[int, str]]:
-        return WrittenInt, (int(self), self.written)
-
-
-class WrittenFloat(float):
+class WrittenFloat(_Written, float):
     """A float YAML read from text that is not how the float prints: `1.0e+400` (inf),
     `1.0e-400` (0.0), `.inf`, `0.10`, `1_000.5`; as `WrittenInt`."""
-
-    written: str
-
-    def __new__(cls, value: float, written: str) -> WrittenFloat:
-        made = super().__new__(cls, value)
-        made.written = written
-        return made
-
-    def __str__(self) -> str:
-        return self.written
-
-    def __reduce__(self) -> tuple[type[WrittenFloat], tuple[float, str]]:
-        return WrittenFloat, (float(self), self.written)
 
 
 def written(value: Any) -> str | None:
     """The text a YAML number was written as, where it differs from how it prints; else None."""
-    return value.written if isinstance(value, (WrittenInt, WrittenFloat)) else None
+    return value.written if isinstance(value, _Written) else None
 
 
 def show(value: Any) -> str:
