@@ -671,17 +671,56 @@ def campaign_ledger(env: Env, name: str) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
-def campaign_folder(env: Env, name: str, result_dir: Path) -> Path:
-    """A campaign folder of one quick baseline experiment, writing into `result_dir`."""
+FAKE_GRPO_CONFIG = "examples/configs/grpo_fake.yaml"  # the fake NeMo-RL's, in the codebase
+FAKE_GRPO_COMMAND = (  # accuracy grows with the steps: two steps, one validation
+    f"python examples/run_grpo.py --config {FAKE_GRPO_CONFIG} grpo.max_num_steps=2 "
+    "grpo.val_period=2"
+)
+ACCURACY_MAX = "metric: accuracy\ndirection: max\n"
+
+
+def campaign_folder_of(
+    env: Env,
+    name: str,
+    head: str,
+    tail: str = "",
+    *,
+    config: str | None = FAKE_GRPO_CONFIG,
+    command: str = FAKE_GRPO_COMMAND,
+    ajetd: str = "max_trials: 1",
+    result_dir: Path | None = None,
+    files: dict[str, str] | None = None,
+) -> Path:
+    """A campaign folder `<tmp>/<name>-folder`: base.md, a blueprint of `command` (the fake
+    NeMo-RL's two steps unless told) on `config`; campaign.yaml, `name: <name>`, then `head`,
+    `base: base.md`, `result_dir` (`<tmp>/campaigns/<name>` unless told), then `tail`; and
+    `files` (name: text) beside them."""
     folder = env.tmp / f"{name}-folder"
     folder.mkdir()
-    base = env.blueprint(f"{name}-base", command="true", ajetd="gpus: 0\nmax_trials: 1")
+    base = env.blueprint(f"{name}-base", config=config, command=command, ajetd=ajetd)
     (folder / "base.md").write_text(base.read_text())
+    where = env.tmp / "campaigns" / name if result_dir is None else result_dir
     (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: mean_reward\ndirection: max\nbase: base.md\n"
-        f"result_dir: {result_dir}\nstop: {{max_experiments: 1}}\n"
+        f"name: {name}\n{head}base: base.md\nresult_dir: {where}\n{tail}"
     )
+    for file, text in (files or {}).items():
+        (folder / file).write_text(text)
     return folder
+
+
+def campaign_folder(env: Env, name: str, result_dir: Path, max_experiments: int = 1) -> Path:
+    """A campaign folder of quick baseline experiments (`true`, no GPU), the first of them the
+    baseline, writing into `result_dir`."""
+    return campaign_folder_of(
+        env,
+        name,
+        "metric: mean_reward\ndirection: max\n",
+        f"stop: {{max_experiments: {max_experiments}}}\n",
+        config=None,
+        command="true",
+        ajetd="gpus: 0\nmax_trials: 1",
+        result_dir=result_dir,
+    )
 
 
 # -- full disks: small tmpfs mounts (the tests run as root, as CI does) -----------------------

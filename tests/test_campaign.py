@@ -26,7 +26,15 @@ from ajetd.core.errors import one_line
 from ajetd.core.linecut import cut
 from ajetd.core.markdown import table_cell
 from ajetd.hosts import campaignfolder as cf
-from conftest import Env, campaign_ledger, git, shared_paths, wait_for
+from conftest import (
+    ACCURACY_MAX,
+    Env,
+    campaign_folder_of,
+    campaign_ledger,
+    git,
+    shared_paths,
+    wait_for,
+)
 
 
 def _progress(
@@ -39,12 +47,6 @@ def _progress(
 ) -> cr.Progress:
     """The stop rules' verdict for a campaign that stands there."""
     return cr.progress(spec, cr.rules(spec, attempted, start, now, best, rounds), attempted)
-
-
-COMMAND = (
-    "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
-    "grpo.max_num_steps=2 grpo.val_period=2"
-)
 
 
 def test_spec_problems_are_named_together() -> None:
@@ -162,22 +164,8 @@ def test_verdicts_and_the_ledger_row() -> None:
 
 
 def _folder(env: Env, name: str, campaign: str, files: dict[str, str] | None = None) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(
-        f"{name}-base",
-        config="examples/configs/grpo_fake.yaml",
-        command=COMMAND,
-        ajetd="max_trials: 1",
-    )
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
-        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
-    )
-    for file, text in (files or {}).items():
-        (folder / file).write_text(text)
-    return folder
+    """The fake NeMo-RL's campaign on accuracy (max), `campaign` the rest of its yaml."""
+    return campaign_folder_of(env, name, ACCURACY_MAX, campaign, files=files)
 
 
 def _ledger(env: Env, name: str) -> list[dict[str, str]]:
@@ -383,15 +371,14 @@ def test_the_plotted_best_follows_kept_experiments_only() -> None:
 
 def _agentjet_folder(env: Env, name: str, command: str, experiments: str) -> Path:
     """A campaign whose base runs AgentJet's launcher (the fake one under its name)."""
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", command=command, ajetd="max_trials: 1")
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: mean_reward\nbase: base.md\n"
-        f"result_dir: {env.tmp / 'campaigns' / name}\nstop: {{max_experiments: 3}}\n" + experiments
+    return campaign_folder_of(
+        env,
+        name,
+        "metric: mean_reward\n",
+        "stop: {max_experiments: 3}\n" + experiments,
+        config=None,
+        command=command,
     )
-    return folder
 
 
 def test_overrides_for_agentjets_launcher_are_set_in_a_copy_of_its_yaml(daemon_env: Env) -> None:

@@ -19,9 +19,9 @@ import pytest
 
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import BlueprintError
-from conftest import Env, git, wait_for
+from conftest import ACCURACY_MAX, Env, campaign_folder_of, git, wait_for
+from conftest import FAKE_GRPO_CONFIG as CONFIG
 
-CONFIG = "examples/configs/grpo_fake.yaml"
 ROOT = Path(__file__).parent.parent
 
 
@@ -32,15 +32,8 @@ def _json(env: Env, *args: str) -> Any:
 
 
 def _folder(env: Env, name: str, campaign: str, command: str) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", config=CONFIG, command=command, ajetd="max_trials: 1")
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
-        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
-    )
-    return folder
+    """A campaign on accuracy (max) whose base runs `command` on the fake NeMo-RL's config."""
+    return campaign_folder_of(env, name, ACCURACY_MAX, campaign, command=command)
 
 
 def _patch(env: Env, ref: str, old: str, new: str) -> Path:

@@ -12,29 +12,12 @@ from pathlib import Path
 import pytest
 
 from ajetd.core import campaignspec as cs
-from conftest import Env, campaign_folder, campaign_ledger, wait_for
-
-COMMAND = (
-    "python examples/run_grpo.py --config examples/configs/grpo_fake.yaml "
-    "grpo.max_num_steps=2 grpo.val_period=2"
-)
+from conftest import Env, campaign_folder, campaign_folder_of, campaign_ledger, wait_for
 
 
 def _folder(env: Env, name: str, head: str) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(
-        f"{name}-base",
-        config="examples/configs/grpo_fake.yaml",
-        command=COMMAND,
-        ajetd="max_trials: 1",
-    )
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\n{head}base: base.md\nresult_dir: {env.tmp / 'campaigns' / name}\n"
-        "stop: {max_experiments: 1}\n"
-    )
-    return folder
+    """The fake NeMo-RL's campaign of one experiment, `head` its metric and direction."""
+    return campaign_folder_of(env, name, head, "stop: {max_experiments: 1}\n")
 
 
 @pytest.mark.parametrize(

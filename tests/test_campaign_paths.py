@@ -14,19 +14,13 @@ from typing import Any
 import pytest
 from test_campaign_live import CONFIG, _patch, committed_baseline
 
-from conftest import Env, campaign_folder, wait_for
+from conftest import ACCURACY_MAX, Env, campaign_folder, campaign_folder_of, wait_for
 
 
 def _folder(env: Env, name: str, campaign: str, *, config: str, command: str, ajetd: str) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", config=config, command=command, ajetd=ajetd)
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: accuracy\ndirection: max\nbase: base.md\n"
-        f"result_dir: {env.tmp / 'campaigns' / name}\n" + campaign
+    return campaign_folder_of(
+        env, name, ACCURACY_MAX, campaign, config=config, command=command, ajetd=ajetd
     )
-    return folder
 
 
 def _rows(env: Env, cid: str) -> list[dict[str, Any]]:
@@ -303,10 +297,7 @@ def test_a_patch_that_holds_no_change_is_refused_at_once(daemon_env: Env) -> Non
     `No valid patches in input`, an attempt spent. Refused at once (exit 2, nothing filed),
     as is text that holds no diff; a campaign.yaml naming such a patch is refused at submit."""
     env = daemon_env
-    folder = campaign_folder(env, "nochange", env.tmp / "campaigns" / "nochange")
-    (folder / "campaign.yaml").write_text(
-        (folder / "campaign.yaml").read_text().replace("max_experiments: 1", "max_experiments: 3")
-    )
+    folder = campaign_folder(env, "nochange", env.tmp / "campaigns" / "nochange", 3)
     out = env.cli("campaign", str(folder))
     assert out.returncode == 0, out.stderr
     cid = out.stdout.strip()

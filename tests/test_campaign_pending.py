@@ -19,10 +19,7 @@ def _status(env: Env, cid: str) -> dict[str, Any]:
 
 def test_requests_filed_while_no_daemon_runs_are_shown_pending(daemon_env: Env) -> None:
     env = daemon_env
-    folder = campaign_folder(env, "pend", env.tmp / "campaigns" / "pend")
-    (folder / "campaign.yaml").write_text(
-        (folder / "campaign.yaml").read_text().replace("max_experiments: 1", "max_experiments: 3")
-    )
+    folder = campaign_folder(env, "pend", env.tmp / "campaigns" / "pend", 3)
     out = env.cli("campaign", str(folder))
     assert out.returncode == 0, out.stderr
     cid = out.stdout.strip()

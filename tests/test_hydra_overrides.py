@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from ajetd.frameworks import nemorl
-from conftest import Env
-
-CONFIG = "examples/configs/grpo_fake.yaml"
-COMMAND = f"python examples/run_grpo.py --config {CONFIG} grpo.max_num_steps=2 grpo.val_period=2"
+from conftest import FAKE_GRPO_COMMAND as COMMAND
+from conftest import FAKE_GRPO_CONFIG as CONFIG
+from conftest import Env, campaign_folder_of
 
 
 def test_overrides_are_taken_in_order_as_hydra_takes_them() -> None:
@@ -67,15 +66,9 @@ def test_lint_refuses_an_override_hydra_refuses(env: Env, extra: str, needle: st
 
 
 def _folder(env: Env, name: str, experiments: str) -> Path:
-    folder = env.tmp / f"{name}-folder"
-    folder.mkdir()
-    base = env.blueprint(f"{name}-base", config=CONFIG, command=COMMAND, ajetd="max_trials: 1")
-    (folder / "base.md").write_text(base.read_text())
-    (folder / "campaign.yaml").write_text(
-        f"name: {name}\nmetric: accuracy\nbase: base.md\nbranch_prefix: false\n"
-        f"result_dir: {env.tmp / 'campaigns' / name}\nstop: {{max_experiments: 4}}\n" + experiments
-    )
-    return folder
+    """The fake NeMo-RL's campaign on accuracy, no branches, `experiments` its list."""
+    tail = "branch_prefix: false\nstop: {max_experiments: 4}\n" + experiments
+    return campaign_folder_of(env, name, "metric: accuracy\n", tail)
 
 
 def test_a_campaign_refuses_an_override_hydra_refuses(daemon_env: Env) -> None:
