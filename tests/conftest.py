@@ -9,6 +9,7 @@ import compileall
 import ctypes
 import errno
 import getpass
+import importlib.util
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ from ajetd.daemon.loop import Daemon, DaemonConfig
 from ajetd.pictures import drawing
 
 FAKEJET = Path(__file__).parent / "fakejet"
+BENCH = Path(__file__).parent.parent / "bench"
 PYTHON = sys.executable
 
 # The commands the tests start see what a user's shell gives them, however pytest was started:
@@ -669,6 +671,21 @@ def campaign_ledger(env: Env, name: str) -> list[dict[str, str]]:
         return []
     header = lines[0].split("\t")
     return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def bench_module(name: str) -> Any:
+    """bench/<name>.py as a module (bench/ is not a package), loaded once a session and
+    registered as `bench_<name>`: the tests read the corpus and its figures through the
+    benchmark's own code (`diagnosis.corpus`, `logshapes.excerpts` and `body`)."""
+    known = sys.modules.get(f"bench_{name}")
+    if known is not None:
+        return known
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 FAKE_GRPO_CONFIG = "examples/configs/grpo_fake.yaml"  # the fake NeMo-RL's, in the codebase

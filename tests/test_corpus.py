@@ -6,12 +6,9 @@ first line names the public thread it was taken from, the rest is what the progr
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +18,7 @@ from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.shape import EXCEPTION_LINE
 from ajetd.diagnosis.stream import diagnose_chunks
 from ajetd.diagnosis.text import clean_line
+from conftest import bench_module
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 FILES = sorted(CORPUS.glob("*/*.log"))
@@ -173,19 +171,8 @@ def test_no_excerpt_with_an_exception_line_ends_without_a_finding(path: Path) ->
         assert diagnose_chunks([body]), "an exception line, yet no finding"
 
 
-def _bench() -> Any:
-    """bench/diagnosis.py, which holds the held-out protocol (bench/ is not a package)."""
-    path = Path(__file__).parent.parent / "bench" / "diagnosis.py"
-    spec = importlib.util.spec_from_file_location("bench_diagnosis", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_pattern_only_one_repository_shows_is_removed_while_it_is_held_out() -> None:
-    bench = _bench()
+    bench = bench_module("diagnosis")  # the held-out protocol
     rows = bench.corpus()
     support = bench.support(rows)
     before = {tuple(x.split("\t", 1)) for x in bench.BEFORE_CORPUS.read_text().splitlines()}
@@ -204,7 +191,7 @@ def test_a_pattern_only_one_repository_shows_is_removed_while_it_is_held_out() -
 
 
 def test_held_out_one_repository_at_a_time_stays_at_least_90_percent() -> None:
-    bench = _bench()
+    bench = bench_module("diagnosis")  # the held-out protocol
     rows = bench.corpus()
     named, _ = bench.held_out(rows)
     hits = sum(got == kind for (_, kind, _), got in zip(rows, named, strict=True))
@@ -229,7 +216,7 @@ FAMILY_READ = (
 def test_held_out_one_excerpt_at_a_time_stays_at_least_92_percent() -> None:
     """Leave-one-excerpt-out (`bench/diagnosis.py --per-excerpt`): 91.4 % (799/874) before the
     families, 92.7 % (810/874) with them and freeze 21's rules (docs/benchmarks.md, "Freeze 21")."""
-    bench = _bench()
+    bench = bench_module("diagnosis")  # the held-out protocol
     rows = bench.corpus()
     named = bench.per_excerpt(rows)
     pairs = zip(rows, named, strict=True)
@@ -271,7 +258,7 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
     """Issue 12's target for the repositories large enough to say it (vLLM-Ascend reached it
     after freeze 7: 70.4 % before it); the ones that have not (`BELOW_TARGET`) are held at the
     figure they were measured at, and must leave the list when they reach it."""
-    bench = _bench()
+    bench = bench_module("diagnosis")  # the held-out protocol
     rows = bench.corpus()
     named, _ = bench.held_out(rows)
     per: dict[str, Counter[bool]] = {}
@@ -447,7 +434,7 @@ def test_each_repository_of_twenty_excerpts_or_more_is_held_out_at_85_percent() 
 def test_shape_rules_name_an_excerpt_with_its_repository_held_out(name: str, repo: str) -> None:
     """Each shape rule, on an excerpt whose own phrasing only its repository shows: with that
     repository's patterns removed, the shape still names the root cause."""
-    bench = _bench()
+    bench = bench_module("diagnosis")  # the held-out protocol
     path = CORPUS / name
     assert _repo(path).lower() == repo
     only = bench.written_only_from(bench.support(bench.corpus()))

@@ -12,33 +12,17 @@ below, each for a reason that is the transformation's, not the reader's.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ajetd.core.termtext import ANSI_BYTES, DRESS_BYTES, strip_dress
 from ajetd.diagnosis.stream import StreamDiagnoser, diagnose_chunks
+from conftest import bench_module
 
-HERE = Path(__file__).parent
-
-
-def _bench() -> Any:
-    """bench/logshapes.py (bench/ is not a package)."""
-    path = HERE.parent / "bench" / "logshapes.py"
-    spec = importlib.util.spec_from_file_location("bench_logshapes", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-LOGSHAPES = _bench()
+LOGSHAPES = bench_module("logshapes")
 EVERY = 4  # a quarter of the corpus for each transformation (the bench reads all of it)
 EVERY_EMBEDDED = 50  # 5,000 or 10,000 lines of healthy output each: a 50th
 # Exceptions (corpus path -> why): the transformation loses what the reading needs
