@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ajetd.core import campaignspec as cs
-from ajetd.core import yamlpart
+from ajetd.core import shelltokens, yamlpart
 from ajetd.core.blueprint import Blueprint, extract_parts, parse_blueprint
 from ajetd.core.naming import experiment_purpose
 from ajetd.core.options import load_yaml_part
@@ -45,7 +45,7 @@ def unreached(command: str) -> str | None:
     Refused, not guessed: `... | tee out.log` gave them to tee (a file named after the
     override), a `# comment` swallowed them, and the row was judged as if the program ran
     with them."""
-    tokens = nemorl.shell_words(command)
+    tokens = shelltokens.words(command)
     if tokens is None:
         return "its quotes do not close, so where its arguments end is not known"
     at = nemorl.script_at(tokens)

@@ -3,30 +3,28 @@
 `SWANLAB_API_KEY=k python -m ajet.launcher ...`, `export WANDB_MODE=offline && ...` and
 `env K=V cmd` set variables for the program as much as `[ajetd] env:` does, so the preflight
 (a logger that needs a key, NeMo-RL's wandb) counts them. Words are read as bash splits them
-(quotes removed, a continued line joined); a command whose words cannot be read (an open
-quote) sets nothing that can be known.
+(`shelltokens`: quotes removed, a continued line joined, a here document's lines input, not
+commands); a command whose words cannot be read (an open quote) sets nothing that can be
+known.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 
+from ajetd.core.shelltokens import OPERATORS
+from ajetd.core.shelltokens import words as shell_words
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_BETWEEN = frozenset({";", "&", "&&", "|", "||", "(", ")", ";;", "\n"})
+_BETWEEN = OPERATORS | {"\n"}  # a simple command ends at an operator or a line's end
 
 
 def command_env(command: str) -> dict[str, str]:
     """The variables `command` assigns for what it runs: `K=V` words at the start of a simple
     command, after `export`, and after `env` before its command."""
-    joined = re.sub(r"\\\r?\n", " ", command)
-    lexer = shlex.shlex(joined, posix=True, punctuation_chars="();<>|&\n")
-    lexer.whitespace, lexer.commenters = " \t\r", ""
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:
+    words = shell_words(command)
+    if words is None:
         return {}
     found: dict[str, str] = {}
     mode = "start"  # start: a command's first words; export / env: after that word; "": args

@@ -1,9 +1,11 @@
 """A launch command's words and operators as bash splits them, for the readers that judge
 it (`workdir`: the folder its program runs in; `hosts.program`: whether that program is
-there; `redirect`: where its output goes). Pure.
+there; `redirect`: where its output goes; `shellenv`: what it sets in its environment;
+`frameworks.nemorl`: what follows its program's arguments). Pure.
 
-Quotes, `\\` continuations and comments as bash reads them (`shlex`), operators their own
-tokens (`&&(` is two), a line's end a `;`, a quote open across lines read on (at most
+Quotes, `\\` continuations and comments as bash reads them (`shlex`; a `#` starts a comment
+only where a word would start: `a#b` and `$#` are words), operators their own tokens (`&&(`
+is two), a line's end a `;` (`words`: a line break), a quote open across lines read on (at most
 _QUOTED_LINES lines), `$( ... )` one word, and a here document's lines (`<<EOF` to `EOF`)
 none: they are input, not commands (walk97 F6: a setup `cat > notes.md <<EOF` whose text
 held `>` was read as commands). None where the text does not parse.
@@ -42,6 +44,21 @@ _SPLIT = re.compile(r"&&|\|\||;;|\|&|&>>|>>|<<<|<<|>\||<>|[<>]&|&>|.", re.S)
 def tokens(command: str) -> Lexed | None:
     """The command's words and operators, a line's end as `;`; None where it does not parse.
     `$( ... )` (and a function's `()`) is one word: what runs inside is not the program's shell."""
+    return _read(command, as_words=False)
+
+
+def words(command: str) -> list[str] | None:
+    """The command's words and operators as `tokens` reads them, but a line break a `\n` of its
+    own (one between two lines that hold words) and a comment one word (`# ...` as written):
+    for the readers that say what follows a program's arguments (words appended to the line go
+    into a comment, or to the last line's command). None where it does not parse."""
+    lexed = _read(command, as_words=True)
+    return None if lexed is None else lexed.words
+
+
+def _read(command: str, *, as_words: bool) -> Lexed | None:
+    """`tokens` (a `;` after each line) or, `as_words`, `words` (a `\n` between lines that
+    hold words, comments kept)."""
     words: list[str] = []
     ends: list[int] = []
     offset = 0
@@ -51,13 +68,17 @@ def tokens(command: str) -> Lexed | None:
         # a quote open at a line's end goes on to the next (at most _QUOTED_LINES lines)
         for more in range(min(_QUOTED_LINES, len(lines) - at)):
             chunk = "\n".join(lines[at : at + more + 1])
-            lexed = _line(chunk, offset)
+            lexed = _line(chunk, offset, as_words)
             if lexed is not None:
                 break
         if lexed is None:
             return None
-        words += [*lexed[0], ";"]
-        ends += [*lexed[1], offset + len(chunk)]
+        if not as_words:
+            words += [*lexed[0], ";"]
+            ends += [*lexed[1], offset + len(chunk)]
+        elif lexed[0]:
+            words += ["\n", *lexed[0]] if words else lexed[0]
+            ends += [offset - 1, *lexed[1]] if ends else lexed[1]  # `\n`: the line before's end
         offset += len(chunk) + 1
         at += more + 1
         for delimiter in heredocs(lexed[0]):  # its lines are input: passed over, unread
@@ -91,12 +112,27 @@ def split_operators(token: str) -> list[str]:
     return _SPLIT.findall(token) if token and set(token) <= _PUNCTUATION else [token]
 
 
-def _line(line: str, offset: int) -> tuple[list[str], list[int]] | None:
-    """One line's words and operators, and where each ends; None at an open quote."""
+class _Lexer(shlex.shlex):
+    """shlex reading `#` as bash does: a comment only where a word would start (shlex ends a
+    word at it: `a#b` read as `a`, `$#` as `$`)."""
+
+    @property
+    def commenters(self) -> str:
+        between = getattr(self, "state", " ") == " "  # shlex's state: between words
+        return self._commenters if between else ""
+
+    @commenters.setter
+    def commenters(self, value: str) -> None:
+        self._commenters = value
+
+
+def _line(line: str, offset: int, comments: bool) -> tuple[list[str], list[int]] | None:
+    """One line's words and operators, and where each ends (`comments`: a comment the last
+    word); None at an open quote."""
     words: list[str] = []
     ends: list[int] = []
     stream = io.StringIO(line)
-    lexer = shlex.shlex(stream, posix=True, punctuation_chars=";&|()<>")
+    lexer = _Lexer(stream, posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     lexer.commenters = "#"
     try:
@@ -112,6 +148,10 @@ def _line(line: str, offset: int) -> tuple[list[str], list[int]] | None:
                 ends.append(end)
     except ValueError:  # an open quote
         return None
+    comment = line[ends[-1] - offset if ends else 0 :].strip()  # all else the lexer gave
+    if comments and comment:
+        words.append(comment)
+        ends.append(offset + len(line.rstrip()))
     return words, ends
 
 
@@ -128,7 +168,7 @@ def _opens_group(words: list[str]) -> bool:
     it, `time -p` too), not a `$(` or a function's `()`."""
     last = words[-1]
     timed = last == "-p" and len(words) > 1 and words[-2] == "time"
-    return last in OPERATORS or last in _GROUP_BEFORE or timed
+    return last in OPERATORS or last == "\n" or last in _GROUP_BEFORE or timed
 
 
 def _substitutions_joined(lexed: Lexed) -> Lexed:

@@ -57,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ajetd.core import shelltokens
 from ajetd.core.lines import next_line
 from ajetd.core.resultfiles import NEMO_RL
 from ajetd.core.runparts import NemoBlock, NemoRead
@@ -250,7 +251,7 @@ def overridable(command: str) -> bool:
     """Whether overrides appended to the command reach `run_*.py`: it is a word of its own
     and nothing but its arguments follows it (not `... run_grpo.py ...; wait`, nor another
     line, nor a `# comment`, nor a `COMMAND="uv run ... run_grpo.py"` handed to ray.sub)."""
-    tokens = shell_words(command)
+    tokens = shelltokens.words(command)
     at = None if tokens is None else script_at(tokens)
     return tokens is not None and at is not None and after_arguments(tokens, at) is None
 
@@ -258,20 +259,6 @@ def overridable(command: str) -> bool:
 def script_at(tokens: Sequence[str]) -> int | None:
     """Where among the command's words the first naming `run_*.py` is (None: none does)."""
     return next((i for i, t in enumerate(tokens) if _names_run_script(t)), None)
-
-
-def shell_words(command: str) -> list[str] | None:
-    """The command's words as the shell splits them, each operator (`|`, `&&`, `;`, `(`), a
-    line break and a word starting a comment a word of its own; None where its quotes do not
-    close (what the shell would do with it is not told here)."""
-    joined = re.sub(r"\\\r?\n", " ", command.strip())  # a continued line is one line
-    lexer = shlex.shlex(joined, posix=True, punctuation_chars="();<>|&\n")
-    lexer.whitespace, lexer.commenters = " \t\r", ""  # a line break or a comment is seen
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
 
 
 def after_arguments(tokens: Sequence[str], at: int) -> str | None:
@@ -510,7 +497,7 @@ def override(command: str, key: str) -> str | None:
     """The value the command gives `key` itself (`key=V`, `+key=V`, `++key=V`; the last one
     wins, as Hydra takes it), None where it gives none."""
     found = None
-    for word in shell_words(command) or ():
+    for word in shelltokens.words(command) or ():
         name, eq, value = word.lstrip("+").partition("=")
         if eq and name == key:
             found = value
@@ -521,7 +508,7 @@ def hydra_arguments(command: str) -> list[str]:
     """The words the command gives NeMo-RL's run_*.py after its script, `--config FILE`
     left out: what it hands Hydra as overrides (its argparse keeps only `--config`), up to
     the first shell operator; [] where no run_*.py is a word of its own."""
-    tokens = shell_words(command) or []
+    tokens = shelltokens.words(command) or []
     at = script_at(tokens)
     if at is None:
         return []

@@ -25,7 +25,7 @@ from ajetd.adapters.reach import NEVER_THROUGH, Unreachable, path_problem
 from ajetd.adapters.regular import NotRegularError, kind_of, load_record, open_regular
 from ajetd.adapters.store import OWNER_DIR, OWNER_FILE, Home
 from ajetd.core import campaignspec as cs
-from ajetd.core import cutshort, resultfiles, yamlpart
+from ajetd.core import cutshort, resultfiles, shelltokens, yamlpart
 from ajetd.core.blueprint import (
     MAX_BYTES,
     Blueprint,
@@ -217,7 +217,7 @@ def check_paths(spec: cs.CampaignSpec, base: Blueprint) -> None:
         )
     if spec.branch_prefix and os.path.isabs(codebase):
         commands = [base.launch_command, *(s.command for s in base.options.stages)]
-        for word in dict.fromkeys(w for c in commands for w in nemorl.shell_words(c) or []):
+        for word in dict.fromkeys(w for c in commands for w in shelltokens.words(c) or []):
             path = word.partition("=")[2] if word.startswith("-") else word
             if path and path[0] in "/~" and inside(path, codebase) is not None:
                 problems.append(
