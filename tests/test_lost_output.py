@@ -16,6 +16,7 @@ from ajetd.adapters.tmux import MISSING_OUTPUT
 from ajetd.core.trialscript import exit_line
 from ajetd.daemon.ending import REPORTS_HELD
 from ajetd.daemon.lostoutput import DRAINED
+from ajetd.daemon.panetails import PANE_OUTPUT_WAIT_S
 from conftest import Env, printed, wait_for
 from loopkit import Loop
 
@@ -57,6 +58,51 @@ def test_output_a_full_result_dir_lost_at_the_trials_end_is_said_and_its_tail_ke
     assert LAST in [line.strip() for line in last.splitlines()], last[:2000]
     events = (env.home / "runs" / run_id / "events.jsonl").read_text().splitlines()
     assert any(said[0] == json.loads(e)["event"] for e in events)
+
+
+def test_a_full_disks_trial_end_reads_its_pane_without_holding_the_loop(
+    env: Env, loop: Loop, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """The exit file comes before the script's exit line, which on a full disk waits for the
+    log's writer: the pass that saw the end read the pane until that line showed, up to 3 s in
+    the loop's thread (every other run's end, stop and inbox file waited with it). The pane is
+    now read once a pass: the pass that records the end returns at once, and the pane's last
+    lines are kept by the passes after its first look (here once the end has ended the
+    program, whose script then prints the line). The exit file is written by hand while the
+    program is silent after its last line: a pass that waited for the line took the 3 s."""
+    disk = tmpfs(env.tmp / "small", "1m")
+    result, hog, go = disk / "out", disk / "hog.bin", env.tmp / "go"
+    command = (
+        f"echo started; while [ ! -e {go} ]; do sleep 0.05; done; "
+        f"head -c 2000000 /dev/zero > {hog} 2>/dev/null; echo {LAST}; sleep 600"
+    )
+    blueprint = env.blueprint(
+        "quiet", command=command, result=str(result), ajetd="gpus: 0", max_time="1h"
+    )
+    run_id = loop.submit(blueprint)
+    loop.started(run_id)
+    loop.until(lambda: printed(result / "logs" / "trial-1.log", "started"), "the first output")
+    go.touch()
+    session = loop.run(run_id).session
+    pane = env.tmux("list-panes", "-t", f"={session}", "-F", "#{pane_id}").stdout.split()[0]
+
+    def shown() -> bool:  # the program's last line, in its pane (its log's disk is full)
+        return LAST in env.tmux("capture-pane", "-p", "-t", pane).stdout.split()
+
+    wait_for(shown, 30, "the last line in the pane")
+    exit_file = env.home / "runs" / run_id / "trial-1.exit"
+    exit_file.write_text(f"0 {time.time():.3f}\n")
+    wait_for(loop.daemon.watcher.ends_waiting, 30, "the exit file seen")
+    began = time.monotonic()
+    loop.turn(True)
+    took = time.monotonic() - began
+    run = loop.run(run_id)
+    assert run.trial is not None and run.trial.ended_at is not None, run
+    assert took < PANE_OUTPUT_WAIT_S, f"the pass took {took:.2f} s"
+    tail = env.home / "runs" / run_id / "trial-1.tail"
+    loop.until(tail.exists, "the pane's last lines kept", timeout=PANE_OUTPUT_WAIT_S + 20)
+    assert not loop.daemon.pane_tails.waiting(run_id)
+    assert LAST in [line.strip() for line in tail.read_text().splitlines()]
 
 
 def test_room_freed_on_a_full_result_dir_goes_to_the_reports_before_the_logs_backlog(

@@ -37,6 +37,7 @@ from ajetd.core.writerasks import Asked
 from ajetd.daemon import ending
 from ajetd.daemon.campaigns import Campaigns
 from ajetd.daemon.gpuwatch import GpuWatch
+from ajetd.daemon.panetails import PaneTails
 from ajetd.daemon.placer import GpuPlacer
 from ajetd.daemon.slots import LIVE, Runs, RunSlot
 from ajetd.diagnosis.kindset import KindSet
@@ -142,7 +143,8 @@ class Base:
         self.unwatched: set[str] = set()  # live runs' folders the kernel would not watch
         self.absent: str | None = None  # what reconcile journals for each live run taken up
         self.closing: list[tuple[float, subprocess.Popen[bytes]]] = []  # kill-session clients
-        self.copies = copyback.Children()  # copy backs from SSH hosts under way
+        # copy backs from SSH hosts under way; full disks' trial ends read from their panes
+        self.copies, self.pane_tails = copyback.Children(), PaneTails(self.home, self.tmux)
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
         self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)

@@ -172,6 +172,8 @@ class Housekeep(Base):
             if self.copy_back(run, now):
                 copies = True
                 continue
+            if self.pane_tails.waiting(run.run_id):  # its last lines first (`panetails`)
+                continue
             folder = Path(run.result_dir)
             if self.troubles.blocked(folder):
                 self.finals.park(run.run_id)  # looked at when the folder's retry is due

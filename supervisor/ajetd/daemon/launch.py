@@ -68,6 +68,8 @@ class Launch(Base):
             return
         if self._tmux_waits(slot.run_id, now):
             return
+        if self.pane_tails.waiting(slot.run_id):  # its pane's last trial's lines first
+            return
         if not self._placed(slot.run, place, now) or not self._may_start(slot, now):
             return
         queued = _val_offset_now(slot)

@@ -33,6 +33,7 @@ from ajetd.daemon.base import DaemonConfig
 from ajetd.daemon.housekeep import PUBLISH_EVERY_S, Housekeep
 from ajetd.daemon.launch import Launch
 from ajetd.daemon.observe import DEAD_STATUS_WAIT_S
+from ajetd.daemon.panetails import PANE_POLL_S
 from ajetd.daemon.slots import LIVE, RunSlot
 from ajetd.diagnosis.live import LIVE_SCAN_S
 from ajetd.hosts import sshcmd
@@ -190,6 +191,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 wake_at.append(deadline)
         if self.copies.under_way:  # a copy back's end is noticed within this
             wake_at.append(now + COPY_POLL_S)
+        if self.pane_tails.pending():  # a full disk's trial end: its pane read again
+            wake_at.append(now + PANE_POLL_S)
         if self.finals.pending():  # a final drawing's end, its reports then
             wake_at.append(now + DRAW_POLL_S)
         campaign_at = self.campaigns.next_at(now)  # a deadline passing while one waits
@@ -258,6 +261,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.watch_live()
         ask_tmux |= self.tmux_due
         self.tmux_due = False
+        with self._step("tmux", "reading ended trials' panes"):  # once a pass: no waiting
+            self.pane_tails.look()
         self.relaunch(now)  # a trial that ended into a next one: at once, before the rest
         with self._step("disk", "writing what a full disk held back"):
             self.held.retry()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from ajetd.core.limits import VAL_TICK_BYTES
 from ajetd.core.model import Run, State
 from ajetd.core.policy import Observation, inputs_changed
 from ajetd.core.remedy import PROXYCHAINS, port_from_text
-from ajetd.core.trialscript import OWN_LINE_PREFIX, exit_line, trial_rows
+from ajetd.core.trialscript import OWN_LINE_PREFIX, trial_rows
 from ajetd.daemon import ending, trials
 from ajetd.daemon.base import Base
 from ajetd.daemon.gpuwatch import GPU_LOST, lost_finding
@@ -47,10 +46,6 @@ from ajetd.views.records import validation_news
 WRITER_ASK_AGAIN_S = 5.0  # how often a trial's log writer is asked while its log is missing
 
 log = logging.getLogger(__name__)
-# how long a full disk's trial end waits for its pane to show the exit line (the script asks
-# its log's writer first, WRITER_ANSWER_S at most, and the writer of a full disk may be in
-# its one-second pause): its last lines are read from the pane (`_keep_pane_tail`)
-PANE_OUTPUT_WAIT_S = 3.0
 DEAD_STATUS_WAIT_S = 0.5  # how long a dead pane may show no exit status before `lost`
 TMUX_POLL_MAX_S = 60.0  # the longest wait between two `list-panes` while pane processes live
 FRESH_SLACK_S = 2.0  # a stage's output written this long before its start still counts (mtime)
@@ -281,7 +276,9 @@ class Observe(Base):
         """An ended trial whose log's disk is full lost its last lines there (its writer could
         write nothing more): the last 50 its pane kept are saved in the run's folder
         (`trialfiles.pane_tail`), which the reports show as its last lines, where they showed
-        the log's cut end as if it were the program's (walk88 F8)."""
+        the log's cut end as if it were the program's (walk88 F8). Read once now, and at the
+        next passes while its exit line has not shown (`daemon.panetails`): never waited for
+        here."""
         run = slot.run
         assert run.trial is not None
         log_file = slot.paths(self.home).log
@@ -293,27 +290,10 @@ class Observe(Base):
         )
         if pane is None:
             return
-        # the exit file comes before the script's exit line: what the program printed last
-        # may not have come through tmux yet (under load, its pane read without its last
-        # lines, and the reports showed the flood as its end): read until that line shows
-        # (bounded), then the script may end (it keeps its pane open till then)
-        marker = exit_line(run.trial.number).decode()
-        deadline = time.monotonic() + PANE_OUTPUT_WAIT_S
-        while True:
-            try:
-                text = trial_rows(self.tmux.history(pane.pane_id), run.run_id, run.trial.number)
-            except TmuxError:
-                return  # the pane is gone: the log is all there is
-            if marker in text:
-                trials.release(slot.paths(self.home))
-                break
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.02)
-        lines = text.rstrip("\n").split("\n")[-50:]
         tail = trialfiles.pane_tail(self.home, run.run_id, run.trial.number)
-        if self.home.held is not None:
-            self.home.held.write(tail, ("\n".join(lines) + "\n").encode(), 0o600)
+        self.pane_tails.keep(
+            run.run_id, run.trial.number, pane.pane_id, slot.paths(self.home), tail
+        )
 
     def _pane_findings(self, slot: RunSlot) -> list[Finding]:
         """A failed trial whose log names no failure: what its pane kept. The log is a copy
