@@ -6,12 +6,17 @@ say `-u`; these runs go on under each locale, and the pane is read (`ajetd diag`
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ajetd.adapters.tmux import parse_panes
 from ajetd.core.errors import TmuxError
+from ajetd.core.policy import UNLISTED_PREFIX
 from conftest import Env, wait_for
 
 LOCALES = [
@@ -57,3 +62,35 @@ def test_a_tmux_answer_reads_as_panes_or_raises(text: str) -> None:
         return
     lines = [line for line in text.splitlines() if line]
     assert panes or not lines
+
+
+def test_a_run_whose_server_lost_its_socket_is_not_called_lost(env: Env) -> None:
+    """walk98 F14: a /tmp cleaner (systemd-tmpfiles ages /tmp/tmux-UID out) removed the tmux
+    server's socket; the daemon's next look found no server, called every run lost and ended
+    their healthy programs (here at a restart, which asks tmux at once). A run whose trial
+    script still runs is flagged, never ended for it, and its end is recorded from its exit
+    file."""
+    env.start_daemon("--liveness", "0.3")
+    config = env.config("orphaned", steps=30, step_time=0.3)  # 9 s
+    run_id = env.submit(env.blueprint("orphaned", config=config))
+    log = env.tmp / "results" / "orphaned" / "logs" / "trial-1.log"
+    wait_for(lambda: log.exists() and "step:1 " in log.read_text(), what="the run's first step")
+    got = env.tmux("list-sessions", "-F", "#{pid} #{socket_path}")
+    listed = got.stdout.split()
+    assert len(listed) >= 2, (got.stdout, got.stderr)
+    server, socket = int(listed[0]), listed[1]
+    try:
+        os.unlink(socket)
+        assert env.cli("shutdown").returncode == 0  # a daemon restarted now asks tmux at once
+        env.start_daemon("--liveness", "0.3")
+        wait_for(
+            lambda: str(env.record(run_id).get("attention") or "").startswith(UNLISTED_PREFIX),
+            what="the run flagged as on another server",
+        )
+        assert env.record(run_id).get("state") == "running"
+        done = env.wait_done(run_id, timeout=60)
+        assert done["status"] == "succeeded", done
+        assert done["metrics"]["global_steps"] == 30, done["metrics"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGTERM)

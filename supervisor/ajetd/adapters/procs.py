@@ -84,6 +84,24 @@ def running_script(script: str) -> list[int]:
     return found
 
 
+def on_its_terminal(pid: int | None, script: str) -> bool:
+    """Whether the live process `pid` (None: any of this user's, `running_script`) runs
+    `script` as a program's argument and still has its terminal: a trial's pane process, on
+    a pane whether or not the tmux server ajetd asks lists it (another server's: another
+    TMUX_TMPDIR, a socket removed). One whose session was killed by hand lost its terminal
+    (`lost_terminal`): its pane is gone, whatever it waits for."""
+    if pid is None:
+        return any(not lost_terminal(found) for found in running_script(script))
+    if _live_fields(str(pid)) is None or lost_terminal(pid):
+        return False
+    try:
+        with open(f"{PROC}/{pid}/cmdline", "rb") as handle:
+            args = handle.read(65536).split(b"\0")
+    except OSError:
+        return False
+    return os.fsencode(script) in args[1:]
+
+
 def lost_terminal(pid: int) -> bool:
     """True when a live process has no controlling terminal any more: its tmux pane was
     closed (the session killed by hand) while it lives on, waiting for a quiet child that

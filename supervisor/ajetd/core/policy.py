@@ -25,6 +25,7 @@ from ajetd.frameworks.valresults import UNREAD_RECORDS, step_text
 HANG_PREFIX = "no output for "
 INPUT_PREFIX = "waiting for input at a prompt: "  # what a prompt's attention begins with
 GPU_LOST_PREFIX = "a GPU of the run is lost: "  # what a lost GPU's attention begins with
+UNLISTED_PREFIX = "not on this tmux server: "  # a run whose pane another server holds
 HUNG = "while hung: "  # how a time limit's reason begins to say the run was hung then
 SILENT = "with no output at all"  # ... that its program printed nothing
 AT_PROMPT = "while " + INPUT_PREFIX  # ... that it sat at a prompt for a person
@@ -78,6 +79,7 @@ class Observation:
     gone: bool = False  # tmux says the session or its pane no longer exists
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
     pane_dead: bool = False  # gone, yet its session and (dead) pane are still there
+    unlisted: bool = False  # tmux lists no pane of it, yet its trial script runs
     stop_requested: bool = False  # `ajetd stop` asked for this run
     stop_requested_at: float | None = None  # when that request was filed (its file's time)
     stop_read_at: float | None = None  # when the daemon read that request (None: at `now`)
@@ -713,7 +715,12 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
     if cause is None:
         hung = None if waiting else _hang_flag(obs, quiet, window_s, options)
         # the cause of its silence, where its output or its place says it
-        flag = _gpu_lost_flag(run) or _prompt_flag(run) or _slurm_flag(run, obs.now, timing)
+        flag = (
+            _unlisted_flag(run, obs)
+            or _gpu_lost_flag(run)
+            or _prompt_flag(run)
+            or _slurm_flag(run, obs.now, timing)
+        )
         actions += _attention(run, flag or hung)
     else:
         actions += _attention(run, None)
@@ -723,13 +730,31 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
 def _attention(run: Run, flag: str | None) -> list[Action]:
     """The attention `flag` raised, changed or cleared: only over a flag of these rules'
     own (hung, at a prompt, waiting in Slurm, a GPU lost), never over another's."""
-    ours = (HANG_PREFIX, INPUT_PREFIX, SLURM_PREFIX, GPU_LOST_PREFIX)
+    ours = (HANG_PREFIX, INPUT_PREFIX, SLURM_PREFIX, GPU_LOST_PREFIX, UNLISTED_PREFIX)
     if flag is not None:
         if run.attention is None or run.attention.startswith(ours):
             return [Attention(flag)]
     elif run.attention is not None and run.attention.startswith(ours):
         return [Attention(None)]
     return []
+
+
+def _unlisted_flag(run: Run, obs: Observation) -> str | None:
+    """The attention for a trial whose pane the tmux server ajetd asks does not list while
+    its trial script still runs: another server holds it (the daemon started with another
+    TMUX_TMPDIR or AJETD_TMUX_SOCKET than the run, or the server's socket file removed by a
+    /tmp cleaner). Never called lost for that: its exit file still records its end."""
+    if not obs.unlisted:
+        return None
+    pid = run.trial.pane_pid if run.trial is not None else None
+    return (
+        f"{UNLISTED_PREFIX}{_session(run)} is not on the tmux server this daemon asks, yet "
+        f"its trial script{f' (pid {pid})' if pid else ''} runs: the run lives on another "
+        "server (a daemon started with another TMUX_TMPDIR or AJETD_TMUX_SOCKET than the "
+        "run's, or the server's socket removed from /tmp: `kill -USR1` of the tmux server "
+        "makes it again); its end is still recorded from its exit file, but its pane cannot "
+        "be read or signalled from here"
+    )
 
 
 def _gpu_lost_flag(run: Run) -> str | None:

@@ -186,6 +186,7 @@ class Observe(Base):
             gone=gone,
             dead_status=dead_status,
             pane_dead=gone and (pane := slot.current_pane()) is not None and pane.dead,
+            unlisted=slot.unlisted,
             stop_requested=asked is not None,
             stop_requested_at=asked,
             # read now, not at the pass's start: a daemon frozen within a pass reads a stop
@@ -232,6 +233,14 @@ class Observe(Base):
             dead_status = pane.dead_status if pane is not None and pane.dead else None
             if gone and pane is not None and dead_status is None and self._status_due(slot, now):
                 gone = False  # tmux marks a pane dead before it has reaped its status
+        slot.unlisted = False
+        if gone and pane is None and slot.run.trial is not None:
+            # not listed, yet its trial script runs: tmux is not the server it lives on
+            # (another TMUX_TMPDIR, its socket removed, an answer misread: walk98 F1, F4,
+            # F14); ended and recorded lost, a healthy run was killed by its supervisor. Its
+            # exit file still says when and how it ends
+            slot.unlisted = procs.on_its_terminal(slot.run.trial.pane_pid, str(p.script))
+            gone = not slot.unlisted
         if exit_info is not None or pane is None or not pane.dead:
             slot.dead_since = None
         return exit_info, gone, dead_status

@@ -38,6 +38,7 @@ class RunSlot:
     due_at: float | None = None  # when it next needs a full look (its own timers)
     supervised_at: float = float("-inf")  # when it last had one
     dead_since: float | None = None  # its pane seen dead without an exit status since
+    unlisted: bool = False  # tmux lists no pane of it, yet its trial script runs (observe)
     stop_noted: str = ""  # the stop last kept on its pane while the home was full
     # (trial, its log's size, when the daemon's clock saw that size first): the hang rule's
     # silence, measured on the injected clock, not the file system's
