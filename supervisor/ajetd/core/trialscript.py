@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -72,6 +73,10 @@ class TrialSpec:
     # the spare of the trial's log (`trialfiles.spare_log`): at its end the script asks the
     # log's writer to check its folder now, through the FIFOs `writer_fifos` names
     log_spare: str = ""
+    # the daemon's environment (`environ_file_bytes`) the pane's script starts from, all it
+    # inherited from the tmux server cleared first (`_daemon_environ`); empty: the script
+    # keeps what it inherits (an SSH host's login, a Slurm job's: the job's own)
+    env_file: str = ""
 
 
 PIPES = ".pipes"  # the run folder's sub-folder of FIFOs (`pipe_path`)
@@ -184,6 +189,65 @@ def _venv_python(spec: TrialSpec) -> list[str]:
     ]
 
 
+# What a pane's script keeps of its own environment, never the daemon's: tmux's (the pane and
+# server it runs in, its terminal type) and what bash sets itself (its folder, its level).
+PANE_OWN = frozenset({"TMUX", "TMUX_PANE", "TERM", "PWD", "OLDPWD", "SHLVL", "_"})
+_CLEAN = "--ajetd-env"  # the script's first argument once it runs in the daemon's environment
+
+
+def environ_file_bytes(environ: Mapping[bytes, bytes]) -> bytes:
+    """An environment as a trial's script loads it (`TrialSpec.env_file`): each variable's
+    `NAME=VALUE`, NUL-terminated (any value, newlines and all, survives), but `PANE_OWN`."""
+    own = {name.encode() for name in PANE_OWN}
+    return b"".join(
+        name + b"=" + value + b"\0" for name, value in sorted(environ.items()) if name not in own
+    )
+
+
+def _daemon_environ(spec: TrialSpec) -> list[str]:
+    """Lines that put the script in the daemon's environment (DESIGN §3), not the tmux
+    server's: a pane inherits the global environment of whoever started the server (days ago,
+    another shell: a stale PYTHONPATH importing another checkout, an old conda PATH, no
+    WANDB_API_KEY the daemon has; walk98 F11). The script starts itself again with `exec -c`
+    (bash's own: an empty environment, no process between) and tmux's TMUX, TMUX_PANE and TERM
+    as arguments, then exports each variable of the env file. An exported function
+    (`BASH_FUNC_module%%`, Lmod's) is defined and exported again; a name bash cannot export
+    (`A.B`) is left out. A file it cannot read: the script says so in the log and keeps the
+    environment it has (the run is never lost to it)."""
+    if not spec.env_file:
+        return []
+    said = (
+        f"{OWN_LINE_PREFIX}cannot read the environment file %s: "
+        "the trial keeps the environment tmux gave it\\n"
+    )
+    drop = "'%%'"
+    return [
+        f"ajetd_env={shlex.quote(spec.env_file)}",
+        f'if [ "${{1-}}" != {_CLEAN} ]; then',
+        '  if [ -r "$ajetd_env" ] && [ -f "$ajetd_env" ]; then',
+        f'    exec -c "$BASH" "$0" {_CLEAN} "${{TMUX-}}" "${{TMUX_PANE-}}" "${{TERM-}}"',
+        "  fi",
+        f'  printf {shlex.quote(said)} "$ajetd_env"',
+        "else",
+        '  [ -n "$2" ] && export TMUX="$2"',
+        '  [ -n "$3" ] && export TMUX_PANE="$3"',
+        '  [ -n "$4" ] && export TERM="$4"',
+        "  while IFS= read -r -d '' ajetd_kv; do",
+        '    case "$ajetd_kv" in',
+        "      BASH_FUNC_*%%=*)",
+        "        ajetd_fn=${ajetd_kv%%=*}; ajetd_fn=${ajetd_fn#BASH_FUNC_}",
+        f"        ajetd_fn=${{ajetd_fn%{drop}}}",
+        "        [[ $ajetd_fn =~ ^[A-Za-z_][A-Za-z0-9_.:-]*$ ]] &&",
+        '          eval "$ajetd_fn ${ajetd_kv#*=}" && export -f -- "$ajetd_fn" ;;',
+        '      *) export -- "$ajetd_kv" ;;',
+        "    esac 2>/dev/null",
+        '  done < "$ajetd_env"',
+        "  unset ajetd_kv ajetd_fn",
+        "  set --",
+        "fi",
+    ]
+
+
 def render_trial_script(spec: TrialSpec) -> str:
     """Return the bash script for one trial. Every value but the command is shell-quoted."""
     q = shlex.quote
@@ -211,6 +275,7 @@ def render_trial_script(spec: TrialSpec) -> str:
         [
             "#!/usr/bin/env bash",
             f"# ajetd: run {spec.run_id}, trial {spec.trial}. Generated; the pane's own process.",
+            *_daemon_environ(spec),
             f"hup_file={q(spec.hup_file)}",
             f"go={q(spec.go_file)}",
             f"exit_file={q(spec.exit_file)}",

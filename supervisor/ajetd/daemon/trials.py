@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ajetd.adapters import procs, programfiles
+from ajetd.adapters.environ import ENVIRON, keep_environ
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
@@ -225,6 +226,7 @@ def prepare_trial(
         log_spare=str(p.spare) if all(map(_make_fifo, writer_fifos(str(p.spare)))) else "",
     )
     run, spec = host.prepare(run, spec, p.log)
+    spec = replace(spec, env_file=keep_environ(home.run_dir(run.run_id) / ENVIRON))
     write_atomic(p.script, render_trial_script(spec), 0o700)
     return run
 

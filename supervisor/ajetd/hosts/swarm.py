@@ -23,10 +23,11 @@ from __future__ import annotations
 import logging
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ajetd.adapters import procs
+from ajetd.adapters.environ import keep_environ
 from ajetd.adapters.store import mark, open_owner, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
 from ajetd.adapters.trialfiles import read_exit
@@ -211,6 +212,8 @@ class SwarmServers:
             env=tuple(sorted(env.items())),
         )
         try:
+            environ = keep_environ(f["sh"].with_suffix(".environ"), again=True)
+            script = replace(script, env_file=environ)
             write_atomic(f["sh"], render_trial_script(script), 0o700)
             if pane is not None:
                 pane = self.tmux.respawn(pane.pane_id, str(f["sh"]))
