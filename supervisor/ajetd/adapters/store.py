@@ -866,7 +866,8 @@ class Home:
         return read_events(self.run_dir(run_id) / "events.jsonl")
 
     def acquire_lock(self) -> int:
-        """Hold the one-daemon-per-home lock for the life of the process; return its fd."""
+        """Hold the one-daemon-per-home lock for the life of the process; return its fd (the
+        daemon then writes its pid into it: `record_pid`)."""
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, OWNER_FILE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -876,10 +877,20 @@ class Home:
             raise StoreError(
                 f"another ajetd daemon (pid {holder}) is running on {self.root}"
             ) from exc
-        with contextlib.suppress(OSError):  # the pid only informs: a full disk must not stop us
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
         return fd
+
+    def record_pid(self, lock_fd: int) -> bool:
+        """Write this process's pid into the lock it holds (`lock_fd`); whether it is there
+        whole. The pid only informs (`ajetd shutdown`, `--detach`): a full disk must not stop
+        the daemon, which writes it again at each pass until it is there (walk98 F12: a
+        daemon started on a full home kept an empty lock file for good, and `shutdown` could
+        never stop it)."""
+        pid = str(os.getpid()).encode()
+        try:
+            os.ftruncate(lock_fd, 0)
+            return os.pwrite(lock_fd, pid, 0) == len(pid)
+        except OSError:
+            return False
 
     def daemon_running(self) -> bool:
         """True while some process holds the lock (checked without taking it for long)."""

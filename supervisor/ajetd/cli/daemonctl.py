@@ -36,17 +36,108 @@ class DaemonCtlError(AjetdError):
 class Started:
     pid: int
     log_file: Path
+    note: str = ""  # what the user must know of it (its home's disk is full: `_full_note`)
 
 
 def lock_holder(home: Home) -> int | None:
-    """The pid of the daemon holding the home's lock, or None when none runs."""
+    """The pid of the daemon holding the home's lock, or None when none runs or it cannot be
+    told. The pid the daemon wrote into the lock, else the lock's holder found as the kernel
+    lists it (`_found_holder`): a daemon started on a full home could not write it, and was
+    never stopped by `ajetd shutdown` (walk98 F12; it writes it once there is room)."""
     if not home.daemon_running():
         return None
     try:
         text = read_small(home.lock_file, 64).strip()  # a pid: larger is no lock ajetd wrote
     except (OSError, ValueError, NotRegularError):
         return None
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isdigit() else _found_holder(home.lock_file)
+
+
+PROC_LOCKS_MAX = 4 << 20  # /proc/locks read at most (a line per lock on the machine)
+
+
+def _found_holder(lock_file: Path) -> int | None:
+    """The ajetd daemon that holds `lock_file` open, found in /proc: among this user's
+    processes whose command line is `ajetd daemon` (`_is_ajetd`) and which have that very
+    file (device and inode) open, the one /proc/locks names as its flock's holder, else the
+    only one; None where none is, or two are and /proc/locks names neither (never a guess:
+    the pid is signalled)."""
+    try:
+        st = os.stat(lock_file, follow_symlinks=False)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino)
+    holders = [pid for pid in _daemons() if _has_open(pid, key)]
+    if len(holders) <= 1:
+        return holders[0] if holders else None
+    named = _locks_pids(key)
+    held = [pid for pid in holders if pid in named]
+    return held[0] if len(held) == 1 else None
+
+
+def _daemons() -> list[int]:
+    """This user's processes that run `ajetd daemon`, but this one."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            mine = os.stat(f"/proc/{entry}").st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and _is_ajetd(int(entry)):
+            pids.append(int(entry))
+    return pids
+
+
+def _has_open(pid: int, key: tuple[int, int]) -> bool:
+    """Whether process `pid` has the file of (device, inode) `key` open."""
+    folder = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(folder)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            st = os.stat(f"{folder}/{fd}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == key:
+            return True
+    return False
+
+
+def _locks_pids(key: tuple[int, int]) -> set[int]:
+    """The pids /proc/locks names as holding a flock on the file `key` (its device as
+    MAJOR:MINOR in hex, its inode); none where it cannot be read."""
+    dev, ino = key
+    wanted = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"
+    try:
+        with open("/proc/locks", "rb") as handle:
+            text = handle.read(PROC_LOCKS_MAX).decode(errors="replace")
+    except OSError:
+        return set()
+    pids = set()
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 6 and words[1] == "FLOCK" and words[5] == wanted and words[4].isdigit():
+            pids.add(int(words[4]))
+    return pids
+
+
+def _full_note(home: Home) -> str:
+    """Why the daemon's pid is not in its lock, where the disk of its home is full: said by
+    `--detach`, whose daemon then runs but writes nothing (its log neither) until there is
+    room; "" else."""
+    from ajetd.adapters import diskfull  # as log_tail imports: only when it is asked
+
+    free = diskfull.room(home.root)
+    if free is None or free >= diskfull.FULL_BELOW_BYTES:
+        return ""
+    return (
+        f"the disk of {home.root} is full ({diskfull.free_space(home.root)} free): the daemon "
+        f"writes nothing there, {home.log_file} neither, until there is room; free some"
+    )
 
 
 def _is_ajetd(pid: int) -> bool:
@@ -122,7 +213,7 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
                 f"{timeout:.0f}s; see {home.log_file}"
             )
         time.sleep(POLL_S)
-    return Started(proc.pid, home.log_file)
+    return Started(proc.pid, home.log_file, _full_note(home))
 
 
 def _held(pid: int) -> str:
@@ -144,7 +235,10 @@ def shutdown(home: Home, timeout: float) -> int | None:
     pid = lock_holder(home)
     if pid is None:
         if home.daemon_running():
-            raise DaemonCtlError(f"a process holds {home.lock_file} but its pid is not recorded")
+            raise DaemonCtlError(
+                f"a process holds {home.lock_file} but its pid is not recorded, and no ajetd "
+                "daemon of this user has it open (another user's?)"
+            )
         return None
     if not _is_ajetd(pid):
         raise DaemonCtlError(f"pid {pid} holds {home.lock_file} but is not an ajetd daemon")

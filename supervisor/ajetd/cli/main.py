@@ -226,6 +226,8 @@ def _detach(params: dict[str, Any]) -> None:
         click.echo(f"ajetd: {exc}", err=True)
         sys.exit(1)
     click.echo(f"ajetd daemon started: pid {started.pid}, log {started.log_file}")
+    if started.note:
+        click.echo(f"ajetd: {started.note}", err=True)
 
 
 @main.command()

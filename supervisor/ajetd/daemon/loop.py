@@ -58,6 +58,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.home.ensure()
         self._same_tmux_server()
         lock_fd = self.home.acquire_lock()
+        pid_recorded = self.home.record_pid(lock_fd)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
@@ -72,6 +73,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
             self._watch_runs_folder()
             woken = True
             while not self.stopping:
+                if not pid_recorded:  # a full home at start: written once there is room
+                    pid_recorded = self.home.record_pid(lock_fd)
                 began = self.clock()
                 wait = self.turn(woken)
                 ended = self.clock()
