@@ -381,3 +381,28 @@ def test_campaign_add_help_says_what_more_overrides_are_with_an_example() -> Non
     ctx = add_cmd.make_context("add", words[3:])
     assert ctx.params["overrides"] == ("actor.optim.lr=1e-6",), ctx.params
     assert ctx.params["more_overrides"] == ("trainer.total_epochs=2",), ctx.params
+
+
+def test_a_blueprint_that_cannot_be_read_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """walk98 F17: `submit` of a colleague's 0600 blueprint printed a traceback (exit 1). The
+    refusal is injected (root reads any file): a usage error naming it, nothing submitted."""
+    import ajetd.cli.submit as submitting
+
+    blueprint = tmp_path / "theirs.md"
+    blueprint.write_text("# theirs\n")
+
+    def refused(path: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(submitting, "open_regular", refused)
+    monkeypatch.setenv("AJETD_HOME", str(tmp_path / "home"))
+    with pytest.raises(submitting.UnreadableError) as raised:
+        submitting.submit(blueprint)
+    assert str(raised.value) == (
+        f"{blueprint}: cannot be read (Permission denied); nothing was submitted"
+    )
+    assert not (tmp_path / "home" / "inbox").exists() or not any(
+        (tmp_path / "home" / "inbox").iterdir()
+    )

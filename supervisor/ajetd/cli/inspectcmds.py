@@ -274,7 +274,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_id", type=RUN)
+@click.argument("run_id", type=RUN, metavar="RUN")
 @json_option
 def diag(run_id: str, as_json: bool) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in

@@ -41,7 +41,10 @@ class _Main(click.Group):
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ajetd")
 def main() -> None:
-    """ajetd: supervise RL training runs in tmux. Home: $AJETD_HOME (default ~/.ajetd)."""
+    """ajetd: supervise RL training runs in tmux. Home: $AJETD_HOME (default ~/.ajetd).
+
+    RUN, where a command takes one: a run's id (in any case), or the name of its tmux
+    session as `tmux ls` shows it."""
 
 
 @main.command()

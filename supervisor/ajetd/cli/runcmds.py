@@ -82,7 +82,7 @@ def _check_one(**filters: object) -> None:
 
 
 @click.command()
-@click.argument("run_id", type=RUN, required=False)
+@click.argument("run_id", type=RUN, required=False, metavar="[RUN]")
 @click.option("--all", "show_all", is_flag=True, help="Every ended run, not only the last 10.")
 @click.option(
     "--state",
@@ -342,9 +342,15 @@ def _settled(run: Run) -> bool:
 
 
 @click.command()
-@click.argument("run_id", type=RUN)
+@click.argument("run_id", type=RUN, metavar="RUN")
 @click.option("--no-wait", is_flag=True, help="Return once the request is filed.")
-@click.option("--timeout", type=NOT_NEGATIVE, default=120.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=NOT_NEGATIVE,
+    default=120.0,
+    show_default=True,
+    help="Give up waiting for the run to end after S seconds (exit 124); the stop goes on.",
+)
 @json_option
 @interruptible("the stop request stands (`ajetd status RUN` to see it)")
 def stop(run_id: str, no_wait: bool, timeout: float, as_json: bool) -> None:
@@ -487,7 +493,7 @@ def _stop_says(run: Run, line: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_id", type=RUN)
+@click.argument("run_id", type=RUN, metavar="RUN")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing as the run writes.")
 @interruptible("the run goes on (`ajetd status RUN` shows it)")
 def logs(run_id: str, follow: bool) -> None:
@@ -587,7 +593,7 @@ def _why(run: Run) -> str:
 
 
 @click.command()
-@click.argument("run_id", type=RUN)
+@click.argument("run_id", type=RUN, metavar="RUN")
 @interruptible("the run goes on (`ajetd status RUN` shows it)")
 def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it

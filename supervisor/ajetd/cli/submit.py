@@ -19,6 +19,10 @@ class TooLargeError(NotRegularError):
     """The file named cannot be a blueprint (as a FIFO cannot): a usage error, exit 2."""
 
 
+class UnreadableError(NotRegularError):
+    """The file named cannot be read (a permission, an I/O error): a usage error, exit 2."""
+
+
 def submit(file: Path) -> tuple[str, str | None]:
     """Copy a blueprint (`-`: standard input, named `stdin.md`) into the inbox atomically: its
     run id, and a warning when no daemon runs to take it. A write that fails (a full disk) is
@@ -31,8 +35,14 @@ def submit(file: Path) -> tuple[str, str | None]:
             interrupted("the blueprint was not read whole; nothing was submitted")
         shown = "standard input"
     else:
-        with open_regular(file) as handle:
-            data = handle.read(BLUEPRINT_MAX_BYTES + 1)
+        try:
+            with open_regular(file) as handle:
+                data = handle.read(BLUEPRINT_MAX_BYTES + 1)
+        except OSError as exc:  # one not to be read (a colleague's, `sudo cp`'s): a usage
+            # error naming it, as click's own check says it (walk98 F17: a traceback)
+            raise UnreadableError(
+                f"{file}: cannot be read ({exc.strerror or exc}); nothing was submitted"
+            ) from None
         stem, shown = file.stem, str(file)
     if len(data) > BLUEPRINT_MAX_BYTES:  # never read whole, never copied: a usage error
         raise TooLargeError(
