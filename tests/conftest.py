@@ -6,6 +6,7 @@ Nothing here sleeps to wait: `wait_for` polls a condition until a deadline.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import ctypes
 import errno
 import getpass
@@ -32,6 +33,7 @@ from hypothesis import settings
 from slurmcluster import SlurmCluster
 
 import ajetd
+from ajetd.adapters.tmux import Tmux
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.policy import Timing
 from ajetd.daemon.loop import Daemon, DaemonConfig
@@ -472,6 +474,10 @@ def env(
             except subprocess.TimeoutExpired:
                 proc.kill()
     e.tmux("kill-server")
+    # a server ended otherwise than by kill-server (a test's own kill, a timeout) leaves its
+    # socket file: thousands piled up in /tmp/tmux-UID (walk98 F16)
+    with contextlib.suppress(OSError):
+        os.unlink(Tmux(e.socket).socket_path())
     for leftover in psutil.process_iter():  # runs outlive the daemon by design: end them here
         try:
             if leftover.environ().get("AJETD_RESULT_DIR", "").startswith(str(tmp_path)):
