@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -476,3 +479,28 @@ def test_a_binary_file_is_said_to_be_no_text_not_seven_parts_missing(env: Env) -
     assert out.returncode != 0 and "not UTF-8 text" in said and "missing" not in said, said
     with pytest.raises(BlueprintError, match="not UTF-8 text"):
         parse_blueprint_bytes(path.read_bytes())
+
+
+def test_a_val_file_the_program_cannot_write_is_named(
+    env: Env, tmpfs: Callable[[Path, str], Path]
+) -> None:
+    """walk98 F15: a read-only checkout (another user's, a mount) where AgentJet's relative
+    val file lands: lint said ok, the program would fail at its first validation, after
+    loading its model. Read-only here is a mount (root writes anywhere else)."""
+    frozen = tmpfs(env.tmp / "frozen", "1m")
+    (frozen / "made").mkdir()
+    remounted = subprocess.run(
+        ["mount", "-o", "remount,ro", str(frozen)], capture_output=True, text=True, check=False
+    )
+    if remounted.returncode != 0:
+        pytest.skip(f"cannot remount read-only here: {remounted.stderr.strip()}")
+    key = "ajet.trainer_common.val_print_to_markdown_file_path"
+    for val in (frozen / "saved_val_result" / "x.md", frozen / "made" / "x.md"):
+        ajetd = f'yaml_overrides: ["{key}={val}"]'
+        code, out = _lint(env, env.blueprint("ro", ajetd=ajetd).read_text())
+        assert code == 2, out
+        assert f"{key}: the val file {val} cannot be written" in out, out
+        assert f"{val.parent if val.parent.exists() else frozen} is not writable" in out, out
+    ok = env.tmp / "mine" / "x.md"
+    code, out = _lint(env, env.blueprint("rw", ajetd=f'yaml_overrides: ["{key}={ok}"]').read_text())
+    assert code == 0, out

@@ -303,3 +303,36 @@ def holds_problem(result_dir: str, found: list[str]) -> str | None:
         "a file it did not write for this run; choose another exp_result_dir, or move them "
         "out of it"
     )
+
+
+def val_file_problem(val_path: str, key: str) -> str | None:
+    """Why the run's program could not write its val file `val_path` (the config's `key`)
+    here, or None: an existing file not writable, a folder in its place, or the folder it is
+    to be made in not writable (a read-only or another user's checkout: AgentJet's relative
+    `./saved_val_result/x.md` lands in the codebase). The program would fail at its first
+    validation, after loading its model; lint said nothing (walk98 F15)."""
+    path = Path(val_path)
+    if not path.is_absolute():
+        return None
+    try:
+        reached = path_problem(path)
+        if isinstance(reached, Unreachable):
+            why = reached.text
+        elif reached is not None:  # made by the program: the folder it is made in
+            parent = reached.parent
+            if os.access(parent, os.W_OK | os.X_OK):
+                return None
+            why = f"{parent} is not writable by this user"
+        elif path.is_dir():
+            why = "it is a folder"
+        elif os.access(path, os.W_OK):
+            return None
+        else:
+            why = "it is not writable by this user"
+    except OSError as exc:  # what the checks above did not foresee: said, never raised
+        why = f"it cannot be checked: {exc.strerror or exc}"
+    return (
+        f"exp_yaml_path: {key}: the val file {val_path} cannot be written ({why}): the "
+        "program would fail at its first validation; point it at a file you may write, e.g. "
+        f'`[ajetd] yaml_overrides: ["{key}=<your result dir>/val_results.md"]`'
+    )

@@ -22,6 +22,7 @@ from ajetd.adapters.resultdir import (
     result_dir_problem,
     shared_result_dir,
     unexpanded,
+    val_file_problem,
 )
 from ajetd.adapters.samefile import one_file_as
 from ajetd.core import fixdomain, launchshape, onefile, resultfiles
@@ -733,6 +734,10 @@ def _checked(
     )
     if earlier is not None:
         return None, [earlier]
+    here = local and bp.options.slurm is None  # where the program writes it: this machine
+    unwritable = val_file_problem(val_path, ".".join(VAL_KEY)) if val_path and here else None
+    if unwritable is not None:
+        return None, [unwritable]
     resolved = Resolved(
         codebase_dir=codebase,
         venv_exe=venv_exe,
