@@ -33,6 +33,9 @@ CORPUS: dict[str, list[str]] = {
         "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported",
         "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.00GiB.",
+        # diag98: TensorFlow's allocator out of device memory
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[16,112,112,147] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        "ResourceExhaustedError (see above for traceback): OOM when allocating tensor of shape [563354,256] and type float",
     ],
     "host_oom": [
         "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
@@ -53,6 +56,10 @@ CORPUS: dict[str, list[str]] = {
         "      Reason:       OOMKilled",
         'State: {"Status": "exited", "OOMKilled": true}',
         "pod trainer-0 was OOMKilled",
+        # diag98: a child SIGKILL ended (the OOM killer); TensorFlow out of host memory
+        "RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.",
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
+        "ResourceExhaustedError: OOM when allocating tensor with shape[4096,4096] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
     ],
     "vllm_memory": [
         "ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory utilization (0.9, 125.75 GiB).",
@@ -171,6 +178,11 @@ CORPUS: dict[str, list[str]] = {
         "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed!",
         "ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.",
         "ValueError: chat_template choice is tokenizer_default but tokenizer's chat_template is null.",
+        # diag98: a model placed by a device map, refused by the distributed trainer
+        "ValueError: You can't train a model that has been loaded with `device_map='auto'` in any distributed mode. Please rerun your script specifying `--num_processes=1` or by launching with `python {{myscript.py}}`.",
+        "ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a `device_map`.",
+        "ValueError: DeepSpeed is not compatible with `device_map`. n_gpu: 8, local_world_size: 1.",
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a different device than the one you're training on.",
     ],
     "import_error": [
         "ModuleNotFoundError: No module named 'ajet'",
@@ -209,6 +221,9 @@ CORPUS: dict[str, list[str]] = {
         "OSError: [Errno 28] No space left on device: '/ckpt/global_step_100'",
         "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 123 vs 456 ... No space left on device",
         "OSError: [Errno 122] Disk quota exceeded",
+        # diag98: /dev/shm full, as PyTorch's DataLoader says it
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        "RuntimeError: DataLoader worker (pid 37) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
     ],
     "cuda_error": [
         "RuntimeError: CUDA error: an illegal memory access was encountered",
@@ -232,6 +247,9 @@ CORPUS: dict[str, list[str]] = {
         "ValueError: checkpoint not found at /ckpt/global_step_100",
         "AssertionError: Checkpoint directory /results/step_50 does not exist",
         "FileNotFoundError: Unable to find '/data/train.jsonl'",
+        # diag98: a checkpoint asked for that is not there
+        "ValueError: Can't find a valid checkpoint at /finetune-sft/outputs-sft-v2/checkpoint-32500",
+        "ValueError: No valid checkpoint found in output directory (/out)",
     ],
     "launch_error": [
         "[ERROR] Background srun 'ray-worker-1' died (pid=123456). Attempting to exit.",
@@ -245,6 +263,9 @@ CORPUS: dict[str, list[str]] = {
         "ValueError: Loss is NaN, stopping training",
         "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output. detected NaN",
         "train loss: nan at step 40",
+        # diag98: fp16's loss scaling out of room
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+        "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.",
     ],
     "command_not_found": [
         "bash: line 1: ajet: command not found",
@@ -342,6 +363,41 @@ Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
 NCCL INFO Channel 00/24 : 0 1 2 3
 Saving checkpoint to /ckpt/global_step_40"""
     assert diagnose_text(text) == []
+
+
+def test_what_a_run_goes_on_from_is_not_a_failure() -> None:
+    """diag98's benign classes: fp16's loss scaler backing off at the start, a setting a
+    library turns off for itself, a resume that finds no checkpoint and starts afresh."""
+    text = """[2024-07-17 19:44:06,829] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1
+[2021-02-04 15:06:19,825] [INFO] [stage2.py:1357:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 134217728.0, reducing to 67108864.0
+Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0
+`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`.
+Could not find a checkpoint in /ckpt, training from scratch
+Some weights of BertForMaskedLM were not initialized from the model checkpoint at bert-base-cased and are newly initialized: ['cls.predictions.decoder.bias']"""
+    assert diagnose_text(text) == []
+
+
+def test_an_echo_that_points_to_its_cause_above_ranks_after_it() -> None:
+    """vLLM's `Engine core initialization failed. See root cause above.`: an exception no kind
+    explains printed above it is the root cause (SkyRL#1343); alone, the echo is the finding."""
+    cause = "(EngineCore_DP0 pid=12) ERROR 03-18 23:23:32 [core.py:1006] AssertionError: The env var, X, is not permitted because it is reserved for the internal use."
+    echo = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+    assert [f.kind for f in diagnose_text(cause + "\n" + echo)] == [
+        "unknown_traceback",
+        "vllm_engine_dead",
+    ]
+    assert [f.kind for f in diagnose_text(echo)] == ["vllm_engine_dead"]
+    dead = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."
+    assert next(f.kind for f in diagnose_text(cause + "\n" + dead)) == "unknown_traceback"
+
+
+def test_an_mpi_rank_tag_is_dress() -> None:
+    """Open MPI's `--tag-output` and horovodrun's rank tags are a line's dress: a warning under
+    them is still a warning (UNITER#28: no science finding from a TensorBoard notice)."""
+    [finding] = diagnose_text("[1,0]<stdout>:Warning: NaN or Inf found in input tensor.")
+    assert (finding.kind, finding.severity) == ("nan_loss", "warning")
+    [oom] = diagnose_text("[0]<stderr>:torch.OutOfMemoryError: CUDA out of memory.")
+    assert (oom.kind, oom.evidence) == ("cuda_oom", "torch.OutOfMemoryError: CUDA out of memory.")
 
 
 def test_stream_handles_terminal_bytes_cut_anywhere() -> None:

@@ -76,6 +76,9 @@ DRESS_SOURCE = (
     r"\[?[\w./\-]+:\d+\[?\]\s?"
     # torch.distributed / torchrun: [rank0]: , [default0]: ; srun --label: `0: `
     r"|\[(?:rank|default)\d+\]:\s?"
+    # Open MPI's `mpirun --tag-output` (`[1,0]<stdout>:`, job and rank) and Horovod's
+    # `horovodrun` (`[0]<stderr>:`) before each line of a rank
+    r"|\[\d{1,6}(?:,\d{1,6})?\]<std(?:out|err|diag)>:\s?"
     r"|" + SRUN_LABEL_SOURCE + r""
     # timestamps: [2025-05-23 18:02:42], 2024-02-27 18:08:15,439, [2024-02-27 18:08:15,439 E 1 1],
     # SGLang's: [2025-04-15 12:43:15 TP0], [2026-05-28 00:11:09.816 DP0 TP0 EP0]; with a

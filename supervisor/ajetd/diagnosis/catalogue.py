@@ -97,6 +97,15 @@ CATALOGUE: tuple[Kind, ...] = (
             r"\boutofdiskerror\b",
             r"\blocal disk is full\b",
             r"\bdisk('s)? utilization is over capacity\b",
+            # shape: the shared memory (/dev/shm, a container's 64 MB by default) full, as
+            # PyTorch's DataLoader says it (a worker's `ERROR: Unexpected bus error encountered
+            # in worker. This might be caused by insufficient shared memory (shm).`, the
+            # parent's `DataLoader worker (pid N) is killed by signal: Bus error. It is possible
+            # that dataloader's workers are out of shared memory.`), Paddle's likewise (`... in
+            # DataLoader worker. This might be caused by insufficient shared memory (shm)`)
+            r"\binsufficient shared memory\b",
+            r"\bworkers are out of shared memory\b",
+            r"\bis killed by signal: bus error\b",
         ),
     ),
     Kind(
@@ -196,6 +205,16 @@ CATALOGUE: tuple[Kind, ...] = (
             # on host memory); an exit status that says SIGKILL (-9, or 128 + 9 from a shell)
             r"\bray\.[\w.]*outofmemoryerror",
             r"\b(exit ?code|exitcode|return ?code|returncode|exit status)\W{0,4}(-9|137)\b",
+            # shape: a child process that SIGKILL ended, as its parent reports it (PyTorch's
+            # DataLoader: `DataLoader worker (pid 19597) is killed by signal: Killed.`;
+            # torch.multiprocessing's `process 1 terminated with signal SIGKILL`): the kernel's
+            # OOM killer, which picks the largest process, a worker holding a copy of the data
+            r"\bis killed by signal: killed\b",
+            r"\bterminated with signal sigkill\b",
+            # TensorFlow's allocator out of host memory (`OOM when allocating tensor with
+            # shape[...] ... on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu`);
+            # on a GPU it is cuda_oom's
+            r"\boom when allocating tensor\b.{0,400}(\bdevice:cpu:\d|\bby allocator (mkl)?cpu\b)",
         ),
     ),
     Kind(
@@ -234,6 +253,13 @@ CATALOGUE: tuple[Kind, ...] = (
             # of memory (not NCCL's own `Cuda failure 'out of memory'`: NVLS failing to map its
             # multicast memory says so, an NCCL failure)
             r"\bfailed: cuda error [^\s:']{1,200}:\d{1,6} 'out of memory'",
+            # shape: TensorFlow's allocator out of device memory (`ResourceExhaustedError: OOM
+            # when allocating tensor with shape[16,112,112,147] and type float on
+            # /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc`, TF 1's `(see
+            # above for traceback): OOM when allocating tensor of shape [563354,256]`, the
+            # kernel's `OP_REQUIRES failed at tile_ops.cc:123 : Resource exhausted: OOM when
+            # ...`); its host memory's (`device:CPU`) is host_oom's, read first
+            r"\boom when allocating tensor\b",
         ),
         # the accelerator runtime's advice to rerun with its launches blocking (CUDA's `For
         # debugging consider passing CUDA_LAUNCH_BLOCKING=1`, Ascend's `please set the
@@ -907,6 +933,17 @@ CATALOGUE: tuple[Kind, ...] = (
             r"validation errors? for \w+",
             r"key '[^']+' is not in struct",
             r"unsupported (config|configuration|value)",
+            # shape: a model placed by a device map (split by layers over the GPUs) refused by
+            # the distributed trainer the launch chose, either order on one line (accelerate's
+            # `You can't train a model that has been loaded with `device_map='auto'` in any
+            # distributed mode.`, transformers' `DeepSpeed Zero-3 is not compatible with
+            # `low_cpu_mem_usage=True` or with passing a `device_map`.`, ms-swift's `DeepSpeed
+            # is not compatible with `device_map`.`); and accelerate's kin for a quantized
+            # model loaded on another device (`You can't train a model that has been loaded in
+            # 8-bit precision on a different device ...`)
+            r"\b(not compatible|incompatible)\b[^\n]{0,120}\bdevice_map\b",
+            r"\bdevice_map\b[^\n]{0,120}\b(not compatible|incompatible|in any distributed mode)\b",
+            r"\byou can'?t train a model that has been loaded (with|in)\b",
             # shape: the model's architecture is not one the installed library can run
             # (SGLang's and vLLM's `Model architectures ['Glm4ForCausalLM'] are not supported
             # for now. Supported architectures: ...`, Megatron-Bridge's AutoBridge `ValueError:`
@@ -1230,6 +1267,19 @@ CATALOGUE: tuple[Kind, ...] = (
             r"(file|path|directory) .*(does not exist|doesn't exist|not found)\b.*"
             r"\b(abort\w*|exit\w*|fail\w*|error)\b",
             r"unable to find '[^']+'",
+            # shape: a checkpoint asked for (to resume, to load) that is not there, in the
+            # loader's words (transformers' Trainer: `ValueError: Can't find a valid checkpoint
+            # at /out/checkpoint-32500`, `No valid checkpoint found in output directory (...)`);
+            # not a resume that goes on without one (`Could not find a checkpoint, training from
+            # scratch`)
+            Unless(
+                (
+                    r"\b(can'?t|cannot|could ?n[o']t|unable to) find "
+                    r"(a |any )?(valid )?(checkpoint|ckpt)s?\b",
+                ),
+                r"(\bscratch\b|\bstart(ing)? (a )?(new|fresh)\b)",
+            ),
+            r"\bno valid checkpoint found in output directory\b",
             r"\[errno 2\]",
         ),
     ),
@@ -1290,6 +1340,13 @@ CATALOGUE: tuple[Kind, ...] = (
             r"grad[ _]norm\s*[:=]\s*[-+]?(nan|inf)\b",
             r"found nan in",
             r"(loss|grad_norm)[\w/.'\"]*(\s*[:=]\s*|\s+)[-+]?(nan|inf)\b",
+            # shape: fp16's dynamic loss scaling out of room, every step overflowing to Inf/NaN
+            # (DeepSpeed's `Current loss scale already at minimum - cannot decrease scale
+            # anymore. Exiting run.`, fairseq's `Minimum loss scale reached (0.0001). Your loss
+            # is probably exploding.`); not the overflow notices before it, which the scaler
+            # recovers from at the start of any fp16 run (`OVERFLOW! Rank 0 Skipping step`)
+            r"\bloss scale already at minimum\b",
+            r"\bminimum loss scale reached\b",
         ),
     ),
 )
@@ -1324,6 +1381,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "outofdiskerror",
         "disk is full",
         "over capacity",
+        "shared memory",
+        "signal: bus error",
     ),
     "vllm_memory": (
         "free memory on device",
@@ -1367,6 +1426,7 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "curesult error",
         "memory_allocation_failure",
         "failed to allocate memory",
+        "oom when allocating",
     ),
     "nccl_timeout": (
         "collective operation timeout",
@@ -1654,6 +1714,9 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "npus exceed",
     ),
     "config_error": (
+        "device_map",
+        "you can't train a model",
+        "you cant train a model",
         "error: no such",
         "error: invalid value for",
         "error: missing argument",
@@ -1832,6 +1895,16 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "cannot be found",
         "unable to find",
         "errno 2]",
+        "find a checkpoint",
+        "find a ckpt",
+        "find a valid",
+        "find any checkpoint",
+        "find any ckpt",
+        "find any valid",
+        "find checkpoint",
+        "find ckpt",
+        "find valid",
+        "valid checkpoint found",
     ),
     "launch_error": (
         "[error]",
@@ -1845,7 +1918,16 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "ssh exited with exit code",
         "error response from daemon",
     ),
-    "nan_loss": ("nan", "non-finite", ":inf", "= inf", ": inf", "=inf"),
+    "nan_loss": (
+        "nan",
+        "non-finite",
+        ":inf",
+        "= inf",
+        ": inf",
+        "=inf",
+        "loss scale already at minimum",
+        "minimum loss scale reached",
+    ),
     "unknown_traceback": ("traceback (most recent call last)",),
 }
 # Words that an exception line, a wrapped exception or a launcher's error line holds whatever

@@ -72,6 +72,19 @@ from ajetd.diagnosis.wrapped import (
     names_only_what_it_wraps,
 )
 
+# An echo that says its cause was printed above it (vLLM's `RuntimeError: Engine core
+# initialization failed. See root cause above. Failed core proc(s): {}`, `EngineDeadError:
+# EngineCore encountered an issue. See stack trace (above) for the root cause.`): an exception
+# no kind explains read before it is that cause and ranks first (SkyRL#1343: the engine core's
+# `AssertionError: The env var, __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR, is not permitted ...`);
+# one read after it is not what it points to (a traceback the paste cut after its header:
+# LMCache#2306, vllm#27194), and alone the echo is still the finding.
+_DEFERS_TO_ABOVE = re.compile(
+    r"\bsee (?:the )?root cause above\b"
+    r"|\bsee (?:the )?stack ?trace \(?above\)? for the root cause\b",
+    re.IGNORECASE,
+)
+
 EVIDENCE_CHARS = 300
 EVIDENCE_END_CHARS = 200  # of a longer line, its end: where an error printed after a bar is
 # what a kind's pattern matched starts within this many characters of the evidence: a reason
@@ -326,6 +339,13 @@ class Diagnoser:
         self._counts[kind.name] = self._counts.get(kind.name, 0) + 1
         self._found_at = max(self._found_at, number)
         if isinstance(kind, Kind):
+            if (
+                kind.consequence
+                and rank == ECHO
+                and self._rank.get(UNKNOWN.name) == UNEXPLAINED
+                and _DEFERS_TO_ABOVE.search(text)
+            ):
+                rank = WRAPPER  # the exception it points to was printed above it
             if self._is_explained(kind.name, text):
                 rank = max(rank, ECHO)  # a kind found names its cause
             elif kind.explains and rank == SPECIFIC and _names_causes(kind, text):
