@@ -77,6 +77,10 @@ CORPUS: dict[str, list[str]] = {
         "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or `RAY_ADDRESS` environment variable.",
         "RuntimeError: Failed to get cluster ID from GCS server: TimedOut",
         "ConnectionError: Ray is trying to start at 10.0.0.1:6379, but is already running at 10.0.0.1:6379.",
+        # diag98 B2: the GCS not reached again; a node whose Ray processes never came up
+        "[2021-04-18 06:54:54,934 C 756 756] service_based_gcs_client.cc:229: Couldn't reconnect to GCS server. The last attempted GCS server address was 10.42.0.44:43507",
+        "TimeoutError: Timed out after 60 seconds while waiting for node to startup. Did not find socket name tcp://127.0.0.1:65429 in the list of object store socket names.",
+        "Exception: The current node timed out during startup. This could happen because some of the Ray processes failed to startup.",
     ],
     "ray_worker_died": [
         "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",

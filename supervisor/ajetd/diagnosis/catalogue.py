@@ -563,8 +563,15 @@ CATALOGUE: tuple[Kind, ...] = (
                 _ENV_INSTALL_FAILED,
                 r"\b(exited|failed|refused|timed out|retrying|error|crashed|terminated|closed)\b",
             ),
-            r"\b((failed|unable) to|could not|couldn.t|cannot|can.t) (connect|reach|register)\b.*"
-            r"\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
+            r"\b((failed|unable) to|could not|couldn.t|cannot|can.t) "
+            r"(re)?(connect|reach|register)\b"
+            r".*\b(raylet|gcs|ray cluster|ray instance|ray client|ray head|ray at\b)",
+            # shape: a node whose Ray processes never came up (`TimeoutError: Timed out after 60
+            # seconds while waiting for node to startup. Did not find socket name ...`, then
+            # `The current node timed out during startup. This could happen because some of the
+            # Ray processes failed to startup.`)
+            r"\btimed out\b[^\n]{0,120}\bwaiting for (the )?node to start",
+            r"\bnode timed out during startup\b",
             # shape: a node of the cluster that died (an actor dead *because its node died*,
             # Ray's NodeDiedError, a node marked dead by the GCS), within one sentence; a node
             # named by its IP address (`node name: 10.122.123.196 has been marked dead`) is
@@ -1576,6 +1583,8 @@ TRIGGER_WORDS: dict[str, tuple[str, ...]] = {
         "marked as dead",
         "nodediederror",
         "request failed with status code",
+        "node to start",
+        "timed out during startup",
     ),
     "ray_worker_died": (
         "actordiederror",
