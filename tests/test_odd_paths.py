@@ -104,7 +104,8 @@ def test_a_nemo_runs_metrics_are_read_where_its_output_went_on(env: Env) -> None
     swap, the run's best and its end's words lost."""
     source = env.codebase / "examples" / "configs" / "grpo_fake.yaml"
     slow = source.with_name("grpo_slow.yaml")
-    slow.write_text(source.read_text() + "fake:\n  step_time: 0.4\n")
+    # (its own `fake:` changed: a second `fake:` key is refused, as OmegaConf refuses it)
+    slow.write_text(source.read_text().replace("step_time: 0.05", "step_time: 0.4", 1))
     config = "examples/configs/grpo_slow.yaml"
     command = (
         f"python examples/run_grpo.py --config {config} grpo.max_num_steps=6 grpo.val_period=2"
