@@ -108,7 +108,8 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     (`count`, and `remedy`, null for a kind without one), as `diag --json` and `diagnose
     --json` printed it already. The old findings were each seen once, of catalogue kinds. And
     `tmux_socket` after `session`, which the object gained later: null, the old record does
-    not name its tmux server; `reports_dir` after `result_dir`, null likewise (the old record
+    not name its tmux server (nor, `tmux_socket_path` after it, its socket's path);
+    `reports_dir` after `result_dir`, null likewise (the old record
     does not say where its reports went); `reports_pending` after `status`, false (its
     reports were written, as the object says since). And `warnings` followed by each change admission made to the
     config (run.json's `config_changes`, else the record's `changes`), which they hold since
@@ -122,6 +123,7 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
         finding.update(count=1, remedy=None)
     assert "tmux_socket" not in data
     data = _after(data, "session", "tmux_socket", None)
+    data = _after(data, "tmux_socket", "tmux_socket_path", None)
     data = _after(data, "result_dir", "reports_dir", None)
     assert "reports_pending" not in data
     data = _after(data, "status", "reports_pending", False)

@@ -9,10 +9,12 @@ daemon 5 MiB of memory and 40 ms of start-up for a version string).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -352,12 +354,50 @@ def failure(args: tuple[str, ...], returncode: int, stderr: str) -> TmuxError:
     return TmuxError(f"tmux {args[0]}: {message}", gone=gone)
 
 
-class Tmux:
-    """A tmux server: the user's default one, or `tmux -L <socket>`."""
+def server_path(socket_name: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The socket of the server `tmux [-L socket_name]` reaches from a process whose
+    environment is `environ` (this one's by default), as tmux 3.3a finds it (`make_label`):
+    `$TMUX_TMPDIR` with its links resolved where it is set, not empty and there (relative:
+    from the current folder), else `/tmp` (resolved too), then `tmux-UID/NAME`. The server is
+    this whole path, not only its `-L` name: a daemon restarted with another TMUX_TMPDIR found
+    no session of a live run and called it lost (walk98 F4). `tests/test_tmux_server.py`
+    holds it to tmux's own `#{socket_path}`."""
+    environ = os.environ if environ is None else environ
+    folder = "/tmp"  # noqa: S108 - tmux's own default (_PATH_TMP)
+    for candidate in (environ.get("TMUX_TMPDIR"), folder):
+        if candidate:  # an empty one is skipped, as one that is not there
+            with contextlib.suppress(OSError):
+                folder = os.path.realpath(candidate, strict=True)
+                break
+    return os.path.join(folder, f"tmux-{os.getuid()}", socket_name or "default")
 
-    def __init__(self, socket_name: str | None = None, timeout: float = 10.0) -> None:
+
+def server_words(socket_name: str | None, path: str | None) -> tuple[str, ...]:
+    """The words of a tmux command line, shown to a person, that reach the server at `path`
+    (a run's recorded socket) from this process: `-L NAME` (none for the default one) where
+    its TMUX_TMPDIR leads there or no path is known, else `-S PATH`."""
+    if path and not same_socket(path, server_path(socket_name)):
+        return ("-S", path)
+    return ("-L", socket_name) if socket_name else ()
+
+
+def same_socket(one: str, other: str) -> bool:
+    """Whether two socket paths name one server (their links resolved; no file need be
+    there: a server not running has none)."""
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+class Tmux:
+    """A tmux server: the user's default one, `tmux -L <socket>`, or, where `path` is given
+    (a run's recorded socket: `Run.tmux_path`), `tmux -S <path>`, which reaches it whatever
+    this process's TMUX_TMPDIR."""
+
+    def __init__(
+        self, socket_name: str | None = None, timeout: float = 10.0, path: str | None = None
+    ) -> None:
         self.socket_name = socket_name
         self.timeout = timeout
+        self.path = path or None
 
     @staticmethod
     def version() -> str:
@@ -382,6 +422,8 @@ class Tmux:
         run looked gone: its healthy program was ended and the run recorded lost (walk98 F1).
         `utf8=False` for a person's terminal (`attach`), whose locale tmux should follow."""
         base = ["tmux", "-u"] if utf8 else ["tmux"]
+        if self.path is not None:
+            return [*base, "-S", self.path, *args]
         return [*base, *(("-L", self.socket_name) if self.socket_name is not None else ()), *args]
 
     @staticmethod
@@ -614,8 +656,7 @@ class Tmux:
 
     def socket_path(self) -> str:
         """Where this server's socket lives (as tmux computes it, without asking it)."""
-        folder = os.environ.get("TMUX_TMPDIR") or "/tmp"  # noqa: S108 - tmux's own default
-        return os.path.join(folder, f"tmux-{os.getuid()}", self.socket_name or "default")
+        return self.path if self.path is not None else server_path(self.socket_name)
 
     def attach(self, name: str) -> tuple[list[str], dict[str, str]]:
         """argv and environment that put the user's terminal on session `name`.

@@ -162,7 +162,7 @@ def with_live_session(home: Home, run: Run) -> Run:
     from ajetd.core.errors import TmuxError
 
     try:
-        panes = Tmux(model.tmux_socket_of(run, socket_from_env())).panes()
+        panes = Tmux(model.tmux_socket_of(run, socket_from_env()), path=run.tmux_path).panes()
     except TmuxError:
         return run
     pane = find_pane(panes, home.trial_file(run.run_id, run.trial.number, "sh"))

@@ -285,7 +285,8 @@ def diag(run_id: str, as_json: bool) -> None:
 
     home = open_home()
     run = load_run(home, run_id)
-    text, saved, data = diag.take(home, Tmux(tmux_socket_of(run, socket_from_env())), run)
+    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)
+    text, saved, data = diag.take(home, tmux, run)
     if as_json:
         echo_json(data)
         return

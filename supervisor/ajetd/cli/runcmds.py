@@ -426,13 +426,15 @@ def _held_end(run: Run) -> bool:
 def _not_filed(run: Run, exc: OSError, as_json: bool) -> NoReturn:
     """No stop request could be filed (a home with no inode left, read-only): said as it is
     (the run goes on, nothing was stopped) with how to stop its program by hand; exit 1."""
+    import shlex
+
     from ajetd.adapters.diskfull import free_space
-    from ajetd.adapters.tmux import socket_from_env
+    from ajetd.adapters.tmux import server_words, socket_from_env
     from ajetd.core.model import tmux_socket_of
 
     where = Path(str(exc.filename or "")).parent
     socket = tmux_socket_of(run, socket_from_env())
-    tmux = f"tmux -L {socket}" if socket else "tmux"
+    tmux = shlex.join(["tmux", *server_words(socket, run.tmux_path)])
     by_hand = (
         f"`{tmux} send-keys -t {run.session} C-c` (the program's Ctrl-C)"
         if run.session
@@ -603,7 +605,7 @@ def attach(run_id: str) -> None:
 
     home = open_home()
     run = load_run(home, run_id)
-    tmux = Tmux(tmux_socket_of(run, socket_from_env()))
+    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)
     inside = "switch-client" in tmux.attach(run.session or "-")[0]  # needs no terminal
     if not inside and not sys.stdin.isatty():  # tmux would only say "not a terminal"
         raise click.UsageError(
@@ -618,7 +620,7 @@ def attach(run_id: str) -> None:
     if not run.session:  # it ended without one: exit 1, saying how
         raise click.ClickException(f"run {run_id} has no tmux session ({_why(run)})")
     run = with_live_session(home, run)  # renamed by hand since: the name tmux has now
-    tmux = Tmux(tmux_socket_of(run, socket_from_env()))  # known once it started
+    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)  # once started
     argv, env = tmux.attach(run.session)
     _session_alive(tmux, run)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell

@@ -249,6 +249,11 @@ class Run:
     # the tmux server its session lives on, as `tmux -L` names it ("default": the user's own);
     # "" in a record older than this field
     tmux_socket: str = ""
+    # that server's socket, its full path (`$TMUX_TMPDIR/tmux-UID/NAME`, as `tmux -S` takes
+    # it): the server is this path, not only its -L name, and a shell or daemon with another
+    # TMUX_TMPDIR reaches another server (walk98 F4); "" in a record older than this field
+    # (reached by `tmux_socket` with the reader's TMUX_TMPDIR, as before)
+    tmux_path: str = ""
     # what the next trial launches: the blueprint's command with ajetd's changes (a config
     # copy, NeMo-RL overrides, a fix's copy, a pipeline's next stage)
     launch_command: str = ""

@@ -129,6 +129,7 @@ def rebuilt_run(
     session: str,
     tmux_socket: str,
     remote: str = "",
+    tmux_path: str = "",
 ) -> Run:
     """The live run these files describe (`trials` in order, at least one; on an SSH host or
     through Slurm, each with the facts of the program's own script); `damage`: what was wrong
@@ -168,6 +169,7 @@ def rebuilt_run(
         codebase_dir=last.facts.codebase_dir,
         venv_dir=last.facts.venv_dir,
         tmux_socket=tmux_socket,
+        tmux_path=tmux_path,
         remote_dir=remote,
         launch_command=last.facts.command,
         started_at=trials[0].started_at,

@@ -376,7 +376,9 @@ class Admit(Base):
         found = []
         for run_id, line in chosen:
             with self._each(run_id, "rebuilding its damaged record"):
-                run = rebuild.rebuild(self.home, run_id, line, panes, socket, now, taken)
+                run = rebuild.rebuild(
+                    self.home, run_id, line, panes, socket, now, taken, self.tmux.socket_path()
+                )
                 if run is not None:
                     del self.home.damaged[run_id]
                     found.append(run)

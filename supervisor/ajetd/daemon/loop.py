@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 from pathlib import Path
 from types import FrameType
 
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.store import OWNER_DIR
-from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.tmux import Tmux, same_socket
 from ajetd.core.errors import StoreError
 from ajetd.core.model import DEFAULT_TMUX, State
 from ajetd.core.policy import hang_window as policy_hang_window
@@ -49,6 +50,17 @@ SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this ofte
 # the step's one name, also where an exit file brought it first: a full folder it met is
 # waited for as one (`Base.step_full`), whichever of the two takes the write
 SUPERVISING = "supervising it"
+
+
+def _tmpdir_named(theirs: str, here: str, always: bool = False) -> str:
+    """` TMUX_TMPDIR=FOLDER`: the TMUX_TMPDIR that leads to the socket `theirs` (the folder
+    that holds its `tmux-UID` folder), where it is another than `here`'s (or `always`)."""
+    if not theirs:
+        return ""
+    folder, there = os.path.dirname(os.path.dirname(theirs)), os.path.dirname(os.path.dirname(here))
+    if not always and same_socket(folder, there):
+        return ""
+    return f" TMUX_TMPDIR={shlex.quote(folder)}"
 
 
 class Daemon(Act, Launch, Admit, Housekeep):
@@ -126,16 +138,32 @@ class Daemon(Act, Launch, Admit, Housekeep):
 
     def _same_tmux_server(self) -> None:
         """Refuse to start where a live run's session is on another tmux server than this
-        daemon's: it would see no session, call the run lost and end its program. The records
-        are read one at a time (`each_run`), as `reconcile` reads them: not all held at once."""
+        daemon's: it would see no session, call the run lost and end its program. A server is
+        its socket's whole path (`Run.tmux_path`): the -L name in the folder TMUX_TMPDIR
+        chose, so a daemon with the run's AJETD_TMUX_SOCKET and another TMUX_TMPDIR is
+        refused too (walk98 F4), naming both variables. A record older than the path is held
+        to the name alone. The records are read one at a time (`each_run`), as `reconcile`
+        reads them: not all held at once."""
         mine = self.tmux.socket_name or DEFAULT_TMUX
+        here = self.tmux.socket_path()
         for run in self.home.each_run():
             theirs = run.tmux_socket
-            if run.active and run.session and theirs and theirs != mine:
+            if not (run.active and run.session and theirs):
+                continue
+            if theirs != mine:
                 raise StoreError(
                     f"run {run.run_id} lives on tmux server -L {theirs}, and this daemon would "
                     f"use -L {mine} (AJETD_TMUX_SOCKET): it would find none of its sessions "
                     f"and call its runs lost; start it with AJETD_TMUX_SOCKET={theirs}"
+                    + _tmpdir_named(run.tmux_path, here)
+                )
+            if run.tmux_path and not same_socket(run.tmux_path, here):
+                raise StoreError(
+                    f"run {run.run_id} lives on the tmux server of socket {run.tmux_path}, and "
+                    f"this daemon would use {here} (the -L name {mine} in the folder its "
+                    "TMUX_TMPDIR chooses): it would find none of its sessions and call its "
+                    "runs lost; start it with AJETD_TMUX_SOCKET="
+                    f"{theirs}{_tmpdir_named(run.tmux_path, here, always=True)}"
                 )
 
     def turn(self, woken: bool) -> float:

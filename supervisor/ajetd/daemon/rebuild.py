@@ -78,10 +78,11 @@ def rebuild(
     socket: str,
     now: float,
     taken: Collection[str] = (),
+    tmux_path: str = "",
 ) -> Run | None:
     """The damaged run `run_id` (`line`: why it was left out) rebuilt and saved, or None
     where it is not a live run that its folder can describe. `taken`: the live runs' result
-    dirs."""
+    dirs; `socket`, `tmux_path`: this daemon's tmux server (its -L name, its socket's path)."""
     folder = home.run_dir(run_id)
     if not folder.is_dir():
         return None
@@ -140,10 +141,11 @@ def rebuild(
         # only the lost record named; calling it lost would end its processes
         log.error(
             "run %s: not rebuilt: trial %d runs, on a terminal that is no pane of this tmux "
-            "server (%s): start the daemon with the AJETD_TMUX_SOCKET it was started with",
+            "server (%s): start the daemon with the AJETD_TMUX_SOCKET and TMUX_TMPDIR it "
+            "was started with",
             run_id,
             last.number,
-            socket,
+            tmux_path or socket,
         )
         return None
     if pane is None and last.exit is not None:
@@ -154,11 +156,11 @@ def rebuild(
         # only the lost record named; a new session here would let both go
         log.error(
             "run %s: not rebuilt: trial %d waits to be let go on a terminal that is no pane "
-            "of this tmux server (%s): start the daemon with the AJETD_TMUX_SOCKET it was "
-            "started with",
+            "of this tmux server (%s): start the daemon with the AJETD_TMUX_SOCKET and "
+            "TMUX_TMPDIR it was started with",
             run_id,
             last.number,
-            socket,
+            tmux_path or socket,
         )
         return None
     session = pane.session if pane is not None else ""
@@ -172,7 +174,9 @@ def rebuild(
     kept = f" (kept as {aside.name})" if aside is not None else ""
     damage = runrecords.damage(line, run_id) + kept
     submitted = _submitted_at(folder, trials[0].facts.result_dir)
-    run = rebuilt_run(run_id, damage, source, submitted, said, trials, session, socket, remote)
+    run = rebuilt_run(
+        run_id, damage, source, submitted, said, trials, session, socket, remote, tmux_path
+    )
     home.save_run(run)
     home.append_event(run_id, now, run.warnings[0])
     log.error("run %s: %s", run_id, run.warnings[0])

@@ -195,7 +195,9 @@ def prepare_trial(
     shown = shown_command(run, command)
     stage = options.stages[run.stage].name if run.stage < len(options.stages) else ""
     run = model.add_trial(run, Trial(number=number, command=shown, session=session, stage=stage))
-    run = replace(run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX)
+    run = replace(
+        run, tmux_socket=tmux.socket_name or model.DEFAULT_TMUX, tmux_path=tmux.socket_path()
+    )
     if dropped:
         words = killing_words(run.launch_command)
         shown = "--autokill" if words == ["--autokill"] else ", ".join(words)

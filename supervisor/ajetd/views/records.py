@@ -38,6 +38,10 @@ def run_json(run: Run, now: float, exited: UnrecordedExit | None = None) -> dict
         # the `tmux -L` name of the session's server (`default`: tmux's own), which the
         # human view's attach line names: an agent reaches the pane without parsing that
         "tmux_socket": run.tmux_socket or None,
+        # that server's socket, its full path: `tmux -S "$tmux_socket_path"` reaches it from
+        # any shell, whatever its TMUX_TMPDIR (null before the first launch, and in a record
+        # older than the field)
+        "tmux_socket_path": run.tmux_path or None,
         "state": shown_state(run),
         "status": run.status.value if run.status else None,
         # ended, its reports (results.md, trials.md, finish.flag) still to come: `done` is

@@ -40,7 +40,9 @@ from ajetd.views.records import shown_reason, trial_of
 class RunExtras:
     """What one run's detail needs beyond its record, gathered by the caller."""
 
-    tmux_socket: str | None = None
+    # the words that reach its session's server from the reader's shell (`-L NAME`, or
+    # `-S PATH` where its TMUX_TMPDIR leads elsewhere: `adapters.tmux.server_words`)
+    tmux_words: tuple[str, ...] = ()
     next_check_at: float | None = None  # the daemon's next deep check of this run
     output: tuple[str, ...] = ()  # its last lines of output (the live view)
     exited: UnrecordedExit | None = None  # its program's exit, not recorded (no daemon)
@@ -86,8 +88,8 @@ class _Fit:
         return head + [[(part, style)] for part in parts or [first.rstrip()]]
 
 
-def attach_line(session: str, socket: str | None) -> str:
-    argv = ["tmux", *(("-L", socket) if socket else ()), "attach", "-t", session]
+def attach_line(session: str, words: tuple[str, ...]) -> str:
+    argv = ["tmux", *words, "attach", "-t", session]
     return shlex.join(argv)
 
 
@@ -213,7 +215,7 @@ def detail(
     if run.session:
         lines.append(_kv("session", run.session, width))
         if run.active or not run.session_closed:
-            line = attach_line(run.session, extras.tmux_socket)  # whole, to copy, or:
+            line = attach_line(run.session, extras.tmux_words)  # whole, to copy, or:
             short = f"ajetd attach {run.run_id}"
             lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
     why = _state_why(run, extras.exited)
