@@ -110,6 +110,26 @@ def test_a_daemon_that_cannot_start_says_why(detached: Env) -> None:
     assert out.returncode == 2  # a usage error is caught before anything starts
 
 
+def test_a_daemon_without_tmux_is_not_said_to_have_started(detached: Env) -> None:
+    """tmux not on the daemon's PATH (a new machine, a cron or systemd PATH without the folder
+    tmux was built into): the daemon took the home's lock, then died of it, and `--detach`,
+    which returned once the lock was held, printed `ajetd daemon started: pid N`, exit 0
+    (walk98 F8). It exits 1 with the daemon's own words; nothing holds the home."""
+    env = detached
+    bare = env.tmp / "bare-bin"  # a PATH without tmux (python is run by its full path)
+    bare.mkdir()
+    path, env.vars["PATH"] = env.vars["PATH"], str(bare)
+    try:
+        out = env.cli("daemon", "--detach", *FAST)
+    finally:
+        env.vars["PATH"] = path  # the fixture's teardown runs tmux
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "started" not in out.stdout, out.stdout
+    assert "the daemon exited at start (code 1)" in out.stderr, out.stderr
+    assert "cannot run tmux" in out.stderr, out.stderr
+    assert not Home(env.home).daemon_running()
+
+
 def test_daemons_started_at_once_on_one_home_leave_one_and_the_others_say_why(
     detached: Env,
 ) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.regular import NotRegularError, load_record, read_small
 from ajetd.adapters.store import OWNER_FILE, Home
 from ajetd.core.errors import AjetdError
 
@@ -171,8 +171,22 @@ def log_tail(path: Path, lines: int = 15, since: int = 0) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _published_by(home: Home) -> int | None:
+    """The pid daemon.json names (None: none, or not readable yet)."""
+    try:
+        data = load_record(home.daemon_file)
+    except (OSError, ValueError):
+        return None
+    pid = data.get("pid") if isinstance(data, dict) else None
+    return pid if isinstance(pid, int) else None
+
+
 def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOUT_S) -> Started:
-    """Start `ajetd daemon ARGS` in the background; return once it holds the lock."""
+    """Start `ajetd daemon ARGS` in the background; return once it holds the lock and has
+    published its first daemon.json (its start-up done: the runs read again, its first pass
+    made), or, where that takes past `timeout`, once it holds the lock and still runs. A
+    daemon that exits meanwhile is an error saying what it wrote: one that took the lock and
+    then died (tmux not on its PATH) was reported started, exit 0 (walk98 F8)."""
     holder = lock_holder(home)
     if holder is not None or home.daemon_running():
         raise DaemonCtlError(
@@ -194,7 +208,7 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
     finally:
         os.close(fd)
     deadline = time.monotonic() + timeout
-    while lock_holder(home) != proc.pid:
+    while lock_holder(home) != proc.pid or _published_by(home) != proc.pid:
         if proc.poll() is not None:
             winner = lock_holder(home)
             if winner is not None and winner != proc.pid:  # another start came first: the
@@ -208,6 +222,8 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
                 f"what it wrote in {home.log_file}:\n{log_tail(home.log_file, since=written_from)}"
             )
         if time.monotonic() >= deadline:
+            if lock_holder(home) == proc.pid:  # a long start-up (many runs to read): it runs
+                break
             raise DaemonCtlError(
                 f"the daemon (pid {proc.pid}) did not take {home.lock_file} within "
                 f"{timeout:.0f}s; see {home.log_file}"

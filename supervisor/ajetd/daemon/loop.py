@@ -68,12 +68,16 @@ class Daemon(Act, Launch, Admit, Housekeep):
     def serve(self) -> None:
         """Run until SIGTERM/SIGINT. Runs keep going in tmux after the daemon exits."""
         self.home.ensure()
+        # what refuses a start is asked before the lock is taken: a daemon without tmux took
+        # the lock and then died, and `--detach`, which waits for the lock, said it started
+        # (walk98 F8; `--detach` now also waits for the first daemon.json)
+        version = Tmux.version()
         self._same_tmux_server()
         lock_fd = self.home.acquire_lock()
         pid_recorded = self.home.record_pid(lock_fd)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
-        log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, Tmux.version())
+        log.info("ajetd daemon %d on %s (tmux %s)", os.getpid(), self.home.root, version)
         self.gpus.probe = open_probe()
         self.campaigns.load(self.clock())
         log.info("GPUs: %s", self.gpus.probe.description)
