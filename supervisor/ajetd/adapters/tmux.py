@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
+from ajetd.core.tmuxoptions import SERVER_ENDED, SERVER_OPTIONS, SESSION_OPTIONS
 from ajetd.core.trialscript import (
     EXIT_OPTION,
     PIPES,
@@ -255,6 +256,9 @@ class Pane:
     # its output is piped (`pipe-pane`) to a command: false where none is, or the one there
     # ended (the trial's log writer killed while its program runs)
     piped: bool = True
+    # (`Tmux.new_session` only) its server's exit-unattached is on: a server ajetd did not
+    # start, which ends, with every session on it, when its last client detaches
+    exits_unattached: bool = False
 
 
 def find_pane(panes: list[Pane], script: Path) -> Pane | None:
@@ -522,12 +526,14 @@ class Tmux:
         A server this call starts keeps time with the precise monotonic clock
         (`_precise_start`): a third fewer wake-ups for every line a run prints."""
         command = f"exec bash {shlex.quote(script)}"
-        fmt = "#{pane_id}\t#{pane_pid}"
+        fmt = "#{pane_id}\t#{pane_pid}\t#{exit-unattached}"
         arm = (
             (";", *self._keep_dead(), ";", *self._pipe(log, spare, real=real)) if log else ()
-        )  # commands after new-session act on its new pane
-        arm = (";", *self._script_option(script), *arm)
+        )  # commands after new-session act on its new pane (and session)
+        kept = [w for name, value in SESSION_OPTIONS for w in (";", "set-option", name, value)]
+        arm = (";", *self._script_option(script), *kept, *arm)
         env, first = self._precise_start()
+        first = (*self._server_options(), *first)
         out = self._run(
             *first,
             "new-session",
@@ -549,8 +555,34 @@ class Tmux:
             *arm,
             env=env,
         )
-        pane_id, _, pid = out.strip().partition("\t")
-        return Pane(name, pane_id, int(pid) if pid.isdigit() else 0, False, None, command)
+        pane_id, pid, exits = [*out.strip().split("\t"), "", ""][:3]
+        pid_n = int(pid) if pid.isdigit() else 0
+        return Pane(name, pane_id, pid_n, False, None, command, exits_unattached=exits == "1")
+
+    @staticmethod
+    def _server_options() -> tuple[str, ...]:
+        """`SERVER_OPTIONS` set where the call starts the server (`_precise_start`'s test: a
+        server with no session is one this call started, or one left empty)."""
+        said = " ; ".join(f"set-option -s {name} {value}" for name, value in SERVER_OPTIONS)
+        return ("if-shell", "-F", "#{session_name}", "", said, ";")
+
+    def gone_why(self) -> str:
+        """What this server says of a session of ajetd's that vanished: the server itself gone,
+        or a global option that destroys sessions (a session made by an ajetd before
+        `SESSION_OPTIONS`, or one set on by hand); "" where nothing is known."""
+        try:
+            out = self._run("show-options", "-g", "destroy-unattached")
+        except TmuxError as exc:
+            if exc.gone or _NO_TARGET in str(exc):
+                return f"the tmux server (socket {self.socket_path()}) {SERVER_ENDED}"
+            return ""
+        if out.split()[-1:] not in ([], ["off"]):
+            return (
+                "the tmux server's destroy-unattached is on (a tmux.conf's `set -g "
+                "destroy-unattached on`?), which destroys a session when its last client "
+                "detaches; ajetd sets it off on each session it makes"
+            )
+        return ""
 
     def respawn(self, pane_id: str, script: str, window: str | None = None) -> Pane:
         """Run `bash <script>` in an existing (dead) pane: same session, same attached users;

@@ -20,6 +20,7 @@ from ajetd.core.rebuilt import ENDED_NOTE, is_rebuilt
 from ajetd.core.remedy import Relaunch
 from ajetd.core.stoprules import followed, learned_window, plateau_reason, restart_index
 from ajetd.core.timefmt import iso
+from ajetd.core.tmuxoptions import lost_why
 from ajetd.frameworks.valresults import UNREAD_RECORDS, step_text
 
 HANG_PREFIX = "no output for "
@@ -80,6 +81,9 @@ class Observation:
     dead_status: int | None = None  # a dead pane's status when the script died unrecorded
     pane_dead: bool = False  # gone, yet its session and (dead) pane are still there
     unlisted: bool = False  # tmux lists no pane of it, yet its trial script runs
+    # where it is gone with its session: what its tmux server says of why, where it knows
+    # (the server gone too, a global destroy-unattached: `Tmux.gone_why`); "" where not
+    gone_why: str = ""
     stop_requested: bool = False  # `ajetd stop` asked for this run
     stop_requested_at: float | None = None  # when that request was filed (its file's time)
     stop_read_at: float | None = None  # when the daemon read that request (None: at `now`)
@@ -585,6 +589,13 @@ def _session(run: Run) -> str:
     return f"tmux session {run.session}" if run.session else "its tmux session"
 
 
+def _vanished(run: Run, obs: Observation) -> Finish:
+    """The run's session is gone with no exit recorded: lost, with what its tmux server
+    said of why where it knows (`core.tmuxoptions.lost_why`)."""
+    said = f"{_session(run)} vanished outside ajetd's control (no exit recorded)"
+    return Finish(Status.LOST, lost_why(said, obs.gone_why, run.warnings), None)
+
+
 def _as_rebuilt(action: Action) -> Action:
     """A run whose record was rebuilt (`core.rebuilt`) ends with its trial: what it was
     relaunched with, or which stage it is in, was only in the lost record, so nothing is
@@ -662,13 +673,7 @@ def _decide(run: Run, obs: Observation, timing: Timing, options: Options) -> lis
                     None,
                 )
             ]
-        return [
-            Finish(
-                Status.LOST,
-                f"{_session(run)} vanished outside ajetd's control (no exit recorded)",
-                None,
-            )
-        ]
+        return [_vanished(run, obs)]
     actions: list[Action] = []
     cause = run.stop_cause
     quiet_since = _quiet_since(run, obs)

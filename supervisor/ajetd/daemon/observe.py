@@ -180,13 +180,16 @@ class Observe(Base):
             findings = self._failure_findings(slot, code)
             config = self._config(slot)
             holder = _port_holder(findings, run.run_id)
+        pane_dead = gone and (pane := slot.current_pane()) is not None and pane.dead
         return Observation(
             now=now,
             exit=exit_info,
             gone=gone,
             dead_status=dead_status,
-            pane_dead=gone and (pane := slot.current_pane()) is not None and pane.dead,
+            pane_dead=pane_dead,
             unlisted=slot.unlisted,
+            # asked once: a session gone ends the run in this pass
+            gone_why=self.tmux.gone_why() if gone and not pane_dead and dead_status is None else "",
             stop_requested=asked is not None,
             stop_requested_at=asked,
             # read now, not at the pass's start: a daemon frozen within a pass reads a stop

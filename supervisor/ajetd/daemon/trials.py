@@ -43,6 +43,7 @@ from ajetd.core.shellwords import (
     protect_autokill,
     runs_ajet_launcher,
 )
+from ajetd.core.tmuxoptions import EXITS_UNATTACHED
 from ajetd.core.trialscript import (
     RELEASE,
     WRITER_ASK,
@@ -352,6 +353,9 @@ def start_trial(
             str(p.spare),
             real,
         )
+        if pane.exits_unattached and EXITS_UNATTACHED not in run.warnings:
+            log.warning("run %s: %s", run.run_id, EXITS_UNATTACHED)
+            run = model.warn(run, EXITS_UNATTACHED)
     else:
         if pane is None:  # a relaunch: the previous trial's pane, attached users stay
             assert previous is not None
