@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,21 @@ def test_a_run_under_another_tmux_tmpdir_is_reached_and_never_called_lost(
     wait_for(lambda: "step:" in env.tmux("capture-pane", "-p", "-t", target).stdout)
     pane = _cli(env, "diag", run_id).stdout.split("## Pane", 1)[-1]
     assert "(the pane is gone)" not in pane and "step:" in pane, pane
+    attach = f"{shlex.quote(sys.executable)} -m ajetd attach {run_id}"  # a terminal of its own
+    shell = {k: v for k, v in env.vars.items() if k != "TMUX_TMPDIR"}
+    terminal = subprocess.Popen(
+        ["script", "-qfc", attach, "/dev/null"],
+        env={**shell, "TERM": "xterm"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        clients = ("list-clients", "-F", "#{client_session}")
+        wait_for(lambda: shown["session"] in env.tmux(*clients).stdout, what="attach")
+    finally:
+        terminal.kill()
+        terminal.wait(timeout=10)
 
     assert env.cli("shutdown").returncode == 0
     refused = _daemon(env, TMUX_TMPDIR="")  # the usual restart, from a shell without it
