@@ -184,7 +184,8 @@ def _published_by(home: Home) -> int | None:
 def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOUT_S) -> Started:
     """Start `ajetd daemon ARGS` in the background; return once it holds the lock and has
     published its first daemon.json (its start-up done: the runs read again, its first pass
-    made), or, where that takes past `timeout`, once it holds the lock and still runs. A
+    made), or, where that takes past `timeout` or its home is full (nothing published until
+    there is room), once it holds the lock and still runs. A
     daemon that exits meanwhile is an error saying what it wrote: one that took the lock and
     then died (tmux not on its PATH) was reported started, exit 0 (walk98 F8)."""
     holder = lock_holder(home)
@@ -208,7 +209,10 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
     finally:
         os.close(fd)
     deadline = time.monotonic() + timeout
-    while lock_holder(home) != proc.pid or _published_by(home) != proc.pid:
+    while True:
+        held = lock_holder(home) == proc.pid
+        if held and (_published_by(home) == proc.pid or _full_note(home)):
+            break  # begun; or on a full home, where it cannot publish yet (`Started.note`)
         if proc.poll() is not None:
             winner = lock_holder(home)
             if winner is not None and winner != proc.pid:  # another start came first: the
@@ -222,7 +226,7 @@ def detach(home: Home, daemon_args: Sequence[str], timeout: float = START_TIMEOU
                 f"what it wrote in {home.log_file}:\n{log_tail(home.log_file, since=written_from)}"
             )
         if time.monotonic() >= deadline:
-            if lock_holder(home) == proc.pid:  # a long start-up (many runs to read): it runs
+            if held:  # a long start-up (many runs to read): it runs
                 break
             raise DaemonCtlError(
                 f"the daemon (pid {proc.pid}) did not take {home.lock_file} within "
