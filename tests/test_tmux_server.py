@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ajetd.adapters.tmux import server_path
+from ajetd.adapters.tmuxsocket import server_path
 from conftest import Env, marked_processes, wait_for
 
 

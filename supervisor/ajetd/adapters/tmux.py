@@ -9,15 +9,14 @@ daemon 5 MiB of memory and 40 ms of start-up for a version string).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ajetd.adapters.tmuxsocket import server_path
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
 from ajetd.core.tmuxoptions import SERVER_ENDED, SERVER_OPTIONS, SESSION_OPTIONS
@@ -271,10 +270,6 @@ def find_pane(panes: list[Pane], script: Path) -> Pane | None:
     return None
 
 
-def socket_from_env() -> str | None:
-    return os.environ.get("AJETD_TMUX_SOCKET") or None
-
-
 PANES_FORMAT = "\t".join(
     (
         "#{session_name}",
@@ -356,39 +351,6 @@ def failure(args: tuple[str, ...], returncode: int, stderr: str) -> TmuxError:
         message = _too_long(args)
     gone = any(marker in message.lower() for marker in _GONE_MARKERS)
     return TmuxError(f"tmux {args[0]}: {message}", gone=gone)
-
-
-def server_path(socket_name: str | None, environ: Mapping[str, str] | None = None) -> str:
-    """The socket of the server `tmux [-L socket_name]` reaches from a process whose
-    environment is `environ` (this one's by default), as tmux 3.3a finds it (`make_label`):
-    `$TMUX_TMPDIR` with its links resolved where it is set, not empty and there (relative:
-    from the current folder), else `/tmp` (resolved too), then `tmux-UID/NAME`. The server is
-    this whole path, not only its `-L` name: a daemon restarted with another TMUX_TMPDIR found
-    no session of a live run and called it lost (walk98 F4). `tests/test_tmux_server.py`
-    holds it to tmux's own `#{socket_path}`."""
-    environ = os.environ if environ is None else environ
-    folder = "/tmp"  # noqa: S108 - tmux's own default (_PATH_TMP)
-    for candidate in (environ.get("TMUX_TMPDIR"), folder):
-        if candidate:  # an empty one is skipped, as one that is not there
-            with contextlib.suppress(OSError):
-                folder = os.path.realpath(candidate, strict=True)
-                break
-    return os.path.join(folder, f"tmux-{os.getuid()}", socket_name or "default")
-
-
-def server_words(socket_name: str | None, path: str | None) -> tuple[str, ...]:
-    """The words of a tmux command line, shown to a person, that reach the server at `path`
-    (a run's recorded socket) from this process: `-L NAME` (none for the default one) where
-    its TMUX_TMPDIR leads there or no path is known, else `-S PATH`."""
-    if path and not same_socket(path, server_path(socket_name)):
-        return ("-S", path)
-    return ("-L", socket_name) if socket_name else ()
-
-
-def same_socket(one: str, other: str) -> bool:
-    """Whether two socket paths name one server (their links resolved; no file need be
-    there: a server not running has none)."""
-    return os.path.realpath(one) == os.path.realpath(other)
 
 
 class Tmux:

@@ -158,7 +158,8 @@ def with_live_session(home: Home, run: Run) -> Run:
 
     if run.trial is None or not run.session or (not run.active and run.session_closed):
         return run
-    from ajetd.adapters.tmux import Tmux, find_pane, socket_from_env
+    from ajetd.adapters.tmux import Tmux, find_pane
+    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.core.errors import TmuxError
 
     try:

@@ -279,7 +279,8 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
 def diag(run_id: str, as_json: bool) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
     its result dir; the run is never touched."""
-    from ajetd.adapters.tmux import Tmux, socket_from_env
+    from ajetd.adapters.tmux import Tmux
+    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.cli import diag
     from ajetd.core.model import tmux_socket_of
 

@@ -184,7 +184,7 @@ def daemon(
         return
     from ajetd.adapters import daemonlog
     from ajetd.adapters.nvml import FakeGpuError
-    from ajetd.adapters.tmux import socket_from_env
+    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.core.errors import StoreError
     from ajetd.core.policy import Timing
     from ajetd.daemon.loop import Daemon, DaemonConfig

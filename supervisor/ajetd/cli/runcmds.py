@@ -429,7 +429,7 @@ def _not_filed(run: Run, exc: OSError, as_json: bool) -> NoReturn:
     import shlex
 
     from ajetd.adapters.diskfull import free_space
-    from ajetd.adapters.tmux import server_words, socket_from_env
+    from ajetd.adapters.tmuxsocket import server_words, socket_from_env
     from ajetd.core.model import tmux_socket_of
 
     where = Path(str(exc.filename or "")).parent
@@ -600,7 +600,8 @@ def _why(run: Run) -> str:
 def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it
     starts."""
-    from ajetd.adapters.tmux import Tmux, socket_from_env
+    from ajetd.adapters.tmux import Tmux
+    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.core.model import tmux_socket_of
 
     home = open_home()

@@ -88,7 +88,7 @@ def extras(
     """What the run's view takes from beside its record. The next deep check only where a
     daemon runs: a stopped daemon's daemon.json still names one, and `status RUN` said
     `deep check in 11s` of a check no daemon would make (walk 90 F12)."""
-    from ajetd.adapters.tmux import server_words
+    from ajetd.adapters.tmuxsocket import server_words
 
     checks = (home.daemon_info().get("deep_checks") or {}) if home.daemon_running() else {}
     at = checks.get(run.run_id) if isinstance(checks, dict) else None

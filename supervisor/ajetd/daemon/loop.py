@@ -23,7 +23,8 @@ from types import FrameType
 
 from ajetd.adapters.nvml import open_probe
 from ajetd.adapters.store import OWNER_DIR
-from ajetd.adapters.tmux import Tmux, same_socket
+from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.tmuxsocket import same_socket
 from ajetd.core.errors import StoreError
 from ajetd.core.model import DEFAULT_TMUX, State
 from ajetd.core.policy import hang_window as policy_hang_window

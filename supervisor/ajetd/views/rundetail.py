@@ -41,7 +41,7 @@ class RunExtras:
     """What one run's detail needs beyond its record, gathered by the caller."""
 
     # the words that reach its session's server from the reader's shell (`-L NAME`, or
-    # `-S PATH` where its TMUX_TMPDIR leads elsewhere: `adapters.tmux.server_words`)
+    # `-S PATH` where its TMUX_TMPDIR leads elsewhere: `adapters.tmuxsocket.server_words`)
     tmux_words: tuple[str, ...] = ()
     next_check_at: float | None = None  # the daemon's next deep check of this run
     output: tuple[str, ...] = ()  # its last lines of output (the live view)
