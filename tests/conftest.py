@@ -33,6 +33,7 @@ from hypothesis import settings
 from slurmcluster import SlurmCluster
 
 import ajetd
+from ajetd.adapters import claimfiles
 from ajetd.adapters.tmux import Tmux
 from ajetd.core.hostspecs import SshSpec
 from ajetd.core.policy import Timing
@@ -251,6 +252,7 @@ class Env:
     codebase: Path
     vars: dict[str, str] = field(default_factory=dict)
     daemons: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    others: list[Env] = field(default_factory=list)  # `second_env`s: their tmux servers end too
 
     def cli(
         self, *args: str, timeout: float = 60.0, stdin: str | None = None
@@ -458,6 +460,10 @@ def env(
     private = ("TMUX", "TMUX_PANE", "WANDB_API_KEY", "SWANLAB_API_KEY")  # no test needs a key
     variables = {k: v for k, v in os.environ.items() if k not in private}
     variables.update(AJETD_HOME=str(home), AJETD_TMUX_SOCKET=socket, HOME=str(tmp_path))
+    # the machine's claims (val files, GPUs) of this test's daemons alone: tests at once on
+    # one machine, each with GPU 0 of its own fake, would each see the others' claims
+    variables[claimfiles.DIR_ENV] = str(tmp_path / "machine-claims")
+    monkeypatch.setenv(claimfiles.DIR_ENV, variables[claimfiles.DIR_ENV])  # in-process daemons'
     if request.node.get_closest_marker("pictures") is None:
         variables[drawing.OFF_ENV] = "off"
         monkeypatch.setenv(drawing.OFF_ENV, "off")
@@ -473,17 +479,32 @@ def env(
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    e.tmux("kill-server")
-    # a server ended otherwise than by kill-server (a test's own kill, a timeout) leaves its
-    # socket file: thousands piled up in /tmp/tmux-UID (walk98 F16)
-    with contextlib.suppress(OSError):
-        os.unlink(Tmux(e.socket).socket_path())
+    for world in (e, *e.others):
+        world.tmux("kill-server")
+        # a server ended otherwise than by kill-server (a test's own kill, a timeout) leaves
+        # its socket file: thousands piled up in /tmp/tmux-UID (walk98 F16)
+        with contextlib.suppress(OSError):
+            os.unlink(Tmux(world.socket).socket_path())
     for leftover in psutil.process_iter():  # runs outlive the daemon by design: end them here
         try:
             if leftover.environ().get("AJETD_RESULT_DIR", "").startswith(str(tmp_path)):
                 leftover.kill()
         except psutil.Error:
             continue
+
+
+def second_env(env: Env, name: str = "second") -> Env:
+    """Another daemon's world on the same machine as `env`'s: its own home and tmux socket
+    (a second `AJETD_HOME` of one user), the same codebase, the same machine's claims folder
+    and fake GPUs. Its daemons are ended with `env`'s."""
+    tmp = env.tmp / name
+    tmp.mkdir()
+    socket = f"ajetd-test-{uuid.uuid4().hex[:10]}"
+    variables = {**env.vars, "AJETD_HOME": str(tmp / "ajetd-home"), "AJETD_TMUX_SOCKET": socket}
+    other = Env(tmp=tmp, home=tmp / "ajetd-home", socket=socket, codebase=env.codebase)
+    other.vars, other.daemons = variables, env.daemons
+    env.others.append(other)
+    return other
 
 
 @pytest.fixture

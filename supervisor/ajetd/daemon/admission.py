@@ -71,6 +71,7 @@ def admit(
     again: tuple[float, str] | None = None,
     full_seen: float | None = None,
     records: Records = NO_RECORDS,
+    claim_dir: Callable[[str], str | None] = lambda _dir: None,
 ) -> tuple[Run, Options | None]:
     """Validate a claimed blueprint; return the saved run and, if accepted, its options.
 
@@ -81,7 +82,8 @@ def admit(
     it was submitted first, and the warning it carries. `full_seen`: when the daemon last saw
     `$AJETD_HOME` full (a file cut short then is said to have been). `records`: the daemon's
     records, which an earlier rejection whose report is moved aside is kept in (else read from
-    the home).
+    the home). `claim_dir`: the result dir claimed for this run where every daemon on the
+    machine sees it (`daemon.claimkeeper`), or why another daemon's run holds it.
     """
     run = Run(run_id=run_id, source=source, submitted_at=now)
     if again is not None:
@@ -97,6 +99,11 @@ def admit(
     problems = placed_first(target, problems, busy_dirs, home.root)
     if resolved is None or problems:
         return _reject(home, run, claimed, text, problems, now, bp, busy_dirs, got, records), None
+    if bp.options.ssh is None:  # this machine's: another daemon here may have taken it meanwhile
+        theirs = claim_dir(resolved.result_dir)
+        if theirs is not None:  # its report is not written there: the dir is the other run's
+            busy = {**busy_dirs, resolved.result_dir: ""}
+            return _reject(home, run, claimed, text, [theirs], now, bp, busy, got, records), None
     host = host_for(run_id, bp.options)
     try:
         run = _accepted(run, bp, resolved, host.fs)

@@ -24,7 +24,7 @@ from ajetd.core.policy import DATA_KEPT
 from ajetd.core.timefmt import iso
 from ajetd.daemon import admission, rebuild, trials
 from ajetd.daemon.base import Base, Unadmitted
-from ajetd.daemon.slots import LIVE
+from ajetd.daemon.slots import LIVE, RunSlot
 
 log = logging.getLogger(__name__)
 ABSENT = "ajetd was not running"
@@ -174,6 +174,7 @@ class Admit(Base):
                 again,
                 self.troubles.full_seen(self.home.root),  # a file cut short: said if then
                 admission.Records(self.runs.get, self._keep),
+                lambda folder: self.claims.result_dir(run_id, folder),
             )
         except Exception as exc:  # never die on input; never retry it forever
             if isinstance(exc, OSError) and diskfull.is_full(exc):
@@ -385,6 +386,20 @@ class Admit(Base):
                     taken.add(run.result_dir)
         return found
 
+    def _claim_again(self, slot: RunSlot, now: float) -> None:
+        """A live run's claims made again by this daemon (its result dir, val file and GPUs,
+        `claimkeeper`): those of the daemon before it name a process that ended. One another
+        daemon took meanwhile is said in the journal and the log."""
+        run = slot.run
+        if slot.host.machine is not None:
+            return
+        said = []
+        if run.result_dir and os.path.isdir(run.result_dir):
+            said.append(self.claims.result_dir(run.run_id, run.result_dir))
+        for line in filter(None, said):
+            log.warning("run %s: %s", run.run_id, line)
+            self.home.append_event(run.run_id, now, line)
+
     def _take_up(self, run: Run, now: float) -> None:
         """A live run found on start: its trial started if it was prepared but never let go,
         else watched again."""
@@ -399,6 +414,7 @@ class Admit(Base):
             run = model.warn(run, edited)
             self._store(run)
         slot = self.open_slot(run, options)
+        self._claim_again(slot, now)
         trial = run.trial
         if trial is not None and trial.started_at is None:
             script = trials.paths(self.home, run, trial.number).script

@@ -36,6 +36,7 @@ from ajetd.core.policy import Timing
 from ajetd.core.writerasks import Asked
 from ajetd.daemon import ending
 from ajetd.daemon.campaigns import Campaigns
+from ajetd.daemon.claimkeeper import ClaimKeeper
 from ajetd.daemon.gpuwatch import GpuWatch
 from ajetd.daemon.panetails import PaneTails
 from ajetd.daemon.placer import GpuPlacer
@@ -147,7 +148,11 @@ class Base:
         self.copies, self.pane_tails = copyback.Children(), PaneTails(self.home, self.tmux)
         self.next_full_at = 0.0
         self.swarm = swarm.SwarmServers(self.home.swarm, self.tmux)
-        self.gpus = GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s)
+        # its GPUs; what other daemons on this machine see it hold (result dirs, val files, GPUs)
+        self.gpus, self.claims = (
+            GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s),
+            ClaimKeeper(self.home.root),
+        )
         self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
         self.campaigns = Campaigns(self.home)
         self.home_kinds: tuple[float, KindSet] = (-1.0, KindSet())  # kinds.yaml's mtime, kinds

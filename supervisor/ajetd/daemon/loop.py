@@ -323,6 +323,8 @@ class Daemon(Act, Launch, Admit, Housekeep):
             self.campaigns.tick(now, self.runs)  # soon as a run ends
         self.housekeeping(now)
         self.ends_meanwhile()
+        with self._step("claims", "removing ended runs' claims"):
+            self.claims.sweep({r.run_id for r in self.runs.live()})
         with self._step("daemon.json", "publishing the daemon's state"):
             self.publish(now)
 

@@ -1,0 +1,95 @@
+"""This daemon's claims that other daemons on the machine see (`core.claims`): its runs' result
+dirs (a claim in the dir itself), val files and GPUs (in the machine's claims folder), made
+when a run takes them, found again by a restarted daemon, removed once the run ended."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from ajetd.adapters import claimfiles
+from ajetd.adapters.claimfiles import OWNER_ONLY, ClaimError
+from ajetd.core import claims
+from ajetd.core.claims import RESULT_DIR, Claim, Seen
+
+log = logging.getLogger(__name__)
+
+
+class ClaimKeeper:
+    def __init__(self, home: Path) -> None:
+        self.home = str(home)
+        self.held: dict[tuple[str, str], tuple[str, str, tuple[str, ...]]] = {}
+        self.said: set[str] = set()  # problems logged once
+
+    def _warn(self, what: str, exc: Exception) -> None:
+        line = f"{what}: {exc}"
+        if line not in self.said:
+            self.said.add(line)
+            log.warning("claims: %s (other daemons on this machine do not see it)", line)
+
+    def _take(
+        self,
+        folder: str,
+        run_id: str,
+        kind: str,
+        what: tuple[str, ...],
+        clash: Callable[[Seen], bool],
+        mode: int,
+    ) -> Seen | None:
+        """`claimfiles.take` for run `run_id`, kept in `held`; the other's live claim that
+        stops it, or None (made, or not made for a folder that cannot be used: logged)."""
+        if self.held.get((run_id, kind)) == (
+            folder,
+            claims.file_name(kind, self._me(run_id)),
+            what,
+        ):
+            return None  # held already: no other can have taken it since
+        me = self._me(run_id)
+        claim = Claim(kind, me, what)
+        try:
+            other = claimfiles.take(folder, claim, clash, mode)
+        except (ClaimError, OSError) as exc:
+            self._warn(f"run {run_id}'s {kind} claim in {folder} not made", exc)
+            return None
+        if other is None:
+            old = self.held.get((run_id, kind))
+            if old is not None and old[0] != folder:
+                self._drop(old[0], old[1])
+            self.held[(run_id, kind)] = (folder, claim.name(), what)
+        return other
+
+    def _me(self, run_id: str) -> claims.Claimant:
+        return claimfiles.claimant(self.home, run_id)
+
+    def result_dir(self, run_id: str, result_dir: str) -> str | None:
+        """Claim `result_dir` for run `run_id` (made if need be); the refusal naming the
+        other daemon's run that holds it, or None."""
+        try:
+            os.makedirs(result_dir, exist_ok=True)
+        except OSError as exc:
+            self._warn(f"{result_dir} not made", exc)
+            return None
+        what = (os.path.realpath(result_dir),)
+        other = self._take(result_dir, run_id, RESULT_DIR, what, lambda _s: True, OWNER_ONLY)
+        if other is None:
+            return None
+        return (
+            f"exp_result_dir: {result_dir} is claimed by {claims.holder(other, self._me(run_id))}"
+            " (two runs never share one: choose another result dir, or submit this once that "
+            "run ended)"
+        )
+
+    def sweep(self, live: Collection[str]) -> None:
+        """Remove the claims of runs no longer live (ended, rejected, moved on)."""
+        for key, (folder, name, _what) in list(self.held.items()):
+            if key[0] not in live:
+                del self.held[key]
+                self._drop(folder, name)
+
+    def _drop(self, folder: str, name: str) -> None:
+        try:
+            claimfiles.release(folder, name)
+        except (ClaimError, OSError) as exc:
+            self._warn(f"the claim {name} in {folder} not removed", exc)

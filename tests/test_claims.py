@@ -1,0 +1,181 @@
+"""Claims every ajetd daemon on the machine sees (walk98 F6, F9, F10): the pure judgement of
+whose a claim is and whether it is live (`core.claims`), the files under their folder's lock
+(`adapters.claimfiles`), and two real daemons (two homes, two tmux sockets) at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ajetd.adapters import claimfiles, procs
+from ajetd.core import claims
+from ajetd.core.claims import Claim, Claimant, Seen
+from conftest import Env, second_env, wait_for
+
+ME = Claimant("/h/one", "aaaaaa", "root", 0, 100, 5000)
+
+
+def _proc(table: dict[int, tuple[int, int]]) -> claims.Proc:
+    return table.get
+
+
+def _seen(by: Claimant, kind: str = claims.RESULT_DIR, uid: int | None = None) -> Seen:
+    claim = Claim(kind, by, ("/r",))
+    return Seen(claim.name(), by.uid if uid is None else uid, claim)
+
+
+def test_a_claim_is_live_only_while_its_daemon_runs_as_its_files_owner() -> None:
+    other = Claimant("/h/two", "bbbbbb", "walker", 1000, 200, 7000)
+    seen = _seen(other)
+    assert claims.live(seen, _proc({200: (1000, 7000)}))
+    assert not claims.live(seen, _proc({}))  # the daemon ended
+    assert not claims.live(seen, _proc({200: (1000, 7001)}))  # its pid given to another
+    # a file planted by uid 1001 naming uid 1000's live daemon counts for nothing
+    assert not claims.live(_seen(other, uid=1001), _proc({200: (1000, 7000)}))
+    # a content that names another process than its file's name: not trusted
+    lying = Seen(
+        seen.name, 1000, Claim(claims.RESULT_DIR, Claimant("/h", "bbbbbb", "w", 1000, 9, 9), ())
+    )
+    assert not claims.live(lying, _proc({200: (1000, 7000)}))
+    # another user's owner-only claim (unreadable) is judged by its name and owner
+    assert claims.live(Seen(seen.name, 1000, None), _proc({200: (1000, 7000)}))
+
+
+def test_judge_keeps_others_live_claims_and_clears_only_what_is_its_own() -> None:
+    restarted = Claimant(ME.home, ME.run_id, "root", 0, 300, 9000)  # the same home and run
+    old_own = _seen(ME)
+    dead_mine = _seen(Claimant("/h/three", "cccccc", "root", 0, 400, 1))
+    dead_theirs = _seen(Claimant("/h/four", "dddddd", "walker", 1000, 500, 1))
+    live_theirs = _seen(Claimant("/h/five", "eeeeee", "walker", 1000, 600, 2))
+    proc = _proc({600: (1000, 2), 300: (0, 9000)})
+    found = [old_own, dead_mine, dead_theirs, live_theirs]
+    verdict = claims.judge(found, restarted, claims.RESULT_DIR, lambda _s: True, proc)
+    assert verdict.others == [live_theirs]
+    assert sorted(verdict.remove) == sorted([old_own.name, dead_mine.name])  # never another's
+    assert claims.judge(found, restarted, claims.RESULT_DIR, lambda _s: False, proc).others == []
+    said = claims.holder(live_theirs, restarted)
+    assert said == "run eeeeee of another ajetd daemon ($AJETD_HOME /h/five, user walker, pid 600)"
+
+
+def test_parse_refuses_what_is_no_claim() -> None:
+    good = Claim(claims.GPUS, ME, ("GPU-1",))
+    assert claims.parse(good.text()) == good
+    for text in ("", "[]", "{", json.dumps({**json.loads(good.text()), "pid": "1"})):
+        assert claims.parse(text) is None
+    assert claims.name_parts(good.name()) == (claims.GPUS, "aaaaaa", 100, 5000)
+    assert claims.name_parts(".ajetd-claim.gpus.a/b.1.2") is None
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process standing for another daemon (its claims name it)."""
+    proc = subprocess.Popen(["sleep", "600"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _other(proc: subprocess.Popen[bytes], run_id: str = "bbbbbb") -> Claimant:
+    start = procs.started(proc.pid)
+    assert start is not None
+    return Claimant("/h/other", run_id, "root", os.getuid(), proc.pid, start)
+
+
+def test_take_is_refused_while_the_other_daemon_lives_and_taken_once_it_ended(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    folder = str(tmp_path)
+    theirs = Claim(claims.RESULT_DIR, _other(sleeper), (folder,))
+    assert claimfiles.take(folder, theirs, lambda _s: True, claimfiles.OWNER_ONLY) is None
+    assert stat.S_IMODE(os.stat(tmp_path / theirs.name()).st_mode) == 0o600
+    mine = Claim(claims.RESULT_DIR, claimfiles.claimant(str(tmp_path / "home"), "aaaaaa"), ())
+    stopped = claimfiles.take(folder, mine, lambda _s: True, claimfiles.OWNER_ONLY)
+    assert stopped is not None and stopped.claim == theirs
+    assert not (tmp_path / mine.name()).exists()
+    sleeper.kill()
+    sleeper.wait()
+    assert claimfiles.take(folder, mine, lambda _s: True, claimfiles.OWNER_ONLY) is None
+    assert (tmp_path / mine.name()).exists()
+    assert not (tmp_path / theirs.name()).exists()  # a dead daemon's claim of this uid: cleared
+    claimfiles.release(folder, mine.name())
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_planted_link_or_a_foreign_owner_is_no_claim(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    folder = str(tmp_path)
+    theirs = Claim(claims.VAL_FILE, _other(sleeper), ("/x",))
+    target = tmp_path / "elsewhere"
+    target.write_text(theirs.text())
+    (tmp_path / theirs.name()).symlink_to(target)  # never followed
+    with claimfiles.locked(folder) as fd:
+        assert claimfiles.found(fd) == []
+    (tmp_path / theirs.name()).unlink()
+    planted = tmp_path / theirs.name()
+    planted.write_text(theirs.text())
+    os.chown(planted, 4242, 4242)  # another uid's file naming this uid's live process
+    with claimfiles.locked(folder) as fd:
+        [seen] = claimfiles.found(fd)
+    assert not claims.live(seen, claimfiles.proc_of)
+
+
+def test_the_machine_folder_must_be_a_sticky_folder(tmp_path: Path) -> None:
+    made = tmp_path / "claims"
+    claimfiles.ensure_machine_folder(str(made))
+    assert stat.S_IMODE(made.stat().st_mode) == 0o1777
+    link = tmp_path / "link"
+    link.symlink_to(made)
+    with pytest.raises(claimfiles.ClaimError, match="not a folder"):
+        claimfiles.ensure_machine_folder(str(link))
+    plain = tmp_path / "plain"
+    plain.mkdir(mode=0o755)
+    os.chown(plain, 4242, 4242)  # another user's, not sticky: they could remove any claim
+    with pytest.raises(claimfiles.ClaimError, match="not a sticky world-writable folder"):
+        claimfiles.ensure_machine_folder(str(plain))
+
+
+# -- two real daemons ---------------------------------------------------------------------------
+
+
+def _both_submit(a: Env, b: Env, bp_a: Path, bp_b: Path) -> tuple[str, str]:
+    """Both blueprints submitted at the same moment, each to its own daemon."""
+    started = [a.cli_started("submit", str(bp_a)), b.cli_started("submit", str(bp_b))]
+    ids = []
+    for proc in started:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        ids.append(out.strip())
+    return ids[0], ids[1]
+
+
+def test_two_daemons_given_one_result_dir_at_once_let_one_run_in(env: Env) -> None:
+    other = second_env(env)
+    env.start_daemon()
+    other.start_daemon()
+    shared = env.tmp / "results" / "same"
+    bp_a = env.blueprint("a", config=env.config("a", steps=6), result=str(shared))
+    bp_b = other.blueprint("b", config=env.config("b", steps=6), result=str(shared))
+    run_a, run_b = _both_submit(env, other, bp_a, bp_b)
+    end_a, end_b = env.wait_done(run_a), other.wait_done(run_b)
+    ends = {run_a: (end_a, env, other), run_b: (end_b, other, env)}
+    won = [r for r, (end, _w, _l) in ends.items() if end["status"] == "succeeded"]
+    lost = [r for r, (end, _w, _l) in ends.items() if end["status"] == "rejected"]
+    assert len(won) == 1 and len(lost) == 1, {r: e["status"] for r, (e, _w, _l) in ends.items()}
+    loser_end, _loser_env, winner_env = ends[lost[0]]
+    assert (
+        f"is claimed by run {won[0]} of another ajetd daemon ($AJETD_HOME "
+        f"{os.path.realpath(winner_env.home)}" in loser_end["reason"]
+    )
+    flag = json.loads((shared / "finish.flag").read_text())
+    assert flag["run_id"] == won[0] and flag["status"] == "succeeded"
+    log = (shared / "logs" / "trial-1.log").read_text()
+    assert f"run {won[0]}" in log and f"run {lost[0]}" not in log
+    assert lost[0] not in (shared / "results.md").read_text()
+    wait_for(lambda: not list(shared.glob(".ajetd-claim.*")), what="the claim removed at its end")
