@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ajetd.adapters import claimfiles, procs
 from ajetd.core import claims
@@ -179,3 +180,65 @@ def test_two_daemons_given_one_result_dir_at_once_let_one_run_in(env: Env) -> No
     assert f"run {won[0]}" in log and f"run {lost[0]}" not in log
     assert lost[0] not in (shared / "results.md").read_text()
     wait_for(lambda: not list(shared.glob(".ajetd-claim.*")), what="the claim removed at its end")
+
+
+def _shared_val(env: Env, name: str, rewards: list[float], **fake: object) -> str:
+    """A config whose val file is `./saved_val_result/shared.md`, as the walk's valA/valB."""
+    path = env.config(name, rewards=rewards, **fake)
+    conf = yaml.safe_load((env.codebase / path).read_text())
+    conf["ajet"]["trainer_common"]["val_print_to_markdown_file_path"] = (
+        "./saved_val_result/shared.md"
+    )
+    (env.codebase / path).write_text(yaml.safe_dump(conf))
+    return path
+
+
+def test_a_val_file_another_daemons_run_writes_is_not_shared(env: Env) -> None:
+    other = second_env(env)
+    env.start_daemon()
+    other.start_daemon()
+    go = env.tmp / "a-may-end"
+    conf_a = _shared_val(env, "va", [0.11, 0.12, 0.13], steps=4, hold_until=str(go))
+    run_a = env.submit(env.blueprint("va", config=conf_a))
+    wait_for(lambda: env.record(run_a).get("state") == "running", what="run A running")
+    conf_b = _shared_val(env, "vb", [0.91, 0.95, 0.97], steps=4)
+    run_b = other.submit(
+        other.blueprint("vb", config=conf_b, result=str(env.tmp / "results" / "vb"))
+    )
+    end_b = other.wait_done(run_b)
+    assert end_b["status"] == "succeeded"
+    record_b = other.record(run_b)
+    assert record_b["val_path"] == str(env.tmp / "results" / "vb" / "val_results.md")
+    said = " ".join(record_b["config_changes"])
+    assert f"live run {run_a} of another ajetd daemon ($AJETD_HOME" in said
+    go.touch()
+    end_a = env.wait_done(run_a)
+    assert end_a["status"] == "succeeded"
+    shared = (env.codebase / "saved_val_result" / "shared.md").read_text()
+    assert "0.91" not in shared and "0.97" not in shared  # B's validations are B's alone
+    flag = json.loads((env.tmp / "results" / "va" / "finish.flag").read_text())
+    assert flag["best"]["value"] < 0.5  # A's own best, never B's 0.97
+
+
+def test_two_daemons_at_once_never_write_one_val_file_together(env: Env) -> None:
+    other = second_env(env)
+    env.start_daemon()
+    other.start_daemon()
+    conf_a = _shared_val(env, "sa", [0.11, 0.12, 0.13], steps=4, step_time=0.2)
+    conf_b = _shared_val(env, "sb", [0.91, 0.95, 0.97], steps=4, step_time=0.2)
+    bp_b = other.blueprint("sb", config=conf_b, result=str(env.tmp / "results" / "sb"))
+    run_a, run_b = _both_submit(env, other, env.blueprint("sa", config=conf_a), bp_b)
+    end_a, end_b = env.wait_done(run_a, 60), other.wait_done(run_b, 60)
+    assert end_a["status"] == end_b["status"] == "succeeded"
+    flags = [
+        json.loads((env.tmp / "results" / name / "finish.flag").read_text())
+        for name in ("sa", "sb")
+    ]
+    assert flags[0]["best"]["value"] < 0.5 and flags[1]["best"]["value"] > 0.9  # each its own
+    paths = {env.record(run_a)["val_path"], other.record(run_b)["val_path"]}
+    if len(paths) == 1:  # both admitted before either claimed it: the later one waited
+        events = "".join(
+            (w.home / "runs" / r / "events.jsonl").read_text()
+            for w, r in ((env, run_a), (other, run_b))
+        )
+        assert "of another ajetd daemon" in events and "writes the same val file" in events

@@ -160,7 +160,8 @@ class Admit(Base):
         """Admit a claimed blueprint (`again`: a second time, `admission.admit`'s)."""
         live = self.runs.live()
         busy = {r.result_dir: r.run_id for r in live}
-        writers = {r.val_path: Writer(r.run_id, self.here(r)) for r in live if r.val_path}
+        writers = {path: Writer(who) for path, who in self.claims.val_writers().items()}
+        writers.update({r.val_path: Writer(r.run_id, self.here(r)) for r in live if r.val_path})
         try:
             run, options = admission.admit(
                 self.home,
@@ -188,6 +189,8 @@ class Admit(Base):
             options = None
         if options is not None and run.active:
             self.open_slot(run, options)
+            if run.val_path and self.here(run):  # else claimed before its launch (`launch`)
+                self.claims.val_file(run_id, run.val_path)
         else:
             self._keep(run)
             if not run.active:  # rejected: an end like any other
@@ -396,6 +399,9 @@ class Admit(Base):
         said = []
         if run.result_dir and os.path.isdir(run.result_dir):
             said.append(self.claims.result_dir(run.run_id, run.result_dir))
+        if run.val_path and run.trials:
+            other = self.claims.val_file(run.run_id, run.val_path)
+            said.append(other and f"its val file {run.val_path} is claimed by {other}")
         for line in filter(None, said):
             log.warning("run %s: %s", run.run_id, line)
             self.home.append_event(run.run_id, now, line)

@@ -10,9 +10,10 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ajetd.adapters import claimfiles
-from ajetd.adapters.claimfiles import OWNER_ONLY, ClaimError
+from ajetd.adapters.claimfiles import EVERYONE_READS, OWNER_ONLY, ClaimError
+from ajetd.adapters.samefile import one_file_as
 from ajetd.core import claims
-from ajetd.core.claims import RESULT_DIR, Claim, Seen
+from ajetd.core.claims import RESULT_DIR, VAL_FILE, Claim, Seen
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,15 @@ class ClaimKeeper:
         if line not in self.said:
             self.said.add(line)
             log.warning("claims: %s (other daemons on this machine do not see it)", line)
+
+    def _machine(self) -> str | None:
+        folder = claimfiles.machine_folder()
+        try:
+            claimfiles.ensure_machine_folder(folder)
+        except ClaimError as exc:
+            self._warn("the machine's claims folder cannot be used", exc)
+            return None
+        return folder
 
     def _take(
         self,
@@ -80,6 +90,46 @@ class ClaimKeeper:
             " (two runs never share one: choose another result dir, or submit this once that "
             "run ended)"
         )
+
+    def val_file(self, run_id: str, val_path: str) -> str | None:
+        """Claim the val file `val_path` for run `run_id`; the other daemon's run that
+        writes it (as `claims.holder` names it), or None."""
+        folder = self._machine()
+        if folder is None:
+            return None
+        same, me = one_file_as(val_path), self._me(run_id)
+
+        def clash(seen: Seen) -> bool:  # this daemon's own runs: `placement.val_file_wait`
+            claim = seen.claim
+            if claim is None or claim.kind != VAL_FILE or not claims.elsewhere(seen, me):
+                return False
+            return same(claim.what[0]) is not None
+
+        what = (os.path.realpath(val_path),)
+        other = self._take(folder, run_id, VAL_FILE, what, clash, EVERYONE_READS)
+        return None if other is None else claims.holder(other, self._me(run_id))
+
+    def val_writers(self) -> dict[str, str]:
+        """The val files other daemons' live runs write -> who (`claims.holder`)."""
+        out: dict[str, str] = {}
+        for seen in self._others(VAL_FILE):
+            if seen.claim is not None and seen.claim.what:
+                me = self._me("")
+                out[seen.claim.what[0]] = claims.holder(seen, me).removeprefix("run ")
+        return out
+
+    def _others(self, kind: str) -> list[Seen]:
+        """Live claims of `kind` of other daemons' runs in the machine's folder."""
+        folder = self._machine()
+        if folder is None:
+            return []
+        try:
+            found = claimfiles.others(folder, kind)
+        except (ClaimError, OSError) as exc:
+            self._warn(f"the claims in {folder} not read", exc)
+            return []
+        me = self._me("")
+        return [s for s in found if claims.live(s, claimfiles.proc_of) and claims.elsewhere(s, me)]
 
     def sweep(self, live: Collection[str]) -> None:
         """Remove the claims of runs no longer live (ended, rejected, moved on)."""

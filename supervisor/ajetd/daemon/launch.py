@@ -108,7 +108,15 @@ class Launch(Base):
     def _val_file_taken(self, slot: RunSlot, now: float) -> bool:
         """The run waits for its val file (another live run writes it): recorded with the
         reason; it reserves no GPU meanwhile (it could not use one)."""
-        why = placement.val_file_wait(slot.run, self.runs.live(), one_file_as, self.here)
+        run = slot.run
+        why = placement.val_file_wait(run, self.runs.live(), one_file_as, self.here)
+        if why is None and run.val_path and not run.trials and self.here(run):
+            other = self.claims.val_file(run.run_id, run.val_path)  # other daemons' runs
+            if other is not None:
+                why = (
+                    f"waiting for {other} to end: it writes the same val file {run.val_path} "
+                    "(AgentJet appends every validation to it)"
+                )
         if why is None:
             return False
         if why != slot.run.reason:
