@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -242,3 +245,139 @@ def test_two_daemons_at_once_never_write_one_val_file_together(env: Env) -> None
             for w, r in ((env, run_a), (other, run_b))
         )
         assert "of another ajetd daemon" in events and "writes the same val file" in events
+
+
+def test_two_daemons_never_place_two_runs_on_one_gpu(env: Env) -> None:
+    file = env.fake_gpus(1)
+    other = second_env(env)
+    other.vars["AJETD_FAKE_GPUS"] = str(file)
+    for world in (env, other):
+        world.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+    go = env.tmp / "gpu-may-end"
+    runs = []
+    for world, name in ((env, "ga"), (other, "gb")):
+        gpu = {"file": str(file), "memory_mib": 60000}
+        config = env.config(name, fake_gpu=gpu, steps=4, hold_until=str(go))
+        runs.append(
+            world.blueprint(
+                name, config=config, ajetd="gpus: 1", result=str(env.tmp / "results" / name)
+            )
+        )
+    run_a, run_b = _both_submit(env, other, *runs)
+    records = {run_a: env.record, run_b: other.record}
+
+    def one_running() -> bool:
+        states = [str(read(r).get("state")) for r, read in records.items()]
+        return sorted(states) == ["queued", "running"]
+
+    wait_for(one_running, what="one run placed, the other queued")
+    waiting = next(r for r, read in records.items() if read(r)["state"] == "queued")
+    placed = next(r for r in records if r != waiting)
+    wait_for(
+        lambda: (
+            f"held by run {placed} of another ajetd daemon"
+            in records[waiting](waiting).get("reason", "")
+        ),
+        what="the queued run's reason naming the other daemon's run",
+    )
+    go.touch()
+    ends = {r: (env if r == run_a else other).wait_done(r, 60) for r in records}
+    assert all(end["status"] == "succeeded" for end in ends.values())
+    assert records[run_a](run_a)["gpu_ids"] == records[run_b](run_b)["gpu_ids"] == [0]
+    assert ends[waiting]["started_at"] >= ends[placed]["ended_at"]  # one after the other
+    claims_left = list((env.tmp / "machine-claims").glob(".ajetd-claim.gpus.*"))
+    assert claims_left == []
+
+
+def test_a_restarted_daemon_takes_its_runs_claims_back(env: Env) -> None:
+    file = env.fake_gpus(1)
+    first = env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+    go = env.tmp / "may-end"
+    gpu = {"file": str(file), "memory_mib": 1000}
+    config = _shared_val(env, "rs", [0.5], steps=4, hold_until=str(go), fake_gpu=gpu)
+    run = env.submit(env.blueprint("rs", config=config, ajetd="gpus: 1"))
+    wait_for(lambda: env.record(run).get("state") == "running", what="the run running")
+    result, machine = env.tmp / "results" / "rs", env.tmp / "machine-claims"
+
+    def claimed_by(pid: int) -> bool:
+        names = [p.name for p in (*result.glob(".ajetd-claim.*"), *machine.glob(".ajetd-claim.*"))]
+        kinds = sorted(n.split(".")[2] for n in names if n.split(".")[3:5] == [run, str(pid)])
+        return kinds == ["gpus", "result_dir", "val_file"] and len(names) == 3
+
+    wait_for(lambda: claimed_by(first.pid), what="the run's three claims")
+    first.kill()  # no shutdown: its claims stay, naming a process that ended
+    first.wait()
+    second = env.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2")
+    wait_for(lambda: claimed_by(second.pid), what="the claims made again by the new daemon")
+    go.touch()
+    assert env.wait_done(run)["status"] == "succeeded"
+    wait_for(
+        lambda: not [*result.glob(".ajetd-claim.*"), *machine.glob(".ajetd-claim.*")],
+        what="the claims removed at the run's end",
+    )
+
+
+_AS_OTHER_USER = """
+import json, os, sys
+from ajetd.adapters import claimfiles
+from ajetd.core import claims
+folder, key = sys.argv[1], sys.argv[2]
+claimfiles.ensure_machine_folder(folder)
+out = {}
+me = claimfiles.claimant(folder + "/home-nobody", "nnnnnn")
+mine = claims.Claim(claims.GPUS, me, (key,))
+def clash(seen):
+    return seen.claim is not None and bool(set(seen.claim.what) & {key})
+other = claimfiles.take(folder, mine, clash, claimfiles.EVERYONE_READS)
+out["stopped_by"] = None if other is None else claims.holder(other, me)
+try:
+    for name in os.listdir(folder):
+        if name != mine.name():
+            os.unlink(os.path.join(folder, name))
+    out["removed"] = True
+except PermissionError:
+    out["removed"] = False
+free = claims.Claim(claims.GPUS, me, ("GPU-free",))
+out["took_free"] = claimfiles.take(folder, free, lambda s: False, claimfiles.EVERYONE_READS) is None
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder another user can reach (pytest's own is root's, 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="ajetd-claims-test-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_another_user_sees_a_claim_and_cannot_remove_it(open_tmp: Path) -> None:
+    """As another user (`setpriv`, where the tests run as root): the root-owned claim of a
+    live daemon (this process) stops their claim of the same GPU, names its run, and cannot
+    be removed by them (the sticky folder); a GPU no one holds is theirs."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (setpriv)")
+    folder = open_tmp / "claims"
+    claimfiles.ensure_machine_folder(str(folder))
+    held = Claim(claims.GPUS, claimfiles.claimant(str(open_tmp / "home"), "rrrrrr"), ("GPU-a",))
+    assert claimfiles.take(str(folder), held, lambda _s: False, claimfiles.EVERYONE_READS) is None
+    src = str(Path(claimfiles.__file__).parents[2])
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable]
+    done = subprocess.run(
+        [*argv, "-c", _AS_OTHER_USER, str(folder), "GPU-a"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": src},
+    )
+    if done.returncode != 0 and ("setpriv" in done.stderr or "ModuleNotFound" in done.stderr):
+        pytest.skip(f"cannot run as nobody here: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["stopped_by"].startswith("run rrrrrr of another ajetd daemon ($AJETD_HOME")
+    assert ", user root, pid" in got["stopped_by"]
+    assert got["removed"] is False and (folder / held.name()).exists()
+    assert got["took_free"] is True
+    [theirs] = [p for p in folder.iterdir() if p.name != held.name()]
+    assert theirs.stat().st_uid != 0 and stat.S_IMODE(theirs.stat().st_mode) == 0o644

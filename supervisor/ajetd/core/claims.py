@@ -17,7 +17,7 @@ count for nothing (`live`). The files themselves are `adapters.claimfiles`'.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -199,3 +199,29 @@ def elsewhere(seen: Seen, me: Claimant) -> bool:
     those itself)."""
     claim = seen.claim
     return claim is None or claim.by.home != me.home or seen.file_uid != me.uid
+
+
+def gpu_key(index: int, uuid: str) -> str:
+    """A GPU as claims name it: its UUID where the driver gives one (the same GPU whatever
+    its index in CUDA_VISIBLE_DEVICES order), else its index."""
+    return uuid if uuid else f"index:{index}"
+
+
+def gpus_held(
+    found: Iterable[Seen], keys: Sequence[tuple[int, str]], me_uid: int, home: str, proc: Proc
+) -> dict[str, tuple[int, ...]]:
+    """The GPUs (`keys`: this machine's, index and key) that live claims of other daemons
+    hold, by holder (as `holder` names it) -> indices: for placement, as runs of its own."""
+    index = {key: i for i, key in keys}
+    out: dict[str, tuple[int, ...]] = {}
+    for seen in found:
+        claim = seen.claim
+        if claim is None or claim.kind != GPUS or not live(seen, proc):
+            continue
+        if claim.by.home == home and seen.file_uid == me_uid:  # this daemon's home's own
+            continue
+        held = tuple(sorted(index[k] for k in claim.what if k in index))
+        if held:
+            me = Claimant(home, "", "", me_uid, 0, 0)
+            out[holder(seen, me).removeprefix("run ")] = held
+    return out

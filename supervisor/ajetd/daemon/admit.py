@@ -402,6 +402,9 @@ class Admit(Base):
         if run.val_path and run.trials:
             other = self.claims.val_file(run.run_id, run.val_path)
             said.append(other and f"its val file {run.val_path} is claimed by {other}")
+        if run.gpu_ids and run.trials:
+            other = self.claims.gpus(run.run_id, self.gpu_keys(run.gpu_ids))
+            said.append(other and f"its GPUs are claimed by {other}")
         for line in filter(None, said):
             log.warning("run %s: %s", run.run_id, line)
             self.home.append_event(run.run_id, now, line)

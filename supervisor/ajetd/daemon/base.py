@@ -28,7 +28,7 @@ from ajetd.adapters.nvml import NoGpu
 from ajetd.adapters.store import OWNER_DIR, Home
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.watch import Watcher
-from ajetd.core import model, pathglob, placement
+from ajetd.core import claims, model, pathglob, placement
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run, Status
 from ajetd.core.options import Options
@@ -153,7 +153,7 @@ class Base:
             GpuWatch(NoGpu("not probed yet"), cfg.gpu_period_s, cfg.gpu_young_period_s),
             ClaimKeeper(self.home.root),
         )
-        self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold)
+        self.placer = GpuPlacer(self.gpus, cfg.gpu_free_threshold, self.claims.gpus_held)
         self.campaigns = Campaigns(self.home)
         self.home_kinds: tuple[float, KindSet] = (-1.0, KindSet())  # kinds.yaml's mtime, kinds
         self.held = self.home.held = diskfull.Held(clock, self.home.root, cfg.backoff_scale)
@@ -248,6 +248,12 @@ class Base:
         log.info("run %s: %s", run.run_id, said)
         self.home.append_event(run.run_id, now, said)
         return model.session_renamed(run, session)
+
+    def gpu_keys(self, indices: tuple[int, ...]) -> list[str]:
+        """This machine's GPUs `indices` as claims name them (`claims.gpu_key`: the UUID
+        the last sample gave, else the index)."""
+        uuids = {g.index: g.uuid for g in self.gpus.last}
+        return [claims.gpu_key(i, uuids.get(i, "")) for i in indices]
 
     def here(self, run: Run) -> bool:
         """Whether `run` runs on this machine, whose paths this machine resolves (an SSH

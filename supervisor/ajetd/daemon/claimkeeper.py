@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from ajetd.adapters import claimfiles
 from ajetd.adapters.claimfiles import EVERYONE_READS, OWNER_ONLY, ClaimError
 from ajetd.adapters.samefile import one_file_as
 from ajetd.core import claims
-from ajetd.core.claims import RESULT_DIR, VAL_FILE, Claim, Seen
+from ajetd.core.claims import GPUS, RESULT_DIR, VAL_FILE, Claim, Seen
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,30 @@ class ClaimKeeper:
             return []
         me = self._me("")
         return [s for s in found if claims.live(s, claimfiles.proc_of) and claims.elsewhere(s, me)]
+
+    def gpus(self, run_id: str, keys: Sequence[str]) -> str | None:
+        """Claim the GPUs `keys` (`claims.gpu_key`) for run `run_id`; the other daemon's run
+        that holds one of them, or None."""
+        folder = self._machine()
+        if folder is None or not keys:
+            return None
+        wanted, me = set(keys), self._me(run_id)
+
+        def clash(seen: Seen) -> bool:  # this daemon's own runs: its placement keeps them apart
+            claim = seen.claim
+            if claim is None or claim.kind != GPUS or not claims.elsewhere(seen, me):
+                return False
+            return bool(wanted & set(claim.what))
+
+        other = self._take(folder, run_id, GPUS, tuple(keys), clash, EVERYONE_READS)
+        return None if other is None else claims.holder(other, self._me(run_id))
+
+    def gpus_held(self, keys: Sequence[tuple[int, str]]) -> dict[str, tuple[int, ...]]:
+        """This machine's GPUs (index, key) that other daemons' live runs hold, by holder."""
+        if not keys:
+            return {}
+        me = self._me("")
+        return claims.gpus_held(self._others(GPUS), keys, me.uid, me.home, claimfiles.proc_of)
 
     def sweep(self, live: Collection[str]) -> None:
         """Remove the claims of runs no longer live (ended, rejected, moved on)."""

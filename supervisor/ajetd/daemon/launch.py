@@ -135,6 +135,15 @@ class Launch(Base):
                 self.home.append_event(run.run_id, now, why)
             self._store(model.waiting(run, why))
             return False
+        if decision.gpus and self.here(run):  # seen by other daemons on this machine
+            other = self.claims.gpus(run.run_id, self.gpu_keys(decision.gpus))
+            if other is not None:
+                where = ", ".join(map(str, decision.gpus))
+                why = model.bounded_wait(run, f"waiting: GPU(s) {where} are held by {other}")
+                if why != run.reason:
+                    self.home.append_event(run.run_id, now, why)
+                self._store(model.waiting(run, why))
+                return False
         if decision.gpus != run.gpu_ids:
             if decision.gpus:
                 where = ", ".join(map(str, decision.gpus))

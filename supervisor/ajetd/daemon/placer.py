@@ -4,10 +4,10 @@ are `placement.plan`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from ajetd.adapters import procs
-from ajetd.core import placement
+from ajetd.core import claims, placement
 from ajetd.core.errors import AjetdError
 from ajetd.core.model import Run
 from ajetd.daemon.gpuwatch import GpuWatch
@@ -48,9 +48,19 @@ def _ask(slot: RunSlot) -> placement.Ask:
 
 
 class GpuPlacer:
-    def __init__(self, watch: GpuWatch, threshold: float) -> None:
+    def __init__(
+        self,
+        watch: GpuWatch,
+        threshold: float,
+        elsewhere: Callable[[Sequence[tuple[int, str]]], dict[str, tuple[int, ...]]] = (
+            lambda _keys: {}
+        ),
+    ) -> None:
         self.watch = watch
         self.threshold = threshold
+        # this machine's GPUs (index, `claims.gpu_key`) other daemons' live runs hold, by
+        # holder: placed around as this daemon's own runs' (walk98 F6)
+        self.elsewhere = elsewhere
 
     def decide(
         self, queue: list[RunSlot], slots: Mapping[str, RunSlot], now: float
@@ -65,7 +75,8 @@ class GpuPlacer:
             return {**decided, **{a.run_id: placement.Place(()) for a in asks}}
         gpus = self.watch.take(now)
         active = [s.run for s in slots.values() if s.run.active]
-        assigned = {r.run_id: r.gpu_ids for r in active if r.gpu_ids}
+        assigned = self.elsewhere([(g.index, claims.gpu_key(g.index, g.uuid)) for g in gpus])
+        assigned.update({r.run_id: r.gpu_ids for r in active if r.gpu_ids})
         servers = {
             f"swarm_{s.options.swarm.port}"
             for s in slots.values()
