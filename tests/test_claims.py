@@ -4,6 +4,7 @@ whose a claim is and whether it is live (`core.claims`), the files under their f
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -20,6 +21,8 @@ import yaml
 from ajetd.adapters import claimfiles, procs
 from ajetd.core import claims
 from ajetd.core.claims import Claim, Claimant, Seen
+from ajetd.daemon import claimkeeper
+from ajetd.daemon.claimkeeper import ClaimKeeper
 from conftest import Env, second_env, wait_for
 
 ME = Claimant("/h/one", "aaaaaa", "root", 0, 100, 5000)
@@ -381,3 +384,28 @@ def test_another_user_sees_a_claim_and_cannot_remove_it(open_tmp: Path) -> None:
     assert got["took_free"] is True
     [theirs] = [p for p in folder.iterdir() if p.name != held.name()]
     assert theirs.stat().st_uid != 0 and stat.S_IMODE(theirs.stat().st_mode) == 0o644
+
+
+def test_a_claims_folder_whose_lock_another_holds_is_let_be_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process (another user's) holding the machine folder's lock never stalls the daemon
+    at each tick: the claim is not made (the daemon acts as before, seeing only its own
+    runs), said once, and the folder is let be for `PAUSE_S`."""
+    folder = tmp_path / "claims"
+    monkeypatch.setenv(claimfiles.DIR_ENV, str(folder))
+    monkeypatch.setattr(claimfiles, "LOCK_WAIT_S", 0.05)
+    claimfiles.ensure_machine_folder(str(folder))
+    keeper = ClaimKeeper(tmp_path / "home")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert keeper.val_file("aaaaaa", str(tmp_path / "val.md")) is None
+        assert keeper.held == {}
+        assert keeper._machine() is None  # paused: no second wait
+    finally:
+        os.close(fd)
+    monkeypatch.setattr(claimkeeper, "PAUSE_S", 0.0)
+    keeper.paused_until = float("-inf")
+    assert keeper.val_file("aaaaaa", str(tmp_path / "val.md")) is None
+    assert [k[1] for k in keeper.held] == [claims.VAL_FILE]

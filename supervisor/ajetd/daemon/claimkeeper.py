@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ajetd.core import claims
 from ajetd.core.claims import GPUS, RESULT_DIR, VAL_FILE, Claim, Seen
 
 log = logging.getLogger(__name__)
+PAUSE_S = 60.0  # the machine's claims folder let be after its lock was held too long
 
 
 class ClaimKeeper:
@@ -23,6 +25,7 @@ class ClaimKeeper:
         self.home = str(home)
         self.held: dict[tuple[str, str], tuple[str, str, tuple[str, ...]]] = {}
         self.said: set[str] = set()  # problems logged once
+        self.paused_until = float("-inf")  # the machine's folder let be until then (`_machine`)
 
     def _warn(self, what: str, exc: Exception) -> None:
         line = f"{what}: {exc}"
@@ -31,6 +34,11 @@ class ClaimKeeper:
             log.warning("claims: %s (other daemons on this machine do not see it)", line)
 
     def _machine(self) -> str | None:
+        """The machine's claims folder, None where it cannot be used, or while its lock was
+        held past `LOCK_WAIT_S` by another process lately (`PAUSE_S`): a user holding it
+        would otherwise stall this daemon's every tick."""
+        if time.monotonic() < self.paused_until:
+            return None
         folder = claimfiles.machine_folder()
         try:
             claimfiles.ensure_machine_folder(folder)
@@ -38,6 +46,11 @@ class ClaimKeeper:
             self._warn("the machine's claims folder cannot be used", exc)
             return None
         return folder
+
+    def _failed(self, folder: str, exc: Exception) -> None:
+        """A claim in `folder` not made or read: the machine's folder is let be a while."""
+        if folder == claimfiles.machine_folder():
+            self.paused_until = time.monotonic() + PAUSE_S
 
     def _take(
         self,
@@ -62,6 +75,7 @@ class ClaimKeeper:
             other = claimfiles.take(folder, claim, clash, mode)
         except (ClaimError, OSError) as exc:
             self._warn(f"run {run_id}'s {kind} claim in {folder} not made", exc)
+            self._failed(folder, exc)
             return None
         if other is None:
             old = self.held.get((run_id, kind))
@@ -127,6 +141,7 @@ class ClaimKeeper:
             found = claimfiles.others(folder, kind)
         except (ClaimError, OSError) as exc:
             self._warn(f"the claims in {folder} not read", exc)
+            self._failed(folder, exc)
             return []
         me = self._me("")
         return [s for s in found if claims.live(s, claimfiles.proc_of) and claims.elsewhere(s, me)]
