@@ -495,6 +495,7 @@ def test_diagnose_command(tmp_path: Path) -> None:
         "fix",
         "count",
         "remedy",
+        "certainty",
     }
     text = subprocess.run(
         [sys.executable, "-m", "ajetd", "diagnose", str(log)],

@@ -226,7 +226,10 @@ def test_diag_of_a_run_not_launched_writes_nothing_into_the_dir_it_names(env: En
     assert sorted(p.name for p in taken.iterdir()) == ["finish.flag"]
 
 
-FINDING_FIELDS = ["kind", "severity", "line", "evidence", "explanation", "fix", "count", "remedy"]
+FINDING_FIELDS = [
+    *("kind", "severity", "line", "evidence", "explanation", "fix", "count", "remedy"),
+    "certainty",
+]
 
 
 def test_a_finding_is_the_same_object_in_every_json(daemon_env: Env) -> None:

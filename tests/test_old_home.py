@@ -105,8 +105,8 @@ def _with_unrecorded_exit(text: str) -> str:
 def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     """An old status object (or run.json) as this version prints it: the same bytes, but
     for each finding of `diagnosis`, which now holds every field a finding has in any JSON
-    (`count`, and `remedy`, null for a kind without one), as `diag --json` and `diagnose
-    --json` printed it already. The old findings were each seen once, of catalogue kinds. And
+    (`count`, and `remedy`, null for a kind without one; `certainty`, null for one read from
+    the output as it says), as `diag --json` and `diagnose --json` print it. The old findings were each seen once, of catalogue kinds. And
     `tmux_socket` after `session`, which the object gained later: null, the old record does
     not name its tmux server (nor, `tmux_socket_path` after it, its socket's path);
     `reports_dir` after `result_dir`, null likewise (the old record
@@ -120,7 +120,7 @@ def _findings_now(text: str, changes: Sequence[str] = ()) -> str:
     data["warnings"] = [*data["warnings"], *(f"{CONFIG_CHANGED}{c}" for c in changes)]
     for finding in data["diagnosis"]:
         assert "count" not in finding and "remedy" not in finding
-        finding.update(count=1, remedy=None)
+        finding.update(count=1, remedy=None, certainty=None)
     assert "tmux_socket" not in data
     data = _after(data, "session", "tmux_socket", None)
     data = _after(data, "tmux_socket", "tmux_socket_path", None)

@@ -48,15 +48,18 @@ def test_a_stop_escalated_to_kill_is_not_host_oom(env: Env, loop: Loop, how: str
     assert "host_oom" not in text and "ran out of host" not in text, text
 
 
+@pytest.mark.xdist_group("oomkill")  # with tests/test_killed.py's real OOM kill: one at a time
 def test_a_kill_ajetd_did_not_send_is_still_host_oom(env: Env, loop: Loop) -> None:
-    """The same `Killed` line from a kill no stop of ajetd's sent (the kernel's OOM killer, as
-    far as ajetd can tell) is still read as the machine out of memory."""
+    """The same `Killed` line from a kill no stop of ajetd's sent is still host_oom, but only
+    possibly so: no OOM kill was recorded (the kernel's OOM killer is one cause among others:
+    tests/test_killed.py)."""
     command = "sleep 1000 & kill -KILL $!; wait $!; exit 137"
     run_id = loop.submit(env.blueprint("notown", command=command, ajetd="gpus: 0"))
     flag = loop.until_done(run_id)
     assert flag["exit_code"] == 137
-    kinds = [f["kind"] for f in env.status(run_id)["diagnosis"]]
-    assert kinds[:1] == ["host_oom"], kinds
+    found = env.status(run_id)["diagnosis"]
+    assert [(f["kind"], f["certainty"]) for f in found][:1] == [("host_oom", "possible")], found
+    assert "possibly host_oom" in flag["reason"], flag
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def take(home: Home, tmux: Tmux, run: Run) -> tuple[str, Path | str, dict[str, A
     lines += ["", "## Processes", "", *processes]
     lines += ["", "## GPUs", "", *gpus]
     lines += ["", "## Findings", ""]
-    lines += [f"- {f.kind} ({f.severity}, {f.where()}): {f.evidence}" for f in findings] or [
+    lines += [f"- {f.named()} ({f.severity}, {f.where()}): {f.evidence}" for f in findings] or [
         "- none"
     ]
     lines += ["", "## Last 50 lines of output", "", *fence(tail, "text"), ""]

@@ -267,7 +267,7 @@ def diagnose(logfile: Path, kinds_file: Path | None, as_json: bool) -> None:
         read = f" (read {packed}-decompressed)" if packed else ""
         click.echo(f"{logfile}: no known failure found{read}")
     for f in findings:
-        click.echo(f"{f.kind} [{f.severity}] {f.where()} (seen {f.count}x)")
+        click.echo(f"{f.named()} [{f.severity}] {f.where()} (seen {f.count}x)")
         click.echo(f"  evidence: {f.evidence}")
         click.echo(f"  why: {f.explanation}")
         click.echo(f"  fix: {f.fix}")

@@ -19,6 +19,14 @@ WAITING_FOR_INPUT = "waiting_for_input"
 # a GPU of a running trial fell off the bus (NVML, Xid 79), seen outside its output: fatal, and
 # the run is flagged for attention while that trial lives (`policy._gpu_lost_flag`)
 GPU_LOST = "gpu_lost"
+# How sure a finding is, where it is not simply read from the output (`certainty` ""): the
+# daemon weighs a `host_oom` that only echoes a SIGKILL (bash's `Killed`, an exit status 137
+# or -9) against the kernel's record of OOM kills (`diagnosis.killed`): RECORDED, the kernel
+# recorded an OOM kill of the trial's process or in its memory cgroup; POSSIBLE, it recorded
+# none, so the machine running out of memory is one cause among others (a person's `kill -9`,
+# a scheduler's preemption, a watchdog)
+RECORDED = "recorded"
+POSSIBLE = "possible"
 
 
 @dataclass(frozen=True)
@@ -34,11 +42,13 @@ class Finding:
     fix: str
     count: int = 1
     remedy: str = ""
+    certainty: str = ""  # "", RECORDED or POSSIBLE
 
     def to_json(self) -> dict[str, str | int | None]:
         """The one shape a finding has in JSON, stored and shown alike (`status --json`'s
         `diagnosis`, `diag --json` and `diagnose --json`'s findings, hooks, run.json): every
-        field, `remedy` null where the kind has none (as every field without a value)."""
+        field, `remedy` null where the kind has none (as every field without a value),
+        `certainty` null for a finding read from the output as it says."""
         return {
             "kind": self.kind,
             "severity": self.severity,
@@ -48,6 +58,7 @@ class Finding:
             "fix": self.fix,
             "count": self.count,
             "remedy": self.remedy or None,
+            "certainty": self.certainty or None,
         }
 
     @classmethod
@@ -62,6 +73,7 @@ class Finding:
             fix=str(data.get("fix") or ""),
             count=_int(data.get("count"), 1),
             remedy=str(data.get("remedy") or ""),
+            certainty=str(data.get("certainty") or ""),
         )
 
     def where(self) -> str:
@@ -70,8 +82,13 @@ class Finding:
         line 0 in JSON, never shown as `line 0`, which named no line of any file."""
         return f"line {self.line}" if self.line > 0 else "no log line"
 
+    def named(self) -> str:
+        """Its kind as the text views name it: `possibly host_oom` for a kind that is only
+        possible (`POSSIBLE`), never stated as fact; else the kind."""
+        return f"possibly {self.kind}" if self.certainty == POSSIBLE else self.kind
+
     def summary(self) -> str:
-        return f"{self.kind} ({self.where()}): {self.explanation} Evidence: {self.evidence}"
+        return f"{self.named()} ({self.where()}): {self.explanation} Evidence: {self.evidence}"
 
 
 def _int(value: Any, default: int) -> int:

@@ -94,6 +94,13 @@ class Trial:
     # where its validation records begin in the run's history (those before are earlier
     # trials'), set as it starts; None in a record older than this field
     first_record: int | None = None
+    # the memory cgroup its pane's process was in as it started (as the kernel names it, and
+    # its folder here) and that cgroup's OOM kill counter then (`adapters.oomwatch`): a kill
+    # by SIGKILL is an OOM kill only where the kernel recorded one (`diagnosis.killed`).
+    # Empty (None): it ran elsewhere, no cgroup was found, or a record older than these
+    memory_cgroup: str = ""
+    memory_cgroup_dir: str = ""
+    oom_kills_at_start: int | None = None
 
     @property
     def diagnosis(self) -> tuple[Finding, ...]:
@@ -490,15 +497,27 @@ def _update_trial(run: Run, **changes: Any) -> Run:
     return replace(run, trials=(*run.trials[:-1], replace(trial, **changes)))
 
 
-def trial_started(run: Run, now: float, pane_pid: int | None = None) -> Run:
+def trial_started(
+    run: Run, now: float, pane_pid: int | None = None, oom: tuple[str, str, int] | None = None
+) -> Run:
     """The program was let go: the time limit counts from the first trial's start. Its
     validation records begin after those in the history now (`start_trial` read the val file
-    to its end before letting it go: what is there is earlier trials')."""
+    to its end before letting it go: what is there is earlier trials'). `oom`: its memory
+    cgroup, that cgroup's folder, and its OOM kill counter now (`Trial.memory_cgroup`)."""
     started = run.started_at if run.started_at is not None else now
     trial = run.trial
     assert trial is not None
     first = len(run.history) if trial.first_record is None else trial.first_record
-    updated = _update_trial(run, started_at=now, pane_pid=pane_pid, first_record=first)
+    cgroup, folder, count = oom if oom is not None else ("", "", None)
+    updated = _update_trial(
+        run,
+        started_at=now,
+        pane_pid=pane_pid,
+        first_record=first,
+        memory_cgroup=cgroup,
+        memory_cgroup_dir=folder,
+        oom_kills_at_start=count,
+    )
     return replace(updated, started_at=started)
 
 

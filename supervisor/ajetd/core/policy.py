@@ -416,7 +416,7 @@ def root_cause(finding: Finding) -> str:
     and cut, for a reason read in finish.flag and by agents (the kind alone said nothing of
     which exception, which file, which setting)."""
     said = cut(" ".join(finding.evidence.split()), EVIDENCE_IN_REASON)  # at a word, closed
-    return f"{finding.kind}: {said}" if said else finding.kind
+    return f"{finding.named()}: {said}" if said else finding.named()
 
 
 def plateau_from(run: Run, options: Options) -> float | None:

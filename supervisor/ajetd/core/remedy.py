@@ -595,4 +595,4 @@ def _remedy(
         )
     if kind in PLAIN_RETRY:
         return _plain_retry(kind, applied, fix)
-    return GiveUp(f"{kind}: no automatic fix in this version: {fix}")
+    return GiveUp(f"{root.named()}: no automatic fix in this version: {fix}")

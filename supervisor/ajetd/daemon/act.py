@@ -191,7 +191,14 @@ class Act(Observe):
         action = self._detached(slot, run, action, now, pid)
         failed = action.status is Status.FAILED
         end = ending.TrialEnd(
-            action.reason, action.exit_code, pid, found or None, self._others(pid), failed, exited
+            action.reason,
+            action.exit_code,
+            pid,
+            found or None,
+            self._others(pid),
+            failed,
+            exited,
+            _elsewhere(slot),
         )
         fetch, options = slot.host.fetch, slot.options
         named = functools.partial(self._named_now, slot, now) if run.session else None
@@ -287,7 +294,13 @@ class Act(Observe):
             command, config_path = moved
         found, exited = seen
         end = ending.TrialEnd(
-            reason, action.exit_code, pid, found, self._others(pid), exited_at=exited
+            reason,
+            action.exit_code,
+            pid,
+            found,
+            self._others(pid),
+            exited_at=exited,
+            elsewhere=_elsewhere(slot),
         )
         run = ending.end_trial(self.home, run, end, now)
         slot.host.end(run, now, final=False)
@@ -307,6 +320,11 @@ class Act(Observe):
         log.info("run %s: %s", run.run_id, fix.why)
         self.relaunch_due = True
         return run
+
+
+def _elsewhere(slot: RunSlot) -> str:
+    """The place the run's trials run when it is not this machine (`TrialEnd.elsewhere`)."""
+    return "" if slot.host.machine is None else slot.host.name
 
 
 def _size(log: Path) -> int | None:

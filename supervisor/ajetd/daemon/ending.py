@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ajetd.adapters import diskfull, inbox, procs, programfiles, stagefiles, trialfiles
+from ajetd.adapters import diskfull, inbox, oomwatch, procs, programfiles, stagefiles, trialfiles
 from ajetd.adapters.regular import NotRegularError, open_regular, read_small
 from ajetd.adapters.resultdir import earlier_rejection
 from ajetd.adapters.store import Home, json_text, write_all_atomic
@@ -44,6 +44,7 @@ from ajetd.daemon.trials import (
     release,
     shows_validation,
 )
+from ajetd.diagnosis import killed
 from ajetd.diagnosis.catalogue import BY_NAME
 from ajetd.diagnosis.exitcodes import before_own_signal, with_exit_code, without_own_signals
 from ajetd.diagnosis.live import diagnose_file
@@ -91,7 +92,9 @@ class TrialEnd:
     sessions the search for leftovers need not look into (`procs.run_pids`), and whether
     this end fails the run although the program exited 0 (a stage that left no outputs);
     `exited_at`: when the program exited, as the exit the loop saw says (its exit file, or its
-    pane's exit line on a full disk; None: read from the exit file, or not known)."""
+    pane's exit line on a full disk; None: read from the exit file, or not known);
+    `elsewhere`: the place it ran when not this machine (`Host.name`), whose kernel's OOM
+    kills ajetd cannot see (`weigh_kills`)."""
 
     reason: str
     exit_code: int | None
@@ -100,6 +103,7 @@ class TrialEnd:
     others: Mapping[int, int] = field(default_factory=dict)
     failed: bool = False
     exited_at: float | None = None
+    elsewhere: str = ""
 
 
 def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True) -> Run:
@@ -116,6 +120,8 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
                 log_file = paths(home, run, trial.number).log
                 found = tuple(diagnose_file(log_file))
                 findings = failure_findings(found, exit_code, log_file, trial.number, run.kind)
+                findings = without_own_signals(findings, run.signals_sent)  # then weighed
+                findings = weigh_kills(run, findings, exit_code, ended, end.elsewhere)
             findings = without_own_signals(findings, run.signals_sent)  # ajetd's own stop
             if run.signals_sent and run.signal_log_bytes is not None:
                 log_file = paths(home, run, trial.number).log
@@ -124,7 +130,7 @@ def end_trial(home: Home, run: Run, end: TrialEnd, now: float, reap: bool = True
             root = findings[0] if findings else None
             problem = reason
             if root is not None and root_cause(root) not in reason:  # said once (walk 86, F3)
-                problem = f"{reason}; {root.kind}: {root.evidence}"
+                problem = f"{reason}; {root.named()}: {root.evidence}"
         elif end.failed:  # its program exited 0, yet the run fails here: the reason says why
             problem = reason
         elif findings:  # exited 0, its output showing a fatal finding (`_hidden_crash`)
@@ -197,6 +203,27 @@ def failure_findings(
     by its exit code (`exitcodes.with_exit_code`), its log's disk said full where it is, and
     said as advice for a run of its `kind` (`framework.framed`)."""
     return framed(with_full_disk(with_exit_code(found, exit_code), log_file, number), kind)
+
+
+def weigh_kills(
+    run: Run, found: tuple[Finding, ...], exit_code: int | None, ended: float, elsewhere: str
+) -> tuple[Finding, ...]:
+    """A failed trial's findings with a SIGKILL weighed against what the kernel recorded of
+    OOM kills while it ran (`diagnosis.killed`): never an OOM stated on a `Killed` alone.
+    The kernel's record is read only where a finding or the exit needs it (an exit by
+    SIGKILL, a finding that only echoes one), and never for a SIGKILL ajetd sent itself (its
+    stop's: the echo is no finding at all, `without_own_signals`). `ended`: when it ended;
+    `elsewhere`: the place it ran when not here (nothing of its kernel is read)."""
+    trial = run.trial
+    if trial is None or trial.started_at is None or "KILL" in run.signals_sent:
+        return found
+    if not killed.needs_look(found, exit_code):
+        return found
+    look = oomwatch.look(
+        trial.memory_cgroup, trial.memory_cgroup_dir, trial.oom_kills_at_start, elsewhere
+    )
+    window = killed.Trial(trial.started_at, ended)
+    return killed.weigh(found, exit_code, look, window)
 
 
 def with_full_disk(found: tuple[Finding, ...], log_file: Path, number: int) -> tuple[Finding, ...]:

@@ -272,7 +272,8 @@ class Observe(Base):
 
     def _failure_findings(self, slot: RunSlot, code: int) -> tuple[Finding, ...]:
         """A failed trial's findings: what ajetd saw outside its output, then its output's
-        (where it names none, what its exit code `code` names: the shell's 126 and 127)."""
+        (where it names none, what its exit code `code` names: the shell's 126 and 127; a
+        SIGKILL weighed against the kernel's record of OOM kills, `ending.weigh_kills`)."""
         run = slot.run
         assert run.trial is not None
         p = slot.paths(self.home)  # its output is in the log (`observe` waited for it)
@@ -282,7 +283,12 @@ class Observe(Base):
         if not found:
             found = self._pane_findings(slot)
         output = ending.failure_findings(tuple(found), code, p.log, run.trial.number, run.kind)
-        return (*self._observed_findings(slot), *output)
+        # a SIGKILL is an OOM only where the kernel (or the place: Slurm's OUT_OF_MEMORY)
+        # recorded one (walk97 F2)
+        elsewhere = "" if slot.host.machine is None else slot.host.name
+        ended = ending.ended_at(self.home, run, self.clock())
+        every = (*self._observed_findings(slot), *output)
+        return ending.weigh_kills(run, every, code, ended, elsewhere)
 
     def _keep_pane_tail(self, slot: RunSlot) -> None:
         """An ended trial whose log's disk is full lost its last lines there (its writer could
@@ -517,7 +523,8 @@ class Observe(Base):
             # once ajetd signals the trial, what it prints is its reaction to that (its
             # stop's `Killed`, an interrupted start-up's `Fatal Python error`): no finding
             # while it runs; its end reads the output up to the signal (`ending.end_trial`)
-            found = seen.findings
+            found = self._weighed_live(slot, seen.findings, now)
+            named = {f.kind: f.named() for f in found}
             known = {f.kind for f in run.trial.live_findings}  # (before a daemon restart)
             replaced = seen.replaced
             if seen.first:  # what the output showed before a restart goes too, unless read again
@@ -527,10 +534,20 @@ class Observe(Base):
             for f in seen.new:
                 if f.kind not in known:
                     where = " in its unfinished last output" if f.kind in seen.unsure else ""
-                    text = f"seen while running{where}: {f.kind} ({f.where()})"
+                    text = f"seen while running{where}: {named.get(f.kind, f.kind)} ({f.where()})"
                     self.home.append_event(run.run_id, now, text)
             self._store(model.seen_in_output(run, framed(found, run.kind), replaced))
         return grew
+
+    def _weighed_live(
+        self, slot: RunSlot, found: tuple[Finding, ...], now: float
+    ) -> tuple[Finding, ...]:
+        """A running trial's findings with a SIGKILL its output echoes (a worker's `exitcode:
+        -9`, a shell's `Killed`) weighed against the kernel's record of OOM kills so far, as
+        its end's are (`ending.weigh_kills`): shown while it runs, and where ajetd stops it,
+        in its reports."""
+        elsewhere = "" if slot.host.machine is None else slot.host.name
+        return ending.weigh_kills(slot.run, found, None, now, elsewhere)
 
     def _deep_check(self, slot: RunSlot, now: float) -> None:
         """On its backoff: the val file read again (where the run writes it); batched with

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ajetd.adapters import procs, programfiles
+from ajetd.adapters import oomwatch, procs, programfiles
 from ajetd.adapters.environ import ENVIRON, keep_environ
 from ajetd.adapters.store import Home, mark, write_atomic
 from ajetd.adapters.tmux import Pane, Tmux, find_pane
@@ -364,13 +364,19 @@ def start_trial(
             pane = tmux.respawn(previous.pane_id, str(p.script), window_name(trial.number))
         tmux.keep_dead_pane(pane.pane_id)
         tmux.pipe_to_file(pane.pane_id, str(p.log), str(p.spare), real)
+    # its memory cgroup's OOM kill counter before the program goes: a kill by SIGKILL is
+    # weighed against how it rose (`diagnosis.killed`); only where the program runs here
+    found = oomwatch.watch(pane.pid) if host.machine is None and pane.pid else None
+    oom = (found.cgroup, found.folder, found.count) if found is not None else None
     mark(p.go)
     _wake(p.wake)
-    return _started(home, run, now, pane.pid)
+    return _started(home, run, now, pane.pid, oom)
 
 
-def _started(home: Home, run: Run, at: float, pane_pid: int | None) -> Run:
-    run = model.trial_started(run, at, pane_pid)
+def _started(
+    home: Home, run: Run, at: float, pane_pid: int | None, oom: tuple[str, str, int] | None = None
+) -> Run:
+    run = model.trial_started(run, at, pane_pid, oom)
     home.save_run(run)
     trial = run.trial
     assert trial is not None

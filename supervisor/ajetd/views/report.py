@@ -227,7 +227,7 @@ def _trial_row(trial: Trial) -> str:
         else ""
     )
     code = "" if trial.exit_code is None else str(trial.exit_code)
-    wrong = trial.findings[0].kind if trial.findings else (trial.problem or "")
+    wrong = trial.findings[0].named() if trial.findings else (trial.problem or "")
     return (
         f"| {trial.number} | {iso(trial.started_at) or 'not started'} | {iso(trial.ended_at) or ''}"
         f" | {duration} | {code} | {wrong} |"
@@ -386,7 +386,7 @@ def _last_diagnosis(run: Run) -> list[str]:
     found = run.trial.diagnosis if run.trial else ()
     if not found or found[0].kind in run.reason or f"`{found[0].evidence}`" in run.reason:
         return []  # said already (a failed run's reason names its root cause)
-    shown = "; ".join(f"`{f.kind}` ({f.where()}): `{f.evidence}`" for f in found[:3])
+    shown = "; ".join(f"`{f.named()}` ({f.where()}): `{f.evidence}`" for f in found[:3])
     more = f"; {len(found) - 3} more" if len(found) > 3 else ""
     return [
         "",
@@ -478,7 +478,7 @@ def render_trials(run: Run, ctx: ReportContext) -> str:
             for f in trial.diagnosis:
                 label = action_label(f, ctx.allowed_fixes)
                 lines.append(
-                    f"- `{f.kind}` ({label}, {f.where()}, seen {f.count}x): "
+                    f"- `{f.named()}` ({label}, {f.where()}, seen {f.count}x): "
                     f"{f.explanation} Fix: {f.fix}  \n  evidence: `{f.evidence}`"
                 )
         tail = ctx.trial_tails.get(trial.number, [])

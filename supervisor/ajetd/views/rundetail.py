@@ -104,7 +104,7 @@ def _trial_lines(run: Run, fit: _Fit) -> list[Line]:
             else ("running" if t.started_at is not None else "not started")
         )
         code = "-" if t.exit_code is None else str(t.exit_code)
-        wrong = t.findings[0].kind if t.findings else (t.problem or "")
+        wrong = t.findings[0].named() if t.findings else (t.problem or "")
         text = f"  #{t.number} {iso(t.started_at) or '':<20} {took:<8} exit {code:<4} {wrong}"
         bad = "bad" if t.exit_code not in (0, None) else ""
         lines.append([(cut(text.rstrip(), fit.width), bad)])
@@ -122,7 +122,7 @@ def _finding_lines(run: Run, fit: _Fit) -> list[Line]:
         [(f"FINDINGS (trial {trial.number if trial else 0}, root cause first)", "header")]
     ]
     for f in found:
-        head = f"  {f.kind} [{f.severity}] {f.where()}: "
+        head = f"  {f.named()} [{f.severity}] {f.where()}: "
         lines += fit.prose(head, f.evidence, "bad" if f.severity == "fatal" else "")
         if f.explanation:
             lines += fit.prose("    why: ", f.explanation)
