@@ -161,16 +161,21 @@ def _memory_limited_child(name: str) -> Path | None:
 
 
 @ONE_AT_A_TIME
-def test_a_real_oom_kill_is_host_oom_with_the_kernels_line(daemon_env: Env) -> None:
+@pytest.mark.parametrize("how", ["exec", "child"])
+def test_a_real_oom_kill_is_host_oom_with_the_kernels_line(daemon_env: Env, how: str) -> None:
     """The program moves itself into a memory cgroup of 64 MiB and asks for 512 MiB: the
     kernel's OOM killer kills it (SIGKILL). That is `host_oom` as fact, the kernel's record
-    its evidence (its log's line, or the cgroup's counter where the log cannot be read)."""
+    its evidence (its log's line, or the cgroup's counter where the log cannot be read).
+    `exec`: the command's shell becomes the program (ajetd's script's `Killed` line names its
+    pid); `child`: the program is its shell's child, the shell exits 137 on its own (its own
+    `Killed` line names the pid)."""
     env = daemon_env
     child = _memory_limited_child(f"ajetd-test-{os.getpid()}-{time.monotonic_ns()}")
     if child is None:
         pytest.skip("no memory cgroup can be made here (not root, or no writable hierarchy)")
     try:
-        command = f"echo $$ > {child}/cgroup.procs && exec {HOG}"
+        run = f"exec {HOG}" if how == "exec" else f"{HOG} && echo never"
+        command = f"echo $$ > {child}/cgroup.procs && {run}"
         run_id = env.submit(env.blueprint("oom", command=command, ajetd="gpus: 0"))
         status = env.wait_done(run_id)
     finally:
@@ -411,5 +416,9 @@ def test_the_programs_own_words_of_memory_are_left_as_they_are() -> None:
     assert killed.weigh(ray, 1, _look(), TRIAL) == ray
     assert not killed.needs_look(ray, 1)
     assert killed.echoes_kill_only(_found(WRAPPER)[0])  # its command's words are no message
+    named = _found(WRAPPER.replace("train.py", "train.py --pid 5 --oom_ratio 2"))
+    look = _look(_kill(5, memcg="/svc/ajetd/z"))
+    (weighed,) = killed.weigh(named, 137, look, TRIAL)  # nor its pids
+    assert weighed.certainty == POSSIBLE and "(pid 5), not known" in weighed.evidence
     cuda = _found("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert killed.weigh(cuda, 1, _look(), TRIAL) == cuda

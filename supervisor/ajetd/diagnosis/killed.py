@@ -75,9 +75,13 @@ def echoes_kill_only(finding: Finding) -> bool:
     head = finding.evidence[:EVIDENCE_READ]
     if ECHOES["KILL"].search(head) is None:
         return False
+    return _MEMORY.search(_said(head)) is None
+
+
+def _said(head: str) -> str:
+    """What an echo's line says itself: a job line's head, before the command it ran."""
     job = _JOB_HEAD.search(head)
-    said = head[: job.end()] if job is not None else head
-    return _MEMORY.search(said) is None
+    return head[: job.end()] if job is not None else head
 
 
 def needs_look(found: tuple[Finding, ...], exit_code: int | None) -> bool:
@@ -170,7 +174,7 @@ def own_kill_pid(evidence: str) -> int | None:
 
 def _echo_pids(evidence: str) -> set[int]:
     """The pids an echo of a SIGKILL names as killed."""
-    found = _ECHO_PID.finditer(evidence[:EVIDENCE_READ])
+    found = _ECHO_PID.finditer(_said(evidence[:EVIDENCE_READ]))
     return {int(m.group(1) or m.group(2)) for m in found}
 
 
