@@ -138,13 +138,13 @@ def _line(line: str, offset: int, comments: bool) -> tuple[list[str], list[int]]
     try:
         for token in lexer:
             end = offset + stream.tell() - len(getattr(lexer, "_pushback_chars", ()))
-            if token and set(token) <= _PUNCTUATION:
+            if token and set(token) <= _PUNCTUATION and _as_written(line, end - offset, token):
                 ops = _SPLIT.findall(token)
                 words += ops
                 start = end - len(token)  # each operator's end, from the run's start
                 ends += list(itertools.accumulate((len(op) for op in ops), initial=start))[1:]
-            else:
-                words.append(token)
+            else:  # a quoted operator stays quoted: a word equal to none of them
+                words.append(f"'{token}'" if token and set(token) <= _PUNCTUATION else token)
                 ends.append(end)
     except ValueError:  # an open quote
         return None
@@ -156,6 +156,16 @@ def _line(line: str, offset: int, comments: bool) -> tuple[list[str], list[int]]
 
 
 _PUNCTUATION = frozenset(";&|()<>")
+
+
+def _as_written(line: str, end: int, token: str) -> bool:
+    """Whether `token`, ending at `end` of `line`, stands there unquoted: an operator. A quoted
+    or escaped one (`'&'`, `"|"`, `\\&`) is a word, an argument the program gets, never a
+    command's end (a `cd` after `'&'` was read as a move)."""
+    if end > 0 and line[end - 1 : end].isspace():  # the lexer took the space that ended it
+        end -= 1
+    start = end - len(token)
+    return line[start:end] == token and (start == 0 or line[start - 1] != "\\")
 
 
 # words after which a `(` opens a subshell still: reserved words, `time` (`{ (cd x; y); }`,
