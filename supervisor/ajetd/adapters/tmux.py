@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ajetd.adapters.tmuxsocket import server_path
+from ajetd.adapters.tmuxsocket import server_path, usable_path
 from ajetd.core.errors import TmuxError
 from ajetd.core.stopnote import STOP_OPTION
 from ajetd.core.tmuxoptions import SERVER_ENDED, SERVER_OPTIONS, SESSION_OPTIONS
@@ -363,7 +363,7 @@ class Tmux:
     ) -> None:
         self.socket_name = socket_name
         self.timeout = timeout
-        self.path = path or None
+        self.path = usable_path(path)
 
     @staticmethod
     def version() -> str:

@@ -36,9 +36,16 @@ def server_words(socket_name: str | None, path: str | None) -> tuple[str, ...]:
     """The words of a tmux command line, shown to a person, that reach the server at `path`
     (a run's recorded socket) from this process: `-L NAME` (none for the default one) where
     its TMUX_TMPDIR leads there or no path is known, else `-S PATH`."""
+    path = usable_path(path)
     if path and not same_socket(path, server_path(socket_name)):
         return ("-S", path)
     return ("-L", socket_name) if socket_name else ()
+
+
+def usable_path(path: str | None) -> str | None:
+    """A recorded socket path that can name a file (absolute, no NUL: a record's field may
+    hold anything, and realpath or tmux would raise on it), else None: reached by name."""
+    return path if path and path.startswith("/") and "\0" not in path else None
 
 
 def same_socket(one: str, other: str) -> bool:

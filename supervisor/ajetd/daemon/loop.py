@@ -324,7 +324,10 @@ class Daemon(Act, Launch, Admit, Housekeep):
         self.housekeeping(now)
         self.ends_meanwhile()
         with self._step("claims", "removing ended runs' claims"):
-            self.claims.sweep({r.run_id for r in self.runs.live()})
+            # a run whose reports still wait (a full result dir) still holds its dir: its
+            # claim goes once they are written, never while another daemon could move in
+            waiting = {r.run_id for r in self.runs.unsettled_runs() if r.reports_pending}
+            self.claims.sweep({r.run_id for r in self.runs.live()} | waiting)
         with self._step("daemon.json", "publishing the daemon's state"):
             self.publish(now)
 
