@@ -366,7 +366,7 @@ def test_another_user_sees_a_claim_and_cannot_remove_it(open_tmp: Path) -> None:
     held = Claim(claims.GPUS, claimfiles.claimant(str(open_tmp / "home"), "rrrrrr"), ("GPU-a",))
     assert claimfiles.take(str(folder), held, lambda _s: False, claimfiles.EVERYONE_READS) is None
     src = str(Path(claimfiles.__file__).parents[2])
-    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable]
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-S"]
     done = subprocess.run(
         [*argv, "-c", _AS_OTHER_USER, str(folder), "GPU-a"],
         capture_output=True,
