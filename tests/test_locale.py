@@ -7,6 +7,7 @@ say `-u`; these runs go on under each locale, and the pane is read (`ajetd diag`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 
@@ -91,6 +92,17 @@ def test_a_run_whose_server_lost_its_socket_is_not_called_lost(env: Env) -> None
         done = env.wait_done(run_id, timeout=60)
         assert done["status"] == "succeeded", done
         assert done["metrics"]["global_steps"] == 30, done["metrics"]
+        # raised once and kept between tmux's answers (deep checks come between them: a
+        # flag cleared there was raised again at the next answer, each time a hook's call)
+        events = _events(env, run_id)
+        raised = [e for e in events if e.startswith(f"attention: {UNLISTED_PREFIX}")]
+        assert len(raised) == 1, events
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(server, signal.SIGTERM)
+
+
+def _events(env: Env, run_id: str) -> list[str]:
+    """The run's journal (`events.jsonl`), its texts in order."""
+    path = env.home / "runs" / run_id / "events.jsonl"
+    return [json.loads(line)["event"] for line in path.read_text().splitlines() if line]

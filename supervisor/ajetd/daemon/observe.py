@@ -236,7 +236,8 @@ class Observe(Base):
             dead_status = pane.dead_status if pane is not None and pane.dead else None
             if gone and pane is not None and dead_status is None and self._status_due(slot, now):
                 gone = False  # tmux marks a pane dead before it has reaped its status
-        slot.unlisted = False
+        if panes_fresh:  # kept between two answers from tmux: the flag would come and go
+            slot.unlisted = False
         if gone and pane is None and slot.run.trial is not None:
             # not listed, yet its trial script runs: tmux is not the server it lives on
             # (another TMUX_TMPDIR, its socket removed, an answer misread: walk98 F1, F4,
