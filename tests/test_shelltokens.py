@@ -20,6 +20,15 @@ from ajetd.frameworks import nemorl
 BARE = st.text(alphabet="abcxyz019_./+=#%:,@", min_size=1, max_size=8).filter(
     lambda w: w[0] not in "#=" and not w.isdigit()
 )
+
+
+def as_read(value: str) -> str:
+    """The word `shelltokens` gives for a quoted argument `value`: the value, but one made of
+    operator characters only (`';'`, `'&&'`) written quoted, so that no reader takes the
+    argument for the operator (a `cd` after `'&'` was read as a move)."""
+    return f"'{value}'" if value and set(value) <= set(";&|()<>") else value
+
+
 # any text, quoted (shlex.quote: what bash reads back as that word), line breaks and all;
 # not starting with what nemorl's readers take for a flag, a redirection or a comment
 QUOTED = st.text(
@@ -88,7 +97,7 @@ def commands(draw: st.DrawFn) -> Command:
             else:
                 out.add("tee", "tee")
             for written, word in draw(st.lists(WORD, max_size=3)):
-                out.add(written, word)
+                out.add(written, as_read(word))
         if draw(st.booleans()):
             comment = "#" + draw(COMMENT)
             out.text += comment
