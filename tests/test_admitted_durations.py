@@ -8,7 +8,7 @@ still refused, saying why."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ajetd.adapters.inbox import read_stored_options
@@ -144,10 +144,14 @@ _HOSTILE = st.lists(st.sampled_from([*"0123456789 ,，/½-~.:hm", "小时", "到
 )
 
 
+@settings(max_examples=300)
 @given(_HOSTILE | st.text(max_size=40))
+@example("½h1h")  # the strict reading took the `1h` after the fraction; now refused
+@example("½ h and 1h")
 def test_where_the_strict_reading_reads_the_lenient_one_agrees(text: str) -> None:
     """The admitted reading only adds: wherever a new blueprint's reading takes the text
-    (commas, fractions and joiners about), the admitted one gives the same seconds."""
+    (commas, fractions and joiners about), the admitted one gives the same seconds. A
+    fraction first (`½h1h`) is the writer's first duration: refused, never passed over."""
     try:
         strict = parse_duration(text)
     except DurationError:

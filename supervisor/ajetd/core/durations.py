@@ -190,6 +190,16 @@ _VULGAR = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
 _VULGAR_NUMBER = re.compile(rf"(?<![\d.])(?:(\d{{1,6}})[ \t]?)?([{_VULGAR}]){_BEFORE_UNIT}", re.I)
 
 
+def _vulgar_first(text: str) -> bool:
+    """Whether a vulgar fraction before a unit (`½h`) comes before the first duration the scan
+    reads: the writer's first duration is that fraction, so the one read (`1h` of `½h1h`) is
+    not it (an admitted copy reads `½h`; a new blueprint's is refused, as `½h` alone is)."""
+    if not any(c in _VULGAR for c in text):
+        return False
+    found = _VULGAR_NUMBER.search(text)
+    return found is not None and found.start() < _first_start(text)
+
+
 def _plain_numbers(text: str) -> str:
     """`text` with a decimal comma, a fraction and a vulgar fraction before a unit written as
     a decimal (`1,5h` -> `1.5h`, `1 1/2 hours` -> `1.5 hours`, `½h` -> `0.5h`; `1,500 s`, three
@@ -235,6 +245,8 @@ def _parse(
         )
     total, end = _scan(text, lenient)
     if total is None and not lenient and any(c in _VULGAR for c in text):
+        raise DurationError(_FRACTION_SAID.format(_short(text)))
+    if total is not None and not lenient and _vulgar_first(text):
         raise DurationError(_FRACTION_SAID.format(_short(text)))
     if total is None:
         if _EXPONENT.search(text) or _NOT_FINITE.search(text):
