@@ -7,7 +7,8 @@ Each transformation below rewrites an excerpt of the corpus (`tests/data/corpus/
 its source line dropped) as real output shows the same text: other line ends, a progress bar
 redrawn before lines, colour codes, a prefix before every line (a logger's timestamp, Ray's
 worker mark, torchrun's rank, srun's label, Docker Compose's service, a pod log's timestamp),
-lines hard-wrapped at a terminal's width, the excerpt inside thousands of lines of healthy
+a container runtime's log file (Docker's JSON records, the CRI format; a line in parts), lines
+hard-wrapped at a terminal's width (80, 100, 120, 200 columns; with a continuation indent), the excerpt inside thousands of lines of healthy
 training output or interleaved with another worker's, tabs for indentation, trailing blanks,
 bytes that are not UTF-8. For each, printed: how many excerpts keep the first kind the bare
 excerpt gets (not the expected kind: an excerpt the diagnosis misses is a miss in any dress;
@@ -164,22 +165,78 @@ def loguru(data: bytes) -> bytes:
 # --- prefixes --------------------------------------------------------------------------------
 
 
-def k8s_json(data: bytes) -> bytes:
-    """Docker's json-file log driver (what `/var/lib/docker/containers/*/*-json.log` and a
-    node's pod logs hold): each line a JSON object."""
+def _records(data: bytes) -> list[str]:
+    """The lines of `data` as text (a final newline's empty line not one)."""
+    lines = _lines(data)[:-1] if data.endswith(b"\n") or not data else _lines(data)
+    return [line.decode("utf-8", errors="replace") for line in lines]
+
+
+def _parts(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _docker(data: bytes, size: int) -> bytes:
     out = []
-    for line in _lines(data)[:-1] if data.endswith(b"\n") else _lines(data):
-        text = line.decode("utf-8", errors="replace") + "\n"
-        out.append(
-            json.dumps({"log": text, "stream": "stderr", "time": "2025-01-03T12:00:01.1Z"}).encode()
-        )
-    return b"\n".join(out) + b"\n"
+    for i, line in enumerate(_records(data)):
+        parts = _parts(line, size)
+        for j, part in enumerate(parts):
+            text = part + ("\n" if j == len(parts) - 1 else "")
+            record = {"log": text, "stream": "stderr", "time": f"2025-01-03T12:00:01.{i:09d}Z"}
+            # Go's encoder: UTF-8 as it is, `<`, `>` and `&` escaped (none in the keys or time)
+            out.append(
+                json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+                .replace("<", "\\u003c")
+                .replace(">", "\\u003e")
+                .replace("&", "\\u0026")
+                .encode()
+            )
+    return b"".join(record + b"\n" for record in out)
+
+
+def docker_json(data: bytes) -> bytes:
+    """Docker's json-file log driver (`/var/lib/docker/containers/<id>/<id>-json.log`): each
+    line a JSON object, `{"log":"<text>\\n","stream":"stderr","time":"..."}`, as Go encodes it
+    (docker/for-linux#1321, moby/moby#36777 show such records)."""
+    return _docker(data, 16 * 1024)
+
+
+def docker_json_parts(data: bytes) -> bytes:
+    """As `docker_json`, each line cut into records of 40 characters, all but the last
+    without the `\\n` (Docker cuts lines longer than 16 KiB so: the corpus has none that long)."""
+    return _docker(data, 40)
+
+
+def _cri(data: bytes, size: int) -> bytes:
+    out = []
+    lines = _lines(data)[:-1] if data.endswith(b"\n") or not data else _lines(data)
+    for i, line in enumerate(lines):
+        parts = [line[j : j + size] for j in range(0, len(line), size)] or [b""]
+        for j, part in enumerate(parts):
+            tag = b"F" if j == len(parts) - 1 else b"P"
+            out.append(b"2025-01-03T12:00:01.%09dZ stderr %s %s" % (i, tag, part))
+    return b"".join(record + b"\n" for record in out)
+
+
+def cri(data: bytes) -> bytes:
+    """The CRI format of containerd and CRI-O (a node's `/var/log/pods/.../0.log`): each line
+    `<time> stderr F <text>` (kubernetes/kubernetes#44976, Loki's `cri` stage)."""
+    return _cri(data, 16 * 1024)
+
+
+def cri_parts(data: bytes) -> bytes:
+    """As `cri`, each line cut into records of 40 bytes, tagged `P` but the last (`F`), as a
+    runtime does with lines longer than its `max_container_log_line_size`."""
+    return _cri(data, 40)
 
 
 # --- wrapping --------------------------------------------------------------------------------
 
 
-def _wrapped(width: int) -> Callable[[bytes], bytes]:
+def _wrapped(width: int, indent: bytes = b"") -> Callable[[bytes], bytes]:
+    """Each line longer than `width` characters cut into pieces `width` wide, those after the
+    first led by `indent` (a continuation indent: the piece still `width` wide)."""
+    more = width - len(indent)
+
     def wrap(data: bytes) -> bytes:
         out = []
         for line in _lines(data):
@@ -187,10 +244,10 @@ def _wrapped(width: int) -> Callable[[bytes], bytes]:
             if len(text) <= width:
                 out.append(line)
                 continue
-            out.extend(
-                text[i : i + width].encode("utf-8", errors="surrogateescape")
-                for i in range(0, len(text), width)
-            )
+            pieces = [text[:width]] + [
+                indent.decode() + text[i : i + more] for i in range(width, len(text), more)
+            ]
+            out.extend(piece.encode("utf-8", errors="surrogateescape") for piece in pieces)
         return b"\n".join(out)
 
     return wrap
@@ -314,9 +371,16 @@ TRANSFORMS: dict[str, Callable[[bytes], bytes]] = {
     "compose": _prefixed(b"trainer-1  | "),
     "kubectl_prefix": _prefixed(b"[pod/trainer-0/main] "),
     "journald": _prefixed(b"Jan 03 12:00:01 gpu-node-7 python3[48213]: "),
-    "k8s_json": k8s_json,
+    "docker_json": docker_json,
+    "docker_json_parts": docker_json_parts,
+    "cri": cri,
+    "cri_parts": cri_parts,
     "wrap80": _wrapped(80),
+    "wrap100": _wrapped(100),
+    "wrap120": _wrapped(120),
     "wrap200": _wrapped(200),
+    "wrap80_indent": _wrapped(80, b"  "),
+    "wrap120_indent": _wrapped(120, b"    "),
     "embed_before": embedded_before,
     "embed5000": embedded,
     "interleave": interleaved,

@@ -9,6 +9,11 @@ already found to say nothing (NCCL INFO chatter, vLLM's throughput lines, repeat
 lines; equal but for its digits where no candidate kind looks at digits) is skipped without
 decoding. User kinds are found in the chunk by one RE2 pass (linear time) over it.
 
+Before any of that, a log file's wrapping is taken off (`core.undress`): a container runtime's
+records (Docker's json-file log, the CRI format) read as the lines they hold, and lines a
+terminal hard-wrapped at its width joined again; a finding still names the raw line it begins
+on.
+
 Live reading equals offline reading: a line, a wrapped exception message or a traceback split
 across reads, a line longer than MAX_LINE_BYTES, a progress bar redrawn with `\\r` for hours,
 `\\r\\n` line ends from a pty: `tests/test_live_reading.py` holds it over the whole corpus.
@@ -17,15 +22,17 @@ across reads, a line longer than MAX_LINE_BYTES, a progress bar redrawn with `\\
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ajetd.core.finding import Finding
 from ajetd.core.termtext import ANSI_BYTES, DRESS_BYTES
+from ajetd.core.undress import Undress
 from ajetd.diagnosis.catalogue import DIGIT_BLIND, WORDS, word_search
 from ajetd.diagnosis.findings import Diagnoser
 from ajetd.diagnosis.kindset import KindSet
-from ajetd.diagnosis.shape import joined_with_next, may_go_on
+from ajetd.diagnosis.shape import continued, joined_with_next, may_go_on
 from ajetd.diagnosis.text import decode_line, seen_bytes
 
 _WORD_OF_INDEX = WORDS  # what `word_search`'s match indexes name
@@ -90,24 +97,54 @@ class StreamDiagnoser:
     catalogue's."""
 
     diagnoser: Diagnoser = field(default_factory=Diagnoser)
-    lines_done: int = 0  # complete lines consumed before `_held` and `_partial`
+    lines_done: int = 0  # complete raw lines read, before `_held`, `undress`'s and `_partial`
     user: KindSet = field(default_factory=KindSet)
+    undress: Undress = field(default_factory=Undress)
     _partial: bytes = b""
     _quiet: set[bytes] = field(default_factory=set)
     _held: bytes = b""  # a complete line (newline included) waiting for the next one
+    _out_done: int = 0  # lines of `undress`'s read (`lines_done` counts raw ones)
+    _offset: int = 0  # raw lines read less those of `undress`'s (its joins, the first line)
+    # the lines of `undress`'s not read yet that stand for more or fewer than one raw line:
+    # where (from the first), and the raw lines more than one that they and those before stand for
+    _span_at: list[int] = field(default_factory=list)
+    _span_extra: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        # (a reader begun inside a file: its lines before; a copy, `peek`'s: the same)
+        self._offset = self.lines_done - self._out_done
         if self.user:
             self.diagnoser.user = self.user
 
     def feed(self, chunk: bytes) -> None:
-        data = self._held + self._partial + chunk
+        data = self._partial + chunk
         cut = data.rfind(b"\n") + 1
-        start = data.rfind(b"\n", 0, max(cut - 1, 0)) + 1
-        held = data[start:cut] if cut and may_go_on(data[start : cut - 1]) else b""
-        self._held = held
         self._partial = seen_bytes(data[cut:])
+        if cut:
+            self._take(*self.undress.feed(data[:cut]))
+
+    def _take(self, lines: bytes, spans: list[tuple[int, int]], hold: bool = True) -> None:
+        """Read complete lines as printed (`undress`'s), but a last one that may go on in its
+        next (`may_go_on`), held; `spans`: those of them that stand for more or fewer than one
+        raw line (index, raw lines)."""
+        base = self._out_done + self._held.count(b"\n")
+        for at, count in spans:
+            self._span_at.append(base + at)
+            self._span_extra.append((self._span_extra[-1] if self._span_extra else 0) + count - 1)
+        data = self._held + lines
+        cut = len(data)
+        start = data.rfind(b"\n", 0, max(cut - 1, 0)) + 1
+        held = data[start:cut] if hold and cut and self._may_go_on(data[start : cut - 1]) else b""
+        self._held = held
         self._scan(data[: cut - len(held)])
+
+    def _may_go_on(self, raw: bytes) -> bool:
+        """Whether a last complete line may go on in its next (`shape.may_go_on`): where
+        `undress` holds the next, whether the next's start may go on with it."""
+        if not may_go_on(raw):
+            return False
+        following = self.undress.next_start() if self.undress.held() else None
+        return following is None or continued(decode_line(raw), decode_line(following)) is not None
 
     def findings(self) -> list[Finding]:
         """Findings so far (the unread end counts once the stream ends: `close`, `peek`)."""
@@ -123,35 +160,44 @@ class StreamDiagnoser:
     def unread(self) -> bool:
         """Whether the end of the output so far is not read yet: a line without its newline,
         a line waiting for its next, or a traceback not ended (`Diagnoser.awaits_end`)."""
-        return bool(self._held or self._partial or self.diagnoser.awaits_end)
+        return bool(self._held or self._partial or self.undress.held() or self.diagnoser.awaits_end)
 
     def close(self) -> list[Finding]:
-        tail = self._held + self._partial + (b"\n" if self._partial else b"")
-        self._held = self._partial = b""
-        self._scan(tail)
+        if self._partial:
+            self._take(*self.undress.feed(self._partial + b"\n"))
+            self._partial = b""
+        self._take(*self.undress.flush(), hold=False)
         self.diagnoser.end()
         return self.findings()
 
     def last_unfinished(self) -> tuple[bytes, int]:
         """The line still arriving (no newline yet; as a person sees it: `seen_bytes`) and
         its line number, for what only an unfinished line can say (`prompt`)."""
-        return self._partial, self.lines_done + self._held.count(b"\n") + 1
+        held = self._raw_line(self._out_done + self._held.count(b"\n"))
+        return self._partial, held + self.undress.held() + 1
 
     def holds_line(self) -> bool:
-        """Whether a complete line waits for its next (see `may_go_on`)."""
-        return bool(self._held)
+        """Whether a complete line waits for its next (see `may_go_on`, `undress`)."""
+        return bool(self._held or self.undress.held())
 
     def peek(self, ending: bool = True) -> list[Finding]:
         """The findings were the output to end now (as `diagnose` of the output so far reads
         it), without ending it: this reader goes on unchanged. `ending` False: only a complete
         line waiting for its next is read (as it stands), not a line still arriving nor the
         end of a traceback."""
-        if not (self._held or (ending and self.unread())):
+        if not (self.holds_line() or (ending and self.unread())):
             return self.findings()
-        fork = replace(self, diagnoser=self.diagnoser.fork(), _quiet=set())
+        fork = replace(
+            self,
+            diagnoser=self.diagnoser.fork(),
+            undress=self.undress.fork(),
+            _quiet=set(),
+            _span_at=list(self._span_at),
+            _span_extra=list(self._span_extra),
+        )
         if ending:
             return fork.close()
-        fork._scan(fork._held)
+        fork._take(*fork.undress.flush(), hold=False)
         return fork.findings()
 
     def _scan(self, block: bytes) -> None:
@@ -160,7 +206,7 @@ class StreamDiagnoser:
         if b"\x1b" in block:  # colour codes: gone before words are looked for (`ANSI_BYTES`)
             block = ANSI_BYTES.sub(b"", block)
         diagnoser, quiet = self.diagnoser, self._quiet
-        counted_at, number, done = 0, self.lines_done, 0  # `number`: lines before `counted_at`
+        counted_at, number, done = 0, self._out_done, 0  # `number`: lines before `counted_at`
         for start, end, words in self._trigger_lines(block):
             if start < done:
                 continue  # already read while following a traceback
@@ -183,7 +229,14 @@ class StreamDiagnoser:
                 number += block.count(b"\n", nxt, last)
             counted_at = done = last + 1
             number += 1
-        self.lines_done += block.count(b"\n")
+        self._out_done += block.count(b"\n")
+        read = bisect_left(self._span_at, self._out_done)
+        if read:  # (read: counted in `_offset`)
+            extra = self._span_extra[read - 1]
+            self._offset += extra
+            del self._span_at[:read], self._span_extra[:read]
+            self._span_extra = [total - extra for total in self._span_extra]
+        self.lines_done = self._out_done + self._offset
 
     def _read(
         self, block: bytes, start: int, end: int, number: int, words: frozenset[bytes] | None
@@ -196,7 +249,12 @@ class StreamDiagnoser:
         if wrapped is not None:
             text, end = wrapped
             words = None
-        return self.diagnoser.line(number + 1, text, words), end
+        return self.diagnoser.line(self._raw_line(number) + 1, text, words), end
+
+    def _raw_line(self, number: int) -> int:
+        """The raw lines before the line `number` lines into what `undress` returned."""
+        joined = bisect_left(self._span_at, number)
+        return number + self._offset + (self._span_extra[joined - 1] if joined else 0)
 
     def _trigger_lines(self, block: bytes) -> list[tuple[int, int, frozenset[bytes] | None]]:
         """Each line holding a trigger word, in order: start, end, and its words (a block
