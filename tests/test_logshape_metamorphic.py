@@ -48,15 +48,18 @@ LOST: dict[str, dict[str, str]] = {
 # `core.hardwrap`): a terminal's hard wrap splits a line anywhere, a phrase or an exception's
 # class in two, and only the log's shape says the width (a line exactly as wide as the widest,
 # several of them): the first wrapped line of a short excerpt, before any other shows the
-# width, stays in pieces. Bare, on every excerpt, before `hardwrap`: wrap80 86.6 %, wrap200
-# 98.9 %; after: see docs/benchmarks.md
+# width, stays in pieces; nor does a line that ends there (its next one of its own) show it: a
+# short log's two lines as wide by chance joined a segfault's line to the error before it
+# (at 120 columns, 4 of 1091 excerpts whose width only such lines showed stay in pieces).
+# Bare, on every excerpt, before `hardwrap`: wrap80 86.6 %, wrap200 98.9 %; after: see
+# docs/benchmarks.md
 WRAPPED_FLOOR = {
     "wrap80": 0.95,
     "wrap100": 0.96,
-    "wrap120": 0.97,
+    "wrap120": 0.96,
     "wrap200": 0.99,
     "wrap80_indent": 0.93,
-    "wrap120_indent": 0.97,
+    "wrap120_indent": 0.96,
 }
 HELD = [name for name in LOGSHAPES.TRANSFORMS if name not in WRAPPED_FLOOR]
 

@@ -122,7 +122,7 @@ def test_a_hard_wrapped_log_is_read_as_the_lines_it_was(
 def test_a_logs_own_lines_are_no_pieces() -> None:
     """Lines as wide as each other in a log never wrapped: a table's rows padded to a width,
     a box Rich drew, progress reports alike but for their numbers, a frame and its source,
-    an exception's line after another line: left as they are."""
+    an exception's line after another line, two lines as wide by chance: left as they are."""
     rows = [
         f"| step {i:4d} | loss {i / 7:8.4f} | lr 1e-4 | tokens {i * 4096:10d} |" for i in range(9)
     ]
@@ -137,7 +137,17 @@ def test_a_logs_own_lines_are_no_pieces() -> None:
         '  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1747, in g',
         "    return forward_call(*args, **kwargs)",
     ]
-    for log in (rows, box, reports, frames):
+    # two lines as wide by chance, the first followed by a line of its own: it ended there,
+    # so it shows no width, and the second's next (the shell's line) is no piece of it
+    chance = [
+        "Exception ignored in: <function X.__del__ at 0x7f3144f34280>",
+        "Traceback (most recent call last):",
+        "<unprintable RuntimeError object>",
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "Segmentation fault (core dumped)",
+    ]
+    assert len(chance[0]) == len(chance[3]) == 60
+    for log in (rows, box, reports, frames, chance):
         assert undress(_log(log)) == _log(log), log
 
 

@@ -23,8 +23,11 @@ none), a box's or a table's, a frame's source under a whole frame line. A line w
 MAX_WIDTH, wider than any terminal, ends the reading of widths for good: that output was
 never wrapped. The continuation indent is the least indentation of the pieces read as
 continuations so far, taken off each. Pieces are joined as they are (a cut at a width cuts
-words); where the width is a renderer's (a line drawn to it: Rich wraps at words and drops
-the blank there) and no cut was seen at a blank, with a blank between.
+words; the blanks a piece ends with, one); where the width is a renderer's (a line drawn to
+it: Rich wraps at words and drops the blank there) and no cut was seen at a blank, with a
+blank between. A line as wide as the widest whose next is a line of its own ended there: it
+shows no width (two lines as wide by chance in a short log joined the shell's `Segmentation
+fault` to the error before it).
 
 Not read: the first wrapped line of an output before any other line shows the width (a short
 paste whose only long line is the error), a line exactly as wide as the width (nothing tells
@@ -131,6 +134,7 @@ class HardWrap:
     widest: int = 0
     at_widest: int = 0  # lines exactly `widest` wide, each unlike the one before (digits aside)
     last_widest: bytes = b""  # (the last of them, its digits zeros)
+    ended: int = 0  # lines `widest` wide whose next began a line of its own: they ended there
     widths: list[int] = field(default_factory=lambda: [0] * (MAX_WIDTH + 1))  # lines of each
     # width, of those near the widest when read
     indent: int = -1  # the continuation indent (-1: no continuation read yet)
@@ -182,6 +186,8 @@ class HardWrap:
                     if width < self.widest:  # its last piece: the line is whole
                         lines_out = self._emit(out, spans, lines_out)
                     continue
+                if len(self.pieces) == 1 and _own_line(line, b""):
+                    self.ended += 1  # a line as wide as the widest ended there
                 lines_out = self._emit(out, spans, lines_out)
             if width == self.widest and not self.off and not _drawn(line):
                 out.append(block[copied:pos])
@@ -217,6 +223,7 @@ class HardWrap:
             return
         if width > self.widest:
             self.widest, self.at_widest, self.last_widest, self.drawn = width, 0, b"", False
+            self.ended = 0
         self.widths[width] += 1
         if width == self.widest and _drawn(line):
             self.drawn = True
@@ -227,11 +234,13 @@ class HardWrap:
 
     def _shown(self) -> bool:
         """Whether the widest width is a wrap's: EVIDENCE lines that wide, each unlike the one
-        before, and more of them than lines a little narrower (a wrapped log's long lines are
-        all cut to it; a log's own lines spread their widths)."""
+        before, besides those that ended there (their next line one of its own: a line that
+        happens to be that wide, `Exception ignored in: <function ...>` then `Traceback`), and
+        more of them than lines a little narrower (a wrapped log's long lines are all cut to
+        it; a log's own lines spread their widths)."""
         wide = self.widest
         near = sum(self.widths[wide - wide // NEAR_SHARE : wide])
-        return self.at_widest >= EVIDENCE and self.at_widest > near
+        return self.at_widest - self.ended >= EVIDENCE and self.at_widest > near
 
     def _goes_on(self, line: bytes, width: int, lines: int) -> bool:
         """Whether `line` (noted) is the next piece of the held line (joined to it if so)."""
@@ -263,10 +272,19 @@ class HardWrap:
     def _emit(self, out: list[bytes], spans: list[tuple[int, int]], lines_out: int) -> int:
         if self.held_lines != 1:
             spans.append((lines_out, self.held_lines))
-        out.append(b"".join(piece.rstrip(b"\r") for piece in self.pieces[:-1]))
+        out.append(b"".join(_joinable(piece) for piece in self.pieces[:-1]))
         out.append(self.pieces[-1] + b"\n")
         self.pieces, self.held_bytes, self.held_lines = [], 0, 0
         return lines_out + 1
+
+
+def _joinable(piece: bytes) -> bytes:
+    """A piece as the line it is part of goes on after it: a cut at a blank keeps one blank
+    (blanks a line is padded with, a tab, are no part of the text: `is not  \t` + `equal to`
+    reads `is not equal to`, as the catalogue's phrases are written)."""
+    piece = piece.rstrip(b"\r")
+    bare = piece.rstrip(b" \t")
+    return bare + b" " if len(bare) < len(piece) else piece
 
 
 def _count(counts: Sequence[tuple[int, int]], line_no: int) -> int:
