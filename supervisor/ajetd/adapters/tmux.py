@@ -207,18 +207,27 @@ def _same(folder: str, above: str, name: str, real: bool) -> str:
     )
 
 
-TMUX_MESSAGE_MAX = 16384  # tmux's MAX_IMSGSIZE: one client call's words, with a NUL each
+TMUX_MESSAGE_MAX = 16384  # tmux's MAX_IMSGSIZE: one message from a client to its server
+# the most bytes a call's words (a NUL after each) may take: the message also holds imsg's
+# 16-byte header and the count of words (an int). tmux 3.3a says `command too long` only past
+# 16380; from 16365 to 16380 its client says `failed to send command` (imsg_compose refuses)
+TMUX_CALL_MAX = TMUX_MESSAGE_MAX - 16 - 4
+_UNSENT = ("command too long", "failed to send command")
 
 
-def _too_long(args: tuple[str, ...]) -> str:
-    """tmux's bare `command too long`, said with its cause: a call (a launch: the session,
-    its script and the log's writer in one) whose words pass tmux's 16 KiB, which only very
-    long paths (home, codebase, result dir, several KB each) make it."""
-    size = sum(len(a.encode()) + 1 for a in args)
+def call_size(args: tuple[str, ...]) -> int:
+    """The bytes a tmux call's words (what follows tmux's own options) take in its message."""
+    return sum(len(a.encode(errors="surrogateescape")) + 1 for a in args)
+
+
+def too_long(size: int, paths: str = "") -> str:
+    """What is wrong with a launch whose one tmux call takes `size` bytes (`call_size`);
+    `paths`: the paths it names, as said to the user (else only what they are)."""
+    paths = paths or "of the home, the codebase and the result dir it names"
     return (
-        f"command too long: {size} bytes in one tmux call, over tmux's limit of "
-        f"{TMUX_MESSAGE_MAX} (MAX_IMSGSIZE); the paths of the home, the codebase and the "
-        "result dir it names are too long together: choose shorter ones"
+        f"command too long: {size} bytes in one tmux call, {size - TMUX_CALL_MAX} over "
+        f"tmux's limit of {TMUX_CALL_MAX} (MAX_IMSGSIZE); the paths {paths} are too long "
+        "together: choose shorter ones"
     )
 
 
@@ -234,6 +243,10 @@ _GONE_MARKERS = (
 # a server with no session left (`exit-empty off`, or one exiting after its last session)
 # answers `list-panes -a` so: it has no pane, so each run's is gone
 _NO_TARGET = "no current target"
+# what a tmux client says where the server it starts cannot make its socket (a folder not
+# there, a path too long), exiting 0 all the same (tmux 3.3a): no session was made
+_NOT_MADE = "error creating "
+NOT_MADE_WHY = "the tmux server could not make its socket, so no session was made"
 # libevent's switch to the precise monotonic clock, read once where its event loop is made: in
 # the tmux client that starts a server (the server keeps its loop). See `Tmux.new_session`.
 PRECISE_TIMER = "EVENT_PRECISE_TIMER"
@@ -347,10 +360,17 @@ def failure(args: tuple[str, ...], returncode: int, stderr: str) -> TmuxError:
     """The error of a tmux command (`args`) that exited `returncode` saying `stderr`, with
     whether it says its server or target is gone (`TmuxError.gone`)."""
     message = stderr.strip() or f"exit {returncode}"
-    if message == "command too long":  # named for the first command, not the cause
-        message = _too_long(args)
+    if message in _UNSENT and call_size(args) > TMUX_CALL_MAX:  # said of no command: the cause
+        message = too_long(call_size(args))
+    if _NOT_MADE in message:  # its server could not make its socket: no server, not one gone
+        return TmuxError(f"tmux {args[0]}: {message}: {NOT_MADE_WHY}")
     gone = any(marker in message.lower() for marker in _GONE_MARKERS)
     return TmuxError(f"tmux {args[0]}: {message}", gone=gone)
+
+
+def _bash(script: str) -> str:
+    """The command a pane runs: `bash <script>` as the pane's own process."""
+    return f"exec bash {shlex.quote(script)}"
 
 
 class Tmux:
@@ -414,7 +434,9 @@ class Tmux:
             raise TmuxError(message, silent=True) from exc
         except OSError as exc:
             raise TmuxError(f"cannot run tmux: {exc}") from exc
-        if proc.returncode != 0:
+        # a server this call starts that cannot make its socket: tmux exits 0 all the same,
+        # and a launch read as made a session that never was (walk98 F18: every run `lost`)
+        if proc.returncode != 0 or _NOT_MADE in proc.stderr:
             raise failure(args, proc.returncode, proc.stderr)
         return proc.stdout
 
@@ -487,16 +509,38 @@ class Tmux:
 
         A server this call starts keeps time with the precise monotonic clock
         (`_precise_start`): a third fewer wake-ups for every line a run prints."""
-        command = f"exec bash {shlex.quote(script)}"
+        env, first = self._precise_start()
+        args = self.session_args(name, cwd, script, log, window, spare, real, first)
+        out = self._run(*args, env=env)
+        pane_id, pid, exits = [*out.strip().split("\t"), "", ""][:3]
+        pid_n = int(pid) if pid.isdigit() else 0
+        command = _bash(script)
+        return Pane(name, pane_id, pid_n, False, None, command, exits_unattached=exits == "1")
+
+    @classmethod
+    def session_args(
+        cls,
+        name: str,
+        cwd: str,
+        script: str,
+        log: str | None = None,
+        window: str = "run",
+        spare: str | None = None,
+        real: str | None = None,
+        first: tuple[str, ...] | None = None,
+    ) -> tuple[str, ...]:
+        """The words of `new_session`'s one tmux call (`first`: `_precise_start`'s leading
+        commands; None: the most there can be). What a launch sends tmux, for its size to be
+        known before any launch (`launch_size`)."""
+        command = _bash(script)
         fmt = "#{pane_id}\t#{pane_pid}\t#{exit-unattached}"
         arm = (
-            (";", *self._keep_dead(), ";", *self._pipe(log, spare, real=real)) if log else ()
+            (";", *cls._keep_dead(), ";", *cls._pipe(log, spare, real=real)) if log else ()
         )  # commands after new-session act on its new pane (and session)
         kept = [w for name, value in SESSION_OPTIONS for w in (";", "set-option", name, value)]
-        arm = (";", *self._script_option(script), *kept, *arm)
-        env, first = self._precise_start()
-        first = (*self._server_options(), *first)
-        out = self._run(
+        arm = (";", *cls._script_option(script), *kept, *arm)
+        first = (*cls._server_options(), *(cls._forget_precise() if first is None else first))
+        return (
             *first,
             "new-session",
             "-d",
@@ -515,11 +559,7 @@ class Tmux:
             "50",
             command,
             *arm,
-            env=env,
         )
-        pane_id, pid, exits = [*out.strip().split("\t"), "", ""][:3]
-        pid_n = int(pid) if pid.isdigit() else 0
-        return Pane(name, pane_id, pid_n, False, None, command, exits_unattached=exits == "1")
 
     @staticmethod
     def _server_options() -> tuple[str, ...]:
@@ -549,7 +589,7 @@ class Tmux:
     def respawn(self, pane_id: str, script: str, window: str | None = None) -> Pane:
         """Run `bash <script>` in an existing (dead) pane: same session, same attached users;
         with `window`, its window is renamed in the same call (automatic-rename stays off)."""
-        command = f"exec bash {shlex.quote(script)}"
+        command = _bash(script)
         forget = (  # the last trial's notes
             *("set-option", "-p", "-u", "-t", pane_id, EXIT_OPTION, ";"),
             *("set-option", "-p", "-u", "-t", pane_id, STOP_OPTION),
@@ -581,8 +621,13 @@ class Tmux:
         if PRECISE_TIMER in env:
             return env, ()
         env[PRECISE_TIMER] = "1"
+        return env, cls._forget_precise()
+
+    @staticmethod
+    def _forget_precise() -> tuple[str, ...]:
+        """`_precise_start`'s leading commands where it sets the variable."""
         forget = ("if-shell", "-F", "#{session_name}", "", f"set-environment -g -u {PRECISE_TIMER}")
-        return env, (*forget, ";")
+        return (*forget, ";")
 
     @staticmethod
     def _script_option(script: str, *target: str) -> tuple[str, ...]:

@@ -159,15 +159,35 @@ def with_live_session(home: Home, run: Run) -> Run:
     if run.trial is None or not run.session or (not run.active and run.session_closed):
         return run
     from ajetd.adapters.tmux import Tmux, find_pane
-    from ajetd.adapters.tmuxsocket import socket_from_env
+    from ajetd.adapters.tmuxsocket import SocketSettingError
     from ajetd.core.errors import TmuxError
 
     try:
-        panes = Tmux(model.tmux_socket_of(run, socket_from_env()), path=run.tmux_path).panes()
-    except TmuxError:
+        panes = Tmux(run_socket(run), path=run.tmux_path).panes()
+    except (TmuxError, SocketSettingError):  # `status` says what is wrong with the setting
         return run
     pane = find_pane(panes, home.trial_file(run.run_id, run.trial.number, "sh"))
     return run if pane is None else model.session_renamed(run, pane.session)
+
+
+def run_socket(run: Run) -> str | None:
+    """The `tmux -L` name of the run's server (None: the default one): its record's, or
+    AJETD_TMUX_SOCKET's for a record older than the field (`SocketSettingError` where that
+    names no server tmux could make: `tmuxsocket.socket_problem`)."""
+    from ajetd.adapters.tmuxsocket import socket_from_env
+    from ajetd.core.model import tmux_socket_of
+
+    return tmux_socket_of(run, None if run.tmux_socket else socket_from_env())
+
+
+def say_socket_problem(home: Home | None = None) -> None:
+    """One line on stderr where AJETD_TMUX_SOCKET (or TMUX_TMPDIR) names no server tmux could
+    make: a daemon started with it refuses to start (`home`: only where none runs on it)."""
+    from ajetd.adapters.tmuxsocket import socket_note
+
+    note = socket_note()
+    if note is not None and (home is None or not home.daemon_running()):
+        click.echo(f"ajetd: {note}", err=True)
 
 
 def echo_json(data: Any) -> None:

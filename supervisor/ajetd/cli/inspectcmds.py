@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ajetd.adapters.store import Home
-from ajetd.cli.common import RUN, echo_json, json_option, load_run, open_home
+from ajetd.cli.common import RUN, echo_json, json_option, load_run, open_home, run_socket
 from ajetd.core.errors import AjetdError
 from ajetd.core.onefile import Writer
 
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ajetd.core.blueprint import Blueprint
     from ajetd.core.gpuuse import GpuSample
     from ajetd.hosts.preflight import Resolved
+
+
+LINTED_RUN = "linted"  # the run id a linted blueprint's paths are measured with (any six)
 
 
 @click.command()
@@ -69,8 +72,7 @@ def lint(file: Path, as_json: bool) -> None:
         busy = {r.result_dir: r.run_id for r in live}
         target = resolved.result_dir if resolved else bp.result_dir
         problems = placed_first(target, problems, busy, home.root)
-        never = _never_here(bp, resolved)
-        problems += [never] if never else []
+        problems += _not_launched(home, bp, resolved)
         summary = {
             "purpose": bp.purpose,
             # each path as the run takes it (`~` expanded, walk93 F4), where it resolved
@@ -89,10 +91,28 @@ def lint(file: Path, as_json: bool) -> None:
             if resolved
             else [],
         }
-    problems = [*cut, *problems, *home_kinds(open_home().root)[1]]
+    from ajetd.adapters.tmuxsocket import socket_note
+
+    setting = socket_note()  # the daemon's, as a daemon started here would take it
+    problems = [*cut, *problems, *home_kinds(open_home().root)[1], *([setting] if setting else [])]
     _lint_verdict(file, problems, "blueprint", summary, as_json)
     click.echo(status_view.render_lint_summary(file, summary))
     sys.exit(0)
+
+
+def _not_launched(home: Home, bp: Blueprint, resolved: Resolved | None) -> list[str]:
+    """Why the run would never be launched, as the daemon would find it: a GPU ask this
+    machine cannot meet (`_never_here`); paths too long for its launch's one tmux call, as
+    admission refuses them (`trials.admitted_launch_problem`)."""
+    never = _never_here(bp, resolved)
+    found = [never] if never else []
+    if resolved is not None:
+        from ajetd.daemon.trials import admitted_launch_problem
+
+        dirs = (resolved.codebase_dir, resolved.result_dir)
+        too_long = admitted_launch_problem(home, LINTED_RUN, *dirs, bp.options)
+        found += [too_long] if too_long else []
+    return found
 
 
 def _lint_campaign(folder: Path, as_json: bool) -> None:
@@ -280,13 +300,11 @@ def diag(run_id: str, as_json: bool) -> None:
     """A snapshot of a run (pane, processes, GPUs, findings, log tail), printed and saved in
     its result dir; the run is never touched."""
     from ajetd.adapters.tmux import Tmux
-    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.cli import diag
-    from ajetd.core.model import tmux_socket_of
 
     home = open_home()
     run = load_run(home, run_id)
-    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)
+    tmux = Tmux(run_socket(run), path=run.tmux_path)
     text, saved, data = diag.take(home, tmux, run)
     if as_json:
         echo_json(data)

@@ -179,12 +179,14 @@ def daemon(
     detach: bool,
 ) -> None:
     """Run the supervisor in the foreground (what systemd starts), or in the background."""
-    if detach:
+    from ajetd.adapters.tmuxsocket import socket_from_env
+
+    socket = socket_from_env()  # a setting no tmux server can be made by: refused here, exit 1
+    if detach:  # (before a daemon is started in the background only to die of it)
         _detach(click.get_current_context().params)
         return
     from ajetd.adapters import daemonlog
     from ajetd.adapters.nvml import FakeGpuError
-    from ajetd.adapters.tmuxsocket import socket_from_env
     from ajetd.core.errors import StoreError
     from ajetd.core.policy import Timing
     from ajetd.daemon.loop import Daemon, DaemonConfig
@@ -195,7 +197,7 @@ def daemon(
         daemonlog.log_to(log_file, log_level, log_max_bytes, log_keep)
     cfg = DaemonConfig(
         home=default_home(),
-        tmux_socket=socket_from_env(),
+        tmux_socket=socket,
         backoff_scale=backoff_scale,
         timing=Timing(grace_int_s=grace_int, grace_term_s=grace_term, hang_auto_s=hang_auto),
         liveness_s=liveness,

@@ -30,6 +30,8 @@ from ajetd.cli.common import (
     json_option,
     load_run,
     open_home,
+    run_socket,
+    say_socket_problem,
     with_live_session,
 )
 from ajetd.core.errors import FolderGoneError
@@ -123,6 +125,7 @@ def status(
     from ajetd.views import records as status_view
 
     home = open_home()
+    say_socket_problem()
     now = time.time()
     if run_id is not None and not watch:
         run = with_live_session(home, load_run(home, run_id))
@@ -429,11 +432,14 @@ def _not_filed(run: Run, exc: OSError, as_json: bool) -> NoReturn:
     import shlex
 
     from ajetd.adapters.diskfull import free_space
-    from ajetd.adapters.tmuxsocket import server_words, socket_from_env
+    from ajetd.adapters.tmuxsocket import SocketSettingError, server_words
     from ajetd.core.model import tmux_socket_of
 
     where = Path(str(exc.filename or "")).parent
-    socket = tmux_socket_of(run, socket_from_env())
+    try:
+        socket = run_socket(run)
+    except SocketSettingError:  # not what this says: the words as the record has them
+        socket = tmux_socket_of(run, None)
     tmux = shlex.join(["tmux", *server_words(socket, run.tmux_path)])
     by_hand = (
         f"`{tmux} send-keys -t {run.session} C-c` (the program's Ctrl-C)"
@@ -601,12 +607,10 @@ def attach(run_id: str) -> None:
     """`tmux attach` to the run's session (Ctrl-b d to detach); a queued run's once it
     starts."""
     from ajetd.adapters.tmux import Tmux
-    from ajetd.adapters.tmuxsocket import socket_from_env
-    from ajetd.core.model import tmux_socket_of
 
     home = open_home()
     run = load_run(home, run_id)
-    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)
+    tmux = Tmux(run_socket(run), path=run.tmux_path)
     inside = "switch-client" in tmux.attach(run.session or "-")[0]  # needs no terminal
     if not inside and not sys.stdin.isatty():  # tmux would only say "not a terminal"
         raise click.UsageError(
@@ -621,7 +625,7 @@ def attach(run_id: str) -> None:
     if not run.session:  # it ended without one: exit 1, saying how
         raise click.ClickException(f"run {run_id} has no tmux session ({_why(run)})")
     run = with_live_session(home, run)  # renamed by hand since: the name tmux has now
-    tmux = Tmux(tmux_socket_of(run, socket_from_env()), path=run.tmux_path)  # once started
+    tmux = Tmux(run_socket(run), path=run.tmux_path)  # once started
     argv, env = tmux.attach(run.session)
     _session_alive(tmux, run)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - argv is built by the tmux module, not a shell

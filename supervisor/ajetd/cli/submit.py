@@ -65,9 +65,13 @@ def submit(file: Path) -> tuple[str, str | None]:
             f"({free_space(home.inbox)} free); nothing was submitted"
         ) from exc
     if not home.daemon_running():
+        from ajetd.adapters.tmuxsocket import socket_note
+
+        setting = socket_note()  # why one started from this shell would not run (walk98 F18)
         return (
             run_id,
-            f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox",
+            f"ajetd: no daemon is running on {home.root}; the blueprint waits in the inbox"
+            + (f"\najetd: {setting}" if setting else ""),
         )
     problems = home.daemon_info().get("problems")  # why it takes no blueprint (walk 30)
     said = [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else []

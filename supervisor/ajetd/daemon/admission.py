@@ -35,6 +35,7 @@ from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.daemon import ending
+from ajetd.daemon.trials import admitted_launch_problem
 from ajetd.frameworks import framework, nemorl
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal, repoint, write_copy
@@ -97,6 +98,9 @@ def admit(
     resolved, problems = check_blueprint(bp, val_writers, own)
     target = resolved.result_dir if resolved is not None else bp.result_dir
     problems = placed_first(target, problems, busy_dirs, home.root)
+    if resolved is not None:  # paths too long for tmux together: refused, never tried
+        dirs = (resolved.codebase_dir, resolved.result_dir)
+        problems += [p for p in [admitted_launch_problem(home, run_id, *dirs, bp.options)] if p]
     if resolved is None or problems:
         return _reject(home, run, claimed, text, problems, now, bp, busy_dirs, got, records), None
     if bp.options.ssh is None:  # this machine's: another daemon here may have taken it meanwhile
