@@ -162,8 +162,11 @@ def catalogue_without(drop: set[tuple[str, str]]) -> Iterator[None]:
     """The catalogue with the patterns `drop` names removed, for the duration (kinds keep their
     order, so the trigger-word index stays valid; a kind may be left with no pattern)."""
     whole = catalogue.CATALOGUE
+    kinds = {name for name, _ in drop}  # (only their kinds remade: most excerpts drop none)
     catalogue.CATALOGUE = tuple(
         replace(k, patterns=tuple(p for p in k.patterns if (k.name, p.pattern) not in drop))
+        if k.name in kinds
+        else k
         for k in whole
     )
     try:
