@@ -23,6 +23,7 @@ from pathlib import Path
 from ajetd.adapters.regular import NotRegularError, load_record, read_small
 from ajetd.adapters.store import OWNER_FILE, Home
 from ajetd.core.errors import AjetdError
+from ajetd.core.model import Run
 
 START_TIMEOUT_S = 30.0
 POLL_S = 0.05
@@ -276,3 +277,11 @@ def shutdown(home: Home, timeout: float) -> int | None:
             )
         time.sleep(POLL_S)
     return pid
+
+
+def reports_left(home: Home) -> list[Run]:
+    """The ended runs whose reports (results.md, trials.md, finish.flag) no daemon has written,
+    as their records say: read after a stop, which writes those of the runs that ended before
+    it where it can (`Daemon.finish_before_stop`), so `shutdown` names what it left."""
+    left = [run for run in home.each_run() if run.reports_pending and not run.active]
+    return sorted(left, key=lambda r: (r.ended_at or 0.0, r.run_id))

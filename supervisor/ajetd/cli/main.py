@@ -241,7 +241,8 @@ def _detach(params: dict[str, Any]) -> None:
 )
 def shutdown(timeout: float) -> None:
     """Stop the daemon cleanly (SIGTERM, then wait); runs go on in tmux and the next daemon
-    takes them up again."""
+    takes them up again. The reports of runs that ended before it are written first (10 s
+    at most); a run whose reports are left to the next daemon is named."""
     from ajetd.cli import daemonctl
 
     home = open_home()
@@ -252,8 +253,12 @@ def shutdown(timeout: float) -> None:
         sys.exit(1)
     if pid is None:
         click.echo(f"no daemon is running on {home.root}")
-    else:
-        click.echo(f"ajetd daemon (pid {pid}) stopped; runs go on in tmux")
+        return
+    click.echo(f"ajetd daemon (pid {pid}) stopped; runs go on in tmux")
+    from ajetd.views.records import reports_left_line
+
+    for run in daemonctl.reports_left(home):  # ended before the stop; the stop could not
+        click.echo(reports_left_line(run))  # write their reports (walk98 F19)
 
 
 for command in (

@@ -90,7 +90,8 @@ def extras(
     `deep check in 11s` of a check no daemon would make (walk 90 F12)."""
     from ajetd.adapters.tmuxsocket import server_words
 
-    checks = (home.daemon_info().get("deep_checks") or {}) if home.daemon_running() else {}
+    up = home.daemon_running()
+    checks = (home.daemon_info().get("deep_checks") or {}) if up else {}
     at = checks.get(run.run_id) if isinstance(checks, dict) else None
     return rundetail.RunExtras(
         tmux_words=server_words(
@@ -99,6 +100,7 @@ def extras(
         next_check_at=float(at) if isinstance(at, (int, float)) else None,
         output=output_tail(run, output_lines),
         exited=exited,
+        daemon_up=up,
     )
 
 

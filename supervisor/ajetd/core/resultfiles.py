@@ -15,6 +15,10 @@ CONFIG_USED = "config-used.yaml"
 FINISH_FLAG = "finish.flag"
 # what `ending.write_reports` writes, finish.flag last; a rejection's report is these too
 REPORTS = (RESULTS, TRIALS, RUN_RECORD, CONFIG_USED, FINISH_FLAG)
+# an ended run's attention while its result dir refuses its reports: this, the folder, why
+# (`ending.publish_reports`); `views.records.reports_left_line` reads it back
+REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
+HELD_TAIL = "; written as soon as it can be"
 PROVENANCE_DIFF = "provenance.diff"  # admission: the codebase's uncommitted changes
 PICTURES = ("curves.png", "gpus.png")  # `pictures.runcurves`
 LOGS = "logs"  # each trial's output, `logs/trial-N.log` (tmux pipe-pane appends to it)

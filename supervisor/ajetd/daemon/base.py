@@ -132,8 +132,9 @@ class Base:
         self.published_at, self.reserved, self.published_reserved = 0.0, {}, {}
         self.published_checks: dict[str, float] = {}
         self.published_unsaved: dict[str, dict[str, Any]] = {}
-        # stopping; some run waits for its swarm server's /health
-        self.stopping = self.swarm_waiting = False
+        # stopping; some run waits for its swarm server's /health; a second stop signal came
+        # (no more waiting for the ended runs' reports: `Daemon.finish_before_stop`)
+        self.stopping = self.swarm_waiting = self.stop_now = False
         self.hooks = Hooks(cfg.hook_timeout_s)
         # pictures drawn in children: mid-run ones, and the ended runs' (their reports wait)
         self.live_plots, self.finals = drawing.LivePlots(), drawing.FinalDrawings()

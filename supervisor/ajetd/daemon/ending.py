@@ -32,6 +32,7 @@ from ajetd.core.limits import CONFIG_MAX_BYTES
 from ajetd.core.model import Run
 from ajetd.core.options import Options
 from ajetd.core.policy import kept_truly, root_cause
+from ajetd.core.resultfiles import HELD_TAIL, REPORTS_HELD
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import OWN_LINE_PREFIX, exit_line
 from ajetd.daemon import lostoutput
@@ -57,7 +58,6 @@ from ajetd.pictures import drawing
 from ajetd.views import report, words
 
 log = logging.getLogger(__name__)
-REPORTS_HELD = "results.md, trials.md and finish.flag not written: cannot write to"
 
 
 def ended_at(home: Home, run: Run, now: float, exited_at: float | None = None) -> float:
@@ -493,7 +493,7 @@ def publish_reports(
         lostoutput.hold_writer(home, run)  # the room a user frees: the reports' first
         if troubles is not None:
             troubles.hit(folder, exc, f"the result dir of run {run.run_id}")
-        why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}; written as soon as it can be"
+        why = f"{REPORTS_HELD} {folder}: {exc.strerror or exc}{HELD_TAIL}"
         if run.attention != why:
             log.error("run %s: %s", run.run_id, why)
             home.append_event(run.run_id, now, f"attention: {why}")

@@ -18,6 +18,7 @@ from ajetd.adapters.tmux import Pane
 from ajetd.core.errors import TmuxError
 from ajetd.core.model import Run
 from ajetd.core.naming import SESSION_PREFIX
+from ajetd.core.resultfiles import REPORTS_HELD
 from ajetd.core.trialscript import PIPES, RELEASE_WAIT_S, exit_line
 from ajetd.daemon import ending, lostoutput, trials
 from ajetd.daemon.base import Base
@@ -193,7 +194,7 @@ class Housekeep(Base):
         started, in its turn, where it has pictures and none was; after a restart too).
         Reports a full folder held back are written first and draw nothing (None: see
         `publish_reports`)."""
-        if run.attention is not None and run.attention.startswith(ending.REPORTS_HELD):
+        if run.attention is not None and run.attention.startswith(REPORTS_HELD):
             return True, None
         if not self.finals.holds(run.run_id):
             if not drawing.final_due(self.home, run):

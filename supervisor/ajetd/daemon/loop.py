@@ -18,6 +18,7 @@ import logging
 import os
 import shlex
 import signal
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -26,7 +27,7 @@ from ajetd.adapters.store import OWNER_DIR
 from ajetd.adapters.tmux import Tmux
 from ajetd.adapters.tmuxsocket import same_socket
 from ajetd.core.errors import StoreError
-from ajetd.core.model import DEFAULT_TMUX, State
+from ajetd.core.model import DEFAULT_TMUX, Run, State
 from ajetd.core.policy import hang_window as policy_hang_window
 from ajetd.core.policy import next_wake
 from ajetd.daemon.act import Act
@@ -48,6 +49,12 @@ FAILED_PASS_PAUSE_S = 1.0  # the least wait after a pass in which a step failed
 COPY_POLL_S = 1.0  # how often a copy back under way is looked at (`Housekeep.copy_back`)
 DRAW_POLL_S = 0.1  # how often a final drawing under way or due to start is looked at
 SUPERVISE_ALL_S = 60.0  # every live run is looked at in full at least this often
+# a clean stop's wait for the reports of runs that ended before it (all of them together):
+# each takes well under a second, its final picture 1-2.5 s of a loaded 2-core machine's
+# time; what does not come in time (a drawing that hangs, a copy back) is left to the next
+# daemon and named by `ajetd shutdown`. Well within systemd's TimeoutStopSec (30 s, the unit)
+STOP_REPORTS_S = 10.0
+STOP_DRAWINGS = 8  # final pictures drawn at once during a stop, at most (and a core each)
 # the step's one name, also where an exit file brought it first: a full folder it met is
 # waited for as one (`Base.step_full`), whichever of the two takes the write
 SUPERVISING = "supervising it"
@@ -98,6 +105,7 @@ class Daemon(Act, Launch, Admit, Housekeep):
                 self.last_turn = (began, ended, ended + wait)
                 woken = self.wake.wait(wait)
                 self.wake.clear()
+            self.finish_before_stop()
         finally:
             self.watcher.stop()
             stopped = {"pid": None, "stopped_at": self.clock(), **self._frozen(self.clock())}
@@ -190,8 +198,79 @@ class Daemon(Act, Launch, Admit, Housekeep):
         return max(wait, FAILED_PASS_PAUSE_S) if self.failures.in_pass else wait
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_now = self.stopping  # a second one: no more waiting for reports
         self.stopping = True
         self.wake.set()
+
+    def finish_before_stop(self, bound: float = STOP_REPORTS_S) -> list[Run]:
+        """A clean stop's last work: the ends whose exit files came before it are recorded,
+        and the reports of the runs that ended (results.md, trials.md, finish.flag) written,
+        within `bound` seconds in all: a stop right after a run ended left them to the next
+        daemon, and said nothing (walk98 F19). A report whose folder refuses it (full,
+        unwritable) is not waited for (it failed at once and waits for its retry), nor one
+        whose record a full home holds. A final drawing still under way at the bound is ended
+        (the next daemon draws it again); a copy back goes on in its child, whose outcome the
+        next daemon takes. Runs still running go on in tmux. A second SIGTERM/SIGINT ends the
+        wait. Returns the ended runs whose reports are left, each said in the log (`ajetd
+        shutdown` names them from the records)."""
+        began = time.monotonic()
+        with self._step("daemon", "recording the ends that came before its stop"):
+            self.record_ends(self.clock())
+        waiting = self._reports_to_write()
+        had = bool(waiting) or any(r.reports_pending for r in self.runs.unsettled_runs())
+        if waiting:
+            # no run is supervised any more: their pictures drawn at once, a core each at
+            # most, not MAX_FINAL at a time (a picture's 1-2 s of CPU each is most of a stop)
+            cores = min(len(waiting), os.cpu_count() or 1, STOP_DRAWINGS)
+            self.finals.limit = max(self.finals.limit, cores)
+            log.info(
+                "stopping: the reports of %d ended run(s) first (%s; at most %.0f s)",
+                len(waiting),
+                " ".join(waiting),
+                bound,
+            )
+        while waiting and not self.stop_now:
+            with self._step("tmux", "reading ended trials' panes"):
+                self.pane_tails.look()
+            with self._step("disk", "writing what a full disk held back"):
+                self.held.retry()
+            self.retry_reports(self.clock())
+            waiting = self._reports_to_write()
+            left = began + bound - time.monotonic()
+            if not waiting or left <= 0:
+                break
+            self.wake.wait(min(DRAW_POLL_S, left))
+            self.wake.clear()
+        with self._step("claims", "removing ended runs' claims"):  # as a tick ends
+            pending = {r.run_id for r in self.runs.unsettled_runs() if r.reports_pending}
+            self.claims.sweep({r.run_id for r in self.runs.live()} | pending)
+        left_runs = [r for r in self.runs.unsettled_runs() if r.reports_pending]
+        for run in left_runs:
+            self.finals.forget(run.run_id)  # its drawing, if any: drawn again by the next
+            why = f" (not done in {bound:.0f} s)" if run.run_id in waiting else ""
+            if why and self.stop_now:
+                why = " (a second stop signal)"
+            log.warning(
+                "run %s ended %s; its reports are left for the next daemon%s%s",
+                run.run_id,
+                run.status.value if run.status else "?",
+                why,
+                f": {run.attention}" if run.attention else "",
+            )
+        if had or began + 0.5 < time.monotonic():
+            log.info("stopping: its last work took %.2f s", time.monotonic() - began)
+        return left_runs
+
+    def _reports_to_write(self) -> list[str]:
+        """The ended runs whose reports a stop waits for: pending, their record on disk, and
+        their folder not known to refuse them until a retry that is not due yet."""
+        return [
+            run.run_id
+            for run in self.runs.unsettled_runs()
+            if run.reports_pending
+            and self.home.saved(run.run_id)
+            and not self.troubles.blocked(Path(run.result_dir))
+        ]
 
     def _sleep_for(self, now: float, full: bool) -> float:
         """Seconds until the next tick: the earliest timer (recomputed after full ticks only),

@@ -26,7 +26,7 @@ from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.model import Run, State, Status
 from ajetd.core.unsaved import NOTE, REFUSED, ROOM_BACK
 from ajetd.frameworks.valresults import last_value, metric_series, shown_metric, shown_value
-from ajetd.views.records import fixes_said, shown_state
+from ajetd.views.records import fixes_said, reports_left_line, shown_state
 
 Segment = tuple[str, str]  # (text, style name; "" for none)
 Line = list[Segment]
@@ -373,13 +373,21 @@ _SAY_WHY = frozenset({Status.FAILED, Status.LOST, Status.REJECTED})
 
 
 def notes(
-    sel: Selection, width: int, exits: Mapping[str, UnrecordedExit] | None = None
+    sel: Selection,
+    width: int,
+    exits: Mapping[str, UnrecordedExit] | None = None,
+    daemon_up: bool = True,
 ) -> list[Line]:
     """Under the table: why runs wait, what needs attention, which live runs' programs
-    exited with no daemon to record it (`exits`), why shown ended runs failed, were lost or
-    rejected (their reason, one line cut to the width), which others ran with fixes (a
-    success whose batch size ajetd halved is not the blueprint's), what is hidden."""
+    exited with no daemon to record it (`exits`), which ended runs' reports no daemon is
+    there to write (`daemon_up`: a stop right after their end, walk98 F19), why shown ended
+    runs failed, were lost or rejected (their reason, one line cut to the width), which
+    others ran with fixes (a success whose batch size ajetd halved is not the blueprint's),
+    what is hidden."""
     lines: list[Line] = []
+    for run in [] if daemon_up else sel.ended:  # held ones say so in their attention
+        if run.reports_pending and not run.attention:
+            lines.append([(cut(reports_left_line(run), width), "attention")])
     for run in [*sel.live, *(r for r in sel.ended if r.attention)]:  # ended: reports held
         exited = (exits or {}).get(run.run_id)
         if exited is not None:
@@ -510,7 +518,7 @@ def overview(
         )
     else:
         lines += table(sel, now, width, selected)
-        lines += notes(sel, width, exits)
+        lines += notes(sel, width, exits, daemon_up)
     # in the order they began, as `campaign list` has them (the records' id order put a live
     # campaign between ended ones, walk88 F12); ties in id order
     shown = sorted(

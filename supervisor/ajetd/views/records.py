@@ -13,6 +13,7 @@ from ajetd.core.exitfile import UnrecordedExit
 from ajetd.core.fixrecord import SCIENCE_PREFIX, applied_json
 from ajetd.core.gpuuse import GpuSample
 from ajetd.core.model import Run, State, StopCause, Trial, record_trials
+from ajetd.core.resultfiles import HELD_TAIL, REPORTS_HELD
 from ajetd.core.timefmt import iso
 from ajetd.frameworks.valresults import best_point, shown_metric, shown_value, step_of
 
@@ -402,3 +403,23 @@ def shown_reason(run: Run) -> str:
 def _bound(side: str, value: float | None) -> str:
     """`min 1e-07`, `no max`: one side of an allow_fixes bound as lint shows it."""
     return f"no {side}" if value is None else f"{side} {value:g}"
+
+
+def reports_left(run: Run, who: str = "the next daemon") -> str:
+    """An ended run's reports that no daemon wrote yet (`reports_pending`): which files, who
+    writes them (`who`), and what holds them back where its result dir refused them (its
+    attention, `ending.publish_reports`)."""
+    said = f"its results.md, trials.md and finish.flag will be written by {who}"
+    held = run.attention or ""
+    if held.startswith(REPORTS_HELD):
+        folder, _, why = held[len(REPORTS_HELD) :].removesuffix(HELD_TAIL).strip().rpartition(": ")
+        said += f" once it can write to {folder} ({why})" if folder else f" ({why})"
+    return said
+
+
+def reports_left_line(run: Run) -> str:
+    """What `ajetd shutdown` says of each ended run whose reports are left after the daemon
+    stopped: a stop right after a run's end left them unwritten and said nothing, while
+    `status` said `succeeded` (walk98 F19)."""
+    status = run.status.value if run.status else "?"
+    return f"run {run.run_id} ended ({status}); {reports_left(run)}"

@@ -33,7 +33,7 @@ from ajetd.frameworks.valresults import (
     step_text,
 )
 from ajetd.views.listing import Line, cut, gpu_cell, shorten, sparkline, state_style, state_word
-from ajetd.views.records import shown_reason, trial_of
+from ajetd.views.records import reports_left, shown_reason, trial_of
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class RunExtras:
     next_check_at: float | None = None  # the daemon's next deep check of this run
     output: tuple[str, ...] = ()  # its last lines of output (the live view)
     exited: UnrecordedExit | None = None  # its program's exit, not recorded (no daemon)
+    daemon_up: bool = True  # a daemon runs on its home (who writes reports still to come)
 
 
 def _kv(key: str, value: str, width: int, style: str = "") -> Line:
@@ -202,6 +203,18 @@ def _state_why(run: Run, exited: UnrecordedExit | None) -> str:
     return exited.words() + (f"; {why}" if why else "")
 
 
+def _state_lines(run: Run, word: str, fit: _Fit, extras: RunExtras) -> list[Line]:
+    """The state and why; for an ended run whose reports are still to come (finish.flag not
+    there yet), by whom and what holds them: a stop right after its end left them, and
+    `status` said only `succeeded` (walk98 F19)."""
+    why = _state_why(run, extras.exited)
+    lines = fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
+    if run.reports_pending and not run.active:
+        who = "the daemon" if extras.daemon_up else "the next daemon (no daemon runs now)"
+        lines += fit.kv("reports", f"not written yet: {reports_left(run, who)}", "waiting")
+    return lines
+
+
 def detail(
     run: Run, now: float, width: int, extras: RunExtras = RunExtras(), whole: bool = True
 ) -> list[Line]:
@@ -218,8 +231,7 @@ def detail(
             line = attach_line(run.session, extras.tmux_words)  # whole, to copy, or:
             short = f"ajetd attach {run.run_id}"
             lines.append(_kv("attach", line if len(line) <= width - 11 else short, width, "good"))
-    why = _state_why(run, extras.exited)
-    lines += fit.kv("state", f"{word}" + (f": {why}" if why else ""), state_style(word))
+    lines += _state_lines(run, word, fit, extras)
     if run.started_at is not None:
         used = run.time_used(now)
         text = f"used {format_duration(used)}"
