@@ -58,8 +58,15 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # measured the machine's load, not the code (test_unsaved's padding test took 245 ms at load
 # 20 on the 2-core VM). Each test keeps its own example count; what bounds a parse's time is
 # checked where it is promised, in CPU time.
-settings.register_profile("ajetd", deadline=None)
-settings.load_profile("ajetd")
+#
+# The suite's draws are the same on every run (derandomize: a seed from each test's source):
+# a CI run is judged on the code, never on the luck of its draws (two CI runs were refused for
+# latent cases a new draw happened on, `½h1h` and `env -i tee ';'`, each fixed with its example
+# kept). New draws are looked for on purpose, where a failure can be read and fixed:
+# `AJETD_HYPOTHESIS=explore python3 -m pytest -q` (a new random seed for every test).
+settings.register_profile("ajetd", deadline=None, derandomize=True)
+settings.register_profile("explore", deadline=None, derandomize=False)
+settings.load_profile("explore" if os.environ.get("AJETD_HYPOTHESIS") == "explore" else "ajetd")
 
 
 def pytest_configure(config: pytest.Config) -> None:

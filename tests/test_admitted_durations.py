@@ -148,10 +148,12 @@ _HOSTILE = st.lists(st.sampled_from([*"0123456789 ,，/½-~.:hm", "小时", "到
 @given(_HOSTILE | st.text(max_size=40))
 @example("½h1h")  # the strict reading took the `1h` after the fraction; now refused
 @example("½ h and 1h")
+@example("1h½m")  # the strict reading took the `1h` before it and passed over the `½m`
+@example("1h and ½m")
 def test_where_the_strict_reading_reads_the_lenient_one_agrees(text: str) -> None:
     """The admitted reading only adds: wherever a new blueprint's reading takes the text
     (commas, fractions and joiners about), the admitted one gives the same seconds. A
-    fraction first (`½h1h`) is the writer's first duration: refused, never passed over."""
+    fraction that is part of the duration (`½h1h`, `1h½m`) is refused, never passed over."""
     try:
         strict = parse_duration(text)
     except DurationError:

@@ -190,14 +190,18 @@ _VULGAR = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞"
 _VULGAR_NUMBER = re.compile(rf"(?<![\d.])(?:(\d{{1,6}})[ \t]?)?([{_VULGAR}]){_BEFORE_UNIT}", re.I)
 
 
-def _vulgar_first(text: str) -> bool:
-    """Whether a vulgar fraction before a unit (`½h`) comes before the first duration the scan
-    reads: the writer's first duration is that fraction, so the one read (`1h` of `½h1h`) is
-    not it (an admitted copy reads `½h`; a new blueprint's is refused, as `½h` alone is)."""
+def _fraction_counts(text: str, total: float, bare_unit_s: float) -> bool:
+    """Whether a vulgar fraction before a unit (`½h`) is part of the duration, as a writer
+    means it: the reading that takes fractions (an admitted copy's) gives other seconds than
+    `total`, the one that passes over them (`½h1h`: the 1h after it; `1h½m`: the 1h before
+    it). A new blueprint's is then refused, as `½h` alone is; a fraction in a remark apart
+    (`2h (½h smoke)`) changes nothing and is let be."""
     if not any(c in _VULGAR for c in text):
         return False
-    found = _VULGAR_NUMBER.search(text)
-    return found is not None and found.start() < _first_start(text)
+    try:
+        return _parse(_plain_numbers(text), bare_unit_s, True, False, True) != total
+    except DurationError:
+        return True
 
 
 def _plain_numbers(text: str) -> str:
@@ -246,7 +250,7 @@ def _parse(
     total, end = _scan(text, lenient)
     if total is None and not lenient and any(c in _VULGAR for c in text):
         raise DurationError(_FRACTION_SAID.format(_short(text)))
-    if total is not None and not lenient and _vulgar_first(text):
+    if total is not None and not lenient and _fraction_counts(text, total, bare_unit_s):
         raise DurationError(_FRACTION_SAID.format(_short(text)))
     if total is None:
         if _EXPONENT.search(text) or _NOT_FINITE.search(text):
