@@ -136,7 +136,12 @@ def test_a_removed_run_folder_is_made_again_within_a_pass_and_a_wait_in_flight_g
         if handle is not None:
             handle.close()
     assert env.status(run_id)["state"] == "running"
-    assert waiting.poll() is None, "a wait in flight ended while the run went on"
+    if waiting.poll() is not None:  # what the wait said, and the run's record, for the reader
+        out, err = waiting.communicate()
+        said = f"exit {waiting.returncode}; stdout {out!r}; stderr {err!r}"
+        raise AssertionError(
+            f"a wait in flight ended while the run went on: {said}; record {env.record(run_id)}"
+        )
     trigger.touch()
     out, err = waiting.communicate(timeout=20)
     assert waiting.returncode == 1, (waiting.returncode, out, err)
@@ -162,7 +167,12 @@ def test_a_run_the_daemon_holds_is_never_no_run_while_its_folder_is_gone(env: En
         daemon.send_signal(signal.SIGCONT)
     wait_for(lambda: "was gone (moved or removed" in _journal(folder), what="the folder again")
     assert env.status(run_id)["state"] == "running"
-    assert waiting.poll() is None, "a wait in flight ended while the run went on"
+    if waiting.poll() is not None:  # what the wait said, and the run's record, for the reader
+        out, err = waiting.communicate()
+        said = f"exit {waiting.returncode}; stdout {out!r}; stderr {err!r}"
+        raise AssertionError(
+            f"a wait in flight ended while the run went on: {said}; record {env.record(run_id)}"
+        )
     trigger.touch()
     out, err = waiting.communicate(timeout=20)
     assert waiting.returncode == 1, (waiting.returncode, out, err)

@@ -103,11 +103,11 @@ def lint(file: Path, as_json: bool) -> None:
 def _not_launched(home: Home, bp: Blueprint, resolved: Resolved | None) -> list[str]:
     """Why the run would never be launched, as the daemon would find it: a GPU ask this
     machine cannot meet (`_never_here`); paths too long for its launch's one tmux call, as
-    admission refuses them (`trials.admitted_launch_problem`)."""
+    admission refuses them (`launchsize.admitted_launch_problem`)."""
     never = _never_here(bp, resolved)
     found = [never] if never else []
     if resolved is not None:
-        from ajetd.daemon.trials import admitted_launch_problem
+        from ajetd.adapters.launchsize import admitted_launch_problem
 
         dirs = (resolved.codebase_dir, resolved.result_dir)
         too_long = admitted_launch_problem(home, LINTED_RUN, *dirs, bp.options)

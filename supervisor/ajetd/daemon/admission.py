@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ajetd.adapters import diskfull, git, inbox
+from ajetd.adapters.launchsize import admitted_launch_problem
 from ajetd.adapters.regular import NotRegularError
 from ajetd.adapters.resultdir import in_home, in_use, placed_first, result_dir_problem
 from ajetd.adapters.store import Home, expanded, json_text, write_atomic
@@ -35,7 +36,6 @@ from ajetd.core.options import Options
 from ajetd.core.runparts import Provenance
 from ajetd.core.timefmt import iso
 from ajetd.daemon import ending
-from ajetd.daemon.trials import admitted_launch_problem
 from ajetd.frameworks import framework, nemorl
 from ajetd.hosts.base import Host
 from ajetd.hosts.configcopy import refusal, repoint, write_copy

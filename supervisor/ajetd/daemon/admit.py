@@ -13,6 +13,7 @@ from typing import Any
 
 from ajetd.adapters import diskfull, inbox, trialfiles
 from ajetd.adapters.regular import NotRegularError, read_small
+from ajetd.adapters.trialpaths import paths as trial_paths
 from ajetd.core import endevidence, jsontext, model, resultfiles
 from ajetd.core.backoff import Backoff
 from ajetd.core.durations import format_duration
@@ -22,7 +23,7 @@ from ajetd.core.naming import RUN_ID, new_run_id, safe_name
 from ajetd.core.onefile import Writer
 from ajetd.core.policy import DATA_KEPT
 from ajetd.core.timefmt import iso
-from ajetd.daemon import admission, rebuild, trials
+from ajetd.daemon import admission, rebuild
 from ajetd.daemon.base import Base, Unadmitted
 from ajetd.daemon.slots import LIVE, RunSlot
 
@@ -426,7 +427,7 @@ class Admit(Base):
         self._claim_again(slot, now)
         trial = run.trial
         if trial is not None and trial.started_at is None:
-            script = trials.paths(self.home, run, trial.number).script
+            script = trial_paths(self.home, run, trial.number).script
             if not script.exists():  # cut between its record and its script: prepare again
                 self._store(model.unprepare(run))
                 log.info("run %s: trial %d was never prepared; again", run.run_id, trial.number)

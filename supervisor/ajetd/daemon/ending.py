@@ -23,6 +23,7 @@ from ajetd.adapters.resultdir import earlier_rejection
 from ajetd.adapters.store import Home, json_text, write_all_atomic
 from ajetd.adapters.tmux import MISSING_OUTPUT, Tmux
 from ajetd.adapters.trialfiles import read_exit
+from ajetd.adapters.trialpaths import paths
 from ajetd.core import jsontext, launchshape, model, resultfiles
 from ajetd.core.blueprint import parse_blueprint
 from ajetd.core.errors import AjetdError, TmuxError
@@ -39,7 +40,6 @@ from ajetd.daemon import lostoutput
 from ajetd.daemon.trials import (
     ask_log_writer,
     await_output,
-    paths,
     plateau_unmet,
     read_metrics_at_end,
     release,

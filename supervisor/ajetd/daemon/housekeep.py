@@ -15,12 +15,13 @@ from typing import Any
 from ajetd.adapters import diskfull, pipes
 from ajetd.adapters.store import encode, write_atomic, write_in_place
 from ajetd.adapters.tmux import Pane
+from ajetd.adapters.trialpaths import paths as trial_paths
 from ajetd.core.errors import TmuxError
 from ajetd.core.model import Run
 from ajetd.core.naming import SESSION_PREFIX
 from ajetd.core.resultfiles import REPORTS_HELD
 from ajetd.core.trialscript import PIPES, RELEASE_WAIT_S, exit_line
-from ajetd.daemon import ending, lostoutput, trials
+from ajetd.daemon import ending, lostoutput
 from ajetd.daemon.base import Base
 from ajetd.diagnosis.scan import tail_bytes
 from ajetd.hosts import copyback
@@ -83,7 +84,7 @@ class Housekeep(Base):
             return True
         if now >= ended + RELEASE_WAIT_S:
             return True
-        log_file = trials.paths(self.home, run, trial.number).log
+        log_file = trial_paths(self.home, run, trial.number).log
         return exit_line(trial.number) in tail_bytes(log_file, 4096)
 
     def _close_orphans(self) -> None:

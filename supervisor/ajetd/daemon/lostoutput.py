@@ -26,11 +26,12 @@ from ajetd.adapters import diskfull
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import MISSING_OUTPUT, Pane, hold_note
 from ajetd.adapters.trialfiles import spare_log
+from ajetd.adapters.trialpaths import paths
 from ajetd.core import model
 from ajetd.core.model import Run
 from ajetd.core.timefmt import iso
 from ajetd.core.trialscript import exit_line
-from ajetd.daemon.trials import paths, wake_log_writer
+from ajetd.daemon.trials import wake_log_writer
 from ajetd.diagnosis.scan import tail_bytes
 
 log = logging.getLogger(__name__)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Tmux
+from ajetd.adapters.trialpaths import RunPaths
 from ajetd.core.errors import TmuxError
 from ajetd.core.trialscript import exit_line, trial_rows
 from ajetd.daemon import trials
@@ -44,7 +45,7 @@ class _Awaited:
     run_id: str
     number: int
     pane_id: str
-    paths: trials.RunPaths
+    paths: RunPaths
     tail: Path
     until: float
 
@@ -60,9 +61,7 @@ class PaneTails:
         self.monotonic = monotonic
         self.awaited: dict[tuple[str, int], _Awaited] = {}
 
-    def keep(
-        self, run_id: str, number: int, pane_id: str, paths: trials.RunPaths, tail: Path
-    ) -> None:
+    def keep(self, run_id: str, number: int, pane_id: str, paths: RunPaths, tail: Path) -> None:
         """Keep trial `number`'s last lines from pane `pane_id` into `tail`: read at once,
         and at the next passes (`look`) while its exit line has not shown. Once a trial: an
         end seen again reads nothing more (its pane's time is counted from the first)."""

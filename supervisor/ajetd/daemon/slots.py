@@ -12,10 +12,11 @@ from pathlib import Path
 from ajetd.adapters.store import Home
 from ajetd.adapters.tmux import Pane
 from ajetd.adapters.trialfiles import LogOf, output_log
+from ajetd.adapters.trialpaths import RunPaths
+from ajetd.adapters.trialpaths import paths as trial_paths
 from ajetd.core.backoff import Backoff
 from ajetd.core.model import Run, State
 from ajetd.core.options import Options
-from ajetd.daemon import trials
 from ajetd.diagnosis.live import LiveScans
 from ajetd.frameworks import ajetout
 from ajetd.hosts.base import Host
@@ -48,7 +49,7 @@ class RunSlot:
     # (`_output_moved`): a light tick comes for it then, though its output went quiet
     metrics_due_at: float | None = None
     val_size: int | None = None  # its val file's size when a change last brought a read
-    _paths: tuple[int, trials.RunPaths] | None = None
+    _paths: tuple[int, RunPaths] | None = None
     moves_seen: tuple[int, int] | None = None  # (trial, size of its moved note) last read
     # (trial, its log's (device, inode) at the last look, None where missing), and when its
     # log's writer was last asked to check (`Observe.ask_writer_if_moved`)
@@ -70,12 +71,12 @@ class RunSlot:
     def run_id(self) -> str:
         return self.run.run_id
 
-    def paths(self, home: Home) -> trials.RunPaths:
+    def paths(self, home: Home) -> RunPaths:
         """The current trial's file paths (built once: pathlib is costly at 50 runs a tick)."""
         trial = self.run.trial
         assert trial is not None
         if self._paths is None or self._paths[0] != trial.number:
-            self._paths = (trial.number, trials.paths(home, self.run, trial.number))
+            self._paths = (trial.number, trial_paths(home, self.run, trial.number))
         return self._paths[1]
 
     def log_of(self, home: Home) -> LogOf:

@@ -13,15 +13,17 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ajetd.adapters import oomwatch, procs, programfiles
 from ajetd.adapters.environ import ENVIRON, keep_environ
+from ajetd.adapters.launchsize import session_parts
 from ajetd.adapters.store import Home, mark, write_atomic
-from ajetd.adapters.tmux import TMUX_CALL_MAX, Pane, Tmux, call_size, find_pane, too_long
-from ajetd.adapters.trialfiles import LogOf, output_log, output_logs, spare_log, swapped
+from ajetd.adapters.tmux import Pane, Tmux, find_pane
+from ajetd.adapters.trialfiles import LogOf, output_logs, spare_log, swapped
+from ajetd.adapters.trialpaths import RunPaths, paths
 from ajetd.core import model, stoprules
 from ajetd.core.copyname import original_of
 from ajetd.core.errors import AjetdError
@@ -35,7 +37,6 @@ from ajetd.core.limits import (
 from ajetd.core.lines import Cursor
 from ajetd.core.model import Run, State, Trial
 from ajetd.core.naming import (
-    MAX_SESSION,
     run_names,
     session_base,
     unique_session,
@@ -56,7 +57,6 @@ from ajetd.core.trialscript import (
     MetricSource,
     TrialSpec,
     exit_line,
-    pipe_path,
     render_trial_script,
     writer_fifos,
 )
@@ -76,36 +76,6 @@ from ajetd.hosts.fs import Fs, Names, read_composed, read_config, read_inherited
 
 log = logging.getLogger(__name__)
 OUTPUT_WAIT_S = 0.5  # the longest wait for a trial's last output to reach its log
-
-
-@dataclass(frozen=True)
-class RunPaths:
-    """Where one trial's files live."""
-
-    script: Path
-    go: Path
-    exit: Path
-    hup: Path
-    log: Path
-    spare: Path  # where output goes on if the log's folder vanishes unsafely (pipe_writer)
-    wake: Path  # the FIFO through which the trial script is told to go
-    log_dir: str = ""  # the log's folder, as the log watch names it (`Watcher.keep_logs`)
-
-
-def paths(home: Home, run: Run, number: int) -> RunPaths:
-    log = output_log(home, run, number)
-    return RunPaths(
-        script=home.trial_file(run.run_id, number, "sh"),
-        go=home.trial_file(run.run_id, number, "go"),
-        exit=home.trial_file(run.run_id, number, "exit"),
-        hup=home.trial_file(run.run_id, number, "hup"),
-        log=log,
-        spare=spare_log(home, run.run_id, number),
-        wake=Path(
-            pipe_path(str(home.trial_file(run.run_id, number, "sh")), f"trial-{number}.wake")
-        ),
-        log_dir=str(log.parent),
-    )
 
 
 def await_output(log_file: Path, number: int, timeout: float = OUTPUT_WAIT_S) -> bool:
@@ -326,68 +296,6 @@ def trial_env(run: Run, options: Options) -> dict[str, str]:
     return env
 
 
-SessionParts = tuple[str, str, str, str, str, str, "str | None"]
-
-
-def _session_parts(run: Run, p: RunPaths, session: str, number: int) -> SessionParts:
-    """What `Tmux.new_session` is given to make trial `number`'s session (`start_trial`),
-    and what `launch_problem` measures the same call by (`Tmux.session_args`)."""
-    real = run.result_real or None
-    return (
-        session,
-        run.codebase_dir,
-        str(p.script),
-        str(p.log),
-        window_name(number),
-        str(p.spare),
-        real,
-    )
-
-
-def launch_problem(home: Home, run: Run, options: Options) -> str | None:
-    """Why the run could never be launched, known before it is: its launch's one tmux call
-    (`start_trial`: the session, its script and the log's writer) would pass tmux's limit on
-    a message (`TMUX_CALL_MAX`), which the paths of the home, the codebase and the result dir
-    make it where they are long together (each may be up to 4 KB: walk98 F2, `lint` said ok
-    and the run failed at its launch). The call is built as the launch builds it, for the
-    run's last trial (the most digits) and the longest session name; `run` needs its id,
-    codebase and result dir (and where that leads). None where it fits."""
-    last = options.max_trials + len(options.stages)
-    p = paths(home, run, last)
-    size = call_size(Tmux.session_args(*_session_parts(run, p, "x" * MAX_SESSION, last)))
-    if size <= TMUX_CALL_MAX:
-        return None
-    named = (
-        ("the home ($AJETD_HOME)", str(home.root)),
-        ("the codebase (exp_codebase_dir)", run.codebase_dir),
-        ("the result dir (exp_result_dir)", run.result_dir),
-    )
-    said = [f"{what} {_elided(path)} ({len(path.encode())} bytes)" for what, path in named]
-    return f"its launch's {too_long(size, 'of ' + ', '.join(said[:-1]) + ' and ' + said[-1])}"
-
-
-def admitted_launch_problem(
-    home: Home, run_id: str, codebase_dir: str, result_dir: str, options: Options
-) -> str | None:
-    """`launch_problem` of a blueprint about to be admitted (or linted: `run_id` any id of
-    the length a run's has), its paths resolved (`preflight.Resolved`), its record made as
-    admission makes it (`admission._accepted`: the result dir and where it leads)."""
-    run = Run(
-        run_id=run_id,
-        source="",
-        submitted_at=0.0,
-        codebase_dir=codebase_dir,
-        result_dir=result_dir,
-        result_real=os.path.realpath(result_dir),
-    )
-    return launch_problem(home, run, options)
-
-
-def _elided(path: str, keep: int = 40) -> str:
-    """A long path shown by its two ends (its whole length is said beside it)."""
-    return path if len(path) <= 2 * keep + 3 else f"{path[:keep]}...{path[-keep:]}"
-
-
 def start_trial(
     home: Home, tmux: Tmux, run: Run, now: float, host: Host, panes: list[Pane] | None = None
 ) -> Run:
@@ -412,7 +320,7 @@ def start_trial(
         p.log.parent.mkdir(parents=True, exist_ok=True)  # through a link put in its path
     real = run.result_real or None
     if pane is None and previous is None:  # a new session, armed in the same tmux call
-        pane = tmux.new_session(*_session_parts(run, p, trial.session, trial.number))
+        pane = tmux.new_session(*session_parts(run, p, trial.session, trial.number))
         if pane.exits_unattached and EXITS_UNATTACHED not in run.warnings:
             log.warning("run %s: %s", run.run_id, EXITS_UNATTACHED)
             run = model.warn(run, EXITS_UNATTACHED)
