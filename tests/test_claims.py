@@ -413,3 +413,166 @@ def test_a_claims_folder_whose_lock_another_holds_is_let_be_a_while(
     keeper.paused_until = float("-inf")
     assert keeper.val_file("aaaaaa", str(tmp_path / "val.md")) is None
     assert [k[1] for k in keeper.held] == [claims.VAL_FILE]
+
+
+# -- the commands that only look: `ajetd gpus`, `ajetd lint` --------------------------------------
+
+
+def _claim_files(*folders: Path) -> dict[str, float]:
+    """The claim files in `folders`, name -> mtime: what a command that only looks leaves."""
+    return {
+        str(p): p.stat().st_mtime_ns for f in folders for p in sorted(f.glob(claims.PREFIX + "*"))
+    }
+
+
+def test_gpus_and_lint_show_another_daemons_claims_and_leave_them_be(env: Env) -> None:
+    """Two daemons, each with a run on one of two GPUs: `ajetd gpus` of the first names the
+    second's run on its GPU (its home, its pid, since when), its own run as placed; `lint`
+    of a blueprint pinned to that GPU warns that it would wait, and one with that run's result
+    dir is refused as admission would. Once the second daemon is gone, its claim is shown
+    stale and stops nothing. No command took, renewed or removed a claim."""
+    file = env.fake_gpus(2)
+    other = second_env(env)
+    other.vars["AJETD_FAKE_GPUS"] = str(file)
+    daemons = [
+        w.start_daemon("--gpu-young-period", "0.2", "--gpu-period", "0.2") for w in (env, other)
+    ]
+    go = env.tmp / "may-end"
+    runs = []
+    for world, name, index in ((env, "mine", 1), (other, "theirs", 0)):
+        gpu = {"file": str(file), "memory_mib": 1000}
+        config = env.config(name, fake_gpu=gpu, steps=4, hold_until=str(go))
+        result = str(env.tmp / "results" / name)
+        bp = world.blueprint(name, config=config, ajetd=f"gpus: [{index}]", result=result)
+        runs.append(world.submit(bp))
+    mine, theirs = runs
+    machine, their_dir = env.tmp / "machine-claims", env.tmp / "results" / "theirs"
+    wait_for(
+        lambda: (
+            len(list(machine.glob(".ajetd-claim.gpus.*"))) == 2
+            and list(their_dir.glob(".ajetd-claim.*"))
+        ),
+        what="both runs' GPU claims and the result dir's",
+    )
+    before = _claim_files(machine, their_dir)
+    holder = (
+        f"run {theirs} of another ajetd daemon ($AJETD_HOME {os.path.realpath(other.home)}, "
+        f"pid {daemons[1].pid})"
+    )
+
+    out = env.cli("gpus")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    rows = {line.split()[0]: line for line in out.stdout.splitlines()[2:]}
+    assert f"claimed by {holder} since 20" in rows["0"], out.stdout
+    assert f"run {mine} (placed)" in rows["1"] and "claimed by" not in rows["1"], out.stdout
+    doc = json.loads(env.cli("gpus", "--json").stdout)
+    gpu0, gpu1 = sorted(doc["local"], key=lambda g: g["index"])
+    [claim] = gpu0["claims"]
+    assert claim["run_id"] == theirs and claim["live"] is True and claim["kind"] == "gpus"
+    assert claim["home"] == os.path.realpath(other.home) and claim["pid"] == daemons[1].pid
+    assert claim["since"].endswith("Z") and claim["what"] == ["GPU-fake-0"]
+    assert gpu1["claims"] == []
+
+    pinned = env.blueprint("pinned", config=env.config("pinned"), ajetd="gpus: [0]")
+    out = env.cli("lint", str(pinned))
+    assert out.returncode == 0, out.stderr
+    assert (
+        f"warning: gpus: the run would wait: waiting for 1 GPU(s): GPU 0 is held by {holder}"
+        in (out.stdout)
+    )
+    same = env.blueprint("same", config=env.config("same"), result=str(their_dir))
+    out = env.cli("lint", str(same), "--json")
+    assert out.returncode == 2
+    said = json.loads(out.stdout)["problems"]
+    assert f"exp_result_dir: {their_dir} is claimed by {holder}" in " ".join(said), said
+    assert _claim_files(machine, their_dir) == before  # looked at, never touched
+
+    daemons[1].kill()  # its claims stay, naming a process that ended
+    daemons[1].wait()
+    out = env.cli("gpus")
+    [row0] = [line for line in out.stdout.splitlines() if line.startswith("0 ")]
+    assert f"stale claim of {holder}" in row0 and "not counted" in row0, out.stdout
+    assert json.loads(env.cli("gpus", "--json").stdout)["local"][0]["claims"][0]["live"] is False
+    out = env.cli("lint", str(pinned))
+    assert out.returncode == 0 and "would wait" not in out.stdout, out.stdout
+    out = env.cli("lint", str(same), "--json")
+    assert "is claimed by" not in " ".join(json.loads(out.stdout)["problems"])
+    assert _claim_files(machine, their_dir) == before  # a stale claim is the daemons' to clear
+    go.touch()
+    assert env.wait_done(mine)["status"] == "succeeded"
+
+
+def test_claims_that_cannot_be_read_are_one_line_never_a_traceback(
+    env: Env, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """The machine's claims folder a file, a folder no daemon would use (not sticky), a claim
+    whose content is damaged: `gpus` and `lint` say it in one line and go on; a damaged claim
+    naming a live daemon stops a result dir as the daemons judge it (by its name, its owner)."""
+    env.fake_gpus(1)
+    machine = env.tmp / "machine-claims"
+    machine.write_text("not a folder")
+    for args in (("gpus",), ("gpus", "--json")):
+        out = env.cli(*args)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and "not a folder" in out.stderr, out.stderr
+    machine.unlink()
+    machine.mkdir(mode=0o755)
+    out = env.cli("gpus")
+    assert out.returncode == 0 and "not a sticky world-writable folder" in out.stderr
+    machine.chmod(0o1777)
+    by = _other(sleeper)
+    damaged = machine / Claim(claims.GPUS, by, ("index:0",)).name()
+    damaged.write_text('{"kind": "gpus", "what": [')
+    out = env.cli("gpus", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["local"][0]["claims"] == []
+    assert "not a claim (damaged content); judged by its name and owner alone" in out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+    result = env.tmp / "results" / "dmg"
+    result.mkdir(parents=True)
+    (result / Claim(claims.RESULT_DIR, by, (str(result),)).name()).write_bytes(b"\xff{")
+    out = env.cli("lint", str(env.blueprint("dmg", result=str(result))), "--json")
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    doc = json.loads(out.stdout)
+    held = (
+        f"is claimed by run bbbbbb of another ajetd daemon (pid {sleeper.pid}, uid {os.getuid()})"
+    )
+    assert any(held in p for p in doc["problems"]), doc
+    assert any("not a claim (damaged content)" in w for w in doc["blueprint"]["warnings"]), doc
+
+
+_LOOK_AS_OTHER_USER = """
+import json, sys, types
+from ajetd.cli import claimsread
+from ajetd.core.gpuuse import GpuSample
+home = types.SimpleNamespace(root=sys.argv[1] + "/home-nobody")
+gpus = claimsread.gpu_claims(home, [GpuSample(0, "H100", "", 0.0, 0.0, 1.0)])
+print(json.dumps([gpus.notes, claimsread.result_dir_taken(home, sys.argv[1])]))
+"""
+
+
+def test_a_claims_folder_this_user_cannot_read_is_one_line(open_tmp: Path) -> None:
+    """As another user (`setpriv`), the machine's claims folder and a result dir they may not
+    read (root's, 1770): what `ajetd gpus` and `ajetd lint` show says so in one line each."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user (setpriv)")
+    folder = open_tmp / "claims"
+    folder.mkdir(mode=0o1770)
+    folder.chmod(0o1770)
+    src = str(Path(claimfiles.__file__).parents[2])
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-S"]
+    done = subprocess.run(
+        [*argv, "-c", _LOOK_AS_OTHER_USER, str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": src, claimfiles.DIR_ENV: str(folder)},
+    )
+    if done.returncode != 0 and ("setpriv" in done.stderr or "ModuleNotFound" in done.stderr):
+        pytest.skip(f"cannot run as nobody here: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stderr
+    [notes, (taken, dir_notes)] = json.loads(done.stdout)
+    why = f"{folder}: cannot be opened: Permission denied"
+    assert notes == [f"other daemons' claims not read: {why}"]
+    assert taken is None and dir_notes == [
+        f"other daemons' claims of the result dir not read: {why}"
+    ]

@@ -89,6 +89,12 @@ def ensure_machine_folder(path: str) -> None:
     else:
         with contextlib.suppress(OSError):
             os.chmod(path, 0o1777)  # noqa: S103  sticky, as /tmp: each removes only its own
+    check_machine_folder(path)
+
+
+def check_machine_folder(path: str) -> None:
+    """`ensure_machine_folder`'s check of a folder that is there (nothing made): the daemons
+    use no other; the commands that only look read no other. Raises ClaimError."""
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -105,8 +111,9 @@ def ensure_machine_folder(path: str) -> None:
 
 
 @contextlib.contextmanager
-def locked(folder: str) -> Iterator[int]:
-    """The folder open (never through a link at its last part) and flock'd; its fd."""
+def locked(folder: str, shared: bool = False) -> Iterator[int]:
+    """The folder open (never through a link at its last part) and flock'd (`shared`: as a
+    reader, which no daemon's claim is made under); its fd."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -115,7 +122,7 @@ def locked(folder: str) -> Iterator[int]:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
@@ -141,21 +148,26 @@ def found(fd: int, kind: str | None = None) -> list[Seen]:
             continue
         if not stat.S_ISREG(st.st_mode):
             continue  # a link, a FIFO planted with a claim's name: no claim
-        out.append(Seen(name, st.st_uid, _read(fd, name)))
+        claim, unread = _read(fd, name)
+        out.append(Seen(name, st.st_uid, claim, st.st_mtime, unread))
     return out
 
 
-def _read(fd: int, name: str) -> Claim | None:
+def _read(fd: int, name: str) -> tuple[Claim | None, str]:
+    """A claim file's content, or None and why not."""
     try:
         got = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    except OSError:  # another user's owner-only claim, or gone
-        return None
+    except OSError as exc:  # another user's owner-only claim, or gone
+        return None, f"its content cannot be read: {exc.strerror or exc}"
     try:
         if not stat.S_ISREG(os.fstat(got).st_mode):
-            return None
-        return claims.parse(os.read(got, claims.MAX_BYTES).decode("utf-8", "replace"))
+            return None, "not a regular file"
+        claim = claims.parse(os.read(got, claims.MAX_BYTES).decode("utf-8", "replace"))
+    except OSError as exc:
+        return None, f"its content cannot be read: {exc.strerror or exc}"
     finally:
         os.close(got)
+    return claim, "" if claim is not None else "not a claim (damaged content)"
 
 
 def take(folder: str, claim: Claim, clashes: Callable[[Seen], bool], mode: int) -> Seen | None:
@@ -187,6 +199,26 @@ def others(folder: str, kind: str) -> list[Seen]:
     """The claims of `kind` in `folder` (read under its lock); liveness is the caller's."""
     with locked(folder) as fd:
         return found(fd, kind)
+
+
+def look(folder: str, kind: str | None = None, machine: bool = False) -> list[Seen]:
+    """The claims (of `kind`, else all) in `folder` as they are, for a command that only
+    looks: read under a shared lock, none taken, renewed or removed; none where the folder
+    is not there. `machine`: the machine's folder, read only where a daemon would use it
+    (`check_machine_folder`). Whether each is live is `claims.live`'s. Raises ClaimError."""
+    if not os.path.lexists(folder):
+        return []
+    if machine:
+        check_machine_folder(folder)
+    elif os.path.islink(folder):  # `locked` never opens one: no daemon claims through it
+        raise ClaimError(f"{folder} is a link: claims are made and read in the folder itself")
+    elif not os.path.isdir(folder):  # a file where a result dir is asked: no claim in it
+        return []
+    try:
+        with locked(folder, shared=True) as fd:
+            return found(fd, kind)
+    except OSError as exc:  # listed or stat'd: a folder made unreadable meanwhile
+        raise ClaimError(f"{folder}: cannot be read: {exc.strerror or exc}") from exc
 
 
 def release(folder: str, name: str) -> None:

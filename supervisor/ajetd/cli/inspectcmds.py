@@ -73,6 +73,8 @@ def lint(file: Path, as_json: bool) -> None:
         target = resolved.result_dir if resolved else bp.result_dir
         problems = placed_first(target, problems, busy, home.root)
         problems += _not_launched(home, bp, resolved)
+        theirs, claim_warnings = _claimed(home, bp, target)
+        problems += theirs
         summary = {
             "purpose": bp.purpose,
             # each path as the run takes it (`~` expanded, walk93 F4), where it resolved
@@ -84,7 +86,7 @@ def lint(file: Path, as_json: bool) -> None:
             "max_time_s": bp.max_time_s,
             "val_path": resolved.val_path if resolved else None,
             "options": status_view.lint_options(bp.options, _rules(bp, resolved)),
-            "warnings": resolved.review.warnings if resolved else [],
+            "warnings": [*(resolved.review.warnings if resolved else []), *claim_warnings],
             "config_verdict": resolved.review.verdict if resolved else "rejected",
             # as admission records them: the review's, then NeMo-RL's overrides
             "config_changes": [*resolved.changes_made, *nemo_launch(bp, resolved.result_dir)[1]]
@@ -113,6 +115,30 @@ def _not_launched(home: Home, bp: Blueprint, resolved: Resolved | None) -> list[
         too_long = admitted_launch_problem(home, LINTED_RUN, *dirs, bp.options)
         found += [too_long] if too_long else []
     return found
+
+
+def _claimed(home: Home, bp: Blueprint, result_dir: str) -> tuple[list[str], list[str]]:
+    """What other daemons on this machine hold that this run asks for (`cli.claimsread`): its
+    result dir (as resolved, where it did), which admission would refuse (a problem), and GPUs
+    it would wait for (a warning); with a warning for each claim that could not be read. A
+    run on an SSH host is not judged (admission claims only this machine's dirs)."""
+    if bp.options.ssh is not None:
+        return [], []
+    from ajetd.adapters.nvml import open_probe
+    from ajetd.cli.claimsread import gpus_wait, result_dir_taken
+
+    taken: str | None = None
+    warnings: list[str] = []
+    if os.path.isabs(result_dir):  # else refused as not absolute
+        taken, warnings = result_dir_taken(home, result_dir)
+    if bp.options.slurm is None:
+        try:
+            samples = open_probe().sample()
+        except AjetdError:  # said by `_never_here`
+            samples = []
+        wait, notes = gpus_wait(home, bp.options.gpus, samples)
+        warnings += [*([wait] if wait else []), *notes]
+    return [taken] if taken else [], warnings
 
 
 def _lint_campaign(folder: Path, as_json: bool) -> None:
@@ -319,6 +345,7 @@ def gpus(as_json: bool) -> None:
     """This machine's GPUs: utilisation, memory, temperature, power, and which run holds what."""
     from ajetd.adapters import procs
     from ajetd.adapters.nvml import open_probe
+    from ajetd.cli.claimsread import gpu_claims
     from ajetd.views import records as status_view
 
     probe = open_probe()
@@ -333,6 +360,11 @@ def gpus(as_json: bool) -> None:
                 placed.setdefault(index, []).append(run.run_id)
     for index, waiting in _reserved(home).items():
         holders.setdefault(index, []).append(f"reserved for run {waiting} (queued)")
+    theirs = gpu_claims(home, samples)  # other daemons' runs on this machine
+    for index, said in theirs.said.items():
+        holders.setdefault(index, []).extend(said)
+    for note in theirs.notes:  # on stderr: `--json`'s keys stay the GPUs' and hosts'
+        click.echo(f"warning: {note}", err=True)
     owners = procs.owners({p.pid for g in samples for p in g.processes})
     for g in samples:
         for p in g.processes:
@@ -343,7 +375,10 @@ def gpus(as_json: bool) -> None:
             holders.setdefault(g.index, []).append(f"pid {p.pid} ({label}{mem})")
     hosts = _remote_gpus(home)
     if as_json:
-        out: dict[str, Any] = {"local": status_view.gpus_json(samples, holders, placed, owners)}
+        local = status_view.gpus_json(samples, holders, placed, owners)
+        for gpu in local:
+            gpu["claims"] = theirs.shown.get(gpu["index"], [])
+        out: dict[str, Any] = {"local": local}
         out.update(
             {
                 host: None if got is None else status_view.gpus_json(got, held, placed_there, {})

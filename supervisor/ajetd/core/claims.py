@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 PREFIX = ".ajetd-claim."
 RESULT_DIR, VAL_FILE, GPUS = "result_dir", "val_file", "gpus"
@@ -70,11 +70,15 @@ class Claim:
 
 class Seen(NamedTuple):
     """A claim file as found: its name, its owner, its content (None where it cannot be read:
-    another user's, owner-only)."""
+    another user's, owner-only; or damaged), when it was written (`made`, epoch seconds: the
+    claim taken, or taken again by a restarted daemon) and why its content is None
+    (`unread`, "" where it was read)."""
 
     name: str
     file_uid: int
     claim: Claim | None
+    made: float = 0.0
+    unread: str = ""
 
 
 def file_name(kind: str, by: Claimant) -> str:
@@ -207,21 +211,78 @@ def gpu_key(index: int, uuid: str) -> str:
     return uuid if uuid else f"index:{index}"
 
 
+def gpus_claimed(
+    found: Iterable[Seen], keys: Sequence[tuple[int, str]], me: Claimant
+) -> list[tuple[Seen, tuple[int, ...]]]:
+    """The GPU claims of other daemons (not `me`'s home's) in `found` that name GPUs of this
+    machine (`keys`: index and key), each with the indices it names; live or not (`live`)."""
+    index = {key: i for i, key in keys}
+    out = []
+    for seen in found:
+        claim = seen.claim
+        if claim is None or claim.kind != GPUS or not elsewhere(seen, me):
+            continue
+        held = tuple(sorted(index[k] for k in claim.what if k in index))
+        if held:
+            out.append((seen, held))
+    return out
+
+
 def gpus_held(
     found: Iterable[Seen], keys: Sequence[tuple[int, str]], me_uid: int, home: str, proc: Proc
 ) -> dict[str, tuple[int, ...]]:
     """The GPUs (`keys`: this machine's, index and key) that live claims of other daemons
     hold, by holder (as `holder` names it) -> indices: for placement, as runs of its own."""
-    index = {key: i for i, key in keys}
-    out: dict[str, tuple[int, ...]] = {}
-    for seen in found:
-        claim = seen.claim
-        if claim is None or claim.kind != GPUS or not live(seen, proc):
-            continue
-        if claim.by.home == home and seen.file_uid == me_uid:  # this daemon's home's own
-            continue
-        held = tuple(sorted(index[k] for k in claim.what if k in index))
-        if held:
-            me = Claimant(home, "", "", me_uid, 0, 0)
-            out[holder(seen, me).removeprefix("run ")] = held
-    return out
+    me = Claimant(home, "", "", me_uid, 0, 0)
+    return {
+        holder(seen, me).removeprefix("run "): held
+        for seen, held in gpus_claimed(found, keys, me)
+        if live(seen, proc)
+    }
+
+
+def result_dir_taken(result_dir: str, others: Sequence[Seen], me: Claimant) -> str | None:
+    """Why `result_dir` is refused to `me`'s run: the first of the live claims of others that
+    `judge` found in it (admission's refusal, and `ajetd lint`'s problem); None where none."""
+    if not others:
+        return None
+    return (
+        f"exp_result_dir: {result_dir} is claimed by {holder(others[0], me)}"
+        " (two runs never share one: choose another result dir, or submit this once that "
+        "run ended)"
+    )
+
+
+def shown(
+    seen: Seen, me: Claimant, proc: Proc, when: Callable[[float], str | None]
+) -> dict[str, Any]:
+    """A claim as the commands that only look show it (`ajetd gpus --json`): whose (as far
+    as its name and content tell), since when (`when`: epoch -> text), whether it is live
+    (`live`: a stale one counts for nothing and is the daemons' to clear), and `holder`'s
+    words for it."""
+    parts = name_parts(seen.name)
+    claim = seen.claim
+    by = claim.by if claim is not None else None
+    return {
+        "kind": claim.kind if claim is not None else (parts[0] if parts else None),
+        "run_id": by.run_id if by is not None else (parts[1] if parts else None),
+        "home": by.home if by is not None else None,
+        "user": by.user if by is not None else None,
+        "uid": seen.file_uid,
+        "pid": parts[2] if parts else None,
+        "since": when(seen.made) if seen.made else None,
+        "live": live(seen, proc),
+        "what": list(claim.what) if claim is not None else None,
+        "holder": holder(seen, me),
+        "unread": seen.unread or None,
+    }
+
+
+def said(seen: Seen, me: Claimant, proc: Proc, when: Callable[[float], str | None]) -> str:
+    """`shown` in words, for `ajetd gpus`: `claimed by run X of another ajetd daemon (...)
+    since T`, or that the claim is stale."""
+    since = when(seen.made) if seen.made else None
+    at = f" since {since}" if since else ""
+    if live(seen, proc):
+        return f"claimed by {holder(seen, me)}{at}"
+    return f"stale claim of {holder(seen, me)}{at} (its daemon ended: not counted)"

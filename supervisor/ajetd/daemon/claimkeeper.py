@@ -97,13 +97,7 @@ class ClaimKeeper:
             return None
         what = (os.path.realpath(result_dir),)
         other = self._take(result_dir, run_id, RESULT_DIR, what, lambda _s: True, OWNER_ONLY)
-        if other is None:
-            return None
-        return (
-            f"exp_result_dir: {result_dir} is claimed by {claims.holder(other, self._me(run_id))}"
-            " (two runs never share one: choose another result dir, or submit this once that "
-            "run ended)"
-        )
+        return claims.result_dir_taken(result_dir, [other] if other else [], self._me(run_id))
 
     def val_file(self, run_id: str, val_path: str) -> str | None:
         """Claim the val file `val_path` for run `run_id`; the other daemon's run that
