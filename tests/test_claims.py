@@ -485,6 +485,16 @@ def test_gpus_and_lint_show_another_daemons_claims_and_leave_them_be(env: Env) -
     assert out.returncode == 2
     said = json.loads(out.stdout)["problems"]
     assert f"exp_result_dir: {their_dir} is claimed by {holder}" in " ".join(said), said
+    conf = env.config("dup")  # the val file their run writes: admission moves this one's
+    text = (
+        (env.codebase / conf).read_text().replace("saved_val_result/dup", "saved_val_result/theirs")
+    )
+    (env.codebase / conf).write_text(text)
+    doc = json.loads(env.cli("lint", str(env.blueprint("dup", config=conf)), "--json").stdout)
+    assert doc["blueprint"]["val_path"] == str(env.tmp / "results" / "dup" / "val_results.md")
+    assert f"live run {theirs} of another ajetd daemon" in " ".join(
+        doc["blueprint"]["config_changes"]
+    ), doc
     assert _claim_files(machine, their_dir) == before  # looked at, never touched
 
     daemons[1].kill()  # its claims stay, naming a process that ended
@@ -538,6 +548,12 @@ def test_claims_that_cannot_be_read_are_one_line_never_a_traceback(
     )
     assert any(held in p for p in doc["problems"]), doc
     assert any("not a claim (damaged content)" in w for w in doc["blueprint"]["warnings"]), doc
+    linked = env.tmp / "results" / "linked"
+    linked.symlink_to(result)  # no daemon claims through a link: said, not a traceback
+    out = env.cli("lint", str(env.blueprint("lnk", result=str(linked))), "--json")
+    assert "Traceback" not in out.stderr, out.stderr
+    said = json.loads(out.stdout)["blueprint"]["warnings"]
+    assert f"other daemons' claims of the result dir not read: {linked} is a link" in " ".join(said)
 
 
 _LOOK_AS_OTHER_USER = """

@@ -89,6 +89,13 @@ def result_dir_taken(home: Home, result_dir: str) -> tuple[str | None, list[str]
     return claims.result_dir_taken(result_dir, verdict.others, me), _unread(theirs, result_dir)
 
 
+def val_writers(home: Home) -> tuple[dict[str, str], list[str]]:
+    """The val files other daemons' live runs write -> who, as admission adds them to its
+    `val_writers` (`claimkeeper.val_writers`); and the lines on claims not read."""
+    found, notes = _machine_claims(claims.VAL_FILE)
+    return claims.val_writers(found, _me(home), claimfiles.proc_of), notes
+
+
 def gpus_wait(home: Home, gpus: str, samples: Sequence[GpuSample]) -> tuple[str | None, list[str]]:
     """Why a run asking `gpus` (the `[ajetd] gpus` option) would wait for GPUs other
     daemons' live runs claim, as the daemon's placement decides it (`placement.plan` with

@@ -22,6 +22,7 @@ from ajetd.core.onefile import Writer
 if TYPE_CHECKING:
     from ajetd.core.blueprint import Blueprint
     from ajetd.core.gpuuse import GpuSample
+    from ajetd.core.model import Run
     from ajetd.hosts.preflight import Resolved
 
 
@@ -62,10 +63,8 @@ def lint(file: Path, as_json: bool) -> None:
     else:
         home = open_home()
         live = [r for r in home.load_runs() if r.active]
+        writers, val_notes = _val_writers(home, live)
         try:
-            # a run on an SSH host (its folder there known once it started) writes a file
-            # there: compared as written, never resolved on this machine (`core.onefile`)
-            writers = {r.val_path: Writer(r.run_id, not r.remote_dir) for r in live if r.val_path}
             resolved, problems = check_blueprint(bp, writers)
         except Exception as exc:  # lint reports, never a traceback: say what broke, exit 2
             resolved, problems = None, [f"lint: the checks stopped: {type(exc).__name__}: {exc}"]
@@ -75,6 +74,7 @@ def lint(file: Path, as_json: bool) -> None:
         problems += _not_launched(home, bp, resolved)
         theirs, claim_warnings = _claimed(home, bp, target)
         problems += theirs
+        claim_warnings = list(dict.fromkeys([*val_notes, *claim_warnings]))  # one folder's once
         summary = {
             "purpose": bp.purpose,
             # each path as the run takes it (`~` expanded, walk93 F4), where it resolved
@@ -115,6 +115,19 @@ def _not_launched(home: Home, bp: Blueprint, resolved: Resolved | None) -> list[
         too_long = admitted_launch_problem(home, LINTED_RUN, *dirs, bp.options)
         found += [too_long] if too_long else []
     return found
+
+
+def _val_writers(home: Home, live: list[Run]) -> tuple[dict[str, Writer], list[str]]:
+    """The val files live runs write, as admission gathers them (`Admit.accept`): other
+    daemons' runs' (their claims), then this home's; and the lines on claims not read."""
+    from ajetd.cli.claimsread import val_writers
+
+    theirs, notes = val_writers(home)
+    writers = {path: Writer(who) for path, who in theirs.items()}
+    # a run on an SSH host (its folder there known once it started) writes a file there:
+    # compared as written, never resolved on this machine (`core.onefile`)
+    writers.update({r.val_path: Writer(r.run_id, not r.remote_dir) for r in live if r.val_path})
+    return writers, notes
 
 
 def _claimed(home: Home, bp: Blueprint, result_dir: str) -> tuple[list[str], list[str]]:

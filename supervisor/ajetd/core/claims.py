@@ -205,6 +205,21 @@ def elsewhere(seen: Seen, me: Claimant) -> bool:
     return claim is None or claim.by.home != me.home or seen.file_uid != me.uid
 
 
+def theirs(found: Iterable[Seen], me: Claimant, proc: Proc) -> list[Seen]:
+    """The live claims in `found` of other daemons' runs (not `me`'s home's)."""
+    return [s for s in found if live(s, proc) and elsewhere(s, me)]
+
+
+def val_writers(found: Iterable[Seen], me: Claimant, proc: Proc) -> dict[str, str]:
+    """The val files other daemons' live runs write (`found`: val file claims) -> who
+    (`holder`, without its leading `run `): admission's `val_writers`, and lint's."""
+    out: dict[str, str] = {}
+    for seen in theirs(found, me, proc):
+        if seen.claim is not None and seen.claim.kind == VAL_FILE and seen.claim.what:
+            out[seen.claim.what[0]] = holder(seen, me).removeprefix("run ")
+    return out
+
+
 def gpu_key(index: int, uuid: str) -> str:
     """A GPU as claims name it: its UUID where the driver gives one (the same GPU whatever
     its index in CUDA_VISIBLE_DEVICES order), else its index."""

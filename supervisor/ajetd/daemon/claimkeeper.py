@@ -119,12 +119,7 @@ class ClaimKeeper:
 
     def val_writers(self) -> dict[str, str]:
         """The val files other daemons' live runs write -> who (`claims.holder`)."""
-        out: dict[str, str] = {}
-        for seen in self._others(VAL_FILE):
-            if seen.claim is not None and seen.claim.what:
-                me = self._me("")
-                out[seen.claim.what[0]] = claims.holder(seen, me).removeprefix("run ")
-        return out
+        return claims.val_writers(self._others(VAL_FILE), self._me(""), claimfiles.proc_of)
 
     def _others(self, kind: str) -> list[Seen]:
         """Live claims of `kind` of other daemons' runs in the machine's folder."""
@@ -137,8 +132,7 @@ class ClaimKeeper:
             self._warn(f"the claims in {folder} not read", exc)
             self._failed(folder, exc)
             return []
-        me = self._me("")
-        return [s for s in found if claims.live(s, claimfiles.proc_of) and claims.elsewhere(s, me)]
+        return claims.theirs(found, self._me(""), claimfiles.proc_of)
 
     def gpus(self, run_id: str, keys: Sequence[str]) -> str | None:
         """Claim the GPUs `keys` (`claims.gpu_key`) for run `run_id`; the other daemon's run
