@@ -108,6 +108,32 @@ def test_a_pass_in_which_a_step_failed_is_not_followed_at_once_by_the_next(
     assert "internal error while supervising it" in str(loop.run(run_id).attention)
 
 
+def test_a_folder_removed_between_the_pass_and_a_steps_write_is_no_internal_error(
+    env: Env, loop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder removed after the pass looked and before one of the run's steps wrote in it
+    (a loaded machine): the write's ENOENT marked the run `internal error` for attention, and a
+    `wait` in flight exited 2 while the run went on. The folder is made again at once, the
+    run unmarked; the step is tried at the next tick."""
+    run_id = loop.submit(env.blueprint("went", command="sleep 1000", ajetd="gpus: 0"))
+    loop.started(run_id)
+    folder = env.home / "runs" / run_id
+    real = loop.daemon._deep_check
+
+    def removed_then_written(slot: Any, now: float) -> None:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            loop.daemon.home.append_event(run_id, now, "a write into the removed folder")
+        real(slot, now)
+
+    monkeypatch.setattr(loop.daemon, "_deep_check", removed_then_written)
+    loop.clock.advance(3600)  # the deep check is due
+    loop.daemon.turn(True)
+    assert loop.run(run_id).attention is None
+    assert "was gone (moved or removed" in _journal(folder)
+    assert (folder / "state.json").is_file()
+
+
 @pytest.mark.parametrize(
     "held", [False, True], ids=["removed", "removed while a file in it is open"]
 )
