@@ -531,7 +531,7 @@ class Tmux:
     ) -> tuple[str, ...]:
         """The words of `new_session`'s one tmux call (`first`: `_precise_start`'s leading
         commands; None: the most there can be). What a launch sends tmux, for its size to be
-        known before any launch (`launch_size`)."""
+        known before any launch (`launchsize.launch_problem`)."""
         command = _bash(script)
         fmt = "#{pane_id}\t#{pane_pid}\t#{exit-unattached}"
         arm = (
